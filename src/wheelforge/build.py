@@ -1,0 +1,130 @@
+"""Orchestration: settings → toolkit and torch → one plan per variant → for each: generated
+files, ninja, wheel, repair, fatbin verification, then an atomic move into the output folder."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from . import fsutil, log, ninja, repair, torchabi, variants, wheel
+from .config import BuildSettings
+from .inspection import inspect_paths
+from .plan import VariantPlan, make_plan
+from .report import BuildReport, VariantResult
+from .toolkit import Toolkit, check_archs, find_toolkit
+from .verify import verify_binaries
+
+STAMP = "wheel.json"
+
+
+def plan_all(settings: BuildSettings, toolkit: Toolkit | None = None) -> list[VariantPlan]:
+    """Every check that needs no compiler runs here, before anything is built."""
+    matrix = settings.matrix
+    toolkit = toolkit or find_toolkit()
+    for arch_set in matrix.arch_sets:
+        check_archs(toolkit, arch_set.archs, arch_set.name)
+    torch = torchabi.probe_torch(settings.python)
+    torchabi.check_target(torch, matrix.torch.lowest)
+    weak = torchabi.weak_shims_header(torchabi.cuda_only_shims(torch.include_dir))
+    return [
+        make_plan(
+            matrix=matrix,
+            variant=variant,
+            torch=torch,
+            weak_header=weak,
+            build_root=settings.build_root,
+            out_dir=settings.out_dir,
+            cxx=settings.cxx,
+            cc=settings.cc,
+            nvcc_threads=settings.nvcc_threads,
+        )
+        for variant in variants.expand(matrix, toolkit)
+    ]
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _reusable(plan: VariantPlan, digest: str) -> Path | None:
+    """The wheel already in the output folder, if it was made from exactly these inputs."""
+    try:
+        stamp = json.loads((plan.build_dir / STAMP).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    published = plan.out_dir / str(stamp.get("wheel", ""))
+    if stamp.get("digest") != digest or not published.is_file():
+        return None
+    return published if _sha256(published) == stamp.get("sha256") else None
+
+
+def build_variant(plan: VariantPlan, *, jobs: int | None) -> VariantResult:
+    start = time.perf_counter()
+    variant = plan.variant
+    with log.step(f"{variant.id}: compile for {variant.arch_set} with CUDA {variant.toolkit.version}"):
+        for generated in plan.generated:
+            fsutil.write_if_changed(generated.path, generated.text)
+        ninja.write(plan)
+        steps = ninja.run(plan, jobs=jobs)
+    compiled = [s for s in steps if s in ("CXX", "CC", "NVCC")]
+    log.info(f"  compiled {len(compiled)} of {len(plan.compile_steps)} sources" if compiled else "  nothing to compile: up to date")
+
+    contents = wheel.contents(plan, repair.build_platform())
+    digest = contents.digest()
+    published = _reusable(plan, digest)
+    reused = published is not None
+    if published is not None:
+        log.info(f"  {published.name} is up to date")
+        binaries = inspect_paths([published])
+        verify_binaries(binaries, plan)
+    else:
+        with log.step(f"{variant.id}: pack, repair and check the wheel"):
+            stage = Path(tempfile.mkdtemp(prefix="stage-", dir=plan.build_dir))
+            try:
+                raw = wheel.pack(contents, stage / "raw")
+                repaired = repair.repair(raw, stage / "repaired", source_date_epoch=wheel.source_date_epoch())
+                binaries = inspect_paths([repaired])
+                verify_binaries(binaries, plan)
+                published = fsutil.publish(repaired, plan.out_dir)
+            finally:
+                shutil.rmtree(stage, ignore_errors=True)
+        # Name the binaries after the published wheel, not the staging copy they were read from.
+        binaries = [
+            dataclasses.replace(b, path=b.path.replace(str(repaired), str(published), 1))
+            for b in binaries
+        ]
+        stamp = {"digest": digest, "wheel": published.name, "sha256": _sha256(published)}
+        fsutil.write_if_changed(plan.build_dir / STAMP, json.dumps(stamp, indent=2) + "\n")
+    return VariantResult(
+        variant_id=variant.id,
+        arch_set=variant.arch_set,
+        toolkit=str(variant.toolkit.version),
+        wheel=published,
+        wheel_size=published.stat().st_size,
+        compiled=tuple(compiled),
+        reused=reused,
+        binaries=tuple(binaries),
+        seconds=time.perf_counter() - start,
+    )
+
+
+def run_build(settings: BuildSettings) -> BuildReport:
+    plans = plan_all(settings)
+    log.info(
+        f"building {len(plans)} variant(s) of {settings.matrix.package.name} {settings.matrix.package.version} "
+        f"for torch {settings.matrix.torch.requirement[5:]} (stable ABI target "
+        f"{settings.matrix.torch.target[0]}.{settings.matrix.torch.target[1]}, built against torch "
+        f"{plans[0].torch.label}); archs from {settings.arch_source}"
+    )
+    results = [build_variant(plan, jobs=settings.jobs) for plan in plans]
+    return BuildReport(
+        matrix=settings.matrix.path,
+        target_version=settings.matrix.torch.target,
+        built_against=plans[0].torch.label,
+        variants=tuple(results),
+    )

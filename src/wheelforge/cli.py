@@ -1,0 +1,100 @@
+"""The command line: parse, call, print. No logic lives here; errors are caught once, in main."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from . import __version__, log
+from .errors import WheelforgeError
+
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+def _verbosity(ctx: click.Context, _param: click.Parameter, value: int) -> int:
+    log.set_verbosity(value)
+    return value
+
+
+verbose_option = click.option(
+    "-v", "--verbose", count=True, expose_value=False, callback=_verbosity, is_eager=True,
+    help="Show commands and tool output (-vv: ninja's full command lines too).",
+)  # fmt: skip
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="wheelforge")
+def cli() -> None:
+    """Build matrices of stable-ABI abi3 wheels for CUDA PyTorch extensions."""
+
+
+@cli.command()
+@click.option("--matrix", "matrix_path", type=click.Path(path_type=Path), default=Path("matrix.yaml"),
+              show_default=True, help="The matrix file.")
+@click.option("--archs", help='Arch list replacing the matrix\'s arch sets, e.g. "7.5 8.0 9.0+PTX" '
+              "(else TORCH_CUDA_ARCH_LIST, else matrix.yaml).")
+@click.option("--out", type=click.Path(path_type=Path, file_okay=False), help="Output folder for wheels [default: dist/ beside the matrix].")
+@click.option("--build-dir", type=click.Path(path_type=Path, file_okay=False), help="Folder for intermediate files [default: build/wheelforge/ beside the matrix].")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), help="Parallel compile jobs (else MAX_JOBS, else ninja's default).")
+@click.option("--python", type=click.Path(path_type=Path, exists=True, dir_okay=False),
+              help="Python whose torch the extension is built against [default: this one].")
+@verbose_option
+def build(matrix_path: Path, archs: str | None, out: Path | None, build_dir: Path | None,
+          jobs: int | None, python: Path | None) -> None:  # fmt: skip
+    """Build the matrix's wheels and check their fatbins."""
+    from .build import run_build
+    from .config import Flags, resolve
+    from .report import print_build
+
+    settings = resolve(Flags(matrix=matrix_path, archs=archs, out=out, build_dir=build_dir, jobs=jobs, python=python))
+    report = run_build(settings)
+    print_build(report, Console())
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of tables.")
+@verbose_option
+def inspect(paths: tuple[Path, ...], as_json: bool) -> None:
+    """List the SASS and PTX in shared objects, object files, wheels or folders."""
+    from .inspection import inspect_paths, reports_to_json
+    from .report import print_inspect
+
+    reports = inspect_paths(list(paths))
+    if as_json:
+        click.echo(json.dumps(reports_to_json(reports), indent=2))
+    else:
+        print_inspect(reports, Console())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point: runs the CLI and turns every error into one message and an exit code."""
+    try:
+        cli.main(args=list(argv) if argv is not None else None, prog_name="wheelforge", standalone_mode=False)
+    except WheelforgeError as exc:
+        log.error(exc.message, exc.details)
+        return exc.exit_code
+    except click.exceptions.Abort:
+        log.error("interrupted")
+        return EXIT_INTERRUPTED
+    except click.UsageError as exc:
+        where = exc.ctx.command_path if exc.ctx is not None else "wheelforge"
+        log.error(f"{exc.format_message()} (see '{where} --help')")
+        return EXIT_USAGE
+    except click.ClickException as exc:
+        log.error(exc.format_message())
+        return exc.exit_code if exc.exit_code else EXIT_USAGE
+    except KeyboardInterrupt:
+        log.error("interrupted")
+        return EXIT_INTERRUPTED
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

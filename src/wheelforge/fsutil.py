@@ -1,0 +1,51 @@
+"""Small file helpers: write only when content changes, and atomic replacement."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+
+def write_if_changed(path: Path, text: str) -> bool:
+    """Write *text* atomically unless the file already holds it (keeps mtimes, so ninja
+    sees nothing new). Returns whether it wrote."""
+    try:
+        if path.read_text(encoding="utf-8") == text:
+            return False
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        Path(tmp).replace(path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            Path(tmp).unlink()
+        raise
+    return True
+
+
+def publish(src: Path, dest_dir: Path) -> Path:
+    """Move *src* into *dest_dir* atomically: readers see the old file or the whole new one,
+    never a partial one, even across filesystems."""
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    dest = dest_dir / src.name
+    fd, tmp = tempfile.mkstemp(dir=dest_dir, prefix=f".{src.name}.", suffix=".part")
+    os.close(fd)
+    try:
+        shutil.copyfile(src, tmp)
+        # mkstemp makes the file private; published files get the usual mode under the umask.
+        umask = os.umask(0)
+        os.umask(umask)
+        Path(tmp).chmod(0o666 & ~umask)
+        Path(tmp).replace(dest)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            Path(tmp).unlink()
+        raise
+    return dest

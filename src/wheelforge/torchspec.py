@@ -1,0 +1,81 @@
+"""The torch versions of a matrix: a list or a range; the lowest sets the stable-ABI target."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+# The oldest torch whose headers support TORCH_TARGET_VERSION (torch/csrc/stable/version.h).
+OLDEST_STABLE_TARGET = Version("2.9")
+
+
+@dataclass(frozen=True, kw_only=True)
+class TorchSpec:
+    """``versions`` is the explicit list, or empty for a range given by ``specifier``."""
+
+    text: str
+    specifier: SpecifierSet
+    versions: tuple[Version, ...]
+    lowest: Version
+
+    @property
+    def target(self) -> tuple[int, int]:
+        return (self.lowest.major, self.lowest.minor)
+
+    @property
+    def target_macro(self) -> str:
+        """``TORCH_TARGET_VERSION``: ``major << 56 | minor << 48``, as torch/csrc/stable/version.h
+        defines its version constants."""
+        major, minor = self.target
+        return f"0x{(major << 56) | (minor << 48):016x}"
+
+    @property
+    def requirement(self) -> str:
+        """The wheel's Requires-Dist on torch: every torch from the target version up, within
+        the range's upper bounds when one was given."""
+        major, minor = self.target
+        upper = [str(s) for s in self.specifier if s.operator in ("<", "<=", "!=")]
+        return "torch" + ",".join([f">={major}.{minor}", *upper])
+
+
+def parse_torch_spec(value: str | list[str]) -> TorchSpec:
+    """Parse ``">=2.10"`` / ``">=2.10,<2.15"`` / ``"2.10"`` or a list of versions.
+    Raises ValueError with a message that says what to write instead."""
+    if isinstance(value, list):
+        if not value:
+            raise ValueError("the list of torch versions is empty; name at least one, e.g. ['2.10']")
+        versions = []
+        for item in value:
+            try:
+                versions.append(Version(item))
+            except InvalidVersion:
+                raise ValueError(f"'{item}' is not a version; write e.g. '2.10' or '2.11.0'") from None
+        ordered = tuple(sorted(set(versions)))
+        spec = SpecifierSet(f">={ordered[0]}")
+        return TorchSpec(text=", ".join(value), specifier=spec, versions=ordered, lowest=ordered[0])
+    text = value.strip()
+    try:
+        single = Version(text)
+    except InvalidVersion:
+        single = None
+    if single is not None:
+        return TorchSpec(text=text, specifier=SpecifierSet(f">={single}"), versions=(single,), lowest=single)
+    try:
+        spec = SpecifierSet(text)
+    except InvalidSpecifier:
+        raise ValueError(
+            f"'{text}' is neither a version nor a range; write e.g. '>=2.10' or '>=2.10,<2.15'"
+        ) from None
+    lows = [
+        Version(s.version.removesuffix(".*"))
+        for s in spec
+        if s.operator in (">=", ">", "==", "~=", "===")
+    ]
+    if not lows:
+        raise ValueError(
+            f"the range '{text}' has no lower bound, so there is no target version; "
+            "add one, e.g. '>=2.10'"
+        )
+    return TorchSpec(text=text, specifier=spec, versions=(), lowest=max(lows))
