@@ -2,6 +2,10 @@ import pytest
 import torch
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "cuda: needs a CUDA device")
+
+
 def pytest_collection_modifyitems(config, items):
     # CUDA cases are reported as skipped, never as passed, where no GPU is present.
     if torch.cuda.is_available():

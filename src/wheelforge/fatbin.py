@@ -43,7 +43,7 @@ import io
 import mmap
 import struct
 from dataclasses import dataclass
-from typing import IO, Literal, cast
+from typing import IO, Literal, NamedTuple, cast
 
 from elftools.common.exceptions import ELFError
 from elftools.construct.core import ConstructError
@@ -104,8 +104,7 @@ class FatbinEntry:
         }
 
 
-@dataclass(frozen=True)
-class _EntryHeader:
+class _EntryHeader(NamedTuple):
     kind: int
     header_size: int
     stored_size: int
@@ -348,8 +347,8 @@ def _fatbin_section_bounds(view: memoryview, path: str) -> tuple[int, int] | Non
     found: dict[str, tuple[int, int, int, str]] = {}
     try:
         elf = ELFFile(cast(IO[bytes], stream))
-        # Section headers only: get_section_by_name() builds every section object first, and the
-        # GNU hash section's reads its whole table (0.13 s of 0.2 s on libcublasLt, pyelftools 0.33).
+        # Section headers only: get_section_by_name() builds every section object first, and
+        # the GNU hash section's reads its whole table (0.13 s on libcublasLt, pyelftools 0.33).
         for index in range(elf.num_sections()):
             header = elf._get_section_header(index)
             name = elf._get_section_name(header)

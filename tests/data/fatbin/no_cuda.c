@@ -1,0 +1,2 @@
+/* A shared object without any fatbin. */
+int answer(void) { return 42; }
