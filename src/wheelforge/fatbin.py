@@ -62,6 +62,9 @@ _CONTAINER = struct.Struct("<IHHQ")
 # name offset, name length, flags, -, decompressed size
 _ENTRY = struct.Struct("<HHIQIIHHIIIQQQ")
 _CONTAINER_ALIGN = 16
+# A fatbin lives in a section of a small-code-model ELF file, so no image reaches 2 GiB; a larger
+# decompressed size is corruption, and must not become an allocation.
+_MAX_PAYLOAD = 1 << 31
 
 _KIND_PTX = 1
 _KIND_ELF = 2
@@ -79,15 +82,15 @@ class FatbinEntry:
     """One SASS or PTX image in a fatbin."""
 
     kind: Literal["sass", "ptx"]
-    arch: str
+    arch: str  # sm_90, sm_90a, sm_100f for SASS; compute_90, compute_90a, compute_100f for PTX
     sm: int
     variant: Variant
-    container: int
-    offset: int
-    stored_size: int
-    size: int
+    container: int  # index of the fatbin container (one per translation unit) in the section
+    offset: int  # file offset of the entry header
+    stored_size: int  # payload bytes as stored (padded to 8)
+    size: int  # decompressed payload size; stored_size when uncompressed
     compression: Compression
-    version: str | None
+    version: str | None  # "major.minor" from the header: the PTX ISA for PTX, 1.8 for cubins
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -270,6 +273,8 @@ def _make_entry(header: _EntryHeader, container: int, offset: int, path: str) ->
     if flags & (_FLAG_LZ4 | _FLAG_ZSTD):
         compression = "lz4" if flags & _FLAG_LZ4 else "zstd"
         size = header.decompressed_size
+        if not 0 < size < _MAX_PAYLOAD:
+            raise BinaryFormatError(path, offset, f"implausible decompressed size {size}")
         if not 0 < header.compressed_size <= header.stored_size:
             raise BinaryFormatError(
                 path,
@@ -323,7 +328,7 @@ def _decompress(
             ) from None
         try:
             return zstandard.ZstdDecompressor().decompress(stored, max_output_size=size)
-        except zstandard.ZstdError as error:
+        except (zstandard.ZstdError, MemoryError) as error:
             raise BinaryFormatError(path, offset, f"corrupt zstd payload: {error}") from error
     try:
         import lz4.block  # type: ignore[import-untyped]  # noqa: PLC0415
@@ -333,7 +338,7 @@ def _decompress(
         ) from None
     try:
         payload: bytes = lz4.block.decompress(stored, uncompressed_size=size)
-    except lz4.block.LZ4BlockError as error:
+    except (lz4.block.LZ4BlockError, MemoryError) as error:
         raise BinaryFormatError(path, offset, f"corrupt LZ4 payload: {error}") from error
     return payload
 

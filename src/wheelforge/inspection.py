@@ -13,12 +13,14 @@ import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from wheelforge.errors import BinaryFormatError, ConfigError
 from wheelforge.fatbin import FatbinEntry, read_fatbin_entries
 
 ELF_MAGIC = b"\x7fELF"
 WHEEL_MEMBER_SEPARATOR = "!"
+FileKind = Literal["elf", "wheel"]
 
 
 @dataclass(frozen=True)
@@ -41,29 +43,24 @@ class BinaryReport:
 
 
 def inspect_paths(paths: Sequence[Path]) -> list[BinaryReport]:
-    """Reports for ELF files, wheels (every ELF member) and folders (recursively, sorted)."""
+    """Reports for ELF files, wheels (every ELF member) and folders (recursively, sorted; files
+    that are neither ELF nor wheel are skipped there). ELF files without fatbins are reported
+    too, with no entries."""
     reports: list[BinaryReport] = []
     for path in paths:
         if path.is_dir():
             for file in _walk(path):
-                kind = _file_kind(file)
-                if kind == "elf":
-                    reports.append(_inspect_elf_file(file))
-                elif kind == "wheel":
-                    reports.extend(_inspect_wheel(file))
+                reports.extend(_inspect_file(file, _file_kind(file)))
         elif path.is_file():
             kind = _file_kind(path)
-            if kind == "elf":
-                reports.append(_inspect_elf_file(path))
-            elif kind == "wheel":
-                reports.extend(_inspect_wheel(path))
-            else:
+            if kind is None:
                 raise BinaryFormatError(
                     str(path),
                     0,
                     "neither an ELF file nor a wheel; pass shared objects, object files, "
                     "wheels or folders of them",
                 )
+            reports.extend(_inspect_file(path, kind))
         else:
             raise ConfigError(
                 f"{path}: no such file or directory; pass shared objects, object files, "
@@ -106,7 +103,15 @@ def _raise_walk_error(error: OSError) -> None:
     raise BinaryFormatError(str(error.filename), None, f"cannot read folder: {error.strerror}")
 
 
-def _file_kind(path: Path) -> str | None:
+def _inspect_file(path: Path, kind: FileKind | None) -> list[BinaryReport]:
+    if kind == "elf":
+        return [_inspect_elf_file(path)]
+    if kind == "wheel":
+        return _inspect_wheel(path)
+    return []
+
+
+def _file_kind(path: Path) -> FileKind | None:
     try:
         with path.open("rb") as file:
             head = file.read(4)

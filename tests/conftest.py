@@ -1,0 +1,30 @@
+"""Shared fixtures. Unit tests (tests/unit) must not start processes: a fixture makes any
+attempt fail loudly. Integration tests (tests/integration) run real tools and are marked."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def _no_subprocess_in_unit_tests(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    if "integration" in request.keywords:
+        return
+    if "tests/unit" not in request.node.nodeid.replace("\\", "/"):
+        return
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError(f"unit tests must not start processes: {args[0] if args else kwargs}")
+
+    monkeypatch.setattr(subprocess, "Popen", refuse)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "tests/integration" in item.nodeid.replace("\\", "/"):
+            item.add_marker(pytest.mark.integration)

@@ -1,0 +1,181 @@
+"""End-to-end builds of the bundled kernels with the real nvcc, ninja and auditwheel."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from elftools.elf.elffile import ELFFile
+
+from tests.conftest import REPO
+from wheelforge.archs import ArchSet
+
+pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
+
+WHEEL_RE = re.compile(r"^wheelforge_kernels-0\.1\.0-cp310-abi3-manylinux_\d+_\d+_x86_64\.whl$")
+ARCHS = "7.5 9.0+PTX"
+
+
+@dataclass
+class Run:
+    code: int
+    out: str
+    err: str
+
+
+def wheelforge(*args: str | Path, cwd: Path, env: dict[str, str] | None = None) -> Run:
+    proc = subprocess.run(
+        [sys.executable, "-m", "wheelforge", *map(str, args)],
+        cwd=cwd, capture_output=True, text=True, env={**os.environ, "COLUMNS": "200", **(env or {})},
+    )  # fmt: skip
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return Run(proc.returncode, proc.stdout, proc.stderr)
+
+
+@pytest.fixture(scope="session")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the repository's payload, so builds never touch the checkout."""
+    root = tmp_path_factory.mktemp("project")
+    shutil.copytree(REPO / "kernels", root / "kernels", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "matrix.yaml", root / "matrix.yaml")
+    return root
+
+
+@pytest.fixture(scope="session")
+def first_build(project: Path) -> Run:
+    return wheelforge("build", "--archs", ARCHS, cwd=project)
+
+
+def only_wheel(folder: Path) -> Path:
+    wheels = sorted(folder.glob("*.whl"))
+    assert len(wheels) == 1, wheels
+    return wheels[0]
+
+
+def extension_elf(wheel: Path, tmp_path: Path) -> Path:
+    with zipfile.ZipFile(wheel) as zf:
+        data = zf.read("wheelforge_kernels/_C.abi3.so")
+    path = tmp_path / "_C.abi3.so"
+    path.write_bytes(data)
+    return path
+
+
+def test_build_makes_one_repaired_abi3_wheel(first_build: Run, project: Path) -> None:
+    assert first_build.code == 0, first_build.err
+    wheel = only_wheel(project / "dist")
+    assert WHEEL_RE.match(wheel.name), wheel.name
+    assert "compiled 6 of 6 sources" in first_build.err
+    for arch in ("sm_75", "sm_90", "compute_90"):
+        assert arch in first_build.out
+    assert "missing" not in first_build.out
+    assert not list((project / "dist").glob(".*")), "temporary files left in dist/"
+
+
+def test_wheel_is_on_the_stable_abi(first_build: Run, project: Path, tmp_path: Path) -> None:
+    so = extension_elf(only_wheel(project / "dist"), tmp_path)
+    with so.open("rb") as f:
+        elf = ELFFile(f)
+        dynsym = elf.get_section_by_name(".dynsym")
+        undefined = {s.name: s["st_info"]["bind"] for s in dynsym.iter_symbols() if s["st_shndx"] == "SHN_UNDEF" and s.name}
+        needed = {t.needed for t in elf.get_section_by_name(".dynamic").iter_tags() if t.entry.d_tag == "DT_NEEDED"}
+        exported = {s.name for s in dynsym.iter_symbols() if s["st_shndx"] != "SHN_UNDEF" and s["st_info"]["bind"] == "STB_GLOBAL"}
+    mangled = [n for n in undefined if re.match(r"_ZN(3c10|2at|5torch|6caffe2)", n)]
+    assert mangled == []
+    assert undefined["aoti_torch_get_current_cuda_stream"] == "STB_WEAK"
+    assert "torch_library_impl" in undefined  # a 2.10 shim: the target version is in force
+    assert {"libtorch.so", "libtorch_cpu.so", "libc10.so"} <= needed
+    assert not any(n.startswith("libcudart") for n in needed), needed
+    assert "PyInit__C" in exported
+    assert not any(n.startswith("cuda") for n in exported), "static cudart leaks its symbols"
+
+
+def test_wheel_metadata(first_build: Run, project: Path) -> None:
+    with zipfile.ZipFile(only_wheel(project / "dist")) as zf:
+        metadata = zf.read("wheelforge_kernels-0.1.0.dist-info/METADATA").decode()
+        wheel = zf.read("wheelforge_kernels-0.1.0.dist-info/WHEEL").decode()
+        names = zf.namelist()
+    assert "Requires-Dist: torch>=2.10" in metadata
+    assert re.search(r"^Tag: cp310-abi3-manylinux_\d+_\d+_x86_64$", wheel, re.M)
+    assert not any(".libs/" in n for n in names), "auditwheel grafted libraries"
+
+
+def test_rebuild_runs_no_compiler(first_build: Run, project: Path) -> None:
+    before = only_wheel(project / "dist").read_bytes()
+    again = wheelforge("build", "--archs", ARCHS, cwd=project)
+    assert again.code == 0, again.err
+    assert "nothing to compile: up to date" in again.err
+    assert "is up to date" in again.err
+    assert "NVCC" not in again.err and "CXX" not in again.err
+    assert only_wheel(project / "dist").read_bytes() == before
+
+
+def test_touching_one_source_recompiles_only_it(first_build: Run, project: Path) -> None:
+    source = project / "kernels" / "csrc" / "ops.cpp"
+    source.write_text(source.read_text() + "\n// touched\n")
+    again = wheelforge("build", "--archs", ARCHS, "-v", cwd=project)
+    assert again.code == 0, again.err
+    assert "compiled 1 of 6 sources" in again.err
+
+
+def test_cpu_tests_pass_against_the_built_wheel(first_build: Run, project: Path, tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    with zipfile.ZipFile(only_wheel(project / "dist")) as zf:
+        zf.extractall(site)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(project / "kernels" / "tests")],
+        cwd=tmp_path, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(site)},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    summary = proc.stdout.strip().splitlines()[-1]
+    assert re.search(r"\d+ passed", summary) and "failed" not in summary, summary
+
+
+def test_arch_the_toolkit_cannot_build_fails_before_compiling(project: Path, tmp_path: Path) -> None:
+    run = wheelforge("build", "--archs", "7.0 8.0 9.0+PTX", "--out", tmp_path / "out",
+                     "--build-dir", tmp_path / "build", cwd=project)  # fmt: skip
+    assert run.code == 2
+    assert "can't build 7.0 (sm_70)" in run.err
+    assert not (tmp_path / "build").exists() and not (tmp_path / "out").exists()
+
+
+def test_compile_error_shows_compiler_output(tmp_path: Path) -> None:
+    shutil.copytree(REPO / "kernels" / "wheelforge_kernels", tmp_path / "pkg" / "wheelforge_kernels")
+    (tmp_path / "bad.cu").write_text("__global__ void k() { this is not cuda; }\n")
+    (tmp_path / "matrix.yaml").write_text(
+        "package: {name: broken, version: '1.0', packages: [pkg/wheelforge_kernels]}\n"
+        "extension: {name: wheelforge_kernels._C, sources: [bad.cu]}\n"
+        "torch: '>=2.10'\narch-sets: '8.0'\n"
+    )
+    run = wheelforge("build", cwd=tmp_path)
+    assert run.code == 1
+    assert run.err.count("error: ") >= 1
+    assert "variant default-cu130: the build failed" in run.err
+    assert "bad.cu" in run.err
+    assert not (tmp_path / "dist").exists() or not list((tmp_path / "dist").iterdir())
+
+
+def test_missing_arch_in_the_binary_fails_the_build(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Simulate nvcc flags that lose an arch: the fatbin check must refuse the wheel."""
+    from wheelforge.cli import main
+
+    real = ArchSet.gencode_flags
+
+    def drop_sm90_sass(self: ArchSet) -> list[str]:
+        return [f for f in real(self) if not f.endswith("code=sm_90")]
+
+    monkeypatch.setattr(ArchSet, "gencode_flags", drop_sm90_sass)
+    monkeypatch.chdir(project)
+    code = main(["build", "--archs", "8.0 9.0+PTX", "--out", str(tmp_path / "out"), "--build-dir", str(tmp_path / "build")])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "wheelforge_kernels/_C.abi3.so lacks SASS sm_90" in err
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())

@@ -1,0 +1,53 @@
+"""Stand-ins for the objects that come from real tools (nvcc, the build Python's torch)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from packaging.version import Version
+
+from wheelforge.archs import ArchSet, parse_arch_list
+from wheelforge.matrix import Matrix
+from wheelforge.plan import VariantPlan, make_plan
+from wheelforge.toolkit import Toolkit
+from wheelforge.torchabi import TorchEnv
+from wheelforge.variants import Variant
+
+
+def toolkit(version: str = "13.0.88", sass: tuple[int, ...] = (75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121)) -> Toolkit:
+    return Toolkit(
+        nvcc=Path("/opt/cuda/bin/nvcc"),
+        root=Path("/opt/cuda"),
+        version=Version(version),
+        sass=frozenset(sass),
+        cudart_static=Path("/opt/cuda/lib64/libcudart_static.a"),
+    )
+
+
+def torch_env(tmp: Path, version: str = "2.13.0") -> TorchEnv:
+    return TorchEnv(
+        python=Path("/usr/bin/python3"),
+        version=Version(version),
+        local="cpu",
+        cuda=None,
+        include_dir=tmp / "torch" / "include",
+        library_dirs=(tmp / "torch" / "lib",),
+        python_include=Path("/usr/include/python3.11"),
+        python_version="3.11",
+    )
+
+
+def plan_for(matrix: Matrix, tmp: Path, archs: str = "8.0 9.0+PTX", nvcc_threads: int | None = None) -> VariantPlan:
+    arch_set = ArchSet("default", parse_arch_list(archs, source="test"))
+    tk = toolkit()
+    return make_plan(
+        matrix=matrix,
+        variant=Variant(id=f"default-{tk.short}", arch_set=arch_set, toolkit=tk),
+        torch=torch_env(tmp),
+        weak_header="#pragma weak aoti_torch_get_current_cuda_stream\n",
+        build_root=tmp / "build",
+        out_dir=tmp / "dist",
+        cxx="/usr/bin/g++",
+        cc="/usr/bin/gcc",
+        nvcc_threads=nvcc_threads,
+    )

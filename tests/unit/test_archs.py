@@ -1,0 +1,110 @@
+from __future__ import annotations
+
+import pytest
+
+from wheelforge.archs import Arch, ArchSet, parse_arch_list
+from wheelforge.errors import ConfigError
+
+
+def flags(text: str) -> set[str]:
+    return set(ArchSet("t", parse_arch_list(text, source="test")).gencode_flags())
+
+
+def torch_flags(monkeypatch: pytest.MonkeyPatch, text: str) -> set[str]:
+    from torch.utils import cpp_extension
+
+    monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", text)
+    return set(cpp_extension._get_cuda_arch_flags())
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "7.5",
+        "7.5 8.0 9.0+PTX",
+        "7.5;8.0;9.0+PTX",
+        "8.0 8.6;8.9",
+        "Ampere",
+        "Ampere;Hopper",
+        "Turing Ada",
+        "Blackwell",
+        "9.0a",
+        "9.0a 10.0a+PTX",
+        "Kepler+Tesla;Maxwell+Tegra",
+        "6.1 7.0+PTX 7.0",
+    ],
+)
+def test_same_flags_as_torch(monkeypatch: pytest.MonkeyPatch, text: str) -> None:
+    """Every list torch accepts gives the gencode flags torch's cpp_extension gives."""
+    assert flags(text) == torch_flags(monkeypatch, text)
+
+
+def test_order_dedup_and_ptx_merge() -> None:
+    specs = parse_arch_list("9.0 8.0+PTX, 7.5 8.0 9.0+PTX 9.0a", source="x")
+    assert [str(s) for s in specs] == ["7.5", "8.0+PTX", "9.0+PTX", "9.0a"]
+
+
+def test_f_suffix_and_commas() -> None:
+    arch_set = ArchSet("t", parse_arch_list("10.0f,12.0f+PTX", source="x"))
+    assert arch_set.sass == ("sm_100f", "sm_120f")
+    assert arch_set.ptx == ("compute_120f",)
+    assert "-gencode=arch=compute_100f,code=sm_100f" in arch_set.gencode_flags()
+
+
+def test_named_arches_case_insensitive_and_with_ptx() -> None:
+    assert [str(s) for s in parse_arch_list("hopper", source="x")] == ["9.0+PTX"]
+    assert [str(s) for s in parse_arch_list("Ampere+PTX", source="x")] == ["8.0", "8.6+PTX"]
+
+
+def test_arch_properties() -> None:
+    arch = Arch(9, 0, "a")
+    assert (arch.sass, arch.ptx, arch.number, str(arch)) == ("sm_90a", "compute_90a", "90a", "9.0a")
+    assert arch.base == Arch(9, 0)
+    assert sorted([Arch(10, 0), Arch(9, 0, "a"), Arch(9, 0)], key=Arch.sort_key) == [
+        Arch(9, 0),
+        Arch(9, 0, "a"),
+        Arch(10, 0),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "token", "suggestion"),
+    [
+        ("7.5 sm_90", "sm_90", "9.0"),
+        ("9.O", "9.O", "9.0"),
+        ("90a", "90a", "9.0a"),
+        ("compute_90", "compute_90", "9.0+PTX"),
+        ("Hoper", "Hoper", "Hopper"),
+        ("8.0 9.0+ptx", "9.0+ptx", "9.0+PTX"),
+    ],
+)
+def test_bad_token_is_quoted_with_nearest(text: str, token: str, suggestion: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_arch_list(text, source="--archs")
+    message = err.value.message
+    assert message.startswith("--archs: ")
+    assert f"'{token}'" in message
+    assert f"did you mean '{suggestion}'?" in message
+    assert err.value.exit_code == 2
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("8.0a", "'a' variants exist from 9.0 on"),
+        ("9.0f", "'f' variants exist from 10.0 on"),
+        ("4.0", "not a known CUDA arch"),
+        ("", "empty"),
+        (" ; , ", "empty"),
+        ("native", "'native' needs the GPUs"),
+    ],
+)
+def test_invalid_entries(text: str, fragment: str) -> None:
+    with pytest.raises(ConfigError, match=fragment):
+        parse_arch_list(text, source="TORCH_CUDA_ARCH_LIST")
+
+
+def test_restricted_to() -> None:
+    arch_set = ArchSet("t", parse_arch_list("8.0 9.0a 9.0+PTX", source="x"))
+    limited = arch_set.restricted_to([Arch(9, 0, "a")])
+    assert [str(s) for s in limited.specs] == ["9.0a"]
