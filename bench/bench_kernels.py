@@ -16,10 +16,10 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-
 import wheelforge_kernels as wk
 
 
@@ -97,8 +97,7 @@ def main() -> int:
     text = "\n".join(lines)
     print(text)
     if args.markdown:
-        with open(args.markdown, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
+        Path(args.markdown).write_text(text + "\n", encoding="utf-8")
     return 0
 
 

@@ -4,7 +4,6 @@ and bfloat16, on the CPU and (where present) CUDA."""
 import pytest
 import torch
 import torch.nn.functional as F
-
 import wheelforge_kernels as wk
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
@@ -107,7 +106,9 @@ def test_bad_input_raises(device):
     with pytest.raises(RuntimeError, match="weight has 3 elements"):
         wk.rms_norm(torch.randn(4, 8, device=device), torch.ones(3, device=device))
     with pytest.raises(RuntimeError, match="same dtype"):
-        wk.rms_norm(torch.randn(4, 8, device=device), torch.ones(8, dtype=torch.float16, device=device))
+        wk.rms_norm(
+            torch.randn(4, 8, device=device), torch.ones(8, dtype=torch.float16, device=device)
+        )
 
 
 @pytest.mark.parametrize("device", DEVICES)

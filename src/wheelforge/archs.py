@@ -174,7 +174,11 @@ def _suggest(token: str) -> str | None:
 def _parse_entry(token: str, source: str) -> ArchSpec:
     match = _ENTRY_RE.match(token)
     suggestion = _suggest(token)
-    fix = f"did you mean '{suggestion}'?" if suggestion else f"valid entries look like 8.0, 9.0a, 10.0f, 9.0+PTX or a name ({', '.join(NAMED_ARCHES)})"
+    fix = (
+        f"did you mean '{suggestion}'?"
+        if suggestion
+        else f"valid entries look like 8.0, 9.0a, 10.0f, 9.0+PTX or a name ({', '.join(NAMED_ARCHES)})"
+    )
     if match is None:
         raise ConfigError(f"{source}: '{token}' is not a CUDA arch; {fix}")
     arch = Arch(int(match["major"]), int(match["minor"]), match["suffix"])
@@ -210,7 +214,9 @@ def parse_arch_list(text: str, *, source: str) -> tuple[ArchSpec, ...]:
     (``--archs``, ``TORCH_CUDA_ARCH_LIST``, ``matrix.yaml:12``)."""
     tokens = [t for t in _SEPARATORS.split(text.strip()) if t]
     if not tokens:
-        raise ConfigError(f"{source}: the arch list is empty; name at least one arch, e.g. '8.0 9.0+PTX'")
+        raise ConfigError(
+            f"{source}: the arch list is empty; name at least one arch, e.g. '8.0 9.0+PTX'"
+        )
     if any(t.lower() == "native" for t in tokens):
         raise ConfigError(
             f"{source}: 'native' needs the GPUs of the build machine; name the archs to build, e.g. '8.0 9.0+PTX'"

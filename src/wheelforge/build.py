@@ -66,13 +66,19 @@ def _reusable(plan: VariantPlan, digest: str) -> Path | None:
 def build_variant(plan: VariantPlan, *, jobs: int | None) -> VariantResult:
     start = time.perf_counter()
     variant = plan.variant
-    with log.step(f"{variant.id}: compile for {variant.arch_set} with CUDA {variant.toolkit.version}"):
+    with log.step(
+        f"{variant.id}: compile for {variant.arch_set} with CUDA {variant.toolkit.version}"
+    ):
         for generated in plan.generated:
             fsutil.write_if_changed(generated.path, generated.text)
         ninja.write(plan)
         steps = ninja.run(plan, jobs=jobs)
     compiled = [s for s in steps if s in ("CXX", "CC", "NVCC")]
-    log.info(f"  compiled {len(compiled)} of {len(plan.compile_steps)} sources" if compiled else "  nothing to compile: up to date")
+    log.info(
+        f"  compiled {len(compiled)} of {len(plan.compile_steps)} sources"
+        if compiled
+        else "  nothing to compile: up to date"
+    )
 
     contents = wheel.contents(plan, repair.build_platform())
     digest = contents.digest()
@@ -87,7 +93,9 @@ def build_variant(plan: VariantPlan, *, jobs: int | None) -> VariantResult:
             stage = Path(tempfile.mkdtemp(prefix="stage-", dir=plan.build_dir))
             try:
                 raw = wheel.pack(contents, stage / "raw")
-                repaired = repair.repair(raw, stage / "repaired", source_date_epoch=wheel.source_date_epoch())
+                repaired = repair.repair(
+                    raw, stage / "repaired", source_date_epoch=wheel.source_date_epoch()
+                )
                 binaries = inspect_paths([repaired])
                 verify_binaries(binaries, plan)
                 published = fsutil.publish(repaired, plan.out_dir)

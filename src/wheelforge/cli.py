@@ -17,7 +17,7 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
 
-def _verbosity(ctx: click.Context, _param: click.Parameter, value: int) -> int:
+def _verbosity(_ctx: click.Context, _param: click.Parameter, value: int) -> int:
     log.set_verbosity(value)
     return value
 
@@ -35,15 +35,40 @@ def cli() -> None:
 
 
 @cli.command()
-@click.option("--matrix", "matrix_path", type=click.Path(path_type=Path), default=Path("matrix.yaml"),
-              show_default=True, help="The matrix file.")
-@click.option("--archs", help='Arch list replacing the matrix\'s arch sets, e.g. "7.5 8.0 9.0+PTX" '
-              "(else TORCH_CUDA_ARCH_LIST, else matrix.yaml).")
-@click.option("--out", type=click.Path(path_type=Path, file_okay=False), help="Output folder for wheels [default: dist/ beside the matrix].")
-@click.option("--build-dir", type=click.Path(path_type=Path, file_okay=False), help="Folder for intermediate files [default: build/wheelforge/ beside the matrix].")
-@click.option("-j", "--jobs", type=click.IntRange(min=1), help="Parallel compile jobs (else MAX_JOBS, else ninja's default).")
-@click.option("--python", type=click.Path(path_type=Path, exists=True, dir_okay=False),
-              help="Python whose torch the extension is built against [default: this one].")
+@click.option(
+    "--matrix",
+    "matrix_path",
+    type=click.Path(path_type=Path),
+    default=Path("matrix.yaml"),
+    show_default=True,
+    help="The matrix file.",
+)
+@click.option(
+    "--archs",
+    help='Arch list replacing the matrix\'s arch sets, e.g. "7.5 8.0 9.0+PTX" '
+    "(else TORCH_CUDA_ARCH_LIST, else matrix.yaml).",
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Output folder for wheels [default: dist/ beside the matrix].",
+)
+@click.option(
+    "--build-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Folder for intermediate files [default: build/wheelforge/ beside the matrix].",
+)
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1),
+    help="Parallel compile jobs (else MAX_JOBS, else ninja's default).",
+)
+@click.option(
+    "--python",
+    type=click.Path(path_type=Path, exists=True, dir_okay=False),
+    help="Python whose torch the extension is built against [default: this one].",
+)
 @verbose_option
 def build(matrix_path: Path, archs: str | None, out: Path | None, build_dir: Path | None,
           jobs: int | None, python: Path | None) -> None:  # fmt: skip
@@ -52,7 +77,11 @@ def build(matrix_path: Path, archs: str | None, out: Path | None, build_dir: Pat
     from .config import Flags, resolve
     from .report import print_build
 
-    settings = resolve(Flags(matrix=matrix_path, archs=archs, out=out, build_dir=build_dir, jobs=jobs, python=python))
+    settings = resolve(
+        Flags(
+            matrix=matrix_path, archs=archs, out=out, build_dir=build_dir, jobs=jobs, python=python
+        )
+    )
     report = run_build(settings)
     print_build(report, Console())
 
@@ -76,7 +105,11 @@ def inspect(paths: tuple[Path, ...], as_json: bool) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: runs the CLI and turns every error into one message and an exit code."""
     try:
-        cli.main(args=list(argv) if argv is not None else None, prog_name="wheelforge", standalone_mode=False)
+        cli.main(
+            args=list(argv) if argv is not None else None,
+            prog_name="wheelforge",
+            standalone_mode=False,
+        )
     except WheelforgeError as exc:
         log.error(exc.message, exc.details)
         return exc.exit_code

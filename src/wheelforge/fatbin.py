@@ -321,7 +321,7 @@ def _decompress(
 ) -> bytes:
     if compression == "zstd":
         try:
-            import zstandard  # noqa: PLC0415  (only needed when a payload is read)
+            import zstandard
         except ImportError:
             raise BinaryFormatError(
                 path, offset, "the payload is zstd-compressed; pip install zstandard to read it"
@@ -331,7 +331,7 @@ def _decompress(
         except (zstandard.ZstdError, MemoryError) as error:
             raise BinaryFormatError(path, offset, f"corrupt zstd payload: {error}") from error
     try:
-        import lz4.block  # type: ignore[import-untyped]  # noqa: PLC0415
+        import lz4.block  # type: ignore[import-untyped]
     except ImportError:
         raise BinaryFormatError(
             path, offset, "the payload is LZ4-compressed; pip install lz4 to read it"

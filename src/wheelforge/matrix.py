@@ -26,7 +26,15 @@ _ARCH_SET_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.]*$")
 _PYTHON_ABI_RE = re.compile(r"^cp3(\d{1,2})$")
 
 TOP_KEYS = ("package", "extension", "abi", "python-abi", "torch", "arch-sets")
-PACKAGE_KEYS = ("name", "version", "summary", "license", "requires-python", "dependencies", "packages")
+PACKAGE_KEYS = (
+    "name",
+    "version",
+    "summary",
+    "license",
+    "requires-python",
+    "dependencies",
+    "packages",
+)
 EXTENSION_KEYS = ("name", "sources", "include-dirs", "cxx-flags", "nvcc-flags", "module-init")
 
 
@@ -110,7 +118,9 @@ class _Reader:
     def where(self, node: yaml.Node) -> str:
         return self.p.where(node)
 
-    def required(self, items: yamlio.MappingItems, key: str, parent: yaml.Node, where: str) -> yaml.Node | None:
+    def required(
+        self, items: yamlio.MappingItems, key: str, parent: yaml.Node, where: str
+    ) -> yaml.Node | None:
         if key not in items:
             self.p.add(parent, f"{where} needs '{key}'")
             return None
@@ -119,7 +129,9 @@ class _Reader:
     def folder(self, node: yaml.Node, value: str, where: str) -> Path | None:
         folder = (self.root / value).resolve()
         if not folder.is_dir():
-            self.p.add(node, f"{where}: '{value}' is not a folder (paths are relative to {self.p.display})")
+            self.p.add(
+                node, f"{where}: '{value}' is not a folder (paths are relative to {self.p.display})"
+            )
             return None
         return folder
 
@@ -131,7 +143,10 @@ class _Reader:
         if (n := self.required(items, "name", node, "package")) is not None:
             name = yamlio.scalar(n, self.p, "package.name")
             if name is not None and not _NAME_RE.match(name):
-                self.p.add(n, f"package.name '{name}' is not a valid distribution name; use letters, digits, '-', '_' and '.'")
+                self.p.add(
+                    n,
+                    f"package.name '{name}' is not a valid distribution name; use letters, digits, '-', '_' and '.'",
+                )
                 name = None
         if (n := self.required(items, "version", node, "package")) is not None:
             version = yamlio.scalar(n, self.p, "package.version")
@@ -139,7 +154,10 @@ class _Reader:
                 try:
                     version = str(Version(version))
                 except InvalidVersion:
-                    self.p.add(n, f"package.version '{version}' is not a PEP 440 version; write e.g. '1.2.0'")
+                    self.p.add(
+                        n,
+                        f"package.version '{version}' is not a PEP 440 version; write e.g. '1.2.0'",
+                    )
                     version = None
         summary = ""
         if "summary" in items:
@@ -155,17 +173,28 @@ class _Reader:
                 try:
                     SpecifierSet(requires_python)
                 except InvalidSpecifier:
-                    self.p.add(n, f"package.requires-python '{requires_python}' is not a version range; write e.g. '>=3.10'")
+                    self.p.add(
+                        n,
+                        f"package.requires-python '{requires_python}' is not a version range; write e.g. '>=3.10'",
+                    )
         dependencies = []
         if "dependencies" in items:
-            for item, dep in yamlio.string_list(items["dependencies"][1], self.p, "package.dependencies"):
+            for item, dep in yamlio.string_list(
+                items["dependencies"][1], self.p, "package.dependencies"
+            ):
                 try:
                     req = Requirement(dep)
                 except InvalidRequirement:
-                    self.p.add(item, f"package.dependencies: '{dep}' is not a requirement; write e.g. 'numpy>=1.26'")
+                    self.p.add(
+                        item,
+                        f"package.dependencies: '{dep}' is not a requirement; write e.g. 'numpy>=1.26'",
+                    )
                     continue
                 if canonicalize_name(req.name) == "torch":
-                    self.p.add(item, "package.dependencies: leave torch out; wheelforge derives it from 'torch'")
+                    self.p.add(
+                        item,
+                        "package.dependencies: leave torch out; wheelforge derives it from 'torch'",
+                    )
                     continue
                 dependencies.append(dep)
         packages = []
@@ -173,7 +202,10 @@ class _Reader:
             for item, value in yamlio.string_list(n, self.p, "package.packages"):
                 folder = self.folder(item, value, "package.packages")
                 if folder is not None and not (folder / "__init__.py").is_file():
-                    self.p.add(item, f"package.packages: '{value}' has no __init__.py; name a Python package folder")
+                    self.p.add(
+                        item,
+                        f"package.packages: '{value}' has no __init__.py; name a Python package folder",
+                    )
                 elif folder is not None:
                     packages.append(folder)
         if name is None or version is None:
@@ -196,24 +228,38 @@ class _Reader:
         if (n := self.required(items, "name", node, "extension")) is not None:
             name = yamlio.scalar(n, self.p, "extension.name")
             if name is not None and not _MODULE_RE.match(name):
-                self.p.add(n, f"extension.name '{name}' must be a dotted module name inside a package, e.g. 'mypkg._C'")
+                self.p.add(
+                    n,
+                    f"extension.name '{name}' must be a dotted module name inside a package, e.g. 'mypkg._C'",
+                )
                 name = None
         sources = []
         if (n := self.required(items, "sources", node, "extension")) is not None:
             for item, pattern in yamlio.string_list(n, self.p, "extension.sources"):
                 if Path(pattern).is_absolute():
-                    self.p.add(item, f"extension.sources: '{pattern}' must be relative to {self.p.display}")
+                    self.p.add(
+                        item, f"extension.sources: '{pattern}' must be relative to {self.p.display}"
+                    )
                 elif not any(True for _ in self.root.glob(pattern)):
                     self.p.add(item, f"extension.sources: '{pattern}' matches no file")
                 else:
-                    bad = [m for m in self.root.glob(pattern) if m.is_file() and m.suffix not in SOURCE_SUFFIXES]
+                    bad = [
+                        m
+                        for m in self.root.glob(pattern)
+                        if m.is_file() and m.suffix not in SOURCE_SUFFIXES
+                    ]
                     if bad:
-                        self.p.add(item, f"extension.sources: '{pattern}' matches {bad[0].name}, which is not a source ({', '.join(SOURCE_SUFFIXES)})")
+                        self.p.add(
+                            item,
+                            f"extension.sources: '{pattern}' matches {bad[0].name}, which is not a source ({', '.join(SOURCE_SUFFIXES)})",
+                        )
                     else:
                         sources.append(pattern)
         include_dirs = []
         if "include-dirs" in items:
-            for item, value in yamlio.string_list(items["include-dirs"][1], self.p, "extension.include-dirs"):
+            for item, value in yamlio.string_list(
+                items["include-dirs"][1], self.p, "extension.include-dirs"
+            ):
                 folder = self.folder(item, value, "extension.include-dirs")
                 if folder is not None:
                     include_dirs.append(folder)
@@ -221,11 +267,15 @@ class _Reader:
         for key in ("cxx-flags", "nvcc-flags"):
             values = []
             if key in items:
-                values = [v for _, v in yamlio.string_list(items[key][1], self.p, f"extension.{key}")]
+                values = [
+                    v for _, v in yamlio.string_list(items[key][1], self.p, f"extension.{key}")
+                ]
             flags[key] = tuple(values)
         module_init = True
         if "module-init" in items:
-            module_init = bool(yamlio.boolean(items["module-init"][1], self.p, "extension.module-init"))
+            module_init = bool(
+                yamlio.boolean(items["module-init"][1], self.p, "extension.module-init")
+            )
         if name is None or not sources:
             return None
         return ExtensionConfig(
@@ -252,11 +302,15 @@ class _Reader:
             self.p.add(node, f"torch: {exc}")
             return None
         if spec.lowest < OLDEST_STABLE_TARGET:
-            self.p.add(node, f"torch: the stable ABI needs torch >= {OLDEST_STABLE_TARGET}, but the lowest version here is {spec.lowest}; raise it")
+            self.p.add(
+                node,
+                f"torch: the stable ABI needs torch >= {OLDEST_STABLE_TARGET}, but the lowest version here is {spec.lowest}; raise it",
+            )
             return None
         return spec
 
     def arch_sets(self, node: yaml.Node) -> tuple[ArchSet, ...]:
+        named: list[tuple[str, yaml.Node, str]]
         if isinstance(node, yaml.ScalarNode):
             text = yamlio.scalar(node, self.p, "arch-sets")
             named = [("default", node, text)] if text is not None else []
@@ -265,10 +319,15 @@ class _Reader:
             named = []
             for key, key_node, value_node in yamlio.iter_items(items or {}):
                 if not _ARCH_SET_NAME_RE.match(key):
-                    self.p.add(key_node, f"arch-sets: name '{key}' must be lower-case letters, digits, '_' and '.'")
+                    self.p.add(
+                        key_node,
+                        f"arch-sets: name '{key}' must be lower-case letters, digits, '_' and '.'",
+                    )
                     continue
                 if isinstance(value_node, yaml.SequenceNode):
-                    text = " ".join(v for _, v in yamlio.string_list(value_node, self.p, f"arch-sets.{key}"))
+                    text = " ".join(
+                        v for _, v in yamlio.string_list(value_node, self.p, f"arch-sets.{key}")
+                    )
                 else:
                     text = yamlio.scalar(value_node, self.p, f"arch-sets.{key}")
                 if text is not None:
@@ -283,7 +342,9 @@ class _Reader:
             except ConfigError as exc:
                 self.p.add(value_node, exc.message)
         if not sets and not self.p.items:
-            self.p.add(node, "arch-sets is empty; name at least one arch set, e.g. default: '8.0 9.0+PTX'")
+            self.p.add(
+                node, "arch-sets is empty; name at least one arch set, e.g. default: '8.0 9.0+PTX'"
+            )
         return tuple(sets)
 
     def read(self, node: yaml.Node | None) -> Matrix:
@@ -293,17 +354,26 @@ class _Reader:
         if items is None:
             self.p.raise_if_any()
             raise AssertionError  # unreachable: mapping() recorded a problem
-        sections = {key: self.required(items, key, node, "the top level") for key in ("package", "extension", "torch", "arch-sets")}
+        sections = {
+            key: self.required(items, key, node, "the top level")
+            for key in ("package", "extension", "torch", "arch-sets")
+        }
         package = self.package(sections["package"]) if sections["package"] is not None else None
-        extension = self.extension(sections["extension"]) if sections["extension"] is not None else None
+        extension = (
+            self.extension(sections["extension"]) if sections["extension"] is not None else None
+        )
         torch = self.torch(sections["torch"]) if sections["torch"] is not None else None
-        arch_sets = self.arch_sets(sections["arch-sets"]) if sections["arch-sets"] is not None else ()
-        abi = "stable"
+        arch_sets = (
+            self.arch_sets(sections["arch-sets"]) if sections["arch-sets"] is not None else ()
+        )
         if "abi" in items:
             n = items["abi"][1]
             value = yamlio.scalar(n, self.p, "abi")
             if value == "unstable":
-                self.p.add(n, "abi: 'unstable' builds (one per torch version) are not supported yet; use 'stable'")
+                self.p.add(
+                    n,
+                    "abi: 'unstable' builds (one per torch version) are not supported yet; use 'stable'",
+                )
             elif value is not None and value != "stable":
                 self.p.add(n, f"abi must be 'stable', got '{value}'")
         python_abi = "cp310"
@@ -312,16 +382,22 @@ class _Reader:
             value = yamlio.scalar(n, self.p, "python-abi")
             match = _PYTHON_ABI_RE.match(value or "")
             if value is not None and (match is None or int(match[1]) < 2):
-                self.p.add(n, f"python-abi must name the oldest CPython of the abi3 wheel, like 'cp310', got '{value}'")
+                self.p.add(
+                    n,
+                    f"python-abi must name the oldest CPython of the abi3 wheel, like 'cp310', got '{value}'",
+                )
             elif value is not None:
                 python_abi = value
         if package is not None and extension is not None:
             top = extension.name.split(".", 1)[0]
             if top not in {p.name for p in package.packages}:
                 node_ = items["extension"][1]
-                self.p.add(node_, f"extension.name '{extension.name}' is not inside any of package.packages ({', '.join(p.name for p in package.packages) or 'none'}); put the module in one of them")
+                self.p.add(
+                    node_,
+                    f"extension.name '{extension.name}' is not inside any of package.packages ({', '.join(p.name for p in package.packages) or 'none'}); put the module in one of them",
+                )
         self.p.raise_if_any()
-        assert package is not None and extension is not None and torch is not None  # noqa: S101
+        assert package is not None and extension is not None and torch is not None
         return Matrix(
             path=self.path,
             root=self.root,

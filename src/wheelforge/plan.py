@@ -104,7 +104,9 @@ def make_plan(
     generated = [weak]
     sources = _sources(matrix)
     if ext.module_init:
-        init = GeneratedFile(path=gen / f"{ext.leaf}_module_init.c", text=module_init_source(ext.leaf))
+        init = GeneratedFile(
+            path=gen / f"{ext.leaf}_module_init.c", text=module_init_source(ext.leaf)
+        )
         generated.append(init)
         sources.append(init.path)
 
@@ -152,7 +154,11 @@ def make_plan(
     for source in sources:
         rule = _RULES[source.suffix]
         obj_root = gen if source.is_relative_to(gen) else matrix.root
-        steps.append(CompileStep(source=source, object=build_dir / "obj" / _object_name(source, obj_root), rule=rule))
+        steps.append(
+            CompileStep(
+                source=source, object=build_dir / "obj" / _object_name(source, obj_root), rule=rule
+            )
+        )
     abi_tag = f"{matrix.python_abi}-abi3"
     library = build_dir / f"{ext.leaf}.abi3.so"
     return VariantPlan(

@@ -48,5 +48,7 @@ def repair(wheel: Path, dest_dir: Path, *, source_date_epoch: int) -> Path:
     proc.run(args, hint=AUDITWHEEL_HINT, env=env, what="auditwheel repair")
     produced = sorted(dest_dir.glob("*.whl"))
     if len(produced) != 1:
-        raise BuildError(f"auditwheel repair left {len(produced)} wheels in {dest_dir}, expected one")
+        raise BuildError(
+            f"auditwheel repair left {len(produced)} wheels in {dest_dir}, expected one"
+        )
     return produced[0]

@@ -67,7 +67,9 @@ def build_table(report: BuildReport) -> Table:
     for column in ("variant", "wheel", "binary", "SASS", "PTX", "check"):
         table.add_column(column)
     for v in report.variants:
-        wheel_cell = f"{v.wheel.name}\n{human_size(v.wheel_size)}" + (" (up to date)" if v.reused else "")
+        wheel_cell = f"{v.wheel.name}\n{human_size(v.wheel_size)}" + (
+            " (up to date)" if v.reused else ""
+        )
         rows = [b for b in v.binaries if b.entries] or list(v.binaries[:1])
         for i, b in enumerate(rows):
             check = check_binary(b, v.arch_set)
@@ -100,7 +102,10 @@ def print_inspect(reports: Sequence[BinaryReport], console: Console) -> None:
     for binary in reports:
         table = Table(title=f"{binary.path} ({human_size(binary.size)})", title_justify="left")
         for column in ("kind", "arch", "entries", "stored", "decompressed", "compression"):
-            table.add_column(column, justify="right" if column in ("entries", "stored", "decompressed") else "left")
+            table.add_column(
+                column,
+                justify="right" if column in ("entries", "stored", "decompressed") else "left",
+            )
         groups: dict[tuple[str, str], list[int]] = {}
         compressions: dict[tuple[str, str], set[str]] = {}
         for e in binary.entries:
@@ -110,7 +115,9 @@ def print_inspect(reports: Sequence[BinaryReport], console: Console) -> None:
             acc[1] += e.stored_size
             acc[2] += e.size
             compressions.setdefault(key, set()).add(e.compression)
-        for (kind, arch), (count, stored, size) in sorted(groups.items(), key=lambda kv: (kv[0][0] != "sass", kv[0][1])):
+        for (kind, arch), (count, stored, size) in sorted(
+            groups.items(), key=lambda kv: (kv[0][0] != "sass", kv[0][1])
+        ):
             table.add_row(kind.upper() if kind == "ptx" else "SASS", arch, str(count), human_size(stored),
                           human_size(size), ", ".join(sorted(compressions[(kind, arch)])))  # fmt: skip
         if not binary.entries:

@@ -20,7 +20,9 @@ NVCC_HINT = (
 )
 _VERSION_RE = re.compile(r"release (\d+\.\d+), V(\d+\.\d+\.\d+)")
 _CODE_RE = re.compile(r"^sm_(\d+)([af]?)$")
-_DRY_VAR_RE = {name: re.compile(rf"^#\$ {name}=(.+?)/?$", re.MULTILINE) for name in ("_HERE_", "TOP")}
+_DRY_VAR_RE = {
+    name: re.compile(rf"^#\$ {name}=(.+?)/?$", re.MULTILINE) for name in ("_HERE_", "TOP")
+}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -70,7 +72,9 @@ def find_toolkit(env: Mapping[str, str] | None = None) -> Toolkit:
     for nvcc, _origin in _candidates(env):
         if nvcc.is_file() and os.access(nvcc, os.X_OK):
             return probe_toolkit(nvcc)
-    raise ToolError(f"no CUDA toolkit found (looked at $CUDA_HOME, $CUDA_PATH, PATH, /usr/local/cuda): {NVCC_HINT}")
+    raise ToolError(
+        f"no CUDA toolkit found (looked at $CUDA_HOME, $CUDA_PATH, PATH, /usr/local/cuda): {NVCC_HINT}"
+    )
 
 
 def probe_toolkit(nvcc: Path) -> Toolkit:
@@ -83,13 +87,17 @@ def probe_toolkit(nvcc: Path) -> Toolkit:
     codes = proc.run([nvcc, "--list-gpu-code"], hint=NVCC_HINT).stdout.split()
     sass = frozenset(int(m[1]) for c in codes if (m := _CODE_RE.match(c)))
     # nvcc may be a wrapper script; its dry run names the real install (TOP) and driver (_HERE_).
-    dry = proc.run([nvcc, "--dryrun", "-x", "cu", "-E", os.devnull], hint=NVCC_HINT, check=False).stderr
+    dry = proc.run(
+        [nvcc, "--dryrun", "-x", "cu", "-E", os.devnull], hint=NVCC_HINT, check=False
+    ).stderr
     here = _DRY_VAR_RE["_HERE_"].search(dry)
     top = _DRY_VAR_RE["TOP"].search(dry)
     real = Path(here[1]) / "nvcc" if here else nvcc
     root = Path(top[1]).resolve() if top else real.parent.parent
     libdirs = (root / "lib64", root / "lib", root / "targets" / "x86_64-linux" / "lib")
-    static = next((d / "libcudart_static.a" for d in libdirs if (d / "libcudart_static.a").is_file()), None)
+    static = next(
+        (d / "libcudart_static.a" for d in libdirs if (d / "libcudart_static.a").is_file()), None
+    )
     return Toolkit(nvcc=real, root=root, version=Version(match[2]), sass=sass, cudart_static=static)
 
 

@@ -73,7 +73,9 @@ def probe_torch(python: Path) -> TorchEnv:
         raise ToolError(f"could not read torch's details from {python}: {exc}") from None
     include = Path(info["include_dirs"][0])
     if not (include / "torch" / "csrc" / "stable").is_dir():
-        raise ToolError(f"torch {full} at {include} has no stable-ABI headers (torch/csrc/stable); use torch >= 2.9")
+        raise ToolError(
+            f"torch {full} at {include} has no stable-ABI headers (torch/csrc/stable); use torch >= 2.9"
+        )
     return TorchEnv(
         python=python,
         version=Version(full.base_version),
@@ -107,7 +109,9 @@ def cuda_only_shims(include_dir: Path) -> tuple[str, ...]:
     for rel in _SHIM_HEADERS:
         header = include_dir / rel
         if header.is_file():
-            names.update(_names_under_use_cuda(header.read_text(encoding="utf-8", errors="replace")))
+            names.update(
+                _names_under_use_cuda(header.read_text(encoding="utf-8", errors="replace"))
+            )
     return tuple(sorted(names))
 
 

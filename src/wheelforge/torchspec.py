@@ -45,13 +45,17 @@ def parse_torch_spec(value: str | list[str]) -> TorchSpec:
     Raises ValueError with a message that says what to write instead."""
     if isinstance(value, list):
         if not value:
-            raise ValueError("the list of torch versions is empty; name at least one, e.g. ['2.10']")
+            raise ValueError(
+                "the list of torch versions is empty; name at least one, e.g. ['2.10']"
+            )
         versions = []
         for item in value:
             try:
                 versions.append(Version(item))
             except InvalidVersion:
-                raise ValueError(f"'{item}' is not a version; write e.g. '2.10' or '2.11.0'") from None
+                raise ValueError(
+                    f"'{item}' is not a version; write e.g. '2.10' or '2.11.0'"
+                ) from None
         ordered = tuple(sorted(set(versions)))
         spec = SpecifierSet(f">={ordered[0]}")
         return TorchSpec(text=", ".join(value), specifier=spec, versions=ordered, lowest=ordered[0])
@@ -61,7 +65,9 @@ def parse_torch_spec(value: str | list[str]) -> TorchSpec:
     except InvalidVersion:
         single = None
     if single is not None:
-        return TorchSpec(text=text, specifier=SpecifierSet(f">={single}"), versions=(single,), lowest=single)
+        return TorchSpec(
+            text=text, specifier=SpecifierSet(f">={single}"), versions=(single,), lowest=single
+        )
     try:
         spec = SpecifierSet(text)
     except InvalidSpecifier:

@@ -56,10 +56,15 @@ def verify_binaries(binaries: Sequence[BinaryReport], plan: VariantPlan) -> list
     for check in checks:
         if check.ok:
             continue
-        missing = [f"SASS {a}" for a in check.missing_sass] + [f"PTX {a}" for a in check.missing_ptx]
-        present = ", ".join(
-            [*sorted({e.arch for b in found if b.path == check.binary for e in b.entries})]
-        ) or "no CUDA code at all"
+        missing = [f"SASS {a}" for a in check.missing_sass] + [
+            f"PTX {a}" for a in check.missing_ptx
+        ]
+        present = (
+            ", ".join(
+                [*sorted({e.arch for b in found if b.path == check.binary for e in b.entries})]
+            )
+            or "no CUDA code at all"
+        )
         raise VerificationError(
             f"variant {plan.variant.id}: {plan.wheel_library_path} lacks {', '.join(missing)} "
             f"asked for by arch set '{arch_set.name}' ({arch_set}); it carries {present}. "

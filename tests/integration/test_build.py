@@ -43,7 +43,9 @@ def wheelforge(*args: str | Path, cwd: Path, env: dict[str, str] | None = None) 
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A copy of the repository's payload, so builds never touch the checkout."""
     root = tmp_path_factory.mktemp("project")
-    shutil.copytree(REPO / "kernels", root / "kernels", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        REPO / "kernels", root / "kernels", ignore=shutil.ignore_patterns("__pycache__")
+    )
     shutil.copy(REPO / "matrix.yaml", root / "matrix.yaml")
     return root
 
@@ -83,9 +85,21 @@ def test_wheel_is_on_the_stable_abi(first_build: Run, project: Path, tmp_path: P
     with so.open("rb") as f:
         elf = ELFFile(f)
         dynsym = elf.get_section_by_name(".dynsym")
-        undefined = {s.name: s["st_info"]["bind"] for s in dynsym.iter_symbols() if s["st_shndx"] == "SHN_UNDEF" and s.name}
-        needed = {t.needed for t in elf.get_section_by_name(".dynamic").iter_tags() if t.entry.d_tag == "DT_NEEDED"}
-        exported = {s.name for s in dynsym.iter_symbols() if s["st_shndx"] != "SHN_UNDEF" and s["st_info"]["bind"] == "STB_GLOBAL"}
+        undefined = {
+            s.name: s["st_info"]["bind"]
+            for s in dynsym.iter_symbols()
+            if s["st_shndx"] == "SHN_UNDEF" and s.name
+        }
+        needed = {
+            t.needed
+            for t in elf.get_section_by_name(".dynamic").iter_tags()
+            if t.entry.d_tag == "DT_NEEDED"
+        }
+        exported = {
+            s.name
+            for s in dynsym.iter_symbols()
+            if s["st_shndx"] != "SHN_UNDEF" and s["st_info"]["bind"] == "STB_GLOBAL"
+        }
     mangled = [n for n in undefined if re.match(r"_ZN(3c10|2at|5torch|6caffe2)", n)]
     assert mangled == []
     assert undefined["aoti_torch_get_current_cuda_stream"] == "STB_WEAK"
@@ -124,7 +138,9 @@ def test_touching_one_source_recompiles_only_it(first_build: Run, project: Path)
     assert "compiled 1 of 6 sources" in again.err
 
 
-def test_cpu_tests_pass_against_the_built_wheel(first_build: Run, project: Path, tmp_path: Path) -> None:
+def test_cpu_tests_pass_against_the_built_wheel(
+    first_build: Run, project: Path, tmp_path: Path
+) -> None:
     site = tmp_path / "site"
     with zipfile.ZipFile(only_wheel(project / "dist")) as zf:
         zf.extractall(site)
@@ -137,7 +153,9 @@ def test_cpu_tests_pass_against_the_built_wheel(first_build: Run, project: Path,
     assert re.search(r"\d+ passed", summary) and "failed" not in summary, summary
 
 
-def test_arch_the_toolkit_cannot_build_fails_before_compiling(project: Path, tmp_path: Path) -> None:
+def test_arch_the_toolkit_cannot_build_fails_before_compiling(
+    project: Path, tmp_path: Path
+) -> None:
     run = wheelforge("build", "--archs", "7.0 8.0 9.0+PTX", "--out", tmp_path / "out",
                      "--build-dir", tmp_path / "build", cwd=project)  # fmt: skip
     assert run.code == 2
@@ -146,7 +164,9 @@ def test_arch_the_toolkit_cannot_build_fails_before_compiling(project: Path, tmp
 
 
 def test_compile_error_shows_compiler_output(tmp_path: Path) -> None:
-    shutil.copytree(REPO / "kernels" / "wheelforge_kernels", tmp_path / "pkg" / "wheelforge_kernels")
+    shutil.copytree(
+        REPO / "kernels" / "wheelforge_kernels", tmp_path / "pkg" / "wheelforge_kernels"
+    )
     (tmp_path / "bad.cu").write_text("__global__ void k() { this is not cuda; }\n")
     (tmp_path / "matrix.yaml").write_text(
         "package: {name: broken, version: '1.0', packages: [pkg/wheelforge_kernels]}\n"
@@ -162,7 +182,10 @@ def test_compile_error_shows_compiler_output(tmp_path: Path) -> None:
 
 
 def test_missing_arch_in_the_binary_fails_the_build(
-    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    project: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """Simulate nvcc flags that lose an arch: the fatbin check must refuse the wheel."""
     from wheelforge.cli import main
@@ -174,7 +197,17 @@ def test_missing_arch_in_the_binary_fails_the_build(
 
     monkeypatch.setattr(ArchSet, "gencode_flags", drop_sm90_sass)
     monkeypatch.chdir(project)
-    code = main(["build", "--archs", "8.0 9.0+PTX", "--out", str(tmp_path / "out"), "--build-dir", str(tmp_path / "build")])
+    code = main(
+        [
+            "build",
+            "--archs",
+            "8.0 9.0+PTX",
+            "--out",
+            str(tmp_path / "out"),
+            "--build-dir",
+            str(tmp_path / "build"),
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 1
     assert "wheelforge_kernels/_C.abi3.so lacks SASS sm_90" in err

@@ -14,7 +14,10 @@ from wheelforge.torchabi import TorchEnv
 from wheelforge.variants import Variant
 
 
-def toolkit(version: str = "13.0.88", sass: tuple[int, ...] = (75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121)) -> Toolkit:
+def toolkit(
+    version: str = "13.0.88",
+    sass: tuple[int, ...] = (75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121),
+) -> Toolkit:
     return Toolkit(
         nvcc=Path("/opt/cuda/bin/nvcc"),
         root=Path("/opt/cuda"),
@@ -37,7 +40,9 @@ def torch_env(tmp: Path, version: str = "2.13.0") -> TorchEnv:
     )
 
 
-def plan_for(matrix: Matrix, tmp: Path, archs: str = "8.0 9.0+PTX", nvcc_threads: int | None = None) -> VariantPlan:
+def plan_for(
+    matrix: Matrix, tmp: Path, archs: str = "8.0 9.0+PTX", nvcc_threads: int | None = None
+) -> VariantPlan:
     arch_set = ArchSet("default", parse_arch_list(archs, source="test"))
     tk = toolkit()
     return make_plan(

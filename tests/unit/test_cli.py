@@ -23,14 +23,18 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0 and __version__ in out
 
 
-def test_bad_archs_flag_is_one_line_exit_2(capsys: pytest.CaptureFixture[str], project: Project) -> None:
+def test_bad_archs_flag_is_one_line_exit_2(
+    capsys: pytest.CaptureFixture[str], project: Project
+) -> None:
     code, _, err = run(capsys, "build", "--matrix", str(project()), "--archs", "7.5 sm_90")
     assert code == 2
     lines = err.strip().splitlines()
     assert lines == ["error: --archs: 'sm_90' is not a CUDA arch; did you mean '9.0'?"]
 
 
-def test_bad_env_archs(capsys: pytest.CaptureFixture[str], project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bad_env_archs(
+    capsys: pytest.CaptureFixture[str], project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", "8.0;Hoper")
     code, _, err = run(capsys, "build", "--matrix", str(project()))
     assert code == 2

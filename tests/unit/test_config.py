@@ -31,7 +31,10 @@ def test_env_overrides_matrix_and_flag_overrides_env(project: Project) -> None:
 
 
 def test_bad_env_arch_list_names_the_variable(project: Project) -> None:
-    with pytest.raises(ConfigError, match=r"^TORCH_CUDA_ARCH_LIST: 'sm_80' is not a CUDA arch; did you mean '8.0'\?"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^TORCH_CUDA_ARCH_LIST: 'sm_80' is not a CUDA arch; did you mean '8.0'\?",
+    ):
         resolve(Flags(matrix=project()), {**ENV, "TORCH_CUDA_ARCH_LIST": "sm_80"})
 
 
@@ -46,5 +49,7 @@ def test_jobs_precedence_and_validation(project: Project) -> None:
 
 
 def test_missing_compiler(project: Project) -> None:
-    with pytest.raises(ConfigError, match="the C/C\\+\\+ compiler 'no-such-cxx' \\(\\$CXX\\) was not found"):
+    with pytest.raises(
+        ConfigError, match="the C/C\\+\\+ compiler 'no-such-cxx' \\(\\$CXX\\) was not found"
+    ):
         resolve(Flags(matrix=project()), {**ENV, "CXX": "no-such-cxx"})

@@ -51,7 +51,10 @@ def test_unknown_key_names_line_and_suggests(project: Project) -> None:
     text = GOOD_MATRIX.replace("arch-sets:", "arch-set:")
     err = error_of(project(text))
     text_all = all_lines(err)
-    assert "matrix.yaml:11: the top level: unknown key 'arch-set'; did you mean 'arch-sets'?" in text_all
+    assert (
+        "matrix.yaml:11: the top level: unknown key 'arch-set'; did you mean 'arch-sets'?"
+        in text_all
+    )
     assert "needs 'arch-sets'" in text_all
 
 
@@ -66,14 +69,24 @@ def test_every_error_is_reported_at_once(project: Project) -> None:
     assert len(lines) == 3, lines
     assert "matrix.yaml:3: package.version 'one' is not a PEP 440 version" in lines[0]
     assert "(and 2 more below)" in lines[0]
-    assert "matrix.yaml:9: extension: unknown key 'include-dir'; did you mean 'include-dirs'?" in lines[1]
-    assert "matrix.yaml:12: arch-sets.default: 'sm_90' is not a CUDA arch; did you mean '9.0'?" in lines[2]
+    assert (
+        "matrix.yaml:9: extension: unknown key 'include-dir'; did you mean 'include-dirs'?"
+        in lines[1]
+    )
+    assert (
+        "matrix.yaml:12: arch-sets.default: 'sm_90' is not a CUDA arch; did you mean '9.0'?"
+        in lines[2]
+    )
 
 
 @pytest.mark.parametrize(
     ("old", "new", "fragment"),
     [
-        ("packages: [demo_ops]", "packages: [nowhere]", "package.packages: 'nowhere' is not a folder"),
+        (
+            "packages: [demo_ops]",
+            "packages: [nowhere]",
+            "package.packages: 'nowhere' is not a folder",
+        ),
         ("packages: [demo_ops]", "packages: [csrc]", "'csrc' has no __init__.py"),
         ("name: demo_ops._C", "name: _C", "must be a dotted module name"),
         ("name: demo_ops._C", "name: other._C", "is not inside any of package.packages (demo_ops)"),
@@ -86,7 +99,11 @@ def test_every_error_is_reported_at_once(project: Project) -> None:
         ("name: demo-ops", "name: demo ops!", "not a valid distribution name"),
         ('default: "8.0 9.0+PTX"', 'Default: "8.0"', "name 'Default' must be lower-case"),
         ("arch-sets:\n  default:", "abi: unstable\narch-sets:\n  default:", "'unstable' builds"),
-        ("arch-sets:\n  default:", "python-abi: py3\narch-sets:\n  default:", "python-abi must name"),
+        (
+            "arch-sets:\n  default:",
+            "python-abi: py3\narch-sets:\n  default:",
+            "python-abi must name",
+        ),
     ],
 )
 def test_field_errors(project: Project, old: str, new: str, fragment: str) -> None:
@@ -111,7 +128,9 @@ def test_missing_and_empty_file(tmp_path: Path) -> None:
 def test_arch_sets_forms(project: Project) -> None:
     single = GOOD_MATRIX.replace('arch-sets:\n  default: "8.0 9.0+PTX"', 'arch-sets: "Hopper"')
     assert [str(a) for a in load_matrix(project(single)).arch_sets] == ["9.0+PTX"]
-    listed = GOOD_MATRIX.replace('default: "8.0 9.0+PTX"', 'default: ["8.0", "9.0a"]\n  big: "Blackwell"')
+    listed = GOOD_MATRIX.replace(
+        'default: "8.0 9.0+PTX"', 'default: ["8.0", "9.0a"]\n  big: "Blackwell"'
+    )
     m = load_matrix(project(listed))
     assert [(a.name, str(a)) for a in m.arch_sets] == [
         ("default", "8.0 9.0a"),

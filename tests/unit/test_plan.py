@@ -66,7 +66,8 @@ def test_module_init_can_be_turned_off(project: Project, tmp_path: Path) -> None
 
 def test_nvcc_threads_and_user_flags(project: Project, tmp_path: Path) -> None:
     text = GOOD_MATRIX.replace(
-        "include-dirs: [csrc]", "include-dirs: [csrc]\n  nvcc-flags: [--use_fast_math]\n  cxx-flags: [-Wall]"
+        "include-dirs: [csrc]",
+        "include-dirs: [csrc]\n  nvcc-flags: [--use_fast_math]\n  cxx-flags: [-Wall]",
     )
     plan = plan_for(load_matrix(project(text)), tmp_path, nvcc_threads=4)
     nvcc = shlex.split(plan.nvcc_flags)
@@ -88,7 +89,9 @@ def test_ninja_file(project: Project, tmp_path: Path) -> None:
 
 
 def test_ninja_escapes_dollars(project: Project, tmp_path: Path) -> None:
-    text = GOOD_MATRIX.replace("include-dirs: [csrc]", "include-dirs: [csrc]\n  cxx-flags: ['-DX=$HOME']")
+    text = GOOD_MATRIX.replace(
+        "include-dirs: [csrc]", "include-dirs: [csrc]\n  cxx-flags: ['-DX=$HOME']"
+    )
     plan = plan_for(load_matrix(project(text)), tmp_path)
     assert "-DX=$$HOME" in ninja.render(plan)
 

@@ -16,7 +16,9 @@ def archs(text: str) -> tuple[Arch, ...]:
 def test_supports() -> None:
     tk = toolkit()
     assert tk.short == "cu130"
-    assert tk.supports(Arch(9, 0)) and tk.supports(Arch(9, 0, "a")) and tk.supports(Arch(10, 0, "f"))
+    assert (
+        tk.supports(Arch(9, 0)) and tk.supports(Arch(9, 0, "a")) and tk.supports(Arch(10, 0, "f"))
+    )
     assert not tk.supports(Arch(7, 0))
     old = toolkit("12.4.1", (50, 52, 60, 61, 70, 75, 80, 86, 89, 90))
     assert old.supports(Arch(9, 0, "a")) and not old.supports(Arch(10, 0))

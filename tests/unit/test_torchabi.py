@@ -56,5 +56,7 @@ def test_cuda_only_shims_of_the_installed_torch() -> None:
 def test_check_target(tmp_path: Path) -> None:
     check_target(torch_env(tmp_path, "2.13.0"), Version("2.10"))
     check_target(torch_env(tmp_path, "2.10.1"), Version("2.10.0"))
-    with pytest.raises(ConfigError, match="targets torch 2.14, but the build environment has torch 2.13.0"):
+    with pytest.raises(
+        ConfigError, match=r"targets torch 2\.14, but the build environment has torch 2\.13\.0"
+    ):
         check_target(torch_env(tmp_path, "2.13.0"), Version("2.14"))
