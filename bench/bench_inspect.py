@@ -91,26 +91,28 @@ def listed_name(entry: FatbinEntry) -> tuple[str, str]:
     return ("sass", entry.arch[:-1] if entry.variant == "f" else entry.arch)
 
 
+# Runs cuobjdump from a small fresh interpreter and reports its time and peak RSS: Linux carries
+# the spawning process's peak RSS over into the child's (across vfork and exec), so spawning it
+# from this process, which maps the libraries, would report this process's peak instead.
+_SPAWN = """
+import os, sys, time
+start = time.perf_counter()
+pid = os.posix_spawn(sys.argv[1], sys.argv[1:], os.environ,
+                     file_actions=[(os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0)])
+_, status, usage = os.wait4(pid, 0)
+print(time.perf_counter() - start, usage.ru_maxrss, os.waitstatus_to_exitcode(status),
+      file=sys.stderr)
+"""
+
+
 def run_cuobjdump(cuobjdump: str, library: Path) -> tuple[float, int, str]:
     """Seconds, peak RSS in bytes and stdout of one cuobjdump run."""
-    start = time.perf_counter()
-    with tempfile.TemporaryFile("w+") as out:
-        pid = os.posix_spawn(
-            cuobjdump,
-            [cuobjdump, "--list-elf", "--list-ptx", str(library)],
-            os.environ,
-            file_actions=[
-                (os.POSIX_SPAWN_DUP2, out.fileno(), 1),
-                (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0),
-            ],
-        )
-        _, status, usage = os.wait4(pid, 0)
-        seconds = time.perf_counter() - start
-        out.seek(0)
-        stdout = out.read()
-    if os.waitstatus_to_exitcode(status) not in (0, 255):  # 255: "does not contain device code"
-        sys.exit(f"cuobjdump failed on {library} ({status:#x})")
-    return seconds, usage.ru_maxrss * 1024, stdout
+    command = [sys.executable, "-c", _SPAWN, cuobjdump, "--list-elf", "--list-ptx", str(library)]
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    seconds, max_rss_kib, exit_code = done.stderr.split()
+    if int(exit_code) not in (0, 255):  # 255: "does not contain device code"
+        sys.exit(f"cuobjdump failed on {library} (exit code {exit_code})")
+    return float(seconds), int(max_rss_kib) * 1024, done.stdout
 
 
 def bench(library: Path, cuobjdump: str, repeat: int) -> Row:
@@ -159,6 +161,10 @@ def interpreter_startup() -> float:
     return min(times)
 
 
+def human_size(size: int) -> str:
+    return f"{size / 2**30:.1f} GiB" if size >= 2**30 else f"{size / 2**20:.0f} MiB"
+
+
 def table(rows: list[Row]) -> str:
     lines = [
         "| file | size | entries | reader s | cuobjdump s | ratio | cuobjdump peak RSS |",
@@ -166,9 +172,9 @@ def table(rows: list[Row]) -> str:
     ]
     for row in rows:
         lines.append(
-            f"| {row.name} | {row.size / 2**20:.0f} MiB | {row.entries} | {row.reader_s:.3f} "
+            f"| {row.name} | {human_size(row.size)} | {row.entries} | {row.reader_s:.3f} "
             f"| {row.cuobjdump_s:.2f} | {row.cuobjdump_s / row.reader_s:.0f}x "
-            f"| {row.cuobjdump_rss / 2**30:.1f} GiB |"
+            f"| {human_size(row.cuobjdump_rss)} |"
         )
     return "\n".join(lines)
 

@@ -11,7 +11,6 @@ from rich.table import Table
 
 from .archs import ArchSet
 from .inspection import BinaryReport
-from .verify import check_binary
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,48 +48,48 @@ def short_path(binary: BinaryReport) -> str:
     return binary.path.rsplit("!", 1)[-1]
 
 
-def _arch_cells(binary: BinaryReport, kind: str, wanted: Sequence[str]) -> str:
-    sizes: dict[str, int] = {}
-    for e in binary.entries:
-        if e.kind == kind:
-            sizes[e.arch] = sizes.get(e.arch, 0) + e.stored_size
-    cells = []
-    for arch in sorted(sizes, key=lambda a: (int("".join(c for c in a if c.isdigit())), a)):
-        mark = "" if arch in wanted else " [yellow](extra)[/yellow]"
-        cells.append(f"{arch} {human_size(sizes[arch])}{mark}")
-    cells += [f"[red]{a} missing[/red]" for a in wanted if a not in sizes]
-    return "\n".join(cells) or "-"
+def _arch_key(arch: str) -> tuple[int, str]:
+    return (int("".join(c for c in arch if c.isdigit()) or 0), arch)
 
 
-def build_table(report: BuildReport) -> Table:
-    table = Table(title="wheelforge build", title_justify="left", show_lines=True)
-    for column in ("variant", "wheel", "binary", "SASS", "PTX", "check"):
-        table.add_column(column)
-    for v in report.variants:
-        wheel_cell = f"{v.wheel.name}\n{human_size(v.wheel_size)}" + (
-            " (up to date)" if v.reused else ""
-        )
-        rows = [b for b in v.binaries if b.entries] or list(v.binaries[:1])
-        for i, b in enumerate(rows):
-            check = check_binary(b, v.arch_set)
-            status = "[green]ok[/green]" if check.ok else "[red]missing archs[/red]"
-            table.add_row(
-                f"{v.variant_id}\n{v.arch_set}\nCUDA {v.toolkit}" if i == 0 else "",
-                wheel_cell if i == 0 else "",
-                short_path(b),
-                _arch_cells(b, "sass", v.arch_set.sass),
-                _arch_cells(b, "ptx", v.arch_set.ptx),
-                status,
-            )
+def variant_table(v: VariantResult) -> Table:
+    """One row per (binary, kind, arch): size, and whether it was asked for."""
+    reused = " (up to date)" if v.reused else ""
+    table = Table(
+        title=f"{v.variant_id}: {v.wheel.name} ({human_size(v.wheel_size)}){reused}",
+        caption=f"arch set {v.arch_set.name}: {v.arch_set}; CUDA {v.toolkit}",
+        title_justify="left",
+        caption_justify="left",
+    )
+    for column in ("binary", "kind", "arch", "size", "status"):
+        table.add_column(column, justify="right" if column == "size" else "left")
+    for b in v.binaries:
+        if not b.entries and not v.arch_set.specs:
+            continue
+        for kind, wanted in (("sass", v.arch_set.sass), ("ptx", v.arch_set.ptx)):
+            sizes: dict[str, int] = {}
+            for e in b.entries:
+                if e.kind == kind:
+                    sizes[e.arch] = sizes.get(e.arch, 0) + e.stored_size
+            label = "SASS" if kind == "sass" else "PTX"
+            for arch in sorted({*sizes, *wanted}, key=_arch_key):
+                if arch not in sizes:
+                    status, size = "[red]MISSING[/red]", "-"
+                else:
+                    status = "ok" if arch in wanted else "[yellow]extra[/yellow]"
+                    size = human_size(sizes[arch])
+                table.add_row(short_path(b), label, arch, size, status)
     return table
 
 
 def print_build(report: BuildReport, console: Console) -> None:
-    console.print(build_table(report))
+    for v in report.variants:
+        console.print(variant_table(v))
     major, minor = report.target_version
+    folder = report.variants[0].wheel.parent if report.variants else "-"
     console.print(
-        f"{len(report.variants)} wheel(s) in {report.variants[0].wheel.parent if report.variants else '-'}; "
-        f"stable ABI target torch {major}.{minor}, built against torch {report.built_against}"
+        f"{len(report.variants)} wheel(s) in {folder}; stable-ABI target torch {major}.{minor}, "
+        f"built against torch {report.built_against}"
     )
 
 
@@ -116,7 +115,7 @@ def print_inspect(reports: Sequence[BinaryReport], console: Console) -> None:
             acc[2] += e.size
             compressions.setdefault(key, set()).add(e.compression)
         for (kind, arch), (count, stored, size) in sorted(
-            groups.items(), key=lambda kv: (kv[0][0] != "sass", kv[0][1])
+            groups.items(), key=lambda kv: (kv[0][0] != "sass", _arch_key(kv[0][1]))
         ):
             table.add_row(kind.upper() if kind == "ptx" else "SASS", arch, str(count), human_size(stored),
                           human_size(size), ", ".join(sorted(compressions[(kind, arch)])))  # fmt: skip
