@@ -1,16 +1,18 @@
 """Read the CUDA fatbins embedded in ELF files, without cuobjdump.
 
 A fatbin lists, per translation unit, the SASS (cubin) and PTX images that a binary carries. The
-layout is not documented by NVIDIA; what follows was confirmed against nvcc 13.0 output and the
-libraries in the CUDA 13 wheels of cuBLAS and PyTorch, and cross-checked with cuobjdump 13.5
-(``tests/integration/test_fatbin_cuobjdump.py``). All fields are little-endian.
+layout is not documented by NVIDIA; what follows was confirmed on nvcc 13.0 output and on the
+libraries of the CUDA 13 wheels of cuBLAS, cuFFT, cuSPARSE, NCCL and PyTorch 2.14, and is
+cross-checked against cuobjdump 13.5 by ``tests/integration/test_fatbin_cuobjdump.py``. All
+fields are little-endian.
 
 Sections
     ``.nv_fatbin`` holds the executable fatbin, in shared objects and in object files from
     ``nvcc -c``. Object files from ``nvcc -c -rdc=true`` carry ``__nv_relfatbin`` instead (images
     still to be device-linked); a shared object linked from them keeps that section, next to a
-    ``.nv_fatbin`` when it was device-linked. Like cuobjdump's default (see its ``--all-fatbin``),
-    we read ``.nv_fatbin`` and fall back to ``__nv_relfatbin`` only when there is none.
+    ``.nv_fatbin`` when it was device-linked. Like cuobjdump by default (see its
+    ``--all-fatbin``), we read ``.nv_fatbin``, and ``__nv_relfatbin`` only when there is none.
+    (``.nvFatBinSegment`` holds the runtime's 24-byte pointer per container; not needed here.)
 
 Container header (16 bytes)
     u32 magic 0xBA55ED50, u16 version (1), u16 header size (16), u64 size of the entries that
@@ -18,20 +20,22 @@ Container header (16 bytes)
     seen between them (every container size is a multiple of 8), but zero padding up to the next
     16-byte boundary, and zeros at the end of the section, are skipped.
 
-Entry header (at least 64 bytes; 64, 80, 88, 96, 112 and 120 were seen, skip by the field)
-    +0x00 u16 kind: 1 PTX, 2 ELF (SASS), 8 LTO IR (``code=lto_XX``, not listed by cuobjdump's
-    ``--list-elf``/``--list-ptx`` and skipped here); +0x02 u16 (0x0101); +0x04 u32 header size;
-    +0x08 u64 payload size as stored, padded to 8; +0x10 u32 compressed size (0 if
-    uncompressed); +0x18 u16 minor, +0x1A u16 major version (1.8 for cubins, the PTX ISA for
-    PTX); +0x1C u32 sm number; +0x20 u32 name offset and +0x24 u32 name length (always 0 seen);
-    +0x28 u64 flags; +0x38 u64 decompressed size (0 if uncompressed).
+Entry header (at least 64 bytes; 64, 80, 88, 96, 112 and 120 were seen: skip by the field)
+    +0x00 u16 kind: 1 PTX, 2 ELF (SASS), 8 LTO IR (``code=lto_XX``; cuobjdump's ``--list-elf``
+    and ``--list-ptx`` leave it out, and so do we); +0x02 u16 0x0101; +0x04 u32 header size;
+    +0x08 u64 payload size as stored, padded to 8; +0x10 u32 compressed size (exact; 0 when
+    uncompressed); +0x14 u32 (0x40 in headers longer than 64 bytes); +0x18 u16 minor and +0x1A
+    u16 major version (1.8 for cubins, the PTX ISA for PTX, e.g. 9.0); +0x1C u32 sm number;
+    +0x20 u32 name offset and +0x24 u32 name length (always 0 seen); +0x28 u64 flags;
+    +0x30 u64 (0 seen); +0x38 u64 decompressed size (0 when uncompressed).
 
 Flags
     0x1 64-bit, 0x10 Linux, 0x2000 LZ4 (``-Xfatbin=-compress-mode=speed``), 0x8000 zstd,
-    0x100000 the ``a`` variant (sm_90a), 0x200000 the ``f`` variant (sm_100f), 0x1000000 seen
-    on every entry with a 112-byte header (sm_100 and newer). LZ4 payloads are raw LZ4 blocks,
-    zstd payloads zstd frames. nvcc 13 compresses PTX by default and leaves cubins raw;
-    ``-Xfatbin=-compress-all`` compresses both. The CUDA 13 library wheels compress everything.
+    0x100000 the ``a`` variant (sm_90a), 0x200000 the ``f`` variant (sm_100f); 0x1000000 is set
+    on the cubins with 88- and 112-byte headers (sm_100 and newer), 0x10000 on LTO IR. LZ4
+    payloads are raw LZ4 blocks, zstd payloads zstd frames; PTX is NUL-terminated text. nvcc 13
+    compresses PTX by default and leaves cubins raw; ``-Xfatbin=-compress-all`` compresses both,
+    as the CUDA 13 library wheels do.
 
 cuobjdump's ``--list-elf`` names an ``f`` cubin after the cubin's own ELF header, without the
 ``f`` (``sm_100``); its ``--dump-elf`` header, like this module, says ``sm_100f``.
