@@ -11,9 +11,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import fsutil, log, ninja, repair, torchabi, variants, wheel
+from . import abicheck, fsutil, log, ninja, repair, shims, torchabi, variants, wheel
 from .config import BuildSettings
-from .inspection import inspect_paths
+from .errors import VerificationError
+from .inspection import BinaryReport, inspect_paths
 from .plan import VariantPlan, make_plan
 from .report import BuildReport, VariantResult
 from .toolkit import Toolkit, check_archs, find_toolkit
@@ -63,6 +64,24 @@ def _reusable(plan: VariantPlan, digest: str) -> Path | None:
     return published if _sha256(published) == stamp.get("sha256") else None
 
 
+def check_stable_abi(wheel_path: Path, plan: VariantPlan) -> list[abicheck.BinaryCheck]:
+    """The stable-ABI rules (abicheck.py) on a wheel about to be published; a violation stops it."""
+    checks = abicheck.check_wheel(
+        wheel_path,
+        torch=plan.matrix.torch.target,
+        guards=shims.header_guards(plan.torch.include_dir),
+    )
+    violations = [v for c in checks for v in c.violations]
+    if violations:
+        first, rest = violations[0], violations[1:]
+        raise VerificationError(
+            f"variant {plan.variant.id}: {first.message}"
+            + (f" (and {len(rest)} more below)" if rest else ""),
+            details="\n".join(v.message for v in rest) or None,
+        )
+    return checks
+
+
 def build_variant(plan: VariantPlan, *, jobs: int | None) -> VariantResult:
     start = time.perf_counter()
     variant = plan.variant
@@ -86,26 +105,9 @@ def build_variant(plan: VariantPlan, *, jobs: int | None) -> VariantResult:
     reused = published is not None
     if published is not None:
         log.info(f"  {published.name} is up to date")
-        binaries = inspect_paths([published])
-        verify_binaries(binaries, plan)
+        binaries, abi = _check(published, plan)
     else:
-        with log.step(f"{variant.id}: pack, repair and check the wheel"):
-            stage = Path(tempfile.mkdtemp(prefix="stage-", dir=plan.build_dir))
-            try:
-                raw = wheel.pack(contents, stage / "raw")
-                repaired = repair.repair(
-                    raw, stage / "repaired", source_date_epoch=wheel.source_date_epoch()
-                )
-                binaries = inspect_paths([repaired])
-                verify_binaries(binaries, plan)
-                published = fsutil.publish(repaired, plan.out_dir)
-            finally:
-                shutil.rmtree(stage, ignore_errors=True)
-        # Name the binaries after the published wheel, not the staging copy they were read from.
-        binaries = [
-            dataclasses.replace(b, path=b.path.replace(str(repaired), str(published), 1))
-            for b in binaries
-        ]
+        published, binaries, abi = _pack_and_publish(plan, contents)
         stamp = {"digest": digest, "wheel": published.name, "sha256": _sha256(published)}
         fsutil.write_if_changed(plan.build_dir / STAMP, json.dumps(stamp, indent=2) + "\n")
     return VariantResult(
@@ -117,7 +119,44 @@ def build_variant(plan: VariantPlan, *, jobs: int | None) -> VariantResult:
         compiled=tuple(compiled),
         reused=reused,
         binaries=tuple(binaries),
+        abi_checks=tuple(abi),
         seconds=time.perf_counter() - start,
+    )
+
+
+def _check(
+    wheel_path: Path, plan: VariantPlan
+) -> tuple[list[BinaryReport], list[abicheck.BinaryCheck]]:
+    """Fatbins against the arch set, then the stable-ABI rules; either failing stops the variant."""
+    binaries = inspect_paths([wheel_path])
+    verify_binaries(binaries, plan)
+    return binaries, check_stable_abi(wheel_path, plan)
+
+
+def _pack_and_publish(
+    plan: VariantPlan, contents: wheel.WheelContents
+) -> tuple[Path, list[BinaryReport], list[abicheck.BinaryCheck]]:
+    """Pack, repair and check in a staging folder; only a wheel that passed reaches the output."""
+    with log.step(f"{plan.variant.id}: pack, repair and check the wheel"):
+        stage = Path(tempfile.mkdtemp(prefix="stage-", dir=plan.build_dir))
+        try:
+            raw = wheel.pack(contents, stage / "raw")
+            repaired = repair.repair(
+                raw, stage / "repaired", source_date_epoch=wheel.source_date_epoch()
+            )
+            binaries, abi = _check(repaired, plan)
+            published = fsutil.publish(repaired, plan.out_dir)
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)
+
+    # Name what was read after the published wheel, not the staging copy.
+    def rename(path: str) -> str:
+        return path.replace(str(repaired), str(published), 1)
+
+    return (
+        published,
+        [dataclasses.replace(b, path=rename(b.path)) for b in binaries],
+        [dataclasses.replace(c, path=rename(c.path)) for c in abi],
     )
 
 

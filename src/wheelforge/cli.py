@@ -102,6 +102,56 @@ def inspect(paths: tuple[Path, ...], as_json: bool) -> None:
         print_inspect(reports, Console())
 
 
+def _version2(value: str | None, flag: str) -> tuple[int, int] | None:
+    if value is None:
+        return None
+    parts = value.split(".")
+    if len(parts) < 2 or not all(p.isdigit() for p in parts[:2]):
+        raise click.BadParameter(f"'{value}' is not a torch version like 2.10", param_hint=flag)
+    return (int(parts[0]), int(parts[1]))
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--target",
+    help="Lowest torch the binaries must load on, e.g. 2.10 [default: a wheel's Requires-Dist on torch].",
+)
+@click.option(
+    "--python-abi", help="abi3 floor of bare shared objects, e.g. cp310 [default: a wheel's tag]."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of a table.")
+@verbose_option
+def check(
+    paths: tuple[Path, ...], target: str | None, python_abi: str | None, as_json: bool
+) -> None:
+    """Check wheels or shared objects against the stable-ABI rules (exit 1 on a violation)."""
+    from . import abicheck, shims
+    from .errors import VerificationError
+    from .report import check_table, checks_to_json
+
+    torch = _version2(target, "--target")
+    python = None
+    if python_abi is not None:
+        if not (python_abi.startswith("cp3") and python_abi[3:].isdigit()):
+            raise click.BadParameter(f"'{python_abi}' is not like cp310", param_hint="--python-abi")
+        python = (3, int(python_abi[3:]))
+    results = abicheck.check_paths(
+        list(paths), torch=torch, python=python, guards=shims.installed_torch_guards()
+    )
+    if as_json:
+        click.echo(json.dumps(checks_to_json(results), indent=2))
+    else:
+        Console().print(check_table(results))
+    violations = [v for r in results for v in r.violations]
+    if violations:
+        raise VerificationError(
+            violations[0].message
+            + (f" (and {len(violations) - 1} more below)" if len(violations) > 1 else ""),
+            details="\n".join(v.message for v in violations[1:]) or None,
+        )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: runs the CLI and turns every error into one message and an exit code."""
     try:

@@ -9,6 +9,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from .abicheck import BinaryCheck
 from .archs import ArchSet
 from .inspection import BinaryReport
 
@@ -23,6 +24,7 @@ class VariantResult:
     compiled: tuple[str, ...]  # the compile steps ninja ran (empty: everything was up to date)
     reused: bool  # the wheel in the output folder was already made from these inputs
     binaries: tuple[BinaryReport, ...]
+    abi_checks: tuple[BinaryCheck, ...]
     seconds: float
 
 
@@ -82,9 +84,24 @@ def variant_table(v: VariantResult) -> Table:
     return table
 
 
+def abi_summary(checks: Sequence[BinaryCheck], target: tuple[int, int]) -> str:
+    """One line: what the binaries need of torch and Python."""
+    shims = sorted({s for c in checks for s in c.shims})
+    newest = max((c.newest_shim for c in checks if c.newest_shim), default=None)
+    python = sorted({s for c in checks for s in c.python_symbols})
+    bad = sum(len(c.violations) for c in checks)
+    status = "[green]ok[/green]" if not bad else f"[red]{bad} violation(s)[/red]"
+    needs = f", the newest from torch {newest[0]}.{newest[1]}" if newest else ""
+    return (
+        f"stable ABI {status}: {len(shims)} shim functions{needs} (target {target[0]}.{target[1]}), "
+        f"no libtorch C++ symbols, {len(python)} limited-API Python symbols"
+    )
+
+
 def print_build(report: BuildReport, console: Console) -> None:
     for v in report.variants:
         console.print(variant_table(v))
+        console.print(abi_summary(v.abi_checks, report.target_version))
     major, minor = report.target_version
     folder = report.variants[0].wheel.parent if report.variants else "-"
     console.print(
@@ -122,3 +139,35 @@ def print_inspect(reports: Sequence[BinaryReport], console: Console) -> None:
         if not binary.entries:
             table.add_row("-", "no CUDA code", "0", "-", "-", "-")
         console.print(table)
+
+
+def check_table(checks: Sequence[BinaryCheck]) -> Table:
+    table = Table(title="wheelforge check", title_justify="left")
+    for column in ("binary", "shims", "newest shim", "Python API", "status"):
+        table.add_column(column, justify="right" if column in ("shims", "Python API") else "left")
+    for c in checks:
+        newest = f"torch {c.newest_shim[0]}.{c.newest_shim[1]}" if c.newest_shim else "-"
+        status = (
+            "[green]ok[/green]"
+            if not c.violations
+            else f"[red]{len(c.violations)} violation(s)[/red]"
+        )
+        table.add_row(c.path, str(len(c.shims)), newest, str(len(c.python_symbols)), status)
+    return table
+
+
+def checks_to_json(checks: Sequence[BinaryCheck]) -> dict[str, object]:
+    return {
+        "binaries": [
+            {
+                "path": c.path,
+                "shims": list(c.shims),
+                "newest_shim": f"{c.newest_shim[0]}.{c.newest_shim[1]}" if c.newest_shim else None,
+                "python_symbols": list(c.python_symbols),
+                "violations": [
+                    {"rule": v.rule, "symbol": v.symbol, "message": v.message} for v in c.violations
+                ],
+            }
+            for c in checks
+        ]
+    }
