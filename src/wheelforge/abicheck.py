@@ -14,7 +14,6 @@ Rules, per ELF file (for a wheel, per ELF member outside auditwheel's ``.libs``)
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import io
 import re
 import zipfile
@@ -85,10 +84,10 @@ class CheckTarget:
 
 @cache
 def _cxa_demangle() -> tuple[ctypes._CFuncPtr, ctypes._CFuncPtr] | None:  # type: ignore[name-defined]
-    name = ctypes.util.find_library("stdc++") or "libstdc++.so.6"
+    # Sonames, not ctypes.util.find_library: that one runs ldconfig in a subprocess.
     try:
-        lib = ctypes.CDLL(name)
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        lib = ctypes.CDLL("libstdc++.so.6")
+        libc = ctypes.CDLL("libc.so.6")
     except OSError:
         return None
     fn = lib.__cxa_demangle

@@ -152,6 +152,95 @@ def check(
         )
 
 
+@cli.command(name="test")
+@click.option(
+    "--matrix",
+    "matrix_path",
+    type=click.Path(path_type=Path),
+    default=Path("matrix.yaml"),
+    show_default=True,
+)
+@click.option(
+    "--wheel",
+    "wheels",
+    multiple=True,
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="A wheel to test (repeatable) [default: the wheels the last build published].",
+)
+@click.option(
+    "--torch",
+    "torch_versions",
+    multiple=True,
+    help="A torch version to install and test under (repeatable) [default: tests.torch of the matrix].",
+)
+@click.option(
+    "--torch-from",
+    "torch_from",
+    multiple=True,
+    type=click.Path(path_type=Path, exists=True, dir_okay=False),
+    help="Test under the torch already installed for this Python interpreter (repeatable; no download).",
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Where the build put its wheels [default: dist/ beside the matrix].",
+)
+@click.option(
+    "--build-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="The build's folder [default: build/wheelforge/ beside the matrix].",
+)
+@click.option(
+    "--cache-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Where test environments are kept [default: ~/.cache/wheelforge].",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the outcomes as one JSON document.")
+@verbose_option
+def test_command(matrix_path: Path, wheels: tuple[Path, ...], torch_versions: tuple[str, ...], torch_from: tuple[Path, ...],
+                 out: Path | None, build_dir: Path | None, cache_dir: Path | None, as_json: bool) -> None:  # fmt: skip
+    """Run the payload's tests against the built wheels, under each torch of the matrix."""
+    from . import envs, testing
+    from .errors import VerificationError
+    from .matrix import load_matrix
+    from .report import outcomes_to_json, test_table
+
+    matrix = load_matrix(matrix_path)
+    if matrix.tests is None:
+        raise click.UsageError(
+            f"{matrix_path} has no 'tests' section; add one (see docs/matrix.md)"
+        )
+    built = testing.built_wheels(
+        matrix,
+        (build_dir or matrix.root / "build" / "wheelforge").resolve(),
+        (out or matrix.root / "dist").resolve(),
+        wheels,
+    )
+    versions = torch_versions or (() if torch_from else matrix.tests.torch)
+    specs = [envs.EnvSpec(torch=v, requires=matrix.tests.requires) for v in versions]
+    specs += [
+        envs.EnvSpec(torch_from=p.absolute(), requires=matrix.tests.requires) for p in torch_from
+    ]
+    outcomes = testing.run_tests(
+        matrix=matrix, wheels=built, specs=specs, cache=cache_dir or envs.default_cache()
+    )
+    if as_json:
+        click.echo(json.dumps(outcomes_to_json(outcomes), indent=2))
+    else:
+        Console().print(test_table(outcomes))
+    bad = [o for o in outcomes if o.status in ("failed", "error")]
+    if bad:
+        first = bad[0]
+        raise VerificationError(
+            f"{len(bad)} of {len(outcomes)} test runs did not pass; first: {first.variant} under {first.env}: {first.status}",
+            details=first.detail,
+        )
+    if not any(o.status == "passed" for o in outcomes):
+        raise VerificationError(
+            "no test run took place: no torch of the matrix could be installed here"
+        )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: runs the CLI and turns every error into one message and an exit code."""
     try:

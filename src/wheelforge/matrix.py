@@ -3,6 +3,7 @@ into variants."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +26,19 @@ _MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")
 _ARCH_SET_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.]*$")
 _PYTHON_ABI_RE = re.compile(r"^cp3(\d{1,2})$")
 
-TOP_KEYS = ("package", "extension", "abi", "python-abi", "torch", "arch-sets")
+TOP_KEYS = ("package", "extension", "abi", "python-abi", "torch", "arch-sets", "tests")
+TESTS_KEYS = ("path", "requires", "torch", "command")
+DEFAULT_TEST_COMMAND: tuple[str, ...] = (
+    "{python}",
+    "-m",
+    "pytest",
+    "-q",
+    "-rs",
+    "-p",
+    "no:cacheprovider",
+    "--junitxml={junitxml}",
+    "{path}",
+)
 PACKAGE_KEYS = (
     "name",
     "version",
@@ -74,6 +87,16 @@ class ExtensionConfig:
 
 
 @dataclass(frozen=True, kw_only=True)
+class TestsConfig:
+    """The payload's test suite, which ``wheelforge test`` runs against each torch."""
+
+    path: Path
+    requires: tuple[str, ...]  # installed beside the wheel (pytest, numpy, ...)
+    torch: tuple[str, ...]  # torch versions to install and test
+    command: tuple[str, ...]  # with {python}, {path} and {junitxml} filled in
+
+
+@dataclass(frozen=True, kw_only=True)
 class Matrix:
     path: Path
     root: Path  # the folder matrix.yaml is in; relative paths start here
@@ -83,6 +106,7 @@ class Matrix:
     python_abi: str  # e.g. cp310
     torch: TorchSpec
     arch_sets: tuple[ArchSet, ...]
+    tests: TestsConfig | None
 
     @property
     def limited_api_macro(self) -> str:
@@ -95,16 +119,7 @@ class Matrix:
         return self.package.requires_python or f">=3.{self.python_abi[3:]}"
 
     def with_arch_sets(self, arch_sets: tuple[ArchSet, ...]) -> Matrix:
-        return Matrix(
-            path=self.path,
-            root=self.root,
-            package=self.package,
-            extension=self.extension,
-            abi=self.abi,
-            python_abi=self.python_abi,
-            torch=self.torch,
-            arch_sets=arch_sets,
-        )
+        return dataclasses.replace(self, arch_sets=arch_sets)
 
 
 class _Reader:
@@ -347,6 +362,55 @@ class _Reader:
             )
         return tuple(sets)
 
+    def tests(self, node: yaml.Node, torch: TorchSpec | None) -> TestsConfig | None:
+        items = yamlio.mapping(node, self.p, "tests", TESTS_KEYS)
+        if items is None:
+            return None
+        path = None
+        if (n := self.required(items, "path", node, "tests")) is not None:
+            value = yamlio.scalar(n, self.p, "tests.path")
+            path = self.folder(n, value, "tests.path") if value is not None else None
+        requires = ["pytest"]
+        if "requires" in items:
+            requires = []
+            for item, dep in yamlio.string_list(items["requires"][1], self.p, "tests.requires"):
+                try:
+                    Requirement(dep)
+                except InvalidRequirement:
+                    self.p.add(
+                        item,
+                        f"tests.requires: '{dep}' is not a requirement; write e.g. 'pytest>=8'",
+                    )
+                    continue
+                requires.append(dep)
+        versions: list[str] = []
+        if "torch" in items:
+            for item, value in yamlio.string_list(items["torch"][1], self.p, "tests.torch"):
+                try:
+                    versions.append(str(Version(value)))
+                except InvalidVersion:
+                    self.p.add(
+                        item, f"tests.torch: '{value}' is not a version; write e.g. '2.13.0'"
+                    )
+        elif torch is not None:
+            versions = [str(v) for v in torch.versions] or [str(torch.lowest)]
+        command = DEFAULT_TEST_COMMAND
+        if "command" in items:
+            words = tuple(
+                v for _, v in yamlio.string_list(items["command"][1], self.p, "tests.command")
+            )
+            if words and "{path}" not in " ".join(words):
+                self.p.add(
+                    items["command"][1],
+                    "tests.command must contain {path}, where the test folder goes",
+                )
+            command = words or command
+        if path is None:
+            return None
+        return TestsConfig(
+            path=path, requires=tuple(requires), torch=tuple(versions), command=command
+        )
+
     def read(self, node: yaml.Node | None) -> Matrix:
         if node is None:
             raise ConfigError(f"{self.p.display} is empty; see docs/matrix.md for its keys")
@@ -396,6 +460,7 @@ class _Reader:
                     node_,
                     f"extension.name '{extension.name}' is not inside any of package.packages ({', '.join(p.name for p in package.packages) or 'none'}); put the module in one of them",
                 )
+        tests = self.tests(items["tests"][1], torch) if "tests" in items else None
         self.p.raise_if_any()
         assert package is not None and extension is not None and torch is not None
         return Matrix(
@@ -407,6 +472,7 @@ class _Reader:
             python_abi=python_abi,
             torch=torch,
             arch_sets=arch_sets,
+            tests=tests,
         )
 
 

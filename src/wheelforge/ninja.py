@@ -91,12 +91,27 @@ def run(plan: VariantPlan, *, jobs: int | None) -> list[str]:
             log.detail(line)
     if result.returncode != 0:
         failed = next((ln for ln in output.splitlines() if ln.startswith("FAILED: ")), "")
+        step = next((s for s in plan.compile_steps if str(s.object) in failed), None)
+        what = (
+            f"compiling {_display(step.source, plan)} failed"
+            if step
+            else "linking failed"
+            if str(plan.library) in failed
+            else "the build failed"
+        )
         raise BuildError(
-            f"variant {plan.variant.id}: the build failed{': ' + failed[8:] if failed else ''}; "
-            f"the compiler's output is below (build files in {plan.build_dir})",
+            f"variant {plan.variant.id}: {what}; the compiler's output is below "
+            f"(build files in {plan.build_dir})",
             details=proc.tail(output),
         )
     return [m[1] for line in output.splitlines() if (m := _STATUS_RE.match(line))]
+
+
+def _display(source: Path, plan: VariantPlan) -> str:
+    try:
+        return str(source.relative_to(plan.matrix.root))
+    except ValueError:
+        return str(source)
 
 
 def jobs_from_env(flag: int | None) -> int | None:

@@ -54,16 +54,18 @@ def run(
     check: bool = True,
     stream: bool = False,
     what: str | None = None,
+    replace_env: bool = False,
 ) -> Result:
     """Run a program to completion.
 
     ``hint`` says how to install the program if it is missing. With ``stream`` the output goes
     straight to the terminal instead of being captured. ``what`` names the step in the error.
+    ``env`` is added to this process's environment, or replaces it with ``replace_env``.
     """
     argv = [str(a) for a in args]
     argv[0] = which(argv[0], hint=hint)
     log.command(argv)
-    full_env = None if env is None else {**os.environ, **env}
+    full_env = None if env is None else dict(env) if replace_env else {**os.environ, **env}
     try:
         proc = subprocess.run(  # noqa: PLW1510 - checked below, with the tool's output
             argv,

@@ -176,7 +176,7 @@ def test_compile_error_shows_compiler_output(tmp_path: Path) -> None:
     run = wheelforge("build", cwd=tmp_path)
     assert run.code == 1
     assert run.err.count("error: ") >= 1
-    assert "variant default-cu130: the build failed" in run.err
+    assert "variant default-cu130: compiling bad.cu failed" in run.err
     assert "bad.cu" in run.err
     assert not (tmp_path / "dist").exists() or not list((tmp_path / "dist").iterdir())
 

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Rebuilds the small shared objects the abicheck unit tests read (undefined symbols are the point).
+set -euo pipefail
+cd "$(dirname "$0")"
+gcc -O1 -shared -fPIC -o ext.so ext.c
+gcc -O1 -shared -fPIC -o newer_shim.so newer_shim.c
+g++ -O1 -shared -fPIC -o cxx_symbol.so cxx_symbol.cpp
+gcc -O1 -shared -fPIC -o glibc234.so glibc234.c
+strip --strip-unneeded ./*.so

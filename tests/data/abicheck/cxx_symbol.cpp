@@ -1,0 +1,8 @@
+// Uses libtorch's C++ API the way torch/extension.h code does: the symbols are mangled.
+namespace at { struct Tensor { ~Tensor(); }; }
+namespace c10 { struct Error { Error(const char* msg); }; }
+int use() {
+  { at::Tensor t; }
+  c10::Error e("x");
+  return 0;
+}

@@ -1,0 +1,3 @@
+/* Needs glibc 2.34 (pthread functions moved into libc there), like builds on Debian 12. */
+#include <pthread.h>
+int use(pthread_t t) { return pthread_join(t, 0); }

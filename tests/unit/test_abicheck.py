@@ -1,0 +1,195 @@
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from wheelforge import abicheck, shims
+from wheelforge.errors import BinaryFormatError, ConfigError
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "abicheck"
+
+
+def target(
+    torch: tuple[int, int], python: tuple[int, int] | None = (3, 10)
+) -> abicheck.CheckTarget:
+    return abicheck.CheckTarget(torch=torch, python=python, guards={})
+
+
+def rules(check: abicheck.BinaryCheck) -> list[tuple[str, str | None]]:
+    return [(v.rule, v.symbol) for v in check.violations]
+
+
+def test_clean_binary() -> None:
+    check = abicheck.check_elf(
+        (DATA / "ext.so").read_bytes(), path="ext.so", target=target((2, 10))
+    )
+    assert check.violations == ()
+    assert check.shims == ("aoti_torch_get_data_ptr", "torch_library_impl")
+    assert check.newest_shim == (2, 10)
+    assert check.python_symbols == ("PyModule_Create2", "PyUnicode_AsUTF8AndSize")
+
+
+def test_shim_newer_than_the_target() -> None:
+    data = (DATA / "ext.so").read_bytes()
+    check = abicheck.check_elf(data, path="ext.so", target=target((2, 9)))
+    assert rules(check) == [("shim-version", "torch_library_impl")]
+    message = check.violations[0].message
+    assert (
+        "which torch 2.9 lacks: it arrived in torch 2.10 (per the libraries of torch 2.9)"
+        in message
+    )
+    assert "-DTORCH_TARGET_VERSION" in message
+
+
+def test_new_shim_and_python_api() -> None:
+    data = (DATA / "newer_shim.so").read_bytes()
+    check = abicheck.check_elf(data, path="n.so", target=target((2, 10)))
+    assert rules(check) == [
+        ("shim-version", "torch_exception_get_what_without_backtrace"),
+        ("python-api", "PyObject_GetBuffer"),
+        ("python-api", "PyUnicode_AsUTF8"),
+    ]
+    by_symbol = {v.symbol: v.message for v in check.violations}
+    assert "arrived in torch 2.13" in by_symbol["torch_exception_get_what_without_backtrace"]
+    assert "only since Python 3.11" in by_symbol["PyObject_GetBuffer"]
+    assert "raise python-abi to cp311" in by_symbol["PyObject_GetBuffer"]
+    assert "not in Python's limited API" in by_symbol["PyUnicode_AsUTF8"]
+    # The same binary is fine for a 2.13 target when no abi3 floor applies... except PyUnicode_AsUTF8.
+    later = abicheck.check_elf(data, path="n.so", target=target((2, 13), python=None))
+    assert later.violations == ()
+
+
+def test_libtorch_cxx_symbols_are_demangled() -> None:
+    check = abicheck.check_elf(
+        (DATA / "cxx_symbol.so").read_bytes(), path="c.so", target=target((2, 10))
+    )
+    assert rules(check) == [
+        ("cxx-symbol", "_ZN2at6TensorD1Ev"),
+        ("cxx-symbol", "_ZN3c105ErrorC1EPKc"),
+    ]
+    first, second = (v.message for v in check.violations)
+    assert "uses at::Tensor::~Tensor() (_ZN2at6TensorD1Ev), a C++ symbol of libtorch" in first
+    assert "torch::stable::Tensor" in first
+    assert "c10::Error::Error(char const*)" in second and "STD_TORCH_CHECK" in second
+
+
+def test_demangle() -> None:
+    assert (
+        abicheck.demangle("_ZNK5torch8autograd4Node4nameEv")
+        == "torch::autograd::Node::name() const"
+    )
+    assert abicheck.demangle("not_mangled") == "not_mangled"
+    assert abicheck.demangle("_Zgarbage") == "_Zgarbage"
+
+
+def test_header_guards_override_for_unknown_versions() -> None:
+    future = (2, 99)
+    assert future not in shims.exports_table()
+    guards = {"torch_brand_new": (2, 99), "torch_old": None}
+    assert shims.judge("torch_brand_new", (2, 98), guards).ok is False
+    assert shims.judge("torch_brand_new", future, guards).ok is True
+    assert shims.judge("torch_old", future, guards).ok is True
+    assert shims.judge("torch_never_heard_of", future, guards).ok is False
+    assert shims.judge("torch_library_impl", (2, 8), {}).ok is False
+
+
+def test_exports_table_has_released_versions() -> None:
+    table = shims.exports_table()
+    assert {(2, 9), (2, 10), (2, 11), (2, 12), (2, 13)} <= set(table)
+    assert "torch_library_impl" not in table[(2, 9)] and "torch_library_impl" in table[(2, 10)]
+    assert "aoti_torch_get_current_cuda_stream" in table[(2, 10)]
+
+
+def test_header_guards_from_text(tmp_path: Path) -> None:
+    header = tmp_path / "torch/csrc/stable/c/shim.h"
+    header.parent.mkdir(parents=True)
+    header.write_text(
+        "AOTI_TORCH_EXPORT AOTITorchError torch_base(int);\n"
+        "#if TORCH_FEATURE_VERSION >= TORCH_VERSION_2_11_0\n"
+        "#ifdef USE_CUDA\nAOTI_TORCH_EXPORT AOTITorchError torch_cuda_thing(int);\n#endif\n"
+        "AOTI_TORCH_EXPORT AOTITorchError\ntorch_eleven(int);\n"
+        "#else\nAOTI_TORCH_EXPORT AOTITorchError torch_before_eleven(int);\n"
+        "#endif\n"
+    )
+    assert shims.header_guards(tmp_path) == {
+        "torch_base": None,
+        "torch_cuda_thing": (2, 11),
+        "torch_eleven": (2, 11),
+        "torch_before_eleven": None,
+    }
+
+
+def make_wheel(
+    tmp_path: Path,
+    name: str,
+    so: str,
+    requires: str | None = "torch>=2.10",
+    member: str = "pkg/_C.abi3.so",
+) -> Path:
+    path = tmp_path / name
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr(member, (DATA / so).read_bytes())
+        zf.writestr("pkg/__init__.py", "")
+        metadata = "Metadata-Version: 2.1\nName: pkg\nVersion: 1.0\n" + (
+            f"Requires-Dist: {requires}\n" if requires else ""
+        )
+        zf.writestr("pkg-1.0.dist-info/METADATA", metadata)
+    return path
+
+
+def test_wheel_floor_comes_from_metadata(tmp_path: Path) -> None:
+    ok = make_wheel(tmp_path, "pkg-1.0-cp310-abi3-manylinux_2_17_x86_64.whl", "ext.so")
+    [check] = abicheck.check_wheel(ok, torch=None, guards={})
+    assert check.path.endswith("!pkg/_C.abi3.so") and check.violations == ()
+    old = make_wheel(
+        tmp_path, "pkg-1.0-cp310-abi3-manylinux_2_17_x86_64.whl", "ext.so", requires="torch>=2.9.1"
+    )
+    [check] = abicheck.check_wheel(old, torch=None, guards={})
+    assert rules(check) == [("shim-version", "torch_library_impl")]
+
+
+def test_wheel_tags_against_binaries(tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path, "pkg-1.0-cp310-abi3-manylinux_2_28_aarch64.whl", "glibc234.so",
+                       member="pkg/_C.cpython-311-x86_64-linux-gnu.so")  # fmt: skip
+    [check] = abicheck.check_wheel(wheel, torch=None, guards={})
+    messages = [v.message for v in check.violations if v.rule == "tags"]
+    assert any(
+        "tagged manylinux_2_28_aarch64, but pkg/_C.cpython-311-x86_64-linux-gnu.so needs GLIBC_2.34"
+        in m
+        for m in messages
+    )
+    assert any("is built for x86_64" in m for m in messages)
+    assert any("named for one CPython; name it *.abi3.so" in m for m in messages)
+
+
+def test_wheel_without_torch_requirement_needs_target(tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path, "pkg-1.0-cp310-abi3-linux_x86_64.whl", "ext.so", requires=None)
+    with pytest.raises(ConfigError, match="pass --target"):
+        abicheck.check_wheel(wheel, torch=None, guards={})
+    assert abicheck.check_wheel(wheel, torch=(2, 10), guards={})[0].violations == ()
+
+
+def test_bad_inputs(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="pass --target"):
+        abicheck.check_paths([DATA / "ext.so"], torch=None, python=None, guards={})
+    with pytest.raises(ConfigError, match="no such file"):
+        abicheck.check_paths([tmp_path / "nope.so"], torch=(2, 10), python=None, guards={})
+    junk = tmp_path / "junk.so"
+    junk.write_bytes(b"\x7fELF" + b"\0" * 10)
+    with pytest.raises(BinaryFormatError, match=r"junk\.so"):
+        abicheck.check_paths([junk], torch=(2, 10), python=None, guards={})
+    bad_zip = tmp_path / "pkg-1.0-cp310-abi3-linux_x86_64.whl"
+    bad_zip.write_bytes(b"PK not really")
+    with pytest.raises(BinaryFormatError, match="not a readable wheel"):
+        abicheck.check_paths([bad_zip], torch=(2, 10), python=None, guards={})
+
+
+def test_torch_floor() -> None:
+    assert abicheck.torch_floor("Requires-Dist: numpy\nRequires-Dist: torch>=2.11,<2.15\n") == (
+        2,
+        11,
+    )
+    assert abicheck.torch_floor("Requires-Dist: torch==2.12.1\n") == (2, 12)
+    assert abicheck.torch_floor("Requires-Dist: torch\n") is None
