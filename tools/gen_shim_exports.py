@@ -57,10 +57,18 @@ def main() -> int:
                     names |= exported(zf.read(lib))
                     libs.append(Path(lib).name)
         if "libtorch_cuda.so" not in libs:
-            print(f"warning: {wheel.name} has no libtorch_cuda.so; CUDA shims are missing from {key}", file=sys.stderr)
-        table["versions"][key] = {"source": f"{wheel.name}: {', '.join(libs)}", "symbols": sorted(names)}
+            print(
+                f"warning: {wheel.name} has no libtorch_cuda.so; CUDA shims are missing from {key}",
+                file=sys.stderr,
+            )
+        table["versions"][key] = {
+            "source": f"{wheel.name}: {', '.join(libs)}",
+            "symbols": sorted(names),
+        }
         print(f"{key}: {len(names)} shim functions from {wheel.name}")
-    table["versions"] = dict(sorted(table["versions"].items(), key=lambda kv: tuple(map(int, kv[0].split(".")))))
+    table["versions"] = dict(
+        sorted(table["versions"].items(), key=lambda kv: tuple(map(int, kv[0].split("."))))
+    )
     OUT.write_text(json.dumps(table, indent=1) + "\n")
     return 0
 

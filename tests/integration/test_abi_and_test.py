@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
-import sysconfig
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
