@@ -129,10 +129,23 @@ class ArchSet:
     def gencode_flags(self) -> list[str]:
         return [flag for spec in self.specs for flag in spec.gencode_flags()]
 
-    def restricted_to(self, allowed: Iterable[Arch]) -> ArchSet:
-        """The entries whose arch is in *allowed* (per-source arch limits)."""
-        keep = set(allowed)
-        return ArchSet(self.name, tuple(s for s in self.specs if s.arch in keep))
+    def limit(self, allowed: Iterable[ArchSpec]) -> ArchSet:
+        """What a source limited to *allowed* is compiled for in this arch set.
+
+        An allowed arch is kept when the set asks for it, or for its base (9.0a when the set has
+        9.0: arch-specific code for a GPU the set targets, the rule vLLM applies to its Hopper
+        kernels). PTX is kept where both the source and the set ask for it."""
+        asked = {s.arch: s.ptx for s in self.specs}
+        kept: dict[Arch, bool] = {}
+        for spec in allowed:
+            arch = spec.arch
+            key = (
+                arch if arch in asked else arch.base if arch.suffix and arch.base in asked else None
+            )
+            if key is not None:
+                kept[arch] = kept.get(arch, False) or (spec.ptx and asked[key])
+        ordered = sorted(kept, key=Arch.sort_key)
+        return ArchSet(self.name, tuple(ArchSpec(a, kept[a]) for a in ordered))
 
     def __str__(self) -> str:
         return " ".join(str(s) for s in self.specs)

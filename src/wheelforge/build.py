@@ -11,24 +11,61 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import abicheck, fsutil, log, ninja, repair, shims, torchabi, variants, wheel
+from . import (
+    abicheck,
+    fsutil,
+    log,
+    ninja,
+    provision,
+    repair,
+    shims,
+    toolkit,
+    torchabi,
+    variants,
+    wheel,
+)
 from .config import BuildSettings
-from .errors import VerificationError
+from .errors import ConfigError, VerificationError
 from .inspection import BinaryReport, inspect_paths
 from .plan import VariantPlan, make_plan
 from .report import BuildReport, VariantResult
-from .toolkit import Toolkit, check_archs, find_toolkit
+from .variants import Variant
 from .verify import verify_binaries
 
 STAMP = "wheel.json"
 
 
-def plan_all(settings: BuildSettings, toolkit: Toolkit | None = None) -> list[VariantPlan]:
-    """Every check that needs no compiler runs here, before anything is built."""
+def _ready(variant: Variant, settings: BuildSettings, found: list[toolkit.Toolkit]) -> Variant:
+    """*variant* with a toolkit on disk: provisioned now if it is a recipe (unless --offline)."""
+    recipe = variant.choice.recipe
+    if variant.choice.toolkit is not None or recipe is None:
+        return variant
+    if settings.offline:
+        raise ConfigError(
+            f"variant {variant.id} needs CUDA {recipe.release}, which is not installed (found: "
+            f"{'; '.join(t.describe() for t in found) or 'none'}); run 'wheelforge toolkit install "
+            f"{recipe.release}' ({recipe.describe()}) or build without --offline"
+        )
+    folder = provision.install(recipe, settings.cache)
+    nvcc, host = next(
+        (n, h) for n, h in toolkit.provisioned(settings.cache) if n.is_relative_to(folder)
+    )
+    return variants.with_toolkit(
+        variant, toolkit.probe_toolkit(nvcc, origin="provisioned", host_cxx=host)
+    )
+
+
+def resolve_variants(settings: BuildSettings) -> list[Variant]:
+    """The variants to build, each with its toolkit. Everything that can be refused without a
+    compiler is refused here, before anything is downloaded or compiled."""
+    found = toolkit.discover(cache=settings.cache)
+    chosen = variants.select(variants.expand(settings.matrix, found), settings.only)
+    return [_ready(v, settings, found) for v in chosen]
+
+
+def plan_all(settings: BuildSettings) -> list[VariantPlan]:
     matrix = settings.matrix
-    toolkit = toolkit or find_toolkit()
-    for arch_set in matrix.arch_sets:
-        check_archs(toolkit, arch_set.archs, arch_set.name)
+    chosen = resolve_variants(settings)
     torch = torchabi.probe_torch(settings.python)
     torchabi.check_target(torch, matrix.torch.lowest)
     weak = torchabi.weak_shims_header(torchabi.cuda_only_shims(torch.include_dir))
@@ -42,9 +79,10 @@ def plan_all(settings: BuildSettings, toolkit: Toolkit | None = None) -> list[Va
             out_dir=settings.out_dir,
             cxx=settings.cxx,
             cc=settings.cc,
+            nvcc_host=toolkit.host_compiler(variant.toolkit, settings.cxx),
             nvcc_threads=settings.nvcc_threads,
         )
-        for variant in variants.expand(matrix, toolkit)
+        for variant in chosen
     ]
 
 
@@ -145,6 +183,9 @@ def _pack_and_publish(
                 raw, stage / "repaired", source_date_epoch=wheel.source_date_epoch()
             )
             binaries, abi = _check(repaired, plan)
+            previous = plan.out_dir / repaired.name
+            if previous.is_file() and _sha256(previous) != _sha256(repaired):
+                log.warning(f"replacing {previous}: same name, other content (another arch set or toolkit?)")
             published = fsutil.publish(repaired, plan.out_dir)
         finally:
             shutil.rmtree(stage, ignore_errors=True)

@@ -69,19 +69,30 @@ def cli() -> None:
     type=click.Path(path_type=Path, exists=True, dir_okay=False),
     help="Python whose torch the extension is built against [default: this one].",
 )
+@click.option(
+    "--only",
+    multiple=True,
+    metavar="ID",
+    help="Build only this variant (repeatable); 'wheelforge matrix' lists them.",
+)
+@click.option("--offline", is_flag=True, help="Never download a CUDA toolkit; fail instead.")
+@click.option(
+    "--cache-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Provisioned toolkits and test environments [default: ~/.cache/wheelforge].",
+)
 @verbose_option
 def build(matrix_path: Path, archs: str | None, out: Path | None, build_dir: Path | None,
-          jobs: int | None, python: Path | None) -> None:  # fmt: skip
+          jobs: int | None, python: Path | None, only: tuple[str, ...], offline: bool,
+          cache_dir: Path | None) -> None:  # fmt: skip
     """Build the matrix's wheels and check their fatbins."""
     from .build import run_build
     from .config import Flags, resolve
     from .report import print_build
 
-    settings = resolve(
-        Flags(
-            matrix=matrix_path, archs=archs, out=out, build_dir=build_dir, jobs=jobs, python=python
-        )
-    )
+    flags = Flags(matrix=matrix_path, archs=archs, out=out, build_dir=build_dir, jobs=jobs, python=python,
+                  only=only, offline=offline, cache_dir=cache_dir)  # fmt: skip
+    settings = resolve(flags)
     report = run_build(settings)
     print_build(report, Console())
 
@@ -100,6 +111,75 @@ def inspect(paths: tuple[Path, ...], as_json: bool) -> None:
         click.echo(json.dumps(reports_to_json(reports), indent=2))
     else:
         print_inspect(reports, Console())
+
+
+@cli.command(name="matrix")
+@click.option(
+    "--matrix",
+    "matrix_path",
+    type=click.Path(path_type=Path),
+    default=Path("matrix.yaml"),
+    show_default=True,
+)
+@click.option("--archs", help="Arch list replacing the matrix's arch sets, as for build.")
+@click.option("--json", "as_json", is_flag=True, help="Print the variants as JSON.")
+@click.option(
+    "--github", is_flag=True, help='Print a GitHub Actions matrix ({"include": [...]}) for fan-out.'
+)
+@click.option(
+    "--cache-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Where provisioned toolkits are [default: ~/.cache/wheelforge].",
+)
+@verbose_option
+def matrix_command(
+    matrix_path: Path, archs: str | None, as_json: bool, github: bool, cache_dir: Path | None
+) -> None:
+    """List the variants the matrix expands to (nothing is downloaded or built)."""
+    from . import toolkit, variants
+    from .config import Flags, resolve
+    from .report import github_matrix, variants_table, variants_to_json
+
+    settings = resolve(Flags(matrix=matrix_path, archs=archs, cache_dir=cache_dir))
+    listed = variants.expand(settings.matrix, toolkit.discover(cache=settings.cache))
+    if github:
+        click.echo(json.dumps(github_matrix(listed)))
+    elif as_json:
+        click.echo(json.dumps(variants_to_json(listed), indent=2))
+    else:
+        Console().print(variants_table(listed, settings.matrix))
+
+
+@cli.group(name="toolkit")
+def toolkit_group() -> None:
+    """CUDA toolkits: the ones found, and provisioning more into the cache."""
+
+
+@toolkit_group.command(name="list")
+@click.option("--cache-dir", type=click.Path(path_type=Path, file_okay=False))
+@verbose_option
+def toolkit_list(cache_dir: Path | None) -> None:
+    """Toolkits found on this machine and in the cache, and the ones wheelforge can provision."""
+    from . import envs, toolkit
+    from .report import toolkits_table
+
+    found = toolkit.discover(cache=cache_dir or envs.default_cache())
+    Console().print(toolkits_table(found))
+
+
+@toolkit_group.command(name="install")
+@click.argument("release")
+@click.option("--cache-dir", type=click.Path(path_type=Path, file_okay=False))
+@verbose_option
+def toolkit_install(release: str, cache_dir: Path | None) -> None:
+    """Provision CUDA RELEASE (e.g. 11.8, 13.1) into the cache."""
+    from . import envs, provision, toolkit
+
+    cache = cache_dir or envs.default_cache()
+    folder = provision.install_release(release, cache)
+    nvcc, host = next((n, h) for n, h in toolkit.provisioned(cache) if n.is_relative_to(folder))
+    found = toolkit.probe_toolkit(nvcc, origin="provisioned", host_cxx=host)
+    log.info(found.describe() + (f", host compiler {host}" if host else ""))
 
 
 def _version2(value: str | None, flag: str) -> tuple[int, int] | None:

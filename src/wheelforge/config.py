@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .archs import ArchSet, parse_arch_list
+from .envs import default_cache
 from .errors import ConfigError
 from .matrix import Matrix, load_matrix
 
@@ -28,6 +29,9 @@ class Flags:
     build_dir: Path | None = None
     jobs: int | None = None
     python: Path | None = None
+    only: tuple[str, ...] = ()
+    offline: bool = False
+    cache_dir: Path | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,6 +45,9 @@ class BuildSettings:
     python: Path
     cxx: str
     cc: str
+    only: tuple[str, ...]  # variant ids to build (all when empty)
+    offline: bool  # never download a toolkit
+    cache: Path  # provisioned toolkits, test environments
 
 
 def _positive_int(value: str | None, name: str) -> int | None:
@@ -85,4 +92,7 @@ def resolve(flags: Flags, env: Mapping[str, str] | None = None) -> BuildSettings
         python=flags.python or Path(sys.executable),
         cxx=_compiler(env, "CXX", "c++"),
         cc=_compiler(env, "CC", "cc"),
+        only=flags.only,
+        offline=flags.offline,
+        cache=(flags.cache_dir or default_cache()).resolve(),
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import shlex
 from pathlib import Path
 
 import ninja as ninja_pkg
@@ -34,6 +35,7 @@ def render(plan: VariantPlan) -> str:
     w.variable("cxx_flags", escape(plan.cxx_flags))
     w.variable("cc_flags", escape(plan.cc_flags))
     w.variable("nvcc_flags", escape(plan.nvcc_flags))
+    w.variable("gencode", escape(plan.gencode))
     w.variable("ldflags", escape(plan.ldflags))
     w.newline()
     w.rule(
@@ -53,7 +55,7 @@ def render(plan: VariantPlan) -> str:
     w.rule(
         "nvcc",
         # nvcc writes a make-style depfile while it compiles (CUDA >= 10.2).
-        "$nvcc --generate-dependencies-with-compile --dependency-output $out.d $nvcc_flags -c $in -o $out",
+        "$nvcc --generate-dependencies-with-compile --dependency-output $out.d $nvcc_flags $gencode -c $in -o $out",
         depfile="$out.d",
         deps="gcc",
         description="NVCC $in",
@@ -61,7 +63,12 @@ def render(plan: VariantPlan) -> str:
     w.rule("link", "$cxx -shared -o $out $in $ldflags", description="LINK $out")
     w.newline()
     for step in plan.compile_steps:
-        w.build([str(step.object)], step.rule, [str(step.source)])
+        limited = (
+            {"gencode": escape(shlex.join(step.arch_set.gencode_flags()))}
+            if step.arch_set
+            else None
+        )
+        w.build([str(step.object)], step.rule, [str(step.source)], variables=limited)
     w.build([str(plan.library)], "link", [str(s.object) for s in plan.compile_steps])
     w.default([str(plan.library)])
     return buf.getvalue()

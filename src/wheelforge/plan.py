@@ -8,6 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from packaging.version import Version
+
+from .archs import ArchSet, ArchSpec
 from .errors import ConfigError
 from .matrix import Matrix
 from .torchabi import TorchEnv
@@ -22,6 +25,7 @@ class CompileStep:
     source: Path
     object: Path
     rule: Rule
+    arch_set: ArchSet | None = None  # for a source with arch limits: what it is compiled for
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,30 +43,45 @@ class VariantPlan:
     out_dir: Path
     cxx: str
     cc: str
+    nvcc_host: str  # the host compiler nvcc runs (-ccbin): one the toolkit accepts
     cxx_flags: str
     cc_flags: str
     nvcc_flags: str
+    gencode: str  # the arch set's -gencode flags; a limited source has its own
     ldflags: str
     compile_steps: tuple[CompileStep, ...]
+    left_out: tuple[Path, ...]  # limited sources with no arch in common with the arch set
     generated: tuple[GeneratedFile, ...]
     library: Path  # the linked extension module in the build dir
     wheel_library_path: str  # where it goes inside the wheel, e.g. pkg/_C.abi3.so
     abi_tag: str  # e.g. cp310-abi3
+    version: str  # the wheel's version: the package's, plus the variant's local label if any
 
     @property
     def sources(self) -> tuple[Path, ...]:
         return tuple(s.source for s in self.compile_steps)
 
 
-def _sources(matrix: Matrix) -> list[Path]:
-    seen: dict[Path, None] = {}
-    for pattern in matrix.extension.sources:
-        matches = sorted(p.resolve() for p in matrix.root.glob(pattern) if p.is_file())
+def _sources(matrix: Matrix) -> dict[Path, tuple[ArchSpec, ...] | None]:
+    """Every source and its arch limits; an entry with ``archs`` wins over a plain glob."""
+    found: dict[Path, tuple[ArchSpec, ...] | None] = {}
+    limited_by: dict[Path, str] = {}
+    for spec in matrix.extension.sources:
+        matches = sorted(p.resolve() for p in matrix.root.glob(spec.pattern) if p.is_file())
         if not matches:
-            raise ConfigError(f"{matrix.path}: extension.sources: '{pattern}' matches no file")
+            raise ConfigError(f"{matrix.path}: extension.sources: '{spec.pattern}' matches no file")
         for m in matches:
-            seen.setdefault(m, None)
-    return list(seen)
+            if spec.archs is None:
+                found.setdefault(m, None)
+                continue
+            if m in limited_by and limited_by[m] != spec.pattern:
+                raise ConfigError(
+                    f"{matrix.path}: extension.sources: {m.name} is limited by both '{limited_by[m]}' and "
+                    f"'{spec.pattern}'; give each source one arch limit"
+                )
+            limited_by[m] = spec.pattern
+            found[m] = spec.archs
+    return found
 
 
 def _object_name(source: Path, root: Path) -> str:
@@ -95,6 +114,7 @@ def make_plan(
     out_dir: Path,
     cxx: str,
     cc: str,
+    nvcc_host: str,
     nvcc_threads: int | None,
 ) -> VariantPlan:
     build_dir = (build_root / variant.id).resolve()
@@ -108,7 +128,7 @@ def make_plan(
             path=gen / f"{ext.leaf}_module_init.c", text=module_init_source(ext.leaf)
         )
         generated.append(init)
-        sources.append(init.path)
+        sources[init.path] = None
 
     defines = [
         # The stable-ABI version this binary targets: major << 56 | minor << 48 (torch/csrc/stable/version.h).
@@ -124,12 +144,11 @@ def make_plan(
     ]  # fmt: skip
     cc_flags = ["-O2", "-fPIC", "-fvisibility=hidden", *defines, f"-I{torch.python_include}"]
     nvcc_flags = [
-        "-std=c++17", "-O3", f"-ccbin={cxx}",
+        "-std=c++17", "-O3", f"-ccbin={nvcc_host}",
         # nvcc passes these to the host compiler; -fPIC is required for a shared object.
         "-Xcompiler=-fPIC", "-Xcompiler=-fvisibility=hidden",
         # The CUDA-only shim declarations (aoti_torch_get_current_cuda_stream, ...) sit behind USE_CUDA.
         "-DUSE_CUDA", *defines, *includes, *include_weak,
-        *variant.arch_set.gencode_flags(),
     ]  # fmt: skip
     if nvcc_threads:
         nvcc_flags += ["--threads", str(nvcc_threads)]
@@ -151,14 +170,16 @@ def make_plan(
     ]  # fmt: skip
 
     steps = []
-    for source in sources:
+    left_out = []
+    for source, limits in sources.items():
         rule = _RULES[source.suffix]
         obj_root = gen if source.is_relative_to(gen) else matrix.root
-        steps.append(
-            CompileStep(
-                source=source, object=build_dir / "obj" / _object_name(source, obj_root), rule=rule
-            )
-        )
+        limited = variant.arch_set.limit(limits) if limits is not None and rule == "nvcc" else None
+        if limited is not None and not limited.specs:
+            left_out.append(source)
+            continue
+        obj = build_dir / "obj" / _object_name(source, obj_root)
+        steps.append(CompileStep(source=source, object=obj, rule=rule, arch_set=limited))
     abi_tag = f"{matrix.python_abi}-abi3"
     library = build_dir / f"{ext.leaf}.abi3.so"
     return VariantPlan(
@@ -171,11 +192,17 @@ def make_plan(
         cc=cc,
         cxx_flags=shlex.join(cxx_flags),
         cc_flags=shlex.join(cc_flags),
+        nvcc_host=nvcc_host,
         nvcc_flags=shlex.join(nvcc_flags),
+        gencode=shlex.join(variant.arch_set.gencode_flags()),
         ldflags=shlex.join(ldflags),
         compile_steps=tuple(steps),
+        left_out=tuple(left_out),
         generated=tuple(generated),
         library=library,
         wheel_library_path=f"{ext.package_path}/{ext.leaf}.abi3.so",
         abi_tag=abi_tag,
+        version=str(Version(f"{matrix.package.version}+{variant.local_label}"))
+        if variant.local_label
+        else matrix.package.version,
     )

@@ -12,7 +12,11 @@ from rich.table import Table
 from .abicheck import BinaryCheck
 from .archs import ArchSet
 from .inspection import BinaryReport
+from .matrix import Matrix
+from .provision import RECIPES
 from .testing import Outcome
+from .toolkit import Toolkit
+from .variants import Variant
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -220,3 +224,57 @@ def outcomes_to_json(outcomes: Sequence[Outcome]) -> dict[str, object]:
             for o in outcomes
         ]
     }
+
+
+def variants_table(variants: Sequence[Variant], matrix: Matrix) -> Table:
+    table = Table(title=f"variants of {matrix.path}", title_justify="left")
+    for column in ("id", "arch set", "archs", "CUDA", "wheel version"):
+        table.add_column(column)
+    for v in variants:
+        version = (
+            f"{matrix.package.version}+{v.local_label}" if v.local_label else matrix.package.version
+        )
+        table.add_row(v.id, v.arch_set.name, str(v.arch_set), v.choice.describe(), version)
+    return table
+
+
+def variants_to_json(variants: Sequence[Variant]) -> dict[str, object]:
+    return {
+        "variants": [
+            {
+                "id": v.id,
+                "arch_set": v.arch_set.name,
+                "archs": str(v.arch_set),
+                "cuda": v.choice.release,
+                "provisioned": v.choice.toolkit is None,
+                "local_label": v.local_label,
+            }
+            for v in variants
+        ]
+    }
+
+
+def github_matrix(variants: Sequence[Variant]) -> dict[str, object]:
+    """A GitHub Actions ``strategy.matrix``: one job per variant, each running
+    ``wheelforge build --only ${{ matrix.variant }}``."""
+    return {
+        "include": [
+            {"variant": v.id, "archs": str(v.arch_set), "cuda": v.choice.release} for v in variants
+        ]
+    }
+
+
+def toolkits_table(found: Sequence[Toolkit]) -> Table:
+    table = Table(title="CUDA toolkits", title_justify="left")
+    for column in ("CUDA", "archs", "host g++ up to", "found at", "how"):
+        table.add_column(column)
+    for t in found:
+        table.add_row(
+            str(t.version), t.describe_range(), str(t.gcc_max or "-"), str(t.root), t.origin
+        )
+    for r in RECIPES:
+        if not any(t.release == r.release for t in found):
+            numbers = sorted(r.sass)
+            table.add_row(r.release, f"sm_{numbers[0]} to sm_{numbers[-1]}", "-", "-",
+                          f"[dim]wheelforge toolkit install {r.release} ({r.download})[/dim]")  # fmt: skip
+    return table

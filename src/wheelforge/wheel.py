@@ -63,7 +63,7 @@ def metadata_text(plan: VariantPlan) -> str:
     msg = EmailMessage(policy=compat32)
     msg["Metadata-Version"] = "2.1"
     msg["Name"] = pkg.name
-    msg["Version"] = pkg.version
+    msg["Version"] = plan.version
     if pkg.summary:
         msg["Summary"] = pkg.summary
     if pkg.license:
@@ -92,7 +92,7 @@ def contents(plan: VariantPlan, platform: str) -> WheelContents:
         files.extend(_package_files(folder, plan.matrix.extension.leaf + "."))
     files.append((plan.wheel_library_path, plan.library))
     files.sort()
-    namever = f"{pkg.wheel_name}-{pkg.version}"
+    namever = f"{pkg.wheel_name}-{plan.version}"
     return WheelContents(
         filename=f"{namever}-{tag}.whl",
         files=tuple(files),

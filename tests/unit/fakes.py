@@ -11,19 +11,23 @@ from wheelforge.matrix import Matrix
 from wheelforge.plan import VariantPlan, make_plan
 from wheelforge.toolkit import Toolkit
 from wheelforge.torchabi import TorchEnv
-from wheelforge.variants import Variant
+from wheelforge.variants import Choice, Variant
+
+CUDA13 = (75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121)
+CUDA118 = (35, 37, 50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 89, 90)
 
 
 def toolkit(
-    version: str = "13.0.88",
-    sass: tuple[int, ...] = (75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121),
+    version: str = "13.0.88", sass: tuple[int, ...] = CUDA13, gcc_max: int | None = 15
 ) -> Toolkit:
     return Toolkit(
-        nvcc=Path("/opt/cuda/bin/nvcc"),
-        root=Path("/opt/cuda"),
+        nvcc=Path(f"/opt/cuda-{version}/bin/nvcc"),
+        root=Path(f"/opt/cuda-{version}"),
         version=Version(version),
         sass=frozenset(sass),
-        cudart_static=Path("/opt/cuda/lib64/libcudart_static.a"),
+        cudart_static=Path(f"/opt/cuda-{version}/lib64/libcudart_static.a"),
+        gcc_max=gcc_max,
+        origin="test",
     )
 
 
@@ -47,12 +51,18 @@ def plan_for(
     tk = toolkit()
     return make_plan(
         matrix=matrix,
-        variant=Variant(id=f"default-{tk.short}", arch_set=arch_set, toolkit=tk),
+        variant=Variant(
+            id=f"default-{tk.short}",
+            arch_set=arch_set,
+            choice=Choice(toolkit=tk, recipe=None),
+            local_label=None,
+        ),
         torch=torch_env(tmp),
         weak_header="#pragma weak aoti_torch_get_current_cuda_stream\n",
         build_root=tmp / "build",
         out_dir=tmp / "dist",
         cxx="/usr/bin/g++",
         cc="/usr/bin/gcc",
+        nvcc_host="/usr/bin/g++",
         nvcc_threads=nvcc_threads,
     )

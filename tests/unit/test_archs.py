@@ -104,7 +104,18 @@ def test_invalid_entries(text: str, fragment: str) -> None:
         parse_arch_list(text, source="TORCH_CUDA_ARCH_LIST")
 
 
-def test_restricted_to() -> None:
-    arch_set = ArchSet("t", parse_arch_list("8.0 9.0a 9.0+PTX", source="x"))
-    limited = arch_set.restricted_to([Arch(9, 0, "a")])
-    assert [str(s) for s in limited.specs] == ["9.0a"]
+@pytest.mark.parametrize(
+    ("asked", "allowed", "expected"),
+    [
+        ("8.0 9.0+PTX", "9.0a", "9.0a"),  # the set's 9.0 admits the source's 9.0a
+        ("8.0 9.0+PTX", "9.0a+PTX", "9.0a+PTX"),
+        ("8.0 9.0", "9.0a+PTX", "9.0a"),  # PTX only where both ask
+        ("7.5 8.0", "9.0a", ""),  # nothing in common: the source is left out
+        ("8.0 9.0 10.0", "9.0 10.0a 12.0", "9.0 10.0a"),
+        ("9.0a 10.0f", "9.0a 10.0f", "9.0a 10.0f"),
+    ],
+)
+def test_limit_per_source(asked: str, allowed: str, expected: str) -> None:
+    arch_set = ArchSet("t", parse_arch_list(asked, source="x"))
+    limited = arch_set.limit(parse_arch_list(allowed, source="y"))
+    assert str(limited) == expected

@@ -1,11 +1,16 @@
 from __future__ import annotations
 
+import dataclasses
 import shlex
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from wheelforge import ninja
+from wheelforge.errors import ConfigError
 from wheelforge.matrix import load_matrix
+from wheelforge.plan import make_plan
 
 from .conftest import GOOD_MATRIX
 from .fakes import plan_for
@@ -27,7 +32,8 @@ def test_flags_follow_the_stable_abi_rules(project: Project, tmp_path: Path) -> 
     assert "-DUSE_CUDA" in nvcc and "-DUSE_CUDA" not in cxx
     assert {"-fPIC", "-fvisibility=hidden"} <= set(cxx)
     assert {"-Xcompiler=-fPIC", "-Xcompiler=-fvisibility=hidden"} <= set(nvcc)
-    gencode = [f for f in nvcc if f.startswith("-gencode")]
+    assert not any(f.startswith("-gencode") for f in nvcc)  # the arch set's flags are separate
+    gencode = shlex.split(plan.gencode)
     assert gencode == [
         "-gencode=arch=compute_80,code=sm_80",
         "-gencode=arch=compute_90,code=sm_90",
@@ -39,7 +45,7 @@ def test_flags_follow_the_stable_abi_rules(project: Project, tmp_path: Path) -> 
 def test_link_keeps_libtorch_and_static_cudart(project: Project, tmp_path: Path) -> None:
     plan = plan_for(load_matrix(project()), tmp_path)
     ld = shlex.split(plan.ldflags)
-    assert "/opt/cuda/lib64/libcudart_static.a" in ld
+    assert "/opt/cuda-13.0.88/lib64/libcudart_static.a" in ld
     assert ld.index("-Wl,--no-as-needed") < ld.index("-ltorch") < ld.index("-Wl,--as-needed")
     assert "-Wl,--exclude-libs,ALL" in ld
 
@@ -80,6 +86,7 @@ def test_ninja_file(project: Project, tmp_path: Path) -> None:
     plan = plan_for(load_matrix(project()), tmp_path)
     text = ninja.render(plan)
     assert "rule nvcc" in text and "--generate-dependencies-with-compile" in text
+    assert "$nvcc_flags $gencode -c $in" in text
     assert "deps = gcc" in text
     for step in plan.compile_steps:
         assert f"build {step.object}: {step.rule} {step.source}" in text
@@ -102,3 +109,42 @@ def test_write_only_when_changed(project: Project, tmp_path: Path) -> None:
     before = path.stat().st_mtime_ns
     ninja.write(plan)
     assert path.stat().st_mtime_ns == before
+
+
+def test_per_source_arch_limits(project: Project, tmp_path: Path) -> None:
+    (tmp_path / "csrc" / "hopper.cu").write_text("// wgmma\n")
+    (tmp_path / "csrc" / "volta.cu").write_text("// old\n")
+    text = GOOD_MATRIX.replace(
+        "sources: [csrc/*.cpp, csrc/*.cu]",
+        "sources:\n    - csrc/*.cpp\n    - csrc/*.cu\n    - {files: csrc/hopper.cu, archs: 9.0a}\n"
+        "    - {files: csrc/volta.cu, archs: '7.0'}",
+    )
+    plan = plan_for(load_matrix(project(text)), tmp_path, archs="8.0 9.0+PTX")
+    by_name = {s.source.name: s for s in plan.compile_steps}
+    assert by_name["kernel.cu"].arch_set is None  # the arch set's own flags
+    assert str(by_name["hopper.cu"].arch_set) == "9.0a"
+    assert "volta.cu" not in by_name and [p.name for p in plan.left_out] == ["volta.cu"]
+    rendered = ninja.render(plan)
+    assert "  gencode = -gencode=arch=compute_90a,code=sm_90a" in rendered
+
+
+def test_two_limits_on_one_source_are_refused(project: Project, tmp_path: Path) -> None:
+    text = GOOD_MATRIX.replace(
+        "sources: [csrc/*.cpp, csrc/*.cu]",
+        "sources: [csrc/*.cpp, {files: csrc/*.cu, archs: 9.0a}, {files: csrc/kernel.cu, archs: '8.0'}]",
+    )
+    with pytest.raises(ConfigError, match="kernel.cu is limited by both"):
+        plan_for(load_matrix(project(text)), tmp_path)
+
+
+def test_local_label_goes_into_the_version(project: Project, tmp_path: Path) -> None:
+    matrix = load_matrix(project())
+    plan = plan_for(matrix, tmp_path)
+    assert plan.version == "1.2.0"
+    labelled = make_plan(
+        matrix=matrix,
+        variant=dataclasses.replace(plan.variant, local_label="hopper.cu131"),
+        torch=plan.torch, weak_header="", build_root=tmp_path / "b", out_dir=tmp_path / "d",
+        cxx="c++", cc="cc", nvcc_host="c++", nvcc_threads=None,
+    )  # fmt: skip
+    assert labelled.version == "1.2.0+hopper.cu131"

@@ -1,0 +1,101 @@
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from wheelforge import variants
+from wheelforge.archs import ArchSet, parse_arch_list
+from wheelforge.errors import ConfigError
+from wheelforge.matrix import Matrix, load_matrix
+
+from .fakes import CUDA118, toolkit
+
+Project = Callable[..., Path]
+T13 = toolkit("13.0.88")
+T131 = toolkit("13.1.115")
+T118 = toolkit("11.8.89", CUDA118, gcc_max=11)
+
+
+def arch_set(text: str, name: str = "default") -> ArchSet:
+    return ArchSet(name, parse_arch_list(text, source="test"))
+
+
+def test_auto_takes_the_newest_found_that_builds_every_arch() -> None:
+    assert variants.choose("auto", arch_set("8.0 9.0+PTX"), [T131, T13, T118]).toolkit is T131
+    assert variants.choose("auto", arch_set("7.0 8.0 9.0+PTX"), [T131, T13, T118]).toolkit is T118
+
+
+def test_auto_falls_back_to_a_recipe() -> None:
+    choice = variants.choose("auto", arch_set("7.0 8.0 9.0+PTX"), [T13])
+    assert choice.toolkit is None and choice.recipe is not None and choice.release == "11.8"
+    assert choice.short == "cu118" and "to be provisioned" in choice.describe()
+
+
+def test_explicit_release_that_cannot_build_an_arch_names_one_that_can() -> None:
+    with pytest.raises(ConfigError) as err:
+        variants.choose("13.0", arch_set("7.0 8.0 9.0+PTX", "custom"), [T13])
+    message = err.value.message
+    assert "arch set 'custom': CUDA 13.0.88 at /opt/cuda-13.0.88 can't build 7.0 (sm_70)" in message
+    assert "it builds sm_75 to sm_121" in message
+    assert "CUDA 11.8 builds it: run 'wheelforge toolkit install 11.8'" in message
+
+
+def test_arch_newer_than_the_toolkit_names_the_found_one() -> None:
+    with pytest.raises(ConfigError) as err:
+        variants.choose("11.8", arch_set("9.0 10.0"), [T13, T118])
+    assert "CUDA 11.8.89 at /opt/cuda-11.8.89 can't build 10.0 (sm_100)" in err.value.message
+    assert "CUDA 13.0.88 at /opt/cuda-13.0.88 builds it" in err.value.message
+
+
+def test_mixed_arch_set_is_refused_with_a_split() -> None:
+    with pytest.raises(
+        ConfigError, match="mixes archs no single toolkit builds .*split it into two arch sets"
+    ):
+        variants.choose("auto", arch_set("3.5 10.0"), [T13, T118])
+
+
+def test_unknown_releases() -> None:
+    with pytest.raises(ConfigError, match="CUDA 12.4 was not found .* no recipe"):
+        variants.choose("12.4", arch_set("8.0"), [T13])
+    recipe = variants.choose("13.1", arch_set("8.0"), [T13])
+    assert recipe.toolkit is None and recipe.release == "13.1"
+    with pytest.raises(ConfigError, match="CUDA 13.1 can't build 7.0"):
+        variants.choose("13.1", arch_set("7.0"), [T13])
+
+
+def two_by_two(matrix: Matrix) -> Matrix:
+    return dataclasses.replace(
+        matrix,
+        cuda=("13.0", "13.1"),
+        arch_sets=(arch_set("8.0 9.0+PTX", "default"), arch_set("9.0a", "hopper")),
+    )
+
+
+def test_expand_ids_labels_and_only(project: Project) -> None:
+    matrix = two_by_two(load_matrix(project()))
+    expanded = variants.expand(matrix, [T131, T13])
+    assert [(v.id, v.local_label, v.choice.release) for v in expanded] == [
+        ("default-cu130", "default.cu130", "13.0"),
+        ("default-cu131", "default.cu131", "13.1"),
+        ("hopper-cu130", "hopper.cu130", "13.0"),
+        ("hopper-cu131", "hopper.cu131", "13.1"),
+    ]
+    assert [v.id for v in variants.select(expanded, ["hopper-cu131"])] == ["hopper-cu131"]
+    with pytest.raises(
+        ConfigError, match="--only hopper-cu999: no such variant; the matrix has default-cu130, "
+    ):
+        variants.select(expanded, ["hopper-cu999"])
+
+
+def test_single_variant_has_no_label(project: Project) -> None:
+    [only] = variants.expand(load_matrix(project()), [T13])
+    assert only.id == "default-cu130" and only.local_label is None
+    assert only.toolkit is T13
+
+
+def test_auto_and_explicit_naming_the_same_toolkit_collapse(project: Project) -> None:
+    matrix = dataclasses.replace(load_matrix(project()), cuda=("auto", "13.0"))
+    assert [v.id for v in variants.expand(matrix, [T13])] == ["default-cu130"]
