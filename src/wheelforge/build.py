@@ -185,7 +185,9 @@ def _pack_and_publish(
             binaries, abi = _check(repaired, plan)
             previous = plan.out_dir / repaired.name
             if previous.is_file() and _sha256(previous) != _sha256(repaired):
-                log.warning(f"replacing {previous}: same name, other content (another arch set or toolkit?)")
+                log.warning(
+                    f"replacing {previous}: same name, other content (another arch set or toolkit?)"
+                )
             published = fsutil.publish(repaired, plan.out_dir)
         finally:
             shutil.rmtree(stage, ignore_errors=True)
