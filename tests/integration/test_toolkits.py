@@ -1,0 +1,166 @@
+"""Several toolkits and arch sets, fan-out, per-source arch limits and the seed command
+`wheelforge build --archs "7.0 8.0 9.0+PTX"` with real nvccs."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+from tests.integration.test_build import wheelforge
+
+pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
+
+KERNEL = """\
+#include <cuda_runtime.h>
+__global__ void scale(float* x, float a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] *= a;
+}
+void launch_scale(float* x, float a, int n) { scale<<<(n + 255) / 256, 256>>>(x, a, n); }
+"""
+
+
+def tiny_project(root: Path, sources: str, extra: str = "") -> Path:
+    """A small CUDA extension: compiles in seconds for any arch set."""
+    (root / "pkg" / "tiny").mkdir(parents=True)
+    (root / "pkg" / "tiny" / "__init__.py").write_text("")
+    (root / "csrc").mkdir()
+    (root / "csrc" / "common.cu").write_text(KERNEL)
+    (root / "csrc" / "hopper.cu").write_text(KERNEL.replace("scale", "scale_h"))
+    (root / "matrix.yaml").write_text(
+        "package: {name: tiny, version: '1.0', packages: [pkg/tiny]}\n"
+        f"extension: {{name: tiny._C, sources: {sources}}}\n"
+        "torch: '>=2.10'\n" + extra
+    )
+    return root
+
+
+@pytest.fixture(scope="session")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("cache")
+
+
+def test_two_toolkits_two_arch_sets_make_four_distinct_wheels(tmp_path: Path, cache: Path) -> None:
+    root = tiny_project(
+        tmp_path,
+        "[csrc/common.cu]",
+        "cuda: ['13.0', '13.1']\narch-sets: {small: '8.0', big: '9.0+PTX'}\n",
+    )
+    listed = wheelforge("matrix", "--json", "--cache-dir", cache, cwd=root)
+    assert listed.code == 0, listed.err
+    ids = [v["id"] for v in json.loads(listed.out)["variants"]]
+    assert ids == ["small-cu130", "small-cu131", "big-cu130", "big-cu131"]
+    github = json.loads(wheelforge("matrix", "--github", "--cache-dir", cache, cwd=root).out)
+    assert [job["variant"] for job in github["include"]] == ids
+
+    run = wheelforge("build", "--cache-dir", cache, cwd=root)  # provisions CUDA 13.1 from PyPI
+    assert run.code == 0, run.err
+    names = sorted(p.name for p in (root / "dist").glob("*.whl"))
+    assert len(names) == 4 and len(set(names)) == 4, names
+    for vid in ids:
+        label = vid.replace("-", ".")
+        assert any(n.startswith(f"tiny-1.0+{label}-cp310-abi3-manylinux_") for n in names), (
+            vid,
+            names,
+        )
+    assert "CUDA 13.1." in run.err and "CUDA 13.0." in run.err
+
+    only = wheelforge(
+        "build", "--only", "big-cu131", "--cache-dir", cache, "--out", tmp_path / "one", cwd=root
+    )
+    assert only.code == 0, only.err
+    [one] = (tmp_path / "one").glob("*.whl")
+    assert one.name.startswith("tiny-1.0+big.cu131-")
+    inspected = json.loads(wheelforge("inspect", "--json", one, cwd=root).out)
+    archs = {e["arch"] for f in inspected["files"] for e in f["fatbins"]}
+    assert archs == {"sm_90", "compute_90"}
+
+
+def test_source_limited_to_9_0a_gets_only_sm_90a(tmp_path: Path, cache: Path) -> None:
+    root = tiny_project(
+        tmp_path,
+        "[csrc/common.cu, {files: csrc/hopper.cu, archs: 9.0a}]",
+        "arch-sets: '8.0 9.0+PTX'\n",
+    )
+    run = wheelforge("build", "--cache-dir", cache, cwd=root)
+    assert run.code == 0, run.err
+    # auto: the newest toolkit found, which may be one an earlier test provisioned
+    [objects] = (root / "build" / "wheelforge").glob("default-cu*/obj/csrc")
+    inspected = json.loads(wheelforge("inspect", "--json", objects, cwd=root).out)
+    archs = {
+        Path(f["path"]).name: sorted({e["arch"] for e in f["fatbins"]}) for f in inspected["files"]
+    }
+    assert archs == {"common.cu.o": ["compute_90", "sm_80", "sm_90"], "hopper.cu.o": ["sm_90a"]}
+    # The wheel carries both; sm_90a is reported as an extra, not a failure.
+    assert "sm_90a" in run.out and "extra" in run.out
+
+
+def test_a_source_with_no_arch_in_common_is_left_out(tmp_path: Path, cache: Path) -> None:
+    root = tiny_project(
+        tmp_path, "[csrc/common.cu, {files: csrc/hopper.cu, archs: 9.0a}]", "arch-sets: '8.0'\n"
+    )
+    run = wheelforge("build", "--cache-dir", cache, cwd=root)
+    assert run.code == 0, run.err
+    assert not (
+        root / "build" / "wheelforge" / "default-cu130" / "obj" / "csrc" / "hopper.cu.o"
+    ).exists()
+
+
+def test_sm70_on_cuda_13_fails_before_compiling(tmp_path: Path, cache: Path) -> None:
+    root = tiny_project(tmp_path, "[csrc/common.cu]", "cuda: ['13.0']\narch-sets: '8.0'\n")
+    run = wheelforge("build", "--archs", "7.0 8.0 9.0+PTX", "--cache-dir", cache, cwd=root)
+    assert run.code == 2
+    assert re.search(r"CUDA 13\.0\.\d+ at \S+ can't build 7\.0 \(sm_70\)", run.err)
+    assert "CUDA 11.8 builds it: run 'wheelforge toolkit install 11.8'" in run.err
+    assert not (root / "build").exists()
+
+
+def test_arch_newer_than_the_toolkit_fails_before_compiling(tmp_path: Path, cache: Path) -> None:
+    root = tiny_project(tmp_path, "[csrc/common.cu]", "cuda: ['11.8']\narch-sets: '9.0 10.0'\n")
+    run = wheelforge("build", "--offline", "--cache-dir", cache, cwd=root)
+    assert run.code == 2
+    assert "can't build 10.0 (sm_100)" in run.err and re.search(
+        r"CUDA 13\.\d+\.\d+ at \S+ builds it", run.err
+    )
+
+
+def test_offline_seed_command_says_how_to_get_a_toolkit(tmp_path: Path, cache: Path) -> None:
+    root = tiny_project(tmp_path, "[csrc/common.cu]", "arch-sets: '8.0'\n")
+    run = wheelforge(
+        "build", "--archs", "7.0 8.0 9.0+PTX", "--offline", "--cache-dir", cache, cwd=root
+    )
+    assert run.code == 2
+    assert "needs CUDA 11.8, which is not installed (found: CUDA 13." in run.err
+    assert "run 'wheelforge toolkit install 11.8'" in run.err
+
+
+@pytest.mark.skipif(
+    shutil.which("apt-get") is None, reason="provisioning CUDA 11.8 needs Debian's apt-get"
+)
+def test_seed_command_builds_sm70_with_a_provisioned_toolkit(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """`wheelforge build --archs "7.0 8.0 9.0+PTX"` on the bundled kernels: CUDA 13 can't build
+    sm_70, so wheelforge provisions CUDA 11.8 (into the default per-user cache, reused later)."""
+    root = tmp_path_factory.mktemp("seed")
+    shutil.copytree(
+        REPO / "kernels", root / "kernels", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    shutil.copy(REPO / "matrix.yaml", root / "matrix.yaml")
+    run = wheelforge("build", "--archs", "7.0 8.0 9.0+PTX", cwd=root)
+    assert run.code == 0, run.err
+    [wheel] = (root / "dist").glob("*.whl")
+    inspected = json.loads(wheelforge("inspect", "--json", wheel, cwd=root).out)
+    entries = {(e["kind"], e["arch"]) for f in inspected["files"] for e in f["fatbins"]}
+    assert entries == {
+        ("sass", "sm_70"),
+        ("sass", "sm_80"),
+        ("sass", "sm_90"),
+        ("ptx", "compute_90"),
+    }
+    assert "CUDA 11.8" in run.err
