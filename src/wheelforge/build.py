@@ -13,6 +13,7 @@ from pathlib import Path
 
 from . import (
     abicheck,
+    envs,
     fsutil,
     log,
     ninja,
@@ -63,27 +64,44 @@ def resolve_variants(settings: BuildSettings) -> list[Variant]:
     return [_ready(v, settings, found) for v in chosen]
 
 
+def _build_torch(variant: Variant, settings: BuildSettings) -> torchabi.TorchEnv:
+    """The torch a variant compiles against: the build Python's for the stable ABI; for the
+    unstable ABI, an isolated environment with exactly the variant's torch (built on first use,
+    shared with ``wheelforge test``)."""
+    if variant.torch is None:
+        return torchabi.probe_torch(settings.python)
+    tests = settings.matrix.tests
+    spec = envs.EnvSpec(torch=variant.torch, requires=tests.requires if tests else ())
+    return torchabi.probe_torch(envs.ensure_env(spec, settings.cache).python)
+
+
 def plan_all(settings: BuildSettings) -> list[VariantPlan]:
     matrix = settings.matrix
     chosen = resolve_variants(settings)
-    torch = torchabi.probe_torch(settings.python)
-    torchabi.check_target(torch, matrix.torch.lowest)
-    weak = torchabi.weak_shims_header(torchabi.cuda_only_shims(torch.include_dir))
-    return [
-        make_plan(
-            matrix=matrix,
-            variant=variant,
-            torch=torch,
-            weak_header=weak,
-            build_root=settings.build_root,
-            out_dir=settings.out_dir,
-            cxx=settings.cxx,
-            cc=settings.cc,
-            nvcc_host=toolkit.host_compiler(variant.toolkit, settings.cxx),
-            nvcc_threads=settings.nvcc_threads,
+    plans = []
+    probed: dict[str | None, torchabi.TorchEnv] = {}
+    for variant in chosen:
+        if variant.torch not in probed:
+            torch = probed[variant.torch] = _build_torch(variant, settings)
+            if matrix.abi == "stable":
+                torchabi.check_target(torch, matrix.torch.lowest)
+        torch = probed[variant.torch]
+        weak = torchabi.weak_shims_header(torchabi.cuda_only_shims(torch.include_dir))
+        plans.append(
+            make_plan(
+                matrix=matrix,
+                variant=variant,
+                torch=torch,
+                weak_header=weak,
+                build_root=settings.build_root,
+                out_dir=settings.out_dir,
+                cxx=settings.cxx,
+                cc=settings.cc,
+                nvcc_host=toolkit.host_compiler(variant.toolkit, settings.cxx),
+                nvcc_threads=settings.nvcc_threads,
+            )
         )
-        for variant in chosen
-    ]
+    return plans
 
 
 def _sha256(path: Path) -> str:
@@ -103,7 +121,10 @@ def _reusable(plan: VariantPlan, digest: str) -> Path | None:
 
 
 def check_stable_abi(wheel_path: Path, plan: VariantPlan) -> list[abicheck.BinaryCheck]:
-    """The stable-ABI rules (abicheck.py) on a wheel about to be published; a violation stops it."""
+    """The stable-ABI rules (abicheck.py) on a wheel about to be published; a violation stops it.
+    An unstable-ABI build uses torch's C++ API on purpose: nothing to check."""
+    if plan.matrix.abi != "stable":
+        return []
     checks = abicheck.check_wheel(
         wheel_path,
         torch=plan.matrix.torch.target,
@@ -205,11 +226,16 @@ def _pack_and_publish(
 
 def run_build(settings: BuildSettings) -> BuildReport:
     plans = plan_all(settings)
+    m = settings.matrix
+    if m.abi == "stable":
+        how = (
+            f"for torch {m.torch.requirement[5:]} (stable ABI target {m.torch.target[0]}.{m.torch.target[1]}, "
+            f"built against torch {plans[0].torch.label})"
+        )
+    else:
+        how = f"for torch {', '.join(sorted({p.torch.label for p in plans}))} (unstable ABI: one build each)"
     log.info(
-        f"building {len(plans)} variant(s) of {settings.matrix.package.name} {settings.matrix.package.version} "
-        f"for torch {settings.matrix.torch.requirement[5:]} (stable ABI target "
-        f"{settings.matrix.torch.target[0]}.{settings.matrix.torch.target[1]}, built against torch "
-        f"{plans[0].torch.label}); archs from {settings.arch_source}"
+        f"building {len(plans)} variant(s) of {m.package.name} {m.package.version} {how}; archs from {settings.arch_source}"
     )
     results = [build_variant(plan, jobs=settings.jobs) for plan in plans]
     return BuildReport(

@@ -85,7 +85,9 @@ class Matrix:
     root: Path  # the folder matrix.yaml is in; relative paths start here
     package: PackageConfig
     extension: ExtensionConfig
-    abi: Literal["stable"]
+    abi: Literal[
+        "stable", "unstable"
+    ]  # unstable: torch's full C++ API, one build per torch version
     python_abi: str  # e.g. cp310
     torch: TorchSpec
     cuda: tuple[str, ...]  # toolkit releases ("13.0") or "auto", crossed with the arch sets

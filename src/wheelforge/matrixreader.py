@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Literal
 
 import yaml
 from packaging.requirements import InvalidRequirement, Requirement
@@ -397,16 +398,19 @@ class _Reader:
         arch_sets = (
             self.arch_sets(sections["arch-sets"]) if sections["arch-sets"] is not None else ()
         )
+        abi: Literal["stable", "unstable"] = "stable"
         if "abi" in items:
             n = items["abi"][1]
             value = yamlio.scalar(n, self.p, "abi")
             if value == "unstable":
-                self.p.add(
-                    n,
-                    "abi: 'unstable' builds (one per torch version) are not supported yet; use 'stable'",
-                )
+                abi = "unstable"
+                if torch is not None and not torch.versions:
+                    self.p.add(
+                        sections["torch"],
+                        "torch: an unstable-ABI matrix builds once per torch version, so list them, e.g. ['2.13.0', '2.14.1']",
+                    )
             elif value is not None and value != "stable":
-                self.p.add(n, f"abi must be 'stable', got '{value}'")
+                self.p.add(n, f"abi must be 'stable' or 'unstable', got '{value}'")
         python_abi = "cp310"
         if "python-abi" in items:
             n = items["python-abi"][1]
@@ -436,7 +440,7 @@ class _Reader:
             root=self.root,
             package=package,
             extension=extension,
-            abi="stable",
+            abi=abi,
             python_abi=python_abi,
             torch=torch,
             cuda=cuda,

@@ -56,6 +56,7 @@ class VariantPlan:
     wheel_library_path: str  # where it goes inside the wheel, e.g. pkg/_C.abi3.so
     abi_tag: str  # e.g. cp310-abi3
     version: str  # the wheel's version: the package's, plus the variant's local label if any
+    torch_requirement: str  # stable: torch>=target; unstable: the torch it was built against
 
     @property
     def sources(self) -> tuple[Path, ...]:
@@ -121,7 +122,7 @@ def make_plan(
     gen = build_dir / "gen"
     ext = matrix.extension
     weak = GeneratedFile(path=gen / "wheelforge_weak_shims.h", text=weak_header)
-    generated = [weak]
+    generated = [weak] if matrix.abi == "stable" else []
     sources = _sources(matrix)
     if ext.module_init:
         init = GeneratedFile(
@@ -130,14 +131,27 @@ def make_plan(
         generated.append(init)
         sources[init.path] = None
 
-    defines = [
-        # The stable-ABI version this binary targets: major << 56 | minor << 48 (torch/csrc/stable/version.h).
-        f"-DTORCH_TARGET_VERSION={matrix.torch.target_macro}",
-        f"-DPy_LIMITED_API={matrix.limited_api_macro}",
-        f"-DTORCH_EXTENSION_NAME={ext.leaf}",
-    ]
-    includes = [f"-I{d}" for d in (*ext.include_dirs, torch.include_dir)]
-    include_weak = ["-include", str(weak.path)]
+    stable = matrix.abi == "stable"
+    if stable:
+        defines = [
+            # The stable-ABI version this binary targets: major << 56 | minor << 48 (torch/csrc/stable/version.h).
+            f"-DTORCH_TARGET_VERSION={matrix.torch.target_macro}",
+            f"-DPy_LIMITED_API={matrix.limited_api_macro}",
+            f"-DTORCH_EXTENSION_NAME={ext.leaf}",
+        ]
+        includes = [f"-I{d}" for d in (*ext.include_dirs, torch.include_dir)]
+        include_weak = ["-include", str(weak.path)]
+    else:
+        # torch's full C++ API, as torch.utils.cpp_extension compiles it: every include folder,
+        # Python's headers (pybind11), the C++ ABI libtorch was built with.
+        defines = [
+            f"-DTORCH_EXTENSION_NAME={ext.leaf}", "-DTORCH_API_INCLUDE_EXTENSION_H",
+            f"-D_GLIBCXX_USE_CXX11_ABI={torch.cxx11_abi}",
+        ]  # fmt: skip
+        includes = [
+            f"-I{d}" for d in (*ext.include_dirs, *torch.include_dirs, torch.python_include)
+        ]
+        include_weak = []
     cxx_flags = [
         "-std=c++17", "-O3", "-fPIC", "-fvisibility=hidden", "-fvisibility-inlines-hidden",
         *defines, *includes, *include_weak, *ext.cxx_flags,
@@ -168,6 +182,8 @@ def make_plan(
         # libtorch_cuda, where the CUDA shims (the current stream, ...) are defined.
         "-Wl,--no-as-needed", "-lc10", "-ltorch", "-ltorch_cpu", "-Wl,--as-needed",
     ]  # fmt: skip
+    if not stable:
+        ldflags.append("-ltorch_python")  # pybind11 bindings of torch's types
 
     steps = []
     left_out = []
@@ -180,8 +196,12 @@ def make_plan(
             continue
         obj = build_dir / "obj" / _object_name(source, obj_root)
         steps.append(CompileStep(source=source, object=obj, rule=rule, arch_set=limited))
-    abi_tag = f"{matrix.python_abi}-abi3"
-    library = build_dir / f"{ext.leaf}.abi3.so"
+    if stable:
+        abi_tag, suffix = f"{matrix.python_abi}-abi3", ".abi3.so"
+    else:  # the full Python C API: one CPython only
+        cp = "cp" + torch.python_version.replace(".", "")
+        abi_tag, suffix = f"{cp}-{cp}", torch.ext_suffix
+    library = build_dir / f"{ext.leaf}{suffix}"
     return VariantPlan(
         variant=variant,
         matrix=matrix,
@@ -200,7 +220,10 @@ def make_plan(
         left_out=tuple(left_out),
         generated=tuple(generated),
         library=library,
-        wheel_library_path=f"{ext.package_path}/{ext.leaf}.abi3.so",
+        wheel_library_path=f"{ext.package_path}/{ext.leaf}{suffix}",
+        torch_requirement=matrix.torch.requirement
+        if stable
+        else f"torch=={torch.version.major}.{torch.version.minor}.*",
         abi_tag=abi_tag,
         version=str(Version(f"{matrix.package.version}+{variant.local_label}"))
         if variant.local_label

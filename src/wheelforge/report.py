@@ -106,7 +106,8 @@ def abi_summary(checks: Sequence[BinaryCheck], target: tuple[int, int]) -> str:
 def print_build(report: BuildReport, console: Console) -> None:
     for v in report.variants:
         console.print(variant_table(v))
-        console.print(abi_summary(v.abi_checks, report.target_version))
+        if v.abi_checks:
+            console.print(abi_summary(v.abi_checks, report.target_version))
     major, minor = report.target_version
     folder = report.variants[0].wheel.parent if report.variants else "-"
     console.print(

@@ -8,10 +8,14 @@ import os
 import tempfile
 import time
 import xml.etree.ElementTree as ET
+import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
 
 from . import envs, log, proc
 from .errors import ConfigError, ToolError
@@ -70,6 +74,25 @@ def built_wheels(
             f"no built wheel of {matrix.package.name} in {out_dir}; run 'wheelforge build' first or pass --wheel"
         )
     return found
+
+
+def _torch_pin(wheel: Path) -> SpecifierSet | None:
+    """The wheel's requirement on torch (an unstable-ABI wheel pins its torch)."""
+    try:
+        with zipfile.ZipFile(wheel) as zf:
+            name = next((n for n in zf.namelist() if n.endswith(".dist-info/METADATA")), None)
+            text = zf.read(name).decode() if name else ""
+    except (OSError, zipfile.BadZipFile):
+        return None
+    for line in text.splitlines():
+        if line.startswith("Requires-Dist:"):
+            try:
+                req = Requirement(line.split(":", 1)[1].strip())
+            except InvalidRequirement:
+                continue
+            if req.name == "torch":
+                return req.specifier
+    return None
 
 
 def _counts(junit: Path) -> tuple[int, int, int, int] | None:
@@ -149,6 +172,11 @@ def run_tests(
                                  detail=exc.message) for w in wheels]  # fmt: skip
             continue
         for w in wheels:
+            pin = _torch_pin(w.path)
+            if pin is not None and not pin.contains(env.torch.split("+")[0], prereleases=True):
+                outcomes.append(Outcome(env=spec.label, torch=env.torch, cuda=env.cuda, variant=w.variant,
+                                        status="unavailable", detail=f"the wheel needs torch{pin}"))  # fmt: skip
+                continue
             with log.step(
                 f"test {w.variant} under torch {env.torch}{' with CUDA' if env.cuda else ''}"
             ):

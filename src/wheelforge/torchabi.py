@@ -25,6 +25,8 @@ print(json.dumps({
     "library_dirs": ce.library_paths("cpu"),
     "python_include": sysconfig.get_paths()["include"],
     "python_version": "%d.%d" % sys.version_info[:2],
+    "ext_suffix": sysconfig.get_config_var("EXT_SUFFIX"),
+    "cxx11_abi": int(torch._C._GLIBCXX_USE_CXX11_ABI),
 }))
 """
 
@@ -46,9 +48,14 @@ class TorchEnv:
     local: str | None  # the local label: 'cpu', 'cu130'
     cuda: str | None
     include_dir: Path  # torch/include
+    include_dirs: tuple[
+        Path, ...
+    ]  # every folder torch's cpp_extension names (the unstable ABI needs them)
     library_dirs: tuple[Path, ...]
     python_include: Path
     python_version: str
+    ext_suffix: str  # e.g. .cpython-311-x86_64-linux-gnu.so
+    cxx11_abi: int
 
     @property
     def label(self) -> str:
@@ -84,9 +91,12 @@ def probe_torch(python: Path) -> TorchEnv:
         # Only torch/include: the stable ABI needs nothing from torch/csrc/api/include, and leaving it
         # out turns an accidental `#include <torch/extension.h>` into a compile error.
         include_dir=include,
+        include_dirs=tuple(Path(p) for p in info["include_dirs"]),
         library_dirs=tuple(Path(p) for p in info["library_dirs"]),
         python_include=Path(info["python_include"]),
         python_version=info["python_version"],
+        ext_suffix=info["ext_suffix"],
+        cxx11_abi=int(info["cxx11_abi"]),
     )
 
 

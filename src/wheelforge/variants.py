@@ -9,6 +9,7 @@ arch, the toolkits found and a toolkit that would work.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -52,6 +53,7 @@ class Variant:
     arch_set: ArchSet
     choice: Choice
     local_label: str | None  # the wheel's local version label when the matrix has several variants
+    torch: str | None = None  # unstable ABI only: the torch version this variant builds against
 
     @property
     def toolkit(self) -> Toolkit:
@@ -137,20 +139,29 @@ def choose(entry: str, arch_set: ArchSet, found: Sequence[Toolkit]) -> Choice:
 
 def expand(matrix: Matrix, found: Sequence[Toolkit]) -> tuple[Variant, ...]:
     """All variants of the matrix, in matrix order, without provisioning anything."""
-    pairs: dict[str, tuple[ArchSet, Choice]] = {}
+    # The unstable ABI ties a binary to one torch: one more dimension, torch version.
+    torches: list[str | None] = (
+        [str(v) for v in matrix.torch.versions] if matrix.abi == "unstable" else [None]
+    )
+    combos: dict[str, tuple[ArchSet, Choice, str | None]] = {}
     for arch_set in matrix.arch_sets:
         for entry in matrix.cuda:
             choice = choose(entry, arch_set, found)
-            pairs.setdefault(f"{arch_set.name}-{choice.short}", (arch_set, choice))
-    several = len(pairs) > 1
+            for torch in torches:
+                suffix = "-torch" + "".join(torch.split(".")[:2]) if torch else ""
+                combos.setdefault(
+                    f"{arch_set.name}-{choice.short}{suffix}", (arch_set, choice, torch)
+                )
+    several = len(combos) > 1
     return tuple(
         Variant(
             id=vid,
             arch_set=arch_set,
             choice=choice,
             local_label=vid.replace("-", ".").replace("_", ".") if several else None,
+            torch=torch,
         )
-        for vid, (arch_set, choice) in pairs.items()
+        for vid, (arch_set, choice, torch) in combos.items()
     )
 
 
@@ -168,5 +179,4 @@ def select(variants: Sequence[Variant], only: Sequence[str]) -> list[Variant]:
 
 
 def with_toolkit(variant: Variant, toolkit: Toolkit) -> Variant:
-    return Variant(id=variant.id, arch_set=variant.arch_set, choice=Choice(toolkit=toolkit, recipe=None),
-                   local_label=variant.local_label)  # fmt: skip
+    return dataclasses.replace(variant, choice=Choice(toolkit=toolkit, recipe=None))

@@ -69,7 +69,7 @@ def metadata_text(plan: VariantPlan) -> str:
     if pkg.license:
         msg["License"] = pkg.license
     msg["Requires-Python"] = plan.matrix.requires_python
-    msg["Requires-Dist"] = plan.matrix.torch.requirement
+    msg["Requires-Dist"] = plan.torch_requirement
     for dep in pkg.dependencies:
         msg["Requires-Dist"] = dep
     return msg.as_string()

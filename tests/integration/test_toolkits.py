@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -164,3 +166,49 @@ def test_seed_command_builds_sm70_with_a_provisioned_toolkit(
         ("ptx", "compute_90"),
     }
     assert "CUDA 11.8" in run.err
+
+
+LEGACY_OP = """\
+#include <torch/extension.h>
+at::Tensor twice(const at::Tensor& x) { return x * 2; }
+TORCH_LIBRARY(legacy_ops, m) { m.def("twice(Tensor x) -> Tensor", &twice); }
+"""
+LEGACY_TEST = """\
+import torch
+import tiny._C  # noqa: F401
+
+
+def test_twice():
+    assert torch.equal(torch.ops.legacy_ops.twice(torch.arange(3)), torch.tensor([0, 2, 4]))
+"""
+
+
+@pytest.mark.skipif(
+    sys.version_info[:2] != (3, 11), reason="the torch 2.13.0 wheel on this machine's disk is cp311"
+)
+def test_unstable_abi_builds_one_pinned_wheel_per_torch(tmp_path: Path, cache: Path) -> None:
+    root = tiny_project(
+        tmp_path,
+        "[csrc/legacy.cpp, csrc/common.cu]",
+        "abi: unstable\narch-sets: '8.0'\ntests: {path: tests, torch: ['2.13.0']}\n",
+    )
+    (root / "matrix.yaml").write_text(
+        (root / "matrix.yaml").read_text().replace("torch: '>=2.10'", "torch: ['2.13.0']")
+    )
+    (root / "csrc" / "legacy.cpp").write_text(LEGACY_OP)
+    (root / "tests").mkdir()
+    (root / "tests" / "test_legacy.py").write_text(LEGACY_TEST)
+    listed = json.loads(wheelforge("matrix", "--json", "--cache-dir", cache, cwd=root).out)
+    [variant] = listed["variants"]
+    assert variant["id"].endswith("-torch213")
+    run = wheelforge("build", "--cache-dir", cache, cwd=root)
+    assert run.code == 0, run.err
+    [wheel] = (root / "dist").glob("*.whl")
+    assert re.match(r"tiny-1\.0-cp311-cp311-manylinux_\d+_\d+_x86_64\.whl", wheel.name), wheel.name
+    with zipfile.ZipFile(wheel) as zf:
+        assert "tiny/_C.cpython-311-x86_64-linux-gnu.so" in zf.namelist()
+        assert "Requires-Dist: torch==2.13.*" in zf.read("tiny-1.0.dist-info/METADATA").decode()
+    tested = wheelforge("test", "--json", "--cache-dir", cache, cwd=root)
+    assert tested.code == 0, tested.err
+    [outcome] = json.loads(tested.out)["runs"]
+    assert outcome["status"] == "passed" and outcome["passed"] == 1

@@ -38,6 +38,12 @@ def torch_env(tmp: Path, version: str = "2.13.0") -> TorchEnv:
         local="cpu",
         cuda=None,
         include_dir=tmp / "torch" / "include",
+        include_dirs=(
+            tmp / "torch" / "include",
+            tmp / "torch" / "include" / "torch" / "csrc" / "api" / "include",
+        ),
+        ext_suffix=".cpython-311-x86_64-linux-gnu.so",
+        cxx11_abi=1,
         library_dirs=(tmp / "torch" / "lib",),
         python_include=Path("/usr/include/python3.11"),
         python_version="3.11",

@@ -5,6 +5,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from packaging.version import Version
 
 from wheelforge import variants
 from wheelforge.archs import ArchSet, parse_arch_list
@@ -99,3 +100,19 @@ def test_single_variant_has_no_label(project: Project) -> None:
 def test_auto_and_explicit_naming_the_same_toolkit_collapse(project: Project) -> None:
     matrix = dataclasses.replace(load_matrix(project()), cuda=("auto", "13.0"))
     assert [v.id for v in variants.expand(matrix, [T13])] == ["default-cu130"]
+
+
+def test_unstable_abi_adds_the_torch_dimension(project: Project) -> None:
+    text_matrix = load_matrix(project())
+    matrix = dataclasses.replace(
+        text_matrix,
+        abi="unstable",
+        torch=dataclasses.replace(
+            text_matrix.torch, versions=(Version("2.13.0"), Version("2.14.1"))
+        ),
+    )
+    expanded = variants.expand(matrix, [T13])
+    assert [(v.id, v.torch, v.local_label) for v in expanded] == [
+        ("default-cu130-torch213", "2.13.0", "default.cu130.torch213"),
+        ("default-cu130-torch214", "2.14.1", "default.cu130.torch214"),
+    ]
