@@ -86,7 +86,7 @@ def plan_all(settings: BuildSettings) -> list[VariantPlan]:
             if matrix.abi == "stable":
                 torchabi.check_target(torch, matrix.torch.lowest)
         torch = probed[variant.torch]
-        weak = torchabi.weak_shims_header(torchabi.cuda_only_shims(torch.include_dir))
+        weak = torchabi.weak_shims_header(shims.cuda_only_shims(torch.include_dir))
         plans.append(
             make_plan(
                 matrix=matrix,

@@ -52,45 +52,51 @@ def exports_table() -> dict[Version2, frozenset[str]]:
     return out
 
 
-def header_guards(include_dir: Path) -> dict[str, Version2 | None]:
-    """Shim function → the version guard around its declaration (None: unguarded)."""
-    found: dict[str, Version2 | None] = {}
+@dataclass(frozen=True)
+class Declaration:
+    name: str
+    guard: Version2 | None  # the TORCH_FEATURE_VERSION guard around it (None: unguarded)
+    cuda_only: (
+        bool  # declared under #ifdef USE_CUDA, or in the CUDA ops' header: libtorch_cuda only
+    )
+
+
+def declarations(include_dir: Path) -> list[Declaration]:
+    """Every shim function declared in the torch headers under *include_dir*."""
+    found: list[Declaration] = []
     for rel in _SHIM_DIRS:
         folder = include_dir / rel
-        if not folder.is_dir():
-            continue
-        for header in sorted(folder.glob("*.h")):
-            for name, guard in _guarded_declarations(
-                header.read_text(encoding="utf-8", errors="replace")
-            ):
-                previous = found.get(name)
-                if name not in found or (
-                    guard is not None and (previous is None or guard < previous)
-                ):
-                    found[name] = guard
+        if folder.is_dir():
+            for header in sorted(folder.glob("*.h")):
+                text = header.read_text(encoding="utf-8", errors="replace")
+                found += _declarations(text, cuda_header=header.name == "c_shim_cuda.h")
     return found
 
 
-def _guarded_declarations(text: str) -> list[tuple[str, Version2 | None]]:
-    stack: list[Version2 | None] = []
-    out: list[tuple[str, Version2 | None]] = []
+def _declarations(text: str, *, cuda_header: bool = False) -> list[Declaration]:
+    # One entry per open #if: its version guard, and whether it is the true branch of USE_CUDA.
+    stack: list[tuple[Version2 | None, bool]] = []
+    out: list[Declaration] = []
     block: list[str] = []
 
     def flush() -> None:
-        guards = [g for g in stack if g is not None]
+        guards = [g for g, _ in stack if g is not None]
         guard = max(guards) if guards else None
-        out.extend((name, guard) for name in _EXPORT_RE.findall("\n".join(block)))
+        cuda = cuda_header or any(c for _, c in stack)
+        out.extend(Declaration(name, guard, cuda) for name in _EXPORT_RE.findall("\n".join(block)))
         block.clear()
 
     for line in text.splitlines():
         if m := _IF_RE.match(line):
             flush()
-            g = _GUARD_RE.search(m.group(2)) if m.group(1) == "if" else None
-            stack.append((int(g[1]), int(g[2])) if g else None)
+            kind, cond = m.group(1), m.group(2)
+            g = _GUARD_RE.search(cond) if kind == "if" else None
+            cuda = kind != "ifndef" and "USE_CUDA" in cond and "!" not in cond
+            stack.append(((int(g[1]), int(g[2])) if g else None, cuda))
         elif _ELIF_ELSE_RE.match(line):
             flush()
             if stack:
-                stack[-1] = None  # the other branch of a version guard: the older API
+                stack[-1] = (None, False)  # the other branch: the older API, or not CUDA
         elif _ENDIF_RE.match(line):
             flush()
             if stack:
@@ -99,6 +105,24 @@ def _guarded_declarations(text: str) -> list[tuple[str, Version2 | None]]:
             block.append(line)
     flush()
     return out
+
+
+def header_guards(include_dir: Path) -> dict[str, Version2 | None]:
+    """Shim function → the earliest version guard around a declaration of it."""
+    found: dict[str, Version2 | None] = {}
+    for d in declarations(include_dir):
+        previous = found.get(d.name)
+        if d.name not in found or (
+            d.guard is not None and (previous is None or d.guard < previous)
+        ):
+            found[d.name] = d.guard
+    return found
+
+
+def cuda_only_shims(include_dir: Path) -> tuple[str, ...]:
+    """The shim functions only libtorch_cuda exports. An extension that calls them declares them
+    weak, so it still loads on a CPU-only torch (where its CUDA kernels can never be reached)."""
+    return tuple(sorted({d.name for d in declarations(include_dir) if d.cuda_only}))
 
 
 def installed_torch_guards() -> dict[str, Version2 | None]:

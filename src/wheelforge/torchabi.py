@@ -1,10 +1,9 @@
-"""The build environment's torch: where its headers and libraries are, and what its stable-ABI
-headers say (which C shim functions exist only in CUDA builds)."""
+"""The build environment's torch: its version, headers, libraries and C++ ABI, asked of torch
+itself; and the weak-declarations header for its CUDA-only shims."""
 
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,16 +28,6 @@ print(json.dumps({
     "cxx11_abi": int(torch._C._GLIBCXX_USE_CXX11_ABI),
 }))
 """
-
-# Shim headers whose `#ifdef USE_CUDA` blocks declare functions that only libtorch_cuda exports.
-_SHIM_HEADERS = (
-    "torch/csrc/inductor/aoti_torch/c/shim.h",
-    "torch/csrc/stable/c/shim.h",
-)
-_EXPORT_RE = re.compile(r"AOTI_TORCH_EXPORT\b[^;{(]*?\b((?:aoti_torch|torch)_\w+)\s*\(", re.DOTALL)
-_IF_RE = re.compile(r"^\s*#\s*(if|ifdef|ifndef)\b(.*)$")
-_ELSE_RE = re.compile(r"^\s*#\s*(else|elif)\b")
-_ENDIF_RE = re.compile(r"^\s*#\s*endif\b")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -108,41 +97,6 @@ def check_target(torch: TorchEnv, lowest: Version) -> None:
             f"torch {torch.label}, whose headers are older; install torch >= {lowest.major}.{lowest.minor} "
             "to build with"
         )
-
-
-def cuda_only_shims(include_dir: Path) -> tuple[str, ...]:
-    """Names of the C shim functions declared under ``#ifdef USE_CUDA`` in torch's shim headers.
-
-    They live in libtorch_cuda; an extension that calls them declares them weak so it still loads
-    on a CPU-only torch (where its CUDA kernels can never be reached)."""
-    names: set[str] = set()
-    for rel in _SHIM_HEADERS:
-        header = include_dir / rel
-        if header.is_file():
-            names.update(
-                _names_under_use_cuda(header.read_text(encoding="utf-8", errors="replace"))
-            )
-    return tuple(sorted(names))
-
-
-def _names_under_use_cuda(text: str) -> set[str]:
-    # A stack of "is this #if level a USE_CUDA one (and are we in its true branch)".
-    stack: list[bool] = []
-    kept: list[str] = []
-    for line in text.splitlines():
-        if m := _IF_RE.match(line):
-            cond = m.group(2)
-            stack.append(m.group(1) != "ifndef" and "USE_CUDA" in cond and "!" not in cond)
-            continue
-        if _ELSE_RE.match(line) and stack:
-            stack[-1] = False
-            continue
-        if _ENDIF_RE.match(line) and stack:
-            stack.pop()
-            continue
-        if any(stack):
-            kept.append(line)
-    return set(_EXPORT_RE.findall("\n".join(kept)))
 
 
 def weak_shims_header(names: tuple[str, ...]) -> str:

@@ -6,7 +6,8 @@ import pytest
 from packaging.version import Version
 
 from wheelforge.errors import ConfigError
-from wheelforge.torchabi import check_target, cuda_only_shims, weak_shims_header
+from wheelforge.shims import cuda_only_shims
+from wheelforge.torchabi import check_target, weak_shims_header
 
 from .fakes import torch_env
 
@@ -60,3 +61,10 @@ def test_check_target(tmp_path: Path) -> None:
         ConfigError, match=r"targets torch 2\.14, but the build environment has torch 2\.13\.0"
     ):
         check_target(torch_env(tmp_path, "2.13.0"), Version("2.14"))
+
+
+def test_generated_cuda_ops_are_cuda_only(tmp_path: Path) -> None:
+    header = tmp_path / "torch/csrc/inductor/aoti_torch/generated/c_shim_cuda.h"
+    header.parent.mkdir(parents=True)
+    header.write_text("AOTI_TORCH_EXPORT AOTITorchError aoti_torch_cuda_mm_out(int);\n")
+    assert cuda_only_shims(tmp_path) == ("aoti_torch_cuda_mm_out",)
