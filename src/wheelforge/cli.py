@@ -172,7 +172,7 @@ def toolkit_list(cache_dir: Path | None) -> None:
 @click.option("--cache-dir", type=click.Path(path_type=Path, file_okay=False))
 @verbose_option
 def toolkit_install(release: str, cache_dir: Path | None) -> None:
-    """Provision CUDA RELEASE (e.g. 11.8, 13.1) into the cache."""
+    """Provision CUDA RELEASE, for example 11.8 or 13.1, into the cache."""
     from . import envs, provision, toolkit
 
     cache = cache_dir or envs.default_cache()
