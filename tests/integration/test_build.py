@@ -156,10 +156,14 @@ def test_cpu_tests_pass_against_the_built_wheel(
 def test_arch_the_toolkit_cannot_build_fails_before_compiling(
     project: Path, tmp_path: Path
 ) -> None:
-    run = wheelforge("build", "--archs", "7.0 8.0 9.0+PTX", "--out", tmp_path / "out",
-                     "--build-dir", tmp_path / "build", cwd=project)  # fmt: skip
+    """Only CUDA 13 around and no downloads allowed: sm_70 is refused before anything compiles."""
+    run = wheelforge(
+        "build", "--archs", "7.0 8.0 9.0+PTX", "--offline", "--cache-dir", tmp_path / "empty-cache",
+        "--out", tmp_path / "out", "--build-dir", tmp_path / "build", cwd=project,
+    )  # fmt: skip
     assert run.code == 2
-    assert "can't build 7.0 (sm_70)" in run.err
+    assert "needs CUDA 11.8, which is not installed" in run.err
+    assert "wheelforge toolkit install 11.8" in run.err
     assert not (tmp_path / "build").exists() and not (tmp_path / "out").exists()
 
 
