@@ -28,6 +28,24 @@ verbose_option = click.option(
 )  # fmt: skip
 
 
+matrix_option = click.option(
+    "--matrix", "matrix_path", type=click.Path(path_type=Path), default=Path("matrix.yaml"),
+    show_default=True, help="The matrix file.",
+)  # fmt: skip
+out_option = click.option(
+    "--out", type=click.Path(path_type=Path, file_okay=False),
+    help="The folder for wheels [default: dist/ beside the matrix].",
+)  # fmt: skip
+build_dir_option = click.option(
+    "--build-dir", type=click.Path(path_type=Path, file_okay=False),
+    help="The folder for intermediate files [default: build/wheelforge/ beside the matrix].",
+)  # fmt: skip
+cache_dir_option = click.option(
+    "--cache-dir", type=click.Path(path_type=Path, file_okay=False),
+    help="Provisioned toolkits and test environments [default: ~/.cache/wheelforge].",
+)  # fmt: skip
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="wheelforge")
 def cli() -> None:
@@ -35,29 +53,14 @@ def cli() -> None:
 
 
 @cli.command()
-@click.option(
-    "--matrix",
-    "matrix_path",
-    type=click.Path(path_type=Path),
-    default=Path("matrix.yaml"),
-    show_default=True,
-    help="The matrix file.",
-)
+@matrix_option
 @click.option(
     "--archs",
     help='Arch list replacing the matrix\'s arch sets, e.g. "7.5 8.0 9.0+PTX" '
     "(else TORCH_CUDA_ARCH_LIST, else matrix.yaml).",
 )
-@click.option(
-    "--out",
-    type=click.Path(path_type=Path, file_okay=False),
-    help="Output folder for wheels [default: dist/ beside the matrix].",
-)
-@click.option(
-    "--build-dir",
-    type=click.Path(path_type=Path, file_okay=False),
-    help="Folder for intermediate files [default: build/wheelforge/ beside the matrix].",
-)
+@out_option
+@build_dir_option
 @click.option(
     "-j",
     "--jobs",
@@ -76,11 +79,7 @@ def cli() -> None:
     help="Build only this variant (repeatable); 'wheelforge matrix' lists them.",
 )
 @click.option("--offline", is_flag=True, help="Never download a CUDA toolkit; fail instead.")
-@click.option(
-    "--cache-dir",
-    type=click.Path(path_type=Path, file_okay=False),
-    help="Provisioned toolkits and test environments [default: ~/.cache/wheelforge].",
-)
+@cache_dir_option
 @verbose_option
 def build(matrix_path: Path, archs: str | None, out: Path | None, build_dir: Path | None,
           jobs: int | None, python: Path | None, only: tuple[str, ...], offline: bool,
@@ -114,23 +113,13 @@ def inspect(paths: tuple[Path, ...], as_json: bool) -> None:
 
 
 @cli.command(name="matrix")
-@click.option(
-    "--matrix",
-    "matrix_path",
-    type=click.Path(path_type=Path),
-    default=Path("matrix.yaml"),
-    show_default=True,
-)
+@matrix_option
 @click.option("--archs", help="Arch list replacing the matrix's arch sets, as for build.")
 @click.option("--json", "as_json", is_flag=True, help="Print the variants as JSON.")
 @click.option(
     "--github", is_flag=True, help='Print a GitHub Actions matrix ({"include": [...]}) for fan-out.'
 )
-@click.option(
-    "--cache-dir",
-    type=click.Path(path_type=Path, file_okay=False),
-    help="Where provisioned toolkits are [default: ~/.cache/wheelforge].",
-)
+@cache_dir_option
 @verbose_option
 def matrix_command(
     matrix_path: Path, archs: str | None, as_json: bool, github: bool, cache_dir: Path | None
@@ -156,7 +145,7 @@ def toolkit_group() -> None:
 
 
 @toolkit_group.command(name="list")
-@click.option("--cache-dir", type=click.Path(path_type=Path, file_okay=False))
+@cache_dir_option
 @verbose_option
 def toolkit_list(cache_dir: Path | None) -> None:
     """Toolkits found on this machine and in the cache, and the ones wheelforge can provision."""
@@ -169,7 +158,7 @@ def toolkit_list(cache_dir: Path | None) -> None:
 
 @toolkit_group.command(name="install")
 @click.argument("release")
-@click.option("--cache-dir", type=click.Path(path_type=Path, file_okay=False))
+@cache_dir_option
 @verbose_option
 def toolkit_install(release: str, cache_dir: Path | None) -> None:
     """Provision CUDA RELEASE, for example 11.8 or 13.1, into the cache."""
@@ -233,13 +222,7 @@ def check(
 
 
 @cli.command(name="test")
-@click.option(
-    "--matrix",
-    "matrix_path",
-    type=click.Path(path_type=Path),
-    default=Path("matrix.yaml"),
-    show_default=True,
-)
+@matrix_option
 @click.option(
     "--wheel",
     "wheels",
@@ -260,21 +243,9 @@ def check(
     type=click.Path(path_type=Path, exists=True, dir_okay=False),
     help="Test under the torch already installed for this Python interpreter (repeatable; no download).",
 )
-@click.option(
-    "--out",
-    type=click.Path(path_type=Path, file_okay=False),
-    help="Where the build put its wheels [default: dist/ beside the matrix].",
-)
-@click.option(
-    "--build-dir",
-    type=click.Path(path_type=Path, file_okay=False),
-    help="The build's folder [default: build/wheelforge/ beside the matrix].",
-)
-@click.option(
-    "--cache-dir",
-    type=click.Path(path_type=Path, file_okay=False),
-    help="Where test environments are kept [default: ~/.cache/wheelforge].",
-)
+@out_option
+@build_dir_option
+@cache_dir_option
 @click.option("--json", "as_json", is_flag=True, help="Print the outcomes as one JSON document.")
 @verbose_option
 def test_command(matrix_path: Path, wheels: tuple[Path, ...], torch_versions: tuple[str, ...], torch_from: tuple[Path, ...],

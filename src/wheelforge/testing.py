@@ -122,27 +122,21 @@ def run_suite(env: envs.TestEnv, tests: TestsConfig, *, variant: str) -> Outcome
         result = proc.run(argv, hint="set tests.command in matrix.yaml", cwd=Path(tmp), env={**clean, "PYTHONNOUSERSITE": "1"},
                           check=False, replace_env=True)  # fmt: skip
         counts = _counts(junit)
-    seconds = time.perf_counter() - start
-    common = {
-        "env": env.spec.label,
-        "torch": env.torch,
-        "cuda": env.cuda,
-        "variant": variant,
-        "seconds": seconds,
-    }
     output = proc.tail(result.stdout + result.stderr, 30)
-    if counts is None:
+    passed, failed, skipped, errors = counts or (0, 0, 0, 0)
+    if counts is None:  # a command without a JUnit report: only its exit code counts
         status: Status = "passed" if result.returncode == 0 else "failed"
-        return Outcome(**common, status=status, detail=None if status == "passed" else output)  # type: ignore[arg-type]
-    passed, failed, skipped, errors = counts
-    if result.returncode == 0 and failed == errors == 0 and passed > 0:
+    elif result.returncode == 0 and failed == errors == 0 and passed > 0:
         status = "passed"
     elif failed or errors:
         status = "failed"
     else:
         status = "error"  # no test ran, or the runner broke
-    return Outcome(**common, status=status, passed=passed, failed=failed, skipped=skipped, errors=errors,  # type: ignore[arg-type]
-                   detail=None if status == "passed" else output)  # fmt: skip
+    return Outcome(
+        env=env.spec.label, torch=env.torch, cuda=env.cuda, variant=variant, status=status,
+        passed=passed, failed=failed, skipped=skipped, errors=errors,
+        detail=None if status == "passed" else output, seconds=time.perf_counter() - start,
+    )  # fmt: skip
 
 
 def run_tests(
