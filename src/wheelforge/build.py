@@ -48,12 +48,7 @@ def _ready(variant: Variant, settings: BuildSettings, found: list[toolkit.Toolki
             f"{recipe.release}' ({recipe.describe()}) or build without --offline"
         )
     folder = provision.install(recipe, settings.cache)
-    nvcc, host = next(
-        (n, h) for n, h in toolkit.provisioned(settings.cache) if n.is_relative_to(folder)
-    )
-    return variants.with_toolkit(
-        variant, toolkit.probe_toolkit(nvcc, origin="provisioned", host_cxx=host)
-    )
+    return variants.with_toolkit(variant, toolkit.load_provisioned(folder))
 
 
 def resolve_variants(settings: BuildSettings) -> list[Variant]:

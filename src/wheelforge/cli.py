@@ -165,10 +165,8 @@ def toolkit_install(release: str, cache_dir: Path | None) -> None:
     from . import envs, provision, toolkit
 
     cache = cache_dir or envs.default_cache()
-    folder = provision.install_release(release, cache)
-    nvcc, host = next((n, h) for n, h in toolkit.provisioned(cache) if n.is_relative_to(folder))
-    found = toolkit.probe_toolkit(nvcc, origin="provisioned", host_cxx=host)
-    log.info(found.describe() + (f", host compiler {host}" if host else ""))
+    found = toolkit.load_provisioned(provision.install_release(release, cache))
+    log.info(found.describe() + (f", host compiler {found.host_cxx}" if found.host_cxx else ""))
 
 
 def _version2(value: str | None, flag: str) -> tuple[int, int] | None:

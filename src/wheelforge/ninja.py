@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import os
 import re
 import shlex
 from pathlib import Path
@@ -119,11 +118,3 @@ def _display(source: Path, plan: VariantPlan) -> str:
         return str(source.relative_to(plan.matrix.root))
     except ValueError:
         return str(source)
-
-
-def jobs_from_env(flag: int | None) -> int | None:
-    """--jobs wins over MAX_JOBS (the variable torch's cpp_extension reads)."""
-    if flag is not None:
-        return flag
-    value = os.environ.get("MAX_JOBS")
-    return int(value) if value and value.isdigit() and int(value) > 0 else None

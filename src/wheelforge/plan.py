@@ -58,10 +58,6 @@ class VariantPlan:
     version: str  # the wheel's version: the package's, plus the variant's local label if any
     torch_requirement: str  # stable: torch>=target; unstable: the torch it was built against
 
-    @property
-    def sources(self) -> tuple[Path, ...]:
-        return tuple(s.source for s in self.compile_steps)
-
 
 def _sources(matrix: Matrix) -> dict[Path, tuple[ArchSpec, ...] | None]:
     """Every source and its arch limits; an entry with ``archs`` wins over a plain glob."""

@@ -34,10 +34,6 @@ def which(program: str | Path, *, hint: str) -> str:
     return found
 
 
-def which_or_none(program: str) -> str | None:
-    return shutil.which(program)
-
-
 def tail(text: str, lines: int = OUTPUT_TAIL_LINES) -> str:
     kept = text.rstrip().splitlines()
     if len(kept) > lines:

@@ -8,7 +8,7 @@ import json
 import os
 import re
 import shutil
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -141,19 +141,35 @@ def probe_toolkit(nvcc: Path, *, origin: str = "", host_cxx: Path | None = None)
     )
 
 
+def _provisioned_tools(folder: Path) -> tuple[Path, Path | None] | None:
+    """(nvcc, host compiler) that provision.py recorded in *folder*, if it holds a whole toolkit."""
+    try:
+        info = json.loads((folder / TOOLKIT_JSON).read_text())
+        nvcc = folder / info["nvcc"]
+        cxx = folder / info["host_cxx"] if info.get("host_cxx") else None
+    except (ValueError, KeyError, OSError):
+        return None
+    return (nvcc, cxx) if nvcc.is_file() else None
+
+
 def provisioned(cache: Path) -> list[tuple[Path, Path | None]]:
     """(nvcc, host compiler) of every toolkit provisioned into *cache*."""
-    out = []
-    for meta in sorted((cache / "toolkits").glob(f"*/{TOOLKIT_JSON}")):
-        try:
-            info = json.loads(meta.read_text())
-            nvcc = meta.parent / info["nvcc"]
-            cxx = meta.parent / info["host_cxx"] if info.get("host_cxx") else None
-        except (ValueError, KeyError, OSError):
-            continue
-        if nvcc.is_file():
-            out.append((nvcc, cxx))
-    return out
+    found = (
+        _provisioned_tools(meta.parent)
+        for meta in sorted((cache / "toolkits").glob(f"*/{TOOLKIT_JSON}"))
+    )
+    return [tools for tools in found if tools is not None]
+
+
+def load_provisioned(folder: Path) -> Toolkit:
+    """The toolkit provisioned into *folder*."""
+    tools = _provisioned_tools(folder)
+    if tools is None:
+        raise ToolError(
+            f"{folder} holds no usable toolkit ({TOOLKIT_JSON} or nvcc missing); delete it and provision again"
+        )
+    nvcc, host = tools
+    return probe_toolkit(nvcc, origin="provisioned", host_cxx=host)
 
 
 def discover(env: Mapping[str, str] | None = None, *, cache: Path | None = None) -> list[Toolkit]:
@@ -173,10 +189,6 @@ def discover(env: Mapping[str, str] | None = None, *, cache: Path | None = None)
         if key not in seen:
             seen[key] = toolkit
     return sorted(seen.values(), key=lambda t: t.version, reverse=True)
-
-
-def unsupported(toolkit: Toolkit, archs: Sequence[Arch]) -> list[Arch]:
-    return [a for a in archs if not toolkit.supports(a)]
 
 
 def _gcc_major(cxx: str) -> int | None:
