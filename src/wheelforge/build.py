@@ -42,9 +42,15 @@ def _ready(variant: Variant, settings: BuildSettings, found: list[toolkit.Toolki
     if variant.choice.toolkit is not None or recipe is None:
         return variant
     if settings.offline:
+        unbuilt = [a for a in variant.arch_set.archs if not any(t.supports(a) for t in found)]
+        why = (
+            f" for {', '.join(f'{a} ({a.sass})' for a in unbuilt)}, which none of them builds"
+            if unbuilt
+            else ""
+        )
         raise ConfigError(
             f"variant {variant.id} needs CUDA {recipe.release}, which is not installed (found: "
-            f"{'; '.join(t.describe() for t in found) or 'none'}); run 'wheelforge toolkit install "
+            f"{'; '.join(t.describe() for t in found) or 'none'}){why}; run 'wheelforge toolkit install "
             f"{recipe.release}' ({recipe.describe()}) or build without --offline"
         )
     folder = provision.install(recipe, settings.cache)
