@@ -27,8 +27,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from wheelforge.fatbin import FatbinEntry
-from wheelforge.inspection import inspect_paths
+from wheelforge.binaries.fatbin import FatbinEntry
+from wheelforge.binaries.inspection import inspect_paths
 
 WHEEL_FOLDERS = (Path("/opt/pypi-more/files"), Path("/opt/wheels"))
 # (wheel file pattern, member path inside it)
@@ -158,7 +158,7 @@ def interpreter_startup() -> float:
     times = []
     for _ in range(3):
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "import wheelforge.inspection"], check=True)
+        subprocess.run([sys.executable, "-c", "import wheelforge.binaries.inspection"], check=True)
         times.append(time.perf_counter() - start)
     return min(times)
 

@@ -15,7 +15,7 @@ import pytest
 from elftools.elf.elffile import ELFFile
 
 from tests.conftest import REPO
-from wheelforge.archs import ArchSet
+from wheelforge.configuration.archs import ArchSet
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
 
@@ -193,7 +193,7 @@ def test_missing_arch_in_the_binary_fails_the_build(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """Simulate nvcc flags that lose an arch: the fatbin check must refuse the wheel."""
-    from wheelforge.cli import main
+    from wheelforge.interface.cli import main
 
     real = ArchSet.gencode_flags
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from wheelforge.fatbin import FatbinEntry, entry_payload, ptx_target, read_fatbin_entries
+from wheelforge.binaries.fatbin import FatbinEntry, entry_payload, ptx_target, read_fatbin_entries
 
 pytestmark = pytest.mark.integration
 

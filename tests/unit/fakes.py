@@ -6,12 +6,12 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from wheelforge.archs import ArchSet, parse_arch_list
-from wheelforge.matrix import Matrix
-from wheelforge.plan import VariantPlan, make_plan
-from wheelforge.toolkit import Toolkit
-from wheelforge.torchabi import TorchEnv
-from wheelforge.variants import Choice, Variant
+from wheelforge.configuration.archs import ArchSet, parse_arch_list
+from wheelforge.configuration.matrix import Matrix
+from wheelforge.planning.plan import VariantPlan, make_plan
+from wheelforge.planning.variants import Choice, Variant
+from wheelforge.toolchain.toolkit import Toolkit
+from wheelforge.toolchain.torchprobe import TorchEnv
 
 CUDA13 = (75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121)
 CUDA118 = (35, 37, 50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 89, 90)

@@ -5,8 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from wheelforge import abicheck, shims
-from wheelforge.errors import BinaryFormatError, ConfigError
+from wheelforge.binaries import abicheck
+from wheelforge.foundation.errors import BinaryFormatError, ConfigError
+from wheelforge.toolchain import shims
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "abicheck"
 

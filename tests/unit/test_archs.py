@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from wheelforge.archs import Arch, ArchSet, parse_arch_list
-from wheelforge.errors import ConfigError
+from wheelforge.configuration.archs import Arch, ArchSet, parse_arch_list
+from wheelforge.foundation.errors import ConfigError
 
 
 def flags(text: str) -> set[str]:

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from wheelforge import __version__
-from wheelforge.cli import main
+from wheelforge.interface.cli import main
 
 Project = Callable[..., Path]
 

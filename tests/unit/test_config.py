@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from wheelforge.config import OVERRIDE_ARCH_SET, Flags, resolve
-from wheelforge.errors import ConfigError
+from wheelforge.configuration.settings import OVERRIDE_ARCH_SET, Flags, resolve
+from wheelforge.foundation.errors import ConfigError
 
 Project = Callable[..., Path]
 ENV = {"PATH": "/usr/bin:/bin"}

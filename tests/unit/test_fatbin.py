@@ -13,15 +13,15 @@ from pathlib import Path
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from wheelforge.errors import BinaryFormatError, ConfigError
-from wheelforge.fatbin import (
+from wheelforge.binaries.fatbin import (
     FatbinEntry,
     entry_payload,
     parse_fatbin_section,
     ptx_target,
     read_fatbin_entries,
 )
-from wheelforge.inspection import BinaryReport, inspect_paths, reports_to_json
+from wheelforge.binaries.inspection import BinaryReport, inspect_paths, reports_to_json
+from wheelforge.foundation.errors import BinaryFormatError, ConfigError
 
 DATA = Path(__file__).parents[1] / "data" / "fatbin"
 

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from wheelforge.errors import ConfigError
-from wheelforge.matrix import load_matrix
+from wheelforge.configuration.reader import load_matrix
+from wheelforge.foundation.errors import ConfigError
 
 from .conftest import GOOD_MATRIX
 

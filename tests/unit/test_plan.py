@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from wheelforge import ninja
-from wheelforge.errors import ConfigError
-from wheelforge.matrix import load_matrix
-from wheelforge.plan import make_plan
+from wheelforge.configuration.reader import load_matrix
+from wheelforge.foundation.errors import ConfigError
+from wheelforge.planning import ninja
+from wheelforge.planning.plan import make_plan
 
 from .conftest import GOOD_MATRIX
 from .fakes import plan_for

@@ -7,10 +7,11 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from wheelforge import variants
-from wheelforge.archs import ArchSet, parse_arch_list
-from wheelforge.errors import ConfigError
-from wheelforge.matrix import Matrix, load_matrix
+from wheelforge.configuration.archs import ArchSet, parse_arch_list
+from wheelforge.configuration.matrix import Matrix
+from wheelforge.configuration.reader import load_matrix
+from wheelforge.foundation.errors import ConfigError
+from wheelforge.planning import variants
 
 from .fakes import CUDA118, toolkit
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from wheel.wheelfile import WheelFile
 
-from wheelforge import wheel
-from wheelforge.matrix import load_matrix
+from wheelforge.configuration.reader import load_matrix
+from wheelforge.packaging import wheel
 
 from .conftest import GOOD_MATRIX
 from .fakes import plan_for

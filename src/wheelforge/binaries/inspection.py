@@ -1,0 +1,166 @@
+"""List the SASS and PTX that shared objects, object files, wheels and folders of them carry.
+
+Files are memory-mapped, so only their ELF headers and fatbin headers are read. Wheel members
+are inflated in memory, never extracted to disk; a member is named ``x.whl!pkg/_C.abi3.so``.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import zipfile
+import zlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from wheelforge.binaries.fatbin import FatbinEntry, read_fatbin_entries
+from wheelforge.foundation.errors import BinaryFormatError, ConfigError
+
+ELF_MAGIC = b"\x7fELF"
+WHEEL_MEMBER_SEPARATOR = "!"
+FileKind = Literal["elf", "wheel"]
+
+
+@dataclass(frozen=True)
+class BinaryReport:
+    """The fatbin entries of one ELF file, on disk or inside a wheel."""
+
+    path: str
+    size: int
+    entries: tuple[FatbinEntry, ...]
+
+    @property
+    def sass_archs(self) -> tuple[str, ...]:
+        """The SASS archs, oldest first (sm_80, sm_90, sm_90a, sm_100, sm_100f)."""
+        return _sorted_archs(entry for entry in self.entries if entry.kind == "sass")
+
+    @property
+    def ptx_archs(self) -> tuple[str, ...]:
+        """The PTX archs, oldest first (compute_80, compute_90a, ...)."""
+        return _sorted_archs(entry for entry in self.entries if entry.kind == "ptx")
+
+
+def inspect_paths(paths: Sequence[Path]) -> list[BinaryReport]:
+    """Reports for ELF files, wheels (every ELF member) and folders (recursively, sorted; files
+    that are neither ELF nor wheel are skipped there). ELF files without fatbins are reported
+    too, with no entries."""
+    reports: list[BinaryReport] = []
+    for path in paths:
+        if path.is_dir():
+            for file in _walk(path):
+                reports.extend(_inspect_file(file, _file_kind(file)))
+        elif path.is_file():
+            kind = _file_kind(path)
+            if kind is None:
+                raise BinaryFormatError(
+                    str(path),
+                    0,
+                    "neither an ELF file nor a wheel; pass shared objects, object files, "
+                    "wheels or folders of them",
+                )
+            reports.extend(_inspect_file(path, kind))
+        else:
+            raise ConfigError(
+                f"{path}: no such file or directory; pass shared objects, object files, "
+                "wheels or folders of them"
+            )
+    return reports
+
+
+def reports_to_json(reports: Sequence[BinaryReport]) -> dict[str, object]:
+    """The ``inspect --json`` document."""
+    return {
+        "files": [
+            {
+                "path": report.path,
+                "size": report.size,
+                "fatbins": [entry.to_json() for entry in report.entries],
+            }
+            for report in reports
+        ]
+    }
+
+
+def _sorted_archs(entries: Iterator[FatbinEntry]) -> tuple[str, ...]:
+    unique = {entry.arch: (entry.sm, entry.variant) for entry in entries}
+    return tuple(sorted(unique, key=lambda arch: unique[arch]))
+
+
+def _walk(root: Path) -> list[Path]:
+    """Regular files under ``root``, sorted; symlinks are skipped so no file is listed twice
+    (``libfoo.so -> libfoo.so.1``)."""
+    files = [
+        Path(folder, name)
+        for folder, _, names in os.walk(root, onerror=_raise_walk_error)
+        for name in names
+    ]
+    return sorted(file for file in files if not file.is_symlink() and file.is_file())
+
+
+def _raise_walk_error(error: OSError) -> None:
+    raise BinaryFormatError(str(error.filename), None, f"cannot read folder: {error.strerror}")
+
+
+def _inspect_file(path: Path, kind: FileKind | None) -> list[BinaryReport]:
+    if kind == "elf":
+        return [_inspect_elf_file(path)]
+    if kind == "wheel":
+        return _inspect_wheel(path)
+    return []
+
+
+def _file_kind(path: Path) -> FileKind | None:
+    try:
+        with path.open("rb") as file:
+            head = file.read(4)
+    except OSError as error:
+        raise BinaryFormatError(str(path), None, f"cannot read: {error.strerror}") from error
+    if head == ELF_MAGIC:
+        return "elf"
+    if path.suffix == ".whl":
+        return "wheel"
+    return None
+
+
+def _inspect_elf_file(path: Path) -> BinaryReport:
+    try:
+        with path.open("rb") as file:
+            size = os.fstat(file.fileno()).st_size
+            with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+                entries = read_fatbin_entries(mapped, path=str(path))
+    except OSError as error:
+        raise BinaryFormatError(str(path), None, f"cannot read: {error.strerror}") from error
+    return BinaryReport(path=str(path), size=size, entries=tuple(entries))
+
+
+def _inspect_wheel(path: Path) -> list[BinaryReport]:
+    reports = []
+    try:
+        with zipfile.ZipFile(path) as wheel:
+            for member in sorted(wheel.infolist(), key=lambda info: info.filename):
+                if member.is_dir():
+                    continue
+                name = f"{path}{WHEEL_MEMBER_SEPARATOR}{member.filename}"
+                data = _read_elf_member(wheel, member, name)
+                if data is not None:
+                    entries = read_fatbin_entries(data, path=name)
+                    reports.append(BinaryReport(path=name, size=len(data), entries=tuple(entries)))
+    except zipfile.BadZipFile as error:
+        raise BinaryFormatError(str(path), None, f"not a readable wheel (zip): {error}") from error
+    except OSError as error:
+        raise BinaryFormatError(str(path), None, f"cannot read: {error.strerror}") from error
+    return reports
+
+
+def _read_elf_member(wheel: zipfile.ZipFile, member: zipfile.ZipInfo, name: str) -> bytes | None:
+    """The member's bytes if it is an ELF file; only its first block is inflated otherwise."""
+    try:
+        with wheel.open(member) as stream:
+            if stream.read(len(ELF_MAGIC)) != ELF_MAGIC:
+                return None
+        # Read again rather than append to the first bytes: one copy of a 500 MB library is enough.
+        return wheel.read(member)
+    except (zipfile.BadZipFile, zlib.error, EOFError, RuntimeError, ValueError, OSError) as error:
+        raise BinaryFormatError(name, None, f"cannot inflate wheel member: {error}") from error

@@ -1,0 +1,242 @@
+"""CUDA arch lists: the ``TORCH_CUDA_ARCH_LIST`` grammar, arch objects and nvcc ``-gencode`` flags.
+
+Grammar (a superset of what ``torch.utils.cpp_extension`` accepts): entries separated by ``;``,
+spaces or commas; an entry is ``MAJOR.MINOR`` with an optional ``a`` (arch-specific, e.g.
+``9.0a``) or ``f`` (family-specific, CUDA 12.9+, e.g. ``10.0f``) suffix and an optional ``+PTX``,
+or one of torch's names (``Ampere`` = ``8.0;8.6+PTX`` …). Entries are deduplicated (``+PTX`` on any
+duplicate wins) and ordered by arch.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from wheelforge.foundation.errors import ConfigError
+
+# torch.utils.cpp_extension._get_cuda_arch_flags's names, with the same expansions.
+NAMED_ARCHES: dict[str, str] = {
+    "Kepler+Tesla": "3.7",
+    "Kepler": "3.5+PTX",
+    "Maxwell+Tegra": "5.3",
+    "Maxwell": "5.0;5.2+PTX",
+    "Pascal": "6.0;6.1+PTX",
+    "Volta+Tegra": "7.2",
+    "Volta": "7.0+PTX",
+    "Turing": "7.5+PTX",
+    "Ampere+Tegra": "8.7",
+    "Ampere": "8.0;8.6+PTX",
+    "Ada": "8.9+PTX",
+    "Hopper": "9.0+PTX",
+    "Blackwell+Tegra": "11.0",
+    "Blackwell": "10.0;10.3;12.0;12.1+PTX",
+}
+
+# Every compute capability a CUDA toolkit has shipped code for (CUDA 10 to 13). Which of them a
+# given toolkit can build is the toolkit's business (toolkit.py); this is the grammar's list.
+KNOWN_ARCHES: tuple[tuple[int, int], ...] = (
+    (3, 0), (3, 2), (3, 5), (3, 7), (5, 0), (5, 2), (5, 3), (6, 0), (6, 1), (6, 2),
+    (7, 0), (7, 2), (7, 5), (8, 0), (8, 6), (8, 7), (8, 8), (8, 9), (9, 0),
+    (10, 0), (10, 1), (10, 3), (11, 0), (12, 0), (12, 1),
+)  # fmt: skip
+
+_SUFFIX_ORDER = {"": 0, "a": 1, "f": 2}
+_ENTRY_RE = re.compile(r"^(?P<major>\d+)\.(?P<minor>\d)(?P<suffix>[af]?)(?P<ptx>\+PTX)?$")
+_SEPARATORS = re.compile(r"[;,\s]+")
+# Spellings people reach for that are not in the grammar: sm_90a, compute_90, 90, 9.0+ptx.
+_LOOSE_RE = re.compile(
+    r"^(?:(?P<kind>sm|compute)_?)?(?P<major>\d{1,2}?)\.?(?P<minor>\d)(?P<suffix>[af]?)"
+    r"(?P<ptx>\+ptx)?$",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True, order=True)
+class Arch:
+    """One compute capability, e.g. 9.0a: ``major``, ``minor`` and the ``a``/``f`` suffix."""
+
+    major: int
+    minor: int
+    suffix: str = ""
+
+    def __post_init__(self) -> None:
+        if self.suffix not in _SUFFIX_ORDER:
+            raise ValueError(f"bad arch suffix {self.suffix!r}")
+
+    @property
+    def number(self) -> str:
+        """``90a``: the form nvcc uses after ``sm_`` and ``compute_``."""
+        return f"{self.major}{self.minor}{self.suffix}"
+
+    @property
+    def sass(self) -> str:
+        return f"sm_{self.number}"
+
+    @property
+    def ptx(self) -> str:
+        return f"compute_{self.number}"
+
+    @property
+    def base(self) -> Arch:
+        """The arch without its suffix: 9.0 for 9.0a."""
+        return Arch(self.major, self.minor)
+
+    def sort_key(self) -> tuple[int, int, int]:
+        return (self.major, self.minor, _SUFFIX_ORDER[self.suffix])
+
+    def __str__(self) -> str:
+        return f"{self.major}.{self.minor}{self.suffix}"
+
+
+@dataclass(frozen=True, order=True)
+class ArchSpec:
+    """One entry of an arch list: SASS for ``arch``, plus PTX when ``ptx``."""
+
+    arch: Arch
+    ptx: bool = False
+
+    def gencode_flags(self) -> list[str]:
+        flags = [f"-gencode=arch={self.arch.ptx},code={self.arch.sass}"]
+        if self.ptx:
+            flags.append(f"-gencode=arch={self.arch.ptx},code={self.arch.ptx}")
+        return flags
+
+    def __str__(self) -> str:
+        return f"{self.arch}+PTX" if self.ptx else str(self.arch)
+
+
+@dataclass(frozen=True)
+class ArchSet:
+    """A named, ordered, deduplicated arch list; one wheel variant is built per arch set."""
+
+    name: str
+    specs: tuple[ArchSpec, ...]
+
+    @property
+    def archs(self) -> tuple[Arch, ...]:
+        return tuple(s.arch for s in self.specs)
+
+    @property
+    def sass(self) -> tuple[str, ...]:
+        return tuple(s.arch.sass for s in self.specs)
+
+    @property
+    def ptx(self) -> tuple[str, ...]:
+        return tuple(s.arch.ptx for s in self.specs if s.ptx)
+
+    def gencode_flags(self) -> list[str]:
+        return [flag for spec in self.specs for flag in spec.gencode_flags()]
+
+    def limit(self, allowed: Iterable[ArchSpec]) -> ArchSet:
+        """What a source limited to *allowed* is compiled for in this arch set.
+
+        An allowed arch is kept when the set asks for it, or for its base (9.0a when the set has
+        9.0: arch-specific code for a GPU the set targets, the rule vLLM applies to its Hopper
+        kernels). PTX is kept where both the source and the set ask for it."""
+        asked = {s.arch: s.ptx for s in self.specs}
+        kept: dict[Arch, bool] = {}
+        for spec in allowed:
+            arch = spec.arch
+            key = (
+                arch if arch in asked else arch.base if arch.suffix and arch.base in asked else None
+            )
+            if key is not None:
+                kept[arch] = kept.get(arch, False) or (spec.ptx and asked[key])
+        ordered = sorted(kept, key=Arch.sort_key)
+        return ArchSet(self.name, tuple(ArchSpec(a, kept[a]) for a in ordered))
+
+    def __str__(self) -> str:
+        return " ".join(str(s) for s in self.specs)
+
+
+def _valid_entries() -> list[str]:
+    entries = []
+    for major, minor in KNOWN_ARCHES:
+        entries.append(f"{major}.{minor}")
+        if major >= 9:
+            entries.append(f"{major}.{minor}a")
+        if major >= 10:
+            entries.append(f"{major}.{minor}f")
+    return entries
+
+
+VALID_ENTRIES: tuple[str, ...] = tuple(_valid_entries())
+
+
+def _suggest(token: str) -> str | None:
+    """The nearest valid entry for a bad token, or None."""
+    loose = _LOOSE_RE.match(token)
+    if loose:
+        guess = f"{int(loose['major'])}.{loose['minor']}{loose['suffix'].lower()}"
+        if guess in VALID_ENTRIES:
+            ptx = loose["ptx"] is not None or (loose["kind"] or "").lower() == "compute"
+            return guess + ("+PTX" if ptx else "")
+    lowered = {name.lower(): name for name in NAMED_ARCHES}
+    if token.lower() in lowered:
+        return lowered[token.lower()]
+    stem, plus, _ = token.partition("+")
+    candidates = [*VALID_ENTRIES, *NAMED_ARCHES]
+    close = difflib.get_close_matches(stem, candidates, n=1, cutoff=0.5)
+    if close:
+        return close[0] + ("+PTX" if plus and close[0] not in NAMED_ARCHES else "")
+    return None
+
+
+def _parse_entry(token: str, source: str) -> ArchSpec:
+    match = _ENTRY_RE.match(token)
+    suggestion = _suggest(token)
+    fix = (
+        f"did you mean '{suggestion}'?"
+        if suggestion
+        else f"valid entries look like 8.0, 9.0a, 10.0f, 9.0+PTX or a name ({', '.join(NAMED_ARCHES)})"
+    )
+    if match is None:
+        raise ConfigError(f"{source}: '{token}' is not a CUDA arch; {fix}")
+    arch = Arch(int(match["major"]), int(match["minor"]), match["suffix"])
+    base = f"{arch.major}.{arch.minor}"
+    if (arch.major, arch.minor) not in KNOWN_ARCHES:
+        raise ConfigError(f"{source}: '{token}' is not a known CUDA arch; {fix}")
+    if arch.suffix == "a" and arch.major < 9:
+        raise ConfigError(
+            f"{source}: '{token}': arch-specific 'a' variants exist from 9.0 on; use '{base}'"
+        )
+    if arch.suffix == "f" and arch.major < 10:
+        raise ConfigError(
+            f"{source}: '{token}': family-specific 'f' variants exist from 10.0 on; use '{base}'"
+        )
+    return ArchSpec(arch, ptx=match["ptx"] is not None)
+
+
+def _expand(tokens: Iterable[str]) -> Iterable[str]:
+    """Replace torch's named arches by their entries; ``Name+PTX`` is accepted as ``Name``."""
+    by_lower = {name.lower(): value for name, value in NAMED_ARCHES.items()}
+    for token in tokens:
+        key = token.lower()
+        if key.endswith("+ptx") and key[:-4] in by_lower and key not in by_lower:
+            key = key[:-4]
+        if key in by_lower:
+            yield from by_lower[key].split(";")
+        else:
+            yield token
+
+
+def parse_arch_list(text: str, *, source: str) -> tuple[ArchSpec, ...]:
+    """Parse an arch list; *source* names where it came from in error messages
+    (``--archs``, ``TORCH_CUDA_ARCH_LIST``, ``matrix.yaml:12``)."""
+    tokens = [t for t in _SEPARATORS.split(text.strip()) if t]
+    if not tokens:
+        raise ConfigError(
+            f"{source}: the arch list is empty; name at least one arch, e.g. '8.0 9.0+PTX'"
+        )
+    if any(t.lower() == "native" for t in tokens):
+        raise ConfigError(
+            f"{source}: 'native' needs the GPUs of the build machine; name the archs to build, e.g. '8.0 9.0+PTX'"
+        )
+    merged: dict[Arch, bool] = {}
+    for token in _expand(tokens):
+        spec = _parse_entry(token, source)
+        merged[spec.arch] = merged.get(spec.arch, False) or spec.ptx
+    ordered = sorted(merged, key=Arch.sort_key)
+    return tuple(ArchSpec(a, merged[a]) for a in ordered)

@@ -1,0 +1,328 @@
+"""The command line: parse, call, print. No logic lives here; errors are caught once, in main."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from wheelforge import __version__
+from wheelforge.foundation import log
+from wheelforge.foundation.errors import WheelforgeError
+
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+def _verbosity(_ctx: click.Context, _param: click.Parameter, value: int) -> int:
+    log.set_verbosity(value)
+    return value
+
+
+verbose_option = click.option(
+    "-v", "--verbose", count=True, expose_value=False, callback=_verbosity, is_eager=True,
+    help="Show commands and tool output (-vv: ninja's full command lines too).",
+)  # fmt: skip
+
+
+matrix_option = click.option(
+    "--matrix", "matrix_path", type=click.Path(path_type=Path), default=Path("matrix.yaml"),
+    show_default=True, help="The matrix file.",
+)  # fmt: skip
+out_option = click.option(
+    "--out", type=click.Path(path_type=Path, file_okay=False),
+    help="The folder for wheels [default: dist/ beside the matrix].",
+)  # fmt: skip
+build_dir_option = click.option(
+    "--build-dir", type=click.Path(path_type=Path, file_okay=False),
+    help="The folder for intermediate files [default: build/wheelforge/ beside the matrix].",
+)  # fmt: skip
+cache_dir_option = click.option(
+    "--cache-dir", type=click.Path(path_type=Path, file_okay=False),
+    help="Provisioned toolkits and test environments [default: ~/.cache/wheelforge].",
+)  # fmt: skip
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="wheelforge")
+def cli() -> None:
+    """Build matrices of stable-ABI abi3 wheels for CUDA PyTorch extensions."""
+
+
+@cli.command()
+@matrix_option
+@click.option(
+    "--archs",
+    help='Arch list replacing the matrix\'s arch sets, e.g. "7.5 8.0 9.0+PTX" '
+    "(else TORCH_CUDA_ARCH_LIST, else matrix.yaml).",
+)
+@out_option
+@build_dir_option
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1),
+    help="Parallel compile jobs (else MAX_JOBS, else ninja's default).",
+)
+@click.option(
+    "--python",
+    type=click.Path(path_type=Path, exists=True, dir_okay=False),
+    help="Python whose torch the extension is built against [default: this one].",
+)
+@click.option(
+    "--only",
+    multiple=True,
+    metavar="ID",
+    help="Build only this variant (repeatable); 'wheelforge matrix' lists them.",
+)
+@click.option("--offline", is_flag=True, help="Never download a CUDA toolkit; fail instead.")
+@cache_dir_option
+@verbose_option
+def build(matrix_path: Path, archs: str | None, out: Path | None, build_dir: Path | None,
+          jobs: int | None, python: Path | None, only: tuple[str, ...], offline: bool,
+          cache_dir: Path | None) -> None:  # fmt: skip
+    """Build the matrix's wheels and check their fatbins."""
+    from wheelforge.configuration.settings import Flags, resolve
+    from wheelforge.interface.render import print_build
+    from wheelforge.running.build import run_build
+
+    flags = Flags(matrix=matrix_path, archs=archs, out=out, build_dir=build_dir, jobs=jobs, python=python,
+                  only=only, offline=offline, cache_dir=cache_dir)  # fmt: skip
+    settings = resolve(flags)
+    report = run_build(settings)
+    print_build(report, Console())
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of tables.")
+@verbose_option
+def inspect(paths: tuple[Path, ...], as_json: bool) -> None:
+    """List the SASS and PTX in shared objects, object files, wheels or folders."""
+    from wheelforge.binaries.inspection import inspect_paths, reports_to_json
+    from wheelforge.interface.render import print_inspect
+
+    reports = inspect_paths(list(paths))
+    if as_json:
+        click.echo(json.dumps(reports_to_json(reports), indent=2))
+    else:
+        print_inspect(reports, Console())
+
+
+@cli.command(name="matrix")
+@matrix_option
+@click.option("--archs", help="Arch list replacing the matrix's arch sets, as for build.")
+@click.option("--json", "as_json", is_flag=True, help="Print the variants as JSON.")
+@click.option(
+    "--github", is_flag=True, help='Print a GitHub Actions matrix ({"include": [...]}) for fan-out.'
+)
+@cache_dir_option
+@verbose_option
+def matrix_command(
+    matrix_path: Path, archs: str | None, as_json: bool, github: bool, cache_dir: Path | None
+) -> None:
+    """List the variants the matrix expands to (nothing is downloaded or built)."""
+    from wheelforge.configuration.settings import Flags, resolve
+    from wheelforge.interface.render import github_matrix, variants_table, variants_to_json
+    from wheelforge.planning import variants
+    from wheelforge.toolchain import toolkit
+
+    settings = resolve(Flags(matrix=matrix_path, archs=archs, cache_dir=cache_dir))
+    listed = variants.expand(settings.matrix, toolkit.discover(cache=settings.cache))
+    if github:
+        click.echo(json.dumps(github_matrix(listed)))
+    elif as_json:
+        click.echo(json.dumps(variants_to_json(listed), indent=2))
+    else:
+        Console().print(variants_table(listed, settings.matrix))
+
+
+@cli.group(name="toolkit")
+def toolkit_group() -> None:
+    """CUDA toolkits: the ones found, and provisioning more into the cache."""
+
+
+@toolkit_group.command(name="list")
+@cache_dir_option
+@verbose_option
+def toolkit_list(cache_dir: Path | None) -> None:
+    """Toolkits found on this machine and in the cache, and the ones wheelforge can provision."""
+    from wheelforge.configuration.settings import default_cache
+    from wheelforge.interface.render import toolkits_table
+    from wheelforge.toolchain import toolkit
+
+    found = toolkit.discover(cache=cache_dir or default_cache())
+    Console().print(toolkits_table(found))
+
+
+@toolkit_group.command(name="install")
+@click.argument("release")
+@cache_dir_option
+@verbose_option
+def toolkit_install(release: str, cache_dir: Path | None) -> None:
+    """Provision CUDA RELEASE, for example 11.8 or 13.1, into the cache."""
+    from wheelforge.configuration.settings import default_cache
+    from wheelforge.toolchain import provision, toolkit
+
+    cache = cache_dir or default_cache()
+    found = toolkit.load_provisioned(provision.install_release(release, cache))
+    log.info(found.describe() + (f", host compiler {found.host_cxx}" if found.host_cxx else ""))
+
+
+def _version2(value: str | None, flag: str) -> tuple[int, int] | None:
+    if value is None:
+        return None
+    parts = value.split(".")
+    if len(parts) < 2 or not all(p.isdigit() for p in parts[:2]):
+        raise click.BadParameter(f"'{value}' is not a torch version like 2.10", param_hint=flag)
+    return (int(parts[0]), int(parts[1]))
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--target",
+    help="Lowest torch the binaries must load on, e.g. 2.10 [default: a wheel's Requires-Dist on torch].",
+)
+@click.option(
+    "--python-abi", help="abi3 floor of bare shared objects, e.g. cp310 [default: a wheel's tag]."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of a table.")
+@verbose_option
+def check(
+    paths: tuple[Path, ...], target: str | None, python_abi: str | None, as_json: bool
+) -> None:
+    """Check wheels or shared objects against the stable-ABI rules (exit 1 on a violation)."""
+    from wheelforge.binaries import abicheck
+    from wheelforge.foundation.errors import VerificationError
+    from wheelforge.interface.render import check_table, checks_to_json
+    from wheelforge.toolchain import shims
+
+    torch = _version2(target, "--target")
+    python = None
+    if python_abi is not None:
+        if not (python_abi.startswith("cp3") and python_abi[3:].isdigit()):
+            raise click.BadParameter(f"'{python_abi}' is not like cp310", param_hint="--python-abi")
+        python = (3, int(python_abi[3:]))
+    results = abicheck.check_paths(
+        list(paths), torch=torch, python=python, guards=shims.installed_torch_guards()
+    )
+    if as_json:
+        click.echo(json.dumps(checks_to_json(results), indent=2))
+    else:
+        Console().print(check_table(results))
+    violations = [v for r in results for v in r.violations]
+    if violations:
+        raise VerificationError(
+            violations[0].message
+            + (f" (and {len(violations) - 1} more below)" if len(violations) > 1 else ""),
+            details="\n".join(v.message for v in violations[1:]) or None,
+        )
+
+
+@cli.command(name="test")
+@matrix_option
+@click.option(
+    "--wheel",
+    "wheels",
+    multiple=True,
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="A wheel to test (repeatable) [default: the wheels the last build published].",
+)
+@click.option(
+    "--torch",
+    "torch_versions",
+    multiple=True,
+    help="A torch version to install and test under (repeatable) [default: tests.torch of the matrix].",
+)
+@click.option(
+    "--torch-from",
+    "torch_from",
+    multiple=True,
+    type=click.Path(path_type=Path, exists=True, dir_okay=False),
+    help="Test under the torch already installed for this Python interpreter (repeatable; no download).",
+)
+@out_option
+@build_dir_option
+@cache_dir_option
+@click.option("--json", "as_json", is_flag=True, help="Print the outcomes as one JSON document.")
+@verbose_option
+def test_command(matrix_path: Path, wheels: tuple[Path, ...], torch_versions: tuple[str, ...], torch_from: tuple[Path, ...],
+                 out: Path | None, build_dir: Path | None, cache_dir: Path | None, as_json: bool) -> None:  # fmt: skip
+    """Run the payload's tests against the built wheels, under each torch of the matrix."""
+    from wheelforge.configuration.reader import load_matrix
+    from wheelforge.configuration.settings import default_cache
+    from wheelforge.foundation.errors import VerificationError
+    from wheelforge.interface.render import outcomes_to_json, test_table
+    from wheelforge.running import torch_tests
+    from wheelforge.toolchain import envs
+
+    matrix = load_matrix(matrix_path)
+    if matrix.tests is None:
+        raise click.UsageError(
+            f"{matrix_path} has no 'tests' section; add one (see docs/matrix.md)"
+        )
+    built = torch_tests.built_wheels(
+        matrix,
+        (build_dir or matrix.root / "build" / "wheelforge").resolve(),
+        (out or matrix.root / "dist").resolve(),
+        wheels,
+    )
+    versions = torch_versions or (() if torch_from else matrix.tests.torch)
+    specs = [envs.EnvSpec(torch=v, requires=matrix.tests.requires) for v in versions]
+    specs += [
+        envs.EnvSpec(torch_from=p.absolute(), requires=matrix.tests.requires) for p in torch_from
+    ]
+    outcomes = torch_tests.run_tests(
+        matrix=matrix, wheels=built, specs=specs, cache=cache_dir or default_cache()
+    )
+    if as_json:
+        click.echo(json.dumps(outcomes_to_json(outcomes), indent=2))
+    else:
+        Console().print(test_table(outcomes))
+    bad = [o for o in outcomes if o.status in ("failed", "error")]
+    if bad:
+        first = bad[0]
+        raise VerificationError(
+            f"{len(bad)} of {len(outcomes)} test runs did not pass; first: {first.variant} under {first.env}: {first.status}",
+            details=first.detail,
+        )
+    if not any(o.status == "passed" for o in outcomes):
+        raise VerificationError(
+            "no test run took place: no torch of the matrix could be installed here"
+        )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point: runs the CLI and turns every error into one message and an exit code."""
+    try:
+        cli.main(
+            args=list(argv) if argv is not None else None,
+            prog_name="wheelforge",
+            standalone_mode=False,
+        )
+    except WheelforgeError as exc:
+        log.error(exc.message, exc.details)
+        return exc.exit_code
+    except click.exceptions.Abort:
+        log.error("interrupted")
+        return EXIT_INTERRUPTED
+    except click.UsageError as exc:
+        where = exc.ctx.command_path if exc.ctx is not None else "wheelforge"
+        log.error(f"{exc.format_message()} (see '{where} --help')")
+        return EXIT_USAGE
+    except click.ClickException as exc:
+        log.error(exc.format_message())
+        return exc.exit_code if exc.exit_code else EXIT_USAGE
+    except KeyboardInterrupt:
+        log.error("interrupted")
+        return EXIT_INTERRUPTED
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

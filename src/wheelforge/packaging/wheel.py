@@ -1,0 +1,138 @@
+"""Packing a PEP 427 wheel: the Python packages, the extension module, METADATA, WHEEL and
+RECORD (with hashes), with fixed timestamps and order so the same inputs give the same bytes."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import time
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from email.message import EmailMessage
+from email.policy import compat32
+from pathlib import Path
+
+from wheel.wheelfile import WheelFile
+
+from wheelforge import __version__
+from wheelforge.planning.plan import VariantPlan
+
+_SKIP_DIRS = {"__pycache__"}
+_SKIP_SUFFIXES = {".pyc", ".pyo"}
+# Timestamp of every member unless SOURCE_DATE_EPOCH says otherwise: the zip format's earliest.
+_DEFAULT_EPOCH = 315532800
+
+
+@dataclass(frozen=True, kw_only=True)
+class WheelContents:
+    filename: str
+    files: tuple[tuple[str, Path], ...]  # (path in the wheel, file on disk)
+    metadata: str
+    wheel: str
+    dist_info: str
+
+    def digest(self) -> str:
+        """A hash of everything that goes into the wheel, to skip re-packing unchanged input."""
+        h = hashlib.sha256()
+        for arcname, path in self.files:
+            h.update(arcname.encode())
+            h.update(hashlib.sha256(path.read_bytes()).digest())
+        h.update(self.metadata.encode())
+        h.update(self.wheel.encode())
+        return h.hexdigest()
+
+
+def _package_files(folder: Path, skip_name_prefix: str | None) -> Iterator[tuple[str, Path]]:
+    base = folder.parent
+    for root, dirs, names in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
+        for name in sorted(names):
+            path = Path(root) / name
+            if path.suffix in _SKIP_SUFFIXES or not path.is_file():
+                continue
+            # A stale copy of the extension (from an in-place build) must not shadow the built one.
+            if skip_name_prefix and name.startswith(skip_name_prefix) and name.endswith(".so"):
+                continue
+            yield path.relative_to(base).as_posix(), path
+
+
+def metadata_text(plan: VariantPlan) -> str:
+    pkg = plan.matrix.package
+    msg = EmailMessage(policy=compat32)
+    msg["Metadata-Version"] = "2.1"
+    msg["Name"] = pkg.name
+    msg["Version"] = plan.version
+    if pkg.summary:
+        msg["Summary"] = pkg.summary
+    if pkg.license:
+        msg["License"] = pkg.license
+    msg["Requires-Python"] = plan.matrix.requires_python
+    msg["Requires-Dist"] = plan.torch_requirement
+    for dep in pkg.dependencies:
+        msg["Requires-Dist"] = dep
+    return msg.as_string()
+
+
+def wheel_text(tag: str) -> str:
+    return (
+        "Wheel-Version: 1.0\n"
+        f"Generator: wheelforge {__version__}\n"
+        "Root-Is-Purelib: false\n"
+        f"Tag: {tag}\n"
+    )
+
+
+def contents(plan: VariantPlan, platform: str) -> WheelContents:
+    pkg = plan.matrix.package
+    tag = f"{plan.abi_tag}-{platform}"
+    files: list[tuple[str, Path]] = []
+    for folder in pkg.packages:
+        files.extend(_package_files(folder, plan.matrix.extension.leaf + "."))
+    files.append((plan.wheel_library_path, plan.library))
+    files.sort()
+    namever = f"{pkg.wheel_name}-{plan.version}"
+    return WheelContents(
+        filename=f"{namever}-{tag}.whl",
+        files=tuple(files),
+        metadata=metadata_text(plan),
+        wheel=wheel_text(tag),
+        dist_info=f"{namever}.dist-info",
+    )
+
+
+def source_date_epoch() -> int:
+    """SOURCE_DATE_EPOCH when set, else 1980-01-01: member timestamps never depend on when
+    the build ran."""
+    value = os.environ.get("SOURCE_DATE_EPOCH")
+    return max(int(value), _DEFAULT_EPOCH) if value and value.isdigit() else _DEFAULT_EPOCH
+
+
+def _zipinfo(arcname: str, executable: bool) -> zipfile.ZipInfo:
+    info = zipfile.ZipInfo(arcname, date_time=time.gmtime(source_date_epoch())[:6])
+    mode = 0o755 if executable else 0o644
+    info.external_attr = (mode | stat.S_IFREG) << 16
+    info.compress_type = zipfile.ZIP_DEFLATED
+    return info
+
+
+def pack(wheel: WheelContents, dest_dir: Path) -> Path:
+    """Write the wheel into *dest_dir*; wheel's WheelFile computes RECORD."""
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    target = dest_dir / wheel.filename
+    previous = os.environ.get("SOURCE_DATE_EPOCH")
+    # WheelFile stamps RECORD itself, from SOURCE_DATE_EPOCH; pin it to the same time as the rest.
+    os.environ["SOURCE_DATE_EPOCH"] = str(source_date_epoch())
+    try:
+        with WheelFile(target, "w") as wf:
+            for arcname, path in wheel.files:
+                wf.writestr(_zipinfo(arcname, arcname.endswith(".so")), path.read_bytes())
+            wf.writestr(_zipinfo(f"{wheel.dist_info}/METADATA", False), wheel.metadata)
+            wf.writestr(_zipinfo(f"{wheel.dist_info}/WHEEL", False), wheel.wheel)
+    finally:
+        if previous is None:
+            del os.environ["SOURCE_DATE_EPOCH"]
+        else:
+            os.environ["SOURCE_DATE_EPOCH"] = previous
+    return target

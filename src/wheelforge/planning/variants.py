@@ -1,0 +1,182 @@
+"""Variants: the matrix expanded into what is built, one per (arch set × CUDA toolkit) for the
+stable ABI (torch versions don't multiply variants: one binary serves them all).
+
+Choosing the toolkit of an arch set happens here, before anything is compiled: a toolkit named
+in the matrix (``cuda: ["13.0"]``) must build every arch of the set; ``auto`` takes the newest
+toolkit found that does, else the newest one wheelforge can provision. Every refusal names the
+arch, the toolkits found and a toolkit that would work.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from packaging.version import Version
+
+from wheelforge.configuration.archs import Arch, ArchSet
+from wheelforge.configuration.matrix import Matrix
+from wheelforge.foundation.errors import ConfigError
+from wheelforge.toolchain.provision import RECIPES, Recipe, recipe_for
+from wheelforge.toolchain.toolkit import Toolkit
+
+
+@dataclass(frozen=True, kw_only=True)
+class Choice:
+    """A toolkit for a variant: one found on the machine, or a recipe still to provision."""
+
+    toolkit: Toolkit | None
+    recipe: Recipe | None
+
+    @property
+    def release(self) -> str:
+        if self.toolkit is not None:
+            return self.toolkit.release
+        assert self.recipe is not None
+        return self.recipe.release
+
+    @property
+    def short(self) -> str:
+        return "cu" + self.release.replace(".", "")
+
+    def describe(self) -> str:
+        if self.toolkit is not None:
+            return self.toolkit.describe()
+        assert self.recipe is not None
+        return f"{self.recipe.describe()}, to be provisioned"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Variant:
+    id: str  # stable and readable: "<arch set>-cu<major><minor>", e.g. "default-cu130"
+    arch_set: ArchSet
+    choice: Choice
+    local_label: str | None  # the wheel's local version label when the matrix has several variants
+    torch: str | None = None  # unstable ABI only: the torch version this variant builds against
+
+    @property
+    def toolkit(self) -> Toolkit:
+        if self.choice.toolkit is None:
+            raise ConfigError(f"variant {self.id}: its toolkit is not provisioned yet")
+        return self.choice.toolkit
+
+
+def _recipe_supports(recipe: Recipe, arch: Arch) -> bool:
+    if arch.major * 10 + arch.minor not in recipe.sass:
+        return False
+    release = Version(recipe.release)
+    return (arch.suffix != "a" or release >= Version("12.0")) and (
+        arch.suffix != "f" or release >= Version("12.9")
+    )
+
+
+def _who_builds(arch: Arch, found: Sequence[Toolkit]) -> str:
+    """A toolkit that builds *arch*: one found, else a recipe, else a hint."""
+    for t in found:
+        if t.supports(arch):
+            return f"CUDA {t.version} at {t.root} builds it"
+    for r in RECIPES:
+        if _recipe_supports(r, arch):
+            return f"CUDA {r.release} builds it: run 'wheelforge toolkit install {r.release}' ({r.describe()})"
+    return "no CUDA toolkit wheelforge knows builds it; check the arch"
+
+
+def _found_list(found: Sequence[Toolkit]) -> str:
+    return "; ".join(t.describe() for t in found) or "none"
+
+
+def choose(entry: str, arch_set: ArchSet, found: Sequence[Toolkit]) -> Choice:
+    """The toolkit for *arch_set* under a matrix ``cuda`` entry ("auto" or "X.Y")."""
+    archs = arch_set.archs
+    if entry != "auto":
+        matching = [t for t in found if t.release == entry]
+        if matching:
+            toolkit = matching[0]
+            bad = [a for a in archs if not toolkit.supports(a)]
+            if bad:
+                raise ConfigError(
+                    f"arch set '{arch_set.name}': CUDA {toolkit.version} at {toolkit.root} can't build "
+                    f"{bad[0]} ({bad[0].sass}); it builds {toolkit.describe_range()}; {_who_builds(bad[0], found)}"
+                )
+            return Choice(toolkit=toolkit, recipe=None)
+        recipe = recipe_for(entry)
+        if recipe is None:
+            raise ConfigError(
+                f"cuda: CUDA {entry} was not found (found: {_found_list(found)}), and wheelforge has no recipe "
+                f"to provision it; install it and set CUDA_HOME, or name one of {', '.join(r.release for r in RECIPES)}"
+            )
+        bad = [a for a in archs if not _recipe_supports(recipe, a)]
+        if bad:
+            raise ConfigError(
+                f"arch set '{arch_set.name}': CUDA {entry} can't build {bad[0]} ({bad[0].sass}); {_who_builds(bad[0], found)}"
+            )
+        return Choice(toolkit=None, recipe=recipe)
+    for toolkit in found:  # newest first
+        if all(toolkit.supports(a) for a in archs):
+            return Choice(toolkit=toolkit, recipe=None)
+    for recipe in RECIPES:  # newest first
+        if all(_recipe_supports(recipe, a) for a in archs):
+            return Choice(toolkit=None, recipe=recipe)
+    buildable = [
+        a
+        for a in archs
+        if any(t.supports(a) for t in found) or any(_recipe_supports(r, a) for r in RECIPES)
+    ]
+    unbuildable = [a for a in archs if a not in buildable]
+    if unbuildable:
+        a = unbuildable[0]
+        raise ConfigError(
+            f"arch set '{arch_set.name}': no toolkit builds {a} ({a.sass}) (found: {_found_list(found)}); {_who_builds(a, found)}"
+        )
+    lo = min(archs, key=Arch.sort_key)
+    hi = max(archs, key=Arch.sort_key)
+    raise ConfigError(
+        f"arch set '{arch_set.name}' mixes archs no single toolkit builds ({lo}: {_who_builds(lo, found)}; "
+        f"{hi}: {_who_builds(hi, found)}); split it into two arch sets in matrix.yaml"
+    )
+
+
+def expand(matrix: Matrix, found: Sequence[Toolkit]) -> tuple[Variant, ...]:
+    """All variants of the matrix, in matrix order, without provisioning anything."""
+    # The unstable ABI ties a binary to one torch: one more dimension, torch version.
+    torches: list[str | None] = (
+        [str(v) for v in matrix.torch.versions] if matrix.abi == "unstable" else [None]
+    )
+    combos: dict[str, tuple[ArchSet, Choice, str | None]] = {}
+    for arch_set in matrix.arch_sets:
+        for entry in matrix.cuda:
+            choice = choose(entry, arch_set, found)
+            for torch in torches:
+                suffix = "-torch" + "".join(torch.split(".")[:2]) if torch else ""
+                combos.setdefault(
+                    f"{arch_set.name}-{choice.short}{suffix}", (arch_set, choice, torch)
+                )
+    several = len(combos) > 1
+    return tuple(
+        Variant(
+            id=vid,
+            arch_set=arch_set,
+            choice=choice,
+            local_label=vid.replace("-", ".").replace("_", ".") if several else None,
+            torch=torch,
+        )
+        for vid, (arch_set, choice, torch) in combos.items()
+    )
+
+
+def select(variants: Sequence[Variant], only: Sequence[str]) -> list[Variant]:
+    """The variants named by --only (all of them when none is named)."""
+    if not only:
+        return list(variants)
+    ids = [v.id for v in variants]
+    unknown = [o for o in only if o not in ids]
+    if unknown:
+        raise ConfigError(
+            f"--only {unknown[0]}: no such variant; the matrix has {', '.join(ids)} ('wheelforge matrix' lists them)"
+        )
+    return [v for v in variants if v.id in only]
+
+
+def with_toolkit(variant: Variant, toolkit: Toolkit) -> Variant:
+    return dataclasses.replace(variant, choice=Choice(toolkit=toolkit, recipe=None))

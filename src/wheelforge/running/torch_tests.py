@@ -1,0 +1,189 @@
+"""``wheelforge test``: install each built wheel into an environment per torch version and run
+the payload's test suite there; one outcome per (torch, variant)."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+import zipfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
+
+from wheelforge.configuration.matrix import Matrix, TestsConfig
+from wheelforge.foundation import log, proc
+from wheelforge.foundation.errors import ConfigError, ToolError
+from wheelforge.toolchain import envs
+
+Status = Literal["passed", "failed", "error", "unavailable"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuiltWheel:
+    variant: str
+    path: Path
+
+
+@dataclass(frozen=True, kw_only=True)
+class Outcome:
+    env: str  # what was asked for: "torch 2.13.0", "torch of /opt/python3"
+    torch: str | None  # the torch the environment really has
+    cuda: bool
+    variant: str
+    status: Status
+    passed: int = 0
+    failed: int = 0
+    skipped: int = 0
+    errors: int = 0
+    detail: str | None = None
+    seconds: float = 0.0
+
+
+def built_wheels(
+    matrix: Matrix, build_root: Path, out_dir: Path, explicit: Sequence[Path]
+) -> list[BuiltWheel]:
+    """The wheels to test: --wheel paths, else those the last builds of the matrix's arch sets
+    published (their stamps; any variant's if none of those), else every wheel of the package
+    in the output folder."""
+    if explicit:
+        missing = [p for p in explicit if not p.is_file()]
+        if missing:
+            raise ConfigError(f"--wheel {missing[0]}: no such file")
+        return [BuiltWheel(variant=p.name, path=p) for p in explicit]
+    found: list[BuiltWheel] = []
+    for stamp in sorted(build_root.glob("*/wheel.json")):
+        try:
+            wheel = out_dir / json.loads(stamp.read_text())["wheel"]
+        except (ValueError, KeyError, OSError):
+            continue
+        if wheel.is_file():
+            found.append(BuiltWheel(variant=stamp.parent.name, path=wheel))
+    names = tuple(f"{a.name}-" for a in matrix.arch_sets)
+    found = [w for w in found if w.variant.startswith(names)] or found
+    if not found:
+        prefix = matrix.package.wheel_name + "-"
+        found = [BuiltWheel(variant=p.name, path=p) for p in sorted(out_dir.glob(f"{prefix}*.whl"))]
+    if not found:
+        raise ConfigError(
+            f"no built wheel of {matrix.package.name} in {out_dir}; run 'wheelforge build' first or pass --wheel"
+        )
+    return found
+
+
+def _torch_pin(wheel: Path) -> SpecifierSet | None:
+    """The wheel's requirement on torch (an unstable-ABI wheel pins its torch)."""
+    try:
+        with zipfile.ZipFile(wheel) as zf:
+            name = next((n for n in zf.namelist() if n.endswith(".dist-info/METADATA")), None)
+            text = zf.read(name).decode() if name else ""
+    except (OSError, zipfile.BadZipFile):
+        return None
+    for line in text.splitlines():
+        if line.startswith("Requires-Dist:"):
+            try:
+                req = Requirement(line.split(":", 1)[1].strip())
+            except InvalidRequirement:
+                continue
+            if req.name == "torch":
+                return req.specifier
+    return None
+
+
+def _counts(junit: Path) -> tuple[int, int, int, int] | None:
+    """(passed, failed, skipped, errors) from a JUnit XML report, or None without one."""
+    try:
+        root = ET.parse(junit).getroot()
+    except (OSError, ET.ParseError):
+        return None
+    suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
+    total = failed = skipped = errors = 0
+    for suite in suites:
+        total += int(suite.get("tests", 0))
+        failed += int(suite.get("failures", 0))
+        skipped += int(suite.get("skipped", 0))
+        errors += int(suite.get("errors", 0))
+    return total - failed - skipped - errors, failed, skipped, errors
+
+
+def run_suite(env: envs.TestEnv, tests: TestsConfig, *, variant: str) -> Outcome:
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="wheelforge-test-") as tmp:
+        junit = Path(tmp) / "junit.xml"
+        fill = {"python": str(env.python), "path": str(tests.path), "junitxml": str(junit)}
+        argv = [word.format(**fill) for word in tests.command]
+        # Run from an empty folder with a clean environment, so only the installed wheel is importable.
+        clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+        result = proc.run(argv, hint="set tests.command in matrix.yaml", cwd=Path(tmp), env={**clean, "PYTHONNOUSERSITE": "1"},
+                          check=False, replace_env=True)  # fmt: skip
+        counts = _counts(junit)
+    output = proc.tail(result.stdout + result.stderr, 30)
+    passed, failed, skipped, errors = counts or (0, 0, 0, 0)
+    if counts is None:  # a command without a JUnit report: only its exit code counts
+        status: Status = "passed" if result.returncode == 0 else "failed"
+    elif result.returncode == 0 and failed == errors == 0 and passed > 0:
+        status = "passed"
+    elif failed or errors:
+        status = "failed"
+    else:
+        status = "error"  # no test ran, or the runner broke
+    return Outcome(
+        env=env.spec.label, torch=env.torch, cuda=env.cuda, variant=variant, status=status,
+        passed=passed, failed=failed, skipped=skipped, errors=errors,
+        detail=None if status == "passed" else output, seconds=time.perf_counter() - start,
+    )  # fmt: skip
+
+
+def run_tests(
+    *,
+    matrix: Matrix,
+    wheels: Sequence[BuiltWheel],
+    specs: Sequence[envs.EnvSpec],
+    cache: Path,
+) -> list[Outcome]:
+    tests = matrix.tests
+    if tests is None:
+        raise ConfigError(
+            f"{matrix.path} has no 'tests' section; add one naming the test folder (see docs/matrix.md)"
+        )
+    outcomes: list[Outcome] = []
+    for spec in specs:
+        try:
+            env = envs.ensure_env(spec, cache)
+        except envs.TorchUnavailable as exc:
+            log.warning(exc.message)
+            outcomes += [Outcome(env=spec.label, torch=None, cuda=False, variant=w.variant, status="unavailable",
+                                 detail=exc.message) for w in wheels]  # fmt: skip
+            continue
+        except ToolError as exc:
+            log.error(exc.message, exc.details)
+            outcomes += [Outcome(env=spec.label, torch=None, cuda=False, variant=w.variant, status="error",
+                                 detail=exc.message) for w in wheels]  # fmt: skip
+            continue
+        for w in wheels:
+            pin = _torch_pin(w.path)
+            if pin is not None and not pin.contains(env.torch.split("+")[0], prereleases=True):
+                outcomes.append(Outcome(env=spec.label, torch=env.torch, cuda=env.cuda, variant=w.variant,
+                                        status="unavailable", detail=f"the wheel needs torch{pin}"))  # fmt: skip
+                continue
+            with log.step(
+                f"test {w.variant} under torch {env.torch}{' with CUDA' if env.cuda else ''}"
+            ):
+                try:
+                    envs.install_wheel(env, w.path, matrix.package.name)
+                except ToolError as exc:
+                    outcomes.append(Outcome(env=spec.label, torch=env.torch, cuda=env.cuda, variant=w.variant,
+                                            status="error", detail=f"{exc.message}\n{exc.details or ''}"))  # fmt: skip
+                    continue
+                outcome = run_suite(env, tests, variant=w.variant)
+            log.info(
+                f"  {outcome.status}: {outcome.passed} passed, {outcome.failed} failed, {outcome.skipped} skipped"
+            )
+            outcomes.append(outcome)
+    return outcomes

@@ -1,0 +1,164 @@
+"""Isolated, cached Python environments that hold one torch, for testing built wheels.
+
+Two kinds: one installs ``torch==VERSION`` with pip (from whatever indexes pip is configured
+with), the other borrows the torch of an existing interpreter (``--torch-from``, for machines
+whose torch comes with the image and that can't download one): a venv of that interpreter whose
+``.pth`` file appends the interpreter's site-packages, so torch is importable and pip sees it
+as installed, while everything wheelforge installs stays in the venv.
+
+Environments live in ``<cache>/envs/<key>``; one is built in a temporary folder and renamed into
+place only once it works, so an interrupted build never leaves a half-made environment behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from wheelforge.foundation import log, proc
+from wheelforge.foundation.errors import ToolError
+
+MARKER = "wheelforge-env.json"
+PIP_HINT = "pip ships with Python; python -m ensurepip"
+_PROBE = (
+    "import json, sys, torch; print(json.dumps({'torch': torch.__version__, "
+    "'cuda': torch.cuda.is_available(), 'python': '%d.%d' % sys.version_info[:2]}))"
+)
+_SITE_DIRS = "import json, sysconfig; p = sysconfig.get_paths(); print(json.dumps([p['purelib'], p['platlib']]))"
+
+
+class TorchUnavailable(ToolError):
+    """pip found no distribution of the asked-for torch for this Python and platform."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class EnvSpec:
+    """``torch`` to install, or ``torch_from``: the interpreter whose torch to borrow."""
+
+    torch: str | None = None
+    torch_from: Path | None = None
+    requires: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        return f"torch {self.torch}" if self.torch else f"torch of {self.torch_from}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class TestEnv:
+    spec: EnvSpec
+    path: Path
+    python: Path
+    torch: str  # the torch version it really has, e.g. 2.13.0+cpu
+    cuda: bool  # whether torch sees a GPU there
+    created: bool
+
+
+def _key(spec: EnvSpec, base_python: Path) -> str:
+    blob = json.dumps([spec.torch, str(spec.torch_from), sorted(spec.requires), str(base_python)])
+    digest = hashlib.sha256(blob.encode()).hexdigest()[:10]
+    name = f"torch-{spec.torch}" if spec.torch else "torch-from"
+    return f"{name}-{digest}"
+
+
+def pip(env_python: Path, *args: str | Path, what: str) -> proc.Result:
+    """Run this interpreter's pip against *env_python* (pip's --python), so environments
+    need no pip of their own."""
+    return proc.run([sys.executable, "-m", "pip", "--python", env_python, "--disable-pip-version-check", *args],
+                    hint=PIP_HINT, what=what)  # fmt: skip
+
+
+def _env_python(path: Path) -> Path:
+    return path / "bin" / "python"
+
+
+def _probe(python: Path) -> dict[str, object]:
+    out = proc.run([python, "-c", _PROBE], hint=PIP_HINT, what="the environment's torch").stdout
+    return dict(json.loads(out.strip().splitlines()[-1]))
+
+
+def _create(spec: EnvSpec, tmp: Path) -> None:
+    base = spec.torch_from or Path(sys.executable)
+    proc.run(
+        [base, "-m", "venv", "--without-pip", tmp],
+        hint="install Python's venv module",
+        what="python -m venv",
+    )
+    python = _env_python(tmp)
+    if spec.torch_from is not None:
+        dirs = json.loads(proc.run([spec.torch_from, "-c", _SITE_DIRS], hint=PIP_HINT).stdout)
+        site = Path(json.loads(proc.run([python, "-c", _SITE_DIRS], hint=PIP_HINT).stdout)[0])
+        # Appended after the venv's own site-packages: the venv's packages win.
+        (site / "_wheelforge_torch_from.pth").write_text(
+            "".join(f"{d}\n" for d in dict.fromkeys(dirs))
+        )
+    packages = ([f"torch=={spec.torch}"] if spec.torch else []) + list(spec.requires)
+    if packages:
+        try:
+            pip(
+                python,
+                "install",
+                "--quiet",
+                *packages,
+                what=f"pip install into the {spec.label} environment",
+            )
+        except ToolError as exc:
+            text = exc.details or ""
+            if spec.torch and (
+                "No matching distribution found for torch" in text
+                or "Could not find a version" in text
+            ):
+                raise TorchUnavailable(
+                    f"torch {spec.torch} can't be installed here: pip found no matching distribution"
+                ) from None
+            raise
+
+
+def ensure_env(spec: EnvSpec, cache: Path) -> TestEnv:
+    """The environment for *spec*, built on first use and reused afterwards."""
+    base = spec.torch_from or Path(sys.executable)
+    path = cache / "envs" / _key(spec, base)
+    marker = path / MARKER
+    created = False
+    if not marker.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.parent / f".{path.name}.{os.getpid()}.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        try:
+            with log.step(f"create the {spec.label} environment in {path}"):
+                _create(spec, tmp)
+                info = _probe(_env_python(tmp))
+                (tmp / MARKER).write_text(
+                    json.dumps({"spec": spec.torch or str(spec.torch_from), **info})
+                )
+                shutil.rmtree(path, ignore_errors=True)
+                tmp.replace(path)
+                created = True
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                shutil.rmtree(tmp)
+    info = json.loads(marker.read_text())
+    # Re-probe a borrowed torch: the interpreter it comes from may have changed.
+    if spec.torch_from is not None and not created:
+        info = {**info, **_probe(_env_python(path))}
+    return TestEnv(
+        spec=spec,
+        path=path,
+        python=_env_python(path),
+        torch=str(info["torch"]),
+        cuda=bool(info["cuda"]),
+        created=created,
+    )
+
+
+def install_wheel(env: TestEnv, wheel: Path, dist_name: str) -> None:
+    """Put *wheel* into *env* the ordinary way (dependencies resolved by pip), replacing any
+    earlier build of the same distribution."""
+    pip(env.python, "uninstall", "--yes", "--quiet", dist_name, what="pip uninstall")
+    pip(env.python, "install", "--quiet", wheel, what=f"pip install {wheel.name}")

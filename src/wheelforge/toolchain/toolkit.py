@@ -1,0 +1,217 @@
+"""CUDA toolkits: finding every nvcc on the machine (and in wheelforge's cache), asking each one
+which archs it builds and which host compilers it accepts, and choosing one per arch set."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import shutil
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.version import Version
+
+from wheelforge.configuration.archs import Arch
+from wheelforge.foundation import proc
+from wheelforge.foundation.errors import ConfigError, ToolError
+
+NVCC_HINT = (
+    "install a CUDA toolkit, or run 'wheelforge toolkit install VERSION' (see docs/toolkits.md)"
+)
+TOOLKIT_JSON = "toolkit.json"  # written into provisioned toolkits (provision.py)
+_VERSION_RE = re.compile(r"release (\d+\.\d+), V(\d+\.\d+\.\d+)")
+_CODE_RE = re.compile(r"^sm_(\d+)([af]?)$")
+_DRY_VAR_RE = {
+    name: re.compile(rf"^#\$ {name}=(.+?)/?$", re.MULTILINE) for name in ("_HERE_", "TOP")
+}
+# crt/host_config.h: `#if __GNUC__ > 11` ... `#error -- unsupported GNU version!`
+_GCC_MAX_RE = re.compile(r"#if\s+__GNUC__\s*>\s*(\d+)")
+# Where toolkits usually live, besides $CUDA_HOME, $CUDA_PATH and PATH.
+STANDARD_GLOBS = (
+    "/usr/local/cuda/bin/nvcc",
+    "/usr/local/cuda-*/bin/nvcc",
+    "/opt/cuda*/bin/nvcc",
+    "/opt/nvidia/cuda*/bin/nvcc",
+    "/usr/lib/nvidia-cuda-toolkit/bin/nvcc",
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Toolkit:
+    nvcc: Path  # the real nvcc driver (not a wrapper script)
+    root: Path
+    version: Version  # e.g. 13.0.88
+    sass: frozenset[int]  # compute capabilities as numbers (75, 80, ...) from --list-gpu-code
+    cudart_static: Path | None
+    gcc_max: int | None = None  # the newest GCC major its crt/host_config.h accepts
+    host_cxx: Path | None = None  # a host compiler that came with it (provisioned toolkits)
+    origin: str = ""  # how it was found: "$CUDA_HOME", "PATH", "/usr/local/cuda-*", "provisioned"
+
+    @property
+    def short(self) -> str:
+        """``cu130`` for CUDA 13.0."""
+        return f"cu{self.version.major}{self.version.minor}"
+
+    @property
+    def release(self) -> str:
+        return f"{self.version.major}.{self.version.minor}"
+
+    def supports(self, arch: Arch) -> bool:
+        number = arch.major * 10 + arch.minor
+        if number not in self.sass:
+            return False
+        # Arch-specific (sm_90a) code arrived with CUDA 12.0, family-specific (sm_100f) with 12.9.
+        if arch.suffix == "a":
+            return self.version >= Version("12.0")
+        if arch.suffix == "f":
+            return self.version >= Version("12.9")
+        return True
+
+    def describe_range(self) -> str:
+        numbers = sorted(self.sass)
+        return f"sm_{numbers[0]} to sm_{numbers[-1]}" if numbers else "no archs"
+
+    def describe(self) -> str:
+        return f"CUDA {self.version} ({self.describe_range()}) at {self.root}"
+
+
+def _nvcc_candidates(env: Mapping[str, str], extra: Iterable[Path]) -> list[tuple[Path, str]]:
+    found: list[tuple[Path, str]] = []
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        if env.get(var):
+            found.append((Path(env[var]) / "bin" / "nvcc", f"${var}"))
+    for folder in env.get("PATH", "").split(os.pathsep):
+        if folder:
+            found.append((Path(folder) / "nvcc", "PATH"))
+    for pattern in STANDARD_GLOBS:
+        found += [(Path(p), pattern) for p in sorted(glob.glob(pattern))]  # noqa: PTH207 - absolute patterns
+    found += [(p, "provisioned") for p in extra]
+    return found
+
+
+def _host_gcc_max(root: Path) -> int | None:
+    for rel in ("include/crt/host_config.h", "targets/x86_64-linux/include/crt/host_config.h"):
+        header = root / rel
+        if header.is_file():
+            text = header.read_text(encoding="utf-8", errors="replace")
+            match = _GCC_MAX_RE.search(
+                text[text.find("__GNUC__") - 200 :] if "__GNUC__" in text else ""
+            )
+            if match:
+                return int(match[1])
+    return None
+
+
+def probe_toolkit(nvcc: Path, *, origin: str = "", host_cxx: Path | None = None) -> Toolkit:
+    """Ask *nvcc* for its version, the archs it builds and where it really lives."""
+    version_out = proc.run([nvcc, "--version"], hint=NVCC_HINT).stdout
+    match = _VERSION_RE.search(version_out)
+    if match is None:
+        raise ToolError(f"{nvcc} --version printed no CUDA release; is it a real nvcc?")
+    codes = proc.run([nvcc, "--list-gpu-code"], hint=NVCC_HINT).stdout.split()
+    sass = frozenset(int(m[1]) for c in codes if (m := _CODE_RE.match(c)))
+    # nvcc may be a wrapper script; its dry run names the real install (TOP) and driver (_HERE_).
+    dry = proc.run(
+        [nvcc, "--dryrun", "-x", "cu", "-E", os.devnull], hint=NVCC_HINT, check=False
+    ).stderr
+    here = _DRY_VAR_RE["_HERE_"].search(dry)
+    top = _DRY_VAR_RE["TOP"].search(dry)
+    real = Path(here[1]) / "nvcc" if here else nvcc
+    root = Path(top[1]).resolve() if top else real.parent.parent
+    libdirs = [root / "lib64", root / "lib", root / "targets" / "x86_64-linux" / "lib"]
+    # Debian's packaging keeps the static runtime in the multiarch folder beside the toolkit.
+    libdirs += [root.parent.parent / "lib" / "x86_64-linux-gnu", root.parent / "x86_64-linux-gnu"]
+    static = next(
+        (d / "libcudart_static.a" for d in libdirs if (d / "libcudart_static.a").is_file()), None
+    )
+    include_roots = [root, root.parent.parent]  # Debian: headers in <prefix>/usr/include
+    gcc_max = next((g for r in include_roots if (g := _host_gcc_max(r)) is not None), None)
+    return Toolkit(
+        nvcc=real,
+        root=root,
+        version=Version(match[2]),
+        sass=sass,
+        cudart_static=static,
+        gcc_max=gcc_max,
+        host_cxx=host_cxx,
+        origin=origin,
+    )
+
+
+def _provisioned_tools(folder: Path) -> tuple[Path, Path | None] | None:
+    """(nvcc, host compiler) that provision.py recorded in *folder*, if it holds a whole toolkit."""
+    try:
+        info = json.loads((folder / TOOLKIT_JSON).read_text())
+        nvcc = folder / info["nvcc"]
+        cxx = folder / info["host_cxx"] if info.get("host_cxx") else None
+    except (ValueError, KeyError, OSError):
+        return None
+    return (nvcc, cxx) if nvcc.is_file() else None
+
+
+def provisioned(cache: Path) -> list[tuple[Path, Path | None]]:
+    """(nvcc, host compiler) of every toolkit provisioned into *cache*."""
+    found = (
+        _provisioned_tools(meta.parent)
+        for meta in sorted((cache / "toolkits").glob(f"*/{TOOLKIT_JSON}"))
+    )
+    return [tools for tools in found if tools is not None]
+
+
+def load_provisioned(folder: Path) -> Toolkit:
+    """The toolkit provisioned into *folder*."""
+    tools = _provisioned_tools(folder)
+    if tools is None:
+        raise ToolError(
+            f"{folder} holds no usable toolkit ({TOOLKIT_JSON} or nvcc missing); delete it and provision again"
+        )
+    nvcc, host = tools
+    return probe_toolkit(nvcc, origin="provisioned", host_cxx=host)
+
+
+def discover(env: Mapping[str, str] | None = None, *, cache: Path | None = None) -> list[Toolkit]:
+    """Every distinct toolkit found, newest first."""
+    env = os.environ if env is None else env
+    extra = provisioned(cache) if cache is not None else []
+    host = {str(n): c for n, c in extra}
+    seen: dict[Path, Toolkit] = {}
+    for nvcc, origin in _nvcc_candidates(env, [n for n, _ in extra]):
+        if not (nvcc.is_file() and os.access(nvcc, os.X_OK)):
+            continue
+        try:
+            toolkit = probe_toolkit(nvcc, origin=origin, host_cxx=host.get(str(nvcc)))
+        except ToolError:
+            continue
+        key = toolkit.nvcc.resolve()
+        if key not in seen:
+            seen[key] = toolkit
+    return sorted(seen.values(), key=lambda t: t.version, reverse=True)
+
+
+def _gcc_major(cxx: str) -> int | None:
+    result = proc.run([cxx, "-dumpversion"], hint="install g++", check=False)
+    head = result.stdout.strip().split(".")[0]
+    return int(head) if result.returncode == 0 and head.isdigit() else None
+
+
+def host_compiler(toolkit: Toolkit, cxx: str) -> str:
+    """The host compiler nvcc should run: the toolkit's own, else *cxx* when the toolkit accepts
+    its GCC version (crt/host_config.h), else an older g++-N on the PATH that it accepts."""
+    if toolkit.host_cxx is not None:
+        return str(toolkit.host_cxx)
+    if toolkit.gcc_max is None:
+        return cxx
+    major = _gcc_major(cxx)
+    if major is None or major <= toolkit.gcc_max:
+        return cxx
+    for n in range(toolkit.gcc_max, toolkit.gcc_max - 6, -1):
+        if found := shutil.which(f"g++-{n}"):
+            return found
+    raise ConfigError(
+        f"CUDA {toolkit.version} at {toolkit.root} accepts g++ up to {toolkit.gcc_max} (its crt/host_config.h), "
+        f"but {cxx} is g++ {major}; install g++-{toolkit.gcc_max} and set CXX to it, or run "
+        f"'wheelforge toolkit install {toolkit.release}' where a recipe brings its own compiler"
+    )

@@ -1,0 +1,121 @@
+"""The package's layers (docs/architecture.md): imports point down only, and there is no cycle.
+
+Read from the source with ``ast``, so a lazy import inside a function counts as much as one at
+the top of a module."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "src" / "wheelforge"
+
+# Lowest first: a module may import from its own layer and the layers before it.
+LAYERS = (
+    "foundation",
+    "configuration",
+    "toolchain",
+    "planning",
+    "binaries",
+    "packaging",
+    "running",
+    "interface",
+)
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path, package: str | None = None) -> set[str]:
+    """Absolute names of the wheelforge modules *path* imports (relative imports resolved
+    against *package*, by default the one *path* is in)."""
+    found: set[str] = set()
+    if package is None:
+        package = _module_name(path)
+        if path.name != "__init__.py":
+            package = package.rsplit(".", 1)[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("wheelforge"))
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join([*anchor, *([base] if base else [])])
+            if not base.startswith("wheelforge"):
+                continue
+            found.add(base)
+            # `from wheelforge.toolchain import toolkit` imports the module toolkit.
+            for alias in node.names:
+                candidate = PACKAGE.parent / Path(*base.split("."), alias.name)
+                if candidate.with_suffix(".py").is_file() or candidate.is_dir():
+                    found.add(f"{base}.{alias.name}")
+    return found
+
+
+MODULES = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _layer(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) >= 2 and parts[1] in LAYERS else None
+
+
+def test_every_module_lives_in_a_layer() -> None:
+    loose = [
+        m
+        for m, p in MODULES.items()
+        if _layer(m) is None and p.parent != PACKAGE and m != "wheelforge"
+    ]
+    top = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert loose == []
+    # Only the package marker and `python -m wheelforge` stay at the top.
+    assert top == ["__init__.py", "__main__.py"]
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _layer(m)))
+def test_imports_point_down(module: str) -> None:
+    mine = LAYERS.index(_layer(module))  # type: ignore[arg-type]
+    upward = [
+        imported
+        for imported in _imports(MODULES[module])
+        if _layer(imported) and LAYERS.index(_layer(imported)) > mine  # type: ignore[arg-type]
+    ]
+    assert upward == [], f"{module} imports from a higher layer"
+
+
+def test_no_import_cycle() -> None:
+    graph = {m: {i for i in _imports(p) if i in MODULES and i != m} for m, p in MODULES.items()}
+    # Package __init__ files are namespaces here: importing wheelforge.x is not a dependency cycle.
+    graph = {m: {i for i in deps if MODULES[i].name != "__init__.py"} for m, deps in graph.items()}
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                cycle = [*stack[stack.index(nxt) :], nxt]
+                pytest.fail("import cycle: " + " -> ".join(cycle))
+            if nxt not in state:
+                visit(nxt)
+        stack.pop()
+        state[node] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module)
+
+
+def test_the_checker_sees_a_planted_upward_import(tmp_path: Path) -> None:
+    planted = tmp_path / "planted.py"
+    planted.write_text("from wheelforge.interface import cli\nfrom ..running import build\n")
+    found = _imports(planted, package="wheelforge.toolchain")
+    assert {"wheelforge.interface.cli", "wheelforge.running.build"} <= found
+    assert LAYERS.index(_layer("wheelforge.running.build")) > LAYERS.index("toolchain")  # type: ignore[arg-type]

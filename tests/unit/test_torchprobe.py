@@ -1,0 +1,70 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from packaging.version import Version
+
+from wheelforge.foundation.errors import ConfigError
+from wheelforge.toolchain.shims import cuda_only_shims
+from wheelforge.toolchain.torchprobe import check_target, weak_shims_header
+
+from .fakes import torch_env
+
+SHIM = """
+AOTI_TORCH_EXPORT AOTITorchError aoti_torch_get_data_ptr(AtenTensorHandle t, void** ret);
+#ifdef USE_CUDA
+AOTI_TORCH_EXPORT AOTITorchError
+aoti_torch_get_current_cuda_stream(int32_t device_index, void** ret_stream);
+#if defined(SOMETHING)
+AOTI_TORCH_EXPORT AOTITorchError aoti_torch_nested_cuda(int x);
+#endif
+#else
+AOTI_TORCH_EXPORT AOTITorchError aoti_torch_cpu_fallback(int x);
+#endif // USE_CUDA
+#ifndef USE_CUDA
+AOTI_TORCH_EXPORT AOTITorchError aoti_torch_not_cuda(int x);
+#endif
+#if TORCH_FEATURE_VERSION >= TORCH_VERSION_2_10_0
+#ifdef USE_CUDA
+AOTI_TORCH_EXPORT void torch_c10_cuda_free_error_msg(char* error_msg);
+#endif
+#endif
+"""
+
+
+def test_cuda_only_shims_from_preprocessor_blocks(tmp_path: Path) -> None:
+    header = tmp_path / "torch/csrc/inductor/aoti_torch/c/shim.h"
+    header.parent.mkdir(parents=True)
+    header.write_text(SHIM)
+    assert cuda_only_shims(tmp_path) == (
+        "aoti_torch_get_current_cuda_stream",
+        "aoti_torch_nested_cuda",
+        "torch_c10_cuda_free_error_msg",
+    )
+
+
+def test_cuda_only_shims_of_the_installed_torch() -> None:
+    torch = pytest.importorskip("torch")
+    include = Path(torch.__file__).parent / "include"
+    names = cuda_only_shims(include)
+    assert "aoti_torch_get_current_cuda_stream" in names
+    assert "aoti_torch_get_data_ptr" not in names
+    header = weak_shims_header(names)
+    assert "#pragma weak aoti_torch_get_current_cuda_stream" in header
+
+
+def test_check_target(tmp_path: Path) -> None:
+    check_target(torch_env(tmp_path, "2.13.0"), Version("2.10"))
+    check_target(torch_env(tmp_path, "2.10.1"), Version("2.10.0"))
+    with pytest.raises(
+        ConfigError, match=r"targets torch 2\.14, but the build environment has torch 2\.13\.0"
+    ):
+        check_target(torch_env(tmp_path, "2.13.0"), Version("2.14"))
+
+
+def test_generated_cuda_ops_are_cuda_only(tmp_path: Path) -> None:
+    header = tmp_path / "torch/csrc/inductor/aoti_torch/generated/c_shim_cuda.h"
+    header.parent.mkdir(parents=True)
+    header.write_text("AOTI_TORCH_EXPORT AOTITorchError aoti_torch_cuda_mm_out(int);\n")
+    assert cuda_only_shims(tmp_path) == ("aoti_torch_cuda_mm_out",)
