@@ -86,7 +86,7 @@ def test_ninja_file(project: Project, tmp_path: Path) -> None:
     plan = plan_for(load_matrix(project()), tmp_path)
     text = ninja.render(plan)
     assert "rule nvcc" in text and "--generate-dependencies-with-compile" in text
-    assert "$nvcc_flags $gencode -c $in" in text
+    assert "$nvcc_flags $gencode $source_flags -c $in" in text
     assert "deps = gcc" in text
     for step in plan.compile_steps:
         assert f"build {step.object}: {step.rule} {step.source}" in text

@@ -39,14 +39,14 @@ def render(plan: VariantPlan) -> str:
     w.newline()
     w.rule(
         "cxx",
-        "$cxx -MMD -MF $out.d $cxx_flags -c $in -o $out",
+        "$cxx -MMD -MF $out.d $cxx_flags $source_flags -c $in -o $out",
         depfile="$out.d",
         deps="gcc",
         description="CXX $in",
     )
     w.rule(
         "cc",
-        "$cc -MMD -MF $out.d $cc_flags -c $in -o $out",
+        "$cc -MMD -MF $out.d $cc_flags $source_flags -c $in -o $out",
         depfile="$out.d",
         deps="gcc",
         description="CC $in",
@@ -54,7 +54,7 @@ def render(plan: VariantPlan) -> str:
     w.rule(
         "nvcc",
         # nvcc writes a make-style depfile while it compiles (CUDA >= 10.2).
-        "$nvcc --generate-dependencies-with-compile --dependency-output $out.d $nvcc_flags $gencode -c $in -o $out",
+        "$nvcc --generate-dependencies-with-compile --dependency-output $out.d $nvcc_flags $gencode $source_flags -c $in -o $out",
         depfile="$out.d",
         deps="gcc",
         description="NVCC $in",
@@ -62,12 +62,10 @@ def render(plan: VariantPlan) -> str:
     w.rule("link", "$cxx -shared -o $out $in $ldflags", description="LINK $out")
     w.newline()
     for step in plan.compile_steps:
-        limited = (
-            {"gencode": escape(shlex.join(step.arch_set.gencode_flags()))}
-            if step.arch_set
-            else None
-        )
-        w.build([str(step.object)], step.rule, [str(step.source)], variables=limited)
+        variables = {"source_flags": escape(step.flags)}
+        if step.arch_set:
+            variables["gencode"] = escape(shlex.join(step.arch_set.gencode_flags()))
+        w.build([str(step.object)], step.rule, [str(step.source)], variables=variables)
     w.build([str(plan.library)], "link", [str(s.object) for s in plan.compile_steps])
     w.default([str(plan.library)])
     return buf.getvalue()

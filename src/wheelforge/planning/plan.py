@@ -3,6 +3,7 @@ the ninja writer, the packer and the report read. Nothing here runs a tool."""
 
 from __future__ import annotations
 
+import os
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +14,7 @@ from packaging.version import Version
 from wheelforge.configuration.archs import ArchSet, ArchSpec
 from wheelforge.configuration.matrix import Matrix
 from wheelforge.foundation.errors import ConfigError
+from wheelforge.planning import reproducible
 from wheelforge.planning.variants import Variant
 from wheelforge.toolchain.torchprobe import TorchEnv
 
@@ -26,6 +28,7 @@ class CompileStep:
     object: Path
     rule: Rule
     arch_set: ArchSet | None = None  # for a source with arch limits: what it is compiled for
+    flags: str = ""  # per-source flags: the source's path-free name for seeds (reproducible.py)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -82,11 +85,31 @@ def _sources(matrix: Matrix) -> dict[Path, tuple[ArchSpec, ...] | None]:
 
 
 def _object_name(source: Path, root: Path) -> str:
+    """The source's path in the project (its object's name, and its seed name)."""
     try:
         rel = source.relative_to(root)
     except ValueError:
         rel = Path("_abs", *source.parts[1:])
-    return str(rel) + ".o"
+    return rel.as_posix()
+
+
+def _input_folders(
+    matrix: Matrix, build_dir: Path, torch: TorchEnv, variant: Variant
+) -> dict[Path, str]:
+    """Every folder a compile reads from, and the fixed name it has in the binaries."""
+    folders = {
+        matrix.root.resolve(): reproducible.SOURCE_ROOT,
+        build_dir: reproducible.BUILD_DIR,
+        torch.include_dir: reproducible.TORCH_INCLUDE,
+        torch.python_include: reproducible.PYTHON_INCLUDE,
+        variant.toolkit.root: reproducible.TOOLKIT,
+    }
+    host = variant.toolkit.host_cxx
+    if host is not None:  # a provisioned toolkit: its GCC's own headers lie beside it
+        common = Path(os.path.commonpath([variant.toolkit.root, host]))
+        if common != Path(common.anchor):
+            folders.setdefault(common, reproducible.TOOLKIT_HOST)
+    return folders
 
 
 def module_init_source(module_leaf: str) -> str:
@@ -148,15 +171,18 @@ def make_plan(
             f"-I{d}" for d in (*ext.include_dirs, *torch.include_dirs, torch.python_include)
         ]
         include_weak = []
+    maps = reproducible.prefix_maps(_input_folders(matrix, build_dir, torch, variant))
     cxx_flags = [
         "-std=c++17", "-O3", "-fPIC", "-fvisibility=hidden", "-fvisibility-inlines-hidden",
-        *defines, *includes, *include_weak, *ext.cxx_flags,
+        *maps, *defines, *includes, *include_weak, *ext.cxx_flags,
     ]  # fmt: skip
-    cc_flags = ["-O2", "-fPIC", "-fvisibility=hidden", *defines, f"-I{torch.python_include}"]
+    cc_flags = [
+        "-O2", "-fPIC", "-fvisibility=hidden", *maps, *defines, f"-I{torch.python_include}",
+    ]  # fmt: skip
     nvcc_flags = [
-        "-std=c++17", "-O3", f"-ccbin={nvcc_host}",
+        "-std=c++17", "-O3", f"-ccbin={nvcc_host}", *reproducible.NVCC_FLAGS,
         # nvcc passes these to the host compiler; -fPIC is required for a shared object.
-        "-Xcompiler=-fPIC", "-Xcompiler=-fvisibility=hidden",
+        "-Xcompiler=-fPIC", "-Xcompiler=-fvisibility=hidden", *(f"-Xcompiler={m}" for m in maps),
         # The CUDA-only shim declarations (aoti_torch_get_current_cuda_stream, ...) sit behind USE_CUDA.
         "-DUSE_CUDA", *defines, *includes, *include_weak,
     ]  # fmt: skip
@@ -190,8 +216,21 @@ def make_plan(
         if limited is not None and not limited.specs:
             left_out.append(source)
             continue
-        obj = build_dir / "obj" / _object_name(source, obj_root)
-        steps.append(CompileStep(source=source, object=obj, rule=rule, arch_set=limited))
+        name = _object_name(source, obj_root)
+        flags = (
+            reproducible.nvcc_source_flags(name, variant.toolkit.version)
+            if rule == "nvcc"
+            else reproducible.host_source_flags(name)
+        )
+        steps.append(
+            CompileStep(
+                source=source,
+                object=build_dir / "obj" / (name + ".o"),
+                rule=rule,
+                arch_set=limited,
+                flags=shlex.join(flags),
+            )
+        )
     if stable:
         abi_tag, suffix = f"{matrix.python_abi}-abi3", ".abi3.so"
     else:  # the full Python C API: one CPython only

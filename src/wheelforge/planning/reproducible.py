@@ -1,0 +1,66 @@
+"""The compile flags that make an object file depend on its inputs only: not on the folder the
+sources, the build, torch or the toolkit lie in, nor on the process that compiled it. One place,
+so the compile commands (and a compile cache keyed on them) are path-free by construction.
+
+What varies, and what fixes it (measured with ``binaries/reprodiff.py`` on nvcc 13.0 and 11.8):
+
+- ``__FILE__`` strings (``STD_TORCH_CHECK`` messages, asserts) carry the absolute paths of the
+  sources and of torch's headers: ``-ffile-prefix-map=OLD=NEW`` rewrites them (GCC >= 8 and
+  Clang >= 10; it implies ``-fmacro-prefix-map`` and ``-fdebug-prefix-map``). nvcc's
+  preprocessing runs on the host compiler, so ``-Xcompiler`` carries the maps to device code too.
+- nvcc's temporary files are called ``/tmp/tmpxft_<pid>_<counter>-<n>_<name>.cudafe1.cpp`` and
+  that name becomes a symbol (``_GLOBAL__sub_I_tmpxft_…``) and a ``FILE`` entry of ``.symtab``:
+  ``--objdir-as-tempdir`` puts them beside the object under the object's own name.
+- Anonymous namespaces in ``.cu`` files are mangled ``_GLOBAL__N__<hash>_<len>_<name>_<hash>``;
+  the first hash is of the absolute source path cudafe++ is given (``--orig_src_path_name``,
+  also read by cicc, and the same in the cubins' kernel names and in the host's registration
+  strings), the second is random per process from CUDA 12.9 on. ``-Xcudafe
+  --orig_src_path_name=<path in the project>`` (the later option wins) and ``--frandom-seed``
+  (CUDA >= 12.9; nvcc passes it on to GCC as ``-frandom-seed``) fix both. CUDA 11.8 derives the
+  second from the source and needs no seed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from packaging.version import Version
+
+# Where each input folder appears inside the binaries. Stable, short and readable in an error
+# message ("./kernels/csrc/ops.cpp:12", "torch/include/torch/csrc/stable/...").
+SOURCE_ROOT = "."
+BUILD_DIR = "wheelforge-build"
+TORCH_INCLUDE = "torch/include"
+PYTHON_INCLUDE = "python/include"
+TOOLKIT = "cuda"
+TOOLKIT_HOST = "cuda-host"  # a provisioned toolkit's own host compiler and its headers
+
+_FRANDOM_SEED_SINCE = Version("12.9")
+
+
+def prefix_maps(folders: dict[Path, str]) -> tuple[str, ...]:
+    """``-ffile-prefix-map`` flags for *folders* (path → what it reads as). GCC applies the last
+    matching map (each new one is put in front of its list), so the deepest folder comes last:
+    torch's headers inside a virtual environment inside the project map to torch/include."""
+    ordered = sorted(
+        ((str(path), name) for path, name in folders.items()), key=lambda kv: (len(kv[0]), kv[0])
+    )
+    return tuple(f"-ffile-prefix-map={path}={name}" for path, name in ordered)
+
+
+def host_source_flags(name: str) -> tuple[str, ...]:
+    """Per-source flags for the host compiler; *name* is the source's path in the project. GCC
+    uses its random seed only for LTO and a few internal names; fixing it costs nothing."""
+    return (f"-frandom-seed={name}",)
+
+
+def nvcc_source_flags(name: str, toolkit: Version) -> tuple[str, ...]:
+    """Per-source flags for nvcc (see the module notes)."""
+    flags = [f"-Xcudafe=--orig_src_path_name={name}"]
+    if toolkit >= _FRANDOM_SEED_SINCE:
+        flags.append(f"--frandom-seed={name}")
+    return tuple(flags)
+
+
+# nvcc's temporaries beside the object file, named after it: no pid in any symbol.
+NVCC_FLAGS = ("--objdir-as-tempdir",)
