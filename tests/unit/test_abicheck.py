@@ -35,8 +35,12 @@ def test_clean_binary() -> None:
 def test_shim_newer_than_the_target() -> None:
     data = (DATA / "ext.so").read_bytes()
     check = abicheck.check_elf(data, path="ext.so", target=target((2, 9)))
-    assert rules(check) == [("shim-version", "torch_library_impl")]
-    message = check.violations[0].message
+    assert rules(check) == [("floor", None), ("shim-version", "torch_library_impl")]
+    assert check.newest_shim == (2, 10) and check.declared_torch == (2, 9)
+    assert "declares torch>=2.9, but the shim functions it imports need torch 2.10" in (
+        check.violations[0].message
+    )
+    message = check.violations[1].message
     assert (
         "which torch 2.9 lacks: it arrived in torch 2.10 (per the libraries of torch 2.9)"
         in message
@@ -47,7 +51,10 @@ def test_shim_newer_than_the_target() -> None:
 def test_new_shim_and_python_api() -> None:
     data = (DATA / "newer_shim.so").read_bytes()
     check = abicheck.check_elf(data, path="n.so", target=target((2, 10)))
+    assert check.newest_shim == (2, 13) and check.python_floor == (3, 11)
     assert rules(check) == [
+        ("floor", None),
+        ("floor", None),
         ("shim-version", "torch_exception_get_what_without_backtrace"),
         ("python-api", "PyObject_GetBuffer"),
         ("python-api", "PyUnicode_AsUTF8"),
@@ -60,6 +67,15 @@ def test_new_shim_and_python_api() -> None:
     # The same binary is fine for a 2.13 target when no abi3 floor applies... except PyUnicode_AsUTF8.
     later = abicheck.check_elf(data, path="n.so", target=target((2, 13), python=None))
     assert later.violations == ()
+
+
+def test_inferred_floors() -> None:
+    clean = abicheck.check_elf((DATA / "ext.so").read_bytes(), path="e", target=target((2, 12)))
+    # Declaring a higher floor than needed is allowed; the binary's own floor is still reported.
+    assert clean.violations == () and clean.newest_shim == (2, 10)
+    assert clean.python_floor == (3, 10)  # PyUnicode_AsUTF8AndSize joined the limited API in 3.10
+    assert abicheck.python_floor(["PyObject_GetBuffer", "PyModule_Create2"]) == (3, 11)
+    assert abicheck.python_floor(["PyUnicode_AsUTF8"]) is None  # not in the limited API at all
 
 
 def test_libtorch_cxx_symbols_are_demangled() -> None:
@@ -148,7 +164,7 @@ def test_wheel_floor_comes_from_metadata(tmp_path: Path) -> None:
         tmp_path, "pkg-1.0-cp310-abi3-manylinux_2_17_x86_64.whl", "ext.so", requires="torch>=2.9.1"
     )
     [check] = abicheck.check_wheel(old, torch=None, guards={})
-    assert rules(check) == [("shim-version", "torch_library_impl")]
+    assert rules(check) == [("floor", None), ("shim-version", "torch_library_impl")]
 
 
 def test_wheel_tags_against_binaries(tmp_path: Path) -> None:

@@ -8,12 +8,16 @@ Rules, per ELF file (for a wheel, per ELF member outside auditwheel's ``.libs``)
   wheel supports (see shims.py for how that is known);
 - every Python C API symbol used is in the limited API of the wheel's abi3 tag;
 - the wheel's tags agree with its binaries: glibc symbol versions within the manylinux tag, the
-  machine, and abi3 module file names.
+  machine, and abi3 module file names;
+- the floors it declares are not below the floors it needs: the lowest torch it loads on is the
+  newest release among the ones that introduced its shim functions, and the lowest Python is the
+  newest limited-API version among its Python symbols.
 """
 
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import io
 import re
 import zipfile
@@ -37,7 +41,7 @@ from wheelforge.foundation.errors import BinaryFormatError, ConfigError
 from wheelforge.toolchain import shims
 from wheelforge.toolchain.shims import Version2
 
-Rule = Literal["cxx-symbol", "shim-version", "python-api", "tags"]
+Rule = Literal["floor", "cxx-symbol", "shim-version", "python-api", "tags"]
 _LIBTORCH_CXX_RE = re.compile(r"(?<![\w:])(c10|at|torch|caffe2)::")
 _GLIBC_RE = re.compile(r"^GLIBC_(\d+)\.(\d+)")
 _MANYLINUX_RE = re.compile(r"^manylinux_(\d+)_(\d+)_(\w+)$")
@@ -68,9 +72,12 @@ class Violation:
 class BinaryCheck:
     path: str
     shims: tuple[str, ...]  # shim functions it uses
-    newest_shim: Version2 | None  # the newest torch version among them
+    newest_shim: Version2 | None  # the newest torch version among them: the inferred torch floor
     python_symbols: tuple[str, ...]
     violations: tuple[Violation, ...]
+    python_floor: Version2 | None = None  # the newest limited-API version among python_symbols
+    declared_torch: Version2 | None = None  # the floors it was checked against
+    declared_python: Version2 | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -242,23 +249,63 @@ def _python_violations(
     return out
 
 
+def python_floor(symbols: Sequence[str]) -> Version2 | None:
+    """The lowest Python whose limited API has every one of *symbols* (those it lacks aside)."""
+    added = [
+        (m.added.major, m.added.minor)
+        for name in symbols
+        if (m := abi3info.FUNCTIONS.get(Symbol(name)) or abi3info.DATAS.get(Symbol(name)))
+    ]
+    return max(added, default=None)
+
+
+def _floor_violations(
+    path: str, target: CheckTarget, torch: Version2 | None, python: Version2 | None
+) -> list[Violation]:
+    out = []
+    if torch is not None and torch > target.torch:
+        need, have = f"{torch[0]}.{torch[1]}", f"{target.torch[0]}.{target.torch[1]}"
+        out.append(
+            Violation(
+                binary=path, rule="floor", symbol=None,
+                message=f"{path} declares torch>={have}, but the shim functions it imports need torch {need} "
+                f"(the inferred floor): it fails to load on torch {have}; require torch>={need}, or build "
+                f"for {have} so the headers hide the newer shims",
+            )
+        )  # fmt: skip
+    if python is not None and target.python is not None and python > target.python:
+        out.append(
+            Violation(
+                binary=path, rule="floor", symbol=None,
+                message=f"{path} is tagged cp{target.python[0]}{target.python[1]}-abi3, but its Python symbols "
+                f"need the limited API of Python {python[0]}.{python[1]}; raise python-abi to cp{python[0]}{python[1]}",
+            )
+        )  # fmt: skip
+    return out
+
+
 def check_elf(data: bytes, *, path: str, target: CheckTarget) -> BinaryCheck:
     facts = _read_elf(data, path)
     used_shims = tuple(n for n in facts.undefined if shims.is_shim(n))
     python_symbols = tuple(n for n in facts.undefined if n.startswith(("Py", "_Py")))
+    introduced = [shims.judge(n, target.torch, target.guards).introduced for n in used_shims]
+    torch = max((v for v in introduced if v is not None), default=None)
+    python = python_floor(python_symbols)
     violations = [
+        *_floor_violations(path, target, torch, python),
         *_cxx_violations(path, facts.undefined),
         *_shim_violations(path, used_shims, target),
         *_python_violations(path, python_symbols, target.python),
     ]
-    introduced = [shims.judge(n, target.torch, target.guards).introduced for n in used_shims]
-    known = [v for v in introduced if v is not None]
     return BinaryCheck(
         path=path,
         shims=used_shims,
-        newest_shim=max(known) if known else None,
+        newest_shim=torch,
         python_symbols=python_symbols,
         violations=tuple(violations),
+        python_floor=python,
+        declared_torch=target.torch,
+        declared_python=target.python,
     )
 
 
@@ -364,13 +411,7 @@ def check_wheel(
                         )
                     )
                 if extra:
-                    result = BinaryCheck(
-                        path=result.path,
-                        shims=result.shims,
-                        newest_shim=result.newest_shim,
-                        python_symbols=result.python_symbols,
-                        violations=(*result.violations, *extra),
-                    )
+                    result = dataclasses.replace(result, violations=(*result.violations, *extra))
                 results.append(result)
     except (zipfile.BadZipFile, OSError) as exc:
         raise BinaryFormatError(str(path), None, f"not a readable wheel: {exc}") from None

@@ -20,7 +20,7 @@ from wheelforge.binaries.fatbin import (
     entry_payload,
     read_fatbin_entries,
 )
-from wheelforge.foundation.errors import BinaryFormatError
+from wheelforge.foundation.errors import BinaryFormatError, VerificationError
 
 _ELF_MAGIC = b"\x7fELF"
 
@@ -120,3 +120,21 @@ def diff_wheels(first: Path, second: Path) -> list[MemberDifference]:
     except (zipfile.BadZipFile, OSError) as exc:
         raise BinaryFormatError(str(first), None, f"not a readable wheel: {exc}") from None
     return out
+
+
+def require_identical(first: Path, second: Path, *, what: str) -> None:
+    """Raise, naming every difference, unless the two wheels are the same bytes."""
+    if first.read_bytes() == second.read_bytes():
+        return
+    found = diff_wheels(first, second)
+    if first.name != second.name:
+        found.insert(0, MemberDifference(member="(wheel file name)", kind=f"{first.name} vs {second.name}"))
+    if not found:  # same members, same bytes each: the zip's own layout differs
+        found = [MemberDifference(member="(zip layout)", kind="content")]
+    head, rest = found[0], found[1:]
+    raise VerificationError(
+        f"{what} is not reproducible: a rebuild in another folder differs in {head.describe()}"
+        + (f" (and {len(rest)} more member(s) below)" if rest else "")
+        + "; see docs/reproducibility.md for what makes builds differ",
+        details="\n".join(d.describe() for d in rest) or None,
+    )

@@ -32,6 +32,7 @@ class Flags:
     only: tuple[str, ...] = ()
     offline: bool = False
     cache_dir: Path | None = None
+    verify_reproducible: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -48,6 +49,7 @@ class BuildSettings:
     only: tuple[str, ...]  # variant ids to build (all when empty)
     offline: bool  # never download a toolkit
     cache: Path  # provisioned toolkits, test environments
+    verify_reproducible: bool = False  # build each variant twice, in two folders, and compare
 
 
 def default_cache() -> Path:
@@ -100,4 +102,5 @@ def resolve(flags: Flags, env: Mapping[str, str] | None = None) -> BuildSettings
         only=flags.only,
         offline=flags.offline,
         cache=(flags.cache_dir or default_cache()).resolve(),
+        verify_reproducible=flags.verify_reproducible,
     )

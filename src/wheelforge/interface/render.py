@@ -85,6 +85,10 @@ def print_build(report: BuildReport, console: Console) -> None:
         console.print(variant_table(v))
         if v.abi_checks:
             console.print(abi_summary(v.abi_checks, report.target_version))
+        if v.reproducible:
+            console.print(
+                f"reproducible: a rebuild in another folder is identical (sha256 {v.reproducible})"
+            )
     major, minor = report.target_version
     folder = report.variants[0].wheel.parent if report.variants else "-"
     console.print(
@@ -126,17 +130,27 @@ def print_inspect(reports: Sequence[BinaryReport], console: Console) -> None:
 
 def check_table(checks: Sequence[BinaryCheck]) -> Table:
     table = Table(title="wheelforge check", title_justify="left")
-    for column in ("binary", "shims", "newest shim", "Python API", "status"):
+    for column in ("binary", "shims", "torch floor", "Python API", "Python floor", "status"):
         table.add_column(column, justify="right" if column in ("shims", "Python API") else "left")
     for c in checks:
-        newest = f"torch {c.newest_shim[0]}.{c.newest_shim[1]}" if c.newest_shim else "-"
         status = (
             "[green]ok[/green]"
             if not c.violations
             else f"[red]{len(c.violations)} violation(s)[/red]"
         )
-        table.add_row(c.path, str(len(c.shims)), newest, str(len(c.python_symbols)), status)
+        table.add_row(c.path, str(len(c.shims)), _floors(c.newest_shim, c.declared_torch),
+                      str(len(c.python_symbols)), _floors(c.python_floor, c.declared_python), status)  # fmt: skip
     return table
+
+
+def _version(v: tuple[int, int] | None) -> str | None:
+    return f"{v[0]}.{v[1]}" if v else None
+
+
+def _floors(inferred: tuple[int, int] | None, declared: tuple[int, int] | None) -> str:
+    """'2.10 (declared 2.10)': what the binary needs, next to what it says."""
+    need = _version(inferred) or "-"
+    return f"{need} (declared {_version(declared)})" if declared else need
 
 
 def checks_to_json(checks: Sequence[BinaryCheck]) -> dict[str, object]:
@@ -145,8 +159,16 @@ def checks_to_json(checks: Sequence[BinaryCheck]) -> dict[str, object]:
             {
                 "path": c.path,
                 "shims": list(c.shims),
-                "newest_shim": f"{c.newest_shim[0]}.{c.newest_shim[1]}" if c.newest_shim else None,
+                "newest_shim": _version(c.newest_shim),
+                "torch_floor": {
+                    "inferred": _version(c.newest_shim),
+                    "declared": _version(c.declared_torch),
+                },
                 "python_symbols": list(c.python_symbols),
+                "python_floor": {
+                    "inferred": _version(c.python_floor),
+                    "declared": _version(c.declared_python),
+                },
                 "violations": [
                     {"rule": v.rule, "symbol": v.symbol, "message": v.message} for v in c.violations
                 ],

@@ -11,7 +11,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from wheelforge.binaries import abicheck
+from wheelforge.binaries import abicheck, reprodiff
 from wheelforge.binaries.inspection import BinaryReport, inspect_paths
 from wheelforge.binaries.verify import verify_binaries
 from wheelforge.configuration.settings import BuildSettings
@@ -67,6 +67,30 @@ def _build_torch(variant: Variant, settings: BuildSettings) -> torchprobe.TorchE
     return torchprobe.probe_torch(envs.ensure_env(spec, settings.cache).python)
 
 
+def plan_variant(
+    variant: Variant,
+    torch: torchprobe.TorchEnv,
+    settings: BuildSettings,
+    *,
+    build_root: Path | None = None,
+    out_dir: Path | None = None,
+) -> VariantPlan:
+    """The plan of one variant; another *build_root* and *out_dir* give its twin for
+    ``--verify-reproducible``."""
+    return make_plan(
+        matrix=settings.matrix,
+        variant=variant,
+        torch=torch,
+        weak_header=torchprobe.weak_shims_header(shims.cuda_only_shims(torch.include_dir)),
+        build_root=build_root or settings.build_root,
+        out_dir=out_dir or settings.out_dir,
+        cxx=settings.cxx,
+        cc=settings.cc,
+        nvcc_host=toolkit.host_compiler(variant.toolkit, settings.cxx),
+        nvcc_threads=settings.nvcc_threads,
+    )
+
+
 def plan_all(settings: BuildSettings) -> list[VariantPlan]:
     matrix = settings.matrix
     chosen = resolve_variants(settings)
@@ -77,22 +101,7 @@ def plan_all(settings: BuildSettings) -> list[VariantPlan]:
             torch = probed[variant.torch] = _build_torch(variant, settings)
             if matrix.abi == "stable":
                 torchprobe.check_target(torch, matrix.torch.lowest)
-        torch = probed[variant.torch]
-        weak = torchprobe.weak_shims_header(shims.cuda_only_shims(torch.include_dir))
-        plans.append(
-            make_plan(
-                matrix=matrix,
-                variant=variant,
-                torch=torch,
-                weak_header=weak,
-                build_root=settings.build_root,
-                out_dir=settings.out_dir,
-                cxx=settings.cxx,
-                cc=settings.cc,
-                nvcc_host=toolkit.host_compiler(variant.toolkit, settings.cxx),
-                nvcc_threads=settings.nvcc_threads,
-            )
-        )
+        plans.append(plan_variant(variant, probed[variant.torch], settings))
     return plans
 
 
@@ -216,6 +225,27 @@ def _pack_and_publish(
     )
 
 
+def verify_reproducible(
+    result: VariantResult, plan: VariantPlan, settings: BuildSettings
+) -> VariantResult:
+    """Build the variant again from scratch in a fresh temporary folder, and require the same
+    wheel, byte for byte; a difference names the member, ELF section and fatbin entry."""
+    with (
+        log.step(f"{plan.variant.id}: rebuild in another folder to verify reproducibility"),
+        tempfile.TemporaryDirectory(prefix="wheelforge-verify-") as tmp,
+    ):
+        twin = plan_variant(
+            plan.variant,
+            plan.torch,
+            settings,
+            build_root=Path(tmp) / "build",
+            out_dir=Path(tmp) / "dist",
+        )
+        again = build_variant(twin, jobs=settings.jobs)
+        reprodiff.require_identical(result.wheel, again.wheel, what=f"variant {plan.variant.id}")
+        return dataclasses.replace(result, reproducible=_sha256(again.wheel))
+
+
 def run_build(settings: BuildSettings) -> BuildReport:
     plans = plan_all(settings)
     m = settings.matrix
@@ -230,6 +260,8 @@ def run_build(settings: BuildSettings) -> BuildReport:
         f"building {len(plans)} variant(s) of {m.package.name} {m.package.version} {how}; archs from {settings.arch_source}"
     )
     results = [build_variant(plan, jobs=settings.jobs) for plan in plans]
+    if settings.verify_reproducible:
+        results = [verify_reproducible(r, p, settings) for r, p in zip(results, plans, strict=True)]
     return BuildReport(
         matrix=settings.matrix.path,
         target_version=settings.matrix.torch.target,

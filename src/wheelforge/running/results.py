@@ -23,6 +23,7 @@ class VariantResult:
     binaries: tuple[BinaryReport, ...]
     abi_checks: tuple[BinaryCheck, ...]
     seconds: float
+    reproducible: str | None = None  # sha256 of the identical rebuild (--verify-reproducible)
 
 
 @dataclass(frozen=True, kw_only=True)
