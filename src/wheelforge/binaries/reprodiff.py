@@ -128,7 +128,9 @@ def require_identical(first: Path, second: Path, *, what: str) -> None:
         return
     found = diff_wheels(first, second)
     if first.name != second.name:
-        found.insert(0, MemberDifference(member="(wheel file name)", kind=f"{first.name} vs {second.name}"))
+        found.insert(
+            0, MemberDifference(member="(wheel file name)", kind=f"{first.name} vs {second.name}")
+        )
     if not found:  # same members, same bytes each: the zip's own layout differs
         found = [MemberDifference(member="(zip layout)", kind="content")]
     head, rest = found[0], found[1:]

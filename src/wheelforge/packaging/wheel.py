@@ -32,6 +32,7 @@ class WheelContents:
     metadata: str
     wheel: str
     dist_info: str
+    extra: tuple[tuple[str, str], ...] = ()  # (path under .dist-info, text): SBOM, build info
 
     def digest(self) -> str:
         """A hash of everything that goes into the wheel, to skip re-packing unchanged input."""
@@ -41,6 +42,9 @@ class WheelContents:
             h.update(hashlib.sha256(path.read_bytes()).digest())
         h.update(self.metadata.encode())
         h.update(self.wheel.encode())
+        for name, text in self.extra:
+            h.update(name.encode())
+            h.update(text.encode())
         return h.hexdigest()
 
 
@@ -84,7 +88,9 @@ def wheel_text(tag: str) -> str:
     )
 
 
-def contents(plan: VariantPlan, platform: str) -> WheelContents:
+def contents(
+    plan: VariantPlan, platform: str, extra: tuple[tuple[str, str], ...] = ()
+) -> WheelContents:
     pkg = plan.matrix.package
     tag = f"{plan.abi_tag}-{platform}"
     files: list[tuple[str, Path]] = []
@@ -99,6 +105,7 @@ def contents(plan: VariantPlan, platform: str) -> WheelContents:
         metadata=metadata_text(plan),
         wheel=wheel_text(tag),
         dist_info=f"{namever}.dist-info",
+        extra=tuple(sorted(extra)),
     )
 
 
@@ -130,6 +137,8 @@ def pack(wheel: WheelContents, dest_dir: Path) -> Path:
                 wf.writestr(_zipinfo(arcname, arcname.endswith(".so")), path.read_bytes())
             wf.writestr(_zipinfo(f"{wheel.dist_info}/METADATA", False), wheel.metadata)
             wf.writestr(_zipinfo(f"{wheel.dist_info}/WHEEL", False), wheel.wheel)
+            for name, text in wheel.extra:
+                wf.writestr(_zipinfo(f"{wheel.dist_info}/{name}", False), text)
     finally:
         if previous is None:
             del os.environ["SOURCE_DATE_EPOCH"]

@@ -111,6 +111,20 @@ def run(plan: VariantPlan, *, jobs: int | None) -> list[str]:
     return [m[1] for line in output.splitlines() if (m := _STATUS_RE.match(line))]
 
 
+def inputs(plan: VariantPlan) -> list[Path]:
+    """Every file the last build of *plan* read: its sources and, from the depfiles ninja has
+    recorded (``ninja -t deps``), every header they included, system and toolkit ones too."""
+    exe = Path(ninja_pkg.BIN_DIR) / "ninja"
+    result = proc.run([exe, "-C", plan.build_dir, "-t", "deps"], hint=NINJA_HINT)
+    found = {step.source for step in plan.compile_steps}
+    for line in result.stdout.splitlines():
+        # "obj/x.o: #deps 12, deps mtime … (VALID)" then one indented path per line.
+        if line.startswith((" ", "\t")) and line.strip():
+            path = Path(line.strip())
+            found.add(path if path.is_absolute() else plan.build_dir / path)
+    return sorted(found)
+
+
 def _display(source: Path, plan: VariantPlan) -> str:
     try:
         return str(source.relative_to(plan.matrix.root))

@@ -60,6 +60,8 @@ class VariantPlan:
     abi_tag: str  # e.g. cp310-abi3
     version: str  # the wheel's version: the package's, plus the variant's local label if any
     torch_requirement: str  # stable: torch>=target; unstable: the torch it was built against
+    # every folder the compiles read from, and its path-free name (reproducible.prefix_maps)
+    input_folders: tuple[tuple[Path, str], ...] = ()
 
 
 def _sources(matrix: Matrix) -> dict[Path, tuple[ArchSpec, ...] | None]:
@@ -100,7 +102,7 @@ def _input_folders(
     folders = {
         matrix.root.resolve(): reproducible.SOURCE_ROOT,
         build_dir: reproducible.BUILD_DIR,
-        torch.include_dir: reproducible.TORCH_INCLUDE,
+        torch.include_dir.parent: reproducible.TORCH,  # its headers and libraries
         torch.python_include: reproducible.PYTHON_INCLUDE,
         variant.toolkit.root: reproducible.TOOLKIT,
     }
@@ -171,7 +173,8 @@ def make_plan(
             f"-I{d}" for d in (*ext.include_dirs, *torch.include_dirs, torch.python_include)
         ]
         include_weak = []
-    maps = reproducible.prefix_maps(_input_folders(matrix, build_dir, torch, variant))
+    folders = _input_folders(matrix, build_dir, torch, variant)
+    maps = reproducible.prefix_maps(folders)
     cxx_flags = [
         "-std=c++17", "-O3", "-fPIC", "-fvisibility=hidden", "-fvisibility-inlines-hidden",
         *maps, *defines, *includes, *include_weak, *ext.cxx_flags,
@@ -260,6 +263,7 @@ def make_plan(
         if stable
         else f"torch=={torch.version.major}.{torch.version.minor}.*",
         abi_tag=abi_tag,
+        input_folders=tuple(folders.items()),
         version=str(Version(f"{matrix.package.version}+{variant.local_label}"))
         if variant.local_label
         else matrix.package.version,

@@ -28,9 +28,11 @@ from packaging.version import Version
 
 # Where each input folder appears inside the binaries. Stable, short and readable in an error
 # message ("./kernels/csrc/ops.cpp:12", "torch/include/torch/csrc/stable/...").
+# A file outside every mapped folder (a system header) reads as its path under this name.
+SYSTEM = "system"
 SOURCE_ROOT = "."
 BUILD_DIR = "wheelforge-build"
-TORCH_INCLUDE = "torch/include"
+TORCH = "torch"  # torch's package folder: torch/include/..., torch/lib
 PYTHON_INCLUDE = "python/include"
 TOOLKIT = "cuda"
 TOOLKIT_HOST = "cuda-host"  # a provisioned toolkit's own host compiler and its headers
@@ -46,6 +48,23 @@ def prefix_maps(folders: dict[Path, str]) -> tuple[str, ...]:
         ((str(path), name) for path, name in folders.items()), key=lambda kv: (len(kv[0]), kv[0])
     )
     return tuple(f"-ffile-prefix-map={path}={name}" for path, name in ordered)
+
+
+def path_free(path: Path, folders: tuple[tuple[Path, str], ...]) -> str:
+    """*path* as the binaries name it: under the deepest mapped folder that holds it, else
+    under SYSTEM (a host compiler's or the system's header, at a fixed place on any machine)."""
+    best: tuple[int, str] | None = None
+    for folder, name in folders:
+        if path.is_relative_to(folder) and (best is None or len(folder.parts) > best[0]):
+            best = (len(folder.parts), (Path(name) / path.relative_to(folder)).as_posix())
+    return best[1] if best else (Path(SYSTEM) / path.relative_to(path.anchor)).as_posix()
+
+
+def path_free_text(text: str, folders: tuple[tuple[Path, str], ...]) -> str:
+    """*text* (a command line) with each mapped folder replaced by its name, deepest first."""
+    for folder, name in sorted(folders, key=lambda f: -len(str(f[0]))):
+        text = text.replace(str(folder), name)
+    return text
 
 
 def host_source_flags(name: str) -> tuple[str, ...]:

@@ -17,7 +17,7 @@ from wheelforge.binaries.verify import verify_binaries
 from wheelforge.configuration.settings import BuildSettings
 from wheelforge.foundation import fsutil, log
 from wheelforge.foundation.errors import ConfigError, VerificationError
-from wheelforge.packaging import repair, wheel
+from wheelforge.packaging import provenance, repair, wheel
 from wheelforge.planning import ninja, variants
 from wheelforge.planning.plan import VariantPlan, make_plan
 from wheelforge.planning.variants import Variant
@@ -159,7 +159,9 @@ def build_variant(plan: VariantPlan, *, jobs: int | None) -> VariantResult:
         else "  nothing to compile: up to date"
     )
 
-    contents = wheel.contents(plan, repair.build_platform())
+    prov = provenance.provenance(plan, epoch=wheel.source_date_epoch())
+    extra = ((provenance.SBOM_NAME, prov.sbom), (provenance.BUILD_INFO_NAME, prov.build_info))
+    contents = wheel.contents(plan, repair.build_platform(), extra)
     digest = contents.digest()
     published = _reusable(plan, digest)
     reused = published is not None

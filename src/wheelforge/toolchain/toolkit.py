@@ -23,6 +23,8 @@ NVCC_HINT = (
 )
 TOOLKIT_JSON = "toolkit.json"  # written into provisioned toolkits (provision.py)
 _VERSION_RE = re.compile(r"release (\d+\.\d+), V(\d+\.\d+\.\d+)")
+# "Build cuda_13.0.r13.0/compiler.36424714_0": NVIDIA's build of the compiler, path-free.
+_BUILD_RE = re.compile(r"^Build (\S+)", re.MULTILINE)
 _CODE_RE = re.compile(r"^sm_(\d+)([af]?)$")
 _DRY_VAR_RE = {
     name: re.compile(rf"^#\$ {name}=(.+?)/?$", re.MULTILINE) for name in ("_HERE_", "TOP")
@@ -49,6 +51,7 @@ class Toolkit:
     gcc_max: int | None = None  # the newest GCC major its crt/host_config.h accepts
     host_cxx: Path | None = None  # a host compiler that came with it (provisioned toolkits)
     origin: str = ""  # how it was found: "$CUDA_HOME", "PATH", "/usr/local/cuda-*", "provisioned"
+    build: str = ""  # nvcc's own build identity, e.g. cuda_13.0.r13.0/compiler.36424714_0
 
     @property
     def short(self) -> str:
@@ -138,6 +141,7 @@ def probe_toolkit(nvcc: Path, *, origin: str = "", host_cxx: Path | None = None)
         gcc_max=gcc_max,
         host_cxx=host_cxx,
         origin=origin,
+        build=b[1] if (b := _BUILD_RE.search(version_out)) else "",
     )
 
 

@@ -1,0 +1,151 @@
+"""What went into a wheel, written inside it: a PEP 770 SBOM (CycloneDX JSON, in
+``.dist-info/sboms/``) and wheelforge's own build info (``.dist-info/wheelforge-build.json``).
+
+Both must be as reproducible as the binaries: no clock but SOURCE_DATE_EPOCH, no random
+identifiers (CycloneDX's serial number and bom-refs are derived from the content), and no
+absolute paths (every file is named as the compilers saw it through the prefix maps,
+planning/reproducible.py)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from cyclonedx.model import ExternalReference, ExternalReferenceType, HashAlgorithm, HashType, XsUri
+from cyclonedx.model.bom import Bom
+from cyclonedx.model.component import Component, ComponentType
+from cyclonedx.model.tool import ToolRepository
+from cyclonedx.output.json import JsonV1Dot6
+from packageurl import PackageURL
+
+from wheelforge import __version__
+from wheelforge.binaries.fatbin import read_fatbin_entries
+from wheelforge.foundation import proc
+from wheelforge.planning import ninja, reproducible
+from wheelforge.planning.plan import VariantPlan
+
+SBOM_NAME = "sboms/wheelforge.cdx.json"  # PEP 770: any file name under .dist-info/sboms/
+BUILD_INFO_NAME = "wheelforge-build.json"
+_NAMESPACE = uuid.UUID("6f1c1f0e-8a53-4c43-9f55-77686565c666")  # uuid5 namespace of our serials
+
+
+@dataclass(frozen=True, kw_only=True)
+class Provenance:
+    build_info: str  # JSON text
+    sbom: str  # CycloneDX JSON text
+
+
+def compiler_version(cxx: str) -> str:
+    """The first line of ``<cxx> --version``, e.g. 'c++ (Debian 12.2.0-14+deb12u1) 12.2.0'."""
+    out = proc.run([cxx, "--version"], hint="install g++").stdout
+    first = out.splitlines()[0] if out else ""
+    # The line starts with the name it was called by (a path for a provisioned GCC).
+    return first.split(" ", 1)[1] if first.startswith("/") and " " in first else first
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def build_info(plan: VariantPlan, *, epoch: int) -> dict[str, object]:
+    folders = plan.input_folders
+    toolkit = plan.variant.toolkit
+    entries = read_fatbin_entries(plan.library.read_bytes(), path=str(plan.library))
+    inputs = {reproducible.path_free(p, folders): _sha256(p) for p in ninja.inputs(plan)}
+
+    def free(text: str) -> str:
+        return reproducible.path_free_text(text, folders)
+
+    return {
+        "wheelforge": __version__,
+        "source_date_epoch": epoch,
+        "variant": plan.variant.id,
+        "arch_set": str(plan.variant.arch_set),
+        "archs": {
+            "sass": sorted({e.arch for e in entries if e.kind == "sass"}),
+            "ptx": sorted({e.arch for e in entries if e.kind == "ptx"}),
+        },
+        "toolkit": {"release": str(toolkit.version), "build": toolkit.build},
+        "host_compiler": compiler_version(plan.cxx),
+        "nvcc_host_compiler": compiler_version(plan.nvcc_host),
+        "torch": {"headers_of": plan.torch.label, "requirement": plan.torch_requirement},
+        "abi": plan.matrix.abi,
+        "target_version": list(plan.matrix.torch.target),
+        "python_abi": plan.abi_tag,
+        "flags": {
+            "cxx": free(plan.cxx_flags),
+            "cc": free(plan.cc_flags),
+            "nvcc": free(plan.nvcc_flags),
+            "gencode": plan.gencode,
+            "ldflags": free(plan.ldflags),
+        },
+        "inputs": dict(sorted(inputs.items())),
+    }
+
+
+def _component(name: str, version: str, purl: PackageURL | None, ctype: ComponentType) -> Component:
+    return Component(name=name, version=version, type=ctype, purl=purl, bom_ref=f"{name}@{version}")
+
+
+def sbom(plan: VariantPlan, info: dict[str, object], *, epoch: int) -> str:
+    """The CycloneDX 1.6 document: the wheel, the torch it needs, the CUDA runtime linked into
+    it, and every project source with its hash; the compilers as tools."""
+    pkg = plan.matrix.package
+    main = _component(
+        pkg.name,
+        plan.version,
+        PackageURL(type="pypi", name=pkg.wheel_name, version=plan.version),
+        ComponentType.LIBRARY,
+    )
+    toolkit = plan.variant.toolkit
+    torch = _component(
+        "torch",
+        str(plan.torch.version),
+        PackageURL(type="pypi", name="torch", version=str(plan.torch.version)),
+        ComponentType.LIBRARY,
+    )
+    torch.description = f"headers compiled against; at run time: {plan.torch_requirement}"
+    cudart = _component("cudart_static", str(toolkit.version), None, ComponentType.LIBRARY)
+    cudart.description = "the CUDA runtime, linked statically into the extension module"
+    inputs = info["inputs"]
+    assert isinstance(inputs, dict)
+    files = [
+        Component(
+            name=name,
+            type=ComponentType.FILE,
+            bom_ref=f"file:{name}",
+            hashes=[HashType(alg=HashAlgorithm.SHA_256, content=digest)],
+        )
+        for name, digest in inputs.items()
+        if not name.startswith((reproducible.SYSTEM + "/", reproducible.TOOLKIT + "/"))
+        and not name.startswith(reproducible.TORCH + "/")
+    ]
+    bom = Bom(
+        serial_number=uuid.uuid5(_NAMESPACE, json.dumps(info, sort_keys=True)),
+        components=[torch, cudart, *files],
+    )
+    bom.metadata.component = main
+    bom.metadata.timestamp = datetime.fromtimestamp(epoch, tz=timezone.utc)
+    bom.metadata.tools = ToolRepository(
+        components=[
+            _component("wheelforge", __version__, PackageURL(type="pypi", name="wheelforge", version=__version__), ComponentType.APPLICATION),
+            _component("nvcc", f"{toolkit.version} ({toolkit.build})", None, ComponentType.APPLICATION),
+            _component("c++", str(info["host_compiler"]), None, ComponentType.APPLICATION),
+        ]
+    )  # fmt: skip
+    bom.register_dependency(main, [torch, cudart])
+    bom.metadata.component.external_references.add(
+        ExternalReference(type=ExternalReferenceType.BUILD_META, url=XsUri(f"{BUILD_INFO_NAME}"))
+    )
+    return str(JsonV1Dot6(bom).output_as_string(indent=1)) + "\n"
+
+
+def provenance(plan: VariantPlan, *, epoch: int) -> Provenance:
+    info = build_info(plan, epoch=epoch)
+    return Provenance(
+        build_info=json.dumps(info, indent=1) + "\n", sbom=sbom(plan, info, epoch=epoch)
+    )
