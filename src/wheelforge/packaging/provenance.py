@@ -30,6 +30,15 @@ from wheelforge.planning.plan import VariantPlan
 
 SBOM_NAME = "sboms/wheelforge.cdx.json"  # PEP 770: any file name under .dist-info/sboms/
 BUILD_INFO_NAME = "wheelforge-build.json"
+# Inputs that are not the project's own files: the SBOM names them as components (torch, the
+# toolkit) or not at all (system and Python headers); build info lists them all.
+_NOT_PROJECT = tuple(
+    f"{name}/"
+    for name in (
+        reproducible.SYSTEM, reproducible.TOOLKIT, reproducible.TOOLKIT_HOST,
+        reproducible.TORCH, reproducible.PYTHON_INCLUDE,
+    )
+)  # fmt: skip
 _NAMESPACE = uuid.UUID("6f1c1f0e-8a53-4c43-9f55-77686565c666")  # uuid5 namespace of our serials
 
 
@@ -121,8 +130,7 @@ def sbom(plan: VariantPlan, info: dict[str, object], *, epoch: int) -> str:
             hashes=[HashType(alg=HashAlgorithm.SHA_256, content=digest)],
         )
         for name, digest in inputs.items()
-        if not name.startswith((reproducible.SYSTEM + "/", reproducible.TOOLKIT + "/"))
-        and not name.startswith(reproducible.TORCH + "/")
+        if not name.startswith(_NOT_PROJECT)
     ]
     bom = Bom(
         serial_number=uuid.uuid5(_NAMESPACE, json.dumps(info, sort_keys=True)),

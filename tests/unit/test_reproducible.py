@@ -1,0 +1,108 @@
+"""Path-free compile commands (planning/reproducible.py) and the wheel differ (reprodiff.py)."""
+
+from __future__ import annotations
+
+import shlex
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from wheelforge.binaries import reprodiff
+from wheelforge.configuration.reader import load_matrix
+from wheelforge.foundation.errors import VerificationError
+from wheelforge.planning import ninja, reproducible
+
+from .fakes import plan_for
+
+Project = Callable[..., Path]
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+def test_prefix_maps_put_the_deepest_folder_last() -> None:
+    # GCC applies the last matching map: torch inside a venv inside the project must win.
+    maps = reproducible.prefix_maps(
+        {Path("/p"): ".", Path("/p/.venv/lib/torch"): "torch", Path("/b"): "wheelforge-build"}
+    )
+    assert maps == (
+        "-ffile-prefix-map=/b=wheelforge-build",
+        "-ffile-prefix-map=/p=.",
+        "-ffile-prefix-map=/p/.venv/lib/torch=torch",
+    )
+
+
+def test_path_free_names() -> None:
+    folders = ((Path("/p"), "."), (Path("/p/.venv/torch"), "torch"))
+    assert reproducible.path_free(Path("/p/csrc/a.cu"), folders) == "csrc/a.cu"
+    assert (
+        reproducible.path_free(Path("/p/.venv/torch/include/x.h"), folders) == "torch/include/x.h"
+    )
+    assert (
+        reproducible.path_free(Path("/usr/include/stdio.h"), folders)
+        == "system/usr/include/stdio.h"
+    )
+    assert reproducible.path_free_text("-I/p/.venv/torch/include -I/p/csrc", folders) == (
+        "-Itorch/include -I./csrc"
+    )
+
+
+def test_nvcc_seeds_only_where_nvcc_has_them() -> None:
+    from packaging.version import Version
+
+    new = reproducible.nvcc_source_flags("csrc/a.cu", Version("13.0.88"))
+    old = reproducible.nvcc_source_flags("csrc/a.cu", Version("11.8.89"))
+    assert new == ("-Xcudafe=--orig_src_path_name=csrc/a.cu", "--frandom-seed=csrc/a.cu")
+    assert old == ("-Xcudafe=--orig_src_path_name=csrc/a.cu",)
+
+
+def test_plan_flags_map_every_input_folder(project: Project, tmp_path: Path) -> None:
+    plan = plan_for(load_matrix(project()), tmp_path)
+    cxx, nvcc = shlex.split(plan.cxx_flags), shlex.split(plan.nvcc_flags)
+    root = str(tmp_path.resolve())
+    assert f"-ffile-prefix-map={root}=." in cxx
+    assert f"-Xcompiler=-ffile-prefix-map={root}=." in nvcc
+    assert f"-ffile-prefix-map={plan.build_dir}=wheelforge-build" in cxx
+    assert "--objdir-as-tempdir" in nvcc
+    steps = {s.source.name: shlex.split(s.flags) for s in plan.compile_steps}
+    assert "-Xcudafe=--orig_src_path_name=csrc/kernel.cu" in steps["kernel.cu"]
+    assert steps["ops.cpp"] == ["-frandom-seed=csrc/ops.cpp"]
+    assert "$source_flags" in ninja.render(plan)
+
+
+def wheel(path: Path, members: dict[str, bytes]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    return path
+
+
+def test_diff_names_members_and_elf_sections(tmp_path: Path) -> None:
+    ext = (DATA / "abicheck" / "ext.so").read_bytes()
+    other = (DATA / "abicheck" / "newer_shim.so").read_bytes()
+    a = wheel(tmp_path / "a" / "p.whl", {"p/_C.so": ext, "p/x.py": b"1", "p/only_a": b""})
+    b = wheel(tmp_path / "b" / "p.whl", {"p/_C.so": other, "p/x.py": b"1", "p/only_b": b""})
+    found = {d.member: d for d in reprodiff.diff_wheels(a, b)}
+    assert set(found) == {"p/_C.so", "p/only_a", "p/only_b"}
+    assert ".text" in found["p/_C.so"].sections and ".dynsym" in found["p/_C.so"].sections
+    assert found["p/only_a"].kind == "only in the first"
+    with pytest.raises(
+        VerificationError,
+        match=r"variant v is not reproducible: .* p/_C\.so: content in section\(s\)",
+    ):
+        reprodiff.require_identical(a, b, what="variant v")
+    reprodiff.require_identical(a, a, what="variant v")
+
+
+def test_diff_names_the_fatbin_entry(tmp_path: Path) -> None:
+    data = (DATA / "fatbin" / "rdc_linked_sm80.so").read_bytes()
+    entries = reprodiff.read_fatbin_entries(data, path="x")
+    sass = next(e for e in entries if e.kind == "sass" and e.compression == "none")
+    # Flip one byte inside that cubin: only that entry differs, in .nv_fatbin only.
+    payload = reprodiff.entry_payload(data, sass, path="x")
+    pos = data.index(payload[:256], sass.offset) + 200
+    changed = data[:pos] + bytes([data[pos] ^ 0xFF]) + data[pos + 1 :]
+    sections, fatbin = reprodiff.diff_elf(data, changed, path="x")
+    assert sections == (".nv_fatbin",)
+    assert fatbin == (f"{sass.arch} (container {sass.container})",)
