@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shlex
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -67,7 +68,10 @@ def build_info(plan: VariantPlan, *, epoch: int) -> dict[str, object]:
     inputs = {reproducible.path_free(p, folders): _sha256(p) for p in ninja.inputs(plan)}
 
     def free(text: str) -> str:
-        return reproducible.path_free_text(text, folders)
+        # The prefix maps are listed once, by name: their order follows the folders' path
+        # lengths, which differ between machines while the binaries do not.
+        words = shlex.split(reproducible.path_free_text(text, folders))
+        return shlex.join(w for w in words if "-ffile-prefix-map=" not in w)
 
     return {
         "wheelforge": __version__,
@@ -85,6 +89,7 @@ def build_info(plan: VariantPlan, *, epoch: int) -> dict[str, object]:
         "abi": plan.matrix.abi,
         "target_version": list(plan.matrix.torch.target),
         "python_abi": plan.abi_tag,
+        "prefix_maps": sorted({name for _, name in folders}),
         "flags": {
             "cxx": free(plan.cxx_flags),
             "cc": free(plan.cc_flags),
