@@ -36,6 +36,11 @@ def render(plan: VariantPlan) -> str:
     w.variable("nvcc_flags", escape(plan.nvcc_flags))
     w.variable("gencode", escape(plan.gencode))
     w.variable("ldflags", escape(plan.ldflags))
+    # Before CUDA 12.9, nvcc runs from / with the fixed-pid library (planning/reproducible.py).
+    launch = (
+        f"cd / && LD_PRELOAD={shlex.quote(str(plan.nvcc_preload))} " if plan.nvcc_preload else ""
+    )
+    w.variable("nvcc_launch", escape(launch))
     w.newline()
     w.rule(
         "cxx",
@@ -54,18 +59,28 @@ def render(plan: VariantPlan) -> str:
     w.rule(
         "nvcc",
         # nvcc writes a make-style depfile while it compiles (CUDA >= 10.2).
-        "$nvcc --generate-dependencies-with-compile --dependency-output $out.d $nvcc_flags $gencode $source_flags -c $in -o $out",
+        "$nvcc_launch$nvcc --generate-dependencies-with-compile --dependency-output $out.d $nvcc_flags $gencode $source_flags -c $in -o $out",
         depfile="$out.d",
         deps="gcc",
         description="NVCC $in",
     )
     w.rule("link", "$cxx -shared -o $out $in $ldflags", description="LINK $out")
+    w.rule("preload", "$cc -shared -fPIC -O2 -o $out $in", description="PRELOAD $out")
     w.newline()
+    preload = [str(plan.nvcc_preload)] if plan.nvcc_preload else []
+    if plan.nvcc_preload:
+        w.build(preload, "preload", [str(plan.nvcc_preload.with_suffix(".c"))])
     for step in plan.compile_steps:
         variables = {"source_flags": escape(step.flags)}
         if step.arch_set:
             variables["gencode"] = escape(shlex.join(step.arch_set.gencode_flags()))
-        w.build([str(step.object)], step.rule, [str(step.source)], variables=variables)
+        w.build(
+            [str(step.object)],
+            step.rule,
+            [str(step.source)],
+            implicit=preload if step.rule == "nvcc" else None,
+            variables=variables,
+        )
     w.build([str(plan.library)], "link", [str(s.object) for s in plan.compile_steps])
     w.default([str(plan.library)])
     return buf.getvalue()

@@ -60,6 +60,8 @@ class VariantPlan:
     abi_tag: str  # e.g. cp310-abi3
     version: str  # the wheel's version: the package's, plus the variant's local label if any
     torch_requirement: str  # stable: torch>=target; unstable: the torch it was built against
+    # nvcc before CUDA 12.9: the fixed-pid library it runs with (reproducible.py); None: none
+    nvcc_preload: Path | None = None
     # every folder the compiles read from, and its path-free name (reproducible.prefix_maps)
     input_folders: tuple[tuple[Path, str], ...] = ()
 
@@ -93,6 +95,18 @@ def _object_name(source: Path, root: Path) -> str:
     except ValueError:
         rel = Path("_abs", *source.parts[1:])
     return rel.as_posix()
+
+
+def _fixed_pid(variant: Variant, gen: Path, generated: list[GeneratedFile]) -> Path | None:
+    """The fixed-pid library nvcc runs with before CUDA 12.9 (reproducible.py), its source
+    added to *generated*; None for a toolkit with --frandom-seed."""
+    if not reproducible.needs_fixed_pid(variant.toolkit.version):
+        return None
+    library = gen / reproducible.FIXED_PID_LIBRARY
+    generated.append(
+        GeneratedFile(path=library.with_suffix(".c"), text=reproducible.FIXED_PID_SOURCE)
+    )
+    return library
 
 
 def _input_folders(
@@ -151,6 +165,7 @@ def make_plan(
         )
         generated.append(init)
         sources[init.path] = None
+    preload = _fixed_pid(variant, gen, generated)
 
     stable = matrix.abi == "stable"
     if stable:
@@ -220,18 +235,17 @@ def make_plan(
             left_out.append(source)
             continue
         name = _object_name(source, obj_root)
-        flags = (
-            reproducible.nvcc_source_flags(name, variant.toolkit.version)
-            if rule == "nvcc"
-            else reproducible.host_source_flags(name)
-        )
         steps.append(
             CompileStep(
                 source=source,
                 object=build_dir / "obj" / (name + ".o"),
                 rule=rule,
                 arch_set=limited,
-                flags=shlex.join(flags),
+                flags=shlex.join(
+                    reproducible.nvcc_source_flags(name, variant.toolkit.version)
+                    if rule == "nvcc"
+                    else reproducible.host_source_flags(name)
+                ),
             )
         )
     if stable:
@@ -264,6 +278,7 @@ def make_plan(
         else f"torch=={torch.version.major}.{torch.version.minor}.*",
         abi_tag=abi_tag,
         input_folders=tuple(folders.items()),
+        nvcc_preload=preload,
         version=str(Version(f"{matrix.package.version}+{variant.local_label}"))
         if variant.local_label
         else matrix.package.version,
