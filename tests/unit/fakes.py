@@ -51,10 +51,14 @@ def torch_env(tmp: Path, version: str = "2.13.0") -> TorchEnv:
 
 
 def plan_for(
-    matrix: Matrix, tmp: Path, archs: str = "8.0 9.0+PTX", nvcc_threads: int | None = None
+    matrix: Matrix,
+    tmp: Path,
+    archs: str = "8.0 9.0+PTX",
+    nvcc_threads: int | None = None,
+    tk: Toolkit | None = None,
 ) -> VariantPlan:
     arch_set = ArchSet("default", parse_arch_list(archs, source="test"))
-    tk = toolkit()
+    tk = tk or toolkit()
     return make_plan(
         matrix=matrix,
         variant=Variant(
