@@ -94,3 +94,4 @@ def test_verify_reproducible_names_member_and_section_of_a_planted_date(
     line = next(ln for ln in run.err.splitlines() if "is not reproducible" in ln)
     assert "differs in tiny/_C.abi3.so: content in section(s) " in line
     assert ".rodata" in line.split("section(s) ", 1)[1]
+    assert not list((project / "dist").glob("*.whl"))  # the failed wheel is not published

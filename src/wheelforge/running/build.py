@@ -244,7 +244,15 @@ def verify_reproducible(
             out_dir=Path(tmp) / "dist",
         )
         again = build_variant(twin, jobs=settings.jobs)
-        reprodiff.require_identical(result.wheel, again.wheel, what=f"variant {plan.variant.id}")
+        try:
+            reprodiff.require_identical(
+                result.wheel, again.wheel, what=f"variant {plan.variant.id}"
+            )
+        except VerificationError:
+            # A wheel that failed a check it was asked to pass does not stay in the output.
+            result.wheel.unlink(missing_ok=True)
+            (plan.build_dir / STAMP).unlink(missing_ok=True)
+            raise
         return dataclasses.replace(result, reproducible=_sha256(again.wheel))
 
 
