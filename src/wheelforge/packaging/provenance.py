@@ -24,7 +24,7 @@ from cyclonedx.output.json import JsonV1Dot6
 from packageurl import PackageURL
 
 from wheelforge import __version__
-from wheelforge.binaries.fatbin import read_fatbin_entries
+from wheelforge.binaries.fatbin import FatbinEntry, read_fatbin_entries
 from wheelforge.foundation import proc
 from wheelforge.planning import ninja, reproducible
 from wheelforge.planning.plan import VariantPlan
@@ -61,6 +61,11 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def _archs(entries: list[FatbinEntry], kind: str) -> list[str]:
+    """The archs of one kind in the fatbin, oldest first (sm_75 before sm_100)."""
+    return [arch for _, arch in sorted({(e.sm, e.arch) for e in entries if e.kind == kind})]
+
+
 def build_info(plan: VariantPlan, *, epoch: int) -> dict[str, object]:
     folders = plan.input_folders
     toolkit = plan.variant.toolkit
@@ -78,10 +83,7 @@ def build_info(plan: VariantPlan, *, epoch: int) -> dict[str, object]:
         "source_date_epoch": epoch,
         "variant": plan.variant.id,
         "arch_set": str(plan.variant.arch_set),
-        "archs": {
-            "sass": sorted({e.arch for e in entries if e.kind == "sass"}),
-            "ptx": sorted({e.arch for e in entries if e.kind == "ptx"}),
-        },
+        "archs": {kind: _archs(entries, kind) for kind in ("sass", "ptx")},
         "toolkit": {"release": str(toolkit.version), "build": toolkit.build},
         "host_compiler": compiler_version(plan.cxx),
         "nvcc_host_compiler": compiler_version(plan.nvcc_host),
