@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wheelforge.foundation import log
-from wheelforge.foundation.errors import ToolError
+from wheelforge.foundation.errors import EnvironmentProblem, ToolError
 
 # How many lines of a failing tool's output an error shows.
 OUTPUT_TAIL_LINES = 40
@@ -27,10 +27,10 @@ class Result:
 
 
 def which(program: str | Path, *, hint: str) -> str:
-    """Absolute path of *program*, or a ToolError that says how to get it."""
+    """Absolute path of *program*, or an EnvironmentProblem that says how to get it."""
     found = shutil.which(str(program))
     if found is None:
-        raise ToolError(f"{program} was not found: {hint}")
+        raise EnvironmentProblem(f"{program} was not found: {hint}")
     return found
 
 

@@ -11,7 +11,7 @@ import ninja as ninja_pkg
 from ninja.ninja_syntax import Writer, escape
 
 from wheelforge.foundation import fsutil, log, proc
-from wheelforge.foundation.errors import BuildError, ToolError
+from wheelforge.foundation.errors import BuildError, EnvironmentProblem
 from wheelforge.planning.plan import VariantPlan
 
 NINJA_HINT = "pip install ninja"
@@ -83,7 +83,7 @@ def run(plan: VariantPlan, *, jobs: int | None) -> list[str]:
     """Run ninja for the variant; returns the build steps it ran (``CXX a.cpp`` …)."""
     exe = Path(ninja_pkg.BIN_DIR) / "ninja"
     if not exe.is_file():
-        raise ToolError(f"ninja was not found at {exe}: {NINJA_HINT}")
+        raise EnvironmentProblem(f"ninja was not found at {exe}: {NINJA_HINT}")
     args: list[str | Path] = [exe, "-C", plan.build_dir]
     if jobs is not None:
         args += ["-j", str(jobs)]

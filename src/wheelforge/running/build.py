@@ -16,7 +16,7 @@ from wheelforge.binaries.inspection import BinaryReport, inspect_paths
 from wheelforge.binaries.verify import verify_binaries
 from wheelforge.configuration.settings import BuildSettings
 from wheelforge.foundation import fsutil, log
-from wheelforge.foundation.errors import ConfigError, VerificationError
+from wheelforge.foundation.errors import EnvironmentProblem, VerificationError
 from wheelforge.packaging import repair, wheel
 from wheelforge.planning import ninja, variants
 from wheelforge.planning.plan import VariantPlan, make_plan
@@ -39,7 +39,7 @@ def _ready(variant: Variant, settings: BuildSettings, found: list[toolkit.Toolki
             if unbuilt
             else ""
         )
-        raise ConfigError(
+        raise EnvironmentProblem(
             f"variant {variant.id} needs CUDA {recipe.release}, which is not installed (found: "
             f"{'; '.join(t.describe() for t in found) or 'none'}){why}; run 'wheelforge toolkit install "
             f"{recipe.release}' ({recipe.describe()}) or build without --offline"
