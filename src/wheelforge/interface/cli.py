@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -81,20 +82,42 @@ def cli() -> None:
 )
 @click.option("--offline", is_flag=True, help="Never download a CUDA toolkit; fail instead.")
 @cache_dir_option
+@click.option(
+    "--size-budget", metavar="SIZE",
+    help="Largest wheel allowed, e.g. 100MiB, 450MB [default: size-budget of the matrix, else 100MiB].",
+)  # fmt: skip
+@click.option(
+    "--report", "report_path", metavar="PATH", type=click.Path(path_type=Path, dir_okay=False, allow_dash=True),
+    help="Write a JSON report of the run to PATH ('-': stdout), also when it fails.",
+)  # fmt: skip
+@click.option(
+    "--ci", "ci_mode", type=click.Choice(["github", "none"]),
+    help="CI output: log groups, annotations, step summary [default: github when GITHUB_ACTIONS=true].",
+)  # fmt: skip
+@click.option(
+    "--dry-run", is_flag=True, help="Show the plan and the compile commands; build nothing."
+)
+@click.option(
+    "-q", "--quiet", is_flag=True, help="Print only the wheels' paths, warnings and errors."
+)
 @verbose_option
 def build(matrix_path: Path, archs: str | None, out: Path | None, build_dir: Path | None,
           jobs: int | None, python: Path | None, only: tuple[str, ...], offline: bool,
-          cache_dir: Path | None) -> None:  # fmt: skip
+          cache_dir: Path | None, size_budget: str | None, report_path: Path | None,
+          ci_mode: str | None, dry_run: bool, quiet: bool) -> None:  # fmt: skip
     """Build the matrix's wheels and check their fatbins."""
     from wheelforge.configuration.settings import Flags, resolve
-    from wheelforge.interface.render import print_build
-    from wheelforge.running.build import run_build
+    from wheelforge.interface import outputs
 
+    if ci_mode is not None:
+        log.set_ci("github" if ci_mode == "github" else None)
+    log.set_quiet(quiet)
     flags = Flags(matrix=matrix_path, archs=archs, out=out, build_dir=build_dir, jobs=jobs, python=python,
-                  only=only, offline=offline, cache_dir=cache_dir)  # fmt: skip
-    settings = resolve(flags)
-    report = run_build(settings)
-    print_build(report, Console())
+                  only=only, offline=offline, cache_dir=cache_dir, size_budget=size_budget)  # fmt: skip
+    if dry_run:
+        outputs.dry_run(resolve(flags))
+        return
+    outputs.build(flags, report_path)
 
 
 @cli.command()
@@ -299,6 +322,7 @@ def test_command(matrix_path: Path, wheels: tuple[Path, ...], torch_versions: tu
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: runs the CLI and turns every error into one message and an exit code."""
+    log.set_ci(log.detect_ci(os.environ))
     try:
         cli.main(
             args=list(argv) if argv is not None else None,
@@ -307,6 +331,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     except WheelforgeError as exc:
         log.error(exc.message, exc.details)
+        log.annotate_error(exc)
         return exc.exit_code
     except click.exceptions.Abort:
         log.error("interrupted")
