@@ -105,7 +105,8 @@ def levers(
             Lever(
                 change="nvcc-flags: [-Xfatbin=-compress-all]",
                 saves=None,
-                note=f"{len(raw)} entries ({sum(c.stored for c in raw)} bytes) are stored uncompressed; "
+                note=f"{len(raw)} of {len(parts)} arch entries ({sum(c.stored for c in raw)} bytes) are "
+                "stored uncompressed; "
                 "rebuild to measure",
             )
         )

@@ -91,7 +91,7 @@ def print_build(report: BuildReport, console: Console) -> None:
         console.print(f"  {human_size(v.wheel_size)}{budget}{reused}", soft_wrap=True)
     for f in report.failures:
         console.print(
-            f"[red]failed[/red] {f.variant_id}: {escape(f.error.message)}", soft_wrap=True
+            f"[red]failed[/red] {f.variant_id}: {f.error.kind} error (below)", soft_wrap=True
         )
     major, minor = report.target_version
     console.print(

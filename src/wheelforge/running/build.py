@@ -248,11 +248,15 @@ def _check(
         nvcc_flags=plan.matrix.extension.nvcc_flags,
     )
     if stages.size.over:
-        raise _over_budget(plan, wheel_path, stages.size)
+        raise _over_budget(
+            plan, wheel_path, stages.size, published=wheel_path.parent == plan.out_dir
+        )
     return binaries, abi
 
 
-def _over_budget(plan: VariantPlan, wheel_path: Path, size: SizeCheck) -> SizeBudgetError:
+def _over_budget(
+    plan: VariantPlan, wheel_path: Path, size: SizeCheck, *, published: bool
+) -> SizeBudgetError:
     """Names the largest fatbin entries and what each lever would save."""
     top = size.contributions[:TOP_CONTRIBUTORS]
     lines = ["largest contributors (stored in the binary / uncompressed):"]
@@ -271,7 +275,9 @@ def _over_budget(plan: VariantPlan, wheel_path: Path, size: SizeCheck) -> SizeBu
     biggest = ", ".join(f"{c.arch} {format_size(c.stored)}" for c in top[:3]) or "no fatbin"
     return SizeBudgetError(
         f"variant {plan.variant.id}: {wheel_path.name} is {format_size(size.wheel_size)}, over "
-        f"its size budget of {format_size(size.budget)}; nothing was published; largest: "
+        f"its size budget of {format_size(size.budget)}; "
+        + ("it was published by an earlier build; " if published else "nothing was published; ")
+        + "largest: "
         f"{biggest} (size-budget in matrix.yaml or --size-budget raises the budget)",
         details="\n".join(lines),
     )
