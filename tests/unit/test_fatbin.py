@@ -449,6 +449,7 @@ def test_reports_to_json() -> None:
     reports = inspect_paths([DATA / "sm75_lz4.so", DATA / "no_cuda.so"])
     document = reports_to_json(reports)
     assert document == {
+        "schema_version": 1,
         "files": [
             {
                 "path": str(DATA / "sm75_lz4.so"),

@@ -11,6 +11,7 @@ from wheelforge.foundation.errors import ConfigError
 DEFAULT_SIZE_BUDGET = 100 * 1024**2
 
 _UNITS = {
+    "": 1,
     "b": 1,
     "kb": 1000,
     "mb": 1000**2,

@@ -22,6 +22,12 @@ from wheelforge.running.torch_tests import Outcome
 from wheelforge.toolchain.provision import RECIPES
 from wheelforge.toolchain.toolkit import Toolkit
 
+# Versions of the --json documents of check, test and matrix (inspect's is in inspection.py,
+# build --report's in report.py): bumped when a key changes meaning or goes away.
+CHECK_SCHEMA_VERSION = 1
+TEST_SCHEMA_VERSION = 1
+MATRIX_SCHEMA_VERSION = 1
+
 
 def short_path(binary: BinaryReport) -> str:
     """``x.whl!pkg/_C.abi3.so`` → ``pkg/_C.abi3.so``."""
@@ -160,7 +166,9 @@ def check_table(checks: Sequence[BinaryCheck]) -> Group:
         container = c.path.rpartition(WHEEL_MEMBER_SEPARATOR)[0]
         by_file.setdefault(container or str(Path(c.path).parent), []).append(c)
     for container, members in by_file.items():
-        parts.append(Text(container, no_wrap=True, overflow="ignore"))
+        # The file's name on a line of its own (a wheel's name fits 80 columns), then its folder.
+        parts.append(Text(Path(container).name, style="bold", overflow="fold"))
+        parts.append(Text(f"in {Path(container).parent}", style="dim", overflow="fold"))
         table = Table()
         table.add_column("binary", overflow="fold")
         for column in ("shims", "newest shim", "Python API", "status"):
@@ -188,6 +196,7 @@ def check_table(checks: Sequence[BinaryCheck]) -> Group:
 
 def checks_to_json(checks: Sequence[BinaryCheck]) -> dict[str, object]:
     return {
+        "schema_version": CHECK_SCHEMA_VERSION,
         "binaries": [
             {
                 "path": c.path,
@@ -199,7 +208,7 @@ def checks_to_json(checks: Sequence[BinaryCheck]) -> dict[str, object]:
                 ],
             }
             for c in checks
-        ]
+        ],
     }
 
 
@@ -233,6 +242,7 @@ def test_table(outcomes: Sequence[Outcome]) -> Table:
 
 def outcomes_to_json(outcomes: Sequence[Outcome]) -> dict[str, object]:
     return {
+        "schema_version": TEST_SCHEMA_VERSION,
         "runs": [
             {
                 "env": o.env,
@@ -247,7 +257,7 @@ def outcomes_to_json(outcomes: Sequence[Outcome]) -> dict[str, object]:
                 "seconds": round(o.seconds, 2),
             }
             for o in outcomes
-        ]
+        ],
     }
 
 
@@ -272,6 +282,7 @@ def variants_table(variants: Sequence[Variant], matrix: Matrix) -> Table:
 
 def variants_to_json(variants: Sequence[Variant]) -> dict[str, object]:
     return {
+        "schema_version": MATRIX_SCHEMA_VERSION,
         "variants": [
             {
                 "id": v.id,
@@ -282,7 +293,7 @@ def variants_to_json(variants: Sequence[Variant]) -> dict[str, object]:
                 "local_label": v.local_label,
             }
             for v in variants
-        ]
+        ],
     }
 
 
