@@ -457,7 +457,7 @@ def test_reports_to_json() -> None:
                 "fatbins": [e.to_json() for e in entries_of("sm75_lz4.so")],
             },
             {"path": str(DATA / "no_cuda.so"), "size": 15024, "fatbins": []},
-        ]
+        ],
     }
 
 

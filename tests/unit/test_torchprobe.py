@@ -58,7 +58,8 @@ def test_check_target(tmp_path: Path) -> None:
     check_target(torch_env(tmp_path, "2.13.0"), Version("2.10"))
     check_target(torch_env(tmp_path, "2.10.1"), Version("2.10.0"))
     with pytest.raises(
-        EnvironmentProblem, match=r"targets torch 2\.14, but the build environment has torch 2\.13\.0"
+        EnvironmentProblem,
+        match=r"targets torch 2\.14, but the build environment has torch 2\.13\.0",
     ):
         check_target(torch_env(tmp_path, "2.13.0"), Version("2.14"))
 
