@@ -89,6 +89,7 @@ def test_step_summary_markdown(
     summary = tmp_path / "summary.md"
     summary.write_text("earlier step\n")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    monkeypatch.setenv("GITHUB_WORKSPACE", str(tmp_path))
     assert ci.append_step_summary(ci.step_summary(report)) == summary
     text = summary.read_text()
     assert text.startswith("earlier step\n## ❌ wheelforge: demo-ops 1.2.0")
@@ -98,6 +99,8 @@ def test_step_summary_markdown(
     )
     assert "| `sm80_sm90a_ptx90.so` | SASS | sm_90a |" in text.replace(str(DATA) + "/", "")
     assert "| hopper-cu130 | failed |" in text and "| compile | package | total |" in text
+    assert "- **hopper-cu130**: variant hopper-cu130: compiling csrc/k.cu failed" in text
+    assert '  - `csrc/k.cu:7`: expected a ";"' in text
 
 
 def test_annotations_are_escaped_and_workspace_relative(

@@ -117,7 +117,7 @@ def levers(
             Lever(
                 change="nvcc-flags: [--compress-mode=size]",
                 saves=None,
-                note="CUDA >= 12.8 (zstd instead of lz4); rebuild to measure",
+                note="CUDA >= 12.8: the smallest (slower to load) fatbin compression; rebuild to measure",
             )
         )
     sass = {c.arch: 0 for c in parts if c.kind == "sass"}

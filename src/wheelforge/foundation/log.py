@@ -16,6 +16,7 @@ from typing import Literal
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Column
 
 from wheelforge.foundation.diagnostics import Diagnostic, relative_to
 from wheelforge.foundation.errors import WheelforgeError
@@ -183,12 +184,17 @@ class JobProgress:
         self.done = 0
         self.live: Progress | None = None
         if live_display() and not _quiet and self.total:
+            fixed = Column(no_wrap=True)
             self.live = Progress(
-                TextColumn("  [cyan]compiling"),
-                BarColumn(bar_width=20),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                TextColumn("{task.fields[running]}"),
+                TextColumn("  [cyan]compiling", table_column=fixed),
+                BarColumn(bar_width=20, table_column=fixed),
+                MofNCompleteColumn(table_column=fixed),
+                TimeElapsedColumn(table_column=Column(no_wrap=True, min_width=7)),
+                # The only column that gives way on a narrow terminal.
+                TextColumn(
+                    "{task.fields[running]}",
+                    table_column=Column(no_wrap=True, overflow="ellipsis", ratio=1),
+                ),
                 console=console,
                 transient=True,
             )
@@ -196,14 +202,17 @@ class JobProgress:
             self.live.start()
 
     def _running(self) -> str:
-        names = [Path(job.split(" ", 1)[-1]).name for job in self.left[: self.parallel]]
+        # ninja starts jobs in the order of its dry run, up to -j at once; the link waits for all.
+        compiles = [job for job in self.left if not job.startswith("LINK ")] or self.left
+        names = [Path(job.split(" ", 1)[-1]).name for job in compiles[: self.parallel]]
         return f"running: {', '.join(names)}" if names else ""
 
     def finished(self, job: str, seconds: float | None) -> None:
         if job in self.left:
             self.left.remove(job)
         self.done += 1
-        took = f"{seconds:.1f}s" if seconds is not None else "-"
+        # ninja logs every job that succeeded (.ninja_log); one it did not log has failed.
+        took = f"{seconds:.1f}s" if seconds is not None else "failed"
         if self.live is not None:
             self.live.console.print(f"  [dim]{self.done}/{self.total}[/dim] {escape(job)} {took}")
             self.live.update(self.task, completed=self.done, running=self._running())

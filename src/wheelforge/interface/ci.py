@@ -9,6 +9,7 @@ from pathlib import Path
 
 from wheelforge.configuration.sizes import format_size
 from wheelforge.foundation import log
+from wheelforge.foundation.diagnostics import relative_to
 from wheelforge.interface.report import Report, VariantDoc
 
 
@@ -22,7 +23,9 @@ def _wheels(report: Report) -> list[str]:
         "| --- | --- | --- | ---: | ---: | ---: |",
     ]
     for v in report.variants:
-        wheel = f"`{v.wheel.path}`" if v.wheel else _cell(v.error.message if v.error else "-")
+        wheel = (
+            f"`{v.wheel.path}`" if v.wheel else f"{v.error.kind} error (below)" if v.error else "-"
+        )
         size = (
             format_size(v.wheel.size)
             if v.wheel
@@ -91,6 +94,36 @@ def _timings(report: Report) -> list[str]:
     return lines
 
 
+def _errors(report: Report) -> list[str]:
+    """Each failure: the places it points at, and the tool's output folded away."""
+    failed = [(v.id, v.error) for v in report.variants if v.error is not None]
+    if not failed and report.error is not None:
+        failed = [("run", report.error)]
+    lines: list[str] = []
+    for where, error in failed:
+        assert error is not None
+        lines += [f"- **{where}**: {_cell(error.message)}"]
+        lines += [
+            f"  - `{relative_to(d.file, log.workspace())}"
+            + (f":{d.line}`" if d.line else "`")
+            + f": {_cell(d.message)}"
+            for d in error.diagnostics
+            if d.severity == "error"
+        ]
+        if error.details:
+            lines += [
+                "",
+                "<details><summary>output</summary>",
+                "",
+                "```",
+                error.details,
+                "```",
+                "</details>",
+                "",
+            ]
+    return lines
+
+
 def step_summary(report: Report) -> str:
     """The markdown of a build: wheels, sizes, the arch table, the ABI verdict, timings."""
     m = report.matrix
@@ -111,6 +144,9 @@ def step_summary(report: Report) -> str:
         if abi:
             out += ["### Stable ABI", "", *abi, ""]
         out += ["### Timings", "", *_timings(report), ""]
+    errors = _errors(report)
+    if errors:
+        out += ["### Errors", "", *errors, ""]
     out.append(f"{report.seconds:.1f} s in all; wheelforge {report.wheelforge}")
     return "\n".join(out) + "\n"
 
