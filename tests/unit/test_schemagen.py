@@ -44,6 +44,9 @@ class Outer:
     spelled: tuple[str, ...] = field(
         default=(), metadata={"schema": {"type": "string"}, "default": "a b"}
     )
+    shaped: tuple[Inner, ...] = field(
+        default=(), metadata={"schema": str | tuple[str | Inner, ...]}
+    )
 
 
 @pytest.fixture(scope="module")
@@ -101,6 +104,10 @@ def test_keys_required_internal_and_overrides(schema: dict) -> None:
     assert "derived" not in schema["properties"]
     assert "where" not in schema["properties"]
     assert schema["properties"]["spelled"] == {"type": "string", "default": "a b"}
+    assert schema["properties"]["shaped"]["anyOf"] == [
+        {"type": "string"},
+        {"type": "array", "items": {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/Inner"}]}},
+    ]
 
 
 def test_documents_validate_against_it(schema: dict) -> None:
@@ -130,6 +137,13 @@ def test_type_overrides_and_unknown_types() -> None:
     assert out["properties"]["thing"] == {"type": "string", "pattern": "^o"}
     with pytest.raises(schemagen.SchemaError, match="not a dataclass"):
         schemagen.json_schema(Opaque)
+
+
+def test_type_schema_of_a_type_form() -> None:
+    assert schemagen.type_schema(str | float) == {"type": ["string", "number"]}
+    assert schemagen.type_schema(tuple[int, ...]) == {"type": "array", "items": {"type": "integer"}}
+    with pytest.raises(schemagen.SchemaError, match="holds dataclasses"):
+        schemagen.type_schema(Inner)
 
 
 def test_field_helpers_read_the_metadata() -> None:

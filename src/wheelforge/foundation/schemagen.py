@@ -6,9 +6,9 @@ Generic: it knows typing, not wheelforge. Each dataclass field may carry, in
 - ``doc``: one line, becomes the property's ``description``;
 - ``key``: the name in the document when it differs from the attribute
   (``requires-python`` for ``requires_python``);
-- ``schema``: a schema for the field that replaces the one derived from its type (for fields
-  whose document form is not their Python type: a ``Path`` written as a string, an arch set
-  written ``"8.0 9.0+PTX"``);
+- ``schema``: the field's form in the document when it is not its Python type (an arch set
+  written ``"8.0 9.0+PTX"``): a type form (``str | tuple[str, ...]``), or a schema ``dict``
+  taken as it is;
 - ``default``: the default to document when the dataclass has none (or a different one, e.g.
   the document's spelling of it);
 - ``required``: override whether the key is required (by default: no dataclass default);
@@ -83,8 +83,11 @@ class _Generator:
         required: list[str] = []
         for field in document_fields(cls):
             key = field_key(field)
-            if "schema" in field.metadata:
-                prop = dict(field.metadata["schema"])
+            shape = field.metadata.get("schema")
+            if isinstance(shape, Mapping):
+                prop = dict(shape)
+            elif shape is not None:
+                prop = self.of_type(shape)
             else:
                 prop = self.of_type(hints[field.name])
             if doc := field_doc(field):
@@ -158,8 +161,6 @@ class _Generator:
             return {"type": "array"}
         if len(args) == 2 and args[1] is Ellipsis:
             return {"type": "array", "items": self.of_type(args[0])}
-        if args == ((),):  # tuple[()]: the empty tuple
-            return {"type": "array", "maxItems": 0}
         return {
             "type": "array",
             "prefixItems": [self.of_type(a) for a in args],
@@ -181,6 +182,17 @@ def _jsonable(value: Any) -> Any:
     if value is None or isinstance(value, str | int | float | bool):
         return value
     raise SchemaError(f"default {value!r} is not JSON; give metadata 'default' its JSON form")
+
+
+def type_schema(
+    tp: Any, overrides: Mapping[type, Mapping[str, Any]] | None = None
+) -> dict[str, Any]:
+    """The schema of one type form (no dataclasses: they need the ``$defs`` of a document)."""
+    gen = _Generator(overrides or {})
+    out = gen.of_type(tp)
+    if gen.defs:
+        raise SchemaError(f"{tp!r} holds dataclasses; use json_schema()")
+    return out
 
 
 def json_schema(
