@@ -151,10 +151,20 @@ class _Generator:
 
     def union(self, args: tuple[Any, ...]) -> dict[str, Any]:
         members = [self.of_type(a) for a in args]
-        # {"type": ["string", "null"]} reads better than anyOf when every member is a bare type.
-        if all(set(m) == {"type"} and isinstance(m["type"], str) for m in members):
-            return {"type": [m["type"] for m in members]}
-        return {"anyOf": members}
+        # {"type": ["string", "null"]} reads better than anyOf: bare types merge into one member.
+        bare: list[str] = []
+        out: list[dict[str, Any]] = []
+        merged: dict[str, Any] = {}  # where the first bare type stood
+        for m in members:
+            if set(m) == {"type"} and isinstance(m["type"], str):
+                if not bare:
+                    out.append(merged)
+                bare.append(m["type"])
+            else:
+                out.append(m)
+        if bare:
+            merged["type"] = bare[0] if len(bare) == 1 else bare
+        return out[0] if len(out) == 1 else {"anyOf": out}
 
     def tuple(self, args: tuple[Any, ...]) -> dict[str, Any]:
         if not args:
