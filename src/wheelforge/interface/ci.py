@@ -41,6 +41,10 @@ def _wheels(report: Report) -> list[str]:
     return lines
 
 
+def _sm(arch: str) -> int:
+    return int("".join(ch for ch in arch if ch.isdigit()) or 0)
+
+
 def _archs(v: VariantDoc) -> list[str]:
     """Per binary, kind and arch: stored and uncompressed size."""
     if v.size is None or not v.size.contributions:
@@ -52,7 +56,9 @@ def _archs(v: VariantDoc) -> list[str]:
         "| binary | kind | arch | stored | uncompressed | compression |",
         "| --- | --- | --- | ---: | ---: | --- |",
     ]
-    for c in sorted(v.size.contributions, key=lambda c: (c.binary, c.kind, c.arch)):
+    for c in sorted(
+        v.size.contributions, key=lambda c: (c.binary, c.kind != "sass", _sm(c.arch), c.arch)
+    ):
         member = c.binary.rsplit("!", 1)[-1]
         lines.append(
             f"| `{member}` | {c.kind.upper() if c.kind == 'ptx' else 'SASS'} | {c.arch} | "
