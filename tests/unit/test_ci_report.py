@@ -156,3 +156,16 @@ def test_groups_only_in_github_mode(capsys: pytest.CaptureFixture[str]) -> None:
     with log.group("v: compile"):
         log.info("inside")
     assert capsys.readouterr().err.splitlines() == ["::group::v: compile", "inside", "::endgroup::"]
+
+
+def test_a_configuration_error_still_writes_the_report(
+    capsys: pytest.CaptureFixture[str], project: Project, tmp_path: Path
+) -> None:
+    path = project("package: 3\nextension: {}\ntorch: '>=2.10'\narch-sets: '9.0'\n")
+    assert main(["build", "--matrix", str(path), "--report", str(tmp_path / "r.json")]) == 2
+    doc = json.loads((tmp_path / "r.json").read_text())
+    jsonschema.validate(doc, packaged_schema(), cls=jsonschema.Draft202012Validator)
+    assert doc["status"] == "failed" and doc["exit_code"] == 2 and doc["matrix"] is None
+    assert doc["error"]["kind"] == "configuration"
+    assert doc["error"]["diagnostics"][0] == {"file": str(path), "line": 1, "column": None, "severity": "error",
+                                              "message": "package must be a mapping, got '3'"}  # fmt: skip

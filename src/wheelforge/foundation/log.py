@@ -85,9 +85,11 @@ def detail(message: str) -> None:
 
 
 def warning(message: str) -> None:
-    console.print(f"[yellow]warning:[/yellow] {escape(message)}")
     if _ci == "github":
+        # The runner shows the annotation as a "Warning:" line in the log and on the run's page.
         annotate(Diagnostic(file="", severity="warning", message=message))
+    else:
+        console.print(f"[yellow]warning:[/yellow] {escape(message)}")
 
 
 def error(message: str, details: str | None = None) -> None:
