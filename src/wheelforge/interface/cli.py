@@ -219,7 +219,7 @@ def _version2(value: str | None, flag: str) -> tuple[int, int] | None:
 def check(
     paths: tuple[Path, ...], target: str | None, python_abi: str | None, as_json: bool
 ) -> None:
-    """Check wheels or shared objects against the stable-ABI rules (exit 1 on a violation)."""
+    """Check wheels or shared objects against the stable-ABI rules (exit 4 on a violation)."""
     from wheelforge.binaries import abicheck
     from wheelforge.foundation.errors import VerificationError
     from wheelforge.interface.render import check_table, checks_to_json
