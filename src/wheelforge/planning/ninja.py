@@ -117,10 +117,21 @@ def default_parallelism() -> int:
     return cpus + 2 if cpus > 1 else 2 if cpus == 1 else cpus
 
 
+_VERBS = ("CXX", "CC", "NVCC", "LINK")
+
+
 def _job_name(description: str, plan: VariantPlan) -> str:
-    """``NVCC /abs/kernels/csrc/x.cu`` → ``NVCC kernels/csrc/x.cu``."""
+    """``NVCC /abs/kernels/csrc/x.cu`` → ``NVCC kernels/csrc/x.cu``. With -vv ninja prints the
+    command instead of the description: the job is then the step whose output it names."""
     verb, _, target = description.partition(" ")
-    return f"{verb} {_display(Path(target), plan)}" if target else description
+    if verb in _VERBS:
+        return f"{verb} {_display(Path(target), plan)}"
+    for step in plan.compile_steps:
+        if f" {step.object} " in f" {description} ":
+            return f"{step.rule.upper()} {_display(step.source, plan)}"
+    return (
+        f"LINK {_display(plan.library, plan)}" if str(plan.library) in description else description
+    )
 
 
 class _NinjaLog:
@@ -179,6 +190,8 @@ def run(plan: VariantPlan, *, jobs: int | None) -> list[str]:
                 log.detail(line)
             return
         job = _job_name(m[2], plan)
+        if log.verbosity() >= 2:
+            log.detail(m[2])  # the full command line (ninja -v)
         ran.append(job)
         output = outputs.get(job, str(plan.library))
         progress.finished(job, ninja_log.duration(output))
