@@ -273,17 +273,20 @@ def test_report_progress_and_size_budget(first_build: Run, project: Path, tmp_pa
     }
 
     out = tmp_path / "out"
-    small = wheelforge(
-        "build", "--archs", ARCHS, "--size-budget", "100KiB", "--out", out, cwd=project
-    )
+    small = wheelforge("build", "--archs", ARCHS, "--size-budget", "100KiB", "--out", out,
+                       "--report", tmp_path / "small.json", cwd=project)  # fmt: skip
     assert small.code == 4, small.err
-    biggest = max(sizes.values(), key=lambda c: c["stored"])
+    assert not out.exists() or not list(out.iterdir())
+    [failed] = json.loads((tmp_path / "small.json").read_text())["variants"]
+    assert failed["status"] == "failed" and failed["error"]["kind"] == "size-budget"
+    top = failed["size"]["contributions"][0]  # measured: the bytes each arch takes in the wheel
+    assert 0 < top["in_wheel"] < top["stored"] or top["compression"] != "none"
     assert (
-        f"over its size budget of 100.0 KiB; nothing was published; largest: {biggest['arch']}"
+        f"over its size budget of 100.0 KiB; nothing was published; largest: {top['arch']}"
         in small.err
     )
     assert "drop SASS sm_75 from the arch set: saves" in small.err
-    assert not out.exists() or not list(out.iterdir())
+    assert "nvcc-flags: [--compress-mode=size]: saves" in small.err
 
 
 def test_dry_run_prints_the_commands_and_builds_nothing(project: Path, tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -83,3 +84,23 @@ def test_check_size_over_budget() -> None:
     )
     over = check_size(wheel_size=101, budget=100, binaries=[report], toolkit=(13, 0), nvcc_flags=())
     assert over.over and over.levers[0].saves == over.contributions[0].stored
+
+
+def test_over_budget_measures_the_wheel(tmp_path: Path) -> None:
+    """Over budget, each entry's cost in the wheel (deflated like the zip) and the compression
+    levers are measured on the wheel's own bytes."""
+    wheel = tmp_path / "demo-1.0-cp310-abi3-linux_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.write(DATA / "sm80_sm90a_ptx90.so", "demo/_C.abi3.so")
+    binaries = [b for b in inspect_paths([wheel]) if b.entries]
+    size = check_size(wheel_size=wheel.stat().st_size, budget=1, binaries=binaries, toolkit=(13, 0),
+                      nvcc_flags=(), wheel=wheel)  # fmt: skip
+    assert size.over
+    for c in size.contributions:
+        assert c.in_wheel is not None and 0 < c.in_wheel <= c.stored
+        if c.compression == "none":  # a raw cubin deflates, as it does in the zip
+            assert c.in_wheel < c.stored
+    found = {lv.change: lv for lv in size.levers}
+    sm80 = next(c for c in size.contributions if c.arch == "sm_80")
+    assert found["drop SASS sm_80 from the arch set"].saves == sm80.in_wheel
+    assert found["nvcc-flags: [--compress-mode=size]"].saves is not None

@@ -246,6 +246,7 @@ def _check(
         binaries=binaries,
         toolkit=(plan.variant.toolkit.version.major, plan.variant.toolkit.version.minor),
         nvcc_flags=plan.matrix.extension.nvcc_flags,
+        wheel=wheel_path,
     )
     if stages.size.over:
         raise _over_budget(
@@ -259,20 +260,29 @@ def _over_budget(
 ) -> SizeBudgetError:
     """Names the largest fatbin entries and what each lever would save."""
     top = size.contributions[:TOP_CONTRIBUTORS]
-    lines = ["largest contributors (stored in the binary / uncompressed):"]
+    lines = ["largest contributors (in the wheel / stored in the binary / uncompressed):"]
     lines += [
         f"  {c.binary.rsplit('!', 1)[-1]} {c.kind.upper()} {c.arch}: "
+        f"{format_size(c.in_wheel) if c.in_wheel is not None else '-'} / "
         f"{format_size(c.stored)} / {format_size(c.uncompressed)} ({c.compression})"
         for c in top
     ]
-    lines.append("levers:")
+    measured = [c.in_wheel for c in size.contributions if c.in_wheel is not None]
+    if measured:
+        lines.append(
+            f"  all SASS and PTX: {format_size(sum(measured))} of the wheel's "
+            f"{format_size(size.wheel_size)}; the rest is host code and Python files"
+        )
+    lines.append("levers (what each saves):")
     lines += [
         f"  {lv.change}: "
         + (f"saves {format_size(lv.saves)}" if lv.saves is not None else "not measured")
         + (f" ({lv.note})" if lv.note else "")
         for lv in size.levers[:8]
     ]
-    biggest = ", ".join(f"{c.arch} {format_size(c.stored)}" for c in top[:3]) or "no fatbin"
+    biggest = (
+        ", ".join(f"{c.arch} {format_size(c.in_wheel or c.stored)}" for c in top[:3]) or "no fatbin"
+    )
     return SizeBudgetError(
         f"variant {plan.variant.id}: {wheel_path.name} is {format_size(size.wheel_size)}, over "
         f"its size budget of {format_size(size.budget)}; "
