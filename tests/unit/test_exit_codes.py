@@ -87,3 +87,22 @@ def test_matrix_table_fits_80_columns_without_cutting(project: Project) -> None:
     assert "…" not in text and "default-cu130" in text and "13.0.88" in text
     assert "12.0+PTX" in text  # archs wrap between archs, never inside one
     assert max(len(line) for line in text.splitlines()[1:]) <= 80
+
+
+def test_inspect_tables_fit_80_columns(tmp_path: Path) -> None:
+    import zipfile
+
+    from wheelforge.binaries.inspection import inspect_paths
+    from wheelforge.interface.render import print_inspect
+
+    wheel = tmp_path / WHEEL
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.write(
+            Path(__file__).parents[1] / "data" / "fatbin" / "sm80_sm90a_ptx90.so",
+            "wheelforge_kernels/_C.abi3.so",
+        )
+    console = Console(width=80, file=io.StringIO(), force_terminal=False)
+    print_inspect(inspect_paths([wheel]), console)
+    text = console.file.getvalue()  # type: ignore[attr-defined]
+    assert "…" not in text and WHEEL in text and "wheelforge_kernels/_C.abi3.so (" in text
+    assert max(len(line) for line in text.splitlines()) <= 80

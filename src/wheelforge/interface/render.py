@@ -131,8 +131,16 @@ def print_inspect(reports: Sequence[BinaryReport], console: Console) -> None:
     if not reports:
         console.print("no ELF files or wheels found")
         return
+    shown = None
     for binary in reports:
-        table = Table(title=f"{binary.path} ({human_size(binary.size)})", title_justify="left")
+        container, _, member = binary.path.rpartition(WHEEL_MEMBER_SEPARATOR)
+        if container and container != shown:
+            # A wheel's name on a line of its own (it fits 80 columns), its members below it.
+            console.print(Text(Path(container).name, style="bold", overflow="fold"))
+            console.print(Text(f"in {Path(container).parent}", style="dim", overflow="fold"))
+            shown = container
+        title = f"{member if container else binary.path} ({human_size(binary.size)})"
+        table = Table(title=title, title_justify="left")
         for column in ("kind", "arch", "entries", "stored", "decompressed", "compression"):
             table.add_column(
                 column,
