@@ -34,3 +34,24 @@ def test_job_times_from_the_ninja_log(tmp_path: Path) -> None:
     with log_file.open("a") as f:
         f.write("320\t0\t/b/b.o\t123\n")
     assert reader.duration("/b/b.o") == 0.3
+
+
+def test_progress_without_a_terminal_is_one_line_per_job(capsys) -> None:  # type: ignore[no-untyped-def]
+    from wheelforge.foundation import log
+
+    progress = log.JobProgress(["NVCC csrc/a.cu", "CXX csrc/b.cpp", "LINK _C.abi3.so"], parallel=2)
+    assert progress.live is None  # no terminal here: nothing is redrawn
+    progress.finished("CXX csrc/b.cpp", 1.25)
+    progress.finished("NVCC csrc/a.cu", None)  # not in .ninja_log: it failed
+    progress.close()
+    assert capsys.readouterr().err.splitlines() == [
+        "  [1/3] CXX csrc/b.cpp 1.2s",
+        "  [2/3] NVCC csrc/a.cu failed",
+    ]
+    log.set_quiet(True)
+    try:
+        quiet = log.JobProgress(["CXX csrc/b.cpp"], parallel=1)
+        quiet.finished("CXX csrc/b.cpp", 1.0)
+        assert capsys.readouterr().err == ""
+    finally:
+        log.set_quiet(False)
