@@ -449,6 +449,7 @@ def test_reports_to_json() -> None:
     reports = inspect_paths([DATA / "sm75_lz4.so", DATA / "no_cuda.so"])
     document = reports_to_json(reports)
     assert document == {
+        "schema_version": 1,
         "files": [
             {
                 "path": str(DATA / "sm75_lz4.so"),
@@ -456,7 +457,7 @@ def test_reports_to_json() -> None:
                 "fatbins": [e.to_json() for e in entries_of("sm75_lz4.so")],
             },
             {"path": str(DATA / "no_cuda.so"), "size": 15024, "fatbins": []},
-        ]
+        ],
     }
 
 

@@ -21,6 +21,8 @@ from wheelforge.foundation.errors import BinaryFormatError, ConfigError
 ELF_MAGIC = b"\x7fELF"
 WHEEL_MEMBER_SEPARATOR = "!"
 FileKind = Literal["elf", "wheel"]
+# The ``inspect --json`` document's version: bumped when a key changes meaning or goes away.
+INSPECT_SCHEMA_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,7 @@ def inspect_paths(paths: Sequence[Path]) -> list[BinaryReport]:
 def reports_to_json(reports: Sequence[BinaryReport]) -> dict[str, object]:
     """The ``inspect --json`` document."""
     return {
+        "schema_version": INSPECT_SCHEMA_VERSION,
         "files": [
             {
                 "path": report.path,
@@ -79,7 +82,7 @@ def reports_to_json(reports: Sequence[BinaryReport]) -> dict[str, object]:
                 "fatbins": [entry.to_json() for entry in report.entries],
             }
             for report in reports
-        ]
+        ],
     }
 
 

@@ -11,6 +11,7 @@ from typing import Literal
 from packaging.utils import canonicalize_name
 
 from wheelforge.configuration.archs import ArchSet, ArchSpec
+from wheelforge.configuration.sizes import DEFAULT_SIZE_BUDGET
 from wheelforge.configuration.torchspec import TorchSpec
 
 DEFAULT_TEST_COMMAND: tuple[str, ...] = (
@@ -93,6 +94,7 @@ class Matrix:
     cuda: tuple[str, ...]  # toolkit releases ("13.0") or "auto", crossed with the arch sets
     arch_sets: tuple[ArchSet, ...]
     tests: TestsConfig | None
+    size_budget: int = DEFAULT_SIZE_BUDGET  # bytes per wheel (size-budget)
 
     @property
     def limited_api_macro(self) -> str:

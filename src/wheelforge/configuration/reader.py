@@ -23,6 +23,7 @@ from wheelforge.configuration.matrix import (
     SourceSpec,
     TestsConfig,
 )
+from wheelforge.configuration.sizes import DEFAULT_SIZE_BUDGET, parse_size
 from wheelforge.configuration.torchspec import OLDEST_STABLE_TARGET, TorchSpec, parse_torch_spec
 from wheelforge.foundation.errors import ConfigError
 
@@ -32,7 +33,9 @@ _MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")
 _ARCH_SET_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.]*$")
 _PYTHON_ABI_RE = re.compile(r"^cp3(\d{1,2})$")
 
-TOP_KEYS = ("package", "extension", "abi", "python-abi", "torch", "cuda", "arch-sets", "tests")
+TOP_KEYS = (
+    "package", "extension", "abi", "python-abi", "torch", "cuda", "arch-sets", "tests", "size-budget",
+)  # fmt: skip
 SOURCE_KEYS = ("files", "archs")
 _CUDA_RE = re.compile(r"^\d+\.\d+$")
 TESTS_KEYS = ("path", "requires", "torch", "command")
@@ -433,6 +436,7 @@ class _Reader:
                 )
         tests = self.tests(items["tests"][1], torch) if "tests" in items else None
         cuda = self.cuda(items["cuda"][1]) if "cuda" in items else ("auto",)
+        size_budget = self.size_budget(items["size-budget"][1]) if "size-budget" in items else None
         self.p.raise_if_any()
         assert package is not None and extension is not None and torch is not None
         return Matrix(
@@ -446,7 +450,18 @@ class _Reader:
             cuda=cuda,
             arch_sets=arch_sets,
             tests=tests,
+            size_budget=size_budget if size_budget is not None else DEFAULT_SIZE_BUDGET,
         )
+
+    def size_budget(self, node: yaml.Node) -> int | None:
+        value = yamlio.scalar(node, self.p, "size-budget")
+        if value is None:
+            return None
+        try:
+            return parse_size(value, where="size-budget")
+        except ConfigError as exc:
+            self.p.add(node, exc.message)
+            return None
 
 
 def load_matrix(path: Path) -> Matrix:

@@ -13,6 +13,7 @@ from pathlib import Path
 from wheelforge.configuration.archs import ArchSet, parse_arch_list
 from wheelforge.configuration.matrix import Matrix
 from wheelforge.configuration.reader import load_matrix
+from wheelforge.configuration.sizes import parse_size
 from wheelforge.foundation.errors import ConfigError
 
 # The arch set built when --archs or TORCH_CUDA_ARCH_LIST replaces the matrix's arch sets.
@@ -32,6 +33,7 @@ class Flags:
     only: tuple[str, ...] = ()
     offline: bool = False
     cache_dir: Path | None = None
+    size_budget: str | None = None  # as written: 100MiB, 450MB
     verify_reproducible: bool = False
 
 
@@ -49,6 +51,7 @@ class BuildSettings:
     only: tuple[str, ...]  # variant ids to build (all when empty)
     offline: bool  # never download a toolkit
     cache: Path  # provisioned toolkits, test environments
+    size_budget: int  # bytes per wheel: --size-budget, else size-budget of the matrix
     verify_reproducible: bool = False  # build each variant twice, in two folders, and compare
 
 
@@ -102,5 +105,10 @@ def resolve(flags: Flags, env: Mapping[str, str] | None = None) -> BuildSettings
         only=flags.only,
         offline=flags.offline,
         cache=(flags.cache_dir or default_cache()).resolve(),
+        size_budget=(
+            parse_size(flags.size_budget, where="--size-budget")
+            if flags.size_budget is not None
+            else matrix.size_budget
+        ),
         verify_reproducible=flags.verify_reproducible,
     )

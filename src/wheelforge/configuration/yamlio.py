@@ -10,6 +10,7 @@ from pathlib import Path
 
 import yaml
 
+from wheelforge.foundation.diagnostics import Diagnostic
 from wheelforge.foundation.errors import ConfigError
 
 MappingItems = dict[str, tuple[yaml.Node, yaml.Node]]
@@ -41,7 +42,11 @@ class Problems:
         ]
         details = "\n".join(lines[1:]) if len(lines) > 1 else None
         first = lines[0] + (f" (and {len(lines) - 1} more below)" if details else "")
-        raise ConfigError(first, details=details)
+        where = tuple(
+            Diagnostic(file=str(self.path), line=line or None, message=message)
+            for line, message in sorted(self.items, key=lambda item: item[0])
+        )
+        raise ConfigError(first, details=details, diagnostics=where)
 
 
 def load(path: Path, display: str) -> yaml.Node | None:
@@ -59,7 +64,16 @@ def load(path: Path, display: str) -> yaml.Node | None:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = f":{mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{display}{line}: invalid YAML: {exc.problem or exc}") from None
+        raise ConfigError(
+            f"{display}{line}: invalid YAML: {exc.problem or exc}",
+            diagnostics=(
+                Diagnostic(
+                    file=str(path),
+                    line=mark.line + 1 if mark is not None else None,
+                    message=f"invalid YAML: {exc.problem or exc}",
+                ),
+            ),
+        ) from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{display}: invalid YAML: {exc}") from None
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -85,21 +86,43 @@ def cli() -> None:
     help="Build each variant a second time in a temporary folder; fail unless the wheels are identical.",
 )  # fmt: skip
 @cache_dir_option
+@click.option(
+    "--size-budget", metavar="SIZE",
+    help="Largest wheel allowed, e.g. 100MiB, 450MB [default: size-budget of the matrix, else 100MiB].",
+)  # fmt: skip
+@click.option(
+    "--report", "report_path", metavar="PATH", type=click.Path(path_type=Path, dir_okay=False, allow_dash=True),
+    help="Write a JSON report of the run to PATH ('-': stdout), also when it fails.",
+)  # fmt: skip
+@click.option(
+    "--ci", "ci_mode", type=click.Choice(["github", "none"]),
+    help="CI output: log groups, annotations, step summary [default: github when GITHUB_ACTIONS=true].",
+)  # fmt: skip
+@click.option(
+    "--dry-run", is_flag=True, help="Show the plan and the compile commands; build nothing."
+)
+@click.option(
+    "-q", "--quiet", is_flag=True, help="Print only the wheels' paths, warnings and errors."
+)
 @verbose_option
 def build(matrix_path: Path, archs: str | None, out: Path | None, build_dir: Path | None,
           jobs: int | None, python: Path | None, only: tuple[str, ...], offline: bool,
-          verify_reproducible: bool, cache_dir: Path | None) -> None:  # fmt: skip
+          cache_dir: Path | None, size_budget: str | None, report_path: Path | None,
+          ci_mode: str | None, dry_run: bool, quiet: bool, verify_reproducible: bool) -> None:  # fmt: skip
     """Build the matrix's wheels and check their fatbins."""
     from wheelforge.configuration.settings import Flags, resolve
-    from wheelforge.interface.render import print_build
-    from wheelforge.running.build import run_build
+    from wheelforge.interface import outputs
 
+    if ci_mode is not None:
+        log.set_ci("github" if ci_mode == "github" else None)
+    log.set_quiet(quiet)
     flags = Flags(matrix=matrix_path, archs=archs, out=out, build_dir=build_dir, jobs=jobs, python=python,
-                  only=only, offline=offline, cache_dir=cache_dir,
+                  only=only, offline=offline, cache_dir=cache_dir, size_budget=size_budget,
                   verify_reproducible=verify_reproducible)  # fmt: skip
-    settings = resolve(flags)
-    report = run_build(settings)
-    print_build(report, Console())
+    if dry_run:
+        outputs.dry_run(resolve(flags))
+        return
+    outputs.build(flags, report_path)
 
 
 @cli.command()
@@ -201,7 +224,7 @@ def _version2(value: str | None, flag: str) -> tuple[int, int] | None:
 def check(
     paths: tuple[Path, ...], target: str | None, python_abi: str | None, as_json: bool
 ) -> None:
-    """Check wheels or shared objects against the stable-ABI rules (exit 1 on a violation)."""
+    """Check wheels or shared objects against the stable-ABI rules (exit 4 on a violation)."""
     from wheelforge.binaries import abicheck
     from wheelforge.foundation.errors import VerificationError
     from wheelforge.interface.render import check_table, checks_to_json
@@ -304,6 +327,7 @@ def test_command(matrix_path: Path, wheels: tuple[Path, ...], torch_versions: tu
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: runs the CLI and turns every error into one message and an exit code."""
+    log.set_ci(log.detect_ci(os.environ))
     try:
         cli.main(
             args=list(argv) if argv is not None else None,
@@ -312,6 +336,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     except WheelforgeError as exc:
         log.error(exc.message, exc.details)
+        log.annotate_error(exc)
         return exc.exit_code
     except click.exceptions.Abort:
         log.error("interrupted")

@@ -13,7 +13,7 @@ from packaging.version import Version
 
 from wheelforge.configuration.archs import ArchSet, ArchSpec
 from wheelforge.configuration.matrix import Matrix
-from wheelforge.foundation.errors import ConfigError
+from wheelforge.foundation.errors import ConfigError, EnvironmentProblem
 from wheelforge.planning import reproducible
 from wheelforge.planning.variants import Variant
 from wheelforge.toolchain.torchprobe import TorchEnv
@@ -210,7 +210,7 @@ def make_plan(
 
     toolkit = variant.toolkit
     if toolkit.cudart_static is None:
-        raise ConfigError(
+        raise EnvironmentProblem(
             f"CUDA {toolkit.version} at {toolkit.root} has no libcudart_static.a; install the CUDA runtime "
             "development files (PyPI: nvidia-cuda-runtime) so the extension carries its own cudart"
         )

@@ -17,7 +17,7 @@ from packaging.version import Version
 
 from wheelforge.configuration.archs import Arch, ArchSet
 from wheelforge.configuration.matrix import Matrix
-from wheelforge.foundation.errors import ConfigError
+from wheelforge.foundation.errors import ConfigError, EnvironmentProblem
 from wheelforge.toolchain.provision import RECIPES, Recipe, recipe_for
 from wheelforge.toolchain.toolkit import Toolkit
 
@@ -102,7 +102,7 @@ def choose(entry: str, arch_set: ArchSet, found: Sequence[Toolkit]) -> Choice:
             return Choice(toolkit=toolkit, recipe=None)
         recipe = recipe_for(entry)
         if recipe is None:
-            raise ConfigError(
+            raise EnvironmentProblem(
                 f"cuda: CUDA {entry} was not found (found: {_found_list(found)}), and wheelforge has no recipe "
                 f"to provision it; install it and set CUDA_HOME, or name one of {', '.join(r.release for r in RECIPES)}"
             )
@@ -126,7 +126,7 @@ def choose(entry: str, arch_set: ArchSet, found: Sequence[Toolkit]) -> Choice:
     unbuildable = [a for a in archs if a not in buildable]
     if unbuildable:
         a = unbuildable[0]
-        raise ConfigError(
+        raise EnvironmentProblem(
             f"arch set '{arch_set.name}': no toolkit builds {a} ({a.sass}) (found: {_found_list(found)}); {_who_builds(a, found)}"
         )
     lo = min(archs, key=Arch.sort_key)

@@ -16,7 +16,7 @@ from packaging.version import Version
 
 from wheelforge.configuration.archs import Arch
 from wheelforge.foundation import proc
-from wheelforge.foundation.errors import ConfigError, ToolError
+from wheelforge.foundation.errors import EnvironmentProblem, ToolError
 
 NVCC_HINT = (
     "install a CUDA toolkit, or run 'wheelforge toolkit install VERSION' (see docs/toolkits.md)"
@@ -214,7 +214,7 @@ def host_compiler(toolkit: Toolkit, cxx: str) -> str:
     for n in range(toolkit.gcc_max, toolkit.gcc_max - 6, -1):
         if found := shutil.which(f"g++-{n}"):
             return found
-    raise ConfigError(
+    raise EnvironmentProblem(
         f"CUDA {toolkit.version} at {toolkit.root} accepts g++ up to {toolkit.gcc_max} (its crt/host_config.h), "
         f"but {cxx} is g++ {major}; install g++-{toolkit.gcc_max} and set CXX to it, or run "
         f"'wheelforge toolkit install {toolkit.release}' where a recipe brings its own compiler"
