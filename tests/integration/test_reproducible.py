@@ -88,7 +88,7 @@ def test_verify_reproducible_names_member_and_section_of_a_planted_date(
     monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
     project = tiny_project(tmp_path / "p", planted=True)
     run = wheelforge("build", "--verify-reproducible", cwd=project)
-    assert run.code == 1
+    assert run.code == 4  # a verification failure (docs/usage.md: exit codes)
     assert "variant default-cu130 is not reproducible" in run.err
     # The member and the section of the string (.note.gnu.build-id, a hash of it all, too).
     line = next(ln for ln in run.err.splitlines() if "is not reproducible" in ln)
