@@ -14,9 +14,8 @@ Rules, per ELF file (for a wheel, per ELF member outside auditwheel's ``.libs``)
 from __future__ import annotations
 
 import ctypes
-import io
+import dataclasses
 import re
-import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from email.parser import HeaderParser
@@ -27,12 +26,12 @@ from typing import Literal
 import abi3info
 from abi3info.models import PyVersion, Symbol
 from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
 from elftools.elf.gnuversions import GNUVerNeedSection
 from elftools.elf.sections import SymbolTableSection
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
+from wheelforge.binaries.elf import ElfImage, WheelReader, open_wheel
 from wheelforge.foundation.errors import BinaryFormatError, ConfigError
 from wheelforge.toolchain import shims
 from wheelforge.toolchain.shims import Version2
@@ -121,9 +120,10 @@ class _ElfFacts:
     machine: str
 
 
-def _read_elf(data: bytes, path: str) -> _ElfFacts:
+def _elf_facts(image: ElfImage) -> _ElfFacts:
+    """What the rules need of an ELF file, read from its (shared) parsed headers."""
     try:
-        elf = ELFFile(io.BytesIO(data))
+        elf = image.elf
         dynsym = elf.get_section_by_name(".dynsym")
         undefined = (
             tuple(
@@ -148,7 +148,7 @@ def _read_elf(data: bytes, path: str) -> _ElfFacts:
                             glibc = version if glibc is None else max(glibc, version)
         machine = _MACHINES.get(elf["e_machine"], str(elf["e_machine"]))
     except (ELFError, ValueError, KeyError, OSError) as exc:
-        raise BinaryFormatError(path, None, f"not a readable ELF file: {exc}") from None
+        raise BinaryFormatError(image.name, None, f"not a readable ELF file: {exc}") from None
     return _ElfFacts(undefined=undefined, glibc=glibc, machine=machine)
 
 
@@ -243,7 +243,12 @@ def _python_violations(
 
 
 def check_elf(data: bytes, *, path: str, target: CheckTarget) -> BinaryCheck:
-    facts = _read_elf(data, path)
+    with ElfImage(path, data) as image:
+        return check_image(image, _elf_facts(image), target)
+
+
+def check_image(image: ElfImage, facts: _ElfFacts, target: CheckTarget) -> BinaryCheck:
+    path = image.name
     used_shims = tuple(n for n in facts.undefined if shims.is_shim(n))
     python_symbols = tuple(n for n in facts.undefined if n.startswith(("Py", "_Py")))
     violations = [
@@ -318,63 +323,62 @@ def _tag_violations(
     return out
 
 
+class WheelRules:
+    """The rules for the ELF members of one open wheel: its tags, its abi3 floor and its torch
+    floor (*torch*, else its METADATA's) are read once; check() then takes one member."""
+
+    def __init__(
+        self, wheel: WheelReader, *, torch: Version2 | None, guards: dict[str, Version2 | None]
+    ) -> None:
+        path = wheel.path
+        try:
+            _, _, _, tags = parse_wheel_filename(path.name)
+        except InvalidWheelFilename as exc:
+            raise BinaryFormatError(str(path), None, f"not a wheel file name: {exc}") from None
+        self.path = path
+        self.tags = frozenset(str(t) for t in tags)
+        abi3 = {t.interpreter for t in tags if t.abi == "abi3" and t.interpreter.startswith("cp3")}
+        self.python = min(((3, int(i[3:])) for i in abi3), default=None)
+        metadata = next((n for n in wheel.names if n.endswith(".dist-info/METADATA")), None)
+        floor = torch or (torch_floor(wheel.read_text(metadata)) if metadata else None)
+        if floor is None:
+            raise ConfigError(
+                f"{path}: the wheel states no torch requirement with a lower bound; pass --target X.Y"
+            )
+        self.target = CheckTarget(torch=floor, python=self.python, guards=guards)
+
+    @staticmethod
+    def applies(member: str) -> bool:
+        """Libraries that auditwheel grafted into ``.libs`` are not the wheel's own."""
+        return ".libs/" not in member
+
+    def check(self, image: ElfImage) -> BinaryCheck:
+        member = image.member or image.name
+        facts = _elf_facts(image)
+        result = check_image(image, facts, self.target)
+        extra = _tag_violations(self.path.name, self.tags, member, facts)
+        if self.python is not None and re.search(r"\.cpython-\d+[^/]*\.so$", member):
+            extra.append(
+                Violation(
+                    binary=image.name,
+                    rule="tags",
+                    symbol=None,
+                    message=f"{self.path.name} is an abi3 wheel, but {member} is named for one CPython; name it *.abi3.so",
+                )
+            )
+        if not extra:
+            return result
+        return dataclasses.replace(result, violations=(*result.violations, *extra))
+
+
 def check_wheel(
     path: Path, *, torch: Version2 | None, guards: dict[str, Version2 | None]
 ) -> list[BinaryCheck]:
     """Check every ELF member of a wheel; *torch* overrides the floor its METADATA gives."""
-    try:
-        _, _, _, tags = parse_wheel_filename(path.name)
-    except InvalidWheelFilename as exc:
-        raise BinaryFormatError(str(path), None, f"not a wheel file name: {exc}") from None
-    tag_strings = frozenset(str(t) for t in tags)
-    abi3 = {t.interpreter for t in tags if t.abi == "abi3" and t.interpreter.startswith("cp3")}
-    python = min(((3, int(i[3:])) for i in abi3), default=None)
-    results = []
-    try:
-        with zipfile.ZipFile(path) as zf:
-            names = zf.namelist()
-            metadata_name = next((n for n in names if n.endswith(".dist-info/METADATA")), None)
-            floor = torch or (
-                torch_floor(zf.read(metadata_name).decode()) if metadata_name else None
-            )
-            if floor is None:
-                raise ConfigError(
-                    f"{path}: the wheel states no torch requirement with a lower bound; pass --target X.Y"
-                )
-            target = CheckTarget(torch=floor, python=python, guards=guards)
-            for name in names:
-                if ".libs/" in name or name.endswith("/"):
-                    continue
-                with zf.open(name) as member:
-                    if member.read(4) != b"\x7fELF":
-                        continue
-                data = zf.read(name)
-                display = f"{path}!{name}"
-                result = check_elf(data, path=display, target=target)
-                extra: list[Violation] = _tag_violations(
-                    path.name, tag_strings, name, _read_elf(data, display)
-                )
-                if python is not None and re.search(r"\.cpython-\d+[^/]*\.so$", name):
-                    extra.append(
-                        Violation(
-                            binary=display,
-                            rule="tags",
-                            symbol=None,
-                            message=f"{path.name} is an abi3 wheel, but {name} is named for one CPython; name it *.abi3.so",
-                        )
-                    )
-                if extra:
-                    result = BinaryCheck(
-                        path=result.path,
-                        shims=result.shims,
-                        newest_shim=result.newest_shim,
-                        python_symbols=result.python_symbols,
-                        violations=(*result.violations, *extra),
-                    )
-                results.append(result)
-    except (zipfile.BadZipFile, OSError) as exc:
-        raise BinaryFormatError(str(path), None, f"not a readable wheel: {exc}") from None
-    return results
+    with open_wheel(path) as wheel:
+        rules = WheelRules(wheel, torch=torch, guards=guards)
+        skip = lambda member: not rules.applies(member)  # noqa: E731
+        return [rules.check(image) for image in wheel.elf_members(skip=skip)]
 
 
 def check_paths(

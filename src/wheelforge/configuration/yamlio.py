@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import yaml
 
 from wheelforge.foundation import schemagen
-from wheelforge.foundation.errors import ConfigError
+from wheelforge.foundation.errors import ConfigError, first_and_rest
 
 MappingItems = dict[str, tuple[yaml.Node, yaml.Node]]
 
@@ -41,8 +41,7 @@ class Problems:
             f"{self.display}:{line}: {message}" if line else f"{self.display}: {message}"
             for line, message in sorted(self.items, key=lambda item: item[0])
         ]
-        details = "\n".join(lines[1:]) if len(lines) > 1 else None
-        first = lines[0] + (f" (and {len(lines) - 1} more below)" if details else "")
+        first, details = first_and_rest(lines)
         raise ConfigError(first, details=details)
 
 

@@ -6,6 +6,8 @@ nothing below the CLI exits or prints errors itself.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 
 class WheelforgeError(Exception):
     """Base class of every error wheelforge reports to a user."""
@@ -46,3 +48,13 @@ class BinaryFormatError(WheelforgeError):
         self.path = path
         self.offset = offset
         self.problem = problem
+
+
+def first_and_rest(messages: Sequence[str], *, prefix: str = "") -> tuple[str, str | None]:
+    """Several problems as one error: the first, with "(and N more below)", then the rest as its
+    details (None when there is one)."""
+    first, rest = messages[0], messages[1:]
+    return (
+        prefix + first + (f" (and {len(rest)} more below)" if rest else ""),
+        "\n".join(rest) or None,
+    )

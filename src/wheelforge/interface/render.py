@@ -9,7 +9,9 @@ from rich.console import Console
 from rich.table import Table
 
 from wheelforge.binaries.abicheck import BinaryCheck
+from wheelforge.binaries.elf import member_path
 from wheelforge.binaries.inspection import BinaryReport
+from wheelforge.configuration.archs import code_sort_key, sm_range
 from wheelforge.configuration.matrix import Matrix
 from wheelforge.planning.variants import Variant
 from wheelforge.running.results import BuildReport, VariantResult
@@ -29,11 +31,7 @@ def human_size(n: int) -> str:
 
 def short_path(binary: BinaryReport) -> str:
     """``x.whl!pkg/_C.abi3.so`` → ``pkg/_C.abi3.so``."""
-    return binary.path.rsplit("!", 1)[-1]
-
-
-def _arch_key(arch: str) -> tuple[int, str]:
-    return (int("".join(c for c in arch if c.isdigit()) or 0), arch)
+    return member_path(binary.path)
 
 
 def variant_table(v: VariantResult) -> Table:
@@ -47,20 +45,23 @@ def variant_table(v: VariantResult) -> Table:
     )
     for column in ("binary", "kind", "arch", "size", "status"):
         table.add_column(column, justify="right" if column == "size" else "left")
-    for b in v.binaries:
+    for b, check in zip(v.binaries, v.arch_checks, strict=True):
         if not b.entries and not v.arch_set.specs:
             continue
-        for kind, wanted in (("sass", v.arch_set.sass), ("ptx", v.arch_set.ptx)):
+        for kind, missing, extra in (
+            ("sass", check.missing_sass, check.extra_sass),
+            ("ptx", check.missing_ptx, check.extra_ptx),
+        ):
             sizes: dict[str, int] = {}
             for e in b.entries:
                 if e.kind == kind:
                     sizes[e.arch] = sizes.get(e.arch, 0) + e.stored_size
             label = "SASS" if kind == "sass" else "PTX"
-            for arch in sorted({*sizes, *wanted}, key=_arch_key):
-                if arch not in sizes:
+            for arch in sorted({*sizes, *missing}, key=code_sort_key):
+                if arch in missing:
                     status, size = "[red]MISSING[/red]", "-"
                 else:
-                    status = "ok" if arch in wanted else "[yellow]extra[/yellow]"
+                    status = "[yellow]extra[/yellow]" if arch in extra else "ok"
                     size = human_size(sizes[arch])
                 table.add_row(short_path(b), label, arch, size, status)
     return table
@@ -115,7 +116,7 @@ def print_inspect(reports: Sequence[BinaryReport], console: Console) -> None:
             acc[2] += e.size
             compressions.setdefault(key, set()).add(e.compression)
         for (kind, arch), (count, stored, size) in sorted(
-            groups.items(), key=lambda kv: (kv[0][0] != "sass", _arch_key(kv[0][1]))
+            groups.items(), key=lambda kv: (kv[0][0] != "sass", code_sort_key(kv[0][1]))
         ):
             table.add_row(kind.upper() if kind == "ptx" else "SASS", arch, str(count), human_size(stored),
                           human_size(size), ", ".join(sorted(compressions[(kind, arch)])))  # fmt: skip
@@ -252,7 +253,6 @@ def toolkits_table(found: Sequence[Toolkit]) -> Table:
         )
     for r in RECIPES:
         if not any(t.release == r.release for t in found):
-            numbers = sorted(r.sass)
-            table.add_row(r.release, f"sm_{numbers[0]} to sm_{numbers[-1]}", "-", "-",
+            table.add_row(r.release, sm_range(r.sass), "-", "-",
                           f"[dim]wheelforge toolkit install {r.release} ({r.download})[/dim]")  # fmt: skip
     return table

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from wheelforge.binaries.abicheck import BinaryCheck
 from wheelforge.binaries.inspection import BinaryReport
+from wheelforge.binaries.verify import ArchCheck
 from wheelforge.configuration.archs import ArchSet
 
 
@@ -21,6 +22,7 @@ class VariantResult:
     compiled: tuple[str, ...]  # the compile steps ninja ran (empty: everything was up to date)
     reused: bool  # the wheel in the output folder was already made from these inputs
     binaries: tuple[BinaryReport, ...]
+    arch_checks: tuple[ArchCheck, ...]  # each binary against the arch set (binaries/verify.py)
     abi_checks: tuple[BinaryCheck, ...]
     seconds: float
 

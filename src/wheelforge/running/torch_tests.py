@@ -3,7 +3,6 @@ the payload's test suite there; one outcome per (torch, variant)."""
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 import time
@@ -20,6 +19,7 @@ from packaging.specifiers import SpecifierSet
 from wheelforge.configuration.matrix import Matrix, TestsConfig
 from wheelforge.foundation import log, proc
 from wheelforge.foundation.errors import ConfigError, ToolError
+from wheelforge.packaging import stamp as reuse_stamp
 from wheelforge.toolchain import envs
 
 Status = Literal["passed", "failed", "error", "unavailable"]
@@ -58,13 +58,10 @@ def built_wheels(
             raise ConfigError(f"--wheel {missing[0]}: no such file")
         return [BuiltWheel(variant=p.name, path=p) for p in explicit]
     found: list[BuiltWheel] = []
-    for stamp in sorted(build_root.glob("*/wheel.json")):
-        try:
-            wheel = out_dir / json.loads(stamp.read_text())["wheel"]
-        except (ValueError, KeyError, OSError):
-            continue
+    for stamp in reuse_stamp.stamps(build_root):
+        wheel = out_dir / stamp.wheel
         if wheel.is_file():
-            found.append(BuiltWheel(variant=stamp.parent.name, path=wheel))
+            found.append(BuiltWheel(variant=stamp.build_dir.name, path=wheel))
     names = tuple(f"{a.name}-" for a in matrix.arch_sets)
     found = [w for w in found if w.variant.startswith(names)] or found
     if not found:
