@@ -17,8 +17,9 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 
 from wheelforge.configuration.matrix import Matrix, TestsConfig
+from wheelforge.configuration.settings import TestSettings
 from wheelforge.foundation import log, proc
-from wheelforge.foundation.errors import ConfigError, ToolError
+from wheelforge.foundation.errors import ConfigError, ToolError, VerificationError
 from wheelforge.packaging import stamp as reuse_stamp
 from wheelforge.toolchain import envs
 
@@ -184,3 +185,27 @@ def run_tests(
             )
             outcomes.append(outcome)
     return outcomes
+
+
+def run_test_command(settings: TestSettings) -> list[Outcome]:
+    """``wheelforge test``: the built (or given) wheels under each torch of the settings."""
+    built = built_wheels(settings.matrix, settings.build_root, settings.out_dir, settings.wheels)
+    requires = settings.tests.requires
+    specs = [envs.EnvSpec(torch=v, requires=requires) for v in settings.torch]
+    specs += [envs.EnvSpec(torch_from=p, requires=requires) for p in settings.torch_from]
+    return run_tests(matrix=settings.matrix, wheels=built, specs=specs, cache=settings.cache)
+
+
+def require_passed(outcomes: Sequence[Outcome]) -> None:
+    """The verdict of a test run: a failed or errored run, or no run at all, fails it."""
+    bad = [o for o in outcomes if o.status in ("failed", "error")]
+    if bad:
+        first = bad[0]
+        raise VerificationError(
+            f"{len(bad)} of {len(outcomes)} test runs did not pass; first: {first.variant} under {first.env}: {first.status}",
+            details=first.detail,
+        )
+    if not any(o.status == "passed" for o in outcomes):
+        raise VerificationError(
+            "no test run took place: no torch of the matrix could be installed here"
+        )
