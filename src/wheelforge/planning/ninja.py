@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import re
-import shlex
 from pathlib import Path
 
 import ninja as ninja_pkg
@@ -62,12 +61,8 @@ def render(plan: VariantPlan) -> str:
     w.rule("link", "$cxx -shared -o $out $in $ldflags", description="LINK $out")
     w.newline()
     for step in plan.compile_steps:
-        limited = (
-            {"gencode": escape(shlex.join(step.arch_set.gencode_flags()))}
-            if step.arch_set
-            else None
-        )
-        w.build([str(step.object)], step.rule, [str(step.source)], variables=limited)
+        own = {"gencode": escape(step.gencode)} if step.gencode is not None else None
+        w.build([str(step.object)], step.rule, [str(step.source)], variables=own)
     w.build([str(plan.library)], "link", [str(s.object) for s in plan.compile_steps])
     w.default([str(plan.library)])
     return buf.getvalue()
