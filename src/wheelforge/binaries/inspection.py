@@ -65,20 +65,6 @@ def inspect_paths(paths: Sequence[Path]) -> list[BinaryReport]:
     return reports
 
 
-def reports_to_json(reports: Sequence[BinaryReport]) -> dict[str, object]:
-    """The ``inspect --json`` document."""
-    return {
-        "files": [
-            {
-                "path": report.path,
-                "size": report.size,
-                "fatbins": [entry.to_json() for entry in report.entries],
-            }
-            for report in reports
-        ]
-    }
-
-
 def _sorted_archs(entries: Iterator[FatbinEntry]) -> tuple[str, ...]:
     unique = {entry.arch: (entry.sm, entry.variant) for entry in entries}
     return tuple(sorted(unique, key=lambda arch: unique[arch]))

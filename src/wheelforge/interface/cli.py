@@ -103,8 +103,8 @@ def build(matrix_path: Path, archs: str | None, out: Path | None, build_dir: Pat
 @verbose_option
 def inspect(paths: tuple[Path, ...], as_json: bool) -> None:
     """List the SASS and PTX in shared objects, object files, wheels or folders."""
-    from wheelforge.binaries.inspection import inspect_paths, reports_to_json
-    from wheelforge.interface.render import print_inspect
+    from wheelforge.binaries.inspection import inspect_paths
+    from wheelforge.interface.render import print_inspect, reports_to_json
 
     reports = inspect_paths(list(paths))
     if as_json:

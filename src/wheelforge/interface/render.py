@@ -125,6 +125,20 @@ def print_inspect(reports: Sequence[BinaryReport], console: Console) -> None:
         console.print(table)
 
 
+def reports_to_json(reports: Sequence[BinaryReport]) -> dict[str, object]:
+    """The ``inspect --json`` document."""
+    return {
+        "files": [
+            {
+                "path": report.path,
+                "size": report.size,
+                "fatbins": [entry.to_json() for entry in report.entries],
+            }
+            for report in reports
+        ]
+    }
+
+
 def check_table(checks: Sequence[BinaryCheck]) -> Table:
     table = Table(title="wheelforge check", title_justify="left")
     for column in ("binary", "shims", "newest shim", "Python API", "status"):
