@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import os
 import re
-import shlex
 import time
 from pathlib import Path
 
@@ -67,12 +66,8 @@ def render(plan: VariantPlan) -> str:
     w.rule("link", "$cxx -shared -o $out $in $ldflags", description="LINK $out")
     w.newline()
     for step in plan.compile_steps:
-        limited = (
-            {"gencode": escape(shlex.join(step.arch_set.gencode_flags()))}
-            if step.arch_set
-            else None
-        )
-        w.build([str(step.object)], step.rule, [str(step.source)], variables=limited)
+        own = {"gencode": escape(step.gencode)} if step.gencode is not None else None
+        w.build([str(step.object)], step.rule, [str(step.source)], variables=own)
     w.build([str(plan.library)], "link", [str(s.object) for s in plan.compile_steps])
     w.default([str(plan.library)])
     return buf.getvalue()
