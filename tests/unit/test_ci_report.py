@@ -12,6 +12,7 @@ import pytest
 
 from wheelforge.binaries.inspection import inspect_paths
 from wheelforge.binaries.sizes import check_size
+from wheelforge.binaries.verify import check_binary
 from wheelforge.configuration.archs import ArchSet, parse_arch_list
 from wheelforge.configuration.settings import Flags, resolve
 from wheelforge.foundation import log
@@ -46,7 +47,8 @@ def _result(tmp_path: Path) -> BuildReport:
     ok = VariantResult(
         variant_id="default-cu130", arch_set=arch_set, toolkit="13.0.88", torch="2.13.0+cpu",
         wheel=tmp_path / "dist" / WHEEL, wheel_size=4000, sha256="0" * 64, sources=3,
-        compiled=("NVCC", "CXX"), reused=False, binaries=binaries, abi_checks=(),
+        compiled=("NVCC", "CXX"), reused=False, binaries=binaries,
+        arch_checks=tuple(check_binary(b, arch_set) for b in binaries), abi_checks=(),
         size=check_size(wheel_size=4000, budget=10**8, binaries=binaries, toolkit=(13, 0), nvcc_flags=()),
         stages=(("compile", 12.5), ("package", 1.0)), seconds=13.5,
     )  # fmt: skip

@@ -20,8 +20,9 @@ from wheelforge.binaries.fatbin import (
     ptx_target,
     read_fatbin_entries,
 )
-from wheelforge.binaries.inspection import BinaryReport, inspect_paths, reports_to_json
+from wheelforge.binaries.inspection import BinaryReport, inspect_paths
 from wheelforge.foundation.errors import BinaryFormatError, ConfigError
+from wheelforge.interface.render import reports_to_json
 
 DATA = Path(__file__).parents[1] / "data" / "fatbin"
 

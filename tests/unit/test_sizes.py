@@ -1,106 +1,63 @@
+"""Small modules and short functions (docs/architecture.md): no module in src/ over 400 lines,
+no function over 60, except those listed here with the reason.
+
+Run ``python tests/unit/test_sizes.py`` to print every module's and long function's size."""
+
 from __future__ import annotations
 
-import zipfile
+import ast
 from pathlib import Path
 
-import pytest
-
-from wheelforge.binaries.fatbin import FatbinEntry
-from wheelforge.binaries.inspection import BinaryReport, inspect_paths
-from wheelforge.binaries.sizes import check_size, contributions, levers
-from wheelforge.configuration.sizes import parse_size
-from wheelforge.foundation.errors import ConfigError
-
-DATA = Path(__file__).parents[1] / "data" / "fatbin"
+SRC = Path(__file__).resolve().parents[2] / "src" / "wheelforge"
+MAX_MODULE_LINES = 400
+MAX_FUNCTION_LINES = 60
+# module (relative to src/wheelforge) → why it may be longer
+MODULE_EXCEPTIONS: dict[str, str] = {}
+# "module:function" → why it may be longer
+FUNCTION_EXCEPTIONS: dict[str, str] = {}
 
 
-@pytest.mark.parametrize(
-    ("text", "size"),
-    [("100MiB", 100 * 1024**2), ("450MB", 450 * 1000**2), ("100KiB", 102400), ("1.5 GiB", 1610612736),
-     ("2000", 2000), ("10kb", 10000)],
-)  # fmt: skip
-def test_parse_size(text: str, size: int) -> None:
-    assert parse_size(text, where="--size-budget") == size
-
-
-@pytest.mark.parametrize("text", ["100 MiBs", "ten MB", "", "-5MB", "0"])
-def test_parse_size_refuses_with_the_fix(text: str) -> None:
-    with pytest.raises(ConfigError, match="--size-budget: .*(like 100MiB|larger than 0)"):
-        parse_size(text, where="--size-budget")
-
-
-def test_matrix_size_budget_errors_name_the_line(project) -> None:  # type: ignore[no-untyped-def]
-    from tests.unit.conftest import GOOD_MATRIX
-    from wheelforge.configuration.reader import load_matrix
-
-    assert load_matrix(project(GOOD_MATRIX + "size-budget: 450MB\n")).size_budget == 450 * 1000**2
-    assert load_matrix(project()).size_budget == 100 * 1024**2
-    with pytest.raises(
-        ConfigError, match=r"matrix.yaml:13: size-budget: '4 parsecs' is not a size"
-    ):
-        load_matrix(project(GOOD_MATRIX + "size-budget: 4 parsecs\n"))
-
-
-def test_contributions_of_a_real_binary_largest_first() -> None:
-    [report] = inspect_paths([DATA / "sm80_sm90a_ptx90.so"])
-    parts = contributions([report])
-    assert {(c.kind, c.arch) for c in parts} == {
-        ("sass", "sm_80"),
-        ("sass", "sm_90a"),
-        ("ptx", "compute_90"),
+def module_sizes() -> dict[str, int]:
+    return {
+        str(p.relative_to(SRC)): len(p.read_text(encoding="utf-8").splitlines())
+        for p in sorted(SRC.rglob("*.py"))
     }
-    assert [c.stored for c in parts] == sorted((c.stored for c in parts), reverse=True)
-    assert sum(c.stored for c in parts) == sum(e.stored_size for e in report.entries)
 
 
-def _entry(arch: str, stored: int, compression: str = "none") -> FatbinEntry:
-    sm = int("".join(ch for ch in arch if ch.isdigit()))
-    return FatbinEntry(kind="sass", arch=arch, sm=sm, variant="", container=0, offset=0,
-                       stored_size=stored, size=stored * 2, compression=compression, version="1.8")  # type: ignore[arg-type]  # fmt: skip
+def function_sizes() -> dict[str, int]:
+    """Lines of every function and method, decorators and docstring included."""
+    sizes = {}
+    for path in sorted(SRC.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                assert node.end_lineno is not None
+                key = f"{path.relative_to(SRC)}:{node.name}"
+                sizes[key] = max(sizes.get(key, 0), node.end_lineno - start + 1)
+    return sizes
 
 
-def test_levers_measure_dropping_an_arch_and_family_targets() -> None:
-    binary = BinaryReport(path="x.whl!p/_C.so", size=1, entries=(
-        _entry("sm_100", 5000), _entry("sm_103", 4000), _entry("sm_90", 3000, "lz4")))  # fmt: skip
-    found = {lv.change: lv for lv in levers(contributions([binary]), (13, 0), ())}
-    assert found["drop SASS sm_100 from the arch set"].saves == 5000
-    assert found["build 10.0f instead of sm_100 sm_103"].saves == 4000
-    assert found["nvcc-flags: [-Xfatbin=-compress-all]"].saves is None  # two entries stored raw
-    assert "nvcc-flags: [--compress-mode=size]" in found
-    old = {
-        lv.change for lv in levers(contributions([binary]), (12, 4), ("-Xfatbin=-compress-all",))
-    }
-    assert "nvcc-flags: [--compress-mode=size]" not in old  # nvcc 12.4 has no --compress-mode
-    assert "nvcc-flags: [-Xfatbin=-compress-all]" not in old  # already asked for
+def test_no_module_is_too_long() -> None:
+    long = {m: n for m, n in module_sizes().items() if n > MAX_MODULE_LINES}
+    assert set(long) <= set(MODULE_EXCEPTIONS), long
 
 
-def test_check_size_over_budget() -> None:
-    [report] = inspect_paths([DATA / "sm80_sm90a_ptx90.so"])
-    assert (
-        check_size(
-            wheel_size=10, budget=100, binaries=[report], toolkit=(13, 0), nvcc_flags=()
-        ).over
-        is False
-    )
-    over = check_size(wheel_size=101, budget=100, binaries=[report], toolkit=(13, 0), nvcc_flags=())
-    assert over.over and over.levers[0].saves == over.contributions[0].stored
+def test_no_function_is_too_long() -> None:
+    long = {f: n for f, n in function_sizes().items() if n > MAX_FUNCTION_LINES}
+    assert set(long) <= set(FUNCTION_EXCEPTIONS), long
 
 
-def test_over_budget_measures_the_wheel(tmp_path: Path) -> None:
-    """Over budget, each entry's cost in the wheel (deflated like the zip) and the compression
-    levers are measured on the wheel's own bytes."""
-    wheel = tmp_path / "demo-1.0-cp310-abi3-linux_x86_64.whl"
-    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as zf:
-        zf.write(DATA / "sm80_sm90a_ptx90.so", "demo/_C.abi3.so")
-    binaries = [b for b in inspect_paths([wheel]) if b.entries]
-    size = check_size(wheel_size=wheel.stat().st_size, budget=1, binaries=binaries, toolkit=(13, 0),
-                      nvcc_flags=(), wheel=wheel)  # fmt: skip
-    assert size.over
-    for c in size.contributions:
-        assert c.in_wheel is not None and 0 < c.in_wheel <= c.stored
-        if c.compression == "none":  # a raw cubin deflates, as it does in the zip
-            assert c.in_wheel < c.stored
-    found = {lv.change: lv for lv in size.levers}
-    sm80 = next(c for c in size.contributions if c.arch == "sm_80")
-    assert found["drop SASS sm_80 from the arch set"].saves == sm80.in_wheel
-    assert found["nvcc-flags: [--compress-mode=size]"].saves is not None
+def test_exceptions_are_still_needed() -> None:
+    modules, functions = module_sizes(), function_sizes()
+    assert all(modules.get(m, 0) > MAX_MODULE_LINES for m in MODULE_EXCEPTIONS)
+    assert all(functions.get(f, 0) > MAX_FUNCTION_LINES for f in FUNCTION_EXCEPTIONS)
+
+
+if __name__ == "__main__":
+    for module, lines in sorted(module_sizes().items(), key=lambda kv: -kv[1]):
+        print(f"{lines:5d}  {module}")
+    print(f"functions over {MAX_FUNCTION_LINES * 2 // 3} lines:")
+    for function, lines in sorted(function_sizes().items(), key=lambda kv: -kv[1]):
+        if lines > MAX_FUNCTION_LINES * 2 // 3:
+            print(f"{lines:5d}  {function}")

@@ -12,8 +12,10 @@ from pathlib import Path
 
 import zstandard
 
+from wheelforge.binaries.elf import member_path
 from wheelforge.binaries.fatbin import entry_payload
-from wheelforge.binaries.inspection import WHEEL_MEMBER_SEPARATOR, BinaryReport
+from wheelforge.binaries.inspection import BinaryReport
+from wheelforge.configuration.archs import Arch
 
 # Blackwell family targets (CUDA 12.9+): one sm_100f cubin runs on sm_100 and sm_103, one
 # sm_120f on sm_120 and sm_121 (CUDA 12.9 release notes, "family-specific features").
@@ -96,11 +98,6 @@ def contributions(binaries: Sequence[BinaryReport]) -> tuple[Contribution, ...]:
     return tuple(sorted(found, key=lambda c: (-c.stored, c.binary, c.kind, c.arch)))
 
 
-def _sm(arch: str) -> int:
-    digits = "".join(ch for ch in arch if ch.isdigit())
-    return int(digits) if digits else 0
-
-
 _Key = tuple[str, str, str]  # binary, kind, arch
 
 
@@ -124,7 +121,7 @@ def measure(wheel: Path, binaries: Sequence[BinaryReport]) -> dict[_Key, _Cost]:
         for b in binaries:
             if not b.entries:
                 continue
-            data = zf.read(b.path.rpartition(WHEEL_MEMBER_SEPARATOR)[2])
+            data = zf.read(member_path(b.path))
             for e in b.entries:
                 payload = entry_payload(data, e, path=b.path)
                 raw = e.compression == "none"
@@ -193,7 +190,7 @@ def levers(
         if c.kind == "sass":
             sass[c.arch] = sass.get(c.arch, 0) + cost(c)
     for family, members in FAMILIES.items():
-        present = {a: s for a, s in sass.items() if _sm(a) in members and not a.endswith("a")}
+        present = {a: s for a, s in sass.items() if _family_member(a, members)}
         if len(present) >= 2:
             found.append(Lever(
                 change=f"build {family} instead of {' '.join(sorted(present))}",
@@ -201,6 +198,12 @@ def levers(
                 note="one family cubin instead of one per GPU (estimate: the largest is kept)",
             ))  # fmt: skip
     return tuple(sorted(found, key=lambda lv: -(lv.saves or 0)))
+
+
+def _family_member(code: str, members: tuple[int, ...]) -> bool:
+    """Whether a SASS arch (not an ``a`` one: those run on their own GPU only) is in a family."""
+    arch = Arch.from_code(code)
+    return arch is not None and arch.sm in members and arch.suffix != "a"
 
 
 def check_size(

@@ -21,6 +21,8 @@ _UNITS = {
     "gib": 1024**3,
 }
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$", re.IGNORECASE)
+# The same grammar for JSON Schema, which has no flags (data/matrix.schema.json's size-budget).
+SIZE_PATTERN = r"^\s*\d+(\.\d+)?\s*([bB]|[kKmMgG][iI]?[bB])?\s*$"
 
 
 def parse_size(text: str, *, where: str) -> int:

@@ -8,6 +8,8 @@ cibuildwheel's ``errors.py``); docs/usage.md lists them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from wheelforge.foundation.diagnostics import Diagnostic
 
 
@@ -85,3 +87,13 @@ class BinaryFormatError(VerificationError):
         self.path = path
         self.offset = offset
         self.problem = problem
+
+
+def first_and_rest(messages: Sequence[str], *, prefix: str = "") -> tuple[str, str | None]:
+    """Several problems as one error: the first, with "(and N more below)", then the rest as its
+    details (None when there is one)."""
+    first, rest = messages[0], messages[1:]
+    return (
+        prefix + first + (f" (and {len(rest)} more below)" if rest else ""),
+        "\n".join(rest) or None,
+    )

@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from wheelforge.binaries.elf import member_path
+from wheelforge.configuration.archs import code_sort_key
 from wheelforge.configuration.sizes import format_size
 from wheelforge.foundation import log
 from wheelforge.foundation.diagnostics import relative_to
@@ -41,10 +43,6 @@ def _wheels(report: Report) -> list[str]:
     return lines
 
 
-def _sm(arch: str) -> int:
-    return int("".join(ch for ch in arch if ch.isdigit()) or 0)
-
-
 def _archs(v: VariantDoc) -> list[str]:
     """Per binary, kind and arch: stored and uncompressed size."""
     if v.size is None or not v.size.contributions:
@@ -57,9 +55,9 @@ def _archs(v: VariantDoc) -> list[str]:
         "| --- | --- | --- | ---: | ---: | --- |",
     ]
     for c in sorted(
-        v.size.contributions, key=lambda c: (c.binary, c.kind != "sass", _sm(c.arch), c.arch)
+        v.size.contributions, key=lambda c: (c.binary, c.kind != "sass", code_sort_key(c.arch))
     ):
-        member = c.binary.rsplit("!", 1)[-1]
+        member = member_path(c.binary)
         lines.append(
             f"| `{member}` | {c.kind.upper() if c.kind == 'ptx' else 'SASS'} | {c.arch} | "
             f"{format_size(c.stored)} | {format_size(c.uncompressed)} | {c.compression} |"

@@ -22,8 +22,18 @@ from wheelforge.running.dryrun import dry_run as plan_dry_run
 from wheelforge.running.results import BuildReport
 
 
-def dry_run(settings: BuildSettings) -> None:
-    print_dry_run(plan_dry_run(settings), Console(stderr=False))
+def build_command(
+    flags: Flags, *, report_path: Path | None, ci_mode: str | None, quiet: bool, dry_run: bool
+) -> None:
+    """``wheelforge build``: the output modes (--ci, --quiet), then the plan alone (--dry-run)
+    or the build."""
+    if ci_mode is not None:
+        log.set_ci("github" if ci_mode == "github" else None)
+    log.set_quiet(quiet)
+    if dry_run:
+        print_dry_run(plan_dry_run(resolve(flags)), Console(stderr=False))
+    else:
+        build(flags, report_path)
 
 
 def build(flags: Flags, report_path: Path | None) -> None:

@@ -12,7 +12,9 @@ from rich.table import Table
 from rich.text import Text
 
 from wheelforge.binaries.abicheck import BinaryCheck
-from wheelforge.binaries.inspection import WHEEL_MEMBER_SEPARATOR, BinaryReport
+from wheelforge.binaries.elf import member_path, split_member
+from wheelforge.binaries.inspection import BinaryReport
+from wheelforge.configuration.archs import code_sort_key, sm_range
 from wheelforge.configuration.matrix import Matrix
 from wheelforge.configuration.sizes import format_size as human_size
 from wheelforge.planning.variants import Variant
@@ -22,8 +24,9 @@ from wheelforge.running.torch_tests import Outcome
 from wheelforge.toolchain.provision import RECIPES
 from wheelforge.toolchain.toolkit import Toolkit
 
-# Versions of the --json documents of check, test and matrix (inspect's is in inspection.py,
-# build --report's in report.py): bumped when a key changes meaning or goes away.
+# Versions of the --json documents of inspect, check, test and matrix (build --report's is in
+# report.py): bumped when a key changes meaning or goes away.
+INSPECT_SCHEMA_VERSION = 1
 CHECK_SCHEMA_VERSION = 1
 TEST_SCHEMA_VERSION = 1
 MATRIX_SCHEMA_VERSION = 1
@@ -31,25 +34,25 @@ MATRIX_SCHEMA_VERSION = 1
 
 def short_path(binary: BinaryReport) -> str:
     """``x.whl!pkg/_C.abi3.so`` → ``pkg/_C.abi3.so``."""
-    return binary.path.rsplit("!", 1)[-1]
-
-
-def _arch_key(arch: str) -> tuple[int, str]:
-    return (int("".join(c for c in arch if c.isdigit()) or 0), arch)
+    return member_path(binary.path)
 
 
 def binary_tables(v: VariantResult) -> list[Table]:
     """One table per binary: each kind and arch, stored and uncompressed, and whether it was
-    asked for. Narrow enough for 80 columns: the binary is the title, not a column."""
+    asked for (the binary's ArchCheck). Narrow enough for 80 columns: the binary is the title,
+    not a column."""
     tables = []
-    for b in v.binaries:
+    for b, check in zip(v.binaries, v.arch_checks, strict=True):
         if not b.entries and not v.arch_set.specs:
             continue
         table = Table(title=f"{v.variant_id}: {short_path(b)}", title_justify="left")
         for column in ("kind", "arch", "stored", "uncompressed", "status"):
             table.add_column(column, justify="right" if column in ("stored", "uncompressed") else "left",
                              no_wrap=True)  # fmt: skip
-        for kind, wanted in (("sass", v.arch_set.sass), ("ptx", v.arch_set.ptx)):
+        for kind, missing, extra in (
+            ("sass", check.missing_sass, check.extra_sass),
+            ("ptx", check.missing_ptx, check.extra_ptx),
+        ):
             sizes: dict[str, list[int]] = {}
             for e in b.entries:
                 if e.kind == kind:
@@ -57,11 +60,11 @@ def binary_tables(v: VariantResult) -> list[Table]:
                     acc[0] += e.stored_size
                     acc[1] += e.size
             label = "SASS" if kind == "sass" else "PTX"
-            for arch in sorted({*sizes, *wanted}, key=_arch_key):
-                if arch not in sizes:
+            for arch in sorted({*sizes, *missing}, key=code_sort_key):
+                if arch in missing or arch not in sizes:
                     table.add_row(label, arch, "-", "-", "[red]MISSING[/red]")
                     continue
-                status = "ok" if arch in wanted else "[yellow]extra[/yellow]"
+                status = "[yellow]extra[/yellow]" if arch in extra else "ok"
                 stored, size = sizes[arch]
                 table.add_row(label, arch, human_size(stored), human_size(size), status)
         tables.append(table)
@@ -138,7 +141,7 @@ def print_inspect(reports: Sequence[BinaryReport], console: Console) -> None:
         return
     shown = None
     for binary in reports:
-        container, _, member = binary.path.rpartition(WHEEL_MEMBER_SEPARATOR)
+        container, member = split_member(binary.path)
         if container and container != shown:
             # A wheel's name on a line of its own (it fits 80 columns), its members below it.
             console.print(Text(Path(container).name, style="bold", overflow="fold"))
@@ -161,7 +164,7 @@ def print_inspect(reports: Sequence[BinaryReport], console: Console) -> None:
             acc[2] += e.size
             compressions.setdefault(key, set()).add(e.compression)
         for (kind, arch), (count, stored, size) in sorted(
-            groups.items(), key=lambda kv: (kv[0][0] != "sass", _arch_key(kv[0][1]))
+            groups.items(), key=lambda kv: (kv[0][0] != "sass", code_sort_key(kv[0][1]))
         ):
             table.add_row(kind.upper() if kind == "ptx" else "SASS", arch, str(count), human_size(stored),
                           human_size(size), ", ".join(sorted(compressions[(kind, arch)])))  # fmt: skip
@@ -170,13 +173,28 @@ def print_inspect(reports: Sequence[BinaryReport], console: Console) -> None:
         console.print(table)
 
 
+def reports_to_json(reports: Sequence[BinaryReport]) -> dict[str, object]:
+    """The ``inspect --json`` document."""
+    return {
+        "schema_version": INSPECT_SCHEMA_VERSION,
+        "files": [
+            {
+                "path": report.path,
+                "size": report.size,
+                "fatbins": [entry.to_json() for entry in report.entries],
+            }
+            for report in reports
+        ],
+    }
+
+
 def check_table(checks: Sequence[BinaryCheck]) -> Group:
     """Per wheel (or folder of shared objects): its path on a line of its own, then a table of
     its binaries by member name, so nothing is cut at 80 columns."""
     parts: list[RenderableType] = [Text("wheelforge check", style="italic")]
     by_file: dict[str, list[BinaryCheck]] = {}
     for c in checks:
-        container = c.path.rpartition(WHEEL_MEMBER_SEPARATOR)[0]
+        container = split_member(c.path)[0]
         by_file.setdefault(container or str(Path(c.path).parent), []).append(c)
     for container, members in by_file.items():
         # The file's name on a line of its own (a wheel's name fits 80 columns), then its folder.
@@ -207,11 +225,8 @@ def check_table(checks: Sequence[BinaryCheck]) -> Group:
                 if not c.violations
                 else f"[red]{len(c.violations)} violation(s)[/red]"
             )
-            name = (
-                c.path.rpartition(WHEEL_MEMBER_SEPARATOR)[2]
-                if WHEEL_MEMBER_SEPARATOR in c.path
-                else Path(c.path).name
-            )
+            wheel, member = split_member(c.path)
+            name = member if wheel else Path(c.path).name
             table.add_row(name, str(len(c.shims)), _floor(c.newest_shim, c.declared_torch),
                           _floor(c.python_floor, c.declared_python), status)  # fmt: skip
         parts.append(table)
@@ -359,7 +374,6 @@ def toolkits_table(found: Sequence[Toolkit]) -> Table:
         )
     for r in RECIPES:
         if not any(t.release == r.release for t in found):
-            numbers = sorted(r.sass)
-            table.add_row(r.release, f"sm_{numbers[0]} to sm_{numbers[-1]}", "-", "-",
+            table.add_row(r.release, sm_range(r.sass), "-", "-",
                           f"[dim]wheelforge toolkit install {r.release} ({r.download})[/dim]")  # fmt: skip
     return table

@@ -41,11 +41,7 @@ def render(plan: VariantPlan) -> str:
     w.variable("nvcc_flags", escape(plan.nvcc_flags))
     w.variable("gencode", escape(plan.gencode))
     w.variable("ldflags", escape(plan.ldflags))
-    # Before CUDA 12.9, nvcc runs from / with the fixed-pid library (planning/reproducible.py).
-    launch = (
-        f"cd / && LD_PRELOAD={shlex.quote(str(plan.nvcc_preload))} " if plan.nvcc_preload else ""
-    )
-    w.variable("nvcc_launch", escape(launch))
+    w.variable("nvcc_launch", escape(_nvcc_launch(plan)))
     w.newline()
     w.rule(
         "cxx",
@@ -70,15 +66,12 @@ def render(plan: VariantPlan) -> str:
         description="NVCC $in",
     )
     w.rule("link", "$cxx -shared -o $out $in $ldflags", description="LINK $out")
-    w.rule("preload", "$cc -shared -fPIC -O2 -o $out $in", description="PRELOAD $out")
     w.newline()
-    preload = [str(plan.nvcc_preload)] if plan.nvcc_preload else []
-    if plan.nvcc_preload:
-        w.build(preload, "preload", [str(plan.nvcc_preload.with_suffix(".c"))])
+    preload = _preload(w, plan)
     for step in plan.compile_steps:
         variables = {"source_flags": escape(step.flags)}
-        if step.arch_set:
-            variables["gencode"] = escape(shlex.join(step.arch_set.gencode_flags()))
+        if step.gencode is not None:
+            variables["gencode"] = escape(step.gencode)
         w.build(
             [str(step.object)],
             step.rule,
@@ -89,6 +82,22 @@ def render(plan: VariantPlan) -> str:
     w.build([str(plan.library)], "link", [str(s.object) for s in plan.compile_steps])
     w.default([str(plan.library)])
     return buf.getvalue()
+
+
+def _nvcc_launch(plan: VariantPlan) -> str:
+    """Before CUDA 12.9, nvcc runs from / with the fixed-pid library (planning/reproducible.py)."""
+    if plan.nvcc_preload is None:
+        return ""
+    return f"cd / && LD_PRELOAD={shlex.quote(str(plan.nvcc_preload))} "
+
+
+def _preload(w: Writer, plan: VariantPlan) -> list[str]:
+    """The rule and build of the fixed-pid library; the nvcc steps' implicit inputs."""
+    if plan.nvcc_preload is None:
+        return []
+    w.rule("preload", "$cc -shared -fPIC -O2 -o $out $in", description="PRELOAD $out")
+    w.build([str(plan.nvcc_preload)], "preload", [str(plan.nvcc_preload.with_suffix(".c"))])
+    return [str(plan.nvcc_preload)]
 
 
 def write(plan: VariantPlan) -> Path:
@@ -241,8 +250,7 @@ def _failure(plan: VariantPlan, output: str) -> BuildError:
 def inputs(plan: VariantPlan) -> list[Path]:
     """Every file the last build of *plan* read: its sources and, from the depfiles ninja has
     recorded (``ninja -t deps``), every header they included, system and toolkit ones too."""
-    exe = Path(ninja_pkg.BIN_DIR) / "ninja"
-    result = proc.run([exe, "-C", plan.build_dir, "-t", "deps"], hint=NINJA_HINT)
+    result = proc.run([_exe(), "-C", plan.build_dir, "-t", "deps"], hint=NINJA_HINT)
     found = {step.source for step in plan.compile_steps}
     for line in result.stdout.splitlines():
         # "obj/x.o: #deps 12, deps mtime … (VALID)" then one indented path per line.

@@ -4,8 +4,6 @@ files, ninja, wheel, repair, fatbin verification, then an atomic move into the o
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import shutil
 import tempfile
 import time
@@ -13,67 +11,52 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from wheelforge.binaries import abicheck, reprodiff
-from wheelforge.binaries.inspection import BinaryReport, inspect_paths
+from wheelforge.binaries import elf, reprodiff
 from wheelforge.binaries.sizes import TOP_CONTRIBUTORS, SizeCheck, check_size
-from wheelforge.binaries.verify import verify_binaries
+from wheelforge.binaries.verify import WheelVerification, verify_wheel
 from wheelforge.configuration.settings import BuildSettings
 from wheelforge.configuration.sizes import format_size
 from wheelforge.foundation import fsutil, log
-from wheelforge.foundation.errors import (
-    EnvironmentProblem,
-    SizeBudgetError,
-    VerificationError,
-    WheelforgeError,
-)
-from wheelforge.packaging import provenance, repair, wheel
+from wheelforge.foundation.errors import SizeBudgetError, VerificationError, WheelforgeError
+from wheelforge.packaging import provenance, repair, stamp, wheel
 from wheelforge.planning import ninja, variants
 from wheelforge.planning.plan import VariantPlan, make_plan
 from wheelforge.planning.variants import Variant
 from wheelforge.running.results import BuildReport, VariantFailure, VariantResult
-from wheelforge.toolchain import envs, provision, shims, toolkit, torchprobe
-
-STAMP = "wheel.json"
-
-
-def _ready(variant: Variant, settings: BuildSettings, found: list[toolkit.Toolkit]) -> Variant:
-    """*variant* with a toolkit on disk: provisioned now if it is a recipe (unless --offline)."""
-    recipe = variant.choice.recipe
-    if variant.choice.toolkit is not None or recipe is None:
-        return variant
-    if settings.offline:
-        unbuilt = [a for a in variant.arch_set.archs if not any(t.supports(a) for t in found)]
-        why = (
-            f" for {', '.join(f'{a} ({a.sass})' for a in unbuilt)}, which none of them builds"
-            if unbuilt
-            else ""
-        )
-        raise EnvironmentProblem(
-            f"variant {variant.id} needs CUDA {recipe.release}, which is not installed (found: "
-            f"{'; '.join(t.describe() for t in found) or 'none'}){why}; run 'wheelforge toolkit install "
-            f"{recipe.release}' ({recipe.describe()}) or build without --offline"
-        )
-    folder = provision.install(recipe, settings.cache)
-    return variants.with_toolkit(variant, toolkit.load_provisioned(folder))
+from wheelforge.toolchain import envs, shims, toolkit, torchprobe
+from wheelforge.toolchain.choice import ensure_toolkit
 
 
 def resolve_variants(settings: BuildSettings) -> list[Variant]:
-    """The variants to build, each with its toolkit. Everything that can be refused without a
-    compiler is refused here, before anything is downloaded or compiled."""
+    """The variants to build, each with its toolkit (provisioned now where needed). Everything
+    that can be refused without a compiler is refused here, before anything is downloaded or
+    compiled."""
     found = toolkit.discover(cache=settings.cache)
     chosen = variants.select(variants.expand(settings.matrix, found), settings.only)
-    return [_ready(v, settings, found) for v in chosen]
+    return [
+        variants.with_choice(
+            v,
+            ensure_toolkit(
+                v.choice,
+                who=f"variant {v.id}",
+                archs=v.arch_set.archs,
+                found=found,
+                cache=settings.cache,
+                offline=settings.offline,
+            ),
+        )
+        for v in chosen
+    ]
 
 
 def _build_torch(variant: Variant, settings: BuildSettings) -> torchprobe.TorchEnv:
-    """The torch a variant compiles against: the build Python's for the stable ABI; for the
-    unstable ABI, an isolated environment with exactly the variant's torch (built on first use,
-    shared with ``wheelforge test``)."""
-    if variant.torch is None:
-        return torchprobe.probe_torch(settings.python)
     tests = settings.matrix.tests
-    spec = envs.EnvSpec(torch=variant.torch, requires=tests.requires if tests else ())
-    return torchprobe.probe_torch(envs.ensure_env(spec, settings.cache).python)
+    return envs.build_torch(
+        variant.torch,
+        python=settings.python,
+        requires=tests.requires if tests else (),
+        cache=settings.cache,
+    )
 
 
 def plan_variant(
@@ -113,43 +96,6 @@ def plan_all(settings: BuildSettings, chosen: list[Variant] | None = None) -> li
                 torchprobe.check_target(torch, matrix.torch.lowest)
         plans.append(plan_variant(variant, probed[variant.torch], settings))
     return plans
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _reusable(plan: VariantPlan, digest: str) -> Path | None:
-    """The wheel already in the output folder, if it was made from exactly these inputs."""
-    try:
-        stamp = json.loads((plan.build_dir / STAMP).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    published = plan.out_dir / str(stamp.get("wheel", ""))
-    if stamp.get("digest") != digest or not published.is_file():
-        return None
-    return published if _sha256(published) == stamp.get("sha256") else None
-
-
-def check_stable_abi(wheel_path: Path, plan: VariantPlan) -> list[abicheck.BinaryCheck]:
-    """The stable-ABI rules (abicheck.py) on a wheel about to be published; a violation stops it.
-    An unstable-ABI build uses torch's C++ API on purpose: nothing to check."""
-    if plan.matrix.abi != "stable":
-        return []
-    checks = abicheck.check_wheel(
-        wheel_path,
-        torch=plan.matrix.torch.target,
-        guards=shims.header_guards(plan.torch.include_dir),
-    )
-    violations = [v for c in checks for v in c.violations]
-    if violations:
-        first, rest = violations[0], violations[1:]
-        raise VerificationError(
-            f"variant {plan.variant.id}: {first.message}"
-            + (f" (and {len(rest)} more below)" if rest else ""),
-            details="\n".join(v.message for v in rest) or None,
-        )
-    return checks
 
 
 class _Stages:
@@ -211,18 +157,17 @@ def _build_variant(
     extra = ((provenance.SBOM_NAME, prov.sbom), (provenance.BUILD_INFO_NAME, prov.build_info))
     contents = wheel.contents(plan, repair.build_platform(), extra)
     digest = contents.digest()
-    published = _reusable(plan, digest)
+    published = stamp.reusable(plan.build_dir, plan.out_dir, digest)
     reused = published is not None
     if published is not None:
         log.info(f"  {published} is up to date")
         with stages.stage("verify"):
-            binaries, abi = _check(published, plan, settings, stages)
+            found = _check(published, plan, settings, stages)
     else:
         title = f"{plan.variant.id}: pack, repair and check the wheel"
         with log.group(title), log.step(title):
-            published, binaries, abi = _pack_and_publish(plan, contents, settings, stages)
-        stamp = {"digest": digest, "wheel": published.name, "sha256": _sha256(published)}
-        fsutil.write_if_changed(plan.build_dir / STAMP, json.dumps(stamp, indent=2) + "\n")
+            published, found = _pack_and_publish(plan, contents, settings, stages)
+        stamp.write(plan.build_dir, digest=digest, wheel=published)
     assert stages.size is not None  # _check sets it
     return VariantResult(
         variant_id=variant.id,
@@ -231,12 +176,13 @@ def _build_variant(
         torch=plan.torch.label,
         wheel=published,
         wheel_size=published.stat().st_size,
-        sha256=_sha256(published),
+        sha256=stamp.sha256(published),
         sources=len(plan.compile_steps),
         compiled=tuple(compiled),
         reused=reused,
-        binaries=tuple(binaries),
-        abi_checks=tuple(abi),
+        binaries=found.binaries,
+        arch_checks=found.arch_checks,
+        abi_checks=found.abi_checks,
         size=stages.size,
         stages=tuple(stages.times),
         seconds=time.perf_counter() - start,
@@ -245,16 +191,14 @@ def _build_variant(
 
 def _check(
     wheel_path: Path, plan: VariantPlan, settings: BuildSettings, stages: _Stages
-) -> tuple[list[BinaryReport], list[abicheck.BinaryCheck]]:
-    """Fatbins against the arch set, the stable-ABI rules, then the size budget; any failing
-    stops the variant."""
-    binaries = inspect_paths([wheel_path])
-    verify_binaries(binaries, plan)
-    abi = check_stable_abi(wheel_path, plan)
+) -> WheelVerification:
+    """Fatbins against the arch set, the stable-ABI rules (verify_wheel), then the size budget;
+    any failing stops the variant."""
+    found = verify_wheel(wheel_path, plan)
     stages.size = check_size(
         wheel_size=wheel_path.stat().st_size,
         budget=settings.size_budget,
-        binaries=binaries,
+        binaries=found.binaries,
         toolkit=(plan.variant.toolkit.version.major, plan.variant.toolkit.version.minor),
         nvcc_flags=plan.matrix.extension.nvcc_flags,
         wheel=wheel_path,
@@ -263,7 +207,7 @@ def _check(
         raise _over_budget(
             plan, wheel_path, stages.size, published=wheel_path.parent == plan.out_dir
         )
-    return binaries, abi
+    return found
 
 
 def _over_budget(
@@ -273,7 +217,7 @@ def _over_budget(
     top = size.contributions[:TOP_CONTRIBUTORS]
     lines = ["largest contributors (in the wheel / stored in the binary / uncompressed):"]
     lines += [
-        f"  {c.binary.rsplit('!', 1)[-1]} {c.kind.upper()} {c.arch}: "
+        f"  {elf.member_path(c.binary)} {c.kind.upper()} {c.arch}: "
         f"{format_size(c.in_wheel) if c.in_wheel is not None else '-'} / "
         f"{format_size(c.stored)} / {format_size(c.uncompressed)} ({c.compression})"
         for c in top
@@ -309,7 +253,7 @@ def _pack_and_publish(
     contents: wheel.WheelContents,
     settings: BuildSettings,
     stages: _Stages,
-) -> tuple[Path, list[BinaryReport], list[abicheck.BinaryCheck]]:
+) -> tuple[Path, WheelVerification]:
     """Pack, repair and check in a staging folder; only a wheel that passed reaches the output."""
     stage = Path(tempfile.mkdtemp(prefix="stage-", dir=plan.build_dir))
     try:
@@ -319,10 +263,10 @@ def _pack_and_publish(
                 raw, stage / "repaired", source_date_epoch=wheel.source_date_epoch()
             )
         with stages.stage("verify"):
-            binaries, abi = _check(repaired, plan, settings, stages)
+            found = _check(repaired, plan, settings, stages)
         with stages.stage("publish"):
             previous = plan.out_dir / repaired.name
-            if previous.is_file() and _sha256(previous) != _sha256(repaired):
+            if previous.is_file() and stamp.sha256(previous) != stamp.sha256(repaired):
                 log.warning(
                     f"replacing {previous}: same name, other content (another arch set or toolkit?)"
                 )
@@ -331,21 +275,15 @@ def _pack_and_publish(
         shutil.rmtree(stage, ignore_errors=True)
 
     # Name what was read after the published wheel, not the staging copy.
-    def rename(path: str) -> str:
-        return path.replace(str(repaired), str(published), 1)
-
     if stages.size is not None:
         stages.size = dataclasses.replace(
             stages.size,
             contributions=tuple(
-                dataclasses.replace(c, binary=rename(c.binary)) for c in stages.size.contributions
+                dataclasses.replace(c, binary=elf.rename_wheel(c.binary, repaired, published))
+                for c in stages.size.contributions
             ),
         )
-    return (
-        published,
-        [dataclasses.replace(b, path=rename(b.path)) for b in binaries],
-        [dataclasses.replace(c, path=rename(c.path)) for c in abi],
-    )
+    return published, found.moved(repaired, published)
 
 
 def verify_reproducible(
@@ -369,7 +307,7 @@ def verify_reproducible(
             )
         except VerificationError as exc:
             result.wheel.unlink(missing_ok=True)
-            (plan.build_dir / STAMP).unlink(missing_ok=True)
+            (plan.build_dir / stamp.STAMP).unlink(missing_ok=True)
             return VariantFailure(
                 variant_id=result.variant_id, arch_set=result.arch_set, toolkit=result.toolkit,
                 torch=result.torch, error=exc, size=result.size,

@@ -9,6 +9,7 @@ from pathlib import Path
 from wheelforge.binaries.abicheck import BinaryCheck
 from wheelforge.binaries.inspection import BinaryReport
 from wheelforge.binaries.sizes import SizeCheck
+from wheelforge.binaries.verify import ArchCheck
 from wheelforge.configuration.archs import ArchSet
 from wheelforge.foundation.errors import WheelforgeError
 
@@ -26,6 +27,7 @@ class VariantResult:
     compiled: tuple[str, ...]  # the compile steps ninja ran (empty: everything was up to date)
     reused: bool  # the wheel in the output folder was already made from these inputs
     binaries: tuple[BinaryReport, ...]
+    arch_checks: tuple[ArchCheck, ...]  # each binary against the arch set (binaries/verify.py)
     abi_checks: tuple[BinaryCheck, ...]
     size: SizeCheck
     stages: tuple[tuple[str, float], ...]  # (stage, seconds): compile, package, verify, publish
