@@ -20,7 +20,7 @@ from wheelforge.binaries.fatbin import (
     entry_payload,
     read_fatbin_entries,
 )
-from wheelforge.foundation.errors import BinaryFormatError, VerificationError
+from wheelforge.foundation.errors import BinaryFormatError, VerificationError, first_and_rest
 
 _ELF_MAGIC = b"\x7fELF"
 
@@ -133,10 +133,10 @@ def require_identical(first: Path, second: Path, *, what: str) -> None:
         )
     if not found:  # same members, same bytes each: the zip's own layout differs
         found = [MemberDifference(member="(zip layout)", kind="content")]
-    head, rest = found[0], found[1:]
+    message, details = first_and_rest(
+        [d.describe() for d in found],
+        prefix=f"{what} is not reproducible: a rebuild in another folder differs in ",
+    )
     raise VerificationError(
-        f"{what} is not reproducible: a rebuild in another folder differs in {head.describe()}"
-        + (f" (and {len(rest)} more member(s) below)" if rest else "")
-        + "; see docs/reproducibility.md for what makes builds differ",
-        details="\n".join(d.describe() for d in rest) or None,
+        message + "; see docs/reproducibility.md for what makes builds differ", details=details
     )
