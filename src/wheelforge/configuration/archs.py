@@ -240,3 +240,9 @@ def parse_arch_list(text: str, *, source: str) -> tuple[ArchSpec, ...]:
         merged[spec.arch] = merged.get(spec.arch, False) or spec.ptx
     ordered = sorted(merged, key=Arch.sort_key)
     return tuple(ArchSpec(a, merged[a]) for a in ordered)
+
+
+def arch_list_id(specs: Iterable[ArchSpec]) -> str:
+    """A readable name for an arch list given on the command line, so two lists never share a
+    variant id, a build folder or a local label: ``7.5 8.0 9.0+PTX`` → ``sm75-80-90ptx``."""
+    return "sm" + "-".join(f"{s.arch.number}{'ptx' if s.ptx else ''}" for s in specs)

@@ -46,3 +46,31 @@ class BinaryFormatError(WheelforgeError):
         self.path = path
         self.offset = offset
         self.problem = problem
+
+
+class EnvironmentProblem(WheelforgeError):
+    """The machine can't do what was asked: a folder can't be created or written (EACCES, a full
+    disk), or another wheelforge holds a lock that --no-wait refused to wait for."""
+
+    exit_code = 5
+
+
+class Interrupted(WheelforgeError):
+    """SIGINT reached wheelforge: the running tools were stopped, nothing partial was kept.
+    Exit 128 + the signal number, as a shell reports a process that a signal ended."""
+
+    exit_code = 130
+    signal_name = "SIGINT"
+
+    def __init__(self) -> None:
+        super().__init__(
+            f"interrupted by {self.signal_name}: stopped every tool wheelforge had started and kept "
+            "nothing half-written; run the same command again to resume"
+        )
+
+
+class Terminated(Interrupted):
+    """SIGTERM reached wheelforge (a CI runner cancelling a job, a release script's timeout)."""
+
+    exit_code = 143
+    signal_name = "SIGTERM"

@@ -70,8 +70,8 @@ def cli() -> None:
 )
 @click.option(
     "--python",
-    type=click.Path(path_type=Path, exists=True, dir_okay=False),
-    help="Python whose torch the extension is built against [default: this one].",
+    help="Python whose torch the extension is built against: a path or a command on the PATH "
+    "[default: this one].",
 )
 @click.option(
     "--only",
@@ -80,18 +80,22 @@ def cli() -> None:
     help="Build only this variant (repeatable); 'wheelforge matrix' lists them.",
 )
 @click.option("--offline", is_flag=True, help="Never download a CUDA toolkit; fail instead.")
+@click.option(
+    "--no-wait", is_flag=True,
+    help="Fail at once when another wheelforge is building into the same build folder [default: wait].",
+)  # fmt: skip
 @cache_dir_option
 @verbose_option
 def build(matrix_path: Path, archs: str | None, out: Path | None, build_dir: Path | None,
-          jobs: int | None, python: Path | None, only: tuple[str, ...], offline: bool,
-          cache_dir: Path | None) -> None:  # fmt: skip
+          jobs: int | None, python: str | None, only: tuple[str, ...], offline: bool,
+          no_wait: bool, cache_dir: Path | None) -> None:  # fmt: skip
     """Build the matrix's wheels and check their fatbins."""
     from wheelforge.configuration.settings import Flags, resolve
     from wheelforge.interface.render import print_build
     from wheelforge.running.build import run_build
 
     flags = Flags(matrix=matrix_path, archs=archs, out=out, build_dir=build_dir, jobs=jobs, python=python,
-                  only=only, offline=offline, cache_dir=cache_dir)  # fmt: skip
+                  only=only, offline=offline, cache_dir=cache_dir, wait=not no_wait)  # fmt: skip
     settings = resolve(flags)
     report = run_build(settings)
     print_build(report, Console())
@@ -299,12 +303,15 @@ def test_command(matrix_path: Path, wheels: tuple[Path, ...], torch_versions: tu
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: runs the CLI and turns every error into one message and an exit code."""
+    from wheelforge.running.signals import signals_as_errors
+
     try:
-        cli.main(
-            args=list(argv) if argv is not None else None,
-            prog_name="wheelforge",
-            standalone_mode=False,
-        )
+        with signals_as_errors():
+            cli.main(
+                args=list(argv) if argv is not None else None,
+                prog_name="wheelforge",
+                standalone_mode=False,
+            )
     except WheelforgeError as exc:
         log.error(exc.message, exc.details)
         return exc.exit_code

@@ -87,10 +87,11 @@ def print_build(report: BuildReport, console: Console) -> None:
             console.print(abi_summary(v.abi_checks, report.target_version))
     major, minor = report.target_version
     folder = report.variants[0].wheel.parent if report.variants else "-"
-    console.print(
-        f"{len(report.variants)} wheel(s) in {folder}; stable-ABI target torch {major}.{minor}, "
-        f"built against torch {report.built_against}"
-    )
+    if report.abi == "stable":
+        how = f"stable-ABI target torch {major}.{minor}, built against torch {report.built_against}"
+    else:
+        how = f"unstable ABI: each wheel pinned to the torch it was built against ({report.built_against})"
+    console.print(f"{len(report.variants)} wheel(s) in {folder}; {how}")
 
 
 def print_inspect(reports: Sequence[BinaryReport], console: Console) -> None:

@@ -15,23 +15,26 @@ from wheelforge.binaries import abicheck
 from wheelforge.binaries.inspection import BinaryReport, inspect_paths
 from wheelforge.binaries.verify import verify_binaries
 from wheelforge.configuration.settings import BuildSettings
-from wheelforge.foundation import fsutil, log
-from wheelforge.foundation.errors import ConfigError, VerificationError
+from wheelforge.foundation import fsutil, locks, log
+from wheelforge.foundation.errors import ConfigError, EnvironmentProblem, VerificationError
 from wheelforge.packaging import repair, wheel
 from wheelforge.planning import ninja, variants
 from wheelforge.planning.plan import VariantPlan, make_plan
 from wheelforge.planning.variants import Variant
+from wheelforge.running.preflight import describe_os_error, preflight
 from wheelforge.running.results import BuildReport, VariantResult
 from wheelforge.toolchain import envs, provision, shims, toolkit, torchprobe
 
 STAMP = "wheel.json"
 
 
-def _ready(variant: Variant, settings: BuildSettings, found: list[toolkit.Toolkit]) -> Variant:
-    """*variant* with a toolkit on disk: provisioned now if it is a recipe (unless --offline)."""
+def _refuse_offline(
+    variant: Variant, settings: BuildSettings, found: list[toolkit.Toolkit]
+) -> None:
+    """With --offline, a variant whose toolkit is still to be provisioned is refused."""
     recipe = variant.choice.recipe
     if variant.choice.toolkit is not None or recipe is None:
-        return variant
+        return
     if settings.offline:
         unbuilt = [a for a in variant.arch_set.archs if not any(t.supports(a) for t in found)]
         why = (
@@ -44,16 +47,31 @@ def _ready(variant: Variant, settings: BuildSettings, found: list[toolkit.Toolki
             f"{'; '.join(t.describe() for t in found) or 'none'}){why}; run 'wheelforge toolkit install "
             f"{recipe.release}' ({recipe.describe()}) or build without --offline"
         )
+
+
+def _ready(variant: Variant, settings: BuildSettings) -> Variant:
+    """*variant* with a toolkit on disk: provisioned now if it is a recipe."""
+    recipe = variant.choice.recipe
+    if variant.choice.toolkit is not None or recipe is None:
+        return variant
     folder = provision.install(recipe, settings.cache)
     return variants.with_toolkit(variant, toolkit.load_provisioned(folder))
 
 
+def folders(settings: BuildSettings) -> dict[str, Path]:
+    """The folders a build writes, by the flag that sets each."""
+    return {"--out": settings.out_dir, "--build-dir": settings.build_root, "--cache-dir": settings.cache}
+
+
 def resolve_variants(settings: BuildSettings) -> list[Variant]:
     """The variants to build, each with its toolkit. Everything that can be refused without a
-    compiler is refused here, before anything is downloaded or compiled."""
+    compiler is refused here, before anything is written, downloaded or compiled."""
     found = toolkit.discover(cache=settings.cache)
     chosen = variants.select(variants.expand(settings.matrix, found), settings.only)
-    return [_ready(v, settings, found) for v in chosen]
+    for variant in chosen:
+        _refuse_offline(variant, settings, found)
+    preflight(settings.matrix, folders(settings))
+    return [_ready(v, settings) for v in chosen]
 
 
 def _build_torch(variant: Variant, settings: BuildSettings) -> torchprobe.TorchEnv:
@@ -91,6 +109,9 @@ def plan_all(settings: BuildSettings) -> list[VariantPlan]:
                 cc=settings.cc,
                 nvcc_host=toolkit.host_compiler(variant.toolkit, settings.cxx),
                 nvcc_threads=settings.nvcc_threads,
+                cxx_launcher=settings.cxx_launcher,
+                cc_launcher=settings.cc_launcher,
+                cuda_launcher=settings.cuda_launcher,
             )
         )
     return plans
@@ -201,7 +222,13 @@ def _pack_and_publish(
                 log.warning(
                     f"replacing {previous}: same name, other content (another arch set or toolkit?)"
                 )
-            published = fsutil.publish(repaired, plan.out_dir)
+            try:
+                published = fsutil.publish(repaired, plan.out_dir)
+            except OSError as exc:
+                raise EnvironmentProblem(
+                    f"--out {plan.out_dir}: cannot write {repaired.name}: "
+                    f"{describe_os_error(plan.out_dir, exc)}"
+                ) from None
         finally:
             shutil.rmtree(stage, ignore_errors=True)
 
@@ -217,22 +244,30 @@ def _pack_and_publish(
 
 
 def run_build(settings: BuildSettings) -> BuildReport:
+    lock = settings.build_root / locks.LOCK_NAME
+    with locks.hold(lock, what=f"the build folder {settings.build_root}", wait=settings.wait):
+        return _run_build(settings)
+
+
+def _run_build(settings: BuildSettings) -> BuildReport:
     plans = plan_all(settings)
     m = settings.matrix
+    labels = sorted({p.torch.label for p in plans})
     if m.abi == "stable":
         how = (
             f"for torch {m.torch.requirement[5:]} (stable ABI target {m.torch.target[0]}.{m.torch.target[1]}, "
             f"built against torch {plans[0].torch.label})"
         )
     else:
-        how = f"for torch {', '.join(sorted({p.torch.label for p in plans}))} (unstable ABI: one build each)"
+        how = f"for torch {', '.join(labels)} (unstable ABI: one build each)"
     log.info(
         f"building {len(plans)} variant(s) of {m.package.name} {m.package.version} {how}; archs from {settings.arch_source}"
     )
     results = [build_variant(plan, jobs=settings.jobs) for plan in plans]
     return BuildReport(
         matrix=settings.matrix.path,
+        abi=m.abi,
         target_version=settings.matrix.torch.target,
-        built_against=plans[0].torch.label,
+        built_against=plans[0].torch.label if m.abi == "stable" else ", ".join(labels),
         variants=tuple(results),
     )
