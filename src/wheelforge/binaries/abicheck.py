@@ -14,31 +14,35 @@ Rules, per ELF file (for a wheel, per ELF member outside auditwheel's ``.libs``)
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import io
 import re
-import zipfile
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from email.parser import HeaderParser
 from functools import cache
 from pathlib import Path
-from typing import Literal
+from typing import BinaryIO, Literal
 
 import abi3info
 from abi3info.models import PyVersion, Symbol
 from elftools.common.exceptions import ELFError
+from elftools.construct import ConstructError
 from elftools.elf.elffile import ELFFile
 from elftools.elf.gnuversions import GNUVerNeedSection
 from elftools.elf.sections import SymbolTableSection
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
+from wheelforge.binaries import bounded
 from wheelforge.foundation.errors import BinaryFormatError, ConfigError
 from wheelforge.toolchain import shims
 from wheelforge.toolchain.shims import Version2
 
-Rule = Literal["cxx-symbol", "shim-version", "python-api", "tags"]
+Rule = Literal["cxx-symbol", "shim-version", "python-api", "tags", "layout"]
 _LIBTORCH_CXX_RE = re.compile(r"(?<![\w:])(c10|at|torch|caffe2)::")
+_MAX_VERSION_ENTRIES = 4096  # libraries need a handful of sonames; glibc itself has ~40
 _GLIBC_RE = re.compile(r"^GLIBC_(\d+)\.(\d+)")
 _MANYLINUX_RE = re.compile(r"^manylinux_(\d+)_(\d+)_(\w+)$")
 _LEGACY_MANYLINUX = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
@@ -121,9 +125,9 @@ class _ElfFacts:
     machine: str
 
 
-def _read_elf(data: bytes, path: str) -> _ElfFacts:
+def _read_elf(data: bytes | bytearray | BinaryIO, path: str) -> _ElfFacts:
     try:
-        elf = ELFFile(io.BytesIO(data))
+        elf = ELFFile(io.BytesIO(data) if isinstance(data, bytes | bytearray) else data)
         dynsym = elf.get_section_by_name(".dynsym")
         undefined = (
             tuple(
@@ -141,13 +145,19 @@ def _read_elf(data: bytes, path: str) -> _ElfFacts:
         glibc: Version2 | None = None
         for section in elf.iter_sections():
             if isinstance(section, GNUVerNeedSection):
+                # The entry count comes from the header (sh_info, up to 2**32) and a zero vn_next
+                # repeats one entry: a corrupt count must not become an endless loop.
+                if section.num_versions() > _MAX_VERSION_ENTRIES:
+                    raise ELFError(f"implausible count of version needs: {section.num_versions()}")
                 for _, auxiliaries in section.iter_versions():
                     for aux in auxiliaries:
                         if m := _GLIBC_RE.match(aux.name):
                             version = (int(m[1]), int(m[2]))
                             glibc = version if glibc is None else max(glibc, version)
         machine = _MACHINES.get(elf["e_machine"], str(elf["e_machine"]))
-    except (ELFError, ValueError, KeyError, OSError) as exc:
+    except (ELFError, ValueError, KeyError, OSError, AssertionError, AttributeError,
+            TypeError, IndexError, UnicodeDecodeError, struct.error, ConstructError) as exc:  # fmt: skip
+        # pyelftools reports corruption with whatever the failing parser raised.
         raise BinaryFormatError(path, None, f"not a readable ELF file: {exc}") from None
     return _ElfFacts(undefined=undefined, glibc=glibc, machine=machine)
 
@@ -242,7 +252,7 @@ def _python_violations(
     return out
 
 
-def check_elf(data: bytes, *, path: str, target: CheckTarget) -> BinaryCheck:
+def check_elf(data: bytes | bytearray | BinaryIO, *, path: str, target: CheckTarget) -> BinaryCheck:
     facts = _read_elf(data, path)
     used_shims = tuple(n for n in facts.undefined if shims.is_shim(n))
     python_symbols = tuple(n for n in facts.undefined if n.startswith(("Py", "_Py")))
@@ -318,6 +328,31 @@ def _tag_violations(
     return out
 
 
+def _layout_violations(path: Path, names: Sequence[str]) -> list[Violation]:
+    """Member names an installer would write outside site-packages, and a missing .dist-info."""
+    out = [
+        Violation(
+            binary=f"{path}!{name}", rule="layout", symbol=None,
+            message=f"{path.name} has the member {name!r}, which an installer would write outside "
+            "its folder (an absolute path or '..'); rebuild the wheel with relative member names",
+        )  # fmt: skip
+        for name in bounded.unsafe_member_names(list(names))
+    ]
+    if not any(n.endswith(".dist-info/METADATA") and n.count("/") == 1 for n in names):
+        out.append(
+            Violation(
+                binary=str(path), rule="layout", symbol=None,
+                message=f"{path.name} has no NAME-VERSION.dist-info/METADATA, so no installer "
+                "accepts it; build it with a wheel builder",
+            )  # fmt: skip
+        )
+    return out
+
+
+def _with_extra(result: BinaryCheck, extra: Sequence[Violation]) -> BinaryCheck:
+    return dataclasses.replace(result, violations=(*result.violations, *extra))
+
+
 def check_wheel(
     path: Path, *, torch: Version2 | None, guards: dict[str, Version2 | None]
 ) -> list[BinaryCheck]:
@@ -330,51 +365,54 @@ def check_wheel(
     abi3 = {t.interpreter for t in tags if t.abi == "abi3" and t.interpreter.startswith("cp3")}
     python = min(((3, int(i[3:])) for i in abi3), default=None)
     results = []
-    try:
-        with zipfile.ZipFile(path) as zf:
-            names = zf.namelist()
-            metadata_name = next((n for n in names if n.endswith(".dist-info/METADATA")), None)
-            floor = torch or (
-                torch_floor(zf.read(metadata_name).decode()) if metadata_name else None
+    with bounded.open_wheel(path) as zf:
+        infos = zf.infolist()
+        names = [i.filename for i in infos]
+        layout = _layout_violations(path, names)
+        unsafe = set(bounded.unsafe_member_names(names))  # reported as layout violations only
+        metadata = next((i for i in infos if i.filename.endswith(".dist-info/METADATA")), None)
+        floor = torch
+        if floor is None and metadata is not None:
+            text = bounded.read_member(zf, metadata, f"{path}!{metadata.filename}")
+            floor = torch_floor(text.decode("utf-8", errors="replace"))
+        if floor is None:
+            why = "states no torch requirement with a lower bound" if metadata else (
+                "has no .dist-info/METADATA, so it states no torch requirement"
             )
-            if floor is None:
-                raise ConfigError(
-                    f"{path}: the wheel states no torch requirement with a lower bound; pass --target X.Y"
-                )
-            target = CheckTarget(torch=floor, python=python, guards=guards)
-            for name in names:
-                if ".libs/" in name or name.endswith("/"):
-                    continue
-                with zf.open(name) as member:
-                    if member.read(4) != b"\x7fELF":
-                        continue
-                data = zf.read(name)
-                display = f"{path}!{name}"
-                result = check_elf(data, path=display, target=target)
-                extra: list[Violation] = _tag_violations(
-                    path.name, tag_strings, name, _read_elf(data, display)
-                )
-                if python is not None and re.search(r"\.cpython-\d+[^/]*\.so$", name):
-                    extra.append(
-                        Violation(
-                            binary=display,
-                            rule="tags",
-                            symbol=None,
-                            message=f"{path.name} is an abi3 wheel, but {name} is named for one CPython; name it *.abi3.so",
-                        )
+            raise ConfigError(f"{path}: the wheel {why}; pass --target X.Y")
+        target = CheckTarget(torch=floor, python=python, guards=guards)
+        for info in infos:
+            name = info.filename
+            display = f"{path}!{name}"
+            if ".libs/" in name or info.is_dir() or name in unsafe:
+                continue
+            if not bounded.member_is_elf(zf, info, display):
+                continue
+            data = bounded.read_member(zf, info, display)
+            result = check_elf(data, path=display, target=target)
+            extra: list[Violation] = _tag_violations(
+                path.name, tag_strings, name, _read_elf(data, display)
+            )
+            if python is not None and re.search(r"\.cpython-\d+[^/]*\.so$", name):
+                extra.append(
+                    Violation(
+                        binary=display,
+                        rule="tags",
+                        symbol=None,
+                        message=f"{path.name} is an abi3 wheel, but {name} is named for one CPython; name it *.abi3.so",
                     )
-                if extra:
-                    result = BinaryCheck(
-                        path=result.path,
-                        shims=result.shims,
-                        newest_shim=result.newest_shim,
-                        python_symbols=result.python_symbols,
-                        violations=(*result.violations, *extra),
-                    )
-                results.append(result)
-    except (zipfile.BadZipFile, OSError) as exc:
-        raise BinaryFormatError(str(path), None, f"not a readable wheel: {exc}") from None
+                )
+            results.append(_with_extra(result, extra) if extra else result)
+    if layout:
+        results.insert(
+            0,
+            BinaryCheck(path=str(path), shims=(), newest_shim=None, python_symbols=(),
+                        violations=tuple(layout)),  # fmt: skip
+        )
     return results
+
+
+ACCEPTS = "wheels or shared objects"
 
 
 def check_paths(
@@ -387,20 +425,26 @@ def check_paths(
     """Check wheels and shared objects; a bare shared object needs *torch* (``--target``)."""
     results: list[BinaryCheck] = []
     for path in paths:
-        if not path.exists():
-            raise ConfigError(f"{path}: no such file; pass wheels or shared objects")
+        if bounded.classify(path, accepts=ACCEPTS) == "folder":
+            raise ConfigError(
+                f"{path} is a folder; pass the wheels or shared objects in it, e.g. {path}/*.whl"
+            )
         if path.suffix == ".whl":
             results.extend(check_wheel(path, torch=torch, guards=guards))
             continue
-        if torch is None:
-            raise ConfigError(
-                f"{path}: a bare shared object says nothing of its torch floor; pass --target X.Y"
-            )
-        results.append(
-            check_elf(
-                path.read_bytes(),
-                path=str(path),
-                target=CheckTarget(torch=torch, python=python, guards=guards),
-            )
-        )
+        try:
+            with path.open("rb") as file:
+                if file.read(len(bounded.ELF_MAGIC)) != bounded.ELF_MAGIC:
+                    raise ConfigError(
+                        f"{path} is neither a wheel (.whl) nor an ELF shared object; pass {ACCEPTS}"
+                    )
+                if torch is None:
+                    raise ConfigError(
+                        f"{path}: a bare shared object says nothing of its torch floor; pass --target X.Y"
+                    )
+                # pyelftools reads the open file lazily: only the headers and tables it needs.
+                target = CheckTarget(torch=torch, python=python, guards=guards)
+                results.append(check_elf(file, path=str(path), target=target))
+        except OSError as exc:
+            raise BinaryFormatError(str(path), None, f"cannot read: {exc.strerror}") from None
     return results

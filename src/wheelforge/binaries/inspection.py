@@ -1,26 +1,28 @@
 """List the SASS and PTX that shared objects, object files, wheels and folders of them carry.
 
 Files are memory-mapped, so only their ELF headers and fatbin headers are read. Wheel members
-are inflated in memory, never extracted to disk; a member is named ``x.whl!pkg/_C.abi3.so``.
+are inflated in memory within the caps of bounded.py, never extracted to disk; a member is named
+``x.whl!pkg/_C.abi3.so``. What a path is comes from stat(2), so a FIFO or a device is named
+as such and never opened.
 """
 
 from __future__ import annotations
 
 import mmap
 import os
-import zipfile
-import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from wheelforge.binaries import bounded
 from wheelforge.binaries.fatbin import FatbinEntry, read_fatbin_entries
-from wheelforge.foundation.errors import BinaryFormatError, ConfigError
+from wheelforge.foundation.errors import BinaryFormatError
 
-ELF_MAGIC = b"\x7fELF"
+ELF_MAGIC = bounded.ELF_MAGIC
 WHEEL_MEMBER_SEPARATOR = "!"
 FileKind = Literal["elf", "wheel"]
+ACCEPTS = "shared objects, object files, wheels or folders of them"
 
 
 @dataclass(frozen=True)
@@ -48,10 +50,10 @@ def inspect_paths(paths: Sequence[Path]) -> list[BinaryReport]:
     too, with no entries."""
     reports: list[BinaryReport] = []
     for path in paths:
-        if path.is_dir():
+        if bounded.classify(path, accepts=ACCEPTS) == "folder":
             for file in _walk(path):
                 reports.extend(_inspect_file(file, _file_kind(file)))
-        elif path.is_file():
+        else:
             kind = _file_kind(path)
             if kind is None:
                 raise BinaryFormatError(
@@ -61,11 +63,6 @@ def inspect_paths(paths: Sequence[Path]) -> list[BinaryReport]:
                     "wheels or folders of them",
                 )
             reports.extend(_inspect_file(path, kind))
-        else:
-            raise ConfigError(
-                f"{path}: no such file or directory; pass shared objects, object files, "
-                "wheels or folders of them"
-            )
     return reports
 
 
@@ -137,30 +134,14 @@ def _inspect_elf_file(path: Path) -> BinaryReport:
 
 def _inspect_wheel(path: Path) -> list[BinaryReport]:
     reports = []
-    try:
-        with zipfile.ZipFile(path) as wheel:
-            for member in sorted(wheel.infolist(), key=lambda info: info.filename):
-                if member.is_dir():
-                    continue
-                name = f"{path}{WHEEL_MEMBER_SEPARATOR}{member.filename}"
-                data = _read_elf_member(wheel, member, name)
-                if data is not None:
-                    entries = read_fatbin_entries(data, path=name)
-                    reports.append(BinaryReport(path=name, size=len(data), entries=tuple(entries)))
-    except zipfile.BadZipFile as error:
-        raise BinaryFormatError(str(path), None, f"not a readable wheel (zip): {error}") from error
-    except OSError as error:
-        raise BinaryFormatError(str(path), None, f"cannot read: {error.strerror}") from error
+    with bounded.open_wheel(path) as wheel:
+        for member in sorted(wheel.infolist(), key=lambda info: info.filename):
+            if member.is_dir():
+                continue
+            name = f"{path}{WHEEL_MEMBER_SEPARATOR}{member.filename}"
+            if not bounded.member_is_elf(wheel, member, name):
+                continue
+            data = bounded.read_member(wheel, member, name)
+            entries = read_fatbin_entries(data, path=name)
+            reports.append(BinaryReport(path=name, size=len(data), entries=tuple(entries)))
     return reports
-
-
-def _read_elf_member(wheel: zipfile.ZipFile, member: zipfile.ZipInfo, name: str) -> bytes | None:
-    """The member's bytes if it is an ELF file; only its first block is inflated otherwise."""
-    try:
-        with wheel.open(member) as stream:
-            if stream.read(len(ELF_MAGIC)) != ELF_MAGIC:
-                return None
-        # Read again rather than append to the first bytes: one copy of a 500 MB library is enough.
-        return wheel.read(member)
-    except (zipfile.BadZipFile, zlib.error, EOFError, RuntimeError, ValueError, OSError) as error:
-        raise BinaryFormatError(name, None, f"cannot inflate wheel member: {error}") from error

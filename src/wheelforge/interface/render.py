@@ -97,7 +97,10 @@ def print_build(report: BuildReport, console: Console) -> None:
 def print_inspect(reports: Sequence[BinaryReport], console: Console) -> None:
     """One table per binary: its archs grouped by kind, with sizes."""
     if not reports:
-        console.print("no ELF files or wheels found")
+        console.print(
+            "no ELF files found: the files, wheels and folders given hold no shared objects or "
+            "object files"
+        )
         return
     for binary in reports:
         table = Table(title=f"{binary.path} ({human_size(binary.size)})", title_justify="left")
@@ -126,7 +129,11 @@ def print_inspect(reports: Sequence[BinaryReport], console: Console) -> None:
 
 
 def check_table(checks: Sequence[BinaryCheck]) -> Table:
-    table = Table(title="wheelforge check", title_justify="left")
+    table = Table(
+        title="wheelforge check",
+        title_justify="left",
+        caption=None if checks else "no ELF files to check: the wheels given hold no shared objects",
+    )
     for column in ("binary", "shims", "newest shim", "Python API", "status"):
         table.add_column(column, justify="right" if column in ("shims", "Python API") else "left")
     for c in checks:
