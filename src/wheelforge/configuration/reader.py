@@ -24,6 +24,7 @@ from wheelforge.configuration.matrix import (
     TestsConfig,
 )
 from wheelforge.configuration.torchspec import OLDEST_STABLE_TARGET, TorchSpec, parse_torch_spec
+from wheelforge.foundation import fsutil
 from wheelforge.foundation.errors import ConfigError
 
 SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx", ".c")
@@ -452,4 +453,5 @@ class _Reader:
 def load_matrix(path: Path) -> Matrix:
     display = str(path)
     reader = _Reader(path.resolve(), display)
-    return reader.read(yamlio.load(path, display))
+    with fsutil.gc_paused():
+        return reader.read(yamlio.load(path, display))

@@ -17,6 +17,7 @@ from packaging.version import Version
 
 from wheelforge.configuration.archs import Arch, ArchSet
 from wheelforge.configuration.matrix import Matrix
+from wheelforge.foundation import fsutil
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.toolchain.provision import RECIPES, Recipe, recipe_for
 from wheelforge.toolchain.toolkit import Toolkit
@@ -139,6 +140,11 @@ def choose(entry: str, arch_set: ArchSet, found: Sequence[Toolkit]) -> Choice:
 
 def expand(matrix: Matrix, found: Sequence[Toolkit]) -> tuple[Variant, ...]:
     """All variants of the matrix, in matrix order, without provisioning anything."""
+    with fsutil.gc_paused():
+        return _expand(matrix, found)
+
+
+def _expand(matrix: Matrix, found: Sequence[Toolkit]) -> tuple[Variant, ...]:
     # The unstable ABI ties a binary to one torch: one more dimension, torch version.
     torches: list[str | None] = (
         [str(v) for v in matrix.torch.versions] if matrix.abi == "unstable" else [None]
