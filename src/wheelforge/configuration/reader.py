@@ -184,6 +184,12 @@ class _Reader:
                     )
                 elif not any(True for _ in self.root.glob(pattern)):
                     self.p.add(item, f"extension.sources: '{pattern}' matches no file")
+                elif not any(m.is_file() for m in self.root.glob(pattern)):
+                    self.p.add(
+                        item,
+                        f"extension.sources: '{pattern}' names a folder, not source files; "
+                        f"write a glob such as '{pattern.rstrip('/')}/*.cu'",
+                    )
                 else:
                     bad = [
                         m
@@ -413,7 +419,13 @@ class _Reader:
             elif value is not None and value != "stable":
                 self.p.add(n, f"abi must be 'stable' or 'unstable', got '{value}'")
         python_abi = "cp310"
-        if "python-abi" in items:
+        if "python-abi" in items and abi == "unstable":
+            self.p.add(
+                items["python-abi"][1],
+                "python-abi sets the floor of stable-ABI (abi3) wheels; an unstable-ABI wheel is "
+                "tagged for the CPython that builds it, so remove python-abi or use abi: stable",
+            )
+        elif "python-abi" in items:
             n = items["python-abi"][1]
             value = yamlio.scalar(n, self.p, "python-abi")
             match = _PYTHON_ABI_RE.match(value or "")

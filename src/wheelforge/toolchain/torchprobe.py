@@ -62,11 +62,20 @@ def probe_torch(python: Path) -> TorchEnv:
                 f"'{python} -m pip install torch==2.13.0'"
             )
         raise ToolError(f"{python} could not import torch", details=proc.tail(result.stderr))
+    lines = result.stdout.strip().splitlines()
+    if not lines:
+        raise ToolError(
+            f"{python} printed nothing when asked for its torch's details; is it a Python "
+            "interpreter? (--python names the Python whose torch to build against)"
+        )
     try:
-        info = json.loads(result.stdout.strip().splitlines()[-1])
+        info = json.loads(lines[-1])
         full = Version(info["version"])
-    except (ValueError, IndexError, KeyError, InvalidVersion) as exc:
-        raise ToolError(f"could not read torch's details from {python}: {exc}") from None
+    except (ValueError, KeyError, TypeError, InvalidVersion):
+        raise ToolError(
+            f"{python} printed {lines[-1][:80]!r} where a Python with torch prints torch's "
+            "details; is it a Python interpreter?"
+        ) from None
     include = Path(info["include_dirs"][0])
     if not (include / "torch" / "csrc" / "stable").is_dir():
         raise ToolError(
