@@ -35,7 +35,7 @@ def _survivors(root: Path) -> list[str]:
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
-            cwd = os.readlink(entry / "cwd")
+            cwd = str((entry / "cwd").readlink())
             cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
             state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:

@@ -27,7 +27,9 @@ def test_env_overrides_matrix_and_flag_overrides_env(project: Project) -> None:
     assert [(a.name, str(a)) for a in s.matrix.arch_sets] == [("sm75-86", "7.5 8.6")]
     s = resolve(Flags(matrix=project(), archs="9.0a 7.5 10.0f+PTX"), env)
     assert s.arch_source == "--archs"
-    assert [(a.name, str(a)) for a in s.matrix.arch_sets] == [("sm75-90a-100fptx", "7.5 9.0a 10.0f+PTX")]
+    assert [(a.name, str(a)) for a in s.matrix.arch_sets] == [
+        ("sm75-90a-100fptx", "7.5 9.0a 10.0f+PTX")
+    ]
 
 
 def test_bad_env_arch_list_names_the_variable(project: Project) -> None:

@@ -142,24 +142,31 @@ def _read_elf(data: bytes | bytearray | BinaryIO, path: str) -> _ElfFacts:
             if isinstance(dynsym, SymbolTableSection)
             else ()
         )
-        glibc: Version2 | None = None
-        for section in elf.iter_sections():
-            if isinstance(section, GNUVerNeedSection):
-                # The entry count comes from the header (sh_info, up to 2**32) and a zero vn_next
-                # repeats one entry: a corrupt count must not become an endless loop.
-                if section.num_versions() > _MAX_VERSION_ENTRIES:
-                    raise ELFError(f"implausible count of version needs: {section.num_versions()}")
-                for _, auxiliaries in section.iter_versions():
-                    for aux in auxiliaries:
-                        if m := _GLIBC_RE.match(aux.name):
-                            version = (int(m[1]), int(m[2]))
-                            glibc = version if glibc is None else max(glibc, version)
+        glibc = _glibc_needed(elf)
         machine = _MACHINES.get(elf["e_machine"], str(elf["e_machine"]))
     except (ELFError, ValueError, KeyError, OSError, AssertionError, AttributeError,
             TypeError, IndexError, UnicodeDecodeError, struct.error, ConstructError) as exc:  # fmt: skip
         # pyelftools reports corruption with whatever the failing parser raised.
         raise BinaryFormatError(path, None, f"not a readable ELF file: {exc}") from None
     return _ElfFacts(undefined=undefined, glibc=glibc, machine=machine)
+
+
+def _glibc_needed(elf: ELFFile) -> Version2 | None:
+    """The newest GLIBC_x.y symbol version the file needs."""
+    glibc: Version2 | None = None
+    for section in elf.iter_sections():
+        if not isinstance(section, GNUVerNeedSection):
+            continue
+        # The entry count comes from the header (sh_info, up to 2**32) and a zero vn_next
+        # repeats one entry: a corrupt count must not become an endless loop.
+        if section.num_versions() > _MAX_VERSION_ENTRIES:
+            raise ELFError(f"implausible count of version needs: {section.num_versions()}")
+        for _, auxiliaries in section.iter_versions():
+            for aux in auxiliaries:
+                if m := _GLIBC_RE.match(aux.name):
+                    version = (int(m[1]), int(m[2]))
+                    glibc = version if glibc is None else max(glibc, version)
+    return glibc
 
 
 def _cxx_violations(path: str, undefined: Sequence[str]) -> list[Violation]:
@@ -332,19 +339,23 @@ def _layout_violations(path: Path, names: Sequence[str]) -> list[Violation]:
     """Member names an installer would write outside site-packages, and a missing .dist-info."""
     out = [
         Violation(
-            binary=f"{path}!{name}", rule="layout", symbol=None,
+            binary=f"{path}!{name}",
+            rule="layout",
+            symbol=None,
             message=f"{path.name} has the member {name!r}, which an installer would write outside "
             "its folder (an absolute path or '..'); rebuild the wheel with relative member names",
-        )  # fmt: skip
+        )
         for name in bounded.unsafe_member_names(list(names))
     ]
     if not any(n.endswith(".dist-info/METADATA") and n.count("/") == 1 for n in names):
         out.append(
             Violation(
-                binary=str(path), rule="layout", symbol=None,
+                binary=str(path),
+                rule="layout",
+                symbol=None,
                 message=f"{path.name} has no NAME-VERSION.dist-info/METADATA, so no installer "
                 "accepts it; build it with a wheel builder",
-            )  # fmt: skip
+            )
         )
     return out
 
@@ -376,8 +387,10 @@ def check_wheel(
             text = bounded.read_member(zf, metadata, f"{path}!{metadata.filename}")
             floor = torch_floor(text.decode("utf-8", errors="replace"))
         if floor is None:
-            why = "states no torch requirement with a lower bound" if metadata else (
-                "has no .dist-info/METADATA, so it states no torch requirement"
+            why = (
+                "states no torch requirement with a lower bound"
+                if metadata
+                else ("has no .dist-info/METADATA, so it states no torch requirement")
             )
             raise ConfigError(f"{path}: the wheel {why}; pass --target X.Y")
         target = CheckTarget(torch=floor, python=python, guards=guards)
@@ -406,8 +419,13 @@ def check_wheel(
     if layout:
         results.insert(
             0,
-            BinaryCheck(path=str(path), shims=(), newest_shim=None, python_symbols=(),
-                        violations=tuple(layout)),  # fmt: skip
+            BinaryCheck(
+                path=str(path),
+                shims=(),
+                newest_shim=None,
+                python_symbols=(),
+                violations=tuple(layout),
+            ),
         )
     return results
 

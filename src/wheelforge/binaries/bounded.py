@@ -114,10 +114,11 @@ def read_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, display: str) -> byt
     try:
         with zf.open(info) as stream, memoryview(buffer) as view:
             while filled < info.file_size:
-                got = stream.readinto(view[filled : filled + _CHUNK])
-                if not got:
+                chunk = stream.read(min(_CHUNK, info.file_size - filled))
+                if not chunk:
                     break
-                filled += got
+                view[filled : filled + len(chunk)] = chunk
+                filled += len(chunk)
     except _INFLATE_ERRORS as error:
         raise BinaryFormatError(display, None, f"cannot inflate wheel member: {error}") from error
     if filled != info.file_size:

@@ -87,7 +87,9 @@ def _launcher(env: Mapping[str, str], var: str) -> tuple[str, ...]:
     except ValueError as exc:
         raise ConfigError(f"${var}: {exc}; quote it as a shell would") from None
     if words:
-        words[0] = _program(words[0], "the compiler launcher", f"${var}", f"install it or unset {var}")
+        words[0] = _program(
+            words[0], "the compiler launcher", f"${var}", f"install it or unset {var}"
+        )
     return tuple(words)
 
 

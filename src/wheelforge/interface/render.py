@@ -132,7 +132,9 @@ def check_table(checks: Sequence[BinaryCheck]) -> Table:
     table = Table(
         title="wheelforge check",
         title_justify="left",
-        caption=None if checks else "no ELF files to check: the wheels given hold no shared objects",
+        caption=None
+        if checks
+        else "no ELF files to check: the wheels given hold no shared objects",
     )
     for column in ("binary", "shims", "newest shim", "Python API", "status"):
         table.add_column(column, justify="right" if column in ("shims", "Python API") else "left")

@@ -60,18 +60,22 @@ def _ready(variant: Variant, settings: BuildSettings) -> Variant:
 
 def folders(settings: BuildSettings) -> dict[str, Path]:
     """The folders a build writes, by the flag that sets each."""
-    return {"--out": settings.out_dir, "--build-dir": settings.build_root, "--cache-dir": settings.cache}
+    return {
+        "--out": settings.out_dir,
+        "--build-dir": settings.build_root,
+        "--cache-dir": settings.cache,
+    }
 
 
-def resolve_variants(settings: BuildSettings) -> list[Variant]:
-    """The variants to build, each with its toolkit. Everything that can be refused without a
-    compiler is refused here, before anything is written, downloaded or compiled."""
+def check_variants(settings: BuildSettings) -> list[Variant]:
+    """The variants to build. Everything that can be refused without a compiler is refused
+    here, before anything is downloaded or compiled; then the folders are probed."""
     found = toolkit.discover(cache=settings.cache)
     chosen = variants.select(variants.expand(settings.matrix, found), settings.only)
     for variant in chosen:
         _refuse_offline(variant, settings, found)
     preflight(settings.matrix, folders(settings))
-    return [_ready(v, settings) for v in chosen]
+    return chosen
 
 
 def _build_torch(variant: Variant, settings: BuildSettings) -> torchprobe.TorchEnv:
@@ -85,9 +89,10 @@ def _build_torch(variant: Variant, settings: BuildSettings) -> torchprobe.TorchE
     return torchprobe.probe_torch(envs.ensure_env(spec, settings.cache).python)
 
 
-def plan_all(settings: BuildSettings) -> list[VariantPlan]:
+def plan_all(settings: BuildSettings, checked: list[Variant]) -> list[VariantPlan]:
+    """One plan per variant, each with its toolkit (provisioned now if it is a recipe)."""
     matrix = settings.matrix
-    chosen = resolve_variants(settings)
+    chosen = [_ready(v, settings) for v in checked]
     plans = []
     probed: dict[str | None, torchprobe.TorchEnv] = {}
     for variant in chosen:
@@ -226,8 +231,7 @@ def _pack_and_publish(
                 published = fsutil.publish(repaired, plan.out_dir)
             except OSError as exc:
                 raise EnvironmentProblem(
-                    f"--out {plan.out_dir}: cannot write {repaired.name}: "
-                    f"{describe_os_error(plan.out_dir, exc)}"
+                    f"--out {plan.out_dir}: cannot write {repaired.name}: {describe_os_error(exc)}"
                 ) from None
         finally:
             shutil.rmtree(stage, ignore_errors=True)
@@ -244,13 +248,14 @@ def _pack_and_publish(
 
 
 def run_build(settings: BuildSettings) -> BuildReport:
+    checked = check_variants(settings)
     lock = settings.build_root / locks.LOCK_NAME
     with locks.hold(lock, what=f"the build folder {settings.build_root}", wait=settings.wait):
-        return _run_build(settings)
+        return _run_build(settings, checked)
 
 
-def _run_build(settings: BuildSettings) -> BuildReport:
-    plans = plan_all(settings)
+def _run_build(settings: BuildSettings, checked: list[Variant]) -> BuildReport:
+    plans = plan_all(settings, checked)
     m = settings.matrix
     labels = sorted({p.torch.label for p in plans})
     if m.abi == "stable":

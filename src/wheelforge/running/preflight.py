@@ -19,7 +19,7 @@ from wheelforge.foundation.errors import ConfigError, EnvironmentProblem
 PROBE_BYTES = 1 << 20
 
 
-def describe_os_error(path: Path, exc: OSError) -> str:
+def describe_os_error(exc: OSError) -> str:
     why = exc.strerror or str(exc)
     if exc.errno == errno.ENOSPC:
         why += " (the file system is full; free space or choose another folder)"
@@ -44,7 +44,7 @@ def probe_folder(path: Path, flag: str) -> None:
     except OSError as exc:
         where = Path(exc.filename) if exc.filename else path
         raise EnvironmentProblem(
-            f"{flag} {path}: cannot write there: {where}: {describe_os_error(where, exc)}"
+            f"{flag} {path}: cannot write there: {where}: {describe_os_error(exc)}"
         ) from None
 
 

@@ -160,7 +160,9 @@ def _build(spec: EnvSpec, path: Path) -> None:
         with log.step(f"create the {spec.label} environment in {path}"):
             _create(spec, tmp)
             info = _probe(_env_python(tmp))
-            (tmp / MARKER).write_text(json.dumps({"spec": spec.torch or str(spec.torch_from), **info}))
+            (tmp / MARKER).write_text(
+                json.dumps({"spec": spec.torch or str(spec.torch_from), **info})
+            )
             shutil.rmtree(path, ignore_errors=True)
             tmp.replace(path)
     finally:
