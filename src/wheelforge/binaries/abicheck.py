@@ -397,7 +397,7 @@ def check_wheel(
         for info in infos:
             name = info.filename
             display = f"{path}!{name}"
-            if ".libs/" in name or info.is_dir() or name in unsafe:
+            if ".libs/" in name or name.endswith("/") or not name or name in unsafe:
                 continue
             if not bounded.member_is_elf(zf, info, display):
                 continue

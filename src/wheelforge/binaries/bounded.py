@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import stat
+import struct
 import zipfile
 import zlib
 from pathlib import Path
@@ -92,8 +93,10 @@ def check_member_size(info: zipfile.ZipInfo, display: str) -> None:
         )  # fmt: skip
 
 
+# What zipfile raises on a corrupt archive or member, besides BadZipFile: unknown versions or
+# methods (NotImplementedError), bad offsets (ValueError, EOFError, OverflowError, struct.error).
 _INFLATE_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, RuntimeError, ValueError, OSError,
-                   NotImplementedError)  # fmt: skip
+                   NotImplementedError, OverflowError, struct.error)  # fmt: skip
 
 
 def member_is_elf(zf: zipfile.ZipFile, info: zipfile.ZipInfo, display: str) -> bool:
@@ -131,10 +134,10 @@ def read_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, display: str) -> byt
 def open_wheel(path: Path) -> zipfile.ZipFile:
     try:
         return zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, ValueError, EOFError) as error:
-        raise BinaryFormatError(str(path), None, f"not a readable wheel (zip): {error}") from None
     except OSError as error:
         raise BinaryFormatError(str(path), None, f"cannot read: {error.strerror}") from None
+    except _INFLATE_ERRORS as error:
+        raise BinaryFormatError(str(path), None, f"not a readable wheel (zip): {error}") from None
 
 
 def unsafe_member_names(names: list[str]) -> list[str]:

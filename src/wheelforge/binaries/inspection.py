@@ -136,7 +136,8 @@ def _inspect_wheel(path: Path) -> list[BinaryReport]:
     reports = []
     with bounded.open_wheel(path) as wheel:
         for member in sorted(wheel.infolist(), key=lambda info: info.filename):
-            if member.is_dir():
+            # Not ZipInfo.is_dir(): it raises IndexError on an empty name (one starting with NUL).
+            if member.filename.endswith("/") or not member.filename:
                 continue
             name = f"{path}{WHEEL_MEMBER_SEPARATOR}{member.filename}"
             if not bounded.member_is_elf(wheel, member, name):
