@@ -124,4 +124,10 @@ def test_wheel_readers(wheel_path: Path, data: bytes) -> None:
 
 def test_unsafe_member_names() -> None:
     names = ["a/b.so", "../x", "a/../../x", "/etc/x", "C:/x", "\\\\server\\x", "a/..b", "..a/b"]
-    assert bounded.unsafe_member_names(names) == ["../x", "a/../../x", "/etc/x", "C:/x", "\\\\server\\x"]
+    assert bounded.unsafe_member_names(names) == [
+        "../x",
+        "a/../../x",
+        "/etc/x",
+        "C:/x",
+        "\\\\server\\x",
+    ]
