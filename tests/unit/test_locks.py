@@ -10,10 +10,12 @@ from wheelforge.foundation.errors import EnvironmentProblem
 
 def test_a_held_lock_refuses_a_second_holder_that_will_not_wait(tmp_path: Path) -> None:
     path = tmp_path / "build" / locks.LOCK_NAME
-    with locks.hold(path, what="the build folder x"):
-        # flock locks belong to open file descriptions: a second one conflicts, even in-process.
-        with pytest.raises(EnvironmentProblem, match=r"^the build folder x is in use by another"):
-            with locks.hold(path, what="the build folder x", wait=False):
-                pass
+    # flock locks belong to open file descriptions: a second one conflicts, even in-process.
+    with (
+        locks.hold(path, what="the build folder x"),
+        pytest.raises(EnvironmentProblem, match=r"^the build folder x is in use by another"),
+        locks.hold(path, what="the build folder x", wait=False),
+    ):
+        pass
     with locks.hold(path, what="the build folder x", wait=False):
         pass  # released: free again
