@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
-import io
 import re
 import struct
 from collections.abc import Sequence
@@ -36,6 +35,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
 from wheelforge.binaries import bounded
+from wheelforge.binaries.fatbin import _ViewStream
 from wheelforge.foundation.errors import BinaryFormatError, ConfigError
 from wheelforge.toolchain import shims
 from wheelforge.toolchain.shims import Version2
@@ -127,7 +127,10 @@ class _ElfFacts:
 
 def _read_elf(data: bytes | bytearray | BinaryIO, path: str) -> _ElfFacts:
     try:
-        elf = ELFFile(io.BytesIO(data) if isinstance(data, bytes | bytearray) else data)
+        # A stream over the buffer, not a BytesIO copy of it: a wheel member may be 2 GiB.
+        elf = ELFFile(
+            _ViewStream(memoryview(data)) if isinstance(data, bytes | bytearray) else data
+        )
         dynsym = elf.get_section_by_name(".dynsym")
         undefined = (
             tuple(
