@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from email.parser import HeaderParser
 from functools import cache
 from pathlib import Path
-from typing import BinaryIO, Literal
+from typing import BinaryIO, Literal, cast
 
 import abi3info
 from abi3info.models import PyVersion, Symbol
@@ -128,9 +128,12 @@ class _ElfFacts:
 def _read_elf(data: bytes | bytearray | BinaryIO, path: str) -> _ElfFacts:
     try:
         # A stream over the buffer, not a BytesIO copy of it: a wheel member may be 2 GiB.
-        elf = ELFFile(
-            _ViewStream(memoryview(data)) if isinstance(data, bytes | bytearray) else data
+        stream = (
+            cast(BinaryIO, _ViewStream(memoryview(data)))
+            if isinstance(data, bytes | bytearray)
+            else data
         )
+        elf = ELFFile(stream)
         dynsym = elf.get_section_by_name(".dynsym")
         undefined = (
             tuple(
