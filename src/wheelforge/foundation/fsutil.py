@@ -56,13 +56,16 @@ def publish(src: Path, dest_dir: Path) -> Path:
 
 @contextlib.contextmanager
 def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a large tree of objects is built (a YAML node
-    tree, its model): its passes over the growing heap tripled the time of a 300k-entry matrix.
-    Reference counting still frees everything acyclic; the collector runs again afterwards."""
+    """Pause the cyclic garbage collector while a large, long-lived tree of objects is built (a
+    matrix model, its variants), then freeze what exists (gc.freeze: out of the collector's
+    sight from then on). Its passes over the growing heap tripled the time of a 300k-entry
+    matrix, and later ones over the finished model slowed everything after it. Reference
+    counting still frees everything acyclic."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
+        gc.freeze()
         if was_enabled:
             gc.enable()

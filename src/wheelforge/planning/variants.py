@@ -150,14 +150,19 @@ def _expand(matrix: Matrix, found: Sequence[Toolkit]) -> tuple[Variant, ...]:
         [str(v) for v in matrix.torch.versions] if matrix.abi == "unstable" else [None]
     )
     combos: dict[str, tuple[ArchSet, Choice, str | None]] = {}
+    # Arch sets repeat arch lists; the choice depends on the list only (a refusal, which names
+    # the set, is raised at the first set that has the list).
+    chosen: dict[tuple[str, tuple[Arch, ...]], tuple[Choice, str]] = {}
     for arch_set in matrix.arch_sets:
         for entry in matrix.cuda:
-            choice = choose(entry, arch_set, found)
+            key = (entry, arch_set.archs)
+            if key not in chosen:
+                choice = choose(entry, arch_set, found)
+                chosen[key] = (choice, choice.short)
+            choice, short = chosen[key]
             for torch in torches:
                 suffix = "-torch" + "".join(torch.split(".")[:2]) if torch else ""
-                combos.setdefault(
-                    f"{arch_set.name}-{choice.short}{suffix}", (arch_set, choice, torch)
-                )
+                combos.setdefault(f"{arch_set.name}-{short}{suffix}", (arch_set, choice, torch))
     several = len(combos) > 1
     return tuple(
         Variant(
