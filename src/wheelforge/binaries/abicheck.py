@@ -396,7 +396,7 @@ def check_wheel(
             why = (
                 "states no torch requirement with a lower bound"
                 if metadata
-                else ("has no .dist-info/METADATA, so it states no torch requirement")
+                else "has no .dist-info/METADATA, so it states no torch requirement"
             )
             raise ConfigError(f"{path}: the wheel {why}; pass --target X.Y")
         target = CheckTarget(torch=floor, python=python, guards=guards)

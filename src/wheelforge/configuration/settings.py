@@ -54,7 +54,7 @@ class BuildSettings:
     cxx_launcher: tuple[str, ...] = ()  # e.g. ("/usr/bin/ccache",)
     cc_launcher: tuple[str, ...] = ()
     cuda_launcher: tuple[str, ...] = ()
-    source_date_epoch: int | None = None
+    source_date_epoch: int | None = None  # checked here, before compiling; packing reads it again
     only: tuple[str, ...]  # variant ids to build (all when empty)
     offline: bool  # never download a toolkit
     cache: Path  # provisioned toolkits, test environments
@@ -96,10 +96,10 @@ def _launcher(env: Mapping[str, str], var: str) -> tuple[str, ...]:
 def _compiler(env: Mapping[str, str], var: str, default: str) -> tuple[tuple[str, ...], str]:
     """(launcher words, compiler) of ``$CXX``/``$CC``: the last word is the compiler, words
     before it launch it; CMake's ``CMAKE_<LANG>_COMPILER_LAUNCHER`` comes first."""
-    value = env.get(var) or default
-    where = f"${var}" if env.get(var) == value and " " not in value else f"${var}={value!r}"
-    if not env.get(var):
-        where = "default"
+    given = env.get(var)
+    value = given or default
+    # Name the variable; quote its value when it is more than one word.
+    where = "default" if not given else f"${var}" if " " not in given else f"${var}={given!r}"
     try:
         words = shlex.split(value)
     except ValueError as exc:

@@ -95,18 +95,17 @@ def run(
     except BaseException:
         stop(popen)
         raise
-    proc = subprocess.CompletedProcess(argv, popen.returncode, stdout, stderr)
     result = Result(
         args=tuple(argv),
-        returncode=proc.returncode,
-        stdout=proc.stdout or "",
-        stderr=proc.stderr or "",
+        returncode=popen.returncode,
+        stdout=stdout or "",
+        stderr=stderr or "",
     )
-    if check and proc.returncode != 0:
+    if check and result.returncode != 0:
         name = what or Path(argv[0]).name
         output = "\n".join(s for s in (result.stdout, result.stderr) if s.strip())
         raise ToolError(
-            f"{name} failed with exit code {proc.returncode}: {shlex.join(argv)}",
+            f"{name} failed with exit code {result.returncode}: {shlex.join(argv)}",
             details=tail(output) if output else None,
         )
     return result
