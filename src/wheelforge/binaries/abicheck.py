@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import io
 import re
 import struct
 from collections.abc import Sequence
@@ -134,6 +135,7 @@ def _read_elf(data: bytes | bytearray | BinaryIO, path: str) -> _ElfFacts:
             else data
         )
         elf = ELFFile(stream)
+        _check_section_bounds(elf, stream)
         dynsym = elf.get_section_by_name(".dynsym")
         undefined = (
             tuple(
@@ -151,10 +153,27 @@ def _read_elf(data: bytes | bytearray | BinaryIO, path: str) -> _ElfFacts:
         glibc = _glibc_needed(elf)
         machine = _MACHINES.get(elf["e_machine"], str(elf["e_machine"]))
     except (ELFError, ValueError, KeyError, OSError, AssertionError, AttributeError,
-            TypeError, IndexError, UnicodeDecodeError, struct.error, ConstructError) as exc:  # fmt: skip
+            TypeError, IndexError, UnicodeDecodeError, ZeroDivisionError, struct.error,
+            ConstructError) as exc:  # fmt: skip
         # pyelftools reports corruption with whatever the failing parser raised.
         raise BinaryFormatError(path, None, f"not a readable ELF file: {exc}") from None
     return _ElfFacts(undefined=undefined, glibc=glibc, machine=machine)
+
+
+def _check_section_bounds(elf: ELFFile, stream: BinaryIO) -> None:
+    """Every section with contents lies inside the file: pyelftools does not check, and a size
+    from a corrupt header would turn into a loop over symbols that aren't there."""
+    end = stream.seek(0, io.SEEK_END)
+    for section in elf.iter_sections():
+        if section["sh_type"] == "SHT_NOBITS":
+            continue
+        if section["sh_offset"] + section["sh_size"] > end:
+            raise ELFError(
+                f"section {section.name or '?'} ({section['sh_size']} bytes at offset "
+                f"{section['sh_offset']:#x}) runs past the end of the file ({end} bytes)"
+            )
+        if section["sh_type"] in ("SHT_DYNSYM", "SHT_SYMTAB") and section["sh_entsize"] == 0:
+            raise ELFError(f"symbol table {section.name or '?'} has entries of size 0")
 
 
 def _glibc_needed(elf: ELFFile) -> Version2 | None:
