@@ -146,9 +146,7 @@ CASES: dict[str, Case] = {
         B,
         ConfigError,
         "the top level needs 'package'",
-        matrix=GOOD_MATRIX.split("extension:")[0].replace("package:", "x:").split("x:")[0]
-        + "extension:"
-        + GOOD_MATRIX.split("extension:")[1],
+        matrix="extension:" + GOOD_MATRIX.split("extension:")[1],  # the package section cut
     ),
     "matrix-package-scalar": Case(
         B,
