@@ -1,5 +1,5 @@
-"""Two builds into one build folder (the lock), and output folders that can't be written (the
-preflight), with the real tools."""
+"""Two builds into one build folder (the lock), output folders that can't be written (the
+preflight) and a --python that is no Python, with the real tools."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.test_build import wheelforge
+from wheelforge.foundation.errors import EnvironmentProblem, ToolError
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
 
@@ -63,7 +64,7 @@ def test_a_second_build_waits_for_the_first_or_fails_fast(tmp_path: Path) -> Non
         time.sleep(0.1)
     fast = start("--no-wait")
     _, err = fast.communicate(timeout=120)
-    assert fast.returncode == 5, err
+    assert fast.returncode == EnvironmentProblem.exit_code, err
     assert "is in use by another wheelforge" in err and "--no-wait" in err
     second = start()
     deadline = time.monotonic() + 120
@@ -104,10 +105,18 @@ def test_full_out_folder_is_one_line_before_compiling(tmp_path: Path) -> None:
     root = tiny(tmp_path / "project")
     with tmpfs(tmp_path / "full", "64k") as full:
         run = wheelforge("build", "--out", full / "dist", cwd=root)
-    assert run.code == 5, run.err
+    assert run.code == EnvironmentProblem.exit_code, run.err
     errors = [line for line in run.err.splitlines() if line.startswith("error:")]
     assert len(errors) == 1, run.err
     assert errors[0].startswith(f"error: --out {full / 'dist'}: cannot write there: ")
     assert "No space left on device" in errors[0]
     assert "compile" not in run.err
     assert not (root / "build" / "wheelforge" / "default-cu130").exists()
+
+
+def test_python_that_is_not_a_python_is_named(tmp_path: Path) -> None:
+    root = tiny(tmp_path / "project")
+    run = wheelforge("build", "--python", "/bin/true", cwd=root)
+    assert run.code == ToolError.exit_code, run.err
+    assert "error: /bin/true printed nothing when asked for its torch's details" in run.err
+    assert "compile" not in run.err
