@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.test_build import wheelforge
-from wheelforge.foundation.errors import EnvironmentProblem, ToolError
+from wheelforge.foundation.errors import EnvironmentProblem
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
 
@@ -117,6 +117,6 @@ def test_full_out_folder_is_one_line_before_compiling(tmp_path: Path) -> None:
 def test_python_that_is_not_a_python_is_named(tmp_path: Path) -> None:
     root = tiny(tmp_path / "project")
     run = wheelforge("build", "--python", "/bin/true", cwd=root)
-    assert run.code == ToolError.exit_code, run.err
+    assert run.code == EnvironmentProblem.exit_code, run.err
     assert "error: /bin/true printed nothing when asked for its torch's details" in run.err
     assert "compile" not in run.err

@@ -27,7 +27,6 @@ DEFAULT_MAX_MEMBER_BYTES = 2 << 30
 DEFAULT_MAX_RATIO = 200
 RATIO_FLOOR_BYTES = 1 << 20  # small members may compress as well as they like
 _CHUNK = 1 << 20
-ELF_MAGIC = b"\x7fELF"
 
 PathKind = Literal["file", "folder"]
 
@@ -95,7 +94,7 @@ def check_member_size(info: zipfile.ZipInfo, display: str) -> None:
 
 # What zipfile raises on a corrupt archive or member, besides BadZipFile: unknown versions or
 # methods (NotImplementedError), bad offsets (ValueError, EOFError, OverflowError, struct.error).
-_INFLATE_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, RuntimeError, ValueError, OSError,
+INFLATE_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, RuntimeError, ValueError, OSError,
                    NotImplementedError, OverflowError, struct.error)  # fmt: skip
 
 
@@ -103,8 +102,8 @@ def member_is_elf(zf: zipfile.ZipFile, info: zipfile.ZipInfo, display: str) -> b
     """Whether a member starts with the ELF magic; only its first block is inflated."""
     try:
         with zf.open(info) as stream:
-            return stream.read(len(ELF_MAGIC)) == ELF_MAGIC
-    except _INFLATE_ERRORS as error:
+            return stream.read(4) == b"\x7fELF"
+    except INFLATE_ERRORS as error:
         raise BinaryFormatError(display, None, f"cannot inflate wheel member: {error}") from error
 
 
@@ -122,22 +121,13 @@ def read_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, display: str) -> byt
                     break
                 view[filled : filled + len(chunk)] = chunk
                 filled += len(chunk)
-    except _INFLATE_ERRORS as error:
+    except INFLATE_ERRORS as error:
         raise BinaryFormatError(display, None, f"cannot inflate wheel member: {error}") from error
     if filled != info.file_size:
         raise BinaryFormatError(
             display, None, f"inflates to {filled} bytes, not the {info.file_size} it declares"
         )
     return buffer
-
-
-def open_wheel(path: Path) -> zipfile.ZipFile:
-    try:
-        return zipfile.ZipFile(path)
-    except OSError as error:
-        raise BinaryFormatError(str(path), None, f"cannot read: {error.strerror}") from None
-    except _INFLATE_ERRORS as error:
-        raise BinaryFormatError(str(path), None, f"not a readable wheel (zip): {error}") from None
 
 
 def unsafe_member_names(names: list[str]) -> list[str]:

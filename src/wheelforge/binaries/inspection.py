@@ -1,14 +1,13 @@
 """List the SASS and PTX that shared objects, object files, wheels and folders of them carry.
 
 Files are memory-mapped, so only their ELF headers and fatbin headers are read. Wheel members
-are inflated in memory within the caps of bounded.py, never extracted to disk; a member is named
-``x.whl!pkg/_C.abi3.so``. What a path is comes from stat(2), so a FIFO or a device is named
-as such and never opened.
+are inflated in memory within the caps of bounded.py, never extracted to disk (binaries/elf.py
+reads both). What a path is comes from stat(2), so a FIFO or a device is named as such and never
+opened.
 """
 
 from __future__ import annotations
 
-import mmap
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -16,11 +15,10 @@ from pathlib import Path
 from typing import Literal
 
 from wheelforge.binaries import bounded
-from wheelforge.binaries.fatbin import FatbinEntry, read_fatbin_entries
+from wheelforge.binaries.elf import ELF_MAGIC, ElfImage, open_elf_file, open_wheel
+from wheelforge.binaries.fatbin import FatbinEntry, fatbin_entries
 from wheelforge.foundation.errors import BinaryFormatError
 
-ELF_MAGIC = bounded.ELF_MAGIC
-WHEEL_MEMBER_SEPARATOR = "!"
 FileKind = Literal["elf", "wheel"]
 ACCEPTS = "shared objects, object files, wheels or folders of them"
 
@@ -66,20 +64,6 @@ def inspect_paths(paths: Sequence[Path]) -> list[BinaryReport]:
     return reports
 
 
-def reports_to_json(reports: Sequence[BinaryReport]) -> dict[str, object]:
-    """The ``inspect --json`` document."""
-    return {
-        "files": [
-            {
-                "path": report.path,
-                "size": report.size,
-                "fatbins": [entry.to_json() for entry in report.entries],
-            }
-            for report in reports
-        ]
-    }
-
-
 def _sorted_archs(entries: Iterator[FatbinEntry]) -> tuple[str, ...]:
     unique = {entry.arch: (entry.sm, entry.variant) for entry in entries}
     return tuple(sorted(unique, key=lambda arch: unique[arch]))
@@ -121,28 +105,16 @@ def _file_kind(path: Path) -> FileKind | None:
     return None
 
 
+def report_of(image: ElfImage) -> BinaryReport:
+    """The fatbin entries of one ELF image (a file or a wheel member)."""
+    return BinaryReport(path=image.name, size=image.size, entries=tuple(fatbin_entries(image)))
+
+
 def _inspect_elf_file(path: Path) -> BinaryReport:
-    try:
-        with path.open("rb") as file:
-            size = os.fstat(file.fileno()).st_size
-            with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-                entries = read_fatbin_entries(mapped, path=str(path))
-    except OSError as error:
-        raise BinaryFormatError(str(path), None, f"cannot read: {error.strerror}") from error
-    return BinaryReport(path=str(path), size=size, entries=tuple(entries))
+    with open_elf_file(path) as image:
+        return report_of(image)
 
 
 def _inspect_wheel(path: Path) -> list[BinaryReport]:
-    reports = []
-    with bounded.open_wheel(path) as wheel:
-        for member in sorted(wheel.infolist(), key=lambda info: info.filename):
-            # Not ZipInfo.is_dir(): it raises IndexError on an empty name (one starting with NUL).
-            if member.filename.endswith("/") or not member.filename:
-                continue
-            name = f"{path}{WHEEL_MEMBER_SEPARATOR}{member.filename}"
-            if not bounded.member_is_elf(wheel, member, name):
-                continue
-            data = bounded.read_member(wheel, member, name)
-            entries = read_fatbin_entries(data, path=name)
-            reports.append(BinaryReport(path=name, size=len(data), entries=tuple(entries)))
-    return reports
+    with open_wheel(path) as wheel:
+        return [report_of(image) for image in wheel.elf_members()]
