@@ -97,6 +97,9 @@ def plan_all(settings: BuildSettings, chosen: list[Variant] | None = None) -> li
                 cc=settings.cc,
                 nvcc_host=toolkit.host_compiler(variant.toolkit, settings.cxx),
                 nvcc_threads=settings.nvcc_threads,
+                cxx_launcher=settings.cxx_launcher,
+                cc_launcher=settings.cc_launcher,
+                cuda_launcher=settings.cuda_launcher,
             )
         )
     return plans
