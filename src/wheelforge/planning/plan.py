@@ -47,6 +47,10 @@ class VariantPlan:
     out_dir: Path
     cxx: str
     cc: str
+    # Compiler launchers (ccache, sccache, distcc): words run in front of the compiler.
+    cxx_launcher: tuple[str, ...]
+    cc_launcher: tuple[str, ...]
+    cuda_launcher: tuple[str, ...]
     nvcc_host: str  # the host compiler nvcc runs (-ccbin): one the toolkit accepts
     cxx_flags: str
     cc_flags: str
@@ -108,6 +112,26 @@ def _fixed_pid(variant: Variant, gen: Path, generated: list[GeneratedFile]) -> P
         GeneratedFile(path=library.with_suffix(".c"), text=reproducible.FIXED_PID_SOURCE)
     )
     return library
+
+
+def _generated(
+    matrix: Matrix,
+    abi: AbiFlavour,
+    variant: Variant,
+    gen: Path,
+    sources: dict[Path, tuple[ArchSpec, ...] | None],
+) -> tuple[list[GeneratedFile], Path | None]:
+    """The generated files (the ABI's, the module init, which joins *sources*, and the
+    fixed-pid library's source) and the library nvcc preloads, if any."""
+    ext = matrix.extension
+    generated = list(abi.generated)
+    if ext.module_init:
+        init = GeneratedFile(
+            path=gen / f"{ext.leaf}_module_init.c", text=module_init_source(ext.leaf)
+        )
+        generated.append(init)
+        sources[init.path] = None
+    return generated, _fixed_pid(variant, gen, generated)
 
 
 def _input_folders(
@@ -300,21 +324,17 @@ def make_plan(
     cc: str,
     nvcc_host: str,
     nvcc_threads: int | None,
+    cxx_launcher: tuple[str, ...] = (),
+    cc_launcher: tuple[str, ...] = (),
+    cuda_launcher: tuple[str, ...] = (),
 ) -> VariantPlan:
     build_dir = (build_root / variant.id).resolve()
     gen = build_dir / "gen"
     ext = matrix.extension
     weak = GeneratedFile(path=gen / "wheelforge_weak_shims.h", text=weak_header)
     abi = _ABI_FLAVOURS[matrix.abi](matrix, torch, weak)
-    generated = list(abi.generated)
     sources = _sources(matrix)
-    if ext.module_init:
-        init = GeneratedFile(
-            path=gen / f"{ext.leaf}_module_init.c", text=module_init_source(ext.leaf)
-        )
-        generated.append(init)
-        sources[init.path] = None
-    preload = _fixed_pid(variant, gen, generated)
+    generated, preload = _generated(matrix, abi, variant, gen, sources)
     folders = _input_folders(matrix, build_dir, torch, variant)
     cxx_flags, cc_flags, nvcc_flags = _compile_flags(
         abi, matrix, torch, nvcc_host, nvcc_threads, folders=folders
@@ -329,6 +349,9 @@ def make_plan(
         out_dir=out_dir,
         cxx=cxx,
         cc=cc,
+        cxx_launcher=cxx_launcher,
+        cc_launcher=cc_launcher,
+        cuda_launcher=cuda_launcher,
         cxx_flags=shlex.join(cxx_flags),
         cc_flags=shlex.join(cc_flags),
         nvcc_host=nvcc_host,
