@@ -35,6 +35,17 @@ class PackageConfig:
     requires_python: str | None
     dependencies: tuple[str, ...]
     packages: tuple[Path, ...]  # absolute folders of Python packages copied into the wheel
+    # What of those folders goes in, as setuptools would ship it: Python files, plus these
+    # globs (relative to each package folder), minus the exclude globs.
+    package_data: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    # METADATA headers read from pyproject.toml's [project] table (Description, Classifier,
+    # Project-URL, ...), already in core-metadata form; empty without a pyproject.
+    extra_metadata: tuple[tuple[str, str], ...] = ()
+    description: str | None = None  # the long description (the readme), METADATA's body
+    metadata_version: str = "2.1"
+    license_files: tuple[Path, ...] = ()  # shipped in the wheel's .dist-info/licenses/
+    source: str = "matrix.yaml"  # where name and version came from, for messages
 
     @property
     def wheel_name(self) -> str:
@@ -58,6 +69,9 @@ class ExtensionConfig:
     cxx_flags: tuple[str, ...]
     nvcc_flags: tuple[str, ...]
     module_init: bool  # generate PyInit_<name> so the module imports from Python
+    link_flags: tuple[str, ...] = ()  # appended to the link
+    libraries: tuple[str, ...] = ()  # -l<name>
+    library_dirs: tuple[Path, ...] = ()  # -L<folder>
 
     @property
     def leaf(self) -> str:
@@ -65,8 +79,12 @@ class ExtensionConfig:
 
     @property
     def package_path(self) -> str:
-        """Folder of the module inside the wheel, e.g. ``wheelforge_kernels``."""
-        return self.name.rsplit(".", 1)[0].replace(".", "/")
+        """Folder of the module inside the wheel, e.g. ``wheelforge_kernels``; empty for a
+        top-level module (``causal_conv1d_cuda``)."""
+        return self.name.rsplit(".", 1)[0].replace(".", "/") if "." in self.name else ""
+
+    def wheel_path(self, filename: str) -> str:
+        return f"{self.package_path}/{filename}" if self.package_path else filename
 
 
 @dataclass(frozen=True, kw_only=True)

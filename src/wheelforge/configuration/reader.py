@@ -3,7 +3,9 @@ problem collected with its line, all reported at once."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
@@ -23,12 +25,32 @@ from wheelforge.configuration.matrix import (
     SourceSpec,
     TestsConfig,
 )
+from wheelforge.configuration.pyproject import ProjectMetadata, read_project
 from wheelforge.configuration.torchspec import OLDEST_STABLE_TARGET, TorchSpec, parse_torch_spec
 from wheelforge.foundation.errors import ConfigError
 
+# Folders setuptools' automatic discovery never takes for packages (FlatLayoutPackageFinder).
+_NOT_PACKAGES = frozenset(
+    (
+        "tests",
+        "test",
+        "docs",
+        "doc",
+        "examples",
+        "example",
+        "scripts",
+        "tools",
+        "benchmarks",
+        "bench",
+        "build",
+        "dist",
+    )
+)
 SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx", ".c")
 _NAME_RE = re.compile(r"^([A-Z0-9]|[A-Z0-9][A-Z0-9._-]*[A-Z0-9])$", re.IGNORECASE)
-_MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")
+_MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+# torch needs CPython 3.10 or newer (torch 2.9+), so no abi3 floor below cp310 makes sense.
+OLDEST_PYTHON_MINOR = 10
 _ARCH_SET_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.]*$")
 _PYTHON_ABI_RE = re.compile(r"^cp3(\d{1,2})$")
 
@@ -44,8 +66,21 @@ PACKAGE_KEYS = (
     "requires-python",
     "dependencies",
     "packages",
+    "package-data",
+    "exclude",
+    "pyproject",
 )
-EXTENSION_KEYS = ("name", "sources", "include-dirs", "cxx-flags", "nvcc-flags", "module-init")
+EXTENSION_KEYS = (
+    "name",
+    "sources",
+    "include-dirs",
+    "cxx-flags",
+    "nvcc-flags",
+    "module-init",
+    "link-flags",
+    "libraries",
+    "library-dirs",
+)
 
 
 class _Reader:
@@ -76,71 +111,89 @@ class _Reader:
             return None
         return folder
 
-    def package(self, node: yaml.Node) -> PackageConfig | None:
-        items = yamlio.mapping(node, self.p, "package", PACKAGE_KEYS)
+    def both(
+        self,
+        items: yamlio.MappingItems,
+        key: str,
+        project: ProjectMetadata | None,
+        theirs: str | None,
+        same: Callable[[str, str], bool] = str.__eq__,
+    ) -> str | None:
+        """``package.<key>`` from matrix.yaml, else pyproject's; both and different is an error
+        naming both places."""
+        if key not in items:
+            return theirs
+        node = items[key][1]
+        ours = yamlio.scalar(node, self.p, f"package.{key}")
+        if ours is not None and project is not None and theirs is not None:
+            try:
+                equal = same(ours, theirs)
+            except (InvalidVersion, InvalidSpecifier):
+                equal = False
+            if not equal:
+                self.p.add(
+                    node,
+                    f"package.{key} '{ours}' conflicts with {key} '{theirs}' in {project.path} "
+                    "[project]; keep it in one place (pyproject.toml) and remove it here",
+                )
+        return ours
+
+    def package(
+        self, node: yaml.Node | None, project: ProjectMetadata | None
+    ) -> PackageConfig | None:
+        items = yamlio.mapping(node, self.p, "package", PACKAGE_KEYS) if node is not None else {}
         if items is None:
             return None
-        name = version = None
-        if (n := self.required(items, "name", node, "package")) is not None:
-            name = yamlio.scalar(n, self.p, "package.name")
-            if name is not None and not _NAME_RE.match(name):
+        need = "" if project is None else " (or pyproject.toml [project] to give it)"
+        name = self.both(items, "name", project, project.name if project else None,
+                         lambda a, b: canonicalize_name(a) == canonicalize_name(b))  # fmt: skip
+        if name is not None and not _NAME_RE.match(name):
+            self.p.add(
+                items["name"][1],
+                f"package.name '{name}' is not a valid distribution name; use letters, digits, '-', '_' and '.'",
+            )
+            name = None
+        elif name is None and "name" not in items:
+            self.p.add(node, f"package needs 'name'{need}")
+        version = self.both(items, "version", project, project.version if project else None,
+                            lambda a, b: Version(a) == Version(b))  # fmt: skip
+        if version is not None:
+            try:
+                version = str(Version(version))
+            except InvalidVersion:
                 self.p.add(
-                    n,
-                    f"package.name '{name}' is not a valid distribution name; use letters, digits, '-', '_' and '.'",
+                    items["version"][1],
+                    f"package.version '{version}' is not a PEP 440 version; write e.g. '1.2.0'",
                 )
-                name = None
-        if (n := self.required(items, "version", node, "package")) is not None:
-            version = yamlio.scalar(n, self.p, "package.version")
-            if version is not None:
-                try:
-                    version = str(Version(version))
-                except InvalidVersion:
-                    self.p.add(
-                        n,
-                        f"package.version '{version}' is not a PEP 440 version; write e.g. '1.2.0'",
-                    )
-                    version = None
-        summary = ""
-        if "summary" in items:
-            summary = yamlio.scalar(items["summary"][1], self.p, "package.summary") or ""
-        license_ = None
-        if "license" in items:
-            license_ = yamlio.scalar(items["license"][1], self.p, "package.license")
-        requires_python = None
-        if "requires-python" in items:
-            n = items["requires-python"][1]
-            requires_python = yamlio.scalar(n, self.p, "package.requires-python")
-            if requires_python is not None:
-                try:
-                    SpecifierSet(requires_python)
-                except InvalidSpecifier:
-                    self.p.add(
-                        n,
-                        f"package.requires-python '{requires_python}' is not a version range; write e.g. '>=3.10'",
-                    )
-        dependencies = []
-        if "dependencies" in items:
-            for item, dep in yamlio.string_list(
-                items["dependencies"][1], self.p, "package.dependencies"
-            ):
-                try:
-                    req = Requirement(dep)
-                except InvalidRequirement:
-                    self.p.add(
-                        item,
-                        f"package.dependencies: '{dep}' is not a requirement; write e.g. 'numpy>=1.26'",
-                    )
-                    continue
-                if canonicalize_name(req.name) == "torch":
-                    self.p.add(
-                        item,
-                        "package.dependencies: leave torch out; wheelforge derives it from 'torch'",
-                    )
-                    continue
-                dependencies.append(dep)
+                version = None
+        elif "version" not in items:
+            dynamic = " ([project] lists it as dynamic: give it here)" if project else ""
+            self.p.add(node, f"package needs 'version'{dynamic}")
+        summary = self.both(items, "summary", project, project.summary if project else None) or ""
+        license_ = self.both(items, "license", project, None)
+        if license_ is not None and project is not None:
+            theirs = next((v for k, v in project.headers if k.startswith("License")), None)
+            if theirs is not None and theirs != license_:
+                self.p.add(
+                    items["license"][1],
+                    f"package.license '{license_}' conflicts with the license in {project.path} [project]; keep it in one place",
+                )
+        requires_python = self.both(
+            items, "requires-python", project, project.requires_python if project else None,
+            lambda a, b: SpecifierSet(a) == SpecifierSet(b),
+        )  # fmt: skip
+        if requires_python is not None and "requires-python" in items:
+            try:
+                SpecifierSet(requires_python)
+            except InvalidSpecifier:
+                self.p.add(
+                    items["requires-python"][1],
+                    f"package.requires-python '{requires_python}' is not a version range; write e.g. '>=3.10'",
+                )
+        dependencies = self.dependencies(items, project)
         packages = []
-        if (n := self.required(items, "packages", node, "package")) is not None:
-            for item, value in yamlio.string_list(n, self.p, "package.packages"):
+        if "packages" in items:
+            for item, value in yamlio.string_list(items["packages"][1], self.p, "package.packages"):
                 folder = self.folder(item, value, "package.packages")
                 if folder is not None and not (folder / "__init__.py").is_file():
                     self.p.add(
@@ -149,6 +202,10 @@ class _Reader:
                     )
                 elif folder is not None:
                     packages.append(folder)
+        globs = {
+            key: tuple(v for _, v in self.flag_list(items, key, "package")) if key in items else ()
+            for key in ("package-data", "exclude")
+        }
         if name is None or version is None:
             return None
         return PackageConfig(
@@ -159,7 +216,63 @@ class _Reader:
             requires_python=requires_python,
             dependencies=tuple(dependencies),
             packages=tuple(packages),
+            package_data=globs["package-data"],
+            exclude=globs["exclude"],
+            extra_metadata=project.headers if project else (),
+            description=project.description if project else None,
+            metadata_version=project.metadata_version if project else "2.1",
+            license_files=project.license_files if project else (),
+            source=str(project.path) if project else self.p.display,
         )
+
+    def dependencies(
+        self, items: yamlio.MappingItems, project: ProjectMetadata | None
+    ) -> list[str]:
+        if "dependencies" not in items:
+            return list(project.dependencies) if project else []
+        node = items["dependencies"][1]
+        dependencies = []
+        for item, dep in yamlio.string_list(node, self.p, "package.dependencies"):
+            try:
+                req = Requirement(dep)
+            except InvalidRequirement:
+                self.p.add(
+                    item,
+                    f"package.dependencies: '{dep}' is not a requirement; write e.g. 'numpy>=1.26'",
+                )
+                continue
+            if canonicalize_name(req.name) == "torch":
+                self.p.add(
+                    item,
+                    "package.dependencies: leave torch out; wheelforge derives it from 'torch'",
+                )
+                continue
+            dependencies.append(dep)
+        if (
+            project is not None
+            and project.dependencies
+            and set(project.dependencies) != set(dependencies)
+        ):
+            self.p.add(
+                node,
+                f"package.dependencies conflicts with dependencies in {project.path} [project]; keep them in one place (pyproject.toml)",
+            )
+        return dependencies
+
+    def flag_list(
+        self, items: yamlio.MappingItems, key: str, where: str
+    ) -> list[tuple[yaml.Node, str]]:
+        """A list of strings, and only a list: ``cxx-flags: -O3 -g`` would reach the compiler as
+        one argument, so a bare string is an error that says how to write it."""
+        node = items[key][1]
+        if isinstance(node, yaml.ScalarNode) and node.tag != "tag:yaml.org,2002:null":
+            example = ", ".join(str(node.value).split()) or "..."
+            self.p.add(
+                node,
+                f"{where}.{key} must be a list of strings, got the string '{node.value}'; write [{example}]",
+            )
+            return []
+        return yamlio.string_list(node, self.p, f"{where}.{key}")
 
     def extension(self, node: yaml.Node) -> ExtensionConfig | None:
         items = yamlio.mapping(node, self.p, "extension", EXTENSION_KEYS)
@@ -171,7 +284,7 @@ class _Reader:
             if name is not None and not _MODULE_RE.match(name):
                 self.p.add(
                     n,
-                    f"extension.name '{name}' must be a dotted module name inside a package, e.g. 'mypkg._C'",
+                    f"extension.name '{name}' must be a module name, e.g. 'mypkg._C' (or 'mypkg_cuda' at the top level)",
                 )
                 name = None
         sources = []
@@ -204,14 +317,20 @@ class _Reader:
                 folder = self.folder(item, value, "extension.include-dirs")
                 if folder is not None:
                     include_dirs.append(folder)
-        flags = {}
-        for key in ("cxx-flags", "nvcc-flags"):
-            values = []
-            if key in items:
-                values = [
-                    v for _, v in yamlio.string_list(items[key][1], self.p, f"extension.{key}")
-                ]
-            flags[key] = tuple(values)
+        flags = {
+            key: tuple(v for _, v in self.flag_list(items, key, "extension"))
+            if key in items
+            else ()
+            for key in ("cxx-flags", "nvcc-flags", "link-flags", "libraries")
+        }
+        library_dirs = []
+        if "library-dirs" in items:
+            for item, value in yamlio.string_list(
+                items["library-dirs"][1], self.p, "extension.library-dirs"
+            ):
+                folder = self.folder(item, value, "extension.library-dirs")
+                if folder is not None:
+                    library_dirs.append(folder)
         module_init = True
         if "module-init" in items:
             module_init = bool(
@@ -226,7 +345,52 @@ class _Reader:
             cxx_flags=flags["cxx-flags"],
             nvcc_flags=flags["nvcc-flags"],
             module_init=module_init,
+            link_flags=flags["link-flags"],
+            libraries=flags["libraries"],
+            library_dirs=tuple(library_dirs),
         )
+
+    def project(self, node: yaml.Node | None) -> ProjectMetadata | None:
+        """pyproject.toml's [project], from ``package.pyproject`` (a path, or false for none),
+        by default the one beside matrix.yaml if there is one."""
+        value: str | None = "pyproject.toml"
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                if key_node.value != "pyproject":
+                    continue
+                if value_node.tag == "tag:yaml.org,2002:bool":
+                    if yamlio.boolean(value_node, self.p, "package.pyproject"):
+                        break
+                    return None
+                value = yamlio.scalar(value_node, self.p, "package.pyproject")
+                if value is not None and not (self.root / value).is_file():
+                    self.p.add(value_node, f"package.pyproject: '{value}' is not a file")
+                    return None
+        if value is None:
+            return None
+        try:
+            return read_project(self.root / value)
+        except ConfigError as exc:
+            self.p.add(node, exc.message)
+            return None
+
+    def discover_packages(self, extension: ExtensionConfig) -> tuple[Path, ...]:
+        """``package.packages`` when not given: the extension's own package, else every
+        top-level package folder (flat or src layout), as setuptools' discovery finds them."""
+        layouts = [self.root, self.root / "src"]
+        top = extension.name.split(".", 1)[0]
+        if "." in extension.name:
+            own = [d / top for d in layouts if (d / top / "__init__.py").is_file()]
+            if own:
+                return (own[0],)
+        found = []
+        for layout in layouts:
+            for init in sorted(layout.glob("*/__init__.py")):
+                if init.parent.name not in _NOT_PACKAGES and init.parent.name.isidentifier():
+                    found.append(init.parent.resolve())
+            if found:
+                break
+        return tuple(found)
 
     def source_entries(
         self, node: yaml.Node
@@ -386,11 +550,18 @@ class _Reader:
         if items is None:
             self.p.raise_if_any()
             raise AssertionError  # unreachable: mapping() recorded a problem
-        sections = {
-            key: self.required(items, key, node, "the top level")
-            for key in ("package", "extension", "torch", "arch-sets")
-        }
-        package = self.package(sections["package"]) if sections["package"] is not None else None
+        project = self.project(items["package"][1] if "package" in items else None)
+        # package: optional beside a pyproject.toml [project]; arch-sets: optional, since
+        # --archs or TORCH_CUDA_ARCH_LIST may give them (settings.resolve insists on one).
+        required = ("extension", "torch") + (("package",) if project is None else ())
+        sections = {key: self.required(items, key, node, "the top level") for key in required}
+        sections["package"] = items["package"][1] if "package" in items else None
+        sections["arch-sets"] = items["arch-sets"][1] if "arch-sets" in items else None
+        package = (
+            self.package(sections["package"], project)
+            if sections["package"] is not None or project is not None
+            else None
+        )
         extension = (
             self.extension(sections["extension"]) if sections["extension"] is not None else None
         )
@@ -416,14 +587,21 @@ class _Reader:
             n = items["python-abi"][1]
             value = yamlio.scalar(n, self.p, "python-abi")
             match = _PYTHON_ABI_RE.match(value or "")
-            if value is not None and (match is None or int(match[1]) < 2):
+            if value is not None and match is None:
                 self.p.add(
                     n,
                     f"python-abi must name the oldest CPython of the abi3 wheel, like 'cp310', got '{value}'",
                 )
+            elif value is not None and match is not None and int(match[1]) < OLDEST_PYTHON_MINOR:
+                self.p.add(
+                    n,
+                    f"python-abi '{value}' is older than any Python torch runs on (3.{OLDEST_PYTHON_MINOR}+); use 'cp3{OLDEST_PYTHON_MINOR}'",
+                )
             elif value is not None:
                 python_abi = value
-        if package is not None and extension is not None:
+        if package is not None and extension is not None and not package.packages:
+            package = dataclasses.replace(package, packages=self.discover_packages(extension))
+        if package is not None and extension is not None and "." in extension.name:
             top = extension.name.split(".", 1)[0]
             if top not in {p.name for p in package.packages}:
                 node_ = items["extension"][1]

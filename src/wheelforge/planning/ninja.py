@@ -68,7 +68,9 @@ def render(plan: VariantPlan) -> str:
             else None
         )
         w.build([str(step.object)], step.rule, [str(step.source)], variables=limited)
-    w.build([str(plan.library)], "link", [str(s.object) for s in plan.compile_steps])
+    # The version script is an input of the link: a change to it relinks.
+    w.build([str(plan.library)], "link", [str(s.object) for s in plan.compile_steps],
+            implicit=[str(plan.export_map)])  # fmt: skip
     w.default([str(plan.library)])
     return buf.getvalue()
 
