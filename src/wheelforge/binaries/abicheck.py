@@ -8,7 +8,9 @@ Rules, per ELF file (for a wheel, per ELF member outside auditwheel's ``.libs``)
   wheel supports (see shims.py for how that is known);
 - every Python C API symbol used is in the limited API of the wheel's abi3 tag;
 - the wheel's tags agree with its binaries: glibc symbol versions within the manylinux tag, the
-  machine, and abi3 module file names.
+  machine, and abi3 module file names;
+- every extension module (``*.abi3.so``, ``*.cpython-*.so``) exports a defined, global
+  ``PyInit_<leaf>`` matching its file name (initexport.py).
 """
 
 from __future__ import annotations
@@ -33,11 +35,12 @@ from elftools.elf.sections import SymbolTableSection
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
+from wheelforge.binaries import initexport
 from wheelforge.foundation.errors import BinaryFormatError, ConfigError
 from wheelforge.toolchain import shims
 from wheelforge.toolchain.shims import Version2
 
-Rule = Literal["cxx-symbol", "shim-version", "python-api", "tags"]
+Rule = Literal["cxx-symbol", "shim-version", "python-api", "tags", "module-init"]
 _LIBTORCH_CXX_RE = re.compile(r"(?<![\w:])(c10|at|torch|caffe2)::")
 _GLIBC_RE = re.compile(r"^GLIBC_(\d+)\.(\d+)")
 _MANYLINUX_RE = re.compile(r"^manylinux_(\d+)_(\d+)_(\w+)$")
@@ -242,6 +245,23 @@ def _python_violations(
     return out
 
 
+def _init_violations(data: bytes, path: str) -> list[Violation]:
+    leaf = initexport.module_leaf(path.rsplit("!", 1)[-1])
+    if leaf is None:
+        return []
+    found = initexport.init_export(data, path=path, leaf=leaf)
+    if found.exported:
+        return []
+    return [
+        Violation(
+            binary=path,
+            rule="module-init",
+            symbol=found.symbol,
+            message=initexport.message(path, found),
+        )
+    ]
+
+
 def check_elf(data: bytes, *, path: str, target: CheckTarget) -> BinaryCheck:
     facts = _read_elf(data, path)
     used_shims = tuple(n for n in facts.undefined if shims.is_shim(n))
@@ -250,6 +270,7 @@ def check_elf(data: bytes, *, path: str, target: CheckTarget) -> BinaryCheck:
         *_cxx_violations(path, facts.undefined),
         *_shim_violations(path, used_shims, target),
         *_python_violations(path, python_symbols, target.python),
+        *_init_violations(data, path),
     ]
     introduced = [shims.judge(n, target.torch, target.guards).introduced for n in used_shims]
     known = [v for v in introduced if v is not None]

@@ -32,6 +32,7 @@ class Flags:
     only: tuple[str, ...] = ()
     offline: bool = False
     cache_dir: Path | None = None
+    import_check: bool = True
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -48,6 +49,7 @@ class BuildSettings:
     only: tuple[str, ...]  # variant ids to build (all when empty)
     offline: bool  # never download a toolkit
     cache: Path  # provisioned toolkits, test environments
+    import_check: bool = True  # import each extension module before publishing its wheel
 
 
 def default_cache() -> Path:
@@ -86,6 +88,11 @@ def resolve(flags: Flags, env: Mapping[str, str] | None = None) -> BuildSettings
     if override is not None:
         specs = parse_arch_list(override, source=arch_source)
         matrix = matrix.with_arch_sets((ArchSet(OVERRIDE_ARCH_SET, specs),))
+    elif not matrix.arch_sets:
+        raise ConfigError(
+            f"{flags.matrix} names no archs: add arch-sets (e.g. 'arch-sets: \"8.0 9.0+PTX\"'), "
+            "or pass --archs, or set TORCH_CUDA_ARCH_LIST"
+        )
     jobs = flags.jobs if flags.jobs is not None else _positive_int(env.get("MAX_JOBS"), "MAX_JOBS")
     return BuildSettings(
         matrix=matrix,
@@ -100,4 +107,5 @@ def resolve(flags: Flags, env: Mapping[str, str] | None = None) -> BuildSettings
         only=flags.only,
         offline=flags.offline,
         cache=(flags.cache_dir or default_cache()).resolve(),
+        import_check=flags.import_check,
     )

@@ -80,18 +80,23 @@ def cli() -> None:
     help="Build only this variant (repeatable); 'wheelforge matrix' lists them.",
 )
 @click.option("--offline", is_flag=True, help="Never download a CUDA toolkit; fail instead.")
+@click.option(
+    "--no-import-check", "no_import_check", is_flag=True,
+    help="Do not import each extension module (under the build torch) before publishing.",
+)  # fmt: skip
 @cache_dir_option
 @verbose_option
 def build(matrix_path: Path, archs: str | None, out: Path | None, build_dir: Path | None,
           jobs: int | None, python: Path | None, only: tuple[str, ...], offline: bool,
-          cache_dir: Path | None) -> None:  # fmt: skip
+          no_import_check: bool, cache_dir: Path | None) -> None:  # fmt: skip
     """Build the matrix's wheels and check their fatbins."""
     from wheelforge.configuration.settings import Flags, resolve
     from wheelforge.interface.render import print_build
     from wheelforge.running.build import run_build
 
     flags = Flags(matrix=matrix_path, archs=archs, out=out, build_dir=build_dir, jobs=jobs, python=python,
-                  only=only, offline=offline, cache_dir=cache_dir)  # fmt: skip
+                  only=only, offline=offline, cache_dir=cache_dir,
+                  import_check=not no_import_check)  # fmt: skip
     settings = resolve(flags)
     report = run_build(settings)
     print_build(report, Console())

@@ -85,6 +85,11 @@ def print_build(report: BuildReport, console: Console) -> None:
         console.print(variant_table(v))
         if v.abi_checks:
             console.print(abi_summary(v.abi_checks, report.target_version))
+        console.print(
+            f"import check: {v.import_check}"
+            if v.import_check
+            else "import check: [yellow]skipped[/yellow] (--no-import-check)"
+        )
     major, minor = report.target_version
     folder = report.variants[0].wheel.parent if report.variants else "-"
     console.print(

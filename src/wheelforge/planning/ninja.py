@@ -12,6 +12,7 @@ from ninja.ninja_syntax import Writer, escape
 
 from wheelforge.foundation import fsutil, log, proc
 from wheelforge.foundation.errors import BuildError, ToolError
+from wheelforge.planning import diagnose
 from wheelforge.planning.plan import VariantPlan
 
 NINJA_HINT = "pip install ninja"
@@ -94,11 +95,15 @@ def run(plan: VariantPlan, *, jobs: int | None) -> list[str]:
     env = {"NINJA_STATUS": _STATUS}
     result = proc.run(args, hint=NINJA_HINT, env=env, check=False)
     output = result.stdout + result.stderr
+    # Every variant's full log at a stable path, whether the build passed or not.
+    build_log = plan.build_dir / "build.log"
+    fsutil.write_if_changed(build_log, output)
     if log.verbosity() >= 1:
         for line in output.rstrip().splitlines():
             log.detail(line)
     if result.returncode != 0:
-        failed = next((ln for ln in output.splitlines() if ln.startswith("FAILED: ")), "")
+        found = diagnose.failures(output)
+        failed = found[0].failed if found else ""
         step = next((s for s in plan.compile_steps if str(s.object) in failed), None)
         what = (
             f"compiling {_display(step.source, plan)} failed"
@@ -107,10 +112,12 @@ def run(plan: VariantPlan, *, jobs: int | None) -> list[str]:
             if str(plan.library) in failed
             else "the build failed"
         )
+        shown = diagnose.first_errors(found[0]) if found else proc.tail(output)
+        hints = diagnose.hints("\n".join(found[0].output) if found else output, plan)
         raise BuildError(
-            f"variant {plan.variant.id}: {what}; the compiler's output is below "
-            f"(build files in {plan.build_dir})",
-            details=proc.tail(output),
+            f"variant {plan.variant.id}: {what}; its first errors are below, the whole log is "
+            f"{build_log}",
+            details="\n".join([shown, *hints]),
         )
     return [m[1] for line in output.splitlines() if (m := _STATUS_RE.match(line))]
 

@@ -11,7 +11,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from wheelforge.binaries import abicheck
+from wheelforge.binaries import abicheck, initexport
 from wheelforge.binaries.inspection import BinaryReport, inspect_paths
 from wheelforge.binaries.verify import verify_binaries
 from wheelforge.configuration.settings import BuildSettings
@@ -21,6 +21,7 @@ from wheelforge.packaging import repair, wheel
 from wheelforge.planning import ninja, variants
 from wheelforge.planning.plan import VariantPlan, make_plan
 from wheelforge.planning.variants import Variant
+from wheelforge.running import importcheck
 from wheelforge.running.results import BuildReport, VariantResult
 from wheelforge.toolchain import envs, provision, shims, toolkit, torchprobe
 
@@ -133,7 +134,9 @@ def check_stable_abi(wheel_path: Path, plan: VariantPlan) -> list[abicheck.Binar
     return checks
 
 
-def build_variant(plan: VariantPlan, *, jobs: int | None) -> VariantResult:
+def build_variant(
+    plan: VariantPlan, *, jobs: int | None, import_check: bool = True
+) -> VariantResult:
     start = time.perf_counter()
     variant = plan.variant
     with log.step(
@@ -154,11 +157,14 @@ def build_variant(plan: VariantPlan, *, jobs: int | None) -> VariantResult:
     digest = contents.digest()
     published = _reusable(plan, digest)
     reused = published is not None
+    imported = None
     if published is not None:
         log.info(f"  {published.name} is up to date")
         binaries, abi = _check(published, plan)
+        if import_check:
+            imported = importcheck.check_import(published, plan)
     else:
-        published, binaries, abi = _pack_and_publish(plan, contents)
+        published, binaries, abi, imported = _pack_and_publish(plan, contents, import_check)
         stamp = {"digest": digest, "wheel": published.name, "sha256": _sha256(published)}
         fsutil.write_if_changed(plan.build_dir / STAMP, json.dumps(stamp, indent=2) + "\n")
     return VariantResult(
@@ -172,22 +178,29 @@ def build_variant(plan: VariantPlan, *, jobs: int | None) -> VariantResult:
         binaries=tuple(binaries),
         abi_checks=tuple(abi),
         seconds=time.perf_counter() - start,
+        import_check=imported,
     )
 
 
 def _check(
     wheel_path: Path, plan: VariantPlan
 ) -> tuple[list[BinaryReport], list[abicheck.BinaryCheck]]:
-    """Fatbins against the arch set, then the stable-ABI rules; either failing stops the variant."""
+    """Fatbins against the arch set, the module's PyInit export, then the stable-ABI rules; any
+    failing stops the variant."""
     binaries = inspect_paths([wheel_path])
     verify_binaries(binaries, plan)
+    if plan.matrix.abi != "stable":  # the stable-ABI check has this rule too
+        problems = initexport.wheel_init_problems(wheel_path)
+        if problems:
+            raise VerificationError(f"variant {plan.variant.id}: {problems[0][1]}")
     return binaries, check_stable_abi(wheel_path, plan)
 
 
 def _pack_and_publish(
-    plan: VariantPlan, contents: wheel.WheelContents
-) -> tuple[Path, list[BinaryReport], list[abicheck.BinaryCheck]]:
-    """Pack, repair and check in a staging folder; only a wheel that passed reaches the output."""
+    plan: VariantPlan, contents: wheel.WheelContents, import_check: bool
+) -> tuple[Path, list[BinaryReport], list[abicheck.BinaryCheck], str | None]:
+    """Pack, repair, check and import in a staging folder; only a wheel that passed reaches
+    the output."""
     with log.step(f"{plan.variant.id}: pack, repair and check the wheel"):
         stage = Path(tempfile.mkdtemp(prefix="stage-", dir=plan.build_dir))
         try:
@@ -196,6 +209,7 @@ def _pack_and_publish(
                 raw, stage / "repaired", source_date_epoch=wheel.source_date_epoch()
             )
             binaries, abi = _check(repaired, plan)
+            imported = importcheck.check_import(repaired, plan) if import_check else None
             previous = plan.out_dir / repaired.name
             if previous.is_file() and _sha256(previous) != _sha256(repaired):
                 log.warning(
@@ -213,6 +227,7 @@ def _pack_and_publish(
         published,
         [dataclasses.replace(b, path=rename(b.path)) for b in binaries],
         [dataclasses.replace(c, path=rename(c.path)) for c in abi],
+        imported,
     )
 
 
@@ -229,7 +244,12 @@ def run_build(settings: BuildSettings) -> BuildReport:
     log.info(
         f"building {len(plans)} variant(s) of {m.package.name} {m.package.version} {how}; archs from {settings.arch_source}"
     )
-    results = [build_variant(plan, jobs=settings.jobs) for plan in plans]
+    if plans:
+        importcheck.warn_if_torch_not_imported_first(plans[0])
+    results = [
+        build_variant(plan, jobs=settings.jobs, import_check=settings.import_check)
+        for plan in plans
+    ]
     return BuildReport(
         matrix=settings.matrix.path,
         target_version=settings.matrix.torch.target,

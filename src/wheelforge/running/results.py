@@ -23,6 +23,8 @@ class VariantResult:
     binaries: tuple[BinaryReport, ...]
     abi_checks: tuple[BinaryCheck, ...]
     seconds: float
+    # What the import check ran ("import pkg._C ok under torch 2.13.0+cpu"); None: skipped.
+    import_check: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
