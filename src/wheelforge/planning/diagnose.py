@@ -17,6 +17,7 @@ _MULTIPLE_INIT_RE = re.compile(r"multiple definition of [`‘'\"](PyInit_\w+)")
 # gcc and nvcc (EDG) spell "no such member" differently; each names the member and its scope.
 _MISSING_RES = (
     re.compile(r"[‘'](\w+)[’'] is not a member of [‘'](torch::[\w:]+)"),
+    re.compile(r"[‘'](\w+)[’'] in namespace [‘'](torch::[\w:]+)[’'] does not name a"),
     re.compile(r"[‘'](?:class|struct) (torch::[\w:]+)[’'] has no member named [‘'](\w+)"),
     re.compile(r'(?:namespace|class|struct) "(torch::[\w:]+)" has no member "(\w+)"'),
     re.compile(r"[‘'](\w+)[’'] was not declared in this scope"),
