@@ -132,7 +132,7 @@ def test_the_common_shapes_build_import_and_carry_pyproject_metadata(tmp_path: P
         "assert torch.allclose(torch.ops.tinyext.cosine(x), torch.cos(x)); print('ok')"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(site)}, cwd=tmp_path)  # fmt: skip
+                          env={**os.environ, "PYTHONPATH": str(site)}, cwd=site)  # fmt: skip
     assert proc.stdout.strip() == "ok", proc.stderr
 
 

@@ -83,6 +83,13 @@ EXTENSION_KEYS = (
 )
 
 
+def _is_package(folder: Path) -> bool:
+    """A regular package (``__init__.py``), or a namespace package (PEP 420) that holds one."""
+    return (folder / "__init__.py").is_file() or (
+        folder.is_dir() and any(True for _ in folder.glob("*/**/__init__.py"))
+    )
+
+
 class _Reader:
     """Turns the node tree into the model, collecting problems."""
 
@@ -195,10 +202,11 @@ class _Reader:
         if "packages" in items:
             for item, value in yamlio.string_list(items["packages"][1], self.p, "package.packages"):
                 folder = self.folder(item, value, "package.packages")
-                if folder is not None and not (folder / "__init__.py").is_file():
+                if folder is not None and not _is_package(folder):
                     self.p.add(
                         item,
-                        f"package.packages: '{value}' has no __init__.py; name a Python package folder",
+                        f"package.packages: '{value}' has no __init__.py (nor a namespace package's "
+                        "subpackages); name a Python package folder",
                     )
                 elif folder is not None:
                     packages.append(folder)
@@ -380,7 +388,7 @@ class _Reader:
         layouts = [self.root, self.root / "src"]
         top = extension.name.split(".", 1)[0]
         if "." in extension.name:
-            own = [d / top for d in layouts if (d / top / "__init__.py").is_file()]
+            own = [(d / top).resolve() for d in layouts if _is_package(d / top)]
             if own:
                 return (own[0],)
         found = []

@@ -107,7 +107,11 @@ class _Evaluator:
         if isinstance(node, ast.List | ast.Tuple | ast.Set):
             return [self.value(e) for e in node.elts]
         if isinstance(node, ast.Dict):
-            return {self.value(k): self.value(v) for k, v in zip(node.keys, node.values, strict=True) if k}
+            return {
+                self.value(k): self.value(v)
+                for k, v in zip(node.keys, node.values, strict=True)
+                if k
+            }
         if isinstance(node, ast.Name):
             return self.name(node)
         if isinstance(node, ast.JoinedStr):
@@ -128,7 +132,7 @@ class _Evaluator:
         left, right = self.value(node.left), self.value(node.right)
         if isinstance(node.op, ast.Div) and isinstance(left, str) and isinstance(right, str):
             return _join(left, right)
-        if isinstance(node.op, ast.Add) and type(left) is type(right) and isinstance(left, list):
+        if isinstance(node.op, ast.Add) and isinstance(left, list) and isinstance(right, list):
             return left + right
         if isinstance(node.op, ast.Add) and isinstance(left, str) and isinstance(right, str):
             return _Here(left + right) if isinstance(left, _Here) else left + right
@@ -213,7 +217,8 @@ def _without_arch_flags(flags: list[str], notes: list[str]) -> list[str]:
     dropped = []
     for flag in flags:
         if skip:
-            skip, _ = False, dropped.append(flag)
+            skip = False
+            dropped.append(flag)
             continue
         if flag in _ARCH_FLAGS:
             skip = True
@@ -241,7 +246,9 @@ def _extension(call: ast.Call, kind: str, ev: _Evaluator, notes: list[str]) -> E
         try:
             return ev.value(node)
         except Untranslatable as exc:
-            notes.append(f"{where}: {key}={ast.unparse(node)} needs a hand ({exc} is computed when setup.py runs)")
+            notes.append(
+                f"{where}: {key}={ast.unparse(node)} needs a hand ({exc} is computed when setup.py runs)"
+            )
             return None
 
     name = get("name", 0)
@@ -278,7 +285,14 @@ def _setup_args(call: ast.Call, ev: _Evaluator, notes: list[str]) -> dict[str, o
                 f"setup({kw.arg}=...): matrix.yaml has no key for it; give it in pyproject.toml [project]"
             )
             continue
-        if kw.arg not in ("name", "version", "description", "install_requires", "python_requires", "license"):
+        if kw.arg not in (
+            "name",
+            "version",
+            "description",
+            "install_requires",
+            "python_requires",
+            "license",
+        ):
             continue
         try:
             out[kw.arg] = ev.value(kw.value)
@@ -295,7 +309,9 @@ def scan_setup_py(path: Path) -> SetupScan:
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
-        fname = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        fname = (
+            node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        )
         if fname in EXTENSION_CALLS:
             scan.extensions.append(_extension(node, fname, ev, scan.notes))
         elif fname == "setup":

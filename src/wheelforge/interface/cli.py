@@ -302,6 +302,34 @@ def test_command(matrix_path: Path, wheels: tuple[Path, ...], torch_versions: tu
         )
 
 
+@cli.command(name="init")
+@click.argument("path", required=False, type=click.Path(path_type=Path, file_okay=False, exists=True),
+                default=Path())  # fmt: skip
+@click.option("--force", is_flag=True, help="Replace an existing matrix.yaml.")
+@click.option("--torch", "torch_versions", multiple=True,
+              help="A torch version to build for (repeatable) [default: >=2.10, or 2.11.0 for torch/extension.h].")  # fmt: skip
+@click.option(
+    "--archs",
+    help='The arch set to write, e.g. "8.0 9.0+PTX" [default: none; --archs at build time].',
+)
+@verbose_option
+def init_command(
+    path: Path, force: bool, torch_versions: tuple[str, ...], archs: str | None
+) -> None:
+    """Write a commented matrix.yaml for the project in PATH, from its setup.py (read, never run)
+    and pyproject.toml; print what could not be translated."""
+    from wheelforge.configuration import initmatrix
+
+    result = initmatrix.write(path.resolve(), force=force, torch=torch_versions, archs=archs)
+    log.info(f"wrote {result.path}")
+    if result.notes:
+        log.info(f"{len(result.notes)} thing(s) need a hand:")
+        for note in result.notes:
+            log.info(f"  - {note}")
+    else:
+        log.info("everything was translated")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: runs the CLI and turns every error into one message and an exit code."""
     try:
