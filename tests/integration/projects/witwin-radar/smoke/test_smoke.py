@@ -3,6 +3,7 @@ every operator the project's own manifest (ci/native-binding-manifest.json) list
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import json
 from pathlib import Path
@@ -13,9 +14,14 @@ MANIFEST = Path(__file__).resolve().parent.parent / "ci" / "native-binding-manif
 
 
 def load_extension() -> object:
-    # By file: importing the package itself pulls in its run-time dependencies' heavy modules.
-    spec = importlib.util.find_spec("witwin.radar.cuda.prebuilt._radar_native")
-    assert spec is not None and spec.origin and spec.origin.endswith(".abi3.so")
+    # By file, found from the distribution's RECORD: importing the package would run its
+    # __init__ and need every run-time dependency; the module itself needs only torch.
+    files = importlib.metadata.files("witwin-radar") or []
+    [so] = [f for f in files if str(f).endswith("_radar_native.abi3.so")]
+    spec = importlib.util.spec_from_file_location(
+        "witwin.radar.cuda.prebuilt._radar_native", so.locate()
+    )
+    assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
