@@ -125,11 +125,12 @@ def check_stable_abi(wheel_path: Path, plan: VariantPlan) -> list[abicheck.Binar
     )
     violations = [v for c in checks for v in c.violations]
     if violations:
-        first, rest = violations[0], violations[1:]
+        # Name the wheel, not the staging folder it sits in until it passes.
+        messages = [v.message.replace(str(wheel_path), wheel_path.name) for v in violations]
         raise VerificationError(
-            f"variant {plan.variant.id}: {first.message}"
-            + (f" (and {len(rest)} more below)" if rest else ""),
-            details="\n".join(v.message for v in rest) or None,
+            f"variant {plan.variant.id}: {messages[0]}"
+            + (f" (and {len(messages) - 1} more below)" if len(messages) > 1 else ""),
+            details="\n".join(messages[1:]) or None,
         )
     return checks
 
@@ -192,7 +193,8 @@ def _check(
     if plan.matrix.abi != "stable":  # the stable-ABI check has this rule too
         problems = initexport.wheel_init_problems(wheel_path)
         if problems:
-            raise VerificationError(f"variant {plan.variant.id}: {problems[0][1]}")
+            message = problems[0][1].replace(str(wheel_path), wheel_path.name)
+            raise VerificationError(f"variant {plan.variant.id}: {message}")
     return binaries, check_stable_abi(wheel_path, plan)
 
 
