@@ -312,3 +312,26 @@ def test_init_prints_what_needs_a_hand(
     err = capsys.readouterr().err
     assert "wrote" in err and "thing(s) need a hand:" in err
     assert main(["init", str(tmp_path)]) == 2  # never overwrites without --force
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "op.cpp:3:20: error: ‘Widget’ in namespace ‘torch::stable’ does not name a type",
+        "op.cpp:3:5: error: ‘Widget’ is not a member of ‘torch::stable’",
+        'op.cu(3): error: namespace "torch::stable" has no member "Widget"',
+    ],
+)
+def test_a_name_the_target_version_hides_gets_the_version_that_has_it(
+    project: Project, tmp_path: Path, message: str
+) -> None:
+    plan = plan_for(load_matrix(project()), tmp_path)  # target 2.10
+    header = plan.torch.include_dir / "torch" / "csrc" / "stable" / "widget.h"
+    header.parent.mkdir(parents=True, exist_ok=True)
+    header.write_text(
+        "#pragma once\nnamespace torch::stable {\n"
+        "#if TORCH_FEATURE_VERSION >= TORCH_VERSION_2_13_0\nclass Widget {};\n#endif\n}\n"
+    )
+    [hint] = diagnose.hints(message, plan)
+    assert hint.startswith("hint: Widget exists in torch 2.13 and newer")
+    assert "target version 2.10" in hint
