@@ -10,9 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pyproject_metadata
+import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from wheelforge.configuration import yamlio
 from wheelforge.foundation.errors import ConfigError
 
 if sys.version_info >= (3, 11):
@@ -89,3 +91,30 @@ def read_project(path: Path) -> ProjectMetadata | None:
         metadata_version=str(parsed["Metadata-Version"] or "2.1"),
         license_files=tuple(root / p for p in (meta.license_files or ())),
     )
+
+
+def project_for(
+    node: yaml.Node | None, root: Path, problems: yamlio.Problems
+) -> ProjectMetadata | None:
+    """pyproject.toml's [project], from ``package.pyproject`` (a path, or false for none),
+    by default the one beside matrix.yaml if there is one."""
+    value: str | None = "pyproject.toml"
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            if key_node.value != "pyproject":
+                continue
+            if value_node.tag == "tag:yaml.org,2002:bool":
+                if yamlio.boolean(value_node, problems, "package.pyproject"):
+                    break
+                return None
+            value = yamlio.scalar(value_node, problems, "package.pyproject")
+            if value is not None and not (root / value).is_file():
+                problems.add(value_node, f"package.pyproject: '{value}' is not a file")
+                return None
+    if value is None:
+        return None
+    try:
+        return read_project(root / value)
+    except ConfigError as exc:
+        problems.add(node, exc.message)
+        return None

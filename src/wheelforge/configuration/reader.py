@@ -17,6 +17,7 @@ from packaging.version import InvalidVersion, Version
 
 from wheelforge.configuration import yamlio
 from wheelforge.configuration.archs import ArchSet, ArchSpec, parse_arch_list
+from wheelforge.configuration.discovery import discover_packages, is_package
 from wheelforge.configuration.matrix import (
     DEFAULT_TEST_COMMAND,
     ExtensionConfig,
@@ -25,27 +26,10 @@ from wheelforge.configuration.matrix import (
     SourceSpec,
     TestsConfig,
 )
-from wheelforge.configuration.pyproject import ProjectMetadata, read_project
+from wheelforge.configuration.pyproject import ProjectMetadata, project_for
 from wheelforge.configuration.torchspec import OLDEST_STABLE_TARGET, TorchSpec, parse_torch_spec
 from wheelforge.foundation.errors import ConfigError
 
-# Folders setuptools' automatic discovery never takes for packages (FlatLayoutPackageFinder).
-_NOT_PACKAGES = frozenset(
-    (
-        "tests",
-        "test",
-        "docs",
-        "doc",
-        "examples",
-        "example",
-        "scripts",
-        "tools",
-        "benchmarks",
-        "bench",
-        "build",
-        "dist",
-    )
-)
 SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx", ".c")
 _NAME_RE = re.compile(r"^([A-Z0-9]|[A-Z0-9][A-Z0-9._-]*[A-Z0-9])$", re.IGNORECASE)
 _MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
@@ -81,13 +65,6 @@ EXTENSION_KEYS = (
     "libraries",
     "library-dirs",
 )
-
-
-def _is_package(folder: Path) -> bool:
-    """A regular package (``__init__.py``), or a namespace package (PEP 420) that holds one."""
-    return (folder / "__init__.py").is_file() or (
-        folder.is_dir() and any(True for _ in folder.glob("*/**/__init__.py"))
-    )
 
 
 class _Reader:
@@ -202,7 +179,7 @@ class _Reader:
         if "packages" in items:
             for item, value in yamlio.string_list(items["packages"][1], self.p, "package.packages"):
                 folder = self.folder(item, value, "package.packages")
-                if folder is not None and not _is_package(folder):
+                if folder is not None and not is_package(folder):
                     self.p.add(
                         item,
                         f"package.packages: '{value}' has no __init__.py (nor a namespace package's "
@@ -357,48 +334,6 @@ class _Reader:
             libraries=flags["libraries"],
             library_dirs=tuple(library_dirs),
         )
-
-    def project(self, node: yaml.Node | None) -> ProjectMetadata | None:
-        """pyproject.toml's [project], from ``package.pyproject`` (a path, or false for none),
-        by default the one beside matrix.yaml if there is one."""
-        value: str | None = "pyproject.toml"
-        if isinstance(node, yaml.MappingNode):
-            for key_node, value_node in node.value:
-                if key_node.value != "pyproject":
-                    continue
-                if value_node.tag == "tag:yaml.org,2002:bool":
-                    if yamlio.boolean(value_node, self.p, "package.pyproject"):
-                        break
-                    return None
-                value = yamlio.scalar(value_node, self.p, "package.pyproject")
-                if value is not None and not (self.root / value).is_file():
-                    self.p.add(value_node, f"package.pyproject: '{value}' is not a file")
-                    return None
-        if value is None:
-            return None
-        try:
-            return read_project(self.root / value)
-        except ConfigError as exc:
-            self.p.add(node, exc.message)
-            return None
-
-    def discover_packages(self, extension: ExtensionConfig) -> tuple[Path, ...]:
-        """``package.packages`` when not given: the extension's own package, else every
-        top-level package folder (flat or src layout), as setuptools' discovery finds them."""
-        layouts = [self.root, self.root / "src"]
-        top = extension.name.split(".", 1)[0]
-        if "." in extension.name:
-            own = [(d / top).resolve() for d in layouts if _is_package(d / top)]
-            if own:
-                return (own[0],)
-        found = []
-        for layout in layouts:
-            for init in sorted(layout.glob("*/__init__.py")):
-                if init.parent.name not in _NOT_PACKAGES and init.parent.name.isidentifier():
-                    found.append(init.parent.resolve())
-            if found:
-                break
-        return tuple(found)
 
     def source_entries(
         self, node: yaml.Node
@@ -558,7 +493,9 @@ class _Reader:
         if items is None:
             self.p.raise_if_any()
             raise AssertionError  # unreachable: mapping() recorded a problem
-        project = self.project(items["package"][1] if "package" in items else None)
+        project = project_for(
+            items["package"][1] if "package" in items else None, self.root, self.p
+        )
         # package: optional beside a pyproject.toml [project]; arch-sets: optional, since
         # --archs or TORCH_CUDA_ARCH_LIST may give them (settings.resolve insists on one).
         required = ("extension", "torch") + (("package",) if project is None else ())
@@ -608,7 +545,9 @@ class _Reader:
             elif value is not None:
                 python_abi = value
         if package is not None and extension is not None and not package.packages:
-            package = dataclasses.replace(package, packages=self.discover_packages(extension))
+            package = dataclasses.replace(
+                package, packages=discover_packages(self.root, extension.name)
+            )
         if package is not None and extension is not None and "." in extension.name:
             top = extension.name.split(".", 1)[0]
             if top not in {p.name for p in package.packages}:
