@@ -14,7 +14,7 @@ from wheelforge.configuration import initmatrix
 from wheelforge.configuration.reader import load_matrix
 from wheelforge.configuration.settings import Flags, resolve
 from wheelforge.configuration.setupscan import scan_setup_py
-from wheelforge.foundation.errors import ConfigError
+from wheelforge.foundation.errors import ConfigError, VerificationError
 from wheelforge.interface.cli import main
 from wheelforge.packaging import wheel
 from wheelforge.planning import diagnose
@@ -43,7 +43,7 @@ def test_check_names_a_module_that_does_not_export_its_pyinit(
     bad = make_wheel(tmp_path, "pkg-1.0-cp310-abi3-manylinux_2_17_x86_64.whl", "hidden_init.so")
     [check] = abicheck.check_wheel(bad, torch=None, guards={})
     assert [(v.rule, v.symbol) for v in check.violations] == [("module-init", "PyInit__C")]
-    assert main(["check", str(bad)]) == 1
+    assert main(["check", str(bad)]) == VerificationError.exit_code
     err = capsys.readouterr().err
     assert "pkg/_C.abi3.so does not define PyInit__C" in " ".join(err.split())
     assert initexport.wheel_init_problems(bad)[0][0] == "pkg/_C.abi3.so"

@@ -53,9 +53,9 @@ def _symbol_state(elf: ELFFile, section: str, name: str) -> str | None:
     return None
 
 
-def init_export(data: bytes, *, path: str, leaf: str) -> InitExport:
+def init_export(data: bytes | ELFFile, *, path: str, leaf: str) -> InitExport:
     try:
-        elf = ELFFile(io.BytesIO(data))
+        elf = data if isinstance(data, ELFFile) else ELFFile(io.BytesIO(data))
         dynamic = _symbol_state(elf, ".dynsym", f"PyInit_{leaf}")
         static = _symbol_state(elf, ".symtab", f"PyInit_{leaf}")
     except (ELFError, ValueError, KeyError, OSError) as exc:
