@@ -30,6 +30,7 @@ from wheelforge.configuration.packagereader import PackageReader, key_node
 from wheelforge.configuration.pyproject import project_for
 from wheelforge.configuration.sizes import parse_size
 from wheelforge.configuration.torchspec import OLDEST_STABLE_TARGET, TorchSpec, parse_torch_spec
+from wheelforge.foundation import fsutil
 from wheelforge.foundation.errors import ConfigError
 
 SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx", ".c")
@@ -74,6 +75,13 @@ class _Reader(PackageReader):
             matches = list(self.root.glob(pattern))
             if not matches:
                 self.problems.add(item, f"{where}: '{pattern}' matches no file")
+                continue
+            if not any(m.is_file() for m in matches):
+                self.problems.add(
+                    item,
+                    f"{where}: '{pattern}' names a folder, not source files; "
+                    f"write a glob such as '{pattern.rstrip('/')}/*.cu'",
+                )
                 continue
             bad = [m for m in matches if m.is_file() and m.suffix not in SOURCE_SUFFIXES]
             if bad:
@@ -290,6 +298,12 @@ class _Reader(PackageReader):
         if read is None:
             self.problems.raise_if_any()
             raise AssertionError  # unreachable: mapping() recorded a problem
+        if read.values.get("abi") == "unstable" and "python-abi" in read.items:
+            self.problems.add(
+                read.items["python-abi"][1],
+                "python-abi sets the floor of stable-ABI (abi3) wheels; an unstable-ABI wheel is "
+                "tagged for the CPython that builds it, so remove python-abi or use abi: stable",
+            )
         if package_node is None and self.project is not None:
             read.values["package"] = self.package(None, "package")
         elif package_node is None:
@@ -318,4 +332,5 @@ class _Reader(PackageReader):
 def load_matrix(path: Path) -> Matrix:
     display = str(path)
     reader = _Reader(path.resolve(), display)
-    return reader.read(yamlio.load(path, display))
+    with fsutil.gc_paused():
+        return reader.read(yamlio.load(path, display))

@@ -44,6 +44,10 @@ class VariantPlan:
     out_dir: Path
     cxx: str
     cc: str
+    # Compiler launchers (ccache, sccache, distcc): words run in front of the compiler.
+    cxx_launcher: tuple[str, ...]
+    cc_launcher: tuple[str, ...]
+    cuda_launcher: tuple[str, ...]
     nvcc_host: str  # the host compiler nvcc runs (-ccbin): one the toolkit accepts
     cxx_flags: str
     cc_flags: str
@@ -273,6 +277,9 @@ def make_plan(
     cc: str,
     nvcc_host: str,
     nvcc_threads: int | None,
+    cxx_launcher: tuple[str, ...] = (),
+    cc_launcher: tuple[str, ...] = (),
+    cuda_launcher: tuple[str, ...] = (),
 ) -> VariantPlan:
     build_dir = (build_root / variant.id).resolve()
     gen = build_dir / "gen"
@@ -283,14 +290,10 @@ def make_plan(
     generated = [*abi.generated, exports]
     sources = _sources(matrix)
     if ext.module_init:
-        init = GeneratedFile(
-            path=gen / f"{ext.leaf}_module_init.c", text=module_init_source(ext.leaf)
-        )
+        init = GeneratedFile(path=gen / f"{ext.leaf}_module_init.c", text=module_init_source(ext.leaf))  # fmt: skip
         generated.append(init)
         sources[init.path] = None
-    cxx_flags, cc_flags, nvcc_flags = _compile_flags(
-        abi, variant, matrix, torch, nvcc_host=nvcc_host, nvcc_threads=nvcc_threads
-    )
+    cxx_flags, cc_flags, nvcc_flags = _compile_flags(abi, variant, matrix, torch, nvcc_host=nvcc_host, nvcc_threads=nvcc_threads)  # fmt: skip
     ldflags = _link_flags(abi, variant, matrix, torch, exports.path)
     steps, left_out = _compile_steps(sources, variant, matrix, build_dir, gen)
     return VariantPlan(
@@ -301,6 +304,9 @@ def make_plan(
         out_dir=out_dir,
         cxx=cxx,
         cc=cc,
+        cxx_launcher=cxx_launcher,
+        cc_launcher=cc_launcher,
+        cuda_launcher=cuda_launcher,
         cxx_flags=shlex.join(cxx_flags),
         cc_flags=shlex.join(cc_flags),
         nvcc_host=nvcc_host,
