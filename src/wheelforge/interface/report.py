@@ -91,6 +91,12 @@ class WheelDoc:
     sha256: str
     tags: tuple[str, ...] = field(metadata=_doc("e.g. cp310-abi3-manylinux_2_34_x86_64"))
     reused: bool = field(metadata=_doc("already in the output folder, made from the same inputs"))
+    import_check: str | None = field(
+        default=None,
+        metadata=_doc(
+            "the import of its extension module before publishing; null: --no-import-check"
+        ),
+    )
     reproducible: str | None = field(
         default=None,
         metadata=_doc("sha256 of the identical rebuild in another folder (--verify-reproducible)"),
@@ -213,7 +219,7 @@ def variant_doc(v: VariantResult | VariantFailure, target: tuple[int, int]) -> V
         id=v.variant_id, arch_set=arch_set, toolkit=v.toolkit, torch=v.torch,
         status="up-to-date" if v.reused else "built", error=None,
         wheel=WheelDoc(path=str(v.wheel), size=v.wheel_size, sha256=v.sha256, tags=_tags(v.wheel), reused=v.reused,
-                       reproducible=v.reproducible),
+                       import_check=v.import_check, reproducible=v.reproducible),
         binaries=tuple(BinaryDoc(path=b.path, size=b.size, fatbins=b.entries) for b in v.binaries),
         abi=_abi(v.abi_checks, target), size=v.size,
         compile=CompileDoc(sources=v.sources, compiled=len(v.compiled), up_to_date=v.sources - len(v.compiled)),

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from wheelforge.binaries import elf, reprodiff
+from wheelforge.binaries import elf, initexport, reprodiff
 from wheelforge.binaries.sizes import TOP_CONTRIBUTORS, SizeCheck, check_size
 from wheelforge.binaries.verify import WheelVerification, verify_wheel
 from wheelforge.configuration.settings import BuildSettings
@@ -28,6 +28,7 @@ from wheelforge.packaging import provenance, repair, stamp, wheel
 from wheelforge.planning import ninja, variants
 from wheelforge.planning.plan import VariantPlan, make_plan
 from wheelforge.planning.variants import Variant
+from wheelforge.running import importcheck
 from wheelforge.running.preflight import describe_os_error, preflight
 from wheelforge.running.results import BuildReport, VariantFailure, VariantResult
 from wheelforge.toolchain import envs, shims, toolkit, torchprobe
@@ -178,14 +179,17 @@ def _build_variant(
     digest = contents.digest()
     published = stamp.reusable(plan.build_dir, plan.out_dir, digest)
     reused = published is not None
+    imported = None
     if published is not None:
         log.info(f"  {published} is up to date")
         with stages.stage("verify"):
             found = _check(published, plan, settings, stages)
+            if settings.import_check:
+                imported = importcheck.check_import(published, plan)
     else:
         title = f"{plan.variant.id}: pack, repair and check the wheel"
         with log.group(title), log.step(title):
-            published, found = _pack_and_publish(plan, contents, settings, stages)
+            published, found, imported = _pack_and_publish(plan, contents, settings, stages)
         stamp.write(plan.build_dir, digest=digest, wheel=published)
     assert stages.size is not None  # _check sets it
     return VariantResult(
@@ -205,6 +209,7 @@ def _build_variant(
         size=stages.size,
         stages=tuple(stages.times),
         seconds=time.perf_counter() - start,
+        import_check=imported,
     )
 
 
@@ -214,6 +219,11 @@ def _check(
     """Fatbins against the arch set, the stable-ABI rules (verify_wheel), then the size budget;
     any failing stops the variant."""
     found = verify_wheel(wheel_path, plan)
+    if plan.matrix.abi != "stable":  # the stable-ABI rules include this one
+        problems = initexport.wheel_init_problems(wheel_path)
+        if problems:
+            message = problems[0][1].replace(str(wheel_path), wheel_path.name)
+            raise VerificationError(f"variant {plan.variant.id}: {message}")
     stages.size = check_size(
         wheel_size=wheel_path.stat().st_size,
         budget=settings.size_budget,
@@ -272,8 +282,9 @@ def _pack_and_publish(
     contents: wheel.WheelContents,
     settings: BuildSettings,
     stages: _Stages,
-) -> tuple[Path, WheelVerification]:
-    """Pack, repair and check in a staging folder; only a wheel that passed reaches the output."""
+) -> tuple[Path, WheelVerification, str | None]:
+    """Pack, repair, check and import in a staging folder; only a wheel that passed reaches the
+    output."""
     stage = Path(tempfile.mkdtemp(prefix="stage-", dir=plan.build_dir))
     try:
         with stages.stage("package"):
@@ -283,6 +294,7 @@ def _pack_and_publish(
             )
         with stages.stage("verify"):
             found = _check(repaired, plan, settings, stages)
+            imported = importcheck.check_import(repaired, plan) if settings.import_check else None
         with stages.stage("publish"):
             previous = plan.out_dir / repaired.name
             if previous.is_file() and stamp.sha256(previous) != stamp.sha256(repaired):
@@ -307,7 +319,7 @@ def _pack_and_publish(
                 for c in stages.size.contributions
             ),
         )
-    return published, found.moved(repaired, published)
+    return published, found.moved(repaired, published), imported
 
 
 def verify_reproducible(
@@ -362,6 +374,8 @@ def _run_build(settings: BuildSettings, chosen: list[Variant], start: float) -> 
     log.info(
         f"building {len(plans)} variant(s) of {m.package.name} {m.package.version} {how}; archs from {settings.arch_source}"
     )
+    if plans:
+        importcheck.warn_if_torch_not_imported_first(plans[0])
     outcomes = [build_variant(plan, settings) for plan in plans]
     if settings.verify_reproducible:
         outcomes = [

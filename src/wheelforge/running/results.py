@@ -33,6 +33,8 @@ class VariantResult:
     size: SizeCheck
     stages: tuple[tuple[str, float], ...]  # (stage, seconds): compile, package, verify, publish
     seconds: float
+    # What the import check ran ("import pkg._C ok under torch 2.13.0+cpu"); None: skipped.
+    import_check: str | None = None
     reproducible: str | None = None  # sha256 of the identical rebuild (--verify-reproducible)
 
 
