@@ -80,6 +80,16 @@ class TestsConfig:
 
 
 @dataclass(frozen=True, kw_only=True)
+class WheelVariantsConfig:
+    """PEP 825 variant wheels (experimental: PEP 825 is a draft). Each variant's wheel carries a
+    variant label in its name and ``*.dist-info/variant.json``; ``null`` names the arch set (or
+    variant id) also published as the null variant, the fallback with no properties."""
+
+    enabled: bool = False
+    null: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class Matrix:
     path: Path
     root: Path  # the folder matrix.yaml is in; relative paths start here
@@ -93,6 +103,7 @@ class Matrix:
     cuda: tuple[str, ...]  # toolkit releases ("13.0") or "auto", crossed with the arch sets
     arch_sets: tuple[ArchSet, ...]
     tests: TestsConfig | None
+    wheel_variants: WheelVariantsConfig = WheelVariantsConfig()
 
     @property
     def limited_api_macro(self) -> str:
@@ -106,3 +117,6 @@ class Matrix:
 
     def with_arch_sets(self, arch_sets: tuple[ArchSet, ...]) -> Matrix:
         return dataclasses.replace(self, arch_sets=arch_sets)
+
+    def with_wheel_variants(self, wheel_variants: WheelVariantsConfig) -> Matrix:
+        return dataclasses.replace(self, wheel_variants=wheel_variants)

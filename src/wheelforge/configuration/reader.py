@@ -22,6 +22,7 @@ from wheelforge.configuration.matrix import (
     PackageConfig,
     SourceSpec,
     TestsConfig,
+    WheelVariantsConfig,
 )
 from wheelforge.configuration.torchspec import OLDEST_STABLE_TARGET, TorchSpec, parse_torch_spec
 from wheelforge.foundation.errors import ConfigError
@@ -32,7 +33,18 @@ _MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")
 _ARCH_SET_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.]*$")
 _PYTHON_ABI_RE = re.compile(r"^cp3(\d{1,2})$")
 
-TOP_KEYS = ("package", "extension", "abi", "python-abi", "torch", "cuda", "arch-sets", "tests")
+TOP_KEYS = (
+    "package",
+    "extension",
+    "abi",
+    "python-abi",
+    "torch",
+    "cuda",
+    "arch-sets",
+    "tests",
+    "wheel-variants",
+)
+WHEEL_VARIANTS_KEYS = ("enabled", "null")
 SOURCE_KEYS = ("files", "archs")
 _CUDA_RE = re.compile(r"^\d+\.\d+$")
 TESTS_KEYS = ("path", "requires", "torch", "command")
@@ -379,6 +391,34 @@ class _Reader:
             path=path, requires=tuple(requires), torch=tuple(versions), command=command
         )
 
+    def wheel_variants(
+        self, node: yaml.Node, arch_sets: tuple[ArchSet, ...]
+    ) -> WheelVariantsConfig:
+        """``wheel-variants: true``, or a mapping ``{enabled: BOOL, null: ARCH SET OR VARIANT}``."""
+        if isinstance(node, yaml.ScalarNode):
+            return WheelVariantsConfig(enabled=bool(yamlio.boolean(node, self.p, "wheel-variants")))
+        items = yamlio.mapping(node, self.p, "wheel-variants", WHEEL_VARIANTS_KEYS)
+        if items is None:
+            return WheelVariantsConfig()
+        enabled = True
+        if "enabled" in items:
+            enabled = bool(yamlio.boolean(items["enabled"][1], self.p, "wheel-variants.enabled"))
+        null = None
+        if "null" in items:
+            n = items["null"][1]
+            null = yamlio.scalar(n, self.p, "wheel-variants.null")
+            names = [a.name for a in arch_sets]
+            if (
+                null is not None
+                and arch_sets
+                and not any(null == name or null.startswith(f"{name}-") for name in names)
+            ):
+                self.p.add(
+                    n,
+                    f"wheel-variants.null: '{null}' is neither an arch set ({', '.join(names)}) nor a variant of one; name the build to publish as the null variant",
+                )
+        return WheelVariantsConfig(enabled=enabled, null=null)
+
     def read(self, node: yaml.Node | None) -> Matrix:
         if node is None:
             raise ConfigError(f"{self.p.display} is empty; see docs/matrix.md for its keys")
@@ -433,6 +473,11 @@ class _Reader:
                 )
         tests = self.tests(items["tests"][1], torch) if "tests" in items else None
         cuda = self.cuda(items["cuda"][1]) if "cuda" in items else ("auto",)
+        wheel_variants = (
+            self.wheel_variants(items["wheel-variants"][1], arch_sets)
+            if "wheel-variants" in items
+            else WheelVariantsConfig()
+        )
         self.p.raise_if_any()
         assert package is not None and extension is not None and torch is not None
         return Matrix(
@@ -446,6 +491,7 @@ class _Reader:
             cuda=cuda,
             arch_sets=arch_sets,
             tests=tests,
+            wheel_variants=wheel_variants,
         )
 
 

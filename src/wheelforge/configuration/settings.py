@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wheelforge.configuration.archs import ArchSet, parse_arch_list
-from wheelforge.configuration.matrix import Matrix
+from wheelforge.configuration.matrix import Matrix, WheelVariantsConfig
 from wheelforge.configuration.reader import load_matrix
 from wheelforge.foundation.errors import ConfigError
 
@@ -32,6 +32,7 @@ class Flags:
     only: tuple[str, ...] = ()
     offline: bool = False
     cache_dir: Path | None = None
+    wheel_variants: bool = False  # --wheel-variants: PEP 825 variant wheels (else the matrix's key)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -86,6 +87,10 @@ def resolve(flags: Flags, env: Mapping[str, str] | None = None) -> BuildSettings
     if override is not None:
         specs = parse_arch_list(override, source=arch_source)
         matrix = matrix.with_arch_sets((ArchSet(OVERRIDE_ARCH_SET, specs),))
+    if flags.wheel_variants and not matrix.wheel_variants.enabled:
+        matrix = matrix.with_wheel_variants(
+            WheelVariantsConfig(enabled=True, null=matrix.wheel_variants.null)
+        )
     jobs = flags.jobs if flags.jobs is not None else _positive_int(env.get("MAX_JOBS"), "MAX_JOBS")
     return BuildSettings(
         matrix=matrix,

@@ -80,18 +80,24 @@ def cli() -> None:
     help="Build only this variant (repeatable); 'wheelforge matrix' lists them.",
 )
 @click.option("--offline", is_flag=True, help="Never download a CUDA toolkit; fail instead.")
+@click.option(
+    "--wheel-variants",
+    is_flag=True,
+    help="EXPERIMENTAL (PEP 825 is a draft): write variant wheels, with variant.json derived "
+    "from the fatbins, and {name}-{version}-variants.json (else the matrix's wheel-variants).",
+)
 @cache_dir_option
 @verbose_option
 def build(matrix_path: Path, archs: str | None, out: Path | None, build_dir: Path | None,
           jobs: int | None, python: Path | None, only: tuple[str, ...], offline: bool,
-          cache_dir: Path | None) -> None:  # fmt: skip
+          wheel_variants: bool, cache_dir: Path | None) -> None:  # fmt: skip
     """Build the matrix's wheels and check their fatbins."""
     from wheelforge.configuration.settings import Flags, resolve
     from wheelforge.interface.render import print_build
     from wheelforge.running.build import run_build
 
     flags = Flags(matrix=matrix_path, archs=archs, out=out, build_dir=build_dir, jobs=jobs, python=python,
-                  only=only, offline=offline, cache_dir=cache_dir)  # fmt: skip
+                  only=only, offline=offline, cache_dir=cache_dir, wheel_variants=wheel_variants)  # fmt: skip
     settings = resolve(flags)
     report = run_build(settings)
     print_build(report, Console())
@@ -102,15 +108,31 @@ def build(matrix_path: Path, archs: str | None, out: Path | None, build_dir: Pat
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of tables.")
 @verbose_option
 def inspect(paths: tuple[Path, ...], as_json: bool) -> None:
-    """List the SASS and PTX in shared objects, object files, wheels or folders."""
+    """List the SASS and PTX in shared objects, object files, wheels or folders.
+
+    For a variant wheel (PEP 825, experimental) also its variant properties, and any that
+    disagree with its binaries (exit 1)."""
     from wheelforge.binaries.inspection import inspect_paths, reports_to_json
-    from wheelforge.interface.render import print_inspect
+    from wheelforge.foundation.errors import VerificationError
+    from wheelforge.interface.render import print_inspect, variant_checks_table
+    from wheelforge.packaging.wheel_variants import check_wheels, checks_to_json
 
     reports = inspect_paths(list(paths))
+    checks = check_wheels(list(paths), reports)
     if as_json:
-        click.echo(json.dumps(reports_to_json(reports), indent=2))
+        document = reports_to_json(reports)
+        if checks:
+            document["variants"] = checks_to_json(checks)
+        click.echo(json.dumps(document, indent=2))
     else:
         print_inspect(reports, Console())
+        if checks:
+            Console().print(variant_checks_table(checks))
+    bad = [(c, p) for c in checks for p in c.problems]
+    if bad:
+        check, problem = bad[0]
+        more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+        raise VerificationError(f"{check.wheel}: variant {check.label}: {problem}{more}")
 
 
 @cli.command(name="matrix")

@@ -11,6 +11,7 @@ from rich.table import Table
 from wheelforge.binaries.abicheck import BinaryCheck
 from wheelforge.binaries.inspection import BinaryReport
 from wheelforge.configuration.matrix import Matrix
+from wheelforge.packaging.wheel_variants import VariantCheck
 from wheelforge.planning.variants import Variant
 from wheelforge.running.results import BuildReport, VariantResult
 from wheelforge.running.torch_tests import Outcome
@@ -80,11 +81,22 @@ def abi_summary(checks: Sequence[BinaryCheck], target: tuple[int, int]) -> str:
     )
 
 
+def variant_summary(v: VariantResult) -> str:
+    """PEP 825 variant wheels: the label and the properties read from the binaries."""
+    null = f"; null variant {v.null_wheel.name}" if v.null_wheel else ""
+    props = ", ".join(v.variant_properties)
+    return f"variant {v.variant_label} (experimental, PEP 825 draft): {props}{null}"
+
+
 def print_build(report: BuildReport, console: Console) -> None:
     for v in report.variants:
         console.print(variant_table(v))
         if v.abi_checks:
             console.print(abi_summary(v.abi_checks, report.target_version))
+        if v.variant_label:
+            console.print(variant_summary(v), highlight=False)
+    if report.variants_json is not None:
+        console.print(f"index-level variant metadata: {report.variants_json}", highlight=False)
     major, minor = report.target_version
     folder = report.variants[0].wheel.parent if report.variants else "-"
     console.print(
@@ -122,6 +134,21 @@ def print_inspect(reports: Sequence[BinaryReport], console: Console) -> None:
         if not binary.entries:
             table.add_row("-", "no CUDA code", "0", "-", "-", "-")
         console.print(table)
+
+
+def variant_checks_table(checks: Sequence[VariantCheck]) -> Table:
+    """Variant wheels: the properties their variant.json declares, and what disagrees with the
+    binaries."""
+    table = Table(title="PEP 825 variant wheels (experimental)", title_justify="left")
+    for column in ("wheel", "label", "properties", "status"):
+        table.add_column(column)
+    for c in checks:
+        status = (
+            "[green]ok[/green]" if not c.problems else "[red]" + "\n".join(c.problems) + "[/red]"
+        )
+        name = c.wheel.rsplit("/", 1)[-1]
+        table.add_row(name, c.label, "\n".join(c.properties) or "(none: null variant)", status)
+    return table
 
 
 def check_table(checks: Sequence[BinaryCheck]) -> Table:

@@ -109,6 +109,11 @@ def source_date_epoch() -> int:
     return max(int(value), _DEFAULT_EPOCH) if value and value.isdigit() else _DEFAULT_EPOCH
 
 
+def member_info(arcname: str, *, executable: bool) -> zipfile.ZipInfo:
+    """The ZipInfo every member of a wheelforge wheel gets: fixed time, mode, compression."""
+    return _zipinfo(arcname, executable)
+
+
 def _zipinfo(arcname: str, executable: bool) -> zipfile.ZipInfo:
     info = zipfile.ZipInfo(arcname, date_time=time.gmtime(source_date_epoch())[:6])
     mode = 0o755 if executable else 0o644

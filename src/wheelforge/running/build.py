@@ -17,7 +17,7 @@ from wheelforge.binaries.verify import verify_binaries
 from wheelforge.configuration.settings import BuildSettings
 from wheelforge.foundation import fsutil, log
 from wheelforge.foundation.errors import ConfigError, VerificationError
-from wheelforge.packaging import repair, wheel
+from wheelforge.packaging import repair, wheel, wheel_variants
 from wheelforge.planning import ninja, variants
 from wheelforge.planning.plan import VariantPlan, make_plan
 from wheelforge.planning.variants import Variant
@@ -133,7 +133,16 @@ def check_stable_abi(wheel_path: Path, plan: VariantPlan) -> list[abicheck.Binar
     return checks
 
 
-def build_variant(plan: VariantPlan, *, jobs: int | None) -> VariantResult:
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _Published:
+    wheel: Path
+    binaries: list[BinaryReport]
+    abi: list[abicheck.BinaryCheck]
+    variant_properties: tuple[str, ...] = ()
+    null_wheel: Path | None = None
+
+
+def build_variant(plan: VariantPlan, *, jobs: int | None, null: bool = False) -> VariantResult:
     start = time.perf_counter()
     variant = plan.variant
     with log.step(
@@ -152,26 +161,31 @@ def build_variant(plan: VariantPlan, *, jobs: int | None) -> VariantResult:
 
     contents = wheel.contents(plan, repair.build_platform())
     digest = contents.digest()
-    published = _reusable(plan, digest)
-    reused = published is not None
-    if published is not None:
-        log.info(f"  {published.name} is up to date")
-        binaries, abi = _check(published, plan)
+    # A variant wheel is always re-packed (seconds; compiling stays incremental): the ABI check
+    # reads tags from a wheel's name, which a variant label makes unparsable to packaging.
+    reusable = None if variant.variant_label else _reusable(plan, digest)
+    if reusable is not None:
+        log.info(f"  {reusable.name} is up to date")
+        binaries, abi = _check(reusable, plan)
+        done = _Published(wheel=reusable, binaries=binaries, abi=abi)
     else:
-        published, binaries, abi = _pack_and_publish(plan, contents)
-        stamp = {"digest": digest, "wheel": published.name, "sha256": _sha256(published)}
+        done = _pack_and_publish(plan, contents, null=null)
+        stamp = {"digest": digest, "wheel": done.wheel.name, "sha256": _sha256(done.wheel)}
         fsutil.write_if_changed(plan.build_dir / STAMP, json.dumps(stamp, indent=2) + "\n")
     return VariantResult(
         variant_id=variant.id,
         arch_set=variant.arch_set,
         toolkit=str(variant.toolkit.version),
-        wheel=published,
-        wheel_size=published.stat().st_size,
+        wheel=done.wheel,
+        wheel_size=done.wheel.stat().st_size,
         compiled=tuple(compiled),
-        reused=reused,
-        binaries=tuple(binaries),
-        abi_checks=tuple(abi),
+        reused=reusable is not None,
+        binaries=tuple(done.binaries),
+        abi_checks=tuple(done.abi),
         seconds=time.perf_counter() - start,
+        variant_label=variant.variant_label,
+        variant_properties=done.variant_properties,
+        null_wheel=done.null_wheel,
     )
 
 
@@ -184,9 +198,34 @@ def _check(
     return binaries, check_stable_abi(wheel_path, plan)
 
 
+def _variant_wheels(
+    plan: VariantPlan, repaired: Path, binaries: list[BinaryReport], stage: Path, *, null: bool
+) -> tuple[list[Path], tuple[str, ...]]:
+    """The PEP 825 variant wheel of a checked wheel (and the null variant, if this build is
+    it), with properties read from the binaries that were checked."""
+    label = plan.variant.variant_label
+    assert label is not None
+    unstable = plan.matrix.abi == "unstable"
+    torch = plan.torch.version
+    facts = wheel_variants.VariantFacts(
+        sm_arch=wheel_variants.sm_arch_values(binaries),
+        cuda=plan.variant.toolkit.release,
+        torch=f"{torch.major}.{torch.minor}" if unstable else None,
+    )
+    props = wheel_variants.properties(facts)
+    made = [wheel_variants.make_variant_wheel(
+        repaired, label, wheel_variants.variant_json(label, props, unstable_abi=unstable), stage / "variant")]  # fmt: skip
+    if null:
+        null_json = wheel_variants.variant_json(
+            wheel_variants.NULL_LABEL, [], unstable_abi=unstable
+        )
+        made.append(wheel_variants.make_variant_wheel(repaired, wheel_variants.NULL_LABEL, null_json, stage / "null"))  # fmt: skip
+    return made, tuple(props)
+
+
 def _pack_and_publish(
-    plan: VariantPlan, contents: wheel.WheelContents
-) -> tuple[Path, list[BinaryReport], list[abicheck.BinaryCheck]]:
+    plan: VariantPlan, contents: wheel.WheelContents, *, null: bool
+) -> _Published:
     """Pack, repair and check in a staging folder; only a wheel that passed reaches the output."""
     with log.step(f"{plan.variant.id}: pack, repair and check the wheel"):
         stage = Path(tempfile.mkdtemp(prefix="stage-", dir=plan.build_dir))
@@ -196,23 +235,29 @@ def _pack_and_publish(
                 raw, stage / "repaired", source_date_epoch=wheel.source_date_epoch()
             )
             binaries, abi = _check(repaired, plan)
-            previous = plan.out_dir / repaired.name
-            if previous.is_file() and _sha256(previous) != _sha256(repaired):
-                log.warning(
-                    f"replacing {previous}: same name, other content (another arch set or toolkit?)"
-                )
-            published = fsutil.publish(repaired, plan.out_dir)
+            outputs, props = [repaired], tuple[str, ...]()
+            if plan.variant.variant_label:
+                outputs, props = _variant_wheels(plan, repaired, binaries, stage, null=null)
+            for made in outputs:
+                previous = plan.out_dir / made.name
+                if previous.is_file() and _sha256(previous) != _sha256(made):
+                    log.warning(
+                        f"replacing {previous}: same name, other content (another arch set or toolkit?)"
+                    )
+            published = [fsutil.publish(made, plan.out_dir) for made in outputs]
         finally:
             shutil.rmtree(stage, ignore_errors=True)
 
     # Name what was read after the published wheel, not the staging copy.
     def rename(path: str) -> str:
-        return path.replace(str(repaired), str(published), 1)
+        return path.replace(str(repaired), str(published[0]), 1)
 
-    return (
-        published,
-        [dataclasses.replace(b, path=rename(b.path)) for b in binaries],
-        [dataclasses.replace(c, path=rename(c.path)) for c in abi],
+    return _Published(
+        wheel=published[0],
+        binaries=[dataclasses.replace(b, path=rename(b.path)) for b in binaries],
+        abi=[dataclasses.replace(c, path=rename(c.path)) for c in abi],
+        variant_properties=props,
+        null_wheel=published[1] if len(published) > 1 else None,
     )
 
 
@@ -229,10 +274,18 @@ def run_build(settings: BuildSettings) -> BuildReport:
     log.info(
         f"building {len(plans)} variant(s) of {m.package.name} {m.package.version} {how}; archs from {settings.arch_source}"
     )
-    results = [build_variant(plan, jobs=settings.jobs) for plan in plans]
+    null = variants.null_variant([p.variant for p in plans], m)
+    results = [build_variant(plan, jobs=settings.jobs, null=plan.variant == null) for plan in plans]
+    index = None
+    if m.wheel_variants.enabled:
+        # The whole output folder: variants built by other jobs and collected here count too.
+        index = wheel_variants.write_index_json(
+            settings.out_dir, m.package.wheel_name, m.package.version
+        )
     return BuildReport(
         matrix=settings.matrix.path,
         target_version=settings.matrix.torch.target,
         built_against=plans[0].torch.label,
         variants=tuple(results),
+        variants_json=index,
     )

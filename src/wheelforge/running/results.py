@@ -23,6 +23,11 @@ class VariantResult:
     binaries: tuple[BinaryReport, ...]
     abi_checks: tuple[BinaryCheck, ...]
     seconds: float
+    # PEP 825 variant wheels only: the label, the properties in variant.json, and the null
+    # variant published from the same build, if this is the one the matrix names.
+    variant_label: str | None = None
+    variant_properties: tuple[str, ...] = ()
+    null_wheel: Path | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -31,3 +36,4 @@ class BuildReport:
     target_version: tuple[int, int]
     built_against: str
     variants: tuple[VariantResult, ...]
+    variants_json: Path | None = None  # the index-level {name}-{version}-variants.json

@@ -1,0 +1,264 @@
+"""PEP 825 variant wheels (experimental: PEP 825 is a draft, and so is its metadata format).
+
+A variant wheel is the repaired wheel with a variant label in its file name and
+``*.dist-info/variant.json`` mapping that label to variant properties. The properties come from
+what was compiled, never from what was asked for: ``nvidia :: sm_arch`` lists the SASS
+(``X_real``) and PTX (``X_virtual``) entries the fatbin reader finds in the wheel's binaries;
+``nvidia :: cuda_version_lower_bound`` is the toolkit's release; an unstable-ABI build adds its
+torch pin as ``abi_dependency :: torch :: X.Y``.
+
+variantlib (the reference implementation named by PEP 825) validates every property and label,
+writes variant.json and merges the index-level ``{name}-{version}-variants.json``. It writes
+the format its installers read today (schema 0.2.0, with a ``providers`` table naming the plugin
+that detects each namespace), a superset of PEP 825's draft 0.1.1 schema, which leaves provider
+discovery to a later PEP.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+import io
+import json
+import zipfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from variantlib.api import make_variant_dist_info
+from variantlib.constants import VALIDATION_WHEEL_NAME_REGEX, VARIANT_DIST_INFO_FILENAME
+from variantlib.errors import ValidationError
+from variantlib.models.variant import VariantDescription, VariantProperty
+from variantlib.models.variant_info import ProviderInfo, VariantInfo
+from variantlib.variant_dist_info import VariantDistInfo
+from variantlib.variants_json import VariantsJson
+
+from wheelforge.binaries.inspection import WHEEL_MEMBER_SEPARATOR, BinaryReport
+from wheelforge.foundation import fsutil
+from wheelforge.foundation.errors import VerificationError
+from wheelforge.packaging.wheel import member_info
+
+NVIDIA = "nvidia"
+SM_ARCH = "sm_arch"
+CUDA_LOWER_BOUND = "cuda_version_lower_bound"
+# variantlib's namespace for "built against this version of that package" (its resolver
+# matches it against the installed torch).
+ABI_DEPENDENCY = "abi_dependency"
+NULL_LABEL = "null"
+
+# The plugin that tells an installer which nvidia :: properties a machine supports; the
+# requirement and entry point are the ones torch's own variant wheels name.
+_NVIDIA_PROVIDER = {
+    "requires": ["nvidia-variant-provider>=0.0.1,<1.0.0"],
+    "plugin_api": "nvidia_variant_provider.plugin:NvidiaVariantPlugin",
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class VariantFacts:
+    """What a build is, as variant properties' raw material."""
+
+    sm_arch: tuple[str, ...]  # "75_real", "90a_real", "120_virtual", sorted
+    cuda: str  # the toolkit's release, "13.0"
+    torch: str | None  # unstable ABI: the torch "major.minor" the binary is tied to
+
+
+@dataclass(frozen=True, kw_only=True)
+class VariantCheck:
+    """A variant wheel's variant.json read back and compared with its binaries."""
+
+    wheel: str
+    label: str
+    properties: tuple[str, ...]  # "nvidia :: sm_arch :: 75_real", ... as declared
+    derived_sm_arch: tuple[str, ...]  # what the binaries carry
+    problems: tuple[str, ...]  # disagreements and format errors; empty when consistent
+
+
+def sm_arch_values(binaries: Sequence[BinaryReport]) -> tuple[str, ...]:
+    """The ``nvidia :: sm_arch`` values of binaries: SASS ``sm_90a`` → ``90a_real``, PTX
+    ``compute_120`` → ``120_virtual``. With several CUDA binaries, only the values all of them
+    carry: a GPU runs the wheel only if every library has code for it."""
+    found = [
+        {f"{a.removeprefix('sm_')}_real" for a in b.sass_archs}
+        | {f"{a.removeprefix('compute_')}_virtual" for a in b.ptx_archs}
+        for b in binaries
+        if b.entries
+    ]
+    return tuple(sorted(set.intersection(*found))) if found else ()
+
+
+def namespaces(unstable_abi: bool) -> list[str]:
+    """``default-priorities.namespace``: the same for every wheel of a release, so the
+    variant.json files merge into one index file."""
+    return [NVIDIA, ABI_DEPENDENCY] if unstable_abi else [NVIDIA]
+
+
+def _variant_info(unstable_abi: bool) -> VariantInfo:
+    providers = {NVIDIA: ProviderInfo(**_NVIDIA_PROVIDER)}
+    if unstable_abi:
+        # No plugin: variantlib's resolver fills this namespace from the installed packages.
+        providers[ABI_DEPENDENCY] = ProviderInfo(builtin=ABI_DEPENDENCY)
+    return VariantInfo(namespace_priorities=namespaces(unstable_abi), providers=providers)
+
+
+def properties(facts: VariantFacts) -> list[str]:
+    """The variant properties of *facts*, as ``namespace :: feature :: value`` strings."""
+    props = [f"{NVIDIA} :: {SM_ARCH} :: {v}" for v in facts.sm_arch]
+    props.append(f"{NVIDIA} :: {CUDA_LOWER_BOUND} :: {facts.cuda}")
+    if facts.torch is not None:
+        props.append(f"{ABI_DEPENDENCY} :: torch :: {facts.torch}")
+    return props
+
+
+def variant_json(label: str, props: Sequence[str], *, unstable_abi: bool) -> str:
+    """variant.json for one wheel; *props* empty for the null variant. variantlib checks the
+    label and every property against PEP 825's alphabets."""
+    try:
+        vdesc = VariantDescription(
+            properties=[VariantProperty.from_str(p) for p in props], label=label
+        )
+        return str(make_variant_dist_info(vdesc, _variant_info(unstable_abi))) + "\n"
+    except ValidationError as error:
+        raise VerificationError(f"variant {label}: not a valid PEP 825 variant: {error}") from error
+
+
+def _record_hash(data: bytes) -> str:
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+def make_variant_wheel(plain: Path, label: str, metadata: str, dest_dir: Path) -> Path:
+    """A copy of *plain* named ``…-{label}.whl`` with ``variant.json`` added (and in RECORD).
+    Every other member keeps its bytes, timestamp and mode, so the result is as reproducible as
+    the input."""
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    target = dest_dir / f"{plain.name.removesuffix('.whl')}-{label}.whl"
+    data = metadata.encode()
+    with zipfile.ZipFile(plain) as src, zipfile.ZipFile(target, "w") as out:
+        infos = [
+            i for i in src.infolist() if not i.filename.endswith(f"/{VARIANT_DIST_INFO_FILENAME}")
+        ]
+        record = next(i for i in infos if i.filename.endswith(".dist-info/RECORD"))
+        member = f"{record.filename.rsplit('/', 1)[0]}/{VARIANT_DIST_INFO_FILENAME}"
+        for info in infos:
+            if info is record:
+                out.writestr(member_info(member, executable=False), data)
+                out.writestr(info, _with_record_line(src.read(info), member, data))
+            else:
+                out.writestr(info, src.read(info))
+    return target
+
+
+def _with_record_line(record: bytes, member: str, data: bytes) -> bytes:
+    rows = [r for r in csv.reader(io.StringIO(record.decode())) if r and r[0] != member]
+    rows.insert(len(rows) - 1, [member, _record_hash(data), str(len(data))])
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows(rows)
+    return buf.getvalue().encode()
+
+
+def variant_label(wheel: Path) -> str | None:
+    """The variant label in a wheel's file name, None for a non-variant wheel."""
+    match = VALIDATION_WHEEL_NAME_REGEX.fullmatch(wheel.name)
+    return match.group("variant_label") if match else None
+
+
+def read_variant_json(wheel: Path) -> str | None:
+    with zipfile.ZipFile(wheel) as zf:
+        for name in zf.namelist():
+            head, _, tail = name.partition("/")
+            if head.endswith(".dist-info") and tail == VARIANT_DIST_INFO_FILENAME:
+                return zf.read(name).decode()
+    return None
+
+
+def check_variant(wheel: Path, binaries: Sequence[BinaryReport]) -> VariantCheck | None:
+    """Read a variant wheel's variant.json (None for a non-variant wheel) and compare its
+    ``nvidia :: sm_arch`` values with what *binaries* (this wheel's) carry."""
+    label = variant_label(wheel)
+    if label is None:
+        return None
+    derived = sm_arch_values(binaries)
+    text = read_variant_json(wheel)
+    if text is None:
+        return VariantCheck(wheel=str(wheel), label=label, properties=(), derived_sm_arch=derived,
+                            problems=(f"variant wheel without *.dist-info/{VARIANT_DIST_INFO_FILENAME}",))  # fmt: skip
+    try:
+        desc = VariantDistInfo(text, label).variant_desc
+    except (ValidationError, ValueError) as error:
+        return VariantCheck(wheel=str(wheel), label=label, properties=(), derived_sm_arch=derived,
+                            problems=(f"{VARIANT_DIST_INFO_FILENAME} is not valid: {error}",))  # fmt: skip
+    declared = {p.value for p in desc.properties if (p.namespace, p.feature) == (NVIDIA, SM_ARCH)}
+    problems = []
+    if not desc.is_null_variant():
+        problems += [
+            f"declares {NVIDIA} :: {SM_ARCH} :: {v}, but no binary carries that code"
+            for v in sorted(declared - set(derived))
+        ]
+        problems += [
+            f"the binaries carry {v}, which {VARIANT_DIST_INFO_FILENAME} does not declare"
+            for v in sorted(set(derived) - declared)
+        ]
+    return VariantCheck(
+        wheel=str(wheel),
+        label=label,
+        properties=tuple(p.to_str() for p in desc.properties),
+        derived_sm_arch=derived,
+        problems=tuple(problems),
+    )
+
+
+def check_wheels(paths: Sequence[Path], reports: Sequence[BinaryReport]) -> list[VariantCheck]:
+    """check_variant for every variant wheel among *paths* and the wheels *reports* come from
+    (``x.whl!member``), each against its own binaries."""
+    wheels = {str(p) for p in paths if p.suffix == ".whl" and p.is_file()}
+    wheels |= {
+        r.path.split(WHEEL_MEMBER_SEPARATOR, 1)[0]
+        for r in reports
+        if WHEEL_MEMBER_SEPARATOR in r.path
+    }
+    checks = []
+    for wheel in sorted(wheels):
+        own = [r for r in reports if r.path.startswith(wheel + WHEEL_MEMBER_SEPARATOR)]
+        check = check_variant(Path(wheel), own)
+        if check is not None:
+            checks.append(check)
+    return checks
+
+
+def checks_to_json(checks: Sequence[VariantCheck]) -> list[dict[str, object]]:
+    return [
+        {
+            "wheel": c.wheel,
+            "label": c.label,
+            "properties": list(c.properties),
+            "derived_sm_arch": list(c.derived_sm_arch),
+            "problems": list(c.problems),
+        }
+        for c in checks
+    ]
+
+
+def write_index_json(out_dir: Path, wheel_name: str, version: str) -> Path | None:
+    """``{name}-{version}-variants.json`` for every variant wheel of that release in *out_dir*
+    (None if there is none), merged by variantlib, which refuses labels that disagree."""
+    merged: VariantsJson | None = None
+    for wheel in sorted(out_dir.glob(f"{wheel_name}-{version}-*.whl")):
+        label = variant_label(wheel)
+        text = read_variant_json(wheel) if label else None
+        if label is None or text is None:
+            continue
+        try:
+            info = VariantDistInfo(text, label)
+            if merged is None:
+                merged = VariantsJson(info)  # the shared keys, no variant yet
+            merged.merge(info)
+        except ValidationError as error:
+            raise VerificationError(f"{wheel.name}: its {VARIANT_DIST_INFO_FILENAME} does not merge with the other variants: {error}") from error  # fmt: skip
+    if merged is None:
+        return None
+    path = out_dir / f"{wheel_name}-{version}-variants.json"
+    fsutil.write_if_changed(
+        path, json.dumps(json.loads(merged.to_str()), indent=2, sort_keys=True) + "\n"
+    )
+    return path
