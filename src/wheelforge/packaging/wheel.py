@@ -17,6 +17,7 @@ from pathlib import Path
 from wheel.wheelfile import WheelFile
 
 from wheelforge import __version__
+from wheelforge.configuration.matrix import Matrix
 from wheelforge.planning.plan import VariantPlan
 
 _SKIP_DIRS = {"__pycache__"}
@@ -58,21 +59,38 @@ def _package_files(folder: Path, skip_name_prefix: str | None) -> Iterator[tuple
             yield path.relative_to(base).as_posix(), path
 
 
-def metadata_text(plan: VariantPlan) -> str:
-    pkg = plan.matrix.package
+def core_metadata(
+    matrix: Matrix,
+    *,
+    version: str,
+    torch_requirement: str | None,
+    metadata_version: str = "2.1",
+) -> str:
+    """Core metadata (METADATA, PKG-INFO) from the matrix's package section. A None torch
+    requirement is marked Dynamic: an sdist of an unstable-ABI build learns it at build time."""
+    pkg = matrix.package
     msg = EmailMessage(policy=compat32)
-    msg["Metadata-Version"] = "2.1"
+    msg["Metadata-Version"] = metadata_version
     msg["Name"] = pkg.name
-    msg["Version"] = plan.version
+    msg["Version"] = version
+    if torch_requirement is None:
+        msg["Dynamic"] = "Requires-Dist"
     if pkg.summary:
         msg["Summary"] = pkg.summary
     if pkg.license:
         msg["License"] = pkg.license
-    msg["Requires-Python"] = plan.matrix.requires_python
-    msg["Requires-Dist"] = plan.torch_requirement
+    msg["Requires-Python"] = matrix.requires_python
+    if torch_requirement is not None:
+        msg["Requires-Dist"] = torch_requirement
     for dep in pkg.dependencies:
         msg["Requires-Dist"] = dep
     return msg.as_string()
+
+
+def metadata_text(plan: VariantPlan) -> str:
+    return core_metadata(
+        plan.matrix, version=plan.version, torch_requirement=plan.torch_requirement
+    )
 
 
 def wheel_text(tag: str) -> str:
