@@ -76,6 +76,8 @@ def _matrix_path(root: Path, given: str | None) -> Path:
         try:
             with (root / "pyproject.toml").open("rb") as f:
                 table = tomllib.load(f).get("tool", {}).get("wheelforge", {})
+        except FileNotFoundError:
+            table = {}
         except (OSError, tomllib.TOMLDecodeError) as error:
             raise ConfigError(f"{root / 'pyproject.toml'}: cannot read it: {error}") from error
         given = table.get("matrix", "matrix.yaml")
