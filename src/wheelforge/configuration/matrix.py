@@ -13,6 +13,9 @@ from packaging.utils import canonicalize_name
 from wheelforge.configuration.archs import ArchSet, ArchSpec
 from wheelforge.configuration.torchspec import TorchSpec
 
+# The arch set built when --archs or TORCH_CUDA_ARCH_LIST replaces the matrix's arch sets.
+OVERRIDE_ARCH_SET = "custom"
+
 DEFAULT_TEST_COMMAND: tuple[str, ...] = (
     "{python}",
     "-m",

@@ -17,6 +17,7 @@ from wheelforge.configuration import yamlio
 from wheelforge.configuration.archs import ArchSet, ArchSpec, parse_arch_list
 from wheelforge.configuration.matrix import (
     DEFAULT_TEST_COMMAND,
+    OVERRIDE_ARCH_SET,
     ExtensionConfig,
     Matrix,
     PackageConfig,
@@ -407,7 +408,8 @@ class _Reader:
         if "null" in items:
             n = items["null"][1]
             null = yamlio.scalar(n, self.p, "wheel-variants.null")
-            names = [a.name for a in arch_sets]
+            # "custom": the arch set of --archs / TORCH_CUDA_ARCH_LIST.
+            names = [a.name for a in arch_sets] + [OVERRIDE_ARCH_SET]
             if (
                 null is not None
                 and arch_sets

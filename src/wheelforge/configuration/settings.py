@@ -11,12 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wheelforge.configuration.archs import ArchSet, parse_arch_list
-from wheelforge.configuration.matrix import Matrix, WheelVariantsConfig
+from wheelforge.configuration.matrix import OVERRIDE_ARCH_SET, Matrix, WheelVariantsConfig
 from wheelforge.configuration.reader import load_matrix
 from wheelforge.foundation.errors import ConfigError
 
-# The arch set built when --archs or TORCH_CUDA_ARCH_LIST replaces the matrix's arch sets.
-OVERRIDE_ARCH_SET = "custom"
+__all__ = ["OVERRIDE_ARCH_SET", "BuildSettings", "Flags", "default_cache", "resolve"]
 
 
 @dataclass(frozen=True, kw_only=True)
