@@ -19,6 +19,7 @@ from wheelforge.binaries.inspection import BinaryReport
 from wheelforge.configuration.reader import load_matrix
 from wheelforge.foundation.errors import ConfigError, VerificationError
 from wheelforge.packaging import wheel_variants as wv
+from wheelforge.running import torch_tests
 
 from .conftest import GOOD_MATRIX
 
@@ -183,3 +184,12 @@ def test_matrix_key(project: Project) -> None:
     assert not load_matrix(project()).wheel_variants.enabled
     with pytest.raises(ConfigError, match="wheel-variants.null: 'hopper' is neither an arch set"):
         load_matrix(project(GOOD_MATRIX + "wheel-variants:\n  null: hopper\n"))
+
+
+def test_wheelforge_test_installs_a_variant_wheel_under_its_plain_name(tmp_path: Path) -> None:
+    made = make(tmp_path, "default_cu130", ("75_real",))
+    with torch_tests._installable(made) as plain:
+        assert plain.name == PLAIN and plain.read_bytes() == made.read_bytes()
+    assert not plain.exists()
+    with torch_tests._installable(tmp_path / PLAIN) as same:
+        assert same == tmp_path / PLAIN

@@ -3,13 +3,15 @@ the payload's test suite there; one outcome per (torch, variant)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import tempfile
 import time
 import xml.etree.ElementTree as ET
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -20,6 +22,7 @@ from packaging.specifiers import SpecifierSet
 from wheelforge.configuration.matrix import Matrix, TestsConfig
 from wheelforge.foundation import log, proc
 from wheelforge.foundation.errors import ConfigError, ToolError
+from wheelforge.packaging import wheel_variants
 from wheelforge.toolchain import envs
 
 Status = Literal["passed", "failed", "error", "unavailable"]
@@ -140,6 +143,20 @@ def run_suite(env: envs.TestEnv, tests: TestsConfig, *, variant: str) -> Outcome
     )  # fmt: skip
 
 
+@contextlib.contextmanager
+def _installable(wheel: Path) -> Iterator[Path]:
+    """*wheel*, or for a PEP 825 variant wheel (whose name pip rejects) the same bytes under
+    the plain name, in a temporary folder."""
+    label = wheel_variants.variant_label(wheel)
+    if label is None:
+        yield wheel
+        return
+    with tempfile.TemporaryDirectory(prefix="wheelforge-variant-") as tmp:
+        plain = Path(tmp) / (wheel.name.removesuffix(f"-{label}.whl") + ".whl")
+        shutil.copyfile(wheel, plain)
+        yield plain
+
+
 def run_tests(
     *,
     matrix: Matrix,
@@ -176,7 +193,8 @@ def run_tests(
                 f"test {w.variant} under torch {env.torch}{' with CUDA' if env.cuda else ''}"
             ):
                 try:
-                    envs.install_wheel(env, w.path, matrix.package.name)
+                    with _installable(w.path) as installable:
+                        envs.install_wheel(env, installable, matrix.package.name)
                 except ToolError as exc:
                     outcomes.append(Outcome(env=spec.label, torch=env.torch, cuda=env.cuda, variant=w.variant,
                                             status="error", detail=f"{exc.message}\n{exc.details or ''}"))  # fmt: skip
