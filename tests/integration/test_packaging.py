@@ -68,8 +68,11 @@ def test_pip_wheel_without_isolation_builds_a_working_wheel(pip_wheel: Path, ker
     target = kernels.parent / "installed"
     proc = run([*PIP, "install", "--no-deps", "--target", target, pip_wheel], cwd=kernels.parent)
     assert proc.returncode == 0, proc.stderr
-    tests = run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
-                cwd=kernels, PYTHONPATH=str(target))  # fmt: skip
+    # From an empty folder, so the sources beside the tests cannot shadow the installed wheel.
+    empty = kernels.parent / "empty"
+    empty.mkdir()
+    tests = run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", kernels / "tests"],
+                cwd=empty, PYTHONPATH=str(target))  # fmt: skip
     assert tests.returncode == 0, tests.stdout[-3000:]
     assert " passed" in tests.stdout and " failed" not in tests.stdout
 
