@@ -239,6 +239,8 @@ def variants_table(variants: Sequence[Variant], matrix: Matrix) -> Table:
         version = (
             f"{matrix.package.version}+{v.local_label}" if v.local_label else matrix.package.version
         )
+        if v.variant_label:
+            version += f" (variant {v.variant_label})"
         table.add_row(v.id, v.arch_set.name, str(v.arch_set), v.choice.describe(), version)
     return table
 
@@ -253,6 +255,7 @@ def variants_to_json(variants: Sequence[Variant]) -> dict[str, object]:
                 "cuda": v.choice.release,
                 "provisioned": v.choice.toolkit is None,
                 "local_label": v.local_label,
+                "variant_label": v.variant_label,
             }
             for v in variants
         ]
