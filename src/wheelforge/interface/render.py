@@ -140,14 +140,15 @@ def variant_checks_table(checks: Sequence[VariantCheck]) -> Table:
     """Variant wheels: the properties their variant.json declares, and what disagrees with the
     binaries."""
     table = Table(title="PEP 825 variant wheels (experimental)", title_justify="left")
-    for column in ("wheel", "label", "properties", "status"):
+    for column in ("wheel", "label", "variant.json", "binaries carry", "status"):
         table.add_column(column)
     for c in checks:
         status = (
             "[green]ok[/green]" if not c.problems else "[red]" + "\n".join(c.problems) + "[/red]"
         )
         name = c.wheel.rsplit("/", 1)[-1]
-        table.add_row(name, c.label, "\n".join(c.properties) or "(none: null variant)", status)
+        declared = "\n".join(c.properties) or "(none: null variant)"
+        table.add_row(name, c.label, declared, "\n".join(c.derived_sm_arch) or "-", status)
     return table
 
 
