@@ -19,6 +19,7 @@ import pytest
 from variantlib.variant_dist_info import VariantDistInfo
 
 from tests.conftest import REPO
+from wheelforge import build_meta
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
 
@@ -75,6 +76,15 @@ def test_pip_wheel_without_isolation_builds_a_working_wheel(pip_wheel: Path, ker
                 cwd=empty, PYTHONPATH=str(target))  # fmt: skip
     assert tests.returncode == 0, tests.stdout[-3000:]
     assert " passed" in tests.stdout and " failed" not in tests.stdout
+
+
+def test_prepared_metadata_is_the_wheels(
+    pip_wheel: Path, kernels: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(kernels)
+    name = build_meta.prepare_metadata_for_build_wheel(str(tmp_path))
+    with zipfile.ZipFile(pip_wheel) as zf:
+        assert zf.read(f"{name}/METADATA") == (tmp_path / name / "METADATA").read_bytes()
 
 
 def test_an_error_through_pip_is_one_line_without_traceback(kernels: Path) -> None:
