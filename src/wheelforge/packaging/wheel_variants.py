@@ -8,10 +8,10 @@ what was compiled, never from what was asked for: ``nvidia :: sm_arch`` lists th
 torch pin as ``abi_dependency :: torch :: X.Y``.
 
 variantlib (the reference implementation named by PEP 825) validates every property and label,
-writes variant.json and merges the index-level ``{name}-{version}-variants.json``. It writes
-the format its installers read today (schema 0.2.0, with a ``providers`` table naming the plugin
-that detects each namespace), a superset of PEP 825's draft 0.1.1 schema, which leaves provider
-discovery to a later PEP.
+writes variant.json and merges the index-level ``{name}-{version}-variants.json``. Its format
+adds a ``providers`` table naming the plugin that detects each namespace: the format of PEP 850
+(Wheel Variants: Providers, a draft extending PEP 825), schema 0.2.0, whose URL wheelforge
+writes (SCHEMA_URL).
 """
 
 from __future__ import annotations
@@ -46,6 +46,11 @@ CUDA_LOWER_BOUND = "cuda_version_lower_bound"
 # matches it against the installed torch).
 ABI_DEPENDENCY = "abi_dependency"
 NULL_LABEL = "null"
+# The metadata format with a providers table is PEP 850's (Wheel Variants: Providers, a draft
+# extending PEP 825), version 0.2.0. variantlib 0.2.2 writes the same structure under
+# ".../v0.2.0.json", a URL uv (0.13.9, --preview-features wheel-variants) does not know: it
+# then treats every such wheel as unsupported. It knows this one, and PEP 825's own.
+SCHEMA_URL = "https://variants-schema.wheelnext.dev/peps/850/v0.2.0.json"
 
 # The plugin that tells an installer which nvidia :: properties a machine supports; the
 # requirement and entry point are the ones torch's own variant wheels name.
@@ -118,9 +123,18 @@ def variant_json(label: str, props: Sequence[str], *, unstable_abi: bool) -> str
         vdesc = VariantDescription(
             properties=[VariantProperty.from_str(p) for p in props], label=label
         )
-        return str(make_variant_dist_info(vdesc, _variant_info(unstable_abi))) + "\n"
+        text = _with_schema(str(make_variant_dist_info(vdesc, _variant_info(unstable_abi))))
+        VariantDistInfo(text, label)  # what is written must read back
     except ValidationError as error:
         raise VerificationError(f"variant {label}: not a valid PEP 825 variant: {error}") from error
+    return text
+
+
+def _with_schema(text: str) -> str:
+    """variantlib's JSON with PEP 850's schema URL (see SCHEMA_URL), in variantlib's layout."""
+    data = json.loads(text)
+    data["$schema"] = SCHEMA_URL
+    return json.dumps(data, indent=4, sort_keys=True) + "\n"
 
 
 def _record_hash(data: bytes) -> str:
@@ -258,7 +272,5 @@ def write_index_json(out_dir: Path, wheel_name: str, version: str) -> Path | Non
     if merged is None:
         return None
     path = out_dir / f"{wheel_name}-{version}-variants.json"
-    fsutil.write_if_changed(
-        path, json.dumps(json.loads(merged.to_str()), indent=2, sort_keys=True) + "\n"
-    )
+    fsutil.write_if_changed(path, _with_schema(merged.to_str()))
     return path
