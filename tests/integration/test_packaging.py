@@ -175,6 +175,24 @@ def test_variant_wheels_from_binary_truth(pip_wheel: Path, kernels: Path) -> Non
     index = json.loads((out / names[2]).read_text())
     assert sorted(index["variants"]) == ["custom_cu130", "null"]
 
+    # A released installer (uv, preview) picks by GPU from the folder and its variants.json:
+    # the sm_75 build for an sm_75 GPU, the null variant for an sm_90 one (no code for it) or
+    # for a driver older than the toolkit.
+    uv = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
+    assert uv is not None, "uv is in the test extras"
+
+    def chosen(sm: str, driver: str = "13.0") -> str:
+        proc = run([uv, "-v", "pip", "install", "--preview-features", "wheel-variants", "--dry-run",
+                    "--no-deps", "--no-index", "--find-links", out, "--python", sys.executable,
+                    "wheelforge-kernels"], cwd=kernels.parent, NV_VARIANT_PROVIDER_FORCE_SM_ARCH=sm,
+                   NV_VARIANT_PROVIDER_FORCE_CUDA_DRIVER_VERSION=driver)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        return proc.stderr.split("Selecting: ", 1)[1].split("(", 1)[1].split(")", 1)[0]
+
+    assert chosen("7.5") == names[0]
+    assert chosen("9.0") == names[1]
+    assert chosen("7.5", driver="12.8") == names[1]
+
     # Tampered: one more arch than the binary has.
     tampered = kernels.parent / variant.name
     data = json.loads(text)

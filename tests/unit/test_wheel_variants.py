@@ -59,6 +59,11 @@ def test_variant_json_is_valid_for_variantlib() -> None:
         "nvidia :: sm_arch :: 75_real",
     ]
     data = json.loads(text)
+    assert (
+        data["$schema"]
+        == wv.SCHEMA_URL
+        == "https://variants-schema.wheelnext.dev/peps/850/v0.2.0.json"
+    )
     assert data["default-priorities"]["namespace"] == ["nvidia"]
     assert data["providers"]["nvidia"]["plugin-api"].startswith("nvidia_variant_provider")
     unstable = wv.VariantFacts(sm_arch=("80_real",), cuda="12.9", torch="2.13")
