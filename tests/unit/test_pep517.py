@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from wheelforge import build_meta
-from wheelforge.configuration.matrix import WheelVariantsConfig
 from wheelforge.configuration.reader import load_matrix
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.running import pep517
@@ -46,10 +45,11 @@ def test_one_variant_matrix(project: Project) -> None:
     text = GOOD_MATRIX.replace(
         '  default: "8.0 9.0+PTX"', '  default: "8.0 9.0+PTX"\n  hopper: "9.0a"'
     )
-    matrix = load_matrix(project(text + "wheel-variants: true\n"))
+    matrix = load_matrix(project(text + "wheel-variants: {}\n"))
+    assert matrix.variant_wheels
     first = pep517.one_variant_matrix(matrix, None, "x")
     assert [a.name for a in first.arch_sets] == ["default"]
-    assert first.wheel_variants == WheelVariantsConfig()  # pip takes no variant wheel
+    assert not first.variant_wheels  # pip takes no variant wheel
     local = pep517.one_variant_matrix(matrix, "8.6", "the local GPU")
     assert [str(a) for a in local.arch_sets] == ["8.6"]
     with pytest.raises(ConfigError, match="-C archs"):

@@ -184,9 +184,10 @@ def test_index_json_refuses_one_label_with_two_meanings(tmp_path: Path) -> None:
 
 def test_matrix_key(project: Project) -> None:
     m = load_matrix(project(GOOD_MATRIX + "wheel-variants:\n  null: default\n"))
-    assert m.wheel_variants.enabled and m.wheel_variants.null == "default"
-    assert load_matrix(project(GOOD_MATRIX + "wheel-variants: true\n")).wheel_variants.enabled
-    assert not load_matrix(project()).wheel_variants.enabled
+    assert m.variant_wheels and m.wheel_variants is not None and m.wheel_variants.null == "default"
+    assert load_matrix(project(GOOD_MATRIX + "wheel-variants: {}\n")).variant_wheels
+    off = load_matrix(project(GOOD_MATRIX + "wheel-variants: {enabled: false}\n"))
+    assert not off.variant_wheels and not load_matrix(project()).variant_wheels
     with pytest.raises(ConfigError, match="wheel-variants.null: 'hopper' is neither an arch set"):
         load_matrix(project(GOOD_MATRIX + "wheel-variants:\n  null: hopper\n"))
 

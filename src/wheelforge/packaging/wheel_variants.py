@@ -34,7 +34,8 @@ from variantlib.models.variant_info import ProviderInfo, VariantInfo
 from variantlib.variant_dist_info import VariantDistInfo
 from variantlib.variants_json import VariantsJson
 
-from wheelforge.binaries.inspection import WHEEL_MEMBER_SEPARATOR, BinaryReport
+from wheelforge.binaries.elf import MEMBER_SEPARATOR as WHEEL_MEMBER_SEPARATOR
+from wheelforge.binaries.inspection import BinaryReport
 from wheelforge.foundation import fsutil
 from wheelforge.foundation.errors import VerificationError
 from wheelforge.packaging.wheel import member_info
@@ -251,6 +252,15 @@ def checks_to_json(checks: Sequence[VariantCheck]) -> list[dict[str, object]]:
         }
         for c in checks
     ]
+
+
+def require_agree(checks: Sequence[VariantCheck]) -> None:
+    """Raise VerificationError naming the first disagreement of any variant wheel."""
+    bad = [(c, p) for c in checks for p in c.problems]
+    if bad:
+        check, problem = bad[0]
+        more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+        raise VerificationError(f"{check.wheel}: variant {check.label}: {problem}{more}")
 
 
 def write_index_json(out_dir: Path, wheel_name: str, version: str) -> Path | None:

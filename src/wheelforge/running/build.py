@@ -4,72 +4,65 @@ files, ninja, wheel, repair, fatbin verification, then an atomic move into the o
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from wheelforge.binaries import abicheck
-from wheelforge.binaries.inspection import BinaryReport, inspect_paths
-from wheelforge.binaries.verify import verify_binaries
+from wheelforge.binaries import elf
+from wheelforge.binaries.sizes import TOP_CONTRIBUTORS, SizeCheck, check_size
+from wheelforge.binaries.verify import WheelVerification, verify_wheel
 from wheelforge.configuration.settings import BuildSettings
+from wheelforge.configuration.sizes import format_size
 from wheelforge.foundation import fsutil, log
-from wheelforge.foundation.errors import ConfigError, VerificationError
-from wheelforge.packaging import repair, wheel, wheel_variants
+from wheelforge.foundation.errors import SizeBudgetError, WheelforgeError
+from wheelforge.packaging import repair, stamp, wheel, wheel_variants
 from wheelforge.planning import ninja, variants
 from wheelforge.planning.plan import VariantPlan, make_plan
 from wheelforge.planning.variants import Variant
-from wheelforge.running.results import BuildReport, VariantResult
-from wheelforge.toolchain import envs, provision, shims, toolkit, torchprobe
-
-STAMP = "wheel.json"
-
-
-def _ready(variant: Variant, settings: BuildSettings, found: list[toolkit.Toolkit]) -> Variant:
-    """*variant* with a toolkit on disk: provisioned now if it is a recipe (unless --offline)."""
-    recipe = variant.choice.recipe
-    if variant.choice.toolkit is not None or recipe is None:
-        return variant
-    if settings.offline:
-        unbuilt = [a for a in variant.arch_set.archs if not any(t.supports(a) for t in found)]
-        why = (
-            f" for {', '.join(f'{a} ({a.sass})' for a in unbuilt)}, which none of them builds"
-            if unbuilt
-            else ""
-        )
-        raise ConfigError(
-            f"variant {variant.id} needs CUDA {recipe.release}, which is not installed (found: "
-            f"{'; '.join(t.describe() for t in found) or 'none'}){why}; run 'wheelforge toolkit install "
-            f"{recipe.release}' ({recipe.describe()}) or build without --offline"
-        )
-    folder = provision.install(recipe, settings.cache)
-    return variants.with_toolkit(variant, toolkit.load_provisioned(folder))
+from wheelforge.running.results import BuildReport, VariantFailure, VariantResult
+from wheelforge.toolchain import envs, shims, toolkit, torchprobe
+from wheelforge.toolchain.choice import ensure_toolkit
 
 
 def resolve_variants(settings: BuildSettings) -> list[Variant]:
-    """The variants to build, each with its toolkit. Everything that can be refused without a
-    compiler is refused here, before anything is downloaded or compiled."""
+    """The variants to build, each with its toolkit (provisioned now where needed). Everything
+    that can be refused without a compiler is refused here, before anything is downloaded or
+    compiled."""
     found = toolkit.discover(cache=settings.cache)
     chosen = variants.select(variants.expand(settings.matrix, found), settings.only)
-    return [_ready(v, settings, found) for v in chosen]
+    return [
+        variants.with_choice(
+            v,
+            ensure_toolkit(
+                v.choice,
+                who=f"variant {v.id}",
+                archs=v.arch_set.archs,
+                found=found,
+                cache=settings.cache,
+                offline=settings.offline,
+            ),
+        )
+        for v in chosen
+    ]
 
 
 def _build_torch(variant: Variant, settings: BuildSettings) -> torchprobe.TorchEnv:
-    """The torch a variant compiles against: the build Python's for the stable ABI; for the
-    unstable ABI, an isolated environment with exactly the variant's torch (built on first use,
-    shared with ``wheelforge test``)."""
-    if variant.torch is None:
-        return torchprobe.probe_torch(settings.python)
     tests = settings.matrix.tests
-    spec = envs.EnvSpec(torch=variant.torch, requires=tests.requires if tests else ())
-    return torchprobe.probe_torch(envs.ensure_env(spec, settings.cache).python)
+    return envs.build_torch(
+        variant.torch,
+        python=settings.python,
+        requires=tests.requires if tests else (),
+        cache=settings.cache,
+    )
 
 
-def plan_all(settings: BuildSettings) -> list[VariantPlan]:
+def plan_all(settings: BuildSettings, chosen: list[Variant] | None = None) -> list[VariantPlan]:
+    """A plan per variant (each with its toolkit on disk: *chosen*, else resolve_variants)."""
     matrix = settings.matrix
-    chosen = resolve_variants(settings)
+    chosen = resolve_variants(settings) if chosen is None else chosen
     plans = []
     probed: dict[str | None, torchprobe.TorchEnv] = {}
     for variant in chosen:
@@ -96,92 +89,106 @@ def plan_all(settings: BuildSettings) -> list[VariantPlan]:
     return plans
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+class _Stages:
+    """Times of a variant's stages, and its size check once there is one (kept when it fails)."""
+
+    def __init__(self) -> None:
+        self.times: list[tuple[str, float]] = []
+        self.size: SizeCheck | None = None
+        self.compiled: list[str] = []
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.times.append((name, round(time.perf_counter() - start, 3)))
 
 
-def _reusable(plan: VariantPlan, digest: str) -> Path | None:
-    """The wheel already in the output folder, if it was made from exactly these inputs."""
+def build_variant(
+    plan: VariantPlan, settings: BuildSettings, *, null: bool = False
+) -> VariantResult | VariantFailure:
+    """Build one variant (and, with *null*, also publish it as the PEP 825 null variant); a
+    failure is returned as data (with the error), not raised, so the other variants still
+    build and the report says which failed and why."""
+    start = time.perf_counter()
+    stages = _Stages()
+    variant = plan.variant
     try:
-        stamp = json.loads((plan.build_dir / STAMP).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    published = plan.out_dir / str(stamp.get("wheel", ""))
-    if stamp.get("digest") != digest or not published.is_file():
-        return None
-    return published if _sha256(published) == stamp.get("sha256") else None
-
-
-def check_stable_abi(wheel_path: Path, plan: VariantPlan) -> list[abicheck.BinaryCheck]:
-    """The stable-ABI rules (abicheck.py) on a wheel about to be published; a violation stops it.
-    An unstable-ABI build uses torch's C++ API on purpose: nothing to check."""
-    if plan.matrix.abi != "stable":
-        return []
-    checks = abicheck.check_wheel(
-        wheel_path,
-        torch=plan.matrix.torch.target,
-        guards=shims.header_guards(plan.torch.include_dir),
-    )
-    violations = [v for c in checks for v in c.violations]
-    if violations:
-        first, rest = violations[0], violations[1:]
-        raise VerificationError(
-            f"variant {plan.variant.id}: {first.message}"
-            + (f" (and {len(rest)} more below)" if rest else ""),
-            details="\n".join(v.message for v in rest) or None,
+        return _build_variant(plan, settings, stages, start, null=null)
+    except WheelforgeError as exc:
+        return VariantFailure(
+            variant_id=variant.id,
+            arch_set=variant.arch_set,
+            toolkit=str(variant.toolkit.version),
+            torch=plan.torch.label,
+            error=exc,
+            size=stages.size,
+            stages=tuple(stages.times),
+            seconds=time.perf_counter() - start,
         )
-    return checks
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class _Published:
     wheel: Path
-    binaries: list[BinaryReport]
-    abi: list[abicheck.BinaryCheck]
+    found: WheelVerification
     variant_properties: tuple[str, ...] = ()
     null_wheel: Path | None = None
 
 
-def build_variant(plan: VariantPlan, *, jobs: int | None, null: bool = False) -> VariantResult:
-    start = time.perf_counter()
+def _build_variant(
+    plan: VariantPlan, settings: BuildSettings, stages: _Stages, start: float, *, null: bool
+) -> VariantResult:
     variant = plan.variant
-    with log.step(
-        f"{variant.id}: compile for {variant.arch_set} with CUDA {variant.toolkit.version}"
-    ):
+    title = f"{variant.id}: compile for {variant.arch_set} with CUDA {variant.toolkit.version}"
+    with log.group(title), log.step(title), stages.stage("compile"):
         for generated in plan.generated:
             fsutil.write_if_changed(generated.path, generated.text)
         ninja.write(plan)
-        steps = ninja.run(plan, jobs=jobs)
-    compiled = [s for s in steps if s in ("CXX", "CC", "NVCC")]
-    log.info(
-        f"  compiled {len(compiled)} of {len(plan.compile_steps)} sources"
-        if compiled
-        else "  nothing to compile: up to date"
-    )
+        steps = ninja.run(plan, jobs=settings.jobs)
+        compiled = [s for s in steps if s in ("CXX", "CC", "NVCC")]
+        log.info(
+            f"  compiled {len(compiled)} of {len(plan.compile_steps)} sources"
+            if compiled
+            else "  nothing to compile: up to date"
+        )
 
     contents = wheel.contents(plan, repair.build_platform())
     digest = contents.digest()
     # A variant wheel is always re-packed (seconds; compiling stays incremental): the ABI check
     # reads tags from a wheel's name, which a variant label makes unparsable to packaging.
-    reusable = None if variant.variant_label else _reusable(plan, digest)
+    reusable = (
+        None if variant.variant_label else stamp.reusable(plan.build_dir, plan.out_dir, digest)
+    )
     if reusable is not None:
-        log.info(f"  {reusable.name} is up to date")
-        binaries, abi = _check(reusable, plan)
-        done = _Published(wheel=reusable, binaries=binaries, abi=abi)
+        log.info(f"  {reusable} is up to date")
+        with stages.stage("verify"):
+            done = _Published(wheel=reusable, found=_check(reusable, plan, settings, stages))
     else:
-        done = _pack_and_publish(plan, contents, null=null)
-        stamp = {"digest": digest, "wheel": done.wheel.name, "sha256": _sha256(done.wheel)}
-        fsutil.write_if_changed(plan.build_dir / STAMP, json.dumps(stamp, indent=2) + "\n")
+        title = f"{plan.variant.id}: pack, repair and check the wheel"
+        with log.group(title), log.step(title):
+            done = _pack_and_publish(plan, contents, settings, stages, null=null)
+        stamp.write(plan.build_dir, digest=digest, wheel=done.wheel)
+    published, found, reused = done.wheel, done.found, reusable is not None
+    assert stages.size is not None  # _check sets it
     return VariantResult(
         variant_id=variant.id,
         arch_set=variant.arch_set,
         toolkit=str(variant.toolkit.version),
-        wheel=done.wheel,
-        wheel_size=done.wheel.stat().st_size,
+        torch=plan.torch.label,
+        wheel=published,
+        wheel_size=published.stat().st_size,
+        sha256=stamp.sha256(published),
+        sources=len(plan.compile_steps),
         compiled=tuple(compiled),
-        reused=reusable is not None,
-        binaries=tuple(done.binaries),
-        abi_checks=tuple(done.abi),
+        reused=reused,
+        binaries=found.binaries,
+        arch_checks=found.arch_checks,
+        abi_checks=found.abi_checks,
+        size=stages.size,
+        stages=tuple(stages.times),
         seconds=time.perf_counter() - start,
         variant_label=variant.variant_label,
         variant_properties=done.variant_properties,
@@ -190,16 +197,66 @@ def build_variant(plan: VariantPlan, *, jobs: int | None, null: bool = False) ->
 
 
 def _check(
-    wheel_path: Path, plan: VariantPlan
-) -> tuple[list[BinaryReport], list[abicheck.BinaryCheck]]:
-    """Fatbins against the arch set, then the stable-ABI rules; either failing stops the variant."""
-    binaries = inspect_paths([wheel_path])
-    verify_binaries(binaries, plan)
-    return binaries, check_stable_abi(wheel_path, plan)
+    wheel_path: Path, plan: VariantPlan, settings: BuildSettings, stages: _Stages
+) -> WheelVerification:
+    """Fatbins against the arch set, the stable-ABI rules (verify_wheel), then the size budget;
+    any failing stops the variant."""
+    found = verify_wheel(wheel_path, plan)
+    stages.size = check_size(
+        wheel_size=wheel_path.stat().st_size,
+        budget=settings.size_budget,
+        binaries=found.binaries,
+        toolkit=(plan.variant.toolkit.version.major, plan.variant.toolkit.version.minor),
+        nvcc_flags=plan.matrix.extension.nvcc_flags,
+        wheel=wheel_path,
+    )
+    if stages.size.over:
+        raise _over_budget(
+            plan, wheel_path, stages.size, published=wheel_path.parent == plan.out_dir
+        )
+    return found
+
+
+def _over_budget(
+    plan: VariantPlan, wheel_path: Path, size: SizeCheck, *, published: bool
+) -> SizeBudgetError:
+    """Names the largest fatbin entries and what each lever would save."""
+    top = size.contributions[:TOP_CONTRIBUTORS]
+    lines = ["largest contributors (in the wheel / stored in the binary / uncompressed):"]
+    lines += [
+        f"  {elf.member_path(c.binary)} {c.kind.upper()} {c.arch}: "
+        f"{format_size(c.in_wheel) if c.in_wheel is not None else '-'} / "
+        f"{format_size(c.stored)} / {format_size(c.uncompressed)} ({c.compression})"
+        for c in top
+    ]
+    measured = [c.in_wheel for c in size.contributions if c.in_wheel is not None]
+    if measured:
+        lines.append(
+            f"  all SASS and PTX: {format_size(sum(measured))} of the wheel's "
+            f"{format_size(size.wheel_size)}; the rest is host code and Python files"
+        )
+    lines.append("levers (what each saves):")
+    lines += [
+        f"  {lv.change}: "
+        + (f"saves {format_size(lv.saves)}" if lv.saves is not None else "not measured")
+        + (f" ({lv.note})" if lv.note else "")
+        for lv in size.levers[:8]
+    ]
+    biggest = (
+        ", ".join(f"{c.arch} {format_size(c.in_wheel or c.stored)}" for c in top[:3]) or "no fatbin"
+    )
+    return SizeBudgetError(
+        f"variant {plan.variant.id}: {wheel_path.name} is {format_size(size.wheel_size)}, over "
+        f"its size budget of {format_size(size.budget)}; "
+        + ("it was published by an earlier build; " if published else "nothing was published; ")
+        + "largest: "
+        f"{biggest} (size-budget in matrix.yaml or --size-budget raises the budget)",
+        details="\n".join(lines),
+    )
 
 
 def _variant_wheels(
-    plan: VariantPlan, repaired: Path, binaries: list[BinaryReport], stage: Path, *, null: bool
+    plan: VariantPlan, repaired: Path, found: WheelVerification, stage: Path, *, null: bool
 ) -> tuple[list[Path], tuple[str, ...]]:
     """The PEP 825 variant wheel of a checked wheel (and the null variant, if this build is
     it), with properties read from the binaries that were checked."""
@@ -208,60 +265,71 @@ def _variant_wheels(
     unstable = plan.matrix.abi == "unstable"
     torch = plan.torch.version
     facts = wheel_variants.VariantFacts(
-        sm_arch=wheel_variants.sm_arch_values(binaries),
+        sm_arch=wheel_variants.sm_arch_values(found.binaries),
         cuda=plan.variant.toolkit.release,
         torch=f"{torch.major}.{torch.minor}" if unstable else None,
     )
     props = wheel_variants.properties(facts)
-    made = [wheel_variants.make_variant_wheel(
-        repaired, label, wheel_variants.variant_json(label, props, unstable_abi=unstable), stage / "variant")]  # fmt: skip
+    text = wheel_variants.variant_json(label, props, unstable_abi=unstable)
+    made = [wheel_variants.make_variant_wheel(repaired, label, text, stage / "variant")]
     if null:
-        null_json = wheel_variants.variant_json(
-            wheel_variants.NULL_LABEL, [], unstable_abi=unstable
-        )
-        made.append(wheel_variants.make_variant_wheel(repaired, wheel_variants.NULL_LABEL, null_json, stage / "null"))  # fmt: skip
+        empty = wheel_variants.variant_json(wheel_variants.NULL_LABEL, [], unstable_abi=unstable)
+        made.append(wheel_variants.make_variant_wheel(repaired, wheel_variants.NULL_LABEL, empty, stage / "null"))  # fmt: skip
     return made, tuple(props)
 
 
 def _pack_and_publish(
-    plan: VariantPlan, contents: wheel.WheelContents, *, null: bool
+    plan: VariantPlan,
+    contents: wheel.WheelContents,
+    settings: BuildSettings,
+    stages: _Stages,
+    *,
+    null: bool,
 ) -> _Published:
     """Pack, repair and check in a staging folder; only a wheel that passed reaches the output."""
-    with log.step(f"{plan.variant.id}: pack, repair and check the wheel"):
-        stage = Path(tempfile.mkdtemp(prefix="stage-", dir=plan.build_dir))
-        try:
+    stage = Path(tempfile.mkdtemp(prefix="stage-", dir=plan.build_dir))
+    try:
+        with stages.stage("package"):
             raw = wheel.pack(contents, stage / "raw")
             repaired = repair.repair(
                 raw, stage / "repaired", source_date_epoch=wheel.source_date_epoch()
             )
-            binaries, abi = _check(repaired, plan)
+        with stages.stage("verify"):
+            found = _check(repaired, plan, settings, stages)
+        with stages.stage("publish"):
             outputs, props = [repaired], tuple[str, ...]()
             if plan.variant.variant_label:
-                outputs, props = _variant_wheels(plan, repaired, binaries, stage, null=null)
+                outputs, props = _variant_wheels(plan, repaired, found, stage, null=null)
             for made in outputs:
                 previous = plan.out_dir / made.name
-                if previous.is_file() and _sha256(previous) != _sha256(made):
+                if previous.is_file() and stamp.sha256(previous) != stamp.sha256(made):
                     log.warning(
                         f"replacing {previous}: same name, other content (another arch set or toolkit?)"
                     )
-            published = [fsutil.publish(made, plan.out_dir) for made in outputs]
-        finally:
-            shutil.rmtree(stage, ignore_errors=True)
+            done = [fsutil.publish(made, plan.out_dir) for made in outputs]
+            published = done[0]
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
 
     # Name what was read after the published wheel, not the staging copy.
-    def rename(path: str) -> str:
-        return path.replace(str(repaired), str(published[0]), 1)
-
+    if stages.size is not None:
+        stages.size = dataclasses.replace(
+            stages.size,
+            contributions=tuple(
+                dataclasses.replace(c, binary=elf.rename_wheel(c.binary, repaired, published))
+                for c in stages.size.contributions
+            ),
+        )
     return _Published(
-        wheel=published[0],
-        binaries=[dataclasses.replace(b, path=rename(b.path)) for b in binaries],
-        abi=[dataclasses.replace(c, path=rename(c.path)) for c in abi],
+        wheel=published,
+        found=found.moved(repaired, published),
         variant_properties=props,
-        null_wheel=published[1] if len(published) > 1 else None,
+        null_wheel=done[1] if len(done) > 1 else None,
     )
 
 
 def run_build(settings: BuildSettings) -> BuildReport:
+    start = time.perf_counter()
     plans = plan_all(settings)
     m = settings.matrix
     if m.abi == "stable":
@@ -275,9 +343,9 @@ def run_build(settings: BuildSettings) -> BuildReport:
         f"building {len(plans)} variant(s) of {m.package.name} {m.package.version} {how}; archs from {settings.arch_source}"
     )
     null = variants.null_variant([p.variant for p in plans], m)
-    results = [build_variant(plan, jobs=settings.jobs, null=plan.variant == null) for plan in plans]
+    outcomes = [build_variant(plan, settings, null=plan.variant == null) for plan in plans]
     index = None
-    if m.wheel_variants.enabled:
+    if m.variant_wheels:
         # The whole output folder: variants built by other jobs and collected here count too.
         index = wheel_variants.write_index_json(
             settings.out_dir, m.package.wheel_name, m.package.version
@@ -286,6 +354,8 @@ def run_build(settings: BuildSettings) -> BuildReport:
         matrix=settings.matrix.path,
         target_version=settings.matrix.torch.target,
         built_against=plans[0].torch.label,
-        variants=tuple(results),
+        variants=tuple(o for o in outcomes if isinstance(o, VariantResult)),
+        failures=tuple(o for o in outcomes if isinstance(o, VariantFailure)),
+        seconds=time.perf_counter() - start,
         variants_json=index,
     )

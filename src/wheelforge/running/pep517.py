@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wheelforge.configuration.archs import ArchSet, parse_arch_list
-from wheelforge.configuration.matrix import Matrix, WheelVariantsConfig
+from wheelforge.configuration.matrix import OVERRIDE_ARCH_SET, Matrix
 from wheelforge.configuration.reader import load_matrix
-from wheelforge.configuration.settings import OVERRIDE_ARCH_SET, BuildSettings, Flags, resolve
+from wheelforge.configuration.settings import BuildSettings, Flags, resolve
 from wheelforge.foundation import log
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.packaging import sdist, wheel
@@ -139,7 +139,7 @@ def one_variant_matrix(matrix: Matrix, archs: str | None, source: str) -> Matrix
     arch_sets = matrix.arch_sets[:1]
     if archs is not None:
         arch_sets = (ArchSet(OVERRIDE_ARCH_SET, parse_arch_list(archs, source=source)),)
-    return matrix.with_arch_sets(arch_sets).with_wheel_variants(WheelVariantsConfig())
+    return matrix.with_arch_sets(arch_sets).with_wheel_variants(None)
 
 
 def backend_settings(

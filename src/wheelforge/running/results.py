@@ -1,5 +1,5 @@
-"""What a run produced, as data: the build's results per variant. Rendering (terminal, JSON)
-lives in the interface layer and only reads these."""
+"""What a run produced, as data: the build's results per variant. Rendering (terminal, JSON
+report, GitHub Actions) lives in the interface layer and only reads these."""
 
 from __future__ import annotations
 
@@ -8,7 +8,10 @@ from pathlib import Path
 
 from wheelforge.binaries.abicheck import BinaryCheck
 from wheelforge.binaries.inspection import BinaryReport
+from wheelforge.binaries.sizes import SizeCheck
+from wheelforge.binaries.verify import ArchCheck
 from wheelforge.configuration.archs import ArchSet
+from wheelforge.foundation.errors import WheelforgeError
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -16,12 +19,18 @@ class VariantResult:
     variant_id: str
     arch_set: ArchSet
     toolkit: str
+    torch: str  # the torch compiled against
     wheel: Path
     wheel_size: int
+    sha256: str
+    sources: int  # compile steps in the plan
     compiled: tuple[str, ...]  # the compile steps ninja ran (empty: everything was up to date)
     reused: bool  # the wheel in the output folder was already made from these inputs
     binaries: tuple[BinaryReport, ...]
+    arch_checks: tuple[ArchCheck, ...]  # each binary against the arch set (binaries/verify.py)
     abi_checks: tuple[BinaryCheck, ...]
+    size: SizeCheck
+    stages: tuple[tuple[str, float], ...]  # (stage, seconds): compile, package, verify, publish
     seconds: float
     # PEP 825 variant wheels only: the label, the properties in variant.json, and the null
     # variant published from the same build, if this is the one the matrix names.
@@ -31,9 +40,29 @@ class VariantResult:
 
 
 @dataclass(frozen=True, kw_only=True)
+class VariantFailure:
+    """A variant that did not produce a wheel, and why; the other variants still build."""
+
+    variant_id: str
+    arch_set: ArchSet
+    toolkit: str
+    torch: str
+    error: WheelforgeError
+    size: SizeCheck | None  # set when the wheel was built but is over its size budget
+    stages: tuple[tuple[str, float], ...]
+    seconds: float
+
+
+@dataclass(frozen=True, kw_only=True)
 class BuildReport:
     matrix: Path
     target_version: tuple[int, int]
     built_against: str
     variants: tuple[VariantResult, ...]
+    failures: tuple[VariantFailure, ...] = ()
+    seconds: float = 0.0
     variants_json: Path | None = None  # the index-level {name}-{version}-variants.json
+
+    @property
+    def first_error(self) -> WheelforgeError | None:
+        return self.failures[0].error if self.failures else None

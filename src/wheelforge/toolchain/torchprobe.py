@@ -10,7 +10,7 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from wheelforge.foundation import proc
-from wheelforge.foundation.errors import ConfigError, ToolError
+from wheelforge.foundation.errors import EnvironmentProblem, ToolError
 
 # Runs inside the build Python: torch's own path helpers, not guesses about its layout.
 _PROBE = r"""
@@ -57,11 +57,13 @@ def probe_torch(python: Path) -> TorchEnv:
     result = proc.run([python, "-c", _PROBE], hint=hint, check=False)
     if result.returncode != 0:
         if "No module named 'torch'" in result.stderr:
-            raise ToolError(
+            raise EnvironmentProblem(
                 f"{python} has no torch to build against; install one there, e.g. "
                 f"'{python} -m pip install torch==2.13.0'"
             )
-        raise ToolError(f"{python} could not import torch", details=proc.tail(result.stderr))
+        raise EnvironmentProblem(
+            f"{python} could not import torch", details=proc.tail(result.stderr)
+        )
     try:
         info = json.loads(result.stdout.strip().splitlines()[-1])
         full = Version(info["version"])
@@ -69,7 +71,7 @@ def probe_torch(python: Path) -> TorchEnv:
         raise ToolError(f"could not read torch's details from {python}: {exc}") from None
     include = Path(info["include_dirs"][0])
     if not (include / "torch" / "csrc" / "stable").is_dir():
-        raise ToolError(
+        raise EnvironmentProblem(
             f"torch {full} at {include} has no stable-ABI headers (torch/csrc/stable); use torch >= 2.9"
         )
     return TorchEnv(
@@ -92,7 +94,7 @@ def probe_torch(python: Path) -> TorchEnv:
 def check_target(torch: TorchEnv, lowest: Version) -> None:
     """The headers must be at least as new as the target version they are asked to emulate."""
     if (torch.version.major, torch.version.minor) < (lowest.major, lowest.minor):
-        raise ConfigError(
+        raise EnvironmentProblem(
             f"the matrix targets torch {lowest.major}.{lowest.minor}, but the build environment has "
             f"torch {torch.label}, whose headers are older; install torch >= {lowest.major}.{lowest.minor} "
             "to build with"
