@@ -178,6 +178,12 @@ def variant_label(wheel: Path) -> str | None:
     return match.group("variant_label") if match else None
 
 
+def plain_name(wheel: Path) -> str:
+    """The wheel's file name without its variant label: what packaging and pip can parse."""
+    label = variant_label(wheel)
+    return wheel.name if label is None else wheel.name.removesuffix(f"-{label}.whl") + ".whl"
+
+
 def read_variant_json(wheel: Path) -> str | None:
     with zipfile.ZipFile(wheel) as zf:
         for name in zf.namelist():

@@ -145,12 +145,11 @@ def run_suite(env: envs.TestEnv, tests: TestsConfig, *, variant: str) -> Outcome
 def _installable(wheel: Path) -> Iterator[Path]:
     """*wheel*, or for a PEP 825 variant wheel (whose name pip rejects) the same bytes under
     the plain name, in a temporary folder."""
-    label = wheel_variants.variant_label(wheel)
-    if label is None:
+    if wheel_variants.variant_label(wheel) is None:
         yield wheel
         return
     with tempfile.TemporaryDirectory(prefix="wheelforge-variant-") as tmp:
-        plain = Path(tmp) / (wheel.name.removesuffix(f"-{label}.whl") + ".whl")
+        plain = Path(tmp) / wheel_variants.plain_name(wheel)
         shutil.copyfile(wheel, plain)
         yield plain
 
