@@ -150,7 +150,7 @@ def test_a_wheel_from_the_sdist_equals_one_from_the_checkout(
 def test_variant_wheels_from_binary_truth(pip_wheel: Path, kernels: Path) -> None:
     # Beside kernels/matrix.yaml, so the build folder (and the pip build's objects) is shared.
     matrix = kernels / "variants.yaml"
-    matrix.write_text((kernels / "matrix.yaml").read_text() + "wheel-variants:\n  null: custom\n")
+    matrix.write_text((kernels / "matrix.yaml").read_text() + "wheel-variants:\n  null: sm75\n")
     out = kernels.parent / "variants"
     proc = run([sys.executable, "-m", "wheelforge", "build", "--matrix", matrix, "--archs", ARCHS,
                 "--out", out], cwd=kernels)  # fmt: skip
@@ -159,21 +159,21 @@ def test_variant_wheels_from_binary_truth(pip_wheel: Path, kernels: Path) -> Non
     names = sorted(p.name for p in out.iterdir())
     plat = pip_wheel.name.removeprefix("wheelforge_kernels-0.1.0-").removesuffix(".whl")
     assert names == [
-        f"wheelforge_kernels-0.1.0-{plat}-custom_cu130.whl",
+        f"wheelforge_kernels-0.1.0-{plat}-sm75_cu130.whl",
         f"wheelforge_kernels-0.1.0-{plat}-null.whl",
         "wheelforge_kernels-0.1.0-variants.json",
     ]
     variant = out / names[0]
     with zipfile.ZipFile(variant) as zf:
         text = zf.read("wheelforge_kernels-0.1.0.dist-info/variant.json").decode()
-    desc = VariantDistInfo(text, "custom_cu130").variant_desc  # variantlib validates it
+    desc = VariantDistInfo(text, "sm75_cu130").variant_desc  # variantlib validates it
     declared = sorted(p.value for p in desc.properties if p.feature == "sm_arch")
     inspected = run([sys.executable, "-m", "wheelforge", "inspect", "--json", variant], cwd=kernels)
     assert inspected.returncode == 0, inspected.stderr
     [check] = json.loads(inspected.stdout)["variants"]
     assert declared == check["derived_sm_arch"] == ["75_real"]
     index = json.loads((out / names[2]).read_text())
-    assert sorted(index["variants"]) == ["custom_cu130", "null"]
+    assert sorted(index["variants"]) == ["sm75_cu130", "null"]
 
     # A released installer (uv, preview) picks by GPU from the folder and its variants.json:
     # the sm_75 build for an sm_75 GPU, the null variant for an sm_90 one (no code for it) or
@@ -196,7 +196,7 @@ def test_variant_wheels_from_binary_truth(pip_wheel: Path, kernels: Path) -> Non
     # Tampered: one more arch than the binary has.
     tampered = kernels.parent / variant.name
     data = json.loads(text)
-    data["variants"]["custom_cu130"]["nvidia"]["sm_arch"].append("90_real")
+    data["variants"]["sm75_cu130"]["nvidia"]["sm_arch"].append("90_real")
     with zipfile.ZipFile(variant) as src, zipfile.ZipFile(tampered, "w") as dst:
         for info in src.infolist():
             body = src.read(info)

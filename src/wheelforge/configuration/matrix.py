@@ -18,9 +18,6 @@ from wheelforge.configuration.archs import ArchSet, ArchSpec
 from wheelforge.configuration.sizes import DEFAULT_SIZE_BUDGET, SIZE_PATTERN
 from wheelforge.configuration.torchspec import TorchSpec
 
-# The arch set built when --archs or TORCH_CUDA_ARCH_LIST replaces the matrix's arch sets.
-OVERRIDE_ARCH_SET = "custom"
-
 DEFAULT_TEST_COMMAND: tuple[str, ...] = (
     "{python}",
     "-m",
@@ -276,16 +273,18 @@ class WheelVariantsConfig:
     null: str | None = field(
         default=None,
         metadata=key(
-            "an arch set (with one variant; `custom` is the one of `--archs`/`TORCH_CUDA_ARCH_LIST`) or a variant id whose build is also published as the null variant (label `null`, no properties)",
+            "an arch set (with one variant; `--archs 7.5 9.0+PTX` builds one named `sm75-90ptx`) or a variant id whose build is also published as the null variant (label `null`, no properties)",
             shape=str,
         ),
     )
 
     def null_problem(self, arch_sets: tuple[ArchSet, ...]) -> str | None:
-        """What is wrong with ``null`` for these arch sets: it must name one (or `custom`, the
-        arch set of --archs) or a variant of one."""
-        names = [a.name for a in arch_sets] + [OVERRIDE_ARCH_SET]
-        if self.null is None or any(self.null == n or self.null.startswith(f"{n}-") for n in names):
+        """What is wrong with ``null`` for these arch sets: it must name one or a variant of
+        one, or an arch set of --archs / TORCH_CUDA_ARCH_LIST (named like ``sm75-80-90ptx``)."""
+        names = [a.name for a in arch_sets]
+        if self.null is None or re.match(r"^sm\d", self.null):
+            return None
+        if any(self.null == n or self.null.startswith(f"{n}-") for n in names):
             return None
         return (
             f"wheel-variants.null: '{self.null}' is neither an arch set ({', '.join(names)}) nor "

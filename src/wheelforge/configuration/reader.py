@@ -16,7 +16,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from wheelforge.configuration import yamlio
+from wheelforge.configuration import variantkey, yamlio
 from wheelforge.configuration.archs import ArchSet, ArchSpec, parse_arch_list
 from wheelforge.configuration.matrix import (
     ARCH_SET_NAME_RE,
@@ -29,10 +29,10 @@ from wheelforge.configuration.matrix import (
     PackageConfig,
     SourceSpec,
     TestsConfig,
-    WheelVariantsConfig,
 )
 from wheelforge.configuration.sizes import parse_size
 from wheelforge.configuration.torchspec import OLDEST_STABLE_TARGET, TorchSpec, parse_torch_spec
+from wheelforge.foundation import fsutil
 from wheelforge.foundation.errors import ConfigError
 
 SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx", ".c")
@@ -154,6 +154,13 @@ class _Reader(yamlio.ModelReader):
             matches = list(self.root.glob(pattern))
             if not matches:
                 self.problems.add(item, f"{where}: '{pattern}' matches no file")
+                continue
+            if not any(m.is_file() for m in matches):
+                self.problems.add(
+                    item,
+                    f"{where}: '{pattern}' names a folder, not source files; "
+                    f"write a glob such as '{pattern.rstrip('/')}/*.cu'",
+                )
                 continue
             bad = [m for m in matches if m.is_file() and m.suffix not in SOURCE_SUFFIXES]
             if bad:
@@ -344,10 +351,6 @@ class _Reader(yamlio.ModelReader):
             self.problems.add(node, f"{where} must contain {{path}}, where the test folder goes")
         return words or None
 
-    def wheel_variants(self, node: yaml.Node, where: str) -> WheelVariantsConfig | None:
-        readers = {"enabled": lambda n, w: yamlio.boolean(n, self.problems, w), "null": self.scalar}
-        return self.build(WheelVariantsConfig, self.section(node, WheelVariantsConfig, where, readers))  # fmt: skip
-
     def read(self, node: yaml.Node | None) -> Matrix:
         if node is None:
             raise ConfigError(f"{self.problems.display} is empty; see docs/matrix.md for its keys")
@@ -361,12 +364,18 @@ class _Reader(yamlio.ModelReader):
             "tests": self.tests,
             "cuda": self.cuda,
             "size_budget": self.size_budget,
-            "wheel_variants": self.wheel_variants,
+            "wheel_variants": lambda n, w: variantkey.read(self, n, w),
         }
         read = self.section(node, Matrix, "the top level", readers, prefix="")
         if read is None:
             self.problems.raise_if_any()
             raise AssertionError  # unreachable: mapping() recorded a problem
+        if read.values.get("abi") == "unstable" and "python-abi" in read.items:
+            self.problems.add(
+                read.items["python-abi"][1],
+                "python-abi sets the floor of stable-ABI (abi3) wheels; an unstable-ABI wheel is "
+                "tagged for the CPython that builds it, so remove python-abi or use abi: stable",
+            )
         package, extension = read.values.get("package"), read.values.get("extension")
         if package is not None and extension is not None:
             top = extension.name.split(".", 1)[0]
@@ -375,8 +384,7 @@ class _Reader(yamlio.ModelReader):
                     read.items["extension"][1],
                     f"extension.name '{extension.name}' is not inside any of package.packages ({', '.join(p.name for p in package.packages) or 'none'}); put the module in one of them",
                 )
-        wv, sets = read.values.get("wheel_variants"), read.values.get("arch_sets") or ()
-        if wv is not None and (problem := wv.null_problem(sets)) is not None:
+        if (wv := read.values.get("wheel_variants")) and (problem := wv.null_problem(read.values.get("arch_sets") or ())):  # fmt: skip
             self.problems.add(read.items["wheel-variants"][1], problem)
         self.problems.raise_if_any()
         matrix = self.build(Matrix, read, path=self.path, root=self.root)
@@ -387,4 +395,5 @@ class _Reader(yamlio.ModelReader):
 def load_matrix(path: Path) -> Matrix:
     display = str(path)
     reader = _Reader(path.resolve(), display)
-    return reader.read(yamlio.load(path, display))
+    with fsutil.gc_paused():
+        return reader.read(yamlio.load(path, display))

@@ -1,31 +1,30 @@
 """One precedence chain for every command's settings: defaults, then matrix.yaml, then the
-environment (TORCH_CUDA_ARCH_LIST, MAX_JOBS, NVCC_THREADS, CXX, CC, XDG_CACHE_HOME), then
-command-line flags. The default folders (dist/, build/wheelforge/, the cache) are decided here
-and nowhere else; flag values the CLI passes through raw (--target, --python-abi) are parsed
-here too."""
+environment (TORCH_CUDA_ARCH_LIST, MAX_JOBS, NVCC_THREADS, CXX, CC, compiler launchers,
+SOURCE_DATE_EPOCH, XDG_CACHE_HOME), then command-line flags. The default folders (dist/,
+build/wheelforge/, the cache) are decided here and nowhere else; flag values the CLI passes
+through raw (--target, --python-abi, --python) are parsed here too.
+
+Compiler launchers follow the two conventions build tools share: ``CXX="ccache g++"`` (make,
+setuptools: the words before the compiler launch it) and CMake's ``CMAKE_CXX_COMPILER_LAUNCHER``,
+``CMAKE_C_COMPILER_LAUNCHER`` and ``CMAKE_CUDA_COMPILER_LAUNCHER`` environment variables (CMake
+3.17+). The CUDA launcher wraps nvcc; nvcc's own host compiler (-ccbin) is always a bare compiler.
+"""
 
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from wheelforge.configuration.archs import ArchSet, parse_arch_list
-from wheelforge.configuration.matrix import (
-    OVERRIDE_ARCH_SET,
-    PYTHON_ABI_RE,
-    Matrix,
-    TestsConfig,
-    WheelVariantsConfig,
-)
+from wheelforge.configuration.archs import ArchSet, arch_list_id, parse_arch_list
+from wheelforge.configuration.matrix import PYTHON_ABI_RE, Matrix, TestsConfig, WheelVariantsConfig
 from wheelforge.configuration.reader import load_matrix
 from wheelforge.configuration.sizes import parse_size
 from wheelforge.foundation.errors import ConfigError
-
-__all__ = ["OVERRIDE_ARCH_SET", "BuildSettings", "Flags", "resolve"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -37,11 +36,12 @@ class Flags:
     out: Path | None = None
     build_dir: Path | None = None
     jobs: int | None = None
-    python: Path | None = None
+    python: str | None = None  # a path, or a command name looked up on the PATH (as tox and uv do)
     only: tuple[str, ...] = ()
     offline: bool = False
     cache_dir: Path | None = None
     size_budget: str | None = None  # as written: 100MiB, 450MB
+    wait: bool = True  # another build holds the build folder: wait (False: --no-wait, fail)
     wheel_variants: bool = False  # --wheel-variants: PEP 825 variant wheels (else the matrix's key)
 
 
@@ -56,10 +56,15 @@ class BuildSettings:
     python: Path
     cxx: str
     cc: str
+    cxx_launcher: tuple[str, ...] = ()  # e.g. ("/usr/bin/ccache",)
+    cc_launcher: tuple[str, ...] = ()
+    cuda_launcher: tuple[str, ...] = ()
+    source_date_epoch: int | None = None  # checked here, before compiling; packing reads it again
     only: tuple[str, ...]  # variant ids to build (all when empty)
     offline: bool  # never download a toolkit
     cache: Path  # provisioned toolkits, test environments
     size_budget: int  # bytes per wheel: --size-budget, else size-budget of the matrix
+    wait: bool = True  # for another build's lock on the build folder
 
 
 def default_cache() -> Path:
@@ -90,15 +95,85 @@ def _positive_int(value: str | None, name: str) -> int | None:
     return int(value)
 
 
-def _compiler(env: Mapping[str, str], var: str, default: str) -> str:
-    name = env.get(var) or default
+def _program(name: str, what: str, where: str, fix: str) -> str:
     found = shutil.which(name)
     if found is None:
-        raise ConfigError(
-            f"the C/C++ compiler '{name}' ({'$' + var if env.get(var) else 'default'}) was not found; "
-            f"install it (e.g. apt-get install g++) or set {var}"
-        )
+        raise ConfigError(f"{what} '{name}' ({where}) was not found; {fix}")
     return found
+
+
+def _launcher(env: Mapping[str, str], var: str) -> tuple[str, ...]:
+    try:
+        words = shlex.split(env.get(var) or "")
+    except ValueError as exc:
+        raise ConfigError(f"${var}: {exc}; quote it as a shell would") from None
+    if words:
+        words[0] = _program(
+            words[0], "the compiler launcher", f"${var}", f"install it or unset {var}"
+        )
+    return tuple(words)
+
+
+def _compiler(env: Mapping[str, str], var: str, default: str) -> tuple[tuple[str, ...], str]:
+    """(launcher words, compiler) of ``$CXX``/``$CC``: the last word is the compiler, words
+    before it launch it; CMake's ``CMAKE_<LANG>_COMPILER_LAUNCHER`` comes first."""
+    given = env.get(var)
+    value = given or default
+    # Name the variable; quote its value when it is more than one word.
+    where = "default" if not given else f"${var}" if " " not in given else f"${var}={given!r}"
+    try:
+        words = shlex.split(value)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}; quote it as a shell would") from None
+    if not words:
+        raise ConfigError(f"${var} is blank; unset it or name a compiler")
+    if words[-1].startswith("-"):
+        raise ConfigError(
+            f"{where} ends in the flag {words[-1]!r}; put compiler flags in extension.cxx-flags "
+            f"and let {var} name a compiler, optionally after a launcher ('ccache g++')"
+        )
+    fix = f"install it (e.g. apt-get install g++) or set {var}"
+    compiler = _program(words[-1], "the C/C++ compiler", where, fix)
+    launcher = (
+        [_program(words[0], "the compiler launcher", where, fix), *words[1:-1]]
+        if len(words) > 1
+        else []
+    )
+    cmake_var = f"CMAKE_{'CXX' if var == 'CXX' else 'C'}_COMPILER_LAUNCHER"
+    return (*_launcher(env, cmake_var), *launcher), compiler
+
+
+def source_date_epoch(value: str | None) -> int | None:
+    """``SOURCE_DATE_EPOCH`` (reproducible-builds.org): whole seconds since 1970, or unset."""
+    if value is None or value == "":
+        return None
+    if not value.isdigit():
+        raise ConfigError(
+            f"SOURCE_DATE_EPOCH={value!r} must be whole seconds since 1970 (e.g. $(git log -1 "
+            "--format=%ct)); unset it or fix it"
+        )
+    return int(value)
+
+
+def resolve_python(value: str | None) -> Path:
+    """The build interpreter: this one, a path, or a command name on the PATH."""
+    if value is None:
+        return Path(sys.executable)
+    if os.sep not in value:
+        found = shutil.which(value)
+        if found is None:
+            raise ConfigError(
+                f"--python {value}: no such command on the PATH; name an interpreter or its path"
+            )
+        return Path(found)
+    path = Path(value)
+    if not path.exists():
+        raise ConfigError(f"--python {value}: no such file; name an interpreter or its path")
+    if path.is_dir():
+        raise ConfigError(f"--python {value} is a folder; name the interpreter in it (bin/python)")
+    if not os.access(path, os.X_OK):
+        raise ConfigError(f"--python {value} is not executable; name a Python interpreter")
+    return path.absolute()
 
 
 def resolve(flags: Flags, env: Mapping[str, str] | None = None) -> BuildSettings:
@@ -112,11 +187,13 @@ def resolve(flags: Flags, env: Mapping[str, str] | None = None) -> BuildSettings
         override, arch_source = env["TORCH_CUDA_ARCH_LIST"], "TORCH_CUDA_ARCH_LIST"
     if override is not None:
         specs = parse_arch_list(override, source=arch_source)
-        matrix = matrix.with_arch_sets((ArchSet(OVERRIDE_ARCH_SET, specs),))
+        matrix = matrix.with_arch_sets((ArchSet(arch_list_id(specs), specs),))
     if flags.wheel_variants and not matrix.variant_wheels:
         null = matrix.wheel_variants.null if matrix.wheel_variants else None
         matrix = matrix.with_wheel_variants(WheelVariantsConfig(enabled=True, null=null))
     jobs = flags.jobs if flags.jobs is not None else _positive_int(env.get("MAX_JOBS"), "MAX_JOBS")
+    cxx_launcher, cxx = _compiler(env, "CXX", "c++")
+    cc_launcher, cc = _compiler(env, "CC", "cc")
     return BuildSettings(
         matrix=matrix,
         arch_source=arch_source,
@@ -124,9 +201,13 @@ def resolve(flags: Flags, env: Mapping[str, str] | None = None) -> BuildSettings
         build_root=build_root(matrix, flags.build_dir),
         jobs=jobs,
         nvcc_threads=_positive_int(env.get("NVCC_THREADS"), "NVCC_THREADS"),
-        python=flags.python or Path(sys.executable),
-        cxx=_compiler(env, "CXX", "c++"),
-        cc=_compiler(env, "CC", "cc"),
+        python=resolve_python(flags.python),
+        cxx=cxx,
+        cc=cc,
+        cxx_launcher=cxx_launcher,
+        cc_launcher=cc_launcher,
+        cuda_launcher=_launcher(env, "CMAKE_CUDA_COMPILER_LAUNCHER"),
+        source_date_epoch=source_date_epoch(env.get("SOURCE_DATE_EPOCH")),
         only=flags.only,
         offline=flags.offline,
         cache=cache_dir(flags.cache_dir),
@@ -135,6 +216,7 @@ def resolve(flags: Flags, env: Mapping[str, str] | None = None) -> BuildSettings
             if flags.size_budget is not None
             else matrix.size_budget
         ),
+        wait=flags.wait,
     )
 
 

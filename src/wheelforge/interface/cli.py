@@ -42,6 +42,10 @@ build_dir_option = click.option(
     "--build-dir", type=click.Path(path_type=Path, file_okay=False),
     help="The folder for intermediate files [default: build/wheelforge/ beside the matrix].",
 )  # fmt: skip
+no_wait_option = click.option(
+    "--no-wait", is_flag=True,
+    help="Fail at once when another wheelforge is building into the same build folder [default: wait].",
+)  # fmt: skip
 cache_dir_option = click.option(
     "--cache-dir", type=click.Path(path_type=Path, file_okay=False),
     help="Provisioned toolkits and test environments [default: ~/.cache/wheelforge].",
@@ -71,8 +75,8 @@ def cli() -> None:
 )
 @click.option(
     "--python",
-    type=click.Path(path_type=Path, exists=True, dir_okay=False),
-    help="Python whose torch the extension is built against [default: this one].",
+    help="Python whose torch the extension is built against: a path or a command on the PATH "
+    "[default: this one].",
 )
 @click.option(
     "--only",
@@ -81,6 +85,7 @@ def cli() -> None:
     help="Build only this variant (repeatable); 'wheelforge matrix' lists them.",
 )
 @click.option("--offline", is_flag=True, help="Never download a CUDA toolkit; fail instead.")
+@no_wait_option
 @cache_dir_option
 @click.option(
     "--size-budget", metavar="SIZE",
@@ -94,15 +99,13 @@ def cli() -> None:
     "--ci", "ci_mode", type=click.Choice(["github", "none"]),
     help="CI output: log groups, annotations, step summary [default: github when GITHUB_ACTIONS=true].",
 )  # fmt: skip
-@click.option(
-    "--dry-run", is_flag=True, help="Show the plan and the compile commands; build nothing."
-)
+@click.option("--dry-run", is_flag=True, help="Show the plan and the compile commands; build nothing.")  # fmt: skip
 @click.option("-q", "--quiet", is_flag=True, help="Print only the wheels' paths, warnings and errors.")  # fmt: skip
 @click.option("--wheel-variants", is_flag=True, help="EXPERIMENTAL (PEP 825 draft): variant wheels, variant.json from the fatbins.")  # fmt: skip
 @verbose_option
 def build(matrix_path: Path, archs: str | None, out: Path | None, build_dir: Path | None,
-          jobs: int | None, python: Path | None, only: tuple[str, ...], offline: bool,
-          cache_dir: Path | None, size_budget: str | None, report_path: Path | None,
+          jobs: int | None, python: str | None, only: tuple[str, ...], offline: bool,
+          no_wait: bool, cache_dir: Path | None, size_budget: str | None, report_path: Path | None,
           ci_mode: str | None, dry_run: bool, quiet: bool, wheel_variants: bool) -> None:  # fmt: skip
     """Build the matrix's wheels and check their fatbins."""
     from wheelforge.configuration.settings import Flags
@@ -110,7 +113,7 @@ def build(matrix_path: Path, archs: str | None, out: Path | None, build_dir: Pat
 
     flags = Flags(matrix=matrix_path, archs=archs, out=out, build_dir=build_dir, jobs=jobs, python=python,
                   only=only, offline=offline, cache_dir=cache_dir, size_budget=size_budget,
-                  wheel_variants=wheel_variants)  # fmt: skip
+                  wait=not no_wait, wheel_variants=wheel_variants)  # fmt: skip
     outputs.build_command(
         flags, report_path=report_path, ci_mode=ci_mode, quiet=quiet, dry_run=dry_run
     )
@@ -276,13 +279,16 @@ def test_command(matrix_path: Path, wheels: tuple[Path, ...], torch_versions: tu
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: runs the CLI and turns every error into one message and an exit code."""
+    from wheelforge.running.signals import signals_as_errors
+
     log.set_ci(log.detect_ci(os.environ))
     try:
-        cli.main(
-            args=list(argv) if argv is not None else None,
-            prog_name="wheelforge",
-            standalone_mode=False,
-        )
+        with signals_as_errors():
+            cli.main(
+                args=list(argv) if argv is not None else None,
+                prog_name="wheelforge",
+                standalone_mode=False,
+            )
     except WheelforgeError as exc:
         log.error(exc.message, exc.details)
         log.annotate_error(exc)

@@ -17,6 +17,7 @@ from pathlib import Path
 from wheel.wheelfile import WheelFile
 
 from wheelforge import __version__
+from wheelforge.configuration import settings
 from wheelforge.configuration.matrix import Matrix
 from wheelforge.planning.plan import VariantPlan
 
@@ -123,8 +124,8 @@ def contents(plan: VariantPlan, platform: str) -> WheelContents:
 def source_date_epoch() -> int:
     """SOURCE_DATE_EPOCH when set, else 1980-01-01: member timestamps never depend on when
     the build ran."""
-    value = os.environ.get("SOURCE_DATE_EPOCH")
-    return max(int(value), _DEFAULT_EPOCH) if value and value.isdigit() else _DEFAULT_EPOCH
+    value = settings.source_date_epoch(os.environ.get("SOURCE_DATE_EPOCH"))
+    return _DEFAULT_EPOCH if value is None else max(value, _DEFAULT_EPOCH)
 
 
 def member_info(arcname: str, *, executable: bool) -> zipfile.ZipInfo:

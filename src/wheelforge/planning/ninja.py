@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import shlex
 import time
 from pathlib import Path
 
@@ -35,6 +36,8 @@ def render(plan: VariantPlan) -> str:
     w.variable("cxx", str(plan.cxx))
     w.variable("cc", str(plan.cc))
     w.variable("nvcc", str(plan.variant.toolkit.nvcc))
+    for name in ("cxx_launcher", "cc_launcher", "cuda_launcher"):
+        w.variable(name, escape(shlex.join(getattr(plan, name))))
     w.variable("cxx_flags", escape(plan.cxx_flags))
     w.variable("cc_flags", escape(plan.cc_flags))
     w.variable("nvcc_flags", escape(plan.nvcc_flags))
@@ -43,14 +46,14 @@ def render(plan: VariantPlan) -> str:
     w.newline()
     w.rule(
         "cxx",
-        "$cxx -MMD -MF $out.d $cxx_flags -c $in -o $out",
+        "$cxx_launcher $cxx -MMD -MF $out.d $cxx_flags -c $in -o $out",
         depfile="$out.d",
         deps="gcc",
         description="CXX $in",
     )
     w.rule(
         "cc",
-        "$cc -MMD -MF $out.d $cc_flags -c $in -o $out",
+        "$cc_launcher $cc -MMD -MF $out.d $cc_flags -c $in -o $out",
         depfile="$out.d",
         deps="gcc",
         description="CC $in",
@@ -58,7 +61,7 @@ def render(plan: VariantPlan) -> str:
     w.rule(
         "nvcc",
         # nvcc writes a make-style depfile while it compiles (CUDA >= 10.2).
-        "$nvcc --generate-dependencies-with-compile --dependency-output $out.d $nvcc_flags $gencode -c $in -o $out",
+        "$cuda_launcher $nvcc --generate-dependencies-with-compile --dependency-output $out.d $nvcc_flags $gencode -c $in -o $out",
         depfile="$out.d",
         deps="gcc",
         description="NVCC $in",

@@ -44,6 +44,10 @@ class VariantPlan:
     out_dir: Path
     cxx: str
     cc: str
+    # Compiler launchers (ccache, sccache, distcc): words run in front of the compiler.
+    cxx_launcher: tuple[str, ...]
+    cc_launcher: tuple[str, ...]
+    cuda_launcher: tuple[str, ...]
     nvcc_host: str  # the host compiler nvcc runs (-ccbin): one the toolkit accepts
     cxx_flags: str
     cc_flags: str
@@ -243,6 +247,9 @@ def make_plan(
     cc: str,
     nvcc_host: str,
     nvcc_threads: int | None,
+    cxx_launcher: tuple[str, ...] = (),
+    cc_launcher: tuple[str, ...] = (),
+    cuda_launcher: tuple[str, ...] = (),
 ) -> VariantPlan:
     build_dir = (build_root / variant.id).resolve()
     gen = build_dir / "gen"
@@ -268,6 +275,9 @@ def make_plan(
         out_dir=out_dir,
         cxx=cxx,
         cc=cc,
+        cxx_launcher=cxx_launcher,
+        cc_launcher=cc_launcher,
+        cuda_launcher=cuda_launcher,
         cxx_flags=shlex.join(cxx_flags),
         cc_flags=shlex.join(cc_flags),
         nvcc_host=nvcc_host,

@@ -16,37 +16,50 @@ from wheelforge.binaries.sizes import TOP_CONTRIBUTORS, SizeCheck, check_size
 from wheelforge.binaries.verify import WheelVerification, verify_wheel
 from wheelforge.configuration.settings import BuildSettings
 from wheelforge.configuration.sizes import format_size
-from wheelforge.foundation import fsutil, log
-from wheelforge.foundation.errors import SizeBudgetError, WheelforgeError
+from wheelforge.foundation import fsutil, locks, log
+from wheelforge.foundation.errors import (
+    EnvironmentProblem,
+    Interrupted,
+    SizeBudgetError,
+    WheelforgeError,
+)
 from wheelforge.packaging import repair, stamp, wheel, wheel_variants
 from wheelforge.planning import ninja, variants
 from wheelforge.planning.plan import VariantPlan, make_plan
 from wheelforge.planning.variants import Variant
+from wheelforge.running.preflight import describe_os_error, preflight
 from wheelforge.running.results import BuildReport, VariantFailure, VariantResult
 from wheelforge.toolchain import envs, shims, toolkit, torchprobe
 from wheelforge.toolchain.choice import ensure_toolkit
 
 
-def resolve_variants(settings: BuildSettings) -> list[Variant]:
+def folders(settings: BuildSettings) -> dict[str, Path]:
+    """The folders a build writes, by the flag that sets each."""
+    return {
+        "--out": settings.out_dir,
+        "--build-dir": settings.build_root,
+        "--cache-dir": settings.cache,
+    }
+
+
+def resolve_variants(settings: BuildSettings, *, probe: bool = False) -> list[Variant]:
     """The variants to build, each with its toolkit (provisioned now where needed). Everything
     that can be refused without a compiler is refused here, before anything is downloaded or
-    compiled."""
+    compiled; with *probe*, the folders the build writes are then probed (preflight.py), still
+    before any download."""
     found = toolkit.discover(cache=settings.cache)
     chosen = variants.select(variants.expand(settings.matrix, found), settings.only)
-    return [
-        variants.with_choice(
-            v,
-            ensure_toolkit(
-                v.choice,
-                who=f"variant {v.id}",
-                archs=v.arch_set.archs,
-                found=found,
-                cache=settings.cache,
-                offline=settings.offline,
-            ),
-        )
-        for v in chosen
-    ]
+
+    def ready(v: Variant, *, offline: bool) -> Variant:
+        choice = ensure_toolkit(v.choice, who=f"variant {v.id}", archs=v.arch_set.archs,
+                                found=found, cache=settings.cache, offline=offline)  # fmt: skip
+        return variants.with_choice(v, choice)
+
+    if probe:
+        if settings.offline:  # its refusals come first: nothing is written for a refused build
+            chosen = [ready(v, offline=True) for v in chosen]
+        preflight(settings.matrix, folders(settings))
+    return [ready(v, offline=settings.offline) for v in chosen]
 
 
 def _build_torch(variant: Variant, settings: BuildSettings) -> torchprobe.TorchEnv:
@@ -84,6 +97,9 @@ def plan_all(settings: BuildSettings, chosen: list[Variant] | None = None) -> li
                 cc=settings.cc,
                 nvcc_host=toolkit.host_compiler(variant.toolkit, settings.cxx),
                 nvcc_threads=settings.nvcc_threads,
+                cxx_launcher=settings.cxx_launcher,
+                cc_launcher=settings.cc_launcher,
+                cuda_launcher=settings.cuda_launcher,
             )
         )
     return plans
@@ -117,6 +133,8 @@ def build_variant(
     variant = plan.variant
     try:
         return _build_variant(plan, settings, stages, start, null=null)
+    except Interrupted:
+        raise  # SIGINT or SIGTERM ends the whole build, not one variant
     except WheelforgeError as exc:
         return VariantFailure(
             variant_id=variant.id,
@@ -306,7 +324,12 @@ def _pack_and_publish(
                     log.warning(
                         f"replacing {previous}: same name, other content (another arch set or toolkit?)"
                     )
-            done = [fsutil.publish(made, plan.out_dir) for made in outputs]
+            try:
+                done = [fsutil.publish(made, plan.out_dir) for made in outputs]
+            except OSError as exc:
+                raise EnvironmentProblem(
+                    f"--out {plan.out_dir}: cannot write {outputs[0].name}: {describe_os_error(exc)}"
+                ) from None
             published = done[0]
     finally:
         shutil.rmtree(stage, ignore_errors=True)
@@ -330,15 +353,23 @@ def _pack_and_publish(
 
 def run_build(settings: BuildSettings) -> BuildReport:
     start = time.perf_counter()
-    plans = plan_all(settings)
+    chosen = resolve_variants(settings, probe=True)
+    lock = settings.build_root / locks.LOCK_NAME
+    with locks.hold(lock, what=f"the build folder {settings.build_root}", wait=settings.wait):
+        return _run_build(settings, chosen, start)
+
+
+def _run_build(settings: BuildSettings, chosen: list[Variant], start: float) -> BuildReport:
+    plans = plan_all(settings, chosen)
     m = settings.matrix
+    labels = sorted({p.torch.label for p in plans})
     if m.abi == "stable":
         how = (
             f"for torch {m.torch.requirement[5:]} (stable ABI target {m.torch.target[0]}.{m.torch.target[1]}, "
             f"built against torch {plans[0].torch.label})"
         )
     else:
-        how = f"for torch {', '.join(sorted({p.torch.label for p in plans}))} (unstable ABI: one build each)"
+        how = f"for torch {', '.join(labels)} (unstable ABI: one build each)"
     log.info(
         f"building {len(plans)} variant(s) of {m.package.name} {m.package.version} {how}; archs from {settings.arch_source}"
     )
@@ -352,8 +383,9 @@ def run_build(settings: BuildSettings) -> BuildReport:
         )
     return BuildReport(
         matrix=settings.matrix.path,
+        abi=m.abi,
         target_version=settings.matrix.torch.target,
-        built_against=plans[0].torch.label,
+        built_against=plans[0].torch.label if m.abi == "stable" else ", ".join(labels),
         variants=tuple(o for o in outcomes if isinstance(o, VariantResult)),
         failures=tuple(o for o in outcomes if isinstance(o, VariantFailure)),
         seconds=time.perf_counter() - start,

@@ -20,8 +20,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from wheelforge.configuration.archs import ArchSet, parse_arch_list
-from wheelforge.configuration.matrix import OVERRIDE_ARCH_SET, Matrix
+from wheelforge.configuration.archs import ArchSet, arch_list_id, parse_arch_list
+from wheelforge.configuration.matrix import Matrix
 from wheelforge.configuration.reader import load_matrix
 from wheelforge.configuration.settings import BuildSettings, Flags, resolve
 from wheelforge.foundation import log
@@ -138,7 +138,8 @@ def one_variant_matrix(matrix: Matrix, archs: str | None, source: str) -> Matrix
     installers do not take PEP 825 wheels yet."""
     arch_sets = matrix.arch_sets[:1]
     if archs is not None:
-        arch_sets = (ArchSet(OVERRIDE_ARCH_SET, parse_arch_list(archs, source=source)),)
+        specs = parse_arch_list(archs, source=source)
+        arch_sets = (ArchSet(arch_list_id(specs), specs),)
     return matrix.with_arch_sets(arch_sets).with_wheel_variants(None)
 
 
@@ -149,7 +150,7 @@ def backend_settings(
     python = Path(sys.executable)
     archs, source = choose_archs(env, options.archs, lambda: gpu.local_capabilities(python))
     flags = Flags(matrix=options.matrix, out=out_dir, build_dir=options.build_dir,
-                  jobs=options.jobs, python=python, offline=options.offline)  # fmt: skip
+                  jobs=options.jobs, python=str(python), offline=options.offline)  # fmt: skip
     # The arch list was chosen above; the matrix's own arch sets are replaced, not overridden.
     settings = resolve(flags, {k: v for k, v in env.items() if k != "TORCH_CUDA_ARCH_LIST"})
     matrix = one_variant_matrix(settings.matrix, archs, source)

@@ -10,7 +10,7 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from wheelforge.foundation import proc
-from wheelforge.foundation.errors import EnvironmentProblem, ToolError
+from wheelforge.foundation.errors import EnvironmentProblem
 
 # Runs inside the build Python: torch's own path helpers, not guesses about its layout.
 _PROBE = r"""
@@ -64,11 +64,20 @@ def probe_torch(python: Path) -> TorchEnv:
         raise EnvironmentProblem(
             f"{python} could not import torch", details=proc.tail(result.stderr)
         )
+    lines = result.stdout.strip().splitlines()
+    if not lines:
+        raise EnvironmentProblem(
+            f"{python} printed nothing when asked for its torch's details; is it a Python "
+            "interpreter? (--python names the Python whose torch to build against)"
+        )
     try:
-        info = json.loads(result.stdout.strip().splitlines()[-1])
+        info = json.loads(lines[-1])
         full = Version(info["version"])
-    except (ValueError, IndexError, KeyError, InvalidVersion) as exc:
-        raise ToolError(f"could not read torch's details from {python}: {exc}") from None
+    except (ValueError, KeyError, TypeError, InvalidVersion):
+        raise EnvironmentProblem(
+            f"{python} printed {lines[-1][:80]!r} where a Python with torch prints torch's "
+            "details; is it a Python interpreter?"
+        ) from None
     include = Path(info["include_dirs"][0])
     if not (include / "torch" / "csrc" / "stable").is_dir():
         raise EnvironmentProblem(
