@@ -24,7 +24,7 @@ from wheelforge.foundation.errors import (
     VerificationError,
     WheelforgeError,
 )
-from wheelforge.packaging import repair, stamp, wheel
+from wheelforge.packaging import repair, stamp, wheel, wheel_variants
 from wheelforge.planning import ninja, variants
 from wheelforge.planning.plan import VariantPlan, make_plan
 from wheelforge.planning.variants import Variant
@@ -124,14 +124,17 @@ class _Stages:
             self.times.append((name, round(time.perf_counter() - start, 3)))
 
 
-def build_variant(plan: VariantPlan, settings: BuildSettings) -> VariantResult | VariantFailure:
-    """Build one variant; a failure is returned as data (with the error), not raised, so the
-    other variants still build and the report says which failed and why."""
+def build_variant(
+    plan: VariantPlan, settings: BuildSettings, *, null: bool = False
+) -> VariantResult | VariantFailure:
+    """Build one variant (and, with *null*, also publish it as the PEP 825 null variant); a
+    failure is returned as data (with the error), not raised, so the other variants still
+    build and the report says which failed and why."""
     start = time.perf_counter()
     stages = _Stages()
     variant = plan.variant
     try:
-        return _build_variant(plan, settings, stages, start)
+        return _build_variant(plan, settings, stages, start, null=null)
     except Interrupted:
         raise  # SIGINT or SIGTERM ends the whole build, not one variant
     except WheelforgeError as exc:
@@ -147,8 +150,17 @@ def build_variant(plan: VariantPlan, settings: BuildSettings) -> VariantResult |
         )
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _Published:
+    wheel: Path
+    found: WheelVerification
+    import_check: str | None = None  # what the import check ran; None: skipped
+    variant_properties: tuple[str, ...] = ()
+    null_wheel: Path | None = None
+
+
 def _build_variant(
-    plan: VariantPlan, settings: BuildSettings, stages: _Stages, start: float
+    plan: VariantPlan, settings: BuildSettings, stages: _Stages, start: float, *, null: bool
 ) -> VariantResult:
     variant = plan.variant
     title = f"{variant.id}: compile for {variant.arch_set} with CUDA {variant.toolkit.version}"
@@ -166,20 +178,23 @@ def _build_variant(
 
     contents = wheel.contents(plan, repair.build_platform())
     digest = contents.digest()
-    published = stamp.reusable(plan.build_dir, plan.out_dir, digest)
-    reused = published is not None
-    imported = None
-    if published is not None:
-        log.info(f"  {published} is up to date")
+    # A variant wheel is always re-packed (seconds; compiling stays incremental): the ABI check
+    # reads tags from a wheel's name, which a variant label makes unparsable to packaging.
+    reusable = (
+        None if variant.variant_label else stamp.reusable(plan.build_dir, plan.out_dir, digest)
+    )
+    if reusable is not None:
+        log.info(f"  {reusable} is up to date")
         with stages.stage("verify"):
-            found = _check(published, plan, settings, stages)
-            if settings.import_check:
-                imported = importcheck.check_import(published, plan)
+            found = _check(reusable, plan, settings, stages)
+            imported = importcheck.check_import(reusable, plan) if settings.import_check else None
+        done = _Published(wheel=reusable, found=found, import_check=imported)
     else:
         title = f"{plan.variant.id}: pack, repair and check the wheel"
         with log.group(title), log.step(title):
-            published, found, imported = _pack_and_publish(plan, contents, settings, stages)
-        stamp.write(plan.build_dir, digest=digest, wheel=published)
+            done = _pack_and_publish(plan, contents, settings, stages, null=null)
+        stamp.write(plan.build_dir, digest=digest, wheel=done.wheel)
+    published, found, reused = done.wheel, done.found, reusable is not None
     assert stages.size is not None  # _check sets it
     return VariantResult(
         variant_id=variant.id,
@@ -198,7 +213,10 @@ def _build_variant(
         size=stages.size,
         stages=tuple(stages.times),
         seconds=time.perf_counter() - start,
-        import_check=imported,
+        import_check=done.import_check,
+        variant_label=variant.variant_label,
+        variant_properties=done.variant_properties,
+        null_wheel=done.null_wheel,
     )
 
 
@@ -271,7 +289,9 @@ def _pack_and_publish(
     contents: wheel.WheelContents,
     settings: BuildSettings,
     stages: _Stages,
-) -> tuple[Path, WheelVerification, str | None]:
+    *,
+    null: bool,
+) -> _Published:
     """Pack, repair, check and import in a staging folder; only a wheel that passed reaches the
     output."""
     stage = Path(tempfile.mkdtemp(prefix="stage-", dir=plan.build_dir))
@@ -285,17 +305,24 @@ def _pack_and_publish(
             found = _check(repaired, plan, settings, stages)
             imported = importcheck.check_import(repaired, plan) if settings.import_check else None
         with stages.stage("publish"):
-            previous = plan.out_dir / repaired.name
-            if previous.is_file() and stamp.sha256(previous) != stamp.sha256(repaired):
-                log.warning(
-                    f"replacing {previous}: same name, other content (another arch set or toolkit?)"
+            outputs, props = [repaired], tuple[str, ...]()
+            if plan.variant.variant_label:
+                outputs, props = wheel_variants.for_plan(
+                    plan, repaired, found.binaries, stage, null=null
                 )
+            for made in outputs:
+                previous = plan.out_dir / made.name
+                if previous.is_file() and stamp.sha256(previous) != stamp.sha256(made):
+                    log.warning(
+                        f"replacing {previous}: same name, other content (another arch set or toolkit?)"
+                    )
             try:
-                published = fsutil.publish(repaired, plan.out_dir)
+                done = [fsutil.publish(made, plan.out_dir) for made in outputs]
             except OSError as exc:
                 raise EnvironmentProblem(
-                    f"--out {plan.out_dir}: cannot write {repaired.name}: {describe_os_error(exc)}"
+                    f"--out {plan.out_dir}: cannot write {outputs[0].name}: {describe_os_error(exc)}"
                 ) from None
+            published = done[0]
     finally:
         shutil.rmtree(stage, ignore_errors=True)
 
@@ -308,7 +335,13 @@ def _pack_and_publish(
                 for c in stages.size.contributions
             ),
         )
-    return published, found.moved(repaired, published), imported
+    return _Published(
+        wheel=published,
+        found=found.moved(repaired, published),
+        import_check=imported,
+        variant_properties=props,
+        null_wheel=done[1] if len(done) > 1 else None,
+    )
 
 
 def run_build(settings: BuildSettings) -> BuildReport:
@@ -335,7 +368,14 @@ def _run_build(settings: BuildSettings, chosen: list[Variant], start: float) -> 
     )
     if plans:
         importcheck.warn_if_torch_not_imported_first(plans[0])
-    outcomes = [build_variant(plan, settings) for plan in plans]
+    null = variants.null_variant([p.variant for p in plans], m)
+    outcomes = [build_variant(plan, settings, null=plan.variant == null) for plan in plans]
+    index = None
+    if m.variant_wheels:
+        # The whole output folder: variants built by other jobs and collected here count too.
+        index = wheel_variants.write_index_json(
+            settings.out_dir, m.package.wheel_name, m.package.version
+        )
     return BuildReport(
         matrix=settings.matrix.path,
         abi=m.abi,
@@ -344,4 +384,5 @@ def _run_build(settings: BuildSettings, chosen: list[Variant], start: float) -> 
         variants=tuple(o for o in outcomes if isinstance(o, VariantResult)),
         failures=tuple(o for o in outcomes if isinstance(o, VariantFailure)),
         seconds=time.perf_counter() - start,
+        variants_json=index,
     )
