@@ -26,6 +26,7 @@ from packageurl import PackageURL
 from wheelforge import __version__
 from wheelforge.binaries.fatbin import FatbinEntry, read_fatbin_entries
 from wheelforge.foundation import proc
+from wheelforge.packaging.wheel import source_date_epoch
 from wheelforge.planning import ninja, reproducible
 from wheelforge.planning.plan import VariantPlan
 
@@ -157,6 +158,12 @@ def sbom(plan: VariantPlan, info: dict[str, object], *, epoch: int) -> str:
         ExternalReference(type=ExternalReferenceType.BUILD_META, url=XsUri(f"{BUILD_INFO_NAME}"))
     )
     return str(JsonV1Dot6(bom).output_as_string(indent=1)) + "\n"
+
+
+def dist_info_files(plan: VariantPlan) -> tuple[tuple[str, str], ...]:
+    """(path under .dist-info, text) of the SBOM and the build info, for wheel.contents."""
+    prov = provenance(plan, epoch=source_date_epoch())
+    return ((SBOM_NAME, prov.sbom), (BUILD_INFO_NAME, prov.build_info))
 
 
 def provenance(plan: VariantPlan, *, epoch: int) -> Provenance:

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from wheelforge.binaries import elf, initexport, reprodiff
+from wheelforge.binaries import elf, initexport
 from wheelforge.binaries.sizes import TOP_CONTRIBUTORS, SizeCheck, check_size
 from wheelforge.binaries.verify import WheelVerification, verify_wheel
 from wheelforge.configuration.settings import BuildSettings
@@ -24,11 +24,11 @@ from wheelforge.foundation.errors import (
     VerificationError,
     WheelforgeError,
 )
-from wheelforge.packaging import provenance, repair, stamp, wheel
+from wheelforge.packaging import provenance, repair, stamp, wheel, wheel_variants
 from wheelforge.planning import ninja, variants
 from wheelforge.planning.plan import VariantPlan, make_plan
 from wheelforge.planning.variants import Variant
-from wheelforge.running import importcheck
+from wheelforge.running import importcheck, reproduce
 from wheelforge.running.preflight import describe_os_error, preflight
 from wheelforge.running.results import BuildReport, VariantFailure, VariantResult
 from wheelforge.toolchain import envs, shims, toolkit, torchprobe
@@ -74,14 +74,8 @@ def _build_torch(variant: Variant, settings: BuildSettings) -> torchprobe.TorchE
     )
 
 
-def plan_variant(
-    variant: Variant,
-    torch: torchprobe.TorchEnv,
-    settings: BuildSettings,
-    *,
-    build_root: Path | None = None,
-    out_dir: Path | None = None,
-) -> VariantPlan:
+def plan_variant(variant: Variant, torch: torchprobe.TorchEnv, settings: BuildSettings, *,
+                 build_root: Path | None = None, out_dir: Path | None = None) -> VariantPlan:  # fmt: skip
     """The plan of one variant; another *build_root* and *out_dir* give its twin for
     ``--verify-reproducible``."""
     return make_plan(
@@ -133,14 +127,17 @@ class _Stages:
             self.times.append((name, round(time.perf_counter() - start, 3)))
 
 
-def build_variant(plan: VariantPlan, settings: BuildSettings) -> VariantResult | VariantFailure:
-    """Build one variant; a failure is returned as data (with the error), not raised, so the
-    other variants still build and the report says which failed and why."""
+def build_variant(
+    plan: VariantPlan, settings: BuildSettings, *, null: bool = False
+) -> VariantResult | VariantFailure:
+    """Build one variant (and, with *null*, also publish it as the PEP 825 null variant); a
+    failure is returned as data (with the error), not raised, so the other variants still
+    build and the report says which failed and why."""
     start = time.perf_counter()
     stages = _Stages()
     variant = plan.variant
     try:
-        return _build_variant(plan, settings, stages, start)
+        return _build_variant(plan, settings, stages, start, null=null)
     except Interrupted:
         raise  # SIGINT or SIGTERM ends the whole build, not one variant
     except WheelforgeError as exc:
@@ -156,8 +153,17 @@ def build_variant(plan: VariantPlan, settings: BuildSettings) -> VariantResult |
         )
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _Published:
+    wheel: Path
+    found: WheelVerification
+    import_check: str | None = None  # what the import check ran; None: skipped
+    variant_properties: tuple[str, ...] = ()
+    null_wheel: Path | None = None
+
+
 def _build_variant(
-    plan: VariantPlan, settings: BuildSettings, stages: _Stages, start: float
+    plan: VariantPlan, settings: BuildSettings, stages: _Stages, start: float, *, null: bool
 ) -> VariantResult:
     variant = plan.variant
     title = f"{variant.id}: compile for {variant.arch_set} with CUDA {variant.toolkit.version}"
@@ -173,24 +179,25 @@ def _build_variant(
             else "  nothing to compile: up to date"
         )
 
-    prov = provenance.provenance(plan, epoch=wheel.source_date_epoch())
-    extra = ((provenance.SBOM_NAME, prov.sbom), (provenance.BUILD_INFO_NAME, prov.build_info))
-    contents = wheel.contents(plan, repair.build_platform(), extra)
+    contents = wheel.contents(plan, repair.build_platform(), provenance.dist_info_files(plan))
     digest = contents.digest()
-    published = stamp.reusable(plan.build_dir, plan.out_dir, digest)
-    reused = published is not None
-    imported = None
-    if published is not None:
-        log.info(f"  {published} is up to date")
+    # A variant wheel is always re-packed (seconds; compiling stays incremental): the ABI check
+    # reads tags from a wheel's name, which a variant label makes unparsable to packaging.
+    reusable = (
+        None if variant.variant_label else stamp.reusable(plan.build_dir, plan.out_dir, digest)
+    )
+    if reusable is not None:
+        log.info(f"  {reusable} is up to date")
         with stages.stage("verify"):
-            found = _check(published, plan, settings, stages)
-            if settings.import_check:
-                imported = importcheck.check_import(published, plan)
+            found = _check(reusable, plan, settings, stages)
+            imported = importcheck.check_import(reusable, plan) if settings.import_check else None
+        done = _Published(wheel=reusable, found=found, import_check=imported)
     else:
         title = f"{plan.variant.id}: pack, repair and check the wheel"
         with log.group(title), log.step(title):
-            published, found, imported = _pack_and_publish(plan, contents, settings, stages)
-        stamp.write(plan.build_dir, digest=digest, wheel=published)
+            done = _pack_and_publish(plan, contents, settings, stages, null=null)
+        stamp.write(plan.build_dir, digest=digest, wheel=done.wheel)
+    published, found, reused = done.wheel, done.found, reusable is not None
     assert stages.size is not None  # _check sets it
     return VariantResult(
         variant_id=variant.id,
@@ -209,7 +216,10 @@ def _build_variant(
         size=stages.size,
         stages=tuple(stages.times),
         seconds=time.perf_counter() - start,
-        import_check=imported,
+        import_check=done.import_check,
+        variant_label=variant.variant_label,
+        variant_properties=done.variant_properties,
+        null_wheel=done.null_wheel,
     )
 
 
@@ -282,7 +292,9 @@ def _pack_and_publish(
     contents: wheel.WheelContents,
     settings: BuildSettings,
     stages: _Stages,
-) -> tuple[Path, WheelVerification, str | None]:
+    *,
+    null: bool,
+) -> _Published:
     """Pack, repair, check and import in a staging folder; only a wheel that passed reaches the
     output."""
     stage = Path(tempfile.mkdtemp(prefix="stage-", dir=plan.build_dir))
@@ -296,17 +308,24 @@ def _pack_and_publish(
             found = _check(repaired, plan, settings, stages)
             imported = importcheck.check_import(repaired, plan) if settings.import_check else None
         with stages.stage("publish"):
-            previous = plan.out_dir / repaired.name
-            if previous.is_file() and stamp.sha256(previous) != stamp.sha256(repaired):
-                log.warning(
-                    f"replacing {previous}: same name, other content (another arch set or toolkit?)"
+            outputs, props = [repaired], tuple[str, ...]()
+            if plan.variant.variant_label:
+                outputs, props = wheel_variants.for_plan(
+                    plan, repaired, found.binaries, stage, null=null
                 )
+            for made in outputs:
+                previous = plan.out_dir / made.name
+                if previous.is_file() and stamp.sha256(previous) != stamp.sha256(made):
+                    log.warning(
+                        f"replacing {previous}: same name, other content (another arch set or toolkit?)"
+                    )
             try:
-                published = fsutil.publish(repaired, plan.out_dir)
+                done = [fsutil.publish(made, plan.out_dir) for made in outputs]
             except OSError as exc:
                 raise EnvironmentProblem(
-                    f"--out {plan.out_dir}: cannot write {repaired.name}: {describe_os_error(exc)}"
+                    f"--out {plan.out_dir}: cannot write {outputs[0].name}: {describe_os_error(exc)}"
                 ) from None
+            published = done[0]
     finally:
         shutil.rmtree(stage, ignore_errors=True)
 
@@ -319,37 +338,13 @@ def _pack_and_publish(
                 for c in stages.size.contributions
             ),
         )
-    return published, found.moved(repaired, published), imported
-
-
-def verify_reproducible(
-    result: VariantResult, plan: VariantPlan, settings: BuildSettings
-) -> VariantResult | VariantFailure:
-    """Build the variant again from scratch in a fresh temporary folder, and require the same
-    wheel, byte for byte; a difference names the member, ELF section and fatbin entry, and takes
-    the wheel back out of the output folder."""
-    title = f"{plan.variant.id}: rebuild in another folder to verify reproducibility"
-    with log.step(title), tempfile.TemporaryDirectory(prefix="wheelforge-verify-") as tmp:
-        twin = plan_variant(
-            plan.variant, plan.torch, settings,
-            build_root=Path(tmp) / "build", out_dir=Path(tmp) / "dist",
-        )  # fmt: skip
-        again = build_variant(twin, settings)
-        if isinstance(again, VariantFailure):
-            return again
-        try:
-            reprodiff.require_identical(
-                result.wheel, again.wheel, what=f"variant {plan.variant.id}"
-            )
-        except VerificationError as exc:
-            result.wheel.unlink(missing_ok=True)
-            (plan.build_dir / stamp.STAMP).unlink(missing_ok=True)
-            return VariantFailure(
-                variant_id=result.variant_id, arch_set=result.arch_set, toolkit=result.toolkit,
-                torch=result.torch, error=exc, size=result.size,
-                stages=(*result.stages, *again.stages), seconds=result.seconds + again.seconds,
-            )  # fmt: skip
-    return dataclasses.replace(result, reproducible=again.sha256)
+    return _Published(
+        wheel=published,
+        found=found.moved(repaired, published),
+        import_check=imported,
+        variant_properties=props,
+        null_wheel=done[1] if len(done) > 1 else None,
+    )
 
 
 def run_build(settings: BuildSettings) -> BuildReport:
@@ -376,12 +371,21 @@ def _run_build(settings: BuildSettings, chosen: list[Variant], start: float) -> 
     )
     if plans:
         importcheck.warn_if_torch_not_imported_first(plans[0])
-    outcomes = [build_variant(plan, settings) for plan in plans]
+    null = variants.null_variant([p.variant for p in plans], m)
+    outcomes = [build_variant(plan, settings, null=plan.variant == null) for plan in plans]
     if settings.verify_reproducible:
         outcomes = [
-            verify_reproducible(o, p, settings) if isinstance(o, VariantResult) else o
+            reproduce.verify(o, p, settings, build=build_variant, replan=plan_variant)
+            if isinstance(o, VariantResult)
+            else o
             for o, p in zip(outcomes, plans, strict=True)
         ]
+    index = None
+    if m.variant_wheels:
+        # The whole output folder: variants built by other jobs and collected here count too.
+        index = wheel_variants.write_index_json(
+            settings.out_dir, m.package.wheel_name, m.package.version
+        )
     return BuildReport(
         matrix=settings.matrix.path,
         abi=m.abi,
@@ -390,4 +394,5 @@ def _run_build(settings: BuildSettings, chosen: list[Variant], start: float) -> 
         variants=tuple(o for o in outcomes if isinstance(o, VariantResult)),
         failures=tuple(o for o in outcomes if isinstance(o, VariantFailure)),
         seconds=time.perf_counter() - start,
+        variants_json=index,
     )
