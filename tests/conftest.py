@@ -30,3 +30,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "tests/integration" in item.nodeid.replace("\\", "/"):
             item.add_marker(pytest.mark.integration)
+
+
+# The real projects' smoke tests are payloads: `wheelforge test` runs them against the projects'
+# wheels (tests/integration/test_real_projects.py), never this suite's collection.
+collect_ignore_glob = ["integration/projects/*"]
