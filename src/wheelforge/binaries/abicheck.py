@@ -24,12 +24,6 @@ from functools import cache
 from pathlib import Path
 from typing import Literal
 
-import abi3info
-from abi3info.models import PyVersion, Symbol
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
-from elftools.elf.gnuversions import GNUVerNeedSection
-from elftools.elf.sections import SymbolTableSection
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
@@ -122,6 +116,12 @@ class _ElfFacts:
 
 
 def _read_elf(data: bytes, path: str) -> _ElfFacts:
+    # Imported here: pyelftools is only needed to read a binary, and a no-op build reads none.
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.gnuversions import GNUVerNeedSection
+    from elftools.elf.sections import SymbolTableSection
+
     try:
         elf = ELFFile(io.BytesIO(data))
         dynsym = elf.get_section_by_name(".dynsym")
@@ -213,6 +213,9 @@ def _python_violations(
 ) -> list[Violation]:
     if floor is None:
         return []
+    import abi3info  # its tables load in ~20 ms: only when a binary is checked
+    from abi3info.models import PyVersion, Symbol
+
     out = []
     tag = f"cp{floor[0]}{floor[1]}"
     for name in undefined:

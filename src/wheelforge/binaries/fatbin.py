@@ -49,10 +49,6 @@ import struct
 from dataclasses import dataclass
 from typing import IO, Literal, NamedTuple, cast
 
-from elftools.common.exceptions import ELFError
-from elftools.construct.core import ConstructError
-from elftools.elf.elffile import ELFFile
-
 from wheelforge.foundation.errors import BinaryFormatError
 
 Buffer = bytes | bytearray | memoryview | mmap.mmap
@@ -351,6 +347,11 @@ def _fatbin_section_bounds(view: memoryview, path: str) -> tuple[int, int] | Non
     """File offset and size of the fatbin section that cuobjdump would list by default."""
     if view[:4].tobytes() != b"\x7fELF":
         raise BinaryFormatError(path, 0, "not an ELF file (no \\x7fELF magic)")
+    # Imported here: pyelftools is only needed to read a binary, and a no-op build reads none.
+    from elftools.common.exceptions import ELFError
+    from elftools.construct.core import ConstructError
+    from elftools.elf.elffile import ELFFile
+
     stream = _ViewStream(view)
     wanted = (EXECUTABLE_SECTION, RELOCATABLE_SECTION)
     found: dict[str, tuple[int, int, int, str]] = {}

@@ -93,6 +93,7 @@ class Matrix:
     cuda: tuple[str, ...]  # toolkit releases ("13.0") or "auto", crossed with the arch sets
     arch_sets: tuple[ArchSet, ...]
     tests: TestsConfig | None
+    compile_cache: str | None = None  # auto, sccache, ccache, none; None: not given
 
     @property
     def limited_api_macro(self) -> str:

@@ -32,7 +32,11 @@ _MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")
 _ARCH_SET_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.]*$")
 _PYTHON_ABI_RE = re.compile(r"^cp3(\d{1,2})$")
 
-TOP_KEYS = ("package", "extension", "abi", "python-abi", "torch", "cuda", "arch-sets", "tests")
+TOP_KEYS = (
+    "package", "extension", "abi", "python-abi", "torch", "cuda", "arch-sets", "tests",
+    "compile-cache",
+)  # fmt: skip
+COMPILE_CACHES = ("auto", "sccache", "ccache", "none")
 SOURCE_KEYS = ("files", "archs")
 _CUDA_RE = re.compile(r"^\d+\.\d+$")
 TESTS_KEYS = ("path", "requires", "torch", "command")
@@ -431,6 +435,15 @@ class _Reader:
                     node_,
                     f"extension.name '{extension.name}' is not inside any of package.packages ({', '.join(p.name for p in package.packages) or 'none'}); put the module in one of them",
                 )
+        compile_cache = None
+        if "compile-cache" in items:
+            n = items["compile-cache"][1]
+            value = yamlio.scalar(n, self.p, "compile-cache")
+            if value is not None and value not in COMPILE_CACHES:
+                self.p.add(
+                    n, f"compile-cache must be one of {', '.join(COMPILE_CACHES)}, got '{value}'"
+                )
+            compile_cache = value
         tests = self.tests(items["tests"][1], torch) if "tests" in items else None
         cuda = self.cuda(items["cuda"][1]) if "cuda" in items else ("auto",)
         self.p.raise_if_any()
@@ -446,6 +459,7 @@ class _Reader:
             cuda=cuda,
             arch_sets=arch_sets,
             tests=tests,
+            compile_cache=compile_cache,
         )
 
 

@@ -1,5 +1,6 @@
 """One precedence chain for a build's settings: defaults, then matrix.yaml, then the environment
-(TORCH_CUDA_ARCH_LIST, MAX_JOBS, NVCC_THREADS, CXX, CC), then command-line flags."""
+(TORCH_CUDA_ARCH_LIST, MAX_JOBS, NVCC_THREADS, CXX, CC, WHEELFORGE_COMPILE_CACHE), then
+command-line flags."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 
 from wheelforge.configuration.archs import ArchSet, parse_arch_list
 from wheelforge.configuration.matrix import Matrix
-from wheelforge.configuration.reader import load_matrix
+from wheelforge.configuration.reader import COMPILE_CACHES, load_matrix
 from wheelforge.foundation.errors import ConfigError
 
 # The arch set built when --archs or TORCH_CUDA_ARCH_LIST replaces the matrix's arch sets.
@@ -32,6 +33,7 @@ class Flags:
     only: tuple[str, ...] = ()
     offline: bool = False
     cache_dir: Path | None = None
+    compile_cache: str | None = None  # auto, sccache, ccache, none
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,7 +49,8 @@ class BuildSettings:
     cc: str
     only: tuple[str, ...]  # variant ids to build (all when empty)
     offline: bool  # never download a toolkit
-    cache: Path  # provisioned toolkits, test environments
+    cache: Path  # provisioned toolkits, test environments, tool probes
+    compile_cache: str = "auto"  # auto, sccache, ccache, none (toolchain/compilecache.py)
 
 
 def default_cache() -> Path:
@@ -72,6 +75,20 @@ def _compiler(env: Mapping[str, str], var: str, default: str) -> str:
             f"install it (e.g. apt-get install g++) or set {var}"
         )
     return found
+
+
+def _compile_cache(flags: Flags, matrix: Matrix, env: Mapping[str, str]) -> str:
+    if flags.compile_cache is not None:
+        return flags.compile_cache
+    value = env.get("WHEELFORGE_COMPILE_CACHE")
+    if value:
+        if value not in COMPILE_CACHES:
+            raise ConfigError(
+                f"WHEELFORGE_COMPILE_CACHE={value!r} must be one of {', '.join(COMPILE_CACHES)}; "
+                "unset it or fix it"
+            )
+        return value
+    return matrix.compile_cache or "auto"
 
 
 def resolve(flags: Flags, env: Mapping[str, str] | None = None) -> BuildSettings:
@@ -100,4 +117,5 @@ def resolve(flags: Flags, env: Mapping[str, str] | None = None) -> BuildSettings
         only=flags.only,
         offline=flags.offline,
         cache=(flags.cache_dir or default_cache()).resolve(),
+        compile_cache=_compile_cache(flags, matrix, env),
     )

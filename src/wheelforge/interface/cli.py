@@ -80,18 +80,24 @@ def cli() -> None:
     help="Build only this variant (repeatable); 'wheelforge matrix' lists them.",
 )
 @click.option("--offline", is_flag=True, help="Never download a CUDA toolkit; fail instead.")
+@click.option(
+    "--compile-cache",
+    type=click.Choice(["auto", "sccache", "ccache", "none"]),
+    help="Compile cache in front of the compilers (else WHEELFORGE_COMPILE_CACHE, else "
+    "matrix.yaml's compile-cache, else auto: ccache or sccache when installed).",
+)
 @cache_dir_option
 @verbose_option
 def build(matrix_path: Path, archs: str | None, out: Path | None, build_dir: Path | None,
           jobs: int | None, python: Path | None, only: tuple[str, ...], offline: bool,
-          cache_dir: Path | None) -> None:  # fmt: skip
+          compile_cache: str | None, cache_dir: Path | None) -> None:  # fmt: skip
     """Build the matrix's wheels and check their fatbins."""
     from wheelforge.configuration.settings import Flags, resolve
     from wheelforge.interface.render import print_build
     from wheelforge.running.build import run_build
 
     flags = Flags(matrix=matrix_path, archs=archs, out=out, build_dir=build_dir, jobs=jobs, python=python,
-                  only=only, offline=offline, cache_dir=cache_dir)  # fmt: skip
+                  only=only, offline=offline, cache_dir=cache_dir, compile_cache=compile_cache)  # fmt: skip
     settings = resolve(flags)
     report = run_build(settings)
     print_build(report, Console())

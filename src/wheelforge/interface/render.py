@@ -4,18 +4,23 @@ from the lower layers; decides nothing."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from rich.console import Console
 from rich.table import Table
 
-from wheelforge.binaries.abicheck import BinaryCheck
-from wheelforge.binaries.inspection import BinaryReport
-from wheelforge.configuration.matrix import Matrix
-from wheelforge.planning.variants import Variant
-from wheelforge.running.results import BuildReport, VariantResult
-from wheelforge.running.torch_tests import Outcome
-from wheelforge.toolchain.provision import RECIPES
-from wheelforge.toolchain.toolkit import Toolkit
+# Types only: a no-op build imports none of these modules (ELF reading, provisioning, test
+# environments), which keeps its start-up short.
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from wheelforge.binaries.abicheck import BinaryCheck
+    from wheelforge.binaries.inspection import BinaryReport
+    from wheelforge.configuration.matrix import Matrix
+    from wheelforge.planning.variants import Variant
+    from wheelforge.running.results import BuildReport, VariantResult
+    from wheelforge.running.torch_tests import Outcome
+    from wheelforge.toolchain.compilecache import CacheStats
+    from wheelforge.toolchain.toolkit import Toolkit
 
 
 def human_size(n: int) -> str:
@@ -80,11 +85,22 @@ def abi_summary(checks: Sequence[BinaryCheck], target: tuple[int, int]) -> str:
     )
 
 
+def cache_summary(stats: CacheStats) -> str:
+    """One line: what the compile cache answered for this build."""
+    return (
+        f"compile cache {stats.tool}: {stats.hits} hit(s), {stats.misses} miss(es)"
+        + (f", {stats.uncached} not cacheable" if stats.uncached else "")
+        + f" for {stats.requests} compile(s) ({stats.location})"
+    )
+
+
 def print_build(report: BuildReport, console: Console) -> None:
     for v in report.variants:
         console.print(variant_table(v))
         if v.abi_checks:
             console.print(abi_summary(v.abi_checks, report.target_version))
+        if v.compile_cache is not None:
+            console.print(cache_summary(v.compile_cache))
     major, minor = report.target_version
     folder = report.variants[0].wheel.parent if report.variants else "-"
     console.print(
@@ -250,6 +266,8 @@ def toolkits_table(found: Sequence[Toolkit]) -> Table:
         table.add_row(
             str(t.version), t.describe_range(), str(t.gcc_max or "-"), str(t.root), t.origin
         )
+    from wheelforge.toolchain.provision import RECIPES
+
     for r in RECIPES:
         if not any(t.release == r.release for t in found):
             numbers = sorted(r.sass)

@@ -3,6 +3,8 @@ the ninja writer, the packer and the report read. Nothing here runs a tool."""
 
 from __future__ import annotations
 
+import math
+import os
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +59,31 @@ class VariantPlan:
     abi_tag: str  # e.g. cp310-abi3
     version: str  # the wheel's version: the package's, plus the variant's local label if any
     torch_requirement: str  # stable: torch>=target; unstable: the torch it was built against
+    nvcc_threads: int | None = None  # nvcc --threads, given through NVCC_APPEND_FLAGS (ninja.py)
+    launcher: Path | None = None  # the compile cache (ccache, sccache) in front of each compile
+
+    def command_path(self, path: Path) -> str:
+        """*path* as the compile commands name it: relative to the build folder (where ninja
+        runs them) when it lies in the build folder, or in the project while the build folder
+        does too. Then no command, object (``__FILE__``) or cache key holds the folder a clone
+        lies in; paths outside the project (the toolkit, a system torch) stay absolute."""
+        return _command_path(path, self.build_dir, self.matrix.root)
+
+
+def _command_path(path: Path, build_dir: Path, root: Path) -> str:
+    if path.is_relative_to(build_dir) or (
+        build_dir.is_relative_to(root) and path.is_relative_to(root)
+    ):
+        return os.path.relpath(path, build_dir)
+    return str(path)
+
+
+def auto_nvcc_threads(*, cores: int, jobs: int | None, nvcc_sources: int, targets: int) -> int:
+    """nvcc ``--threads`` that fills *cores*: each of the nvcc jobs ninja runs at once compiles
+    its archs (one cicc + ptxas per target) in parallel, up to the number of targets. Rounded
+    up: nvcc's host-side phases leave its threads idle part of the time."""
+    concurrent = max(1, min(nvcc_sources, jobs or cores + 2))  # ninja's default is cores + 2
+    return max(1, min(targets, math.ceil(cores / concurrent)))
 
 
 def _sources(matrix: Matrix) -> dict[Path, tuple[ArchSpec, ...] | None]:
@@ -113,6 +140,7 @@ def make_plan(
     cc: str,
     nvcc_host: str,
     nvcc_threads: int | None,
+    launcher: Path | None = None,
 ) -> VariantPlan:
     build_dir = (build_root / variant.id).resolve()
     gen = build_dir / "gen"
@@ -127,6 +155,9 @@ def make_plan(
         generated.append(init)
         sources[init.path] = None
 
+    def rel(path: Path) -> str:
+        return _command_path(path, build_dir, matrix.root)
+
     stable = matrix.abi == "stable"
     if stable:
         defines = [
@@ -135,8 +166,8 @@ def make_plan(
             f"-DPy_LIMITED_API={matrix.limited_api_macro}",
             f"-DTORCH_EXTENSION_NAME={ext.leaf}",
         ]
-        includes = [f"-I{d}" for d in (*ext.include_dirs, torch.include_dir)]
-        include_weak = ["-include", str(weak.path)]
+        includes = [f"-I{rel(d)}" for d in (*ext.include_dirs, torch.include_dir)]
+        include_weak = ["-include", rel(weak.path)]
     else:
         # torch's full C++ API, as torch.utils.cpp_extension compiles it: every include folder,
         # Python's headers (pybind11), the C++ ABI libtorch was built with.
@@ -145,14 +176,14 @@ def make_plan(
             f"-D_GLIBCXX_USE_CXX11_ABI={torch.cxx11_abi}",
         ]  # fmt: skip
         includes = [
-            f"-I{d}" for d in (*ext.include_dirs, *torch.include_dirs, torch.python_include)
+            f"-I{rel(d)}" for d in (*ext.include_dirs, *torch.include_dirs, torch.python_include)
         ]
         include_weak = []
     cxx_flags = [
         "-std=c++17", "-O3", "-fPIC", "-fvisibility=hidden", "-fvisibility-inlines-hidden",
         *defines, *includes, *include_weak, *ext.cxx_flags,
     ]  # fmt: skip
-    cc_flags = ["-O2", "-fPIC", "-fvisibility=hidden", *defines, f"-I{torch.python_include}"]
+    cc_flags = ["-O2", "-fPIC", "-fvisibility=hidden", *defines, f"-I{rel(torch.python_include)}"]
     nvcc_flags = [
         "-std=c++17", "-O3", f"-ccbin={nvcc_host}",
         # nvcc passes these to the host compiler; -fPIC is required for a shared object.
@@ -160,8 +191,6 @@ def make_plan(
         # The CUDA-only shim declarations (aoti_torch_get_current_cuda_stream, ...) sit behind USE_CUDA.
         "-DUSE_CUDA", *defines, *includes, *include_weak,
     ]  # fmt: skip
-    if nvcc_threads:
-        nvcc_flags += ["--threads", str(nvcc_threads)]
     nvcc_flags += list(ext.nvcc_flags)
 
     toolkit = variant.toolkit
@@ -221,6 +250,8 @@ def make_plan(
         if stable
         else f"torch=={torch.version.major}.{torch.version.minor}.*",
         abi_tag=abi_tag,
+        nvcc_threads=nvcc_threads,
+        launcher=launcher,
         version=str(Version(f"{matrix.package.version}+{variant.local_label}"))
         if variant.local_label
         else matrix.package.version,

@@ -6,25 +6,32 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
+import pickle
 import shutil
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from wheelforge.binaries import abicheck
-from wheelforge.binaries.inspection import BinaryReport, inspect_paths
-from wheelforge.binaries.verify import verify_binaries
+from wheelforge import __version__
 from wheelforge.configuration.settings import BuildSettings
 from wheelforge.foundation import fsutil, log
 from wheelforge.foundation.errors import ConfigError, VerificationError
 from wheelforge.packaging import repair, wheel
-from wheelforge.planning import ninja, variants
-from wheelforge.planning.plan import VariantPlan, make_plan
+from wheelforge.planning import freshness, ninja, variants
+from wheelforge.planning.plan import VariantPlan, auto_nvcc_threads, make_plan
 from wheelforge.planning.variants import Variant
 from wheelforge.running.results import BuildReport, VariantResult
-from wheelforge.toolchain import envs, provision, shims, toolkit, torchprobe
+from wheelforge.toolchain import compilecache, shims, toolkit, torchprobe
+
+if TYPE_CHECKING:  # the ELF readers load only when a wheel is checked, never in a no-op build
+    from wheelforge.binaries.abicheck import BinaryCheck
+    from wheelforge.binaries.inspection import BinaryReport
 
 STAMP = "wheel.json"
+# The checks' results for the wheel the stamp names, so an unchanged wheel is not read again.
+CHECKS = "wheel-checks.pickle"
 
 
 def _ready(variant: Variant, settings: BuildSettings, found: list[toolkit.Toolkit]) -> Variant:
@@ -32,6 +39,8 @@ def _ready(variant: Variant, settings: BuildSettings, found: list[toolkit.Toolki
     recipe = variant.choice.recipe
     if variant.choice.toolkit is not None or recipe is None:
         return variant
+    from wheelforge.toolchain import provision
+
     if settings.offline:
         unbuilt = [a for a in variant.arch_set.archs if not any(t.supports(a) for t in found)]
         why = (
@@ -45,7 +54,7 @@ def _ready(variant: Variant, settings: BuildSettings, found: list[toolkit.Toolki
             f"{recipe.release}' ({recipe.describe()}) or build without --offline"
         )
     folder = provision.install(recipe, settings.cache)
-    return variants.with_toolkit(variant, toolkit.load_provisioned(folder))
+    return variants.with_toolkit(variant, toolkit.load_provisioned(folder, cache=settings.cache))
 
 
 def resolve_variants(settings: BuildSettings) -> list[Variant]:
@@ -61,13 +70,30 @@ def _build_torch(variant: Variant, settings: BuildSettings) -> torchprobe.TorchE
     unstable ABI, an isolated environment with exactly the variant's torch (built on first use,
     shared with ``wheelforge test``)."""
     if variant.torch is None:
-        return torchprobe.probe_torch(settings.python)
+        return torchprobe.probe_torch(settings.python, cache=settings.cache)
+    from wheelforge.toolchain import envs
+
     tests = settings.matrix.tests
     spec = envs.EnvSpec(torch=variant.torch, requires=tests.requires if tests else ())
-    return torchprobe.probe_torch(envs.ensure_env(spec, settings.cache).python)
+    return torchprobe.probe_torch(
+        envs.ensure_env(spec, settings.cache).python, cache=settings.cache
+    )
 
 
-def plan_all(settings: BuildSettings) -> list[VariantPlan]:
+def _with_threads(plan: VariantPlan, settings: BuildSettings) -> VariantPlan:
+    """NVCC_THREADS when given, else enough nvcc threads for the nvcc jobs to fill the cores."""
+    if plan.nvcc_threads is not None:
+        return plan
+    nvcc = [s for s in plan.compile_steps if s.rule == "nvcc"]
+    targets = max((len((s.arch_set or plan.variant.arch_set).specs) for s in nvcc), default=1)
+    threads = auto_nvcc_threads(cores=len(os.sched_getaffinity(0)), jobs=settings.jobs,
+                                nvcc_sources=len(nvcc), targets=targets)  # fmt: skip
+    return dataclasses.replace(plan, nvcc_threads=threads)
+
+
+def plan_all(
+    settings: BuildSettings, cache: compilecache.CompileCache | None = None
+) -> list[VariantPlan]:
     matrix = settings.matrix
     chosen = resolve_variants(settings)
     plans = []
@@ -79,20 +105,20 @@ def plan_all(settings: BuildSettings) -> list[VariantPlan]:
                 torchprobe.check_target(torch, matrix.torch.lowest)
         torch = probed[variant.torch]
         weak = torchprobe.weak_shims_header(shims.cuda_only_shims(torch.include_dir))
-        plans.append(
-            make_plan(
-                matrix=matrix,
-                variant=variant,
-                torch=torch,
-                weak_header=weak,
-                build_root=settings.build_root,
-                out_dir=settings.out_dir,
-                cxx=settings.cxx,
-                cc=settings.cc,
-                nvcc_host=toolkit.host_compiler(variant.toolkit, settings.cxx),
-                nvcc_threads=settings.nvcc_threads,
-            )
+        plan = make_plan(
+            matrix=matrix,
+            variant=variant,
+            torch=torch,
+            weak_header=weak,
+            build_root=settings.build_root,
+            out_dir=settings.out_dir,
+            cxx=settings.cxx,
+            cc=settings.cc,
+            nvcc_host=toolkit.host_compiler(variant.toolkit, settings.cxx, cache=settings.cache),
+            nvcc_threads=settings.nvcc_threads,
+            launcher=cache.exe if cache else None,
         )
+        plans.append(_with_threads(plan, settings))
     return plans
 
 
@@ -112,9 +138,34 @@ def _reusable(plan: VariantPlan, digest: str) -> Path | None:
     return published if _sha256(published) == stamp.get("sha256") else None
 
 
-def check_stable_abi(wheel_path: Path, plan: VariantPlan) -> list[abicheck.BinaryCheck]:
+def _checked_before(
+    published: Path, plan: VariantPlan
+) -> tuple[list[BinaryReport], list[BinaryCheck]] | None:
+    """What the checks found when this wheel was published, if they ran on these very bytes
+    with this wheelforge: the same bytes give the same findings. The pickle is wheelforge's
+    own, in its own build folder."""
+    try:
+        version, sha, binaries, abi = pickle.loads((plan.build_dir / CHECKS).read_bytes())
+    except (
+        OSError,
+        ValueError,
+        TypeError,
+        EOFError,
+        pickle.UnpicklingError,
+        AttributeError,
+        ImportError,
+    ):
+        return None
+    if version != __version__ or sha != _sha256(published):
+        return None
+    return binaries, abi
+
+
+def check_stable_abi(wheel_path: Path, plan: VariantPlan) -> list[BinaryCheck]:
     """The stable-ABI rules (abicheck.py) on a wheel about to be published; a violation stops it.
     An unstable-ABI build uses torch's C++ API on purpose: nothing to check."""
+    from wheelforge.binaries import abicheck
+
     if plan.matrix.abi != "stable":
         return []
     checks = abicheck.check_wheel(
@@ -133,16 +184,38 @@ def check_stable_abi(wheel_path: Path, plan: VariantPlan) -> list[abicheck.Binar
     return checks
 
 
-def build_variant(plan: VariantPlan, *, jobs: int | None) -> VariantResult:
+def _compile(
+    plan: VariantPlan, jobs: int | None, cache: compilecache.CompileCache | None
+) -> tuple[list[str], compilecache.CacheStats | None]:
+    """Bring the objects and the library up to date: the steps ninja ran (none, and no ninja
+    process, when the freshness stamp says nothing changed) and the compile cache's counts."""
+    for generated in plan.generated:
+        fsutil.write_if_changed(generated.path, generated.text)
+    text = ninja.write(plan)
+    if freshness.up_to_date(plan, text):
+        return [], None
+    freshness.forget(plan)
+    started = time.time_ns()
+    stats = None
+    if cache is None:
+        steps = ninja.run(plan, jobs=jobs)
+    else:
+        with compilecache.session(cache, plan.build_dir) as (env, found):
+            steps = ninja.run(plan, jobs=jobs, env=env)
+        stats = found[0] if found else None
+    freshness.record(plan, text, ninja.executable(), started)
+    return steps, stats
+
+
+def build_variant(
+    plan: VariantPlan, *, jobs: int | None, cache: compilecache.CompileCache | None = None
+) -> VariantResult:
     start = time.perf_counter()
     variant = plan.variant
     with log.step(
         f"{variant.id}: compile for {variant.arch_set} with CUDA {variant.toolkit.version}"
     ):
-        for generated in plan.generated:
-            fsutil.write_if_changed(generated.path, generated.text)
-        ninja.write(plan)
-        steps = ninja.run(plan, jobs=jobs)
+        steps, cache_stats = _compile(plan, jobs, cache)
     compiled = [s for s in steps if s in ("CXX", "CC", "NVCC")]
     log.info(
         f"  compiled {len(compiled)} of {len(plan.compile_steps)} sources"
@@ -156,11 +229,13 @@ def build_variant(plan: VariantPlan, *, jobs: int | None) -> VariantResult:
     reused = published is not None
     if published is not None:
         log.info(f"  {published.name} is up to date")
-        binaries, abi = _check(published, plan)
+        binaries, abi = _checked_before(published, plan) or _check(published, plan)
     else:
         published, binaries, abi = _pack_and_publish(plan, contents)
-        stamp = {"digest": digest, "wheel": published.name, "sha256": _sha256(published)}
+        sha = _sha256(published)
+        stamp = {"digest": digest, "wheel": published.name, "sha256": sha}
         fsutil.write_if_changed(plan.build_dir / STAMP, json.dumps(stamp, indent=2) + "\n")
+        (plan.build_dir / CHECKS).write_bytes(pickle.dumps((__version__, sha, binaries, abi)))
     return VariantResult(
         variant_id=variant.id,
         arch_set=variant.arch_set,
@@ -172,13 +247,15 @@ def build_variant(plan: VariantPlan, *, jobs: int | None) -> VariantResult:
         binaries=tuple(binaries),
         abi_checks=tuple(abi),
         seconds=time.perf_counter() - start,
+        compile_cache=cache_stats,
     )
 
 
-def _check(
-    wheel_path: Path, plan: VariantPlan
-) -> tuple[list[BinaryReport], list[abicheck.BinaryCheck]]:
+def _check(wheel_path: Path, plan: VariantPlan) -> tuple[list[BinaryReport], list[BinaryCheck]]:
     """Fatbins against the arch set, then the stable-ABI rules; either failing stops the variant."""
+    from wheelforge.binaries.inspection import inspect_paths
+    from wheelforge.binaries.verify import verify_binaries
+
     binaries = inspect_paths([wheel_path])
     verify_binaries(binaries, plan)
     return binaries, check_stable_abi(wheel_path, plan)
@@ -186,7 +263,7 @@ def _check(
 
 def _pack_and_publish(
     plan: VariantPlan, contents: wheel.WheelContents
-) -> tuple[Path, list[BinaryReport], list[abicheck.BinaryCheck]]:
+) -> tuple[Path, list[BinaryReport], list[BinaryCheck]]:
     """Pack, repair and check in a staging folder; only a wheel that passed reaches the output."""
     with log.step(f"{plan.variant.id}: pack, repair and check the wheel"):
         stage = Path(tempfile.mkdtemp(prefix="stage-", dir=plan.build_dir))
@@ -217,7 +294,8 @@ def _pack_and_publish(
 
 
 def run_build(settings: BuildSettings) -> BuildReport:
-    plans = plan_all(settings)
+    cache = compilecache.resolve(settings.compile_cache, settings.matrix.root)
+    plans = plan_all(settings, cache)
     m = settings.matrix
     if m.abi == "stable":
         how = (
@@ -229,7 +307,7 @@ def run_build(settings: BuildSettings) -> BuildReport:
     log.info(
         f"building {len(plans)} variant(s) of {m.package.name} {m.package.version} {how}; archs from {settings.arch_source}"
     )
-    results = [build_variant(plan, jobs=settings.jobs) for plan in plans]
+    results = [build_variant(plan, jobs=settings.jobs, cache=cache) for plan in plans]
     return BuildReport(
         matrix=settings.matrix.path,
         target_version=settings.matrix.torch.target,

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from wheelforge.binaries.abicheck import BinaryCheck
-from wheelforge.binaries.inspection import BinaryReport
-from wheelforge.configuration.archs import ArchSet
+if TYPE_CHECKING:  # types only: reading results needs no ELF reader
+    from wheelforge.binaries.abicheck import BinaryCheck
+    from wheelforge.binaries.inspection import BinaryReport
+    from wheelforge.configuration.archs import ArchSet
+    from wheelforge.toolchain.compilecache import CacheStats
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -23,6 +26,7 @@ class VariantResult:
     binaries: tuple[BinaryReport, ...]
     abi_checks: tuple[BinaryCheck, ...]
     seconds: float
+    compile_cache: CacheStats | None = None  # None: no cache, or nothing was compiled
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -4,13 +4,19 @@ itself; and the weak-declarations header for its CUDA-only shims."""
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
 from wheelforge.foundation import proc
 from wheelforge.foundation.errors import ConfigError, ToolError
+from wheelforge.toolchain import probecache
+
+# What steers which torch an interpreter imports, besides its own files.
+_PYTHON_ENV = ("PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE", "PYTHONUSERBASE", "PYTHONSAFEPATH")
 
 # Runs inside the build Python: torch's own path helpers, not guesses about its layout.
 _PROBE = r"""
@@ -26,6 +32,8 @@ print(json.dumps({
     "python_version": "%d.%d" % sys.version_info[:2],
     "ext_suffix": sysconfig.get_config_var("EXT_SUFFIX"),
     "cxx11_abi": int(torch._C._GLIBCXX_USE_CXX11_ABI),
+    "torch_file": torch.__file__,
+    "sys_path": sys.path,
 }))
 """
 
@@ -51,8 +59,17 @@ class TorchEnv:
         return f"{self.version}+{self.local}" if self.local else str(self.version)
 
 
-def probe_torch(python: Path) -> TorchEnv:
-    """Ask *python* about its torch; a missing torch is an error that says how to install it."""
+def _watched(python: Path, info: dict[str, Any]) -> list[str | Path]:
+    """What would change the answer: the interpreter, its venv, every folder on its sys.path
+    (installing or removing a package changes the folder's mtime) and torch's version files."""
+    torch_dir = Path(info["torch_file"]).parent
+    paths: list[str | Path] = [python, python.parent.parent / "pyvenv.cfg"]
+    paths += [p for p in info.get("sys_path", []) if p]  # '' is the caller's folder: not torch's
+    paths += [torch_dir, torch_dir / "version.py", torch_dir / "__init__.py"]
+    return paths
+
+
+def _ask(python: Path) -> tuple[dict[str, Any], list[str | Path]]:
     hint = "point --python at an interpreter, or install Python"
     result = proc.run([python, "-c", _PROBE], hint=hint, check=False)
     if result.returncode != 0:
@@ -64,9 +81,19 @@ def probe_torch(python: Path) -> TorchEnv:
         raise ToolError(f"{python} could not import torch", details=proc.tail(result.stderr))
     try:
         info = json.loads(result.stdout.strip().splitlines()[-1])
-        full = Version(info["version"])
-    except (ValueError, IndexError, KeyError, InvalidVersion) as exc:
+        Version(info["version"])
+        watch = _watched(python, info)
+    except (ValueError, IndexError, KeyError, TypeError, InvalidVersion) as exc:
         raise ToolError(f"could not read torch's details from {python}: {exc}") from None
+    return info, watch
+
+
+def probe_torch(python: Path, *, cache: Path | None = None) -> TorchEnv:
+    """Ask *python* about its torch (or reuse the answer cached in *cache* while nothing it
+    depends on changed); a missing torch is an error that says how to install it."""
+    key = {"python": str(python), "env": {k: os.environ.get(k) for k in _PYTHON_ENV}}
+    info = probecache.cached(cache, "torch", key, lambda: _ask(python))
+    full = Version(info["version"])
     include = Path(info["include_dirs"][0])
     if not (include / "torch" / "csrc" / "stable").is_dir():
         raise ToolError(
