@@ -9,12 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from wheelforge.configuration.reader import load_matrix
 from wheelforge.configuration.settings import Flags, resolve
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.planning import freshness
 from wheelforge.toolchain import compilecache, probecache
 
 from .conftest import GOOD_MATRIX
+from .fakes import plan_for
 
 Project = Callable[..., Path]
 ENV = {"PATH": "/usr/bin:/bin"}
@@ -158,3 +160,24 @@ def test_matrix_compile_cache_must_be_known(project: Project) -> None:
         ConfigError, match="compile-cache must be one of auto, sccache, ccache, none"
     ):
         resolve(Flags(matrix=project(GOOD_MATRIX + "compile-cache: fast\n")), ENV)
+
+
+def test_freshness_stamp_needs_the_same_ninja_file_and_unchanged_files(
+    project: Project, tmp_path: Path
+) -> None:
+    from wheelforge.configuration.reader import load_matrix
+
+    from .fakes import plan_for
+
+    plan = plan_for(load_matrix(project()), tmp_path)
+    source = tmp_path / "csrc" / "kernel.cu"
+    assert not freshness.up_to_date(plan, "ninja text")  # no stamp yet
+    stamp = {"ninja": freshness.ninja_hash("ninja text"), "files": probecache.fingerprint([source])}
+    plan.build_dir.mkdir(parents=True)
+    (plan.build_dir / freshness.STAMP).write_text(json.dumps(stamp))
+    assert freshness.up_to_date(plan, "ninja text")
+    assert not freshness.up_to_date(plan, "other flags")
+    source.write_text("// edited\n")
+    assert not freshness.up_to_date(plan, "ninja text")
+    freshness.forget(plan)
+    assert not (plan.build_dir / freshness.STAMP).exists()
