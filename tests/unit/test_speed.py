@@ -165,10 +165,6 @@ def test_matrix_compile_cache_must_be_known(project: Project) -> None:
 def test_freshness_stamp_needs_the_same_ninja_file_and_unchanged_files(
     project: Project, tmp_path: Path
 ) -> None:
-    from wheelforge.configuration.reader import load_matrix
-
-    from .fakes import plan_for
-
     plan = plan_for(load_matrix(project()), tmp_path)
     source = tmp_path / "csrc" / "kernel.cu"
     assert not freshness.up_to_date(plan, "ninja text")  # no stamp yet
