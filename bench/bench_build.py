@@ -258,11 +258,12 @@ def main() -> int:
     )
     parser.add_argument("--work", type=Path, help="work folder [default: a temporary one, removed]")
     parser.add_argument("--out", type=Path, help="also write the tables to this file")
+    parser.add_argument("--compile-cache", default="auto", help="wheelforge's compile cache")
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="wf-bench-"))
     # A private compile cache and probe cache: the cold build starts from nothing.
     env = {"CCACHE_DIR": str(work / "ccache"), "SCCACHE_DIR": str(work / "sccache"),
-           "XDG_CACHE_HOME": str(work / "xdg")}  # fmt: skip
+           "XDG_CACHE_HOME": str(work / "xdg"), "WHEELFORGE_COMPILE_CACHE": args.compile_cache}  # fmt: skip
     try:
         table = measure(Bench(archs=args.archs, add_arch=args.add_arch, jobs=args.jobs, work=work,
                               python=sys.executable, env=env))  # fmt: skip
