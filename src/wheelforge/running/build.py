@@ -104,7 +104,8 @@ def plan_all(
             if matrix.abi == "stable":
                 torchprobe.check_target(torch, matrix.torch.lowest)
         torch = probed[variant.torch]
-        weak = torchprobe.weak_shims_header(shims.cuda_only_shims(torch.include_dir))
+        cuda_only = torchprobe.cuda_only_shims(torch.include_dir, cache=settings.cache)
+        weak = torchprobe.weak_shims_header(cuda_only)
         plan = make_plan(
             matrix=matrix,
             variant=variant,
