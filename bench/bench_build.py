@@ -45,23 +45,31 @@ STATS_RE = re.compile(r"compile cache (\w+): (\d+) hit\(s\), (\d+) miss\(es\)")
 COMPILED_RE = re.compile(r"compiled (\d+) of (\d+) sources")
 
 SETUP_PY = """\
-import glob
+import glob, os
+import torch
 from setuptools import setup
+from torch.utils import cpp_extension
 from torch.utils.cpp_extension import BuildExtension, CUDAExtension
+
+# A CPU build of torch leaves CUDA_HOME unset whatever the environment says; a CUDA build of
+# torch finds it by itself.
+cpp_extension.CUDA_HOME = cpp_extension.CUDA_HOME or os.environ["CUDA_HOME"]
 
 defines = ["-DTORCH_TARGET_VERSION=0x020a000000000000", "-DPy_LIMITED_API=0x030a0000",
            "-DTORCH_EXTENSION_NAME=_C"]
+ext = CUDAExtension(
+    "wheelforge_kernels._C",
+    sorted(glob.glob("kernels/csrc/*.cpp")) + sorted(glob.glob("kernels/csrc/*.cu"))
+    + ["module_init.c"],
+    include_dirs=["kernels/csrc"], py_limited_api=True,
+    extra_compile_args={"cxx": ["-O3", *defines], "nvcc": ["-O3", "-DUSE_CUDA", *defines]},
+)
+if not torch.cuda._is_compiled():  # a CPU torch has no libtorch_cuda to link
+    ext.libraries = [n for n in ext.libraries if n not in ("c10_cuda", "torch_cuda")]
 setup(
     name="wheelforge-kernels", version="0.1.0", packages=["wheelforge_kernels"],
     package_dir={"wheelforge_kernels": "kernels/wheelforge_kernels"},
-    ext_modules=[CUDAExtension(
-        "wheelforge_kernels._C",
-        sorted(glob.glob("kernels/csrc/*.cpp")) + sorted(glob.glob("kernels/csrc/*.cu"))
-        + ["module_init.c"],
-        include_dirs=["kernels/csrc"], py_limited_api=True,
-        extra_compile_args={"cxx": ["-O3", *defines], "nvcc": ["-O3", "-DUSE_CUDA", *defines]},
-    )],
-    cmdclass={"build_ext": BuildExtension},
+    ext_modules=[ext], cmdclass={"build_ext": BuildExtension},
     options={"bdist_wheel": {"py_limited_api": "cp310"}},
 )
 """
