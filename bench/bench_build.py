@@ -6,7 +6,8 @@ of the same sources, archs and MAX_JOBS, and the core-bound limit, in one run.
 Cases (each a fresh process, timed by wall clock):
 
 - cold: a fresh copy of kernels/ and matrix.yaml, empty build folder, empty compile cache
-  (wheelforge's default compile cache, in a private folder: a cold cache is part of cold);
+  (wheelforge's default compile cache, in a private folder: a cold cache is part of cold) and
+  empty probe cache (torch and nvcc are asked again);
 - no-op: the same command again (median of three);
 - one .cu touched: a line of code appended to one .cu file (a comment would be a cache hit);
 - add one arch: the arch list plus ``--add-arch``;
@@ -194,8 +195,9 @@ def measure(b: Bench) -> str:
     wider = f"{b.archs} {b.add_arch}"
     cores = len(os.sched_getaffinity(0))
     print("limit: cold build, one nvcc thread per job, no cache ...", flush=True)
-    serial = b.wheelforge(b.fresh_copy("serial"), b.archs,
-                          {"NVCC_THREADS": "1", "WHEELFORGE_COMPILE_CACHE": "none"})  # fmt: skip
+    serial = b.wheelforge(b.fresh_copy("serial"), b.archs, {"NVCC_THREADS": "1",
+                          "WHEELFORGE_COMPILE_CACHE": "none",
+                          "XDG_CACHE_HOME": str(b.work / "xdg-serial")})  # fmt: skip
     assert serial.ninja_log is not None
     jobs = ninja_jobs(serial.ninja_log)
     compile_jobs = [j for j in jobs if j[2].endswith(".o")]
