@@ -155,3 +155,14 @@ def test_remote_redis_cache_feeds_clones_with_an_empty_local_cache(
     with capsys.disabled():
         print(f"\nsccache+redis: cold {cold} in {cold_s:.1f}s, clone {warm} in {warm_s:.1f}s; "
               f"ccache+redis: cold {c_cold}, clone {c_warm}")  # fmt: skip
+
+
+def test_sccache_adding_an_arch_compiles_only_that_arch(tmp_path: Path) -> None:
+    root = tiny_project(tmp_path / "p")
+    env = {"SCCACHE_DIR": str(tmp_path / "sccache")}
+    build(root, "--archs", "8.0", "--compile-cache", "sccache", env=env)
+    err, stats = build(root, "--archs", "8.0 9.0", "--compile-cache", "sccache", env=env)
+    assert "compiled 1 of 3 sources" in err  # the .cu: its -gencode flags changed
+    # sccache's steps of that nvcc compile: cudafe++ and sm_80's cicc and ptxas hit; sm_90's
+    # cicc and ptxas, and the object as a whole, miss.
+    assert stats == ("sccache", 3, 3, 1)
