@@ -268,8 +268,9 @@ def measure(b: Bench) -> str:
 def _versions(python: str) -> str:
     code = "import torch; print(torch.__version__)"
     torch_v = subprocess.run([python, "-c", code], capture_output=True, text=True).stdout.strip()
-    nvcc = subprocess.run(["nvcc", "--version"], capture_output=True, text=True).stdout
-    m = re.search(r"release (\S+),", nvcc)
+    nvcc = Path(cuda_home()) / "bin" / "nvcc"
+    out = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
+    m = re.search(r"release (\S+),", out)
     return f"torch {torch_v}, nvcc {m[1] if m else '?'}"
 
 
