@@ -31,6 +31,7 @@ import hashlib
 import os
 import platform
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -84,6 +85,7 @@ PyMODINIT_FUNC PyInit__C(void) { return PyModule_Create(&m); }
 @dataclass
 class Run:
     seconds: float
+    cpu: float  # user + system seconds of the command and everything it waited for
     out: str
     ninja_log: Path | None = None
 
@@ -124,14 +126,17 @@ class Bench:
             **self.env,
             **(env or {}),
         }
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         proc = subprocess.run(args, cwd=cwd, env=full, capture_output=True, text=True)
         seconds = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
         print(f"  {fmt(seconds):>8}  {' '.join(args[1:])}", flush=True)
         out = proc.stdout + proc.stderr
         if proc.returncode != 0:
             sys.exit(f"failed ({proc.returncode}): {' '.join(args)} in {cwd}\n{out[-4000:]}")
-        return Run(seconds, out)
+        return Run(seconds, cpu, out)
 
     def wheelforge(self, root: Path, archs: str, env: dict[str, str] | None = None) -> Run:
         run = self.run([self.python, "-m", "wheelforge", "build", "--archs", archs], root, env)
@@ -229,6 +234,12 @@ def measure(b: Bench) -> str:
     wf_clone = b.wheelforge(clone, b.archs)
     same = sha(clone) == cold_sha
 
+    print("wheelforge with sccache: cold, add-arch (its per-arch steps) ...", flush=True)
+    sc = b.fresh_copy("sccache")
+    sccache = {"WHEELFORGE_COMPILE_CACHE": "sccache"}
+    sc_cold = b.wheelforge(sc, b.archs, sccache)
+    sc_add = b.wheelforge(sc, wider, sccache)
+
     limit = work_s / cores + tail
     rows = [
         ("cold build", wf_cold, sp_cold),
@@ -236,16 +247,20 @@ def measure(b: Bench) -> str:
         ("one .cu touched", wf_touch, sp_touch),
         (f"add one arch (+{b.add_arch})", wf_add, sp_add),
         ("warm cache, fresh clone in another folder", wf_clone, None),
+        ("cold build, `--compile-cache sccache`", sc_cold, None),
+        (f"add one arch (+{b.add_arch}), `--compile-cache sccache`", sc_add, None),
     ]
+    load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
     lines = [
+        f"Load average at the end (1/5/15 min): {load}.",
         f"Machine: {cores} cores, {platform.processor() or platform.machine()}, Python "
         f"{platform.python_version()}, {_versions(b.python)}; archs `{b.archs}`, MAX_JOBS={b.jobs}.",
         "",
-        "| case | wheelforge | compiled | compile cache | setup.py (cpp_extension) |",
-        "| --- | ---: | ---: | --- | ---: |",
+        "| case | wheelforge | its CPU time | compiled | compile cache | setup.py (cpp_extension) |",
+        "| --- | ---: | ---: | ---: | --- | ---: |",
     ]
     for name, wf, sp in rows:
-        lines.append(f"| {name} | {fmt(wf.seconds)} | {wf.compiled} | {wf.cache} | "
+        lines.append(f"| {name} | {fmt(wf.seconds)} | {fmt(wf.cpu)} | {wf.compiled} | {wf.cache} | "
                      f"{fmt(sp.seconds if sp else None)} |")  # fmt: skip
     lines += [
         "",
