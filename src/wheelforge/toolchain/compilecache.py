@@ -60,9 +60,11 @@ class CacheStats:
 
 
 def _find(name: str) -> Path | None:
-    """*name* on the PATH, or beside this Python: the PyPI wheels install the tools into the
-    environment's bin folder, which is not on the PATH when the venv is not activated."""
-    found = shutil.which(name) or shutil.which(name, path=str(Path(sys.executable).parent))
+    """*name* on the PATH, or beside this Python (the PyPI wheels install the tools into the
+    environment's bin folder, not on the PATH when the venv is not activated), or in the bin
+    folder of an import path (``pip install --target DIR`` puts them in DIR/bin)."""
+    folders = [Path(sys.executable).parent] + [Path(p) / "bin" for p in sys.path if p]
+    found = shutil.which(name) or shutil.which(name, path=os.pathsep.join(map(str, folders)))
     return Path(found) if found else None
 
 
