@@ -48,7 +48,7 @@ def test_raised_target_version_fails_the_check(tmp_path: Path) -> None:
     extra = "  cxx-flags: [-UTORCH_TARGET_VERSION, '-DTORCH_TARGET_VERSION=0x020d000000000000']\n"  # 2.13
     root = cpu_project(tmp_path, extension_extra=extra)
     run = wheelforge("build", cwd=root)
-    assert run.code == 1, run.err
+    assert run.code == 4, run.err  # a verification failure
     assert "uses the shim function torch_" in run.err
     assert "which torch 2.10 lacks: it arrived in torch 2.1" in run.err
     assert not (root / "dist").exists() or not list((root / "dist").iterdir())
@@ -73,7 +73,7 @@ def test_torch_extension_h_fails_the_check(tmp_path: Path) -> None:
         "torch: '>=2.10'\narch-sets: '8.0'\n"
     )
     run = wheelforge("build", cwd=root)
-    assert run.code == 1, run.err
+    assert run.code == 4, run.err  # a verification failure
     assert "a C++ symbol of libtorch" in run.err
     assert "torch::Library" in run.err or "at::Tensor" in run.err or "c10::" in run.err
 
@@ -90,7 +90,7 @@ def test_check_command_on_a_wheel_built_for_a_newer_target(tmp_path: Path) -> No
     assert report["binaries"][0]["violations"] == []
     assert report["binaries"][0]["newest_shim"] == "2.13"
     bad = wheelforge("check", wheel, "--target", "2.10", cwd=root)
-    assert bad.code == 1
+    assert bad.code == 4
     assert bad.err.startswith("error: ") and "which torch 2.10 lacks" in bad.err
 
 
@@ -112,6 +112,6 @@ def test_wheelforge_test_runs_the_suite_in_an_isolated_env(tmp_path: Path) -> No
         + "\n\ndef test_planted_failure():\n    assert False\n"
     )
     again: Run = wheelforge("test", "--cache-dir", tmp_path / "cache", cwd=root)
-    assert again.code == 1
+    assert again.code == 4
     assert "create the torch" not in again.err
     assert "1 failed" in again.out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -11,11 +12,13 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import jsonschema
 import pytest
 from elftools.elf.elffile import ELFFile
 
 from tests.conftest import REPO
 from wheelforge.configuration.archs import ArchSet
+from wheelforge.interface.report import packaged_schema
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
 
@@ -161,7 +164,7 @@ def test_arch_the_toolkit_cannot_build_fails_before_compiling(
         "build", "--archs", "7.0 8.0 9.0+PTX", "--offline", "--cache-dir", tmp_path / "empty-cache",
         "--out", tmp_path / "out", "--build-dir", tmp_path / "build", cwd=project,
     )  # fmt: skip
-    assert run.code == 2
+    assert run.code == 5  # an environment problem: the toolkit is not installed
     assert "needs CUDA 11.8, which is not installed" in run.err
     assert "for 7.0 (sm_70), which none of them builds" in run.err
     assert "wheelforge toolkit install 11.8" in run.err
@@ -172,18 +175,44 @@ def test_compile_error_shows_compiler_output(tmp_path: Path) -> None:
     shutil.copytree(
         REPO / "kernels" / "wheelforge_kernels", tmp_path / "pkg" / "wheelforge_kernels"
     )
-    (tmp_path / "bad.cu").write_text("__global__ void k() { this is not cuda; }\n")
+    (tmp_path / "csrc").mkdir()
+    (tmp_path / "csrc" / "bad.cu").write_text(
+        "#include <cstdio>\n\n__global__ void k(float* x) {\n  x[0] = undefined_thing;\n}\n"
+    )
     (tmp_path / "matrix.yaml").write_text(
         "package: {name: broken, version: '1.0', packages: [pkg/wheelforge_kernels]}\n"
-        "extension: {name: wheelforge_kernels._C, sources: [bad.cu]}\n"
+        "extension: {name: wheelforge_kernels._C, sources: [csrc/bad.cu]}\n"
         "torch: '>=2.10'\narch-sets: '8.0'\n"
     )
-    run = wheelforge("build", cwd=tmp_path)
-    assert run.code == 1
-    assert run.err.count("error: ") >= 1
-    assert "variant default-cu130: compiling bad.cu failed" in run.err
-    assert "bad.cu" in run.err
+    summary = tmp_path / "summary.md"
+    github = {
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_STEP_SUMMARY": str(summary),
+        "GITHUB_WORKSPACE": str(tmp_path),
+    }
+    run = wheelforge("build", "--report", "r.json", cwd=tmp_path, env=github)
+    assert run.code == 3  # a compile failure
+    assert "variant default-cu130: compiling csrc/bad.cu failed" in run.err
+    assert 'bad.cu(4): error: identifier "undefined_thing" is undefined' in run.err
     assert not (tmp_path / "dist").exists() or not list((tmp_path / "dist").iterdir())
+    # GitHub Actions: the stage in a group, the compiler's error as an annotation on its line.
+    lines = run.err.splitlines()
+    assert "::group::default-cu130: compile for 8.0 with CUDA 13.0.88" in lines[1]
+    assert "::endgroup::" in lines
+    assert '::error file=csrc/bad.cu,line=4::identifier "undefined_thing" is undefined' in lines
+    assert "| default-cu130 | failed |" in summary.read_text()
+    # The report says which variant failed and why.
+    report = json.loads((tmp_path / "r.json").read_text())
+    jsonschema.validate(report, packaged_schema(), cls=jsonschema.Draft202012Validator)
+    [variant] = report["variants"]
+    assert (
+        report["exit_code"] == 3
+        and variant["id"] == "default-cu130"
+        and variant["status"] == "failed"
+    )
+    assert variant["error"]["kind"] == "build"
+    assert variant["error"]["diagnostics"][0] == {"file": str(tmp_path / "csrc" / "bad.cu"), "line": 4,
+        "column": None, "severity": "error", "message": 'identifier "undefined_thing" is undefined'}  # fmt: skip
 
 
 def test_missing_arch_in_the_binary_fails_the_build(
@@ -214,6 +243,57 @@ def test_missing_arch_in_the_binary_fails_the_build(
         ]
     )
     err = capsys.readouterr().err
-    assert code == 1
+    assert code == 4  # a verification failure
     assert "wheelforge_kernels/_C.abi3.so lacks SASS sm_90" in err
     assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
+
+
+def test_report_progress_and_size_budget(first_build: Run, project: Path, tmp_path: Path) -> None:
+    """The first build printed a line per finished job with its time (no terminal, no redraw);
+    a rebuild's report validates against the shipped schema and has each arch's sizes; a tiny
+    budget fails with exit 4, naming the largest arch entries, and publishes nothing."""
+    assert re.search(
+        r"^  \[\d/7\] NVCC kernels/csrc/norm_cuda\.cu \d+\.\ds$", first_build.err, re.M
+    )
+    wheel = only_wheel(project / "dist")
+    assert str(wheel) in first_build.out  # the full path
+    run = wheelforge("build", "--archs", ARCHS, "--report", "-", "--quiet", cwd=project)
+    assert run.code == 0, run.err
+    report = json.loads(run.out)
+    jsonschema.validate(report, packaged_schema(), cls=jsonschema.Draft202012Validator)
+    [variant] = report["variants"]
+    assert variant["wheel"]["path"] == str(wheel) and variant["status"] == "up-to-date"
+    sizes = {(c["kind"], c["arch"]): c for c in variant["size"]["contributions"]}
+    assert set(sizes) == {("sass", "sm_75"), ("sass", "sm_90"), ("ptx", "compute_90")}
+    assert all(c["stored"] > 0 and c["uncompressed"] >= c["stored"] for c in sizes.values())
+    assert {e["arch"] for b in variant["binaries"] for e in b["fatbins"]} == {
+        "sm_75",
+        "sm_90",
+        "compute_90",
+    }
+
+    out = tmp_path / "out"
+    small = wheelforge("build", "--archs", ARCHS, "--size-budget", "100KiB", "--out", out,
+                       "--report", tmp_path / "small.json", cwd=project)  # fmt: skip
+    assert small.code == 4, small.err
+    assert not out.exists() or not list(out.iterdir())
+    [failed] = json.loads((tmp_path / "small.json").read_text())["variants"]
+    assert failed["status"] == "failed" and failed["error"]["kind"] == "size-budget"
+    top = failed["size"]["contributions"][0]  # measured: the bytes each arch takes in the wheel
+    assert 0 < top["in_wheel"] < top["stored"] or top["compression"] != "none"
+    assert (
+        f"over its size budget of 100.0 KiB; nothing was published; largest: {top['arch']}"
+        in small.err
+    )
+    assert "drop SASS sm_75 from the arch set: saves" in small.err
+    assert "nvcc-flags: [--compress-mode=size]: saves" in small.err
+
+
+def test_dry_run_prints_the_commands_and_builds_nothing(project: Path, tmp_path: Path) -> None:
+    run = wheelforge("build", "--archs", ARCHS, "--dry-run", "--build-dir", tmp_path / "b",
+                     "--out", tmp_path / "o", cwd=project)  # fmt: skip
+    assert run.code == 0, run.err
+    assert "custom-cu130: arch set custom (7.5 9.0+PTX)" in run.out
+    nvcc = [ln for ln in run.out.splitlines() if "activation_cuda.cu" in ln and "nvcc" in ln]
+    assert len(nvcc) == 1 and "-gencode=arch=compute_90,code=compute_90" in nvcc[0]
+    assert not (tmp_path / "b").exists() and not (tmp_path / "o").exists()

@@ -9,7 +9,8 @@ from packaging.version import Version
 from wheelforge.configuration.archs import ArchSet, parse_arch_list
 from wheelforge.configuration.matrix import Matrix
 from wheelforge.planning.plan import VariantPlan, make_plan
-from wheelforge.planning.variants import Choice, Variant
+from wheelforge.planning.variants import Variant
+from wheelforge.toolchain.choice import ToolkitChoice
 from wheelforge.toolchain.toolkit import Toolkit
 from wheelforge.toolchain.torchprobe import TorchEnv
 
@@ -60,7 +61,7 @@ def plan_for(
         variant=Variant(
             id=f"default-{tk.short}",
             arch_set=arch_set,
-            choice=Choice(toolkit=tk, recipe=None),
+            choice=ToolkitChoice(toolkit=tk, recipe=None),
             local_label=None,
         ),
         torch=torch_env(tmp),

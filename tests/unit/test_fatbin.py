@@ -20,8 +20,9 @@ from wheelforge.binaries.fatbin import (
     ptx_target,
     read_fatbin_entries,
 )
-from wheelforge.binaries.inspection import BinaryReport, inspect_paths, reports_to_json
+from wheelforge.binaries.inspection import BinaryReport, inspect_paths
 from wheelforge.foundation.errors import BinaryFormatError, ConfigError
+from wheelforge.interface.render import reports_to_json
 
 DATA = Path(__file__).parents[1] / "data" / "fatbin"
 
@@ -449,6 +450,7 @@ def test_reports_to_json() -> None:
     reports = inspect_paths([DATA / "sm75_lz4.so", DATA / "no_cuda.so"])
     document = reports_to_json(reports)
     assert document == {
+        "schema_version": 1,
         "files": [
             {
                 "path": str(DATA / "sm75_lz4.so"),
@@ -456,7 +458,7 @@ def test_reports_to_json() -> None:
                 "fatbins": [e.to_json() for e in entries_of("sm75_lz4.so")],
             },
             {"path": str(DATA / "no_cuda.so"), "size": 15024, "fatbins": []},
-        ]
+        ],
     }
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from wheelforge.foundation.errors import ConfigError
+from wheelforge.foundation.errors import EnvironmentProblem
 from wheelforge.toolchain.shims import cuda_only_shims
 from wheelforge.toolchain.torchprobe import check_target, weak_shims_header
 
@@ -58,7 +58,8 @@ def test_check_target(tmp_path: Path) -> None:
     check_target(torch_env(tmp_path, "2.13.0"), Version("2.10"))
     check_target(torch_env(tmp_path, "2.10.1"), Version("2.10.0"))
     with pytest.raises(
-        ConfigError, match=r"targets torch 2\.14, but the build environment has torch 2\.13\.0"
+        EnvironmentProblem,
+        match=r"targets torch 2\.14, but the build environment has torch 2\.13\.0",
     ):
         check_target(torch_env(tmp_path, "2.13.0"), Version("2.14"))
 

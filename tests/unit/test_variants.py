@@ -10,7 +10,7 @@ from packaging.version import Version
 from wheelforge.configuration.archs import ArchSet, parse_arch_list
 from wheelforge.configuration.matrix import Matrix
 from wheelforge.configuration.reader import load_matrix
-from wheelforge.foundation.errors import ConfigError
+from wheelforge.foundation.errors import ConfigError, EnvironmentProblem
 from wheelforge.planning import variants
 
 from .fakes import CUDA118, toolkit
@@ -60,7 +60,7 @@ def test_mixed_arch_set_is_refused_with_a_split() -> None:
 
 
 def test_unknown_releases() -> None:
-    with pytest.raises(ConfigError, match="CUDA 12.4 was not found .* no recipe"):
+    with pytest.raises(EnvironmentProblem, match="CUDA 12.4 was not found .* no recipe"):
         variants.choose("12.4", arch_set("8.0"), [T13])
     recipe = variants.choose("13.1", arch_set("8.0"), [T13])
     assert recipe.toolkit is None and recipe.release == "13.1"

@@ -1,6 +1,5 @@
 """The stable-ABI check of built binaries: run after every build, and by ``wheelforge check``.
-
-Rules, per ELF file (for a wheel, per ELF member outside auditwheel's ``.libs``):
+The rules (abirules.py), per ELF file (for a wheel, per ELF member outside auditwheel's ``.libs``):
 
 - no undefined C++ symbol of libtorch (``c10::``, ``at::``, ``torch::``, ``caffe2::``): those
   change with every torch release;
@@ -13,48 +12,45 @@ Rules, per ELF file (for a wheel, per ELF member outside auditwheel's ``.libs``)
 
 from __future__ import annotations
 
-import ctypes
-import io
+import dataclasses
 import re
-import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
+from email.parser import HeaderParser
 from pathlib import Path
-from typing import Literal
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
+from wheelforge.binaries.abirules import (
+    CheckTarget,
+    ElfFacts,
+    Violation,
+    cxx_violations,
+    demangle,
+    elf_facts,
+    python_violations,
+    shim_violations,
+    tag_violations,
+)
+from wheelforge.binaries.elf import ElfImage, WheelReader, open_wheel
 from wheelforge.foundation.errors import BinaryFormatError, ConfigError
 from wheelforge.toolchain import shims
 from wheelforge.toolchain.shims import Version2
 
-Rule = Literal["cxx-symbol", "shim-version", "python-api", "tags"]
-_LIBTORCH_CXX_RE = re.compile(r"(?<![\w:])(c10|at|torch|caffe2)::")
-_GLIBC_RE = re.compile(r"^GLIBC_(\d+)\.(\d+)")
-_MANYLINUX_RE = re.compile(r"^manylinux_(\d+)_(\d+)_(\w+)$")
-_LEGACY_MANYLINUX = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
-_MACHINES = {
-    "EM_X86_64": "x86_64",
-    "EM_AARCH64": "aarch64",
-    "EM_PPC64": "ppc64le",
-    "EM_S390": "s390x",
-}
-_HINTS = {
-    "torch::Library": "TORCH_LIBRARY from torch/library.h; use STABLE_TORCH_LIBRARY from torch/csrc/stable/library.h",
-    "at::Tensor": "at::Tensor from ATen; use torch::stable::Tensor from torch/csrc/stable/tensor.h",
-    "c10::Error": "TORCH_CHECK from c10; use STD_TORCH_CHECK from torch/headeronly/util/Exception.h",
-    "c10::cuda": "c10/cuda helpers; use aoti_torch_get_current_cuda_stream and torch::stable::accelerator",
-}
-
-
-@dataclass(frozen=True, kw_only=True)
-class Violation:
-    binary: str
-    rule: Rule
-    symbol: str | None
-    message: str
+# The rules' own types and demangle() are part of this module's interface.
+__all__ = [
+    "BinaryCheck",
+    "CheckTarget",
+    "Violation",
+    "WheelRules",
+    "check_elf",
+    "check_image",
+    "check_paths",
+    "check_wheel",
+    "demangle",
+    "torch_floor",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -66,192 +62,19 @@ class BinaryCheck:
     violations: tuple[Violation, ...]
 
 
-@dataclass(frozen=True, kw_only=True)
-class CheckTarget:
-    """What the binaries are checked against."""
-
-    torch: Version2  # the lowest torch they must load on
-    python: Version2 | None  # the abi3 floor (cp310 → (3, 10)); None: no limited-API rule
-    guards: dict[str, Version2 | None]  # shim header guards of the build torch (may be empty)
-
-
-@cache
-def _cxa_demangle() -> tuple[ctypes._CFuncPtr, ctypes._CFuncPtr] | None:  # type: ignore[name-defined]
-    # Sonames, not ctypes.util.find_library: that one runs ldconfig in a subprocess.
-    try:
-        lib = ctypes.CDLL("libstdc++.so.6")
-        libc = ctypes.CDLL("libc.so.6")
-    except OSError:
-        return None
-    fn = lib.__cxa_demangle
-    fn.restype = ctypes.c_void_p
-    fn.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_int)]
-    free = libc.free
-    free.argtypes = [ctypes.c_void_p]
-    return fn, free
-
-
-def demangle(symbol: str) -> str:
-    """The C++ name of a mangled symbol (through libstdc++'s own demangler), else the symbol."""
-    funcs = _cxa_demangle()
-    if funcs is None or not symbol.startswith("_Z"):
-        return symbol
-    fn, free = funcs
-    status = ctypes.c_int()
-    ptr = fn(symbol.encode(), None, None, ctypes.byref(status))
-    if not ptr:
-        return symbol
-    try:
-        return ctypes.string_at(ptr).decode(errors="replace") if status.value == 0 else symbol
-    finally:
-        free(ptr)
-
-
-@dataclass(frozen=True)
-class _ElfFacts:
-    undefined: tuple[str, ...]
-    glibc: Version2 | None
-    machine: str
-
-
-def _read_elf(data: bytes, path: str) -> _ElfFacts:
-    # Imported here: pyelftools is only needed to read a binary, and a no-op build reads none.
-    from elftools.common.exceptions import ELFError
-    from elftools.elf.elffile import ELFFile
-    from elftools.elf.gnuversions import GNUVerNeedSection
-    from elftools.elf.sections import SymbolTableSection
-
-    try:
-        elf = ELFFile(io.BytesIO(data))
-        dynsym = elf.get_section_by_name(".dynsym")
-        undefined = (
-            tuple(
-                sorted(
-                    {
-                        s.name
-                        for s in dynsym.iter_symbols()
-                        if s.name and s["st_shndx"] == "SHN_UNDEF"
-                    }
-                )
-            )
-            if isinstance(dynsym, SymbolTableSection)
-            else ()
-        )
-        glibc: Version2 | None = None
-        for section in elf.iter_sections():
-            if isinstance(section, GNUVerNeedSection):
-                for _, auxiliaries in section.iter_versions():
-                    for aux in auxiliaries:
-                        if m := _GLIBC_RE.match(aux.name):
-                            version = (int(m[1]), int(m[2]))
-                            glibc = version if glibc is None else max(glibc, version)
-        machine = _MACHINES.get(elf["e_machine"], str(elf["e_machine"]))
-    except (ELFError, ValueError, KeyError, OSError) as exc:
-        raise BinaryFormatError(path, None, f"not a readable ELF file: {exc}") from None
-    return _ElfFacts(undefined=undefined, glibc=glibc, machine=machine)
-
-
-def _cxx_violations(path: str, undefined: Sequence[str]) -> list[Violation]:
-    out = []
-    for symbol in undefined:
-        if not symbol.startswith("_Z"):
-            continue
-        name = demangle(symbol)
-        if not _LIBTORCH_CXX_RE.search(name):
-            continue
-        hint = next((h for key, h in _HINTS.items() if key in name), None)
-        fix = (
-            f"it comes from {hint}"
-            if hint
-            else "include only torch/csrc/stable and torch/headeronly headers"
-        )
-        out.append(
-            Violation(
-                binary=path,
-                rule="cxx-symbol",
-                symbol=symbol,
-                message=(
-                    f"{path} uses {name} ({symbol}), a C++ symbol of libtorch: the binary is not on the "
-                    f"stable ABI and fails to load ('undefined symbol') on other torch versions; {fix}"
-                ),
-            )
-        )
-    return out
-
-
-def _shim_violations(path: str, used: Sequence[str], target: CheckTarget) -> list[Violation]:
-    out = []
-    major, minor = target.torch
-    for name in used:
-        verdict = shims.judge(name, target.torch, target.guards)
-        if verdict.ok:
-            continue
-        if verdict.introduced is None:
-            why = f"which no torch library or header declares ({verdict.source})"
-            fix = "check the name, or that it is not a private libtorch function"
-        else:
-            since = f"{verdict.introduced[0]}.{verdict.introduced[1]}"
-            why = f"which torch {major}.{minor} lacks: it arrived in torch {since} (per {verdict.source})"
-            fix = (
-                f"build with -DTORCH_TARGET_VERSION for torch {major}.{minor} so the headers hide it "
-                f"(wheelforge sets it from the matrix's lowest torch), or raise the lowest torch to {since}"
-            )
-        out.append(
-            Violation(
-                binary=path,
-                rule="shim-version",
-                symbol=name,
-                message=f"{path} uses the shim function {name}, {why}; {fix}",
-            )
-        )
-    return out
-
-
-def _python_violations(
-    path: str, undefined: Sequence[str], floor: Version2 | None
-) -> list[Violation]:
-    if floor is None:
-        return []
-    import abi3info  # its tables load in ~20 ms: only when a binary is checked
-    from abi3info.models import PyVersion, Symbol
-
-    out = []
-    tag = f"cp{floor[0]}{floor[1]}"
-    for name in undefined:
-        if not name.startswith(("Py", "_Py")):
-            continue
-        member = abi3info.FUNCTIONS.get(Symbol(name)) or abi3info.DATAS.get(Symbol(name))
-        if member is None:
-            out.append(
-                Violation(
-                    binary=path,
-                    rule="python-api",
-                    symbol=name,
-                    message=f"{path} uses {name}, which is not in Python's limited API, so the {tag}-abi3 tag is wrong; "
-                    "build with -DPy_LIMITED_API and avoid that function",
-                )
-            )
-        elif member.added > PyVersion(*floor):
-            out.append(
-                Violation(
-                    binary=path,
-                    rule="python-api",
-                    symbol=name,
-                    message=f"{path} uses {name}, in the limited API only since Python {member.added}, "
-                    f"but the wheel is tagged {tag}-abi3; raise python-abi to cp{member.added.major}{member.added.minor}",
-                )
-            )
-    return out
-
-
 def check_elf(data: bytes, *, path: str, target: CheckTarget) -> BinaryCheck:
-    facts = _read_elf(data, path)
+    with ElfImage(path, data) as image:
+        return check_image(image, elf_facts(image), target)
+
+
+def check_image(image: ElfImage, facts: ElfFacts, target: CheckTarget) -> BinaryCheck:
+    path = image.name
     used_shims = tuple(n for n in facts.undefined if shims.is_shim(n))
     python_symbols = tuple(n for n in facts.undefined if n.startswith(("Py", "_Py")))
     violations = [
-        *_cxx_violations(path, facts.undefined),
-        *_shim_violations(path, used_shims, target),
-        *_python_violations(path, python_symbols, target.python),
+        *cxx_violations(path, facts.undefined),
+        *shim_violations(path, used_shims, target),
+        *python_violations(path, python_symbols, target.python),
     ]
     introduced = [shims.judge(n, target.torch, target.guards).introduced for n in used_shims]
     known = [v for v in introduced if v is not None]
@@ -266,8 +89,6 @@ def check_elf(data: bytes, *, path: str, target: CheckTarget) -> BinaryCheck:
 
 def torch_floor(metadata: str) -> Version2 | None:
     """The lowest torch a wheel's METADATA accepts (its Requires-Dist on torch), if any."""
-    from email.parser import HeaderParser  # ~50 ms to import: only when a wheel is checked
-
     message = HeaderParser().parsestr(metadata)
     for value in message.get_all("Requires-Dist") or []:
         try:
@@ -289,96 +110,62 @@ def torch_floor(metadata: str) -> Version2 | None:
     return None
 
 
-def _tag_violations(
-    wheel: str, tags: frozenset[str], member: str, facts: _ElfFacts
-) -> list[Violation]:
-    out = []
-    for platform in sorted({t.split("-")[-1] for t in tags}):
-        legacy = next(
-            (v for k, v in _LEGACY_MANYLINUX.items() if platform.startswith(k + "_")), None
-        )
-        m = _MANYLINUX_RE.match(platform)
-        glibc_tag = (int(m[1]), int(m[2])) if m else legacy
-        arch = m[3] if m else platform.split("_", 1)[-1]
-        if glibc_tag and facts.glibc and facts.glibc > glibc_tag:
-            out.append(
-                Violation(
-                    binary=member,
-                    rule="tags",
-                    symbol=f"GLIBC_{facts.glibc[0]}.{facts.glibc[1]}",
-                    message=f"{wheel} is tagged {platform}, but {member} needs GLIBC_{facts.glibc[0]}.{facts.glibc[1]}; "
-                    "let auditwheel repair compute the tag, or build on an older glibc",
-                )
+class WheelRules:
+    """The rules for the ELF members of one open wheel: its tags, its abi3 floor and its torch
+    floor (*torch*, else its METADATA's) are read once; check() then takes one member."""
+
+    def __init__(
+        self, wheel: WheelReader, *, torch: Version2 | None, guards: dict[str, Version2 | None]
+    ) -> None:
+        path = wheel.path
+        try:
+            _, _, _, tags = parse_wheel_filename(path.name)
+        except InvalidWheelFilename as exc:
+            raise BinaryFormatError(str(path), None, f"not a wheel file name: {exc}") from None
+        self.path = path
+        self.tags = frozenset(str(t) for t in tags)
+        abi3 = {t.interpreter for t in tags if t.abi == "abi3" and t.interpreter.startswith("cp3")}
+        self.python = min(((3, int(i[3:])) for i in abi3), default=None)
+        metadata = next((n for n in wheel.names if n.endswith(".dist-info/METADATA")), None)
+        floor = torch or (torch_floor(wheel.read_text(metadata)) if metadata else None)
+        if floor is None:
+            raise ConfigError(
+                f"{path}: the wheel states no torch requirement with a lower bound; pass --target X.Y"
             )
-        if platform.startswith(("manylinux", "linux")) and arch != facts.machine:
-            out.append(
+        self.target = CheckTarget(torch=floor, python=self.python, guards=guards)
+
+    @staticmethod
+    def applies(member: str) -> bool:
+        """Libraries that auditwheel grafted into ``.libs`` are not the wheel's own."""
+        return ".libs/" not in member
+
+    def check(self, image: ElfImage) -> BinaryCheck:
+        member = image.member or image.name
+        facts = elf_facts(image)
+        result = check_image(image, facts, self.target)
+        extra = tag_violations(self.path.name, self.tags, member, facts)
+        if self.python is not None and re.search(r"\.cpython-\d+[^/]*\.so$", member):
+            extra.append(
                 Violation(
-                    binary=member,
+                    binary=image.name,
                     rule="tags",
                     symbol=None,
-                    message=f"{wheel} is tagged {platform}, but {member} is built for {facts.machine}",
+                    message=f"{self.path.name} is an abi3 wheel, but {member} is named for one CPython; name it *.abi3.so",
                 )
             )
-    return out
+        if not extra:
+            return result
+        return dataclasses.replace(result, violations=(*result.violations, *extra))
 
 
 def check_wheel(
     path: Path, *, torch: Version2 | None, guards: dict[str, Version2 | None]
 ) -> list[BinaryCheck]:
     """Check every ELF member of a wheel; *torch* overrides the floor its METADATA gives."""
-    try:
-        _, _, _, tags = parse_wheel_filename(path.name)
-    except InvalidWheelFilename as exc:
-        raise BinaryFormatError(str(path), None, f"not a wheel file name: {exc}") from None
-    tag_strings = frozenset(str(t) for t in tags)
-    abi3 = {t.interpreter for t in tags if t.abi == "abi3" and t.interpreter.startswith("cp3")}
-    python = min(((3, int(i[3:])) for i in abi3), default=None)
-    results = []
-    try:
-        with zipfile.ZipFile(path) as zf:
-            names = zf.namelist()
-            metadata_name = next((n for n in names if n.endswith(".dist-info/METADATA")), None)
-            floor = torch or (
-                torch_floor(zf.read(metadata_name).decode()) if metadata_name else None
-            )
-            if floor is None:
-                raise ConfigError(
-                    f"{path}: the wheel states no torch requirement with a lower bound; pass --target X.Y"
-                )
-            target = CheckTarget(torch=floor, python=python, guards=guards)
-            for name in names:
-                if ".libs/" in name or name.endswith("/"):
-                    continue
-                with zf.open(name) as member:
-                    if member.read(4) != b"\x7fELF":
-                        continue
-                data = zf.read(name)
-                display = f"{path}!{name}"
-                result = check_elf(data, path=display, target=target)
-                extra: list[Violation] = _tag_violations(
-                    path.name, tag_strings, name, _read_elf(data, display)
-                )
-                if python is not None and re.search(r"\.cpython-\d+[^/]*\.so$", name):
-                    extra.append(
-                        Violation(
-                            binary=display,
-                            rule="tags",
-                            symbol=None,
-                            message=f"{path.name} is an abi3 wheel, but {name} is named for one CPython; name it *.abi3.so",
-                        )
-                    )
-                if extra:
-                    result = BinaryCheck(
-                        path=result.path,
-                        shims=result.shims,
-                        newest_shim=result.newest_shim,
-                        python_symbols=result.python_symbols,
-                        violations=(*result.violations, *extra),
-                    )
-                results.append(result)
-    except (zipfile.BadZipFile, OSError) as exc:
-        raise BinaryFormatError(str(path), None, f"not a readable wheel: {exc}") from None
-    return results
+    with open_wheel(path) as wheel:
+        rules = WheelRules(wheel, torch=torch, guards=guards)
+        skip = lambda member: not rules.applies(member)  # noqa: E731
+        return [rules.check(image) for image in wheel.elf_members(skip=skip)]
 
 
 def check_paths(

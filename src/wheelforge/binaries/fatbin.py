@@ -43,15 +43,16 @@ cuobjdump's ``--list-elf`` names an ``f`` cubin after the cubin's own ELF header
 
 from __future__ import annotations
 
-import io
-import mmap
 import struct
 from dataclasses import dataclass
-from typing import IO, Literal, NamedTuple, cast
+from typing import Literal, NamedTuple
 
+from elftools.common.exceptions import ELFError
+from elftools.construct.core import ConstructError
+
+from wheelforge.binaries.elf import Buffer, ElfImage
+from wheelforge.configuration.archs import ArchSuffix
 from wheelforge.foundation.errors import BinaryFormatError
-
-Buffer = bytes | bytearray | memoryview | mmap.mmap
 
 EXECUTABLE_SECTION = ".nv_fatbin"
 RELOCATABLE_SECTION = "__nv_relfatbin"
@@ -74,7 +75,6 @@ _FLAG_ARCH_SPECIFIC = 0x100000
 _FLAG_FAMILY_SPECIFIC = 0x200000
 
 Compression = Literal["none", "lz4", "zstd"]
-Variant = Literal["", "a", "f"]
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ class FatbinEntry:
     kind: Literal["sass", "ptx"]
     arch: str  # sm_90, sm_90a, sm_100f for SASS; compute_90, compute_90a, compute_100f for PTX
     sm: int
-    variant: Variant
+    variant: ArchSuffix  # the a/f suffix (named as in `inspect --json`)
     container: int  # index of the fatbin container (one per translation unit) in the section
     offset: int  # file offset of the entry header
     stored_size: int  # payload bytes as stored (padded to 8)
@@ -120,13 +120,18 @@ class _EntryHeader(NamedTuple):
 
 def read_fatbin_entries(data: Buffer, *, path: str) -> list[FatbinEntry]:
     """The SASS and PTX entries of an ELF file's fatbin; [] when it has none."""
-    with memoryview(data) as view:
-        bounds = _fatbin_section_bounds(view, path)
-        if bounds is None:
-            return []
-        start, size = bounds
-        with view[start : start + size] as section:
-            return parse_fatbin_section(section, path=path, file_offset=start)
+    with ElfImage(path, data) as image:
+        return fatbin_entries(image)
+
+
+def fatbin_entries(image: ElfImage) -> list[FatbinEntry]:
+    """The SASS and PTX entries of an ELF image's fatbin; [] when it has none."""
+    bounds = _fatbin_section_bounds(image)
+    if bounds is None:
+        return []
+    start, size = bounds
+    with image.view[start : start + size] as section:
+        return parse_fatbin_section(section, path=image.name, file_offset=start)
 
 
 def parse_fatbin_section(section: Buffer, *, path: str, file_offset: int) -> list[FatbinEntry]:
@@ -284,7 +289,7 @@ def _make_entry(header: _EntryHeader, container: int, offset: int, path: str) ->
             )
     if flags & _FLAG_ARCH_SPECIFIC and flags & _FLAG_FAMILY_SPECIFIC:
         raise BinaryFormatError(path, offset, f"fatbin entry flags {flags:#x} name two variants")
-    variant: Variant = ""
+    variant: ArchSuffix = ""
     if flags & _FLAG_ARCH_SPECIFIC:
         variant = "a"
     elif flags & _FLAG_FAMILY_SPECIFIC:
@@ -343,20 +348,13 @@ def _decompress(
     return payload
 
 
-def _fatbin_section_bounds(view: memoryview, path: str) -> tuple[int, int] | None:
+def _fatbin_section_bounds(image: ElfImage) -> tuple[int, int] | None:
     """File offset and size of the fatbin section that cuobjdump would list by default."""
-    if view[:4].tobytes() != b"\x7fELF":
-        raise BinaryFormatError(path, 0, "not an ELF file (no \\x7fELF magic)")
-    # Imported here: pyelftools is only needed to read a binary, and a no-op build reads none.
-    from elftools.common.exceptions import ELFError
-    from elftools.construct.core import ConstructError
-    from elftools.elf.elffile import ELFFile
-
-    stream = _ViewStream(view)
+    path, view = image.name, image.view
     wanted = (EXECUTABLE_SECTION, RELOCATABLE_SECTION)
     found: dict[str, tuple[int, int, int, str]] = {}
     try:
-        elf = ELFFile(cast(IO[bytes], stream))
+        elf = image.elf
         # Section headers only: get_section_by_name() builds every section object first, and
         # the GNU hash section's reads its whole table (0.13 s on libcublasLt, pyelftools 0.33).
         for index in range(elf.num_sections()):
@@ -367,7 +365,9 @@ def _fatbin_section_bounds(view: memoryview, path: str) -> tuple[int, int] | Non
                 found[name] = (where, header["sh_offset"], header["sh_size"], header["sh_type"])
     except (ELFError, ConstructError, struct.error, ValueError, IndexError, KeyError) as error:
         raise BinaryFormatError(
-            path, stream.last_read, f"corrupt ELF headers ({str(error) or type(error).__name__})"
+            path,
+            image.stream.last_read,
+            f"corrupt ELF headers ({str(error) or type(error).__name__})",
         ) from error
     for name in wanted:
         if name not in found:
@@ -382,30 +382,3 @@ def _fatbin_section_bounds(view: memoryview, path: str) -> tuple[int, int] | Non
             )
         return start, size
     return None
-
-
-class _ViewStream:
-    """A read-only file over a buffer, so pyelftools reads the headers of a large mapped file
-    without a copy of it; remembers where the last read started, for error messages."""
-
-    def __init__(self, view: memoryview) -> None:
-        self._view = view
-        self._pos = 0
-        self.last_read = 0
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: len(self._view)}[whence]
-        if base + offset < 0:
-            raise ValueError(f"seek to negative offset {base + offset}")
-        self._pos = base + offset
-        return self._pos
-
-    def tell(self) -> int:
-        return self._pos
-
-    def read(self, size: int = -1) -> bytes:
-        self.last_read = self._pos
-        stop = len(self._view) if size < 0 else self._pos + size
-        data = self._view[self._pos : stop].tobytes()
-        self._pos += len(data)
-        return data

@@ -1,25 +1,21 @@
 """List the SASS and PTX that shared objects, object files, wheels and folders of them carry.
 
 Files are memory-mapped, so only their ELF headers and fatbin headers are read. Wheel members
-are inflated in memory, never extracted to disk; a member is named ``x.whl!pkg/_C.abi3.so``.
+are inflated in memory, never extracted to disk (binaries/elf.py reads both).
 """
 
 from __future__ import annotations
 
-import mmap
 import os
-import zipfile
-import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from wheelforge.binaries.fatbin import FatbinEntry, read_fatbin_entries
+from wheelforge.binaries.elf import ELF_MAGIC, ElfImage, open_elf_file, open_wheel
+from wheelforge.binaries.fatbin import FatbinEntry, fatbin_entries
 from wheelforge.foundation.errors import BinaryFormatError, ConfigError
 
-ELF_MAGIC = b"\x7fELF"
-WHEEL_MEMBER_SEPARATOR = "!"
 FileKind = Literal["elf", "wheel"]
 
 
@@ -69,20 +65,6 @@ def inspect_paths(paths: Sequence[Path]) -> list[BinaryReport]:
     return reports
 
 
-def reports_to_json(reports: Sequence[BinaryReport]) -> dict[str, object]:
-    """The ``inspect --json`` document."""
-    return {
-        "files": [
-            {
-                "path": report.path,
-                "size": report.size,
-                "fatbins": [entry.to_json() for entry in report.entries],
-            }
-            for report in reports
-        ]
-    }
-
-
 def _sorted_archs(entries: Iterator[FatbinEntry]) -> tuple[str, ...]:
     unique = {entry.arch: (entry.sm, entry.variant) for entry in entries}
     return tuple(sorted(unique, key=lambda arch: unique[arch]))
@@ -124,43 +106,16 @@ def _file_kind(path: Path) -> FileKind | None:
     return None
 
 
+def report_of(image: ElfImage) -> BinaryReport:
+    """The fatbin entries of one ELF image (a file or a wheel member)."""
+    return BinaryReport(path=image.name, size=image.size, entries=tuple(fatbin_entries(image)))
+
+
 def _inspect_elf_file(path: Path) -> BinaryReport:
-    try:
-        with path.open("rb") as file:
-            size = os.fstat(file.fileno()).st_size
-            with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-                entries = read_fatbin_entries(mapped, path=str(path))
-    except OSError as error:
-        raise BinaryFormatError(str(path), None, f"cannot read: {error.strerror}") from error
-    return BinaryReport(path=str(path), size=size, entries=tuple(entries))
+    with open_elf_file(path) as image:
+        return report_of(image)
 
 
 def _inspect_wheel(path: Path) -> list[BinaryReport]:
-    reports = []
-    try:
-        with zipfile.ZipFile(path) as wheel:
-            for member in sorted(wheel.infolist(), key=lambda info: info.filename):
-                if member.is_dir():
-                    continue
-                name = f"{path}{WHEEL_MEMBER_SEPARATOR}{member.filename}"
-                data = _read_elf_member(wheel, member, name)
-                if data is not None:
-                    entries = read_fatbin_entries(data, path=name)
-                    reports.append(BinaryReport(path=name, size=len(data), entries=tuple(entries)))
-    except zipfile.BadZipFile as error:
-        raise BinaryFormatError(str(path), None, f"not a readable wheel (zip): {error}") from error
-    except OSError as error:
-        raise BinaryFormatError(str(path), None, f"cannot read: {error.strerror}") from error
-    return reports
-
-
-def _read_elf_member(wheel: zipfile.ZipFile, member: zipfile.ZipInfo, name: str) -> bytes | None:
-    """The member's bytes if it is an ELF file; only its first block is inflated otherwise."""
-    try:
-        with wheel.open(member) as stream:
-            if stream.read(len(ELF_MAGIC)) != ELF_MAGIC:
-                return None
-        # Read again rather than append to the first bytes: one copy of a 500 MB library is enough.
-        return wheel.read(member)
-    except (zipfile.BadZipFile, zlib.error, EOFError, RuntimeError, ValueError, OSError) as error:
-        raise BinaryFormatError(name, None, f"cannot inflate wheel member: {error}") from error
+    with open_wheel(path) as wheel:
+        return [report_of(image) for image in wheel.elf_members()]

@@ -1,15 +1,20 @@
-"""Checking built binaries against the arch set that was asked for: every requested arch must be
-present as SASS, and as PTX where ``+PTX`` was asked."""
+"""Checking a built wheel before it is published, in one pass over its ELF members: every
+requested arch must be present as SASS, and as PTX where ``+PTX`` was asked; a stable-ABI
+build must keep the stable-ABI rules (abicheck.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
-from wheelforge.binaries.inspection import BinaryReport
+from wheelforge.binaries import abicheck, elf
+from wheelforge.binaries.inspection import BinaryReport, report_of
 from wheelforge.configuration.archs import ArchSet
-from wheelforge.foundation.errors import VerificationError
+from wheelforge.foundation.errors import VerificationError, first_and_rest
 from wheelforge.planning.plan import VariantPlan
+from wheelforge.toolchain import shims
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -38,8 +43,7 @@ def check_binary(binary: BinaryReport, arch_set: ArchSet) -> ArchCheck:
 
 
 def extension_binaries(binaries: Sequence[BinaryReport], plan: VariantPlan) -> list[BinaryReport]:
-    suffix = "!" + plan.wheel_library_path
-    return [b for b in binaries if b.path.endswith(suffix)]
+    return [b for b in binaries if elf.is_member(b.path, plan.wheel_library_path)]
 
 
 def verify_binaries(binaries: Sequence[BinaryReport], plan: VariantPlan) -> list[ArchCheck]:
@@ -71,3 +75,68 @@ def verify_binaries(binaries: Sequence[BinaryReport], plan: VariantPlan) -> list
             "Check extension.nvcc-flags for -gencode/-arch flags that override the arch set"
         )
     return checks
+
+
+@dataclass(frozen=True, kw_only=True)
+class WheelVerification:
+    """What verifying a wheel found: its binaries' fatbins, each checked against the arch set
+    (kept for rendering), and the stable-ABI checks (empty for an unstable-ABI build)."""
+
+    binaries: tuple[BinaryReport, ...]
+    arch_checks: tuple[ArchCheck, ...]
+    abi_checks: tuple[abicheck.BinaryCheck, ...]
+
+    def moved(self, old: Path, new: Path) -> WheelVerification:
+        """The same findings, named after the wheel at *new* (staging copy → published)."""
+
+        def rename(path: str) -> str:
+            return elf.rename_wheel(path, old, new)
+
+        return WheelVerification(
+            binaries=tuple(dataclasses.replace(b, path=rename(b.path)) for b in self.binaries),
+            arch_checks=tuple(
+                dataclasses.replace(c, binary=rename(c.binary)) for c in self.arch_checks
+            ),
+            abi_checks=tuple(dataclasses.replace(c, path=rename(c.path)) for c in self.abi_checks),
+        )
+
+
+def read_wheel(
+    wheel_path: Path, plan: VariantPlan
+) -> tuple[list[BinaryReport], list[abicheck.BinaryCheck]]:
+    """One pass over the wheel's ELF members, each inflated and parsed once: its fatbin entries,
+    and the stable-ABI checks (for a stable-ABI build; an unstable one uses torch's C++ API on
+    purpose)."""
+    binaries: list[BinaryReport] = []
+    checks: list[abicheck.BinaryCheck] = []
+    with elf.open_wheel(wheel_path) as wheel:
+        rules = None
+        if plan.matrix.abi == "stable":
+            guards = shims.header_guards(plan.torch.include_dir)
+            rules = abicheck.WheelRules(wheel, torch=plan.matrix.torch.target, guards=guards)
+        for image in wheel.elf_members():
+            binaries.append(report_of(image))
+            if rules is not None and image.member is not None and rules.applies(image.member):
+                checks.append(rules.check(image))
+    return binaries, checks
+
+
+def check_stable_abi(checks: Sequence[abicheck.BinaryCheck], plan: VariantPlan) -> None:
+    """A stable-ABI violation stops the variant, naming every violation."""
+    violations = [v.message for c in checks for v in c.violations]
+    if violations:
+        message, details = first_and_rest(violations, prefix=f"variant {plan.variant.id}: ")
+        raise VerificationError(message, details=details)
+
+
+def verify_wheel(wheel_path: Path, plan: VariantPlan) -> WheelVerification:
+    """Fatbins against the arch set, then the stable-ABI rules; either failing stops the variant."""
+    binaries, abi = read_wheel(wheel_path, plan)
+    verify_binaries(binaries, plan)
+    check_stable_abi(abi, plan)
+    arch_set = plan.variant.arch_set
+    return WheelVerification(
+        binaries=tuple(binaries),
+        arch_checks=tuple(check_binary(b, arch_set) for b in binaries),
+        abi_checks=tuple(abi),
+    )

@@ -13,8 +13,12 @@ import difflib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Literal, cast
 
 from wheelforge.foundation.errors import ConfigError
+
+# The a/f suffix of an arch: "" plain, "a" arch-specific (sm_90a), "f" family-specific (sm_100f).
+ArchSuffix = Literal["", "a", "f"]
 
 # torch.utils.cpp_extension._get_cuda_arch_flags's names, with the same expansions.
 NAMED_ARCHES: dict[str, str] = {
@@ -43,6 +47,7 @@ KNOWN_ARCHES: tuple[tuple[int, int], ...] = (
 )  # fmt: skip
 
 _SUFFIX_ORDER = {"": 0, "a": 1, "f": 2}
+_CODE_RE = re.compile(r"^(?:sm|compute)_(?P<sm>\d+)(?P<suffix>[af]?)$")
 _ENTRY_RE = re.compile(r"^(?P<major>\d+)\.(?P<minor>\d)(?P<suffix>[af]?)(?P<ptx>\+PTX)?$")
 _SEPARATORS = re.compile(r"[;,\s]+")
 # Spellings people reach for that are not in the grammar: sm_90a, compute_90, 90, 9.0+ptx.
@@ -59,11 +64,30 @@ class Arch:
 
     major: int
     minor: int
-    suffix: str = ""
+    suffix: ArchSuffix = ""
 
     def __post_init__(self) -> None:
         if self.suffix not in _SUFFIX_ORDER:
             raise ValueError(f"bad arch suffix {self.suffix!r}")
+
+    @classmethod
+    def from_sm(cls, sm: int, suffix: ArchSuffix = "") -> Arch:
+        """The arch of an sm number (90, 100, 121), as nvcc and fatbin headers give it."""
+        return cls(sm // 10, sm % 10, suffix)
+
+    @classmethod
+    def from_code(cls, code: str) -> Arch | None:
+        """The arch nvcc's ``sm_90a`` or ``compute_90a`` names; None for anything else."""
+        m = _CODE_RE.match(code)
+        if m is None:
+            return None
+        suffix: ArchSuffix = "a" if m["suffix"] == "a" else "f" if m["suffix"] == "f" else ""
+        return cls.from_sm(int(m["sm"]), suffix)
+
+    @property
+    def sm(self) -> int:
+        """``90`` for 9.0a: the number nvcc lists (--list-gpu-code) and fatbin headers carry."""
+        return self.major * 10 + self.minor
 
     @property
     def number(self) -> str:
@@ -88,6 +112,18 @@ class Arch:
 
     def __str__(self) -> str:
         return f"{self.major}.{self.minor}{self.suffix}"
+
+
+def code_sort_key(code: str) -> tuple[int, int, int, str]:
+    """Orders nvcc's arch names (``sm_90``, ``sm_90a``, ``compute_100f``) by arch."""
+    arch = Arch.from_code(code)
+    return (*arch.sort_key(), code) if arch is not None else (0, 0, 0, code)
+
+
+def sm_range(sms: Iterable[int]) -> str:
+    """``sm_75 to sm_121``: the archs a toolkit builds, in one phrase."""
+    numbers = sorted(sms)
+    return f"sm_{numbers[0]} to sm_{numbers[-1]}" if numbers else "no archs"
 
 
 @dataclass(frozen=True, order=True)
@@ -194,7 +230,7 @@ def _parse_entry(token: str, source: str) -> ArchSpec:
     )
     if match is None:
         raise ConfigError(f"{source}: '{token}' is not a CUDA arch; {fix}")
-    arch = Arch(int(match["major"]), int(match["minor"]), match["suffix"])
+    arch = Arch(int(match["major"]), int(match["minor"]), cast(ArchSuffix, match["suffix"]))
     base = f"{arch.major}.{arch.minor}"
     if (arch.major, arch.minor) not in KNOWN_ARCHES:
         raise ConfigError(f"{source}: '{token}' is not a known CUDA arch; {fix}")

@@ -1,16 +1,21 @@
-"""The matrix.yaml model: frozen dataclasses for what a matrix says (matrixreader.py reads and
-validates the file into them)."""
+"""The matrix.yaml model: frozen dataclasses for what a matrix says, and the one description of
+its keys. Each field's metadata names its YAML key, its shape in YAML (when that differs from
+the Python type), its default and a one-line doc; configuration/reader.py reads the file by
+these fields, configuration/schema.py turns them into data/matrix.schema.json and the key
+tables of docs/matrix.md. Derived fields (``internal``) are not keys."""
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from packaging.utils import canonicalize_name
 
 from wheelforge.configuration.archs import ArchSet, ArchSpec
+from wheelforge.configuration.sizes import DEFAULT_SIZE_BUDGET, SIZE_PATTERN
 from wheelforge.configuration.torchspec import TorchSpec
 
 DEFAULT_TEST_COMMAND: tuple[str, ...] = (
@@ -25,16 +30,103 @@ DEFAULT_TEST_COMMAND: tuple[str, ...] = (
     "{path}",
 )
 
+NAME_RE = re.compile(r"^([A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9])$")  # PEP 508
+MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")
+ARCH_SET_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.]*$")
+PYTHON_ABI_RE = re.compile(r"^cp3(\d{1,2})$")
+CUDA_RE = re.compile(r"^\d+\.\d+$")
+
+# YAML shapes (type forms for foundation/schemagen). A plain scalar is read as written, so
+# `version: 1.10` (a YAML number) is the string '1.10'; a single value counts as a list of one.
+Scalar = str | float
+Strings = str | tuple[str, ...]
+Scalars = Scalar | tuple[Scalar, ...]
+# An arch list: "8.0 9.0+PTX", ["8.0", "9.0a"] or 9.0 (TORCH_CUDA_ARCH_LIST's grammar); named in
+# the schema's $defs by configuration/schema.py.
+ARCH_LIST: Any = Scalars
+ARCH_LIST_REF: dict[str, Any] = {"$ref": "#/$defs/ArchList"}
+
+
+def _pattern(regex: re.Pattern[str]) -> dict[str, Any]:
+    return {"type": "string", "pattern": regex.pattern}
+
+
+def key(
+    doc: str,
+    *,
+    name: str | None = None,
+    shape: Any = None,
+    words: str | None = None,
+    default: Any = dataclasses.MISSING,
+    default_words: str | None = None,
+    required: bool | None = None,
+) -> dict[str, Any]:
+    """A field's metadata as a matrix key.
+
+    ``name``: the YAML key (default: the attribute); ``shape``: its YAML type form or schema
+    when that is not the Python type; ``words``: the type as docs/matrix.md says it;
+    ``default``: the YAML spelling of the default, where the dataclass default is not it;
+    ``default_words``: a default that is computed, in words.
+    """
+    meta: dict[str, Any] = {"doc": doc}
+    if name is not None:
+        meta["key"] = name
+    if shape is not None:
+        meta["schema"] = shape
+    if words is not None:
+        meta["words"] = words
+    if default is not dataclasses.MISSING:
+        meta["default"] = default
+    if default_words is not None:
+        meta["default_words"] = default_words
+    if required is not None:
+        meta["required"] = required
+    return meta
+
+
+INTERNAL: dict[str, Any] = {"internal": True}
+COMPILE_CACHES = ("auto", "sccache", "ccache", "none")
+
 
 @dataclass(frozen=True, kw_only=True)
 class PackageConfig:
-    name: str
-    version: str
-    summary: str
-    license: str | None
-    requires_python: str | None
-    dependencies: tuple[str, ...]
-    packages: tuple[Path, ...]  # absolute folders of Python packages copied into the wheel
+    """The distribution: its name, version, metadata and the Python packages of the wheel."""
+
+    name: str = field(
+        metadata=key(
+            "the distribution name (letters, digits, `-`, `_`, `.`)", shape=_pattern(NAME_RE)
+        )
+    )
+    version: str = field(
+        metadata=key('a PEP 440 version; write `"1.10"` or `1.10`, both stay `1.10`', shape=Scalar)
+    )
+    summary: str = field(default="", metadata=key("METADATA `Summary`"))
+    license: str | None = field(default=None, metadata=key("METADATA `License`", shape=str))
+    requires_python: str | None = field(
+        default=None,
+        metadata=key(
+            "METADATA `Requires-Python`",
+            name="requires-python",
+            shape=str,
+            default_words="`>=3.<minor of python-abi>`",
+        ),
+    )
+    dependencies: tuple[str, ...] = field(
+        default=(),
+        metadata=key(
+            "extra `Requires-Dist` entries; torch must not be listed",
+            shape=Strings,
+            words="list of strings",
+        ),
+    )
+    # absolute folders of Python packages copied into the wheel
+    packages: tuple[Path, ...] = field(
+        metadata=key(
+            "each must hold an `__init__.py`; copied into the wheel whole (minus `__pycache__` and stale copies of the extension)",
+            shape=Strings,
+            words="list of folders",
+        )
+    )
 
     @property
     def wheel_name(self) -> str:
@@ -44,20 +136,74 @@ class PackageConfig:
 
 @dataclass(frozen=True, kw_only=True)
 class SourceSpec:
-    """A glob of sources, optionally limited to some archs (a Hopper-only kernel: 9.0a)."""
+    """A glob of sources limited to some archs (a Hopper-only kernel: 9.0a)."""
 
-    pattern: str  # relative to the matrix's folder
-    archs: tuple[ArchSpec, ...] | None = None
+    # relative to the matrix's folder
+    pattern: str = field(metadata=key("a glob of sources", name="files", words="glob"))
+    archs: tuple[ArchSpec, ...] | None = field(
+        default=None,
+        metadata=key(
+            "compile these sources only for these archs (rule in toolkits.md)",
+            shape=ARCH_LIST_REF,
+            words="arch list",
+            required=True,
+        ),
+    )
+
+
+_SOURCES = Strings | tuple[str | SourceSpec, ...]
 
 
 @dataclass(frozen=True, kw_only=True)
 class ExtensionConfig:
-    name: str  # dotted module name, e.g. wheelforge_kernels._C
-    sources: tuple[SourceSpec, ...]
-    include_dirs: tuple[Path, ...]
-    cxx_flags: tuple[str, ...]
-    nvcc_flags: tuple[str, ...]
-    module_init: bool  # generate PyInit_<name> so the module imports from Python
+    """The compiled module: its name, sources and flags."""
+
+    name: str = field(  # dotted module name, e.g. wheelforge_kernels._C
+        metadata=key(
+            "where the module lands: `pkg._C` → `pkg/_C.abi3.so`",
+            shape=_pattern(MODULE_RE),
+            words="dotted module name",
+        )
+    )
+    sources: tuple[SourceSpec, ...] = field(
+        metadata=key(
+            "each glob must match at least one file, all of them sources; `archs` limits a source to those archs (rule in toolkits.md)",
+            shape=_SOURCES,
+            words="list of globs, or `{files: GLOB, archs: LIST}`",
+        )
+    )
+    include_dirs: tuple[Path, ...] = field(
+        default=(),
+        metadata=key(
+            "`-I` for every compile", name="include-dirs", shape=Strings, words="list of folders"
+        ),
+    )
+    cxx_flags: tuple[str, ...] = field(
+        default=(),
+        metadata=key(
+            "appended after wheelforge's own flags to the C++ compile",
+            name="cxx-flags",
+            shape=Strings,
+            words="list of strings",
+        ),
+    )
+    nvcc_flags: tuple[str, ...] = field(
+        default=(),
+        metadata=key(
+            "appended after wheelforge's own flags to the nvcc compile",
+            name="nvcc-flags",
+            shape=Strings,
+            words="list of strings",
+        ),
+    )
+    # generate PyInit_<name> so the module imports from Python
+    module_init: bool = field(
+        default=True,
+        metadata=key(
+            "compile a generated `PyInit_<leaf>` (limited API) so `import pkg._C` loads the library and runs its `STABLE_TORCH_LIBRARY` registrations; `false` if your sources define it",
+            name="module-init",
+        ),
+    )
 
     @property
     def leaf(self) -> str:
@@ -73,27 +219,125 @@ class ExtensionConfig:
 class TestsConfig:
     """The payload's test suite, which ``wheelforge test`` runs against each torch."""
 
-    path: Path
-    requires: tuple[str, ...]  # installed beside the wheel (pytest, numpy, ...)
-    torch: tuple[str, ...]  # torch versions to install and test
-    command: tuple[str, ...]  # with {python}, {path} and {junitxml} filled in
+    path: Path = field(
+        metadata=key("the test suite, run against the installed wheel", shape=str, words="folder")
+    )
+    # installed beside the wheel (pytest, numpy, ...)
+    requires: tuple[str, ...] = field(
+        default=("pytest",),
+        metadata=key("installed beside the wheel", shape=Strings, words="list of requirements"),
+    )
+    # torch versions to install and test
+    torch: tuple[str, ...] = field(
+        metadata=key(
+            "the torches to test under",
+            shape=Scalars,
+            words="list of versions",
+            required=False,
+            default_words="the `torch` list, or the lowest version of a range",
+        )
+    )
+    # with {python}, {path} and {junitxml} filled in
+    command: tuple[str, ...] = field(
+        default=DEFAULT_TEST_COMMAND,
+        metadata=key(
+            "`{path}` is required; without `{junitxml}` only the exit code counts",
+            shape=Strings,
+            words="list of strings",
+        ),
+    )
+
+
+_ARCH_SETS: dict[str, Any] = {
+    "anyOf": [
+        ARCH_LIST_REF,
+        {
+            "type": "object",
+            "propertyNames": _pattern(ARCH_SET_NAME_RE),
+            "additionalProperties": ARCH_LIST_REF,
+            "minProperties": 1,
+        },
+    ]
+}
 
 
 @dataclass(frozen=True, kw_only=True)
 class Matrix:
-    path: Path
-    root: Path  # the folder matrix.yaml is in; relative paths start here
-    package: PackageConfig
-    extension: ExtensionConfig
-    abi: Literal[
-        "stable", "unstable"
-    ]  # unstable: torch's full C++ API, one build per torch version
-    python_abi: str  # e.g. cp310
-    torch: TorchSpec
-    cuda: tuple[str, ...]  # toolkit releases ("13.0") or "auto", crossed with the arch sets
-    arch_sets: tuple[ArchSet, ...]
-    tests: TestsConfig | None
-    compile_cache: str | None = None  # auto, sccache, ccache, none; None: not given
+    """The wheels to build of one extension (docs/matrix.md)."""
+
+    path: Path = field(metadata=INTERNAL)
+    root: Path = field(metadata=INTERNAL)  # the folder matrix.yaml is in; relative paths start here
+    package: PackageConfig = field(metadata=key("the distribution", words="mapping"))
+    extension: ExtensionConfig = field(metadata=key("the compiled module", words="mapping"))
+    torch: TorchSpec = field(
+        metadata=key(
+            "the torch versions the wheel is for: a version, a range, or a list; the lowest is the stable-ABI target",
+            shape=Scalars,
+            words="version, range or list",
+        )
+    )
+    arch_sets: tuple[ArchSet, ...] = field(
+        metadata=key(
+            "one wheel variant per arch set: a mapping of names to arch lists, or one arch list (named `default`)",
+            name="arch-sets",
+            shape=_ARCH_SETS,
+            words="arch list, or mapping of names to arch lists",
+        )
+    )
+    # unstable: torch's full C++ API, one build per torch version
+    abi: Literal["stable", "unstable"] = field(
+        default="stable",
+        metadata=key(
+            "`stable`: one binary for every torch from the lowest; `unstable`: one per torch"
+        ),
+    )
+    python_abi: str = field(  # e.g. cp310
+        default="cp310",
+        metadata=key(
+            "the oldest CPython of the abi3 wheel",
+            name="python-abi",
+            shape=_pattern(PYTHON_ABI_RE),
+        ),
+    )
+    tests: TestsConfig | None = field(
+        default=None,
+        metadata=key("what `wheelforge test` runs", shape=TestsConfig, words="mapping"),
+    )
+    # toolkit releases ("13.0") or "auto", crossed with the arch sets
+    cuda: tuple[str, ...] = field(
+        default=("auto",),
+        metadata=key(
+            '`auto`, or CUDA releases (`"13.0"`); each arch set is built once per entry',
+            shape=Scalars,
+            words="`auto` or list of releases",
+            default="auto",
+        ),
+    )
+    size_budget: int = field(  # bytes per wheel
+        default=DEFAULT_SIZE_BUDGET,
+        metadata=key(
+            "the largest wheel allowed: `100MiB`, `450MB`, `100KiB` or bytes; a wheel over it fails its variant (exit 4); `--size-budget` overrides it",
+            name="size-budget",
+            shape={
+                "anyOf": [
+                    {"type": "string", "pattern": SIZE_PATTERN},
+                    {"type": "number", "exclusiveMinimum": 0},
+                ]
+            },
+            words="size",
+            default="100MiB",
+        ),
+    )
+    compile_cache: str | None = field(  # None: not given (settings default it to auto)
+        default=None,
+        metadata=key(
+            "the compile cache in front of every compiler: `auto` (ccache, else sccache, else none), `sccache`, `ccache` or `none`; `WHEELFORGE_COMPILE_CACHE` and `--compile-cache` override it (docs/performance.md)",
+            name="compile-cache",
+            shape={"enum": list(COMPILE_CACHES)},
+            words="`auto`, `sccache`, `ccache` or `none`",
+            default="auto",
+        ),
+    )
 
     @property
     def limited_api_macro(self) -> str:

@@ -1,44 +1,85 @@
 """The one exception hierarchy. Each class carries its exit code; messages say how to fix it.
 
 The CLI catches :class:`WheelforgeError` once, at the top, and prints ``error: <message>``;
-nothing below the CLI exits or prints errors itself.
+nothing below the CLI exits or prints errors itself. Exit codes go by class, so a CI job can
+tell a bad matrix from a broken compiler from a wheel that failed a check (the habit of
+cibuildwheel's ``errors.py``); docs/usage.md lists them.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+
+from wheelforge.foundation.diagnostics import Diagnostic
 
 
 class WheelforgeError(Exception):
     """Base class of every error wheelforge reports to a user."""
 
     exit_code = 1
+    kind = "error"  # the class's name in a build report: configuration, tool, verification, ...
 
-    def __init__(self, message: str, *, details: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        details: str | None = None,
+        diagnostics: tuple[Diagnostic, ...] = (),
+    ) -> None:
         super().__init__(message)
         self.message = message
         # Extra lines shown under the one-line message, e.g. the tail of a compiler's output.
         self.details = details
+        # Where in which file the problem is (matrix.yaml lines, compiler errors): CI annotations.
+        self.diagnostics = diagnostics
 
 
 class ConfigError(WheelforgeError):
     """Bad configuration or usage: matrix.yaml, a flag or an environment variable (exit 2)."""
 
     exit_code = 2
+    kind = "configuration"
 
 
 class ToolError(WheelforgeError):
-    """An external tool is missing, too old, or failed to run."""
+    """An external tool failed to run or failed (exit 3)."""
+
+    exit_code = 3
+    kind = "tool"
 
 
-class BuildError(WheelforgeError):
-    """Compiling, linking, packing or repairing a variant failed."""
+class BuildError(ToolError):
+    """Compiling, linking, packing or repairing a variant failed (exit 3)."""
+
+    kind = "build"
 
 
 class VerificationError(WheelforgeError):
-    """A built artifact does not match what was asked for (archs, ABI rules)."""
+    """A built artifact does not match what was asked for: archs, ABI rules, the import check,
+    the size budget (exit 4)."""
+
+    exit_code = 4
+    kind = "verification"
 
 
-class BinaryFormatError(WheelforgeError):
-    """A binary (ELF, fatbin, wheel) is truncated or corrupt; says which file and offset."""
+class SizeBudgetError(VerificationError):
+    """A wheel is larger than its size budget (exit 4); nothing was published."""
+
+    kind = "size-budget"
+
+
+class EnvironmentProblem(WheelforgeError):
+    """This machine lacks something the build needs: a CUDA toolkit, torch, a compiler, ninja
+    (exit 5). Installing it fixes the build; the matrix is fine."""
+
+    exit_code = 5
+    kind = "environment"
+
+
+class BinaryFormatError(VerificationError):
+    """A binary (ELF, fatbin, wheel) is truncated or corrupt; says which file and offset (exit 4)."""
+
+    kind = "binary-format"
 
     def __init__(self, path: str, offset: int | None, problem: str) -> None:
         where = f"{path}" if offset is None else f"{path} at offset {offset:#x}"
@@ -46,3 +87,13 @@ class BinaryFormatError(WheelforgeError):
         self.path = path
         self.offset = offset
         self.problem = problem
+
+
+def first_and_rest(messages: Sequence[str], *, prefix: str = "") -> tuple[str, str | None]:
+    """Several problems as one error: the first, with "(and N more below)", then the rest as its
+    details (None when there is one)."""
+    first, rest = messages[0], messages[1:]
+    return (
+        prefix + first + (f" (and {len(rest)} more below)" if rest else ""),
+        "\n".join(rest) or None,
+    )

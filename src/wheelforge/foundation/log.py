@@ -1,19 +1,32 @@
-"""The one logger: steps with timing, verbose command echo, warnings. Output goes to stderr
-through rich, which honours NO_COLOR and plain (non-terminal) output; stdout is kept for
-machine-readable results such as ``--json``."""
+"""The one logger: steps with timing, verbose command echo, warnings, compile progress, and in
+GitHub Actions its log groups and annotations. Output goes to stderr through rich, which
+honours NO_COLOR and plain (non-terminal) output; stdout is kept for machine-readable results
+such as ``--json`` and ``--report -``."""
 
 from __future__ import annotations
 
+import os
 import shlex
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
+from typing import Literal
 
 from rich.console import Console
 from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Column
+
+from wheelforge.foundation.diagnostics import Diagnostic, relative_to
+from wheelforge.foundation.errors import WheelforgeError
+
+CiMode = Literal["github"]
 
 console = Console(stderr=True, highlight=False, soft_wrap=True)
 _verbosity = 0
+_quiet = False
+_ci: CiMode | None = None
 
 
 def set_verbosity(level: int) -> None:
@@ -25,8 +38,44 @@ def verbosity() -> int:
     return _verbosity
 
 
+def set_quiet(quiet: bool) -> None:
+    """--quiet: only warnings and errors."""
+    global _quiet  # noqa: PLW0603 - one process-wide setting, set once by the CLI
+    _quiet = quiet
+
+
+def quiet() -> bool:
+    return _quiet
+
+
+def set_ci(mode: CiMode | None) -> None:
+    """``github``: log groups and workflow-command annotations (GitHub Actions)."""
+    global _ci  # noqa: PLW0603 - one process-wide setting, set once by the CLI
+    _ci = mode
+
+
+def ci() -> CiMode | None:
+    return _ci
+
+
+def detect_ci(env: dict[str, str] | os._Environ[str]) -> CiMode | None:
+    """GitHub Actions sets GITHUB_ACTIONS=true in every step (as cibuildwheel reads it)."""
+    return "github" if env.get("GITHUB_ACTIONS") == "true" else None
+
+
+def live_display() -> bool:
+    """Redraw in place only at an interactive terminal, never in CI logs."""
+    return (
+        console.is_terminal
+        and not console.is_dumb_terminal
+        and not _ci
+        and not os.environ.get("CI")
+    )
+
+
 def info(message: str) -> None:
-    console.print(escape(message))
+    if not _quiet:
+        console.print(escape(message))
 
 
 def detail(message: str) -> None:
@@ -36,7 +85,11 @@ def detail(message: str) -> None:
 
 
 def warning(message: str) -> None:
-    console.print(f"[yellow]warning:[/yellow] {escape(message)}")
+    if _ci == "github":
+        # The runner shows the annotation as a "Warning:" line in the log and on the run's page.
+        annotate(Diagnostic(file="", severity="warning", message=message))
+    else:
+        console.print(f"[yellow]warning:[/yellow] {escape(message)}")
 
 
 def error(message: str, details: str | None = None) -> None:
@@ -52,10 +105,65 @@ def command(argv: Sequence[str]) -> None:
         console.print(f"[dim]$ {escape(shlex.join(argv))}[/dim]")
 
 
+def _escape_data(text: str) -> str:
+    # The workflow-command escaping of @actions/core (toolkit/packages/core/src/command.ts).
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def workspace() -> Path:
+    """The folder annotation paths are relative to: GITHUB_WORKSPACE, else the current one."""
+    return Path(os.environ.get("GITHUB_WORKSPACE") or Path.cwd())
+
+
+def annotation(diag: Diagnostic) -> str:
+    """A ``::error file=…,line=…::message`` workflow command for *diag*."""
+    props = []
+    if diag.file:
+        props.append(f"file={_escape_property(relative_to(diag.file, workspace()))}")
+        if diag.line is not None:
+            props.append(f"line={diag.line}")
+        if diag.column is not None:
+            props.append(f"col={diag.column}")
+    head = f"::{diag.severity}" + (" " + ",".join(props) if props else "")
+    return f"{head}::{_escape_data(diag.message)}"
+
+
+def annotate(diag: Diagnostic) -> None:
+    """Print an annotation (GitHub Actions reads workflow commands from stdout and stderr)."""
+    if _ci == "github":
+        console.print(annotation(diag), markup=False, soft_wrap=True)
+
+
+def annotate_error(exc: WheelforgeError) -> None:
+    """An ``::error`` annotation per place the error points at (matrix.yaml lines, compiler
+    errors), else one for its message; nothing outside GitHub Actions."""
+    errors = [d for d in exc.diagnostics if d.severity == "error"]
+    for diag in errors or [Diagnostic(file="", message=exc.message)]:
+        annotate(diag)
+
+
+@contextmanager
+def group(title: str) -> Iterator[None]:
+    """A collapsible log group in GitHub Actions; nothing elsewhere. Groups do not nest."""
+    if _ci != "github":
+        yield
+        return
+    console.print(f"::group::{title}", markup=False, soft_wrap=True)
+    try:
+        yield
+    finally:
+        console.print("::endgroup::", markup=False)
+
+
 @contextmanager
 def step(title: str) -> Iterator[None]:
     """A named step: prints its start and, when it ends, how long it took."""
-    console.print(f"[bold cyan]▸[/bold cyan] {escape(title)}")
+    if not _quiet:
+        console.print(f"[bold cyan]▸[/bold cyan] {escape(title)}")
     start = time.perf_counter()
     try:
         yield
@@ -65,3 +173,55 @@ def step(title: str) -> Iterator[None]:
         )
         raise
     detail(f"  {title}: {time.perf_counter() - start:.1f}s")
+
+
+class JobProgress:
+    """Compile jobs as they finish. At a terminal: a live bar (done/total, the jobs still
+    running, elapsed). Elsewhere (CI, a file): one line per finished job with its time."""
+
+    def __init__(self, jobs: Sequence[str], parallel: int) -> None:
+        self.left = list(jobs)  # in ninja's order: the first `parallel` of them are running
+        self.parallel = max(1, parallel)
+        self.total = len(jobs)
+        self.done = 0
+        self.live: Progress | None = None
+        if live_display() and not _quiet and self.total:
+            fixed = Column(no_wrap=True)
+            self.live = Progress(
+                TextColumn("  [cyan]compiling", table_column=fixed),
+                BarColumn(bar_width=20, table_column=fixed),
+                MofNCompleteColumn(table_column=fixed),
+                TimeElapsedColumn(table_column=Column(no_wrap=True, min_width=7)),
+                # The only column that gives way on a narrow terminal.
+                TextColumn(
+                    "{task.fields[running]}",
+                    table_column=Column(no_wrap=True, overflow="ellipsis", ratio=1),
+                ),
+                console=console,
+                transient=True,
+            )
+            self.task = self.live.add_task("compile", total=self.total, running=self._running())
+            self.live.start()
+
+    def _running(self) -> str:
+        # ninja starts jobs in the order of its dry run, up to -j at once; the link waits for all.
+        compiles = [job for job in self.left if not job.startswith("LINK ")] or self.left
+        names = [Path(job.split(" ", 1)[-1]).name for job in compiles[: self.parallel]]
+        return f"running: {', '.join(names)}" if names else ""
+
+    def finished(self, job: str, seconds: float | None) -> None:
+        if job in self.left:
+            self.left.remove(job)
+        self.done += 1
+        # ninja logs every job that succeeded (.ninja_log); one it did not log has failed.
+        took = f"{seconds:.1f}s" if seconds is not None else "failed"
+        if self.live is not None:
+            self.live.console.print(f"  [dim]{self.done}/{self.total}[/dim] {escape(job)} {took}")
+            self.live.update(self.task, completed=self.done, running=self._running())
+        elif not _quiet:
+            console.print(f"  [{self.done}/{self.total}] {escape(job)} {took}")
+
+    def close(self) -> None:
+        if self.live is not None:
+            self.live.stop()
+            self.live = None

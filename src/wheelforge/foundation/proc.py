@@ -7,12 +7,12 @@ import os
 import shlex
 import shutil
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from wheelforge.foundation import log
-from wheelforge.foundation.errors import ToolError
+from wheelforge.foundation.errors import EnvironmentProblem, ToolError
 
 # How many lines of a failing tool's output an error shows.
 OUTPUT_TAIL_LINES = 40
@@ -27,10 +27,10 @@ class Result:
 
 
 def which(program: str | Path, *, hint: str) -> str:
-    """Absolute path of *program*, or a ToolError that says how to get it."""
+    """Absolute path of *program*, or an EnvironmentProblem that says how to get it."""
     found = shutil.which(str(program))
     if found is None:
-        raise ToolError(f"{program} was not found: {hint}")
+        raise EnvironmentProblem(f"{program} was not found: {hint}")
     return found
 
 
@@ -88,3 +88,38 @@ def run(
             details=tail(output) if output else None,
         )
     return result
+
+
+def stream(
+    args: Sequence[str | Path],
+    *,
+    hint: str,
+    on_line: Callable[[str], None],
+    env: Mapping[str, str] | None = None,
+) -> Result:
+    """Run a program, handing each line of its output (stderr merged into stdout) to *on_line*
+    as it comes; the whole output is in the result's ``stdout``. Not checked: the caller reads
+    the exit code, as a failing compile needs its own message."""
+    argv = [str(a) for a in args]
+    argv[0] = which(argv[0], hint=hint)
+    log.command(argv)
+    full_env = None if env is None else {**os.environ, **env}
+    lines: list[str] = []
+    try:
+        with subprocess.Popen(
+            argv,
+            env=full_env,
+            text=True,
+            errors="replace",
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            bufsize=1,
+        ) as child:
+            assert child.stdout is not None  # stdout=PIPE above
+            for line in child.stdout:
+                lines.append(line)
+                on_line(line.rstrip("\n"))
+            returncode = child.wait()
+    except OSError as exc:
+        raise ToolError(f"could not run {shlex.join(argv)}: {exc.strerror}") from exc
+    return Result(args=tuple(argv), returncode=returncode, stdout="".join(lines), stderr="")

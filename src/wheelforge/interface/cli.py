@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -41,6 +42,10 @@ build_dir_option = click.option(
     "--build-dir", type=click.Path(path_type=Path, file_okay=False),
     help="The folder for intermediate files [default: build/wheelforge/ beside the matrix].",
 )  # fmt: skip
+compile_cache_option = click.option(
+    "--compile-cache", type=click.Choice(["auto", "sccache", "ccache", "none"]),
+    help="Compile cache in front of the compilers (else WHEELFORGE_COMPILE_CACHE, else matrix.yaml's compile-cache, else auto: ccache or sccache when installed).",
+)  # fmt: skip
 cache_dir_option = click.option(
     "--cache-dir", type=click.Path(path_type=Path, file_okay=False),
     help="Provisioned toolkits and test environments [default: ~/.cache/wheelforge].",
@@ -63,11 +68,9 @@ def cli() -> None:
 @out_option
 @build_dir_option
 @click.option(
-    "-j",
-    "--jobs",
-    type=click.IntRange(min=1),
+    "-j", "--jobs", type=click.IntRange(min=1),
     help="Parallel compile jobs (else MAX_JOBS, else ninja's default).",
-)
+)  # fmt: skip
 @click.option(
     "--python",
     type=click.Path(path_type=Path, exists=True, dir_okay=False),
@@ -80,27 +83,40 @@ def cli() -> None:
     help="Build only this variant (repeatable); 'wheelforge matrix' lists them.",
 )
 @click.option("--offline", is_flag=True, help="Never download a CUDA toolkit; fail instead.")
-@click.option(
-    "--compile-cache",
-    type=click.Choice(["auto", "sccache", "ccache", "none"]),
-    help="Compile cache in front of the compilers (else WHEELFORGE_COMPILE_CACHE, else "
-    "matrix.yaml's compile-cache, else auto: ccache or sccache when installed).",
-)
+@compile_cache_option
 @cache_dir_option
+@click.option(
+    "--size-budget", metavar="SIZE",
+    help="Largest wheel allowed, e.g. 100MiB, 450MB [default: size-budget of the matrix, else 100MiB].",
+)  # fmt: skip
+@click.option(
+    "--report", "report_path", metavar="PATH", type=click.Path(path_type=Path, dir_okay=False, allow_dash=True),
+    help="Write a JSON report of the run to PATH ('-': stdout), also when it fails.",
+)  # fmt: skip
+@click.option(
+    "--ci", "ci_mode", type=click.Choice(["github", "none"]),
+    help="CI output: log groups, annotations, step summary [default: github when GITHUB_ACTIONS=true].",
+)  # fmt: skip
+@click.option(
+    "--dry-run", is_flag=True, help="Show the plan and the compile commands; build nothing."
+)
+@click.option(
+    "-q", "--quiet", is_flag=True, help="Print only the wheels' paths, warnings and errors."
+)
 @verbose_option
 def build(matrix_path: Path, archs: str | None, out: Path | None, build_dir: Path | None,
           jobs: int | None, python: Path | None, only: tuple[str, ...], offline: bool,
-          compile_cache: str | None, cache_dir: Path | None) -> None:  # fmt: skip
+          compile_cache: str | None, cache_dir: Path | None, size_budget: str | None,
+          report_path: Path | None, ci_mode: str | None, dry_run: bool, quiet: bool) -> None:  # fmt: skip
     """Build the matrix's wheels and check their fatbins."""
-    from wheelforge.configuration.settings import Flags, resolve
-    from wheelforge.interface.render import print_build
-    from wheelforge.running.build import run_build
+    from wheelforge.configuration.settings import Flags
+    from wheelforge.interface import outputs
 
-    flags = Flags(matrix=matrix_path, archs=archs, out=out, build_dir=build_dir, jobs=jobs, python=python,
-                  only=only, offline=offline, cache_dir=cache_dir, compile_cache=compile_cache)  # fmt: skip
-    settings = resolve(flags)
-    report = run_build(settings)
-    print_build(report, Console())
+    flags = Flags(matrix=matrix_path, archs=archs, out=out, build_dir=build_dir, jobs=jobs, python=python, only=only,
+                  offline=offline, cache_dir=cache_dir, size_budget=size_budget, compile_cache=compile_cache)  # fmt: skip
+    outputs.build_command(
+        flags, report_path=report_path, ci_mode=ci_mode, quiet=quiet, dry_run=dry_run
+    )
 
 
 @cli.command()
@@ -109,8 +125,8 @@ def build(matrix_path: Path, archs: str | None, out: Path | None, build_dir: Pat
 @verbose_option
 def inspect(paths: tuple[Path, ...], as_json: bool) -> None:
     """List the SASS and PTX in shared objects, object files, wheels or folders."""
-    from wheelforge.binaries.inspection import inspect_paths, reports_to_json
-    from wheelforge.interface.render import print_inspect
+    from wheelforge.binaries.inspection import inspect_paths
+    from wheelforge.interface.render import print_inspect, reports_to_json
 
     reports = inspect_paths(list(paths))
     if as_json:
@@ -157,11 +173,11 @@ def toolkit_group() -> None:
 @verbose_option
 def toolkit_list(cache_dir: Path | None) -> None:
     """Toolkits found on this machine and in the cache, and the ones wheelforge can provision."""
-    from wheelforge.configuration.settings import default_cache
+    from wheelforge.configuration import settings
     from wheelforge.interface.render import toolkits_table
     from wheelforge.toolchain import toolkit
 
-    found = toolkit.discover(cache=cache_dir or default_cache())
+    found = toolkit.discover(cache=settings.cache_dir(cache_dir))
     Console().print(toolkits_table(found))
 
 
@@ -171,21 +187,12 @@ def toolkit_list(cache_dir: Path | None) -> None:
 @verbose_option
 def toolkit_install(release: str, cache_dir: Path | None) -> None:
     """Provision CUDA RELEASE, for example 11.8 or 13.1, into the cache."""
-    from wheelforge.configuration.settings import default_cache
+    from wheelforge.configuration import settings
     from wheelforge.toolchain import provision, toolkit
 
-    cache = cache_dir or default_cache()
+    cache = settings.cache_dir(cache_dir)
     found = toolkit.load_provisioned(provision.install_release(release, cache))
     log.info(found.describe() + (f", host compiler {found.host_cxx}" if found.host_cxx else ""))
-
-
-def _version2(value: str | None, flag: str) -> tuple[int, int] | None:
-    if value is None:
-        return None
-    parts = value.split(".")
-    if len(parts) < 2 or not all(p.isdigit() for p in parts[:2]):
-        raise click.BadParameter(f"'{value}' is not a torch version like 2.10", param_hint=flag)
-    return (int(parts[0]), int(parts[1]))
 
 
 @cli.command()
@@ -202,32 +209,16 @@ def _version2(value: str | None, flag: str) -> tuple[int, int] | None:
 def check(
     paths: tuple[Path, ...], target: str | None, python_abi: str | None, as_json: bool
 ) -> None:
-    """Check wheels or shared objects against the stable-ABI rules (exit 1 on a violation)."""
-    from wheelforge.binaries import abicheck
-    from wheelforge.foundation.errors import VerificationError
+    """Check wheels or shared objects against the stable-ABI rules (exit 4 on a violation)."""
     from wheelforge.interface.render import check_table, checks_to_json
-    from wheelforge.toolchain import shims
+    from wheelforge.running import checking
 
-    torch = _version2(target, "--target")
-    python = None
-    if python_abi is not None:
-        if not (python_abi.startswith("cp3") and python_abi[3:].isdigit()):
-            raise click.BadParameter(f"'{python_abi}' is not like cp310", param_hint="--python-abi")
-        python = (3, int(python_abi[3:]))
-    results = abicheck.check_paths(
-        list(paths), torch=torch, python=python, guards=shims.installed_torch_guards()
-    )
+    results = checking.run_check(list(paths), target=target, python_abi=python_abi)
     if as_json:
         click.echo(json.dumps(checks_to_json(results), indent=2))
     else:
         Console().print(check_table(results))
-    violations = [v for r in results for v in r.violations]
-    if violations:
-        raise VerificationError(
-            violations[0].message
-            + (f" (and {len(violations) - 1} more below)" if len(violations) > 1 else ""),
-            details="\n".join(v.message for v in violations[1:]) or None,
-        )
+    checking.require_clean(results)
 
 
 @cli.command(name="test")
@@ -260,51 +251,23 @@ def check(
 def test_command(matrix_path: Path, wheels: tuple[Path, ...], torch_versions: tuple[str, ...], torch_from: tuple[Path, ...],
                  out: Path | None, build_dir: Path | None, cache_dir: Path | None, as_json: bool) -> None:  # fmt: skip
     """Run the payload's tests against the built wheels, under each torch of the matrix."""
-    from wheelforge.configuration.reader import load_matrix
-    from wheelforge.configuration.settings import default_cache
-    from wheelforge.foundation.errors import VerificationError
+    from wheelforge.configuration.settings import TestFlags, resolve_test
     from wheelforge.interface.render import outcomes_to_json, test_table
     from wheelforge.running import torch_tests
-    from wheelforge.toolchain import envs
 
-    matrix = load_matrix(matrix_path)
-    if matrix.tests is None:
-        raise click.UsageError(
-            f"{matrix_path} has no 'tests' section; add one (see docs/matrix.md)"
-        )
-    built = torch_tests.built_wheels(
-        matrix,
-        (build_dir or matrix.root / "build" / "wheelforge").resolve(),
-        (out or matrix.root / "dist").resolve(),
-        wheels,
-    )
-    versions = torch_versions or (() if torch_from else matrix.tests.torch)
-    specs = [envs.EnvSpec(torch=v, requires=matrix.tests.requires) for v in versions]
-    specs += [
-        envs.EnvSpec(torch_from=p.absolute(), requires=matrix.tests.requires) for p in torch_from
-    ]
-    outcomes = torch_tests.run_tests(
-        matrix=matrix, wheels=built, specs=specs, cache=cache_dir or default_cache()
-    )
+    flags = TestFlags(matrix=matrix_path, wheels=wheels, torch=torch_versions, torch_from=torch_from,
+                      out=out, build_dir=build_dir, cache_dir=cache_dir)  # fmt: skip
+    outcomes = torch_tests.run_test_command(resolve_test(flags))
     if as_json:
         click.echo(json.dumps(outcomes_to_json(outcomes), indent=2))
     else:
         Console().print(test_table(outcomes))
-    bad = [o for o in outcomes if o.status in ("failed", "error")]
-    if bad:
-        first = bad[0]
-        raise VerificationError(
-            f"{len(bad)} of {len(outcomes)} test runs did not pass; first: {first.variant} under {first.env}: {first.status}",
-            details=first.detail,
-        )
-    if not any(o.status == "passed" for o in outcomes):
-        raise VerificationError(
-            "no test run took place: no torch of the matrix could be installed here"
-        )
+    torch_tests.require_passed(outcomes)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: runs the CLI and turns every error into one message and an exit code."""
+    log.set_ci(log.detect_ci(os.environ))
     try:
         cli.main(
             args=list(argv) if argv is not None else None,
@@ -313,6 +276,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     except WheelforgeError as exc:
         log.error(exc.message, exc.details)
+        log.annotate_error(exc)
         return exc.exit_code
     except click.exceptions.Abort:
         log.error("interrupted")

@@ -4,71 +4,72 @@ from the lower layers; decides nothing."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from pathlib import Path
 
+from rich.console import Console, Group, RenderableType
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
-# Types only: a no-op build imports none of these modules (ELF reading, provisioning, test
-# environments), which keeps its start-up short.
-if TYPE_CHECKING:
-    from rich.console import Console
+from wheelforge.binaries.abicheck import BinaryCheck
+from wheelforge.binaries.elf import member_path, split_member
+from wheelforge.binaries.inspection import BinaryReport
+from wheelforge.configuration.archs import code_sort_key, sm_range
+from wheelforge.configuration.matrix import Matrix
+from wheelforge.configuration.sizes import format_size as human_size
+from wheelforge.planning.variants import Variant
+from wheelforge.running.dryrun import PlannedVariant
+from wheelforge.running.results import BuildReport, VariantResult
+from wheelforge.running.torch_tests import Outcome
+from wheelforge.toolchain.compilecache import CacheStats
+from wheelforge.toolchain.provision import RECIPES
+from wheelforge.toolchain.toolkit import Toolkit
 
-    from wheelforge.binaries.abicheck import BinaryCheck
-    from wheelforge.binaries.inspection import BinaryReport
-    from wheelforge.configuration.matrix import Matrix
-    from wheelforge.planning.variants import Variant
-    from wheelforge.running.results import BuildReport, VariantResult
-    from wheelforge.running.torch_tests import Outcome
-    from wheelforge.toolchain.compilecache import CacheStats
-    from wheelforge.toolchain.toolkit import Toolkit
-
-
-def human_size(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    raise AssertionError  # unreachable
+# Versions of the --json documents of inspect, check, test and matrix (build --report's is in
+# report.py): bumped when a key changes meaning or goes away.
+INSPECT_SCHEMA_VERSION = 1
+CHECK_SCHEMA_VERSION = 1
+TEST_SCHEMA_VERSION = 1
+MATRIX_SCHEMA_VERSION = 1
 
 
 def short_path(binary: BinaryReport) -> str:
     """``x.whl!pkg/_C.abi3.so`` → ``pkg/_C.abi3.so``."""
-    return binary.path.rsplit("!", 1)[-1]
+    return member_path(binary.path)
 
 
-def _arch_key(arch: str) -> tuple[int, str]:
-    return (int("".join(c for c in arch if c.isdigit()) or 0), arch)
-
-
-def variant_table(v: VariantResult) -> Table:
-    """One row per (binary, kind, arch): size, and whether it was asked for."""
-    reused = " (up to date)" if v.reused else ""
-    table = Table(
-        title=f"{v.variant_id}: {v.wheel.name} ({human_size(v.wheel_size)}){reused}",
-        caption=f"arch set {v.arch_set.name}: {v.arch_set}; CUDA {v.toolkit}",
-        title_justify="left",
-        caption_justify="left",
-    )
-    for column in ("binary", "kind", "arch", "size", "status"):
-        table.add_column(column, justify="right" if column == "size" else "left")
-    for b in v.binaries:
+def binary_tables(v: VariantResult) -> list[Table]:
+    """One table per binary: each kind and arch, stored and uncompressed, and whether it was
+    asked for (the binary's ArchCheck). Narrow enough for 80 columns: the binary is the title,
+    not a column."""
+    tables = []
+    for b, check in zip(v.binaries, v.arch_checks, strict=True):
         if not b.entries and not v.arch_set.specs:
             continue
-        for kind, wanted in (("sass", v.arch_set.sass), ("ptx", v.arch_set.ptx)):
-            sizes: dict[str, int] = {}
+        table = Table(title=f"{v.variant_id}: {short_path(b)}", title_justify="left")
+        for column in ("kind", "arch", "stored", "uncompressed", "status"):
+            table.add_column(column, justify="right" if column in ("stored", "uncompressed") else "left",
+                             no_wrap=True)  # fmt: skip
+        for kind, missing, extra in (
+            ("sass", check.missing_sass, check.extra_sass),
+            ("ptx", check.missing_ptx, check.extra_ptx),
+        ):
+            sizes: dict[str, list[int]] = {}
             for e in b.entries:
                 if e.kind == kind:
-                    sizes[e.arch] = sizes.get(e.arch, 0) + e.stored_size
+                    acc = sizes.setdefault(e.arch, [0, 0])
+                    acc[0] += e.stored_size
+                    acc[1] += e.size
             label = "SASS" if kind == "sass" else "PTX"
-            for arch in sorted({*sizes, *wanted}, key=_arch_key):
-                if arch not in sizes:
-                    status, size = "[red]MISSING[/red]", "-"
-                else:
-                    status = "ok" if arch in wanted else "[yellow]extra[/yellow]"
-                    size = human_size(sizes[arch])
-                table.add_row(short_path(b), label, arch, size, status)
-    return table
+            for arch in sorted({*sizes, *missing}, key=code_sort_key):
+                if arch in missing or arch not in sizes:
+                    table.add_row(label, arch, "-", "-", "[red]MISSING[/red]")
+                    continue
+                status = "[yellow]extra[/yellow]" if arch in extra else "ok"
+                stored, size = sizes[arch]
+                table.add_row(label, arch, human_size(stored), human_size(size), status)
+        tables.append(table)
+    return tables
 
 
 def abi_summary(checks: Sequence[BinaryCheck], target: tuple[int, int]) -> str:
@@ -95,18 +96,49 @@ def cache_summary(stats: CacheStats) -> str:
 
 
 def print_build(report: BuildReport, console: Console) -> None:
+    """Per variant: its binaries' archs with sizes, the ABI verdict, and the wheel's full path
+    on one line of its own (never wrapped, so it can be copied)."""
     for v in report.variants:
-        console.print(variant_table(v))
+        for table in binary_tables(v):
+            console.print(table)
+        console.print(f"arch set {v.arch_set.name}: {v.arch_set}; CUDA {v.toolkit}", soft_wrap=True)
         if v.abi_checks:
             console.print(abi_summary(v.abi_checks, report.target_version))
         if v.compile_cache is not None:
-            console.print(cache_summary(v.compile_cache))
+            console.print(cache_summary(v.compile_cache), soft_wrap=True)
+        budget = f", budget {human_size(v.size.budget)}" if v.size else ""
+        reused = " (up to date)" if v.reused else ""
+        console.print(f"[green]wheel[/green] {escape(str(v.wheel))}", soft_wrap=True)
+        console.print(f"  {human_size(v.wheel_size)}{budget}{reused}", soft_wrap=True)
+    for f in report.failures:
+        console.print(
+            f"[red]failed[/red] {f.variant_id}: {f.error.kind} error (below)", soft_wrap=True
+        )
     major, minor = report.target_version
-    folder = report.variants[0].wheel.parent if report.variants else "-"
     console.print(
-        f"{len(report.variants)} wheel(s) in {folder}; stable-ABI target torch {major}.{minor}, "
-        f"built against torch {report.built_against}"
+        f"{len(report.variants)} wheel(s) built, {len(report.failures)} failed; stable-ABI target torch "
+        f"{major}.{minor}, built against torch {report.built_against}"
     )
+
+
+def print_dry_run(planned: Sequence[PlannedVariant], console: Console) -> None:
+    """The plan: each variant's toolkit and archs, then the exact commands ninja would run."""
+    for p in planned:
+        console.print(
+            f"[bold]{escape(p.variant_id)}[/bold]: arch set {p.arch_set} ({p.archs})",
+            soft_wrap=True,
+        )
+        console.print(f"  toolkit: {escape(p.toolkit)}", soft_wrap=True)
+        console.print(f"  torch: {p.torch or '-'}", soft_wrap=True)
+        if p.note:
+            console.print(f"  [yellow]{escape(p.note)}[/yellow]", soft_wrap=True)
+        for command in p.commands:
+            console.print(escape(command), soft_wrap=True, highlight=False)
+    console.print(f"dry run: {len(planned)} variant(s); nothing was compiled or downloaded")
+
+
+def wheel_paths(report: BuildReport) -> list[str]:
+    return [str(v.wheel) for v in report.variants]
 
 
 def print_inspect(reports: Sequence[BinaryReport], console: Console) -> None:
@@ -114,8 +146,16 @@ def print_inspect(reports: Sequence[BinaryReport], console: Console) -> None:
     if not reports:
         console.print("no ELF files or wheels found")
         return
+    shown = None
     for binary in reports:
-        table = Table(title=f"{binary.path} ({human_size(binary.size)})", title_justify="left")
+        container, member = split_member(binary.path)
+        if container and container != shown:
+            # A wheel's name on a line of its own (it fits 80 columns), its members below it.
+            console.print(Text(Path(container).name, style="bold", overflow="fold"))
+            console.print(Text(f"in {Path(container).parent}", style="dim", overflow="fold"))
+            shown = container
+        title = f"{member if container else binary.path} ({human_size(binary.size)})"
+        table = Table(title=title, title_justify="left")
         for column in ("kind", "arch", "entries", "stored", "decompressed", "compression"):
             table.add_column(
                 column,
@@ -131,7 +171,7 @@ def print_inspect(reports: Sequence[BinaryReport], console: Console) -> None:
             acc[2] += e.size
             compressions.setdefault(key, set()).add(e.compression)
         for (kind, arch), (count, stored, size) in sorted(
-            groups.items(), key=lambda kv: (kv[0][0] != "sass", _arch_key(kv[0][1]))
+            groups.items(), key=lambda kv: (kv[0][0] != "sass", code_sort_key(kv[0][1]))
         ):
             table.add_row(kind.upper() if kind == "ptx" else "SASS", arch, str(count), human_size(stored),
                           human_size(size), ", ".join(sorted(compressions[(kind, arch)])))  # fmt: skip
@@ -140,23 +180,58 @@ def print_inspect(reports: Sequence[BinaryReport], console: Console) -> None:
         console.print(table)
 
 
-def check_table(checks: Sequence[BinaryCheck]) -> Table:
-    table = Table(title="wheelforge check", title_justify="left")
-    for column in ("binary", "shims", "newest shim", "Python API", "status"):
-        table.add_column(column, justify="right" if column in ("shims", "Python API") else "left")
+def reports_to_json(reports: Sequence[BinaryReport]) -> dict[str, object]:
+    """The ``inspect --json`` document."""
+    return {
+        "schema_version": INSPECT_SCHEMA_VERSION,
+        "files": [
+            {
+                "path": report.path,
+                "size": report.size,
+                "fatbins": [entry.to_json() for entry in report.entries],
+            }
+            for report in reports
+        ],
+    }
+
+
+def check_table(checks: Sequence[BinaryCheck]) -> Group:
+    """Per wheel (or folder of shared objects): its path on a line of its own, then a table of
+    its binaries by member name, so nothing is cut at 80 columns."""
+    parts: list[RenderableType] = [Text("wheelforge check", style="italic")]
+    by_file: dict[str, list[BinaryCheck]] = {}
     for c in checks:
-        newest = f"torch {c.newest_shim[0]}.{c.newest_shim[1]}" if c.newest_shim else "-"
-        status = (
-            "[green]ok[/green]"
-            if not c.violations
-            else f"[red]{len(c.violations)} violation(s)[/red]"
-        )
-        table.add_row(c.path, str(len(c.shims)), newest, str(len(c.python_symbols)), status)
-    return table
+        container = split_member(c.path)[0]
+        by_file.setdefault(container or str(Path(c.path).parent), []).append(c)
+    for container, members in by_file.items():
+        # The file's name on a line of its own (a wheel's name fits 80 columns), then its folder.
+        parts.append(Text(Path(container).name, style="bold", overflow="fold"))
+        parts.append(Text(f"in {Path(container).parent}", style="dim", overflow="fold"))
+        table = Table()
+        table.add_column("binary", overflow="fold")
+        for column in ("shims", "newest shim", "Python API", "status"):
+            table.add_column(
+                column,
+                justify="right" if column in ("shims", "Python API") else "left",
+                no_wrap=True,
+            )
+        for c in members:
+            newest = f"torch {c.newest_shim[0]}.{c.newest_shim[1]}" if c.newest_shim else "-"
+            status = (
+                "[green]ok[/green]"
+                if not c.violations
+                else f"[red]{len(c.violations)} violation(s)[/red]"
+            )
+            wheel, member = split_member(c.path)
+            name = member if wheel else Path(c.path).name
+            table.add_row(name, str(len(c.shims)), newest, str(len(c.python_symbols)), status)
+        parts.append(table)
+    return Group(*parts)
 
 
 def checks_to_json(checks: Sequence[BinaryCheck]) -> dict[str, object]:
     return {
+        "schema_version": CHECK_SCHEMA_VERSION,
         "binaries": [
             {
                 "path": c.path,
@@ -168,7 +243,7 @@ def checks_to_json(checks: Sequence[BinaryCheck]) -> dict[str, object]:
                 ],
             }
             for c in checks
-        ]
+        ],
     }
 
 
@@ -202,6 +277,7 @@ def test_table(outcomes: Sequence[Outcome]) -> Table:
 
 def outcomes_to_json(outcomes: Sequence[Outcome]) -> dict[str, object]:
     return {
+        "schema_version": TEST_SCHEMA_VERSION,
         "runs": [
             {
                 "env": o.env,
@@ -216,24 +292,32 @@ def outcomes_to_json(outcomes: Sequence[Outcome]) -> dict[str, object]:
                 "seconds": round(o.seconds, 2),
             }
             for o in outcomes
-        ]
+        ],
     }
 
 
 def variants_table(variants: Sequence[Variant], matrix: Matrix) -> Table:
+    """Fits 80 columns: the toolkit is named by version (``wheelforge toolkit list`` says where
+    it is), and the arch list wraps between archs, never inside one."""
     table = Table(title=f"variants of {matrix.path}", title_justify="left")
     for column in ("id", "arch set", "archs", "CUDA", "wheel version"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold", no_wrap=column in ("id", "CUDA"))
     for v in variants:
         version = (
             f"{matrix.package.version}+{v.local_label}" if v.local_label else matrix.package.version
         )
-        table.add_row(v.id, v.arch_set.name, str(v.arch_set), v.choice.describe(), version)
+        cuda = (
+            str(v.choice.toolkit.version)
+            if v.choice.toolkit
+            else f"{v.choice.release} (to provision)"
+        )
+        table.add_row(v.id, v.arch_set.name, str(v.arch_set), cuda, version)
     return table
 
 
 def variants_to_json(variants: Sequence[Variant]) -> dict[str, object]:
     return {
+        "schema_version": MATRIX_SCHEMA_VERSION,
         "variants": [
             {
                 "id": v.id,
@@ -244,7 +328,7 @@ def variants_to_json(variants: Sequence[Variant]) -> dict[str, object]:
                 "local_label": v.local_label,
             }
             for v in variants
-        ]
+        ],
     }
 
 
@@ -266,11 +350,8 @@ def toolkits_table(found: Sequence[Toolkit]) -> Table:
         table.add_row(
             str(t.version), t.describe_range(), str(t.gcc_max or "-"), str(t.root), t.origin
         )
-    from wheelforge.toolchain.provision import RECIPES
-
     for r in RECIPES:
         if not any(t.release == r.release for t in found):
-            numbers = sorted(r.sass)
-            table.add_row(r.release, f"sm_{numbers[0]} to sm_{numbers[-1]}", "-", "-",
+            table.add_row(r.release, sm_range(r.sass), "-", "-",
                           f"[dim]wheelforge toolkit install {r.release} ({r.download})[/dim]")  # fmt: skip
     return table

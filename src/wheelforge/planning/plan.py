@@ -3,9 +3,11 @@ the ninja writer, the packer and the report read. Nothing here runs a tool."""
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -14,7 +16,7 @@ from packaging.version import Version
 
 from wheelforge.configuration.archs import ArchSet, ArchSpec
 from wheelforge.configuration.matrix import Matrix
-from wheelforge.foundation.errors import ConfigError
+from wheelforge.foundation.errors import ConfigError, EnvironmentProblem
 from wheelforge.planning.variants import Variant
 from wheelforge.toolchain.torchprobe import TorchEnv
 
@@ -28,6 +30,7 @@ class CompileStep:
     object: Path
     rule: Rule
     arch_set: ArchSet | None = None  # for a source with arch limits: what it is compiled for
+    gencode: str | None = None  # its own -gencode flags then; else the plan's (the arch set's)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,10 +70,10 @@ class VariantPlan:
         runs them) when it lies in the build folder, or in the project while the build folder
         does too. Then no command, object (``__FILE__``) or cache key holds the folder a clone
         lies in; paths outside the project (the toolkit, a system torch) stay absolute."""
-        return _command_path(path, self.build_dir, self.matrix.root)
+        return command_path(path, self.build_dir, self.matrix.root)
 
 
-def _command_path(path: Path, build_dir: Path, root: Path) -> str:
+def command_path(path: Path, build_dir: Path, root: Path) -> str:
     if path.is_relative_to(build_dir) or (
         build_dir.is_relative_to(root) and path.is_relative_to(root)
     ):
@@ -128,6 +131,138 @@ def module_init_source(module_leaf: str) -> str:
     )
 
 
+@dataclass(frozen=True, kw_only=True)
+class AbiFlavour:
+    """What the ABI decides about a build: how sources see torch and Python, what the link adds,
+    and how the module and wheel are named and pinned."""
+
+    defines: tuple[str, ...]
+    includes: tuple[str, ...]
+    force_include: tuple[str, ...]  # -include of the weak-shims header (stable only)
+    generated: tuple[GeneratedFile, ...]
+    extra_ldflags: tuple[str, ...]
+    abi_tag: str  # cp310-abi3, or cp311-cp311
+    module_suffix: str  # .abi3.so, or CPython's extension suffix
+    torch_requirement: str
+
+
+Rel = Callable[[Path], str]  # a path as the compile commands name it (command_path)
+
+
+def _stable_abi(matrix: Matrix, torch: TorchEnv, weak: GeneratedFile, rel: Rel) -> AbiFlavour:
+    """One binary for every torch from the target up: torch's stable headers hide what is newer
+    than the target, Python's limited API keeps the abi3 tag true."""
+    ext = matrix.extension
+    return AbiFlavour(
+        defines=(
+            # The stable-ABI version this binary targets: major << 56 | minor << 48 (torch/csrc/stable/version.h).
+            f"-DTORCH_TARGET_VERSION={matrix.torch.target_macro}",
+            f"-DPy_LIMITED_API={matrix.limited_api_macro}",
+            f"-DTORCH_EXTENSION_NAME={ext.leaf}",
+        ),
+        includes=tuple(f"-I{rel(d)}" for d in (*ext.include_dirs, torch.include_dir)),
+        force_include=("-include", rel(weak.path)),
+        generated=(weak,),
+        extra_ldflags=(),
+        abi_tag=f"{matrix.python_abi}-abi3",
+        module_suffix=".abi3.so",
+        torch_requirement=matrix.torch.requirement,
+    )
+
+
+def _unstable_abi(matrix: Matrix, torch: TorchEnv, _weak: GeneratedFile, rel: Rel) -> AbiFlavour:
+    """torch's full C++ API, as torch.utils.cpp_extension compiles it: every include folder,
+    Python's headers (pybind11), the C++ ABI libtorch was built with; one torch, one CPython."""
+    ext = matrix.extension
+    cp = "cp" + torch.python_version.replace(".", "")
+    return AbiFlavour(
+        defines=(
+            f"-DTORCH_EXTENSION_NAME={ext.leaf}",
+            "-DTORCH_API_INCLUDE_EXTENSION_H",
+            f"-D_GLIBCXX_USE_CXX11_ABI={torch.cxx11_abi}",
+        ),
+        includes=tuple(
+            f"-I{rel(d)}" for d in (*ext.include_dirs, *torch.include_dirs, torch.python_include)
+        ),
+        force_include=(),
+        generated=(),
+        extra_ldflags=("-ltorch_python",),  # pybind11 bindings of torch's types
+        abi_tag=f"{cp}-{cp}",  # the full Python C API: one CPython only
+        module_suffix=torch.ext_suffix,
+        torch_requirement=f"torch=={torch.version.major}.{torch.version.minor}.*",
+    )
+
+
+_ABI_FLAVOURS = {"stable": _stable_abi, "unstable": _unstable_abi}
+
+
+def _compile_flags(
+    abi: AbiFlavour, matrix: Matrix, torch: TorchEnv, nvcc_host: str, rel: Rel
+) -> tuple[list[str], list[str], list[str]]:
+    """The C++, C and nvcc flags (without -gencode: that is per compile step)."""
+    ext = matrix.extension
+    cxx_flags = [
+        "-std=c++17", "-O3", "-fPIC", "-fvisibility=hidden", "-fvisibility-inlines-hidden",
+        *abi.defines, *abi.includes, *abi.force_include, *ext.cxx_flags,
+    ]  # fmt: skip
+    cc_flags = [
+        "-O2", "-fPIC", "-fvisibility=hidden", *abi.defines, f"-I{rel(torch.python_include)}",
+    ]  # fmt: skip
+    nvcc_flags = [
+        "-std=c++17", "-O3", f"-ccbin={nvcc_host}",
+        # nvcc passes these to the host compiler; -fPIC is required for a shared object.
+        "-Xcompiler=-fPIC", "-Xcompiler=-fvisibility=hidden",
+        # The CUDA-only shim declarations (aoti_torch_get_current_cuda_stream, ...) sit behind USE_CUDA.
+        "-DUSE_CUDA", *abi.defines, *abi.includes, *abi.force_include,
+    ]  # fmt: skip
+    nvcc_flags += list(ext.nvcc_flags)
+    return cxx_flags, cc_flags, nvcc_flags
+
+
+def _link_flags(abi: AbiFlavour, variant: Variant, torch: TorchEnv) -> list[str]:
+    toolkit = variant.toolkit
+    if toolkit.cudart_static is None:
+        raise EnvironmentProblem(
+            f"CUDA {toolkit.version} at {toolkit.root} has no libcudart_static.a; install the CUDA runtime "
+            "development files (PyPI: nvidia-cuda-runtime) so the extension carries its own cudart"
+        )
+    return [
+        # cudart linked statically, and its symbols kept out of our dynamic symbol table.
+        str(toolkit.cudart_static), "-ldl", "-lrt", "-lpthread", "-Wl,--exclude-libs,ALL",
+        *(f"-L{d}" for d in torch.library_dirs),
+        # Keep libtorch even though no symbol comes from it directly: on a CUDA torch it pulls in
+        # libtorch_cuda, where the CUDA shims (the current stream, ...) are defined.
+        "-Wl,--no-as-needed", "-lc10", "-ltorch", "-ltorch_cpu", "-Wl,--as-needed",
+        *abi.extra_ldflags,
+    ]  # fmt: skip
+
+
+def _compile_steps(
+    sources: dict[Path, tuple[ArchSpec, ...] | None],
+    variant: Variant,
+    matrix: Matrix,
+    build_dir: Path,
+    gen: Path,
+) -> tuple[list[CompileStep], list[Path]]:
+    """One step per source, with the -gencode flags it compiles with (the one place they are
+    decided); a limited source with no arch in common with the arch set is left out."""
+    steps = []
+    left_out = []
+    for source, limits in sources.items():
+        rule = _RULES[source.suffix]
+        obj_root = gen if source.is_relative_to(gen) else matrix.root
+        limited = variant.arch_set.limit(limits) if limits is not None and rule == "nvcc" else None
+        if limited is not None and not limited.specs:
+            left_out.append(source)
+            continue
+        obj = build_dir / "obj" / _object_name(source, obj_root)
+        gencode = shlex.join(limited.gencode_flags()) if limited is not None else None
+        steps.append(
+            CompileStep(source=source, object=obj, rule=rule, arch_set=limited, gencode=gencode)
+        )
+    return steps, left_out
+
+
 def make_plan(
     *,
     matrix: Matrix,
@@ -146,7 +281,9 @@ def make_plan(
     gen = build_dir / "gen"
     ext = matrix.extension
     weak = GeneratedFile(path=gen / "wheelforge_weak_shims.h", text=weak_header)
-    generated = [weak] if matrix.abi == "stable" else []
+    rel = functools.partial(command_path, build_dir=build_dir, root=matrix.root)
+    abi = _ABI_FLAVOURS[matrix.abi](matrix, torch, weak, rel)
+    generated = list(abi.generated)
     sources = _sources(matrix)
     if ext.module_init:
         init = GeneratedFile(
@@ -154,79 +291,9 @@ def make_plan(
         )
         generated.append(init)
         sources[init.path] = None
-
-    def rel(path: Path) -> str:
-        return _command_path(path, build_dir, matrix.root)
-
-    stable = matrix.abi == "stable"
-    if stable:
-        defines = [
-            # The stable-ABI version this binary targets: major << 56 | minor << 48 (torch/csrc/stable/version.h).
-            f"-DTORCH_TARGET_VERSION={matrix.torch.target_macro}",
-            f"-DPy_LIMITED_API={matrix.limited_api_macro}",
-            f"-DTORCH_EXTENSION_NAME={ext.leaf}",
-        ]
-        includes = [f"-I{rel(d)}" for d in (*ext.include_dirs, torch.include_dir)]
-        include_weak = ["-include", rel(weak.path)]
-    else:
-        # torch's full C++ API, as torch.utils.cpp_extension compiles it: every include folder,
-        # Python's headers (pybind11), the C++ ABI libtorch was built with.
-        defines = [
-            f"-DTORCH_EXTENSION_NAME={ext.leaf}", "-DTORCH_API_INCLUDE_EXTENSION_H",
-            f"-D_GLIBCXX_USE_CXX11_ABI={torch.cxx11_abi}",
-        ]  # fmt: skip
-        includes = [
-            f"-I{rel(d)}" for d in (*ext.include_dirs, *torch.include_dirs, torch.python_include)
-        ]
-        include_weak = []
-    cxx_flags = [
-        "-std=c++17", "-O3", "-fPIC", "-fvisibility=hidden", "-fvisibility-inlines-hidden",
-        *defines, *includes, *include_weak, *ext.cxx_flags,
-    ]  # fmt: skip
-    cc_flags = ["-O2", "-fPIC", "-fvisibility=hidden", *defines, f"-I{rel(torch.python_include)}"]
-    nvcc_flags = [
-        "-std=c++17", "-O3", f"-ccbin={nvcc_host}",
-        # nvcc passes these to the host compiler; -fPIC is required for a shared object.
-        "-Xcompiler=-fPIC", "-Xcompiler=-fvisibility=hidden",
-        # The CUDA-only shim declarations (aoti_torch_get_current_cuda_stream, ...) sit behind USE_CUDA.
-        "-DUSE_CUDA", *defines, *includes, *include_weak,
-    ]  # fmt: skip
-    nvcc_flags += list(ext.nvcc_flags)
-
-    toolkit = variant.toolkit
-    if toolkit.cudart_static is None:
-        raise ConfigError(
-            f"CUDA {toolkit.version} at {toolkit.root} has no libcudart_static.a; install the CUDA runtime "
-            "development files (PyPI: nvidia-cuda-runtime) so the extension carries its own cudart"
-        )
-    ldflags = [
-        # cudart linked statically, and its symbols kept out of our dynamic symbol table.
-        str(toolkit.cudart_static), "-ldl", "-lrt", "-lpthread", "-Wl,--exclude-libs,ALL",
-        *(f"-L{d}" for d in torch.library_dirs),
-        # Keep libtorch even though no symbol comes from it directly: on a CUDA torch it pulls in
-        # libtorch_cuda, where the CUDA shims (the current stream, ...) are defined.
-        "-Wl,--no-as-needed", "-lc10", "-ltorch", "-ltorch_cpu", "-Wl,--as-needed",
-    ]  # fmt: skip
-    if not stable:
-        ldflags.append("-ltorch_python")  # pybind11 bindings of torch's types
-
-    steps = []
-    left_out = []
-    for source, limits in sources.items():
-        rule = _RULES[source.suffix]
-        obj_root = gen if source.is_relative_to(gen) else matrix.root
-        limited = variant.arch_set.limit(limits) if limits is not None and rule == "nvcc" else None
-        if limited is not None and not limited.specs:
-            left_out.append(source)
-            continue
-        obj = build_dir / "obj" / _object_name(source, obj_root)
-        steps.append(CompileStep(source=source, object=obj, rule=rule, arch_set=limited))
-    if stable:
-        abi_tag, suffix = f"{matrix.python_abi}-abi3", ".abi3.so"
-    else:  # the full Python C API: one CPython only
-        cp = "cp" + torch.python_version.replace(".", "")
-        abi_tag, suffix = f"{cp}-{cp}", torch.ext_suffix
-    library = build_dir / f"{ext.leaf}{suffix}"
+    cxx_flags, cc_flags, nvcc_flags = _compile_flags(abi, matrix, torch, nvcc_host, rel)
+    ldflags = _link_flags(abi, variant, torch)
+    steps, left_out = _compile_steps(sources, variant, matrix, build_dir, gen)
     return VariantPlan(
         variant=variant,
         matrix=matrix,
@@ -244,12 +311,10 @@ def make_plan(
         compile_steps=tuple(steps),
         left_out=tuple(left_out),
         generated=tuple(generated),
-        library=library,
-        wheel_library_path=f"{ext.package_path}/{ext.leaf}{suffix}",
-        torch_requirement=matrix.torch.requirement
-        if stable
-        else f"torch=={torch.version.major}.{torch.version.minor}.*",
-        abi_tag=abi_tag,
+        library=build_dir / f"{ext.leaf}{abi.module_suffix}",
+        wheel_library_path=f"{ext.package_path}/{ext.leaf}{abi.module_suffix}",
+        torch_requirement=abi.torch_requirement,
+        abi_tag=abi.abi_tag,
         nvcc_threads=nvcc_threads,
         launcher=launcher,
         version=str(Version(f"{matrix.package.version}+{variant.local_label}"))

@@ -13,45 +13,19 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from packaging.version import Version
-
 from wheelforge.configuration.archs import Arch, ArchSet
 from wheelforge.configuration.matrix import Matrix
-from wheelforge.foundation.errors import ConfigError
-from wheelforge.toolchain.provision import RECIPES, Recipe, recipe_for
+from wheelforge.foundation.errors import ConfigError, EnvironmentProblem
+from wheelforge.toolchain.choice import ToolkitChoice
+from wheelforge.toolchain.provision import RECIPES, recipe_for
 from wheelforge.toolchain.toolkit import Toolkit
-
-
-@dataclass(frozen=True, kw_only=True)
-class Choice:
-    """A toolkit for a variant: one found on the machine, or a recipe still to provision."""
-
-    toolkit: Toolkit | None
-    recipe: Recipe | None
-
-    @property
-    def release(self) -> str:
-        if self.toolkit is not None:
-            return self.toolkit.release
-        assert self.recipe is not None
-        return self.recipe.release
-
-    @property
-    def short(self) -> str:
-        return "cu" + self.release.replace(".", "")
-
-    def describe(self) -> str:
-        if self.toolkit is not None:
-            return self.toolkit.describe()
-        assert self.recipe is not None
-        return f"{self.recipe.describe()}, to be provisioned"
 
 
 @dataclass(frozen=True, kw_only=True)
 class Variant:
     id: str  # stable and readable: "<arch set>-cu<major><minor>", e.g. "default-cu130"
     arch_set: ArchSet
-    choice: Choice
+    choice: ToolkitChoice
     local_label: str | None  # the wheel's local version label when the matrix has several variants
     torch: str | None = None  # unstable ABI only: the torch version this variant builds against
 
@@ -62,22 +36,13 @@ class Variant:
         return self.choice.toolkit
 
 
-def _recipe_supports(recipe: Recipe, arch: Arch) -> bool:
-    if arch.major * 10 + arch.minor not in recipe.sass:
-        return False
-    release = Version(recipe.release)
-    return (arch.suffix != "a" or release >= Version("12.0")) and (
-        arch.suffix != "f" or release >= Version("12.9")
-    )
-
-
 def _who_builds(arch: Arch, found: Sequence[Toolkit]) -> str:
     """A toolkit that builds *arch*: one found, else a recipe, else a hint."""
     for t in found:
         if t.supports(arch):
             return f"CUDA {t.version} at {t.root} builds it"
     for r in RECIPES:
-        if _recipe_supports(r, arch):
+        if r.supports(arch):
             return f"CUDA {r.release} builds it: run 'wheelforge toolkit install {r.release}' ({r.describe()})"
     return "no CUDA toolkit wheelforge knows builds it; check the arch"
 
@@ -86,7 +51,7 @@ def _found_list(found: Sequence[Toolkit]) -> str:
     return "; ".join(t.describe() for t in found) or "none"
 
 
-def choose(entry: str, arch_set: ArchSet, found: Sequence[Toolkit]) -> Choice:
+def choose(entry: str, arch_set: ArchSet, found: Sequence[Toolkit]) -> ToolkitChoice:
     """The toolkit for *arch_set* under a matrix ``cuda`` entry ("auto" or "X.Y")."""
     archs = arch_set.archs
     if entry != "auto":
@@ -99,34 +64,32 @@ def choose(entry: str, arch_set: ArchSet, found: Sequence[Toolkit]) -> Choice:
                     f"arch set '{arch_set.name}': CUDA {toolkit.version} at {toolkit.root} can't build "
                     f"{bad[0]} ({bad[0].sass}); it builds {toolkit.describe_range()}; {_who_builds(bad[0], found)}"
                 )
-            return Choice(toolkit=toolkit, recipe=None)
+            return ToolkitChoice(toolkit=toolkit, recipe=None)
         recipe = recipe_for(entry)
         if recipe is None:
-            raise ConfigError(
+            raise EnvironmentProblem(
                 f"cuda: CUDA {entry} was not found (found: {_found_list(found)}), and wheelforge has no recipe "
                 f"to provision it; install it and set CUDA_HOME, or name one of {', '.join(r.release for r in RECIPES)}"
             )
-        bad = [a for a in archs if not _recipe_supports(recipe, a)]
+        bad = [a for a in archs if not recipe.supports(a)]
         if bad:
             raise ConfigError(
                 f"arch set '{arch_set.name}': CUDA {entry} can't build {bad[0]} ({bad[0].sass}); {_who_builds(bad[0], found)}"
             )
-        return Choice(toolkit=None, recipe=recipe)
+        return ToolkitChoice(toolkit=None, recipe=recipe)
     for toolkit in found:  # newest first
         if all(toolkit.supports(a) for a in archs):
-            return Choice(toolkit=toolkit, recipe=None)
+            return ToolkitChoice(toolkit=toolkit, recipe=None)
     for recipe in RECIPES:  # newest first
-        if all(_recipe_supports(recipe, a) for a in archs):
-            return Choice(toolkit=None, recipe=recipe)
+        if all(recipe.supports(a) for a in archs):
+            return ToolkitChoice(toolkit=None, recipe=recipe)
     buildable = [
-        a
-        for a in archs
-        if any(t.supports(a) for t in found) or any(_recipe_supports(r, a) for r in RECIPES)
+        a for a in archs if any(t.supports(a) for t in found) or any(r.supports(a) for r in RECIPES)
     ]
     unbuildable = [a for a in archs if a not in buildable]
     if unbuildable:
         a = unbuildable[0]
-        raise ConfigError(
+        raise EnvironmentProblem(
             f"arch set '{arch_set.name}': no toolkit builds {a} ({a.sass}) (found: {_found_list(found)}); {_who_builds(a, found)}"
         )
     lo = min(archs, key=Arch.sort_key)
@@ -143,7 +106,7 @@ def expand(matrix: Matrix, found: Sequence[Toolkit]) -> tuple[Variant, ...]:
     torches: list[str | None] = (
         [str(v) for v in matrix.torch.versions] if matrix.abi == "unstable" else [None]
     )
-    combos: dict[str, tuple[ArchSet, Choice, str | None]] = {}
+    combos: dict[str, tuple[ArchSet, ToolkitChoice, str | None]] = {}
     for arch_set in matrix.arch_sets:
         for entry in matrix.cuda:
             choice = choose(entry, arch_set, found)
@@ -179,4 +142,8 @@ def select(variants: Sequence[Variant], only: Sequence[str]) -> list[Variant]:
 
 
 def with_toolkit(variant: Variant, toolkit: Toolkit) -> Variant:
-    return dataclasses.replace(variant, choice=Choice(toolkit=toolkit, recipe=None))
+    return with_choice(variant, ToolkitChoice(toolkit=toolkit, recipe=None))
+
+
+def with_choice(variant: Variant, choice: ToolkitChoice) -> Variant:
+    return dataclasses.replace(variant, choice=choice)

@@ -4,79 +4,61 @@ files, ninja, wheel, repair, fatbin verification, then an atomic move into the o
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import os
 import pickle
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from wheelforge import __version__
+from wheelforge.binaries import elf
+from wheelforge.binaries.sizes import TOP_CONTRIBUTORS, SizeCheck, check_size
+from wheelforge.binaries.verify import WheelVerification, verify_wheel
 from wheelforge.configuration.settings import BuildSettings
+from wheelforge.configuration.sizes import format_size
 from wheelforge.foundation import fsutil, log
-from wheelforge.foundation.errors import ConfigError, VerificationError
-from wheelforge.packaging import repair, wheel
+from wheelforge.foundation.errors import SizeBudgetError, WheelforgeError
+from wheelforge.packaging import repair, stamp, wheel
 from wheelforge.planning import freshness, ninja, variants
 from wheelforge.planning.plan import VariantPlan, auto_nvcc_threads, make_plan
 from wheelforge.planning.variants import Variant
-from wheelforge.running.results import BuildReport, VariantResult
-from wheelforge.toolchain import compilecache, shims, toolkit, torchprobe
-
-if TYPE_CHECKING:  # the ELF readers load only when a wheel is checked, never in a no-op build
-    from wheelforge.binaries.abicheck import BinaryCheck
-    from wheelforge.binaries.inspection import BinaryReport
-
-STAMP = "wheel.json"
-# The checks' results for the wheel the stamp names, so an unchanged wheel is not read again.
-CHECKS = "wheel-checks.pickle"
-
-
-def _ready(variant: Variant, settings: BuildSettings, found: list[toolkit.Toolkit]) -> Variant:
-    """*variant* with a toolkit on disk: provisioned now if it is a recipe (unless --offline)."""
-    recipe = variant.choice.recipe
-    if variant.choice.toolkit is not None or recipe is None:
-        return variant
-    from wheelforge.toolchain import provision
-
-    if settings.offline:
-        unbuilt = [a for a in variant.arch_set.archs if not any(t.supports(a) for t in found)]
-        why = (
-            f" for {', '.join(f'{a} ({a.sass})' for a in unbuilt)}, which none of them builds"
-            if unbuilt
-            else ""
-        )
-        raise ConfigError(
-            f"variant {variant.id} needs CUDA {recipe.release}, which is not installed (found: "
-            f"{'; '.join(t.describe() for t in found) or 'none'}){why}; run 'wheelforge toolkit install "
-            f"{recipe.release}' ({recipe.describe()}) or build without --offline"
-        )
-    folder = provision.install(recipe, settings.cache)
-    return variants.with_toolkit(variant, toolkit.load_provisioned(folder, cache=settings.cache))
+from wheelforge.running.results import BuildReport, VariantFailure, VariantResult
+from wheelforge.toolchain import compilecache, envs, toolkit, torchprobe
+from wheelforge.toolchain.choice import ensure_toolkit
 
 
 def resolve_variants(settings: BuildSettings) -> list[Variant]:
-    """The variants to build, each with its toolkit. Everything that can be refused without a
-    compiler is refused here, before anything is downloaded or compiled."""
+    """The variants to build, each with its toolkit (provisioned now where needed). Everything
+    that can be refused without a compiler is refused here, before anything is downloaded or
+    compiled."""
     found = toolkit.discover(cache=settings.cache)
     chosen = variants.select(variants.expand(settings.matrix, found), settings.only)
-    return [_ready(v, settings, found) for v in chosen]
+    return [
+        variants.with_choice(
+            v,
+            ensure_toolkit(
+                v.choice,
+                who=f"variant {v.id}",
+                archs=v.arch_set.archs,
+                found=found,
+                cache=settings.cache,
+                offline=settings.offline,
+            ),
+        )
+        for v in chosen
+    ]
 
 
 def _build_torch(variant: Variant, settings: BuildSettings) -> torchprobe.TorchEnv:
-    """The torch a variant compiles against: the build Python's for the stable ABI; for the
-    unstable ABI, an isolated environment with exactly the variant's torch (built on first use,
-    shared with ``wheelforge test``)."""
-    if variant.torch is None:
-        return torchprobe.probe_torch(settings.python, cache=settings.cache)
-    from wheelforge.toolchain import envs
-
     tests = settings.matrix.tests
-    spec = envs.EnvSpec(torch=variant.torch, requires=tests.requires if tests else ())
-    return torchprobe.probe_torch(
-        envs.ensure_env(spec, settings.cache).python, cache=settings.cache
+    return envs.build_torch(
+        variant.torch,
+        python=settings.python,
+        requires=tests.requires if tests else (),
+        cache=settings.cache,
     )
 
 
@@ -92,10 +74,14 @@ def _with_threads(plan: VariantPlan, settings: BuildSettings) -> VariantPlan:
 
 
 def plan_all(
-    settings: BuildSettings, cache: compilecache.CompileCache | None = None
+    settings: BuildSettings,
+    chosen: list[Variant] | None = None,
+    cache: compilecache.CompileCache | None = None,
 ) -> list[VariantPlan]:
+    """A plan per variant (each with its toolkit on disk: *chosen*, else resolve_variants),
+    compiling through *cache* when given."""
     matrix = settings.matrix
-    chosen = resolve_variants(settings)
+    chosen = resolve_variants(settings) if chosen is None else chosen
     plans = []
     probed: dict[str | None, torchprobe.TorchEnv] = {}
     for variant in chosen:
@@ -105,12 +91,11 @@ def plan_all(
                 torchprobe.check_target(torch, matrix.torch.lowest)
         torch = probed[variant.torch]
         cuda_only = torchprobe.cuda_only_shims(torch.include_dir, cache=settings.cache)
-        weak = torchprobe.weak_shims_header(cuda_only)
         plan = make_plan(
             matrix=matrix,
             variant=variant,
             torch=torch,
-            weak_header=weak,
+            weak_header=torchprobe.weak_shims_header(cuda_only),
             build_root=settings.build_root,
             out_dir=settings.out_dir,
             cxx=settings.cxx,
@@ -123,58 +108,44 @@ def plan_all(
     return plans
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+class _Stages:
+    """Times of a variant's stages, and its size check once there is one (kept when it fails)."""
+
+    def __init__(self) -> None:
+        self.times: list[tuple[str, float]] = []
+        self.size: SizeCheck | None = None
+        self.compiled: list[str] = []
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.times.append((name, round(time.perf_counter() - start, 3)))
 
 
-def _reusable(plan: VariantPlan, digest: str) -> Path | None:
-    """The wheel already in the output folder, if it was made from exactly these inputs."""
+def build_variant(
+    plan: VariantPlan, settings: BuildSettings, cache: compilecache.CompileCache | None = None
+) -> VariantResult | VariantFailure:
+    """Build one variant; a failure is returned as data (with the error), not raised, so the
+    other variants still build and the report says which failed and why."""
+    start = time.perf_counter()
+    stages = _Stages()
+    variant = plan.variant
     try:
-        stamp = json.loads((plan.build_dir / STAMP).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    published = plan.out_dir / str(stamp.get("wheel", ""))
-    if stamp.get("digest") != digest or not published.is_file():
-        return None
-    return published if _sha256(published) == stamp.get("sha256") else None
-
-
-def _checked_before(
-    published: Path, plan: VariantPlan
-) -> tuple[list[BinaryReport], list[BinaryCheck]] | None:
-    """What the checks found when this wheel was published, if they ran on these very bytes
-    with this wheelforge: the same bytes give the same findings. The pickle is wheelforge's
-    own, in its own build folder."""
-    try:
-        version, sha, binaries, abi = pickle.loads((plan.build_dir / CHECKS).read_bytes())
-    except Exception:  # missing, truncated, from another layout: the checks simply run again
-        return None
-    if version != __version__ or sha != _sha256(published):
-        return None
-    return binaries, abi
-
-
-def check_stable_abi(wheel_path: Path, plan: VariantPlan) -> list[BinaryCheck]:
-    """The stable-ABI rules (abicheck.py) on a wheel about to be published; a violation stops it.
-    An unstable-ABI build uses torch's C++ API on purpose: nothing to check."""
-    from wheelforge.binaries import abicheck
-
-    if plan.matrix.abi != "stable":
-        return []
-    checks = abicheck.check_wheel(
-        wheel_path,
-        torch=plan.matrix.torch.target,
-        guards=shims.header_guards(plan.torch.include_dir),
-    )
-    violations = [v for c in checks for v in c.violations]
-    if violations:
-        first, rest = violations[0], violations[1:]
-        raise VerificationError(
-            f"variant {plan.variant.id}: {first.message}"
-            + (f" (and {len(rest)} more below)" if rest else ""),
-            details="\n".join(v.message for v in rest) or None,
+        return _build_variant(plan, settings, stages, start, cache)
+    except WheelforgeError as exc:
+        return VariantFailure(
+            variant_id=variant.id,
+            arch_set=variant.arch_set,
+            toolkit=str(variant.toolkit.version),
+            torch=plan.torch.label,
+            error=exc,
+            size=stages.size,
+            stages=tuple(stages.times),
+            seconds=time.perf_counter() - start,
         )
-    return checks
 
 
 def _compile(
@@ -200,95 +171,186 @@ def _compile(
     return steps, stats
 
 
-def build_variant(
-    plan: VariantPlan, *, jobs: int | None, cache: compilecache.CompileCache | None = None
+def _build_variant(
+    plan: VariantPlan,
+    settings: BuildSettings,
+    stages: _Stages,
+    start: float,
+    cache: compilecache.CompileCache | None,
 ) -> VariantResult:
-    start = time.perf_counter()
     variant = plan.variant
-    with log.step(
-        f"{variant.id}: compile for {variant.arch_set} with CUDA {variant.toolkit.version}"
-    ):
-        steps, cache_stats = _compile(plan, jobs, cache)
-    compiled = [s for s in steps if s in ("CXX", "CC", "NVCC")]
-    log.info(
-        f"  compiled {len(compiled)} of {len(plan.compile_steps)} sources"
-        if compiled
-        else "  nothing to compile: up to date"
-    )
+    title = f"{variant.id}: compile for {variant.arch_set} with CUDA {variant.toolkit.version}"
+    with log.group(title), log.step(title), stages.stage("compile"):
+        steps, cache_stats = _compile(plan, settings.jobs, cache)
+        compiled = [s for s in steps if s in ("CXX", "CC", "NVCC")]
+        log.info(
+            f"  compiled {len(compiled)} of {len(plan.compile_steps)} sources"
+            if compiled
+            else "  nothing to compile: up to date"
+        )
 
     contents = wheel.contents(plan, repair.build_platform())
     digest = contents.digest()
-    published = _reusable(plan, digest)
+    published = stamp.reusable(plan.build_dir, plan.out_dir, digest)
     reused = published is not None
     if published is not None:
-        log.info(f"  {published.name} is up to date")
-        binaries, abi = _checked_before(published, plan) or _check(published, plan)
+        log.info(f"  {published} is up to date")
+        with stages.stage("verify"):
+            found = _check(published, plan, settings, stages, _verified_before(published, plan))
     else:
-        published, binaries, abi = _pack_and_publish(plan, contents)
-        sha = _sha256(published)
-        stamp = {"digest": digest, "wheel": published.name, "sha256": sha}
-        fsutil.write_if_changed(plan.build_dir / STAMP, json.dumps(stamp, indent=2) + "\n")
-        (plan.build_dir / CHECKS).write_bytes(pickle.dumps((__version__, sha, binaries, abi)))
+        title = f"{plan.variant.id}: pack, repair and check the wheel"
+        with log.group(title), log.step(title):
+            published, found = _pack_and_publish(plan, contents, settings, stages)
+        stamp.write(plan.build_dir, digest=digest, wheel=published)
+        _remember_verification(published, plan, found)
+    assert stages.size is not None  # _check sets it
     return VariantResult(
         variant_id=variant.id,
         arch_set=variant.arch_set,
         toolkit=str(variant.toolkit.version),
+        torch=plan.torch.label,
         wheel=published,
         wheel_size=published.stat().st_size,
+        sha256=stamp.sha256(published),
+        sources=len(plan.compile_steps),
         compiled=tuple(compiled),
         reused=reused,
-        binaries=tuple(binaries),
-        abi_checks=tuple(abi),
+        binaries=found.binaries,
+        arch_checks=found.arch_checks,
+        abi_checks=found.abi_checks,
+        size=stages.size,
+        stages=tuple(stages.times),
         seconds=time.perf_counter() - start,
         compile_cache=cache_stats,
     )
 
 
-def _check(wheel_path: Path, plan: VariantPlan) -> tuple[list[BinaryReport], list[BinaryCheck]]:
-    """Fatbins against the arch set, then the stable-ABI rules; either failing stops the variant."""
-    from wheelforge.binaries.inspection import inspect_paths
-    from wheelforge.binaries.verify import verify_binaries
+# What verify_wheel found in the wheel the reuse stamp names, so an unchanged wheel is not read
+# again: the same bytes give the same findings.
+VERIFIED = "wheel-verified.pickle"
 
-    binaries = inspect_paths([wheel_path])
-    verify_binaries(binaries, plan)
-    return binaries, check_stable_abi(wheel_path, plan)
+
+def _remember_verification(published: Path, plan: VariantPlan, found: WheelVerification) -> None:
+    data = (__version__, stamp.sha256(published), found)
+    (plan.build_dir / VERIFIED).write_bytes(pickle.dumps(data))
+
+
+def _verified_before(published: Path, plan: VariantPlan) -> WheelVerification | None:
+    """The findings stored when this very wheel was published by this wheelforge. The pickle is
+    wheelforge's own, in its own build folder."""
+    try:
+        version, sha, found = pickle.loads((plan.build_dir / VERIFIED).read_bytes())
+    except Exception:  # missing, truncated, from another layout: verify again
+        return None
+    ok = version == __version__ and sha == stamp.sha256(published)
+    return found if ok and isinstance(found, WheelVerification) else None
+
+
+def _check(
+    wheel_path: Path,
+    plan: VariantPlan,
+    settings: BuildSettings,
+    stages: _Stages,
+    found: WheelVerification | None = None,
+) -> WheelVerification:
+    """Fatbins against the arch set, the stable-ABI rules (verify_wheel, unless *found* holds its
+    findings on these bytes), then the size budget; any failing stops the variant."""
+    found = found or verify_wheel(wheel_path, plan)
+    stages.size = check_size(
+        wheel_size=wheel_path.stat().st_size,
+        budget=settings.size_budget,
+        binaries=found.binaries,
+        toolkit=(plan.variant.toolkit.version.major, plan.variant.toolkit.version.minor),
+        nvcc_flags=plan.matrix.extension.nvcc_flags,
+        wheel=wheel_path,
+    )
+    if stages.size.over:
+        raise _over_budget(
+            plan, wheel_path, stages.size, published=wheel_path.parent == plan.out_dir
+        )
+    return found
+
+
+def _over_budget(
+    plan: VariantPlan, wheel_path: Path, size: SizeCheck, *, published: bool
+) -> SizeBudgetError:
+    """Names the largest fatbin entries and what each lever would save."""
+    top = size.contributions[:TOP_CONTRIBUTORS]
+    lines = ["largest contributors (in the wheel / stored in the binary / uncompressed):"]
+    lines += [
+        f"  {elf.member_path(c.binary)} {c.kind.upper()} {c.arch}: "
+        f"{format_size(c.in_wheel) if c.in_wheel is not None else '-'} / "
+        f"{format_size(c.stored)} / {format_size(c.uncompressed)} ({c.compression})"
+        for c in top
+    ]
+    measured = [c.in_wheel for c in size.contributions if c.in_wheel is not None]
+    if measured:
+        lines.append(
+            f"  all SASS and PTX: {format_size(sum(measured))} of the wheel's "
+            f"{format_size(size.wheel_size)}; the rest is host code and Python files"
+        )
+    lines.append("levers (what each saves):")
+    lines += [
+        f"  {lv.change}: "
+        + (f"saves {format_size(lv.saves)}" if lv.saves is not None else "not measured")
+        + (f" ({lv.note})" if lv.note else "")
+        for lv in size.levers[:8]
+    ]
+    biggest = (
+        ", ".join(f"{c.arch} {format_size(c.in_wheel or c.stored)}" for c in top[:3]) or "no fatbin"
+    )
+    return SizeBudgetError(
+        f"variant {plan.variant.id}: {wheel_path.name} is {format_size(size.wheel_size)}, over "
+        f"its size budget of {format_size(size.budget)}; "
+        + ("it was published by an earlier build; " if published else "nothing was published; ")
+        + "largest: "
+        f"{biggest} (size-budget in matrix.yaml or --size-budget raises the budget)",
+        details="\n".join(lines),
+    )
 
 
 def _pack_and_publish(
-    plan: VariantPlan, contents: wheel.WheelContents
-) -> tuple[Path, list[BinaryReport], list[BinaryCheck]]:
+    plan: VariantPlan,
+    contents: wheel.WheelContents,
+    settings: BuildSettings,
+    stages: _Stages,
+) -> tuple[Path, WheelVerification]:
     """Pack, repair and check in a staging folder; only a wheel that passed reaches the output."""
-    with log.step(f"{plan.variant.id}: pack, repair and check the wheel"):
-        stage = Path(tempfile.mkdtemp(prefix="stage-", dir=plan.build_dir))
-        try:
+    stage = Path(tempfile.mkdtemp(prefix="stage-", dir=plan.build_dir))
+    try:
+        with stages.stage("package"):
             raw = wheel.pack(contents, stage / "raw")
             repaired = repair.repair(
                 raw, stage / "repaired", source_date_epoch=wheel.source_date_epoch()
             )
-            binaries, abi = _check(repaired, plan)
+        with stages.stage("verify"):
+            found = _check(repaired, plan, settings, stages)
+        with stages.stage("publish"):
             previous = plan.out_dir / repaired.name
-            if previous.is_file() and _sha256(previous) != _sha256(repaired):
+            if previous.is_file() and stamp.sha256(previous) != stamp.sha256(repaired):
                 log.warning(
                     f"replacing {previous}: same name, other content (another arch set or toolkit?)"
                 )
             published = fsutil.publish(repaired, plan.out_dir)
-        finally:
-            shutil.rmtree(stage, ignore_errors=True)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
 
     # Name what was read after the published wheel, not the staging copy.
-    def rename(path: str) -> str:
-        return path.replace(str(repaired), str(published), 1)
-
-    return (
-        published,
-        [dataclasses.replace(b, path=rename(b.path)) for b in binaries],
-        [dataclasses.replace(c, path=rename(c.path)) for c in abi],
-    )
+    if stages.size is not None:
+        stages.size = dataclasses.replace(
+            stages.size,
+            contributions=tuple(
+                dataclasses.replace(c, binary=elf.rename_wheel(c.binary, repaired, published))
+                for c in stages.size.contributions
+            ),
+        )
+    return published, found.moved(repaired, published)
 
 
 def run_build(settings: BuildSettings) -> BuildReport:
+    start = time.perf_counter()
     cache = compilecache.resolve(settings.compile_cache, settings.matrix.root)
-    plans = plan_all(settings, cache)
+    plans = plan_all(settings, cache=cache)
     m = settings.matrix
     if m.abi == "stable":
         how = (
@@ -300,10 +362,12 @@ def run_build(settings: BuildSettings) -> BuildReport:
     log.info(
         f"building {len(plans)} variant(s) of {m.package.name} {m.package.version} {how}; archs from {settings.arch_source}"
     )
-    results = [build_variant(plan, jobs=settings.jobs, cache=cache) for plan in plans]
+    outcomes = [build_variant(plan, settings, cache) for plan in plans]
     return BuildReport(
         matrix=settings.matrix.path,
         target_version=settings.matrix.torch.target,
         built_against=plans[0].torch.label,
-        variants=tuple(results),
+        variants=tuple(o for o in outcomes if isinstance(o, VariantResult)),
+        failures=tuple(o for o in outcomes if isinstance(o, VariantFailure)),
+        seconds=time.perf_counter() - start,
     )

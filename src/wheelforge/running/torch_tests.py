@@ -3,7 +3,6 @@ the payload's test suite there; one outcome per (torch, variant)."""
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 import time
@@ -18,8 +17,10 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 
 from wheelforge.configuration.matrix import Matrix, TestsConfig
+from wheelforge.configuration.settings import TestSettings
 from wheelforge.foundation import log, proc
-from wheelforge.foundation.errors import ConfigError, ToolError
+from wheelforge.foundation.errors import ConfigError, ToolError, VerificationError
+from wheelforge.packaging import stamp as reuse_stamp
 from wheelforge.toolchain import envs
 
 Status = Literal["passed", "failed", "error", "unavailable"]
@@ -58,13 +59,10 @@ def built_wheels(
             raise ConfigError(f"--wheel {missing[0]}: no such file")
         return [BuiltWheel(variant=p.name, path=p) for p in explicit]
     found: list[BuiltWheel] = []
-    for stamp in sorted(build_root.glob("*/wheel.json")):
-        try:
-            wheel = out_dir / json.loads(stamp.read_text())["wheel"]
-        except (ValueError, KeyError, OSError):
-            continue
+    for stamp in reuse_stamp.stamps(build_root):
+        wheel = out_dir / stamp.wheel
         if wheel.is_file():
-            found.append(BuiltWheel(variant=stamp.parent.name, path=wheel))
+            found.append(BuiltWheel(variant=stamp.build_dir.name, path=wheel))
     names = tuple(f"{a.name}-" for a in matrix.arch_sets)
     found = [w for w in found if w.variant.startswith(names)] or found
     if not found:
@@ -187,3 +185,27 @@ def run_tests(
             )
             outcomes.append(outcome)
     return outcomes
+
+
+def run_test_command(settings: TestSettings) -> list[Outcome]:
+    """``wheelforge test``: the built (or given) wheels under each torch of the settings."""
+    built = built_wheels(settings.matrix, settings.build_root, settings.out_dir, settings.wheels)
+    requires = settings.tests.requires
+    specs = [envs.EnvSpec(torch=v, requires=requires) for v in settings.torch]
+    specs += [envs.EnvSpec(torch_from=p, requires=requires) for p in settings.torch_from]
+    return run_tests(matrix=settings.matrix, wheels=built, specs=specs, cache=settings.cache)
+
+
+def require_passed(outcomes: Sequence[Outcome]) -> None:
+    """The verdict of a test run: a failed or errored run, or no run at all, fails it."""
+    bad = [o for o in outcomes if o.status in ("failed", "error")]
+    if bad:
+        first = bad[0]
+        raise VerificationError(
+            f"{len(bad)} of {len(outcomes)} test runs did not pass; first: {first.variant} under {first.env}: {first.status}",
+            details=first.detail,
+        )
+    if not any(o.status == "passed" for o in outcomes):
+        raise VerificationError(
+            "no test run took place: no torch of the matrix could be installed here"
+        )

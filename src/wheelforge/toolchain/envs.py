@@ -18,11 +18,13 @@ import json
 import os
 import shutil
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from wheelforge.foundation import log, proc
 from wheelforge.foundation.errors import ToolError
+from wheelforge.toolchain import torchprobe
 
 MARKER = "wheelforge-env.json"
 PIP_HINT = "pip ships with Python; python -m ensurepip"
@@ -162,3 +164,15 @@ def install_wheel(env: TestEnv, wheel: Path, dist_name: str) -> None:
     earlier build of the same distribution."""
     pip(env.python, "uninstall", "--yes", "--quiet", dist_name, what="pip uninstall")
     pip(env.python, "install", "--quiet", wheel, what=f"pip install {wheel.name}")
+
+
+def build_torch(
+    torch: str | None, *, python: Path, requires: Sequence[str], cache: Path
+) -> torchprobe.TorchEnv:
+    """The torch a variant compiles against: *python*'s for the stable ABI (*torch* None); for
+    the unstable ABI, an isolated environment with exactly that torch (built on first use, shared
+    with ``wheelforge test``, so *requires* are the tests' requirements)."""
+    if torch is None:
+        return torchprobe.probe_torch(python, cache=cache)
+    spec = EnvSpec(torch=torch, requires=tuple(requires))
+    return torchprobe.probe_torch(ensure_env(spec, cache).python, cache=cache)

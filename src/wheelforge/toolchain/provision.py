@@ -26,9 +26,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from packaging.version import Version
+
+from wheelforge.configuration.archs import Arch, sm_range
 from wheelforge.foundation import log, proc
 from wheelforge.foundation.errors import ConfigError, ToolError
-from wheelforge.toolchain.toolkit import TOOLKIT_JSON
+from wheelforge.toolchain.toolkit import TOOLKIT_JSON, release_builds
 
 # nvcc --list-gpu-code of each release (read off the toolkits themselves when the recipes were written).
 _CUDA13_SASS = frozenset({75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121})
@@ -72,10 +75,12 @@ class Recipe:
     def folder(self) -> str:
         return f"cuda-{self.release}-{self.source}"
 
+    def supports(self, arch: Arch) -> bool:
+        return release_builds(Version(self.release), self.sass, arch)
+
     def describe(self) -> str:
         where = "PyPI's nvidia-* packages" if self.source == "pypi" else "Debian bookworm non-free"
-        numbers = sorted(self.sass)
-        return f"CUDA {self.release} from {where} (sm_{numbers[0]} to sm_{numbers[-1]}, {self.download})"
+        return f"CUDA {self.release} from {where} ({sm_range(self.sass)}, {self.download})"
 
 
 RECIPES: tuple[Recipe, ...] = (

@@ -15,9 +15,9 @@ from typing import Any
 
 from packaging.version import Version
 
-from wheelforge.configuration.archs import Arch
+from wheelforge.configuration.archs import Arch, sm_range
 from wheelforge.foundation import proc
-from wheelforge.foundation.errors import ConfigError, ToolError
+from wheelforge.foundation.errors import EnvironmentProblem, ToolError
 from wheelforge.toolchain import probecache
 
 NVCC_HINT = (
@@ -25,7 +25,6 @@ NVCC_HINT = (
 )
 TOOLKIT_JSON = "toolkit.json"  # written into provisioned toolkits (provision.py)
 _VERSION_RE = re.compile(r"release (\d+\.\d+), V(\d+\.\d+\.\d+)")
-_CODE_RE = re.compile(r"^sm_(\d+)([af]?)$")
 _DRY_VAR_RE = {
     name: re.compile(rf"^#\$ {name}=(.+?)/?$", re.MULTILINE) for name in ("_HERE_", "TOP")
 }
@@ -39,6 +38,19 @@ STANDARD_GLOBS = (
     "/opt/nvidia/cuda*/bin/nvcc",
     "/usr/lib/nvidia-cuda-toolkit/bin/nvcc",
 )
+
+
+def release_builds(release: Version, sass: frozenset[int], arch: Arch) -> bool:
+    """Whether a CUDA release whose nvcc lists *sass* (--list-gpu-code) builds *arch*: the one
+    rule, for toolkits found and for recipes still to provision."""
+    if arch.sm not in sass:
+        return False
+    # Arch-specific (sm_90a) code arrived with CUDA 12.0, family-specific (sm_100f) with 12.9.
+    if arch.suffix == "a":
+        return release >= Version("12.0")
+    if arch.suffix == "f":
+        return release >= Version("12.9")
+    return True
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,19 +74,10 @@ class Toolkit:
         return f"{self.version.major}.{self.version.minor}"
 
     def supports(self, arch: Arch) -> bool:
-        number = arch.major * 10 + arch.minor
-        if number not in self.sass:
-            return False
-        # Arch-specific (sm_90a) code arrived with CUDA 12.0, family-specific (sm_100f) with 12.9.
-        if arch.suffix == "a":
-            return self.version >= Version("12.0")
-        if arch.suffix == "f":
-            return self.version >= Version("12.9")
-        return True
+        return release_builds(self.version, self.sass, arch)
 
     def describe_range(self) -> str:
-        numbers = sorted(self.sass)
-        return f"sm_{numbers[0]} to sm_{numbers[-1]}" if numbers else "no archs"
+        return sm_range(self.sass)
 
     def describe(self) -> str:
         return f"CUDA {self.version} ({self.describe_range()}) at {self.root}"
@@ -124,7 +127,9 @@ def _ask(nvcc: Path) -> tuple[dict[str, Any], list[str | Path]]:
     if match is None:
         raise ToolError(f"{nvcc} --version printed no CUDA release; is it a real nvcc?")
     codes = proc.run([nvcc, "--list-gpu-code"], hint=NVCC_HINT).stdout.split()
-    sass = sorted({int(m[1]) for c in codes if (m := _CODE_RE.match(c))})
+    sass = sorted(
+        {a.sm for c in codes if (a := Arch.from_code(c)) is not None and c.startswith("sm_")}
+    )
     # nvcc may be a wrapper script; its dry run names the real install (TOP) and driver (_HERE_).
     dry = proc.run(
         [nvcc, "--dryrun", "-x", "cu", "-E", os.devnull], hint=NVCC_HINT, check=False
@@ -241,7 +246,7 @@ def host_compiler(toolkit: Toolkit, cxx: str, *, cache: Path | None = None) -> s
     for n in range(toolkit.gcc_max, toolkit.gcc_max - 6, -1):
         if found := shutil.which(f"g++-{n}"):
             return found
-    raise ConfigError(
+    raise EnvironmentProblem(
         f"CUDA {toolkit.version} at {toolkit.root} accepts g++ up to {toolkit.gcc_max} (its crt/host_config.h), "
         f"but {cxx} is g++ {major}; install g++-{toolkit.gcc_max} and set CXX to it, or run "
         f"'wheelforge toolkit install {toolkit.release}' where a recipe brings its own compiler"

@@ -12,7 +12,7 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from wheelforge.foundation import proc
-from wheelforge.foundation.errors import ConfigError, ToolError
+from wheelforge.foundation.errors import EnvironmentProblem, ToolError
 from wheelforge.toolchain import probecache, shims
 
 # What steers which torch an interpreter imports, besides its own files.
@@ -74,11 +74,13 @@ def _ask(python: Path) -> tuple[dict[str, Any], list[str | Path]]:
     result = proc.run([python, "-c", _PROBE], hint=hint, check=False)
     if result.returncode != 0:
         if "No module named 'torch'" in result.stderr:
-            raise ToolError(
+            raise EnvironmentProblem(
                 f"{python} has no torch to build against; install one there, e.g. "
                 f"'{python} -m pip install torch==2.13.0'"
             )
-        raise ToolError(f"{python} could not import torch", details=proc.tail(result.stderr))
+        raise EnvironmentProblem(
+            f"{python} could not import torch", details=proc.tail(result.stderr)
+        )
     try:
         info = json.loads(result.stdout.strip().splitlines()[-1])
         Version(info["version"])
@@ -96,7 +98,7 @@ def probe_torch(python: Path, *, cache: Path | None = None) -> TorchEnv:
     full = Version(info["version"])
     include = Path(info["include_dirs"][0])
     if not (include / "torch" / "csrc" / "stable").is_dir():
-        raise ToolError(
+        raise EnvironmentProblem(
             f"torch {full} at {include} has no stable-ABI headers (torch/csrc/stable); use torch >= 2.9"
         )
     return TorchEnv(
@@ -119,7 +121,7 @@ def probe_torch(python: Path, *, cache: Path | None = None) -> TorchEnv:
 def check_target(torch: TorchEnv, lowest: Version) -> None:
     """The headers must be at least as new as the target version they are asked to emulate."""
     if (torch.version.major, torch.version.minor) < (lowest.major, lowest.minor):
-        raise ConfigError(
+        raise EnvironmentProblem(
             f"the matrix targets torch {lowest.major}.{lowest.minor}, but the build environment has "
             f"torch {torch.label}, whose headers are older; install torch >= {lowest.major}.{lowest.minor} "
             "to build with"

@@ -1,0 +1,260 @@
+"""The stable-ABI rules, one function each, on the facts of one ELF file (abicheck.py applies
+them to files and wheels):
+
+- no undefined C++ symbol of libtorch (``c10::``, ``at::``, ``torch::``, ``caffe2::``): those
+  change with every torch release;
+- every C shim function used (``aoti_torch_*``, ``torch_*``) exists in the lowest torch the
+  wheel supports (see shims.py for how that is known);
+- every Python C API symbol used is in the limited API of the wheel's abi3 tag;
+- the wheel's tags agree with its binaries: glibc symbol versions within the manylinux tag, the
+  machine (abicheck.py adds abi3 module file names).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Literal
+
+import abi3info
+from abi3info.models import PyVersion, Symbol
+from elftools.common.exceptions import ELFError
+from elftools.elf.gnuversions import GNUVerNeedSection
+from elftools.elf.sections import SymbolTableSection
+
+from wheelforge.binaries.elf import ElfImage
+from wheelforge.foundation.errors import BinaryFormatError
+from wheelforge.toolchain import shims
+from wheelforge.toolchain.shims import Version2
+
+Rule = Literal["cxx-symbol", "shim-version", "python-api", "tags"]
+_LIBTORCH_CXX_RE = re.compile(r"(?<![\w:])(c10|at|torch|caffe2)::")
+_GLIBC_RE = re.compile(r"^GLIBC_(\d+)\.(\d+)")
+_MANYLINUX_RE = re.compile(r"^manylinux_(\d+)_(\d+)_(\w+)$")
+_LEGACY_MANYLINUX = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
+_MACHINES = {
+    "EM_X86_64": "x86_64",
+    "EM_AARCH64": "aarch64",
+    "EM_PPC64": "ppc64le",
+    "EM_S390": "s390x",
+}
+_HINTS = {
+    "torch::Library": "TORCH_LIBRARY from torch/library.h; use STABLE_TORCH_LIBRARY from torch/csrc/stable/library.h",
+    "at::Tensor": "at::Tensor from ATen; use torch::stable::Tensor from torch/csrc/stable/tensor.h",
+    "c10::Error": "TORCH_CHECK from c10; use STD_TORCH_CHECK from torch/headeronly/util/Exception.h",
+    "c10::cuda": "c10/cuda helpers; use aoti_torch_get_current_cuda_stream and torch::stable::accelerator",
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Violation:
+    binary: str
+    rule: Rule
+    symbol: str | None
+    message: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class CheckTarget:
+    """What the binaries are checked against."""
+
+    torch: Version2  # the lowest torch they must load on
+    python: Version2 | None  # the abi3 floor (cp310 → (3, 10)); None: no limited-API rule
+    guards: dict[str, Version2 | None]  # shim header guards of the build torch (may be empty)
+
+
+@cache
+def _cxa_demangle() -> tuple[ctypes._CFuncPtr, ctypes._CFuncPtr] | None:  # type: ignore[name-defined]
+    # Sonames, not ctypes.util.find_library: that one runs ldconfig in a subprocess.
+    try:
+        lib = ctypes.CDLL("libstdc++.so.6")
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return None
+    fn = lib.__cxa_demangle
+    fn.restype = ctypes.c_void_p
+    fn.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_int)]
+    free = libc.free
+    free.argtypes = [ctypes.c_void_p]
+    return fn, free
+
+
+def demangle(symbol: str) -> str:
+    """The C++ name of a mangled symbol (through libstdc++'s own demangler), else the symbol."""
+    funcs = _cxa_demangle()
+    if funcs is None or not symbol.startswith("_Z"):
+        return symbol
+    fn, free = funcs
+    status = ctypes.c_int()
+    ptr = fn(symbol.encode(), None, None, ctypes.byref(status))
+    if not ptr:
+        return symbol
+    try:
+        return ctypes.string_at(ptr).decode(errors="replace") if status.value == 0 else symbol
+    finally:
+        free(ptr)
+
+
+@dataclass(frozen=True)
+class ElfFacts:
+    undefined: tuple[str, ...]
+    glibc: Version2 | None
+    machine: str
+
+
+def elf_facts(image: ElfImage) -> ElfFacts:
+    """What the rules need of an ELF file, read from its (shared) parsed headers."""
+    try:
+        elf = image.elf
+        dynsym = elf.get_section_by_name(".dynsym")
+        undefined = (
+            tuple(
+                sorted(
+                    {
+                        s.name
+                        for s in dynsym.iter_symbols()
+                        if s.name and s["st_shndx"] == "SHN_UNDEF"
+                    }
+                )
+            )
+            if isinstance(dynsym, SymbolTableSection)
+            else ()
+        )
+        glibc: Version2 | None = None
+        for section in elf.iter_sections():
+            if isinstance(section, GNUVerNeedSection):
+                for _, auxiliaries in section.iter_versions():
+                    for aux in auxiliaries:
+                        if m := _GLIBC_RE.match(aux.name):
+                            version = (int(m[1]), int(m[2]))
+                            glibc = version if glibc is None else max(glibc, version)
+        machine = _MACHINES.get(elf["e_machine"], str(elf["e_machine"]))
+    except (ELFError, ValueError, KeyError, OSError) as exc:
+        raise BinaryFormatError(image.name, None, f"not a readable ELF file: {exc}") from None
+    return ElfFacts(undefined=undefined, glibc=glibc, machine=machine)
+
+
+def cxx_violations(path: str, undefined: Sequence[str]) -> list[Violation]:
+    out = []
+    for symbol in undefined:
+        if not symbol.startswith("_Z"):
+            continue
+        name = demangle(symbol)
+        if not _LIBTORCH_CXX_RE.search(name):
+            continue
+        hint = next((h for key, h in _HINTS.items() if key in name), None)
+        fix = (
+            f"it comes from {hint}"
+            if hint
+            else "include only torch/csrc/stable and torch/headeronly headers"
+        )
+        out.append(
+            Violation(
+                binary=path,
+                rule="cxx-symbol",
+                symbol=symbol,
+                message=(
+                    f"{path} uses {name} ({symbol}), a C++ symbol of libtorch: the binary is not on the "
+                    f"stable ABI and fails to load ('undefined symbol') on other torch versions; {fix}"
+                ),
+            )
+        )
+    return out
+
+
+def shim_violations(path: str, used: Sequence[str], target: CheckTarget) -> list[Violation]:
+    out = []
+    major, minor = target.torch
+    for name in used:
+        verdict = shims.judge(name, target.torch, target.guards)
+        if verdict.ok:
+            continue
+        if verdict.introduced is None:
+            why = f"which no torch library or header declares ({verdict.source})"
+            fix = "check the name, or that it is not a private libtorch function"
+        else:
+            since = f"{verdict.introduced[0]}.{verdict.introduced[1]}"
+            why = f"which torch {major}.{minor} lacks: it arrived in torch {since} (per {verdict.source})"
+            fix = (
+                f"build with -DTORCH_TARGET_VERSION for torch {major}.{minor} so the headers hide it "
+                f"(wheelforge sets it from the matrix's lowest torch), or raise the lowest torch to {since}"
+            )
+        out.append(
+            Violation(
+                binary=path,
+                rule="shim-version",
+                symbol=name,
+                message=f"{path} uses the shim function {name}, {why}; {fix}",
+            )
+        )
+    return out
+
+
+def python_violations(
+    path: str, undefined: Sequence[str], floor: Version2 | None
+) -> list[Violation]:
+    if floor is None:
+        return []
+    out = []
+    tag = f"cp{floor[0]}{floor[1]}"
+    for name in undefined:
+        if not name.startswith(("Py", "_Py")):
+            continue
+        member = abi3info.FUNCTIONS.get(Symbol(name)) or abi3info.DATAS.get(Symbol(name))
+        if member is None:
+            out.append(
+                Violation(
+                    binary=path,
+                    rule="python-api",
+                    symbol=name,
+                    message=f"{path} uses {name}, which is not in Python's limited API, so the {tag}-abi3 tag is wrong; "
+                    "build with -DPy_LIMITED_API and avoid that function",
+                )
+            )
+        elif member.added > PyVersion(*floor):
+            out.append(
+                Violation(
+                    binary=path,
+                    rule="python-api",
+                    symbol=name,
+                    message=f"{path} uses {name}, in the limited API only since Python {member.added}, "
+                    f"but the wheel is tagged {tag}-abi3; raise python-abi to cp{member.added.major}{member.added.minor}",
+                )
+            )
+    return out
+
+
+def tag_violations(
+    wheel: str, tags: frozenset[str], member: str, facts: ElfFacts
+) -> list[Violation]:
+    out = []
+    for platform in sorted({t.split("-")[-1] for t in tags}):
+        legacy = next(
+            (v for k, v in _LEGACY_MANYLINUX.items() if platform.startswith(k + "_")), None
+        )
+        m = _MANYLINUX_RE.match(platform)
+        glibc_tag = (int(m[1]), int(m[2])) if m else legacy
+        arch = m[3] if m else platform.split("_", 1)[-1]
+        if glibc_tag and facts.glibc and facts.glibc > glibc_tag:
+            out.append(
+                Violation(
+                    binary=member,
+                    rule="tags",
+                    symbol=f"GLIBC_{facts.glibc[0]}.{facts.glibc[1]}",
+                    message=f"{wheel} is tagged {platform}, but {member} needs GLIBC_{facts.glibc[0]}.{facts.glibc[1]}; "
+                    "let auditwheel repair compute the tag, or build on an older glibc",
+                )
+            )
+        if platform.startswith(("manylinux", "linux")) and arch != facts.machine:
+            out.append(
+                Violation(
+                    binary=member,
+                    rule="tags",
+                    symbol=None,
+                    message=f"{wheel} is tagged {platform}, but {member} is built for {facts.machine}",
+                )
+            )
+    return out

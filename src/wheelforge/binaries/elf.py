@@ -1,0 +1,179 @@
+"""The one reader of ELF files and wheel members: files on disk are memory-mapped, wheel members
+inflated in memory (never extracted), each once; its ELF headers are parsed once and shared by
+the fatbin reader (fatbin.py) and the stable-ABI rules (abicheck.py). A wheel member is named
+``x.whl!pkg/_C.abi3.so`` (member_name) wherever it is shown."""
+
+from __future__ import annotations
+
+import io
+import mmap
+import os
+import zipfile
+import zlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import cached_property
+from pathlib import Path
+from typing import IO, cast
+
+from elftools.elf.elffile import ELFFile
+
+from wheelforge.foundation.errors import BinaryFormatError
+
+Buffer = bytes | bytearray | memoryview | mmap.mmap
+
+ELF_MAGIC = b"\x7fELF"
+MEMBER_SEPARATOR = "!"
+
+
+def member_name(wheel: Path | str, member: str) -> str:
+    """How a wheel member is named: ``x.whl!pkg/_C.abi3.so``."""
+    return f"{wheel}{MEMBER_SEPARATOR}{member}"
+
+
+def member_path(name: str) -> str:
+    """The path inside the wheel of a member's name (``pkg/_C.abi3.so``); a plain file's name
+    is returned as it is."""
+    return name.rsplit(MEMBER_SEPARATOR, 1)[-1]
+
+
+def split_member(name: str) -> tuple[str, str]:
+    """A member's name as (wheel, path inside it); a plain file's name as ("", name)."""
+    wheel, _, member = name.rpartition(MEMBER_SEPARATOR)
+    return wheel, member
+
+
+def is_member(name: str, member: str) -> bool:
+    """Whether *name* names the wheel member *member* (of any wheel)."""
+    return name.endswith(MEMBER_SEPARATOR + member)
+
+
+def rename_wheel(name: str, old: Path | str, new: Path | str) -> str:
+    """A member's name after its wheel moved (staging copy → published wheel)."""
+    return name.replace(str(old), str(new), 1)
+
+
+class ViewStream:
+    """A read-only file over a buffer, so pyelftools reads the headers of a large mapped file
+    without a copy of it; remembers where the last read started, for error messages."""
+
+    def __init__(self, view: memoryview) -> None:
+        self._view = view
+        self._pos = 0
+        self.last_read = 0
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: len(self._view)}[whence]
+        if base + offset < 0:
+            raise ValueError(f"seek to negative offset {base + offset}")
+        self._pos = base + offset
+        return self._pos
+
+    def tell(self) -> int:
+        return self._pos
+
+    def read(self, size: int = -1) -> bytes:
+        self.last_read = self._pos
+        stop = len(self._view) if size < 0 else self._pos + size
+        data = self._view[self._pos : stop].tobytes()
+        self._pos += len(data)
+        return data
+
+
+class ElfImage:
+    """One ELF file's bytes (a mapped file or an inflated wheel member) and its headers, parsed
+    on first use and then shared. Use it as a context manager: the view it holds must be
+    released before a mapped file is closed."""
+
+    def __init__(self, name: str, data: Buffer, *, member: str | None = None) -> None:
+        self.name = name  # the path, or x.whl!member
+        self.member = member  # the path inside the wheel, for a wheel member
+        self.view = memoryview(data)
+        self.size = len(self.view)
+
+    def __enter__(self) -> ElfImage:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.view.release()
+
+    @cached_property
+    def stream(self) -> ViewStream:
+        return ViewStream(self.view)
+
+    @cached_property
+    def elf(self) -> ELFFile:
+        """The parsed headers; pyelftools errors are the caller's to name."""
+        if self.view[:4].tobytes() != ELF_MAGIC:
+            raise BinaryFormatError(self.name, 0, "not an ELF file (no \\x7fELF magic)")
+        return ELFFile(cast(IO[bytes], self.stream))
+
+
+@contextmanager
+def open_elf_file(path: Path) -> Iterator[ElfImage]:
+    """An ELF file on disk, memory-mapped: only the pages read are loaded."""
+    try:
+        with path.open("rb") as file:
+            if os.fstat(file.fileno()).st_size == 0:
+                with ElfImage(str(path), b"") as image:
+                    yield image
+                return
+            with (
+                mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as mapped,
+                ElfImage(str(path), mapped) as image,
+            ):
+                yield image
+    except OSError as error:
+        raise BinaryFormatError(str(path), None, f"cannot read: {error.strerror}") from error
+
+
+class WheelReader:
+    """An open wheel: its member names, text members, and its ELF members one at a time."""
+
+    def __init__(self, path: Path, zf: zipfile.ZipFile) -> None:
+        self.path = path
+        self.zip = zf
+        self.names = zf.namelist()
+
+    def read_text(self, name: str) -> str:
+        return self.zip.read(name).decode()
+
+    def elf_members(self, skip: Callable[[str], bool] = lambda _: False) -> Iterator[ElfImage]:
+        """Each ELF member (sorted by name, *skip* left out), inflated once."""
+        for info in sorted(self.zip.infolist(), key=lambda info: info.filename):
+            if info.is_dir() or skip(info.filename):
+                continue
+            name = member_name(self.path, info.filename)
+            data = self._read_elf_member(info, name)
+            if data is not None:
+                with ElfImage(name, data, member=info.filename) as image:
+                    yield image
+
+    def _read_elf_member(self, member: zipfile.ZipInfo, name: str) -> bytes | None:
+        """The member's bytes if it is an ELF file; only its first block is inflated otherwise."""
+        try:
+            with self.zip.open(member) as stream:
+                if stream.read(len(ELF_MAGIC)) != ELF_MAGIC:
+                    return None
+            # Read again rather than append to the first bytes: one copy of a 500 MB library.
+            return self.zip.read(member)
+        except (
+            zipfile.BadZipFile,
+            zlib.error,
+            EOFError,
+            RuntimeError,
+            ValueError,
+            OSError,
+        ) as error:
+            raise BinaryFormatError(name, None, f"cannot inflate wheel member: {error}") from error
+
+
+@contextmanager
+def open_wheel(path: Path) -> Iterator[WheelReader]:
+    try:
+        with zipfile.ZipFile(path) as zf:
+            yield WheelReader(path, zf)
+    except zipfile.BadZipFile as error:
+        raise BinaryFormatError(str(path), None, f"not a readable wheel (zip): {error}") from error
+    except OSError as error:
+        raise BinaryFormatError(str(path), None, f"cannot read: {error.strerror}") from error

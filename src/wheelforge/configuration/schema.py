@@ -1,0 +1,117 @@
+"""matrix.yaml's JSON Schema and docs/matrix.md's key tables, both generated from the model in
+configuration/matrix.py (the habit of scikit-build-core's settings/json_schema.py).
+
+Regenerate both after changing a key::
+
+    python -m wheelforge.configuration.schema
+
+tests/unit/test_matrix_schema.py fails when the shipped schema or the docs tables drift.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import re
+import sys
+import typing
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from wheelforge.configuration import matrix
+from wheelforge.foundation import schemagen
+
+SCHEMA_FILE = "matrix.schema.json"
+TITLE = "wheelforge matrix.yaml"
+# The key tables in docs/matrix.md, by the name in their markers.
+SECTIONS: dict[str, type] = {
+    "top": matrix.Matrix,
+    "package": matrix.PackageConfig,
+    "extension": matrix.ExtensionConfig,
+    "sources": matrix.SourceSpec,
+    "tests": matrix.TestsConfig,
+}
+_MARKERS = re.compile(
+    r"(<!-- keys:(?P<name>[a-z]+) .*?-->\n)(?P<body>.*?)(<!-- /keys:(?P=name) -->)", re.DOTALL
+)
+
+
+def matrix_schema() -> dict[str, Any]:
+    out = schemagen.json_schema(matrix.Matrix, title=TITLE)
+    out["$defs"]["ArchList"] = {
+        "description": "arch list, TORCH_CUDA_ARCH_LIST's grammar: '7.5 8.0 9.0a 12.0+PTX', a list of entries, or torch's names (Hopper)",
+        **schemagen.type_schema(matrix.ARCH_LIST),
+    }
+    out["$defs"] = dict(sorted(out["$defs"].items()))
+    return out
+
+
+def schema_text() -> str:
+    return json.dumps(matrix_schema(), indent=2, ensure_ascii=False) + "\n"
+
+
+def shipped_schema_text() -> str:
+    """The schema in the installed package (what editors and the drift test read)."""
+    return resources.files("wheelforge").joinpath("data").joinpath(SCHEMA_FILE).read_text("utf-8")
+
+
+def _words(field: dataclasses.Field[Any], hint: Any) -> str:
+    if "words" in field.metadata:
+        return str(field.metadata["words"])
+    if typing.get_origin(hint) is typing.Literal:
+        return " or ".join(f"`{v}`" for v in typing.get_args(hint))
+    return {bool: "bool"}.get(hint, "string")
+
+
+def _default(field: dataclasses.Field[Any]) -> str:
+    if "default_words" in field.metadata:
+        return str(field.metadata["default_words"])
+    value = schemagen.field_default(field)
+    if value is dataclasses.MISSING or value is None or value == "":
+        return ""
+    if isinstance(value, bool):
+        return f"`{str(value).lower()}`"
+    if isinstance(value, str):
+        return f"`{value}`"
+    return f"`{json.dumps(schemagen._jsonable(value))}`"
+
+
+def key_table(cls: type) -> str:
+    """The markdown table of one mapping's keys."""
+    hints = typing.get_type_hints(cls)
+    rows = ["| key | required | type | default | meaning |", "| --- | --- | --- | --- | --- |"]
+    for field in schemagen.document_fields(cls):
+        required = "yes" if schemagen.field_is_required(field) else "no"
+        rows.append(
+            f"| `{schemagen.field_key(field)}` | {required} | {_words(field, hints[field.name])}"
+            f" | {_default(field)} | {schemagen.field_doc(field)} |"
+        )
+    return "\n".join(rows) + "\n"
+
+
+def render_docs(text: str) -> str:
+    """*text* (docs/matrix.md) with every marked key table regenerated."""
+
+    def table(match: re.Match[str]) -> str:
+        return match[1] + key_table(SECTIONS[match["name"]]) + match[4]
+
+    return _MARKERS.sub(table, text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m wheelforge.configuration.schema")
+    parser.add_argument("--docs", type=Path, default=Path(__file__).parents[3] / "docs/matrix.md")
+    args = parser.parse_args(argv)
+    target = Path(__file__).parents[1] / "data" / SCHEMA_FILE
+    target.write_text(schema_text(), encoding="utf-8")
+    print(f"wrote {target}")
+    if args.docs.is_file():
+        args.docs.write_text(render_docs(args.docs.read_text("utf-8")), encoding="utf-8")
+        print(f"wrote the key tables of {args.docs}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+"""What ``wheelforge build`` writes besides wheels: the terminal summary, the JSON report
+(--report), and in GitHub Actions the step summary and annotations. The CLI only calls these."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from wheelforge.configuration.settings import BuildSettings, Flags, resolve
+from wheelforge.foundation import log
+from wheelforge.foundation.errors import WheelforgeError
+from wheelforge.foundation.fsutil import write_if_changed
+from wheelforge.interface import ci
+from wheelforge.interface.render import print_build, print_dry_run
+from wheelforge.interface.report import Report, build_report, report_json
+from wheelforge.running.build import run_build
+from wheelforge.running.dryrun import dry_run as plan_dry_run
+from wheelforge.running.results import BuildReport
+
+
+def build_command(
+    flags: Flags, *, report_path: Path | None, ci_mode: str | None, quiet: bool, dry_run: bool
+) -> None:
+    """``wheelforge build``: the output modes (--ci, --quiet), then the plan alone (--dry-run)
+    or the build."""
+    if ci_mode is not None:
+        log.set_ci("github" if ci_mode == "github" else None)
+    log.set_quiet(quiet)
+    if dry_run:
+        print_dry_run(plan_dry_run(resolve(flags)), Console(stderr=False))
+    else:
+        build(flags, report_path)
+
+
+def build(flags: Flags, report_path: Path | None) -> None:
+    """Resolve, build, then write every output; the first failure is raised at the end (the
+    CLI prints it and exits with its code), after the report says what failed and why."""
+    start = time.perf_counter()
+    settings: BuildSettings | None = None
+    try:
+        settings = resolve(flags)
+        result = run_build(settings)
+    except WheelforgeError as exc:
+        _write(build_report(settings=settings, result=None, error=exc, seconds=time.perf_counter() - start),
+               report_path)  # fmt: skip
+        raise
+    report = build_report(
+        settings=settings, result=result, error=None, seconds=time.perf_counter() - start
+    )
+    if log.quiet():
+        if report_path is None or str(report_path) != "-":
+            for v in result.variants:
+                click.echo(str(v.wheel))
+    else:
+        print_build(result, Console(stderr=report_path is not None and str(report_path) == "-"))
+    _write(report, report_path)
+    _raise_failures(result)
+
+
+def _raise_failures(result: BuildReport) -> None:
+    """Every failed variant is named; the first one's error is raised (its code is the exit)."""
+    if not result.failures:
+        return
+    first, *rest = result.failures
+    for failure in rest:
+        log.error(failure.error.message, failure.error.details)
+        log.annotate_error(failure.error)  # the CLI annotates the raised one
+    raise first.error
+
+
+def _write(report: Report, report_path: Path | None) -> None:
+    text = report_json(report)
+    if report_path is not None:
+        if str(report_path) == "-":
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        else:
+            write_if_changed(report_path.absolute(), text)
+            log.info(f"report: {report_path.absolute()}")
+    if log.ci() == "github":
+        written = ci.append_step_summary(ci.step_summary(report))
+        if written is not None:
+            log.info(f"step summary appended to {written}")

@@ -1,0 +1,65 @@
+"""The reuse stamp: ``wheel.json`` in a variant's build folder names the wheel the last build of
+it published, the digest of the inputs it was made from, and the wheel's sha256. A build whose
+inputs match reuses that wheel (running/build.py); ``wheelforge test`` finds the built wheels
+through the stamps (running/torch_tests.py). This module is the stamp's only reader and writer."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from wheelforge.foundation import fsutil
+
+STAMP = "wheel.json"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Stamp:
+    build_dir: Path  # the variant's build folder; its name is the variant's id
+    wheel: str  # the wheel's file name in the output folder
+    digest: str  # of the inputs the wheel was made from (packaging/wheel.py)
+    sha256: str  # of the wheel as published
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def read(build_dir: Path) -> Stamp | None:
+    try:
+        data = json.loads((build_dir / STAMP).read_text(encoding="utf-8"))
+        return Stamp(
+            build_dir=build_dir,
+            wheel=str(data["wheel"]),
+            digest=str(data.get("digest", "")),
+            sha256=str(data.get("sha256", "")),
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def write(build_dir: Path, *, digest: str, wheel: Path) -> None:
+    stamp = {"digest": digest, "wheel": wheel.name, "sha256": sha256(wheel)}
+    fsutil.write_if_changed(build_dir / STAMP, json.dumps(stamp, indent=2) + "\n")
+
+
+def reusable(build_dir: Path, out_dir: Path, digest: str) -> Path | None:
+    """The wheel already in the output folder, if it was made from exactly these inputs."""
+    stamp = read(build_dir)
+    if stamp is None or stamp.digest != digest:
+        return None
+    published = out_dir / stamp.wheel
+    if not published.is_file():
+        return None
+    return published if sha256(published) == stamp.sha256 else None
+
+
+def stamps(build_root: Path) -> Iterator[Stamp]:
+    """The stamps of every variant built under *build_root*, by variant id."""
+    for path in sorted(build_root.glob(f"*/{STAMP}")):
+        stamp = read(path.parent)
+        if stamp is not None:
+            yield stamp

@@ -1,0 +1,32 @@
+"""``wheelforge check``: the stable-ABI rules on wheels and shared objects given by the user,
+and the verdict (a violation fails the command after the results are shown)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from wheelforge.binaries import abicheck
+from wheelforge.configuration.settings import python_abi_flag, torch_floor_flag
+from wheelforge.foundation.errors import VerificationError, first_and_rest
+from wheelforge.toolchain import shims
+
+
+def run_check(
+    paths: Sequence[Path], *, target: str | None, python_abi: str | None
+) -> list[abicheck.BinaryCheck]:
+    """Check *paths* against the lowest torch *target* (else a wheel's Requires-Dist) and the
+    abi3 floor *python_abi* (else a wheel's tag), with the installed torch's shim guards."""
+    torch = torch_floor_flag(target, "--target")
+    python = python_abi_flag(python_abi, "--python-abi")
+    return abicheck.check_paths(
+        list(paths), torch=torch, python=python, guards=shims.installed_torch_guards()
+    )
+
+
+def require_clean(results: Sequence[abicheck.BinaryCheck]) -> None:
+    """A violation fails the command, naming every one."""
+    violations = [v.message for r in results for v in r.violations]
+    if violations:
+        message, details = first_and_rest(violations)
+        raise VerificationError(message, details=details)

@@ -1,0 +1,108 @@
+"""Verifying a built wheel: one pass over its ELF members (each inflated and parsed once, shared
+by the fatbin reader and the stable-ABI rules), the arch checks kept for rendering."""
+
+from __future__ import annotations
+
+import zipfile
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from wheelforge.binaries import elf, verify
+from wheelforge.configuration.reader import load_matrix
+from wheelforge.foundation.errors import VerificationError
+from wheelforge.toolchain import shims
+
+from .fakes import plan_for
+
+FATBIN = Path(__file__).resolve().parents[1] / "data" / "fatbin"
+WHEEL = "demo_ops-1.2.0-cp310-abi3-linux_x86_64.whl"
+
+
+def make_wheel(folder: Path) -> Path:
+    path = folder / WHEEL
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("demo_ops/_C.abi3.so", (FATBIN / "sm80_sm90a_ptx90.so").read_bytes())
+        zf.writestr("demo_ops/__init__.py", "")
+        zf.writestr(
+            "demo_ops-1.2.0.dist-info/METADATA",
+            "Metadata-Version: 2.1\nName: demo-ops\nVersion: 1.2.0\nRequires-Dist: torch>=2.10\n",
+        )
+    return path
+
+
+@pytest.fixture
+def counted(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """Counts wheel members inflated (by name) and ELF headers parsed."""
+    counts: Counter[str] = Counter()
+    real_read = zipfile.ZipFile.read
+    real_elf = elf.ELFFile
+
+    def read(self: zipfile.ZipFile, name: Any, pwd: bytes | None = None) -> bytes:
+        counts[getattr(name, "filename", name)] += 1
+        return real_read(self, name, pwd)
+
+    def parse(stream: Any) -> Any:
+        counts["ELFFile"] += 1
+        return real_elf(stream)
+
+    monkeypatch.setattr(zipfile.ZipFile, "read", read)
+    monkeypatch.setattr(elf, "ELFFile", parse)
+    monkeypatch.setattr(shims, "header_guards", lambda _include: {})
+    return counts
+
+
+def test_one_pass_inflates_and_parses_each_member_once(
+    project: Callable[..., Path], tmp_path: Path, counted: Counter[str]
+) -> None:
+    plan = plan_for(load_matrix(project()), tmp_path, archs="8.0 9.0a")
+    found = verify.verify_wheel(make_wheel(tmp_path), plan)
+    assert counted["demo_ops/_C.abi3.so"] == 1
+    assert counted["ELFFile"] == 1
+    [binary] = found.binaries
+    [abi] = found.abi_checks
+    [arch] = found.arch_checks
+    assert (
+        binary.path
+        == abi.path
+        == arch.binary
+        == elf.member_name(tmp_path / WHEEL, "demo_ops/_C.abi3.so")
+    )
+    assert binary.sass_archs == ("sm_80", "sm_90a")
+    assert abi.violations == ()
+    assert arch.ok and arch.extra_ptx == ("compute_90",) and arch.missing_sass == ()
+
+
+def test_missing_arch_fails_and_names_it(
+    project: Callable[..., Path], tmp_path: Path, counted: Counter[str]
+) -> None:
+    plan = plan_for(load_matrix(project()), tmp_path, archs="8.0 9.0+PTX")
+    with pytest.raises(
+        VerificationError, match=r"lacks SASS sm_90 asked for by arch set 'default'"
+    ):
+        verify.verify_wheel(make_wheel(tmp_path), plan)
+
+
+def test_moved_renames_every_finding(
+    project: Callable[..., Path], tmp_path: Path, counted: Counter[str]
+) -> None:
+    plan = plan_for(load_matrix(project()), tmp_path, archs="8.0")
+    staged = make_wheel(tmp_path)
+    published = tmp_path / "dist" / WHEEL
+    moved = verify.verify_wheel(staged, plan).moved(staged, published)
+    name = elf.member_name(published, "demo_ops/_C.abi3.so")
+    assert [b.path for b in moved.binaries] == [name]
+    assert [c.binary for c in moved.arch_checks] == [name]
+    assert [c.path for c in moved.abi_checks] == [name]
+
+
+def test_member_naming() -> None:
+    name = elf.member_name("dist/x.whl", "pkg/_C.abi3.so")
+    assert name == "dist/x.whl!pkg/_C.abi3.so"
+    assert elf.member_path(name) == "pkg/_C.abi3.so"
+    assert elf.member_path("lib/_C.so") == "lib/_C.so"
+    assert elf.is_member(name, "pkg/_C.abi3.so") and not elf.is_member(name, "_C.abi3.so")
+    assert elf.rename_wheel(name, "dist/x.whl", "out/x.whl") == "out/x.whl!pkg/_C.abi3.so"
