@@ -19,8 +19,6 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Literal
 
-import abi3info
-from abi3info.models import PyVersion, Symbol
 from elftools.common.exceptions import ELFError
 from elftools.elf.gnuversions import GNUVerNeedSection
 from elftools.elf.sections import SymbolTableSection
@@ -198,6 +196,10 @@ def python_violations(
 ) -> list[Violation]:
     if floor is None:
         return []
+    # Imported here: abi3info's tables take ~0.1 s to load, and a no-op build reads no binary.
+    import abi3info
+    from abi3info.models import PyVersion, Symbol
+
     out = []
     tag = f"cp{floor[0]}{floor[1]}"
     for name in undefined:
