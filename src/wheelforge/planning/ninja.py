@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 import re
@@ -12,7 +13,7 @@ import ninja as ninja_pkg
 from ninja.ninja_syntax import Writer, escape
 
 from wheelforge.foundation import fsutil, log, proc
-from wheelforge.foundation.diagnostics import parse_compiler_output
+from wheelforge.foundation.diagnostics import Diagnostic, parse_compiler_output
 from wheelforge.foundation.errors import BuildError, EnvironmentProblem
 from wheelforge.planning.plan import VariantPlan
 
@@ -234,8 +235,16 @@ def _failure(plan: VariantPlan, output: str) -> BuildError:
         f"variant {plan.variant.id}: {what}; the compiler's output is below "
         f"(build files in {plan.build_dir})",
         details=proc.tail(shown),
-        diagnostics=parse_compiler_output(shown),
+        diagnostics=tuple(_from_build_dir(d, plan) for d in parse_compiler_output(shown)),
     )
+
+
+def _from_build_dir(diagnostic: Diagnostic, plan: VariantPlan) -> Diagnostic:
+    """A compiler names a file as its command did: relative to the build folder it ran in
+    (plan.command_path). Made absolute, the report can name it relative to the project."""
+    if Path(diagnostic.file).is_absolute():
+        return diagnostic
+    return dataclasses.replace(diagnostic, file=os.path.normpath(plan.build_dir / diagnostic.file))
 
 
 def _display(source: Path, plan: VariantPlan) -> str:
