@@ -293,7 +293,7 @@ def test_dry_run_prints_the_commands_and_builds_nothing(project: Path, tmp_path:
     run = wheelforge("build", "--archs", ARCHS, "--dry-run", "--build-dir", tmp_path / "b",
                      "--out", tmp_path / "o", cwd=project)  # fmt: skip
     assert run.code == 0, run.err
-    assert "custom-cu130: arch set custom (7.5 9.0+PTX)" in run.out
+    assert "sm75-90ptx-cu130: arch set sm75-90ptx (7.5 9.0+PTX)" in run.out
     nvcc = [ln for ln in run.out.splitlines() if "activation_cuda.cu" in ln and "nvcc" in ln]
     assert len(nvcc) == 1 and "-gencode=arch=compute_90,code=compute_90" in nvcc[0]
     assert not (tmp_path / "b").exists() and not (tmp_path / "o").exists()

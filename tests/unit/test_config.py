@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from wheelforge.configuration.settings import OVERRIDE_ARCH_SET, Flags, resolve
+from wheelforge.configuration.settings import Flags, resolve
 from wheelforge.foundation.errors import ConfigError
 
 Project = Callable[..., Path]
@@ -24,10 +24,12 @@ def test_env_overrides_matrix_and_flag_overrides_env(project: Project) -> None:
     env = {**ENV, "TORCH_CUDA_ARCH_LIST": "7.5;8.6"}
     s = resolve(Flags(matrix=project()), env)
     assert s.arch_source == "TORCH_CUDA_ARCH_LIST"
-    assert [(a.name, str(a)) for a in s.matrix.arch_sets] == [(OVERRIDE_ARCH_SET, "7.5 8.6")]
-    s = resolve(Flags(matrix=project(), archs="9.0a"), env)
+    assert [(a.name, str(a)) for a in s.matrix.arch_sets] == [("sm75-86", "7.5 8.6")]
+    s = resolve(Flags(matrix=project(), archs="9.0a 7.5 10.0f+PTX"), env)
     assert s.arch_source == "--archs"
-    assert [str(a) for a in s.matrix.arch_sets] == ["9.0a"]
+    assert [(a.name, str(a)) for a in s.matrix.arch_sets] == [
+        ("sm75-90a-100fptx", "7.5 9.0a 10.0f+PTX")
+    ]
 
 
 def test_bad_env_arch_list_names_the_variable(project: Project) -> None:

@@ -125,11 +125,11 @@ def test_ninja_file(project: Project, tmp_path: Path) -> None:
         assert f"build {obj}: {step.rule} {src}" in text
     assert "build _C.abi3.so: link obj/" in text
     assert "default _C.abi3.so" in text
-    assert "launcher = \n" in text and "command = $launcher $nvcc " in text
+    assert "cuda_launcher = \n" in text and "command = $cuda_launcher $nvcc " in text
     assert str(tmp_path) not in text.replace(str(tmp_path / "torch" / "lib"), "")  # no clone path
     assert text == ninja.render(plan)  # deterministic
-    cached = dataclasses.replace(plan, launcher=Path("/opt/bin/ccache"))
-    assert "launcher = /opt/bin/ccache\n" in ninja.render(cached)
+    cached = dataclasses.replace(plan, cuda_launcher=("/opt/bin/ccache",))
+    assert "cuda_launcher = /opt/bin/ccache\n" in ninja.render(cached)
 
 
 def test_ninja_escapes_dollars(project: Project, tmp_path: Path) -> None:

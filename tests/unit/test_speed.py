@@ -157,7 +157,8 @@ def test_compile_cache_precedence(project: Project) -> None:
 
 def test_matrix_compile_cache_must_be_known(project: Project) -> None:
     with pytest.raises(
-        ConfigError, match="compile-cache must be one of auto, sccache, ccache, none"
+        ConfigError,
+        match="matrix.yaml: compile-cache 'fast' must be one of auto, sccache, ccache, none",
     ):
         resolve(Flags(matrix=project(GOOD_MATRIX + "compile-cache: fast\n")), ENV)
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from wheelforge.binaries import elf, verify
+from wheelforge.binaries import bounded, elf, verify
 from wheelforge.configuration.reader import load_matrix
 from wheelforge.foundation.errors import VerificationError
 from wheelforge.toolchain import shims
@@ -38,18 +38,18 @@ def make_wheel(folder: Path) -> Path:
 def counted(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     """Counts wheel members inflated (by name) and ELF headers parsed."""
     counts: Counter[str] = Counter()
-    real_read = zipfile.ZipFile.read
+    real_read = bounded.read_member
     real_elf = elf.ELFFile
 
-    def read(self: zipfile.ZipFile, name: Any, pwd: bytes | None = None) -> bytes:
-        counts[getattr(name, "filename", name)] += 1
-        return real_read(self, name, pwd)
+    def read(zf: zipfile.ZipFile, info: zipfile.ZipInfo, display: str) -> bytearray:
+        counts[info.filename] += 1  # the one full inflation of a member (bounded.py)
+        return real_read(zf, info, display)
 
     def parse(stream: Any) -> Any:
         counts["ELFFile"] += 1
         return real_elf(stream)
 
-    monkeypatch.setattr(zipfile.ZipFile, "read", read)
+    monkeypatch.setattr(bounded, "read_member", read)
     monkeypatch.setattr(elf, "ELFFile", parse)
     monkeypatch.setattr(shims, "header_guards", lambda _include: {})
     return counts

@@ -22,6 +22,7 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
+from wheelforge.binaries import bounded
 from wheelforge.binaries.abirules import (
     CheckTarget,
     ElfFacts,
@@ -33,7 +34,7 @@ from wheelforge.binaries.abirules import (
     shim_violations,
     tag_violations,
 )
-from wheelforge.binaries.elf import ElfImage, WheelReader, open_wheel
+from wheelforge.binaries.elf import ELF_MAGIC, ElfImage, WheelReader, open_elf_file, open_wheel
 from wheelforge.foundation.errors import BinaryFormatError, ConfigError
 from wheelforge.toolchain import shims
 from wheelforge.toolchain.shims import Version2
@@ -129,9 +130,12 @@ class WheelRules:
         metadata = next((n for n in wheel.names if n.endswith(".dist-info/METADATA")), None)
         floor = torch or (torch_floor(wheel.read_text(metadata)) if metadata else None)
         if floor is None:
-            raise ConfigError(
-                f"{path}: the wheel states no torch requirement with a lower bound; pass --target X.Y"
+            why = (
+                "states no torch requirement with a lower bound"
+                if metadata
+                else "has no .dist-info/METADATA, so it states no torch requirement"
             )
+            raise ConfigError(f"{path}: the wheel {why}; pass --target X.Y")
         self.target = CheckTarget(torch=floor, python=self.python, guards=guards)
 
     @staticmethod
@@ -164,8 +168,42 @@ def check_wheel(
     """Check every ELF member of a wheel; *torch* overrides the floor its METADATA gives."""
     with open_wheel(path) as wheel:
         rules = WheelRules(wheel, torch=torch, guards=guards)
-        skip = lambda member: not rules.applies(member)  # noqa: E731
-        return [rules.check(image) for image in wheel.elf_members(skip=skip)]
+        unsafe = set(bounded.unsafe_member_names(wheel.names))  # layout violations only
+        skip = lambda member: not rules.applies(member) or member in unsafe  # noqa: E731
+        results = [rules.check(image) for image in wheel.elf_members(skip=skip)]
+        layout = _layout_violations(path, wheel.names)
+    if layout:
+        results.insert(0, BinaryCheck(path=str(path), shims=(), newest_shim=None,
+                                      python_symbols=(), violations=tuple(layout)))  # fmt: skip
+    return results
+
+
+def _layout_violations(path: Path, names: Sequence[str]) -> list[Violation]:
+    """Member names an installer would write outside site-packages, and a missing .dist-info."""
+    out = [
+        Violation(
+            binary=f"{path}!{name}",
+            rule="layout",
+            symbol=None,
+            message=f"{path.name} has the member {name!r}, which an installer would write outside "
+            "its folder (an absolute path or '..'); rebuild the wheel with relative member names",
+        )
+        for name in bounded.unsafe_member_names(list(names))
+    ]
+    if not any(n.endswith(".dist-info/METADATA") and n.count("/") == 1 for n in names):
+        out.append(
+            Violation(
+                binary=str(path),
+                rule="layout",
+                symbol=None,
+                message=f"{path.name} has no NAME-VERSION.dist-info/METADATA, so no installer "
+                "accepts it; build it with a wheel builder",
+            )
+        )
+    return out
+
+
+ACCEPTS = "wheels or shared objects"
 
 
 def check_paths(
@@ -178,20 +216,22 @@ def check_paths(
     """Check wheels and shared objects; a bare shared object needs *torch* (``--target``)."""
     results: list[BinaryCheck] = []
     for path in paths:
-        if not path.exists():
-            raise ConfigError(f"{path}: no such file; pass wheels or shared objects")
+        if bounded.classify(path, accepts=ACCEPTS) == "folder":
+            raise ConfigError(
+                f"{path} is a folder; pass the wheels or shared objects in it, e.g. {path}/*.whl"
+            )
         if path.suffix == ".whl":
             results.extend(check_wheel(path, torch=torch, guards=guards))
             continue
-        if torch is None:
-            raise ConfigError(
-                f"{path}: a bare shared object says nothing of its torch floor; pass --target X.Y"
-            )
-        results.append(
-            check_elf(
-                path.read_bytes(),
-                path=str(path),
-                target=CheckTarget(torch=torch, python=python, guards=guards),
-            )
-        )
+        with open_elf_file(path) as image:  # memory-mapped: only the pages read are loaded
+            if image.view[:4].tobytes() != ELF_MAGIC:
+                raise ConfigError(
+                    f"{path} is neither a wheel (.whl) nor an ELF shared object; pass {ACCEPTS}"
+                )
+            if torch is None:
+                raise ConfigError(
+                    f"{path}: a bare shared object says nothing of its torch floor; pass --target X.Y"
+                )
+            target = CheckTarget(torch=torch, python=python, guards=guards)
+            results.append(check_image(image, elf_facts(image), target))
     return results

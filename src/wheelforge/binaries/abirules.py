@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import ctypes
 import re
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Literal
 
 from elftools.common.exceptions import ELFError
+from elftools.construct import ConstructError
+from elftools.elf.elffile import ELFFile
 from elftools.elf.gnuversions import GNUVerNeedSection
 from elftools.elf.sections import SymbolTableSection
 
@@ -28,7 +31,8 @@ from wheelforge.foundation.errors import BinaryFormatError
 from wheelforge.toolchain import shims
 from wheelforge.toolchain.shims import Version2
 
-Rule = Literal["cxx-symbol", "shim-version", "python-api", "tags"]
+Rule = Literal["cxx-symbol", "shim-version", "python-api", "tags", "layout"]
+_MAX_VERSION_ENTRIES = 4096  # libraries need a handful of sonames; glibc itself has ~40
 _LIBTORCH_CXX_RE = re.compile(r"(?<![\w:])(c10|at|torch|caffe2)::")
 _GLIBC_RE = re.compile(r"^GLIBC_(\d+)\.(\d+)")
 _MANYLINUX_RE = re.compile(r"^manylinux_(\d+)_(\d+)_(\w+)$")
@@ -107,6 +111,7 @@ def elf_facts(image: ElfImage) -> ElfFacts:
     """What the rules need of an ELF file, read from its (shared) parsed headers."""
     try:
         elf = image.elf
+        _check_section_bounds(elf, image.size)
         dynsym = elf.get_section_by_name(".dynsym")
         undefined = (
             tuple(
@@ -121,18 +126,47 @@ def elf_facts(image: ElfImage) -> ElfFacts:
             if isinstance(dynsym, SymbolTableSection)
             else ()
         )
-        glibc: Version2 | None = None
-        for section in elf.iter_sections():
-            if isinstance(section, GNUVerNeedSection):
-                for _, auxiliaries in section.iter_versions():
-                    for aux in auxiliaries:
-                        if m := _GLIBC_RE.match(aux.name):
-                            version = (int(m[1]), int(m[2]))
-                            glibc = version if glibc is None else max(glibc, version)
+        glibc = _glibc_needed(elf)
         machine = _MACHINES.get(elf["e_machine"], str(elf["e_machine"]))
-    except (ELFError, ValueError, KeyError, OSError) as exc:
+    except (ELFError, ValueError, KeyError, OSError, AssertionError, AttributeError,
+            TypeError, IndexError, UnicodeDecodeError, ZeroDivisionError, struct.error,
+            ConstructError) as exc:  # fmt: skip
+        # pyelftools reports corruption with whatever the failing parser raised.
         raise BinaryFormatError(image.name, None, f"not a readable ELF file: {exc}") from None
     return ElfFacts(undefined=undefined, glibc=glibc, machine=machine)
+
+
+def _check_section_bounds(elf: ELFFile, size: int) -> None:
+    """Every section with contents lies inside the file: pyelftools does not check, and a size
+    from a corrupt header would turn into a loop over symbols that aren't there."""
+    for section in elf.iter_sections():
+        if section["sh_type"] == "SHT_NOBITS":
+            continue
+        if section["sh_offset"] + section["sh_size"] > size:
+            raise ELFError(
+                f"section {section.name or '?'} ({section['sh_size']} bytes at offset "
+                f"{section['sh_offset']:#x}) runs past the end of the file ({size} bytes)"
+            )
+        if section["sh_type"] in ("SHT_DYNSYM", "SHT_SYMTAB") and section["sh_entsize"] == 0:
+            raise ELFError(f"symbol table {section.name or '?'} has entries of size 0")
+
+
+def _glibc_needed(elf: ELFFile) -> Version2 | None:
+    """The newest GLIBC_x.y symbol version the file needs."""
+    glibc: Version2 | None = None
+    for section in elf.iter_sections():
+        if not isinstance(section, GNUVerNeedSection):
+            continue
+        # The entry count comes from the header (sh_info, up to 2**32) and a zero vn_next
+        # repeats one entry: a corrupt count must not become an endless loop.
+        if section.num_versions() > _MAX_VERSION_ENTRIES:
+            raise ELFError(f"implausible count of version needs: {section.num_versions()}")
+        for _, auxiliaries in section.iter_versions():
+            for aux in auxiliaries:
+                if m := _GLIBC_RE.match(aux.name):
+                    version = (int(m[1]), int(m[2]))
+                    glibc = version if glibc is None else max(glibc, version)
+    return glibc
 
 
 def cxx_violations(path: str, undefined: Sequence[str]) -> list[Violation]:

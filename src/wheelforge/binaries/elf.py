@@ -9,7 +9,6 @@ import io
 import mmap
 import os
 import zipfile
-import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cached_property
@@ -18,6 +17,7 @@ from typing import IO, cast
 
 from elftools.elf.elffile import ELFFile
 
+from wheelforge.binaries import bounded
 from wheelforge.foundation.errors import BinaryFormatError
 
 Buffer = bytes | bytearray | memoryview | mmap.mmap
@@ -136,44 +136,35 @@ class WheelReader:
         self.names = zf.namelist()
 
     def read_text(self, name: str) -> str:
-        return self.zip.read(name).decode()
+        """A text member (METADATA), read within the caps of bounded.py."""
+        info = self.zip.getinfo(name)
+        return bounded.read_member(self.zip, info, member_name(self.path, name)).decode(
+            "utf-8", errors="replace"
+        )
 
     def elf_members(self, skip: Callable[[str], bool] = lambda _: False) -> Iterator[ElfImage]:
-        """Each ELF member (sorted by name, *skip* left out), inflated once."""
+        """Each ELF member (sorted by name, *skip* left out), inflated once within the caps of
+        bounded.py; only the first block of the others is inflated."""
         for info in sorted(self.zip.infolist(), key=lambda info: info.filename):
-            if info.is_dir() or skip(info.filename):
+            # Not ZipInfo.is_dir(): it raises IndexError on an empty name (one starting with NUL).
+            if not info.filename or info.filename.endswith("/") or skip(info.filename):
                 continue
             name = member_name(self.path, info.filename)
-            data = self._read_elf_member(info, name)
-            if data is not None:
-                with ElfImage(name, data, member=info.filename) as image:
-                    yield image
-
-    def _read_elf_member(self, member: zipfile.ZipInfo, name: str) -> bytes | None:
-        """The member's bytes if it is an ELF file; only its first block is inflated otherwise."""
-        try:
-            with self.zip.open(member) as stream:
-                if stream.read(len(ELF_MAGIC)) != ELF_MAGIC:
-                    return None
-            # Read again rather than append to the first bytes: one copy of a 500 MB library.
-            return self.zip.read(member)
-        except (
-            zipfile.BadZipFile,
-            zlib.error,
-            EOFError,
-            RuntimeError,
-            ValueError,
-            OSError,
-        ) as error:
-            raise BinaryFormatError(name, None, f"cannot inflate wheel member: {error}") from error
+            if not bounded.member_is_elf(self.zip, info, name):
+                continue
+            with ElfImage(
+                name, bounded.read_member(self.zip, info, name), member=info.filename
+            ) as image:
+                yield image
 
 
 @contextmanager
 def open_wheel(path: Path) -> Iterator[WheelReader]:
     try:
-        with zipfile.ZipFile(path) as zf:
-            yield WheelReader(path, zf)
-    except zipfile.BadZipFile as error:
-        raise BinaryFormatError(str(path), None, f"not a readable wheel (zip): {error}") from error
+        zf = zipfile.ZipFile(path)
     except OSError as error:
         raise BinaryFormatError(str(path), None, f"cannot read: {error.strerror}") from error
+    except bounded.INFLATE_ERRORS as error:
+        raise BinaryFormatError(str(path), None, f"not a readable wheel (zip): {error}") from error
+    with zf:
+        yield WheelReader(path, zf)

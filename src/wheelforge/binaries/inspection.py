@@ -1,7 +1,9 @@
 """List the SASS and PTX that shared objects, object files, wheels and folders of them carry.
 
 Files are memory-mapped, so only their ELF headers and fatbin headers are read. Wheel members
-are inflated in memory, never extracted to disk (binaries/elf.py reads both).
+are inflated in memory within the caps of bounded.py, never extracted to disk (binaries/elf.py
+reads both). What a path is comes from stat(2), so a FIFO or a device is named as such and never
+opened.
 """
 
 from __future__ import annotations
@@ -12,11 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from wheelforge.binaries import bounded
 from wheelforge.binaries.elf import ELF_MAGIC, ElfImage, open_elf_file, open_wheel
 from wheelforge.binaries.fatbin import FatbinEntry, fatbin_entries
-from wheelforge.foundation.errors import BinaryFormatError, ConfigError
+from wheelforge.foundation.errors import BinaryFormatError
 
 FileKind = Literal["elf", "wheel"]
+ACCEPTS = "shared objects, object files, wheels or folders of them"
 
 
 @dataclass(frozen=True)
@@ -44,10 +48,10 @@ def inspect_paths(paths: Sequence[Path]) -> list[BinaryReport]:
     too, with no entries."""
     reports: list[BinaryReport] = []
     for path in paths:
-        if path.is_dir():
+        if bounded.classify(path, accepts=ACCEPTS) == "folder":
             for file in _walk(path):
                 reports.extend(_inspect_file(file, _file_kind(file)))
-        elif path.is_file():
+        else:
             kind = _file_kind(path)
             if kind is None:
                 raise BinaryFormatError(
@@ -57,11 +61,6 @@ def inspect_paths(paths: Sequence[Path]) -> list[BinaryReport]:
                     "wheels or folders of them",
                 )
             reports.extend(_inspect_file(path, kind))
-        else:
-            raise ConfigError(
-                f"{path}: no such file or directory; pass shared objects, object files, "
-                "wheels or folders of them"
-            )
     return reports
 
 

@@ -13,6 +13,7 @@ import difflib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cache
 from typing import Literal, cast
 
 from wheelforge.foundation.errors import ConfigError
@@ -221,33 +222,52 @@ def _suggest(token: str) -> str | None:
 
 
 def _parse_entry(token: str, source: str) -> ArchSpec:
-    match = _ENTRY_RE.match(token)
+    spec = _valid_entry(token)
+    if spec is not None:
+        return spec
+    # Only a bad token pays for a suggestion (difflib): a matrix may hold 300k arch sets.
     suggestion = _suggest(token)
     fix = (
         f"did you mean '{suggestion}'?"
         if suggestion
         else f"valid entries look like 8.0, 9.0a, 10.0f, 9.0+PTX or a name ({', '.join(NAMED_ARCHES)})"
     )
+    match = _ENTRY_RE.match(token)
     if match is None:
         raise ConfigError(f"{source}: '{token}' is not a CUDA arch; {fix}")
     arch = Arch(int(match["major"]), int(match["minor"]), cast(ArchSuffix, match["suffix"]))
     base = f"{arch.major}.{arch.minor}"
     if (arch.major, arch.minor) not in KNOWN_ARCHES:
         raise ConfigError(f"{source}: '{token}' is not a known CUDA arch; {fix}")
-    if arch.suffix == "a" and arch.major < 9:
+    if arch.suffix == "a":
         raise ConfigError(
             f"{source}: '{token}': arch-specific 'a' variants exist from 9.0 on; use '{base}'"
         )
-    if arch.suffix == "f" and arch.major < 10:
-        raise ConfigError(
-            f"{source}: '{token}': family-specific 'f' variants exist from 10.0 on; use '{base}'"
-        )
+    raise ConfigError(
+        f"{source}: '{token}': family-specific 'f' variants exist from 10.0 on; use '{base}'"
+    )
+
+
+@cache
+def _valid_entry(token: str) -> ArchSpec | None:
+    """The spec of a valid entry, else None; cached, since arch lists repeat a few tokens."""
+    match = _ENTRY_RE.match(token)
+    if match is None:
+        return None
+    arch = Arch(int(match["major"]), int(match["minor"]), cast(ArchSuffix, match["suffix"]))
+    if (arch.major, arch.minor) not in KNOWN_ARCHES:
+        return None
+    if (arch.suffix == "a" and arch.major < 9) or (arch.suffix == "f" and arch.major < 10):
+        return None
     return ArchSpec(arch, ptx=match["ptx"] is not None)
+
+
+_NAMED_BY_LOWER = {name.lower(): value for name, value in NAMED_ARCHES.items()}
 
 
 def _expand(tokens: Iterable[str]) -> Iterable[str]:
     """Replace torch's named arches by their entries; ``Name+PTX`` is accepted as ``Name``."""
-    by_lower = {name.lower(): value for name, value in NAMED_ARCHES.items()}
+    by_lower = _NAMED_BY_LOWER
     for token in tokens:
         key = token.lower()
         if key.endswith("+ptx") and key[:-4] in by_lower and key not in by_lower:
@@ -276,3 +296,9 @@ def parse_arch_list(text: str, *, source: str) -> tuple[ArchSpec, ...]:
         merged[spec.arch] = merged.get(spec.arch, False) or spec.ptx
     ordered = sorted(merged, key=Arch.sort_key)
     return tuple(ArchSpec(a, merged[a]) for a in ordered)
+
+
+def arch_list_id(specs: Iterable[ArchSpec]) -> str:
+    """A readable name for an arch list given on the command line, so two lists never share a
+    variant id, a build folder or a local label: ``7.5 8.0 9.0+PTX`` → ``sm75-80-90ptx``."""
+    return "sm" + "-".join(f"{s.arch.number}{'ptx' if s.ptx else ''}" for s in specs)

@@ -20,7 +20,6 @@ from wheelforge.configuration import yamlio
 from wheelforge.configuration.archs import ArchSet, ArchSpec, parse_arch_list
 from wheelforge.configuration.matrix import (
     ARCH_SET_NAME_RE,
-    COMPILE_CACHES,
     CUDA_RE,
     MODULE_RE,
     NAME_RE,
@@ -33,6 +32,7 @@ from wheelforge.configuration.matrix import (
 )
 from wheelforge.configuration.sizes import parse_size
 from wheelforge.configuration.torchspec import OLDEST_STABLE_TARGET, TorchSpec, parse_torch_spec
+from wheelforge.foundation import fsutil
 from wheelforge.foundation.errors import ConfigError
 
 SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx", ".c")
@@ -154,6 +154,13 @@ class _Reader(yamlio.ModelReader):
             matches = list(self.root.glob(pattern))
             if not matches:
                 self.problems.add(item, f"{where}: '{pattern}' matches no file")
+                continue
+            if not any(m.is_file() for m in matches):
+                self.problems.add(
+                    item,
+                    f"{where}: '{pattern}' names a folder, not source files; "
+                    f"write a glob such as '{pattern.rstrip('/')}/*.cu'",
+                )
                 continue
             bad = [m for m in matches if m.is_file() and m.suffix not in SOURCE_SUFFIXES]
             if bad:
@@ -301,15 +308,6 @@ class _Reader(yamlio.ModelReader):
                 )
         return value
 
-    def compile_cache(self, node: yaml.Node, where: str) -> str | None:
-        value = self.scalar(node, where)
-        if value is not None and value not in COMPILE_CACHES:
-            self.problems.add(
-                node, f"{where} must be one of {', '.join(COMPILE_CACHES)}, got '{value}'"
-            )
-            return None
-        return value
-
     def python_abi(self, node: yaml.Node, where: str) -> str | None:
         value = self.scalar(node, where)
         match = PYTHON_ABI_RE.match(value or "")
@@ -366,12 +364,18 @@ class _Reader(yamlio.ModelReader):
             "tests": self.tests,
             "cuda": self.cuda,
             "size_budget": self.size_budget,
-            "compile_cache": self.compile_cache,
+            "compile_cache": self.scalar,  # its values: settings.py, with the environment's
         }
         read = self.section(node, Matrix, "the top level", readers, prefix="")
         if read is None:
             self.problems.raise_if_any()
             raise AssertionError  # unreachable: mapping() recorded a problem
+        if read.values.get("abi") == "unstable" and "python-abi" in read.items:
+            self.problems.add(
+                read.items["python-abi"][1],
+                "python-abi sets the floor of stable-ABI (abi3) wheels; an unstable-ABI wheel is "
+                "tagged for the CPython that builds it, so remove python-abi or use abi: stable",
+            )
         package, extension = read.values.get("package"), read.values.get("extension")
         if package is not None and extension is not None:
             top = extension.name.split(".", 1)[0]
@@ -389,4 +393,5 @@ class _Reader(yamlio.ModelReader):
 def load_matrix(path: Path) -> Matrix:
     display = str(path)
     reader = _Reader(path.resolve(), display)
-    return reader.read(yamlio.load(path, display))
+    with fsutil.gc_paused():
+        return reader.read(yamlio.load(path, display))

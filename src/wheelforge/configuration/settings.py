@@ -1,27 +1,30 @@
 """One precedence chain for every command's settings: defaults, then matrix.yaml, then the
-environment (TORCH_CUDA_ARCH_LIST, MAX_JOBS, NVCC_THREADS, CXX, CC, XDG_CACHE_HOME,
-WHEELFORGE_COMPILE_CACHE), then
-command-line flags. The default folders (dist/, build/wheelforge/, the cache) are decided here
-and nowhere else; flag values the CLI passes through raw (--target, --python-abi) are parsed
-here too."""
+environment (TORCH_CUDA_ARCH_LIST, MAX_JOBS, NVCC_THREADS, CXX, CC, compiler launchers,
+SOURCE_DATE_EPOCH, XDG_CACHE_HOME, WHEELFORGE_COMPILE_CACHE), then command-line flags. The default folders (dist/,
+build/wheelforge/, the cache) are decided here and nowhere else; flag values the CLI passes
+through raw (--target, --python-abi, --python) are parsed here too.
+
+Compiler launchers follow the two conventions build tools share: ``CXX="ccache g++"`` (make,
+setuptools: the words before the compiler launch it) and CMake's ``CMAKE_CXX_COMPILER_LAUNCHER``,
+``CMAKE_C_COMPILER_LAUNCHER`` and ``CMAKE_CUDA_COMPILER_LAUNCHER`` environment variables (CMake
+3.17+). The CUDA launcher wraps nvcc; nvcc's own host compiler (-ccbin) is always a bare compiler.
+"""
 
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from wheelforge.configuration.archs import ArchSet, parse_arch_list
+from wheelforge.configuration.archs import ArchSet, arch_list_id, parse_arch_list
 from wheelforge.configuration.matrix import COMPILE_CACHES, PYTHON_ABI_RE, Matrix, TestsConfig
 from wheelforge.configuration.reader import load_matrix
 from wheelforge.configuration.sizes import parse_size
 from wheelforge.foundation.errors import ConfigError
-
-# The arch set built when --archs or TORCH_CUDA_ARCH_LIST replaces the matrix's arch sets.
-OVERRIDE_ARCH_SET = "custom"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -33,11 +36,12 @@ class Flags:
     out: Path | None = None
     build_dir: Path | None = None
     jobs: int | None = None
-    python: Path | None = None
+    python: str | None = None  # a path, or a command name looked up on the PATH (as tox and uv do)
     only: tuple[str, ...] = ()
     offline: bool = False
     cache_dir: Path | None = None
     size_budget: str | None = None  # as written: 100MiB, 450MB
+    wait: bool = True  # another build holds the build folder: wait (False: --no-wait, fail)
     compile_cache: str | None = None  # auto, sccache, ccache, none
 
 
@@ -52,10 +56,15 @@ class BuildSettings:
     python: Path
     cxx: str
     cc: str
+    cxx_launcher: tuple[str, ...] = ()  # e.g. ("/usr/bin/ccache",)
+    cc_launcher: tuple[str, ...] = ()
+    cuda_launcher: tuple[str, ...] = ()
+    source_date_epoch: int | None = None  # checked here, before compiling; packing reads it again
     only: tuple[str, ...]  # variant ids to build (all when empty)
     offline: bool  # never download a toolkit
     cache: Path  # provisioned toolkits, test environments, tool probes
     size_budget: int  # bytes per wheel: --size-budget, else size-budget of the matrix
+    wait: bool = True  # for another build's lock on the build folder
     compile_cache: str = "auto"  # auto, sccache, ccache, none (toolchain/compilecache.py)
 
 
@@ -87,29 +96,107 @@ def _positive_int(value: str | None, name: str) -> int | None:
     return int(value)
 
 
-def _compiler(env: Mapping[str, str], var: str, default: str) -> str:
-    name = env.get(var) or default
+def _program(name: str, what: str, where: str, fix: str) -> str:
     found = shutil.which(name)
     if found is None:
-        raise ConfigError(
-            f"the C/C++ compiler '{name}' ({'$' + var if env.get(var) else 'default'}) was not found; "
-            f"install it (e.g. apt-get install g++) or set {var}"
-        )
+        raise ConfigError(f"{what} '{name}' ({where}) was not found; {fix}")
     return found
 
 
-def _compile_cache(flags: Flags, matrix: Matrix, env: Mapping[str, str]) -> str:
-    if flags.compile_cache is not None:
-        return flags.compile_cache
-    value = env.get("WHEELFORGE_COMPILE_CACHE")
-    if value:
-        if value not in COMPILE_CACHES:
+def _launcher(env: Mapping[str, str], var: str) -> tuple[str, ...]:
+    try:
+        words = shlex.split(env.get(var) or "")
+    except ValueError as exc:
+        raise ConfigError(f"${var}: {exc}; quote it as a shell would") from None
+    if words:
+        words[0] = _program(
+            words[0], "the compiler launcher", f"${var}", f"install it or unset {var}"
+        )
+    return tuple(words)
+
+
+def _compiler(env: Mapping[str, str], var: str, default: str) -> tuple[tuple[str, ...], str]:
+    """(launcher words, compiler) of ``$CXX``/``$CC``: the last word is the compiler, words
+    before it launch it; CMake's ``CMAKE_<LANG>_COMPILER_LAUNCHER`` comes first."""
+    given = env.get(var)
+    value = given or default
+    # Name the variable; quote its value when it is more than one word.
+    where = "default" if not given else f"${var}" if " " not in given else f"${var}={given!r}"
+    try:
+        words = shlex.split(value)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}; quote it as a shell would") from None
+    if not words:
+        raise ConfigError(f"${var} is blank; unset it or name a compiler")
+    if words[-1].startswith("-"):
+        raise ConfigError(
+            f"{where} ends in the flag {words[-1]!r}; put compiler flags in extension.cxx-flags "
+            f"and let {var} name a compiler, optionally after a launcher ('ccache g++')"
+        )
+    fix = f"install it (e.g. apt-get install g++) or set {var}"
+    compiler = _program(words[-1], "the C/C++ compiler", where, fix)
+    launcher = (
+        [_program(words[0], "the compiler launcher", where, fix), *words[1:-1]]
+        if len(words) > 1
+        else []
+    )
+    cmake_var = f"CMAKE_{'CXX' if var == 'CXX' else 'C'}_COMPILER_LAUNCHER"
+    return (*_launcher(env, cmake_var), *launcher), compiler
+
+
+def source_date_epoch(value: str | None) -> int | None:
+    """``SOURCE_DATE_EPOCH`` (reproducible-builds.org): whole seconds since 1970, or unset."""
+    if value is None or value == "":
+        return None
+    if not value.isdigit():
+        raise ConfigError(
+            f"SOURCE_DATE_EPOCH={value!r} must be whole seconds since 1970 (e.g. $(git log -1 "
+            "--format=%ct)); unset it or fix it"
+        )
+    return int(value)
+
+
+def resolve_python(value: str | None) -> Path:
+    """The build interpreter: this one, a path, or a command name on the PATH."""
+    if value is None:
+        return Path(sys.executable)
+    if os.sep not in value:
+        found = shutil.which(value)
+        if found is None:
             raise ConfigError(
-                f"WHEELFORGE_COMPILE_CACHE={value!r} must be one of {', '.join(COMPILE_CACHES)}; "
-                "unset it or fix it"
+                f"--python {value}: no such command on the PATH; name an interpreter or its path"
             )
-        return value
-    return matrix.compile_cache or "auto"
+        return Path(found)
+    path = Path(value)
+    if not path.exists():
+        raise ConfigError(f"--python {value}: no such file; name an interpreter or its path")
+    if path.is_dir():
+        raise ConfigError(f"--python {value} is a folder; name the interpreter in it (bin/python)")
+    if not os.access(path, os.X_OK):
+        raise ConfigError(f"--python {value} is not executable; name a Python interpreter")
+    return path.absolute()
+
+
+def _compile_cache(flags: Flags, matrix: Matrix, env: Mapping[str, str]) -> str:
+    """--compile-cache, else $WHEELFORGE_COMPILE_CACHE, else matrix.yaml's compile-cache, else auto."""
+    if flags.compile_cache is not None:
+        return flags.compile_cache  # click checked it
+    given = (
+        (
+            env.get("WHEELFORGE_COMPILE_CACHE"),
+            "WHEELFORGE_COMPILE_CACHE={!r}",
+            "unset it or fix it",
+        ),
+        (matrix.compile_cache, f"{matrix.path}: compile-cache {{!r}}", "fix it in the matrix"),
+    )
+    for value, where, fix in given:
+        if value and value not in COMPILE_CACHES:
+            raise ConfigError(
+                f"{where.format(value)} must be one of {', '.join(COMPILE_CACHES)}; {fix}"
+            )
+        if value:
+            return value
+    return "auto"
 
 
 def resolve(flags: Flags, env: Mapping[str, str] | None = None) -> BuildSettings:
@@ -123,8 +210,10 @@ def resolve(flags: Flags, env: Mapping[str, str] | None = None) -> BuildSettings
         override, arch_source = env["TORCH_CUDA_ARCH_LIST"], "TORCH_CUDA_ARCH_LIST"
     if override is not None:
         specs = parse_arch_list(override, source=arch_source)
-        matrix = matrix.with_arch_sets((ArchSet(OVERRIDE_ARCH_SET, specs),))
+        matrix = matrix.with_arch_sets((ArchSet(arch_list_id(specs), specs),))
     jobs = flags.jobs if flags.jobs is not None else _positive_int(env.get("MAX_JOBS"), "MAX_JOBS")
+    cxx_launcher, cxx = _compiler(env, "CXX", "c++")
+    cc_launcher, cc = _compiler(env, "CC", "cc")
     return BuildSettings(
         matrix=matrix,
         arch_source=arch_source,
@@ -132,9 +221,13 @@ def resolve(flags: Flags, env: Mapping[str, str] | None = None) -> BuildSettings
         build_root=build_root(matrix, flags.build_dir),
         jobs=jobs,
         nvcc_threads=_positive_int(env.get("NVCC_THREADS"), "NVCC_THREADS"),
-        python=flags.python or Path(sys.executable),
-        cxx=_compiler(env, "CXX", "c++"),
-        cc=_compiler(env, "CC", "cc"),
+        python=resolve_python(flags.python),
+        cxx=cxx,
+        cc=cc,
+        cxx_launcher=cxx_launcher,
+        cc_launcher=cc_launcher,
+        cuda_launcher=_launcher(env, "CMAKE_CUDA_COMPILER_LAUNCHER"),
+        source_date_epoch=source_date_epoch(env.get("SOURCE_DATE_EPOCH")),
         only=flags.only,
         offline=flags.offline,
         cache=cache_dir(flags.cache_dir),
@@ -143,6 +236,7 @@ def resolve(flags: Flags, env: Mapping[str, str] | None = None) -> BuildSettings
             if flags.size_budget is not None
             else matrix.size_budget
         ),
+        wait=flags.wait,
         compile_cache=_compile_cache(flags, matrix, env),
     )
 

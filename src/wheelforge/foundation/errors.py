@@ -89,6 +89,28 @@ class BinaryFormatError(VerificationError):
         self.problem = problem
 
 
+class Interrupted(WheelforgeError):
+    """SIGINT reached wheelforge: the running tools were stopped, nothing partial was kept.
+    Exit 128 + the signal number, as a shell reports a process that a signal ended."""
+
+    exit_code = 130
+    kind = "interrupted"
+    signal_name = "SIGINT"
+
+    def __init__(self) -> None:
+        super().__init__(
+            f"interrupted by {self.signal_name}: stopped every tool wheelforge had started and kept "
+            "nothing half-written; run the same command again to resume"
+        )
+
+
+class Terminated(Interrupted):
+    """SIGTERM reached wheelforge (a CI runner cancelling a job, a release script's timeout)."""
+
+    exit_code = 143
+    signal_name = "SIGTERM"
+
+
 def first_and_rest(messages: Sequence[str], *, prefix: str = "") -> tuple[str, str | None]:
     """Several problems as one error: the first, with "(and N more below)", then the rest as its
     details (None when there is one)."""

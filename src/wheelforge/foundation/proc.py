@@ -1,12 +1,23 @@
 """The one subprocess wrapper: finds the program, echoes the command when asked, and turns a
-failure into a :class:`ToolError` that carries the tool's own output."""
+failure into a :class:`ToolError` that carries the tool's own output.
+
+Every tool runs in a session of its own (``setsid``), which wheelforge owns: when wheelforge is
+interrupted (an exception, SIGINT or SIGTERM turned into one by running/signals.py) while a tool
+runs, the whole session is stopped before the exception goes on, so no grandchild outlives it.
+A session, not a process group, because ninja puts each command it runs into a process group
+of its own (POSIX_SPAWN_SETPGROUP, ninja's subprocess-posix.cc): killing ninja's group would
+orphan nvcc, cicc and ptxas. They stay in the session, which only an explicit setsid leaves.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
+import signal
 import subprocess
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +27,10 @@ from wheelforge.foundation.errors import EnvironmentProblem, ToolError
 
 # How many lines of a failing tool's output an error shows.
 OUTPUT_TAIL_LINES = 40
+# How long a stopped tool gets to end on SIGTERM before its session gets SIGKILL: ninja uses it to
+# stop its commands and delete their half-written outputs.
+STOP_GRACE_S = 5.0
+_PROC = Path("/proc")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -63,7 +78,7 @@ def run(
     log.command(argv)
     full_env = None if env is None else dict(env) if replace_env else {**os.environ, **env}
     try:
-        proc = subprocess.run(  # noqa: PLW1510 - checked below, with the tool's output
+        popen = subprocess.Popen(
             argv,
             cwd=cwd,
             env=full_env,
@@ -71,20 +86,26 @@ def run(
             stdout=None if stream else subprocess.PIPE,
             stderr=None if stream else subprocess.PIPE,
             errors="replace",
+            start_new_session=True,
         )
     except OSError as exc:
         raise ToolError(f"could not run {shlex.join(argv)}: {exc.strerror}") from exc
+    try:
+        stdout, stderr = popen.communicate()
+    except BaseException:
+        stop(popen)
+        raise
     result = Result(
         args=tuple(argv),
-        returncode=proc.returncode,
-        stdout=proc.stdout or "",
-        stderr=proc.stderr or "",
+        returncode=popen.returncode,
+        stdout=stdout or "",
+        stderr=stderr or "",
     )
-    if check and proc.returncode != 0:
+    if check and result.returncode != 0:
         name = what or Path(argv[0]).name
         output = "\n".join(s for s in (result.stdout, result.stderr) if s.strip())
         raise ToolError(
-            f"{name} failed with exit code {proc.returncode}: {shlex.join(argv)}",
+            f"{name} failed with exit code {result.returncode}: {shlex.join(argv)}",
             details=tail(output) if output else None,
         )
     return result
@@ -106,7 +127,7 @@ def stream(
     full_env = None if env is None else {**os.environ, **env}
     lines: list[str] = []
     try:
-        with subprocess.Popen(
+        child = subprocess.Popen(
             argv,
             env=full_env,
             text=True,
@@ -114,12 +135,54 @@ def stream(
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             bufsize=1,
-        ) as child:
+            start_new_session=True,  # see the module's docstring
+        )
+    except OSError as exc:
+        raise ToolError(f"could not run {shlex.join(argv)}: {exc.strerror}") from exc
+    with child:
+        try:
             assert child.stdout is not None  # stdout=PIPE above
             for line in child.stdout:
                 lines.append(line)
                 on_line(line.rstrip("\n"))
             returncode = child.wait()
-    except OSError as exc:
-        raise ToolError(f"could not run {shlex.join(argv)}: {exc.strerror}") from exc
+        except BaseException:
+            stop(child)
+            raise
     return Result(args=tuple(argv), returncode=returncode, stdout="".join(lines), stderr="")
+
+
+def session_members(sid: int) -> list[int]:
+    """Live processes (zombies aside) of session *sid*, read from /proc (Linux)."""
+    members = []
+    for entry in _PROC.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue  # ended meanwhile
+        # pid (comm) state ppid pgrp session ...; comm may hold spaces and parentheses.
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) > 3 and fields[0] != "Z" and int(fields[3]) == sid:
+            members.append(int(entry.name))
+    return members
+
+
+def stop(popen: subprocess.Popen[str]) -> None:
+    """Stop a tool and everything it started: SIGTERM to its process group (ninja passes it on
+    to its commands and removes their partial outputs), then SIGKILL to whatever of its session
+    is left, until nothing is."""
+    sid = popen.pid  # start_new_session: the tool leads its session and its group
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(sid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired, ValueError, OSError):
+        popen.communicate(timeout=STOP_GRACE_S)  # drained, so a chatty tool can't block on a pipe
+    deadline = time.monotonic() + STOP_GRACE_S
+    while (members := session_members(sid)) and time.monotonic() < deadline:
+        for pid in members:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.02)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        popen.wait(timeout=STOP_GRACE_S)

@@ -46,6 +46,10 @@ compile_cache_option = click.option(
     "--compile-cache", type=click.Choice(["auto", "sccache", "ccache", "none"]),
     help="Compile cache in front of the compilers (else WHEELFORGE_COMPILE_CACHE, else matrix.yaml's compile-cache, else auto: ccache or sccache when installed).",
 )  # fmt: skip
+no_wait_option = click.option(
+    "--no-wait", is_flag=True,
+    help="Fail at once when another wheelforge is building into the same build folder [default: wait].",
+)  # fmt: skip
 cache_dir_option = click.option(
     "--cache-dir", type=click.Path(path_type=Path, file_okay=False),
     help="Provisioned toolkits and test environments [default: ~/.cache/wheelforge].",
@@ -73,8 +77,8 @@ def cli() -> None:
 )  # fmt: skip
 @click.option(
     "--python",
-    type=click.Path(path_type=Path, exists=True, dir_okay=False),
-    help="Python whose torch the extension is built against [default: this one].",
+    help="Python whose torch the extension is built against: a path or a command on the PATH "
+    "[default: this one].",
 )
 @click.option(
     "--only",
@@ -84,6 +88,7 @@ def cli() -> None:
 )
 @click.option("--offline", is_flag=True, help="Never download a CUDA toolkit; fail instead.")
 @compile_cache_option
+@no_wait_option
 @cache_dir_option
 @click.option(
     "--size-budget", metavar="SIZE",
@@ -97,23 +102,20 @@ def cli() -> None:
     "--ci", "ci_mode", type=click.Choice(["github", "none"]),
     help="CI output: log groups, annotations, step summary [default: github when GITHUB_ACTIONS=true].",
 )  # fmt: skip
-@click.option(
-    "--dry-run", is_flag=True, help="Show the plan and the compile commands; build nothing."
-)
-@click.option(
-    "-q", "--quiet", is_flag=True, help="Print only the wheels' paths, warnings and errors."
-)
+@click.option("--dry-run", is_flag=True, help="Show the plan and the compile commands; build nothing.")  # fmt: skip
+@click.option("-q", "--quiet", is_flag=True, help="Print only the wheels' paths, warnings and errors.")  # fmt: skip
 @verbose_option
 def build(matrix_path: Path, archs: str | None, out: Path | None, build_dir: Path | None,
-          jobs: int | None, python: Path | None, only: tuple[str, ...], offline: bool,
-          compile_cache: str | None, cache_dir: Path | None, size_budget: str | None,
+          jobs: int | None, python: str | None, only: tuple[str, ...], offline: bool,
+          no_wait: bool, compile_cache: str | None, cache_dir: Path | None, size_budget: str | None,
           report_path: Path | None, ci_mode: str | None, dry_run: bool, quiet: bool) -> None:  # fmt: skip
     """Build the matrix's wheels and check their fatbins."""
     from wheelforge.configuration.settings import Flags
     from wheelforge.interface import outputs
 
     flags = Flags(matrix=matrix_path, archs=archs, out=out, build_dir=build_dir, jobs=jobs, python=python, only=only,
-                  offline=offline, cache_dir=cache_dir, size_budget=size_budget, compile_cache=compile_cache)  # fmt: skip
+                  offline=offline, cache_dir=cache_dir, size_budget=size_budget, wait=not no_wait,
+                  compile_cache=compile_cache)  # fmt: skip
     outputs.build_command(
         flags, report_path=report_path, ci_mode=ci_mode, quiet=quiet, dry_run=dry_run
     )
@@ -267,13 +269,16 @@ def test_command(matrix_path: Path, wheels: tuple[Path, ...], torch_versions: tu
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: runs the CLI and turns every error into one message and an exit code."""
+    from wheelforge.running.signals import signals_as_errors
+
     log.set_ci(log.detect_ci(os.environ))
     try:
-        cli.main(
-            args=list(argv) if argv is not None else None,
-            prog_name="wheelforge",
-            standalone_mode=False,
-        )
+        with signals_as_errors():
+            cli.main(
+                args=list(argv) if argv is not None else None,
+                prog_name="wheelforge",
+                standalone_mode=False,
+            )
     except WheelforgeError as exc:
         log.error(exc.message, exc.details)
         log.annotate_error(exc)

@@ -115,10 +115,11 @@ def print_build(report: BuildReport, console: Console) -> None:
             f"[red]failed[/red] {f.variant_id}: {f.error.kind} error (below)", soft_wrap=True
         )
     major, minor = report.target_version
-    console.print(
-        f"{len(report.variants)} wheel(s) built, {len(report.failures)} failed; stable-ABI target torch "
-        f"{major}.{minor}, built against torch {report.built_against}"
-    )
+    if report.abi == "stable":
+        how = f"stable-ABI target torch {major}.{minor}, built against torch {report.built_against}"
+    else:
+        how = f"unstable ABI: each wheel pinned to the torch it was built against ({report.built_against})"
+    console.print(f"{len(report.variants)} wheel(s) built, {len(report.failures)} failed; {how}")
 
 
 def print_dry_run(planned: Sequence[PlannedVariant], console: Console) -> None:
@@ -144,7 +145,10 @@ def wheel_paths(report: BuildReport) -> list[str]:
 def print_inspect(reports: Sequence[BinaryReport], console: Console) -> None:
     """One table per binary: its archs grouped by kind, with sizes."""
     if not reports:
-        console.print("no ELF files or wheels found")
+        console.print(
+            "no ELF files found: the files, wheels and folders given hold no shared objects or "
+            "object files"
+        )
         return
     shown = None
     for binary in reports:
@@ -226,6 +230,8 @@ def check_table(checks: Sequence[BinaryCheck]) -> Group:
             name = member if wheel else Path(c.path).name
             table.add_row(name, str(len(c.shims)), newest, str(len(c.python_symbols)), status)
         parts.append(table)
+    if not checks:
+        parts.append(Text("no ELF files to check: the wheels given hold no shared objects"))
     return Group(*parts)
 
 

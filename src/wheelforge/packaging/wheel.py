@@ -15,6 +15,7 @@ from email.policy import compat32
 from pathlib import Path
 
 from wheelforge import __version__
+from wheelforge.configuration import settings
 from wheelforge.planning.plan import VariantPlan
 
 _SKIP_DIRS = {"__pycache__"}
@@ -103,8 +104,8 @@ def contents(plan: VariantPlan, platform: str) -> WheelContents:
 def source_date_epoch() -> int:
     """SOURCE_DATE_EPOCH when set, else 1980-01-01: member timestamps never depend on when
     the build ran."""
-    value = os.environ.get("SOURCE_DATE_EPOCH")
-    return max(int(value), _DEFAULT_EPOCH) if value and value.isdigit() else _DEFAULT_EPOCH
+    value = settings.source_date_epoch(os.environ.get("SOURCE_DATE_EPOCH"))
+    return _DEFAULT_EPOCH if value is None else max(value, _DEFAULT_EPOCH)
 
 
 def _zipinfo(arcname: str, executable: bool) -> zipfile.ZipInfo:

@@ -48,6 +48,10 @@ class VariantPlan:
     out_dir: Path
     cxx: str
     cc: str
+    # Compiler launchers (ccache, sccache, distcc): words run in front of the compiler.
+    cxx_launcher: tuple[str, ...]
+    cc_launcher: tuple[str, ...]
+    cuda_launcher: tuple[str, ...]
     nvcc_host: str  # the host compiler nvcc runs (-ccbin): one the toolkit accepts
     cxx_flags: str
     cc_flags: str
@@ -63,7 +67,6 @@ class VariantPlan:
     version: str  # the wheel's version: the package's, plus the variant's local label if any
     torch_requirement: str  # stable: torch>=target; unstable: the torch it was built against
     nvcc_threads: int | None = None  # nvcc --threads, given through NVCC_APPEND_FLAGS (ninja.py)
-    launcher: Path | None = None  # the compile cache (ccache, sccache) in front of each compile
 
     def command_path(self, path: Path) -> str:
         """*path* as the compile commands name it: relative to the build folder (where ninja
@@ -275,7 +278,9 @@ def make_plan(
     cc: str,
     nvcc_host: str,
     nvcc_threads: int | None,
-    launcher: Path | None = None,
+    cxx_launcher: tuple[str, ...] = (),
+    cc_launcher: tuple[str, ...] = (),
+    cuda_launcher: tuple[str, ...] = (),
 ) -> VariantPlan:
     build_dir = (build_root / variant.id).resolve()
     gen = build_dir / "gen"
@@ -286,9 +291,7 @@ def make_plan(
     generated = list(abi.generated)
     sources = _sources(matrix)
     if ext.module_init:
-        init = GeneratedFile(
-            path=gen / f"{ext.leaf}_module_init.c", text=module_init_source(ext.leaf)
-        )
+        init = GeneratedFile(path=gen / f"{ext.leaf}_module_init.c", text=module_init_source(ext.leaf))  # fmt: skip
         generated.append(init)
         sources[init.path] = None
     cxx_flags, cc_flags, nvcc_flags = _compile_flags(abi, matrix, torch, nvcc_host, rel)
@@ -302,6 +305,9 @@ def make_plan(
         out_dir=out_dir,
         cxx=cxx,
         cc=cc,
+        cxx_launcher=cxx_launcher,
+        cc_launcher=cc_launcher,
+        cuda_launcher=cuda_launcher,
         cxx_flags=shlex.join(cxx_flags),
         cc_flags=shlex.join(cc_flags),
         nvcc_host=nvcc_host,
@@ -316,7 +322,6 @@ def make_plan(
         torch_requirement=abi.torch_requirement,
         abi_tag=abi.abi_tag,
         nvcc_threads=nvcc_threads,
-        launcher=launcher,
         version=str(Version(f"{matrix.package.version}+{variant.local_label}"))
         if variant.local_label
         else matrix.package.version,

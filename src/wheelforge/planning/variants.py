@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from wheelforge.configuration.archs import Arch, ArchSet
 from wheelforge.configuration.matrix import Matrix
+from wheelforge.foundation import fsutil
 from wheelforge.foundation.errors import ConfigError, EnvironmentProblem
 from wheelforge.toolchain.choice import ToolkitChoice
 from wheelforge.toolchain.provision import RECIPES, recipe_for
@@ -102,19 +103,29 @@ def choose(entry: str, arch_set: ArchSet, found: Sequence[Toolkit]) -> ToolkitCh
 
 def expand(matrix: Matrix, found: Sequence[Toolkit]) -> tuple[Variant, ...]:
     """All variants of the matrix, in matrix order, without provisioning anything."""
+    with fsutil.gc_paused():
+        return _expand(matrix, found)
+
+
+def _expand(matrix: Matrix, found: Sequence[Toolkit]) -> tuple[Variant, ...]:
     # The unstable ABI ties a binary to one torch: one more dimension, torch version.
     torches: list[str | None] = (
         [str(v) for v in matrix.torch.versions] if matrix.abi == "unstable" else [None]
     )
     combos: dict[str, tuple[ArchSet, ToolkitChoice, str | None]] = {}
+    # Arch sets repeat arch lists; the choice depends on the list only (a refusal, which names
+    # the set, is raised at the first set that has the list).
+    chosen: dict[tuple[str, tuple[Arch, ...]], tuple[ToolkitChoice, str]] = {}
     for arch_set in matrix.arch_sets:
         for entry in matrix.cuda:
-            choice = choose(entry, arch_set, found)
+            key = (entry, arch_set.archs)
+            if key not in chosen:
+                choice = choose(entry, arch_set, found)
+                chosen[key] = (choice, choice.short)
+            choice, short = chosen[key]
             for torch in torches:
                 suffix = "-torch" + "".join(torch.split(".")[:2]) if torch else ""
-                combos.setdefault(
-                    f"{arch_set.name}-{choice.short}{suffix}", (arch_set, choice, torch)
-                )
+                combos.setdefault(f"{arch_set.name}-{short}{suffix}", (arch_set, choice, torch))
     several = len(combos) > 1
     return tuple(
         Variant(

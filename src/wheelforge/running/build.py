@@ -4,8 +4,6 @@ files, ninja, wheel, repair, fatbin verification, then an atomic move into the o
 from __future__ import annotations
 
 import dataclasses
-import os
-import pickle
 import shutil
 import tempfile
 import time
@@ -13,43 +11,56 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from wheelforge import __version__
 from wheelforge.binaries import elf
 from wheelforge.binaries.sizes import TOP_CONTRIBUTORS, SizeCheck, check_size
 from wheelforge.binaries.verify import WheelVerification, verify_wheel
 from wheelforge.configuration.settings import BuildSettings
 from wheelforge.configuration.sizes import format_size
-from wheelforge.foundation import fsutil, log
-from wheelforge.foundation.errors import SizeBudgetError, WheelforgeError
+from wheelforge.foundation import fsutil, locks, log
+from wheelforge.foundation.errors import (
+    EnvironmentProblem,
+    Interrupted,
+    SizeBudgetError,
+    WheelforgeError,
+)
 from wheelforge.packaging import repair, stamp, wheel
-from wheelforge.planning import freshness, ninja, variants
-from wheelforge.planning.plan import VariantPlan, auto_nvcc_threads, make_plan
+from wheelforge.planning import variants
+from wheelforge.planning.plan import VariantPlan, make_plan
 from wheelforge.planning.variants import Variant
+from wheelforge.running import incremental
+from wheelforge.running.preflight import describe_os_error, preflight
 from wheelforge.running.results import BuildReport, VariantFailure, VariantResult
 from wheelforge.toolchain import compilecache, envs, toolkit, torchprobe
 from wheelforge.toolchain.choice import ensure_toolkit
 
 
-def resolve_variants(settings: BuildSettings) -> list[Variant]:
+def folders(settings: BuildSettings) -> dict[str, Path]:
+    """The folders a build writes, by the flag that sets each."""
+    return {
+        "--out": settings.out_dir,
+        "--build-dir": settings.build_root,
+        "--cache-dir": settings.cache,
+    }
+
+
+def resolve_variants(settings: BuildSettings, *, probe: bool = False) -> list[Variant]:
     """The variants to build, each with its toolkit (provisioned now where needed). Everything
     that can be refused without a compiler is refused here, before anything is downloaded or
-    compiled."""
+    compiled; with *probe*, the folders the build writes are then probed (preflight.py), still
+    before any download."""
     found = toolkit.discover(cache=settings.cache)
     chosen = variants.select(variants.expand(settings.matrix, found), settings.only)
-    return [
-        variants.with_choice(
-            v,
-            ensure_toolkit(
-                v.choice,
-                who=f"variant {v.id}",
-                archs=v.arch_set.archs,
-                found=found,
-                cache=settings.cache,
-                offline=settings.offline,
-            ),
-        )
-        for v in chosen
-    ]
+
+    def ready(v: Variant, *, offline: bool) -> Variant:
+        choice = ensure_toolkit(v.choice, who=f"variant {v.id}", archs=v.arch_set.archs,
+                                found=found, cache=settings.cache, offline=offline)  # fmt: skip
+        return variants.with_choice(v, choice)
+
+    if probe:
+        if settings.offline:  # its refusals come first: nothing is written for a refused build
+            chosen = [ready(v, offline=True) for v in chosen]
+        preflight(settings.matrix, folders(settings))
+    return [ready(v, offline=settings.offline) for v in chosen]
 
 
 def _build_torch(variant: Variant, settings: BuildSettings) -> torchprobe.TorchEnv:
@@ -60,17 +71,6 @@ def _build_torch(variant: Variant, settings: BuildSettings) -> torchprobe.TorchE
         requires=tests.requires if tests else (),
         cache=settings.cache,
     )
-
-
-def _with_threads(plan: VariantPlan, settings: BuildSettings) -> VariantPlan:
-    """NVCC_THREADS when given, else enough nvcc threads for the nvcc jobs to fill the cores."""
-    if plan.nvcc_threads is not None:
-        return plan
-    nvcc = [s for s in plan.compile_steps if s.rule == "nvcc"]
-    targets = max((len((s.arch_set or plan.variant.arch_set).specs) for s in nvcc), default=1)
-    threads = auto_nvcc_threads(cores=len(os.sched_getaffinity(0)), jobs=settings.jobs,
-                                nvcc_sources=len(nvcc), targets=targets)  # fmt: skip
-    return dataclasses.replace(plan, nvcc_threads=threads)
 
 
 def plan_all(
@@ -91,6 +91,7 @@ def plan_all(
                 torchprobe.check_target(torch, matrix.torch.lowest)
         torch = probed[variant.torch]
         cuda_only = torchprobe.cuda_only_shims(torch.include_dir, cache=settings.cache)
+        launchers = incremental.launchers(settings, cache)
         plan = make_plan(
             matrix=matrix,
             variant=variant,
@@ -102,9 +103,11 @@ def plan_all(
             cc=settings.cc,
             nvcc_host=toolkit.host_compiler(variant.toolkit, settings.cxx, cache=settings.cache),
             nvcc_threads=settings.nvcc_threads,
-            launcher=cache.exe if cache else None,
+            cxx_launcher=launchers[0],
+            cc_launcher=launchers[1],
+            cuda_launcher=launchers[2],
         )
-        plans.append(_with_threads(plan, settings))
+        plans.append(incremental.with_threads(plan, settings))
     return plans
 
 
@@ -135,6 +138,8 @@ def build_variant(
     variant = plan.variant
     try:
         return _build_variant(plan, settings, stages, start, cache)
+    except Interrupted:
+        raise  # SIGINT or SIGTERM ends the whole build, not one variant
     except WheelforgeError as exc:
         return VariantFailure(
             variant_id=variant.id,
@@ -148,29 +153,6 @@ def build_variant(
         )
 
 
-def _compile(
-    plan: VariantPlan, jobs: int | None, cache: compilecache.CompileCache | None
-) -> tuple[list[str], compilecache.CacheStats | None]:
-    """Bring the objects and the library up to date: the steps ninja ran (none, and no ninja
-    process, when the freshness stamp says nothing changed) and the compile cache's counts."""
-    for generated in plan.generated:
-        fsutil.write_if_changed(generated.path, generated.text)
-    text = ninja.write(plan)
-    if freshness.up_to_date(plan, text):
-        return [], None
-    freshness.forget(plan)
-    started = time.time_ns()
-    stats = None
-    if cache is None:
-        steps = ninja.run(plan, jobs=jobs)
-    else:
-        with compilecache.session(cache, plan.build_dir) as (env, found):
-            steps = ninja.run(plan, jobs=jobs, env=env)
-        stats = found[0] if found else None
-    freshness.record(plan, text, ninja.executable(), started)
-    return steps, stats
-
-
 def _build_variant(
     plan: VariantPlan,
     settings: BuildSettings,
@@ -181,7 +163,7 @@ def _build_variant(
     variant = plan.variant
     title = f"{variant.id}: compile for {variant.arch_set} with CUDA {variant.toolkit.version}"
     with log.group(title), log.step(title), stages.stage("compile"):
-        steps, cache_stats = _compile(plan, settings.jobs, cache)
+        steps, cache_stats = incremental.compile_variant(plan, settings.jobs, cache)
         compiled = [s for s in steps if s in ("CXX", "CC", "NVCC")]
         log.info(
             f"  compiled {len(compiled)} of {len(plan.compile_steps)} sources"
@@ -196,13 +178,15 @@ def _build_variant(
     if published is not None:
         log.info(f"  {published} is up to date")
         with stages.stage("verify"):
-            found = _check(published, plan, settings, stages, _verified_before(published, plan))
+            found = _check(
+                published, plan, settings, stages, incremental.verified_before(published, plan)
+            )
     else:
         title = f"{plan.variant.id}: pack, repair and check the wheel"
         with log.group(title), log.step(title):
             published, found = _pack_and_publish(plan, contents, settings, stages)
         stamp.write(plan.build_dir, digest=digest, wheel=published)
-        _remember_verification(published, plan, found)
+        incremental.remember_verification(published, plan, found)
     assert stages.size is not None  # _check sets it
     return VariantResult(
         variant_id=variant.id,
@@ -223,27 +207,6 @@ def _build_variant(
         seconds=time.perf_counter() - start,
         compile_cache=cache_stats,
     )
-
-
-# What verify_wheel found in the wheel the reuse stamp names, so an unchanged wheel is not read
-# again: the same bytes give the same findings.
-VERIFIED = "wheel-verified.pickle"
-
-
-def _remember_verification(published: Path, plan: VariantPlan, found: WheelVerification) -> None:
-    data = (__version__, stamp.sha256(published), found)
-    (plan.build_dir / VERIFIED).write_bytes(pickle.dumps(data))
-
-
-def _verified_before(published: Path, plan: VariantPlan) -> WheelVerification | None:
-    """The findings stored when this very wheel was published by this wheelforge. The pickle is
-    wheelforge's own, in its own build folder."""
-    try:
-        version, sha, found = pickle.loads((plan.build_dir / VERIFIED).read_bytes())
-    except Exception:  # missing, truncated, from another layout: verify again
-        return None
-    ok = version == __version__ and sha == stamp.sha256(published)
-    return found if ok and isinstance(found, WheelVerification) else None
 
 
 def _check(
@@ -331,7 +294,12 @@ def _pack_and_publish(
                 log.warning(
                     f"replacing {previous}: same name, other content (another arch set or toolkit?)"
                 )
-            published = fsutil.publish(repaired, plan.out_dir)
+            try:
+                published = fsutil.publish(repaired, plan.out_dir)
+            except OSError as exc:
+                raise EnvironmentProblem(
+                    f"--out {plan.out_dir}: cannot write {repaired.name}: {describe_os_error(exc)}"
+                ) from None
     finally:
         shutil.rmtree(stage, ignore_errors=True)
 
@@ -349,24 +317,33 @@ def _pack_and_publish(
 
 def run_build(settings: BuildSettings) -> BuildReport:
     start = time.perf_counter()
+    chosen = resolve_variants(settings, probe=True)
+    lock = settings.build_root / locks.LOCK_NAME
+    with locks.hold(lock, what=f"the build folder {settings.build_root}", wait=settings.wait):
+        return _run_build(settings, chosen, start)
+
+
+def _run_build(settings: BuildSettings, chosen: list[Variant], start: float) -> BuildReport:
     cache = compilecache.resolve(settings.compile_cache, settings.matrix.root)
-    plans = plan_all(settings, cache=cache)
+    plans = plan_all(settings, chosen, cache)
     m = settings.matrix
+    labels = sorted({p.torch.label for p in plans})
     if m.abi == "stable":
         how = (
             f"for torch {m.torch.requirement[5:]} (stable ABI target {m.torch.target[0]}.{m.torch.target[1]}, "
             f"built against torch {plans[0].torch.label})"
         )
     else:
-        how = f"for torch {', '.join(sorted({p.torch.label for p in plans}))} (unstable ABI: one build each)"
+        how = f"for torch {', '.join(labels)} (unstable ABI: one build each)"
     log.info(
         f"building {len(plans)} variant(s) of {m.package.name} {m.package.version} {how}; archs from {settings.arch_source}"
     )
     outcomes = [build_variant(plan, settings, cache) for plan in plans]
     return BuildReport(
         matrix=settings.matrix.path,
+        abi=m.abi,
         target_version=settings.matrix.torch.target,
-        built_against=plans[0].torch.label,
+        built_against=plans[0].torch.label if m.abi == "stable" else ", ".join(labels),
         variants=tuple(o for o in outcomes if isinstance(o, VariantResult)),
         failures=tuple(o for o in outcomes if isinstance(o, VariantFailure)),
         seconds=time.perf_counter() - start,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from wheelforge.binaries.abicheck import BinaryCheck
 from wheelforge.binaries.inspection import BinaryReport
@@ -53,6 +54,7 @@ class VariantFailure:
 @dataclass(frozen=True, kw_only=True)
 class BuildReport:
     matrix: Path
+    abi: Literal["stable", "unstable"] = "stable"
     target_version: tuple[int, int]
     built_against: str
     variants: tuple[VariantResult, ...]

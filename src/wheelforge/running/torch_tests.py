@@ -170,8 +170,11 @@ def run_tests(
                 outcomes.append(Outcome(env=spec.label, torch=env.torch, cuda=env.cuda, variant=w.variant,
                                         status="unavailable", detail=f"the wheel needs torch{pin}"))  # fmt: skip
                 continue
-            with log.step(
-                f"test {w.variant} under torch {env.torch}{' with CUDA' if env.cuda else ''}"
+            with (
+                envs.writing(env.path),
+                log.step(
+                    f"test {w.variant} under torch {env.torch}{' with CUDA' if env.cuda else ''}"
+                ),
             ):
                 try:
                     envs.install_wheel(env, w.path, matrix.package.name)

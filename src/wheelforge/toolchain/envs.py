@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from wheelforge.foundation import log, proc
+from wheelforge.foundation import locks, log, proc
 from wheelforge.foundation.errors import ToolError
 from wheelforge.toolchain import torchprobe
 
@@ -129,22 +129,10 @@ def ensure_env(spec: EnvSpec, cache: Path) -> TestEnv:
     marker = path / MARKER
     created = False
     if not marker.is_file():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.parent / f".{path.name}.{os.getpid()}.tmp"
-        shutil.rmtree(tmp, ignore_errors=True)
-        try:
-            with log.step(f"create the {spec.label} environment in {path}"):
-                _create(spec, tmp)
-                info = _probe(_env_python(tmp))
-                (tmp / MARKER).write_text(
-                    json.dumps({"spec": spec.torch or str(spec.torch_from), **info})
-                )
-                shutil.rmtree(path, ignore_errors=True)
-                tmp.replace(path)
+        with writing(path):
+            if not marker.is_file():  # another process may have made it while this one waited
+                _build(spec, path)
                 created = True
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                shutil.rmtree(tmp)
     info = json.loads(marker.read_text())
     # Re-probe a borrowed torch: the interpreter it comes from may have changed.
     if spec.torch_from is not None and not created:
@@ -157,6 +145,31 @@ def ensure_env(spec: EnvSpec, cache: Path) -> TestEnv:
         cuda=bool(info["cuda"]),
         created=created,
     )
+
+
+def writing(path: Path) -> contextlib.AbstractContextManager[None]:
+    """The lock of one cached environment: one process creates it, or installs into it and
+    runs tests there, at a time (two `wheelforge test` runs would swap each other's wheel)."""
+    return locks.hold(path.parent / f".{path.name}.lock", what=f"the test environment {path}")
+
+
+def _build(spec: EnvSpec, path: Path) -> None:
+    """Create the environment in a temporary folder and rename it into place once it works."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".{path.name}.{os.getpid()}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        with log.step(f"create the {spec.label} environment in {path}"):
+            _create(spec, tmp)
+            info = _probe(_env_python(tmp))
+            (tmp / MARKER).write_text(
+                json.dumps({"spec": spec.torch or str(spec.torch_from), **info})
+            )
+            shutil.rmtree(path, ignore_errors=True)
+            tmp.replace(path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            shutil.rmtree(tmp)
 
 
 def install_wheel(env: TestEnv, wheel: Path, dist_name: str) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import stat
 import sys
@@ -29,7 +30,7 @@ from pathlib import Path
 from packaging.version import Version
 
 from wheelforge.configuration.archs import Arch, sm_range
-from wheelforge.foundation import log, proc
+from wheelforge.foundation import locks, log, proc
 from wheelforge.foundation.errors import ConfigError, ToolError
 from wheelforge.toolchain.toolkit import TOOLKIT_JSON, release_builds
 
@@ -185,10 +186,18 @@ _SOURCES: dict[str, Callable[[Recipe, Path, Path], dict[str, object]]] = {
 
 
 def install(recipe: Recipe, cache: Path) -> Path:
-    """Provision *recipe* into ``<cache>/toolkits/`` (once) and return its folder."""
+    """Provision *recipe* into ``<cache>/toolkits/`` (once) and return its folder. One process
+    provisions a toolkit at a time; another waits for it and then finds it there."""
     final = cache / "toolkits" / recipe.folder
     if (final / TOOLKIT_JSON).is_file():
         return final
+    with locks.hold(final.parent / f".{recipe.folder}.lock", what=f"the toolkit folder {final}"):
+        if (final / TOOLKIT_JSON).is_file():
+            return final
+        return _install(recipe, final)
+
+
+def _install(recipe: Recipe, final: Path) -> Path:
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = final.parent / f".{recipe.folder}.{os.getpid()}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
@@ -211,6 +220,10 @@ def install(recipe: Recipe, cache: Path) -> Path:
 
 
 def install_release(release: str, cache: Path) -> Path:
+    if not re.fullmatch(r"\d+\.\d+", release):
+        raise ConfigError(
+            f"'{release}' is a malformed CUDA release; write MAJOR.MINOR, e.g. 13.0 or 11.8"
+        )
     recipe = recipe_for(release)
     if recipe is None:
         known = ", ".join(r.release for r in RECIPES)

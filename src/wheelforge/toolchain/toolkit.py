@@ -17,7 +17,7 @@ from packaging.version import Version
 
 from wheelforge.configuration.archs import Arch, sm_range
 from wheelforge.foundation import proc
-from wheelforge.foundation.errors import EnvironmentProblem, ToolError
+from wheelforge.foundation.errors import ConfigError, EnvironmentProblem, ToolError
 from wheelforge.toolchain import probecache
 
 NVCC_HINT = (
@@ -203,9 +203,32 @@ def load_provisioned(folder: Path, *, cache: Path | None = None) -> Toolkit:
     return probe_toolkit(nvcc, origin="provisioned", host_cxx=host, cache=cache)
 
 
+def _check_named(env: Mapping[str, str]) -> None:
+    """A toolkit named by $CUDA_HOME or $CUDA_PATH must be there: a typo must not silently
+    fall back to whatever /usr/local/cuda holds."""
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        value = env.get(var)
+        if not value:
+            continue
+        nvcc = Path(value) / "bin" / "nvcc"
+        if not Path(value).is_dir():
+            problem = "is not a folder"
+        elif not nvcc.is_file():
+            problem = f"has no {Path('bin') / 'nvcc'}"
+        elif not os.access(nvcc, os.X_OK):
+            problem = f"has a {Path('bin') / 'nvcc'} that is not executable"
+        else:
+            continue
+        raise ConfigError(
+            f"{var}={value} {problem}; point {var} at a CUDA toolkit (the folder holding "
+            f"bin/nvcc) or unset it"
+        )
+
+
 def discover(env: Mapping[str, str] | None = None, *, cache: Path | None = None) -> list[Toolkit]:
     """Every distinct toolkit found, newest first."""
     env = os.environ if env is None else env
+    _check_named(env)
     extra = provisioned(cache) if cache is not None else []
     host = {str(n): c for n, c in extra}
     seen: dict[Path, Toolkit] = {}

@@ -12,7 +12,7 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from wheelforge.foundation import proc
-from wheelforge.foundation.errors import EnvironmentProblem, ToolError
+from wheelforge.foundation.errors import EnvironmentProblem
 from wheelforge.toolchain import probecache, shims
 
 # What steers which torch an interpreter imports, besides its own files.
@@ -81,12 +81,21 @@ def _ask(python: Path) -> tuple[dict[str, Any], list[str | Path]]:
         raise EnvironmentProblem(
             f"{python} could not import torch", details=proc.tail(result.stderr)
         )
+    lines = result.stdout.strip().splitlines()
+    if not lines:
+        raise EnvironmentProblem(
+            f"{python} printed nothing when asked for its torch's details; is it a Python "
+            "interpreter? (--python names the Python whose torch to build against)"
+        )
     try:
-        info = json.loads(result.stdout.strip().splitlines()[-1])
+        info = json.loads(lines[-1])
         Version(info["version"])
         watch = _watched(python, info)
-    except (ValueError, IndexError, KeyError, TypeError, InvalidVersion) as exc:
-        raise ToolError(f"could not read torch's details from {python}: {exc}") from None
+    except (ValueError, KeyError, TypeError, InvalidVersion):
+        raise EnvironmentProblem(
+            f"{python} printed {lines[-1][:80]!r} where a Python with torch prints torch's "
+            "details; is it a Python interpreter?"
+        ) from None
     return info, watch
 
 

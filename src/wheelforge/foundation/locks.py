@@ -1,0 +1,39 @@
+"""Inter-process locks (filelock, over flock(2), so a lock dies with the process that held it,
+SIGKILL included: no stale lock files to clean up). One build per build folder, one writer per
+cached test environment and per provisioned toolkit."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+
+from wheelforge.foundation import log
+from wheelforge.foundation.errors import EnvironmentProblem
+
+LOCK_NAME = ".wheelforge.lock"
+
+
+@contextmanager
+def hold(path: Path, *, what: str, wait: bool = True) -> Iterator[None]:
+    """Hold the lock file *path* for *what* (a phrase: "the build folder /x"). When another
+    process holds it: wait, saying so once, or with ``wait=False`` fail at once."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(path)
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        if not wait:
+            raise EnvironmentProblem(
+                f"{what} is in use by another wheelforge (lock {path}); let it finish, or drop "
+                "--no-wait to wait for it"
+            ) from None
+        log.info(f"waiting for another wheelforge that is using {what} (lock {path})")
+        # Polls with sleep: SIGINT and SIGTERM still end the wait.
+        lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()

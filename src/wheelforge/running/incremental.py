@@ -1,0 +1,88 @@
+"""What makes a rebuild cheap, for running/build.py: the freshness stamp in front of ninja, the
+compile cache around it, nvcc threads that fill the cores, and the stored findings of a wheel
+that did not change."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import pickle
+import time
+from pathlib import Path
+
+from wheelforge import __version__
+from wheelforge.binaries.verify import WheelVerification
+from wheelforge.configuration.settings import BuildSettings
+from wheelforge.foundation import fsutil
+from wheelforge.packaging import stamp
+from wheelforge.planning import freshness, ninja
+from wheelforge.planning.plan import VariantPlan, auto_nvcc_threads
+from wheelforge.toolchain import compilecache
+
+
+def with_threads(plan: VariantPlan, settings: BuildSettings) -> VariantPlan:
+    """NVCC_THREADS when given, else enough nvcc threads for the nvcc jobs to fill the cores."""
+    if plan.nvcc_threads is not None:
+        return plan
+    nvcc = [s for s in plan.compile_steps if s.rule == "nvcc"]
+    targets = max((len((s.arch_set or plan.variant.arch_set).specs) for s in nvcc), default=1)
+    threads = auto_nvcc_threads(cores=len(os.sched_getaffinity(0)), jobs=settings.jobs,
+                                nvcc_sources=len(nvcc), targets=targets)  # fmt: skip
+    return dataclasses.replace(plan, nvcc_threads=threads)
+
+
+def launchers(
+    settings: BuildSettings, cache: compilecache.CompileCache | None
+) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """The C++, C and CUDA compiler launchers: those the environment names (``CXX="ccache
+    g++"``, ``CMAKE_<LANG>_COMPILER_LAUNCHER``), else the compile cache (--compile-cache)."""
+    cached = (str(cache.exe),) if cache else ()
+    return (
+        settings.cxx_launcher or cached,
+        settings.cc_launcher or cached,
+        settings.cuda_launcher or cached,
+    )
+
+
+def compile_variant(
+    plan: VariantPlan, jobs: int | None, cache: compilecache.CompileCache | None
+) -> tuple[list[str], compilecache.CacheStats | None]:
+    """Bring the objects and the library up to date: the steps ninja ran (none, and no ninja
+    process, when the freshness stamp says nothing changed) and the compile cache's counts."""
+    for generated in plan.generated:
+        fsutil.write_if_changed(generated.path, generated.text)
+    text = ninja.write(plan)
+    if freshness.up_to_date(plan, text):
+        return [], None
+    freshness.forget(plan)
+    started = time.time_ns()
+    stats = None
+    if cache is None:
+        steps = ninja.run(plan, jobs=jobs)
+    else:
+        with compilecache.session(cache, plan.build_dir) as (env, found):
+            steps = ninja.run(plan, jobs=jobs, env=env)
+        stats = found[0] if found else None
+    freshness.record(plan, text, ninja.executable(), started)
+    return steps, stats
+
+
+# What verify_wheel found in the wheel the reuse stamp names, so an unchanged wheel is not read
+# again: the same bytes give the same findings.
+VERIFIED = "wheel-verified.pickle"
+
+
+def remember_verification(published: Path, plan: VariantPlan, found: WheelVerification) -> None:
+    data = (__version__, stamp.sha256(published), found)
+    (plan.build_dir / VERIFIED).write_bytes(pickle.dumps(data))
+
+
+def verified_before(published: Path, plan: VariantPlan) -> WheelVerification | None:
+    """The findings stored when this very wheel was published by this wheelforge. The pickle is
+    wheelforge's own, in its own build folder."""
+    try:
+        version, sha, found = pickle.loads((plan.build_dir / VERIFIED).read_bytes())
+    except Exception:  # missing, truncated, from another layout: verify again
+        return None
+    ok = version == __version__ and sha == stamp.sha256(published)
+    return found if ok and isinstance(found, WheelVerification) else None

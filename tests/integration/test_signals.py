@@ -1,0 +1,154 @@
+"""SIGINT and SIGTERM sent to wheelforge's own PID (not its group, as CI runners and release
+scripts do) mid-compile and mid-provisioning: every tool it started ends with it, nothing
+half-made is kept, one line is printed, the exit code is 130 / 143, and a rerun resumes."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
+
+# A compiler launcher that, while the file named by $WF_SLOW exists, hangs on slow.cpp the way a
+# long compile does (in a grandchild, so the whole tree has to be stopped).
+SLOW_CXX = """\
+#!/bin/sh
+case "$*" in
+  *slow.cpp*) if [ -e "$WF_SLOW" ]; then : > "$WF_SLOW.started"; sleep 300; fi ;;
+esac
+exec "$@"
+"""
+
+
+def _survivors(root: Path) -> list[str]:
+    """Processes whose working folder or command line lies in *root*, the test's own folder."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cwd = str((entry / "cwd").readlink())
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z" and (cwd.startswith(str(root)) or str(root) in cmdline):
+            found.append(f"{entry.name}: {cmdline}")
+    return found
+
+
+def _wait_for(path: Path, proc: subprocess.Popen[str], seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while not path.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def slow_project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    (root / "pkg" / "sig").mkdir(parents=True)
+    (root / "pkg" / "sig" / "__init__.py").write_text("")
+    (root / "csrc").mkdir()
+    (root / "csrc" / "fast.cpp").write_text("int fast() { return 1; }\n")
+    (root / "csrc" / "slow.cpp").write_text("int slow() { return 2; }\n")
+    (root / "csrc" / "k.cu").write_text("__global__ void k(float* x) { x[0] = 1; }\n")
+    (root / "matrix.yaml").write_text(
+        "package: {name: sig, version: '1.0', packages: [pkg/sig]}\n"
+        "extension: {name: sig._C, sources: ['csrc/*.cpp', 'csrc/*.cu']}\n"
+        "torch: '>=2.10'\narch-sets: '7.5'\n"
+    )
+    launcher = tmp_path / "slowcxx"
+    launcher.write_text(SLOW_CXX)
+    launcher.chmod(0o755)
+    return root
+
+
+def _start(root: Path, slow: Path) -> subprocess.Popen[str]:
+    env = {**os.environ, "CXX": f"{root.parent / 'slowcxx'} c++", "WF_SLOW": str(slow)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "wheelforge", "build", "-j", "4"],
+        cwd=root, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+
+
+def test_signals_mid_compile_stop_the_whole_tree_and_a_rerun_resumes(slow_project: Path) -> None:
+    root = slow_project
+    slow = root.parent / "slow-flag"
+    build = root / "build" / "wheelforge"
+    for signum, code, name in ((signal.SIGINT, 130, "SIGINT"), (signal.SIGTERM, 143, "SIGTERM")):
+        slow.touch()
+        proc = _start(root, slow)
+        _wait_for(Path(f"{slow}.started"), proc)
+        _wait_for(build / "default-cu130" / "obj" / "csrc" / "k.cu.o", proc)
+        proc.send_signal(signum)  # the PID alone, not its group
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == code, err
+        assert "Traceback" not in err
+        assert err.strip().splitlines()[-1].startswith(f"error: interrupted by {name}: "), err
+        assert _survivors(root.parent) == []
+        assert not list(build.glob("*/stage-*")), "staging folder left behind"
+        assert not (root / "dist").exists() or not list((root / "dist").iterdir())
+        Path(f"{slow}.started").unlink()
+    slow.unlink()
+    rerun = _start(root, slow)
+    _, err = rerun.communicate(timeout=600)
+    assert rerun.returncode == 0, err
+    # fast.cpp, k.cu and the module init were compiled before the signals; only slow.cpp is left.
+    assert "compiled 1 of 4 sources" in err
+    (wheel,) = (root / "dist").glob("*.whl")
+    with zipfile.ZipFile(wheel) as zf:
+        assert zf.testzip() is None
+
+
+# Fakes of apt-get and dpkg-deb: provisioning CUDA 11.8 without downloading it. dpkg-deb unpacks
+# through a slow tar, as the real one does with a 900 MB toolkit.
+FAKE_APT = """\
+#!/bin/sh
+for arg; do last=$arg; done
+case "$*" in *" download "*) : > fake.deb ;; esac
+exit 0
+"""
+FAKE_DPKG_DEB = """\
+#!/bin/sh
+: > "$WF_SLOW.started"
+tar -cf /dev/null /dev/null && exec sleep 300
+"""
+
+
+@pytest.mark.skipif(
+    not Path("/usr/share/keyrings/debian-archive-keyring.gpg").is_file(),
+    reason="provisioning CUDA 11.8 checks for Debian's archive keyring first",
+)
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_signal_mid_provisioning_stops_dpkg_deb_and_removes_the_partial_toolkit(
+    tmp_path: Path, signum: int, code: int
+) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, text in (("apt-get", FAKE_APT), ("dpkg-deb", FAKE_DPKG_DEB)):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    slow, cache = tmp_path / "slow", tmp_path / "cache"
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "WF_SLOW": str(slow)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "wheelforge", "toolkit", "install", "11.8", "--cache-dir", cache],
+        cwd=tmp_path, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    _wait_for(Path(f"{slow}.started"), proc, seconds=30)
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == code, err
+    assert "Traceback" not in err and "error: interrupted by SIG" in err
+    assert _survivors(tmp_path) == []
+    left = [p.name for p in (cache / "toolkits").iterdir() if not p.name.endswith(".lock")]
+    assert left == [], "a partial toolkit was left in the cache"
