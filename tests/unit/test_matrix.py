@@ -55,7 +55,8 @@ def test_unknown_key_names_line_and_suggests(project: Project) -> None:
         "matrix.yaml:11: the top level: unknown key 'arch-set'; did you mean 'arch-sets'?"
         in text_all
     )
-    assert "needs 'arch-sets'" in text_all
+    # arch-sets itself is optional (--archs or TORCH_CUDA_ARCH_LIST may give the archs).
+    assert "needs 'arch-sets'" not in text_all
 
 
 def test_every_error_is_reported_at_once(project: Project) -> None:
@@ -88,7 +89,7 @@ def test_every_error_is_reported_at_once(project: Project) -> None:
             "package.packages: 'nowhere' is not a folder",
         ),
         ("packages: [demo_ops]", "packages: [csrc]", "'csrc' has no __init__.py"),
-        ("name: demo_ops._C", "name: _C", "must be a dotted module name"),
+        ("name: demo_ops._C", "name: demo-ops._C", "must be a module name"),
         ("name: demo_ops._C", "name: other._C", "is not inside any of package.packages (demo_ops)"),
         ("[csrc/*.cpp, csrc/*.cu]", "[csrc/*.cpp, src/*.cu]", "'src/*.cu' matches no file"),
         ("[csrc/*.cpp, csrc/*.cu]", "[csrc/*]", "not a source"),

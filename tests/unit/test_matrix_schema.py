@@ -102,7 +102,7 @@ def test_test_matrices_are_valid_and_load(
         ("arch-sets:", "arch-set:", "'arch-set' was unexpected"),
         ("include-dirs: [csrc]", "include-dir: [csrc]", "'include-dir' was unexpected"),
         ("summary: demo", "summary: [a, b]", "is not of type 'string'"),
-        ("name: demo_ops._C", "name: _C", "does not match"),
+        ("name: demo_ops._C", "name: demo-ops._C", "does not match"),
         ('default: "8.0 9.0+PTX"', 'Default: "8.0"', "does not match"),
         ("arch-sets:", "abi: unknown\narch-sets:", "'unknown' is not one of"),
     ],

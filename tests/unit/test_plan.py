@@ -31,8 +31,10 @@ def test_flags_follow_the_stable_abi_rules(project: Project, tmp_path: Path) -> 
         assert "-I../../torch/include" in flags
         assert "-I../../csrc" in flags
     assert "-DUSE_CUDA" in nvcc and "-DUSE_CUDA" not in cxx
-    assert {"-fPIC", "-fvisibility=hidden"} <= set(cxx)
-    assert {"-Xcompiler=-fPIC", "-Xcompiler=-fvisibility=hidden"} <= set(nvcc)
+    assert "-fPIC" in cxx
+    assert "-Xcompiler=-fPIC" in nvcc
+    # Exports are the version script's job, never the sources' visibility (issue 9, defect 1).
+    assert not any("visibility" in f for f in (*cxx, *nvcc))
     assert not any(f.startswith("-gencode") for f in nvcc)  # the arch set's flags are separate
     gencode = shlex.split(plan.gencode)
     assert gencode == [
@@ -95,7 +97,7 @@ def test_steps_objects_and_generated_module_init(project: Project, tmp_path: Pat
 def test_module_init_can_be_turned_off(project: Project, tmp_path: Path) -> None:
     text = GOOD_MATRIX.replace("include-dirs: [csrc]", "include-dirs: [csrc]\n  module-init: false")
     plan = plan_for(load_matrix(project(text)), tmp_path)
-    assert [g.path.name for g in plan.generated] == ["wheelforge_weak_shims.h"]
+    assert [g.path.name for g in plan.generated] == ["wheelforge_weak_shims.h", "exports.map"]
 
 
 def test_nvcc_threads_and_user_flags(project: Project, tmp_path: Path) -> None:
@@ -126,7 +128,9 @@ def test_ninja_file(project: Project, tmp_path: Path) -> None:
     assert "build _C.abi3.so: link obj/" in text
     assert "default _C.abi3.so" in text
     assert "cuda_launcher = \n" in text and "command = $cuda_launcher $nvcc " in text
-    assert str(tmp_path) not in text.replace(str(tmp_path / "torch" / "lib"), "")  # no clone path
+    # No compile command names the folder the project lies in (the link's do: it is not cached).
+    compiles = [ln for ln in text.splitlines() if not ln.startswith("ldflags = ")]
+    assert not [ln for ln in compiles if str(tmp_path) in ln]
     assert text == ninja.render(plan)  # deterministic
     cached = dataclasses.replace(plan, cuda_launcher=("/opt/bin/ccache",))
     assert "cuda_launcher = /opt/bin/ccache\n" in ninja.render(cached)

@@ -34,7 +34,6 @@ def test_contents(project: Project, tmp_path: Path) -> None:
     assert [arc for arc, _ in c.files] == [
         "demo_ops/_C.abi3.so",
         "demo_ops/__init__.py",
-        "demo_ops/sub/data.txt",
     ]
     assert "Tag: cp310-abi3-linux_x86_64" in c.wheel and "Root-Is-Purelib: false" in c.wheel
     assert "Name: demo-ops\n" in c.metadata and "Version: 1.2.0\n" in c.metadata

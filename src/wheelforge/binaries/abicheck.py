@@ -22,7 +22,7 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
-from wheelforge.binaries import bounded
+from wheelforge.binaries import bounded, initexport
 from wheelforge.binaries.abirules import (
     CheckTarget,
     ElfFacts,
@@ -76,6 +76,7 @@ def check_image(image: ElfImage, facts: ElfFacts, target: CheckTarget) -> Binary
         *cxx_violations(path, facts.undefined),
         *shim_violations(path, used_shims, target),
         *python_violations(path, python_symbols, target.python),
+        *_init_violations(image),
     ]
     introduced = [shims.judge(n, target.torch, target.guards).introduced for n in used_shims]
     known = [v for v in introduced if v is not None]
@@ -86,6 +87,18 @@ def check_image(image: ElfImage, facts: ElfFacts, target: CheckTarget) -> Binary
         python_symbols=python_symbols,
         violations=tuple(violations),
     )
+
+
+def _init_violations(image: ElfImage) -> list[Violation]:
+    """An extension module (named like one) must export its PyInit_<leaf>."""
+    leaf = initexport.module_leaf(image.member or image.name.rsplit("!", 1)[-1])
+    if leaf is None:
+        return []
+    found = initexport.init_export(image.elf, path=image.name, leaf=leaf)
+    if found.exported:
+        return []
+    message = initexport.message(image.name, found)
+    return [Violation(binary=image.name, rule="module-init", symbol=found.symbol, message=message)]
 
 
 def torch_floor(metadata: str) -> Version2 | None:

@@ -31,7 +31,7 @@ from wheelforge.foundation.errors import BinaryFormatError
 from wheelforge.toolchain import shims
 from wheelforge.toolchain.shims import Version2
 
-Rule = Literal["cxx-symbol", "shim-version", "python-api", "tags", "layout"]
+Rule = Literal["cxx-symbol", "shim-version", "python-api", "tags", "layout", "module-init"]
 _MAX_VERSION_ENTRIES = 4096  # libraries need a handful of sonames; glibc itself has ~40
 _LIBTORCH_CXX_RE = re.compile(r"(?<![\w:])(c10|at|torch|caffe2)::")
 _GLIBC_RE = re.compile(r"^GLIBC_(\d+)\.(\d+)")

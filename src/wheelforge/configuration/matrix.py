@@ -31,7 +31,7 @@ DEFAULT_TEST_COMMAND: tuple[str, ...] = (
 )
 
 NAME_RE = re.compile(r"^([A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9])$")  # PEP 508
-MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")
+MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 ARCH_SET_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.]*$")
 PYTHON_ABI_RE = re.compile(r"^cp3(\d{1,2})$")
 CUDA_RE = re.compile(r"^\d+\.\d+$")
@@ -94,11 +94,17 @@ class PackageConfig:
 
     name: str = field(
         metadata=key(
-            "the distribution name (letters, digits, `-`, `_`, `.`)", shape=_pattern(NAME_RE)
+            "the distribution name (letters, digits, `-`, `_`, `.`); required unless pyproject.toml [project] gives it",
+            shape=_pattern(NAME_RE),
+            required=False,
         )
     )
     version: str = field(
-        metadata=key('a PEP 440 version; write `"1.10"` or `1.10`, both stay `1.10`', shape=Scalar)
+        metadata=key(
+            'a PEP 440 version; write `"1.10"` or `1.10`, both stay `1.10`; required unless pyproject.toml [project] gives it',
+            shape=Scalar,
+            required=False,
+        )
     )
     summary: str = field(default="", metadata=key("METADATA `Summary`"))
     license: str | None = field(default=None, metadata=key("METADATA `License`", shape=str))
@@ -119,14 +125,42 @@ class PackageConfig:
             words="list of strings",
         ),
     )
-    # absolute folders of Python packages copied into the wheel
     packages: tuple[Path, ...] = field(
+        default=(),
         metadata=key(
-            "each must hold an `__init__.py`; copied into the wheel whole (minus `__pycache__` and stale copies of the extension)",
+            "Python packages (an `__init__.py`, or a namespace package holding one); their `.py`/`.pyi` files and `package-data` go into the wheel",
             shape=Strings,
             words="list of folders",
-        )
+            default_words="the extension's top-level package, else every top-level package folder",
+        ),
     )
+    package_data: tuple[str, ...] = field(
+        default=(),
+        metadata=key(
+            "files (globs relative to each package folder) shipped beside the Python files",
+            name="package-data",
+            shape=Strings,
+            words="list of globs",
+        ),
+    )
+    exclude: tuple[str, ...] = field(
+        default=(),
+        metadata=key("files (globs) left out of the wheel", shape=Strings, words="list of globs"),
+    )
+    pyproject: str | None = field(
+        default=None,
+        metadata=key(
+            "the pyproject.toml whose [project] gives the metadata, or `false` for none",
+            shape={"anyOf": [{"type": "string"}, {"type": "boolean"}]},
+            words="path or `false`",
+            default_words="`pyproject.toml` beside the matrix, if any",
+        ),
+    )
+    # From pyproject.toml's [project]: core-metadata headers (Classifier, Project-URL, ...).
+    extra_metadata: tuple[tuple[str, str], ...] = field(default=(), metadata=INTERNAL)
+    description: str | None = field(default=None, metadata=INTERNAL)  # the readme: METADATA's body
+    metadata_version: str = field(default="2.1", metadata=INTERNAL)
+    license_files: tuple[Path, ...] = field(default=(), metadata=INTERNAL)  # .dist-info/licenses/
 
     @property
     def wheel_name(self) -> str:
@@ -160,9 +194,9 @@ class ExtensionConfig:
 
     name: str = field(  # dotted module name, e.g. wheelforge_kernels._C
         metadata=key(
-            "where the module lands: `pkg._C` → `pkg/_C.abi3.so`",
+            "where the module lands: `pkg._C` → `pkg/_C.abi3.so`; a top-level name lands at the wheel's root",
             shape=_pattern(MODULE_RE),
-            words="dotted module name",
+            words="module name",
         )
     )
     sources: tuple[SourceSpec, ...] = field(
@@ -196,6 +230,15 @@ class ExtensionConfig:
             words="list of strings",
         ),
     )
+    link_flags: tuple[str, ...] = field(
+        default=(), metadata=key("appended to the link", name="link-flags", shape=Strings)
+    )
+    libraries: tuple[str, ...] = field(
+        default=(), metadata=key("`-l<name>` for each", shape=Strings, words="list of strings")
+    )
+    library_dirs: tuple[Path, ...] = field(
+        default=(), metadata=key("`-L<folder>` for each folder", name="library-dirs", shape=Strings)
+    )
     # generate PyInit_<name> so the module imports from Python
     module_init: bool = field(
         default=True,
@@ -211,8 +254,12 @@ class ExtensionConfig:
 
     @property
     def package_path(self) -> str:
-        """Folder of the module inside the wheel, e.g. ``wheelforge_kernels``."""
-        return self.name.rsplit(".", 1)[0].replace(".", "/")
+        """Folder of the module inside the wheel, e.g. ``wheelforge_kernels``; empty for a
+        top-level module (``causal_conv1d_cuda``)."""
+        return self.name.rsplit(".", 1)[0].replace(".", "/") if "." in self.name else ""
+
+    def wheel_path(self, filename: str) -> str:
+        return f"{self.package_path}/{filename}" if self.package_path else filename
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -267,7 +314,13 @@ class Matrix:
 
     path: Path = field(metadata=INTERNAL)
     root: Path = field(metadata=INTERNAL)  # the folder matrix.yaml is in; relative paths start here
-    package: PackageConfig = field(metadata=key("the distribution", words="mapping"))
+    package: PackageConfig = field(
+        metadata=key(
+            "the distribution; optional beside a pyproject.toml with [project]",
+            words="mapping",
+            required=False,
+        )
+    )
     extension: ExtensionConfig = field(metadata=key("the compiled module", words="mapping"))
     torch: TorchSpec = field(
         metadata=key(
@@ -277,12 +330,13 @@ class Matrix:
         )
     )
     arch_sets: tuple[ArchSet, ...] = field(
+        default=(),
         metadata=key(
-            "one wheel variant per arch set: a mapping of names to arch lists, or one arch list (named `default`)",
+            "one wheel variant per arch set: a mapping of names to arch lists, or one arch list (named `default`); optional when `--archs` or `TORCH_CUDA_ARCH_LIST` gives the archs",
             name="arch-sets",
             shape=_ARCH_SETS,
             words="arch list, or mapping of names to arch lists",
-        )
+        ),
     )
     # unstable: torch's full C++ API, one build per torch version
     abi: Literal["stable", "unstable"] = field(
@@ -328,16 +382,9 @@ class Matrix:
             default="100MiB",
         ),
     )
-    compile_cache: str | None = field(  # None: not given (settings default it to auto)
-        default=None,
-        metadata=key(
-            "the compile cache in front of every compiler: `auto` (ccache, else sccache, else none), `sccache`, `ccache` or `none`; `WHEELFORGE_COMPILE_CACHE` and `--compile-cache` override it (docs/performance.md)",
-            name="compile-cache",
-            shape={"enum": list(COMPILE_CACHES)},
-            words="`auto`, `sccache`, `ccache` or `none`",
-            default="auto",
-        ),
-    )
+    compile_cache: str | None = field(default=None, metadata=key(  # None: settings default it
+        "the compile cache in front of every compiler: `auto` (ccache, else sccache, else none), `sccache`, `ccache` or `none`; `WHEELFORGE_COMPILE_CACHE` and `--compile-cache` override it (docs/performance.md)",
+        name="compile-cache", shape={"enum": list(COMPILE_CACHES)}, words="`auto`, `sccache`, `ccache` or `none`", default="auto"))  # fmt: skip
 
     @property
     def limited_api_macro(self) -> str:

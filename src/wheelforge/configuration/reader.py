@@ -7,137 +7,58 @@ checked and converted (folders exist, globs match, arch lists parse, versions ar
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
 from pathlib import Path
 
 import yaml
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from wheelforge.configuration import yamlio
 from wheelforge.configuration.archs import ArchSet, ArchSpec, parse_arch_list
+from wheelforge.configuration.discovery import discover_packages
 from wheelforge.configuration.matrix import (
     ARCH_SET_NAME_RE,
     CUDA_RE,
     MODULE_RE,
-    NAME_RE,
     PYTHON_ABI_RE,
     ExtensionConfig,
     Matrix,
-    PackageConfig,
     SourceSpec,
     TestsConfig,
 )
+from wheelforge.configuration.packagereader import PackageReader, key_node
+from wheelforge.configuration.pyproject import project_for
 from wheelforge.configuration.sizes import parse_size
 from wheelforge.configuration.torchspec import OLDEST_STABLE_TARGET, TorchSpec, parse_torch_spec
 from wheelforge.foundation import fsutil
 from wheelforge.foundation.errors import ConfigError
 
 SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx", ".c")
+# torch needs CPython 3.10 or newer (torch 2.9+), so no abi3 floor below cp310 makes sense.
+OLDEST_PYTHON_MINOR = 10
 
 
-class _Reader(yamlio.ModelReader):
+class _Reader(PackageReader):
     """Turns the node tree into the model, collecting problems."""
 
     def __init__(self, path: Path, display: str) -> None:
-        super().__init__(yamlio.Problems(path, display))
+        super().__init__(yamlio.Problems(path, display), path.parent)
         self.path = path
-        self.root = path.parent
         self.torch_read: tuple[yaml.Node, TorchSpec | None] | None = None
-
-    def folder(self, node: yaml.Node, value: str, where: str) -> Path | None:
-        folder = (self.root / value).resolve()
-        if not folder.is_dir():
-            self.problems.add(
-                node,
-                f"{where}: '{value}' is not a folder (paths are relative to {self.problems.display})",
-            )
-            return None
-        return folder
-
-    def requirement(self, example: str) -> Callable[[yaml.Node, str, str], str | None]:
-        def convert(node: yaml.Node, value: str, where: str) -> str | None:
-            try:
-                Requirement(value)
-            except InvalidRequirement:
-                self.problems.add(
-                    node, f"{where}: '{value}' is not a requirement; write e.g. '{example}'"
-                )
-                return None
-            return value
-
-        return convert
-
-    # -- package ------------------------------------------------------------------------------
-
-    def package(self, node: yaml.Node, where: str) -> PackageConfig | None:
-        readers: dict[str, yamlio.KeyReader] = {
-            "name": self.checked_scalar(
-                lambda v: bool(NAME_RE.match(v)),
-                "is not a valid distribution name; use letters, digits, '-', '_' and '.'",
-            ),
-            "version": self.version,
-            "summary": self.scalar,
-            "license": self.scalar,
-            "requires_python": self.requires_python,
-            "dependencies": self.checked_list(self.dependency),
-            "packages": self.checked_list(self.package_folder),
-        }
-        return self.build(PackageConfig, self.section(node, PackageConfig, where, readers))
-
-    def version(self, node: yaml.Node, where: str) -> str | None:
-        value = self.scalar(node, where)
-        if value is None:
-            return None
-        try:
-            return str(Version(value))
-        except InvalidVersion:
-            self.problems.add(
-                node, f"{where} '{value}' is not a PEP 440 version; write e.g. '1.2.0'"
-            )
-            return None
-
-    def requires_python(self, node: yaml.Node, where: str) -> str | None:
-        value = self.scalar(node, where)
-        if value is not None:
-            try:
-                SpecifierSet(value)
-            except InvalidSpecifier:
-                self.problems.add(
-                    node, f"{where} '{value}' is not a version range; write e.g. '>=3.10'"
-                )
-        return value
-
-    def dependency(self, node: yaml.Node, value: str, where: str) -> str | None:
-        dep = self.requirement("numpy>=1.26")(node, value, where)
-        if dep is not None and canonicalize_name(Requirement(dep).name) == "torch":
-            self.problems.add(node, f"{where}: leave torch out; wheelforge derives it from 'torch'")
-            return None
-        return dep
-
-    def package_folder(self, node: yaml.Node, value: str, where: str) -> Path | None:
-        folder = self.folder(node, value, where)
-        if folder is not None and not (folder / "__init__.py").is_file():
-            self.problems.add(
-                node, f"{where}: '{value}' has no __init__.py; name a Python package folder"
-            )
-            return None
-        return folder
-
-    # -- extension ----------------------------------------------------------------------------
 
     def extension(self, node: yaml.Node, where: str) -> ExtensionConfig | None:
         readers: dict[str, yamlio.KeyReader] = {
             "name": self.checked_scalar(
                 lambda v: bool(MODULE_RE.match(v)),
-                "must be a dotted module name inside a package, e.g. 'mypkg._C'",
+                "must be a module name, e.g. 'mypkg._C' (or 'mypkg_cuda' at the top level)",
             ),
             "sources": self.sources,
             "include_dirs": self.checked_list(self.folder),
-            "cxx_flags": self.strings,
-            "nvcc_flags": self.strings,
+            "cxx_flags": self.flag_list,
+            "nvcc_flags": self.flag_list,
+            "link_flags": self.flag_list,
+            "libraries": self.flag_list,
+            "library_dirs": self.checked_list(self.folder),
             "module_init": lambda n, w: yamlio.boolean(n, self.problems, w),
         }
         return self.build(ExtensionConfig, self.section(node, ExtensionConfig, where, readers))
@@ -311,10 +232,16 @@ class _Reader(yamlio.ModelReader):
     def python_abi(self, node: yaml.Node, where: str) -> str | None:
         value = self.scalar(node, where)
         match = PYTHON_ABI_RE.match(value or "")
-        if value is not None and (match is None or int(match[1]) < 2):
+        if value is not None and match is None:
             self.problems.add(
                 node,
                 f"{where} must name the oldest CPython of the abi3 wheel, like 'cp310', got '{value}'",
+            )
+            return None
+        if value is not None and match is not None and int(match[1]) < OLDEST_PYTHON_MINOR:
+            self.problems.add(
+                node,
+                f"{where} '{value}' is older than any Python torch runs on (3.{OLDEST_PYTHON_MINOR}+); use 'cp3{OLDEST_PYTHON_MINOR}'",
             )
             return None
         return value
@@ -354,6 +281,8 @@ class _Reader(yamlio.ModelReader):
     def read(self, node: yaml.Node | None) -> Matrix:
         if node is None:
             raise ConfigError(f"{self.problems.display} is empty; see docs/matrix.md for its keys")
+        package_node = key_node(node, "package")
+        self.project = project_for(package_node, self.root, self.problems)
         readers: dict[str, yamlio.KeyReader] = {
             "package": self.package,
             "extension": self.extension,
@@ -376,8 +305,19 @@ class _Reader(yamlio.ModelReader):
                 "python-abi sets the floor of stable-ABI (abi3) wheels; an unstable-ABI wheel is "
                 "tagged for the CPython that builds it, so remove python-abi or use abi: stable",
             )
+        if package_node is None and self.project is not None:
+            read.values["package"] = self.package(None, "package")
+        elif package_node is None:
+            self.problems.add(
+                node, "the top level needs 'package' (or a pyproject.toml with [project])"
+            )
         package, extension = read.values.get("package"), read.values.get("extension")
-        if package is not None and extension is not None:
+        if package is not None and extension is not None and not package.packages:
+            package = dataclasses.replace(
+                package, packages=discover_packages(self.root, extension.name)
+            )
+            read.values["package"] = package
+        if package is not None and extension is not None and "." in extension.name:
             top = extension.name.split(".", 1)[0]
             if top not in {p.name for p in package.packages}:
                 self.problems.add(

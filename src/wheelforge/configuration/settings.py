@@ -40,6 +40,7 @@ class Flags:
     only: tuple[str, ...] = ()
     offline: bool = False
     cache_dir: Path | None = None
+    import_check: bool = True
     size_budget: str | None = None  # as written: 100MiB, 450MB
     wait: bool = True  # another build holds the build folder: wait (False: --no-wait, fail)
     compile_cache: str | None = None  # auto, sccache, ccache, none
@@ -63,6 +64,7 @@ class BuildSettings:
     only: tuple[str, ...]  # variant ids to build (all when empty)
     offline: bool  # never download a toolkit
     cache: Path  # provisioned toolkits, test environments, tool probes
+    import_check: bool = True  # import each extension module before publishing its wheel
     size_budget: int  # bytes per wheel: --size-budget, else size-budget of the matrix
     wait: bool = True  # for another build's lock on the build folder
     compile_cache: str = "auto"  # auto, sccache, ccache, none (toolchain/compilecache.py)
@@ -211,6 +213,11 @@ def resolve(flags: Flags, env: Mapping[str, str] | None = None) -> BuildSettings
     if override is not None:
         specs = parse_arch_list(override, source=arch_source)
         matrix = matrix.with_arch_sets((ArchSet(arch_list_id(specs), specs),))
+    elif not matrix.arch_sets:
+        raise ConfigError(
+            f"{flags.matrix} names no archs: add arch-sets (e.g. 'arch-sets: \"8.0 9.0+PTX\"'), "
+            "or pass --archs, or set TORCH_CUDA_ARCH_LIST"
+        )
     jobs = flags.jobs if flags.jobs is not None else _positive_int(env.get("MAX_JOBS"), "MAX_JOBS")
     cxx_launcher, cxx = _compiler(env, "CXX", "c++")
     cc_launcher, cc = _compiler(env, "CC", "cc")
@@ -236,6 +243,7 @@ def resolve(flags: Flags, env: Mapping[str, str] | None = None) -> BuildSettings
             if flags.size_budget is not None
             else matrix.size_budget
         ),
+        import_check=flags.import_check,
         wait=flags.wait,
         compile_cache=_compile_cache(flags, matrix, env),
     )

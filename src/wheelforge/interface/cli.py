@@ -56,6 +56,12 @@ cache_dir_option = click.option(
 )  # fmt: skip
 
 
+no_import_check_option = click.option(
+    "--no-import-check", "no_import_check", is_flag=True,
+    help="Do not import each extension module (under the build torch) before publishing.",
+)  # fmt: skip
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="wheelforge")
 def cli() -> None:
@@ -88,6 +94,7 @@ def cli() -> None:
 )
 @click.option("--offline", is_flag=True, help="Never download a CUDA toolkit; fail instead.")
 @compile_cache_option
+@no_import_check_option
 @no_wait_option
 @cache_dir_option
 @click.option(
@@ -108,17 +115,16 @@ def cli() -> None:
 def build(matrix_path: Path, archs: str | None, out: Path | None, build_dir: Path | None,
           jobs: int | None, python: str | None, only: tuple[str, ...], offline: bool,
           no_wait: bool, compile_cache: str | None, cache_dir: Path | None, size_budget: str | None,
-          report_path: Path | None, ci_mode: str | None, dry_run: bool, quiet: bool) -> None:  # fmt: skip
+          report_path: Path | None, ci_mode: str | None, dry_run: bool, quiet: bool,
+          no_import_check: bool) -> None:  # fmt: skip
     """Build the matrix's wheels and check their fatbins."""
     from wheelforge.configuration.settings import Flags
     from wheelforge.interface import outputs
 
-    flags = Flags(matrix=matrix_path, archs=archs, out=out, build_dir=build_dir, jobs=jobs, python=python, only=only,
-                  offline=offline, cache_dir=cache_dir, size_budget=size_budget, wait=not no_wait,
-                  compile_cache=compile_cache)  # fmt: skip
-    outputs.build_command(
-        flags, report_path=report_path, ci_mode=ci_mode, quiet=quiet, dry_run=dry_run
-    )
+    flags = Flags(matrix=matrix_path, archs=archs, out=out, build_dir=build_dir, jobs=jobs, python=python,
+                  only=only, offline=offline, cache_dir=cache_dir, size_budget=size_budget,
+                  wait=not no_wait, import_check=not no_import_check, compile_cache=compile_cache)  # fmt: skip
+    outputs.build_command(flags, report_path=report_path, ci_mode=ci_mode, quiet=quiet, dry_run=dry_run)  # fmt: skip
 
 
 @cli.command()
@@ -265,6 +271,34 @@ def test_command(matrix_path: Path, wheels: tuple[Path, ...], torch_versions: tu
     else:
         Console().print(test_table(outcomes))
     torch_tests.require_passed(outcomes)
+
+
+@cli.command(name="init")
+@click.argument("path", required=False, type=click.Path(path_type=Path, file_okay=False, exists=True),
+                default=Path())  # fmt: skip
+@click.option("--force", is_flag=True, help="Replace an existing matrix.yaml.")
+@click.option("--torch", "torch_versions", multiple=True,
+              help="A torch version to build for (repeatable) [default: >=2.10, or 2.11.0 for torch/extension.h].")  # fmt: skip
+@click.option(
+    "--archs",
+    help='The arch set to write, e.g. "8.0 9.0+PTX" [default: none; --archs at build time].',
+)
+@verbose_option
+def init_command(
+    path: Path, force: bool, torch_versions: tuple[str, ...], archs: str | None
+) -> None:
+    """Write a commented matrix.yaml for the project in PATH, from its setup.py (read, never run)
+    and pyproject.toml; print what could not be translated."""
+    from wheelforge.configuration import initmatrix
+
+    result = initmatrix.write(path.resolve(), force=force, torch=torch_versions, archs=archs)
+    log.info(f"wrote {result.path}")
+    if result.notes:
+        log.info(f"{len(result.notes)} thing(s) need a hand:")
+        for note in result.notes:
+            log.info(f"  - {note}")
+    else:
+        log.info("everything was translated")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -104,6 +104,12 @@ def print_build(report: BuildReport, console: Console) -> None:
         console.print(f"arch set {v.arch_set.name}: {v.arch_set}; CUDA {v.toolkit}", soft_wrap=True)
         if v.abi_checks:
             console.print(abi_summary(v.abi_checks, report.target_version))
+        console.print(
+            f"import check: {v.import_check}"
+            if v.import_check
+            else "import check: [yellow]skipped[/yellow] (--no-import-check)",
+            soft_wrap=True,
+        )
         if v.compile_cache is not None:
             console.print(cache_summary(v.compile_cache), soft_wrap=True)
         budget = f", budget {human_size(v.size.budget)}" if v.size else ""

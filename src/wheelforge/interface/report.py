@@ -92,6 +92,12 @@ class WheelDoc:
     sha256: str
     tags: tuple[str, ...] = field(metadata=_doc("e.g. cp310-abi3-manylinux_2_34_x86_64"))
     reused: bool = field(metadata=_doc("already in the output folder, made from the same inputs"))
+    import_check: str | None = field(
+        default=None,
+        metadata=_doc(
+            "the import of its extension module before publishing; null: --no-import-check"
+        ),
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -215,7 +221,8 @@ def variant_doc(v: VariantResult | VariantFailure, target: tuple[int, int]) -> V
     return VariantDoc(
         id=v.variant_id, arch_set=arch_set, toolkit=v.toolkit, torch=v.torch,
         status="up-to-date" if v.reused else "built", error=None,
-        wheel=WheelDoc(path=str(v.wheel), size=v.wheel_size, sha256=v.sha256, tags=_tags(v.wheel), reused=v.reused),
+        wheel=WheelDoc(path=str(v.wheel), size=v.wheel_size, sha256=v.sha256, tags=_tags(v.wheel), reused=v.reused,
+                       import_check=v.import_check),
         binaries=tuple(BinaryDoc(path=b.path, size=b.size, fatbins=b.entries) for b in v.binaries),
         abi=_abi(v.abi_checks, target), size=v.size,
         compile=CompileDoc(sources=v.sources, compiled=len(v.compiled), up_to_date=v.sources - len(v.compiled),

@@ -8,10 +8,11 @@ import os
 import stat
 import time
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from email.message import EmailMessage
 from email.policy import compat32
+from fnmatch import fnmatch
 from pathlib import Path
 
 from wheelforge import __version__
@@ -43,7 +44,16 @@ class WheelContents:
         return h.hexdigest()
 
 
-def _package_files(folder: Path, skip_name_prefix: str | None) -> Iterator[tuple[str, Path]]:
+# What setuptools ships of a package without package data: its modules (and stubs).
+_MODULE_SUFFIXES = (".py", ".pyi")
+
+
+def _package_files(
+    folder: Path, skip_name_prefix: str | None, data: Sequence[str], exclude: Sequence[str]
+) -> Iterator[tuple[str, Path]]:
+    """The files of a package folder that go into the wheel, as setuptools would pick them:
+    Python modules, plus files matching *data* (globs relative to the folder), minus *exclude*.
+    Sources (.cpp, .cu), build leftovers and the like stay out."""
     base = folder.parent
     for root, dirs, names in os.walk(folder):
         dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
@@ -54,13 +64,16 @@ def _package_files(folder: Path, skip_name_prefix: str | None) -> Iterator[tuple
             # A stale copy of the extension (from an in-place build) must not shadow the built one.
             if skip_name_prefix and name.startswith(skip_name_prefix) and name.endswith(".so"):
                 continue
-            yield path.relative_to(base).as_posix(), path
+            rel = path.relative_to(folder).as_posix()
+            wanted = path.suffix in _MODULE_SUFFIXES or any(fnmatch(rel, g) for g in data)
+            if wanted and not any(fnmatch(rel, g) for g in exclude):
+                yield path.relative_to(base).as_posix(), path
 
 
 def metadata_text(plan: VariantPlan) -> str:
     pkg = plan.matrix.package
     msg = EmailMessage(policy=compat32)
-    msg["Metadata-Version"] = "2.1"
+    msg["Metadata-Version"] = pkg.metadata_version
     msg["Name"] = pkg.name
     msg["Version"] = plan.version
     if pkg.summary:
@@ -71,6 +84,11 @@ def metadata_text(plan: VariantPlan) -> str:
     msg["Requires-Dist"] = plan.torch_requirement
     for dep in pkg.dependencies:
         msg["Requires-Dist"] = dep
+    # pyproject.toml's [project] fields, as pyproject-metadata wrote them (configuration/pyproject.py).
+    for key, value in pkg.extra_metadata:
+        msg[key] = value
+    if pkg.description:
+        msg.set_payload(pkg.description)
     return msg.as_string()
 
 
@@ -88,10 +106,21 @@ def contents(plan: VariantPlan, platform: str) -> WheelContents:
     tag = f"{plan.abi_tag}-{platform}"
     files: list[tuple[str, Path]] = []
     for folder in pkg.packages:
-        files.extend(_package_files(folder, plan.matrix.extension.leaf + "."))
+        files.extend(
+            _package_files(folder, plan.matrix.extension.leaf + ".", pkg.package_data, pkg.exclude)
+        )
     files.append((plan.wheel_library_path, plan.library))
-    files.sort()
     namever = f"{pkg.wheel_name}-{plan.version}"
+    # PEP 639: License-File entries name files under .dist-info/licenses/.
+    root = plan.matrix.root
+    for license_file in pkg.license_files:
+        rel = (
+            license_file.relative_to(root)
+            if license_file.is_relative_to(root)
+            else license_file.name
+        )
+        files.append((f"{namever}.dist-info/licenses/{Path(rel).as_posix()}", license_file))
+    files.sort()
     return WheelContents(
         filename=f"{namever}-{tag}.whl",
         files=tuple(files),

@@ -16,6 +16,7 @@ from ninja.ninja_syntax import Writer, escape
 from wheelforge.foundation import fsutil, log, proc
 from wheelforge.foundation.diagnostics import Diagnostic, parse_compiler_output
 from wheelforge.foundation.errors import BuildError, EnvironmentProblem
+from wheelforge.planning import diagnose
 from wheelforge.planning.plan import VariantPlan
 
 NINJA_HINT = "pip install ninja"
@@ -73,7 +74,9 @@ def render(plan: VariantPlan) -> str:
     for step in plan.compile_steps:
         own = {"gencode": escape(step.gencode)} if step.gencode is not None else None
         w.build([path(step.object)], step.rule, [path(step.source)], variables=own)
-    w.build([path(plan.library)], "link", [path(s.object) for s in plan.compile_steps])
+    # The version script is an input of the link: a change to it relinks.
+    w.build([path(plan.library)], "link", [path(s.object) for s in plan.compile_steps],
+            implicit=[path(plan.export_map)])  # fmt: skip
     w.default([path(plan.library)])
     return buf.getvalue()
 
@@ -216,13 +219,16 @@ def run(plan: VariantPlan, *, jobs: int | None, env: dict[str, str] | None = Non
         )
     finally:
         progress.close()
+    # Every variant's full log at a stable path, whether the build passed or not.
+    fsutil.write_if_changed(plan.build_dir / "build.log", result.stdout)
     if result.returncode != 0:
         raise _failure(plan, result.stdout)
     return [job.split(" ", 1)[0] for job in ran]
 
 
 def _failure(plan: VariantPlan, output: str) -> BuildError:
-    failed = next((ln for ln in output.splitlines() if ln.startswith("FAILED: ")), "")
+    found = diagnose.failures(output)
+    failed = found[0].failed if found else ""
     step = next((s for s in plan.compile_steps if plan.command_path(s.object) in failed), None)
     what = (
         f"compiling {_display(step.source, plan)} failed"
@@ -233,10 +239,13 @@ def _failure(plan: VariantPlan, output: str) -> BuildError:
     )
     # ninja's own status lines are noise in the compiler's output.
     shown = "\n".join(ln for ln in output.splitlines() if not _STATUS_RE.match(ln))
+    # The failing command's first errors (not the tail of everything), then known causes.
+    first = diagnose.first_errors(found[0]) if found else proc.tail(shown)
+    hints = diagnose.hints("\n".join(found[0].output) if found else shown, plan)
     return BuildError(
-        f"variant {plan.variant.id}: {what}; the compiler's output is below "
-        f"(build files in {plan.build_dir})",
-        details=proc.tail(shown),
+        f"variant {plan.variant.id}: {what}; its first errors are below, the whole log is "
+        f"{plan.build_dir / 'build.log'}",
+        details="\n".join([first, *hints]),
         diagnostics=tuple(_from_build_dir(d, plan) for d in parse_compiler_output(shown)),
     )
 

@@ -62,6 +62,7 @@ class VariantPlan:
     left_out: tuple[Path, ...]  # limited sources with no arch in common with the arch set
     generated: tuple[GeneratedFile, ...]
     library: Path  # the linked extension module in the build dir
+    export_map: Path  # the linker version script (export_map())
     wheel_library_path: str  # where it goes inside the wheel, e.g. pkg/_C.abi3.so
     abi_tag: str  # e.g. cp310-abi3
     version: str  # the wheel's version: the package's, plus the variant's local label if any
@@ -163,7 +164,10 @@ def _stable_abi(matrix: Matrix, torch: TorchEnv, weak: GeneratedFile, rel: Rel) 
             f"-DPy_LIMITED_API={matrix.limited_api_macro}",
             f"-DTORCH_EXTENSION_NAME={ext.leaf}",
         ),
-        includes=tuple(f"-I{rel(d)}" for d in (*ext.include_dirs, torch.include_dir)),
+        # Python's headers too: a source may include <Python.h> (Py_LIMITED_API still holds).
+        includes=tuple(
+            f"-I{rel(d)}" for d in (*ext.include_dirs, torch.include_dir, torch.python_include)
+        ),
         force_include=("-include", rel(weak.path)),
         generated=(weak,),
         extra_ldflags=(),
@@ -200,21 +204,23 @@ _ABI_FLAVOURS = {"stable": _stable_abi, "unstable": _unstable_abi}
 
 
 def _compile_flags(
-    abi: AbiFlavour, matrix: Matrix, torch: TorchEnv, nvcc_host: str, rel: Rel
-) -> tuple[list[str], list[str], list[str]]:
-    """The C++, C and nvcc flags (without -gencode: that is per compile step)."""
+    abi: AbiFlavour, variant: Variant, matrix: Matrix, torch: TorchEnv, *, nvcc_host: str, rel: Rel,
+) -> tuple[list[str], list[str], list[str]]:  # fmt: skip
+    """The C++, C and nvcc flags (without -gencode: that is per compile step). Default
+    visibility everywhere: what the module exports is decided at link time (export_map())."""
     ext = matrix.extension
+    # The variant's own toolkit headers (cuda_runtime.h) for C/C++ sources, as nvcc adds them
+    # for .cu ones; after the matrix's and torch's folders.
+    cuda_includes = [f"-I{d}" for d in variant.toolkit.include_dirs]
     cxx_flags = [
-        "-std=c++17", "-O3", "-fPIC", "-fvisibility=hidden", "-fvisibility-inlines-hidden",
-        *abi.defines, *abi.includes, *abi.force_include, *ext.cxx_flags,
+        "-std=c++17", "-O3", "-fPIC",
+        *abi.defines, *abi.includes, *cuda_includes, *abi.force_include, *ext.cxx_flags,
     ]  # fmt: skip
-    cc_flags = [
-        "-O2", "-fPIC", "-fvisibility=hidden", *abi.defines, f"-I{rel(torch.python_include)}",
-    ]  # fmt: skip
+    cc_flags = ["-O2", "-fPIC", *abi.defines, f"-I{rel(torch.python_include)}", *cuda_includes]
     nvcc_flags = [
         "-std=c++17", "-O3", f"-ccbin={nvcc_host}",
-        # nvcc passes these to the host compiler; -fPIC is required for a shared object.
-        "-Xcompiler=-fPIC", "-Xcompiler=-fvisibility=hidden",
+        # nvcc passes this to the host compiler; -fPIC is required for a shared object.
+        "-Xcompiler=-fPIC",
         # The CUDA-only shim declarations (aoti_torch_get_current_cuda_stream, ...) sit behind USE_CUDA.
         "-DUSE_CUDA", *abi.defines, *abi.includes, *abi.force_include,
     ]  # fmt: skip
@@ -222,13 +228,20 @@ def _compile_flags(
     return cxx_flags, cc_flags, nvcc_flags
 
 
-def _link_flags(abi: AbiFlavour, variant: Variant, torch: TorchEnv) -> list[str]:
+def _link_flags(
+    abi: AbiFlavour, variant: Variant, matrix: Matrix, torch: TorchEnv, exports: Path
+) -> list[str]:
     toolkit = variant.toolkit
     if toolkit.cudart_static is None:
         raise EnvironmentProblem(
             f"CUDA {toolkit.version} at {toolkit.root} has no libcudart_static.a; install the CUDA runtime "
             "development files (PyPI: nvidia-cuda-runtime) so the extension carries its own cudart"
         )
+    ext = matrix.extension
+    cuda_libs = (
+        # as torch.utils.cpp_extension.CUDAExtension links them (classic extensions use c10::cuda)
+        ["-lc10_cuda", "-ltorch_cuda"] if matrix.abi == "unstable" and torch.cuda else []
+    )
     return [
         # cudart linked statically, and its symbols kept out of our dynamic symbol table.
         str(toolkit.cudart_static), "-ldl", "-lrt", "-lpthread", "-Wl,--exclude-libs,ALL",
@@ -236,7 +249,10 @@ def _link_flags(abi: AbiFlavour, variant: Variant, torch: TorchEnv) -> list[str]
         # Keep libtorch even though no symbol comes from it directly: on a CUDA torch it pulls in
         # libtorch_cuda, where the CUDA shims (the current stream, ...) are defined.
         "-Wl,--no-as-needed", "-lc10", "-ltorch", "-ltorch_cpu", "-Wl,--as-needed",
-        *abi.extra_ldflags,
+        *abi.extra_ldflags, *cuda_libs,
+        f"-Wl,--version-script={exports}",
+        *(f"-L{d}" for d in ext.library_dirs), *(f"-l{name}" for name in ext.libraries),
+        *ext.link_flags,
     ]  # fmt: skip
 
 
@@ -266,6 +282,23 @@ def _compile_steps(
     return steps, left_out
 
 
+def export_map(module_leaf: str) -> str:
+    """A linker version script that exports ``PyInit_<leaf>`` and nothing else. Sources compile
+    with default visibility, so the export never depends on how user code spells the init
+    function (``PyMODINIT_FUNC`` or a bare ``PyObject* PyInit__C(void)``); everything else, static
+    cudart included, stays local, which is what ``-fvisibility=hidden`` was for."""
+    return (
+        "/* Generated by wheelforge: the extension module's only export. */\n"
+        f"{{\n  global:\n    PyInit_{module_leaf};\n  local:\n    *;\n}};\n"
+    )
+
+
+def _version(matrix: Matrix, variant: Variant) -> str:
+    """The wheel's version: the package's, plus the variant's local label if any."""
+    label = variant.local_label
+    return str(Version(f"{matrix.package.version}+{label}")) if label else matrix.package.version
+
+
 def make_plan(
     *,
     matrix: Matrix,
@@ -288,14 +321,15 @@ def make_plan(
     weak = GeneratedFile(path=gen / "wheelforge_weak_shims.h", text=weak_header)
     rel = functools.partial(command_path, build_dir=build_dir, root=matrix.root)
     abi = _ABI_FLAVOURS[matrix.abi](matrix, torch, weak, rel)
-    generated = list(abi.generated)
+    exports = GeneratedFile(path=gen / "exports.map", text=export_map(ext.leaf))
+    generated = [*abi.generated, exports]
     sources = _sources(matrix)
     if ext.module_init:
         init = GeneratedFile(path=gen / f"{ext.leaf}_module_init.c", text=module_init_source(ext.leaf))  # fmt: skip
         generated.append(init)
         sources[init.path] = None
-    cxx_flags, cc_flags, nvcc_flags = _compile_flags(abi, matrix, torch, nvcc_host, rel)
-    ldflags = _link_flags(abi, variant, torch)
+    cxx_flags, cc_flags, nvcc_flags = _compile_flags(abi, variant, matrix, torch, nvcc_host=nvcc_host, rel=rel)  # fmt: skip
+    ldflags = _link_flags(abi, variant, matrix, torch, exports.path)
     steps, left_out = _compile_steps(sources, variant, matrix, build_dir, gen)
     return VariantPlan(
         variant=variant,
@@ -318,11 +352,10 @@ def make_plan(
         left_out=tuple(left_out),
         generated=tuple(generated),
         library=build_dir / f"{ext.leaf}{abi.module_suffix}",
-        wheel_library_path=f"{ext.package_path}/{ext.leaf}{abi.module_suffix}",
+        export_map=exports.path,
+        wheel_library_path=ext.wheel_path(f"{ext.leaf}{abi.module_suffix}"),
         torch_requirement=abi.torch_requirement,
         abi_tag=abi.abi_tag,
         nvcc_threads=nvcc_threads,
-        version=str(Version(f"{matrix.package.version}+{variant.local_label}"))
-        if variant.local_label
-        else matrix.package.version,
+        version=_version(matrix, variant),
     )

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from wheelforge.binaries import elf
+from wheelforge.binaries import elf, initexport
 from wheelforge.binaries.sizes import TOP_CONTRIBUTORS, SizeCheck, check_size
 from wheelforge.binaries.verify import WheelVerification, verify_wheel
 from wheelforge.configuration.settings import BuildSettings
@@ -21,13 +21,14 @@ from wheelforge.foundation.errors import (
     EnvironmentProblem,
     Interrupted,
     SizeBudgetError,
+    VerificationError,
     WheelforgeError,
 )
 from wheelforge.packaging import repair, stamp, wheel
 from wheelforge.planning import variants
 from wheelforge.planning.plan import VariantPlan, make_plan
 from wheelforge.planning.variants import Variant
-from wheelforge.running import incremental
+from wheelforge.running import importcheck, incremental
 from wheelforge.running.preflight import describe_os_error, preflight
 from wheelforge.running.results import BuildReport, VariantFailure, VariantResult
 from wheelforge.toolchain import compilecache, envs, toolkit, torchprobe
@@ -175,18 +176,23 @@ def _build_variant(
     digest = contents.digest()
     published = stamp.reusable(plan.build_dir, plan.out_dir, digest)
     reused = published is not None
+    imported = None
     if published is not None:
         log.info(f"  {published} is up to date")
         with stages.stage("verify"):
-            found = _check(
-                published, plan, settings, stages, incremental.verified_before(published, plan)
-            )
+            before = incremental.verified_before(published, plan)
+            found = _check(published, plan, settings, stages, before[0] if before else None)
+            if settings.import_check:
+                # Imported when it was published (the same bytes), unless that was skipped.
+                imported = (before[1] if before else None) or importcheck.check_import(
+                    published, plan
+                )
     else:
         title = f"{plan.variant.id}: pack, repair and check the wheel"
         with log.group(title), log.step(title):
-            published, found = _pack_and_publish(plan, contents, settings, stages)
+            published, found, imported = _pack_and_publish(plan, contents, settings, stages)
         stamp.write(plan.build_dir, digest=digest, wheel=published)
-        incremental.remember_verification(published, plan, found)
+        incremental.remember_verification(published, plan, found, imported)
     assert stages.size is not None  # _check sets it
     return VariantResult(
         variant_id=variant.id,
@@ -205,6 +211,7 @@ def _build_variant(
         size=stages.size,
         stages=tuple(stages.times),
         seconds=time.perf_counter() - start,
+        import_check=imported,
         compile_cache=cache_stats,
     )
 
@@ -219,6 +226,11 @@ def _check(
     """Fatbins against the arch set, the stable-ABI rules (verify_wheel, unless *found* holds its
     findings on these bytes), then the size budget; any failing stops the variant."""
     found = found or verify_wheel(wheel_path, plan)
+    if plan.matrix.abi != "stable":  # the stable-ABI rules include this one
+        problems = initexport.wheel_init_problems(wheel_path)
+        if problems:
+            message = problems[0][1].replace(str(wheel_path), wheel_path.name)
+            raise VerificationError(f"variant {plan.variant.id}: {message}")
     stages.size = check_size(
         wheel_size=wheel_path.stat().st_size,
         budget=settings.size_budget,
@@ -277,8 +289,9 @@ def _pack_and_publish(
     contents: wheel.WheelContents,
     settings: BuildSettings,
     stages: _Stages,
-) -> tuple[Path, WheelVerification]:
-    """Pack, repair and check in a staging folder; only a wheel that passed reaches the output."""
+) -> tuple[Path, WheelVerification, str | None]:
+    """Pack, repair, check and import in a staging folder; only a wheel that passed reaches the
+    output."""
     stage = Path(tempfile.mkdtemp(prefix="stage-", dir=plan.build_dir))
     try:
         with stages.stage("package"):
@@ -288,6 +301,7 @@ def _pack_and_publish(
             )
         with stages.stage("verify"):
             found = _check(repaired, plan, settings, stages)
+            imported = importcheck.check_import(repaired, plan) if settings.import_check else None
         with stages.stage("publish"):
             previous = plan.out_dir / repaired.name
             if previous.is_file() and stamp.sha256(previous) != stamp.sha256(repaired):
@@ -312,7 +326,7 @@ def _pack_and_publish(
                 for c in stages.size.contributions
             ),
         )
-    return published, found.moved(repaired, published)
+    return published, found.moved(repaired, published), imported
 
 
 def run_build(settings: BuildSettings) -> BuildReport:
@@ -338,6 +352,8 @@ def _run_build(settings: BuildSettings, chosen: list[Variant], start: float) -> 
     log.info(
         f"building {len(plans)} variant(s) of {m.package.name} {m.package.version} {how}; archs from {settings.arch_source}"
     )
+    if plans:
+        importcheck.warn_if_torch_not_imported_first(plans[0])
     outcomes = [build_variant(plan, settings, cache) for plan in plans]
     return BuildReport(
         matrix=settings.matrix.path,

@@ -72,17 +72,21 @@ def compile_variant(
 VERIFIED = "wheel-verified.pickle"
 
 
-def remember_verification(published: Path, plan: VariantPlan, found: WheelVerification) -> None:
-    data = (__version__, stamp.sha256(published), found)
+def remember_verification(
+    published: Path, plan: VariantPlan, found: WheelVerification, imported: str | None
+) -> None:
+    data = (__version__, stamp.sha256(published), found, imported)
     (plan.build_dir / VERIFIED).write_bytes(pickle.dumps(data))
 
 
-def verified_before(published: Path, plan: VariantPlan) -> WheelVerification | None:
-    """The findings stored when this very wheel was published by this wheelforge. The pickle is
-    wheelforge's own, in its own build folder."""
+def verified_before(
+    published: Path, plan: VariantPlan
+) -> tuple[WheelVerification, str | None] | None:
+    """The findings (and the import check's verdict) stored when this very wheel was published
+    by this wheelforge. The pickle is wheelforge's own, in its own build folder."""
     try:
-        version, sha, found = pickle.loads((plan.build_dir / VERIFIED).read_bytes())
+        version, sha, found, imported = pickle.loads((plan.build_dir / VERIFIED).read_bytes())
     except Exception:  # missing, truncated, from another layout: verify again
         return None
     ok = version == __version__ and sha == stamp.sha256(published)
-    return found if ok and isinstance(found, WheelVerification) else None
+    return (found, imported) if ok and isinstance(found, WheelVerification) else None

@@ -34,6 +34,8 @@ class VariantResult:
     size: SizeCheck
     stages: tuple[tuple[str, float], ...]  # (stage, seconds): compile, package, verify, publish
     seconds: float
+    # What the import check ran ("import pkg._C ok under torch 2.13.0+cpu"); None: skipped.
+    import_check: str | None = None
     compile_cache: CacheStats | None = None  # None: no cache, or nothing was compiled
 
 

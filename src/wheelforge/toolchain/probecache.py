@@ -22,7 +22,7 @@ from wheelforge import __version__
 from wheelforge.foundation import fsutil
 
 # Bumped when the shape of a probe's value changes, so old entries are never misread.
-_FORMAT = 1
+_FORMAT = 2
 
 Stat = tuple[int, int] | None  # (size, mtime_ns); None: the path does not exist
 

@@ -7,6 +7,7 @@ import glob
 import json
 import os
 import re
+import shlex
 import shutil
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -26,7 +27,8 @@ NVCC_HINT = (
 TOOLKIT_JSON = "toolkit.json"  # written into provisioned toolkits (provision.py)
 _VERSION_RE = re.compile(r"release (\d+\.\d+), V(\d+\.\d+\.\d+)")
 _DRY_VAR_RE = {
-    name: re.compile(rf"^#\$ {name}=(.+?)/?$", re.MULTILINE) for name in ("_HERE_", "TOP")
+    name: re.compile(rf"^#\$ {name}=(.+?)/?$", re.MULTILINE)
+    for name in ("_HERE_", "TOP", "INCLUDES", "SYSTEM_INCLUDES")
 }
 # crt/host_config.h: `#if __GNUC__ > 11` ... `#error -- unsupported GNU version!`
 _GCC_MAX_RE = re.compile(r"#if\s+__GNUC__\s*>\s*(\d+)")
@@ -63,6 +65,9 @@ class Toolkit:
     gcc_max: int | None = None  # the newest GCC major its crt/host_config.h accepts
     host_cxx: Path | None = None  # a host compiler that came with it (provisioned toolkits)
     origin: str = ""  # how it was found: "$CUDA_HOME", "PATH", "/usr/local/cuda-*", "provisioned"
+    # The folders nvcc itself adds for its headers (cuda_runtime.h, CCCL); a .cpp source that
+    # includes them needs them from the C++ compiler too.
+    include_dirs: tuple[Path, ...] = ()
 
     @property
     def short(self) -> str:
@@ -147,6 +152,7 @@ def _ask(nvcc: Path) -> tuple[dict[str, Any], list[str | Path]]:
     info = {
         "nvcc": str(real), "root": str(root), "version": match[2], "sass": sass,
         "cudart_static": str(static) if static else None, "gcc_max": gcc_max,
+        "include_dirs": [str(d) for d in _dry_includes(dry)],
     }  # fmt: skip
     # An update in place changes the driver, version.json or the library folders.
     watch: list[str | Path] = [nvcc, real, root / "version.json", root / "bin", *libdirs]
@@ -169,7 +175,25 @@ def probe_toolkit(
         gcc_max=info["gcc_max"],
         host_cxx=host_cxx,
         origin=origin,
+        include_dirs=tuple(Path(d) for d in info.get("include_dirs", [])),
     )
+
+
+def _dry_includes(dry: str) -> tuple[Path, ...]:
+    """The header folders of nvcc's dry run (``#$ INCLUDES="-I..."``, ``SYSTEM_INCLUDES``),
+    so each toolkit of a matrix, provisioned ones too, gives its own; never a fixed path."""
+    found: list[Path] = []
+    for var in ("INCLUDES", "SYSTEM_INCLUDES"):
+        match = _DRY_VAR_RE[var].search(dry)
+        words = shlex.split(match[1]) if match else []
+        for i, word in enumerate(words):
+            folder = word[2:] if word.startswith("-I") and len(word) > 2 else None
+            if word in ("-I", "-isystem") and i + 1 < len(words):
+                folder = words[i + 1]
+            # /usr/include is the compiler's own: naming it with -I breaks #include_next.
+            if folder and Path(folder).is_dir() and Path(folder).resolve() != Path("/usr/include"):
+                found.append(Path(folder).resolve())
+    return tuple(dict.fromkeys(found))
 
 
 def _provisioned_tools(folder: Path) -> tuple[Path, Path | None] | None:

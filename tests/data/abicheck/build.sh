@@ -6,4 +6,5 @@ gcc -O1 -shared -fPIC -o ext.so ext.c
 gcc -O1 -shared -fPIC -o newer_shim.so newer_shim.c
 g++ -O1 -shared -fPIC -o cxx_symbol.so cxx_symbol.cpp
 gcc -O1 -shared -fPIC -o glibc234.so glibc234.c
+gcc -O1 -shared -fPIC -fvisibility=hidden -o hidden_init.so hidden_init.c
 strip --strip-unneeded ./*.so

@@ -1,0 +1,101 @@
+"""The module-init rule: a Python extension module must export a defined, global
+``PyInit_<leaf>`` named after its file, or ``import`` fails with "dynamic module does not define
+module export function". Read from the ELF symbol tables, in-process."""
+
+from __future__ import annotations
+
+import io
+import re
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.elffile import ELFFile
+from elftools.elf.sections import SymbolTableSection
+
+from wheelforge.foundation.errors import BinaryFormatError
+
+# File names that only a Python extension module has (PEP 3149 / PEP 384 suffixes). A bare
+# ``name.so`` may as well be a library loaded with torch.ops.load_library: not judged.
+_MODULE_RE = re.compile(r"(?:^|/)([A-Za-z_]\w*)\.(?:abi3|cpython-[^/]+)\.so$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class InitExport:
+    leaf: str
+    exported: bool  # a defined, global (or weak), default-visibility PyInit_<leaf>
+    local: bool  # defined, but not exported (LOCAL binding or hidden visibility)
+
+    @property
+    def symbol(self) -> str:
+        return f"PyInit_{self.leaf}"
+
+
+def module_leaf(member: str) -> str | None:
+    """``pkg/_C.abi3.so`` → ``_C``; None for a file that is not named like an extension module."""
+    match = _MODULE_RE.search(member)
+    return match[1] if match else None
+
+
+def _symbol_state(elf: ELFFile, section: str, name: str) -> str | None:
+    table = elf.get_section_by_name(section)
+    if not isinstance(table, SymbolTableSection):
+        return None
+    for sym in table.get_symbol_by_name(name) or []:
+        if sym["st_shndx"] == "SHN_UNDEF":
+            continue
+        bind = sym["st_info"]["bind"]
+        visibility = sym["st_other"]["visibility"]
+        if bind in ("STB_GLOBAL", "STB_WEAK") and visibility in ("STV_DEFAULT", "STV_PROTECTED"):
+            return "exported"
+        return "local"
+    return None
+
+
+def init_export(data: bytes | ELFFile, *, path: str, leaf: str) -> InitExport:
+    try:
+        elf = data if isinstance(data, ELFFile) else ELFFile(io.BytesIO(data))
+        dynamic = _symbol_state(elf, ".dynsym", f"PyInit_{leaf}")
+        static = _symbol_state(elf, ".symtab", f"PyInit_{leaf}")
+    except (ELFError, ValueError, KeyError, OSError) as exc:
+        raise BinaryFormatError(path, None, f"not a readable ELF file: {exc}") from None
+    return InitExport(
+        leaf=leaf,
+        exported=dynamic == "exported",
+        local=dynamic != "exported" and static is not None,
+    )
+
+
+def message(display: str, found: InitExport) -> str:
+    """Why *display* will not import, and what to do about it."""
+    if found.local:
+        why = (
+            f"defines {found.symbol} but does not export it (a local or hidden symbol: "
+            "-fvisibility=hidden without PyMODINIT_FUNC, or a version script that hides it)"
+        )
+    else:
+        why = f"does not define {found.symbol}"
+    return (
+        f"{display} {why}, so 'import' fails with \"dynamic module does not define module export "
+        f'function ({found.symbol})"; define it with PyMODINIT_FUNC (or let wheelforge generate '
+        "it: extension.module-init: true), and name the file after the module"
+    )
+
+
+def wheel_init_problems(wheel: Path) -> list[tuple[str, str]]:
+    """(member, message) for each extension module of *wheel* that lacks its export."""
+    problems = []
+    try:
+        with zipfile.ZipFile(wheel) as zf:
+            for name in zf.namelist():
+                leaf = module_leaf(name)
+                if leaf is None or ".libs/" in name:
+                    continue
+                display = f"{wheel}!{name}"
+                found = init_export(zf.read(name), path=display, leaf=leaf)
+                if not found.exported:
+                    problems.append((name, message(display, found)))
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise BinaryFormatError(str(wheel), None, f"not a readable wheel: {exc}") from None
+    return problems

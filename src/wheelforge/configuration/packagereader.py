@@ -1,0 +1,206 @@
+"""Reading matrix.yaml's ``package`` section, with what pyproject.toml's ``[project]`` gives
+(read by configuration/pyproject.py): a key in both places that differs is an error naming
+both; the reader of the other sections (reader.py) builds on this one."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import yaml
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from wheelforge.configuration import yamlio
+from wheelforge.configuration.discovery import is_package
+from wheelforge.configuration.matrix import NAME_RE, PackageConfig
+from wheelforge.configuration.pyproject import ProjectMetadata
+
+# package keys pyproject.toml's [project] may give instead: attribute → how two values compare.
+_FROM_PROJECT: dict[str, Callable[[str, str], bool]] = {
+    "name": lambda a, b: canonicalize_name(a) == canonicalize_name(b),
+    "version": lambda a, b: Version(a) == Version(b),
+    "summary": str.__eq__,
+    "requires_python": lambda a, b: SpecifierSet(a) == SpecifierSet(b),
+}
+
+
+class PackageReader(yamlio.ModelReader):
+    """The package section's keys, and the helpers every section uses (folders, requirements,
+    flag lists)."""
+
+    def __init__(self, problems: yamlio.Problems, root: Path) -> None:
+        super().__init__(problems)
+        self.root = root
+        self.project: ProjectMetadata | None = None
+
+    def folder(self, node: yaml.Node, value: str, where: str) -> Path | None:
+        folder = (self.root / value).resolve()
+        if not folder.is_dir():
+            self.problems.add(
+                node,
+                f"{where}: '{value}' is not a folder (paths are relative to {self.problems.display})",
+            )
+            return None
+        return folder
+
+    def requirement(self, example: str) -> Callable[[yaml.Node, str, str], str | None]:
+        def convert(node: yaml.Node, value: str, where: str) -> str | None:
+            try:
+                Requirement(value)
+            except InvalidRequirement:
+                self.problems.add(
+                    node, f"{where}: '{value}' is not a requirement; write e.g. '{example}'"
+                )
+                return None
+            return value
+
+        return convert
+
+    # -- package ------------------------------------------------------------------------------
+
+    def package(self, node: yaml.Node | None, where: str) -> PackageConfig | None:
+        readers: dict[str, yamlio.KeyReader] = {
+            "name": self.checked_scalar(
+                lambda v: bool(NAME_RE.match(v)),
+                "is not a valid distribution name; use letters, digits, '-', '_' and '.'",
+            ),
+            "version": self.version,
+            "summary": self.scalar,
+            "license": self.scalar,
+            "requires_python": self.requires_python,
+            "dependencies": self.checked_list(self.dependency),
+            "packages": self.checked_list(self.package_folder),
+            "package_data": self.flag_list,
+            "exclude": self.flag_list,
+            "pyproject": lambda _n, _w: None,  # read before everything else: project_for()
+        }
+        read = (
+            self.section(node, PackageConfig, where, readers)
+            if node is not None
+            else yamlio.Section({}, {})
+        )
+        if read is None:
+            return None
+        project = self.project
+        if project is not None:
+            self.merge_project(read, project)
+        for key in ("name", "version"):
+            if read.values.get(key) is None and key not in read.items:
+                how = " ([project] lists it as dynamic: give it here)" if project else ""
+                self.problems.add(node, f"{where} needs '{key}'{how}")
+        if read.values.get("name") is None or read.values.get("version") is None:
+            return None  # the problem is recorded
+        if project is None:
+            return self.build(PackageConfig, read)
+        return self.build(
+            PackageConfig,
+            read,
+            extra_metadata=project.headers,
+            description=project.description,
+            metadata_version=project.metadata_version,
+            license_files=project.license_files,
+        )
+
+    def merge_project(self, read: yamlio.Section, project: ProjectMetadata) -> None:
+        """Fill what matrix.yaml leaves out from pyproject.toml's [project]; a value in both
+        places that differs is an error naming both."""
+        for attr, same in _FROM_PROJECT.items():
+            theirs = getattr(project, attr)
+            ours = read.values.get(attr)
+            key = attr.replace("_", "-")
+            if ours is None and key not in read.items:
+                read.values[attr] = theirs
+                continue
+            try:
+                equal = ours is None or theirs is None or same(ours, theirs)
+            except (InvalidVersion, InvalidSpecifier):
+                equal = False
+            if not equal:
+                self.problems.add(
+                    read.items[key][1],
+                    f"package.{key} '{ours}' conflicts with {key} '{theirs}' in {project.path} "
+                    "[project]; keep it in one place (pyproject.toml) and remove it here",
+                )
+        license_ = read.values.get("license")
+        theirs = next((v for k, v in project.headers if k.startswith("License")), None)
+        if license_ is not None and theirs is not None and license_ != theirs:
+            self.problems.add(
+                read.items["license"][1],
+                f"package.license '{license_}' conflicts with the license in {project.path} [project]; keep it in one place",
+            )
+        if "dependencies" not in read.items:
+            read.values["dependencies"] = project.dependencies
+        elif project.dependencies and set(project.dependencies) != set(
+            read.values["dependencies"] or ()
+        ):
+            self.problems.add(
+                read.items["dependencies"][1],
+                f"package.dependencies conflicts with dependencies in {project.path} [project]; keep them in one place (pyproject.toml)",
+            )
+
+    def flag_list(self, node: yaml.Node, where: str) -> tuple[str, ...]:
+        """Strings, one per argument: ``cxx-flags: -O3 -g`` would reach the compiler as one
+        argument, so a bare string with spaces is an error that says how to write it (a bare
+        single flag is a list of one)."""
+        if isinstance(node, yaml.ScalarNode) and len(str(node.value).split()) > 1:
+            example = ", ".join(str(node.value).split())
+            self.problems.add(
+                node,
+                f"{where} must be a list of strings, got the string '{node.value}'; write [{example}]",
+            )
+            return ()
+        return self.strings(node, where)
+
+    def version(self, node: yaml.Node, where: str) -> str | None:
+        value = self.scalar(node, where)
+        if value is None:
+            return None
+        try:
+            return str(Version(value))
+        except InvalidVersion:
+            self.problems.add(
+                node, f"{where} '{value}' is not a PEP 440 version; write e.g. '1.2.0'"
+            )
+            return None
+
+    def requires_python(self, node: yaml.Node, where: str) -> str | None:
+        value = self.scalar(node, where)
+        if value is not None:
+            try:
+                SpecifierSet(value)
+            except InvalidSpecifier:
+                self.problems.add(
+                    node, f"{where} '{value}' is not a version range; write e.g. '>=3.10'"
+                )
+        return value
+
+    def dependency(self, node: yaml.Node, value: str, where: str) -> str | None:
+        dep = self.requirement("numpy>=1.26")(node, value, where)
+        if dep is not None and canonicalize_name(Requirement(dep).name) == "torch":
+            self.problems.add(node, f"{where}: leave torch out; wheelforge derives it from 'torch'")
+            return None
+        return dep
+
+    def package_folder(self, node: yaml.Node, value: str, where: str) -> Path | None:
+        folder = self.folder(node, value, where)
+        if folder is not None and not is_package(folder):
+            self.problems.add(
+                node,
+                f"{where}: '{value}' has no __init__.py (nor a namespace package's subpackages); "
+                "name a Python package folder",
+            )
+            return None
+        return folder
+
+    # -- extension ----------------------------------------------------------------------------
+
+
+def key_node(node: yaml.Node, key: str) -> yaml.Node | None:
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            if getattr(key_node, "value", None) == key:
+                return value_node  # type: ignore[no-any-return]
+    return None

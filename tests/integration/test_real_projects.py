@@ -1,0 +1,178 @@
+"""Real public projects, built as a user would: their PyPI sdists fetched at test time (never
+copied into this repository), with the matrices in tests/integration/projects/ written here.
+
+- witwin-radar: stable ABI (STABLE_TORCH_LIBRARY), built once, tested under two torches;
+- causal-conv1d: a classic torch/extension.h CUDAExtension, unstable ABI, one wheel per torch.
+
+Fetching runs each sdist's metadata hook (pip has no way around it); the projects' skip
+variables keep that from compiling anything. Builds and CUDA torches take minutes, so those
+tests are `slow` (run them with `pytest -m "slow and network" tests/integration/test_real_projects.py`);
+`wheelforge init` on each checkout is quick and runs by default. All skip cleanly offline.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from tests.integration.test_build import wheelforge
+from wheelforge.configuration.reader import load_matrix
+
+pytestmark = [
+    pytest.mark.network,
+    pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH"),
+]
+
+PROJECTS = Path(__file__).resolve().parent / "projects"
+# pip's words when no index can be reached (or it has no such file): skip, don't fail.
+_OFFLINE = (
+    "NewConnectionError",
+    "Max retries exceeded",
+    "Temporary failure in name resolution",
+    "No matching distribution found",
+    "Could not find a version",
+    "Network is unreachable",
+)
+
+
+@dataclass(frozen=True)
+class RealProject:
+    name: str
+    requirement: str
+    skip_env: dict[str, str] = field(default_factory=dict)
+    # causal-conv1d's build needs torch: use this environment's instead of a fresh download.
+    build_isolation: bool = True
+
+
+WITWIN = RealProject("witwin-radar", "witwin-radar==0.4.1", {"WITWIN_RADAR_ALLOW_PURE_WHEEL": "1"})
+CAUSAL = RealProject(
+    "causal-conv1d",
+    "causal-conv1d==1.7.0",
+    {"CAUSAL_CONV1D_SKIP_CUDA_BUILD": "TRUE"},
+    build_isolation=False,
+)
+
+
+def fetch(project: RealProject, dest: Path) -> Path:
+    """The project's sdist, extracted into *dest*, with our matrix and smoke tests beside it."""
+    download = dest / "sdist"
+    args = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+            "--disable-pip-version-check", "-d", str(download), project.requirement]  # fmt: skip
+    if not project.build_isolation:
+        args.append("--no-build-isolation")
+    proc = subprocess.run(
+        args, capture_output=True, text=True, env={**os.environ, **project.skip_env}
+    )
+    output = proc.stdout + proc.stderr
+    if proc.returncode != 0:
+        if any(marker in output for marker in _OFFLINE):
+            pytest.skip(f"{project.requirement} can't be downloaded here (offline?)")
+        pytest.fail(f"pip download {project.requirement} failed:\n{output[-3000:]}")
+    [sdist] = download.glob("*.tar.gz")
+    with tarfile.open(sdist) as tar:
+        tar.extractall(dest, filter="data")
+    [root] = [p for p in dest.iterdir() if p.is_dir() and p.name != "sdist"]
+    return root
+
+
+def with_matrix(project: RealProject, checkout: Path) -> Path:
+    for item in (PROJECTS / project.name).iterdir():
+        if item.is_dir():
+            shutil.copytree(item, checkout / item.name, dirs_exist_ok=True)
+        else:
+            shutil.copy(item, checkout / item.name)
+    return checkout
+
+
+@pytest.fixture(scope="module")
+def witwin(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return fetch(WITWIN, tmp_path_factory.mktemp("witwin"))
+
+
+@pytest.fixture(scope="module")
+def causal(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return fetch(CAUSAL, tmp_path_factory.mktemp("causal"))
+
+
+def copy_of(checkout: Path, tmp_path: Path) -> Path:
+    target = tmp_path / checkout.name
+    shutil.copytree(checkout, target)
+    return target
+
+
+def test_init_on_causal_conv1d_matches_the_hand_written_matrix(
+    causal: Path, tmp_path: Path
+) -> None:
+    root = copy_of(causal, tmp_path)
+    run = wheelforge("init", root, "--torch", "2.11.0", "--torch", "2.12.0", "--archs", "9.0",
+                     cwd=tmp_path)  # fmt: skip
+    assert run.code == 0, run.err
+    assert "setup(version=get_package_version()) is computed" in run.err
+    assert "nvcc arch flags" not in run.err  # cc_flag's appends are not followed: said instead
+    assert "'cc_flag' is changed in place" in run.err
+    written = load_matrix(root / "matrix.yaml")
+    ours = load_matrix(with_matrix(CAUSAL, copy_of(causal, tmp_path / "ours")) / "matrix.yaml")
+    assert (written.extension.name, written.abi, written.package.version) == (
+        ours.extension.name, ours.abi, ours.package.version,
+    )  # fmt: skip
+    assert [s.pattern for s in written.extension.sources] == [
+        s.pattern for s in ours.extension.sources
+    ]
+    assert written.extension.module_init is False
+    assert [str(v) for v in written.torch.versions] == ["2.11.0", "2.12.0"]
+
+
+def test_init_on_witwin_radar_guesses_the_module_and_says_so(witwin: Path, tmp_path: Path) -> None:
+    root = copy_of(witwin, tmp_path)
+    run = wheelforge("init", root, "--archs", "9.0", cwd=tmp_path)
+    assert run.code == 0, run.err
+    text = " ".join(run.err.split())
+    assert "extension.name 'witwin.radar.cuda._radar_native' is guessed" in text
+    written = load_matrix(root / "matrix.yaml")
+    assert written.abi == "stable"
+    assert written.package.name == "witwin-radar"  # from its pyproject.toml
+    assert sorted(s.pattern for s in written.extension.sources) == [
+        "witwin/radar/cuda/*.cpp",
+        "witwin/radar/cuda/*.cu",
+    ]
+
+
+@pytest.mark.slow
+def test_witwin_radar_builds_on_the_stable_abi_and_passes_under_two_torches(
+    witwin: Path, tmp_path: Path
+) -> None:
+    root = with_matrix(WITWIN, copy_of(witwin, tmp_path))
+    build = wheelforge("build", cwd=root)
+    assert build.code == 0, build.err
+    assert "import check: import witwin.radar.cuda.prebuilt._radar_native ok" in build.out
+    [wheel] = (root / "dist").glob("witwin_radar-0.4.1-cp310-abi3-manylinux_*.whl")
+    assert wheelforge("check", wheel, cwd=root).code == 0
+    test = wheelforge("test", "--torch", "2.13.0", "--torch", "2.14.1", "--json", cwd=root)
+    runs = json.loads(test.out)["runs"]
+    assert [(r["status"], r["passed"]) for r in runs] == [("passed", 3), ("passed", 3)], test.err
+
+
+@pytest.mark.slow
+def test_causal_conv1d_builds_on_the_unstable_abi_one_wheel_per_torch(
+    causal: Path, tmp_path: Path
+) -> None:
+    root = with_matrix(CAUSAL, copy_of(causal, tmp_path))
+    build = wheelforge("build", cwd=root)
+    assert build.code == 0, build.err
+    assert build.out.count("import check: import causal_conv1d_cuda ok under torch") == 2
+    wheels = sorted(p.name for p in (root / "dist").glob("*.whl"))
+    assert len(wheels) == 2 and all(f"-cp3{sys.version_info[1]}-" in w for w in wheels), wheels
+    test = wheelforge("test", "--json", cwd=root)
+    runs = json.loads(test.out)["runs"]
+    assert sorted((r["torch"].split("+")[0], r["status"], r["passed"]) for r in runs) == [
+        ("2.11.0", "passed", 3),
+        ("2.12.0", "passed", 3),
+    ], test.err
