@@ -60,8 +60,14 @@ def _imports(path: Path, package: str | None = None) -> set[str]:
 
 MODULES = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
 
+# Entry points that tools import by a fixed top-level name (PEP 517's build-backend), each in
+# a layer like any other module.
+TOP_LEVEL_LAYERS = {"wheelforge.build_meta": "interface"}
+
 
 def _layer(module: str) -> str | None:
+    if module in TOP_LEVEL_LAYERS:
+        return TOP_LEVEL_LAYERS[module]
     parts = module.split(".")
     return parts[1] if len(parts) >= 2 and parts[1] in LAYERS else None
 
@@ -74,8 +80,8 @@ def test_every_module_lives_in_a_layer() -> None:
     ]
     top = sorted(p.name for p in PACKAGE.glob("*.py"))
     assert loose == []
-    # Only the package marker and `python -m wheelforge` stay at the top.
-    assert top == ["__init__.py", "__main__.py"]
+    # Only the package marker, `python -m wheelforge` and the PEP 517 backend stay at the top.
+    assert top == ["__init__.py", "__main__.py", "build_meta.py"]
 
 
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if _layer(m)))
@@ -111,6 +117,12 @@ def test_no_import_cycle() -> None:
     for module in sorted(graph):
         if module not in state:
             visit(module)
+
+
+def test_the_backend_is_interface_and_no_module_imports_it() -> None:
+    assert _layer("wheelforge.build_meta") == "interface"
+    importers = [m for m, p in MODULES.items() if "wheelforge.build_meta" in _imports(p)]
+    assert importers == []
 
 
 def test_the_checker_sees_a_planted_upward_import(tmp_path: Path) -> None:

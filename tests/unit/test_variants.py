@@ -10,6 +10,7 @@ from packaging.version import Version
 from wheelforge.configuration.archs import ArchSet, parse_arch_list
 from wheelforge.configuration.matrix import Matrix
 from wheelforge.configuration.reader import load_matrix
+from wheelforge.configuration.sections import WheelVariantsConfig
 from wheelforge.foundation.errors import ConfigError, EnvironmentProblem
 from wheelforge.planning import variants
 
@@ -117,3 +118,21 @@ def test_unstable_abi_adds_the_torch_dimension(project: Project) -> None:
         ("default-cu130-torch213", "2.13.0", "default.cu130.torch213"),
         ("default-cu130-torch214", "2.14.1", "default.cu130.torch214"),
     ]
+
+
+def test_wheel_variants_label_instead_of_local_version(project: Project) -> None:
+    matrix = two_by_two(load_matrix(project()))
+    matrix = matrix.with_wheel_variants(WheelVariantsConfig(enabled=True, null="default-cu130"))
+    expanded = variants.expand(matrix, [T131, T13])
+    assert [(v.local_label, v.variant_label) for v in expanded] == [
+        (None, "default_cu130"),
+        (None, "default_cu131"),
+        (None, "hopper_cu130"),
+        (None, "hopper_cu131"),
+    ]
+    assert variants.null_variant(expanded, matrix) == expanded[0]
+    by_set = matrix.with_wheel_variants(WheelVariantsConfig(enabled=True, null="hopper"))
+    with pytest.raises(ConfigError, match="'hopper' matches several variants"):
+        variants.null_variant(expanded, by_set)
+    # --only may leave the null variant out: then there is none to write.
+    assert variants.null_variant(expanded[2:], matrix) is None

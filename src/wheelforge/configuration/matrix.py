@@ -7,7 +7,6 @@ tables of docs/matrix.md. Derived fields (``internal``) are not keys."""
 from __future__ import annotations
 
 import dataclasses
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -15,77 +14,23 @@ from typing import Any, Literal
 from packaging.utils import canonicalize_name
 
 from wheelforge.configuration.archs import ArchSet, ArchSpec
+from wheelforge.configuration.keys import (
+    ARCH_LIST_REF,
+    ARCH_SET_NAME_RE,
+    COMPILE_CACHES,
+    INTERNAL,
+    MODULE_RE,
+    NAME_RE,
+    PYTHON_ABI_RE,
+    Scalar,
+    Scalars,
+    Strings,
+    key,
+    pattern_schema,
+)
+from wheelforge.configuration.sections import TestsConfig, WheelVariantsConfig
 from wheelforge.configuration.sizes import DEFAULT_SIZE_BUDGET, SIZE_PATTERN
 from wheelforge.configuration.torchspec import TorchSpec
-
-DEFAULT_TEST_COMMAND: tuple[str, ...] = (
-    "{python}",
-    "-m",
-    "pytest",
-    "-q",
-    "-rs",
-    "-p",
-    "no:cacheprovider",
-    "--junitxml={junitxml}",
-    "{path}",
-)
-
-NAME_RE = re.compile(r"^([A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9])$")  # PEP 508
-MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
-ARCH_SET_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.]*$")
-PYTHON_ABI_RE = re.compile(r"^cp3(\d{1,2})$")
-CUDA_RE = re.compile(r"^\d+\.\d+$")
-
-# YAML shapes (type forms for foundation/schemagen). A plain scalar is read as written, so
-# `version: 1.10` (a YAML number) is the string '1.10'; a single value counts as a list of one.
-Scalar = str | float
-Strings = str | tuple[str, ...]
-Scalars = Scalar | tuple[Scalar, ...]
-# An arch list: "8.0 9.0+PTX", ["8.0", "9.0a"] or 9.0 (TORCH_CUDA_ARCH_LIST's grammar); named in
-# the schema's $defs by configuration/schema.py.
-ARCH_LIST: Any = Scalars
-ARCH_LIST_REF: dict[str, Any] = {"$ref": "#/$defs/ArchList"}
-
-
-def _pattern(regex: re.Pattern[str]) -> dict[str, Any]:
-    return {"type": "string", "pattern": regex.pattern}
-
-
-def key(
-    doc: str,
-    *,
-    name: str | None = None,
-    shape: Any = None,
-    words: str | None = None,
-    default: Any = dataclasses.MISSING,
-    default_words: str | None = None,
-    required: bool | None = None,
-) -> dict[str, Any]:
-    """A field's metadata as a matrix key.
-
-    ``name``: the YAML key (default: the attribute); ``shape``: its YAML type form or schema
-    when that is not the Python type; ``words``: the type as docs/matrix.md says it;
-    ``default``: the YAML spelling of the default, where the dataclass default is not it;
-    ``default_words``: a default that is computed, in words.
-    """
-    meta: dict[str, Any] = {"doc": doc}
-    if name is not None:
-        meta["key"] = name
-    if shape is not None:
-        meta["schema"] = shape
-    if words is not None:
-        meta["words"] = words
-    if default is not dataclasses.MISSING:
-        meta["default"] = default
-    if default_words is not None:
-        meta["default_words"] = default_words
-    if required is not None:
-        meta["required"] = required
-    return meta
-
-
-INTERNAL: dict[str, Any] = {"internal": True}
-COMPILE_CACHES = ("auto", "sccache", "ccache", "none")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -95,7 +40,7 @@ class PackageConfig:
     name: str = field(
         metadata=key(
             "the distribution name (letters, digits, `-`, `_`, `.`); required unless pyproject.toml [project] gives it",
-            shape=_pattern(NAME_RE),
+            shape=pattern_schema(NAME_RE),
             required=False,
         )
     )
@@ -195,7 +140,7 @@ class ExtensionConfig:
     name: str = field(  # dotted module name, e.g. wheelforge_kernels._C
         metadata=key(
             "where the module lands: `pkg._C` → `pkg/_C.abi3.so`; a top-level name lands at the wheel's root",
-            shape=_pattern(MODULE_RE),
+            shape=pattern_schema(MODULE_RE),
             words="module name",
         )
     )
@@ -262,45 +207,12 @@ class ExtensionConfig:
         return f"{self.package_path}/{filename}" if self.package_path else filename
 
 
-@dataclass(frozen=True, kw_only=True)
-class TestsConfig:
-    """The payload's test suite, which ``wheelforge test`` runs against each torch."""
-
-    path: Path = field(
-        metadata=key("the test suite, run against the installed wheel", shape=str, words="folder")
-    )
-    # installed beside the wheel (pytest, numpy, ...)
-    requires: tuple[str, ...] = field(
-        default=("pytest",),
-        metadata=key("installed beside the wheel", shape=Strings, words="list of requirements"),
-    )
-    # torch versions to install and test
-    torch: tuple[str, ...] = field(
-        metadata=key(
-            "the torches to test under",
-            shape=Scalars,
-            words="list of versions",
-            required=False,
-            default_words="the `torch` list, or the lowest version of a range",
-        )
-    )
-    # with {python}, {path} and {junitxml} filled in
-    command: tuple[str, ...] = field(
-        default=DEFAULT_TEST_COMMAND,
-        metadata=key(
-            "`{path}` is required; without `{junitxml}` only the exit code counts",
-            shape=Strings,
-            words="list of strings",
-        ),
-    )
-
-
 _ARCH_SETS: dict[str, Any] = {
     "anyOf": [
         ARCH_LIST_REF,
         {
             "type": "object",
-            "propertyNames": _pattern(ARCH_SET_NAME_RE),
+            "propertyNames": pattern_schema(ARCH_SET_NAME_RE),
             "additionalProperties": ARCH_LIST_REF,
             "minProperties": 1,
         },
@@ -350,7 +262,7 @@ class Matrix:
         metadata=key(
             "the oldest CPython of the abi3 wheel",
             name="python-abi",
-            shape=_pattern(PYTHON_ABI_RE),
+            shape=pattern_schema(PYTHON_ABI_RE),
         ),
     )
     tests: TestsConfig | None = field(
@@ -382,9 +294,24 @@ class Matrix:
             default="100MiB",
         ),
     )
+    wheel_variants: WheelVariantsConfig | None = field(
+        default=None,
+        metadata=key(
+            "**experimental** PEP 825 variant wheels instead of local version labels (docs/packaging.md)",
+            name="wheel-variants",
+            shape=WheelVariantsConfig,
+            words="mapping",
+        ),
+    )
+
     compile_cache: str | None = field(default=None, metadata=key(  # None: settings default it
         "the compile cache in front of every compiler: `auto` (ccache, else sccache, else none), `sccache`, `ccache` or `none`; `WHEELFORGE_COMPILE_CACHE` and `--compile-cache` override it (docs/performance.md)",
         name="compile-cache", shape={"enum": list(COMPILE_CACHES)}, words="`auto`, `sccache`, `ccache` or `none`", default="auto"))  # fmt: skip
+
+    @property
+    def variant_wheels(self) -> bool:
+        """Whether the wheels are PEP 825 variant wheels."""
+        return self.wheel_variants is not None and self.wheel_variants.enabled
 
     @property
     def limited_api_macro(self) -> str:
@@ -398,3 +325,6 @@ class Matrix:
 
     def with_arch_sets(self, arch_sets: tuple[ArchSet, ...]) -> Matrix:
         return dataclasses.replace(self, arch_sets=arch_sets)
+
+    def with_wheel_variants(self, wheel_variants: WheelVariantsConfig | None) -> Matrix:
+        return dataclasses.replace(self, wheel_variants=wheel_variants)

@@ -15,7 +15,8 @@ from packaging.version import InvalidVersion, Version
 
 from wheelforge.configuration import yamlio
 from wheelforge.configuration.discovery import is_package
-from wheelforge.configuration.matrix import NAME_RE, PackageConfig
+from wheelforge.configuration.keys import NAME_RE
+from wheelforge.configuration.matrix import PackageConfig
 from wheelforge.configuration.pyproject import ProjectMetadata
 
 # package keys pyproject.toml's [project] may give instead: attribute → how two values compare.

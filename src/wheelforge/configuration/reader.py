@@ -13,21 +13,14 @@ from pathlib import Path
 import yaml
 from packaging.version import InvalidVersion, Version
 
-from wheelforge.configuration import yamlio
+from wheelforge.configuration import variantkey, yamlio
 from wheelforge.configuration.archs import ArchSet, ArchSpec, parse_arch_list
 from wheelforge.configuration.discovery import discover_packages
-from wheelforge.configuration.matrix import (
-    ARCH_SET_NAME_RE,
-    CUDA_RE,
-    MODULE_RE,
-    PYTHON_ABI_RE,
-    ExtensionConfig,
-    Matrix,
-    SourceSpec,
-    TestsConfig,
-)
+from wheelforge.configuration.keys import ARCH_SET_NAME_RE, CUDA_RE, MODULE_RE, PYTHON_ABI_RE
+from wheelforge.configuration.matrix import ExtensionConfig, Matrix, SourceSpec
 from wheelforge.configuration.packagereader import PackageReader, key_node
 from wheelforge.configuration.pyproject import project_for
+from wheelforge.configuration.sections import TestsConfig
 from wheelforge.configuration.sizes import parse_size
 from wheelforge.configuration.torchspec import OLDEST_STABLE_TARGET, TorchSpec, parse_torch_spec
 from wheelforge.foundation import fsutil
@@ -293,6 +286,7 @@ class _Reader(PackageReader):
             "tests": self.tests,
             "cuda": self.cuda,
             "size_budget": self.size_budget,
+            "wheel_variants": lambda n, w: variantkey.read(self, n, w),
             "compile_cache": self.scalar,  # its values: settings.py, with the environment's
         }
         read = self.section(node, Matrix, "the top level", readers, prefix="")
@@ -324,6 +318,8 @@ class _Reader(PackageReader):
                     read.items["extension"][1],
                     f"extension.name '{extension.name}' is not inside any of package.packages ({', '.join(p.name for p in package.packages) or 'none'}); put the module in one of them",
                 )
+        if (wv := read.values.get("wheel_variants")) and (problem := wv.null_problem(read.values.get("arch_sets") or ())):  # fmt: skip
+            self.problems.add(read.items["wheel-variants"][1], problem)
         self.problems.raise_if_any()
         matrix = self.build(Matrix, read, path=self.path, root=self.root)
         assert matrix is not None  # every required key was read, or a problem was raised

@@ -20,7 +20,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from wheelforge.configuration import matrix
+from wheelforge.configuration import keys, matrix, sections
 from wheelforge.foundation import schemagen
 
 SCHEMA_FILE = "matrix.schema.json"
@@ -31,7 +31,8 @@ SECTIONS: dict[str, type] = {
     "package": matrix.PackageConfig,
     "extension": matrix.ExtensionConfig,
     "sources": matrix.SourceSpec,
-    "tests": matrix.TestsConfig,
+    "tests": sections.TestsConfig,
+    "variants": sections.WheelVariantsConfig,
 }
 _MARKERS = re.compile(
     r"(<!-- keys:(?P<name>[a-z]+) .*?-->\n)(?P<body>.*?)(<!-- /keys:(?P=name) -->)", re.DOTALL
@@ -42,7 +43,7 @@ def matrix_schema() -> dict[str, Any]:
     out = schemagen.json_schema(matrix.Matrix, title=TITLE)
     out["$defs"]["ArchList"] = {
         "description": "arch list, TORCH_CUDA_ARCH_LIST's grammar: '7.5 8.0 9.0a 12.0+PTX', a list of entries, or torch's names (Hopper)",
-        **schemagen.type_schema(matrix.ARCH_LIST),
+        **schemagen.type_schema(keys.ARCH_LIST),
     }
     out["$defs"] = dict(sorted(out["$defs"].items()))
     return out

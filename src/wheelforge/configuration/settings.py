@@ -21,8 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wheelforge.configuration.archs import ArchSet, arch_list_id, parse_arch_list
-from wheelforge.configuration.matrix import COMPILE_CACHES, PYTHON_ABI_RE, Matrix, TestsConfig
+from wheelforge.configuration.keys import COMPILE_CACHES, PYTHON_ABI_RE
+from wheelforge.configuration.matrix import Matrix
 from wheelforge.configuration.reader import load_matrix
+from wheelforge.configuration.sections import TestsConfig, WheelVariantsConfig
 from wheelforge.configuration.sizes import parse_size
 from wheelforge.foundation.errors import ConfigError
 
@@ -43,6 +45,7 @@ class Flags:
     import_check: bool = True
     size_budget: str | None = None  # as written: 100MiB, 450MB
     wait: bool = True  # another build holds the build folder: wait (False: --no-wait, fail)
+    wheel_variants: bool = False  # --wheel-variants: PEP 825 variant wheels (else the matrix's key)
     compile_cache: str | None = None  # auto, sccache, ccache, none
 
 
@@ -218,6 +221,9 @@ def resolve(flags: Flags, env: Mapping[str, str] | None = None) -> BuildSettings
             f"{flags.matrix} names no archs: add arch-sets (e.g. 'arch-sets: \"8.0 9.0+PTX\"'), "
             "or pass --archs, or set TORCH_CUDA_ARCH_LIST"
         )
+    if flags.wheel_variants and not matrix.variant_wheels:
+        null = matrix.wheel_variants.null if matrix.wheel_variants else None
+        matrix = matrix.with_wheel_variants(WheelVariantsConfig(enabled=True, null=null))
     jobs = flags.jobs if flags.jobs is not None else _positive_int(env.get("MAX_JOBS"), "MAX_JOBS")
     cxx_launcher, cxx = _compiler(env, "CXX", "c++")
     cc_launcher, cc = _compiler(env, "CC", "cc")

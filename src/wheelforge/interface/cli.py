@@ -111,19 +111,21 @@ def cli() -> None:
 )  # fmt: skip
 @click.option("--dry-run", is_flag=True, help="Show the plan and the compile commands; build nothing.")  # fmt: skip
 @click.option("-q", "--quiet", is_flag=True, help="Print only the wheels' paths, warnings and errors.")  # fmt: skip
+@click.option("--wheel-variants", is_flag=True, help="EXPERIMENTAL (PEP 825 draft): variant wheels, variant.json from the fatbins.")  # fmt: skip
 @verbose_option
 def build(matrix_path: Path, archs: str | None, out: Path | None, build_dir: Path | None,
           jobs: int | None, python: str | None, only: tuple[str, ...], offline: bool,
           no_wait: bool, compile_cache: str | None, cache_dir: Path | None, size_budget: str | None,
           report_path: Path | None, ci_mode: str | None, dry_run: bool, quiet: bool,
-          no_import_check: bool) -> None:  # fmt: skip
+          no_import_check: bool, wheel_variants: bool) -> None:  # fmt: skip
     """Build the matrix's wheels and check their fatbins."""
     from wheelforge.configuration.settings import Flags
     from wheelforge.interface import outputs
 
     flags = Flags(matrix=matrix_path, archs=archs, out=out, build_dir=build_dir, jobs=jobs, python=python,
                   only=only, offline=offline, cache_dir=cache_dir, size_budget=size_budget,
-                  wait=not no_wait, import_check=not no_import_check, compile_cache=compile_cache)  # fmt: skip
+                  wait=not no_wait, import_check=not no_import_check,
+                  wheel_variants=wheel_variants, compile_cache=compile_cache)  # fmt: skip
     outputs.build_command(flags, report_path=report_path, ci_mode=ci_mode, quiet=quiet, dry_run=dry_run)  # fmt: skip
 
 
@@ -132,15 +134,27 @@ def build(matrix_path: Path, archs: str | None, out: Path | None, build_dir: Pat
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of tables.")
 @verbose_option
 def inspect(paths: tuple[Path, ...], as_json: bool) -> None:
-    """List the SASS and PTX in shared objects, object files, wheels or folders."""
+    """List the SASS and PTX in shared objects, object files, wheels or folders.
+
+    For a variant wheel (PEP 825, experimental) also its variant properties, and any that
+    disagree with its binaries (exit 4)."""
     from wheelforge.binaries.inspection import inspect_paths
     from wheelforge.interface.render import print_inspect, reports_to_json
+    from wheelforge.interface.render_variants import variant_checks_table
+    from wheelforge.packaging.wheel_variants import check_wheels, checks_to_json, require_agree
 
     reports = inspect_paths(list(paths))
+    checks = check_wheels(list(paths), reports)
     if as_json:
-        click.echo(json.dumps(reports_to_json(reports), indent=2))
+        document = reports_to_json(reports)
+        if checks:
+            document["variants"] = checks_to_json(checks)
+        click.echo(json.dumps(document, indent=2))
     else:
         print_inspect(reports, Console())
+        if checks:
+            Console().print(variant_checks_table(checks))
+    require_agree(checks)
 
 
 @cli.command(name="matrix")

@@ -17,6 +17,7 @@ from wheelforge.binaries.inspection import BinaryReport
 from wheelforge.configuration.archs import code_sort_key, sm_range
 from wheelforge.configuration.matrix import Matrix
 from wheelforge.configuration.sizes import format_size as human_size
+from wheelforge.interface.render_variants import variant_summary
 from wheelforge.planning.variants import Variant
 from wheelforge.running.dryrun import PlannedVariant
 from wheelforge.running.results import BuildReport, VariantResult
@@ -116,6 +117,12 @@ def print_build(report: BuildReport, console: Console) -> None:
         reused = " (up to date)" if v.reused else ""
         console.print(f"[green]wheel[/green] {escape(str(v.wheel))}", soft_wrap=True)
         console.print(f"  {human_size(v.wheel_size)}{budget}{reused}", soft_wrap=True)
+        if v.variant_label:
+            console.print(escape(variant_summary(v)), soft_wrap=True, highlight=False)
+    if report.variants_json is not None:
+        console.print(
+            f"index-level variant metadata: {escape(str(report.variants_json))}", soft_wrap=True
+        )
     for f in report.failures:
         console.print(
             f"[red]failed[/red] {f.variant_id}: {f.error.kind} error (below)", soft_wrap=True
@@ -318,6 +325,8 @@ def variants_table(variants: Sequence[Variant], matrix: Matrix) -> Table:
         version = (
             f"{matrix.package.version}+{v.local_label}" if v.local_label else matrix.package.version
         )
+        if v.variant_label:
+            version += f" (variant {v.variant_label})"
         cuda = (
             str(v.choice.toolkit.version)
             if v.choice.toolkit

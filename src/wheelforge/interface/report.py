@@ -25,6 +25,7 @@ from wheelforge.foundation.diagnostics import Diagnostic
 from wheelforge.foundation.document import to_document
 from wheelforge.foundation.errors import WheelforgeError
 from wheelforge.foundation.schemagen import json_schema
+from wheelforge.packaging import wheel_variants
 from wheelforge.running.results import BuildReport, VariantFailure, VariantResult
 from wheelforge.toolchain.compilecache import CacheStats
 
@@ -207,7 +208,8 @@ def _abi(checks: tuple[BinaryCheck, ...], target: tuple[int, int]) -> AbiDoc:
 
 
 def _tags(wheel: Path) -> tuple[str, ...]:
-    _, _, _, tags = parse_wheel_filename(wheel.name)
+    # A PEP 825 variant label is no tag, and packaging cannot parse a name that has one.
+    _, _, _, tags = parse_wheel_filename(wheel_variants.plain_name(wheel))
     return tuple(sorted(str(t) for t in tags))
 
 

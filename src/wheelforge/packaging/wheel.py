@@ -17,6 +17,7 @@ from pathlib import Path
 
 from wheelforge import __version__
 from wheelforge.configuration import settings
+from wheelforge.configuration.matrix import Matrix
 from wheelforge.planning.plan import VariantPlan
 
 _SKIP_DIRS = {"__pycache__"}
@@ -70,18 +71,32 @@ def _package_files(
                 yield path.relative_to(base).as_posix(), path
 
 
-def metadata_text(plan: VariantPlan) -> str:
-    pkg = plan.matrix.package
+def core_metadata(
+    matrix: Matrix,
+    *,
+    version: str,
+    torch_requirement: str | None,
+    metadata_version: str | None = None,
+) -> str:
+    """Core metadata (METADATA, PKG-INFO) from the matrix's package section. A None torch
+    requirement is marked Dynamic: an sdist of an unstable-ABI build learns it at build time."""
+    pkg = matrix.package
     msg = EmailMessage(policy=compat32)
-    msg["Metadata-Version"] = pkg.metadata_version
+    # The package's own version (pyproject fields may need 2.4), raised to what the caller needs
+    # (an sdist's Dynamic field needs 2.2).
+    versions = [pkg.metadata_version, *([metadata_version] if metadata_version else [])]
+    msg["Metadata-Version"] = max(versions, key=lambda v: tuple(int(x) for x in v.split(".")))
     msg["Name"] = pkg.name
-    msg["Version"] = plan.version
+    msg["Version"] = version
+    if torch_requirement is None:
+        msg["Dynamic"] = "Requires-Dist"
     if pkg.summary:
         msg["Summary"] = pkg.summary
     if pkg.license:
         msg["License"] = pkg.license
-    msg["Requires-Python"] = plan.matrix.requires_python
-    msg["Requires-Dist"] = plan.torch_requirement
+    msg["Requires-Python"] = matrix.requires_python
+    if torch_requirement is not None:
+        msg["Requires-Dist"] = torch_requirement
     for dep in pkg.dependencies:
         msg["Requires-Dist"] = dep
     # pyproject.toml's [project] fields, as pyproject-metadata wrote them (configuration/pyproject.py).
@@ -90,6 +105,12 @@ def metadata_text(plan: VariantPlan) -> str:
     if pkg.description:
         msg.set_payload(pkg.description)
     return msg.as_string()
+
+
+def metadata_text(plan: VariantPlan) -> str:
+    return core_metadata(
+        plan.matrix, version=plan.version, torch_requirement=plan.torch_requirement
+    )
 
 
 def wheel_text(tag: str) -> str:
@@ -135,6 +156,11 @@ def source_date_epoch() -> int:
     the build ran."""
     value = settings.source_date_epoch(os.environ.get("SOURCE_DATE_EPOCH"))
     return _DEFAULT_EPOCH if value is None else max(value, _DEFAULT_EPOCH)
+
+
+def member_info(arcname: str, *, executable: bool) -> zipfile.ZipInfo:
+    """The ZipInfo every member of a wheelforge wheel gets: fixed time, mode, compression."""
+    return _zipinfo(arcname, executable)
 
 
 def _zipinfo(arcname: str, executable: bool) -> zipfile.ZipInfo:

@@ -29,6 +29,8 @@ class Variant:
     choice: ToolkitChoice
     local_label: str | None  # the wheel's local version label when the matrix has several variants
     torch: str | None = None  # unstable ABI only: the torch version this variant builds against
+    # PEP 825 variant label (wheel-variants only): the id in the label alphabet, [0-9a-z_.]
+    variant_label: str | None = None
 
     @property
     def toolkit(self) -> Toolkit:
@@ -126,7 +128,9 @@ def _expand(matrix: Matrix, found: Sequence[Toolkit]) -> tuple[Variant, ...]:
             for torch in torches:
                 suffix = "-torch" + "".join(torch.split(".")[:2]) if torch else ""
                 combos.setdefault(f"{arch_set.name}-{short}{suffix}", (arch_set, choice, torch))
-    several = len(combos) > 1
+    # Variant wheels of one release share its version: the variant label tells them apart.
+    labelled = matrix.variant_wheels
+    several = len(combos) > 1 and not labelled
     return tuple(
         Variant(
             id=vid,
@@ -134,6 +138,7 @@ def _expand(matrix: Matrix, found: Sequence[Toolkit]) -> tuple[Variant, ...]:
             choice=choice,
             local_label=vid.replace("-", ".").replace("_", ".") if several else None,
             torch=torch,
+            variant_label=vid.replace("-", "_") if labelled else None,
         )
         for vid, (arch_set, choice, torch) in combos.items()
     )
@@ -150,6 +155,24 @@ def select(variants: Sequence[Variant], only: Sequence[str]) -> list[Variant]:
             f"--only {unknown[0]}: no such variant; the matrix has {', '.join(ids)} ('wheelforge matrix' lists them)"
         )
     return [v for v in variants if v.id in only]
+
+
+def null_variant(variants: Sequence[Variant], matrix: Matrix) -> Variant | None:
+    """The variant whose build is also published as the PEP 825 null variant, if the matrix
+    names one (an arch set with one variant, or a variant id). None also when it is not among
+    *variants*: the reader checked the name, and --only or an arch override may leave it out."""
+    wanted = matrix.wheel_variants.null if matrix.wheel_variants else None
+    if wanted is None or not matrix.variant_wheels:
+        return None
+    exact = [v for v in variants if v.id == wanted]
+    by_set = [v for v in variants if v.arch_set.name == wanted]
+    chosen = exact or by_set
+    if len(chosen) > 1:
+        raise ConfigError(
+            f"{matrix.path}: wheel-variants.null: '{wanted}' matches several variants "
+            f"({', '.join(v.id for v in chosen)}); name one of them"
+        )
+    return chosen[0] if chosen else None
 
 
 def with_toolkit(variant: Variant, toolkit: Toolkit) -> Variant:

@@ -12,23 +12,21 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from wheelforge.binaries import elf, initexport
-from wheelforge.binaries.sizes import TOP_CONTRIBUTORS, SizeCheck, check_size
+from wheelforge.binaries.sizes import SizeCheck, check_size
 from wheelforge.binaries.verify import WheelVerification, verify_wheel
 from wheelforge.configuration.settings import BuildSettings
-from wheelforge.configuration.sizes import format_size
 from wheelforge.foundation import fsutil, locks, log
 from wheelforge.foundation.errors import (
     EnvironmentProblem,
     Interrupted,
-    SizeBudgetError,
     VerificationError,
     WheelforgeError,
 )
-from wheelforge.packaging import repair, stamp, wheel
+from wheelforge.packaging import repair, stamp, wheel, wheel_variants
 from wheelforge.planning import variants
 from wheelforge.planning.plan import VariantPlan, make_plan
 from wheelforge.planning.variants import Variant
-from wheelforge.running import importcheck, incremental
+from wheelforge.running import budget, importcheck, incremental
 from wheelforge.running.preflight import describe_os_error, preflight
 from wheelforge.running.results import BuildReport, VariantFailure, VariantResult
 from wheelforge.toolchain import compilecache, envs, toolkit, torchprobe
@@ -130,15 +128,20 @@ class _Stages:
 
 
 def build_variant(
-    plan: VariantPlan, settings: BuildSettings, cache: compilecache.CompileCache | None = None
+    plan: VariantPlan,
+    settings: BuildSettings,
+    cache: compilecache.CompileCache | None = None,
+    *,
+    null: bool = False,
 ) -> VariantResult | VariantFailure:
-    """Build one variant; a failure is returned as data (with the error), not raised, so the
-    other variants still build and the report says which failed and why."""
+    """Build one variant (and, with *null*, also publish it as the PEP 825 null variant); a
+    failure is returned as data (with the error), not raised, so the other variants still
+    build and the report says which failed and why."""
     start = time.perf_counter()
     stages = _Stages()
     variant = plan.variant
     try:
-        return _build_variant(plan, settings, stages, start, cache)
+        return _build_variant(plan, settings, stages, start, cache, null=null)
     except Interrupted:
         raise  # SIGINT or SIGTERM ends the whole build, not one variant
     except WheelforgeError as exc:
@@ -154,12 +157,23 @@ def build_variant(
         )
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _Published:
+    wheel: Path
+    found: WheelVerification
+    import_check: str | None = None  # what the import check ran; None: skipped
+    variant_properties: tuple[str, ...] = ()
+    null_wheel: Path | None = None
+
+
 def _build_variant(
     plan: VariantPlan,
     settings: BuildSettings,
     stages: _Stages,
     start: float,
     cache: compilecache.CompileCache | None,
+    *,
+    null: bool,
 ) -> VariantResult:
     variant = plan.variant
     title = f"{variant.id}: compile for {variant.arch_set} with CUDA {variant.toolkit.version}"
@@ -174,25 +188,19 @@ def _build_variant(
 
     contents = wheel.contents(plan, repair.build_platform())
     digest = contents.digest()
-    published = stamp.reusable(plan.build_dir, plan.out_dir, digest)
-    reused = published is not None
-    imported = None
-    if published is not None:
-        log.info(f"  {published} is up to date")
-        with stages.stage("verify"):
-            before = incremental.verified_before(published, plan)
-            found = _check(published, plan, settings, stages, before[0] if before else None)
-            if settings.import_check:
-                # Imported when it was published (the same bytes), unless that was skipped.
-                imported = (before[1] if before else None) or importcheck.check_import(
-                    published, plan
-                )
-    else:
+    # A variant wheel is always re-packed (seconds; compiling stays incremental): the ABI check
+    # reads tags from a wheel's name, which a variant label makes unparsable to packaging.
+    reusable = (
+        None if variant.variant_label else stamp.reusable(plan.build_dir, plan.out_dir, digest)
+    )
+    done = _reuse(reusable, plan, settings, stages) if reusable else None
+    if done is None:
         title = f"{plan.variant.id}: pack, repair and check the wheel"
         with log.group(title), log.step(title):
-            published, found, imported = _pack_and_publish(plan, contents, settings, stages)
-        stamp.write(plan.build_dir, digest=digest, wheel=published)
-        incremental.remember_verification(published, plan, found, imported)
+            done = _pack_and_publish(plan, contents, settings, stages, null=null)
+        stamp.write(plan.build_dir, digest=digest, wheel=done.wheel)
+        incremental.remember_verification(done.wheel, plan, done.found, done.import_check)
+    published, found, reused = done.wheel, done.found, reusable is not None
     assert stages.size is not None  # _check sets it
     return VariantResult(
         variant_id=variant.id,
@@ -211,9 +219,27 @@ def _build_variant(
         size=stages.size,
         stages=tuple(stages.times),
         seconds=time.perf_counter() - start,
-        import_check=imported,
+        import_check=done.import_check,
+        variant_label=variant.variant_label,
+        variant_properties=done.variant_properties,
+        null_wheel=done.null_wheel,
         compile_cache=cache_stats,
     )
+
+
+def _reuse(
+    reusable: Path, plan: VariantPlan, settings: BuildSettings, stages: _Stages
+) -> _Published:
+    """The published wheel, still made from these inputs: its stored findings (the same bytes
+    give the same ones), the size budget checked again, the import check reused."""
+    log.info(f"  {reusable} is up to date")
+    with stages.stage("verify"):
+        before = incremental.verified_before(reusable, plan)
+        found = _check(reusable, plan, settings, stages, before[0] if before else None)
+        imported = None
+        if settings.import_check:  # imported when published, unless that was skipped
+            imported = (before[1] if before else None) or importcheck.check_import(reusable, plan)
+    return _Published(wheel=reusable, found=found, import_check=imported)
 
 
 def _check(
@@ -240,48 +266,10 @@ def _check(
         wheel=wheel_path,
     )
     if stages.size.over:
-        raise _over_budget(
+        raise budget.over_budget(
             plan, wheel_path, stages.size, published=wheel_path.parent == plan.out_dir
         )
     return found
-
-
-def _over_budget(
-    plan: VariantPlan, wheel_path: Path, size: SizeCheck, *, published: bool
-) -> SizeBudgetError:
-    """Names the largest fatbin entries and what each lever would save."""
-    top = size.contributions[:TOP_CONTRIBUTORS]
-    lines = ["largest contributors (in the wheel / stored in the binary / uncompressed):"]
-    lines += [
-        f"  {elf.member_path(c.binary)} {c.kind.upper()} {c.arch}: "
-        f"{format_size(c.in_wheel) if c.in_wheel is not None else '-'} / "
-        f"{format_size(c.stored)} / {format_size(c.uncompressed)} ({c.compression})"
-        for c in top
-    ]
-    measured = [c.in_wheel for c in size.contributions if c.in_wheel is not None]
-    if measured:
-        lines.append(
-            f"  all SASS and PTX: {format_size(sum(measured))} of the wheel's "
-            f"{format_size(size.wheel_size)}; the rest is host code and Python files"
-        )
-    lines.append("levers (what each saves):")
-    lines += [
-        f"  {lv.change}: "
-        + (f"saves {format_size(lv.saves)}" if lv.saves is not None else "not measured")
-        + (f" ({lv.note})" if lv.note else "")
-        for lv in size.levers[:8]
-    ]
-    biggest = (
-        ", ".join(f"{c.arch} {format_size(c.in_wheel or c.stored)}" for c in top[:3]) or "no fatbin"
-    )
-    return SizeBudgetError(
-        f"variant {plan.variant.id}: {wheel_path.name} is {format_size(size.wheel_size)}, over "
-        f"its size budget of {format_size(size.budget)}; "
-        + ("it was published by an earlier build; " if published else "nothing was published; ")
-        + "largest: "
-        f"{biggest} (size-budget in matrix.yaml or --size-budget raises the budget)",
-        details="\n".join(lines),
-    )
 
 
 def _pack_and_publish(
@@ -289,7 +277,9 @@ def _pack_and_publish(
     contents: wheel.WheelContents,
     settings: BuildSettings,
     stages: _Stages,
-) -> tuple[Path, WheelVerification, str | None]:
+    *,
+    null: bool,
+) -> _Published:
     """Pack, repair, check and import in a staging folder; only a wheel that passed reaches the
     output."""
     stage = Path(tempfile.mkdtemp(prefix="stage-", dir=plan.build_dir))
@@ -303,17 +293,24 @@ def _pack_and_publish(
             found = _check(repaired, plan, settings, stages)
             imported = importcheck.check_import(repaired, plan) if settings.import_check else None
         with stages.stage("publish"):
-            previous = plan.out_dir / repaired.name
-            if previous.is_file() and stamp.sha256(previous) != stamp.sha256(repaired):
-                log.warning(
-                    f"replacing {previous}: same name, other content (another arch set or toolkit?)"
+            outputs, props = [repaired], tuple[str, ...]()
+            if plan.variant.variant_label:
+                outputs, props = wheel_variants.for_plan(
+                    plan, repaired, found.binaries, stage, null=null
                 )
+            for made in outputs:
+                previous = plan.out_dir / made.name
+                if previous.is_file() and stamp.sha256(previous) != stamp.sha256(made):
+                    log.warning(
+                        f"replacing {previous}: same name, other content (another arch set or toolkit?)"
+                    )
             try:
-                published = fsutil.publish(repaired, plan.out_dir)
+                done = [fsutil.publish(made, plan.out_dir) for made in outputs]
             except OSError as exc:
                 raise EnvironmentProblem(
-                    f"--out {plan.out_dir}: cannot write {repaired.name}: {describe_os_error(exc)}"
+                    f"--out {plan.out_dir}: cannot write {outputs[0].name}: {describe_os_error(exc)}"
                 ) from None
+            published = done[0]
     finally:
         shutil.rmtree(stage, ignore_errors=True)
 
@@ -326,7 +323,13 @@ def _pack_and_publish(
                 for c in stages.size.contributions
             ),
         )
-    return published, found.moved(repaired, published), imported
+    return _Published(
+        wheel=published,
+        found=found.moved(repaired, published),
+        import_check=imported,
+        variant_properties=props,
+        null_wheel=done[1] if len(done) > 1 else None,
+    )
 
 
 def run_build(settings: BuildSettings) -> BuildReport:
@@ -354,7 +357,14 @@ def _run_build(settings: BuildSettings, chosen: list[Variant], start: float) -> 
     )
     if plans:
         importcheck.warn_if_torch_not_imported_first(plans[0])
-    outcomes = [build_variant(plan, settings, cache) for plan in plans]
+    null = variants.null_variant([p.variant for p in plans], m)
+    outcomes = [build_variant(plan, settings, cache, null=plan.variant == null) for plan in plans]
+    index = None
+    if m.variant_wheels:
+        # The whole output folder: variants built by other jobs and collected here count too.
+        index = wheel_variants.write_index_json(
+            settings.out_dir, m.package.wheel_name, m.package.version
+        )
     return BuildReport(
         matrix=settings.matrix.path,
         abi=m.abi,
@@ -363,4 +373,5 @@ def _run_build(settings: BuildSettings, chosen: list[Variant], start: float) -> 
         variants=tuple(o for o in outcomes if isinstance(o, VariantResult)),
         failures=tuple(o for o in outcomes if isinstance(o, VariantFailure)),
         seconds=time.perf_counter() - start,
+        variants_json=index,
     )

@@ -36,6 +36,11 @@ class VariantResult:
     seconds: float
     # What the import check ran ("import pkg._C ok under torch 2.13.0+cpu"); None: skipped.
     import_check: str | None = None
+    # PEP 825 variant wheels only: the label, the properties in variant.json, and the null
+    # variant published from the same build, if this is the one the matrix names.
+    variant_label: str | None = None
+    variant_properties: tuple[str, ...] = ()
+    null_wheel: Path | None = None
     compile_cache: CacheStats | None = None  # None: no cache, or nothing was compiled
 
 
@@ -62,6 +67,7 @@ class BuildReport:
     variants: tuple[VariantResult, ...]
     failures: tuple[VariantFailure, ...] = ()
     seconds: float = 0.0
+    variants_json: Path | None = None  # the index-level {name}-{version}-variants.json
 
     @property
     def first_error(self) -> WheelforgeError | None:

@@ -3,12 +3,14 @@ the payload's test suite there; one outcome per (torch, variant)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import tempfile
 import time
 import xml.etree.ElementTree as ET
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -16,11 +18,13 @@ from typing import Literal
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 
-from wheelforge.configuration.matrix import Matrix, TestsConfig
+from wheelforge.configuration.matrix import Matrix
+from wheelforge.configuration.sections import TestsConfig
 from wheelforge.configuration.settings import TestSettings
 from wheelforge.foundation import log, proc
 from wheelforge.foundation.errors import ConfigError, ToolError, VerificationError
 from wheelforge.packaging import stamp as reuse_stamp
+from wheelforge.packaging import wheel_variants
 from wheelforge.toolchain import envs
 
 Status = Literal["passed", "failed", "error", "unavailable"]
@@ -138,6 +142,19 @@ def run_suite(env: envs.TestEnv, tests: TestsConfig, *, variant: str) -> Outcome
     )  # fmt: skip
 
 
+@contextlib.contextmanager
+def _installable(wheel: Path) -> Iterator[Path]:
+    """*wheel*, or for a PEP 825 variant wheel (whose name pip rejects) the same bytes under
+    the plain name, in a temporary folder."""
+    if wheel_variants.variant_label(wheel) is None:
+        yield wheel
+        return
+    with tempfile.TemporaryDirectory(prefix="wheelforge-variant-") as tmp:
+        plain = Path(tmp) / wheel_variants.plain_name(wheel)
+        shutil.copyfile(wheel, plain)
+        yield plain
+
+
 def run_tests(
     *,
     matrix: Matrix,
@@ -177,7 +194,8 @@ def run_tests(
                 ),
             ):
                 try:
-                    envs.install_wheel(env, w.path, matrix.package.name)
+                    with _installable(w.path) as installable:
+                        envs.install_wheel(env, installable, matrix.package.name)
                 except ToolError as exc:
                     outcomes.append(Outcome(env=spec.label, torch=env.torch, cuda=env.cuda, variant=w.variant,
                                             status="error", detail=f"{exc.message}\n{exc.details or ''}"))  # fmt: skip

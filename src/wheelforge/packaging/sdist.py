@@ -1,0 +1,120 @@
+"""Source distributions: pyproject.toml, the matrix, and every file the matrix names (extension
+sources, include folders, Python packages, tests), plus PKG-INFO, in a ``.tar.gz`` named per
+PEP 625. Reproducible: members sorted, one timestamp (SOURCE_DATE_EPOCH, else 1980-01-01),
+owner root:root, modes 0644/0755, and a gzip header without a time or a file name."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import tarfile
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from packaging.utils import canonicalize_name
+
+from wheelforge.configuration.matrix import Matrix
+from wheelforge.foundation import fsutil
+from wheelforge.foundation.errors import ConfigError
+from wheelforge.packaging.wheel import core_metadata, source_date_epoch
+
+_SKIP_DIRS = {"__pycache__", ".git", ".venv"}
+# Beside the matrix: wheelforge's own build folder and output (defaults), never sources.
+_OUTPUT_DIRS = ("build", "dist")
+_SKIP_SUFFIXES = {".pyc", ".pyo", ".so", ".o"}
+# Beside pyproject.toml, taken when present: what a source release is expected to carry.
+_PROJECT_FILES = (
+    "README.md",
+    "README.rst",
+    "README.txt",
+    "README",
+    "LICENSE",
+    "LICENSE.txt",
+    "NOTICE",
+)
+
+
+def sdist_name(matrix: Matrix) -> str:
+    """``{name}-{version}`` with the name normalized as in wheel names (PEP 625)."""
+    pkg = matrix.package
+    return f"{canonicalize_name(pkg.name).replace('-', '_')}-{pkg.version}"
+
+
+def _tree(folder: Path, outputs: set[Path]) -> Iterator[Path]:
+    for root, dirs, names in os.walk(folder):
+        dirs[:] = sorted(
+            d
+            for d in dirs
+            if d not in _SKIP_DIRS and not d.endswith(".egg-info") and Path(root, d) not in outputs
+        )
+        for name in sorted(names):
+            path = Path(root, name)
+            if path.suffix not in _SKIP_SUFFIXES and path.is_file() and not path.is_symlink():
+                yield path
+
+
+def sdist_files(matrix: Matrix, root: Path) -> list[tuple[str, Path]]:
+    """(name in the sdist, file) for everything a wheel build from the sdist needs, sorted.
+    Every file must lie under *root*, the folder of pyproject.toml."""
+    root = root.resolve()
+    wanted: set[Path] = {root / "pyproject.toml", matrix.path}
+    wanted |= {root / n for n in _PROJECT_FILES if (root / n).is_file()}
+    for spec in matrix.extension.sources:
+        wanted |= {p.resolve() for p in matrix.root.glob(spec.pattern) if p.is_file()}
+    folders = [*matrix.extension.include_dirs, *matrix.package.packages]
+    if matrix.tests is not None:
+        folders.append(matrix.tests.path)
+    outputs = {matrix.root / d for d in _OUTPUT_DIRS}
+    for folder in folders:
+        wanted |= set(_tree(folder, outputs))
+    files = []
+    for path in sorted(wanted):
+        try:
+            files.append((path.resolve().relative_to(root).as_posix(), path))
+        except ValueError:
+            raise ConfigError(
+                f"{path} lies outside {root}, the folder of pyproject.toml, so an sdist cannot "
+                f"carry it; move it (and {matrix.path.name}'s path to it) under {root}"
+            ) from None
+    return sorted(files)
+
+
+def _member(name: str, size: int, executable: bool, mtime: int) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.size = size
+    info.mtime = mtime
+    info.mode = 0o755 if executable else 0o644
+    info.uid = info.gid = 0
+    info.uname = info.gname = ""
+    return info
+
+
+def write_sdist(matrix: Matrix, root: Path, dest_dir: Path) -> Path:
+    """Write the sdist into *dest_dir* (atomically) and return it."""
+    base = sdist_name(matrix)
+    stable = matrix.abi == "stable"
+    pkg_info = core_metadata(
+        matrix,
+        version=matrix.package.version,
+        torch_requirement=matrix.torch.requirement if stable else None,
+        metadata_version="2.2",
+    ).encode()
+    members = [(f"{base}/{name}", path) for name, path in sdist_files(matrix, root)]
+    epoch = source_date_epoch()
+    with tempfile.TemporaryDirectory(
+        prefix=".sdist-", dir=dest_dir if dest_dir.is_dir() else None
+    ) as tmp:
+        target = Path(tmp) / f"{base}.tar.gz"
+        with (
+            target.open("wb") as raw,
+            gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz,
+            tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar,
+        ):
+            entries = [(f"{base}/PKG-INFO", None), *members]
+            for name, path in sorted(entries, key=lambda e: e[0]):
+                data = pkg_info if path is None else path.read_bytes()
+                executable = path is not None and os.access(path, os.X_OK)
+                tar.addfile(_member(name, len(data), executable, epoch), io.BytesIO(data))
+        return fsutil.publish(target, dest_dir)

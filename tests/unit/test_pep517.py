@@ -1,0 +1,112 @@
+"""The PEP 517 backend's decisions, without building: config settings, the arch list of the one
+wheel, the narrowed matrix, the local GPU's answer, the metadata and the build requirements."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from wheelforge import build_meta
+from wheelforge.configuration.reader import load_matrix
+from wheelforge.foundation.errors import ConfigError
+from wheelforge.running import pep517
+from wheelforge.toolchain import gpu
+
+from .conftest import GOOD_MATRIX
+
+Project = Callable[..., Path]
+
+
+def never() -> str | None:
+    raise AssertionError("the local GPU must not be asked")
+
+
+def test_arch_list_precedence() -> None:
+    env = {"TORCH_CUDA_ARCH_LIST": "8.0"}
+    assert pep517.choose_archs(env, "9.0", never) == ("8.0", "TORCH_CUDA_ARCH_LIST")
+    assert pep517.choose_archs({}, "9.0", never) == ("9.0", "-C archs")
+    assert pep517.choose_archs({"TORCH_CUDA_ARCH_LIST": ""}, None, lambda: "9.0") == (
+        "9.0",
+        "the local GPU",
+    )
+    assert pep517.choose_archs({}, None, lambda: None) == (None, "the matrix's first arch set")
+
+
+def test_capabilities_from_torch_or_nvidia_smi() -> None:
+    assert gpu.parse_capabilities("9.0 9.0\n") == "9.0"
+    assert gpu.parse_capabilities("12.0\n8.6\n9.0\n") == "8.6 9.0 12.0"
+    assert gpu.parse_capabilities("") is None
+    assert gpu.parse_capabilities("[N/A]\nNo devices were found\n") is None
+
+
+def test_one_variant_matrix(project: Project) -> None:
+    text = GOOD_MATRIX.replace(
+        '  default: "8.0 9.0+PTX"', '  default: "8.0 9.0+PTX"\n  hopper: "9.0a"'
+    )
+    matrix = load_matrix(project(text + "wheel-variants: {}\n"))
+    assert matrix.variant_wheels
+    first = pep517.one_variant_matrix(matrix, None, "x")
+    assert [a.name for a in first.arch_sets] == ["default"]
+    assert not first.variant_wheels  # pip takes no variant wheel
+    local = pep517.one_variant_matrix(matrix, "8.6", "the local GPU")
+    assert [str(a) for a in local.arch_sets] == ["8.6"]
+    with pytest.raises(ConfigError, match="-C archs"):
+        pep517.one_variant_matrix(matrix, "8.6 banana", "-C archs")
+
+
+def test_config_settings(project: Project) -> None:
+    root = project().parent
+    options = pep517.parse_config_settings({"archs": "8.0", "offline": "true", "jobs": "3",
+                                            "build-dir": "b", "only": "default-cu130"}, root)  # fmt: skip
+    assert options == pep517.BackendOptions(matrix=root / "matrix.yaml", archs="8.0",
+                                            only="default-cu130", offline=True,
+                                            build_dir=root / "b", jobs=3)  # fmt: skip
+    with pytest.raises(
+        ConfigError, match="-C arch: wheelforge.build_meta has no such setting; it takes archs:"
+    ):
+        pep517.parse_config_settings({"arch": "8.0"}, root)
+    with pytest.raises(ConfigError, match="-C offline=maybe: write true or false"):
+        pep517.parse_config_settings({"offline": "maybe"}, root)
+    with pytest.raises(ConfigError, match="-C jobs=0"):
+        pep517.parse_config_settings({"jobs": "0"}, root)
+    with pytest.raises(ConfigError, match="-C archs was given 2 times"):
+        pep517.parse_config_settings({"archs": ["8.0", "9.0"]}, root)
+
+
+def test_matrix_from_pyproject(project: Project) -> None:
+    root = project().parent
+    (root / "pyproject.toml").write_text('[tool.wheelforge]\nmatrix = "sub/m.yaml"\n')
+    assert pep517.parse_config_settings({}, root).matrix == root / "sub" / "m.yaml"
+    assert pep517.parse_config_settings({"matrix": "x.yaml"}, root).matrix == root / "x.yaml"
+    (root / "pyproject.toml").write_text("[tool.wheelforge]\nmatrix = 3\n")
+    with pytest.raises(ConfigError, match="tool.wheelforge.matrix must be a path string"):
+        pep517.parse_config_settings({}, root)
+
+
+def test_metadata_without_compiling(project: Project, tmp_path: Path) -> None:
+    options = pep517.BackendOptions(matrix=project())
+    name = pep517.prepare_metadata(options, tmp_path / "meta")
+    assert name == "demo_ops-1.2.0.dist-info"
+    text = (tmp_path / "meta" / name / "METADATA").read_text()
+    assert "Name: demo-ops\nVersion: 1.2.0\n" in text and "Requires-Dist: torch>=2.10" in text
+
+
+def test_build_requirements(project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+    options = pep517.BackendOptions(matrix=project())
+    assert pep517.torch_requires(options) == []  # this venv has torch
+    monkeypatch.setattr(pep517.importlib.util, "find_spec", lambda name: None)
+    assert pep517.torch_requires(options) == ["torch>=2.10"]
+
+
+def test_hook_errors_are_one_line_and_an_exit_code(
+    project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(project().parent)
+    with pytest.raises(SystemExit) as exit_:
+        build_meta.build_wheel("out", {"arch": "8.0"})
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: -C arch: wheelforge.build_meta has no such setting")
+    assert "Traceback" not in err
