@@ -18,7 +18,8 @@ def test_job_names_from_descriptions_and_from_commands(project: Project, tmp_pat
     cu = next(s for s in plan.compile_steps if s.source.suffix == ".cu")
     assert ninja._job_name(f"NVCC {cu.source}", plan) == "NVCC csrc/kernel.cu"
     # ninja -v prints the command line instead of the description.
-    command = f"/usr/bin/nvcc -MF {cu.object}.d -c {cu.source} -o {cu.object}"
+    obj, src = plan.command_path(cu.object), plan.command_path(cu.source)
+    command = f"/usr/bin/nvcc -MF {obj}.d -c {src} -o {obj}"
     assert ninja._job_name(command, plan) == "NVCC csrc/kernel.cu"
     assert ninja._job_name(f"/usr/bin/g++ -shared -o {plan.library} a.o", plan).startswith("LINK ")
 

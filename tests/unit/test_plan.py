@@ -11,6 +11,7 @@ from wheelforge.configuration.reader import load_matrix
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.planning import ninja
 from wheelforge.planning.plan import make_plan
+from wheelforge.running.incremental import auto_nvcc_threads
 
 from .conftest import GOOD_MATRIX
 from .fakes import plan_for
@@ -26,9 +27,10 @@ def test_flags_follow_the_stable_abi_rules(project: Project, tmp_path: Path) -> 
         assert "-DTORCH_TARGET_VERSION=0x020a000000000000" in flags
         assert "-DPy_LIMITED_API=0x030a0000" in flags
         assert "-std=c++17" in flags
-        assert flags[flags.index("-include") + 1].endswith("gen/wheelforge_weak_shims.h")
-        assert f"-I{tmp_path / 'torch' / 'include'}" in flags
-        assert f"-I{tmp_path / 'csrc'}" in flags
+        # The build folder (tmp/build/default-cu130) lies in the project: paths relative to it.
+        assert flags[flags.index("-include") + 1] == "gen/wheelforge_weak_shims.h"
+        assert "-I../../torch/include" in flags
+        assert "-I../../csrc" in flags
     assert "-DUSE_CUDA" in nvcc and "-DUSE_CUDA" not in cxx
     assert "-fPIC" in cxx
     assert "-Xcompiler=-fPIC" in nvcc
@@ -42,6 +44,33 @@ def test_flags_follow_the_stable_abi_rules(project: Project, tmp_path: Path) -> 
         "-gencode=arch=compute_90,code=compute_90",
     ]
     assert "--threads" not in nvcc
+    assert plan.nvcc_threads is None
+
+
+def test_paths_outside_the_project_stay_absolute(project: Project, tmp_path: Path) -> None:
+    matrix = load_matrix(project())
+    inside = plan_for(matrix, tmp_path)
+    assert inside.command_path(tmp_path / "csrc" / "kernel.cu") == "../../csrc/kernel.cu"
+    assert inside.command_path(Path("/usr/include/python3.11")) == "/usr/include/python3.11"
+    # A build folder outside the project: its own files relative, the project's absolute
+    # (a climb out of the build folder would name the clone's folder anyway).
+    outside = dataclasses.replace(inside, build_dir=Path("/elsewhere/build"))
+    assert outside.command_path(Path("/elsewhere/build/obj/a.o")) == "obj/a.o"
+    assert outside.command_path(tmp_path / "csrc" / "kernel.cu") == str(
+        tmp_path / "csrc" / "kernel.cu"
+    )
+
+
+def test_auto_nvcc_threads_fill_the_cores() -> None:
+    # 16 cores, two .cu files at once: eight threads each, at most one per target.
+    assert auto_nvcc_threads(cores=16, jobs=None, nvcc_sources=2, targets=7) == 7
+    assert auto_nvcc_threads(cores=16, jobs=None, nvcc_sources=2, targets=12) == 8
+    assert (
+        auto_nvcc_threads(cores=16, jobs=1, nvcc_sources=2, targets=12) == 12
+    )  # -j1: one at a time
+    assert auto_nvcc_threads(cores=2, jobs=None, nvcc_sources=2, targets=3) == 1
+    assert auto_nvcc_threads(cores=2, jobs=None, nvcc_sources=1, targets=3) == 2
+    assert auto_nvcc_threads(cores=64, jobs=None, nvcc_sources=0, targets=1) == 1
 
 
 def test_link_keeps_libtorch_and_static_cudart(project: Project, tmp_path: Path) -> None:
@@ -79,7 +108,11 @@ def test_nvcc_threads_and_user_flags(project: Project, tmp_path: Path) -> None:
     )
     plan = plan_for(load_matrix(project(text)), tmp_path, nvcc_threads=4)
     nvcc = shlex.split(plan.nvcc_flags)
-    assert nvcc[nvcc.index("--threads") + 1] == "4"
+    # --threads goes to nvcc through its environment, not the command line: neither ninja
+    # nor a compile cache sees a change when the core count changes.
+    assert "--threads" not in nvcc and plan.nvcc_threads == 4
+    env = ninja.run_env(plan)
+    assert env["NVCC_APPEND_FLAGS"].endswith("--threads 4")
     assert nvcc[-1] == "--use_fast_math"
     assert shlex.split(plan.cxx_flags)[-1] == "-Wall"
 
@@ -91,10 +124,17 @@ def test_ninja_file(project: Project, tmp_path: Path) -> None:
     assert "$nvcc_flags $gencode $source_flags -c $in" in text
     assert "deps = gcc" in text
     for step in plan.compile_steps:
-        assert f"build {step.object}: {step.rule} {step.source}" in text
-    assert f"build {plan.library}: link " in text
-    assert f"default {plan.library}" in text
+        obj, src = plan.command_path(step.object), plan.command_path(step.source)
+        assert f"build {obj}: {step.rule} {src}" in text
+    assert "build _C.abi3.so: link obj/" in text
+    assert "default _C.abi3.so" in text
+    assert "cuda_launcher = \n" in text and "command = $nvcc_launch$cuda_launcher $nvcc " in text
+    # No compile command names the folder the project lies in (the link's do: it is not cached).
+    compiles = [ln for ln in text.splitlines() if not ln.startswith("ldflags = ")]
+    assert not [ln for ln in compiles if str(tmp_path) in ln]
     assert text == ninja.render(plan)  # deterministic
+    cached = dataclasses.replace(plan, cuda_launcher=("/opt/bin/ccache",))
+    assert "cuda_launcher = /opt/bin/ccache\n" in ninja.render(cached)
 
 
 def test_ninja_escapes_dollars(project: Project, tmp_path: Path) -> None:
@@ -107,7 +147,9 @@ def test_ninja_escapes_dollars(project: Project, tmp_path: Path) -> None:
 
 def test_write_only_when_changed(project: Project, tmp_path: Path) -> None:
     plan = plan_for(load_matrix(project()), tmp_path)
-    path = ninja.write(plan)
+    text = ninja.write(plan)
+    path = plan.build_dir / "build.ninja"
+    assert path.read_text() == text
     before = path.stat().st_mtime_ns
     ninja.write(plan)
     assert path.stat().st_mtime_ns == before

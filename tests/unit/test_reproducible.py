@@ -59,10 +59,14 @@ def test_nvcc_seeds_only_where_nvcc_has_them() -> None:
 def test_plan_flags_map_every_input_folder(project: Project, tmp_path: Path) -> None:
     plan = plan_for(load_matrix(project()), tmp_path)
     cxx, nvcc = shlex.split(plan.cxx_flags), shlex.split(plan.nvcc_flags)
-    root = str(tmp_path.resolve())
-    assert f"-ffile-prefix-map={root}=." in cxx
-    assert f"-Xcompiler=-ffile-prefix-map={root}=." in nvcc
-    assert f"-ffile-prefix-map={plan.build_dir}=wheelforge-build" in cxx
+    # The commands name the project relative to the build folder, and so do its maps: no map
+    # holds the folder a clone lies in (a compile cache hits from any checkout); folders outside
+    # the project (the toolkit) keep absolute maps. The build folder's own files need none.
+    assert "-ffile-prefix-map=../..=." in cxx
+    assert "-Xcompiler=-ffile-prefix-map=../..=." in nvcc
+    assert not any(str(tmp_path.resolve()) in flag for flag in cxx if "prefix-map" in flag)
+    assert "-ffile-prefix-map=../../torch=torch" in cxx
+    assert f"-ffile-prefix-map={plan.variant.toolkit.root}=cuda" in cxx
     assert "--objdir-as-tempdir" in nvcc
     steps = {s.source.name: shlex.split(s.flags) for s in plan.compile_steps}
     assert "-Xcudafe=--orig_src_path_name=csrc/kernel.cu" in steps["kernel.cu"]
@@ -84,6 +88,10 @@ def test_old_nvcc_runs_from_root_with_the_fixed_pid_library(
     assert f"build {old.nvcc_preload}: preload {source.path}" in text
     kernel = next(s for s in old.compile_steps if s.rule == "nvcc")
     assert f"build {kernel.object}: nvcc {kernel.source} | {old.nvcc_preload}" in text
+    # From /, relative paths would not resolve: absolute paths, and absolute prefix maps.
+    root = str(tmp_path.resolve())
+    assert f"-Xcompiler=-ffile-prefix-map={root}=." in shlex.split(old.nvcc_flags)
+    assert f"-ffile-prefix-map={old.build_dir}=wheelforge-build" in shlex.split(old.cxx_flags)
 
 
 def wheel(path: Path, members: dict[str, bytes]) -> Path:
@@ -122,3 +130,32 @@ def test_diff_names_the_fatbin_entry(tmp_path: Path) -> None:
     sections, fatbin = reprodiff.diff_elf(data, changed, path="x")
     assert sections == (".nv_fatbin",)
     assert fatbin == (f"{sass.arch} (container {sass.container})",)
+
+
+def test_verify_rebuilds_without_any_compile_cache(project: Project, tmp_path: Path) -> None:
+    """The twin build of --verify-reproducible gets no cache and no launcher: a cache hit would
+    make the two wheels identical by construction."""
+    import dataclasses
+
+    from wheelforge.running import reproduce
+    from wheelforge.running.results import VariantFailure
+
+    plan = dataclasses.replace(
+        plan_for(load_matrix(project()), tmp_path),
+        cxx_launcher=("ccache",), cc_launcher=("ccache",), cuda_launcher=("ccache",),
+    )  # fmt: skip
+    seen: list[object] = []
+
+    def build(twin: object, _settings: object) -> VariantFailure:
+        seen.append(twin)
+        raise RuntimeError("stop")
+
+    def replan(*_args: object, **kw: object) -> object:
+        assert "cache" not in kw  # no compile cache handed to the twin's plan
+        return dataclasses.replace(plan, build_dir=tmp_path / "twin")
+
+    result = object()
+    with pytest.raises(RuntimeError, match="stop"):
+        reproduce.verify(result, plan, object(), build=build, replan=replan)  # type: ignore[arg-type]
+    (twin,) = seen
+    assert twin.cxx_launcher == twin.cc_launcher == twin.cuda_launcher == ()  # type: ignore[attr-defined]

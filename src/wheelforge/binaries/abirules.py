@@ -21,8 +21,6 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Literal
 
-import abi3info
-from abi3info.models import PyVersion, Symbol
 from elftools.common.exceptions import ELFError
 from elftools.construct import ConstructError
 from elftools.elf.elffile import ELFFile
@@ -233,6 +231,10 @@ def python_violations(
 ) -> list[Violation]:
     if floor is None:
         return []
+    # Imported here: abi3info's tables take ~0.1 s to load, and a no-op build reads no binary.
+    import abi3info
+    from abi3info.models import PyVersion, Symbol
+
     out = []
     tag = f"cp{floor[0]}{floor[1]}"
     for name in undefined:
@@ -264,6 +266,9 @@ def python_violations(
 
 def python_floor(symbols: Sequence[str]) -> Version2 | None:
     """The lowest Python whose limited API has every one of *symbols* (those it lacks aside)."""
+    import abi3info  # lazily, as in python_api_violations
+    from abi3info.models import Symbol
+
     added = [
         (m.added.major, m.added.minor)
         for name in symbols

@@ -63,3 +63,4 @@ def key(
 
 
 INTERNAL: dict[str, Any] = {"internal": True}
+COMPILE_CACHES = ("auto", "sccache", "ccache", "none")  # compile-cache, --compile-cache

@@ -17,6 +17,7 @@ from wheelforge.configuration.archs import ArchSet, ArchSpec
 from wheelforge.configuration.keys import (
     ARCH_LIST_REF,
     ARCH_SET_NAME_RE,
+    COMPILE_CACHES,
     INTERNAL,
     MODULE_RE,
     NAME_RE,
@@ -302,6 +303,10 @@ class Matrix:
             words="mapping",
         ),
     )
+
+    compile_cache: str | None = field(default=None, metadata=key(  # None: settings default it
+        "the compile cache in front of every compiler: `auto` (ccache, else sccache, else none), `sccache`, `ccache` or `none`; `WHEELFORGE_COMPILE_CACHE` and `--compile-cache` override it (docs/performance.md)",
+        name="compile-cache", shape={"enum": list(COMPILE_CACHES)}, words="`auto`, `sccache`, `ccache` or `none`", default="auto"))  # fmt: skip
 
     @property
     def variant_wheels(self) -> bool:

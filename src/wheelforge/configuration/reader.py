@@ -287,6 +287,7 @@ class _Reader(PackageReader):
             "cuda": self.cuda,
             "size_budget": self.size_budget,
             "wheel_variants": lambda n, w: variantkey.read(self, n, w),
+            "compile_cache": self.scalar,  # its values: settings.py, with the environment's
         }
         read = self.section(node, Matrix, "the top level", readers, prefix="")
         if read is None:

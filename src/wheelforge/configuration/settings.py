@@ -1,6 +1,6 @@
 """One precedence chain for every command's settings: defaults, then matrix.yaml, then the
 environment (TORCH_CUDA_ARCH_LIST, MAX_JOBS, NVCC_THREADS, CXX, CC, compiler launchers,
-SOURCE_DATE_EPOCH, XDG_CACHE_HOME), then command-line flags. The default folders (dist/,
+SOURCE_DATE_EPOCH, XDG_CACHE_HOME, WHEELFORGE_COMPILE_CACHE), then command-line flags. The default folders (dist/,
 build/wheelforge/, the cache) are decided here and nowhere else; flag values the CLI passes
 through raw (--target, --python-abi, --python) are parsed here too.
 
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wheelforge.configuration.archs import ArchSet, arch_list_id, parse_arch_list
-from wheelforge.configuration.keys import PYTHON_ABI_RE
+from wheelforge.configuration.keys import COMPILE_CACHES, PYTHON_ABI_RE
 from wheelforge.configuration.matrix import Matrix
 from wheelforge.configuration.reader import load_matrix
 from wheelforge.configuration.sections import TestsConfig, WheelVariantsConfig
@@ -47,6 +47,7 @@ class Flags:
     wait: bool = True  # another build holds the build folder: wait (False: --no-wait, fail)
     wheel_variants: bool = False  # --wheel-variants: PEP 825 variant wheels (else the matrix's key)
     verify_reproducible: bool = False
+    compile_cache: str | None = None  # auto, sccache, ccache, none
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -66,11 +67,12 @@ class BuildSettings:
     source_date_epoch: int | None = None  # checked here, before compiling; packing reads it again
     only: tuple[str, ...]  # variant ids to build (all when empty)
     offline: bool  # never download a toolkit
-    cache: Path  # provisioned toolkits, test environments
+    cache: Path  # provisioned toolkits, test environments, tool probes
     import_check: bool = True  # import each extension module before publishing its wheel
     size_budget: int  # bytes per wheel: --size-budget, else size-budget of the matrix
     wait: bool = True  # for another build's lock on the build folder
     verify_reproducible: bool = False  # build each variant twice, in two folders, and compare
+    compile_cache: str = "auto"  # auto, sccache, ccache, none (toolchain/compilecache.py)
 
 
 def default_cache() -> Path:
@@ -182,6 +184,28 @@ def resolve_python(value: str | None) -> Path:
     return path.absolute()
 
 
+def _compile_cache(flags: Flags, matrix: Matrix, env: Mapping[str, str]) -> str:
+    """--compile-cache, else $WHEELFORGE_COMPILE_CACHE, else matrix.yaml's compile-cache, else auto."""
+    if flags.compile_cache is not None:
+        return flags.compile_cache  # click checked it
+    given = (
+        (
+            env.get("WHEELFORGE_COMPILE_CACHE"),
+            "WHEELFORGE_COMPILE_CACHE={!r}",
+            "unset it or fix it",
+        ),
+        (matrix.compile_cache, f"{matrix.path}: compile-cache {{!r}}", "fix it in the matrix"),
+    )
+    for value, where, fix in given:
+        if value and value not in COMPILE_CACHES:
+            raise ConfigError(
+                f"{where.format(value)} must be one of {', '.join(COMPILE_CACHES)}; {fix}"
+            )
+        if value:
+            return value
+    return "auto"
+
+
 def resolve(flags: Flags, env: Mapping[str, str] | None = None) -> BuildSettings:
     env = os.environ if env is None else env
     matrix = load_matrix(flags.matrix)
@@ -230,6 +254,7 @@ def resolve(flags: Flags, env: Mapping[str, str] | None = None) -> BuildSettings
         import_check=flags.import_check,
         wait=flags.wait,
         verify_reproducible=flags.verify_reproducible,
+        compile_cache=_compile_cache(flags, matrix, env),
     )
 
 

@@ -42,6 +42,10 @@ build_dir_option = click.option(
     "--build-dir", type=click.Path(path_type=Path, file_okay=False),
     help="The folder for intermediate files [default: build/wheelforge/ beside the matrix].",
 )  # fmt: skip
+compile_cache_option = click.option(
+    "--compile-cache", type=click.Choice(["auto", "sccache", "ccache", "none"]),
+    help="Compile cache in front of the compilers (else WHEELFORGE_COMPILE_CACHE, else matrix.yaml's compile-cache, else auto: ccache or sccache when installed).",
+)  # fmt: skip
 no_wait_option = click.option(
     "--no-wait", is_flag=True,
     help="Fail at once when another wheelforge is building into the same build folder [default: wait].",
@@ -79,7 +83,8 @@ def cli() -> None:
 @out_option
 @build_dir_option
 @click.option(
-    "-j", "--jobs", type=click.IntRange(min=1), help="Parallel compile jobs (else MAX_JOBS, else ninja's default).",
+    "-j", "--jobs", type=click.IntRange(min=1),
+    help="Parallel compile jobs (else MAX_JOBS, else ninja's default).",
 )  # fmt: skip
 @click.option(
     "--python",
@@ -90,6 +95,7 @@ def cli() -> None:
     "--only", multiple=True, metavar="ID", help="Build only this variant (repeatable); 'wheelforge matrix' lists them.",
 )  # fmt: skip
 @click.option("--offline", is_flag=True, help="Never download a CUDA toolkit; fail instead.")
+@compile_cache_option
 @no_import_check_option
 @no_wait_option
 @verify_option
@@ -112,9 +118,9 @@ def cli() -> None:
 @verbose_option
 def build(matrix_path: Path, archs: str | None, out: Path | None, build_dir: Path | None,
           jobs: int | None, python: str | None, only: tuple[str, ...], offline: bool,
-          no_wait: bool, cache_dir: Path | None, size_budget: str | None, report_path: Path | None,
-          ci_mode: str | None, dry_run: bool, quiet: bool, no_import_check: bool,
-          wheel_variants: bool, verify_reproducible: bool) -> None:  # fmt: skip
+          no_wait: bool, compile_cache: str | None, cache_dir: Path | None, size_budget: str | None,
+          report_path: Path | None, ci_mode: str | None, dry_run: bool, quiet: bool,
+          no_import_check: bool, wheel_variants: bool, verify_reproducible: bool) -> None:  # fmt: skip
     """Build the matrix's wheels and check their fatbins."""
     from wheelforge.configuration.settings import Flags
     from wheelforge.interface import outputs
@@ -122,7 +128,8 @@ def build(matrix_path: Path, archs: str | None, out: Path | None, build_dir: Pat
     flags = Flags(matrix=matrix_path, archs=archs, out=out, build_dir=build_dir, jobs=jobs, python=python,
                   only=only, offline=offline, cache_dir=cache_dir, size_budget=size_budget,
                   wait=not no_wait, import_check=not no_import_check,
-                  wheel_variants=wheel_variants, verify_reproducible=verify_reproducible)  # fmt: skip
+                  wheel_variants=wheel_variants, compile_cache=compile_cache,
+                  verify_reproducible=verify_reproducible)  # fmt: skip
     outputs.build_command(flags, report_path=report_path, ci_mode=ci_mode, quiet=quiet, dry_run=dry_run)  # fmt: skip
 
 

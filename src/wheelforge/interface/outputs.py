@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
@@ -14,12 +15,13 @@ from wheelforge.configuration.settings import BuildSettings, Flags, resolve
 from wheelforge.foundation import log
 from wheelforge.foundation.errors import WheelforgeError
 from wheelforge.foundation.fsutil import write_if_changed
-from wheelforge.interface import ci
 from wheelforge.interface.render import print_build, print_dry_run
-from wheelforge.interface.report import Report, build_report, report_json
 from wheelforge.running.build import run_build
 from wheelforge.running.dryrun import dry_run as plan_dry_run
 from wheelforge.running.results import BuildReport
+
+if TYPE_CHECKING:  # the report and CI modules load only when a report is wanted (no-op speed)
+    from wheelforge.interface.report import Report
 
 
 def build_command(
@@ -45,20 +47,35 @@ def build(flags: Flags, report_path: Path | None) -> None:
         settings = resolve(flags)
         result = run_build(settings)
     except WheelforgeError as exc:
-        _write(build_report(settings=settings, result=None, error=exc, seconds=time.perf_counter() - start),
-               report_path)  # fmt: skip
+        if _report_wanted(report_path):
+            _write(_report(settings, None, exc, time.perf_counter() - start), report_path)
         raise
-    report = build_report(
-        settings=settings, result=result, error=None, seconds=time.perf_counter() - start
-    )
+    seconds = time.perf_counter() - start
     if log.quiet():
         if report_path is None or str(report_path) != "-":
             for v in result.variants:
                 click.echo(str(v.wheel))
     else:
         print_build(result, Console(stderr=report_path is not None and str(report_path) == "-"))
-    _write(report, report_path)
+    if _report_wanted(report_path):
+        _write(_report(settings, result, None, seconds), report_path)
     _raise_failures(result)
+
+
+def _report_wanted(report_path: Path | None) -> bool:
+    """A JSON report is made for --report and for the GitHub Actions step summary only."""
+    return report_path is not None or log.ci() == "github"
+
+
+def _report(
+    settings: BuildSettings | None,
+    result: BuildReport | None,
+    error: WheelforgeError | None,
+    seconds: float,
+) -> Report:
+    from wheelforge.interface.report import build_report
+
+    return build_report(settings=settings, result=result, error=error, seconds=seconds)
 
 
 def _raise_failures(result: BuildReport) -> None:
@@ -73,6 +90,9 @@ def _raise_failures(result: BuildReport) -> None:
 
 
 def _write(report: Report, report_path: Path | None) -> None:
+    from wheelforge.interface import ci
+    from wheelforge.interface.report import report_json
+
     text = report_json(report)
     if report_path is not None:
         if str(report_path) == "-":

@@ -101,15 +101,14 @@ def print_build(report: BuildReport, console: Console) -> None:
             else "import check: [yellow]skipped[/yellow] (--no-import-check)",
             soft_wrap=True,
         )
+        if v.compile_cache is not None:
+            console.print(v.compile_cache.summary(), soft_wrap=True)
         budget = f", budget {human_size(v.size.budget)}" if v.size else ""
         reused = " (up to date)" if v.reused else ""
         console.print(f"[green]wheel[/green] {escape(str(v.wheel))}", soft_wrap=True)
         console.print(f"  {human_size(v.wheel_size)}{budget}{reused}", soft_wrap=True)
         if v.reproducible:
-            console.print(
-                f"  reproducible: a rebuild in another folder is identical (sha256 {v.reproducible})",
-                soft_wrap=True,
-            )
+            console.print(f"  reproducible: a rebuild in another folder is identical (sha256 {v.reproducible})", soft_wrap=True)  # fmt: skip
         if v.variant_label:
             console.print(escape(variant_summary(v)), soft_wrap=True, highlight=False)
     if report.variants_json is not None:

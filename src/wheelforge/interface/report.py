@@ -27,6 +27,7 @@ from wheelforge.foundation.errors import WheelforgeError
 from wheelforge.foundation.schemagen import json_schema
 from wheelforge.packaging import wheel_variants
 from wheelforge.running.results import BuildReport, VariantFailure, VariantResult
+from wheelforge.toolchain.compilecache import CacheStats
 
 SCHEMA_VERSION = 1
 SCHEMA_FILE = "build-report.schema.json"
@@ -132,11 +133,17 @@ class AbiDoc:
 
 @dataclass(frozen=True, kw_only=True)
 class CompileDoc:
-    """What ninja did: its own up-to-date checks are the compile cache."""
+    """What ninja did, and what the compile cache answered for the compiles it ran."""
 
     sources: int
     compiled: int = field(metadata=_doc("sources compiled in this run"))
     up_to_date: int = field(metadata=_doc("sources ninja found up to date and skipped"))
+    cache: CacheStats | None = field(
+        default=None,
+        metadata=_doc(
+            "the compile cache's counts for this run (ccache or sccache); null: no cache, or nothing was compiled"
+        ),
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -224,7 +231,8 @@ def variant_doc(v: VariantResult | VariantFailure, target: tuple[int, int]) -> V
                        import_check=v.import_check, reproducible=v.reproducible),
         binaries=tuple(BinaryDoc(path=b.path, size=b.size, fatbins=b.entries) for b in v.binaries),
         abi=_abi(v.abi_checks, target), size=v.size,
-        compile=CompileDoc(sources=v.sources, compiled=len(v.compiled), up_to_date=v.sources - len(v.compiled)),
+        compile=CompileDoc(sources=v.sources, compiled=len(v.compiled), up_to_date=v.sources - len(v.compiled),
+                           cache=v.compile_cache),
         stages=stages, seconds=round(v.seconds, 3),
     )  # fmt: skip
 

@@ -27,7 +27,7 @@ from wheelforge import __version__
 from wheelforge.binaries.fatbin import FatbinEntry, read_fatbin_entries
 from wheelforge.foundation import proc
 from wheelforge.packaging.wheel import source_date_epoch
-from wheelforge.planning import ninja, reproducible
+from wheelforge.planning import freshness, ninja, reproducible
 from wheelforge.planning.plan import VariantPlan
 
 SBOM_NAME = "sboms/wheelforge.cdx.json"  # PEP 770: any file name under .dist-info/sboms/
@@ -71,12 +71,15 @@ def build_info(plan: VariantPlan, *, epoch: int) -> dict[str, object]:
     folders = plan.input_folders
     toolkit = plan.variant.toolkit
     entries = read_fatbin_entries(plan.library.read_bytes(), path=str(plan.library))
-    inputs = {reproducible.path_free(p, folders): _sha256(p) for p in ninja.inputs(plan)}
+    read = freshness.recorded_inputs(plan) or ninja.inputs(plan)
+    inputs = {reproducible.path_free(p, folders): _sha256(p) for p in read}
+    # The flags name project folders relative to the build folder (../..): those spellings too.
+    spellings = (*folders, *reproducible.spelled(dict(folders), plan.command_path).items())
 
     def free(text: str) -> str:
         # The prefix maps are listed once, by name: their order follows the folders' path
         # lengths, which differ between machines while the binaries do not.
-        words = shlex.split(reproducible.path_free_text(text, folders))
+        words = shlex.split(reproducible.path_free_text(text, spellings))
         return shlex.join(w for w in words if "-ffile-prefix-map=" not in w)
 
     return {

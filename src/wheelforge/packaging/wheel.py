@@ -15,8 +15,6 @@ from email.policy import compat32
 from fnmatch import fnmatch
 from pathlib import Path
 
-from wheel.wheelfile import WheelFile
-
 from wheelforge import __version__
 from wheelforge.configuration import settings
 from wheelforge.configuration.matrix import Matrix
@@ -182,6 +180,8 @@ def _zipinfo(arcname: str, executable: bool) -> zipfile.ZipInfo:
 
 def pack(wheel: WheelContents, dest_dir: Path) -> Path:
     """Write the wheel into *dest_dir*; wheel's WheelFile computes RECORD."""
+    from wheel.wheelfile import WheelFile  # ~0.1 s to import: only when a wheel is packed
+
     dest_dir.mkdir(parents=True, exist_ok=True)
     target = dest_dir / wheel.filename
     previous = os.environ.get("SOURCE_DATE_EPOCH")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 import re
@@ -13,7 +14,7 @@ import ninja as ninja_pkg
 from ninja.ninja_syntax import Writer, escape
 
 from wheelforge.foundation import fsutil, log, proc
-from wheelforge.foundation.diagnostics import parse_compiler_output
+from wheelforge.foundation.diagnostics import Diagnostic, parse_compiler_output
 from wheelforge.foundation.errors import BuildError, EnvironmentProblem
 from wheelforge.planning import diagnose
 from wheelforge.planning.plan import VariantPlan
@@ -70,17 +71,18 @@ def render(plan: VariantPlan) -> str:
     )
     w.rule("link", "$cxx -shared -o $out $in $ldflags", description="LINK $out")
     w.newline()
+    path = plan.command_path  # the Writer escapes build paths itself
     preload = _preload(w, plan)
     for step in plan.compile_steps:
-        variables = {"source_flags": escape(step.flags)}
+        own = {"source_flags": escape(step.flags)}
         if step.gencode is not None:
-            variables["gencode"] = escape(step.gencode)
+            own["gencode"] = escape(step.gencode)
         implicit = preload if step.rule == "nvcc" else None
-        w.build([str(step.object)], step.rule, [str(step.source)], implicit, variables=variables)
+        w.build([path(step.object)], step.rule, [path(step.source)], implicit, variables=own)
     # The version script is an input of the link: a change to it relinks.
-    w.build([str(plan.library)], "link", [str(s.object) for s in plan.compile_steps],
-            implicit=[str(plan.export_map)])  # fmt: skip
-    w.default([str(plan.library)])
+    w.build([path(plan.library)], "link", [path(s.object) for s in plan.compile_steps],
+            implicit=[path(plan.export_map)])  # fmt: skip
+    w.default([path(plan.library)])
     return buf.getvalue()
 
 
@@ -96,17 +98,19 @@ def _preload(w: Writer, plan: VariantPlan) -> list[str]:
     if plan.nvcc_preload is None:
         return []
     w.rule("preload", "$cc -shared -fPIC -O2 -o $out $in", description="PRELOAD $out")
+    # nvcc runs from / then, so every path is absolute (plan.command_path)
     w.build([str(plan.nvcc_preload)], "preload", [str(plan.nvcc_preload.with_suffix(".c"))])
     return [str(plan.nvcc_preload)]
 
 
-def write(plan: VariantPlan) -> Path:
-    path = plan.build_dir / "build.ninja"
-    fsutil.write_if_changed(path, render(plan))
-    return path
+def write(plan: VariantPlan) -> str:
+    """Write build.ninja (untouched when unchanged) and return its text."""
+    text = render(plan)
+    fsutil.write_if_changed(plan.build_dir / "build.ninja", text)
+    return text
 
 
-def _exe() -> Path:
+def executable() -> Path:
     exe = Path(ninja_pkg.BIN_DIR) / "ninja"
     if not exe.is_file():
         raise EnvironmentProblem(f"ninja was not found at {exe}: {NINJA_HINT}")
@@ -116,7 +120,7 @@ def _exe() -> Path:
 def pending_jobs(plan: VariantPlan, *, jobs: int | None) -> list[str]:
     """The steps ninja would run now (``NVCC kernels/csrc/x.cu``), in its order: a dry run
     (``-n``), which runs nothing and writes no log."""
-    args: list[str | Path] = [_exe(), "-C", plan.build_dir, "-n", *_jobs_flag(jobs)]
+    args: list[str | Path] = [executable(), "-C", plan.build_dir, "-n", *_jobs_flag(jobs)]
     result = proc.run(args, hint=NINJA_HINT, env={"NINJA_STATUS": _STATUS})
     return [
         _job_name(m[2], plan) for ln in result.stdout.splitlines() if (m := _STATUS_RE.match(ln))
@@ -125,7 +129,7 @@ def pending_jobs(plan: VariantPlan, *, jobs: int | None) -> list[str]:
 
 def commands(build_ninja_dir: Path) -> list[str]:
     """Every command of a build.ninja, as ninja would run it (``ninja -t commands``)."""
-    result = proc.run([_exe(), "-C", build_ninja_dir, "-t", "commands"], hint=NINJA_HINT)
+    result = proc.run([executable(), "-C", build_ninja_dir, "-t", "commands"], hint=NINJA_HINT)
     return result.stdout.splitlines()
 
 
@@ -147,13 +151,14 @@ def _job_name(description: str, plan: VariantPlan) -> str:
     command instead of the description: the job is then the step whose output it names."""
     verb, _, target = description.partition(" ")
     if verb in _VERBS:
-        return f"{verb} {_display(Path(target), plan)}"
+        # The build file names paths relative to the build folder (plan.command_path).
+        return f"{verb} {_display(Path(os.path.normpath(plan.build_dir / target)), plan)}"
     for step in plan.compile_steps:
-        if f" {step.object} " in f" {description} ":
+        names = (plan.command_path(step.object), str(step.object))
+        if any(f" {name} " in f" {description} " for name in names):
             return f"{step.rule.upper()} {_display(step.source, plan)}"
-    return (
-        f"LINK {_display(plan.library, plan)}" if str(plan.library) in description else description
-    )
+    library = plan.command_path(plan.library)
+    return f"LINK {_display(plan.library, plan)}" if library in description else description
 
 
 class _NinjaLog:
@@ -191,15 +196,27 @@ class _NinjaLog:
         return self.seconds.get(output)
 
 
-def run(plan: VariantPlan, *, jobs: int | None) -> list[str]:
-    """Run ninja for the variant, showing each job as it finishes; returns the build steps it
-    ran (``CXX a.cpp`` …)."""
+def run_env(plan: VariantPlan) -> dict[str, str]:
+    env = {"NINJA_STATUS": _STATUS}
+    if plan.nvcc_threads:
+        # In nvcc's environment rather than on its command line: --threads changes how nvcc
+        # schedules, never its output, so it must not change the ninja file (a rebuild) or a
+        # compile cache's key (a miss on a machine with another core count).
+        appended = os.environ.get("NVCC_APPEND_FLAGS", "")
+        env["NVCC_APPEND_FLAGS"] = f"{appended} --threads {plan.nvcc_threads}".strip()
+    return env
+
+
+def run(plan: VariantPlan, *, jobs: int | None, env: dict[str, str] | None = None) -> list[str]:
+    """Run ninja for the variant, with *env* added to the compilers' environment, showing each
+    job as it finishes; returns the build steps it ran (``CXX a.cpp`` …)."""
     todo = pending_jobs(plan, jobs=jobs)
-    args: list[str | Path] = [_exe(), "-C", plan.build_dir, *_jobs_flag(jobs)]
+    args: list[str | Path] = [executable(), "-C", plan.build_dir, *_jobs_flag(jobs)]
     if log.verbosity() >= 2:
         args.append("-v")
     outputs = {
-        f"{s.rule.upper()} {_display(s.source, plan)}": str(s.object) for s in plan.compile_steps
+        f"{s.rule.upper()} {_display(s.source, plan)}": plan.command_path(s.object)
+        for s in plan.compile_steps
     }
     ninja_log = _NinjaLog(plan.build_dir / ".ninja_log")
     progress = log.JobProgress(todo, jobs or default_parallelism())
@@ -215,11 +232,13 @@ def run(plan: VariantPlan, *, jobs: int | None) -> list[str]:
         if log.verbosity() >= 2:
             log.detail(m[2])  # the full command line (ninja -v)
         ran.append(job)
-        output = outputs.get(job, str(plan.library))
+        output = outputs.get(job, plan.command_path(plan.library))
         progress.finished(job, ninja_log.duration(output))
 
     try:
-        result = proc.stream(args, hint=NINJA_HINT, env={"NINJA_STATUS": _STATUS}, on_line=on_line)
+        result = proc.stream(
+            args, hint=NINJA_HINT, env={**run_env(plan), **(env or {})}, on_line=on_line
+        )
     finally:
         progress.close()
     # Every variant's full log at a stable path, whether the build passed or not.
@@ -232,12 +251,12 @@ def run(plan: VariantPlan, *, jobs: int | None) -> list[str]:
 def _failure(plan: VariantPlan, output: str) -> BuildError:
     found = diagnose.failures(output)
     failed = found[0].failed if found else ""
-    step = next((s for s in plan.compile_steps if str(s.object) in failed), None)
+    step = next((s for s in plan.compile_steps if plan.command_path(s.object) in failed), None)
     what = (
         f"compiling {_display(step.source, plan)} failed"
         if step
         else "linking failed"
-        if str(plan.library) in failed
+        if plan.command_path(plan.library) in failed
         else "the build failed"
     )
     # ninja's own status lines are noise in the compiler's output.
@@ -249,21 +268,31 @@ def _failure(plan: VariantPlan, output: str) -> BuildError:
         f"variant {plan.variant.id}: {what}; its first errors are below, the whole log is "
         f"{plan.build_dir / 'build.log'}",
         details="\n".join([first, *hints]),
-        diagnostics=parse_compiler_output(shown),
+        diagnostics=tuple(_from_build_dir(d, plan) for d in parse_compiler_output(shown)),
     )
 
 
 def inputs(plan: VariantPlan) -> list[Path]:
     """Every file the last build of *plan* read: its sources and, from the depfiles ninja has
     recorded (``ninja -t deps``), every header they included, system and toolkit ones too."""
-    result = proc.run([_exe(), "-C", plan.build_dir, "-t", "deps"], hint=NINJA_HINT)
+    result = proc.run([executable(), "-C", plan.build_dir, "-t", "deps"], hint=NINJA_HINT)
     found = {step.source for step in plan.compile_steps}
     for line in result.stdout.splitlines():
         # "obj/x.o: #deps 12, deps mtime … (VALID)" then one indented path per line.
         if line.startswith((" ", "\t")) and line.strip():
             path = Path(line.strip())
-            found.add(path if path.is_absolute() else plan.build_dir / path)
+            found.add(
+                Path(os.path.normpath(plan.build_dir / path))
+            )  # a relative one: ../../csrc/x.h
     return sorted(found)
+
+
+def _from_build_dir(diagnostic: Diagnostic, plan: VariantPlan) -> Diagnostic:
+    """A compiler names a file as its command did: relative to the build folder it ran in
+    (plan.command_path). Made absolute, the report can name it relative to the project."""
+    if Path(diagnostic.file).is_absolute():
+        return diagnostic
+    return dataclasses.replace(diagnostic, file=os.path.normpath(plan.build_dir / diagnostic.file))
 
 
 def _display(source: Path, plan: VariantPlan) -> str:

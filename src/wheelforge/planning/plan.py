@@ -3,8 +3,8 @@ the ninja writer, the packer and the report read. Nothing here runs a tool."""
 
 from __future__ import annotations
 
-import os
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -70,6 +70,18 @@ class VariantPlan:
     nvcc_preload: Path | None = None
     # every folder the compiles read from, and its path-free name (reproducible.prefix_maps)
     input_folders: tuple[tuple[Path, str], ...] = ()
+    nvcc_threads: int | None = None  # nvcc --threads, given through NVCC_APPEND_FLAGS (ninja.py)
+    # False for nvcc before CUDA 12.9: it runs from / (reproducible.py), so paths stay absolute
+    relative_commands: bool = True
+
+    def command_path(self, path: Path) -> str:
+        """*path* as the compile commands name it: relative to the build folder (where ninja
+        runs them) when it lies in the build folder, or in the project while the build folder
+        does too. Then no command, object (``__FILE__``) or cache key holds the folder a clone
+        lies in; paths outside the project (the toolkit, a system torch) stay absolute."""
+        if not self.relative_commands:
+            return str(path)
+        return reproducible.command_path(path, self.build_dir, self.matrix.root.resolve())
 
 
 def _sources(matrix: Matrix) -> dict[Path, tuple[ArchSpec, ...] | None]:
@@ -103,18 +115,6 @@ def _object_name(source: Path, root: Path) -> str:
     return rel.as_posix()
 
 
-def _fixed_pid(variant: Variant, gen: Path, generated: list[GeneratedFile]) -> Path | None:
-    """The fixed-pid library nvcc runs with before CUDA 12.9 (reproducible.py), its source
-    added to *generated*; None for a toolkit with --frandom-seed."""
-    if not reproducible.needs_fixed_pid(variant.toolkit.version):
-        return None
-    library = gen / reproducible.FIXED_PID_LIBRARY
-    generated.append(
-        GeneratedFile(path=library.with_suffix(".c"), text=reproducible.FIXED_PID_SOURCE)
-    )
-    return library
-
-
 def _generated(
     matrix: Matrix,
     abi: AbiFlavour,
@@ -132,26 +132,11 @@ def _generated(
         init = GeneratedFile(path=gen / f"{ext.leaf}_module_init.c", text=module_init_source(ext.leaf))  # fmt: skip
         generated.append(init)
         sources[init.path] = None
-    return generated, _fixed_pid(variant, gen, generated)
-
-
-def _input_folders(
-    matrix: Matrix, build_dir: Path, torch: TorchEnv, variant: Variant
-) -> dict[Path, str]:
-    """Every folder a compile reads from, and the fixed name it has in the binaries."""
-    folders = {
-        matrix.root.resolve(): reproducible.SOURCE_ROOT,
-        build_dir: reproducible.BUILD_DIR,
-        torch.include_dir.parent: reproducible.TORCH,  # its headers and libraries
-        torch.python_include: reproducible.PYTHON_INCLUDE,
-        variant.toolkit.root: reproducible.TOOLKIT,
-    }
-    host = variant.toolkit.host_cxx
-    if host is not None:  # a provisioned toolkit: its GCC's own headers lie beside it
-        common = Path(os.path.commonpath([variant.toolkit.root, host]))
-        if common != Path(common.anchor):
-            folders.setdefault(common, reproducible.TOOLKIT_HOST)
-    return folders
+    preload = None
+    if reproducible.needs_fixed_pid(variant.toolkit.version):  # nvcc before CUDA 12.9
+        preload = gen / reproducible.FIXED_PID_LIBRARY
+        generated.append(GeneratedFile(path=preload.with_suffix(".c"), text=reproducible.FIXED_PID_SOURCE))  # fmt: skip
+    return generated, preload
 
 
 def module_init_source(module_leaf: str) -> str:
@@ -181,7 +166,10 @@ class AbiFlavour:
     torch_requirement: str
 
 
-def _stable_abi(matrix: Matrix, torch: TorchEnv, weak: GeneratedFile) -> AbiFlavour:
+Rel = Callable[[Path], str]  # a path as the compile commands name it (command_path)
+
+
+def _stable_abi(matrix: Matrix, torch: TorchEnv, weak: GeneratedFile, rel: Rel) -> AbiFlavour:
     """One binary for every torch from the target up: torch's stable headers hide what is newer
     than the target, Python's limited API keeps the abi3 tag true."""
     ext = matrix.extension
@@ -194,9 +182,9 @@ def _stable_abi(matrix: Matrix, torch: TorchEnv, weak: GeneratedFile) -> AbiFlav
         ),
         # Python's headers too: a source may include <Python.h> (Py_LIMITED_API still holds).
         includes=tuple(
-            f"-I{d}" for d in (*ext.include_dirs, torch.include_dir, torch.python_include)
+            f"-I{rel(d)}" for d in (*ext.include_dirs, torch.include_dir, torch.python_include)
         ),
-        force_include=("-include", str(weak.path)),
+        force_include=("-include", rel(weak.path)),
         generated=(weak,),
         extra_ldflags=(),
         abi_tag=f"{matrix.python_abi}-abi3",
@@ -205,7 +193,7 @@ def _stable_abi(matrix: Matrix, torch: TorchEnv, weak: GeneratedFile) -> AbiFlav
     )
 
 
-def _unstable_abi(matrix: Matrix, torch: TorchEnv, _weak: GeneratedFile) -> AbiFlavour:
+def _unstable_abi(matrix: Matrix, torch: TorchEnv, _weak: GeneratedFile, rel: Rel) -> AbiFlavour:
     """torch's full C++ API, as torch.utils.cpp_extension compiles it: every include folder,
     Python's headers (pybind11), the C++ ABI libtorch was built with; one torch, one CPython."""
     ext = matrix.extension
@@ -217,7 +205,7 @@ def _unstable_abi(matrix: Matrix, torch: TorchEnv, _weak: GeneratedFile) -> AbiF
             f"-D_GLIBCXX_USE_CXX11_ABI={torch.cxx11_abi}",
         ),
         includes=tuple(
-            f"-I{d}" for d in (*ext.include_dirs, *torch.include_dirs, torch.python_include)
+            f"-I{rel(d)}" for d in (*ext.include_dirs, *torch.include_dirs, torch.python_include)
         ),
         force_include=(),
         generated=(),
@@ -232,14 +220,13 @@ _ABI_FLAVOURS = {"stable": _stable_abi, "unstable": _unstable_abi}
 
 
 def _compile_flags(
-    abi: AbiFlavour, variant: Variant, matrix: Matrix, torch: TorchEnv, *, nvcc_host: str,
-    nvcc_threads: int | None, folders: dict[Path, str],
+    abi: AbiFlavour, variant: Variant, matrix: Matrix, torch: TorchEnv, *, nvcc_host: str, rel: Rel,
+    maps: tuple[str, ...],
 ) -> tuple[list[str], list[str], list[str]]:  # fmt: skip
     """The C++, C and nvcc flags (without -gencode: that is per compile step). Default
     visibility everywhere: what the module exports is decided at link time (export_map()). The
     prefix maps of *folders* keep them out of the binaries (reproducible.py)."""
     ext = matrix.extension
-    maps = reproducible.prefix_maps(folders)
     # The variant's own toolkit headers (cuda_runtime.h) for C/C++ sources, as nvcc adds them
     # for .cu ones; after the matrix's and torch's folders.
     cuda_includes = [f"-I{d}" for d in variant.toolkit.include_dirs]
@@ -247,7 +234,14 @@ def _compile_flags(
         "-std=c++17", "-O3", "-fPIC", *maps,
         *abi.defines, *abi.includes, *cuda_includes, *abi.force_include, *ext.cxx_flags,
     ]  # fmt: skip
-    cc_flags = ["-O2", "-fPIC", *maps, *abi.defines, f"-I{torch.python_include}", *cuda_includes]
+    cc_flags = [
+        "-O2",
+        "-fPIC",
+        *maps,
+        *abi.defines,
+        f"-I{rel(torch.python_include)}",
+        *cuda_includes,
+    ]
     nvcc_flags = [
         "-std=c++17", "-O3", f"-ccbin={nvcc_host}", *reproducible.NVCC_FLAGS,
         # nvcc passes these to the host compiler; -fPIC is required for a shared object.
@@ -255,8 +249,6 @@ def _compile_flags(
         # The CUDA-only shim declarations (aoti_torch_get_current_cuda_stream, ...) sit behind USE_CUDA.
         "-DUSE_CUDA", *abi.defines, *abi.includes, *abi.force_include,
     ]  # fmt: skip
-    if nvcc_threads:
-        nvcc_flags += ["--threads", str(nvcc_threads)]
     nvcc_flags += list(ext.nvcc_flags)
     return cxx_flags, cc_flags, nvcc_flags
 
@@ -334,6 +326,12 @@ def export_map(module_leaf: str) -> str:
     )
 
 
+def _version(matrix: Matrix, variant: Variant) -> str:
+    """The wheel's version: the package's, plus the variant's local label if any."""
+    label = variant.local_label
+    return str(Version(f"{matrix.package.version}+{label}")) if label else matrix.package.version
+
+
 def make_plan(
     *,
     matrix: Matrix,
@@ -354,12 +352,13 @@ def make_plan(
     gen = build_dir / "gen"
     ext = matrix.extension
     weak = GeneratedFile(path=gen / "wheelforge_weak_shims.h", text=weak_header)
-    abi = _ABI_FLAVOURS[matrix.abi](matrix, torch, weak)
+    rel: Rel = reproducible.spelling(build_dir, matrix.root.resolve(), variant.toolkit.version)
+    abi = _ABI_FLAVOURS[matrix.abi](matrix, torch, weak, rel)
     exports = GeneratedFile(path=gen / "exports.map", text=export_map(ext.leaf))
     sources = _sources(matrix)
     generated, preload = _generated(matrix, abi, variant, gen, sources=sources, exports=exports)
-    folders = _input_folders(matrix, build_dir, torch, variant)
-    cxx_flags, cc_flags, nvcc_flags = _compile_flags(abi, variant, matrix, torch, nvcc_host=nvcc_host, nvcc_threads=nvcc_threads, folders=folders)  # fmt: skip
+    folders = reproducible.input_folders(matrix.root.resolve(), build_dir, torch, variant.toolkit)
+    cxx_flags, cc_flags, nvcc_flags = _compile_flags(abi, variant, matrix, torch, nvcc_host=nvcc_host, rel=rel, maps=reproducible.prefix_maps(reproducible.spelled(folders, rel)))  # fmt: skip
     ldflags = _link_flags(abi, variant, matrix, torch, exports.path)
     steps, left_out = _compile_steps(sources, variant, matrix, build_dir, gen)
     return VariantPlan(
@@ -389,7 +388,7 @@ def make_plan(
         nvcc_preload=preload,
         input_folders=tuple(folders.items()),
         abi_tag=abi.abi_tag,
-        version=str(Version(f"{matrix.package.version}+{variant.local_label}"))
-        if variant.local_label
-        else matrix.package.version,
+        nvcc_threads=nvcc_threads,
+        relative_commands=not reproducible.needs_fixed_pid(variant.toolkit.version),
+        version=_version(matrix, variant),
     )

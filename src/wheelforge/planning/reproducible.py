@@ -28,9 +28,15 @@ What varies, and what fixes it (measured with ``binaries/reprodiff.py`` on nvcc 
 
 from __future__ import annotations
 
+import functools
+import os
+from collections.abc import Callable
 from pathlib import Path
 
 from packaging.version import Version
+
+from wheelforge.toolchain.toolkit import Toolkit
+from wheelforge.toolchain.torchprobe import TorchEnv
 
 # Where each input folder appears inside the binaries. Stable, short and readable in an error
 # message ("./kernels/csrc/ops.cpp:12", "torch/include/torch/csrc/stable/...").
@@ -54,6 +60,52 @@ def prefix_maps(folders: dict[Path, str]) -> tuple[str, ...]:
         ((str(path), name) for path, name in folders.items()), key=lambda kv: (len(kv[0]), kv[0])
     )
     return tuple(f"-ffile-prefix-map={path}={name}" for path, name in ordered)
+
+
+def input_folders(
+    root: Path, build_dir: Path, torch: TorchEnv, toolkit: Toolkit
+) -> dict[Path, str]:
+    """Every folder a compile reads from (the project, the build folder, torch's package folder,
+    Python's headers, the toolkit), and the fixed name it has in the binaries."""
+    folders = {
+        root: SOURCE_ROOT, build_dir: BUILD_DIR, torch.include_dir.parent: TORCH,
+        torch.python_include: PYTHON_INCLUDE, toolkit.root: TOOLKIT,
+    }  # fmt: skip
+    if toolkit.host_cxx is not None:  # a provisioned toolkit: its GCC's own headers lie beside it
+        common = Path(os.path.commonpath([toolkit.root, toolkit.host_cxx]))
+        if common != Path(common.anchor):
+            folders.setdefault(common, TOOLKIT_HOST)
+    return folders
+
+
+def spelling(build_dir: Path, root: Path, toolkit: Version) -> Callable[[Path], str]:
+    """How the compile commands name a path: relative to the build folder where command_path()
+    says so, except for nvcc before CUDA 12.9, which runs from / (every path absolute)."""
+    if needs_fixed_pid(toolkit):
+        return str
+    return functools.partial(command_path, build_dir=build_dir, root=root)
+
+
+def command_path(path: Path, build_dir: Path, root: Path) -> str:
+    if path.is_relative_to(build_dir) or (
+        build_dir.is_relative_to(root) and path.is_relative_to(root)
+    ):
+        return os.path.relpath(path, build_dir)
+    return str(path)
+
+
+def spelled(folders: dict[Path, str], spell: Callable[[Path], str]) -> dict[Path, str]:
+    """*folders* as the compile commands spell them (plan.command_path): a folder they name
+    relative to the build folder is mapped under that relative spelling (``../..=.`` for the
+    project), so no map holds the folder a clone lies in and a compile cache keyed on the
+    command line hits from any checkout (issue 10). The build folder itself (``.``) needs no
+    map: its files are named ``gen/…``, ``obj/…``. Folders outside the project stay absolute."""
+    out: dict[Path, str] = {}
+    for folder, name in folders.items():
+        spelling = spell(folder)
+        if spelling != ".":
+            out[Path(spelling)] = name
+    return out
 
 
 def path_free(path: Path, folders: tuple[tuple[Path, str], ...]) -> str:

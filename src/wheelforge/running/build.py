@@ -12,26 +12,24 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from wheelforge.binaries import elf, initexport
-from wheelforge.binaries.sizes import TOP_CONTRIBUTORS, SizeCheck, check_size
+from wheelforge.binaries.sizes import SizeCheck, check_size
 from wheelforge.binaries.verify import WheelVerification, verify_wheel
 from wheelforge.configuration.settings import BuildSettings
-from wheelforge.configuration.sizes import format_size
 from wheelforge.foundation import fsutil, locks, log
 from wheelforge.foundation.errors import (
     EnvironmentProblem,
     Interrupted,
-    SizeBudgetError,
     VerificationError,
     WheelforgeError,
 )
-from wheelforge.packaging import provenance, repair, stamp, wheel, wheel_variants
-from wheelforge.planning import ninja, variants
+from wheelforge.packaging import repair, stamp, wheel, wheel_variants
+from wheelforge.planning import variants
 from wheelforge.planning.plan import VariantPlan, make_plan
 from wheelforge.planning.variants import Variant
-from wheelforge.running import importcheck, reproduce
+from wheelforge.running import budget, importcheck, incremental, reproduce
 from wheelforge.running.preflight import describe_os_error, preflight
 from wheelforge.running.results import BuildReport, VariantFailure, VariantResult
-from wheelforge.toolchain import envs, shims, toolkit, torchprobe
+from wheelforge.toolchain import compilecache, envs, toolkit, torchprobe
 from wheelforge.toolchain.choice import ensure_toolkit
 
 
@@ -75,28 +73,38 @@ def _build_torch(variant: Variant, settings: BuildSettings) -> torchprobe.TorchE
 
 
 def plan_variant(variant: Variant, torch: torchprobe.TorchEnv, settings: BuildSettings, *,
-                 build_root: Path | None = None, out_dir: Path | None = None) -> VariantPlan:  # fmt: skip
-    """The plan of one variant; another *build_root* and *out_dir* give its twin for
-    ``--verify-reproducible``."""
-    return make_plan(
+                 cache: compilecache.CompileCache | None = None, build_root: Path | None = None,
+                 out_dir: Path | None = None) -> VariantPlan:  # fmt: skip
+    """The plan of one variant, compiling through *cache* when given; another *build_root* and
+    *out_dir* give its twin for ``--verify-reproducible``."""
+    launchers = incremental.launchers(settings, cache)
+    plan = make_plan(
         matrix=settings.matrix,
         variant=variant,
         torch=torch,
-        weak_header=torchprobe.weak_shims_header(shims.cuda_only_shims(torch.include_dir)),
+        weak_header=torchprobe.weak_shims_header(
+            torchprobe.cuda_only_shims(torch.include_dir, cache=settings.cache)
+        ),
         build_root=build_root or settings.build_root,
         out_dir=out_dir or settings.out_dir,
         cxx=settings.cxx,
         cc=settings.cc,
-        nvcc_host=toolkit.host_compiler(variant.toolkit, settings.cxx),
+        nvcc_host=toolkit.host_compiler(variant.toolkit, settings.cxx, cache=settings.cache),
         nvcc_threads=settings.nvcc_threads,
-        cxx_launcher=settings.cxx_launcher,
-        cc_launcher=settings.cc_launcher,
-        cuda_launcher=settings.cuda_launcher,
+        cxx_launcher=launchers[0],
+        cc_launcher=launchers[1],
+        cuda_launcher=launchers[2],
     )
+    return incremental.with_threads(plan, settings)
 
 
-def plan_all(settings: BuildSettings, chosen: list[Variant] | None = None) -> list[VariantPlan]:
-    """A plan per variant (each with its toolkit on disk: *chosen*, else resolve_variants)."""
+def plan_all(
+    settings: BuildSettings,
+    chosen: list[Variant] | None = None,
+    cache: compilecache.CompileCache | None = None,
+) -> list[VariantPlan]:
+    """A plan per variant (each with its toolkit on disk: *chosen*, else resolve_variants),
+    compiling through *cache* when given."""
     matrix = settings.matrix
     chosen = resolve_variants(settings) if chosen is None else chosen
     plans = []
@@ -106,7 +114,7 @@ def plan_all(settings: BuildSettings, chosen: list[Variant] | None = None) -> li
             torch = probed[variant.torch] = _build_torch(variant, settings)
             if matrix.abi == "stable":
                 torchprobe.check_target(torch, matrix.torch.lowest)
-        plans.append(plan_variant(variant, probed[variant.torch], settings))
+        plans.append(plan_variant(variant, probed[variant.torch], settings, cache=cache))
     return plans
 
 
@@ -128,7 +136,11 @@ class _Stages:
 
 
 def build_variant(
-    plan: VariantPlan, settings: BuildSettings, *, null: bool = False
+    plan: VariantPlan,
+    settings: BuildSettings,
+    cache: compilecache.CompileCache | None = None,
+    *,
+    null: bool = False,
 ) -> VariantResult | VariantFailure:
     """Build one variant (and, with *null*, also publish it as the PEP 825 null variant); a
     failure is returned as data (with the error), not raised, so the other variants still
@@ -137,7 +149,7 @@ def build_variant(
     stages = _Stages()
     variant = plan.variant
     try:
-        return _build_variant(plan, settings, stages, start, null=null)
+        return _build_variant(plan, settings, stages, start, cache, null=null)
     except Interrupted:
         raise  # SIGINT or SIGTERM ends the whole build, not one variant
     except WheelforgeError as exc:
@@ -163,15 +175,18 @@ class _Published:
 
 
 def _build_variant(
-    plan: VariantPlan, settings: BuildSettings, stages: _Stages, start: float, *, null: bool
+    plan: VariantPlan,
+    settings: BuildSettings,
+    stages: _Stages,
+    start: float,
+    cache: compilecache.CompileCache | None,
+    *,
+    null: bool,
 ) -> VariantResult:
     variant = plan.variant
     title = f"{variant.id}: compile for {variant.arch_set} with CUDA {variant.toolkit.version}"
     with log.group(title), log.step(title), stages.stage("compile"):
-        for generated in plan.generated:
-            fsutil.write_if_changed(generated.path, generated.text)
-        ninja.write(plan)
-        steps = ninja.run(plan, jobs=settings.jobs)
+        steps, cache_stats = incremental.compile_variant(plan, settings.jobs, cache)
         compiled = [s for s in steps if s in ("CXX", "CC", "NVCC")]
         log.info(
             f"  compiled {len(compiled)} of {len(plan.compile_steps)} sources"
@@ -179,24 +194,20 @@ def _build_variant(
             else "  nothing to compile: up to date"
         )
 
-    contents = wheel.contents(plan, repair.build_platform(), provenance.dist_info_files(plan))
+    contents = wheel.contents(plan, repair.build_platform(), incremental.dist_info_files(plan))
     digest = contents.digest()
     # A variant wheel is always re-packed (seconds; compiling stays incremental): the ABI check
     # reads tags from a wheel's name, which a variant label makes unparsable to packaging.
     reusable = (
         None if variant.variant_label else stamp.reusable(plan.build_dir, plan.out_dir, digest)
     )
-    if reusable is not None:
-        log.info(f"  {reusable} is up to date")
-        with stages.stage("verify"):
-            found = _check(reusable, plan, settings, stages)
-            imported = importcheck.check_import(reusable, plan) if settings.import_check else None
-        done = _Published(wheel=reusable, found=found, import_check=imported)
-    else:
+    done = _reuse(reusable, plan, settings, stages) if reusable else None
+    if done is None:
         title = f"{plan.variant.id}: pack, repair and check the wheel"
         with log.group(title), log.step(title):
             done = _pack_and_publish(plan, contents, settings, stages, null=null)
         stamp.write(plan.build_dir, digest=digest, wheel=done.wheel)
+        incremental.remember_verification(done.wheel, plan, done.found, done.import_check)
     published, found, reused = done.wheel, done.found, reusable is not None
     assert stages.size is not None  # _check sets it
     return VariantResult(
@@ -220,15 +231,35 @@ def _build_variant(
         variant_label=variant.variant_label,
         variant_properties=done.variant_properties,
         null_wheel=done.null_wheel,
+        compile_cache=cache_stats,
     )
 
 
+def _reuse(
+    reusable: Path, plan: VariantPlan, settings: BuildSettings, stages: _Stages
+) -> _Published:
+    """The published wheel, still made from these inputs: its stored findings (the same bytes
+    give the same ones), the size budget checked again, the import check reused."""
+    log.info(f"  {reusable} is up to date")
+    with stages.stage("verify"):
+        before = incremental.verified_before(reusable, plan)
+        found = _check(reusable, plan, settings, stages, before[0] if before else None)
+        imported = None
+        if settings.import_check:  # imported when published, unless that was skipped
+            imported = (before[1] if before else None) or importcheck.check_import(reusable, plan)
+    return _Published(wheel=reusable, found=found, import_check=imported)
+
+
 def _check(
-    wheel_path: Path, plan: VariantPlan, settings: BuildSettings, stages: _Stages
+    wheel_path: Path,
+    plan: VariantPlan,
+    settings: BuildSettings,
+    stages: _Stages,
+    found: WheelVerification | None = None,
 ) -> WheelVerification:
-    """Fatbins against the arch set, the stable-ABI rules (verify_wheel), then the size budget;
-    any failing stops the variant."""
-    found = verify_wheel(wheel_path, plan)
+    """Fatbins against the arch set, the stable-ABI rules (verify_wheel, unless *found* holds its
+    findings on these bytes), then the size budget; any failing stops the variant."""
+    found = found or verify_wheel(wheel_path, plan)
     if plan.matrix.abi != "stable":  # the stable-ABI rules include this one
         problems = initexport.wheel_init_problems(wheel_path)
         if problems:
@@ -243,48 +274,10 @@ def _check(
         wheel=wheel_path,
     )
     if stages.size.over:
-        raise _over_budget(
+        raise budget.over_budget(
             plan, wheel_path, stages.size, published=wheel_path.parent == plan.out_dir
         )
     return found
-
-
-def _over_budget(
-    plan: VariantPlan, wheel_path: Path, size: SizeCheck, *, published: bool
-) -> SizeBudgetError:
-    """Names the largest fatbin entries and what each lever would save."""
-    top = size.contributions[:TOP_CONTRIBUTORS]
-    lines = ["largest contributors (in the wheel / stored in the binary / uncompressed):"]
-    lines += [
-        f"  {elf.member_path(c.binary)} {c.kind.upper()} {c.arch}: "
-        f"{format_size(c.in_wheel) if c.in_wheel is not None else '-'} / "
-        f"{format_size(c.stored)} / {format_size(c.uncompressed)} ({c.compression})"
-        for c in top
-    ]
-    measured = [c.in_wheel for c in size.contributions if c.in_wheel is not None]
-    if measured:
-        lines.append(
-            f"  all SASS and PTX: {format_size(sum(measured))} of the wheel's "
-            f"{format_size(size.wheel_size)}; the rest is host code and Python files"
-        )
-    lines.append("levers (what each saves):")
-    lines += [
-        f"  {lv.change}: "
-        + (f"saves {format_size(lv.saves)}" if lv.saves is not None else "not measured")
-        + (f" ({lv.note})" if lv.note else "")
-        for lv in size.levers[:8]
-    ]
-    biggest = (
-        ", ".join(f"{c.arch} {format_size(c.in_wheel or c.stored)}" for c in top[:3]) or "no fatbin"
-    )
-    return SizeBudgetError(
-        f"variant {plan.variant.id}: {wheel_path.name} is {format_size(size.wheel_size)}, over "
-        f"its size budget of {format_size(size.budget)}; "
-        + ("it was published by an earlier build; " if published else "nothing was published; ")
-        + "largest: "
-        f"{biggest} (size-budget in matrix.yaml or --size-budget raises the budget)",
-        details="\n".join(lines),
-    )
 
 
 def _pack_and_publish(
@@ -356,7 +349,8 @@ def run_build(settings: BuildSettings) -> BuildReport:
 
 
 def _run_build(settings: BuildSettings, chosen: list[Variant], start: float) -> BuildReport:
-    plans = plan_all(settings, chosen)
+    cache = compilecache.resolve(settings.compile_cache, settings.matrix.root)
+    plans = plan_all(settings, chosen, cache)
     m = settings.matrix
     labels = sorted({p.torch.label for p in plans})
     if m.abi == "stable":
@@ -372,8 +366,8 @@ def _run_build(settings: BuildSettings, chosen: list[Variant], start: float) -> 
     if plans:
         importcheck.warn_if_torch_not_imported_first(plans[0])
     null = variants.null_variant([p.variant for p in plans], m)
-    outcomes = [build_variant(plan, settings, null=plan.variant == null) for plan in plans]
-    if settings.verify_reproducible:
+    outcomes = [build_variant(plan, settings, cache, null=plan.variant == null) for plan in plans]
+    if settings.verify_reproducible:  # the twin compiles with no cache (reproduce.verify)
         outcomes = [
             reproduce.verify(o, p, settings, build=build_variant, replan=plan_variant)
             if isinstance(o, VariantResult)

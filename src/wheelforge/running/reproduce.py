@@ -1,5 +1,7 @@
 """``build --verify-reproducible``: each variant built again from scratch in a fresh temporary
-folder, and the two wheels compared byte for byte (binaries/reprodiff.py names a difference)."""
+folder, and the two wheels compared byte for byte (binaries/reprodiff.py names a difference).
+The rebuild compiles with no compile cache and no launcher at all (``--compile-cache none``):
+a cache hit would hand it the first build's objects, identical by construction."""
 
 from __future__ import annotations
 
@@ -37,6 +39,8 @@ def verify(
             plan.variant, plan.torch, settings,
             build_root=Path(tmp) / "build", out_dir=Path(tmp) / "dist",
         )  # fmt: skip
+        # No cache: replan got none, and the environment's launchers (CXX="ccache g++") go too.
+        twin = dataclasses.replace(twin, cxx_launcher=(), cc_launcher=(), cuda_launcher=())
         again = build(twin, settings)
         if isinstance(again, VariantFailure):
             return again

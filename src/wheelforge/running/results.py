@@ -13,6 +13,7 @@ from wheelforge.binaries.sizes import SizeCheck
 from wheelforge.binaries.verify import ArchCheck
 from wheelforge.configuration.archs import ArchSet
 from wheelforge.foundation.errors import WheelforgeError
+from wheelforge.toolchain.compilecache import CacheStats
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,6 +42,7 @@ class VariantResult:
     variant_properties: tuple[str, ...] = ()
     null_wheel: Path | None = None
     reproducible: str | None = None  # sha256 of the identical rebuild (--verify-reproducible)
+    compile_cache: CacheStats | None = None  # None: no cache, or nothing was compiled
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -66,4 +66,4 @@ def ensure_toolkit(
             f"{recipe.release}' ({recipe.describe()}) or build without --offline"
         )
     folder = provision.install(recipe, cache)
-    return ToolkitChoice(toolkit=load_provisioned(folder), recipe=None)
+    return ToolkitChoice(toolkit=load_provisioned(folder, cache=cache), recipe=None)

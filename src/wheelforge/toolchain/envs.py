@@ -186,6 +186,6 @@ def build_torch(
     the unstable ABI, an isolated environment with exactly that torch (built on first use, shared
     with ``wheelforge test``, so *requires* are the tests' requirements)."""
     if torch is None:
-        return torchprobe.probe_torch(python)
+        return torchprobe.probe_torch(python, cache=cache)
     spec = EnvSpec(torch=torch, requires=tuple(requires))
-    return torchprobe.probe_torch(ensure_env(spec, cache).python)
+    return torchprobe.probe_torch(ensure_env(spec, cache).python, cache=cache)

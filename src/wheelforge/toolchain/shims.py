@@ -21,7 +21,7 @@ from pathlib import Path
 
 Version2 = tuple[int, int]
 
-_SHIM_DIRS = (
+SHIM_DIRS = (
     "torch/csrc/inductor/aoti_torch/c",
     "torch/csrc/inductor/aoti_torch/generated",
     "torch/csrc/stable/c",
@@ -64,7 +64,7 @@ class Declaration:
 def declarations(include_dir: Path) -> list[Declaration]:
     """Every shim function declared in the torch headers under *include_dir*."""
     found: list[Declaration] = []
-    for rel in _SHIM_DIRS:
+    for rel in SHIM_DIRS:
         folder = include_dir / rel
         if folder.is_dir():
             for header in sorted(folder.glob("*.h")):

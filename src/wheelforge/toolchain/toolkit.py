@@ -12,12 +12,14 @@ import shutil
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from packaging.version import Version
 
 from wheelforge.configuration.archs import Arch, sm_range
 from wheelforge.foundation import proc
 from wheelforge.foundation.errors import ConfigError, EnvironmentProblem, ToolError
+from wheelforge.toolchain import probecache
 
 NVCC_HINT = (
     "install a CUDA toolkit, or run 'wheelforge toolkit install VERSION' (see docs/toolkits.md)"
@@ -116,15 +118,25 @@ def _host_gcc_max(root: Path) -> int | None:
     return None
 
 
-def probe_toolkit(nvcc: Path, *, origin: str = "", host_cxx: Path | None = None) -> Toolkit:
-    """Ask *nvcc* for its version, the archs it builds and where it really lives."""
+def _libdirs(root: Path) -> list[Path]:
+    libdirs = [root / "lib64", root / "lib", root / "targets" / "x86_64-linux" / "lib"]
+    # Debian's packaging keeps the static runtime in the multiarch folder beside the toolkit.
+    return [
+        *libdirs,
+        root.parent.parent / "lib" / "x86_64-linux-gnu",
+        root.parent / "x86_64-linux-gnu",
+    ]
+
+
+def _ask(nvcc: Path) -> tuple[dict[str, Any], list[str | Path]]:
+    """nvcc's version, the archs it builds and where it really lives, and the files to watch."""
     version_out = proc.run([nvcc, "--version"], hint=NVCC_HINT).stdout
     match = _VERSION_RE.search(version_out)
     if match is None:
         raise ToolError(f"{nvcc} --version printed no CUDA release; is it a real nvcc?")
     codes = proc.run([nvcc, "--list-gpu-code"], hint=NVCC_HINT).stdout.split()
-    sass = frozenset(
-        a.sm for c in codes if (a := Arch.from_code(c)) is not None and c.startswith("sm_")
+    sass = sorted(
+        {a.sm for c in codes if (a := Arch.from_code(c)) is not None and c.startswith("sm_")}
     )
     # nvcc may be a wrapper script; its dry run names the real install (TOP) and driver (_HERE_).
     dry = proc.run(
@@ -134,25 +146,41 @@ def probe_toolkit(nvcc: Path, *, origin: str = "", host_cxx: Path | None = None)
     top = _DRY_VAR_RE["TOP"].search(dry)
     real = Path(here[1]) / "nvcc" if here else nvcc
     root = Path(top[1]).resolve() if top else real.parent.parent
-    libdirs = [root / "lib64", root / "lib", root / "targets" / "x86_64-linux" / "lib"]
-    # Debian's packaging keeps the static runtime in the multiarch folder beside the toolkit.
-    libdirs += [root.parent.parent / "lib" / "x86_64-linux-gnu", root.parent / "x86_64-linux-gnu"]
+    libdirs = _libdirs(root)
     static = next(
         (d / "libcudart_static.a" for d in libdirs if (d / "libcudart_static.a").is_file()), None
     )
     include_roots = [root, root.parent.parent]  # Debian: headers in <prefix>/usr/include
     gcc_max = next((g for r in include_roots if (g := _host_gcc_max(r)) is not None), None)
+    info = {
+        "nvcc": str(real), "root": str(root), "version": match[2], "sass": sass,
+        "cudart_static": str(static) if static else None, "gcc_max": gcc_max,
+        "include_dirs": [str(d) for d in _dry_includes(dry)],
+        "build": b[1] if (b := _BUILD_RE.search(version_out)) else "",
+    }  # fmt: skip
+    # An update in place changes the driver, version.json or the library folders.
+    watch: list[str | Path] = [nvcc, real, root / "version.json", root / "bin", *libdirs]
+    watch += [r / "include" / "crt" / "host_config.h" for r in include_roots]
+    return info, watch
+
+
+def probe_toolkit(
+    nvcc: Path, *, origin: str = "", host_cxx: Path | None = None, cache: Path | None = None
+) -> Toolkit:
+    """Ask *nvcc* for its version, the archs it builds and where it really lives (or reuse the
+    answer cached in *cache* while none of its files changed)."""
+    info = probecache.cached(cache, "nvcc", {"nvcc": str(nvcc)}, lambda: _ask(nvcc))
     return Toolkit(
-        nvcc=real,
-        root=root,
-        version=Version(match[2]),
-        sass=sass,
-        cudart_static=static,
-        gcc_max=gcc_max,
+        nvcc=Path(info["nvcc"]),
+        root=Path(info["root"]),
+        version=Version(info["version"]),
+        sass=frozenset(info["sass"]),
+        cudart_static=Path(info["cudart_static"]) if info["cudart_static"] else None,
+        gcc_max=info["gcc_max"],
         host_cxx=host_cxx,
         origin=origin,
-        include_dirs=_dry_includes(dry),
-        build=b[1] if (b := _BUILD_RE.search(version_out)) else "",
+        include_dirs=tuple(Path(d) for d in info.get("include_dirs", [])),
+        build=info.get("build", ""),
     )
 
 
@@ -193,7 +221,7 @@ def provisioned(cache: Path) -> list[tuple[Path, Path | None]]:
     return [tools for tools in found if tools is not None]
 
 
-def load_provisioned(folder: Path) -> Toolkit:
+def load_provisioned(folder: Path, *, cache: Path | None = None) -> Toolkit:
     """The toolkit provisioned into *folder*."""
     tools = _provisioned_tools(folder)
     if tools is None:
@@ -201,7 +229,7 @@ def load_provisioned(folder: Path) -> Toolkit:
             f"{folder} holds no usable toolkit ({TOOLKIT_JSON} or nvcc missing); delete it and provision again"
         )
     nvcc, host = tools
-    return probe_toolkit(nvcc, origin="provisioned", host_cxx=host)
+    return probe_toolkit(nvcc, origin="provisioned", host_cxx=host, cache=cache)
 
 
 def _check_named(env: Mapping[str, str]) -> None:
@@ -237,7 +265,7 @@ def discover(env: Mapping[str, str] | None = None, *, cache: Path | None = None)
         if not (nvcc.is_file() and os.access(nvcc, os.X_OK)):
             continue
         try:
-            toolkit = probe_toolkit(nvcc, origin=origin, host_cxx=host.get(str(nvcc)))
+            toolkit = probe_toolkit(nvcc, origin=origin, host_cxx=host.get(str(nvcc)), cache=cache)
         except ToolError:
             continue
         key = toolkit.nvcc.resolve()
@@ -246,20 +274,25 @@ def discover(env: Mapping[str, str] | None = None, *, cache: Path | None = None)
     return sorted(seen.values(), key=lambda t: t.version, reverse=True)
 
 
-def _gcc_major(cxx: str) -> int | None:
-    result = proc.run([cxx, "-dumpversion"], hint="install g++", check=False)
-    head = result.stdout.strip().split(".")[0]
-    return int(head) if result.returncode == 0 and head.isdigit() else None
+def _gcc_major(cxx: str, cache: Path | None) -> int | None:
+    def ask() -> tuple[dict[str, Any], list[str | Path]]:
+        result = proc.run([cxx, "-dumpversion"], hint="install g++", check=False)
+        head = result.stdout.strip().split(".")[0]
+        major = int(head) if result.returncode == 0 and head.isdigit() else None
+        return {"major": major}, [cxx]
+
+    major = probecache.cached(cache, "cxx", {"cxx": cxx}, ask)["major"]
+    return major if isinstance(major, int) else None
 
 
-def host_compiler(toolkit: Toolkit, cxx: str) -> str:
+def host_compiler(toolkit: Toolkit, cxx: str, *, cache: Path | None = None) -> str:
     """The host compiler nvcc should run: the toolkit's own, else *cxx* when the toolkit accepts
     its GCC version (crt/host_config.h), else an older g++-N on the PATH that it accepts."""
     if toolkit.host_cxx is not None:
         return str(toolkit.host_cxx)
     if toolkit.gcc_max is None:
         return cxx
-    major = _gcc_major(cxx)
+    major = _gcc_major(cxx, cache)
     if major is None or major <= toolkit.gcc_max:
         return cxx
     for n in range(toolkit.gcc_max, toolkit.gcc_max - 6, -1):

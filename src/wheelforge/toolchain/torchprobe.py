@@ -4,13 +4,19 @@ itself; and the weak-declarations header for its CUDA-only shims."""
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
 from wheelforge.foundation import proc
 from wheelforge.foundation.errors import EnvironmentProblem
+from wheelforge.toolchain import probecache, shims
+
+# What steers which torch an interpreter imports, besides its own files.
+_PYTHON_ENV = ("PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE", "PYTHONUSERBASE", "PYTHONSAFEPATH")
 
 # Runs inside the build Python: torch's own path helpers, not guesses about its layout.
 _PROBE = r"""
@@ -26,6 +32,8 @@ print(json.dumps({
     "python_version": "%d.%d" % sys.version_info[:2],
     "ext_suffix": sysconfig.get_config_var("EXT_SUFFIX"),
     "cxx11_abi": int(torch._C._GLIBCXX_USE_CXX11_ABI),
+    "torch_file": torch.__file__,
+    "sys_path": sys.path,
 }))
 """
 
@@ -51,8 +59,17 @@ class TorchEnv:
         return f"{self.version}+{self.local}" if self.local else str(self.version)
 
 
-def probe_torch(python: Path) -> TorchEnv:
-    """Ask *python* about its torch; a missing torch is an error that says how to install it."""
+def _watched(python: Path, info: dict[str, Any]) -> list[str | Path]:
+    """What would change the answer: the interpreter, its venv, every folder on its sys.path
+    (installing or removing a package changes the folder's mtime) and torch's version files."""
+    torch_dir = Path(info["torch_file"]).parent
+    paths: list[str | Path] = [python, python.parent.parent / "pyvenv.cfg"]
+    paths += [p for p in info.get("sys_path", []) if p]  # '' is the caller's folder: not torch's
+    paths += [torch_dir, torch_dir / "version.py", torch_dir / "__init__.py"]
+    return paths
+
+
+def _ask(python: Path) -> tuple[dict[str, Any], list[str | Path]]:
     hint = "point --python at an interpreter, or install Python"
     result = proc.run([python, "-c", _PROBE], hint=hint, check=False)
     if result.returncode != 0:
@@ -72,12 +89,22 @@ def probe_torch(python: Path) -> TorchEnv:
         )
     try:
         info = json.loads(lines[-1])
-        full = Version(info["version"])
+        Version(info["version"])
+        watch = _watched(python, info)
     except (ValueError, KeyError, TypeError, InvalidVersion):
         raise EnvironmentProblem(
             f"{python} printed {lines[-1][:80]!r} where a Python with torch prints torch's "
             "details; is it a Python interpreter?"
         ) from None
+    return info, watch
+
+
+def probe_torch(python: Path, *, cache: Path | None = None) -> TorchEnv:
+    """Ask *python* about its torch (or reuse the answer cached in *cache* while nothing it
+    depends on changed); a missing torch is an error that says how to install it."""
+    key = {"python": str(python), "env": {k: os.environ.get(k) for k in _PYTHON_ENV}}
+    info = probecache.cached(cache, "torch", key, lambda: _ask(python))
+    full = Version(info["version"])
     include = Path(info["include_dirs"][0])
     if not (include / "torch" / "csrc" / "stable").is_dir():
         raise EnvironmentProblem(
@@ -108,6 +135,19 @@ def check_target(torch: TorchEnv, lowest: Version) -> None:
             f"torch {torch.label}, whose headers are older; install torch >= {lowest.major}.{lowest.minor} "
             "to build with"
         )
+
+
+def cuda_only_shims(include_dir: Path, *, cache: Path | None = None) -> tuple[str, ...]:
+    """shims.cuda_only_shims, cached while torch's shim headers are unchanged (parsing them
+    costs ~0.1 s, a third of a no-op build)."""
+
+    def parse() -> tuple[dict[str, Any], list[str | Path]]:
+        folders = [include_dir / d for d in shims.SHIM_DIRS]
+        headers = [h for f in folders if f.is_dir() for h in sorted(f.glob("*.h"))]
+        return {"names": list(shims.cuda_only_shims(include_dir))}, [*folders, *headers]
+
+    value = probecache.cached(cache, "cuda-shims", {"include": str(include_dir)}, parse)
+    return tuple(value["names"])
 
 
 def weak_shims_header(names: tuple[str, ...]) -> str:

@@ -1,0 +1,321 @@
+"""Build times of the bundled kernels: wheelforge next to a torch.utils.cpp_extension setup.py
+of the same sources, archs and MAX_JOBS, and the core-bound limit, in one run.
+
+    python bench/bench_build.py --archs "7.5 8.0 8.6 8.9 9.0 10.0 12.0+PTX" --out bench.md
+
+Cases (each a fresh process, timed by wall clock):
+
+- cold: a fresh copy of kernels/ and matrix.yaml, empty build folder, empty compile cache
+  (wheelforge's default compile cache, in a private folder: a cold cache is part of cold) and
+  empty probe cache (torch and nvcc are asked again);
+- no-op: the same command again (median of three);
+- one .cu touched: a line of code appended to one .cu file (a comment would be a cache hit);
+- add one arch: the arch list plus ``--add-arch``;
+- warm cache, fresh clone: the untouched sources copied into another folder, built with the
+  cache the cold build filled; its wheel is compared byte for byte with the cold build's.
+
+The core-bound limit: a cold build with one nvcc thread per job and no cache gives the CPU
+work of every compile job in ninja's log (``.ninja_log``: start and end of each job); the
+limit is that sum divided by the cores, plus the serial tail of the measured cold build (its
+wall time after ninja's last job ended, and before its first began: probing, link, pack,
+repair, checks).
+
+Needs torch, nvcc, ninja and wheelforge importable (``PYTHONPATH=src`` works), and setuptools
+for the setup.py baseline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import platform
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+TOUCHED = "kernels/csrc/activation_cuda.cu"
+STATS_RE = re.compile(r"compile cache (\w+): (\d+) hit\(s\), (\d+) miss\(es\)")
+COMPILED_RE = re.compile(r"compiled (\d+) of (\d+) sources")
+
+SETUP_PY = """\
+import glob, os
+import torch
+from setuptools import setup
+from torch.utils import cpp_extension
+from torch.utils.cpp_extension import BuildExtension, CUDAExtension
+
+# A CPU build of torch leaves CUDA_HOME unset whatever the environment says; a CUDA build of
+# torch finds it by itself.
+cpp_extension.CUDA_HOME = cpp_extension.CUDA_HOME or os.environ["CUDA_HOME"]
+
+defines = ["-DTORCH_TARGET_VERSION=0x020a000000000000", "-DPy_LIMITED_API=0x030a0000",
+           "-DTORCH_EXTENSION_NAME=_C"]
+ext = CUDAExtension(
+    "wheelforge_kernels._C",
+    sorted(glob.glob("kernels/csrc/*.cpp")) + sorted(glob.glob("kernels/csrc/*.cu"))
+    + ["module_init.c"],
+    include_dirs=["kernels/csrc"], py_limited_api=True,
+    extra_compile_args={"cxx": ["-O3", *defines], "nvcc": ["-O3", "-DUSE_CUDA", *defines]},
+)
+if not torch.cuda._is_compiled():  # a CPU torch has no libtorch_cuda to link
+    ext.libraries = [n for n in ext.libraries if n not in ("c10_cuda", "torch_cuda")]
+setup(
+    name="wheelforge-kernels", version="0.1.0", packages=["wheelforge_kernels"],
+    package_dir={"wheelforge_kernels": "kernels/wheelforge_kernels"},
+    ext_modules=[ext], cmdclass={"build_ext": BuildExtension},
+    options={"bdist_wheel": {"py_limited_api": "cp310"}},
+)
+"""
+MODULE_INIT = """\
+#include <Python.h>
+static struct PyModuleDef m = {PyModuleDef_HEAD_INIT, "_C", NULL, -1, NULL};
+PyMODINIT_FUNC PyInit__C(void) { return PyModule_Create(&m); }
+"""
+
+
+@dataclass
+class Run:
+    seconds: float
+    cpu: float  # user + system seconds of the command and everything it waited for
+    out: str
+    ninja_log: Path | None = None
+
+    @property
+    def cache(self) -> str:
+        m = STATS_RE.search(self.out)
+        return f"{m[1]}: {m[2]} hits, {m[3]} misses" if m else "-"
+
+    @property
+    def compiled(self) -> str:
+        m = COMPILED_RE.search(self.out)
+        return f"{m[1]}/{m[2]}" if m else "0"
+
+
+@dataclass
+class Bench:
+    archs: str
+    add_arch: str
+    jobs: int
+    work: Path
+    python: str
+    env: dict[str, str] = field(default_factory=dict)
+
+    def fresh_copy(self, name: str) -> Path:
+        root = self.work / name
+        shutil.rmtree(root, ignore_errors=True)
+        root.mkdir(parents=True)
+        ignore = shutil.ignore_patterns("__pycache__", "*.so")
+        shutil.copytree(REPO / "kernels", root / "kernels", ignore=ignore)
+        shutil.copy(REPO / "matrix.yaml", root / "matrix.yaml")
+        return root
+
+    def run(self, args: list[str], cwd: Path, env: dict[str, str] | None = None) -> Run:
+        full = {
+            **os.environ,
+            "MAX_JOBS": str(self.jobs),
+            "COLUMNS": "200",
+            **self.env,
+            **(env or {}),
+        }
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        proc = subprocess.run(args, cwd=cwd, env=full, capture_output=True, text=True)
+        seconds = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+        print(f"  {fmt(seconds):>8}  {' '.join(args[1:])}", flush=True)
+        out = proc.stdout + proc.stderr
+        if proc.returncode != 0:
+            sys.exit(f"failed ({proc.returncode}): {' '.join(args)} in {cwd}\n{out[-4000:]}")
+        return Run(seconds, cpu, out)
+
+    def wheelforge(self, root: Path, archs: str, env: dict[str, str] | None = None) -> Run:
+        run = self.run([self.python, "-m", "wheelforge", "build", "--archs", archs], root, env)
+        logs = sorted((root / "build" / "wheelforge").glob("*/.ninja_log"))
+        run.ninja_log = logs[0] if logs else None
+        return run
+
+    def setup_py(self, root: Path, archs: str) -> Run:
+        env = {"TORCH_CUDA_ARCH_LIST": archs, "CUDA_HOME": cuda_home()}
+        args = [self.python, "setup.py", "-q", "bdist_wheel", "-d", "dist"]
+        return self.run(args, root, env)
+
+
+def cuda_home() -> str:
+    """$CUDA_HOME, else the root of the toolkit wheelforge would pick: cpp_extension cannot
+    find it by itself when torch is a CPU build."""
+    if os.environ.get("CUDA_HOME"):
+        return os.environ["CUDA_HOME"]
+    from wheelforge.toolchain.toolkit import discover
+
+    found = discover()
+    if not found:
+        sys.exit("no CUDA toolkit found; set CUDA_HOME")
+    return str(found[0].root)
+
+
+def ninja_jobs(log: Path) -> list[tuple[int, int, str]]:
+    """(start ms, end ms, output) of each job of the last build recorded in a .ninja_log."""
+    jobs: dict[str, tuple[int, int, str]] = {}
+    for line in log.read_text().splitlines():
+        if line.startswith("#"):
+            continue
+        start, end, _mtime, output, _hash = line.split("\t")
+        jobs[output] = (int(start), int(end), output)  # a later build of an output wins
+    return sorted(jobs.values())
+
+
+def touch(root: Path, nonce: int) -> None:
+    path = root / TOUCHED
+    path.write_text(
+        path.read_text()
+        + f"\nnamespace {{ [[maybe_unused]] const int wf_bench_{nonce} = {nonce}; }}\n"
+    )
+
+
+def sha(root: Path) -> str:
+    (wheel,) = (root / "dist").glob("*.whl")
+    return hashlib.sha256(wheel.read_bytes()).hexdigest()
+
+
+def median_of(n: int, fn: Callable[[], Run]) -> Run:
+    runs = [fn() for _ in range(n)]
+    return sorted(runs, key=lambda r: r.seconds)[n // 2]
+
+
+def fmt(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds:.2f} s" if seconds < 10 else f"{seconds:.1f} s"
+
+
+def measure(b: Bench) -> str:
+    wider = f"{b.archs} {b.add_arch}"
+    cores = len(os.sched_getaffinity(0))
+    print("limit: cold build, one nvcc thread per job, no cache ...", flush=True)
+    serial = b.wheelforge(b.fresh_copy("serial"), b.archs, {"NVCC_THREADS": "1",
+                          "WHEELFORGE_COMPILE_CACHE": "none",
+                          "XDG_CACHE_HOME": str(b.work / "xdg-serial")})  # fmt: skip
+    assert serial.ninja_log is not None
+    jobs = ninja_jobs(serial.ninja_log)
+    compile_jobs = [j for j in jobs if j[2].endswith(".o")]
+    work_s = sum(e - s for s, e, _ in compile_jobs) / 1000
+
+    print("setup.py: cold, no-op, touched, add-arch ...", flush=True)
+    s = b.fresh_copy("setup")
+    (s / "setup.py").write_text(SETUP_PY)
+    (s / "module_init.c").write_text(MODULE_INIT)
+    sp_cold = b.setup_py(s, b.archs)
+    sp_noop = median_of(3, lambda: b.setup_py(s, b.archs))
+    touch(s, 1)
+    sp_touch = b.setup_py(s, b.archs)
+    sp_add = b.setup_py(s, wider)
+
+    print("wheelforge: cold, no-op, touched, add-arch, fresh clone ...", flush=True)
+    a = b.fresh_copy("a")
+    wf_cold = b.wheelforge(a, b.archs)
+    cold_sha = sha(a)
+    assert wf_cold.ninja_log is not None
+    cold_jobs = ninja_jobs(wf_cold.ninja_log)
+    ninja_span = (max(e for _, e, _ in cold_jobs) - min(s for s, _, _ in cold_jobs)) / 1000
+    tail = wf_cold.seconds - ninja_span
+    wf_noop = median_of(3, lambda: b.wheelforge(a, b.archs))
+    touch(a, 1)
+    wf_touch = b.wheelforge(a, b.archs)
+    wf_add = b.wheelforge(a, wider)
+    clone = b.fresh_copy("elsewhere/clone")
+    wf_clone = b.wheelforge(clone, b.archs)
+    same = sha(clone) == cold_sha
+
+    print("wheelforge with sccache: cold, add-arch (its per-arch steps) ...", flush=True)
+    sc = b.fresh_copy("sccache")
+    sccache = {"WHEELFORGE_COMPILE_CACHE": "sccache"}
+    sc_cold = b.wheelforge(sc, b.archs, sccache)
+    sc_add = b.wheelforge(sc, wider, sccache)
+
+    limit = work_s / cores + tail
+    rows = [
+        ("cold build", wf_cold, sp_cold),
+        ("no-op rebuild (median of 3)", wf_noop, sp_noop),
+        ("one .cu touched", wf_touch, sp_touch),
+        (f"add one arch (+{b.add_arch})", wf_add, sp_add),
+        ("warm cache, fresh clone in another folder", wf_clone, None),
+        ("cold build, `--compile-cache sccache`", sc_cold, None),
+        (f"add one arch (+{b.add_arch}), `--compile-cache sccache`", sc_add, None),
+    ]
+    load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
+    lines = [
+        f"Load average at the end (1/5/15 min): {load}.",
+        f"Machine: {cores} cores, {platform.processor() or platform.machine()}, Python "
+        f"{platform.python_version()}, {_versions(b.python)}; archs `{b.archs}`, MAX_JOBS={b.jobs}.",
+        "",
+        "| case | wheelforge | its CPU time | compiled | compile cache | setup.py (cpp_extension) |",
+        "| --- | ---: | ---: | ---: | --- | ---: |",
+    ]
+    for name, wf, sp in rows:
+        lines.append(f"| {name} | {fmt(wf.seconds)} | {fmt(wf.cpu)} | {wf.compiled} | {wf.cache} | "
+                     f"{fmt(sp.seconds if sp else None)} |")  # fmt: skip
+    lines += [
+        "",
+        "| core-bound limit | value |",
+        "| --- | ---: |",
+        f"| compile jobs in ninja's log (one nvcc thread each) | {len(compile_jobs)} |",
+        f"| Σ job time | {fmt(work_s)} |",
+        f"| ÷ {cores} cores | {fmt(work_s / cores)} |",
+        f"| serial tail of the cold build (wall − ninja's span) | {fmt(tail)} |",
+        f"| **limit** | **{fmt(limit)}** |",
+        f"| cold build ÷ limit | {wf_cold.seconds / limit:.2f}× |",
+        f"| cold, one nvcc thread per job, no cache (for comparison) | {fmt(serial.seconds)} |",
+        f"| setup.py cold ÷ wheelforge cold | {sp_cold.seconds / wf_cold.seconds:.2f}× |",
+        f"| warm fresh clone ÷ cold | {wf_clone.seconds / wf_cold.seconds:.1%} |",
+        f"| fresh clone's wheel identical to the cold build's | {'yes' if same else 'NO'} |",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _versions(python: str) -> str:
+    code = "import torch; print(torch.__version__)"
+    torch_v = subprocess.run([python, "-c", code], capture_output=True, text=True).stdout.strip()
+    nvcc = Path(cuda_home()) / "bin" / "nvcc"
+    out = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
+    m = re.search(r"release (\S+),", out)
+    return f"torch {torch_v}, nvcc {m[1] if m else '?'}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--archs", default="8.0 9.0+PTX")
+    parser.add_argument("--add-arch", default="10.3", help="the arch the add-one-arch case adds")
+    parser.add_argument(
+        "--jobs", type=int, default=len(os.sched_getaffinity(0)), help="MAX_JOBS of both"
+    )
+    parser.add_argument("--work", type=Path, help="work folder [default: a temporary one, removed]")
+    parser.add_argument("--out", type=Path, help="also write the tables to this file")
+    parser.add_argument("--compile-cache", default="auto", help="wheelforge's compile cache")
+    args = parser.parse_args()
+    work = args.work or Path(tempfile.mkdtemp(prefix="wf-bench-"))
+    # A private compile cache and probe cache: the cold build starts from nothing.
+    env = {"CCACHE_DIR": str(work / "ccache"), "SCCACHE_DIR": str(work / "sccache"),
+           "XDG_CACHE_HOME": str(work / "xdg"), "WHEELFORGE_COMPILE_CACHE": args.compile_cache}  # fmt: skip
+    try:
+        table = measure(Bench(archs=args.archs, add_arch=args.add_arch, jobs=args.jobs, work=work,
+                              python=sys.executable, env=env))  # fmt: skip
+    finally:
+        if args.work is None:
+            shutil.rmtree(work, ignore_errors=True)
+    print(table)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

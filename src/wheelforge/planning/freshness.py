@@ -1,0 +1,111 @@
+"""Deciding that a variant's build is up to date without starting ninja.
+
+After a successful ninja run, wheelforge records a stamp beside build.ninja: the hash of the
+ninja file (every command line lives in it) and the size and mtime of every input (sources,
+the generated files, the compilers) and every header ninja recorded for them, plus every
+output. The next build is up to date when the ninja file it writes has the same hash and no
+recorded file changed; anything else runs ninja, which decides as usual.
+
+The headers come from ``ninja -t deps``, ninja's public view of its own deps log, read once
+after each build that ran: the binary ``.ninja_deps`` format is private to ninja and changes
+between versions (v3 → v4), so it is not parsed here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from wheelforge.foundation import fsutil, proc
+from wheelforge.planning.plan import VariantPlan
+from wheelforge.toolchain import probecache
+
+STAMP = "up-to-date.json"
+
+
+def ninja_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _stamp_path(plan: VariantPlan) -> Path:
+    return plan.build_dir / STAMP
+
+
+def up_to_date(plan: VariantPlan, ninja_text: str) -> bool:
+    """Whether the last build of exactly this ninja file left nothing to do."""
+    try:
+        stamp = json.loads(_stamp_path(plan).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return (
+        isinstance(stamp, dict)
+        and stamp.get("ninja") == ninja_hash(ninja_text)
+        and probecache.unchanged(stamp.get("files", {}))
+    )
+
+
+def stamp_text(plan: VariantPlan) -> str | None:
+    """The stamp as written (None: there is none): it changes whenever an input or output does."""
+    try:
+        return _stamp_path(plan).read_text(encoding="utf-8")
+    except OSError:
+        return None
+
+
+def recorded_inputs(plan: VariantPlan) -> list[Path] | None:
+    """Every file the last build read (sources and the headers ninja recorded), from the stamp;
+    None without one (then ``ninja -t deps`` answers, planning/ninja.py inputs())."""
+    text = stamp_text(plan)
+    try:
+        read = json.loads(text)["read"] if text else None
+    except (ValueError, KeyError, TypeError):
+        return None
+    return [Path(p) for p in read] if isinstance(read, list) else None
+
+
+def forget(plan: VariantPlan) -> None:
+    """Drop the stamp before ninja runs, so a failed or interrupted build leaves none behind."""
+    with contextlib.suppress(FileNotFoundError):
+        _stamp_path(plan).unlink()
+
+
+def parse_deps(text: str, build_dir: Path) -> dict[str, list[str]]:
+    """``ninja -t deps`` output → target → the files it depends on (absolute paths).
+
+    The format: a target line ``out.o: #deps 3, deps mtime 123 (VALID)``, then its deps
+    indented, then a blank line."""
+    deps: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in text.splitlines():
+        if not line.strip():
+            current = None
+        elif not line[0].isspace() and ": #deps" in line:
+            target = line.split(": #deps", 1)[0]
+            current = deps.setdefault(os.path.normpath(build_dir / target), [])
+        elif current is not None:  # a relative dep is the build dir's (../../csrc/x.h)
+            current.append(os.path.normpath(build_dir / line.strip()))
+    return deps
+
+
+def record(plan: VariantPlan, ninja_text: str, ninja_exe: Path, started_ns: int) -> None:
+    """Stamp a build that ninja just finished. An input modified after the build started
+    may not be in the outputs, so then no stamp is written and the next build runs ninja."""
+    result = proc.run([ninja_exe, "-C", plan.build_dir, "-t", "deps"], hint="pip install ninja",
+                      check=False)  # fmt: skip
+    if result.returncode != 0:
+        return
+    headers = {d for ds in parse_deps(result.stdout, plan.build_dir).values() for d in ds}
+    read = headers | {str(s.source) for s in plan.compile_steps}
+    inputs = read | {str(g.path) for g in plan.generated}
+    inputs |= {plan.cxx, plan.cc, plan.nvcc_host, str(plan.variant.toolkit.nvcc)}
+    watched = probecache.fingerprint(sorted(inputs))
+    if any(st is None or st[1] > started_ns for st in watched.values()):
+        return
+    outputs = [*(s.object for s in plan.compile_steps), plan.library]
+    watched |= probecache.fingerprint(outputs)
+    # "read": what the compiles read, for the wheel's provenance (no second ninja -t deps)
+    stamp = {"ninja": ninja_hash(ninja_text), "files": watched, "read": sorted(read)}
+    fsutil.write_if_changed(_stamp_path(plan), json.dumps(stamp, indent=1) + "\n")

