@@ -5,9 +5,10 @@ copied into this repository), with the matrices in tests/integration/projects/ w
 - causal-conv1d: a classic torch/extension.h CUDAExtension, unstable ABI, one wheel per torch.
 
 Fetching runs each sdist's metadata hook (pip has no way around it); the projects' skip
-variables keep that from compiling anything. Builds and CUDA torches take minutes, so those
-tests are `slow` (run them with `pytest -m "slow and network" tests/integration/test_real_projects.py`);
-`wheelforge init` on each checkout is quick and runs by default. All skip cleanly offline.
+variables keep that from compiling anything. witwin-radar's build (one stable-ABI wheel, a
+minute or so) and `wheelforge init` on each checkout run by default; causal-conv1d's build needs
+two multi-GB CUDA torches and many minutes of nvcc, so it is `slow` (run it with
+`pytest -m "slow and network" tests/integration/test_real_projects.py`). All skip cleanly offline.
 """
 
 from __future__ import annotations
@@ -145,7 +146,7 @@ def test_init_on_witwin_radar_guesses_the_module_and_says_so(witwin: Path, tmp_p
     ]
 
 
-@pytest.mark.slow
+# In every CI run: one stable-ABI build of a real project (about 3 minutes here).
 def test_witwin_radar_builds_on_the_stable_abi_and_passes_under_two_torches(
     witwin: Path, tmp_path: Path
 ) -> None:
