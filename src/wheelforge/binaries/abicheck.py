@@ -1,16 +1,9 @@
 """The stable-ABI check of built binaries: run after every build, and by ``wheelforge check``.
-The rules (abirules.py), per ELF file (for a wheel, per ELF member outside auditwheel's ``.libs``):
-
-- no undefined C++ symbol of libtorch (``c10::``, ``at::``, ``torch::``, ``caffe2::``): those
-  change with every torch release;
-- every C shim function used (``aoti_torch_*``, ``torch_*``) exists in the lowest torch the
-  wheel supports (see shims.py for how that is known);
-- every Python C API symbol used is in the limited API of the wheel's abi3 tag;
-- the wheel's tags agree with its binaries: glibc symbol versions within the manylinux tag, the
-  machine, and abi3 module file names;
-- the floors it declares are not below the floors it needs: the lowest torch it loads on is the
-  newest release among the ones that introduced its shim functions, and the lowest Python is the
-  newest limited-API version among its Python symbols.
+It applies the rules of abirules.py (listed there) to each ELF file, and for a wheel to each ELF
+member outside auditwheel's ``.libs``; on top it checks what only a wheel has: abi3 module file
+names, and declared floors not below the needed ones (the lowest torch it loads on is the newest
+release that introduced one of its shim functions; the lowest Python, the newest limited-API
+version among its Python symbols).
 """
 
 from __future__ import annotations

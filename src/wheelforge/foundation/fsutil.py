@@ -1,5 +1,5 @@
-"""Small file helpers: write only when content changes, and atomic replacement (and a pause of
-the garbage collector for building large object trees)."""
+"""Small file helpers: write only when content changes, atomic replacement of files and of
+whole folders (and a pause of the garbage collector for building large object trees)."""
 
 from __future__ import annotations
 
@@ -52,6 +52,21 @@ def publish(src: Path, dest_dir: Path) -> Path:
             Path(tmp).unlink()
         raise
     return dest
+
+
+@contextlib.contextmanager
+def staged_folder(final: Path) -> Iterator[Path]:
+    """A temporary folder beside *final* (not created) that replaces *final* only when the block
+    completes; an interrupted or failed block leaves no half-made *final* and no temporary."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = final.parent / f".{final.name}.{os.getpid()}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        yield tmp
+        shutil.rmtree(final, ignore_errors=True)
+        tmp.replace(final)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 @contextlib.contextmanager

@@ -15,14 +15,12 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
-import shutil
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from wheelforge.foundation import locks, log, proc
+from wheelforge.foundation import fsutil, locks, log, proc
 from wheelforge.foundation.errors import ToolError
 from wheelforge.toolchain import torchprobe
 
@@ -155,21 +153,13 @@ def writing(path: Path) -> contextlib.AbstractContextManager[None]:
 
 def _build(spec: EnvSpec, path: Path) -> None:
     """Create the environment in a temporary folder and rename it into place once it works."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".{path.name}.{os.getpid()}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
-        with log.step(f"create the {spec.label} environment in {path}"):
-            _create(spec, tmp)
-            info = _probe(_env_python(tmp))
-            (tmp / MARKER).write_text(
-                json.dumps({"spec": spec.torch or str(spec.torch_from), **info})
-            )
-            shutil.rmtree(path, ignore_errors=True)
-            tmp.replace(path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            shutil.rmtree(tmp)
+    with (
+        fsutil.staged_folder(path) as tmp,
+        log.step(f"create the {spec.label} environment in {path}"),
+    ):
+        _create(spec, tmp)
+        info = _probe(_env_python(tmp))
+        (tmp / MARKER).write_text(json.dumps({"spec": spec.torch or str(spec.torch_from), **info}))
 
 
 def install_wheel(env: TestEnv, wheel: Path, dist_name: str) -> None:

@@ -30,7 +30,7 @@ from pathlib import Path
 from packaging.version import Version
 
 from wheelforge.configuration.archs import Arch, sm_range
-from wheelforge.foundation import locks, log, proc
+from wheelforge.foundation import fsutil, locks, log, proc
 from wheelforge.foundation.errors import ConfigError, ToolError
 from wheelforge.toolchain.toolkit import TOOLKIT_JSON, release_builds
 
@@ -198,24 +198,18 @@ def install(recipe: Recipe, cache: Path) -> Path:
 
 
 def _install(recipe: Recipe, final: Path) -> Path:
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = final.parent / f".{recipe.folder}.{os.getpid()}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
-        with log.step(f"provision {recipe.describe()} into {final}"):
-            prefix, downloads = tmp / "prefix", tmp / "downloads"
-            prefix.mkdir(parents=True)
-            downloads.mkdir()
-            info = _SOURCES[recipe.source](recipe, prefix, downloads)
-            shutil.rmtree(downloads)
-            (prefix / TOOLKIT_JSON).write_text(
-                json.dumps({"release": recipe.release, "source": recipe.source, **info}, indent=1)
-                + "\n"
-            )
-            shutil.rmtree(final, ignore_errors=True)
-            prefix.replace(final)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    with (
+        fsutil.staged_folder(final) as prefix,
+        log.step(f"provision {recipe.describe()} into {final}"),
+    ):
+        downloads = prefix / ".downloads"
+        downloads.mkdir(parents=True)
+        info = _SOURCES[recipe.source](recipe, prefix, downloads)
+        shutil.rmtree(downloads)
+        (prefix / TOOLKIT_JSON).write_text(
+            json.dumps({"release": recipe.release, "source": recipe.source, **info}, indent=1)
+            + "\n"
+        )
     return final
 
 
