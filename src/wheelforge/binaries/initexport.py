@@ -57,7 +57,8 @@ def init_export(data: bytes | ELFFile, *, path: str, leaf: str) -> InitExport:
     try:
         elf = data if isinstance(data, ELFFile) else ELFFile(io.BytesIO(data))
         dynamic = _symbol_state(elf, ".dynsym", f"PyInit_{leaf}")
-        static = _symbol_state(elf, ".symtab", f"PyInit_{leaf}")
+        # .symtab (every symbol: a second slow table to index) only explains a missing export.
+        static = None if dynamic == "exported" else _symbol_state(elf, ".symtab", f"PyInit_{leaf}")
     except (ELFError, ValueError, KeyError, OSError) as exc:
         raise BinaryFormatError(path, None, f"not a readable ELF file: {exc}") from None
     return InitExport(

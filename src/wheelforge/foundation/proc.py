@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from wheelforge.foundation import log
 from wheelforge.foundation.errors import EnvironmentProblem, ToolError
@@ -150,6 +151,31 @@ def stream(
             stop(child)
             raise
     return Result(args=tuple(argv), returncode=returncode, stdout="".join(lines), stderr="")
+
+
+def start(
+    args: Sequence[str | Path], *, hint: str, cwd: Path, stderr: IO[str]
+) -> subprocess.Popen[str]:
+    """Start a long-lived helper that is spoken to through its stdin and stdout (text lines),
+    its stderr into *stderr*, in a session of its own like every tool; stop() ends it, closing
+    its stdin lets it end by itself."""
+    argv = [str(a) for a in args]
+    argv[0] = which(argv[0], hint=hint)
+    log.command(argv)
+    try:
+        return subprocess.Popen(
+            argv,
+            cwd=cwd,
+            text=True,
+            errors="replace",
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            bufsize=1,
+            start_new_session=True,  # see the module's docstring
+        )
+    except OSError as exc:
+        raise ToolError(f"could not run {shlex.join(argv)}: {exc.strerror}") from exc
 
 
 def session_members(sid: int) -> list[int]:

@@ -322,10 +322,11 @@ def init_command(
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: runs the CLI and turns every error into one message and an exit code."""
     from wheelforge.running.signals import signals_as_errors
+    from wheelforge.toolchain import warmtorch
 
     log.set_ci(log.detect_ci(os.environ))
     try:
-        with signals_as_errors():
+        with signals_as_errors(), warmtorch.session():
             cli.main(
                 args=list(argv) if argv is not None else None,
                 prog_name="wheelforge",

@@ -7,7 +7,7 @@ import dataclasses
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -24,98 +24,13 @@ from wheelforge.foundation.errors import (
 )
 from wheelforge.packaging import repair, stamp, wheel, wheel_variants
 from wheelforge.planning import variants
-from wheelforge.planning.plan import VariantPlan, make_plan
+from wheelforge.planning.plan import VariantPlan
 from wheelforge.planning.variants import Variant
 from wheelforge.running import budget, importcheck, incremental, reproduce
-from wheelforge.running.preflight import describe_os_error, preflight
+from wheelforge.running.preflight import describe_os_error
+from wheelforge.running.prepare import plan_all, plan_variant, resolve_variants
 from wheelforge.running.results import BuildReport, VariantFailure, VariantResult
-from wheelforge.toolchain import compilecache, envs, toolkit, torchprobe
-from wheelforge.toolchain.choice import ensure_toolkit
-
-
-def folders(settings: BuildSettings) -> dict[str, Path]:
-    """The folders a build writes, by the flag that sets each."""
-    return {
-        "--out": settings.out_dir,
-        "--build-dir": settings.build_root,
-        "--cache-dir": settings.cache,
-    }
-
-
-def resolve_variants(settings: BuildSettings, *, probe: bool = False) -> list[Variant]:
-    """The variants to build, each with its toolkit (provisioned now where needed). Everything
-    that can be refused without a compiler is refused here, before anything is downloaded or
-    compiled; with *probe*, the folders the build writes are then probed (preflight.py), still
-    before any download."""
-    found = toolkit.discover(cache=settings.cache)
-    chosen = variants.select(variants.expand(settings.matrix, found), settings.only)
-
-    def ready(v: Variant, *, offline: bool) -> Variant:
-        choice = ensure_toolkit(v.choice, who=f"variant {v.id}", archs=v.arch_set.archs,
-                                found=found, cache=settings.cache, offline=offline)  # fmt: skip
-        return variants.with_choice(v, choice)
-
-    if probe:
-        if settings.offline:  # its refusals come first: nothing is written for a refused build
-            chosen = [ready(v, offline=True) for v in chosen]
-        preflight(settings.matrix, folders(settings))
-    return [ready(v, offline=settings.offline) for v in chosen]
-
-
-def _build_torch(variant: Variant, settings: BuildSettings) -> torchprobe.TorchEnv:
-    tests = settings.matrix.tests
-    return envs.build_torch(
-        variant.torch,
-        python=settings.python,
-        requires=tests.requires if tests else (),
-        cache=settings.cache,
-    )
-
-
-def plan_variant(variant: Variant, torch: torchprobe.TorchEnv, settings: BuildSettings, *,
-                 cache: compilecache.CompileCache | None = None, build_root: Path | None = None,
-                 out_dir: Path | None = None) -> VariantPlan:  # fmt: skip
-    """The plan of one variant, compiling through *cache* when given; another *build_root* and
-    *out_dir* give its twin for ``--verify-reproducible``."""
-    launchers = incremental.launchers(settings, cache)
-    plan = make_plan(
-        matrix=settings.matrix,
-        variant=variant,
-        torch=torch,
-        weak_header=torchprobe.weak_shims_header(
-            torchprobe.cuda_only_shims(torch.include_dir, cache=settings.cache)
-        ),
-        build_root=build_root or settings.build_root,
-        out_dir=out_dir or settings.out_dir,
-        cxx=settings.cxx,
-        cc=settings.cc,
-        nvcc_host=toolkit.host_compiler(variant.toolkit, settings.cxx, cache=settings.cache),
-        nvcc_threads=settings.nvcc_threads,
-        cxx_launcher=launchers[0],
-        cc_launcher=launchers[1],
-        cuda_launcher=launchers[2],
-    )
-    return incremental.with_threads(plan, settings)
-
-
-def plan_all(
-    settings: BuildSettings,
-    chosen: list[Variant] | None = None,
-    cache: compilecache.CompileCache | None = None,
-) -> list[VariantPlan]:
-    """A plan per variant (each with its toolkit on disk: *chosen*, else resolve_variants),
-    compiling through *cache* when given."""
-    matrix = settings.matrix
-    chosen = resolve_variants(settings) if chosen is None else chosen
-    plans = []
-    probed: dict[str | None, torchprobe.TorchEnv] = {}
-    for variant in chosen:
-        if variant.torch not in probed:
-            torch = probed[variant.torch] = _build_torch(variant, settings)
-            if matrix.abi == "stable":
-                torchprobe.check_target(torch, matrix.torch.lowest)
-        plans.append(plan_variant(variant, probed[variant.torch], settings, cache=cache))
-    return plans
+from wheelforge.toolchain import compilecache, warmtorch
 
 
 class _Stages:
@@ -186,13 +101,12 @@ def _build_variant(
     variant = plan.variant
     title = f"{variant.id}: compile for {variant.arch_set} with CUDA {variant.toolkit.version}"
     with log.group(title), log.step(title), stages.stage("compile"):
-        steps, cache_stats = incremental.compile_variant(plan, settings.jobs, cache)
-        compiled = [s for s in steps if s in ("CXX", "CC", "NVCC")]
-        log.info(
-            f"  compiled {len(compiled)} of {len(plan.compile_steps)} sources"
-            if compiled
-            else "  nothing to compile: up to date"
+        steps, cache_stats = incremental.compile_variant(
+            plan, settings.jobs, cache, before_ninja=_warm_torch(plan, settings)
         )
+        compiled = [s for s in steps if s in ("CXX", "CC", "NVCC")]
+        counted = f"compiled {len(compiled)} of {len(plan.compile_steps)} sources"
+        log.info(f"  {counted if compiled else 'nothing to compile: up to date'}")
 
     contents = wheel.contents(plan, repair.build_platform(), incremental.dist_info_files(plan))
     digest = contents.digest()
@@ -246,8 +160,21 @@ def _reuse(
         found = _check(reusable, plan, settings, stages, before[0] if before else None)
         imported = None
         if settings.import_check:  # imported when published, unless that was skipped
-            imported = (before[1] if before else None) or importcheck.check_import(reusable, plan)
+            imported = (before[1] if before else None) or _import_check(reusable, plan, settings)
     return _Published(wheel=reusable, found=found, import_check=imported)
+
+
+def _warm_torch(plan: VariantPlan, settings: BuildSettings) -> Callable[[], None] | None:
+    """Have the import check's child import torch while nvcc runs (toolchain/warmtorch.py)."""
+    if not settings.import_check:
+        return None
+    return lambda: warmtorch.warm(plan.torch.python)
+
+
+def _import_check(wheel_path: Path, plan: VariantPlan, settings: BuildSettings) -> str | None:
+    if not settings.import_check:
+        return None
+    return importcheck.check_import(wheel_path, plan, cache=settings.cache)
 
 
 def _check(
@@ -299,7 +226,7 @@ def _pack_and_publish(
             )
         with stages.stage("verify"):
             found = _check(repaired, plan, settings, stages)
-            imported = importcheck.check_import(repaired, plan) if settings.import_check else None
+            imported = _import_check(repaired, plan, settings)
         with stages.stage("publish"):
             outputs, props = [repaired], tuple[str, ...]()
             if plan.variant.variant_label:
@@ -344,7 +271,10 @@ def run_build(settings: BuildSettings) -> BuildReport:
     start = time.perf_counter()
     chosen = resolve_variants(settings, probe=True)
     lock = settings.build_root / locks.LOCK_NAME
-    with locks.hold(lock, what=f"the build folder {settings.build_root}", wait=settings.wait):
+    with (
+        locks.hold(lock, what=f"the build folder {settings.build_root}", wait=settings.wait),
+        warmtorch.session(),
+    ):
         return _run_build(settings, chosen, start)
 
 

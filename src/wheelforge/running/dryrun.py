@@ -9,7 +9,7 @@ from pathlib import Path
 
 from wheelforge.configuration.settings import BuildSettings
 from wheelforge.planning import ninja, variants
-from wheelforge.running.build import plan_all
+from wheelforge.running.prepare import plan_all
 from wheelforge.toolchain import toolkit
 
 

@@ -1,11 +1,13 @@
 """The import check: before a wheel is published, load its extension module the way Python will,
 in a child process of the build Python (torch imported first, as the package's ``__init__.py``
-should), so a wheel that cannot be imported never reaches the output folder."""
+should), so a wheel that cannot be imported never reaches the output folder. The child imported
+torch while the build compiled (toolchain/warmtorch.py)."""
 
 from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 import shutil
 import tempfile
@@ -15,23 +17,10 @@ from pathlib import Path
 from wheelforge.binaries.abicheck import demangle
 from wheelforge.foundation import log, proc
 from wheelforge.foundation.errors import VerificationError
+from wheelforge.packaging import stamp
 from wheelforge.planning.plan import VariantPlan
+from wheelforge.toolchain import probecache, torchprobe, warmtorch
 
-# Loads the module file directly (not through its package), so the package's own imports and
-# dependencies are not needed, and the loader's message is the one a user would see.
-_CHILD = r"""
-import importlib.util, json, sys
-import torch
-name, path = sys.argv[1], sys.argv[2]
-try:
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-except Exception as exc:
-    print(json.dumps(f"{type(exc).__name__}: {exc}"))
-else:
-    print(json.dumps(None))
-"""
 _UNDEFINED_RE = re.compile(r"undefined symbol: (\S+)")
 
 
@@ -50,21 +39,35 @@ def _hint(message: str, plan: VariantPlan) -> str:
     return "run the same import in the build Python to see more"
 
 
-def check_import(wheel: Path, plan: VariantPlan) -> str:
-    """Import the wheel's extension module under *plan*'s build torch; returns what ran, or
-    raises VerificationError with the loader's message."""
+def check_import(wheel: Path, plan: VariantPlan, *, cache: Path | None = None) -> str:
+    """Import the wheel's extension module under *plan*'s build torch (in a warm child that
+    imported torch first: toolchain/warmtorch.py); returns what ran, or raises
+    VerificationError with the loader's message. A success is remembered in *cache* for these
+    wheel bytes and this torch while the files torch's probe watches are unchanged: a fresh
+    clone that builds the same wheel does not import it again."""
     module = plan.matrix.extension.name
+    key = {
+        "wheel": stamp.sha256(wheel),
+        "module": module,
+        "python": str(plan.torch.python),
+        "env": {k: os.environ.get(k) for k in torchprobe.PYTHON_ENV},
+    }
+    found = probecache.lookup(cache, "import-check", key)
+    if found is not None and isinstance(found.get("ran"), str):
+        return str(found["ran"])
+    ran = _import(wheel, plan, module)
+    if plan.torch.watch:  # nothing to watch: nothing that says when the verdict goes stale
+        probecache.store(cache, "import-check", key, {"ran": ran}, plan.torch.watch)
+    return ran
+
+
+def _import(wheel: Path, plan: VariantPlan, module: str) -> str:
     python = plan.torch.python
     with tempfile.TemporaryDirectory(prefix="import-", dir=plan.build_dir) as tmp:
         site = Path(tmp) / "site"
         with zipfile.ZipFile(wheel) as zf:
             zf.extractall(site)
-        result = proc.run(
-            [python, "-c", _CHILD, module, site / plan.wheel_library_path],
-            hint="point --python at an interpreter with torch",
-            cwd=Path(tmp),
-            check=False,
-        )
+        result = warmtorch.import_module(python, module, site / plan.wheel_library_path)
         shutil.rmtree(site, ignore_errors=True)
     lines = result.stdout.strip().splitlines()
     try:

@@ -11,6 +11,7 @@ import math
 import os
 import pickle
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from wheelforge import __version__
@@ -61,16 +62,23 @@ def launchers(
 
 
 def compile_variant(
-    plan: VariantPlan, jobs: int | None, cache: compilecache.CompileCache | None
+    plan: VariantPlan,
+    jobs: int | None,
+    cache: compilecache.CompileCache | None,
+    *,
+    before_ninja: Callable[[], None] | None = None,
 ) -> tuple[list[str], compilecache.CacheStats | None]:
     """Bring the objects and the library up to date: the steps ninja ran (none, and no ninja
-    process, when the freshness stamp says nothing changed) and the compile cache's counts."""
+    process, when the freshness stamp says nothing changed) and the compile cache's counts.
+    *before_ninja* runs when ninja is about to (what can overlap the compile starts there)."""
     for generated in plan.generated:
         fsutil.write_if_changed(generated.path, generated.text)
     text = ninja.write(plan)
     if freshness.up_to_date(plan, text):
         return [], None
     freshness.forget(plan)
+    if before_ninja is not None:
+        before_ninja()
     started = time.time_ns()
     stats = None
     if cache is None:

@@ -13,29 +13,10 @@ from packaging.version import InvalidVersion, Version
 
 from wheelforge.foundation import proc
 from wheelforge.foundation.errors import EnvironmentProblem
-from wheelforge.toolchain import probecache, shims
+from wheelforge.toolchain import probecache, shims, warmtorch
 
 # What steers which torch an interpreter imports, besides its own files.
-_PYTHON_ENV = ("PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE", "PYTHONUSERBASE", "PYTHONSAFEPATH")
-
-# Runs inside the build Python: torch's own path helpers, not guesses about its layout.
-_PROBE = r"""
-import json, sys, sysconfig
-import torch
-from torch.utils import cpp_extension as ce
-print(json.dumps({
-    "version": torch.__version__,
-    "cuda": torch.version.cuda,
-    "include_dirs": ce.include_paths("cpu"),
-    "library_dirs": ce.library_paths("cpu"),
-    "python_include": sysconfig.get_paths()["include"],
-    "python_version": "%d.%d" % sys.version_info[:2],
-    "ext_suffix": sysconfig.get_config_var("EXT_SUFFIX"),
-    "cxx11_abi": int(torch._C._GLIBCXX_USE_CXX11_ABI),
-    "torch_file": torch.__file__,
-    "sys_path": sys.path,
-}))
-"""
+PYTHON_ENV = ("PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE", "PYTHONUSERBASE", "PYTHONSAFEPATH")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,6 +34,9 @@ class TorchEnv:
     python_version: str
     ext_suffix: str  # e.g. .cpython-311-x86_64-linux-gnu.so
     cxx11_abi: int
+    # What the answer depends on (probecache's watch list): a verdict about this torch (the
+    # import check's) is cached as long as these keep their size and mtime.
+    watch: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
@@ -70,8 +54,7 @@ def _watched(python: Path, info: dict[str, Any]) -> list[str | Path]:
 
 
 def _ask(python: Path) -> tuple[dict[str, Any], list[str | Path]]:
-    hint = "point --python at an interpreter, or install Python"
-    result = proc.run([python, "-c", _PROBE], hint=hint, check=False)
+    result = warmtorch.probe(python)  # its child stays, warm, for the import check
     if result.returncode != 0:
         if "No module named 'torch'" in result.stderr:
             raise EnvironmentProblem(
@@ -102,7 +85,7 @@ def _ask(python: Path) -> tuple[dict[str, Any], list[str | Path]]:
 def probe_torch(python: Path, *, cache: Path | None = None) -> TorchEnv:
     """Ask *python* about its torch (or reuse the answer cached in *cache* while nothing it
     depends on changed); a missing torch is an error that says how to install it."""
-    key = {"python": str(python), "env": {k: os.environ.get(k) for k in _PYTHON_ENV}}
+    key = {"python": str(python), "env": {k: os.environ.get(k) for k in PYTHON_ENV}}
     info = probecache.cached(cache, "torch", key, lambda: _ask(python))
     full = Version(info["version"])
     include = Path(info["include_dirs"][0])
@@ -124,6 +107,7 @@ def probe_torch(python: Path, *, cache: Path | None = None) -> TorchEnv:
         python_version=info["python_version"],
         ext_suffix=info["ext_suffix"],
         cxx11_abi=int(info["cxx11_abi"]),
+        watch=tuple(str(p) for p in _watched(python, info)),
     )
 
 

@@ -1,0 +1,101 @@
+"""Before anything compiles: settings → the variants to build, each with its toolkit on disk
+(refusals and the output folders' preflight first) → torch probed once per torch → one plan per
+variant."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from wheelforge.configuration.settings import BuildSettings
+from wheelforge.planning import variants
+from wheelforge.planning.plan import VariantPlan, make_plan
+from wheelforge.planning.variants import Variant
+from wheelforge.running import incremental
+from wheelforge.running.preflight import preflight
+from wheelforge.toolchain import compilecache, envs, toolkit, torchprobe
+from wheelforge.toolchain.choice import ensure_toolkit
+
+
+def folders(settings: BuildSettings) -> dict[str, Path]:
+    """The folders a build writes, by the flag that sets each."""
+    return {
+        "--out": settings.out_dir,
+        "--build-dir": settings.build_root,
+        "--cache-dir": settings.cache,
+    }
+
+
+def resolve_variants(settings: BuildSettings, *, probe: bool = False) -> list[Variant]:
+    """The variants to build, each with its toolkit (provisioned now where needed). Everything
+    that can be refused without a compiler is refused here, before anything is downloaded or
+    compiled; with *probe*, the folders the build writes are then probed (preflight.py), still
+    before any download."""
+    found = toolkit.discover(cache=settings.cache)
+    chosen = variants.select(variants.expand(settings.matrix, found), settings.only)
+
+    def ready(v: Variant, *, offline: bool) -> Variant:
+        choice = ensure_toolkit(v.choice, who=f"variant {v.id}", archs=v.arch_set.archs,
+                                found=found, cache=settings.cache, offline=offline)  # fmt: skip
+        return variants.with_choice(v, choice)
+
+    if probe:
+        if settings.offline:  # its refusals come first: nothing is written for a refused build
+            chosen = [ready(v, offline=True) for v in chosen]
+        preflight(settings.matrix, folders(settings))
+    return [ready(v, offline=settings.offline) for v in chosen]
+
+
+def _build_torch(variant: Variant, settings: BuildSettings) -> torchprobe.TorchEnv:
+    tests = settings.matrix.tests
+    return envs.build_torch(
+        variant.torch,
+        python=settings.python,
+        requires=tests.requires if tests else (),
+        cache=settings.cache,
+    )
+
+
+def plan_variant(variant: Variant, torch: torchprobe.TorchEnv, settings: BuildSettings, *,
+                 cache: compilecache.CompileCache | None = None, build_root: Path | None = None,
+                 out_dir: Path | None = None) -> VariantPlan:  # fmt: skip
+    """The plan of one variant, compiling through *cache* when given; another *build_root* and
+    *out_dir* give its twin for ``--verify-reproducible``."""
+    launchers = incremental.launchers(settings, cache)
+    plan = make_plan(
+        matrix=settings.matrix,
+        variant=variant,
+        torch=torch,
+        weak_header=torchprobe.weak_shims_header(
+            torchprobe.cuda_only_shims(torch.include_dir, cache=settings.cache)
+        ),
+        build_root=build_root or settings.build_root,
+        out_dir=out_dir or settings.out_dir,
+        cxx=settings.cxx,
+        cc=settings.cc,
+        nvcc_host=toolkit.host_compiler(variant.toolkit, settings.cxx, cache=settings.cache),
+        nvcc_threads=settings.nvcc_threads,
+        cxx_launcher=launchers[0],
+        cc_launcher=launchers[1],
+        cuda_launcher=launchers[2],
+    )
+    return incremental.with_threads(plan, settings)
+
+
+def plan_all(
+    settings: BuildSettings,
+    chosen: list[Variant] | None = None,
+    cache: compilecache.CompileCache | None = None,
+) -> list[VariantPlan]:
+    """A plan per variant (each with its toolkit on disk: *chosen*, else resolve_variants),
+    compiling through *cache* when given."""
+    matrix = settings.matrix
+    chosen = resolve_variants(settings) if chosen is None else chosen
+    plans = []
+    probed: dict[str | None, torchprobe.TorchEnv] = {}
+    for variant in chosen:
+        if variant.torch not in probed:
+            torch = probed[variant.torch] = _build_torch(variant, settings)
+            if matrix.abi == "stable":
+                torchprobe.check_target(torch, matrix.torch.lowest)
+        plans.append(plan_variant(variant, probed[variant.torch], settings, cache=cache))
+    return plans

@@ -1,0 +1,183 @@
+"""Warm torch processes: children of the build Python that import torch ahead of need, then
+answer the torch probe and run one import check each.
+
+Importing torch is the slowest thing a build does outside the compiler (3.5-4 s on the H200
+machine, ~1.5 s here), and a cold build did it twice, one after the other: the probe
+(torchprobe.py) before compiling, the import check (running/importcheck.py) after packing.
+Now one child does both. It imports torch (niced, so the compiles it overlaps come first),
+prints the probe's answer, then waits on its stdin for the one module to import, the way a
+fresh ``python -c 'import torch; ...'`` would: the module is loaded in a process that has only
+imported torch, and the loader's message and exit status are that process's own. A child is
+used for one import check and then ends: two variants' modules register the same operator
+namespace, which one process refuses, and a crash while loading ends only that child.
+
+``warm(python)`` starts one in the background (when a build is about to compile, so torch is
+imported while nvcc runs); ``probe`` and ``import_module`` use the warm one or start it. A
+no-op build starts none. ``session()`` stops whatever was left unused when the build ends;
+a child also ends by itself when its stdin closes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from wheelforge.foundation import proc
+
+PROBE_MARK = "wheelforge-torch-probe: "
+_NICENESS = 5
+
+# Runs inside the build Python: torch's own path helpers, not guesses about its layout.
+_SCRIPT = r"""
+import json, os, sys, sysconfig
+try:
+    os.nice(int(sys.argv[1]))
+except OSError:
+    pass
+import torch
+from torch.utils import cpp_extension as ce
+print(sys.argv[2] + json.dumps({
+    "version": torch.__version__,
+    "cuda": torch.version.cuda,
+    "include_dirs": ce.include_paths("cpu"),
+    "library_dirs": ce.library_paths("cpu"),
+    "python_include": sysconfig.get_paths()["include"],
+    "python_version": "%d.%d" % sys.version_info[:2],
+    "ext_suffix": sysconfig.get_config_var("EXT_SUFFIX"),
+    "cxx11_abi": int(torch._C._GLIBCXX_USE_CXX11_ABI),
+    "torch_file": torch.__file__,
+    "sys_path": sys.path,
+}), flush=True)
+request = sys.stdin.readline()
+if not request:
+    sys.exit(0)
+import importlib.util
+name, path = json.loads(request)
+# Loads the module file directly (not through its package), so the package's own imports and
+# dependencies are not needed, and the loader's message is the one a user would see.
+try:
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+except Exception as exc:
+    print(json.dumps(f"{type(exc).__name__}: {exc}"))
+else:
+    print(json.dumps(None))
+"""
+
+HINT = "point --python at an interpreter with torch"
+
+
+@dataclass
+class _Child:
+    python: Path
+    folder: Path  # its working folder (sys.path[0]), empty, removed with it
+    stderr: IO[str]
+    popen: subprocess.Popen[str]
+    before_probe: list[str] = field(default_factory=list)  # what it printed before the probe
+    probe_line: str | None = None
+
+    def read_probe(self) -> str | None:
+        assert self.popen.stdout is not None  # stdout=PIPE
+        while self.probe_line is None:
+            line = self.popen.stdout.readline()
+            if not line:
+                return None
+            if line.startswith(PROBE_MARK):
+                self.probe_line = line[len(PROBE_MARK) :].strip()
+            else:
+                self.before_probe.append(line)
+        return self.probe_line
+
+    def finish(self, request: str | None) -> proc.Result:
+        """Send *request* (or nothing: close its stdin), wait for its end, and return all it
+        printed after the probe, its stderr and its exit status."""
+        assert self.popen.stdin is not None and self.popen.stdout is not None
+        with contextlib.suppress(BrokenPipeError):  # it ended already: its status says why
+            if request is not None:
+                self.popen.stdin.write(request + "\n")
+            self.popen.stdin.close()
+        rest = self.popen.stdout.read()
+        returncode = self.popen.wait()
+        self.stderr.seek(0)
+        return proc.Result(
+            args=tuple(str(a) for a in self.popen.args),  # type: ignore[union-attr]
+            returncode=returncode,
+            stdout="".join(self.before_probe) + rest,
+            stderr=self.stderr.read(),
+        )
+
+    def close(self) -> None:
+        if self.popen.poll() is None:
+            proc.stop(self.popen)
+        self.stderr.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+_WARM: dict[Path, _Child] = {}
+
+
+def _start(python: Path) -> _Child:
+    folder = Path(tempfile.mkdtemp(prefix="wheelforge-torch-"))
+    stderr = (folder / "stderr").open("w+", encoding="utf-8", errors="replace")
+    try:
+        popen = proc.start(
+            [python, "-c", _SCRIPT, str(_NICENESS), PROBE_MARK],
+            hint=HINT,
+            cwd=folder,
+            stderr=stderr,
+        )
+    except BaseException:
+        stderr.close()
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return _Child(python=python, folder=folder, stderr=stderr, popen=popen)
+
+
+def warm(python: Path) -> None:
+    """Start importing torch in *python* now, for a probe or an import check to come."""
+    if python not in _WARM:
+        _WARM[python] = _start(python)
+
+
+def probe(python: Path) -> proc.Result:
+    """The probe's answer (a JSON line in ``stdout``) from *python*'s warm child; when it fails,
+    everything the child printed and its exit status."""
+    warm(python)
+    child = _WARM[python]
+    line = child.read_probe()
+    if line is not None:
+        return proc.Result(args=(str(python),), returncode=0, stdout=line + "\n", stderr="")
+    del _WARM[python]
+    try:
+        return child.finish(None)
+    finally:
+        child.close()
+
+
+def import_module(python: Path, name: str, path: Path) -> proc.Result:
+    """Import the extension module file *path* as *name* in a child of *python* that imported
+    torch first; its output's last line is JSON: null, or the loader's message."""
+    warm(python)
+    child = _WARM.pop(python)
+    try:
+        return child.finish(json.dumps([name, str(path)]))
+    finally:
+        child.close()
+
+
+@contextlib.contextmanager
+def session() -> Iterator[None]:
+    """Stop, at the end, every warm child that was not used."""
+    try:
+        yield
+    finally:
+        while _WARM:
+            _WARM.popitem()[1].close()
