@@ -1,0 +1,123 @@
+"""Warm torch children (toolchain/warmtorch.py): one torch import answers the probe and one
+import check; each check gets a process of its own; unused children are stopped; and the
+import check's cache (running/importcheck.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.unit.fakes import plan_for
+from wheelforge.configuration.reader import load_matrix
+from wheelforge.foundation.errors import VerificationError
+from wheelforge.running import importcheck
+from wheelforge.toolchain import warmtorch
+
+pytest.importorskip("torch")
+PYTHON = Path(sys.executable)
+
+
+@pytest.fixture(autouse=True)
+def _stop_children() -> object:
+    with warmtorch.session():
+        yield
+
+
+def _module(tmp: Path, body: str) -> Path:
+    path = tmp / "mod.py"
+    path.write_text(body)
+    return path
+
+
+def test_one_child_answers_the_probe_then_imports_after_torch(tmp_path: Path) -> None:
+    probe = warmtorch.probe(PYTHON)
+    info = json.loads(probe.stdout)
+    assert probe.returncode == 0 and info["torch_file"].endswith("torch/__init__.py")
+    pid = tmp_path / "pid"
+    body = f"import os, sys\nassert 'torch' in sys.modules\nopen({str(pid)!r}, 'w').write(str(os.getpid()))\n"
+    result = warmtorch.import_module(PYTHON, "mod", _module(tmp_path, body))
+    assert result.returncode == 0
+    assert json.loads(result.stdout.strip().splitlines()[-1]) is None
+    first = int(pid.read_text())
+    assert first != os.getpid()
+    # The child that imported is gone; the next check gets a fresh one.
+    warmtorch.import_module(PYTHON, "mod", tmp_path / "mod.py")
+    assert int(pid.read_text()) != first
+
+
+def test_the_loaders_message_and_a_crash_are_the_childs(tmp_path: Path) -> None:
+    failing = warmtorch.import_module(
+        PYTHON, "mod", _module(tmp_path, "raise ImportError('boom')\n")
+    )
+    assert json.loads(failing.stdout.strip().splitlines()[-1]) == "ImportError: boom"
+    crash = warmtorch.import_module(PYTHON, "mod", _module(tmp_path, "import os\nos._exit(7)\n"))
+    assert crash.returncode == 7
+
+
+def test_a_python_without_torch_says_so(tmp_path: Path) -> None:
+    venv = tmp_path / "bare"
+    bare = venv / "bin" / "python"
+    bare.parent.mkdir(parents=True)
+    bare.symlink_to(
+        Path(sys.base_prefix) / "bin" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    )
+    result = warmtorch.probe(bare)
+    assert result.returncode != 0 and "No module named 'torch'" in result.stderr
+
+
+def test_an_unused_child_is_stopped_when_the_session_ends() -> None:
+    with warmtorch.session():
+        warmtorch.warm(PYTHON)
+        child = warmtorch._WARM[PYTHON]
+        assert child.popen.poll() is None
+    assert child.popen.poll() is not None
+    assert not child.folder.exists()
+
+
+def _wheel(tmp: Path, plan_library: str, body: str) -> Path:
+    wheel = tmp / "x-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.writestr(plan_library, body)
+    return wheel
+
+
+def test_an_import_check_success_is_cached_by_the_wheels_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    matrix_file = Path(__file__).resolve().parents[2] / "matrix.yaml"
+    plan = plan_for(load_matrix(matrix_file), tmp_path)
+    watched = tmp_path / "site-packages"
+    watched.mkdir()
+    plan = dataclasses.replace(
+        plan,
+        torch=dataclasses.replace(plan.torch, python=PYTHON, watch=(str(watched),)),
+        wheel_library_path="pkg/mod.py",  # a Python module stands in for the extension
+    )
+    plan.build_dir.mkdir(parents=True)
+    wheel = _wheel(tmp_path, plan.wheel_library_path, "x = 1\n")
+    calls: list[Path] = []
+    real = warmtorch.import_module
+
+    def counting(python: Path, name: str, path: Path) -> object:
+        calls.append(path)
+        return real(python, name, path)
+
+    monkeypatch.setattr(warmtorch, "import_module", counting)
+    cache = tmp_path / "cache"
+    assert importcheck.check_import(wheel, plan, cache=cache).startswith("import ")
+    assert importcheck.check_import(wheel, plan, cache=cache).startswith("import ")
+    assert len(calls) == 1  # the same bytes under the same torch: not imported again
+    (watched / "new-package").mkdir()  # a package installed: the torch may differ now
+    importcheck.check_import(wheel, plan, cache=cache)
+    assert len(calls) == 2
+    broken = _wheel(tmp_path, plan.wheel_library_path, "raise ImportError('boom')\n")
+    for _ in range(2):  # a failure is never cached
+        with pytest.raises(VerificationError, match="ImportError: boom"):
+            importcheck.check_import(broken, plan, cache=cache)
+    assert len(calls) == 4
