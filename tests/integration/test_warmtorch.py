@@ -17,7 +17,7 @@ from tests.unit.fakes import plan_for
 from wheelforge.configuration.reader import load_matrix
 from wheelforge.foundation.errors import VerificationError
 from wheelforge.running import importcheck
-from wheelforge.toolchain import warmtorch
+from wheelforge.toolchain import probecache, torchprobe, warmtorch
 
 pytest.importorskip("torch")
 PYTHON = Path(sys.executable)
@@ -121,3 +121,42 @@ def test_an_import_check_success_is_cached_by_the_wheels_bytes(
         with pytest.raises(VerificationError, match="ImportError: boom"):
             importcheck.check_import(broken, plan, cache=cache)
     assert len(calls) == 4
+
+
+def test_torchs_files_read_as_torch_itself_answers(tmp_path: Path) -> None:
+    """The early answer (torch located and read, not imported) is what torch's own helpers say:
+    were torch to move its headers or libraries, this fails (and builds would compile twice)."""
+    early = torchprobe.probe_torch(PYTHON, cache=tmp_path, early=True)
+    assert probecache.lookup(tmp_path, "torch", torchprobe._key(PYTHON)) is None  # not yet
+    own = torchprobe.probe_torch(PYTHON, cache=None)
+    assert torchprobe.confirm(early, cache=tmp_path) == early == own
+    assert probecache.lookup(tmp_path, "torch", torchprobe._key(PYTHON)) is not None  # cached now
+    again = torchprobe.probe_torch(PYTHON, cache=tmp_path, early=True)
+    assert torchprobe.confirm(again, cache=tmp_path) == again
+
+
+def test_a_wrong_early_answer_is_compiled_again_with_torchs_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.integration.test_your_extension import ARCH_ENV, tiny
+    from wheelforge.interface.cli import main
+
+    real = torchprobe._layout
+    bogus = tmp_path / "not-torch-lib"
+
+    def misread(python: Path) -> dict[str, object] | None:
+        info = real(python)
+        assert info is not None
+        return {**info, "library_dirs": [str(bogus)]}
+
+    monkeypatch.setattr(torchprobe, "_layout", misread)
+    root = tiny(tmp_path / "project")
+    monkeypatch.chdir(root)
+    for name, value in {**ARCH_ENV, "XDG_CACHE_HOME": str(tmp_path / "cache")}.items():
+        monkeypatch.setenv(name, value)
+    code = main(["build"])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "answered otherwise than its files read: compiling again" in err
+    (ninja_file,) = (root / "build" / "wheelforge").glob("*/build.ninja")
+    assert str(bogus) not in ninja_file.read_text()  # linked with torch's own answer

@@ -11,17 +11,8 @@ from __future__ import annotations
 import hashlib
 import json
 import shlex
-import uuid
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
-
-from cyclonedx.model import ExternalReference, ExternalReferenceType, HashAlgorithm, HashType, XsUri
-from cyclonedx.model.bom import Bom
-from cyclonedx.model.component import Component, ComponentType
-from cyclonedx.model.tool import ToolRepository
-from cyclonedx.output.json import JsonV1Dot6
-from packageurl import PackageURL
 
 from wheelforge import __version__
 from wheelforge.binaries.fatbin import FatbinEntry, read_fatbin_entries
@@ -32,16 +23,6 @@ from wheelforge.planning.plan import VariantPlan
 
 SBOM_NAME = "sboms/wheelforge.cdx.json"  # PEP 770: any file name under .dist-info/sboms/
 BUILD_INFO_NAME = "wheelforge-build.json"
-# Inputs that are not the project's own files: the SBOM names them as components (torch, the
-# toolkit) or not at all (system and Python headers); build info lists them all.
-_NOT_PROJECT = tuple(
-    f"{name}/"
-    for name in (
-        reproducible.SYSTEM, reproducible.TOOLKIT, reproducible.TOOLKIT_HOST,
-        reproducible.TORCH, reproducible.PYTHON_INCLUDE,
-    )
-)  # fmt: skip
-_NAMESPACE = uuid.UUID("6f1c1f0e-8a53-4c43-9f55-77686565c666")  # uuid5 namespace of our serials
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -107,62 +88,6 @@ def build_info(plan: VariantPlan, *, epoch: int) -> dict[str, object]:
     }
 
 
-def _component(name: str, version: str, purl: PackageURL | None, ctype: ComponentType) -> Component:
-    return Component(name=name, version=version, type=ctype, purl=purl, bom_ref=f"{name}@{version}")
-
-
-def sbom(plan: VariantPlan, info: dict[str, object], *, epoch: int) -> str:
-    """The CycloneDX 1.6 document: the wheel, the torch it needs, the CUDA runtime linked into
-    it, and every project source with its hash; the compilers as tools."""
-    pkg = plan.matrix.package
-    main = _component(
-        pkg.name,
-        plan.version,
-        PackageURL(type="pypi", name=pkg.wheel_name, version=plan.version),
-        ComponentType.LIBRARY,
-    )
-    toolkit = plan.variant.toolkit
-    torch = _component(
-        "torch",
-        str(plan.torch.version),
-        PackageURL(type="pypi", name="torch", version=str(plan.torch.version)),
-        ComponentType.LIBRARY,
-    )
-    torch.description = f"headers compiled against; at run time: {plan.torch_requirement}"
-    cudart = _component("cudart_static", str(toolkit.version), None, ComponentType.LIBRARY)
-    cudart.description = "the CUDA runtime, linked statically into the extension module"
-    inputs = info["inputs"]
-    assert isinstance(inputs, dict)
-    files = [
-        Component(
-            name=name,
-            type=ComponentType.FILE,
-            bom_ref=f"file:{name}",
-            hashes=[HashType(alg=HashAlgorithm.SHA_256, content=digest)],
-        )
-        for name, digest in inputs.items()
-        if not name.startswith(_NOT_PROJECT)
-    ]
-    bom = Bom(
-        serial_number=uuid.uuid5(_NAMESPACE, json.dumps(info, sort_keys=True)),
-        components=[torch, cudart, *files],
-    )
-    bom.metadata.component = main
-    bom.metadata.timestamp = datetime.fromtimestamp(epoch, tz=timezone.utc)
-    bom.metadata.tools = ToolRepository(
-        components=[
-            _component("wheelforge", __version__, PackageURL(type="pypi", name="wheelforge", version=__version__), ComponentType.APPLICATION),
-            _component("nvcc", f"{toolkit.version} ({toolkit.build})", None, ComponentType.APPLICATION),
-            _component("c++", str(info["host_compiler"]), None, ComponentType.APPLICATION),
-        ]
-    )  # fmt: skip
-    bom.register_dependency(main, [torch, cudart])
-    bom.metadata.component.external_references.add(
-        ExternalReference(type=ExternalReferenceType.BUILD_META, url=XsUri(f"{BUILD_INFO_NAME}"))
-    )
-    return str(JsonV1Dot6(bom).output_as_string(indent=1)) + "\n"
-
-
 def dist_info_files(plan: VariantPlan) -> tuple[tuple[str, str], ...]:
     """(path under .dist-info, text) of the SBOM and the build info, for wheel.contents."""
     prov = provenance(plan, epoch=source_date_epoch())
@@ -170,7 +95,9 @@ def dist_info_files(plan: VariantPlan) -> tuple[tuple[str, str], ...]:
 
 
 def provenance(plan: VariantPlan, *, epoch: int) -> Provenance:
+    # cyclonedx takes ~0.1 s to import: only a build that packs a wheel loads it.
+    from wheelforge.packaging import sbom
+
     info = build_info(plan, epoch=epoch)
-    return Provenance(
-        build_info=json.dumps(info, indent=1) + "\n", sbom=sbom(plan, info, epoch=epoch)
-    )
+    text = sbom.sbom(plan, info, epoch=epoch, build_info_name=BUILD_INFO_NAME)
+    return Provenance(build_info=json.dumps(info, indent=1) + "\n", sbom=text)

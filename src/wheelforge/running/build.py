@@ -17,6 +17,7 @@ from wheelforge.binaries.verify import WheelVerification, verify_wheel
 from wheelforge.configuration.settings import BuildSettings
 from wheelforge.foundation import fsutil, locks, log
 from wheelforge.foundation.errors import (
+    BuildError,
     EnvironmentProblem,
     Interrupted,
     VerificationError,
@@ -30,7 +31,7 @@ from wheelforge.running import budget, importcheck, incremental, reproduce
 from wheelforge.running.preflight import describe_os_error
 from wheelforge.running.prepare import plan_all, plan_variant, resolve_variants
 from wheelforge.running.results import BuildReport, VariantFailure, VariantResult
-from wheelforge.toolchain import compilecache, warmtorch
+from wheelforge.toolchain import compilecache, torchprobe, warmtorch
 
 
 class _Stages:
@@ -101,9 +102,7 @@ def _build_variant(
     variant = plan.variant
     title = f"{variant.id}: compile for {variant.arch_set} with CUDA {variant.toolkit.version}"
     with log.group(title), log.step(title), stages.stage("compile"):
-        steps, cache_stats = incremental.compile_variant(
-            plan, settings.jobs, cache, before_ninja=_warm_torch(plan, settings)
-        )
+        plan, steps, cache_stats = _compile(plan, settings, cache)
         compiled = [s for s in steps if s in ("CXX", "CC", "NVCC")]
         counted = f"compiled {len(compiled)} of {len(plan.compile_steps)} sources"
         log.info(f"  {counted if compiled else 'nothing to compile: up to date'}")
@@ -162,6 +161,30 @@ def _reuse(
         if settings.import_check:  # imported when published, unless that was skipped
             imported = (before[1] if before else None) or _import_check(reusable, plan, settings)
     return _Published(wheel=reusable, found=found, import_check=imported)
+
+
+def _compile(
+    plan: VariantPlan, settings: BuildSettings, cache: compilecache.CompileCache | None
+) -> tuple[VariantPlan, list[str], compilecache.CacheStats | None]:
+    """Compile; when the plan's torch was read from torch's files (torchprobe.probe_torch's
+    *early*), torch's own answer, awaited now (or when the compile failed), decides: a different
+    one is planned and compiled again, so neither a wheel nor an error rests on the guess."""
+    steps: list[str] = []
+    stats = None
+    try:
+        steps, stats = incremental.compile_variant(
+            plan, settings.jobs, cache, before_ninja=_warm_torch(plan, settings)
+        )
+    except BuildError:
+        if torchprobe.confirm(plan.torch, cache=settings.cache) == plan.torch:
+            raise
+    torch = torchprobe.confirm(plan.torch, cache=settings.cache)
+    if torch == plan.torch:
+        return dataclasses.replace(plan, torch=torch), steps, stats  # its watch list
+    log.warning(f"torch {torch.label} answered otherwise than its files read: compiling again")
+    plan = plan_variant(plan.variant, torch, settings, cache=cache)
+    again, stats = incremental.compile_variant(plan, settings.jobs, cache)
+    return plan, steps + again, stats
 
 
 def _warm_torch(plan: VariantPlan, settings: BuildSettings) -> Callable[[], None] | None:
@@ -280,7 +303,7 @@ def run_build(settings: BuildSettings) -> BuildReport:
 
 def _run_build(settings: BuildSettings, chosen: list[Variant], start: float) -> BuildReport:
     cache = compilecache.resolve(settings.compile_cache, settings.matrix.root)
-    plans = plan_all(settings, chosen, cache)
+    plans = plan_all(settings, chosen, cache, early=True)
     m = settings.matrix
     labels = sorted({p.torch.label for p in plans})
     if m.abi == "stable":

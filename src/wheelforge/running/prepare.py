@@ -45,13 +45,14 @@ def resolve_variants(settings: BuildSettings, *, probe: bool = False) -> list[Va
     return [ready(v, offline=settings.offline) for v in chosen]
 
 
-def _build_torch(variant: Variant, settings: BuildSettings) -> torchprobe.TorchEnv:
+def _build_torch(variant: Variant, settings: BuildSettings, *, early: bool) -> torchprobe.TorchEnv:
     tests = settings.matrix.tests
     return envs.build_torch(
         variant.torch,
         python=settings.python,
         requires=tests.requires if tests else (),
         cache=settings.cache,
+        early=early,
     )
 
 
@@ -85,16 +86,19 @@ def plan_all(
     settings: BuildSettings,
     chosen: list[Variant] | None = None,
     cache: compilecache.CompileCache | None = None,
+    *,
+    early: bool = False,
 ) -> list[VariantPlan]:
     """A plan per variant (each with its toolkit on disk: *chosen*, else resolve_variants),
-    compiling through *cache* when given."""
+    compiling through *cache* when given. *early*: torch may be read from its files, to be
+    confirmed before packing (torchprobe.probe_torch); a build does that, a dry run does not."""
     matrix = settings.matrix
     chosen = resolve_variants(settings) if chosen is None else chosen
     plans = []
     probed: dict[str | None, torchprobe.TorchEnv] = {}
     for variant in chosen:
         if variant.torch not in probed:
-            torch = probed[variant.torch] = _build_torch(variant, settings)
+            torch = probed[variant.torch] = _build_torch(variant, settings, early=early)
             if matrix.abi == "stable":
                 torchprobe.check_target(torch, matrix.torch.lowest)
         plans.append(plan_variant(variant, probed[variant.torch], settings, cache=cache))

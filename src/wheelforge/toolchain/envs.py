@@ -170,12 +170,12 @@ def install_wheel(env: TestEnv, wheel: Path, dist_name: str) -> None:
 
 
 def build_torch(
-    torch: str | None, *, python: Path, requires: Sequence[str], cache: Path
+    torch: str | None, *, python: Path, requires: Sequence[str], cache: Path, early: bool = False
 ) -> torchprobe.TorchEnv:
     """The torch a variant compiles against: *python*'s for the stable ABI (*torch* None); for
     the unstable ABI, an isolated environment with exactly that torch (built on first use, shared
-    with ``wheelforge test``, so *requires* are the tests' requirements)."""
-    if torch is None:
-        return torchprobe.probe_torch(python, cache=cache)
-    spec = EnvSpec(torch=torch, requires=tuple(requires))
-    return torchprobe.probe_torch(ensure_env(spec, cache).python, cache=cache)
+    with ``wheelforge test``, so *requires* are the tests' requirements). *early*: see
+    torchprobe.probe_torch."""
+    if torch is not None:
+        python = ensure_env(EnvSpec(torch=torch, requires=tuple(requires)), cache).python
+    return torchprobe.probe_torch(python, cache=cache, early=early)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,9 @@ class TorchEnv:
     cxx11_abi: int
     # What the answer depends on (probecache's watch list): a verdict about this torch (the
     # import check's) is cached as long as these keep their size and mtime.
-    watch: tuple[str, ...] = ()
+    # Not compared: importing torch adds folders to sys.path (setuptools/_vendor, ...), so
+    # torch's files read and torch's own answer watch different lists for one torch.
+    watch: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def label(self) -> str:
@@ -82,11 +84,86 @@ def _ask(python: Path) -> tuple[dict[str, Any], list[str | Path]]:
     return info, watch
 
 
-def probe_torch(python: Path, *, cache: Path | None = None) -> TorchEnv:
+# Finds torch without importing it: the layout torch's cpp_extension helpers describe (include/,
+# include/torch/csrc/api/include, lib/ beside torch/__init__.py) and torch/version.py. Only a
+# guess to start compiling with: torch's own answer replaces it (confirm) before any packing.
+_LAYOUT = r"""
+import importlib.util, json, os, sys, sysconfig
+spec = importlib.util.find_spec("torch")
+if spec is None or not spec.origin:
+    sys.exit(3)
+root = os.path.dirname(spec.origin)
+version = {}
+with open(os.path.join(root, "version.py"), encoding="utf-8") as f:
+    exec(f.read(), version)
+include = os.path.join(root, "include")
+print(json.dumps({
+    "version": version["__version__"],
+    "cuda": version.get("cuda"),
+    "include_dirs": [include, os.path.join(include, "torch", "csrc", "api", "include")],
+    "library_dirs": [os.path.join(root, "lib")],
+    "python_include": sysconfig.get_paths()["include"],
+    "python_version": "%d.%d" % sys.version_info[:2],
+    "ext_suffix": sysconfig.get_config_var("EXT_SUFFIX"),
+    "cxx11_abi": 1,
+    "torch_file": spec.origin,
+    "sys_path": sys.path,
+}))
+"""
+
+# Answers from _LAYOUT: python → (cache key, the guessed env, torch's own once confirmed).
+_GUESSED: dict[Path, tuple[dict[str, Any], TorchEnv, TorchEnv | None]] = {}
+
+
+def _key(python: Path) -> dict[str, Any]:
+    return {"python": str(python), "env": {k: os.environ.get(k) for k in PYTHON_ENV}}
+
+
+def probe_torch(python: Path, *, cache: Path | None = None, early: bool = False) -> TorchEnv:
     """Ask *python* about its torch (or reuse the answer cached in *cache* while nothing it
-    depends on changed); a missing torch is an error that says how to install it."""
-    key = {"python": str(python), "env": {k: os.environ.get(k) for k in PYTHON_ENV}}
-    info = probecache.cached(cache, "torch", key, lambda: _ask(python))
+    depends on changed); a missing torch is an error that says how to install it.
+
+    *early*: on a cache miss, answer at once from torch's files (no ``import torch``, which
+    takes seconds) while a warm child imports torch in the background; the build compiles with
+    that answer and calls confirm() before packing, which waits for torch's own answer."""
+    key = _key(python)
+    hit = probecache.lookup(cache, "torch", key)
+    if hit is None and early:
+        guessed = _layout(python)
+        if guessed is not None:
+            warmtorch.warm(python)
+            env = _env(python, guessed)
+            _GUESSED[python] = (key, env, None)
+            return env
+    return _env(python, hit or probecache.cached(cache, "torch", key, lambda: _ask(python)))
+
+
+def _layout(python: Path) -> dict[str, Any] | None:
+    result = proc.run([python, "-c", _LAYOUT], hint="point --python at an interpreter", check=False)
+    try:
+        info = json.loads(result.stdout.strip().splitlines()[-1])
+        Version(info["version"])
+    except (ValueError, IndexError, KeyError, TypeError, InvalidVersion):
+        return None  # no torch, or not a Python: the full probe says which, in its words
+    return info if isinstance(info, dict) and result.returncode == 0 else None
+
+
+def confirm(torch: TorchEnv, *, cache: Path | None = None) -> TorchEnv:
+    """*torch*, or, when it came from torch's files (probe_torch's *early*), torch's own answer
+    (waiting for the warm child's probe), then cached. Compare: a different answer means what
+    was compiled with the guess must be planned and compiled again."""
+    guessed = _GUESSED.get(torch.python)
+    if guessed is None or guessed[1] != torch:
+        return torch
+    key, _, confirmed = guessed
+    if confirmed is None:
+        info = probecache.cached(cache, "torch", key, lambda: _ask(torch.python))
+        confirmed = _env(torch.python, info)
+        _GUESSED[torch.python] = (key, torch, confirmed)  # the next variant's plan holds it too
+    return confirmed
+
+
+def _env(python: Path, info: dict[str, Any]) -> TorchEnv:
     full = Version(info["version"])
     include = Path(info["include_dirs"][0])
     if not (include / "torch" / "csrc" / "stable").is_dir():
