@@ -107,6 +107,7 @@ class Bench:
     jobs: int
     work: Path
     python: str
+    threads: int  # nvcc --threads of the longest job run alone: the targets per source
     env: dict[str, str] = field(default_factory=dict)
 
     def fresh_copy(self, name: str) -> Path:
@@ -174,6 +175,20 @@ def ninja_jobs(log: Path) -> list[tuple[int, int, str]]:
     return sorted(jobs.values())
 
 
+def critical_job(log: Path, jobs: list[tuple[int, int, str]], threads: int) -> tuple[str, float]:
+    """The longest compile job of a one-thread build, run again alone with nvcc ``--threads``:
+    how long one source takes when nothing else runs, the shortest any schedule that compiles
+    each source in one nvcc job can be (its host compile waits for every arch's device code)."""
+    output = max(jobs, key=lambda j: j[1] - j[0])[2]
+    folder = log.parent
+    command = subprocess.run(["ninja", "-t", "commands", "-s", output], cwd=folder,
+                             capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    env = {**os.environ, "NVCC_APPEND_FLAGS": f"--threads {threads}"}
+    began = time.perf_counter()
+    subprocess.run(command, shell=True, cwd=folder, env=env, check=True, capture_output=True)
+    return Path(output).name, time.perf_counter() - began
+
+
 def touch(root: Path, nonce: int) -> None:
     path = root / TOUCHED
     path.write_text(
@@ -207,6 +222,7 @@ def measure(b: Bench) -> str:
     jobs = ninja_jobs(serial.ninja_log)
     compile_jobs = [j for j in jobs if j[2].endswith(".o")]
     work_s = sum(e - s for s, e, _ in compile_jobs) / 1000
+    longest, longest_s = critical_job(serial.ninja_log, compile_jobs, b.threads)
 
     print("setup.py: cold, no-op, touched, add-arch ...", flush=True)
     s = b.fresh_copy("setup")
@@ -272,6 +288,10 @@ def measure(b: Bench) -> str:
         f"| serial tail of the cold build (wall − ninja's span) | {fmt(tail)} |",
         f"| **limit** | **{fmt(limit)}** |",
         f"| cold build ÷ limit | {wf_cold.seconds / limit:.2f}× |",
+        f"| longest compile job alone, nvcc `--threads {b.threads}` (`{longest}`) | {fmt(longest_s)} |",
+        f"| floor of one nvcc job per source: max(Σ ÷ cores, longest alone) + tail | "
+        f"{fmt(max(work_s / cores, longest_s) + tail)} |",
+        f"| cold build ÷ that floor | {wf_cold.seconds / (max(work_s / cores, longest_s) + tail):.2f}× |",
         f"| cold, one nvcc thread per job, no cache (for comparison) | {fmt(serial.seconds)} |",
         f"| setup.py cold ÷ wheelforge cold | {sp_cold.seconds / wf_cold.seconds:.2f}× |",
         f"| warm fresh clone ÷ cold | {wf_clone.seconds / wf_cold.seconds:.1%} |",
@@ -305,8 +325,9 @@ def main() -> int:
     env = {"CCACHE_DIR": str(work / "ccache"), "SCCACHE_DIR": str(work / "sccache"),
            "XDG_CACHE_HOME": str(work / "xdg"), "WHEELFORGE_COMPILE_CACHE": args.compile_cache}  # fmt: skip
     try:
+        threads = len(args.archs.split()) + args.archs.count("+PTX")
         table = measure(Bench(archs=args.archs, add_arch=args.add_arch, jobs=args.jobs, work=work,
-                              python=sys.executable, env=env))  # fmt: skip
+                              python=sys.executable, threads=threads, env=env))  # fmt: skip
     finally:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)

@@ -200,3 +200,11 @@ def test_wheelforge_test_installs_a_variant_wheel_under_its_plain_name(tmp_path:
     assert not plain.exists()
     with torch_tests._installable(tmp_path / PLAIN) as same:
         assert same == tmp_path / PLAIN
+
+
+def test_the_variant_json_name_is_variantlibs() -> None:
+    from variantlib.constants import VARIANT_DIST_INFO_FILENAME
+
+    from wheelforge.packaging import wheel_variants
+
+    assert wheel_variants.VARIANT_DIST_INFO_FILENAME == VARIANT_DIST_INFO_FILENAME

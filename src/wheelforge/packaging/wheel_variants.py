@@ -25,14 +25,7 @@ import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-from variantlib.api import make_variant_dist_info
-from variantlib.constants import VALIDATION_WHEEL_NAME_REGEX, VARIANT_DIST_INFO_FILENAME
-from variantlib.errors import ValidationError
-from variantlib.models.variant import VariantDescription, VariantProperty
-from variantlib.models.variant_info import ProviderInfo, VariantInfo
-from variantlib.variant_dist_info import VariantDistInfo
-from variantlib.variants_json import VariantsJson
+from typing import TYPE_CHECKING
 
 from wheelforge.binaries.elf import MEMBER_SEPARATOR as WHEEL_MEMBER_SEPARATOR
 from wheelforge.binaries.inspection import BinaryReport
@@ -40,6 +33,14 @@ from wheelforge.foundation import fsutil
 from wheelforge.foundation.errors import VerificationError
 from wheelforge.packaging.wheel import member_info
 from wheelforge.planning.plan import VariantPlan
+
+if TYPE_CHECKING:
+    from variantlib.models.variant_info import VariantInfo
+
+# variantlib takes ~0.07 s to import: the functions that use it import it, so a build that makes
+# no variant wheel (and every no-op) never loads it. Its file name, checked against variantlib's
+# VARIANT_DIST_INFO_FILENAME by the tests:
+VARIANT_DIST_INFO_FILENAME = "variant.json"
 
 NVIDIA = "nvidia"
 SM_ARCH = "sm_arch"
@@ -102,6 +103,8 @@ def namespaces(unstable_abi: bool) -> list[str]:
 
 
 def _variant_info(unstable_abi: bool) -> VariantInfo:
+    from variantlib.models.variant_info import ProviderInfo, VariantInfo
+
     providers = {NVIDIA: ProviderInfo(**_NVIDIA_PROVIDER)}
     if unstable_abi:
         # No plugin: variantlib's resolver fills this namespace from the installed packages.
@@ -121,6 +124,11 @@ def properties(facts: VariantFacts) -> list[str]:
 def variant_json(label: str, props: Sequence[str], *, unstable_abi: bool) -> str:
     """variant.json for one wheel; *props* empty for the null variant. variantlib checks the
     label and every property against PEP 825's alphabets."""
+    from variantlib.api import make_variant_dist_info
+    from variantlib.errors import ValidationError
+    from variantlib.models.variant import VariantDescription, VariantProperty
+    from variantlib.variant_dist_info import VariantDistInfo
+
     try:
         vdesc = VariantDescription(
             properties=[VariantProperty.from_str(p) for p in props], label=label
@@ -175,6 +183,8 @@ def _with_record_line(record: bytes, member: str, data: bytes) -> bytes:
 
 def variant_label(wheel: Path) -> str | None:
     """The variant label in a wheel's file name, None for a non-variant wheel."""
+    from variantlib.constants import VALIDATION_WHEEL_NAME_REGEX
+
     match = VALIDATION_WHEEL_NAME_REGEX.fullmatch(wheel.name)
     return match.group("variant_label") if match else None
 
@@ -197,6 +207,9 @@ def read_variant_json(wheel: Path) -> str | None:
 def check_variant(wheel: Path, binaries: Sequence[BinaryReport]) -> VariantCheck | None:
     """Read a variant wheel's variant.json (None for a non-variant wheel) and compare its
     ``nvidia :: sm_arch`` values with what *binaries* (this wheel's) carry."""
+    from variantlib.errors import ValidationError
+    from variantlib.variant_dist_info import VariantDistInfo
+
     label = variant_label(wheel)
     if label is None:
         return None
@@ -273,6 +286,10 @@ def require_agree(checks: Sequence[VariantCheck]) -> None:
 def write_index_json(out_dir: Path, wheel_name: str, version: str) -> Path | None:
     """``{name}-{version}-variants.json`` for every variant wheel of that release in *out_dir*
     (None if there is none), merged by variantlib, which refuses labels that disagree."""
+    from variantlib.errors import ValidationError
+    from variantlib.variant_dist_info import VariantDistInfo
+    from variantlib.variants_json import VariantsJson
+
     merged: VariantsJson | None = None
     for wheel in sorted(out_dir.glob(f"{wheel_name}-{version}-*.whl")):
         label = variant_label(wheel)
