@@ -159,3 +159,25 @@ def test_verify_rebuilds_without_any_compile_cache(project: Project, tmp_path: P
         reproduce.verify(result, plan, object(), build=build, replan=replan)  # type: ignore[arg-type]
     (twin,) = seen
     assert twin.cxx_launcher == twin.cc_launcher == twin.cuda_launcher == ()  # type: ignore[attr-defined]
+
+
+def test_path_free_names_each_path_under_its_deepest_folder() -> None:
+    from wheelforge.planning.reproducible import SYSTEM, path_free
+
+    folders = (
+        (Path("/work/proj"), "."),
+        (Path("/venv/lib/site-packages/torch"), "torch"),
+        (Path("/venv/lib/site-packages/torch/include/sub"), "deeper"),
+        (Path("/usr/local/cuda-13.0"), "cuda"),
+    )
+    cases = {
+        "/work/proj/kernels/csrc/a.cu": "kernels/csrc/a.cu",
+        "/work/proj": ".",
+        "/work/projector/x.h": f"{SYSTEM}/work/projector/x.h",  # a sibling, not inside
+        "/venv/lib/site-packages/torch/include/torch/x.h": "torch/include/torch/x.h",
+        "/venv/lib/site-packages/torch/include/sub/y.h": "deeper/y.h",
+        "/usr/local/cuda-13.0/include/cuda.h": "cuda/include/cuda.h",
+        "/usr/include/stdio.h": f"{SYSTEM}/usr/include/stdio.h",
+    }
+    for path, name in cases.items():
+        assert path_free(Path(path), folders) == name, path

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shlex
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,7 +54,9 @@ def build_info(plan: VariantPlan, *, epoch: int) -> dict[str, object]:
     toolkit = plan.variant.toolkit
     entries = read_fatbin_entries(plan.library.read_bytes(), path=str(plan.library))
     read = freshness.recorded_inputs(plan) or ninja.inputs(plan)
-    inputs = {reproducible.path_free(p, folders): _sha256(p) for p in read}
+    name_of = reproducible.path_namer(folders)
+    with ThreadPoolExecutor() as pool:  # ~1000 headers: hashlib and reads release the GIL
+        inputs = dict(zip(map(name_of, read), pool.map(_sha256, read), strict=True))
     # The flags name project folders relative to the build folder (../..): those spellings too.
     spellings = (*folders, *reproducible.spelled(dict(folders), plan.command_path).items())
 

@@ -170,16 +170,18 @@ def member_info(arcname: str, *, executable: bool) -> zipfile.ZipInfo:
     return _zipinfo(arcname, executable)
 
 
-def _zipinfo(arcname: str, executable: bool) -> zipfile.ZipInfo:
+def _zipinfo(arcname: str, executable: bool, *, compress: bool = True) -> zipfile.ZipInfo:
     info = zipfile.ZipInfo(arcname, date_time=time.gmtime(source_date_epoch())[:6])
     mode = 0o755 if executable else 0o644
     info.external_attr = (mode | stat.S_IFREG) << 16
-    info.compress_type = zipfile.ZIP_DEFLATED
+    info.compress_type = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
     return info
 
 
-def pack(wheel: WheelContents, dest_dir: Path) -> Path:
-    """Write the wheel into *dest_dir*; wheel's WheelFile computes RECORD."""
+def pack(wheel: WheelContents, dest_dir: Path, *, compress: bool = True) -> Path:
+    """Write the wheel into *dest_dir*; wheel's WheelFile computes RECORD. Without *compress*
+    the members are stored: for a wheel that auditwheel repairs, which unpacks it and deflates
+    every member again (deflating a multi-MB library twice cost ~0.3 s)."""
     from wheel.wheelfile import WheelFile  # ~0.1 s to import: only when a wheel is packed
 
     dest_dir.mkdir(parents=True, exist_ok=True)
@@ -190,11 +192,11 @@ def pack(wheel: WheelContents, dest_dir: Path) -> Path:
     try:
         with WheelFile(target, "w") as wf:
             for arcname, path in wheel.files:
-                wf.writestr(_zipinfo(arcname, arcname.endswith(".so")), path.read_bytes())
-            wf.writestr(_zipinfo(f"{wheel.dist_info}/METADATA", False), wheel.metadata)
-            wf.writestr(_zipinfo(f"{wheel.dist_info}/WHEEL", False), wheel.wheel)
-            for name, text in wheel.extra:
-                wf.writestr(_zipinfo(f"{wheel.dist_info}/{name}", False), text)
+                info = _zipinfo(arcname, arcname.endswith(".so"), compress=compress)
+                wf.writestr(info, path.read_bytes())
+            for name, text in (("METADATA", wheel.metadata), ("WHEEL", wheel.wheel), *wheel.extra):
+                info = _zipinfo(f"{wheel.dist_info}/{name}", False, compress=compress)
+                wf.writestr(info, text)
     finally:
         if previous is None:
             del os.environ["SOURCE_DATE_EPOCH"]

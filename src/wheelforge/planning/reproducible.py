@@ -111,11 +111,24 @@ def spelled(folders: dict[Path, str], spell: Callable[[Path], str]) -> dict[Path
 def path_free(path: Path, folders: tuple[tuple[Path, str], ...]) -> str:
     """*path* as the binaries name it: under the deepest mapped folder that holds it, else
     under SYSTEM (a host compiler's or the system's header, at a fixed place on any machine)."""
-    best: tuple[int, str] | None = None
-    for folder, name in folders:
-        if path.is_relative_to(folder) and (best is None or len(folder.parts) > best[0]):
-            best = (len(folder.parts), (Path(name) / path.relative_to(folder)).as_posix())
-    return best[1] if best else (Path(SYSTEM) / path.relative_to(path.anchor)).as_posix()
+    return path_namer(folders)(path)
+
+
+def path_namer(folders: tuple[tuple[Path, str], ...]) -> Callable[[Path], str]:
+    """path_free for many paths: the folders ordered once, each path matched as a string (a
+    build names ~1000 inputs: Path.is_relative_to per folder and input cost ~0.5 s on the H200
+    machine, a quarter of a rebuild from a warm compile cache)."""
+    deepest = sorted(folders, key=lambda f: -len(f[0].parts))
+    prefixes = [(str(folder).rstrip("/") + "/", name) for folder, name in deepest]
+
+    def name_of(path: Path) -> str:
+        text = str(path)
+        for prefix, name in prefixes:
+            if text.startswith(prefix) or text == prefix[:-1]:
+                return (Path(name) / text[len(prefix) :]).as_posix()
+        return (Path(SYSTEM) / path.relative_to(path.anchor)).as_posix()
+
+    return name_of
 
 
 def path_free_text(text: str, folders: tuple[tuple[Path, str], ...]) -> str:
