@@ -19,18 +19,15 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Literal
-
-from elftools.common.exceptions import ELFError
-from elftools.construct import ConstructError
-from elftools.elf.elffile import ELFFile
-from elftools.elf.gnuversions import GNUVerNeedSection
-from elftools.elf.sections import SymbolTableSection
+from typing import TYPE_CHECKING, Literal
 
 from wheelforge.binaries.elf import ElfImage
 from wheelforge.foundation.errors import BinaryFormatError
 from wheelforge.toolchain import shims
 from wheelforge.toolchain.shims import Version2
+
+if TYPE_CHECKING:  # pyelftools loads in ~0.05 s: the functions that parse import it
+    from elftools.elf.elffile import ELFFile
 
 Rule = Literal["floor", "cxx-symbol", "shim-version", "python-api", "tags", "layout", "module-init"]
 _MAX_VERSION_ENTRIES = 4096  # libraries need a handful of sonames; glibc itself has ~40
@@ -110,6 +107,10 @@ class ElfFacts:
 
 def elf_facts(image: ElfImage) -> ElfFacts:
     """What the rules need of an ELF file, read from its (shared) parsed headers."""
+    from elftools.common.exceptions import ELFError
+    from elftools.construct import ConstructError
+    from elftools.elf.sections import SymbolTableSection
+
     try:
         elf = image.elf
         _check_section_bounds(elf, image.size)
@@ -140,6 +141,8 @@ def elf_facts(image: ElfImage) -> ElfFacts:
 def _check_section_bounds(elf: ELFFile, size: int) -> None:
     """Every section with contents lies inside the file: pyelftools does not check, and a size
     from a corrupt header would turn into a loop over symbols that aren't there."""
+    from elftools.common.exceptions import ELFError
+
     for section in elf.iter_sections():
         if section["sh_type"] == "SHT_NOBITS":
             continue
@@ -154,6 +157,9 @@ def _check_section_bounds(elf: ELFFile, size: int) -> None:
 
 def _glibc_needed(elf: ELFFile) -> Version2 | None:
     """The newest GLIBC_x.y symbol version the file needs."""
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.gnuversions import GNUVerNeedSection
+
     glibc: Version2 | None = None
     for section in elf.iter_sections():
         if not isinstance(section, GNUVerNeedSection):

@@ -13,12 +13,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
-from typing import IO, cast
-
-from elftools.elf.elffile import ELFFile
+from typing import IO, TYPE_CHECKING, cast
 
 from wheelforge.binaries import bounded
 from wheelforge.foundation.errors import BinaryFormatError
+
+if TYPE_CHECKING:  # pyelftools loads in ~0.05 s: the functions that parse import it
+    from elftools.elf.elffile import ELFFile
 
 Buffer = bytes | bytearray | memoryview | mmap.mmap
 
@@ -104,6 +105,8 @@ class ElfImage:
     @cached_property
     def elf(self) -> ELFFile:
         """The parsed headers; pyelftools errors are the caller's to name."""
+        from elftools.elf.elffile import ELFFile
+
         if self.view[:4].tobytes() != ELF_MAGIC:
             raise BinaryFormatError(self.name, 0, "not an ELF file (no \\x7fELF magic)")
         return ELFFile(cast(IO[bytes], self.stream))

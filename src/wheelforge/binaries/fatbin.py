@@ -47,9 +47,6 @@ import struct
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
-from elftools.common.exceptions import ELFError
-from elftools.construct.core import ConstructError
-
 from wheelforge.binaries.elf import Buffer, ElfImage
 from wheelforge.configuration.archs import ArchSuffix
 from wheelforge.foundation.errors import BinaryFormatError
@@ -350,6 +347,9 @@ def _decompress(
 
 def _fatbin_section_bounds(image: ElfImage) -> tuple[int, int] | None:
     """File offset and size of the fatbin section that cuobjdump would list by default."""
+    from elftools.common.exceptions import ELFError
+    from elftools.construct.core import ConstructError
+
     path, view = image.name, image.view
     wanted = (EXECUTABLE_SECTION, RELOCATABLE_SECTION)
     found: dict[str, tuple[int, int, int, str]] = {}

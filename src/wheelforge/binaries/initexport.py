@@ -9,12 +9,12 @@ import re
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
-from elftools.elf.sections import SymbolTableSection
+from typing import TYPE_CHECKING
 
 from wheelforge.foundation.errors import BinaryFormatError
+
+if TYPE_CHECKING:  # pyelftools loads in ~0.05 s: the functions that parse import it
+    from elftools.elf.elffile import ELFFile
 
 # File names that only a Python extension module has (PEP 3149 / PEP 384 suffixes). A bare
 # ``name.so`` may as well be a library loaded with torch.ops.load_library: not judged.
@@ -39,6 +39,8 @@ def module_leaf(member: str) -> str | None:
 
 
 def _symbol_state(elf: ELFFile, section: str, name: str) -> str | None:
+    from elftools.elf.sections import SymbolTableSection
+
     table = elf.get_section_by_name(section)
     if not isinstance(table, SymbolTableSection):
         return None
@@ -54,6 +56,9 @@ def _symbol_state(elf: ELFFile, section: str, name: str) -> str | None:
 
 
 def init_export(data: bytes | ELFFile, *, path: str, leaf: str) -> InitExport:
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.elffile import ELFFile
+
     try:
         elf = data if isinstance(data, ELFFile) else ELFFile(io.BytesIO(data))
         dynamic = _symbol_state(elf, ".dynsym", f"PyInit_{leaf}")

@@ -10,9 +10,7 @@ import io
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
+from typing import TYPE_CHECKING
 
 from wheelforge.binaries.fatbin import (
     EXECUTABLE_SECTION,
@@ -21,6 +19,9 @@ from wheelforge.binaries.fatbin import (
     read_fatbin_entries,
 )
 from wheelforge.foundation.errors import BinaryFormatError, VerificationError, first_and_rest
+
+if TYPE_CHECKING:  # pyelftools loads in ~0.05 s: the functions that parse import it
+    from elftools.elf.elffile import ELFFile
 
 _ELF_MAGIC = b"\x7fELF"
 
@@ -70,6 +71,9 @@ def _fatbin_differences(a: bytes, b: bytes, path: str) -> tuple[str, ...]:
 def diff_elf(a: bytes, b: bytes, *, path: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(sections that differ, fatbin entries that differ) of two ELF files. Sections present in
     one only count as differing; equal sections with unequal files mean the headers differ."""
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.elffile import ELFFile
+
     try:
         sa = _sections(ELFFile(io.BytesIO(a)))
         sb = _sections(ELFFile(io.BytesIO(b)))

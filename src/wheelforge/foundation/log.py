@@ -11,15 +11,17 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Column
 
 from wheelforge.foundation.diagnostics import Diagnostic, relative_to
 from wheelforge.foundation.errors import WheelforgeError
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 CiMode = Literal["github"]
 
@@ -186,6 +188,14 @@ class JobProgress:
         self.done = 0
         self.live: Progress | None = None
         if live_display() and not _quiet and self.total:
+            from rich.progress import (  # only a live display at a terminal needs them
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+            )
+
             fixed = Column(no_wrap=True)
             self.live = Progress(
                 TextColumn("  [cyan]compiling", table_column=fixed),

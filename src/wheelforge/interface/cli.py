@@ -278,7 +278,7 @@ def test_command(matrix_path: Path, wheels: tuple[Path, ...], torch_versions: tu
                  out: Path | None, build_dir: Path | None, cache_dir: Path | None, as_json: bool) -> None:  # fmt: skip
     """Run the payload's tests against the built wheels, under each torch of the matrix."""
     from wheelforge.configuration.settings import TestFlags, resolve_test
-    from wheelforge.interface.render import outcomes_to_json, test_table
+    from wheelforge.interface.render_tests import outcomes_to_json, test_table
     from wheelforge.running import torch_tests
 
     flags = TestFlags(matrix=matrix_path, wheels=wheels, torch=torch_versions, torch_from=torch_from,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console, Group, RenderableType
 from rich.markup import escape
@@ -19,17 +20,17 @@ from wheelforge.configuration.matrix import Matrix
 from wheelforge.configuration.sizes import format_size as human_size
 from wheelforge.interface.render_variants import variant_summary
 from wheelforge.planning.variants import Variant
-from wheelforge.running.dryrun import PlannedVariant
 from wheelforge.running.results import BuildReport, VariantResult
-from wheelforge.running.torch_tests import Outcome
 from wheelforge.toolchain.provision import RECIPES
 from wheelforge.toolchain.toolkit import Toolkit
+
+if TYPE_CHECKING:  # `build` loads neither
+    from wheelforge.running.dryrun import PlannedVariant
 
 # Versions of the --json documents of inspect, check, test and matrix (build --report's is in
 # report.py): bumped when a key changes meaning or goes away.
 INSPECT_SCHEMA_VERSION = 1
 CHECK_SCHEMA_VERSION = 1
-TEST_SCHEMA_VERSION = 1
 MATRIX_SCHEMA_VERSION = 1
 
 
@@ -283,55 +284,6 @@ def checks_to_json(checks: Sequence[BinaryCheck]) -> dict[str, object]:
                 ],
             }
             for c in checks
-        ],
-    }
-
-
-def test_table(outcomes: Sequence[Outcome]) -> Table:
-    """Torch version × variant → passed / failed / skipped."""
-    variants = list(dict.fromkeys(o.variant for o in outcomes))
-    table = Table(title="wheelforge test", title_justify="left")
-    table.add_column("torch")
-    table.add_column("GPU")
-    for v in variants:
-        table.add_column(v)
-    styles = {"passed": "green", "failed": "red", "error": "red", "unavailable": "yellow"}
-    for env in dict.fromkeys(o.env for o in outcomes):
-        row = [o for o in outcomes if o.env == env]
-        torch = row[0].torch or env.removeprefix("torch ")
-        label = torch if env.startswith("torch ") and row[0].torch else f"{torch}\n({env})"
-        cells = []
-        for v in variants:
-            o = next((o for o in row if o.variant == v), None)
-            if o is None:
-                cells.append("-")
-            elif o.status == "unavailable":
-                cells.append("[yellow]unavailable[/yellow]")
-            else:
-                style = styles[o.status]
-                cells.append(f"[{style}]{o.status}[/{style}]\n{o.passed} passed, {o.failed} failed, {o.skipped} skipped"
-                             + (f", {o.errors} errors" if o.errors else ""))  # fmt: skip
-        table.add_row(label, "yes" if row[0].cuda else "no", *cells)
-    return table
-
-
-def outcomes_to_json(outcomes: Sequence[Outcome]) -> dict[str, object]:
-    return {
-        "schema_version": TEST_SCHEMA_VERSION,
-        "runs": [
-            {
-                "env": o.env,
-                "torch": o.torch,
-                "cuda": o.cuda,
-                "variant": o.variant,
-                "status": o.status,
-                "passed": o.passed,
-                "failed": o.failed,
-                "skipped": o.skipped,
-                "errors": o.errors,
-                "seconds": round(o.seconds, 2),
-            }
-            for o in outcomes
         ],
     }
 

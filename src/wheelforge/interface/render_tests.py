@@ -1,0 +1,60 @@
+"""`wheelforge test`'s results: the torch × variant table and the JSON document."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.table import Table
+
+from wheelforge.running.torch_tests import Outcome
+
+TEST_SCHEMA_VERSION = 1
+
+
+def test_table(outcomes: Sequence[Outcome]) -> Table:
+    """Torch version × variant → passed / failed / skipped."""
+    variants = list(dict.fromkeys(o.variant for o in outcomes))
+    table = Table(title="wheelforge test", title_justify="left")
+    table.add_column("torch")
+    table.add_column("GPU")
+    for v in variants:
+        table.add_column(v)
+    styles = {"passed": "green", "failed": "red", "error": "red", "unavailable": "yellow"}
+    for env in dict.fromkeys(o.env for o in outcomes):
+        row = [o for o in outcomes if o.env == env]
+        torch = row[0].torch or env.removeprefix("torch ")
+        label = torch if env.startswith("torch ") and row[0].torch else f"{torch}\n({env})"
+        cells = []
+        for v in variants:
+            o = next((o for o in row if o.variant == v), None)
+            if o is None:
+                cells.append("-")
+            elif o.status == "unavailable":
+                cells.append("[yellow]unavailable[/yellow]")
+            else:
+                style = styles[o.status]
+                cells.append(f"[{style}]{o.status}[/{style}]\n{o.passed} passed, {o.failed} failed, {o.skipped} skipped"
+                             + (f", {o.errors} errors" if o.errors else ""))  # fmt: skip
+        table.add_row(label, "yes" if row[0].cuda else "no", *cells)
+    return table
+
+
+def outcomes_to_json(outcomes: Sequence[Outcome]) -> dict[str, object]:
+    return {
+        "schema_version": TEST_SCHEMA_VERSION,
+        "runs": [
+            {
+                "env": o.env,
+                "torch": o.torch,
+                "cuda": o.cuda,
+                "variant": o.variant,
+                "status": o.status,
+                "passed": o.passed,
+                "failed": o.failed,
+                "skipped": o.skipped,
+                "errors": o.errors,
+                "seconds": round(o.seconds, 2),
+            }
+            for o in outcomes
+        ],
+    }
