@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from elftools.elf import elffile
 
 from wheelforge.binaries import abicheck, bounded, elf, verify
 from wheelforge.configuration.reader import load_matrix
@@ -39,7 +40,7 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     """Counts wheel members inflated (by name) and ELF headers parsed."""
     counts: Counter[str] = Counter()
     real_read = bounded.read_member
-    real_elf = elf.ELFFile
+    real_elf = elffile.ELFFile
 
     def read(zf: zipfile.ZipFile, info: zipfile.ZipInfo, display: str) -> bytearray:
         counts[info.filename] += 1  # the one full inflation of a member (bounded.py)
@@ -50,7 +51,7 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
         return real_elf(stream)
 
     monkeypatch.setattr(bounded, "read_member", read)
-    monkeypatch.setattr(elf, "ELFFile", parse)
+    monkeypatch.setattr(elffile, "ELFFile", parse)  # elf.py imports it when it parses
     monkeypatch.setattr(shims, "header_guards", lambda _include: {})
     # The fatbin sample is no Python module (no PyInit__C); that rule has its own tests.
     monkeypatch.setattr(abicheck, "_init_violations", lambda _image: [])
