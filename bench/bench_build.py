@@ -7,18 +7,21 @@ Cases (each a fresh process, timed by wall clock):
 
 - cold: a fresh copy of kernels/ and matrix.yaml, empty build folder, empty compile cache
   (wheelforge's default compile cache, in a private folder: a cold cache is part of cold) and
-  empty probe cache (torch and nvcc are asked again);
-- no-op: the same command again (median of three);
+  empty probe cache (torch and nvcc are asked again); ``--repeat`` runs (default 3), each from
+  nothing, alternating with the setup.py's cold builds; the median is shown, every run listed;
+- no-op: the same command again (median of seven);
 - one .cu touched: a line of code appended to one .cu file (a comment would be a cache hit);
 - add one arch: the arch list plus ``--add-arch``;
-- warm cache, fresh clone: the untouched sources copied into another folder, built with the
-  cache the cold build filled; its wheel is compared byte for byte with the cold build's.
+- warm cache, fresh clone: the untouched sources copied into other folders (``--repeat`` of
+  them), built with the cache the first cold build filled; each wheel is compared byte for
+  byte with the cold build's.
 
 The core-bound limit: a cold build with one nvcc thread per job and no cache gives the CPU
 work of every compile job in ninja's log (``.ninja_log``: start and end of each job); the
-limit is that sum divided by the cores, plus the serial tail of the measured cold build (its
+limit is that sum divided by the cores, plus the serial tail of the median cold build (its
 wall time after ninja's last job ended, and before its first began: probing, link, pack,
-repair, checks).
+repair, checks). Next to it, the floor of any schedule that compiles each source in one nvcc
+job: the longest of those jobs run again alone, with one nvcc thread per target.
 
 Needs torch, nvcc, ninja and wheelforge importable (``PYTHONPATH=src`` works), and setuptools
 for the setup.py baseline.
@@ -43,6 +46,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 TOUCHED = "kernels/csrc/activation_cuda.cu"
+NOOP_RUNS = 7
 STATS_RE = re.compile(r"compile cache (\w+): (\d+) hit\(s\), (\d+) miss\(es\)")
 COMPILED_RE = re.compile(r"compiled (\d+) of (\d+) sources")
 
@@ -108,6 +112,7 @@ class Bench:
     work: Path
     python: str
     threads: int  # nvcc --threads of the longest job run alone: the targets per source
+    repeat: int  # runs of each cold build and of the fresh clone (their median is shown)
     env: dict[str, str] = field(default_factory=dict)
 
     def fresh_copy(self, name: str) -> Path:
@@ -203,8 +208,16 @@ def sha(root: Path) -> str:
 
 
 def median_of(n: int, fn: Callable[[], Run]) -> Run:
-    runs = [fn() for _ in range(n)]
-    return sorted(runs, key=lambda r: r.seconds)[n // 2]
+    return median_run([fn() for _ in range(n)])
+
+
+def median_run(done: list[Run]) -> Run:
+    """The run with the median time (the upper one of an even count)."""
+    return sorted(done, key=lambda r: r.seconds)[len(done) // 2]
+
+
+def runs(done: list[Run]) -> str:
+    return ", ".join(fmt(r.seconds) for r in done)
 
 
 def fmt(seconds: float | None) -> str:
@@ -224,31 +237,47 @@ def measure(b: Bench) -> str:
     work_s = sum(e - s for s, e, _ in compile_jobs) / 1000
     longest, longest_s = critical_job(serial.ninja_log, compile_jobs, b.threads)
 
-    print("setup.py: cold, no-op, touched, add-arch ...", flush=True)
+    print(f"cold builds, {b.repeat} of each, alternating ...", flush=True)
     s = b.fresh_copy("setup")
     (s / "setup.py").write_text(SETUP_PY)
     (s / "module_init.c").write_text(MODULE_INIT)
-    sp_cold = b.setup_py(s, b.archs)
-    sp_noop = median_of(3, lambda: b.setup_py(s, b.archs))
-    touch(s, 1)
-    sp_touch = b.setup_py(s, b.archs)
-    sp_add = b.setup_py(s, wider)
-
-    print("wheelforge: cold, no-op, touched, add-arch, fresh clone ...", flush=True)
     a = b.fresh_copy("a")
-    wf_cold = b.wheelforge(a, b.archs)
+    sp_colds: list[Run] = []
+    wf_colds: list[Run] = []
+    for i in range(b.repeat):
+        # The first of each goes on (no-op, touched, ...); the others start from nothing too:
+        # a fresh copy, and for wheelforge private compile and probe caches.
+        sp_root = s if i == 0 else b.fresh_copy(f"setup-{i}")
+        if i:
+            (sp_root / "setup.py").write_text(SETUP_PY)
+            (sp_root / "module_init.c").write_text(MODULE_INIT)
+        sp_colds.append(b.setup_py(sp_root, b.archs))
+        private = {name: str(b.work / f"{name.lower()}-{i}")
+                   for name in ("CCACHE_DIR", "SCCACHE_DIR", "XDG_CACHE_HOME")}  # fmt: skip
+        wf_colds.append(b.wheelforge(a, b.archs) if i == 0 else
+                        b.wheelforge(b.fresh_copy(f"cold-{i}"), b.archs, private))  # fmt: skip
+    sp_cold, wf_cold = median_run(sp_colds), median_run(wf_colds)
     cold_sha = sha(a)
     assert wf_cold.ninja_log is not None
     cold_jobs = ninja_jobs(wf_cold.ninja_log)
     ninja_span = (max(e for _, e, _ in cold_jobs) - min(s for s, _, _ in cold_jobs)) / 1000
     tail = wf_cold.seconds - ninja_span
-    wf_noop = median_of(3, lambda: b.wheelforge(a, b.archs))
+
+    print("setup.py: no-op, touched, add-arch ...", flush=True)
+    sp_noop = median_of(NOOP_RUNS, lambda: b.setup_py(s, b.archs))
+    touch(s, 1)
+    sp_touch = b.setup_py(s, b.archs)
+    sp_add = b.setup_py(s, wider)
+
+    print("wheelforge: no-op, touched, add-arch, fresh clones ...", flush=True)
+    wf_noop = median_of(NOOP_RUNS, lambda: b.wheelforge(a, b.archs))
     touch(a, 1)
     wf_touch = b.wheelforge(a, b.archs)
     wf_add = b.wheelforge(a, wider)
-    clone = b.fresh_copy("elsewhere/clone")
-    wf_clone = b.wheelforge(clone, b.archs)
-    same = sha(clone) == cold_sha
+    clones = [b.fresh_copy(f"elsewhere/clone-{i}") for i in range(b.repeat)]
+    wf_clones = [b.wheelforge(clone, b.archs) for clone in clones]
+    wf_clone = median_run(wf_clones)
+    same = all(sha(clone) == cold_sha for clone in clones)
 
     print("wheelforge with sccache: cold, add-arch (its per-arch steps) ...", flush=True)
     sc = b.fresh_copy("sccache")
@@ -258,11 +287,11 @@ def measure(b: Bench) -> str:
 
     limit = work_s / cores + tail
     rows = [
-        ("cold build", wf_cold, sp_cold),
-        ("no-op rebuild (median of 3)", wf_noop, sp_noop),
+        (f"cold build (median of {b.repeat})", wf_cold, sp_cold),
+        (f"no-op rebuild (median of {NOOP_RUNS})", wf_noop, sp_noop),
         ("one .cu touched", wf_touch, sp_touch),
         (f"add one arch (+{b.add_arch})", wf_add, sp_add),
-        ("warm cache, fresh clone in another folder", wf_clone, None),
+        (f"warm cache, fresh clone in another folder (median of {b.repeat})", wf_clone, None),
         ("cold build, `--compile-cache sccache`", sc_cold, None),
         (f"add one arch (+{b.add_arch}), `--compile-cache sccache`", sc_add, None),
     ]
@@ -295,7 +324,10 @@ def measure(b: Bench) -> str:
         f"| cold, one nvcc thread per job, no cache (for comparison) | {fmt(serial.seconds)} |",
         f"| setup.py cold ÷ wheelforge cold | {sp_cold.seconds / wf_cold.seconds:.2f}× |",
         f"| warm fresh clone ÷ cold | {wf_clone.seconds / wf_cold.seconds:.1%} |",
-        f"| fresh clone's wheel identical to the cold build's | {'yes' if same else 'NO'} |",
+        f"| fresh clones' wheels identical to the cold build's | {'yes' if same else 'NO'} |",
+        "",
+        "Each run of the repeated cases: wheelforge cold "
+        f"{runs(wf_colds)}; setup.py cold {runs(sp_colds)}; fresh clone {runs(wf_clones)}.",
     ]
     return "\n".join(lines) + "\n"
 
@@ -319,6 +351,8 @@ def main() -> int:
     parser.add_argument("--work", type=Path, help="work folder [default: a temporary one, removed]")
     parser.add_argument("--out", type=Path, help="also write the tables to this file")
     parser.add_argument("--compile-cache", default="auto", help="wheelforge's compile cache")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="runs of each cold build and fresh clone; the median is shown")  # fmt: skip
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="wf-bench-"))
     # A private compile cache and probe cache: the cold build starts from nothing.
@@ -327,7 +361,8 @@ def main() -> int:
     try:
         threads = len(args.archs.split()) + args.archs.count("+PTX")
         table = measure(Bench(archs=args.archs, add_arch=args.add_arch, jobs=args.jobs, work=work,
-                              python=sys.executable, threads=threads, env=env))  # fmt: skip
+                              python=sys.executable, threads=threads, repeat=args.repeat,
+                              env=env))  # fmt: skip
     finally:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)

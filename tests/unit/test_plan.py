@@ -62,15 +62,17 @@ def test_paths_outside_the_project_stay_absolute(project: Project, tmp_path: Pat
 
 
 def test_auto_nvcc_threads_fill_the_cores() -> None:
-    # 16 cores, two .cu files at once: eight threads each, at most one per target.
-    assert auto_nvcc_threads(cores=16, jobs=None, nvcc_sources=2, targets=7) == 7
+    # 16 cores, two .cu files at once: eight threads each, at most one per arch and one for
+    # the host side.
+    assert auto_nvcc_threads(cores=16, jobs=None, nvcc_sources=2, targets=7) == 8
+    assert auto_nvcc_threads(cores=16, jobs=None, nvcc_sources=2, targets=5) == 6
     assert auto_nvcc_threads(cores=16, jobs=None, nvcc_sources=2, targets=12) == 8
     assert (
-        auto_nvcc_threads(cores=16, jobs=1, nvcc_sources=2, targets=12) == 12
+        auto_nvcc_threads(cores=16, jobs=1, nvcc_sources=2, targets=12) == 13
     )  # -j1: one at a time
     assert auto_nvcc_threads(cores=2, jobs=None, nvcc_sources=2, targets=3) == 1
     assert auto_nvcc_threads(cores=2, jobs=None, nvcc_sources=1, targets=3) == 2
-    assert auto_nvcc_threads(cores=64, jobs=None, nvcc_sources=0, targets=1) == 1
+    assert auto_nvcc_threads(cores=64, jobs=None, nvcc_sources=0, targets=1) == 2
 
 
 def test_link_keeps_libtorch_and_static_cudart(project: Project, tmp_path: Path) -> None:

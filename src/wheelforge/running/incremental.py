@@ -37,10 +37,12 @@ def with_threads(plan: VariantPlan, settings: BuildSettings) -> VariantPlan:
 
 def auto_nvcc_threads(*, cores: int, jobs: int | None, nvcc_sources: int, targets: int) -> int:
     """nvcc ``--threads`` that fills *cores*: each of the nvcc jobs ninja runs at once compiles
-    its archs (one cicc + ptxas per target) in parallel, up to the number of targets. Rounded
-    up: nvcc's host-side phases leave its threads idle part of the time."""
+    its archs in parallel, one thread per arch's device steps (preprocessing, cicc, ptxas; a
+    PTX target shares its arch's cicc) and one for the host side (preprocessing and cudafe++,
+    which run beside them: nvcc --time shows the chain). Rounded up: nvcc's host-side phases
+    leave its threads idle part of the time."""
     concurrent = max(1, min(nvcc_sources, jobs or cores + 2))  # ninja's default is cores + 2
-    return max(1, min(targets, math.ceil(cores / concurrent)))
+    return max(1, min(targets + 1, math.ceil(cores / concurrent)))
 
 
 def launchers(
