@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from wheelforge.foundation import log
 from wheelforge.foundation.errors import EnvironmentProblem, ToolError
@@ -74,23 +74,15 @@ def run(
     straight to the terminal instead of being captured. ``what`` names the step in the error.
     ``env`` is added to this process's environment, or replaces it with ``replace_env``.
     """
-    argv = [str(a) for a in args]
-    argv[0] = which(argv[0], hint=hint)
-    log.command(argv)
     full_env = None if env is None else dict(env) if replace_env else {**os.environ, **env}
-    try:
-        popen = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            env=full_env,
-            text=True,
-            stdout=None if stream else subprocess.PIPE,
-            stderr=None if stream else subprocess.PIPE,
-            errors="replace",
-            start_new_session=True,
-        )
-    except OSError as exc:
-        raise ToolError(f"could not run {shlex.join(argv)}: {exc.strerror}") from exc
+    argv, popen = _spawn(
+        args,
+        hint,
+        cwd=cwd,
+        env=full_env,
+        stdout=None if stream else subprocess.PIPE,
+        stderr=None if stream else subprocess.PIPE,
+    )
     try:
         stdout, stderr = popen.communicate()
     except BaseException:
@@ -122,24 +114,11 @@ def stream(
     """Run a program, handing each line of its output (stderr merged into stdout) to *on_line*
     as it comes; the whole output is in the result's ``stdout``. Not checked: the caller reads
     the exit code, as a failing compile needs its own message."""
-    argv = [str(a) for a in args]
-    argv[0] = which(argv[0], hint=hint)
-    log.command(argv)
     full_env = None if env is None else {**os.environ, **env}
     lines: list[str] = []
-    try:
-        child = subprocess.Popen(
-            argv,
-            env=full_env,
-            text=True,
-            errors="replace",
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            bufsize=1,
-            start_new_session=True,  # see the module's docstring
-        )
-    except OSError as exc:
-        raise ToolError(f"could not run {shlex.join(argv)}: {exc.strerror}") from exc
+    argv, child = _spawn(
+        args, hint, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, bufsize=1
+    )
     with child:
         try:
             assert child.stdout is not None  # stdout=PIPE above
@@ -159,23 +138,23 @@ def start(
     """Start a long-lived helper that is spoken to through its stdin and stdout (text lines),
     its stderr into *stderr*, in a session of its own like every tool; stop() ends it, closing
     its stdin lets it end by itself."""
+    stdio = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": stderr}
+    return _spawn(args, hint, cwd=cwd, bufsize=1, **stdio)[1]
+
+
+def _spawn(
+    args: Sequence[str | Path], hint: str, **popen: Any
+) -> tuple[list[str], subprocess.Popen[str]]:
+    """The program found (or *hint* in the error), the command logged, and the process started
+    as text, in a session of its own (see the module's docstring)."""
     argv = [str(a) for a in args]
     argv[0] = which(argv[0], hint=hint)
     log.command(argv)
     try:
-        return subprocess.Popen(
-            argv,
-            cwd=cwd,
-            text=True,
-            errors="replace",
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            bufsize=1,
-            start_new_session=True,  # see the module's docstring
-        )
+        child = subprocess.Popen(argv, text=True, errors="replace", start_new_session=True, **popen)
     except OSError as exc:
         raise ToolError(f"could not run {shlex.join(argv)}: {exc.strerror}") from exc
+    return argv, child
 
 
 def session_members(sid: int) -> list[int]:
