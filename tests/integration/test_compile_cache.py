@@ -176,3 +176,19 @@ def test_sccache_adding_an_arch_compiles_only_that_arch(tmp_path: Path) -> None:
           str(tmp_path / "plain"), "--out", str(tmp_path / "plain-dist"), env=env)  # fmt: skip
     (plain,) = (tmp_path / "plain-dist").glob("*.whl")
     assert plain.read_bytes() in cached
+
+
+def test_a_clone_packing_the_same_bytes_reuses_the_kept_repair(tmp_path: Path) -> None:
+    """auditwheel's output is a function of the input wheel when nothing is grafted: a fresh
+    clone copies the kept repair; the reproducibility twin still runs its own."""
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache"), "CCACHE_DIR": str(tmp_path / "ccache")}
+    first, _ = build(tiny_project(tmp_path / "a"), "-v", env=env)
+    assert "auditwheel repair" in first
+    kept = list((tmp_path / "cache" / "wheelforge" / "repairs").glob("*/*.whl"))
+    assert len(kept) == 1
+    second, _ = build(tiny_project(tmp_path / "b"), "-v", env=env)
+    assert "auditwheel repair" not in second
+    assert wheel_bytes(tmp_path / "a") == wheel_bytes(tmp_path / "b")
+    twin, _ = build(tiny_project(tmp_path / "c"), "-v", "--verify-reproducible", env=env)
+    assert twin.count("auditwheel repair") == 1  # the twin's; the first build's was kept
+    assert wheel_bytes(tmp_path / "c") == wheel_bytes(tmp_path / "a")

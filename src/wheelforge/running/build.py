@@ -4,6 +4,7 @@ files, ninja, wheel, repair, fatbin verification, then an atomic move into the o
 from __future__ import annotations
 
 import dataclasses
+import functools
 import shutil
 import tempfile
 import threading
@@ -58,15 +59,19 @@ def build_variant(
     cache: compilecache.CompileCache | None = None,
     *,
     null: bool = False,
+    keep_repairs: bool = True,
 ) -> VariantResult | VariantFailure:
     """Build one variant (and, with *null*, also publish it as the PEP 825 null variant); a
     failure is returned as data (with the error), not raised, so the other variants still
-    build and the report says which failed and why."""
+    build and the report says which failed and why. Without *keep_repairs*, auditwheel runs
+    even where a kept repair of the same bytes exists (repair.py): the reproducibility twin's
+    wheel must come from its own repair."""
     start = time.perf_counter()
     stages = _Stages()
     variant = plan.variant
     try:
-        return _build_variant(plan, settings, stages, start, cache, null=null)
+        kept = settings.cache if keep_repairs else None
+        return _build_variant(plan, settings, stages, start, cache, null=null, kept=kept)
     except Interrupted:
         raise  # SIGINT or SIGTERM ends the whole build, not one variant
     except WheelforgeError as exc:
@@ -99,6 +104,7 @@ def _build_variant(
     cache: compilecache.CompileCache | None,
     *,
     null: bool,
+    kept: Path | None,
 ) -> VariantResult:
     variant = plan.variant
     title = f"{variant.id}: compile for {variant.arch_set} with CUDA {variant.toolkit.version}"
@@ -119,7 +125,7 @@ def _build_variant(
     if done is None:
         title = f"{plan.variant.id}: pack, repair and check the wheel"
         with log.group(title), log.step(title):
-            done = _pack_and_publish(plan, contents, settings, stages, null=null)
+            done = _pack_and_publish(plan, contents, settings, stages, null=null, kept=kept)
         stamp.write(plan.build_dir, digest=digest, wheel=done.wheel)
         incremental.remember_verification(done.wheel, plan, done.found, done.import_check)
     published, found, reused = done.wheel, done.found, reusable is not None
@@ -249,6 +255,7 @@ def _pack_and_publish(
     stages: _Stages,
     *,
     null: bool,
+    kept: Path | None,
 ) -> _Published:
     """Pack, repair, check and import in a staging folder; only a wheel that passed reaches the
     output."""
@@ -256,9 +263,9 @@ def _pack_and_publish(
     try:
         with stages.stage("package"):
             raw = wheel.pack(contents, stage / "raw", compress=False)  # repair deflates
-            repaired = repair.repair(
-                raw, stage / "repaired", source_date_epoch=wheel.source_date_epoch()
-            )
+            repaired = repair.repair(raw, stage / "repaired",
+                                     source_date_epoch=wheel.source_date_epoch(),
+                                     cache=kept)  # fmt: skip
         with stages.stage("verify"):
             found = _check(repaired, plan, settings, stages)
             imported = _import_check(repaired, plan, settings)
@@ -333,8 +340,9 @@ def _run_build(settings: BuildSettings, chosen: list[Variant], start: float) -> 
     null = variants.null_variant([p.variant for p in plans], m)
     outcomes = [build_variant(plan, settings, cache, null=plan.variant == null) for plan in plans]
     if settings.verify_reproducible:  # the twin compiles with no cache (reproduce.verify)
+        twin_build = functools.partial(build_variant, keep_repairs=False)
         outcomes = [
-            reproduce.verify(o, p, settings, build=build_variant, replan=plan_variant)
+            reproduce.verify(o, p, settings, build=twin_build, replan=plan_variant)
             if isinstance(o, VariantResult)
             else o
             for o, p in zip(outcomes, plans, strict=True)
