@@ -130,10 +130,12 @@ def test_torchs_files_read_as_torch_itself_answers(tmp_path: Path) -> None:
     """The early answer (torch located and read, not imported) is what torch's own helpers say:
     were torch to move its headers or libraries, this fails (and builds would compile twice)."""
     early = torchprobe.probe_torch(PYTHON, cache=tmp_path, early=True)
-    assert probecache.lookup(tmp_path, "torch", torchprobe._key(PYTHON)) is None  # not yet
+    assert probecache.lookup(tmp_path, "torch", torchprobe.probe_key(PYTHON)) is None  # not yet
     own = torchprobe.probe_torch(PYTHON, cache=None)
     assert torchprobe.confirm(early, cache=tmp_path) == early == own
-    assert probecache.lookup(tmp_path, "torch", torchprobe._key(PYTHON)) is not None  # cached now
+    assert (
+        probecache.lookup(tmp_path, "torch", torchprobe.probe_key(PYTHON)) is not None
+    )  # cached now
     again = torchprobe.probe_torch(PYTHON, cache=tmp_path, early=True)
     assert torchprobe.confirm(again, cache=tmp_path) == again
 

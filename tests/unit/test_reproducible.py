@@ -34,12 +34,12 @@ def test_prefix_maps_put_the_deepest_folder_last() -> None:
 
 def test_path_free_names() -> None:
     folders = ((Path("/p"), "."), (Path("/p/.venv/torch"), "torch"))
-    assert reproducible.path_free(Path("/p/csrc/a.cu"), folders) == "csrc/a.cu"
+    assert reproducible.path_namer(folders)(Path("/p/csrc/a.cu")) == "csrc/a.cu"
     assert (
-        reproducible.path_free(Path("/p/.venv/torch/include/x.h"), folders) == "torch/include/x.h"
+        reproducible.path_namer(folders)(Path("/p/.venv/torch/include/x.h")) == "torch/include/x.h"
     )
     assert (
-        reproducible.path_free(Path("/usr/include/stdio.h"), folders)
+        reproducible.path_namer(folders)(Path("/usr/include/stdio.h"))
         == "system/usr/include/stdio.h"
     )
     assert reproducible.path_free_text("-I/p/.venv/torch/include -I/p/csrc", folders) == (
@@ -162,7 +162,7 @@ def test_verify_rebuilds_without_any_compile_cache(project: Project, tmp_path: P
 
 
 def test_path_free_names_each_path_under_its_deepest_folder() -> None:
-    from wheelforge.planning.reproducible import SYSTEM, path_free
+    from wheelforge.planning.reproducible import SYSTEM, path_namer
 
     folders = (
         (Path("/work/proj"), "."),
@@ -180,4 +180,4 @@ def test_path_free_names_each_path_under_its_deepest_folder() -> None:
         "/usr/include/stdio.h": f"{SYSTEM}/usr/include/stdio.h",
     }
     for path, name in cases.items():
-        assert path_free(Path(path), folders) == name, path
+        assert path_namer(folders)(Path(path)) == name, path

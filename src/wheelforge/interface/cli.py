@@ -12,6 +12,7 @@ import click
 from rich.console import Console
 
 from wheelforge import __version__
+from wheelforge.configuration.keys import COMPILE_CACHES
 from wheelforge.foundation import log
 from wheelforge.foundation.errors import WheelforgeError
 
@@ -43,7 +44,7 @@ build_dir_option = click.option(
     help="The folder for intermediate files [default: build/wheelforge/ beside the matrix].",
 )  # fmt: skip
 compile_cache_option = click.option(
-    "--compile-cache", type=click.Choice(["auto", "sccache", "ccache", "none"]),
+    "--compile-cache", type=click.Choice(COMPILE_CACHES),
     help="Compile cache in front of the compilers (else WHEELFORGE_COMPILE_CACHE, else matrix.yaml's compile-cache, else auto: ccache or sccache when installed).",
 )  # fmt: skip
 no_wait_option = click.option(

@@ -137,10 +137,11 @@ def _jobs_flag(jobs: int | None) -> list[str]:
     return ["-j", str(jobs)] if jobs is not None else []
 
 
-def default_parallelism() -> int:
-    """ninja's own default -j: the CPU count plus two (ninja.cc GuessParallelism)."""
-    cpus = os.cpu_count() or 1
-    return cpus + 2 if cpus > 1 else 2 if cpus == 1 else cpus
+def default_parallelism(cores: int | None = None) -> int:
+    """ninja's own default -j for *cores* (else this machine's CPU count): the count plus two,
+    and 2 on one core (ninja.cc GuessParallelism)."""
+    cpus = cores or os.cpu_count() or 1
+    return cpus + 2 if cpus > 1 else 2
 
 
 _VERBS = ("CXX", "CC", "NVCC", "LINK")

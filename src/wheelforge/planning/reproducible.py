@@ -108,14 +108,10 @@ def spelled(folders: dict[Path, str], spell: Callable[[Path], str]) -> dict[Path
     return out
 
 
-def path_free(path: Path, folders: tuple[tuple[Path, str], ...]) -> str:
-    """*path* as the binaries name it: under the deepest mapped folder that holds it, else
-    under SYSTEM (a host compiler's or the system's header, at a fixed place on any machine)."""
-    return path_namer(folders)(path)
-
-
 def path_namer(folders: tuple[tuple[Path, str], ...]) -> Callable[[Path], str]:
-    """path_free for many paths: the folders ordered once, each path matched as a string (a
+    """Names paths as the binaries name them: under the deepest mapped folder that holds each,
+    else under SYSTEM (a host compiler's or the system's header, at a fixed place on any
+    machine). The folders are ordered once and each path is matched as a string (a
     build names ~1000 inputs: Path.is_relative_to per folder and input cost ~0.5 s on the H200
     machine, a quarter of a rebuild from a warm compile cache)."""
     deepest = sorted(folders, key=lambda f: -len(f[0].parts))

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import re
 import shutil
 import tempfile
@@ -49,8 +48,7 @@ def check_import(wheel: Path, plan: VariantPlan, *, cache: Path | None = None) -
     key = {
         "wheel": stamp.sha256(wheel),
         "module": module,
-        "python": str(plan.torch.python),
-        "env": {k: os.environ.get(k) for k in torchprobe.PYTHON_ENV},
+        **torchprobe.probe_key(plan.torch.python),
     }
     found = probecache.lookup(cache, "import-check", key)
     if found is not None and isinstance(found.get("ran"), str):

@@ -41,7 +41,7 @@ def auto_nvcc_threads(*, cores: int, jobs: int | None, nvcc_sources: int, target
     PTX target shares its arch's cicc) and one for the host side (preprocessing and cudafe++,
     which run beside them: nvcc --time shows the chain). Rounded up: nvcc's host-side phases
     leave its threads idle part of the time."""
-    concurrent = max(1, min(nvcc_sources, jobs or cores + 2))  # ninja's default is cores + 2
+    concurrent = max(1, min(nvcc_sources, jobs or ninja.default_parallelism(cores)))
     return max(1, min(targets + 1, math.ceil(cores / concurrent)))
 
 

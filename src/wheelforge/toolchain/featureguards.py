@@ -9,13 +9,9 @@ import re
 from functools import cache
 from pathlib import Path
 
-from wheelforge.toolchain.shims import Version2
+from wheelforge.toolchain.shims import ELSE_RE, ENDIF_RE, GUARD_RE, IF_RE, Version2
 
 _HEADER_DIRS = ("torch/csrc/stable", "torch/headeronly")
-_IF_RE = re.compile(r"^\s*#\s*(if|ifdef|ifndef)\b(.*)$")
-_ELSE_RE = re.compile(r"^\s*#\s*(else|elif)\b")
-_ENDIF_RE = re.compile(r"^\s*#\s*endif\b")
-_GUARD_RE = re.compile(r"TORCH_FEATURE_VERSION\s*>=\s*TORCH_VERSION_(\d+)_(\d+)_\d+")
 _WORD_RE = re.compile(r"\b[A-Za-z_]\w{2,}\b")
 _COMMENT_RE = re.compile(r"//.*$")
 
@@ -23,15 +19,15 @@ _COMMENT_RE = re.compile(r"//.*$")
 def _scan(text: str, guarded: dict[str, Version2], plain: set[str]) -> None:
     stack: list[Version2 | None] = []
     for line in text.splitlines():
-        if m := _IF_RE.match(line):
-            g = _GUARD_RE.search(m[2]) if m[1] == "if" else None
+        if m := IF_RE.match(line):
+            g = GUARD_RE.search(m[2]) if m[1] == "if" else None
             stack.append((int(g[1]), int(g[2])) if g else None)
             continue
-        if _ELSE_RE.match(line):
+        if ELSE_RE.match(line):
             if stack:
                 stack[-1] = None  # the other branch is what older targets see
             continue
-        if _ENDIF_RE.match(line):
+        if ENDIF_RE.match(line):
             if stack:
                 stack.pop()
             continue

@@ -27,10 +27,11 @@ SHIM_DIRS = (
     "torch/csrc/stable/c",
 )
 _EXPORT_RE = re.compile(r"AOTI_TORCH_EXPORT\b[^;{(]*?\b((?:aoti_torch|torch)_\w+)\s*\(", re.DOTALL)
-_IF_RE = re.compile(r"^\s*#\s*(if|ifdef|ifndef)\b(.*)$")
-_ELIF_ELSE_RE = re.compile(r"^\s*#\s*(else|elif)\b")
-_ENDIF_RE = re.compile(r"^\s*#\s*endif\b")
-_GUARD_RE = re.compile(r"TORCH_FEATURE_VERSION\s*>=\s*TORCH_VERSION_(\d+)_(\d+)_\d+")
+# The preprocessor lines a guard scan follows (here and in featureguards.py).
+IF_RE = re.compile(r"^\s*#\s*(if|ifdef|ifndef)\b(.*)$")
+ELSE_RE = re.compile(r"^\s*#\s*(else|elif)\b")
+ENDIF_RE = re.compile(r"^\s*#\s*endif\b")
+GUARD_RE = re.compile(r"TORCH_FEATURE_VERSION\s*>=\s*TORCH_VERSION_(\d+)_(\d+)_\d+")
 SHIM_PREFIXES = ("aoti_torch_", "torch_")
 
 
@@ -87,17 +88,17 @@ def _declarations(text: str, *, cuda_header: bool = False) -> list[Declaration]:
         block.clear()
 
     for line in text.splitlines():
-        if m := _IF_RE.match(line):
+        if m := IF_RE.match(line):
             flush()
             kind, cond = m.group(1), m.group(2)
-            g = _GUARD_RE.search(cond) if kind == "if" else None
+            g = GUARD_RE.search(cond) if kind == "if" else None
             cuda = kind != "ifndef" and "USE_CUDA" in cond and "!" not in cond
             stack.append(((int(g[1]), int(g[2])) if g else None, cuda))
-        elif _ELIF_ELSE_RE.match(line):
+        elif ELSE_RE.match(line):
             flush()
             if stack:
                 stack[-1] = (None, False)  # the other branch: the older API, or not CUDA
-        elif _ENDIF_RE.match(line):
+        elif ENDIF_RE.match(line):
             flush()
             if stack:
                 stack.pop()

@@ -16,7 +16,7 @@ from wheelforge.foundation.errors import EnvironmentProblem
 from wheelforge.toolchain import probecache, shims, warmtorch
 
 # What steers which torch an interpreter imports, besides its own files.
-PYTHON_ENV = ("PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE", "PYTHONUSERBASE", "PYTHONSAFEPATH")
+_PYTHON_ENV = ("PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE", "PYTHONUSERBASE", "PYTHONSAFEPATH")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -115,8 +115,9 @@ print(json.dumps({
 _GUESSED: dict[Path, tuple[dict[str, Any], TorchEnv, TorchEnv | None]] = {}
 
 
-def _key(python: Path) -> dict[str, Any]:
-    return {"python": str(python), "env": {k: os.environ.get(k) for k in PYTHON_ENV}}
+def probe_key(python: Path) -> dict[str, Any]:
+    """What an answer about *python*'s torch is keyed by (the probe's, the import check's)."""
+    return {"python": str(python), "env": {k: os.environ.get(k) for k in _PYTHON_ENV}}
 
 
 def probe_torch(python: Path, *, cache: Path | None = None, early: bool = False) -> TorchEnv:
@@ -126,7 +127,7 @@ def probe_torch(python: Path, *, cache: Path | None = None, early: bool = False)
     *early*: on a cache miss, answer at once from torch's files (no ``import torch``, which
     takes seconds) while a warm child imports torch in the background; the build compiles with
     that answer and calls confirm() before packing, which waits for torch's own answer."""
-    key = _key(python)
+    key = probe_key(python)
     hit = probecache.lookup(cache, "torch", key)
     if hit is None and early:
         guessed = _layout(python)

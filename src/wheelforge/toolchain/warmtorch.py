@@ -31,7 +31,7 @@ from typing import IO
 
 from wheelforge.foundation import proc
 
-PROBE_MARK = "wheelforge-torch-probe: "
+_PROBE_MARK = "wheelforge-torch-probe: "
 _NICENESS = 5
 
 # Runs inside the build Python: torch's own path helpers, not guesses about its layout.
@@ -72,12 +72,11 @@ else:
     print(json.dumps(None))
 """
 
-HINT = "point --python at an interpreter with torch"
+_HINT = "point --python at an interpreter with torch"
 
 
 @dataclass
 class _Child:
-    python: Path
     folder: Path  # its working folder (sys.path[0]), empty, removed with it
     stderr: IO[str]
     popen: subprocess.Popen[str]
@@ -90,8 +89,8 @@ class _Child:
             line = self.popen.stdout.readline()
             if not line:
                 return None
-            if line.startswith(PROBE_MARK):
-                self.probe_line = line[len(PROBE_MARK) :].strip()
+            if line.startswith(_PROBE_MARK):
+                self.probe_line = line[len(_PROBE_MARK) :].strip()
             else:
                 self.before_probe.append(line)
         return self.probe_line
@@ -129,8 +128,8 @@ def _start(python: Path) -> _Child:
     stderr = (folder / "stderr").open("w+", encoding="utf-8", errors="replace")
     try:
         popen = proc.start(
-            [python, "-c", _SCRIPT, str(_NICENESS), PROBE_MARK],
-            hint=HINT,
+            [python, "-c", _SCRIPT, str(_NICENESS), _PROBE_MARK],
+            hint=_HINT,
             cwd=folder,
             stderr=stderr,
         )
@@ -138,7 +137,7 @@ def _start(python: Path) -> _Child:
         stderr.close()
         shutil.rmtree(folder, ignore_errors=True)
         raise
-    return _Child(python=python, folder=folder, stderr=stderr, popen=popen)
+    return _Child(folder=folder, stderr=stderr, popen=popen)
 
 
 def warm(python: Path) -> None:
