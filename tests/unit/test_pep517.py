@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from wheelforge import build_meta
 from wheelforge.configuration.reader import load_matrix
-from wheelforge.foundation.errors import ConfigError
+from wheelforge.foundation.errors import ConfigError, VerificationError
 from wheelforge.running import pep517
 from wheelforge.toolchain import gpu
 
@@ -109,4 +110,20 @@ def test_hook_errors_are_one_line_and_an_exit_code(
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert err.startswith("error: -C arch: wheelforge.build_meta has no such setting")
+    assert "Traceback" not in err
+
+
+def test_a_failed_wheel_is_one_line_not_a_traceback(
+    project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    failure = VerificationError("variant sm80-cu130: the wheel lacks SASS sm_80")
+    report = SimpleNamespace(variants=(), first_error=failure)
+    monkeypatch.setattr(pep517, "backend_settings", lambda options, out: None)
+    monkeypatch.setattr(pep517, "run_build", lambda settings: report)
+    monkeypatch.chdir(project().parent)
+    with pytest.raises(SystemExit) as exit_:
+        build_meta.build_wheel("out", {})
+    assert exit_.value.code == failure.exit_code
+    err = capsys.readouterr().err
+    assert err.startswith("error: variant sm80-cu130: the wheel lacks SASS sm_80")
     assert "Traceback" not in err

@@ -172,6 +172,8 @@ def backend_settings(
 def build_wheel(options: BackendOptions, wheel_directory: Path) -> str:
     settings = backend_settings(options, wheel_directory.resolve())
     report = run_build(settings)
+    if report.first_error is not None:  # a failed variant is data in the report, not raised
+        raise report.first_error
     return report.variants[0].wheel.name
 
 
