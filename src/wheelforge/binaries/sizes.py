@@ -12,7 +12,7 @@ from pathlib import Path
 
 import zstandard
 
-from wheelforge.binaries.elf import member_path
+from wheelforge.binaries.elf import member_path, rename_wheel
 from wheelforge.binaries.fatbin import entry_payload
 from wheelforge.binaries.inspection import BinaryReport
 from wheelforge.configuration.archs import Arch
@@ -72,6 +72,16 @@ class SizeCheck:
         metadata={"doc": "fatbin entries by binary, kind and arch, largest first"}
     )
     levers: tuple[Lever, ...] = field(metadata={"doc": "known ways to shrink it, largest first"})
+
+    def moved(self, old: Path, new: Path) -> SizeCheck:
+        """The same check, its binaries named after the wheel at *new* (staging → published)."""
+        return dataclasses.replace(
+            self,
+            contributions=tuple(
+                dataclasses.replace(c, binary=rename_wheel(c.binary, old, new))
+                for c in self.contributions
+            ),
+        )
 
 
 def contributions(binaries: Sequence[BinaryReport]) -> tuple[Contribution, ...]:

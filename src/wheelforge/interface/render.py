@@ -144,10 +144,6 @@ def print_dry_run(planned: Sequence[PlannedVariant], console: Console) -> None:
     console.print(f"dry run: {len(planned)} variant(s); nothing was compiled or downloaded")
 
 
-def wheel_paths(report: BuildReport) -> list[str]:
-    return [str(v.wheel) for v in report.variants]
-
-
 def print_inspect(reports: Sequence[BinaryReport], console: Console) -> None:
     """One table per binary: its archs grouped by kind, with sizes."""
     if not reports:

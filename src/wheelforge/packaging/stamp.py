@@ -46,6 +46,11 @@ def write(build_dir: Path, *, digest: str, wheel: Path) -> None:
     fsutil.write_if_changed(build_dir / STAMP, json.dumps(stamp, indent=2) + "\n")
 
 
+def forget(build_dir: Path) -> None:
+    """Drop the stamp: the published wheel is no longer this build's to reuse."""
+    (build_dir / STAMP).unlink(missing_ok=True)
+
+
 def reusable(build_dir: Path, out_dir: Path, digest: str) -> Path | None:
     """The wheel already in the output folder, if it was made from exactly these inputs."""
     stamp = read(build_dir)

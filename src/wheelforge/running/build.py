@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from wheelforge.binaries import elf, initexport
+from wheelforge.binaries import initexport
 from wheelforge.binaries.sizes import SizeCheck, check_size
 from wheelforge.binaries.verify import WheelVerification, verify_wheel
 from wheelforge.configuration.settings import BuildSettings
@@ -42,7 +42,6 @@ class _Stages:
     def __init__(self) -> None:
         self.times: list[tuple[str, float]] = []
         self.size: SizeCheck | None = None
-        self.compiled: list[str] = []
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
@@ -292,14 +291,7 @@ def _pack_and_publish(
         shutil.rmtree(stage, ignore_errors=True)
 
     # Name what was read after the published wheel, not the staging copy.
-    if stages.size is not None:
-        stages.size = dataclasses.replace(
-            stages.size,
-            contributions=tuple(
-                dataclasses.replace(c, binary=elf.rename_wheel(c.binary, repaired, published))
-                for c in stages.size.contributions
-            ),
-        )
+    stages.size = stages.size and stages.size.moved(repaired, published)
     return _Published(
         wheel=published,
         found=found.moved(repaired, published),

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wheelforge.configuration.settings import BuildSettings
-from wheelforge.planning import ninja, variants
-from wheelforge.running.prepare import plan_all
+from wheelforge.planning import ninja
+from wheelforge.running.prepare import plan_all, selected
 from wheelforge.toolchain import toolkit
 
 
@@ -25,8 +25,7 @@ class PlannedVariant:
 
 
 def dry_run(settings: BuildSettings) -> list[PlannedVariant]:
-    found = toolkit.discover(cache=settings.cache)
-    chosen = variants.select(variants.expand(settings.matrix, found), settings.only)
+    chosen = selected(settings, toolkit.discover(cache=settings.cache))
     planned = []
     for v in chosen:
         common = {"variant_id": v.id, "arch_set": v.arch_set.name, "archs": str(v.arch_set),

@@ -8,7 +8,6 @@ from __future__ import annotations
 import ast
 import json
 import re
-import shutil
 import tempfile
 import zipfile
 from pathlib import Path
@@ -66,7 +65,6 @@ def _import(wheel: Path, plan: VariantPlan, module: str) -> str:
         with zipfile.ZipFile(wheel) as zf:
             zf.extractall(site)
         result = warmtorch.import_module(python, module, site / plan.wheel_library_path)
-        shutil.rmtree(site, ignore_errors=True)
     lines = result.stdout.strip().splitlines()
     try:
         error = json.loads(lines[-1]) if lines else "the child process printed nothing"

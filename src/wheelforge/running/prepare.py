@@ -4,6 +4,7 @@ variant."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from wheelforge.configuration.settings import BuildSettings
@@ -31,18 +32,25 @@ def resolve_variants(settings: BuildSettings, *, probe: bool = False) -> list[Va
     compiled; with *probe*, the folders the build writes are then probed (preflight.py), still
     before any download."""
     found = toolkit.discover(cache=settings.cache)
-    chosen = variants.select(variants.expand(settings.matrix, found), settings.only)
+    chosen = selected(settings, found)
 
-    def ready(v: Variant, *, offline: bool) -> Variant:
+    def ready(v: Variant) -> Variant:
         choice = ensure_toolkit(v.choice, who=f"variant {v.id}", archs=v.arch_set.archs,
-                                found=found, cache=settings.cache, offline=offline)  # fmt: skip
+                                found=found, cache=settings.cache, offline=settings.offline)  # fmt: skip
         return variants.with_choice(v, choice)
 
+    if (
+        probe and settings.offline
+    ):  # its refusals come first: nothing is written for a refused build
+        chosen = [ready(v) for v in chosen]
     if probe:
-        if settings.offline:  # its refusals come first: nothing is written for a refused build
-            chosen = [ready(v, offline=True) for v in chosen]
         preflight(settings.matrix, folders(settings))
-    return [ready(v, offline=settings.offline) for v in chosen]
+    return [ready(v) for v in chosen]
+
+
+def selected(settings: BuildSettings, found: Sequence[toolkit.Toolkit]) -> list[Variant]:
+    """The matrix's variants that ``--only`` keeps, each with a toolkit in *found* or a recipe."""
+    return variants.select(variants.expand(settings.matrix, found), settings.only)
 
 
 def _build_torch(variant: Variant, settings: BuildSettings, *, early: bool) -> torchprobe.TorchEnv:

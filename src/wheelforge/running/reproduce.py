@@ -50,7 +50,7 @@ def verify(
             )
         except VerificationError as exc:
             result.wheel.unlink(missing_ok=True)
-            (plan.build_dir / stamp.STAMP).unlink(missing_ok=True)
+            stamp.forget(plan.build_dir)
             return VariantFailure(
                 variant_id=result.variant_id, arch_set=result.arch_set, toolkit=result.toolkit,
                 torch=result.torch, error=exc, size=result.size,
