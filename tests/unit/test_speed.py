@@ -12,7 +12,7 @@ import pytest
 from wheelforge.configuration.reader import load_matrix
 from wheelforge.configuration.settings import Flags, resolve
 from wheelforge.foundation.errors import ConfigError
-from wheelforge.planning import freshness
+from wheelforge.planning import freshness, ninja
 from wheelforge.toolchain import compilecache, probecache
 
 from .conftest import GOOD_MATRIX
@@ -68,7 +68,7 @@ def test_ninja_deps_output_is_parsed(tmp_path: Path) -> None:
         "    ../../src/b.cuh\n"
         "\n"
     )
-    deps = freshness.parse_deps(text, tmp_path / "build")
+    deps = ninja.parse_deps(text, tmp_path / "build")
     assert deps == {
         str(tmp_path / "build/obj/a.cpp.o"): [
             str(tmp_path.parent / "src/a.cpp"),  # normalised: provenance names it by prefix

@@ -16,10 +16,10 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 from pathlib import Path
 
-from wheelforge.foundation import fsutil, proc
+from wheelforge.foundation import fsutil
+from wheelforge.planning import ninja
 from wheelforge.planning.plan import VariantPlan
 from wheelforge.toolchain import probecache
 
@@ -72,32 +72,13 @@ def forget(plan: VariantPlan) -> None:
         _stamp_path(plan).unlink()
 
 
-def parse_deps(text: str, build_dir: Path) -> dict[str, list[str]]:
-    """``ninja -t deps`` output → target → the files it depends on (absolute paths).
-
-    The format: a target line ``out.o: #deps 3, deps mtime 123 (VALID)``, then its deps
-    indented, then a blank line."""
-    deps: dict[str, list[str]] = {}
-    current: list[str] | None = None
-    for line in text.splitlines():
-        if not line.strip():
-            current = None
-        elif not line[0].isspace() and ": #deps" in line:
-            target = line.split(": #deps", 1)[0]
-            current = deps.setdefault(os.path.normpath(build_dir / target), [])
-        elif current is not None:  # a relative dep is the build dir's (../../csrc/x.h)
-            current.append(os.path.normpath(build_dir / line.strip()))
-    return deps
-
-
-def record(plan: VariantPlan, ninja_text: str, ninja_exe: Path, started_ns: int) -> None:
+def record(plan: VariantPlan, ninja_text: str, started_ns: int) -> None:
     """Stamp a build that ninja just finished. An input modified after the build started
     may not be in the outputs, so then no stamp is written and the next build runs ninja."""
-    result = proc.run([ninja_exe, "-C", plan.build_dir, "-t", "deps"], hint="pip install ninja",
-                      check=False)  # fmt: skip
-    if result.returncode != 0:
+    deps = ninja.deps(plan, check=False)
+    if deps is None:
         return
-    headers = {d for ds in parse_deps(result.stdout, plan.build_dir).values() for d in ds}
+    headers = {d for ds in deps.values() for d in ds}
     read = headers | {str(s.source) for s in plan.compile_steps}
     inputs = read | {str(g.path) for g in plan.generated}
     inputs |= {plan.cxx, plan.cc, plan.nvcc_host, str(plan.variant.toolkit.nvcc)}

@@ -273,18 +273,39 @@ def _failure(plan: VariantPlan, output: str) -> BuildError:
     )
 
 
+def deps(plan: VariantPlan, *, check: bool) -> dict[str, list[str]] | None:
+    """What ninja's deps log holds for *plan*'s build folder (``ninja -t deps``, ninja's public
+    view of it: the binary ``.ninja_deps`` format is private to ninja), by target; None when
+    ninja fails and not *check*."""
+    result = proc.run([executable(), "-C", plan.build_dir, "-t", "deps"], hint=NINJA_HINT,
+                      check=check)  # fmt: skip
+    return parse_deps(result.stdout, plan.build_dir) if result.returncode == 0 else None
+
+
+def parse_deps(text: str, build_dir: Path) -> dict[str, list[str]]:
+    """``ninja -t deps`` output → target → the files it depends on (absolute paths).
+
+    The format: a target line ``out.o: #deps 3, deps mtime 123 (VALID)``, then its deps
+    indented, then a blank line."""
+    deps: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in text.splitlines():
+        if not line.strip():
+            current = None
+        elif not line[0].isspace() and ": #deps" in line:
+            target = line.split(": #deps", 1)[0]
+            current = deps.setdefault(os.path.normpath(build_dir / target), [])
+        elif current is not None:  # a relative dep is the build dir's (../../csrc/x.h)
+            current.append(os.path.normpath(build_dir / line.strip()))
+    return deps
+
+
 def inputs(plan: VariantPlan) -> list[Path]:
     """Every file the last build of *plan* read: its sources and, from the depfiles ninja has
     recorded (``ninja -t deps``), every header they included, system and toolkit ones too."""
-    result = proc.run([executable(), "-C", plan.build_dir, "-t", "deps"], hint=NINJA_HINT)
     found = {step.source for step in plan.compile_steps}
-    for line in result.stdout.splitlines():
-        # "obj/x.o: #deps 12, deps mtime … (VALID)" then one indented path per line.
-        if line.startswith((" ", "\t")) and line.strip():
-            path = Path(line.strip())
-            found.add(
-                Path(os.path.normpath(plan.build_dir / path))
-            )  # a relative one: ../../csrc/x.h
+    for files in (deps(plan, check=True) or {}).values():
+        found.update(Path(f) for f in files)
     return sorted(found)
 
 

@@ -91,7 +91,7 @@ def compile_variant(
         with compilecache.session(cache, plan.build_dir, absolute=absolute) as (env, found):
             steps = ninja.run(plan, jobs=jobs, env=env)
         stats = found[0] if found else None
-    freshness.record(plan, text, ninja.executable(), started)
+    freshness.record(plan, text, started)
     return steps, stats
 
 
