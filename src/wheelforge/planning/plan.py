@@ -3,6 +3,7 @@ the ninja writer, the packer and the report read. Nothing here runs a tool."""
 
 from __future__ import annotations
 
+import functools
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -71,17 +72,17 @@ class VariantPlan:
     # every folder the compiles read from, and its path-free name (reproducible.prefix_maps)
     input_folders: tuple[tuple[Path, str], ...] = ()
     nvcc_threads: int | None = None  # nvcc --threads, given through NVCC_APPEND_FLAGS (ninja.py)
-    # False for nvcc before CUDA 12.9: it runs from / (reproducible.py), so paths stay absolute
-    relative_commands: bool = True
 
     def command_path(self, path: Path) -> str:
-        """*path* as the compile commands name it: relative to the build folder (where ninja
-        runs them) when it lies in the build folder, or in the project while the build folder
-        does too. Then no command, object (``__FILE__``) or cache key holds the folder a clone
-        lies in; paths outside the project (the toolkit, a system torch) stay absolute."""
-        if not self.relative_commands:
-            return str(path)
-        return reproducible.command_path(path, self.build_dir, self.matrix.root.resolve())
+        """*path* as the compile commands name it (reproducible.spelling): relative to the build
+        folder (where ninja runs them) when it lies in the build folder, or in the project while
+        the build folder does too; absolute for nvcc before CUDA 12.9, which runs from /."""
+        return self._spelling(path)
+
+    @functools.cached_property
+    def _spelling(self) -> Callable[[Path], str]:
+        root = self.matrix.root.resolve()
+        return reproducible.spelling(self.build_dir, root, self.variant.toolkit.version)
 
 
 def _sources(matrix: Matrix) -> dict[Path, tuple[ArchSpec, ...] | None]:
@@ -389,6 +390,5 @@ def make_plan(
         input_folders=tuple(folders.items()),
         abi_tag=abi.abi_tag,
         nvcc_threads=nvcc_threads,
-        relative_commands=not reproducible.needs_fixed_pid(variant.toolkit.version),
         version=_version(matrix, variant),
     )

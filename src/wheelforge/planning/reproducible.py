@@ -86,6 +86,12 @@ def spelling(build_dir: Path, root: Path, toolkit: Version) -> Callable[[Path], 
     return functools.partial(command_path, build_dir=build_dir, root=root)
 
 
+def names_project_relatively(build_dir: Path, root: Path, toolkit: Version) -> bool:
+    """Whether the commands name the project's files relative to the build folder (spelling):
+    the build folder lies in the project and nvcc is 12.9 or newer."""
+    return not needs_fixed_pid(toolkit) and build_dir.is_relative_to(root)
+
+
 def command_path(path: Path, build_dir: Path, root: Path) -> str:
     if path.is_relative_to(build_dir) or (
         build_dir.is_relative_to(root) and path.is_relative_to(root)

@@ -19,7 +19,7 @@ from wheelforge.binaries.verify import WheelVerification
 from wheelforge.configuration.settings import BuildSettings
 from wheelforge.foundation import fsutil
 from wheelforge.packaging import provenance, stamp, wheel
-from wheelforge.planning import freshness, ninja
+from wheelforge.planning import freshness, ninja, reproducible
 from wheelforge.planning.plan import VariantPlan
 from wheelforge.toolchain import compilecache
 
@@ -86,8 +86,9 @@ def compile_variant(
     if cache is None:
         steps = ninja.run(plan, jobs=jobs)
     else:
-        inside = plan.build_dir.is_relative_to(plan.matrix.root.resolve())
-        absolute = not (plan.relative_commands and inside)  # plan.command_path
+        root = plan.matrix.root.resolve()
+        version = plan.variant.toolkit.version
+        absolute = not reproducible.names_project_relatively(plan.build_dir, root, version)
         with compilecache.session(cache, plan.build_dir, absolute=absolute) as (env, found):
             steps = ninja.run(plan, jobs=jobs, env=env)
         stats = found[0] if found else None
