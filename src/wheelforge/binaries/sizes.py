@@ -16,6 +16,7 @@ from wheelforge.binaries.elf import member_path, rename_wheel
 from wheelforge.binaries.fatbin import entry_payload
 from wheelforge.binaries.inspection import BinaryReport
 from wheelforge.configuration.archs import Arch
+from wheelforge.configuration.sizes import format_size
 
 # Blackwell family targets (CUDA 12.9+): one sm_100f cubin runs on sm_100 and sm_103, one
 # sm_120f on sm_120 and sm_121 (CUDA 12.9 release notes, "family-specific features").
@@ -24,6 +25,7 @@ FAMILIES: dict[str, tuple[int, ...]] = {"10.0f": (100, 103), "12.0f": (120, 121)
 COMPRESS_MODE_SINCE = (12, 8)
 # How many contributors a size-budget failure names.
 TOP_CONTRIBUTORS = 5
+LEVERS_SHOWN = 8  # the levers a failure or a step summary lists
 # wheel.pack deflates at zlib's default level.
 ZIP_LEVEL = 6
 # zstd level 19 runs at a few MB/s: above this much payload, the size-mode lever is not measured.
@@ -59,6 +61,11 @@ class Lever:
         }
     )
     note: str = field(default="", metadata={"doc": "how the saving was found, or why unmeasured"})
+
+    @property
+    def saving(self) -> str:
+        """What it saves, as the summaries say it."""
+        return f"saves {format_size(self.saves)}" if self.saves is not None else "not measured"
 
 
 @dataclass(frozen=True, kw_only=True)

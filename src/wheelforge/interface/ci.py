@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 from wheelforge.binaries.elf import member_path
+from wheelforge.binaries.sizes import LEVERS_SHOWN
 from wheelforge.configuration.archs import code_sort_key
 from wheelforge.configuration.sizes import format_size
 from wheelforge.foundation import log
@@ -64,11 +65,7 @@ def _archs(v: VariantDoc) -> list[str]:
         )
     if v.size.over and v.size.levers:
         lines += ["", "Levers:", ""]
-        lines += [
-            f"- {lv.change}: "
-            + (f"saves {format_size(lv.saves)}" if lv.saves is not None else "not measured")
-            for lv in v.size.levers[:8]
-        ]
+        lines += [f"- {lv.change}: {lv.saving}" for lv in v.size.levers[:LEVERS_SHOWN]]
     return lines
 
 

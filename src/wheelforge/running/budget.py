@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from wheelforge.binaries import elf
-from wheelforge.binaries.sizes import TOP_CONTRIBUTORS, SizeCheck
+from wheelforge.binaries.sizes import LEVERS_SHOWN, TOP_CONTRIBUTORS, SizeCheck
 from wheelforge.configuration.sizes import format_size
 from wheelforge.foundation.errors import SizeBudgetError
 from wheelforge.planning.plan import VariantPlan
@@ -32,10 +32,8 @@ def over_budget(
         )
     lines.append("levers (what each saves):")
     lines += [
-        f"  {lv.change}: "
-        + (f"saves {format_size(lv.saves)}" if lv.saves is not None else "not measured")
-        + (f" ({lv.note})" if lv.note else "")
-        for lv in size.levers[:8]
+        f"  {lv.change}: {lv.saving}" + (f" ({lv.note})" if lv.note else "")
+        for lv in size.levers[:LEVERS_SHOWN]
     ]
     biggest = (
         ", ".join(f"{c.arch} {format_size(c.in_wheel or c.stored)}" for c in top[:3]) or "no fatbin"
