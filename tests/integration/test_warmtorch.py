@@ -165,3 +165,12 @@ def test_a_wrong_early_answer_is_compiled_again_with_torchs_own(
     assert "answered otherwise than its files read: compiling again" in err
     (ninja_file,) = (root / "build" / "wheelforge").glob("*/build.ninja")
     assert str(bogus) not in ninja_file.read_text()  # linked with torch's own answer
+
+
+def test_a_relative_python_path_works_from_the_childs_own_folder(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The child runs in a folder of its own: --python .venv/bin/python must still be found."""
+    monkeypatch.chdir(PYTHON.parent.parent.parent)
+    relative = PYTHON.relative_to(PYTHON.parent.parent.parent)
+    assert warmtorch.probe(relative).returncode == 0

@@ -47,7 +47,9 @@ def which(program: str | Path, *, hint: str) -> str:
     found = shutil.which(str(program))
     if found is None:
         raise EnvironmentProblem(f"{program} was not found: {hint}")
-    return found
+    # A relative one (./x, .venv/bin/python) is made absolute here, so a tool started in
+    # another folder (cwd=) still runs; abspath, not resolve: a venv's python is a symlink.
+    return os.path.abspath(found)
 
 
 def tail(text: str, lines: int = OUTPUT_TAIL_LINES) -> str:
