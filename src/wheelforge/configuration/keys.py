@@ -42,7 +42,8 @@ def key(
     """A field's metadata as a matrix key.
 
     ``name``: the YAML key (default: the attribute); ``shape``: its YAML type form or schema
-    when that is not the Python type; ``words``: the type as docs/matrix.md says it;
+    when that is not the Python type; ``words``: the type as docs/matrix.md says it, where
+    schema._words does not derive it (bool, a Literal, a tuple of str or Path);
     ``default``: the YAML spelling of the default, where the dataclass default is not it;
     ``default_words``: a default that is computed, in words.
     """

@@ -50,9 +50,7 @@ class TestsConfig:
     command: tuple[str, ...] = field(
         default=DEFAULT_TEST_COMMAND,
         metadata=key(
-            "`{path}` is required; without `{junitxml}` only the exit code counts",
-            shape=Strings,
-            words="list of strings",
+            "`{path}` is required; without `{junitxml}` only the exit code counts", shape=Strings
         ),
     )
 
