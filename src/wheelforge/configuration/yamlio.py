@@ -52,21 +52,15 @@ class Problems:
     def raise_if_any(self) -> None:
         if not self.items:
             return
+        items = sorted(self.items, key=lambda item: item[0])
         lines = [
             f"{self.display}:{line}: {message}" if line else f"{self.display}: {message}"
-            for line, message in sorted(self.items, key=lambda item: item[0])
+            for line, message in items
         ]
-        if self.dropped:
-            lines.append(f"... and {self.dropped} more problems not listed; fix these first")
-        first, details = first_and_rest(lines)
-        if self.dropped:  # the count says every problem, not the lines shown
-            first = first.replace(
-                f"(and {len(lines) - 1} more below)",
-                f"(and {len(lines) - 2 + self.dropped} more below)",
-            )
+        first, details = first_and_rest(lines, unlisted=self.dropped)
         where = tuple(
             Diagnostic(file=str(self.path), line=line or None, message=message)
-            for line, message in sorted(self.items, key=lambda item: item[0])
+            for line, message in items
         )
         raise ConfigError(first, details=details, diagnostics=where)
 
