@@ -100,22 +100,15 @@ class _Reader(PackageReader):
                 if value is not None:
                     out.append((item, value, None))
                 continue
-            readers = {"pattern": self.scalar, "archs": self.arch_list}
+            readers = {
+                "pattern": self.scalar,
+                "archs": self.parsed(lambda text, w: parse_arch_list(text, source=w)),
+            }
             read = self.section(item, SourceSpec, entry_where, readers)
             spec = self.build(SourceSpec, read)
             if read is not None and spec is not None:
                 out.append((read.items["files"][1], spec.pattern, spec.archs))
         return out
-
-    def arch_list(self, node: yaml.Node, where: str) -> tuple[ArchSpec, ...] | None:
-        text = self.scalar(node, where)
-        if text is None:
-            return None
-        try:
-            return parse_arch_list(text, source=where)
-        except ConfigError as exc:
-            self.problems.add(node, exc.message)
-            return None
 
     # -- the top level ------------------------------------------------------------------------
 
@@ -129,16 +122,6 @@ class _Reader(PackageReader):
         if len(set(entries)) != len(entries):
             self.problems.add(node, f"{where}: a release appears twice")
         return entries or ("auto",)
-
-    def size_budget(self, node: yaml.Node, where: str) -> int | None:
-        value = self.scalar(node, where)
-        if value is None:
-            return None
-        try:
-            return parse_size(value, where=where)
-        except ConfigError as exc:
-            self.problems.add(node, exc.message)
-            return None
 
     def torch(self, node: yaml.Node, where: str) -> TorchSpec | None:
         spec = self._torch(node, where)
@@ -285,7 +268,7 @@ class _Reader(PackageReader):
             "python_abi": self.python_abi,
             "tests": self.tests,
             "cuda": self.cuda,
-            "size_budget": self.size_budget,
+            "size_budget": self.parsed(lambda text, w: parse_size(text, where=w)),
             "wheel_variants": lambda n, w: variantkey.read(self, n, w),
             "compile_cache": self.scalar,  # its values: settings.py, with the environment's
         }

@@ -244,6 +244,21 @@ class ModelReader:
 
         return read
 
+    def parsed(self, parse: Callable[[str, str], T]) -> Callable[[yaml.Node, str], T | None]:
+        """A scalar converted by *parse* (value, where); its ConfigError is a problem here."""
+
+        def read(node: yaml.Node, where: str) -> T | None:
+            value = self.scalar(node, where)
+            if value is None:
+                return None
+            try:
+                return parse(value, where)
+            except ConfigError as exc:
+                self.problems.add(node, exc.message)
+                return None
+
+        return read
+
     def checked_list(
         self, convert: Callable[[yaml.Node, str, str], T | None]
     ) -> Callable[[yaml.Node, str], tuple[T, ...]]:
