@@ -16,7 +16,13 @@ from packaging.version import InvalidVersion, Version
 from wheelforge.configuration import variantkey, yamlio
 from wheelforge.configuration.archs import ArchSet, ArchSpec, parse_arch_list
 from wheelforge.configuration.discovery import discover_packages
-from wheelforge.configuration.keys import ARCH_SET_NAME_RE, CUDA_RE, MODULE_RE, PYTHON_ABI_RE
+from wheelforge.configuration.keys import (
+    ARCH_SET_NAME_RE,
+    CUDA_RE,
+    MODULE_RE,
+    PYTHON_ABI_RE,
+    SOURCE_SUFFIXES,
+)
 from wheelforge.configuration.matrix import ExtensionConfig, Matrix, SourceSpec
 from wheelforge.configuration.packagereader import PackageReader, key_node
 from wheelforge.configuration.pyproject import project_for
@@ -26,7 +32,6 @@ from wheelforge.configuration.torchspec import OLDEST_STABLE_TARGET, TorchSpec, 
 from wheelforge.foundation import fsutil
 from wheelforge.foundation.errors import ConfigError
 
-SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx", ".c")
 # torch needs CPython 3.10 or newer (torch 2.9+), so no abi3 floor below cp310 makes sense.
 OLDEST_PYTHON_MINOR = 10
 
