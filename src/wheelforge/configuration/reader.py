@@ -24,7 +24,7 @@ from wheelforge.configuration.keys import (
     SOURCE_SUFFIXES,
 )
 from wheelforge.configuration.matrix import ExtensionConfig, Matrix, SourceSpec
-from wheelforge.configuration.packagereader import PackageReader, key_node
+from wheelforge.configuration.packagereader import PackageReader
 from wheelforge.configuration.pyproject import project_for
 from wheelforge.configuration.sections import TestsConfig
 from wheelforge.configuration.sizes import parse_size
@@ -262,7 +262,7 @@ class _Reader(PackageReader):
     def read(self, node: yaml.Node | None) -> Matrix:
         if node is None:
             raise ConfigError(f"{self.problems.display} is empty; see docs/matrix.md for its keys")
-        package_node = key_node(node, "package")
+        package_node = yamlio.key_node(node, "package")
         self.project = project_for(package_node, self.root, self.problems)
         readers: dict[str, yamlio.KeyReader] = {
             "package": self.package,

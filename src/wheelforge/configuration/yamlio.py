@@ -44,11 +44,6 @@ class Problems:
         line = node.start_mark.line + 1 if node is not None else 0
         self.items.append((line, message))
 
-    def where(self, node: yaml.Node | None) -> str:
-        if node is None:
-            return self.display
-        return f"{self.display}:{node.start_mark.line + 1}"
-
     def raise_if_any(self) -> None:
         if not self.items:
             return
@@ -92,6 +87,15 @@ def load(path: Path, display: str) -> yaml.Node | None:
         ) from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{display}: invalid YAML: {exc}") from None
+
+
+def key_node(node: yaml.Node | None, key: str) -> yaml.Node | None:
+    """The value of *key* in a mapping node (the first, if it appears twice), else None."""
+    if isinstance(node, yaml.MappingNode):
+        for name, value in node.value:
+            if getattr(name, "value", None) == key:
+                return value  # type: ignore[no-any-return]
+    return None
 
 
 def _kind(node: yaml.Node) -> str:
