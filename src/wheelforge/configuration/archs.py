@@ -51,6 +51,7 @@ _SUFFIX_ORDER = {"": 0, "a": 1, "f": 2}
 _CODE_RE = re.compile(r"^(?:sm|compute)_(?P<sm>\d+)(?P<suffix>[af]?)$")
 _ENTRY_RE = re.compile(r"^(?P<major>\d+)\.(?P<minor>\d)(?P<suffix>[af]?)(?P<ptx>\+PTX)?$")
 _SEPARATORS = re.compile(r"[;,\s]+")
+_ARCH_LIST_ID_RE = re.compile(r"^sm\d")  # arch_list_id's spelling
 # Spellings people reach for that are not in the grammar: sm_90a, compute_90, 90, 9.0+ptx.
 _LOOSE_RE = re.compile(
     r"^(?:(?P<kind>sm|compute)_?)?(?P<major>\d{1,2}?)\.?(?P<minor>\d)(?P<suffix>[af]?)"
@@ -303,3 +304,8 @@ def arch_list_id(specs: Iterable[ArchSpec]) -> str:
     """A readable name for an arch list given on the command line, so two lists never share a
     variant id, a build folder or a local label: ``7.5 8.0 9.0+PTX`` → ``sm75-80-90ptx``."""
     return "sm" + "-".join(f"{s.arch.number}{'ptx' if s.ptx else ''}" for s in specs)
+
+
+def is_arch_list_id(name: str) -> bool:
+    """Whether *name* is spelled like an arch_list_id (``sm`` and a digit: ``sm75-80-90ptx``)."""
+    return _ARCH_LIST_ID_RE.match(name) is not None
