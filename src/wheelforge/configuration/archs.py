@@ -51,6 +51,7 @@ _SUFFIX_ORDER = {"": 0, "a": 1, "f": 2}
 _CODE_RE = re.compile(r"^(?:sm|compute)_(?P<sm>\d+)(?P<suffix>[af]?)$")
 _ENTRY_RE = re.compile(r"^(?P<major>\d+)\.(?P<minor>\d)(?P<suffix>[af]?)(?P<ptx>\+PTX)?$")
 _SEPARATORS = re.compile(r"[;,\s]+")
+_ARCH_LIST_ID_RE = re.compile(r"^sm\d")  # arch_list_id's spelling
 # Spellings people reach for that are not in the grammar: sm_90a, compute_90, 90, 9.0+ptx.
 _LOOSE_RE = re.compile(
     r"^(?:(?P<kind>sm|compute)_?)?(?P<major>\d{1,2}?)\.?(?P<minor>\d)(?P<suffix>[af]?)"
@@ -188,18 +189,25 @@ class ArchSet:
         return " ".join(str(s) for s in self.specs)
 
 
+# Which suffixes exist from which major on, and what each is called in messages.
+_SUFFIX_FROM: dict[ArchSuffix, tuple[int, str]] = {
+    "a": (9, "arch-specific"),
+    "f": (10, "family-specific"),
+}
+
+
 def _valid_entries() -> list[str]:
     entries = []
     for major, minor in KNOWN_ARCHES:
         entries.append(f"{major}.{minor}")
-        if major >= 9:
-            entries.append(f"{major}.{minor}a")
-        if major >= 10:
-            entries.append(f"{major}.{minor}f")
+        entries += [
+            f"{major}.{minor}{s}" for s, (first, _) in _SUFFIX_FROM.items() if major >= first
+        ]
     return entries
 
 
 VALID_ENTRIES: tuple[str, ...] = tuple(_valid_entries())
+_VALID_ARCHS = frozenset(VALID_ENTRIES)
 
 
 def _suggest(token: str) -> str | None:
@@ -239,12 +247,9 @@ def _parse_entry(token: str, source: str) -> ArchSpec:
     base = f"{arch.major}.{arch.minor}"
     if (arch.major, arch.minor) not in KNOWN_ARCHES:
         raise ConfigError(f"{source}: '{token}' is not a known CUDA arch; {fix}")
-    if arch.suffix == "a":
-        raise ConfigError(
-            f"{source}: '{token}': arch-specific 'a' variants exist from 9.0 on; use '{base}'"
-        )
+    first, kind = _SUFFIX_FROM[arch.suffix]
     raise ConfigError(
-        f"{source}: '{token}': family-specific 'f' variants exist from 10.0 on; use '{base}'"
+        f"{source}: '{token}': {kind} '{arch.suffix}' variants exist from {first}.0 on; use '{base}'"
     )
 
 
@@ -255,9 +260,7 @@ def _valid_entry(token: str) -> ArchSpec | None:
     if match is None:
         return None
     arch = Arch(int(match["major"]), int(match["minor"]), cast(ArchSuffix, match["suffix"]))
-    if (arch.major, arch.minor) not in KNOWN_ARCHES:
-        return None
-    if (arch.suffix == "a" and arch.major < 9) or (arch.suffix == "f" and arch.major < 10):
+    if str(arch) not in _VALID_ARCHS:  # 09.0 is 9.0
         return None
     return ArchSpec(arch, ptx=match["ptx"] is not None)
 
@@ -267,13 +270,12 @@ _NAMED_BY_LOWER = {name.lower(): value for name, value in NAMED_ARCHES.items()}
 
 def _expand(tokens: Iterable[str]) -> Iterable[str]:
     """Replace torch's named arches by their entries; ``Name+PTX`` is accepted as ``Name``."""
-    by_lower = _NAMED_BY_LOWER
     for token in tokens:
         key = token.lower()
-        if key.endswith("+ptx") and key[:-4] in by_lower and key not in by_lower:
+        if key.endswith("+ptx") and key[:-4] in _NAMED_BY_LOWER and key not in _NAMED_BY_LOWER:
             key = key[:-4]
-        if key in by_lower:
-            yield from by_lower[key].split(";")
+        if key in _NAMED_BY_LOWER:
+            yield from _NAMED_BY_LOWER[key].split(";")
         else:
             yield token
 
@@ -302,3 +304,8 @@ def arch_list_id(specs: Iterable[ArchSpec]) -> str:
     """A readable name for an arch list given on the command line, so two lists never share a
     variant id, a build folder or a local label: ``7.5 8.0 9.0+PTX`` → ``sm75-80-90ptx``."""
     return "sm" + "-".join(f"{s.arch.number}{'ptx' if s.ptx else ''}" for s in specs)
+
+
+def is_arch_list_id(name: str) -> bool:
+    """Whether *name* is spelled like an arch_list_id (``sm`` and a digit: ``sm75-80-90ptx``)."""
+    return _ARCH_LIST_ID_RE.match(name) is not None

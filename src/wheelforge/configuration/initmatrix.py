@@ -12,6 +12,7 @@ import yaml
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from wheelforge.configuration.keys import SOURCE_SUFFIXES
 from wheelforge.configuration.pyproject import read_project
 from wheelforge.configuration.setupscan import ExtensionCall, SetupScan, scan_setup_py
 from wheelforge.foundation.errors import ConfigError
@@ -19,7 +20,8 @@ from wheelforge.foundation.errors import ConfigError
 _STABLE_RE = re.compile(r"torch/csrc/stable/|STABLE_TORCH_LIBRARY")
 _LIBRARY_RE = re.compile(r"STABLE_TORCH_LIBRARY\s*\(\s*(\w+)")
 _SKIP_DIRS = {"build", "dist", "tests", "test", "docs", "examples", "benchmarks", "third_party"}
-_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx")
+# The sources `init` looks for: SOURCE_SUFFIXES but .c (plain C files are not scanned).
+_SUFFIXES = tuple(s for s in SOURCE_SUFFIXES if s != ".c")
 
 
 @dataclass(frozen=True, kw_only=True)

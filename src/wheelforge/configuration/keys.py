@@ -1,6 +1,6 @@
 """How a matrix key is described: the field-metadata helper ``key``, the YAML shapes (type forms
-for foundation/schemagen) and the patterns that names and versions must match. The model
-(configuration/matrix.py) uses these for each of its fields."""
+for foundation/schemagen), the patterns that names and versions must match and the suffixes
+of source files. The model (configuration/matrix.py) uses these for each of its fields."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 ARCH_SET_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.]*$")
 PYTHON_ABI_RE = re.compile(r"^cp3(\d{1,2})$")
 CUDA_RE = re.compile(r"^\d+\.\d+$")
+# What a source file may end in (extension.sources).
+SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx", ".c")
 
 # YAML shapes (type forms for foundation/schemagen). A plain scalar is read as written, so
 # `version: 1.10` (a YAML number) is the string '1.10'; a single value counts as a list of one.
@@ -42,7 +44,8 @@ def key(
     """A field's metadata as a matrix key.
 
     ``name``: the YAML key (default: the attribute); ``shape``: its YAML type form or schema
-    when that is not the Python type; ``words``: the type as docs/matrix.md says it;
+    when that is not the Python type; ``words``: the type as docs/matrix.md says it, where
+    schema._words does not derive it (bool, a Literal, a tuple of str or Path);
     ``default``: the YAML spelling of the default, where the dataclass default is not it;
     ``default_words``: a default that is computed, in words.
     """

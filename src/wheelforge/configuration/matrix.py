@@ -64,18 +64,13 @@ class PackageConfig:
     )
     dependencies: tuple[str, ...] = field(
         default=(),
-        metadata=key(
-            "extra `Requires-Dist` entries; torch must not be listed",
-            shape=Strings,
-            words="list of strings",
-        ),
+        metadata=key("extra `Requires-Dist` entries; torch must not be listed", shape=Strings),
     )
     packages: tuple[Path, ...] = field(
         default=(),
         metadata=key(
             "Python packages (an `__init__.py`, or a namespace package holding one); their `.py`/`.pyi` files and `package-data` go into the wheel",
             shape=Strings,
-            words="list of folders",
             default_words="the extension's top-level package, else every top-level package folder",
         ),
     )
@@ -153,9 +148,7 @@ class ExtensionConfig:
     )
     include_dirs: tuple[Path, ...] = field(
         default=(),
-        metadata=key(
-            "`-I` for every compile", name="include-dirs", shape=Strings, words="list of folders"
-        ),
+        metadata=key("`-I` for every compile", name="include-dirs", shape=Strings),
     )
     cxx_flags: tuple[str, ...] = field(
         default=(),
@@ -163,7 +156,6 @@ class ExtensionConfig:
             "appended after wheelforge's own flags to the C++ compile",
             name="cxx-flags",
             shape=Strings,
-            words="list of strings",
         ),
     )
     nvcc_flags: tuple[str, ...] = field(
@@ -172,14 +164,13 @@ class ExtensionConfig:
             "appended after wheelforge's own flags to the nvcc compile",
             name="nvcc-flags",
             shape=Strings,
-            words="list of strings",
         ),
     )
     link_flags: tuple[str, ...] = field(
         default=(), metadata=key("appended to the link", name="link-flags", shape=Strings)
     )
     libraries: tuple[str, ...] = field(
-        default=(), metadata=key("`-l<name>` for each", shape=Strings, words="list of strings")
+        default=(), metadata=key("`-l<name>` for each", shape=Strings)
     )
     library_dirs: tuple[Path, ...] = field(
         default=(), metadata=key("`-L<folder>` for each folder", name="library-dirs", shape=Strings)

@@ -195,13 +195,3 @@ class PackageReader(yamlio.ModelReader):
             )
             return None
         return folder
-
-    # -- extension ----------------------------------------------------------------------------
-
-
-def key_node(node: yaml.Node, key: str) -> yaml.Node | None:
-    if isinstance(node, yaml.MappingNode):
-        for key_node, value_node in node.value:
-            if getattr(key_node, "value", None) == key:
-                return value_node  # type: ignore[no-any-return]
-    return None

@@ -100,18 +100,15 @@ def project_for(
     """pyproject.toml's [project], from ``package.pyproject`` (a path, or false for none),
     by default the one beside matrix.yaml if there is one."""
     value: str | None = "pyproject.toml"
-    if isinstance(node, yaml.MappingNode):
-        for key_node, value_node in node.value:
-            if key_node.value != "pyproject":
-                continue
-            if value_node.tag == "tag:yaml.org,2002:bool":
-                if yamlio.boolean(value_node, problems, "package.pyproject"):
-                    break
-                return None
-            value = yamlio.scalar(value_node, problems, "package.pyproject")
-            if value is not None and not (root / value).is_file():
-                problems.add(value_node, f"package.pyproject: '{value}' is not a file")
-                return None
+    value_node = yamlio.key_node(node, "pyproject")
+    if value_node is not None and value_node.tag == "tag:yaml.org,2002:bool":
+        if not yamlio.boolean(value_node, problems, "package.pyproject"):
+            return None
+    elif value_node is not None:
+        value = yamlio.scalar(value_node, problems, "package.pyproject")
+        if value is not None and not (root / value).is_file():
+            problems.add(value_node, f"package.pyproject: '{value}' is not a file")
+            return None
     if value is None:
         return None
     try:

@@ -16,9 +16,15 @@ from packaging.version import InvalidVersion, Version
 from wheelforge.configuration import variantkey, yamlio
 from wheelforge.configuration.archs import ArchSet, ArchSpec, parse_arch_list
 from wheelforge.configuration.discovery import discover_packages
-from wheelforge.configuration.keys import ARCH_SET_NAME_RE, CUDA_RE, MODULE_RE, PYTHON_ABI_RE
+from wheelforge.configuration.keys import (
+    ARCH_SET_NAME_RE,
+    CUDA_RE,
+    MODULE_RE,
+    PYTHON_ABI_RE,
+    SOURCE_SUFFIXES,
+)
 from wheelforge.configuration.matrix import ExtensionConfig, Matrix, SourceSpec
-from wheelforge.configuration.packagereader import PackageReader, key_node
+from wheelforge.configuration.packagereader import PackageReader
 from wheelforge.configuration.pyproject import project_for
 from wheelforge.configuration.sections import TestsConfig
 from wheelforge.configuration.sizes import parse_size
@@ -26,7 +32,6 @@ from wheelforge.configuration.torchspec import OLDEST_STABLE_TARGET, TorchSpec, 
 from wheelforge.foundation import fsutil
 from wheelforge.foundation.errors import ConfigError
 
-SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx", ".c")
 # torch needs CPython 3.10 or newer (torch 2.9+), so no abi3 floor below cp310 makes sense.
 OLDEST_PYTHON_MINOR = 10
 
@@ -100,22 +105,15 @@ class _Reader(PackageReader):
                 if value is not None:
                     out.append((item, value, None))
                 continue
-            readers = {"pattern": self.scalar, "archs": self.arch_list}
+            readers = {
+                "pattern": self.scalar,
+                "archs": self.parsed(lambda text, w: parse_arch_list(text, source=w)),
+            }
             read = self.section(item, SourceSpec, entry_where, readers)
             spec = self.build(SourceSpec, read)
             if read is not None and spec is not None:
                 out.append((read.items["files"][1], spec.pattern, spec.archs))
         return out
-
-    def arch_list(self, node: yaml.Node, where: str) -> tuple[ArchSpec, ...] | None:
-        text = self.scalar(node, where)
-        if text is None:
-            return None
-        try:
-            return parse_arch_list(text, source=where)
-        except ConfigError as exc:
-            self.problems.add(node, exc.message)
-            return None
 
     # -- the top level ------------------------------------------------------------------------
 
@@ -129,16 +127,6 @@ class _Reader(PackageReader):
         if len(set(entries)) != len(entries):
             self.problems.add(node, f"{where}: a release appears twice")
         return entries or ("auto",)
-
-    def size_budget(self, node: yaml.Node, where: str) -> int | None:
-        value = self.scalar(node, where)
-        if value is None:
-            return None
-        try:
-            return parse_size(value, where=where)
-        except ConfigError as exc:
-            self.problems.add(node, exc.message)
-            return None
 
     def torch(self, node: yaml.Node, where: str) -> TorchSpec | None:
         spec = self._torch(node, where)
@@ -274,7 +262,7 @@ class _Reader(PackageReader):
     def read(self, node: yaml.Node | None) -> Matrix:
         if node is None:
             raise ConfigError(f"{self.problems.display} is empty; see docs/matrix.md for its keys")
-        package_node = key_node(node, "package")
+        package_node = yamlio.key_node(node, "package")
         self.project = project_for(package_node, self.root, self.problems)
         readers: dict[str, yamlio.KeyReader] = {
             "package": self.package,
@@ -285,7 +273,7 @@ class _Reader(PackageReader):
             "python_abi": self.python_abi,
             "tests": self.tests,
             "cuda": self.cuda,
-            "size_budget": self.size_budget,
+            "size_budget": self.parsed(lambda text, w: parse_size(text, where=w)),
             "wheel_variants": lambda n, w: variantkey.read(self, n, w),
             "compile_cache": self.scalar,  # its values: settings.py, with the environment's
         }

@@ -58,11 +58,19 @@ def shipped_schema_text() -> str:
     return resources.files("wheelforge").joinpath("data").joinpath(SCHEMA_FILE).read_text("utf-8")
 
 
+# How docs/matrix.md says a list by its items' type (a field's ``words`` says anything else).
+_LIST_WORDS: dict[Any, str] = {Path: "list of folders", str: "list of strings"}
+
+
 def _words(field: dataclasses.Field[Any], hint: Any) -> str:
     if "words" in field.metadata:
         return str(field.metadata["words"])
     if typing.get_origin(hint) is typing.Literal:
         return " or ".join(f"`{v}`" for v in typing.get_args(hint))
+    if typing.get_origin(hint) is tuple:
+        item, *more = typing.get_args(hint)
+        if more == [Ellipsis] and item in _LIST_WORDS:
+            return _LIST_WORDS[item]
     return {bool: "bool"}.get(hint, "string")
 
 

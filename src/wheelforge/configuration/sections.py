@@ -4,11 +4,10 @@ the same field metadata (configuration/keys.py)."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wheelforge.configuration.archs import ArchSet
+from wheelforge.configuration.archs import ArchSet, is_arch_list_id
 from wheelforge.configuration.keys import Scalars, Strings, key
 
 DEFAULT_TEST_COMMAND: tuple[str, ...] = (
@@ -50,9 +49,7 @@ class TestsConfig:
     command: tuple[str, ...] = field(
         default=DEFAULT_TEST_COMMAND,
         metadata=key(
-            "`{path}` is required; without `{junitxml}` only the exit code counts",
-            shape=Strings,
-            words="list of strings",
+            "`{path}` is required; without `{junitxml}` only the exit code counts", shape=Strings
         ),
     )
 
@@ -79,7 +76,7 @@ class WheelVariantsConfig:
         """What is wrong with ``null`` for these arch sets: it must name one or a variant of
         one, or an arch set of --archs / TORCH_CUDA_ARCH_LIST (named like ``sm75-80-90ptx``)."""
         names = [a.name for a in arch_sets]
-        if self.null is None or re.match(r"^sm\d", self.null):
+        if self.null is None or is_arch_list_id(self.null):
             return None
         if any(self.null == n or self.null.startswith(f"{n}-") for n in names):
             return None

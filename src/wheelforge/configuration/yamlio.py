@@ -44,29 +44,18 @@ class Problems:
         line = node.start_mark.line + 1 if node is not None else 0
         self.items.append((line, message))
 
-    def where(self, node: yaml.Node | None) -> str:
-        if node is None:
-            return self.display
-        return f"{self.display}:{node.start_mark.line + 1}"
-
     def raise_if_any(self) -> None:
         if not self.items:
             return
+        items = sorted(self.items, key=lambda item: item[0])
         lines = [
             f"{self.display}:{line}: {message}" if line else f"{self.display}: {message}"
-            for line, message in sorted(self.items, key=lambda item: item[0])
+            for line, message in items
         ]
-        if self.dropped:
-            lines.append(f"... and {self.dropped} more problems not listed; fix these first")
-        first, details = first_and_rest(lines)
-        if self.dropped:  # the count says every problem, not the lines shown
-            first = first.replace(
-                f"(and {len(lines) - 1} more below)",
-                f"(and {len(lines) - 2 + self.dropped} more below)",
-            )
+        first, details = first_and_rest(lines, unlisted=self.dropped)
         where = tuple(
             Diagnostic(file=str(self.path), line=line or None, message=message)
-            for line, message in sorted(self.items, key=lambda item: item[0])
+            for line, message in items
         )
         raise ConfigError(first, details=details, diagnostics=where)
 
@@ -98,6 +87,15 @@ def load(path: Path, display: str) -> yaml.Node | None:
         ) from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{display}: invalid YAML: {exc}") from None
+
+
+def key_node(node: yaml.Node | None, key: str) -> yaml.Node | None:
+    """The value of *key* in a mapping node (the first, if it appears twice), else None."""
+    if isinstance(node, yaml.MappingNode):
+        for name, value in node.value:
+            if getattr(name, "value", None) == key:
+                return value  # type: ignore[no-any-return]
+    return None
 
 
 def _kind(node: yaml.Node) -> str:
@@ -247,6 +245,21 @@ class ModelReader:
                 self.problems.add(node, f"{where} '{value}' {fix}")
                 return None
             return value
+
+        return read
+
+    def parsed(self, parse: Callable[[str, str], T]) -> Callable[[yaml.Node, str], T | None]:
+        """A scalar converted by *parse* (value, where); its ConfigError is a problem here."""
+
+        def read(node: yaml.Node, where: str) -> T | None:
+            value = self.scalar(node, where)
+            if value is None:
+                return None
+            try:
+                return parse(value, where)
+            except ConfigError as exc:
+                self.problems.add(node, exc.message)
+                return None
 
         return read
 
