@@ -49,7 +49,7 @@ def which(program: str | Path, *, hint: str) -> str:
         raise EnvironmentProblem(f"{program} was not found: {hint}")
     # A relative one (./x, .venv/bin/python) is made absolute here, so a tool started in
     # another folder (cwd=) still runs; abspath, not resolve: a venv's python is a symlink.
-    return os.path.abspath(found)
+    return os.path.abspath(found)  # noqa: PTH100 - resolve() would follow the symlink
 
 
 def tail(text: str, lines: int = OUTPUT_TAIL_LINES) -> str:
