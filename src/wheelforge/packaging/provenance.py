@@ -8,16 +8,14 @@ planning/reproducible.py)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shlex
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 from wheelforge import __version__
 from wheelforge.binaries.elf import open_elf_file
 from wheelforge.binaries.inspection import report_of
-from wheelforge.foundation import proc
+from wheelforge.foundation import fsutil, proc
 from wheelforge.packaging.wheel import source_date_epoch
 from wheelforge.planning import freshness, ninja, reproducible
 from wheelforge.planning.plan import VariantPlan
@@ -34,10 +32,6 @@ def compiler_version(cxx: str) -> str:
     return first.split(" ", 1)[1] if first.startswith("/") and " " in first else first
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def build_info(plan: VariantPlan, *, epoch: int) -> dict[str, object]:
     folders = plan.input_folders
     toolkit = plan.variant.toolkit
@@ -46,7 +40,7 @@ def build_info(plan: VariantPlan, *, epoch: int) -> dict[str, object]:
     read = freshness.recorded_inputs(plan) or ninja.inputs(plan)
     name_of = reproducible.path_namer(folders)
     with ThreadPoolExecutor() as pool:  # ~1000 headers: hashlib and reads release the GIL
-        inputs = dict(zip(map(name_of, read), pool.map(_sha256, read), strict=True))
+        inputs = dict(zip(map(name_of, read), pool.map(fsutil.sha256, read), strict=True))
     # The flags name project folders relative to the build folder (../..): those spellings too.
     spellings = (*folders, *reproducible.spelled(dict(folders), plan.command_path).items())
 
