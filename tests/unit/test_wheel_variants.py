@@ -101,6 +101,7 @@ def test_variant_wheel_name_member_and_record(tmp_path: Path) -> None:
     assert made.name == PLAIN.removesuffix(".whl") + "-default_cu130.whl"
     assert wv.variant_label(made) == "default_cu130" and wv.variant_label(tmp_path / PLAIN) is None
     assert wv.plain_name(made) == wv.plain_name(tmp_path / PLAIN) == PLAIN
+    assert wv.plain_name(made, "default_cu130") == wv.plain_name(tmp_path / PLAIN, None) == PLAIN
     with zipfile.ZipFile(made) as zf:
         names = zf.namelist()
         data = zf.read("demo_ops-1.2.0.dist-info/variant.json")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from wheelforge.binaries import abicheck, initexport
+from wheelforge.binaries import abicheck, initexport, verify
 from wheelforge.configuration import initmatrix
 from wheelforge.configuration.reader import load_matrix
 from wheelforge.configuration.settings import Flags, resolve
@@ -47,6 +47,20 @@ def test_check_names_a_module_that_does_not_export_its_pyinit(
     err = capsys.readouterr().err
     assert "pkg/_C.abi3.so does not define PyInit__C" in " ".join(err.split())
     assert initexport.wheel_init_problems(bad)[0][0] == "pkg/_C.abi3.so"
+
+
+def test_an_unstable_abi_build_is_held_to_the_module_init_rule_in_the_one_pass(
+    project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    matrix = GOOD_MATRIX.replace('torch: ">=2.10"', "abi: unstable\ntorch: ['2.13.0']")
+    plan = plan_for(load_matrix(project(matrix)), tmp_path)
+    monkeypatch.setattr(verify, "verify_binaries", lambda _binaries, _plan: [])
+    bad = make_wheel(tmp_path, "pkg-1.0-cp310-cp310-linux_x86_64.whl", "hidden_init.so")
+    with pytest.raises(VerificationError) as err:
+        verify.verify_wheel(bad, plan)
+    assert err.value.message.startswith(
+        f"variant {plan.variant.id}: {bad.name}!pkg/_C.abi3.so does not define PyInit__C"
+    )
 
 
 def test_the_rule_reads_the_leaf_from_the_file_name() -> None:

@@ -32,7 +32,15 @@ from wheelforge.binaries.abirules import (
     shim_violations,
     tag_violations,
 )
-from wheelforge.binaries.elf import ELF_MAGIC, ElfImage, WheelReader, open_elf_file, open_wheel
+from wheelforge.binaries.elf import (
+    ELF_MAGIC,
+    ElfImage,
+    WheelReader,
+    is_grafted,
+    member_name,
+    open_elf_file,
+    open_wheel,
+)
 from wheelforge.foundation.errors import BinaryFormatError, ConfigError
 from wheelforge.toolchain import shims
 from wheelforge.toolchain.shims import Version2
@@ -82,7 +90,7 @@ def check_image(image: ElfImage, facts: ElfFacts, target: CheckTarget) -> Binary
         *cxx_violations(path, facts.undefined),
         *shim_violations(path, used_shims, target),
         *python_violations(path, python_symbols, target.python),
-        *_init_violations(image),
+        *initexport.init_violations(image),
     ]
     return BinaryCheck(
         path=path,
@@ -94,18 +102,6 @@ def check_image(image: ElfImage, facts: ElfFacts, target: CheckTarget) -> Binary
         declared_torch=target.torch,
         declared_python=target.python,
     )
-
-
-def _init_violations(image: ElfImage) -> list[Violation]:
-    """An extension module (named like one) must export its PyInit_<leaf>."""
-    leaf = initexport.module_leaf(image.member or image.name.rsplit("!", 1)[-1])
-    if leaf is None:
-        return []
-    found = initexport.init_export(image.elf, path=image.name, leaf=leaf)
-    if found.exported:
-        return []
-    message = initexport.message(image.name, found)
-    return [Violation(binary=image.name, rule="module-init", symbol=found.symbol, message=message)]
 
 
 def torch_floor(metadata: str) -> Version2 | None:
@@ -161,7 +157,7 @@ class WheelRules:
     @staticmethod
     def applies(member: str) -> bool:
         """Libraries that auditwheel grafted into ``.libs`` are not the wheel's own."""
-        return ".libs/" not in member
+        return not is_grafted(member)
 
     def check(self, image: ElfImage) -> BinaryCheck:
         member = image.member or image.name
@@ -202,7 +198,7 @@ def _layout_violations(path: Path, names: Sequence[str]) -> list[Violation]:
     """Member names an installer would write outside site-packages, and a missing .dist-info."""
     out = [
         Violation(
-            binary=f"{path}!{name}",
+            binary=member_name(path, name),
             rule="layout",
             symbol=None,
             message=f"{path.name} has the member {name!r}, which an installer would write outside "

@@ -1,7 +1,8 @@
 """The one reader of ELF files and wheel members: files on disk are memory-mapped, wheel members
 inflated in memory (never extracted), each once; its ELF headers are parsed once and shared by
-the fatbin reader (fatbin.py) and the stable-ABI rules (abicheck.py). A wheel member is named
-``x.whl!pkg/_C.abi3.so`` (member_name) wherever it is shown."""
+the fatbin reader (fatbin.py) and the rules (abirules.py and initexport.py, applied by abicheck.py
+and verify.py). A wheel member is named ``x.whl!pkg/_C.abi3.so`` (member_name) wherever it is
+shown."""
 
 from __future__ import annotations
 
@@ -47,6 +48,11 @@ def split_member(name: str) -> tuple[str, str]:
 def is_member(name: str, member: str) -> bool:
     """Whether *name* names the wheel member *member* (of any wheel)."""
     return name.endswith(MEMBER_SEPARATOR + member)
+
+
+def is_grafted(member: str) -> bool:
+    """Whether a wheel member is a library auditwheel grafted into ``.libs`` (not the wheel's own)."""
+    return ".libs/" in member
 
 
 def rename_wheel(name: str, old: Path | str, new: Path | str) -> str:

@@ -4,13 +4,13 @@ module export function". Read from the ELF symbol tables, in-process."""
 
 from __future__ import annotations
 
-import io
 import re
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from wheelforge.binaries import elf
+from wheelforge.binaries.abirules import Violation
 from wheelforge.foundation.errors import BinaryFormatError
 
 if TYPE_CHECKING:  # pyelftools loads in ~0.05 s: the functions that parse import it
@@ -38,10 +38,10 @@ def module_leaf(member: str) -> str | None:
     return match[1] if match else None
 
 
-def _symbol_state(elf: ELFFile, section: str, name: str) -> str | None:
+def _symbol_state(parsed: ELFFile, section: str, name: str) -> str | None:
     from elftools.elf.sections import SymbolTableSection
 
-    table = elf.get_section_by_name(section)
+    table = parsed.get_section_by_name(section)
     if not isinstance(table, SymbolTableSection):
         return None
     for sym in table.get_symbol_by_name(name) or []:
@@ -55,17 +55,18 @@ def _symbol_state(elf: ELFFile, section: str, name: str) -> str | None:
     return None
 
 
-def init_export(data: bytes | ELFFile, *, path: str, leaf: str) -> InitExport:
+def init_export(image: elf.ElfImage, *, leaf: str) -> InitExport:
     from elftools.common.exceptions import ELFError
-    from elftools.elf.elffile import ELFFile
 
     try:
-        elf = data if isinstance(data, ELFFile) else ELFFile(io.BytesIO(data))
-        dynamic = _symbol_state(elf, ".dynsym", f"PyInit_{leaf}")
+        parsed = image.elf
+        dynamic = _symbol_state(parsed, ".dynsym", f"PyInit_{leaf}")
         # .symtab (every symbol: a second slow table to index) only explains a missing export.
-        static = None if dynamic == "exported" else _symbol_state(elf, ".symtab", f"PyInit_{leaf}")
+        static = (
+            None if dynamic == "exported" else _symbol_state(parsed, ".symtab", f"PyInit_{leaf}")
+        )
     except (ELFError, ValueError, KeyError, OSError) as exc:
-        raise BinaryFormatError(path, None, f"not a readable ELF file: {exc}") from None
+        raise BinaryFormatError(image.name, None, f"not a readable ELF file: {exc}") from None
     return InitExport(
         leaf=leaf,
         exported=dynamic == "exported",
@@ -89,19 +90,23 @@ def message(display: str, found: InitExport) -> str:
     )
 
 
+def init_violations(image: elf.ElfImage) -> list[Violation]:
+    """An extension module (named like one) must export its PyInit_<leaf>."""
+    leaf = module_leaf(image.member or elf.member_path(image.name))
+    if leaf is None:
+        return []
+    found = init_export(image, leaf=leaf)
+    if found.exported:
+        return []
+    why = message(image.name, found)
+    return [Violation(binary=image.name, rule="module-init", symbol=found.symbol, message=why)]
+
+
 def wheel_init_problems(wheel: Path) -> list[tuple[str, str]]:
     """(member, message) for each extension module of *wheel* that lacks its export."""
-    problems = []
-    try:
-        with zipfile.ZipFile(wheel) as zf:
-            for name in zf.namelist():
-                leaf = module_leaf(name)
-                if leaf is None or ".libs/" in name:
-                    continue
-                display = f"{wheel}!{name}"
-                found = init_export(zf.read(name), path=display, leaf=leaf)
-                if not found.exported:
-                    problems.append((name, message(display, found)))
-    except (zipfile.BadZipFile, OSError) as exc:
-        raise BinaryFormatError(str(wheel), None, f"not a readable wheel: {exc}") from None
-    return problems
+    with elf.open_wheel(wheel) as reader:
+        return [
+            (image.member or image.name, v.message)
+            for image in reader.elf_members(skip=elf.is_grafted)
+            for v in init_violations(image)
+        ]

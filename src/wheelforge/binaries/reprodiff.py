@@ -6,12 +6,12 @@ two wheels built from the same inputs with this, so a difference names its cause
 
 from __future__ import annotations
 
-import io
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from wheelforge.binaries.elf import ELF_MAGIC, ElfImage, member_name
 from wheelforge.binaries.fatbin import (
     EXECUTABLE_SECTION,
     FatbinEntry,
@@ -22,8 +22,6 @@ from wheelforge.foundation.errors import BinaryFormatError, VerificationError, f
 
 if TYPE_CHECKING:  # pyelftools loads in ~0.05 s: the functions that parse import it
     from elftools.elf.elffile import ELFFile
-
-_ELF_MAGIC = b"\x7fELF"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -72,11 +70,11 @@ def diff_elf(a: bytes, b: bytes, *, path: str) -> tuple[tuple[str, ...], tuple[s
     """(sections that differ, fatbin entries that differ) of two ELF files. Sections present in
     one only count as differing; equal sections with unequal files mean the headers differ."""
     from elftools.common.exceptions import ELFError
-    from elftools.elf.elffile import ELFFile
 
     try:
-        sa = _sections(ELFFile(io.BytesIO(a)))
-        sb = _sections(ELFFile(io.BytesIO(b)))
+        with ElfImage(path, a) as image_a, ElfImage(path, b) as image_b:
+            sa = _sections(image_a.elf)
+            sb = _sections(image_b.elf)
     except (ELFError, ValueError) as exc:
         raise BinaryFormatError(path, None, f"not a readable ELF file: {exc}") from None
     names = list(sa) + [n for n in sb if n not in sa]
@@ -110,8 +108,8 @@ def diff_wheels(first: Path, second: Path) -> list[MemberDifference]:
                     if _zip_meta(infos_a[name]) != _zip_meta(infos_b[name]):
                         out.append(MemberDifference(member=name, kind="zip entry"))
                     continue
-                if a.startswith(_ELF_MAGIC) and b.startswith(_ELF_MAGIC):
-                    sections, entries = diff_elf(a, b, path=f"{first}!{name}")
+                if a.startswith(ELF_MAGIC) and b.startswith(ELF_MAGIC):
+                    sections, entries = diff_elf(a, b, path=member_name(first, name))
                     out.append(
                         MemberDifference(
                             member=name, kind="content", sections=sections, fatbin_entries=entries

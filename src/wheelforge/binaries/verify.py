@@ -1,6 +1,7 @@
 """Checking a built wheel before it is published, in one pass over its ELF members: every
 requested arch must be present as SASS, and as PTX where ``+PTX`` was asked; a stable-ABI
-build must keep the stable-ABI rules (abicheck.py)."""
+build must keep the stable-ABI rules (abicheck.py), and an unstable-ABI one the module-init rule
+(initexport.py), which the stable-ABI rules include."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from wheelforge.binaries import abicheck, elf
+from wheelforge.binaries import abicheck, elf, initexport
+from wheelforge.binaries.abirules import Violation
 from wheelforge.binaries.inspection import BinaryReport, report_of
 from wheelforge.configuration.archs import ArchSet
 from wheelforge.foundation.errors import VerificationError, first_and_rest
@@ -101,24 +103,35 @@ class WheelVerification:
         )
 
 
-def read_wheel(
-    wheel_path: Path, plan: VariantPlan
-) -> tuple[list[BinaryReport], list[abicheck.BinaryCheck]]:
+@dataclass(frozen=True, kw_only=True)
+class WheelFindings:
+    """What one pass over a wheel's ELF members found: their fatbins, the stable-ABI checks (a
+    stable-ABI build), and the module-init violations (an unstable-ABI build)."""
+
+    binaries: list[BinaryReport]
+    abi_checks: list[abicheck.BinaryCheck]
+    init_violations: list[Violation]
+
+
+def read_wheel(wheel_path: Path, plan: VariantPlan) -> WheelFindings:
     """One pass over the wheel's ELF members, each inflated and parsed once: its fatbin entries,
     and the stable-ABI checks (for a stable-ABI build; an unstable one uses torch's C++ API on
-    purpose)."""
-    binaries: list[BinaryReport] = []
-    checks: list[abicheck.BinaryCheck] = []
+    purpose, and is held to the module-init rule alone)."""
+    found = WheelFindings(binaries=[], abi_checks=[], init_violations=[])
     with elf.open_wheel(wheel_path) as wheel:
         rules = None
         if plan.matrix.abi == "stable":
             guards = shims.header_guards(plan.torch.include_dir)
             rules = abicheck.WheelRules(wheel, torch=plan.matrix.torch.target, guards=guards)
         for image in wheel.elf_members():
-            binaries.append(report_of(image))
-            if rules is not None and image.member is not None and rules.applies(image.member):
-                checks.append(rules.check(image))
-    return binaries, checks
+            found.binaries.append(report_of(image))
+            if image.member is None or elf.is_grafted(image.member):
+                continue
+            if rules is not None:
+                found.abi_checks.append(rules.check(image))
+            else:
+                found.init_violations.extend(initexport.init_violations(image))
+    return found
 
 
 def check_stable_abi(checks: Sequence[abicheck.BinaryCheck], plan: VariantPlan) -> None:
@@ -130,13 +143,17 @@ def check_stable_abi(checks: Sequence[abicheck.BinaryCheck], plan: VariantPlan) 
 
 
 def verify_wheel(wheel_path: Path, plan: VariantPlan) -> WheelVerification:
-    """Fatbins against the arch set, then the stable-ABI rules; either failing stops the variant."""
-    binaries, abi = read_wheel(wheel_path, plan)
-    verify_binaries(binaries, plan)
-    check_stable_abi(abi, plan)
+    """Fatbins against the arch set, then the stable-ABI rules (or, for an unstable-ABI build, the
+    module-init rule); any failing stops the variant."""
+    found = read_wheel(wheel_path, plan)
+    verify_binaries(found.binaries, plan)
+    check_stable_abi(found.abi_checks, plan)
+    if found.init_violations:
+        message = found.init_violations[0].message.replace(str(wheel_path), wheel_path.name)
+        raise VerificationError(f"variant {plan.variant.id}: {message}")
     arch_set = plan.variant.arch_set
     return WheelVerification(
-        binaries=tuple(binaries),
-        arch_checks=tuple(check_binary(b, arch_set) for b in binaries),
-        abi_checks=tuple(abi),
+        binaries=tuple(found.binaries),
+        arch_checks=tuple(check_binary(b, arch_set) for b in found.binaries),
+        abi_checks=tuple(found.abi_checks),
     )

@@ -1,15 +1,26 @@
-"""Small file helpers: write only when content changes, atomic replacement of files and of
+"""Small file helpers: a file's sha256, write only when content changes, atomic replacement of files and of
 whole folders (and a pause of the garbage collector for building large object trees)."""
 
 from __future__ import annotations
 
 import contextlib
 import gc
+import hashlib
 import os
 import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+
+
+def sha256(path: Path) -> str:
+    """The hex sha256 of a file, read in blocks (a wheel or a toolkit archive is never held
+    whole in memory)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def write_if_changed(path: Path, text: str) -> bool:

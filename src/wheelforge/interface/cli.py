@@ -144,16 +144,17 @@ def inspect(paths: tuple[Path, ...], as_json: bool) -> None:
     For a variant wheel (PEP 825, experimental) also its variant properties, and any that
     disagree with its binaries (exit 4)."""
     from wheelforge.binaries.inspection import inspect_paths
+    from wheelforge.foundation.document import to_document
     from wheelforge.interface.render import print_inspect, reports_to_json
     from wheelforge.interface.render_variants import variant_checks_table
-    from wheelforge.packaging.wheel_variants import check_wheels, checks_to_json, require_agree
+    from wheelforge.packaging.wheel_variants import check_wheels, require_agree
 
     reports = inspect_paths(list(paths))
     checks = check_wheels(list(paths), reports)
     if as_json:
         document = reports_to_json(reports)
         if checks:
-            document["variants"] = checks_to_json(checks)
+            document["variants"] = to_document(checks)
         click.echo(json.dumps(document, indent=2))
     else:
         print_inspect(reports, Console())

@@ -211,9 +211,9 @@ def _abi(checks: tuple[BinaryCheck, ...], target: tuple[int, int]) -> AbiDoc:
     )
 
 
-def _tags(wheel: Path) -> tuple[str, ...]:
+def _tags(wheel: Path, label: str | None) -> tuple[str, ...]:
     # A PEP 825 variant label is no tag, and packaging cannot parse a name that has one.
-    _, _, _, tags = parse_wheel_filename(wheel_variants.plain_name(wheel))
+    _, _, _, tags = parse_wheel_filename(wheel_variants.plain_name(wheel, label))
     return tuple(sorted(str(t) for t in tags))
 
 
@@ -227,7 +227,7 @@ def variant_doc(v: VariantResult | VariantFailure, target: tuple[int, int]) -> V
     return VariantDoc(
         id=v.variant_id, arch_set=arch_set, toolkit=v.toolkit, torch=v.torch,
         status="up-to-date" if v.reused else "built", error=None,
-        wheel=WheelDoc(path=str(v.wheel), size=v.wheel_size, sha256=v.sha256, tags=_tags(v.wheel), reused=v.reused,
+        wheel=WheelDoc(path=str(v.wheel), size=v.wheel_size, sha256=v.sha256, tags=_tags(v.wheel, v.variant_label), reused=v.reused,
                        import_check=v.import_check, reproducible=v.reproducible),
         binaries=tuple(BinaryDoc(path=b.path, size=b.size, fatbins=b.entries) for b in v.binaries),
         abi=_abi(v.abi_checks, target), size=v.size,

@@ -8,28 +8,20 @@ planning/reproducible.py)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shlex
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from pathlib import Path
 
 from wheelforge import __version__
-from wheelforge.binaries.fatbin import FatbinEntry, read_fatbin_entries
-from wheelforge.foundation import proc
+from wheelforge.binaries.elf import open_elf_file
+from wheelforge.binaries.inspection import report_of
+from wheelforge.foundation import fsutil, proc
 from wheelforge.packaging.wheel import source_date_epoch
 from wheelforge.planning import freshness, ninja, reproducible
 from wheelforge.planning.plan import VariantPlan
 
 SBOM_NAME = "sboms/wheelforge.cdx.json"  # PEP 770: any file name under .dist-info/sboms/
 BUILD_INFO_NAME = "wheelforge-build.json"
-
-
-@dataclass(frozen=True, kw_only=True)
-class Provenance:
-    build_info: str  # JSON text
-    sbom: str  # CycloneDX JSON text
 
 
 def compiler_version(cxx: str) -> str:
@@ -40,23 +32,15 @@ def compiler_version(cxx: str) -> str:
     return first.split(" ", 1)[1] if first.startswith("/") and " " in first else first
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _archs(entries: list[FatbinEntry], kind: str) -> list[str]:
-    """The archs of one kind in the fatbin, oldest first (sm_75 before sm_100)."""
-    return [arch for _, arch in sorted({(e.sm, e.arch) for e in entries if e.kind == kind})]
-
-
 def build_info(plan: VariantPlan, *, epoch: int) -> dict[str, object]:
     folders = plan.input_folders
     toolkit = plan.variant.toolkit
-    entries = read_fatbin_entries(plan.library.read_bytes(), path=str(plan.library))
+    with open_elf_file(plan.library) as image:
+        library = report_of(image)
     read = freshness.recorded_inputs(plan) or ninja.inputs(plan)
     name_of = reproducible.path_namer(folders)
     with ThreadPoolExecutor() as pool:  # ~1000 headers: hashlib and reads release the GIL
-        inputs = dict(zip(map(name_of, read), pool.map(_sha256, read), strict=True))
+        inputs = dict(zip(map(name_of, read), pool.map(fsutil.sha256, read), strict=True))
     # The flags name project folders relative to the build folder (../..): those spellings too.
     spellings = (*folders, *reproducible.spelled(dict(folders), plan.command_path).items())
 
@@ -71,7 +55,7 @@ def build_info(plan: VariantPlan, *, epoch: int) -> dict[str, object]:
         "source_date_epoch": epoch,
         "variant": plan.variant.id,
         "arch_set": str(plan.variant.arch_set),
-        "archs": {kind: _archs(entries, kind) for kind in ("sass", "ptx")},
+        "archs": {"sass": list(library.sass_archs), "ptx": list(library.ptx_archs)},
         "toolkit": {"release": str(toolkit.version), "build": toolkit.build},
         "host_compiler": compiler_version(plan.cxx),
         "nvcc_host_compiler": compiler_version(plan.nvcc_host),
@@ -93,14 +77,10 @@ def build_info(plan: VariantPlan, *, epoch: int) -> dict[str, object]:
 
 def dist_info_files(plan: VariantPlan) -> tuple[tuple[str, str], ...]:
     """(path under .dist-info, text) of the SBOM and the build info, for wheel.contents."""
-    prov = provenance(plan, epoch=source_date_epoch())
-    return ((SBOM_NAME, prov.sbom), (BUILD_INFO_NAME, prov.build_info))
-
-
-def provenance(plan: VariantPlan, *, epoch: int) -> Provenance:
     # cyclonedx takes ~0.1 s to import: only a build that packs a wheel loads it.
     from wheelforge.packaging import sbom
 
+    epoch = source_date_epoch()
     info = build_info(plan, epoch=epoch)
     text = sbom.sbom(plan, info, epoch=epoch, build_info_name=BUILD_INFO_NAME)
-    return Provenance(build_info=json.dumps(info, indent=1) + "\n", sbom=text)
+    return ((SBOM_NAME, text), (BUILD_INFO_NAME, json.dumps(info, indent=1) + "\n"))

@@ -13,8 +13,6 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from packaging.utils import canonicalize_name
-
 from wheelforge.configuration.matrix import Matrix
 from wheelforge.foundation import fsutil
 from wheelforge.foundation.errors import ConfigError
@@ -38,8 +36,7 @@ _PROJECT_FILES = (
 
 def sdist_name(matrix: Matrix) -> str:
     """``{name}-{version}`` with the name normalized as in wheel names (PEP 625)."""
-    pkg = matrix.package
-    return f"{canonicalize_name(pkg.name).replace('-', '_')}-{pkg.version}"
+    return f"{matrix.package.wheel_name}-{matrix.package.version}"
 
 
 def _tree(folder: Path, outputs: set[Path]) -> Iterator[Path]:

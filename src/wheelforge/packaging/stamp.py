@@ -5,7 +5,6 @@ through the stamps (running/torch_tests.py). This module is the stamp's only rea
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -14,6 +13,7 @@ from pathlib import Path
 from wheelforge.foundation import fsutil
 
 STAMP = "wheel.json"
+sha256 = fsutil.sha256  # a wheel's, as the stamp records it (its callers in running/ name it so)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -22,10 +22,6 @@ class Stamp:
     wheel: str  # the wheel's file name in the output folder
     digest: str  # of the inputs the wheel was made from (packaging/wheel.py)
     sha256: str  # of the wheel as published
-
-
-def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def read(build_dir: Path) -> Stamp | None:

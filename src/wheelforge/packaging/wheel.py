@@ -165,12 +165,8 @@ def source_date_epoch() -> int:
     return _DEFAULT_EPOCH if value is None else max(value, _DEFAULT_EPOCH)
 
 
-def member_info(arcname: str, *, executable: bool) -> zipfile.ZipInfo:
+def member_info(arcname: str, *, executable: bool, compress: bool = True) -> zipfile.ZipInfo:
     """The ZipInfo every member of a wheelforge wheel gets: fixed time, mode, compression."""
-    return _zipinfo(arcname, executable)
-
-
-def _zipinfo(arcname: str, executable: bool, *, compress: bool = True) -> zipfile.ZipInfo:
     info = zipfile.ZipInfo(arcname, date_time=time.gmtime(source_date_epoch())[:6])
     mode = 0o755 if executable else 0o644
     info.external_attr = (mode | stat.S_IFREG) << 16
@@ -192,10 +188,10 @@ def pack(wheel: WheelContents, dest_dir: Path, *, compress: bool = True) -> Path
     try:
         with WheelFile(target, "w") as wf:
             for arcname, path in wheel.files:
-                info = _zipinfo(arcname, arcname.endswith(".so"), compress=compress)
+                info = member_info(arcname, executable=arcname.endswith(".so"), compress=compress)
                 wf.writestr(info, path.read_bytes())
             for name, text in (("METADATA", wheel.metadata), ("WHEEL", wheel.wheel), *wheel.extra):
-                info = _zipinfo(f"{wheel.dist_info}/{name}", False, compress=compress)
+                info = member_info(f"{wheel.dist_info}/{name}", executable=False, compress=compress)
                 wf.writestr(info, text)
     finally:
         if previous is None:

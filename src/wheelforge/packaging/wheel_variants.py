@@ -25,9 +25,10 @@ import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import EllipsisType
 from typing import TYPE_CHECKING
 
-from wheelforge.binaries.elf import MEMBER_SEPARATOR as WHEEL_MEMBER_SEPARATOR
+from wheelforge.binaries import elf
 from wheelforge.binaries.inspection import BinaryReport
 from wheelforge.foundation import fsutil
 from wheelforge.foundation.errors import VerificationError
@@ -189,18 +190,22 @@ def variant_label(wheel: Path) -> str | None:
     return match.group("variant_label") if match else None
 
 
-def plain_name(wheel: Path) -> str:
-    """The wheel's file name without its variant label: what packaging and pip can parse."""
-    label = variant_label(wheel)
+def plain_name(wheel: Path, label: str | EllipsisType | None = ...) -> str:
+    """The wheel's file name without its variant label: what packaging and pip can parse. A
+    caller that knows the *label* (None: the wheel has none) spares reading it from the name,
+    and so loading variantlib."""
+    if label is ...:
+        label = variant_label(wheel)
     return wheel.name if label is None else wheel.name.removesuffix(f"-{label}.whl") + ".whl"
 
 
 def read_variant_json(wheel: Path) -> str | None:
-    with zipfile.ZipFile(wheel) as zf:
-        for name in zf.namelist():
+    """The text of a wheel's ``*.dist-info/variant.json``, read within bounded.py's caps."""
+    with elf.open_wheel(wheel) as reader:
+        for name in reader.names:
             head, _, tail = name.partition("/")
             if head.endswith(".dist-info") and tail == VARIANT_DIST_INFO_FILENAME:
-                return zf.read(name).decode()
+                return reader.read_text(name)
     return None
 
 
@@ -247,31 +252,14 @@ def check_wheels(paths: Sequence[Path], reports: Sequence[BinaryReport]) -> list
     """check_variant for every variant wheel among *paths* and the wheels *reports* come from
     (``x.whl!member``), each against its own binaries."""
     wheels = {str(p) for p in paths if p.suffix == ".whl" and p.is_file()}
-    wheels |= {
-        r.path.split(WHEEL_MEMBER_SEPARATOR, 1)[0]
-        for r in reports
-        if WHEEL_MEMBER_SEPARATOR in r.path
-    }
+    wheels |= {elf.split_member(r.path)[0] for r in reports} - {""}
     checks = []
     for wheel in sorted(wheels):
-        own = [r for r in reports if r.path.startswith(wheel + WHEEL_MEMBER_SEPARATOR)]
+        own = [r for r in reports if elf.split_member(r.path)[0] == wheel]
         check = check_variant(Path(wheel), own)
         if check is not None:
             checks.append(check)
     return checks
-
-
-def checks_to_json(checks: Sequence[VariantCheck]) -> list[dict[str, object]]:
-    return [
-        {
-            "wheel": c.wheel,
-            "label": c.label,
-            "properties": list(c.properties),
-            "derived_sm_arch": list(c.derived_sm_arch),
-            "problems": list(c.problems),
-        }
-        for c in checks
-    ]
 
 
 def require_agree(checks: Sequence[VariantCheck]) -> None:

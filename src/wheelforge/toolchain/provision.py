@@ -15,7 +15,6 @@ Recipes:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -97,14 +96,6 @@ def recipe_for(release: str) -> Recipe | None:
     return next((r for r in RECIPES if r.release == release), None)
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _pypi(recipe: Recipe, prefix: Path, downloads: Path) -> dict[str, object]:
     names = (
         "nvidia-cuda-nvcc",
@@ -129,7 +120,7 @@ def _pypi(recipe: Recipe, prefix: Path, downloads: Path) -> dict[str, object]:
                     Path(target).chmod(
                         Path(target).stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH
                     )
-        files.append({"file": wheel.name, "sha256": _sha256(wheel)})
+        files.append({"file": wheel.name, "sha256": fsutil.sha256(wheel)})
     nvcc = prefix / "nvidia" / "cu13" / "bin" / "nvcc"
     if not nvcc.is_file():
         raise ToolError(f"the PyPI packages of CUDA {recipe.release} hold no nvcc at {nvcc}")
@@ -160,7 +151,7 @@ def _debian(_recipe: Recipe, prefix: Path, downloads: Path) -> dict[str, object]
     files = []
     for deb in sorted(downloads.glob("*.deb")):
         proc.run(["dpkg-deb", "-x", deb, prefix], hint="dpkg-deb", what=f"dpkg-deb -x {deb.name}")
-        files.append({"file": deb.name, "sha256": _sha256(deb)})
+        files.append({"file": deb.name, "sha256": fsutil.sha256(deb)})
     usr = prefix / "usr"
     bin_dir = usr / "lib" / "nvidia-cuda-toolkit" / "bin"
     # Debian's g++/gcc wrappers there look for a system g++-11; the provisioned one is named instead.
