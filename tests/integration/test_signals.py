@@ -53,6 +53,21 @@ def _wait_for(path: Path, proc: subprocess.Popen[str], seconds: float = 120) -> 
         time.sleep(0.1)
 
 
+def _wait_finished(build: Path, outputs: tuple[str, ...], proc: subprocess.Popen[str]) -> None:
+    """Wait until ninja's log records every one of *outputs* as built. An object file on disk is
+    not enough: the compiler writes it before it exits, and ninja records it only after."""
+    log = build / ".ninja_log"
+    deadline = time.monotonic() + 120
+    while True:
+        text = log.read_text() if log.is_file() else ""
+        rows = [line.split("\t") for line in text.splitlines() if not line.startswith("#")]
+        if set(outputs) <= {Path(row[3]).name for row in rows if len(row) == 5}:
+            return
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, f"ninja never recorded {outputs}: {text}"
+        time.sleep(0.1)
+
+
 @pytest.fixture
 def slow_project(tmp_path: Path) -> Path:
     root = tmp_path / "project"
@@ -81,6 +96,10 @@ def _start(root: Path, slow: Path) -> subprocess.Popen[str]:
     )  # fmt: skip
 
 
+# Every compile but slow.cpp's: the test signals only once ninja has recorded all of them.
+_BUILT_BEFORE_THE_SIGNAL = ("fast.cpp.o", "k.cu.o", "_C_module_init.c.o")
+
+
 def test_signals_mid_compile_stop_the_whole_tree_and_a_rerun_resumes(slow_project: Path) -> None:
     root = slow_project
     slow = root.parent / "slow-flag"
@@ -89,7 +108,7 @@ def test_signals_mid_compile_stop_the_whole_tree_and_a_rerun_resumes(slow_projec
         slow.touch()
         proc = _start(root, slow)
         _wait_for(Path(f"{slow}.started"), proc)
-        _wait_for(build / "default-cu130" / "obj" / "csrc" / "k.cu.o", proc)
+        _wait_finished(build / "default-cu130", _BUILT_BEFORE_THE_SIGNAL, proc)
         proc.send_signal(signum)  # the PID alone, not its group
         _, err = proc.communicate(timeout=60)
         assert proc.returncode == code, err
