@@ -60,8 +60,17 @@ class TestEnv:
     created: bool
 
 
-def _key(spec: EnvSpec, base_python: Path) -> str:
-    blob = json.dumps([spec.torch, str(spec.torch_from), sorted(spec.requires), str(base_python)])
+def _made_from(spec: EnvSpec) -> str:
+    """What an environment is made from: the borrowed interpreter (its site-packages are linked
+    in), else this Python's base installation. ``python -m venv`` run from a venv builds on the
+    base one, so every clone's own ``.venv`` shares one environment per torch (gigabytes each)."""
+    if spec.torch_from is not None:
+        return str(spec.torch_from)
+    return f"{sys.base_prefix} {sys.version}"
+
+
+def _key(spec: EnvSpec) -> str:
+    blob = json.dumps([spec.torch, str(spec.torch_from), sorted(spec.requires), _made_from(spec)])
     digest = hashlib.sha256(blob.encode()).hexdigest()[:10]
     name = f"torch-{spec.torch}" if spec.torch else "torch-from"
     return f"{name}-{digest}"
@@ -122,8 +131,7 @@ def _create(spec: EnvSpec, tmp: Path) -> None:
 
 def ensure_env(spec: EnvSpec, cache: Path) -> TestEnv:
     """The environment for *spec*, built on first use and reused afterwards."""
-    base = spec.torch_from or Path(sys.executable)
-    path = cache / "envs" / _key(spec, base)
+    path = cache / "envs" / _key(spec)
     marker = path / MARKER
     created = False
     if not marker.is_file():
