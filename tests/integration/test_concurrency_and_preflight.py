@@ -112,6 +112,7 @@ def test_full_out_folder_is_one_line_before_compiling(tmp_path: Path) -> None:
     assert "No space left on device" in errors[0]
     assert "compile" not in run.err
     assert not (root / "build" / "wheelforge" / "default-cu130").exists()
+    assert not (full / "dist").exists()  # made by the probe, removed with the refusal
 
 
 def test_python_that_is_not_a_python_is_named(tmp_path: Path) -> None:
@@ -120,3 +121,4 @@ def test_python_that_is_not_a_python_is_named(tmp_path: Path) -> None:
     assert run.code == EnvironmentProblem.exit_code, run.err
     assert "error: /bin/true printed nothing when asked for its torch's details" in run.err
     assert "compile" not in run.err
+    assert not (root / "dist").exists()  # the output folder preflight made is gone again

@@ -95,3 +95,25 @@ def gc_paused() -> Iterator[None]:
         gc.freeze()
         if was_enabled:
             gc.enable()
+
+
+def missing_top(path: Path) -> Path | None:
+    """The outermost folder of *path* (itself included) that does not exist yet, if any."""
+    top = None
+    for folder in (path, *path.parents):
+        if folder.exists():
+            break
+        top = folder
+    return top
+
+
+def remove_if_empty(top: Path) -> None:
+    """Remove the folder *top* if it holds nothing but empty folders; anything else stays."""
+    tree = list(os.walk(top, topdown=False))
+    if any(
+        files or any(Path(folder, d).is_symlink() for d in dirs) for folder, dirs, files in tree
+    ):
+        return
+    with contextlib.suppress(OSError):  # something appeared meanwhile: it stays
+        for folder, _dirs, _files in tree:
+            Path(folder).rmdir()

@@ -27,9 +27,9 @@ from wheelforge.packaging import repair, stamp, wheel, wheel_variants
 from wheelforge.planning import variants
 from wheelforge.planning.plan import VariantPlan
 from wheelforge.planning.variants import Variant
-from wheelforge.running import budget, importcheck, incremental, reproduce
+from wheelforge.running import budget, importcheck, incremental, preflight, reproduce
 from wheelforge.running.preflight import describe_os_error
-from wheelforge.running.prepare import plan_all, plan_variant, resolve_variants
+from wheelforge.running.prepare import folders, plan_all, plan_variant, resolve_variants
 from wheelforge.running.results import BuildReport, VariantFailure, VariantResult
 from wheelforge.toolchain import compilecache, torchprobe, warmtorch
 
@@ -296,13 +296,14 @@ def _pack_and_publish(
 
 def run_build(settings: BuildSettings) -> BuildReport:
     start = time.perf_counter()
-    chosen = resolve_variants(settings, probe=True)
-    lock = settings.build_root / locks.LOCK_NAME
-    with (
-        locks.hold(lock, what=f"the build folder {settings.build_root}", wait=settings.wait),
-        warmtorch.session(),
-    ):
-        return _run_build(settings, chosen, start)
+    with preflight.tidy(folders(settings)):
+        chosen = resolve_variants(settings, probe=True)
+        lock = settings.build_root / locks.LOCK_NAME
+        with (
+            locks.hold(lock, what=f"the build folder {settings.build_root}", wait=settings.wait),
+            warmtorch.session(),
+        ):
+            return _run_build(settings, chosen, start)
 
 
 def _run_build(settings: BuildSettings, chosen: list[Variant], start: float) -> BuildReport:

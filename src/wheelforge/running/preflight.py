@@ -10,9 +10,11 @@ import contextlib
 import errno
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from wheelforge.configuration.matrix import Matrix
+from wheelforge.foundation import fsutil
 from wheelforge.foundation.errors import ConfigError, EnvironmentProblem
 
 # What the probe writes: enough to fail on a full file system rather than on its last block.
@@ -65,3 +67,15 @@ def preflight(matrix: Matrix, folders: dict[str, Path]) -> None:
     refuse_packed(matrix, folders)
     for flag, folder in folders.items():
         probe_folder(folder, flag)
+
+
+@contextlib.contextmanager
+def tidy(folders: dict[str, Path]) -> Iterator[None]:
+    """Of *folders*, those the block creates (preflight, or a build) and leaves empty are removed
+    when it ends, however it ends: a refused or failed build leaves no empty ``--out`` behind."""
+    made = [top for top in map(fsutil.missing_top, folders.values()) if top is not None]
+    try:
+        yield
+    finally:
+        for top in made:
+            fsutil.remove_if_empty(top)
