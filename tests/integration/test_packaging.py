@@ -163,6 +163,10 @@ def test_variant_wheels_from_binary_truth(pip_wheel: Path, kernels: Path) -> Non
     assert inspected.returncode == 0, inspected.stderr
     [check] = json.loads(inspected.stdout)["variants"]
     assert declared == check["derived_sm_arch"] == ["75_real"]
+    for wheel in (variant, out / null_name):  # the ABI check reads the tags past the label
+        checked = run([sys.executable, "-m", "wheelforge", "check", wheel], cwd=kernels)
+        assert checked.returncode == 0, checked.stderr
+        assert "wheelforge_kernels/_C.abi3.so" in checked.stdout, checked.stdout
     index = json.loads((out / index_name).read_text())
     assert sorted(index["variants"]) == ["null", "sm75_cu130"]
 

@@ -144,10 +144,13 @@ def make_wheel(
     so: str,
     requires: str | None = "torch>=2.10",
     member: str = "pkg/_C.abi3.so",
+    variant_json: bool = False,
 ) -> Path:
     path = tmp_path / name
     with zipfile.ZipFile(path, "w") as zf:
         zf.writestr(member, (DATA / so).read_bytes())
+        if variant_json:
+            zf.writestr("pkg-1.0.dist-info/variant.json", "{}")
         zf.writestr("pkg/__init__.py", "")
         metadata = "Metadata-Version: 2.1\nName: pkg\nVersion: 1.0\n" + (
             f"Requires-Dist: {requires}\n" if requires else ""
@@ -179,6 +182,18 @@ def test_wheel_tags_against_binaries(tmp_path: Path) -> None:
     )
     assert any("is built for x86_64" in m for m in messages)
     assert any("named for one CPython; name it *.abi3.so" in m for m in messages)
+
+
+def test_a_variant_wheel_is_checked_against_the_tags_before_its_label(tmp_path: Path) -> None:
+    name = "pkg-1.0-cp310-abi3-manylinux_2_28_aarch64-sm80_cu130.whl"
+    wheel = make_wheel(tmp_path, name, "glibc234.so", variant_json=True)
+    [check] = abicheck.check_wheel(wheel, torch=None, guards={})
+    assert any("tagged manylinux_2_28_aarch64" in v.message for v in check.violations)
+    # A label in the name of a wheel that holds no variant.json is no variant wheel.
+    (tmp_path / "plain").mkdir()
+    plain = make_wheel(tmp_path / "plain", name, "ext.so")
+    with pytest.raises(BinaryFormatError, match="not a wheel file name"):
+        abicheck.check_wheel(plain, torch=None, guards={})
 
 
 def test_wheel_without_torch_requirement_needs_target(tmp_path: Path) -> None:

@@ -136,14 +136,14 @@ class WheelRules:
     ) -> None:
         path = wheel.path
         try:
-            _, _, _, tags = parse_wheel_filename(path.name)
+            _, _, _, tags = parse_wheel_filename(wheel.tagged_name)
         except InvalidWheelFilename as exc:
             raise BinaryFormatError(str(path), None, f"not a wheel file name: {exc}") from None
         self.path = path
         self.tags = frozenset(str(t) for t in tags)
         abi3 = {t.interpreter for t in tags if t.abi == "abi3" and t.interpreter.startswith("cp3")}
         self.python = min(((3, int(i[3:])) for i in abi3), default=None)
-        metadata = next((n for n in wheel.names if n.endswith(".dist-info/METADATA")), None)
+        metadata = wheel.dist_info_member("METADATA")
         floor = torch or (torch_floor(wheel.read_text(metadata)) if metadata else None)
         if floor is None:
             why = (

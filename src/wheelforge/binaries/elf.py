@@ -136,6 +136,11 @@ def open_elf_file(path: Path) -> Iterator[ElfImage]:
         raise BinaryFormatError(str(path), None, f"cannot read: {error.strerror}") from error
 
 
+# PEP 825: a variant wheel's ``*.dist-info`` holds this file (variantlib's
+# VARIANT_DIST_INFO_FILENAME, checked by the tests), and its file name ends in a variant label.
+VARIANT_DIST_INFO_FILENAME = "variant.json"
+
+
 class WheelReader:
     """An open wheel: its member names, text members, and its ELF members one at a time."""
 
@@ -143,6 +148,24 @@ class WheelReader:
         self.path = path
         self.zip = zf
         self.names = zf.namelist()
+
+    def dist_info_member(self, filename: str) -> str | None:
+        """The member ``<name>.dist-info/<filename>``, if the wheel has one."""
+        for name in self.names:
+            head, _, tail = name.partition("/")
+            if head.endswith(".dist-info") and tail == filename:
+                return name
+        return None
+
+    @property
+    def tagged_name(self) -> str:
+        """The file name as packaging parses it: a variant wheel's label (its last ``-`` part;
+        the wheel says it is one by holding ``variant.json``) is dropped."""
+        name = self.path.name
+        if self.dist_info_member(VARIANT_DIST_INFO_FILENAME) is None:
+            return name
+        stem, dash, _label = name.removesuffix(".whl").rpartition("-")
+        return f"{stem}.whl" if dash else name
 
     def read_text(self, name: str) -> str:
         """A text member (METADATA), read within the caps of bounded.py."""

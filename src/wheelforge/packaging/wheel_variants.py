@@ -39,9 +39,8 @@ if TYPE_CHECKING:
     from variantlib.models.variant_info import VariantInfo
 
 # variantlib takes ~0.07 s to import: the functions that use it import it, so a build that makes
-# no variant wheel (and every no-op) never loads it. Its file name, checked against variantlib's
-# VARIANT_DIST_INFO_FILENAME by the tests:
-VARIANT_DIST_INFO_FILENAME = "variant.json"
+# no variant wheel (and every no-op) never loads it.
+VARIANT_DIST_INFO_FILENAME = elf.VARIANT_DIST_INFO_FILENAME
 
 NVIDIA = "nvidia"
 SM_ARCH = "sm_arch"
@@ -202,11 +201,8 @@ def plain_name(wheel: Path, label: str | EllipsisType | None = ...) -> str:
 def read_variant_json(wheel: Path) -> str | None:
     """The text of a wheel's ``*.dist-info/variant.json``, read within bounded.py's caps."""
     with elf.open_wheel(wheel) as reader:
-        for name in reader.names:
-            head, _, tail = name.partition("/")
-            if head.endswith(".dist-info") and tail == VARIANT_DIST_INFO_FILENAME:
-                return reader.read_text(name)
-    return None
+        name = reader.dist_info_member(VARIANT_DIST_INFO_FILENAME)
+        return None if name is None else reader.read_text(name)
 
 
 def check_variant(wheel: Path, binaries: Sequence[BinaryReport]) -> VariantCheck | None:
