@@ -145,7 +145,7 @@ def inspect(paths: tuple[Path, ...], as_json: bool) -> None:
     disagree with its binaries (exit 4)."""
     from wheelforge.binaries.inspection import inspect_paths
     from wheelforge.foundation.document import to_document
-    from wheelforge.interface.render import print_inspect, reports_to_json
+    from wheelforge.interface.render import print_inspect, print_whole, reports_to_json
     from wheelforge.interface.render_variants import variant_checks_table
     from wheelforge.packaging.wheel_variants import check_wheels, require_agree
 
@@ -159,7 +159,7 @@ def inspect(paths: tuple[Path, ...], as_json: bool) -> None:
     else:
         print_inspect(reports, Console())
         if checks:
-            Console().print(variant_checks_table(checks))
+            print_whole(variant_checks_table(checks))
     require_agree(checks)
 
 
@@ -177,7 +177,12 @@ def matrix_command(
 ) -> None:
     """List the variants the matrix expands to (nothing is downloaded or built)."""
     from wheelforge.configuration.settings import Flags, resolve
-    from wheelforge.interface.render import github_matrix, variants_table, variants_to_json
+    from wheelforge.interface.render import (
+        github_matrix,
+        print_whole,
+        variants_table,
+        variants_to_json,
+    )
     from wheelforge.planning import variants
     from wheelforge.toolchain import toolkit
 
@@ -188,7 +193,7 @@ def matrix_command(
     elif as_json:
         click.echo(json.dumps(variants_to_json(listed), indent=2))
     else:
-        Console().print(variants_table(listed, settings.matrix))
+        print_whole(variants_table(listed, settings.matrix))
 
 
 @cli.group(name="toolkit")
@@ -202,11 +207,11 @@ def toolkit_group() -> None:
 def toolkit_list(cache_dir: Path | None) -> None:
     """Toolkits found on this machine and in the cache, and the ones wheelforge can provision."""
     from wheelforge.configuration import settings
-    from wheelforge.interface.render import toolkits_table
+    from wheelforge.interface.render import print_whole, toolkits_table
     from wheelforge.toolchain import toolkit
 
     found = toolkit.discover(cache=settings.cache_dir(cache_dir))
-    Console().print(toolkits_table(found))
+    print_whole(toolkits_table(found))
 
 
 @toolkit_group.command(name="install")
@@ -238,14 +243,14 @@ def check(
     paths: tuple[Path, ...], target: str | None, python_abi: str | None, as_json: bool
 ) -> None:
     """Check wheels or shared objects against the stable-ABI rules (exit 4 on a violation)."""
-    from wheelforge.interface.render import check_table, checks_to_json
+    from wheelforge.interface.render import check_table, checks_to_json, print_whole
     from wheelforge.running import checking
 
     results = checking.run_check(list(paths), target=target, python_abi=python_abi)
     if as_json:
         click.echo(json.dumps(checks_to_json(results), indent=2))
     else:
-        Console().print(check_table(results))
+        print_whole(check_table(results))
     checking.require_clean(results)
 
 
@@ -280,6 +285,7 @@ def test_command(matrix_path: Path, wheels: tuple[Path, ...], torch_versions: tu
                  out: Path | None, build_dir: Path | None, cache_dir: Path | None, as_json: bool) -> None:  # fmt: skip
     """Run the payload's tests against the built wheels, under each torch of the matrix."""
     from wheelforge.configuration.settings import TestFlags, resolve_test
+    from wheelforge.interface.render import print_whole
     from wheelforge.interface.render_tests import outcomes_to_json, test_table
     from wheelforge.running import torch_tests
 
@@ -289,7 +295,7 @@ def test_command(matrix_path: Path, wheels: tuple[Path, ...], torch_versions: tu
     if as_json:
         click.echo(json.dumps(outcomes_to_json(outcomes), indent=2))
     else:
-        Console().print(test_table(outcomes))
+        print_whole(test_table(outcomes))
     torch_tests.require_passed(outcomes)
 
 

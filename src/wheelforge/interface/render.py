@@ -3,12 +3,14 @@ from the lower layers; decides nothing."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.console import Console, Group, RenderableType
 from rich.markup import escape
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -87,12 +89,30 @@ def abi_summary(checks: Sequence[BinaryCheck], target: tuple[int, int]) -> str:
     )
 
 
+def print_whole(renderable: RenderableType, console: Console | None = None) -> None:
+    """Print a table on *console* (stdout's by default) whole: on a terminal, or with COLUMNS
+    set, at that width; into a pipe or a CI log, where rich would assume 80 columns and fold or
+    cut cells, at the table's own width."""
+    console = console or Console()
+    if console.is_terminal or "COLUMNS" in os.environ:
+        console.print(renderable)
+        return
+    unbounded = console.options.update(max_width=1 << 16)
+    natural = Measurement.get(console, unbounded, renderable).maximum
+    width = console.width
+    console.width = max(width, natural)  # print(width=) only ever narrows
+    try:
+        console.print(renderable)
+    finally:
+        console.width = width
+
+
 def print_build(report: BuildReport, console: Console) -> None:
     """Per variant: its binaries' archs with sizes, the ABI verdict, and the wheel's full path
     on one line of its own (never wrapped, so it can be copied)."""
     for v in report.variants:
         for table in binary_tables(v):
-            console.print(table)
+            print_whole(table, console)
         console.print(f"arch set {v.arch_set.name}: {v.arch_set}; CUDA {v.toolkit}", soft_wrap=True)
         if v.abi_checks:
             console.print(abi_summary(v.abi_checks, report.target_version))
@@ -183,7 +203,7 @@ def print_inspect(reports: Sequence[BinaryReport], console: Console) -> None:
                           human_size(size), ", ".join(sorted(compressions[(kind, arch)])))  # fmt: skip
         if not binary.entries:
             table.add_row("-", "no CUDA code", "0", "-", "-", "-")
-        console.print(table)
+        print_whole(table, console)
 
 
 def reports_to_json(reports: Sequence[BinaryReport]) -> dict[str, object]:

@@ -1,0 +1,43 @@
+"""Tables printed into a pipe or a CI log come out whole, not folded to rich's 80 columns."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from rich.console import Console
+from rich.table import Table
+
+from wheelforge.interface.render import print_whole
+
+CELL = "162 passed, 0 failed, 0 skipped"
+
+
+def wide_table() -> Table:
+    table = Table(title="wheelforge test")
+    for name in ("torch", "GPU", "default-cu130", "sm80-cu130", "sm90-cu130"):
+        table.add_column(name)
+    table.add_row("2.14.1+cu130", "yes", CELL, CELL, CELL)
+    return table
+
+
+def printed(console: Console) -> list[str]:
+    print_whole(wide_table(), console)
+    assert isinstance(console.file, io.StringIO)
+    return console.file.getvalue().splitlines()
+
+
+def test_a_pipe_gets_the_whole_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("COLUMNS", raising=False)
+    lines = printed(Console(file=io.StringIO(), width=80))
+    assert sum(line.count(CELL) for line in lines) == 3
+    assert max(map(len, lines)) > 80
+
+
+def test_a_terminal_and_columns_keep_their_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("COLUMNS", raising=False)
+    lines = printed(Console(file=io.StringIO(), width=80, force_terminal=True, no_color=True))
+    assert sum(line.count(CELL) for line in lines) < 3  # folded to the terminal's width
+    monkeypatch.setenv("COLUMNS", "80")
+    lines = printed(Console(file=io.StringIO(), width=80))
+    assert max(map(len, lines)) == 80
