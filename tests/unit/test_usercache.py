@@ -110,7 +110,7 @@ def test_list_names_each_entry_with_its_size_and_last_use(cache: Path) -> None:
     assert by_name["cuda-13.0-pypi"].name == "CUDA 13.0 from pypi (cuda-13.0-pypi)"
     assert by_name[".cuda-11.8-debian.4242.tmp"].kind == UNFINISHED
     assert by_name["repairs"].kind == REPAIR
-    assert by_name["repairs"].name == "2 repairs"
+    assert by_name["repairs"].name == "2 kept repaired wheels"
     assert by_name["repairs"].last_used == pytest.approx(NOW - 0.5 * DAY, abs=2)
     assert by_name["probes"].kind == PROBE
     assert len(listing.entries) == 9  # lock files are no entries
@@ -133,7 +133,7 @@ def test_sizes_count_blocks_once_per_inode_and_never_follow_symlinks(tmp_path: P
 
 
 def test_prune_removes_what_was_not_used_and_skips_a_busy_entry(cache: Path, busy: Path) -> None:
-    result = usercache.prune(cache, unused_for_days=30, now=NOW)
+    result = usercache.prune(cache, unused_for=30, now=NOW)
     assert _names(result.removed) == {
         "torch-2.10.0-aaaaaaaaaa", "cuda-13.0-pypi", ".cuda-11.8-debian.4242.tmp",
         "old0", "old.json",
@@ -150,18 +150,16 @@ def test_prune_removes_what_was_not_used_and_skips_a_busy_entry(cache: Path, bus
 
 def test_dry_run_removes_nothing(cache: Path, busy: Path) -> None:
     before = sorted(cache.rglob("*"))
-    dry = usercache.prune(cache, unused_for_days=30, dry_run=True, now=NOW)
+    dry = usercache.prune(cache, unused_for=30, dry_run=True, now=NOW)
     assert sorted(cache.rglob("*")) == before
     assert _names(dry.busy) == {busy.name}
-    assert _names(dry.removed) == _names(
-        usercache.prune(cache, unused_for_days=30, now=NOW).removed
-    )
+    assert _names(dry.removed) == _names(usercache.prune(cache, unused_for=30, now=NOW).removed)
 
 
 def test_all_removes_every_entry_but_a_busy_one_and_a_young_unfinished_folder(
     cache: Path, busy: Path
 ) -> None:
-    usercache.prune(cache, unused_for_days=None, now=NOW)
+    usercache.prune(cache, every=True, now=NOW)
     left = usercache.list_cache(cache).entries
     assert _names(left) == {busy.name, ".torch-2.12.0-dddd.77.tmp"}
 
@@ -169,7 +167,7 @@ def test_all_removes_every_entry_but_a_busy_one_and_a_young_unfinished_folder(
 def test_an_unfinished_folder_is_kept_while_its_creator_holds_the_lock(cache: Path) -> None:
     staged = cache / toolkit.TOOLKITS / ".cuda-11.8-debian.4242.tmp"
     with FileLock(provision.lock_path(cache / toolkit.TOOLKITS / "cuda-11.8-debian")):
-        result = usercache.prune(cache, unused_for_days=30, now=NOW)
+        result = usercache.prune(cache, unused_for=30, now=NOW)
     assert staged in {e.path for e in result.busy}
     assert staged.is_dir()
 
@@ -186,7 +184,7 @@ def test_an_entry_used_after_it_was_listed_stays(
         return real(path)
 
     monkeypatch.setattr(usercache.locks, "attempt", attempt_after_use)
-    result = usercache.prune(cache, unused_for_days=30, now=NOW)
+    result = usercache.prune(cache, unused_for=30, now=NOW)
     assert env.is_dir()
     assert env not in {e.path for e in result.removed} | {e.path for e in result.busy}
 
@@ -199,24 +197,24 @@ def test_an_interrupted_removal_leaves_no_half_entry(
 
     monkeypatch.setattr(shutil, "rmtree", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        usercache.prune(cache, unused_for_days=30, now=NOW)
+        usercache.prune(cache, unused_for=30, now=NOW)
     monkeypatch.undo()
     assert not (cache / envs.ENVS / "torch-2.10.0-aaaaaaaaaa").exists()
     aside = [e for e in usercache.list_cache(cache).entries if e.path.name.endswith(".removing")]
     assert [e.kind for e in aside] == [UNFINISHED]
-    usercache.prune(cache, unused_for_days=30, now=NOW)  # the next prune finishes it
+    usercache.prune(cache, unused_for=30, now=NOW)  # the next prune finishes it
     assert not [p for p in cache.rglob("*") if p.name.endswith(".removing")]
 
 
 def test_bad_input_and_a_missing_cache(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"^--unused-for -1 is negative"):
-        usercache.prune(tmp_path, unused_for_days=-1)
+        usercache.prune(tmp_path, unused_for=-1)
     (tmp_path / "file").write_text("")
     with pytest.raises(ConfigError, match=r"is a file, not a folder; pass --cache-dir a folder"):
         usercache.list_cache(tmp_path / "file")
     missing = usercache.list_cache(tmp_path / "none")
     assert (missing.exists, missing.entries) == (False, ())
-    pruned = usercache.prune(tmp_path / "none", unused_for_days=None)
+    pruned = usercache.prune(tmp_path / "none", every=True)
     assert (pruned.exists, pruned.removed) == (False, ())
     assert not (tmp_path / "none").exists()
 

@@ -177,22 +177,24 @@ def list_cache(root: Path) -> CacheListing:
         if members := pooled[kind]:
             size = sum(e.size for e in members)
             used = max(e.last_used for e in members)
-            name = f"{len(members)} {kind}"
+            name = f"{len(members)} {'kept repaired wheels' if kind == REPAIR else 'probe results'}"
             entries.append(
                 CacheEntry(kind=kind, name=name, path=root / folder, size=size, last_used=used)
             )
     return CacheListing(root=root, exists=True, entries=tuple(entries))
 
 
-def prune(root: Path, *, unused_for_days: int | None, dry_run: bool = False,
+def prune(root: Path, *, unused_for: int = 30, every: bool = False, dry_run: bool = False,
           now: float | None = None) -> PruneResult:  # fmt: skip
-    """Remove the entries not used for *unused_for_days* (None: all of them), and unfinished
+    """Remove the entries not used for *unused_for* days (*every*: all of them), and unfinished
     temporary folders older than an hour whose entry nobody is creating. An entry whose lock
     another wheelforge holds is skipped; with *dry_run* nothing is removed."""
-    if unused_for_days is not None and unused_for_days < 0:
+    if unused_for < 0:
         raise ConfigError(
-            f"--unused-for {unused_for_days} is negative; give a number of days, 0 or more"
+            f"--unused-for {unused_for} is negative; give a number of days, 0 or more (0: "
+            "everything not in use)"
         )
+    unused_for_days = None if every else unused_for
     now = time.time() if now is None else now
     cutoff = now if unused_for_days is None else now - unused_for_days * DAY_S
     removed: list[CacheEntry] = []
