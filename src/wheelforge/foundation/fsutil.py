@@ -7,6 +7,7 @@ import contextlib
 import gc
 import hashlib
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -65,12 +66,23 @@ def publish(src: Path, dest_dir: Path) -> Path:
     return dest
 
 
+STAGED_SUFFIX = ".tmp"
+_STAGED_RE = re.compile(r"\.(.+)\.(\d+)" + re.escape(STAGED_SUFFIX))
+
+
+def staged_target(name: str) -> str | None:
+    """The name of the folder that the temporary *name* of staged_folder stands in for
+    (``.x.123.tmp`` → ``x``), else None."""
+    match = _STAGED_RE.fullmatch(name)
+    return match[1] if match else None
+
+
 @contextlib.contextmanager
 def staged_folder(final: Path) -> Iterator[Path]:
     """A temporary folder beside *final* (not created) that replaces *final* only when the block
     completes; an interrupted or failed block leaves no half-made *final* and no temporary."""
     final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = final.parent / f".{final.name}.{os.getpid()}.tmp"
+    tmp = final.parent / f".{final.name}.{os.getpid()}{STAGED_SUFFIX}"
     shutil.rmtree(tmp, ignore_errors=True)
     try:
         yield tmp

@@ -1,6 +1,7 @@
 """Inter-process locks (filelock, over flock(2), so a lock dies with the process that held it,
 SIGKILL included: no stale lock files to clean up). One build per build folder, one writer per
-cached test environment and per provisioned toolkit."""
+cached test environment and per provisioned toolkit; a cache entry is pruned only while its
+lock is free."""
 
 from __future__ import annotations
 
@@ -35,5 +36,21 @@ def hold(path: Path, *, what: str, wait: bool = True) -> Iterator[None]:
         lock.acquire()
     try:
         yield
+    finally:
+        lock.release()
+
+
+@contextmanager
+def attempt(path: Path) -> Iterator[bool]:
+    """Hold the lock file *path* if it is free now, never waiting: yields whether it was taken
+    (``wheelforge cache prune`` skips an entry another wheelforge holds)."""
+    lock = FileLock(path)
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        yield False
+        return
+    try:
+        yield True
     finally:
         lock.release()

@@ -15,6 +15,7 @@ from wheelforge import __version__
 from wheelforge.configuration.keys import COMPILE_CACHES
 from wheelforge.foundation import log
 from wheelforge.foundation.errors import WheelforgeError
+from wheelforge.interface.cache_cli import cache_group
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -226,6 +227,9 @@ def toolkit_install(release: str, cache_dir: Path | None) -> None:
     cache = settings.cache_dir(cache_dir)
     found = toolkit.load_provisioned(provision.install_release(release, cache))
     log.info(found.describe() + (f", host compiler {found.host_cxx}" if found.host_cxx else ""))
+
+
+cli.add_command(cache_group)
 
 
 @cli.command()

@@ -82,6 +82,7 @@ def _run_auditwheel(wheel: Path, dest_dir: Path, source_date_epoch: int) -> Path
     return produced[0]
 
 
+REPAIRS = "repairs"  # <cache>/repairs/<key>/<wheel>: kept repairs
 # How many repaired wheels the cache keeps (the newest): the last few builds of each variant.
 KEPT_REPAIRS = 16
 
@@ -95,7 +96,7 @@ def _kept_folder(wheel: Path, source_date_epoch: int, cache: Path | None) -> Pat
         return None  # the repair itself will say how to install it
     key = json.dumps([fsutil.sha256(wheel), wheel.name, auditwheel,
                       EXCLUDES, source_date_epoch, platform.machine()])  # fmt: skip
-    return cache / "repairs" / hashlib.sha256(key.encode()).hexdigest()[:32]
+    return cache / REPAIRS / hashlib.sha256(key.encode()).hexdigest()[:32]
 
 
 def _grafted(repaired: Path) -> bool:

@@ -11,7 +11,7 @@ from wheelforge.configuration.archs import Arch
 from wheelforge.foundation.errors import EnvironmentProblem
 from wheelforge.toolchain import provision
 from wheelforge.toolchain.provision import Recipe
-from wheelforge.toolchain.toolkit import Toolkit, load_provisioned
+from wheelforge.toolchain.toolkit import Toolkit, load_provisioned, mark_used
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,9 +49,13 @@ def ensure_toolkit(
     offline: bool,
 ) -> ToolkitChoice:
     """*choice* with a toolkit on disk: a recipe is provisioned now, unless *offline* (then the
-    refusal names the archs no toolkit found builds). *who* names the variant in messages."""
+    refusal names the archs no toolkit found builds). *who* names the variant in messages. A
+    provisioned toolkit chosen is marked used (not one merely discovered: `cache prune` goes by it)."""
     recipe = choice.recipe
-    if choice.toolkit is not None or recipe is None:
+    if choice.toolkit is not None:
+        mark_used(choice.toolkit, cache)
+        return choice
+    if recipe is None:
         return choice
     if offline:
         unbuilt = [a for a in archs if not any(t.supports(a) for t in found)]
@@ -66,4 +70,6 @@ def ensure_toolkit(
             f"{recipe.release}' ({recipe.describe()}) or build without --offline"
         )
     folder = provision.install(recipe, cache)
-    return ToolkitChoice(toolkit=load_provisioned(folder, cache=cache), recipe=None)
+    provisioned = load_provisioned(folder, cache=cache)
+    mark_used(provisioned, cache)
+    return ToolkitChoice(toolkit=provisioned, recipe=None)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,7 +25,8 @@ from wheelforge.foundation import fsutil, locks, log, proc
 from wheelforge.foundation.errors import ToolError
 from wheelforge.toolchain import torchprobe
 
-MARKER = "wheelforge-env.json"
+ENVS = "envs"  # <cache>/envs/<key>
+MARKER = "wheelforge-env.json"  # written last: an environment without it is not (yet) one; its mtime: last used
 PIP_HINT = "pip ships with Python; python -m ensurepip"
 _PROBE = (
     "import json, sys, torch; print(json.dumps({'torch': torch.__version__, "
@@ -131,7 +133,7 @@ def _create(spec: EnvSpec, tmp: Path) -> None:
 
 def ensure_env(spec: EnvSpec, cache: Path) -> TestEnv:
     """The environment for *spec*, built on first use and reused afterwards."""
-    path = cache / "envs" / _key(spec)
+    path = cache / ENVS / _key(spec)
     marker = path / MARKER
     created = False
     if not marker.is_file():
@@ -140,6 +142,8 @@ def ensure_env(spec: EnvSpec, cache: Path) -> TestEnv:
                 _build(spec, path)
                 created = True
     info = json.loads(marker.read_text())
+    with contextlib.suppress(OSError):  # last used, for `wheelforge cache prune`
+        os.utime(marker)
     # Re-probe a borrowed torch: the interpreter it comes from may have changed.
     if spec.torch_from is not None and not created:
         info = {**info, **_probe(_env_python(path))}
@@ -156,7 +160,22 @@ def ensure_env(spec: EnvSpec, cache: Path) -> TestEnv:
 def writing(path: Path) -> contextlib.AbstractContextManager[None]:
     """The lock of one cached environment: one process creates it, or installs into it and
     runs tests there, at a time (two `wheelforge test` runs would swap each other's wheel)."""
-    return locks.hold(path.parent / f".{path.name}.lock", what=f"the test environment {path}")
+    return locks.hold(lock_path(path), what=f"the test environment {path}")
+
+
+def lock_path(path: Path) -> Path:
+    """The lock file of the environment *path* (beside it, so it outlives a removal)."""
+    return path.parent / f".{path.name}.lock"
+
+
+def describe(path: Path) -> str | None:
+    """What the environment *path* holds, from its marker ("torch 2.13.0+cpu, Python 3.12"),
+    else None (no marker, or an unreadable one)."""
+    try:
+        info = json.loads((path / MARKER).read_text())
+        return f"torch {info['torch']}, Python {info['python']}"
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def _build(spec: EnvSpec, path: Path) -> None:

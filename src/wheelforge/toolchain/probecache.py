@@ -21,6 +21,7 @@ from typing import Any
 from wheelforge import __version__
 from wheelforge.foundation import fsutil
 
+PROBES = "probes"  # <cache>/probes/<kind>/<key>.json
 # Bumped when the shape of a probe's value changes, so old entries are never misread.
 _FORMAT = 3
 
@@ -51,7 +52,7 @@ def unchanged(watched: Mapping[str, Any]) -> bool:
 def _entry_path(cache: Path, kind: str, key: Mapping[str, object]) -> Path:
     text = json.dumps({"kind": kind, "key": key, "format": _FORMAT, "wheelforge": __version__},
                       sort_keys=True)  # fmt: skip
-    return cache / "probes" / kind / (hashlib.sha256(text.encode()).hexdigest()[:24] + ".json")
+    return cache / PROBES / kind / (hashlib.sha256(text.encode()).hexdigest()[:24] + ".json")
 
 
 def lookup(cache: Path | None, kind: str, key: Mapping[str, object]) -> dict[str, Any] | None:

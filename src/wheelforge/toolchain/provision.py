@@ -31,7 +31,7 @@ from packaging.version import Version
 from wheelforge.configuration.archs import Arch, sm_range
 from wheelforge.foundation import fsutil, locks, log, proc
 from wheelforge.foundation.errors import ConfigError, ToolError
-from wheelforge.toolchain.toolkit import TOOLKIT_JSON, release_builds
+from wheelforge.toolchain.toolkit import TOOLKIT_JSON, TOOLKITS, release_builds
 
 # nvcc --list-gpu-code of each release (read off the toolkits themselves when the recipes were written).
 _CUDA13_SASS = frozenset({75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121})
@@ -179,13 +179,19 @@ _SOURCES: dict[str, Callable[[Recipe, Path, Path], dict[str, object]]] = {
 def install(recipe: Recipe, cache: Path) -> Path:
     """Provision *recipe* into ``<cache>/toolkits/`` (once) and return its folder. One process
     provisions a toolkit at a time; another waits for it and then finds it there."""
-    final = cache / "toolkits" / recipe.folder
+    final = cache / TOOLKITS / recipe.folder
     if (final / TOOLKIT_JSON).is_file():
         return final
-    with locks.hold(final.parent / f".{recipe.folder}.lock", what=f"the toolkit folder {final}"):
+    with locks.hold(lock_path(final), what=f"the toolkit folder {final}"):
         if (final / TOOLKIT_JSON).is_file():
             return final
         return _install(recipe, final)
+
+
+def lock_path(folder: Path) -> Path:
+    """The lock file of the provisioned toolkit *folder*, held while it is installed (and by
+    `wheelforge cache prune` while it is removed)."""
+    return folder.parent / f".{folder.name}.lock"
 
 
 def _install(recipe: Recipe, final: Path) -> Path:

@@ -3,6 +3,7 @@ which archs it builds and which host compilers it accepts, and choosing one per 
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import os
@@ -24,7 +25,9 @@ from wheelforge.toolchain import probecache
 NVCC_HINT = (
     "install a CUDA toolkit, or run 'wheelforge toolkit install VERSION' (see docs/toolkits.md)"
 )
-TOOLKIT_JSON = "toolkit.json"  # written into provisioned toolkits (provision.py)
+TOOLKITS = "toolkits"  # <cache>/toolkits/<recipe folder>: provisioned toolkits
+# Written last into provisioned toolkits (provision.py); its mtime: when a build last used it.
+TOOLKIT_JSON = "toolkit.json"
 _VERSION_RE = re.compile(r"release (\d+\.\d+), V(\d+\.\d+\.\d+)")
 # "Build cuda_13.0.r13.0/compiler.36424714_0": NVIDIA's build of the compiler, path-free.
 _BUILD_RE = re.compile(r"^Build (\S+)", re.MULTILINE)
@@ -216,9 +219,30 @@ def provisioned(cache: Path) -> list[tuple[Path, Path | None]]:
     """(nvcc, host compiler) of every toolkit provisioned into *cache*."""
     found = (
         _provisioned_tools(meta.parent)
-        for meta in sorted((cache / "toolkits").glob(f"*/{TOOLKIT_JSON}"))
+        for meta in sorted((cache / TOOLKITS).glob(f"*/{TOOLKIT_JSON}"))
     )
     return [tools for tools in found if tools is not None]
+
+
+def describe_provisioned(folder: Path) -> str | None:
+    """What the provisioned toolkit *folder* is ("CUDA 13.0 from pypi"), from its toolkit.json."""
+    try:
+        info = json.loads((folder / TOOLKIT_JSON).read_text())
+        return f"CUDA {info['release']} from {info['source']}"
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def mark_used(toolkit: Toolkit, cache: Path) -> None:
+    """Record that a build uses *toolkit* now, when it is one provisioned into *cache* (the
+    mtime of its toolkit.json: last used, for `wheelforge cache prune`)."""
+    if toolkit.origin != "provisioned":
+        return
+    nvcc = toolkit.nvcc.resolve()
+    for meta in (cache / TOOLKITS).glob(f"*/{TOOLKIT_JSON}"):
+        if nvcc.is_relative_to(meta.parent.resolve()):
+            with contextlib.suppress(OSError):
+                os.utime(meta)
 
 
 def load_provisioned(folder: Path, *, cache: Path | None = None) -> Toolkit:

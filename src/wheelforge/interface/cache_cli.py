@@ -1,0 +1,73 @@
+"""`wheelforge cache list` and `wheelforge cache prune`: parse and dispatch (the work is in
+running/usercache.py, the output in render_cache.py). Registered on the cli group by cli.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from wheelforge.foundation import log
+
+
+def _verbosity(_ctx: click.Context, _param: click.Parameter, value: int) -> int:
+    log.set_verbosity(value)
+    return value
+
+
+verbose_option = click.option(
+    "-v", "--verbose", count=True, expose_value=False, callback=_verbosity, is_eager=True,
+    help="Show more detail.",
+)  # fmt: skip
+cache_dir_option = click.option(
+    "--cache-dir", type=click.Path(path_type=Path),
+    help="The cache [default: $XDG_CACHE_HOME/wheelforge, else ~/.cache/wheelforge].",
+)  # fmt: skip
+
+
+@click.group(name="cache")
+def cache_group() -> None:
+    """The user cache: test environments, provisioned toolkits, kept repairs, probes."""
+
+
+@cache_group.command(name="list")
+@cache_dir_option
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of a table.")
+@verbose_option
+def cache_list(cache_dir: Path | None, as_json: bool) -> None:
+    """What the cache holds: each entry's size on disk and when it was last used."""
+    from wheelforge.configuration import settings
+    from wheelforge.interface.render_cache import listing_to_json, print_listing
+    from wheelforge.running import usercache
+
+    listing = usercache.list_cache(settings.cache_dir(cache_dir))
+    if as_json:
+        click.echo(json.dumps(listing_to_json(listing), indent=2))
+    else:
+        print_listing(listing)
+
+
+@cache_group.command(name="prune")
+@cache_dir_option
+@click.option(
+    "--unused-for", type=int, default=30, show_default=True, metavar="DAYS",
+    help="Remove test environments and toolkits not used for DAYS days, and older probes and repairs.",
+)  # fmt: skip
+@click.option("--all", "remove_all", is_flag=True, help="Remove every entry not in use.")
+@click.option("--dry-run", is_flag=True, help="Show what would be removed; remove nothing.")
+@verbose_option
+def cache_prune(cache_dir: Path | None, unused_for: int, remove_all: bool, dry_run: bool) -> None:
+    """Remove what has not been used for a while; an entry another wheelforge is using or
+    creating is skipped."""
+    from wheelforge.configuration import settings
+    from wheelforge.interface.render_cache import print_prune
+    from wheelforge.running import usercache
+
+    result = usercache.prune(
+        settings.cache_dir(cache_dir),
+        unused_for=unused_for,
+        every=remove_all,
+        dry_run=dry_run,
+    )
+    print_prune(result)

@@ -1,0 +1,97 @@
+"""`wheelforge cache list` and `cache prune`: the cache's table and JSON document, and what a
+prune removed (or would remove)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from datetime import datetime, timezone
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from wheelforge.configuration.sizes import format_size
+from wheelforge.interface.render import print_whole
+from wheelforge.running.usercache import CacheEntry, CacheListing, PruneResult
+
+CACHE_SCHEMA_VERSION = 1
+
+
+def _iso(when: float) -> str:
+    return datetime.fromtimestamp(when, tz=timezone.utc).isoformat(timespec="seconds")
+
+
+def last_used(when: float, now: float) -> str:
+    """``2026-10-21 (40 days ago)``: the local date, and how long ago."""
+    ago = max(0.0, now - when)
+    if ago < 3600:
+        how = f"{int(ago // 60)} min ago"
+    elif ago < 2 * 86400:
+        how = f"{int(ago // 3600)} h ago"
+    else:
+        how = f"{int(ago // 86400)} days ago"
+    return f"{datetime.fromtimestamp(when).strftime('%Y-%m-%d')} ({how})"  # local time
+
+
+def entries_table(entries: Sequence[CacheEntry], *, title: str, now: float) -> Table:
+    """One row per entry, and the total in the footer."""
+    table = Table(title=title, title_justify="left", show_footer=len(entries) > 1)
+    table.add_column("kind", footer="total")
+    table.add_column("name")
+    table.add_column("size", justify="right", footer=format_size(sum(e.size for e in entries)))
+    table.add_column("last used")
+    table.add_column("path", overflow="fold")
+    for e in entries:
+        table.add_row(e.kind, escape(e.name), format_size(e.size), last_used(e.last_used, now),
+                      escape(str(e.path)))  # fmt: skip
+    return table
+
+
+def print_listing(listing: CacheListing, console: Console | None = None) -> None:
+    console = console or Console()
+    if not listing.exists or not listing.entries:
+        what = "no cache at" if not listing.exists else "the cache is empty:"
+        console.print(f"{what} {escape(str(listing.root))}", soft_wrap=True)
+        return
+    print_whole(
+        entries_table(listing.entries, title=f"cache {listing.root}", now=time.time()), console
+    )
+
+
+def _entry_json(e: CacheEntry) -> dict[str, object]:
+    return {"kind": e.kind, "name": e.name, "path": str(e.path), "size": e.size,
+            "last_used": _iso(e.last_used)}  # fmt: skip
+
+
+def listing_to_json(listing: CacheListing) -> dict[str, object]:
+    return {
+        "schema_version": CACHE_SCHEMA_VERSION,
+        "cache": str(listing.root),
+        "exists": listing.exists,
+        "entries": [_entry_json(e) for e in listing.entries],
+        "total": listing.total,
+    }
+
+
+def print_prune(result: PruneResult, console: Console | None = None) -> None:
+    """What was removed (or would be), the entries skipped because they are in use, the space."""
+    console = console or Console()
+    if not result.exists:
+        console.print(f"no cache at {escape(str(result.root))}; nothing to remove", soft_wrap=True)
+        return
+    verb = "would remove" if result.dry_run else "removed"
+    age = "all" if result.unused_for_days is None else f"unused for {result.unused_for_days} days"
+    if result.removed:
+        title = f"{verb} ({age}) from {result.root}"
+        print_whole(entries_table(result.removed, title=title, now=time.time()), console)
+    else:
+        console.print(f"nothing to remove ({age}) in {escape(str(result.root))}", soft_wrap=True)
+    for e in result.busy:
+        console.print(
+            f"skipped {escape(e.name)}: in use by another wheelforge (its lock is held); "
+            f"prune again once it has finished",
+            soft_wrap=True,
+        )
+    freed = "would free" if result.dry_run else "freed"
+    console.print(f"{freed} {format_size(result.freed)}", soft_wrap=True)

@@ -1,0 +1,246 @@
+"""The user cache (``~/.cache/wheelforge``): what it holds, how much disk each entry takes and
+when it was last used (`wheelforge cache list`), and removing what has not been used for a while
+(`wheelforge cache prune`) without touching an entry another wheelforge is using or creating.
+
+Each entry's facts stay with its owner: envs.py names the environments' folder, marker and
+lock; toolkit.py and provision.py the toolkits'; repair.py the kept repairs; probecache.py the
+probes; fsutil.py the temporary folders of an interrupted creation."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import stat
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from wheelforge.foundation import fsutil, locks
+from wheelforge.foundation.errors import ConfigError
+from wheelforge.packaging.repair import REPAIRS
+from wheelforge.toolchain import envs, provision, toolkit
+from wheelforge.toolchain.probecache import PROBES
+
+ENV, TOOLKIT, REPAIR, PROBE, UNFINISHED = "test env", "toolkit", "repairs", "probes", "unfinished"
+DAY_S = 86400
+# A temporary folder of a creation (fsutil.staged_folder) is left alone this long, and only
+# while nobody holds the lock of the entry it stands in for.
+UNFINISHED_AFTER_S = 3600
+_REMOVING = ".removing"  # an entry renamed aside while it is removed: no longer an entry
+
+
+@dataclass(frozen=True, kw_only=True)
+class CacheEntry:
+    kind: str  # ENV, TOOLKIT, REPAIR, PROBE or UNFINISHED
+    name: str  # what it is: "torch 2.13.0+cpu, Python 3.12 (torch-2.13.0-0123456789)"
+    path: Path
+    size: int  # bytes on disk, symlinks not followed, hard links counted once
+    last_used: float  # seconds since the epoch: the marker's mtime, else the newest in the folder
+
+
+@dataclass(frozen=True, kw_only=True)
+class CacheListing:
+    root: Path
+    exists: bool
+    entries: tuple[CacheEntry, ...]
+
+    @property
+    def total(self) -> int:
+        return sum(e.size for e in self.entries)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PruneResult:
+    root: Path
+    exists: bool
+    dry_run: bool
+    unused_for_days: int | None  # None: --all
+    removed: tuple[CacheEntry, ...]  # (with dry_run: that would be removed)
+    busy: tuple[CacheEntry, ...]  # skipped: another wheelforge holds its lock
+
+    @property
+    def freed(self) -> int:
+        return sum(e.size for e in self.removed)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Item:
+    """One removable thing, with the lock to hold while removing it (None: needs none)."""
+
+    entry: CacheEntry
+    lock: Path | None
+
+
+def _usage(path: Path, seen: set[tuple[int, int]]) -> tuple[int, float]:
+    """Bytes on disk under *path* (du: blocks, symlinks not followed, each inode counted once in
+    *seen*) and the newest mtime there."""
+    size, newest = 0, 0.0
+    stack = [path]
+    while stack:
+        current = stack.pop()
+        try:
+            st = current.lstat()
+        except OSError:
+            continue  # removed meanwhile
+        newest = max(newest, st.st_mtime)
+        if (st.st_dev, st.st_ino) not in seen:
+            seen.add((st.st_dev, st.st_ino))
+            size += st.st_blocks * 512
+        if stat.S_ISDIR(st.st_mode):
+            with contextlib.suppress(OSError):
+                stack.extend(current.iterdir())
+    return size, newest
+
+
+def _mtime(path: Path) -> float | None:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return None
+
+
+def _entries(folder: Path, kind: str, *, marker: str, describe: Callable[[Path], str | None],
+             lock_of: Callable[[Path], Path], seen: set[tuple[int, int]]) -> Iterator[_Item]:  # fmt: skip
+    """The entries of *folder* (envs/ or toolkits/): whole ones by their *marker*, and the
+    temporary folders of creations (``.<name>.<pid>.tmp``) and of removals."""
+    children = sorted(folder.iterdir()) if folder.is_dir() else []
+    for child in children:
+        if child.is_symlink() or not child.is_dir():
+            continue  # the lock files; nothing wheelforge makes
+        size, newest = _usage(child, seen)
+        target = fsutil.staged_target(child.name)
+        if target is not None or child.name.endswith(_REMOVING):
+            name = f"unfinished {kind} {target}" if target else f"{kind} being removed"
+            lock = lock_of(folder / target) if target else None
+            yield _Item(entry=CacheEntry(kind=UNFINISHED, name=name, path=child, size=size,
+                                         last_used=newest), lock=lock)  # fmt: skip
+            continue
+        used = _mtime(child / marker) or _mtime(child) or newest
+        what = describe(child) or "incomplete: no marker"
+        yield _Item(
+            entry=CacheEntry(kind=kind, name=f"{what} ({child.name})", path=child, size=size,
+                             last_used=used),
+            lock=lock_of(child),
+        )  # fmt: skip
+
+
+def _files(folder: Path, kind: str, depth: int, seen: set[tuple[int, int]]) -> Iterator[_Item]:
+    """Kept repairs (folders, *depth* 1) or probe results (files, *depth* 2), one item each."""
+    for child in sorted(folder.glob("/".join("*" * depth))) if folder.is_dir() else []:
+        if child.is_symlink():
+            continue
+        size, newest = _usage(child, seen)
+        name = child.relative_to(folder).as_posix()
+        yield _Item(
+            entry=CacheEntry(kind=kind, name=name, path=child, size=size, last_used=newest),
+            lock=None,
+        )
+
+
+def _check_root(root: Path) -> bool:
+    """Whether the cache exists; a file in its place is refused."""
+    if root.exists() and not root.is_dir():
+        raise ConfigError(
+            f"the cache {root} is a file, not a folder; pass --cache-dir a folder (or remove the file)"
+        )
+    return root.exists()
+
+
+def _items(root: Path) -> list[_Item]:
+    seen: set[tuple[int, int]] = set()
+    env_entries = _entries(root / envs.ENVS, ENV, marker=envs.MARKER, describe=envs.describe,
+                           lock_of=envs.lock_path, seen=seen)  # fmt: skip
+    toolkit_entries = _entries(root / toolkit.TOOLKITS, TOOLKIT, marker=toolkit.TOOLKIT_JSON,
+                               describe=toolkit.describe_provisioned,
+                               lock_of=provision.lock_path, seen=seen)  # fmt: skip
+    return [
+        *env_entries,
+        *toolkit_entries,
+        *_files(root / REPAIRS, REPAIR, 1, seen),
+        *_files(root / PROBES, PROBE, 2, seen),
+    ]
+
+
+def list_cache(root: Path) -> CacheListing:
+    """One entry per environment, toolkit and unfinished folder; the kept repairs and the probe
+    results one entry each, as a whole."""
+    if not _check_root(root):
+        return CacheListing(root=root, exists=False, entries=())
+    entries: list[CacheEntry] = []
+    pooled: dict[str, list[CacheEntry]] = {REPAIR: [], PROBE: []}
+    for item in _items(root):
+        entry = item.entry
+        pooled.get(entry.kind, entries).append(entry)
+    for kind, folder in ((REPAIR, REPAIRS), (PROBE, PROBES)):
+        if members := pooled[kind]:
+            size = sum(e.size for e in members)
+            used = max(e.last_used for e in members)
+            name = f"{len(members)} {'kept repaired wheels' if kind == REPAIR else 'probe results'}"
+            entries.append(
+                CacheEntry(kind=kind, name=name, path=root / folder, size=size, last_used=used)
+            )
+    return CacheListing(root=root, exists=True, entries=tuple(entries))
+
+
+def prune(root: Path, *, unused_for: int = 30, every: bool = False, dry_run: bool = False,
+          now: float | None = None) -> PruneResult:  # fmt: skip
+    """Remove the entries not used for *unused_for* days (*every*: all of them), and unfinished
+    temporary folders older than an hour whose entry nobody is creating. An entry whose lock
+    another wheelforge holds is skipped; with *dry_run* nothing is removed."""
+    if unused_for < 0:
+        raise ConfigError(
+            f"--unused-for {unused_for} is negative; give a number of days, 0 or more (0: "
+            "everything not in use)"
+        )
+    unused_for_days = None if every else unused_for
+    now = time.time() if now is None else now
+    cutoff = now if unused_for_days is None else now - unused_for_days * DAY_S
+    removed: list[CacheEntry] = []
+    busy: list[CacheEntry] = []
+    exists = _check_root(root)
+    for item in _items(root) if exists else []:
+        entry = item.entry
+        stale = now - UNFINISHED_AFTER_S if entry.kind == UNFINISHED else cutoff
+        # --all: every entry, but an unfinished folder only once it is an hour old
+        if (unused_for_days is not None or entry.kind == UNFINISHED) and entry.last_used >= stale:
+            continue
+        outcome = _remove(item, dry_run=dry_run, stale=stale, every=unused_for_days is None)
+        if outcome is not None:
+            (removed if outcome else busy).append(entry)
+    return PruneResult(root=root, exists=exists, dry_run=dry_run, unused_for_days=unused_for_days,
+                       removed=tuple(removed), busy=tuple(busy))  # fmt: skip
+
+
+def _remove(item: _Item, *, dry_run: bool, stale: float, every: bool) -> bool | None:
+    """Remove *item* under its lock: True when removed (or it would be), False when its lock is
+    held, None when it was used after all (its marker touched since it was listed)."""
+    entry = item.entry
+    # A dry run makes no lock file: where there is none, nobody holds it.
+    lock = item.lock if item.lock and (not dry_run or item.lock.exists()) else None
+    with locks.attempt(lock) if lock else contextlib.nullcontext(True) as free:
+        if not free:
+            return False
+        if entry.kind in (ENV, TOOLKIT) and not every:
+            marker = envs.MARKER if entry.kind == ENV else toolkit.TOOLKIT_JSON
+            if (_mtime(entry.path / marker) or 0.0) >= stale:
+                return None
+        if not dry_run:
+            _discard(entry.path)
+    return True
+
+
+def _discard(path: Path) -> None:
+    """Remove *path*. A folder is first renamed aside (one atomic step), so no later run finds
+    half an entry in its place; an interrupted removal leaves a ``.removing`` folder that the
+    next prune removes."""
+    if not path.is_dir():
+        path.unlink(missing_ok=True)
+        return
+    aside = path.with_name(
+        path.name if path.name.endswith(_REMOVING) else f".{path.name}.{os.getpid()}{_REMOVING}"
+    )
+    with contextlib.suppress(FileNotFoundError):
+        path.rename(aside)
+    shutil.rmtree(aside, ignore_errors=True)

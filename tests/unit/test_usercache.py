@@ -1,0 +1,239 @@
+"""`wheelforge cache list` / `cache prune` on a fake cache: what is listed, how large and how old,
+what is removed, and that an entry another wheelforge holds is never touched."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from filelock import FileLock
+from packaging.version import Version
+
+from wheelforge.foundation.errors import ConfigError
+from wheelforge.running import usercache
+from wheelforge.running.usercache import ENV, PROBE, REPAIR, TOOLKIT, UNFINISHED
+from wheelforge.toolchain import envs, provision, toolkit
+from wheelforge.toolchain.choice import ToolkitChoice, ensure_toolkit
+
+NOW = time.time()
+DAY = 86400.0
+
+
+def _age(path: Path, seconds: float) -> None:
+    """Set the mtime of *path* and everything under it to *seconds* ago."""
+    when = NOW - seconds
+    for folder, dirs, files in os.walk(path):
+        for name in [*dirs, *files]:
+            os.utime(Path(folder, name), (when, when))
+    os.utime(path, (when, when))
+
+
+def _env(cache: Path, key: str, torch: str, *, days: float) -> Path:
+    path = cache / envs.ENVS / key
+    (path / "lib").mkdir(parents=True)
+    (path / "lib" / "torch.so").write_bytes(os.urandom(64 * 1024))
+    info = {"spec": torch, "torch": f"{torch}+cpu", "cuda": False, "python": "3.12"}
+    (path / envs.MARKER).write_text(json.dumps(info))
+    _age(path, days * DAY)
+    return path
+
+
+def _toolkit(cache: Path, folder: str, release: str, *, days: float) -> Path:
+    path = cache / toolkit.TOOLKITS / folder
+    (path / "bin").mkdir(parents=True)
+    (path / "bin" / "nvcc").write_bytes(b"\0" * 8192)
+    (path / toolkit.TOOLKIT_JSON).write_text(json.dumps({"release": release, "source": "pypi"}))
+    _age(path, days * DAY)
+    return path
+
+
+@pytest.fixture
+def cache(tmp_path: Path) -> Path:
+    """Old and recent entries of every kind, and temporary folders of interrupted creations."""
+    root = tmp_path / "cache"
+    _env(root, "torch-2.10.0-aaaaaaaaaa", "2.10.0", days=40)
+    _env(root, "torch-2.13.0-bbbbbbbbbb", "2.13.0", days=1)
+    _env(root, "torch-2.11.0-cccccccccc", "2.11.0", days=40)
+    _toolkit(root, "cuda-13.0-pypi", "13.0", days=90)
+    _toolkit(root, "cuda-13.1-pypi", "13.1", days=2)
+    for name, age in (
+        (".cuda-11.8-debian.4242.tmp", 2 * 3600.0),
+        (".torch-2.12.0-dddd.77.tmp", 600.0),
+    ):
+        parent = root / (toolkit.TOOLKITS if "cuda" in name else envs.ENVS)
+        (parent / name / "bin").mkdir(parents=True)
+        (parent / name / "bin" / "half").write_bytes(b"x" * 5000)
+        _age(parent / name, age)
+    for key, days in (("old0", 45.0), ("new0", 0.5)):
+        (root / "repairs" / key).mkdir(parents=True)
+        (root / "repairs" / key / "demo-1.0-cp310-abi3-manylinux_2_28_x86_64.whl").write_bytes(
+            b"w" * 3000
+        )
+        _age(root / "repairs" / key, days * DAY)
+    for kind, name, days in (("nvcc", "old.json", 31.0), ("torch", "new.json", 3.0)):
+        (root / "probes" / kind).mkdir(parents=True, exist_ok=True)
+        (root / "probes" / kind / name).write_text("{}")
+        _age(root / "probes" / kind / name, days * DAY)
+    return root
+
+
+@pytest.fixture
+def busy(cache: Path) -> Iterator[Path]:
+    """The torch 2.11 environment (old) while another wheelforge holds its lock."""
+    path = cache / envs.ENVS / "torch-2.11.0-cccccccccc"
+    lock = FileLock(envs.lock_path(path))
+    lock.acquire(timeout=0)
+    try:
+        yield path
+    finally:
+        lock.release()
+
+
+def _names(entries: tuple[usercache.CacheEntry, ...]) -> set[str]:
+    return {e.path.name for e in entries}
+
+
+def test_list_names_each_entry_with_its_size_and_last_use(cache: Path) -> None:
+    listing = usercache.list_cache(cache)
+    by_name = {e.path.name: e for e in listing.entries}
+    env = by_name["torch-2.10.0-aaaaaaaaaa"]
+    assert env.kind == ENV
+    assert env.name == "torch 2.10.0+cpu, Python 3.12 (torch-2.10.0-aaaaaaaaaa)"
+    assert env.last_used == pytest.approx(NOW - 40 * DAY, abs=2)
+    assert env.size >= 64 * 1024  # the payload is random bytes: not sparse
+    assert by_name["cuda-13.0-pypi"].kind == TOOLKIT
+    assert by_name["cuda-13.0-pypi"].name == "CUDA 13.0 from pypi (cuda-13.0-pypi)"
+    assert by_name[".cuda-11.8-debian.4242.tmp"].kind == UNFINISHED
+    assert by_name["repairs"].kind == REPAIR
+    assert by_name["repairs"].name == "2 kept repaired wheels"
+    assert by_name["repairs"].last_used == pytest.approx(NOW - 0.5 * DAY, abs=2)
+    assert by_name["probes"].kind == PROBE
+    assert len(listing.entries) == 9  # lock files are no entries
+    assert listing.total == sum(e.size for e in listing.entries)
+
+
+def test_sizes_count_blocks_once_per_inode_and_never_follow_symlinks(tmp_path: Path) -> None:
+    big = tmp_path / "elsewhere.bin"
+    big.write_bytes(os.urandom(1 << 20))
+    root = tmp_path / "cache"
+    env = _env(root, "torch-2.10.0-aaaaaaaaaa", "2.10.0", days=1)
+    alone = usercache.list_cache(root).entries[0].size
+    os.link(env / "lib" / "torch.so", env / "lib" / "torch-again.so")
+    (env / "lib" / "big.bin").symlink_to(big)
+    (env / "linked-folder").symlink_to(tmp_path, target_is_directory=True)
+    with_links = usercache.list_cache(root).entries[0].size
+    assert alone <= with_links < alone + 64 * 1024  # two symlinks' inodes at most, not 1 MiB
+    every = [env] + [Path(d, n) for d, dirs, files in os.walk(env) for n in [*dirs, *files]]
+    assert with_links == sum(p.lstat().st_blocks * 512 for p in every if p.name != "torch-again.so")
+
+
+def test_prune_removes_what_was_not_used_and_skips_a_busy_entry(cache: Path, busy: Path) -> None:
+    result = usercache.prune(cache, unused_for=30, now=NOW)
+    assert _names(result.removed) == {
+        "torch-2.10.0-aaaaaaaaaa", "cuda-13.0-pypi", ".cuda-11.8-debian.4242.tmp",
+        "old0", "old.json",
+    }  # fmt: skip
+    assert _names(result.busy) == {busy.name}
+    assert busy.is_dir()
+    assert result.freed == sum(e.size for e in result.removed)
+    left = {p.name for p in cache.rglob("*")}
+    assert not left & _names(result.removed)
+    assert {"torch-2.13.0-bbbbbbbbbb", "cuda-13.1-pypi", ".torch-2.12.0-dddd.77.tmp", "new0",
+            "new.json"} <= left  # fmt: skip
+    assert not [p for p in cache.rglob("*") if p.name.endswith(".removing")]
+
+
+def test_dry_run_removes_nothing(cache: Path, busy: Path) -> None:
+    before = sorted(cache.rglob("*"))
+    dry = usercache.prune(cache, unused_for=30, dry_run=True, now=NOW)
+    assert sorted(cache.rglob("*")) == before
+    assert _names(dry.busy) == {busy.name}
+    assert _names(dry.removed) == _names(usercache.prune(cache, unused_for=30, now=NOW).removed)
+
+
+def test_all_removes_every_entry_but_a_busy_one_and_a_young_unfinished_folder(
+    cache: Path, busy: Path
+) -> None:
+    usercache.prune(cache, every=True, now=NOW)
+    left = usercache.list_cache(cache).entries
+    assert _names(left) == {busy.name, ".torch-2.12.0-dddd.77.tmp"}
+
+
+def test_an_unfinished_folder_is_kept_while_its_creator_holds_the_lock(cache: Path) -> None:
+    staged = cache / toolkit.TOOLKITS / ".cuda-11.8-debian.4242.tmp"
+    with FileLock(provision.lock_path(cache / toolkit.TOOLKITS / "cuda-11.8-debian")):
+        result = usercache.prune(cache, unused_for=30, now=NOW)
+    assert staged in {e.path for e in result.busy}
+    assert staged.is_dir()
+
+
+def test_an_entry_used_after_it_was_listed_stays(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env = cache / envs.ENVS / "torch-2.10.0-aaaaaaaaaa"
+    real = usercache.locks.attempt
+
+    def attempt_after_use(path: Path):  # type: ignore[no-untyped-def]
+        if path == envs.lock_path(env):
+            os.utime(env / envs.MARKER)  # another wheelforge used it meanwhile
+        return real(path)
+
+    monkeypatch.setattr(usercache.locks, "attempt", attempt_after_use)
+    result = usercache.prune(cache, unused_for=30, now=NOW)
+    assert env.is_dir()
+    assert env not in {e.path for e in result.removed} | {e.path for e in result.busy}
+
+
+def test_an_interrupted_removal_leaves_no_half_entry(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def interrupted(path: Path, **_kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(shutil, "rmtree", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        usercache.prune(cache, unused_for=30, now=NOW)
+    monkeypatch.undo()
+    assert not (cache / envs.ENVS / "torch-2.10.0-aaaaaaaaaa").exists()
+    aside = [e for e in usercache.list_cache(cache).entries if e.path.name.endswith(".removing")]
+    assert [e.kind for e in aside] == [UNFINISHED]
+    usercache.prune(cache, unused_for=30, now=NOW)  # the next prune finishes it
+    assert not [p for p in cache.rglob("*") if p.name.endswith(".removing")]
+
+
+def test_bad_input_and_a_missing_cache(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"^--unused-for -1 is negative"):
+        usercache.prune(tmp_path, unused_for=-1)
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ConfigError, match=r"is a file, not a folder; pass --cache-dir a folder"):
+        usercache.list_cache(tmp_path / "file")
+    missing = usercache.list_cache(tmp_path / "none")
+    assert (missing.exists, missing.entries) == (False, ())
+    pruned = usercache.prune(tmp_path / "none", every=True)
+    assert (pruned.exists, pruned.removed) == (False, ())
+    assert not (tmp_path / "none").exists()
+
+
+def test_using_an_env_or_a_provisioned_toolkit_marks_it_used(tmp_path: Path) -> None:
+    spec = envs.EnvSpec(torch="2.10.0")
+    env = _env(tmp_path, envs._key(spec), "2.10.0", days=40)
+    assert envs.ensure_env(spec, tmp_path).created is False
+    assert (env / envs.MARKER).stat().st_mtime == pytest.approx(time.time(), abs=60)
+
+    folder = _toolkit(tmp_path, "cuda-13.0-pypi", "13.0", days=40)
+
+    def found(origin: str) -> toolkit.Toolkit:
+        return toolkit.Toolkit(nvcc=folder / "bin" / "nvcc", root=folder, version=Version("13.0.88"),
+                               sass=frozenset({90}), cudart_static=None, origin=origin)  # fmt: skip
+
+    ensure_toolkit(ToolkitChoice(toolkit=found("PATH"), recipe=None), who="v", archs=[],
+                   found=[], cache=tmp_path, offline=True)  # fmt: skip
+    assert (folder / toolkit.TOOLKIT_JSON).stat().st_mtime == pytest.approx(NOW - 40 * DAY, abs=2)
+    ensure_toolkit(ToolkitChoice(toolkit=found("provisioned"), recipe=None), who="v", archs=[],
+                   found=[], cache=tmp_path, offline=True)  # fmt: skip
+    assert (folder / toolkit.TOOLKIT_JSON).stat().st_mtime == pytest.approx(time.time(), abs=60)
