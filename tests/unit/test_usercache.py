@@ -237,3 +237,33 @@ def test_using_an_env_or_a_provisioned_toolkit_marks_it_used(tmp_path: Path) -> 
     ensure_toolkit(ToolkitChoice(toolkit=found("provisioned"), recipe=None), who="v", archs=[],
                    found=[], cache=tmp_path, offline=True)  # fmt: skip
     assert (folder / toolkit.TOOLKIT_JSON).stat().st_mtime == pytest.approx(time.time(), abs=60)
+
+
+def test_a_build_using_an_env_or_a_toolkit_shares_their_locks_and_prune_skips_them(
+    cache: Path,
+) -> None:
+    """`using_cached` holds shared locks: any number of builds at once; prune (exclusive)
+    skips what they use and takes the rest."""
+    from types import SimpleNamespace
+
+    from wheelforge.foundation import locks
+    from wheelforge.running.prepare import using_cached
+
+    env = cache / envs.ENVS / "torch-2.10.0-aaaaaaaaaa"
+    folder = cache / toolkit.TOOLKITS / "cuda-13.0-pypi"
+    assert envs.folder_of(env / "bin" / "python", cache) == env
+    assert envs.folder_of(Path("/usr/bin/python3"), cache) is None
+    tk = toolkit.Toolkit(nvcc=folder / "bin" / "nvcc", root=folder, version=Version("13.0.88"),
+                         sass=frozenset({90}), cudart_static=None, origin="provisioned")  # fmt: skip
+    assert toolkit.provisioned_folder(tk, cache) == folder
+    plan = SimpleNamespace(variant=SimpleNamespace(toolkit=tk),
+                           torch=SimpleNamespace(python=env / "bin" / "python"))  # fmt: skip
+    with using_cached([plan, plan], cache), using_cached([plan], cache):  # type: ignore[list-item]
+        with locks.attempt(envs.lock_path(env)) as free:
+            assert not free
+        result = usercache.prune(cache, every=True)
+        assert {env.name, folder.name} <= _names(result.busy)
+        assert env.is_dir() and folder.is_dir()
+        assert "torch-2.13.0-bbbbbbbbbb" in _names(result.removed)
+    assert usercache.prune(cache, every=True).busy == ()
+    assert not env.exists() and not folder.exists()

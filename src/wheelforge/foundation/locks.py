@@ -5,6 +5,8 @@ lock is free."""
 
 from __future__ import annotations
 
+import fcntl
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -54,3 +56,22 @@ def attempt(path: Path) -> Iterator[bool]:
         yield True
     finally:
         lock.release()
+
+
+@contextmanager
+def share(path: Path, *, what: str) -> Iterator[None]:
+    """Hold the lock file *path* shared, as one of the users of *what* rather than its writer:
+    any number of sharers at once, while hold() and attempt() (exclusive, the creator and
+    `cache prune`) wait or give up. flock(2) itself: filelock has no shared mode (its
+    ReadWriteLock is SQLite's, which flock's holders would not see)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log.info(f"waiting for another wheelforge that is changing {what} (lock {path})")
+            fcntl.flock(fd, fcntl.LOCK_SH)  # a signal still ends the wait (PEP 475)
+        yield
+    finally:
+        os.close(fd)  # closing the last descriptor releases the lock

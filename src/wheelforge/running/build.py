@@ -29,7 +29,13 @@ from wheelforge.planning.plan import VariantPlan
 from wheelforge.planning.variants import Variant
 from wheelforge.running import budget, importcheck, incremental, preflight, reproduce
 from wheelforge.running.preflight import describe_os_error
-from wheelforge.running.prepare import folders, plan_all, plan_variant, resolve_variants
+from wheelforge.running.prepare import (
+    folders,
+    plan_all,
+    plan_variant,
+    resolve_variants,
+    using_cached,
+)
 from wheelforge.running.results import BuildReport, VariantFailure, VariantResult
 from wheelforge.toolchain import compilecache, torchprobe, warmtorch
 
@@ -324,15 +330,16 @@ def _run_build(settings: BuildSettings, chosen: list[Variant], start: float) -> 
     if plans:
         importcheck.warn_if_torch_not_imported_first(plans[0])
     null = variants.null_variant([p.variant for p in plans], m)
-    outcomes = [build_variant(plan, settings, cache, null=plan.variant == null) for plan in plans]
-    if settings.verify_reproducible:  # the twin compiles with no cache (reproduce.verify)
-        twin_build = functools.partial(build_variant, keep_repairs=False)
-        outcomes = [
-            reproduce.verify(o, p, settings, build=twin_build, replan=plan_variant)
-            if isinstance(o, VariantResult)
-            else o
-            for o, p in zip(outcomes, plans, strict=True)
-        ]
+    with using_cached(plans, settings.cache):
+        outcomes = [build_variant(p, settings, cache, null=p.variant == null) for p in plans]
+        if settings.verify_reproducible:  # the twin compiles with no cache (reproduce.verify)
+            twin_build = functools.partial(build_variant, keep_repairs=False)
+            outcomes = [
+                reproduce.verify(o, p, settings, build=twin_build, replan=plan_variant)
+                if isinstance(o, VariantResult)
+                else o
+                for o, p in zip(outcomes, plans, strict=True)
+            ]
     index = None
     if m.variant_wheels:
         # The whole output folder: variants built by other jobs and collected here count too.

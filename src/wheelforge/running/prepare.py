@@ -4,16 +4,18 @@ variant."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from pathlib import Path
 
 from wheelforge.configuration.settings import BuildSettings
+from wheelforge.foundation import locks
 from wheelforge.planning import variants
 from wheelforge.planning.plan import VariantPlan, make_plan
 from wheelforge.planning.variants import Variant
 from wheelforge.running import incremental
 from wheelforge.running.preflight import preflight
-from wheelforge.toolchain import compilecache, envs, toolkit, torchprobe
+from wheelforge.toolchain import compilecache, envs, provision, toolkit, torchprobe
 from wheelforge.toolchain.choice import ensure_toolkit
 
 
@@ -111,3 +113,21 @@ def plan_all(
                 torchprobe.check_target(torch, matrix.torch.lowest)
         plans.append(plan_variant(variant, probed[variant.torch], settings, cache=cache))
     return plans
+
+
+def using_cached(plans: Sequence[VariantPlan], cache: Path) -> contextlib.ExitStack:
+    """Shared locks on the cached toolkits and torch environments *plans* compile with, held
+    while they do: `wheelforge cache prune` skips an entry in use, and nothing removes it
+    under a running build."""
+    stack = contextlib.ExitStack()
+    held: set[Path] = set()
+    for plan in plans:
+        folders = (
+            (provision.lock_path, "the toolkit", toolkit.provisioned_folder(plan.variant.toolkit, cache)),
+            (envs.lock_path, "the torch environment", envs.folder_of(plan.torch.python, cache)),
+        )  # fmt: skip
+        for lock_of, what, folder in folders:
+            if folder is not None and folder not in held:
+                held.add(folder)
+                stack.enter_context(locks.share(lock_of(folder), what=f"{what} {folder}"))
+    return stack

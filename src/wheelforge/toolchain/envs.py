@@ -163,6 +163,12 @@ def writing(path: Path) -> contextlib.AbstractContextManager[None]:
     return locks.hold(lock_path(path), what=f"the test environment {path}")
 
 
+def folder_of(python: Path, cache: Path) -> Path | None:
+    """The cached environment whose interpreter *python* is, None for any other Python."""
+    folder = python.parent.parent
+    return folder if folder.parent == cache / ENVS and _env_python(folder) == python else None
+
+
 def lock_path(path: Path) -> Path:
     """The lock file of the environment *path* (beside it, so it outlives a removal)."""
     return path.parent / f".{path.name}.lock"

@@ -233,16 +233,24 @@ def describe_provisioned(folder: Path) -> str | None:
         return None
 
 
-def mark_used(toolkit: Toolkit, cache: Path) -> None:
-    """Record that a build uses *toolkit* now, when it is one provisioned into *cache* (the
-    mtime of its toolkit.json: last used, for `wheelforge cache prune`)."""
+def provisioned_folder(toolkit: Toolkit, cache: Path) -> Path | None:
+    """The folder of *cache* that *toolkit* was provisioned into, None for any other toolkit."""
     if toolkit.origin != "provisioned":
-        return
+        return None
     nvcc = toolkit.nvcc.resolve()
     for meta in (cache / TOOLKITS).glob(f"*/{TOOLKIT_JSON}"):
         if nvcc.is_relative_to(meta.parent.resolve()):
-            with contextlib.suppress(OSError):
-                os.utime(meta)
+            return meta.parent
+    return None
+
+
+def mark_used(toolkit: Toolkit, cache: Path) -> None:
+    """Record that a build uses *toolkit* now, when it is one provisioned into *cache* (the
+    mtime of its toolkit.json: last used, for `wheelforge cache prune`)."""
+    folder = provisioned_folder(toolkit, cache)
+    if folder is not None:
+        with contextlib.suppress(OSError):
+            os.utime(folder / TOOLKIT_JSON)
 
 
 def load_provisioned(folder: Path, *, cache: Path | None = None) -> Toolkit:
