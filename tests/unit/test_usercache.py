@@ -267,3 +267,12 @@ def test_a_build_using_an_env_or_a_toolkit_shares_their_locks_and_prune_skips_th
         assert "torch-2.13.0-bbbbbbbbbb" in _names(result.removed)
     assert usercache.prune(cache, every=True).busy == ()
     assert not env.exists() and not folder.exists()
+
+
+def test_repairs_and_probes_are_shown_pooled(cache: Path) -> None:
+    result = usercache.prune(cache, every=True, dry_run=True)
+    rows = {e.kind: e for e in usercache.pooled(result.removed, cache)}
+    assert rows[REPAIR].name == "2 kept repaired wheels" and rows[REPAIR].path == cache / "repairs"
+    assert rows[PROBE].name == "2 probe results"
+    singles = [e for e in result.removed if e.kind in (REPAIR, PROBE)]
+    assert rows[REPAIR].size + rows[PROBE].size == sum(e.size for e in singles)

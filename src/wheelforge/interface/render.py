@@ -94,7 +94,7 @@ def print_whole(renderable: RenderableType, console: Console | None = None) -> N
     set, at that width; into a pipe or a CI log, where rich would assume 80 columns and fold or
     cut cells, at the table's own width."""
     console = console or Console()
-    if console.is_terminal or "COLUMNS" in os.environ:
+    if console.is_terminal or os.environ.get("COLUMNS", "").isdigit():
         console.print(renderable)
         return
     unbounded = console.options.update(max_width=1 << 16)

@@ -13,7 +13,7 @@ from rich.table import Table
 
 from wheelforge.configuration.sizes import format_size
 from wheelforge.interface.render import print_whole
-from wheelforge.running.usercache import CacheEntry, CacheListing, PruneResult
+from wheelforge.running.usercache import CacheEntry, CacheListing, PruneResult, pooled
 
 CACHE_SCHEMA_VERSION = 1
 
@@ -84,7 +84,8 @@ def print_prune(result: PruneResult, console: Console | None = None) -> None:
     age = "all" if result.unused_for_days is None else f"unused for {result.unused_for_days} days"
     if result.removed:
         title = f"{verb} ({age}) from {result.root}"
-        print_whole(entries_table(result.removed, title=title, now=time.time()), console)
+        rows = pooled(result.removed, result.root)
+        print_whole(entries_table(rows, title=title, now=time.time()), console)
     else:
         console.print(f"nothing to remove ({age}) in {escape(str(result.root))}", soft_wrap=True)
     for e in result.busy:

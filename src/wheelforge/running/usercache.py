@@ -13,7 +13,7 @@ import os
 import shutil
 import stat
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -168,20 +168,25 @@ def list_cache(root: Path) -> CacheListing:
     results one entry each, as a whole."""
     if not _check_root(root):
         return CacheListing(root=root, exists=False, entries=())
-    entries: list[CacheEntry] = []
-    pooled: dict[str, list[CacheEntry]] = {REPAIR: [], PROBE: []}
-    for item in _items(root):
-        entry = item.entry
-        pooled.get(entry.kind, entries).append(entry)
+    return CacheListing(
+        root=root, exists=True, entries=pooled([i.entry for i in _items(root)], root)
+    )
+
+
+def pooled(entries: Sequence[CacheEntry], root: Path) -> tuple[CacheEntry, ...]:
+    """*entries* with the kept repairs and the probe results of *root* pooled into one entry
+    each (their count, size and newest use): hundreds of small files say nothing one by one."""
+    kept: list[CacheEntry] = []
+    pools: dict[str, list[CacheEntry]] = {REPAIR: [], PROBE: []}
+    for entry in entries:
+        pools.get(entry.kind, kept).append(entry)
     for kind, folder in ((REPAIR, REPAIRS), (PROBE, PROBES)):
-        if members := pooled[kind]:
+        if members := pools[kind]:
             size = sum(e.size for e in members)
             used = max(e.last_used for e in members)
             name = f"{len(members)} {'kept repaired wheels' if kind == REPAIR else 'probe results'}"
-            entries.append(
-                CacheEntry(kind=kind, name=name, path=root / folder, size=size, last_used=used)
-            )
-    return CacheListing(root=root, exists=True, entries=tuple(entries))
+            kept.append(CacheEntry(kind=kind, name=name, path=root / folder, size=size, last_used=used))  # fmt: skip
+    return tuple(kept)
 
 
 def prune(root: Path, *, unused_for: int = 30, every: bool = False, dry_run: bool = False,
