@@ -8,18 +8,9 @@ from pathlib import Path
 
 import click
 
-from wheelforge.foundation import log
+from wheelforge.interface.options import verbose_option as verbose_option_of
 
-
-def _verbosity(_ctx: click.Context, _param: click.Parameter, value: int) -> int:
-    log.set_verbosity(value)
-    return value
-
-
-verbose_option = click.option(
-    "-v", "--verbose", count=True, expose_value=False, callback=_verbosity, is_eager=True,
-    help="Show more detail.",
-)  # fmt: skip
+verbose_option = verbose_option_of("Show more detail.")
 cache_dir_option = click.option(
     "--cache-dir", type=click.Path(path_type=Path),
     help="The cache [default: $XDG_CACHE_HOME/wheelforge, else ~/.cache/wheelforge].",

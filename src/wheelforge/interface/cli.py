@@ -16,20 +16,15 @@ from wheelforge.configuration.keys import COMPILE_CACHES
 from wheelforge.foundation import log
 from wheelforge.foundation.errors import WheelforgeError
 from wheelforge.interface.cache_cli import cache_group
+from wheelforge.interface.options import verbose_option as verbose_option_of
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
 
-def _verbosity(_ctx: click.Context, _param: click.Parameter, value: int) -> int:
-    log.set_verbosity(value)
-    return value
-
-
-verbose_option = click.option(
-    "-v", "--verbose", count=True, expose_value=False, callback=_verbosity, is_eager=True,
-    help="Show commands and tool output (-vv: ninja's full command lines too).",
-)  # fmt: skip
+verbose_option = verbose_option_of(
+    "Show commands and tool output (-vv: ninja's full command lines too)."
+)
 
 
 matrix_option = click.option(
