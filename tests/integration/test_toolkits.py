@@ -4,9 +4,12 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 
@@ -212,3 +215,64 @@ def test_unstable_abi_builds_one_pinned_wheel_per_torch(tmp_path: Path, cache: P
     assert tested.code == 0, tested.err
     [outcome] = json.loads(tested.out)["runs"]
     assert outcome["status"] == "passed" and outcome["passed"] == 1
+
+
+# Hangs the compile of hold.cpp while the file named by $WF_HOLD exists: a build in progress.
+HOLDING_CXX = """\
+#!/bin/sh
+case "$*" in
+  *hold.cpp*) if [ -e "$WF_HOLD" ]; then : > "$WF_HOLD.started"; while [ -e "$WF_HOLD" ]; do sleep 0.1; done; fi ;;
+esac
+exec "$@"
+"""
+
+
+@pytest.mark.skipif(
+    sys.version_info[:2] != (3, 11), reason="the torch 2.13.0 wheel on this machine's disk is cp311"
+)
+def test_cache_prune_all_skips_the_toolkit_and_env_a_running_build_uses(
+    tmp_path: Path, cache: Path
+) -> None:
+    """A build compiling with a provisioned CUDA 13.1 and a cached torch 2.13 environment (the
+    unstable ABI) holds both shared: `cache prune --all`, run meanwhile, skips them and removes
+    the rest, and the build completes."""
+    root = tiny_project(
+        tmp_path / "project",
+        "[csrc/hold.cpp, csrc/legacy.cpp, csrc/common.cu]",
+        "abi: unstable\ncuda: ['13.1']\narch-sets: '8.0'\n",
+    )
+    (root / "matrix.yaml").write_text(
+        (root / "matrix.yaml").read_text().replace("torch: '>=2.10'", "torch: ['2.13.0']")
+    )
+    (root / "csrc" / "legacy.cpp").write_text(LEGACY_OP)
+    (root / "csrc" / "hold.cpp").write_text("int held() { return 3; }\n")
+    stale = cache / "envs" / "torch-2.10.0-0000000000"  # not in use: prune takes it
+    stale.mkdir(parents=True, exist_ok=True)
+    (stale / "wheelforge-env.json").write_text('{"torch": "2.10.0", "python": "3.11"}')
+    launcher, hold = tmp_path / "holdcxx", tmp_path / "hold"
+    launcher.write_text(HOLDING_CXX)
+    launcher.chmod(0o755)
+    hold.touch()
+    env = {**os.environ, "CXX": f"{launcher} c++", "WF_HOLD": str(hold)}
+    build = subprocess.Popen(
+        [sys.executable, "-m", "wheelforge", "build", "--cache-dir", cache], cwd=root, env=env,
+        text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 900  # may provision CUDA 13.1 and torch 2.13 first
+        while not Path(f"{hold}.started").exists():
+            assert build.poll() is None and time.monotonic() < deadline, build.communicate()
+            time.sleep(0.2)
+        pruned = wheelforge("cache", "prune", "--all", "--cache-dir", cache, cwd=tmp_path)
+    finally:
+        hold.unlink()
+    _, err = build.communicate(timeout=600)
+    assert build.returncode == 0, err
+    assert pruned.code == 0, pruned.err
+    skipped = [line for line in pruned.out.splitlines() if line.startswith("skipped ")]
+    assert len(skipped) == 2, pruned.out
+    assert any("CUDA 13.1 from pypi" in line for line in skipped), pruned.out
+    assert any("torch 2.13.0" in line for line in skipped), pruned.out
+    assert (cache / "toolkits").is_dir() and list((cache / "toolkits").glob("*/toolkit.json"))
+    assert list((cache / "envs").glob("torch-2.13.0-*/wheelforge-env.json"))
+    assert not stale.exists() and "torch-2.10.0-0000000000" in pruned.out
