@@ -58,6 +58,15 @@ def test_list_then_prune(cache: Path, tmp_path: Path) -> None:
     assert dry.code == 0, dry.err
     assert "would remove" in dry.out and "would free" in dry.out
     assert (cache / envs.ENVS / "torch-2.10.0-old").is_dir()
+    planned = wheelforge(
+        "cache", "prune", "--cache-dir", cache, "--dry-run", "--json", cwd=tmp_path
+    )
+    assert planned.code == 0, planned.err
+    plan = json.loads(planned.out)
+    assert (plan["schema_version"], plan["dry_run"], plan["unused_for_days"]) == (1, True, 30)
+    assert {Path(e["path"]).name for e in plan["removed"]} == {"torch-2.10.0-old", "cuda-13.0-pypi"}
+    assert plan["busy"] == [] and plan["freed"] == sum(e["size"] for e in plan["removed"])
+    assert (cache / envs.ENVS / "torch-2.10.0-old").is_dir()
 
     pruned = wheelforge("cache", "prune", "--cache-dir", cache, cwd=tmp_path)
     assert pruned.code == 0, pruned.err

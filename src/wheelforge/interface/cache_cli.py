@@ -47,12 +47,14 @@ def cache_list(cache_dir: Path | None, as_json: bool) -> None:
 )  # fmt: skip
 @click.option("--all", "remove_all", is_flag=True, help="Remove every entry not in use.")
 @click.option("--dry-run", is_flag=True, help="Show what would be removed; remove nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of a table.")
 @verbose_option
-def cache_prune(cache_dir: Path | None, unused_for: int, remove_all: bool, dry_run: bool) -> None:
+def cache_prune(cache_dir: Path | None, unused_for: int, remove_all: bool, dry_run: bool,
+                as_json: bool) -> None:  # fmt: skip
     """Remove what has not been used for a while; an entry another wheelforge is using or
     creating is skipped."""
     from wheelforge.configuration import settings
-    from wheelforge.interface.render_cache import print_prune
+    from wheelforge.interface.render_cache import print_prune, prune_to_json
     from wheelforge.running import usercache
 
     result = usercache.prune(
@@ -61,4 +63,7 @@ def cache_prune(cache_dir: Path | None, unused_for: int, remove_all: bool, dry_r
         every=remove_all,
         dry_run=dry_run,
     )
-    print_prune(result)
+    if as_json:
+        click.echo(json.dumps(prune_to_json(result), indent=2))
+    else:
+        print_prune(result)

@@ -74,6 +74,21 @@ def listing_to_json(listing: CacheListing) -> dict[str, object]:
     }
 
 
+def prune_to_json(result: PruneResult) -> dict[str, object]:
+    """`cache prune --json`: every entry removed (or, with --dry-run, that would be), one by
+    one, and those skipped because another wheelforge holds their lock."""
+    return {
+        "schema_version": CACHE_SCHEMA_VERSION,
+        "cache": str(result.root),
+        "exists": result.exists,
+        "dry_run": result.dry_run,
+        "unused_for_days": result.unused_for_days,
+        "removed": [_entry_json(e) for e in result.removed],
+        "busy": [_entry_json(e) for e in result.busy],
+        "freed": result.freed,
+    }
+
+
 def print_prune(result: PruneResult, console: Console | None = None) -> None:
     """What was removed (or would be), the entries skipped because they are in use, the space."""
     console = console or Console()
