@@ -172,8 +172,20 @@ def test_causal_conv1d_builds_on_the_unstable_abi_one_wheel_per_torch(
     wheels = sorted(p.name for p in (root / "dist").glob("*.whl"))
     assert len(wheels) == 2 and all(f"-cp3{sys.version_info[1]}-" in w for w in wheels), wheels
     test = wheelforge("test", "--json", cwd=root)
+    assert test.code == 0, test.err
     runs = json.loads(test.out)["runs"]
-    assert sorted((r["torch"].split("+")[0], r["status"], r["passed"]) for r in runs) == [
-        ("2.11.0", "passed", 3),
-        ("2.12.0", "passed", 3),
-    ], test.err
+    # Each wheel is pinned to its torch (torch==2.11.*): it runs under that one, and the other
+    # torch's cell says the wheel can't be installed there.
+    assert sorted(
+        (r["torch"].split("+")[0], r["variant"].rsplit("-", 1)[-1], r["status"], r["passed"])
+        for r in runs
+    ) == [
+        ("2.11.0", "torch211", "passed", 3),
+        ("2.11.0", "torch212", "unavailable", 0),
+        ("2.12.0", "torch211", "unavailable", 0),
+        ("2.12.0", "torch212", "passed", 3),
+    ], test.out
+    assert sorted(r["detail"] for r in runs if r["status"] == "unavailable") == [
+        "the wheel needs torch==2.11.*",
+        "the wheel needs torch==2.12.*",
+    ]

@@ -54,6 +54,7 @@ def outcomes_to_json(outcomes: Sequence[Outcome]) -> dict[str, object]:
                 "skipped": o.skipped,
                 "errors": o.errors,
                 "seconds": round(o.seconds, 2),
+                "detail": o.detail,  # why it did not pass: the suite's last lines, or the reason
             }
             for o in outcomes
         ],

@@ -1,0 +1,19 @@
+"""`wheelforge test --json`: every run with its counts, and why one did not pass."""
+
+from __future__ import annotations
+
+from wheelforge.interface.render_tests import outcomes_to_json
+from wheelforge.running.torch_tests import Outcome
+
+
+def test_a_run_that_did_not_pass_says_why() -> None:
+    ran = Outcome(env="torch 2.11.0", torch="2.11.0+cu130", cuda=False, variant="v-torch211",
+                  status="passed", passed=3)  # fmt: skip
+    pinned = Outcome(env="torch 2.11.0", torch="2.11.0+cu130", cuda=False, variant="v-torch212",
+                     status="unavailable", detail="the wheel needs torch==2.12.*")  # fmt: skip
+    runs = outcomes_to_json([ran, pinned])["runs"]
+    assert isinstance(runs, list)
+    assert [(r["status"], r["detail"]) for r in runs] == [
+        ("passed", None),
+        ("unavailable", "the wheel needs torch==2.12.*"),
+    ]
