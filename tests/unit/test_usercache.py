@@ -276,3 +276,31 @@ def test_repairs_and_probes_are_shown_pooled(cache: Path) -> None:
     assert rows[PROBE].name == "2 probe results"
     singles = [e for e in result.removed if e.kind in (REPAIR, PROBE)]
     assert rows[REPAIR].size + rows[PROBE].size == sum(e.size for e in singles)
+
+
+def test_a_probe_hit_and_a_kept_repair_hit_count_as_use(tmp_path: Path) -> None:
+    """Probes and kept repairs age from their last use, not from when they were written."""
+    import zipfile
+
+    from wheelforge.packaging import repair
+    from wheelforge.toolchain import probecache
+
+    probecache.store(tmp_path, "k", {"a": 1}, {"v": 1}, [])
+    entry = next((tmp_path / "probes" / "k").iterdir())
+    _age(entry, 40 * DAY)
+    assert probecache.lookup(tmp_path, "k", {"a": 1}) == {"v": 1}
+    assert entry.stat().st_mtime == pytest.approx(time.time(), abs=60)
+
+    wheel = tmp_path / "demo-1.0-cp310-abi3-linux_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.writestr("demo/__init__.py", "")
+    kept = repair._kept_folder(wheel, 0, tmp_path)
+    assert kept is not None
+    kept.mkdir(parents=True)
+    (kept / "demo-1.0-cp310-abi3-manylinux_2_28_x86_64.whl").write_bytes(wheel.read_bytes())
+    _age(kept, 40 * DAY)
+    out = tmp_path / "out"
+    got = repair.repair(wheel, out, source_date_epoch=0, cache=tmp_path)  # a hit: no auditwheel
+    assert got == out / "demo-1.0-cp310-abi3-manylinux_2_28_x86_64.whl"
+    assert kept.stat().st_mtime == pytest.approx(time.time(), abs=60)
+    assert [e.path for e in usercache.prune(tmp_path, unused_for=30).removed] == []

@@ -53,6 +53,8 @@ def repair(
     dest_dir.mkdir(parents=True, exist_ok=True)
     kept = _kept_folder(wheel, source_date_epoch, cache)
     if kept is not None and (hit := next(kept.glob("*.whl"), None)) is not None:
+        with contextlib.suppress(OSError):  # last used: the newest are kept, and not pruned
+            os.utime(kept)
         return Path(shutil.copy2(hit, dest_dir / hit.name))
     repaired = _run_auditwheel(wheel, dest_dir, source_date_epoch)
     if kept is not None and not _grafted(repaired):

@@ -59,14 +59,19 @@ def lookup(cache: Path | None, kind: str, key: Mapping[str, object]) -> dict[str
     """The cached value for *key*, if its watched files are unchanged."""
     if cache is None:
         return None
+    path = _entry_path(cache, kind, key)
     try:
-        entry = json.loads(_entry_path(cache, kind, key).read_text(encoding="utf-8"))
+        entry = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(entry, dict) or not unchanged(entry.get("watch", {})):
         return None
     value = entry.get("value")
-    return value if isinstance(value, dict) else None
+    if not isinstance(value, dict):
+        return None
+    with contextlib.suppress(OSError):  # last used, for `wheelforge cache prune`
+        os.utime(path)
+    return value
 
 
 def store(
