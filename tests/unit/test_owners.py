@@ -4,6 +4,8 @@ folders and flag values, the reuse stamp, and the verdicts of check and test."""
 
 from __future__ import annotations
 
+import shutil
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -86,11 +88,22 @@ def test_default_folders_and_test_settings(project: Project, tmp_path: Path) -> 
     root = path.parent.resolve()
     assert (s.out_dir, s.build_root) == (root / "dist", root / "build" / "wheelforge")
     assert s.torch == ("2.13.0",) and s.torch_from == ()
+    python = Path(sys.executable)
     s = settings.resolve_test(
-        settings.TestFlags(matrix=path, torch_from=(Path("py"),), cache_dir=tmp_path / "c")
+        settings.TestFlags(
+            matrix=path, torch_from=(str(python), python.name), cache_dir=tmp_path / "c"
+        )
     )
-    assert s.torch == () and s.torch_from == (Path("py").absolute(),)
+    # A path, or a command name found on the PATH, as --python takes it.
+    assert s.torch == () and s.torch_from[0] == python.absolute()
+    assert s.torch_from[1] == Path(shutil.which(python.name) or "")
     assert s.cache == (tmp_path / "c").resolve()
+    for bad, why in (
+        ("no-such-python-here", "no such command on the PATH"),
+        (str(tmp_path), "is a folder"),
+    ):
+        with pytest.raises(ConfigError, match=f"--torch-from .*{why}"):
+            settings.resolve_test(settings.TestFlags(matrix=path, torch_from=(bad,)))
     with pytest.raises(ConfigError, match="has no 'tests' section"):
         settings.resolve_test(settings.TestFlags(matrix=project()))
 

@@ -163,24 +163,24 @@ def source_date_epoch(value: str | None) -> int | None:
     return int(value)
 
 
-def resolve_python(value: str | None) -> Path:
-    """The build interpreter: this one, a path, or a command name on the PATH."""
+def resolve_python(value: str | None, flag: str = "--python") -> Path:
+    """An interpreter named by *flag*: this one (None), a path, or a command name on the PATH."""
     if value is None:
         return Path(sys.executable)
     if os.sep not in value:
         found = shutil.which(value)
         if found is None:
             raise ConfigError(
-                f"--python {value}: no such command on the PATH; name an interpreter or its path"
+                f"{flag} {value}: no such command on the PATH; name an interpreter or its path"
             )
         return Path(found)
     path = Path(value)
     if not path.exists():
-        raise ConfigError(f"--python {value}: no such file; name an interpreter or its path")
+        raise ConfigError(f"{flag} {value}: no such file; name an interpreter or its path")
     if path.is_dir():
-        raise ConfigError(f"--python {value} is a folder; name the interpreter in it (bin/python)")
+        raise ConfigError(f"{flag} {value} is a folder; name the interpreter in it (bin/python)")
     if not os.access(path, os.X_OK):
-        raise ConfigError(f"--python {value} is not executable; name a Python interpreter")
+        raise ConfigError(f"{flag} {value} is not executable; name a Python interpreter")
     return path.absolute()
 
 
@@ -267,7 +267,7 @@ class TestFlags:
     matrix: Path
     wheels: tuple[Path, ...] = ()
     torch: tuple[str, ...] = ()
-    torch_from: tuple[Path, ...] = ()
+    torch_from: tuple[str, ...] = ()  # as given: a path or a command name
     out: Path | None = None
     build_dir: Path | None = None
     cache_dir: Path | None = None
@@ -300,7 +300,7 @@ def resolve_test(flags: TestFlags) -> TestSettings:
         tests=matrix.tests,
         wheels=flags.wheels,
         torch=flags.torch or (() if flags.torch_from else matrix.tests.torch),
-        torch_from=tuple(p.absolute() for p in flags.torch_from),
+        torch_from=tuple(resolve_python(v, "--torch-from") for v in flags.torch_from),
         out_dir=out_dir(matrix, flags.out),
         build_root=build_root(matrix, flags.build_dir),
         cache=cache_dir(flags.cache_dir),

@@ -272,15 +272,14 @@ def check(
     "--torch-from",
     "torch_from",
     multiple=True,
-    type=click.Path(path_type=Path, exists=True, dir_okay=False),
-    help="Test under the torch already installed for this Python interpreter (repeatable; no download).",
+    help="Test under the torch already installed for this Python interpreter, a path or a command on the PATH (repeatable; no download).",
 )
 @out_option
 @build_dir_option
 @cache_dir_option
 @click.option("--json", "as_json", is_flag=True, help="Print the outcomes as one JSON document.")
 @verbose_option
-def test_command(matrix_path: Path, wheels: tuple[Path, ...], torch_versions: tuple[str, ...], torch_from: tuple[Path, ...],
+def test_command(matrix_path: Path, wheels: tuple[Path, ...], torch_versions: tuple[str, ...], torch_from: tuple[str, ...],
                  out: Path | None, build_dir: Path | None, cache_dir: Path | None, as_json: bool) -> None:  # fmt: skip
     """Run the payload's tests against the built wheels, under each torch of the matrix."""
     from wheelforge.configuration.settings import TestFlags, resolve_test
