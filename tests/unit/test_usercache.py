@@ -304,3 +304,18 @@ def test_a_probe_hit_and_a_kept_repair_hit_count_as_use(tmp_path: Path) -> None:
     assert got == out / "demo-1.0-cp310-abi3-manylinux_2_28_x86_64.whl"
     assert kept.stat().st_mtime == pytest.approx(time.time(), abs=60)
     assert [e.path for e in usercache.prune(tmp_path, unused_for=30).removed] == []
+
+
+def test_a_test_run_excludes_another_test_run_but_not_builds_and_prune_skips_it(
+    cache: Path,
+) -> None:
+    from wheelforge.foundation import locks
+
+    env = cache / envs.ENVS / "torch-2.10.0-aaaaaaaaaa"
+    with envs.testing(env):
+        with locks.attempt(env.parent / f".{env.name}.testing.lock") as free:
+            assert not free  # a second `wheelforge test` waits for this one
+        with locks.share(envs.lock_path(env), what="the env"):
+            pass  # a build compiling against its torch does not wait
+        assert env.name in _names(usercache.prune(cache, every=True).busy)
+    assert env.name in _names(usercache.prune(cache, every=True).removed)

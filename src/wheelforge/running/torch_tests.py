@@ -188,7 +188,7 @@ def run_tests(
                                         status="unavailable", detail=f"the wheel needs torch{pin}"))  # fmt: skip
                 continue
             with (
-                envs.writing(env.path),
+                envs.testing(env.path),
                 log.step(
                     f"test {w.variant} under torch {env.torch}{' with CUDA' if env.cuda else ''}"
                 ),

@@ -17,7 +17,7 @@ import hashlib
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -158,9 +158,23 @@ def ensure_env(spec: EnvSpec, cache: Path) -> TestEnv:
 
 
 def writing(path: Path) -> contextlib.AbstractContextManager[None]:
-    """The lock of one cached environment: one process creates it, or installs into it and
-    runs tests there, at a time (two `wheelforge test` runs would swap each other's wheel)."""
+    """The lock of one cached environment, held alone: while it is created (or removed by
+    `cache prune`). Its users share it (locks.share): builds compiling against its torch, and
+    testing()."""
     return locks.hold(lock_path(path), what=f"the test environment {path}")
+
+
+@contextlib.contextmanager
+def testing(path: Path) -> Iterator[None]:
+    """Installing a wheel into the environment *path* and testing it there: one `wheelforge
+    test` at a time (two would swap each other's wheel), beside any number of builds that
+    only compile against its torch; `cache prune` skips it meanwhile."""
+    what = f"the test environment {path}"
+    with (
+        locks.share(lock_path(path), what=what),
+        locks.hold(path.parent / f".{path.name}.testing.lock", what=what),
+    ):
+        yield
 
 
 def folder_of(python: Path, cache: Path) -> Path | None:
