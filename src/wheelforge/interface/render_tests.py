@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from rich.table import Table
 
+from wheelforge.foundation.document import to_document
 from wheelforge.running.torch_tests import Outcome
 
 TEST_SCHEMA_VERSION = 1
@@ -40,22 +41,5 @@ def test_table(outcomes: Sequence[Outcome]) -> Table:
 
 
 def outcomes_to_json(outcomes: Sequence[Outcome]) -> dict[str, object]:
-    return {
-        "schema_version": TEST_SCHEMA_VERSION,
-        "runs": [
-            {
-                "env": o.env,
-                "torch": o.torch,
-                "cuda": o.cuda,
-                "variant": o.variant,
-                "status": o.status,
-                "passed": o.passed,
-                "failed": o.failed,
-                "skipped": o.skipped,
-                "errors": o.errors,
-                "seconds": round(o.seconds, 2),
-                "detail": o.detail,  # why it did not pass: the suite's last lines, or the reason
-            }
-            for o in outcomes
-        ],
-    }
+    """Every run as its Outcome's fields (``detail``: why it did not pass, else null)."""
+    return {"schema_version": TEST_SCHEMA_VERSION, "runs": to_document(list(outcomes))}

@@ -138,7 +138,7 @@ def run_suite(env: envs.TestEnv, tests: TestsConfig, *, variant: str) -> Outcome
     return Outcome(
         env=env.spec.label, torch=env.torch, cuda=env.cuda, variant=variant, status=status,
         passed=passed, failed=failed, skipped=skipped, errors=errors,
-        detail=None if status == "passed" else output, seconds=time.perf_counter() - start,
+        detail=None if status == "passed" else output, seconds=round(time.perf_counter() - start, 2),
     )  # fmt: skip
 
 
