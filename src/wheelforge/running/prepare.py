@@ -41,11 +41,9 @@ def resolve_variants(settings: BuildSettings, *, probe: bool = False) -> list[Va
                                 found=found, cache=settings.cache, offline=settings.offline)  # fmt: skip
         return variants.with_choice(v, choice)
 
-    if (
-        probe and settings.offline
-    ):  # its refusals come first: nothing is written for a refused build
-        chosen = [ready(v) for v in chosen]
     if probe:
+        if settings.offline:  # its refusals come first: nothing is written for a refused build
+            chosen = [ready(v) for v in chosen]
         preflight(settings.matrix, folders(settings))
     return [ready(v) for v in chosen]
 
@@ -122,11 +120,11 @@ def using_cached(plans: Sequence[VariantPlan], cache: Path) -> contextlib.ExitSt
     stack = contextlib.ExitStack()
     held: set[Path] = set()
     for plan in plans:
-        folders = (
+        cached = (
             (provision.lock_path, "the toolkit", toolkit.provisioned_folder(plan.variant.toolkit, cache)),
             (envs.lock_path, "the torch environment", envs.folder_of(plan.torch.python, cache)),
         )  # fmt: skip
-        for lock_of, what, folder in folders:
+        for lock_of, what, folder in cached:
             if folder is not None and folder not in held:
                 held.add(folder)
                 stack.enter_context(locks.share(lock_of(folder), what=f"{what} {folder}"))
