@@ -75,7 +75,7 @@ def _run_auditwheel(wheel: Path, dest_dir: Path, source_date_epoch: int) -> Path
         )
     # auditwheel rewrites the zip; SOURCE_DATE_EPOCH keeps its timestamps reproducible too.
     env = {"PATH": path, "SOURCE_DATE_EPOCH": str(source_date_epoch)}
-    proc.run(args, hint=AUDITWHEEL_HINT, env=env, what="auditwheel repair")
+    proc.run(args, hint=AUDITWHEEL_HINT, env=env, what="auditwheel repair", timeout=proc.TOOL_S)
     produced = sorted(dest_dir.glob("*.whl"))
     if len(produced) != 1:
         raise BuildError(

@@ -121,7 +121,7 @@ def pending_jobs(plan: VariantPlan, *, jobs: int | None) -> list[str]:
     """The steps ninja would run now (``NVCC kernels/csrc/x.cu``), in its order: a dry run
     (``-n``), which runs nothing and writes no log."""
     args: list[str | Path] = [executable(), "-C", plan.build_dir, "-n", *_jobs_flag(jobs)]
-    result = proc.run(args, hint=NINJA_HINT, env={"NINJA_STATUS": _STATUS})
+    result = proc.run(args, hint=NINJA_HINT, env={"NINJA_STATUS": _STATUS}, timeout=proc.PROBE_S)
     return [
         _job_name(m[2], plan) for ln in result.stdout.splitlines() if (m := _STATUS_RE.match(ln))
     ]
@@ -129,7 +129,11 @@ def pending_jobs(plan: VariantPlan, *, jobs: int | None) -> list[str]:
 
 def commands(build_ninja_dir: Path) -> list[str]:
     """Every command of a build.ninja, as ninja would run it (``ninja -t commands``)."""
-    result = proc.run([executable(), "-C", build_ninja_dir, "-t", "commands"], hint=NINJA_HINT)
+    result = proc.run(
+        [executable(), "-C", build_ninja_dir, "-t", "commands"],
+        hint=NINJA_HINT,
+        timeout=proc.PROBE_S,
+    )
     return result.stdout.splitlines()
 
 
@@ -238,7 +242,11 @@ def run(plan: VariantPlan, *, jobs: int | None, env: dict[str, str] | None = Non
 
     try:
         result = proc.stream(
-            args, hint=NINJA_HINT, env={**run_env(plan), **(env or {})}, on_line=on_line
+            args,
+            hint=NINJA_HINT,
+            env={**run_env(plan), **(env or {})},
+            on_line=on_line,
+            timeout=proc.BUILD_S,
         )
     finally:
         progress.close()
@@ -278,7 +286,7 @@ def deps(plan: VariantPlan, *, check: bool) -> dict[str, list[str]] | None:
     view of it: the binary ``.ninja_deps`` format is private to ninja), by target; None when
     ninja fails and not *check*."""
     result = proc.run([executable(), "-C", plan.build_dir, "-t", "deps"], hint=NINJA_HINT,
-                      check=check)  # fmt: skip
+                      check=check, timeout=proc.PROBE_S)  # fmt: skip
     return parse_deps(result.stdout, plan.build_dir) if result.returncode == 0 else None
 
 

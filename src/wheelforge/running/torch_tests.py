@@ -123,7 +123,7 @@ def run_suite(env: envs.TestEnv, tests: TestsConfig, *, variant: str) -> Outcome
         # Run from an empty folder with a clean environment, so only the installed wheel is importable.
         clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
         result = proc.run(argv, hint="set tests.command in matrix.yaml", cwd=Path(tmp), env={**clean, "PYTHONNOUSERSITE": "1"},
-                          check=False, replace_env=True)  # fmt: skip
+                          check=False, replace_env=True, timeout=proc.BUILD_S)  # fmt: skip
         counts = _counts(junit)
     output = proc.tail(result.stdout + result.stderr, 30)
     passed, failed, skipped, errors = counts or (0, 0, 0, 0)

@@ -131,7 +131,9 @@ def _ccache(
     }
     stats: list[CacheStats] = []
     yield env, stats
-    location = proc.run([cache.exe, "--get-config", "cache_dir"], hint=CACHE_HINT, check=False)
+    location = proc.run(
+        [cache.exe, "--get-config", "cache_dir"], hint=CACHE_HINT, check=False, timeout=proc.PROBE_S
+    )
     stats.append(ccache_stats(_read(log_file), location.stdout.strip()))
 
 
@@ -170,15 +172,28 @@ def _sccache(cache: CompileCache) -> Iterator[tuple[dict[str, str], list[CacheSt
     stats: list[CacheStats] = []
     try:
         proc.run(
-            [cache.exe, "--start-server"], hint=CACHE_HINT, env=env, what="sccache --start-server"
+            [cache.exe, "--start-server"],
+            hint=CACHE_HINT,
+            env=env,
+            what="sccache --start-server",
+            timeout=proc.PROBE_S,
         )
         yield env, stats
         shown = proc.run(
-            [cache.exe, "--show-stats", "--stats-format=json"], hint=CACHE_HINT, env=env
+            [cache.exe, "--show-stats", "--stats-format=json"],
+            hint=CACHE_HINT,
+            env=env,
+            timeout=proc.PROBE_S,
         )
         stats.append(sccache_stats(shown.stdout))
     finally:
-        proc.run([cache.exe, "--stop-server"], hint=CACHE_HINT, env=env, check=False)
+        proc.run(
+            [cache.exe, "--stop-server"],
+            hint=CACHE_HINT,
+            env=env,
+            check=False,
+            timeout=proc.PROBE_S,
+        )
         shutil.rmtree(folder, ignore_errors=True)
 
 

@@ -82,7 +82,7 @@ def pip(env_python: Path, *args: str | Path, what: str) -> proc.Result:
     """Run this interpreter's pip against *env_python* (pip's --python), so environments
     need no pip of their own."""
     return proc.run([sys.executable, "-m", "pip", "--python", env_python, "--disable-pip-version-check", *args],
-                    hint=PIP_HINT, what=what)  # fmt: skip
+                    hint=PIP_HINT, what=what, timeout=proc.DOWNLOAD_S)  # fmt: skip
 
 
 def _env_python(path: Path) -> Path:
@@ -90,7 +90,9 @@ def _env_python(path: Path) -> Path:
 
 
 def _probe(python: Path) -> dict[str, object]:
-    out = proc.run([python, "-c", _PROBE], hint=PIP_HINT, what="the environment's torch").stdout
+    out = proc.run(
+        [python, "-c", _PROBE], hint=PIP_HINT, what="the environment's torch", timeout=proc.PROBE_S
+    ).stdout
     return dict(json.loads(out.strip().splitlines()[-1]))
 
 
@@ -100,11 +102,20 @@ def _create(spec: EnvSpec, tmp: Path) -> None:
         [base, "-m", "venv", "--without-pip", tmp],
         hint="install Python's venv module",
         what="python -m venv",
+        timeout=proc.TOOL_S,
     )
     python = _env_python(tmp)
     if spec.torch_from is not None:
-        dirs = json.loads(proc.run([spec.torch_from, "-c", _SITE_DIRS], hint=PIP_HINT).stdout)
-        site = Path(json.loads(proc.run([python, "-c", _SITE_DIRS], hint=PIP_HINT).stdout)[0])
+        dirs = json.loads(
+            proc.run(
+                [spec.torch_from, "-c", _SITE_DIRS], hint=PIP_HINT, timeout=proc.PROBE_S
+            ).stdout
+        )
+        site = Path(
+            json.loads(
+                proc.run([python, "-c", _SITE_DIRS], hint=PIP_HINT, timeout=proc.PROBE_S).stdout
+            )[0]
+        )
         # Appended after the venv's own site-packages: the venv's packages win.
         (site / "_wheelforge_torch_from.pth").write_text(
             "".join(f"{d}\n" for d in dict.fromkeys(dirs))

@@ -107,7 +107,7 @@ def _pypi(recipe: Recipe, prefix: Path, downloads: Path) -> dict[str, object]:
     proc.run(
         [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check",
          "--quiet", "-d", downloads, *(f"{n}=={recipe.release}.*" for n in names)],
-        hint="pip ships with Python", what=f"pip download of CUDA {recipe.release}",
+        hint="pip ships with Python", what=f"pip download of CUDA {recipe.release}", timeout=proc.DOWNLOAD_S,
     )  # fmt: skip
     files = []
     for wheel in sorted(downloads.glob("*.whl")):
@@ -144,13 +144,21 @@ def _debian(_recipe: Recipe, prefix: Path, downloads: Path) -> dict[str, object]
         "-oAPT::Sandbox::User=root" if os.geteuid() == 0 else "-oDebug::NoLocking=1",
     ]  # fmt: skip
     proc.run(
-        ["apt-get", *options, "update"], hint="apt-get", what="apt-get update (Debian bookworm)"
+        ["apt-get", *options, "update"],
+        hint="apt-get",
+        what="apt-get update (Debian bookworm)",
+        timeout=proc.DOWNLOAD_S,
     )
     proc.run(["apt-get", *options, "download", *_DEBIAN_PACKAGES], hint="apt-get", cwd=downloads,
-             what="apt-get download of CUDA 11.8")  # fmt: skip
+             what="apt-get download of CUDA 11.8", timeout=proc.DOWNLOAD_S)  # fmt: skip
     files = []
     for deb in sorted(downloads.glob("*.deb")):
-        proc.run(["dpkg-deb", "-x", deb, prefix], hint="dpkg-deb", what=f"dpkg-deb -x {deb.name}")
+        proc.run(
+            ["dpkg-deb", "-x", deb, prefix],
+            hint="dpkg-deb",
+            what=f"dpkg-deb -x {deb.name}",
+            timeout=proc.TOOL_S,
+        )
         files.append({"file": deb.name, "sha256": fsutil.sha256(deb)})
     usr = prefix / "usr"
     bin_dir = usr / "lib" / "nvidia-cuda-toolkit" / "bin"

@@ -133,17 +133,20 @@ def _libdirs(root: Path) -> list[Path]:
 
 def _ask(nvcc: Path) -> tuple[dict[str, Any], list[str | Path]]:
     """nvcc's version, the archs it builds and where it really lives, and the files to watch."""
-    version_out = proc.run([nvcc, "--version"], hint=NVCC_HINT).stdout
+    version_out = proc.run([nvcc, "--version"], hint=NVCC_HINT, timeout=proc.PROBE_S).stdout
     match = _VERSION_RE.search(version_out)
     if match is None:
         raise ToolError(f"{nvcc} --version printed no CUDA release; is it a real nvcc?")
-    codes = proc.run([nvcc, "--list-gpu-code"], hint=NVCC_HINT).stdout.split()
+    codes = proc.run([nvcc, "--list-gpu-code"], hint=NVCC_HINT, timeout=proc.PROBE_S).stdout.split()
     sass = sorted(
         {a.sm for c in codes if (a := Arch.from_code(c)) is not None and c.startswith("sm_")}
     )
     # nvcc may be a wrapper script; its dry run names the real install (TOP) and driver (_HERE_).
     dry = proc.run(
-        [nvcc, "--dryrun", "-x", "cu", "-E", os.devnull], hint=NVCC_HINT, check=False
+        [nvcc, "--dryrun", "-x", "cu", "-E", os.devnull],
+        hint=NVCC_HINT,
+        check=False,
+        timeout=proc.PROBE_S,
     ).stderr
     here = _DRY_VAR_RE["_HERE_"].search(dry)
     top = _DRY_VAR_RE["TOP"].search(dry)
@@ -308,7 +311,9 @@ def discover(env: Mapping[str, str] | None = None, *, cache: Path | None = None)
 
 def _gcc_major(cxx: str, cache: Path | None) -> int | None:
     def ask() -> tuple[dict[str, Any], list[str | Path]]:
-        result = proc.run([cxx, "-dumpversion"], hint="install g++", check=False)
+        result = proc.run(
+            [cxx, "-dumpversion"], hint="install g++", check=False, timeout=proc.PROBE_S
+        )
         head = result.stdout.strip().split(".")[0]
         major = int(head) if result.returncode == 0 and head.isdigit() else None
         return {"major": major}, [cxx]

@@ -140,7 +140,12 @@ def probe_torch(python: Path, *, cache: Path | None = None, early: bool = False)
 
 
 def _layout(python: Path) -> dict[str, Any] | None:
-    result = proc.run([python, "-c", _LAYOUT], hint="point --python at an interpreter", check=False)
+    result = proc.run(
+        [python, "-c", _LAYOUT],
+        hint="point --python at an interpreter",
+        check=False,
+        timeout=proc.PROBE_S,
+    )
     try:
         info = json.loads(result.stdout.strip().splitlines()[-1])
         Version(info["version"])
