@@ -51,13 +51,29 @@ FIFO = object()  # a files entry: make a named pipe there
 
 
 @dataclass(frozen=True)
+class Sparse:
+    """A files entry: a sparse file of *size* bytes (its size is all that is real)."""
+
+    size: int
+
+
+@dataclass(frozen=True)
+class Link:
+    """A files entry: a symbolic link to *target* ({root} is the project folder)."""
+
+    target: str
+
+
+@dataclass(frozen=True)
 class Case:
     argv: tuple[str, ...]
     error: type[WheelforgeError] | int  # the error class, or an exit code
     needle: str  # in the error line; {root} is the project folder
     matrix: str = GOOD_MATRIX
     env: dict[str, str | None] = field(default_factory=dict)
-    files: dict[str, object] = field(default_factory=dict)  # bytes, str, FIFO or a callable
+    files: dict[str, object] = field(
+        default_factory=dict
+    )  # bytes, str, FIFO, Sparse, Link, a callable
 
 
 def m(replace: str, by: str) -> str:
@@ -658,6 +674,110 @@ CASES: dict[str, Case] = {
         "demo/_C.abi3.so",
         files={WHEEL: lambda: wheel(METADATA, ("demo/_C.abi3.so", ELF[:40]))},
     ),
+    # --- issue 21: every file read bounded, every target written checked first --------------
+    "matrix-dev-zero": Case(
+        ("build", "--matrix", "/dev/zero"),
+        ConfigError,
+        "/dev/zero could not be read: it is a character device",
+    ),
+    "matrix-dev-urandom": Case(
+        ("matrix", "--matrix", "/dev/urandom"),
+        ConfigError,
+        "it is a character device, not a regular file",
+    ),
+    "matrix-fifo": Case(
+        ("build", "--matrix", "{root}/m.yaml"),
+        ConfigError,
+        "m.yaml could not be read: it is a FIFO",
+        files={"m.yaml": FIFO},
+    ),
+    "matrix-huge": Case(
+        ("build", "--matrix", "{root}/m.yaml"),
+        ConfigError,
+        "above the cap of 16 MiB",
+        files={"m.yaml": Sparse(62 << 20)},
+    ),
+    "matrix-link-loop": Case(
+        ("build", "--matrix", "{root}/m.yaml"),
+        ConfigError,
+        "m.yaml could not be read: Too many levels of symbolic links",
+        files={"m.yaml": Link("{root}/m.yaml")},
+    ),
+    "pyproject-fifo": Case(
+        B,
+        ConfigError,
+        "pyproject.toml could not be read: it is a FIFO",
+        files={"pyproject.toml": FIFO},
+    ),
+    "report-dev-full": Case(
+        (*B, "--report", "/dev/full"),
+        ConfigError,
+        "--report /dev/full is a character device, not a regular file",
+    ),
+    "report-fifo-no-reader": Case(
+        (*B, "--report", "{root}/r.json"),
+        ConfigError,
+        "is a FIFO (named pipe) that nobody reads",
+        files={"r.json": FIFO},
+    ),
+    "report-kernel-file": Case(
+        (*B, "--report", "/proc/version"),
+        ConfigError,
+        "--report /proc/version is a file of the kernel",
+    ),
+    "report-link-to-kernel-file": Case(
+        (*B, "--report", "{root}/r.json"),
+        ConfigError,
+        "is a file of the kernel (/proc/version)",
+        files={"r.json": Link("/proc/version")},
+    ),
+    "report-folder-missing": Case(
+        (*B, "--report", "{root}/nowhere/r.json"),
+        EnvironmentProblem,
+        "--report {root}/nowhere/r.json: cannot write there",
+    ),
+    "init-setup-fifo": Case(
+        ("init", "{root}/proj"),
+        ConfigError,
+        "setup.py could not be read: it is a FIFO",
+        files={"proj/setup.py": FIFO},
+    ),
+    "init-setup-dev-zero": Case(
+        ("init", "{root}/proj"),
+        ConfigError,
+        "setup.py could not be read: it is a character device",
+        files={"proj/setup.py": Link("/dev/zero")},
+    ),
+    "init-setup-not-utf8": Case(
+        ("init", "{root}/proj"),
+        ConfigError,
+        "setup.py could not be read: it is not UTF-8 text (byte 0xff on line 2)",
+        files={"proj/setup.py": b"import os\n\xff\n"},
+    ),
+    "init-setup-nul": Case(
+        ("init", "{root}/proj"),
+        ConfigError,
+        "setup.py: not valid Python (source code string cannot contain null bytes)",
+        files={"proj/setup.py": b"x = 1\0\n"},
+    ),
+    "init-setup-deep": Case(
+        ("init", "{root}/proj"),
+        ConfigError,
+        "setup.py:1: not valid Python (too many nested parentheses)",
+        files={"proj/setup.py": "x = " + "[" * 5000 + "]" * 5000 + "\n"},
+    ),
+    "init-setup-long-chain": Case(
+        ("init", "{root}/proj"),
+        ConfigError,
+        "setup.py: cannot be parsed as Python",
+        files={"proj/setup.py": "x = " + "+".join(["a"] * 200_000) + "\n"},
+    ),
+    "init-setup-syntax": Case(
+        ("init", "{root}/proj"),
+        ConfigError,
+        "setup.py:1: not valid Python",
+        files={"proj/setup.py": "setup(\n"},
+    ),
 }
 
 
@@ -672,6 +792,13 @@ def _materialize(root: Path, files: dict[str, object]) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         if content is FIFO:
             os.mkfifo(path)
+            continue
+        if isinstance(content, Sparse):
+            with path.open("wb") as file:
+                file.truncate(content.size)
+            continue
+        if isinstance(content, Link):
+            path.symlink_to(content.target.replace("{root}", str(root)))
             continue
         data = content() if callable(content) else content
         if isinstance(data, str):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from wheelforge.foundation import fsutil
+
 # Folders setuptools' automatic discovery never takes for packages (FlatLayoutPackageFinder).
 _NOT_PACKAGES = frozenset(
     ("tests", "test", "docs", "doc", "examples", "example", "scripts", "tools", "benchmarks",
@@ -25,12 +27,12 @@ def discover_packages(root: Path, extension: str) -> tuple[Path, ...]:
     layouts = [root, root / "src"]
     top = extension.split(".", 1)[0]
     if "." in extension:
-        own = [(d / top).resolve() for d in layouts if is_package(d / top)]
+        own = [fsutil.resolved(d / top) for d in layouts if is_package(d / top)]
         if own:
             return (own[0],)
     for layout in layouts:
         found = [
-            init.parent.resolve()
+            fsutil.resolved(init.parent)
             for init in sorted(layout.glob("*/__init__.py"))
             if init.parent.name not in _NOT_PACKAGES and init.parent.name.isidentifier()
         ]

@@ -4,6 +4,7 @@ C++/CUDA sources found. What could not be translated is returned as notes to pri
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +16,7 @@ from packaging.utils import canonicalize_name
 from wheelforge.configuration.keys import SOURCE_SUFFIXES
 from wheelforge.configuration.pyproject import read_project
 from wheelforge.configuration.setupscan import ExtensionCall, SetupScan, scan_setup_py
+from wheelforge.foundation import readers, writers
 from wheelforge.foundation.errors import ConfigError
 
 _STABLE_RE = re.compile(r"torch/csrc/stable/|STABLE_TORCH_LIBRARY")
@@ -48,7 +50,7 @@ def _found_sources(root: Path) -> list[Path]:
 def _guess_extension(root: Path, notes: list[str]) -> ExtensionCall | None:
     """No setup.py extension: the sources of the one folder that registers ops."""
     sources = _found_sources(root)
-    text = {p: p.read_text(encoding="utf-8", errors="replace") for p in sources}
+    text = {p: _source_text(p) for p in sources}
     registering = [
         p for p in sources if _LIBRARY_RE.search(text[p]) or "PYBIND11_MODULE" in text[p]
     ]
@@ -73,10 +75,14 @@ def _guess_extension(root: Path, notes: list[str]) -> ExtensionCall | None:
     )
 
 
+def _source_text(path: Path) -> str:
+    return readers.read_text(path, cap=readers.CONFIG_CAP, errors="replace")
+
+
 def _abi(root: Path, ext: ExtensionCall) -> str:
     for pattern in ext.sources:
         for path in root.glob(pattern):
-            if _STABLE_RE.search(path.read_text(encoding="utf-8", errors="replace")):
+            if path.is_file() and _STABLE_RE.search(_source_text(path)):
                 return "stable"
     return "unstable"
 
@@ -125,7 +131,7 @@ def _dunder_version(root: Path, name: str) -> str | None:
         root / "src" / name / "__init__.py",
     ):
         if init.is_file() and (
-            m := re.search(r"^__version__\s*=\s*['\"]([^'\"]+)", init.read_text(), re.M)
+            m := re.search(r"^__version__\s*=\s*['\"]([^'\"]+)", _source_text(init), re.M)
         ):
             return m[1]
     return None
@@ -135,7 +141,8 @@ def render(root: Path, *, torch: tuple[str, ...], archs: str | None) -> InitResu
     """The matrix text for the project in *root*, and what needs a hand."""
     notes: list[str] = []
     setup = root / "setup.py"
-    scan = scan_setup_py(setup) if setup.is_file() else SetupScan()
+    # Anything named setup.py is read (a FIFO or a device is refused by name, never skipped).
+    scan = scan_setup_py(setup) if os.path.lexists(setup) else SetupScan()
     notes += scan.notes
     ext = scan.extensions[0] if scan.extensions else _guess_extension(root, notes)
     if ext is None:
@@ -190,5 +197,5 @@ def write(root: Path, *, force: bool, torch: tuple[str, ...], archs: str | None)
     result = render(root, torch=torch, archs=archs)
     if result.path.exists() and not force:
         raise ConfigError(f"{result.path} exists; pass --force to replace it")
-    result.path.write_text(result.text, encoding="utf-8")
+    writers.write_atomic(result.path, result.text)
     return result

@@ -18,6 +18,7 @@ from wheelforge.configuration.discovery import is_package
 from wheelforge.configuration.keys import NAME_RE
 from wheelforge.configuration.matrix import PackageConfig
 from wheelforge.configuration.pyproject import ProjectMetadata
+from wheelforge.foundation import fsutil
 
 # package keys pyproject.toml's [project] may give instead: attribute → how two values compare.
 _FROM_PROJECT: dict[str, Callable[[str, str], bool]] = {
@@ -38,7 +39,7 @@ class PackageReader(yamlio.ModelReader):
         self.project: ProjectMetadata | None = None
 
     def folder(self, node: yaml.Node, value: str, where: str) -> Path | None:
-        folder = (self.root / value).resolve()
+        folder = fsutil.resolved(self.root / value)
         if not folder.is_dir():
             self.problems.add(
                 node,

@@ -14,6 +14,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from wheelforge.configuration import yamlio
+from wheelforge.foundation import readers
 from wheelforge.foundation.errors import ConfigError
 
 if sys.version_info >= (3, 11):
@@ -40,14 +41,20 @@ class ProjectMetadata:
     license_files: tuple[Path, ...]
 
 
-def _load(path: Path) -> dict[str, object] | None:
+def load_toml(path: Path) -> dict[str, object] | None:
+    """pyproject.toml's tables (read within readers.CONFIG_CAP), None when there is none."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        tables: dict[str, object] = tomllib.loads(readers.read_text(path, cap=readers.CONFIG_CAP))
     except FileNotFoundError:
         return None
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+    except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path} could not be read: {exc}") from None
-    return data if "project" in data else None
+    return tables
+
+
+def _load(path: Path) -> dict[str, object] | None:
+    data = load_toml(path)
+    return data if data is not None and "project" in data else None
 
 
 def read_project(path: Path) -> ProjectMetadata | None:

@@ -316,6 +316,6 @@ class _Reader(PackageReader):
 
 def load_matrix(path: Path) -> Matrix:
     display = str(path)
-    reader = _Reader(path.resolve(), display)
+    reader = _Reader(fsutil.resolved(path), display)
     with fsutil.gc_paused():
         return reader.read(yamlio.load(path, display))

@@ -26,6 +26,7 @@ from wheelforge.configuration.matrix import Matrix
 from wheelforge.configuration.reader import load_matrix
 from wheelforge.configuration.sections import TestsConfig, WheelVariantsConfig
 from wheelforge.configuration.sizes import parse_size
+from wheelforge.foundation import fsutil
 from wheelforge.foundation.errors import ConfigError
 
 
@@ -82,17 +83,17 @@ def default_cache() -> Path:
 
 def cache_dir(flag: Path | None) -> Path:
     """--cache-dir, else the default cache."""
-    return (flag or default_cache()).resolve()
+    return fsutil.resolved(flag or default_cache())
 
 
 def out_dir(matrix: Matrix, flag: Path | None) -> Path:
     """--out, else dist/ beside the matrix."""
-    return (flag or matrix.root / "dist").resolve()
+    return fsutil.resolved(flag or matrix.root / "dist")
 
 
 def build_root(matrix: Matrix, flag: Path | None) -> Path:
     """--build-dir, else build/wheelforge/ beside the matrix."""
-    return (flag or matrix.root / "build" / "wheelforge").resolve()
+    return fsutil.resolved(flag or matrix.root / "build" / "wheelforge")
 
 
 def _positive_int(value: str | None, name: str) -> int | None:

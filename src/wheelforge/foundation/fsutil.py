@@ -14,6 +14,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 
+def resolved(path: Path) -> Path:
+    """*path* absolute with every symlink followed, like Path.resolve(), but a symlink loop
+    (``m.yaml -> m.yaml``) is left as it is for the reader to name (ELOOP), instead of the
+    RuntimeError that Path.resolve() raises."""
+    return Path(os.path.realpath(path))
+
+
 def sha256(path: Path) -> str:
     """The hex sha256 of a file, read in blocks (a wheel or a toolkit archive is never held
     whole in memory)."""

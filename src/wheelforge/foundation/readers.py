@@ -44,7 +44,7 @@ class FileRefused(ConfigError):
     unreadable or not text (exit 2)."""
 
     def __init__(self, path: Path | str, problem: str) -> None:
-        super().__init__(f"{path}: {problem}")
+        super().__init__(f"{path} could not be read: {problem}")
         self.path = str(path)
         self.problem = problem
 
@@ -63,7 +63,7 @@ def _size(n: int) -> str:
 def _refuse_kind(mode: int, display: str) -> None:
     kind = kind_of(mode)
     if kind is not None:
-        raise FileRefused(display, f"is {kind}, not a regular file; name a file")
+        raise FileRefused(display, f"it is {kind}, not a regular file; name a file")
 
 
 def read_bytes(path: Path, *, cap: int, display: str | None = None) -> bytes:
@@ -78,13 +78,13 @@ def read_bytes(path: Path, *, cap: int, display: str | None = None) -> bytes:
     except OSError as exc:
         if exc.errno == errno.ENOTDIR:
             raise FileNotFoundError(errno.ENOENT, "no such file", str(path)) from None
-        raise FileRefused(shown, f"could not be read: {exc.strerror}") from None
+        raise FileRefused(shown, str(exc.strerror)) from None
     try:
         st = os.fstat(fd)
         _refuse_kind(st.st_mode, shown)
         if st.st_size > cap:
             raise FileRefused(
-                shown, f"is {_size(st.st_size)}, above the cap of {_size(cap)} for it"
+                shown, f"it is {_size(st.st_size)}, above the cap of {_size(cap)} for it"
             )
         return _read_capped(fd, cap, shown)
     finally:
@@ -98,13 +98,13 @@ def _read_capped(fd: int, cap: int, shown: str) -> bytes:
         try:
             chunk = os.read(fd, min(_CHUNK, cap + 1 - total))
         except OSError as exc:
-            raise FileRefused(shown, f"could not be read: {exc.strerror}") from None
+            raise FileRefused(shown, str(exc.strerror)) from None
         if not chunk:
             return b"".join(parts)
         parts.append(chunk)
         total += len(chunk)
         if total > cap:
-            raise FileRefused(shown, f"holds more than the cap of {_size(cap)} for it")
+            raise FileRefused(shown, f"it holds more than the cap of {_size(cap)} for it")
 
 
 def read_text(path: Path, *, cap: int, display: str | None = None, errors: str = "strict") -> str:
@@ -117,5 +117,5 @@ def read_text(path: Path, *, cap: int, display: str | None = None, errors: str =
         line = data.count(b"\n", 0, exc.start) + 1
         raise FileRefused(
             display or str(path),
-            f"is not UTF-8 text (byte {data[exc.start]:#04x} on line {line}); save it as UTF-8",
+            f"it is not UTF-8 text (byte {data[exc.start]:#04x} on line {line}); save it as UTF-8",
         ) from None

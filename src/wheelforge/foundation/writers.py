@@ -10,7 +10,7 @@ would replace the ``/dev/stdout`` symlink with a regular file), a terminal, a FI
 reads, ``/dev/null``. Anything else is refused by name: a folder, a device (``/dev/full``), a
 FIFO nobody reads (it would block forever), a socket, a file of the kernel (``/proc/version``).
 
-``check_target`` decides the same before any work, so ``--report`` on a bad target fails before
+``open_output`` decides all this before any work, so ``--report`` on a bad target fails before
 the build rather than after it.
 """
 
@@ -24,6 +24,7 @@ import stat
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -100,44 +101,67 @@ def _is_terminal(path: Path) -> bool:
         os.close(fd)
 
 
-def check_target(path: Path, *, what: str) -> None:
-    """Refuse now, before any work, what write_output would refuse at the end: the target's kind,
-    and for a file, a folder where no temporary file can be made."""
-    if classify(path, what=what) != "file":
-        return
-    folder = Path(os.path.realpath(path)).parent
-    try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".wheelforge-probe-")
-    except OSError as exc:
-        raise EnvironmentProblem(f"{what}: cannot write there: {exc.strerror}") from None
-    os.close(fd)
-    Path(tmp).unlink()
+@dataclass
+class Output:
+    """A file a user named for wheelforge to write (``--report PATH``), checked when opened;
+    a FIFO is held open from then on, so its reader sees no end before the output."""
+
+    path: Path
+    what: str
+    target: Target
+    fd: int | None = None
+
+    def write(self, data: str | bytes) -> Path | None:
+        """Write *data* (once); returns the file written, None for a stream. Never reads it."""
+        blob = data.encode() if isinstance(data, str) else data
+        if self.target in ("fd1", "fd2"):
+            (sys.stdout if self.target == "fd1" else sys.stderr).flush()
+            _write_all(int(self.target[2]), blob, self.what)
+            return None
+        if self.fd is not None:
+            try:
+                _write_all(self.fd, blob, self.what)
+            finally:
+                self.close()
+            return None
+        real = Path(os.path.realpath(self.path))
+        try:
+            write_atomic(real, blob)
+        except OSError as exc:
+            raise EnvironmentProblem(f"{self.what}: cannot write it: {exc.strerror}") from None
+        return real
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def open_output(path: Path, *, what: str) -> Output:
+    """Check *path* now, before any work, for what Output.write will do at the end: refuse its
+    kind, a folder where no temporary file can be made, a FIFO nobody reads (opened now)."""
+    target = classify(path, what=what)
+    if target == "stream":
+        return Output(path=path, what=what, target=target, fd=_open_stream(path, what))
+    if target == "file":
+        folder = Path(os.path.realpath(path)).parent
+        try:
+            fd, tmp = tempfile.mkstemp(dir=folder, prefix=".wheelforge-probe-")
+        except OSError as exc:
+            raise EnvironmentProblem(f"{what}: cannot write there: {exc.strerror}") from None
+        os.close(fd)
+        Path(tmp).unlink()
+    return Output(path=path, what=what, target=target)
 
 
 def write_output(path: Path, data: str | bytes, *, what: str) -> Path | None:
-    """Write *data* to *path*, a file a user named; returns the file written (None for a
-    stream). Never reads *path*."""
-    blob = data.encode() if isinstance(data, str) else data
-    target = classify(path, what=what)
-    if target in ("fd1", "fd2"):
-        stream = sys.stdout if target == "fd1" else sys.stderr
-        stream.flush()
-        _write_all(int(target[2]), blob, what)
-        return None
-    if target == "stream":
-        _write_stream(path, blob, what)
-        return None
-    real = Path(os.path.realpath(path))
-    try:
-        write_atomic(real, blob)
-    except OSError as exc:
-        raise EnvironmentProblem(f"{what}: cannot write it: {exc.strerror}") from None
-    return real
+    """Write *data* to *path*, a file a user named, checked as open_output checks it."""
+    return open_output(path, what=what).write(data)
 
 
-def _write_stream(path: Path, blob: bytes, what: str) -> None:
+def _open_stream(path: Path, what: str) -> int:
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+        return os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except OSError as exc:
         if exc.errno == errno.ENXIO:  # a FIFO with no reader: opening it blocking would hang
             raise TargetRefused(
@@ -145,10 +169,6 @@ def _write_stream(path: Path, blob: bytes, what: str) -> None:
                 "name a file"
             ) from None
         raise EnvironmentProblem(f"{what}: cannot write it: {exc.strerror}") from None
-    try:
-        _write_all(fd, blob, what)
-    finally:
-        os.close(fd)
 
 
 def _write_all(fd: int, blob: bytes, what: str) -> None:

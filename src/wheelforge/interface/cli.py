@@ -13,7 +13,7 @@ from rich.console import Console
 
 from wheelforge import __version__
 from wheelforge.configuration.keys import COMPILE_CACHES
-from wheelforge.foundation import log
+from wheelforge.foundation import fsutil, log
 from wheelforge.foundation.errors import WheelforgeError
 from wheelforge.interface.cache_cli import cache_group
 from wheelforge.interface.options import verbose_option as verbose_option_of
@@ -315,7 +315,7 @@ def init_command(
     and pyproject.toml; print what could not be translated."""
     from wheelforge.configuration import initmatrix
 
-    result = initmatrix.write(path.resolve(), force=force, torch=torch_versions, archs=archs)
+    result = initmatrix.write(fsutil.resolved(path), force=force, torch=torch_versions, archs=archs)
     log.info(f"wrote {result.path}")
     if result.notes:
         log.info(f"{len(result.notes)} thing(s) need a hand:")

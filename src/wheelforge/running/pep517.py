@@ -22,19 +22,15 @@ from pathlib import Path
 
 from wheelforge.configuration.archs import ArchSet, arch_list_id, parse_arch_list
 from wheelforge.configuration.matrix import Matrix
+from wheelforge.configuration.pyproject import load_toml
 from wheelforge.configuration.reader import load_matrix
 from wheelforge.configuration.settings import BuildSettings, Flags, resolve
-from wheelforge.foundation import log
+from wheelforge.foundation import fsutil, log
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.packaging import sdist, wheel
 from wheelforge.planning import variants
 from wheelforge.running.build import run_build
 from wheelforge.toolchain import gpu, toolkit
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 # -C KEY=VALUE settings the backend takes, with what each does (the error for an unknown key
 # lists them).
@@ -73,18 +69,18 @@ def _one(key: str, value: str | list[str]) -> str:
 def _matrix_path(root: Path, given: str | None) -> Path:
     """-C matrix, else ``[tool.wheelforge] matrix`` of pyproject.toml, else matrix.yaml."""
     if given is None:
-        try:
-            with (root / "pyproject.toml").open("rb") as f:
-                table = tomllib.load(f).get("tool", {}).get("wheelforge", {})
-        except FileNotFoundError:
-            table = {}
-        except (OSError, tomllib.TOMLDecodeError) as error:
-            raise ConfigError(f"{root / 'pyproject.toml'}: cannot read it: {error}") from error
+        pyproject = root / "pyproject.toml"
+        tables = load_toml(pyproject) or {}
+        tool = tables.get("tool", {})
+        table = tool.get("wheelforge", {}) if isinstance(tool, dict) else None
+        if not isinstance(table, dict):
+            raise ConfigError(
+                f"{pyproject}: tool.wheelforge must be a table ([tool.wheelforge]), "
+                f"not {type(table if isinstance(tool, dict) else tool).__name__}"
+            )
         given = table.get("matrix", "matrix.yaml")
         if not isinstance(given, str):
-            raise ConfigError(
-                f"{root / 'pyproject.toml'}: tool.wheelforge.matrix must be a path string"
-            )
+            raise ConfigError(f"{pyproject}: tool.wheelforge.matrix must be a path string")
     return root / given
 
 
@@ -170,7 +166,7 @@ def backend_settings(
 
 
 def build_wheel(options: BackendOptions, wheel_directory: Path) -> str:
-    settings = backend_settings(options, wheel_directory.resolve())
+    settings = backend_settings(options, fsutil.resolved(wheel_directory))
     report = run_build(settings)
     if report.first_error is not None:  # a failed variant is data in the report, not raised
         raise report.first_error
@@ -190,7 +186,7 @@ def torch_requires(options: BackendOptions) -> list[str]:
 
 def build_sdist(root: Path, options: BackendOptions, sdist_directory: Path) -> str:
     matrix = load_matrix(options.matrix)
-    return sdist.write_sdist(matrix, root, sdist_directory.resolve()).name
+    return sdist.write_sdist(matrix, root, fsutil.resolved(sdist_directory)).name
 
 
 def prepare_metadata(options: BackendOptions, metadata_directory: Path) -> str:

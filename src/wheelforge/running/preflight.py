@@ -54,7 +54,7 @@ def refuse_packed(matrix: Matrix, folders: dict[str, Path]) -> None:
     """Refuse output and build folders inside a package folder that goes into the wheel."""
     for flag, folder in folders.items():
         for package in matrix.package.packages:
-            if folder.resolve().is_relative_to(package.resolve()):
+            if fsutil.resolved(folder).is_relative_to(fsutil.resolved(package)):
                 raise ConfigError(
                     f"{flag} {folder} lies inside the package folder {package}, which is packed "
                     "into the wheel, so the next wheel would carry this folder's files; choose a "

@@ -1,0 +1,181 @@
+"""The primitives that close issue 21's classes (docs/robustness.md): the bounded reader, the
+writer that never reads its target, the deletion guard, the integer parser."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from wheelforge.foundation import numbers, readers, removal, writers
+from wheelforge.foundation.errors import ConfigError, EnvironmentProblem
+
+
+# --- readers ---------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("make", "needle"),
+    [
+        (os.mkfifo, "it is a FIFO (named pipe), not a regular file"),
+        (lambda p: p.mkdir(), "it is a folder, not a regular file"),
+        (lambda p: p.symlink_to("/dev/zero"), "it is a character device"),
+        (lambda p: p.symlink_to(p), "Too many levels of symbolic links"),
+        (lambda p: p.write_bytes(b"a\n\xff"), "it is not UTF-8 text (byte 0xff on line 2)"),
+        (lambda p: p.open("wb").truncate(3 << 20), "it is 3 MiB, above the cap of 2 MiB"),
+    ],
+)
+def test_the_reader_refuses_what_is_not_a_small_regular_file(
+    tmp_path: Path, make: object, needle: str
+) -> None:
+    path = tmp_path / "f"
+    make(path)  # type: ignore[operator]
+    with pytest.raises(readers.FileRefused, match="f could not be read: ") as caught:
+        readers.read_text(path, cap=2 << 20)
+    assert needle in caught.value.message
+    assert isinstance(caught.value, ConfigError)
+
+
+def test_the_reader_reads_kernel_files_within_the_cap() -> None:
+    assert readers.read_text(Path("/proc/self/status"), cap=1 << 20).startswith("Name:")
+    with pytest.raises(readers.FileRefused, match="holds more than the cap of 10 bytes"):
+        readers.read_bytes(Path("/proc/self/status"), cap=10)
+
+
+def test_the_reader_says_missing_as_file_not_found(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        readers.read_text(tmp_path / "nope", cap=10)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(FileNotFoundError):  # below a file: ENOTDIR is "not there" too
+        readers.read_text(tmp_path / "file" / "nope", cap=10)
+
+
+# --- writers ---------------------------------------------------------------------------------
+def test_the_writer_replaces_a_linked_file_and_keeps_the_link(tmp_path: Path) -> None:
+    real = tmp_path / "real.json"
+    real.write_text("old")
+    link = tmp_path / "link.json"
+    link.symlink_to(real)
+    assert writers.write_output(link, "new", what="--report") == real
+    assert link.is_symlink() and real.read_text() == "new"
+
+
+@pytest.mark.parametrize("target", ["/dev/full", "/proc/version"])
+def test_the_writer_refuses_devices_and_kernel_files(target: str) -> None:
+    with pytest.raises(writers.TargetRefused, match=f"--report {target} is a"):
+        writers.open_output(Path(target), what=f"--report {target}")
+
+
+def test_a_fifo_without_a_reader_is_refused_at_once(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(writers.TargetRefused, match="FIFO \\(named pipe\\) that nobody reads"):
+        writers.open_output(fifo, what="--report")
+
+
+def test_a_fifo_with_a_reader_is_written_through_and_stays_a_fifo(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        out = writers.open_output(fifo, what="--report")
+        assert out.write("report\n") is None
+        assert os.read(reader, 100) == b"report\n"
+        assert os.read(reader, 100) == b""  # the writer closed: the reader sees the end
+    finally:
+        os.close(reader)
+    assert fifo.is_fifo()
+
+
+def test_a_link_to_a_pipe_through_proc_is_written_through(tmp_path: Path) -> None:
+    """As /dev/stdout -> /proc/self/fd/1 is: the link is never renamed over (as root that
+    replaced /dev/stdout with a regular file)."""
+    r, w = os.pipe()
+    link = tmp_path / "stdout"
+    link.symlink_to(f"/proc/self/fd/{w}")
+    try:
+        assert writers.write_output(link, "{}\n", what="--report") is None
+        assert os.read(r, 100) == b"{}\n"
+    finally:
+        os.close(r)
+        os.close(w)
+    assert link.is_symlink()
+
+
+def test_this_process_stdout_under_another_name_is_written_to_the_descriptor(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    link = tmp_path / "stdout"
+    link.symlink_to("/proc/self/fd/1")
+    assert writers.classify(link, what="--report") == "fd1"
+    writers.write_output(link, "to stdout\n", what="--report")
+    assert capfd.readouterr().out == "to stdout\n"
+    assert link.is_symlink()
+
+
+def test_the_atomic_writer_never_reads_and_refuses_non_regular_targets(tmp_path: Path) -> None:
+    fifo = tmp_path / "build.ninja"
+    os.mkfifo(fifo)
+    with pytest.raises(writers.TargetRefused, match="is a FIFO"):
+        writers.write_atomic(fifo, "x")
+    target = tmp_path / "t"
+    target.write_text("old")
+    target.chmod(0o200)  # write-only: a writer that read it would fail as root does not
+    writers.write_atomic(target, "new")
+    assert target.read_text() == "new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["build.ninja", "t"]
+
+
+# --- removal ---------------------------------------------------------------------------------
+def test_removal_is_confined_after_following_links(tmp_path: Path) -> None:
+    owner, elsewhere = tmp_path / "cache", tmp_path / "elsewhere"
+    (owner / "probes").mkdir(parents=True)
+    elsewhere.mkdir()
+    (elsewhere / "precious.txt").write_text("keep")
+    (owner / "probes" / "nvcc").symlink_to(elsewhere)
+    with pytest.raises(removal.RemovalRefused, match="lies outside"):
+        removal.remove(owner / "probes" / "nvcc" / "precious.txt", within=owner)
+    assert (elsewhere / "precious.txt").read_text() == "keep"
+    # The link itself is inside: it is unlinked, never followed.
+    assert removal.remove(owner / "probes" / "nvcc", within=owner)
+    assert (elsewhere / "precious.txt").exists()
+    with pytest.raises(removal.RemovalRefused):
+        removal.remove(owner, within=owner)
+    with pytest.raises(removal.RemovalRefused):
+        removal.remove(owner / "probes" / "..", within=owner)
+
+
+def test_sweep_removes_leftovers_of_dead_processes_only(tmp_path: Path) -> None:
+    dead = 2**22 + 7  # above pid_max: no such process
+    mine = os.getpid()
+    for name in (f".x.whl.{dead}-abc.part", f"stage-{dead}-q1w2", ".x.whl.old.part"):
+        (tmp_path / name).mkdir() if name.startswith("stage") else (tmp_path / name).touch()
+    for name in (f".x.whl.{mine}-abc.part", f"stage-{mine}-q1w2", "x.whl", "stage.txt"):
+        (tmp_path / name).touch()
+    old = tmp_path / ".x.whl.old.part"
+    os.utime(old, (0, 0))  # an old-style name is stale only once it is old
+    removed = {p.name for p in removal.sweep(tmp_path, within=tmp_path)}
+    assert removed == {f".x.whl.{dead}-abc.part", f"stage-{dead}-q1w2", ".x.whl.old.part"}
+
+
+# --- numbers ---------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("8", 8), ("0008", 8), ("4096", 4096), ("4097", None), ("²", None), ("٤", None),
+     ("８", None), ("-1", None), ("1.5", None), ("", None), ("9" * 5000, None),
+     ("0" * 5000 + "7", 7)],
+)  # fmt: skip
+def test_whole_numbers_are_ascii_and_bounded(text: str, expected: int | None) -> None:
+    assert numbers.whole(text, low=1, high=4096) == expected
+
+
+def test_versions_with_huge_components_are_invalid_not_a_traceback() -> None:
+    assert str(numbers.version("2.10")) == "2.10"
+    with pytest.raises(ValueError, match="Invalid version"):
+        numbers.version("2." + "1" * 5000)
+    with pytest.raises(ValueError, match="Invalid version"):
+        numbers.version("２.10")
+
+
+def test_environment_problem_is_the_class_of_write_failures(tmp_path: Path) -> None:
+    with pytest.raises(EnvironmentProblem, match="cannot write there"):
+        writers.open_output(tmp_path / "no" / "r.json", what="--report")
