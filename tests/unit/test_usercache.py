@@ -319,3 +319,26 @@ def test_a_test_run_excludes_another_test_run_but_not_builds_and_prune_skips_it(
             pass  # a build compiling against its torch does not wait
         assert env.name in _names(usercache.prune(cache, every=True).busy)
     assert env.name in _names(usercache.prune(cache, every=True).removed)
+
+
+@pytest.mark.parametrize("linked", ["envs", "toolkits", "repairs", "probes", "probes/nvcc"])
+def test_prune_never_follows_a_symlinked_folder_out_of_the_cache(
+    tmp_path: Path, linked: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 21: `probes/<kind> -> elsewhere/` emptied elsewhere/, and `envs -> elsewhere/` had
+    its folders removed as incomplete environments and lock files written beside them."""
+    root = tmp_path / "cache"
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "project" / "src").mkdir(parents=True)
+    (elsewhere / "project" / "src" / "main.c").write_text("int main() {}\n")
+    (elsewhere / "notes.json").write_text("{}")
+    _age(elsewhere, 400 * DAY)
+    before = sorted(p.relative_to(elsewhere) for p in elsewhere.rglob("*"))
+    (root / linked).parent.mkdir(parents=True, exist_ok=True)
+    (root / linked).symlink_to(elsewhere)
+    result = usercache.prune(root, every=True)
+    assert sorted(p.relative_to(elsewhere) for p in elsewhere.rglob("*")) == before
+    assert (root / linked).is_symlink()
+    assert not {e.path for e in result.removed} & {root / linked}
+    if "/" not in linked:
+        assert f"{root / linked} is a symbolic link" in capsys.readouterr().err
