@@ -13,6 +13,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from wheelforge.foundation import readers
+
 
 def resolved(path: Path) -> Path:
     """*path* absolute with every symlink followed, like Path.resolve(), but a symlink loop
@@ -25,7 +27,7 @@ def sha256(path: Path) -> str:
     """The hex sha256 of a file, read in blocks (a wheel or a toolkit archive is never held
     whole in memory)."""
     digest = hashlib.sha256()
-    with path.open("rb") as file:
+    with readers.open_regular(path) as file:
         for block in iter(lambda: file.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()

@@ -15,10 +15,13 @@ a missing file is FileNotFoundError, which each caller words for itself.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from wheelforge.foundation.errors import ConfigError
 
@@ -66,10 +69,8 @@ def _refuse_kind(mode: int, display: str) -> None:
         raise FileRefused(display, f"it is {kind}, not a regular file; name a file")
 
 
-def read_bytes(path: Path, *, cap: int, display: str | None = None) -> bytes:
-    """The bytes of the regular file *path* (symlinks followed), at most *cap* of them.
-    *display* names it in errors (default: the path)."""
-    shown = display or str(path)
+def _open(path: Path, shown: str) -> int:
+    """A descriptor of the regular file *path*, opened without waiting (a FIFO never blocks)."""
     try:
         _refuse_kind(path.stat().st_mode, shown)
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
@@ -80,12 +81,32 @@ def read_bytes(path: Path, *, cap: int, display: str | None = None) -> bytes:
             raise FileNotFoundError(errno.ENOENT, "no such file", str(path)) from None
         raise FileRefused(shown, str(exc.strerror)) from None
     try:
-        st = os.fstat(fd)
-        _refuse_kind(st.st_mode, shown)
-        if st.st_size > cap:
-            raise FileRefused(
-                shown, f"it is {_size(st.st_size)}, above the cap of {_size(cap)} for it"
-            )
+        _refuse_kind(os.fstat(fd).st_mode, shown)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+@contextlib.contextmanager
+def open_regular(path: Path, *, display: str | None = None) -> Iterator[BinaryIO]:
+    """The regular file *path* open for reading in blocks (a wheel hashed, a toolkit archive):
+    what is not a regular file is refused as read_bytes refuses it."""
+    fd = _open(path, display or str(path))
+    os.set_blocking(fd, True)
+    with os.fdopen(fd, "rb") as file:
+        yield file
+
+
+def read_bytes(path: Path, *, cap: int, display: str | None = None) -> bytes:
+    """The bytes of the regular file *path* (symlinks followed), at most *cap* of them.
+    *display* names it in errors (default: the path)."""
+    shown = display or str(path)
+    fd = _open(path, shown)
+    try:
+        size = os.fstat(fd).st_size
+        if size > cap:
+            raise FileRefused(shown, f"it is {_size(size)}, above the cap of {_size(cap)} for it")
         return _read_capped(fd, cap, shown)
     finally:
         os.close(fd)
