@@ -188,6 +188,18 @@ CASES: dict[str, Case] = {
         "package.requires-python '3.10+' is not a version range",
         matrix=m("  summary: demo", "  summary: demo\n  requires-python: '3.10+'"),
     ),
+    "matrix-summary-lines": Case(
+        B,
+        ConfigError,
+        "matrix.yaml:4: package.summary must be one line",
+        matrix=m("  summary: demo", '  summary: "demo\\nRequires-Dist: evil"'),
+    ),
+    "matrix-summary-line-separator": Case(
+        B,
+        ConfigError,
+        "package.summary must be one line",
+        matrix=m("  summary: demo", '  summary: "a\\u2028b"'),
+    ),
     "matrix-dependency": Case(
         B,
         ConfigError,

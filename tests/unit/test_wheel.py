@@ -94,3 +94,18 @@ def test_symlinks_leading_out_of_the_project_are_refused_not_packed(
     (tmp_path / "demo_ops" / "helpers.py").unlink()
     c = wheel.contents(plan_for(load_matrix(tmp_path / "matrix.yaml"), tmp_path), "linux_x86_64")
     assert "demo_ops/inside.py" in [arc for arc, _ in c.files]
+
+
+def test_a_license_of_several_lines_keeps_metadata_whole(project: Project, tmp_path: Path) -> None:
+    """Issue 21: a multi-line license: ended the headers, and every parser then lost
+    Requires-Dist and Requires-Python (the build exited 0; `wheelforge check` failed it)."""
+    from packaging.metadata import parse_email
+
+    text = GOOD_MATRIX.replace(
+        "  summary: demo", '  summary: demo\n  license: "MIT License\\n\\nCopyright (c) 2026 x\\n"'
+    )
+    c = wheel.contents(plan_for(load_matrix(project(text)), tmp_path), "linux_x86_64")
+    raw, unparsed = parse_email(c.metadata)
+    assert raw.get("requires_dist") == ["torch>=2.10"] and raw.get("requires_python") == ">=3.10"
+    assert not unparsed
+    assert raw.get("license", "").split() == ["MIT", "License", "Copyright", "(c)", "2026", "x"]

@@ -13,6 +13,8 @@ MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 ARCH_SET_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.]*$")
 PYTHON_ABI_RE = re.compile(r"^cp3(\d{1,2})$")
 CUDA_RE = re.compile(r"^\d+\.\d+$")
+# What ends a line for some parser: email's (\r, \n) and str.splitlines' others.
+LINE_BREAK_RE = re.compile("[\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 # What a source file may end in (extension.sources).
 SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx", ".c")
 

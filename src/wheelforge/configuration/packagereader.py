@@ -15,7 +15,7 @@ from packaging.version import InvalidVersion, Version
 
 from wheelforge.configuration import yamlio
 from wheelforge.configuration.discovery import is_package
-from wheelforge.configuration.keys import NAME_RE
+from wheelforge.configuration.keys import LINE_BREAK_RE, NAME_RE
 from wheelforge.configuration.matrix import PackageConfig
 from wheelforge.configuration.pyproject import ProjectMetadata
 from wheelforge.foundation import fsutil
@@ -70,7 +70,7 @@ class PackageReader(yamlio.ModelReader):
                 "is not a valid distribution name; use letters, digits, '-', '_' and '.'",
             ),
             "version": self.version,
-            "summary": self.scalar,
+            "summary": self.one_line,
             "license": self.scalar,
             "requires_python": self.requires_python,
             "dependencies": self.checked_list(self.dependency),
@@ -155,6 +155,19 @@ class PackageReader(yamlio.ModelReader):
             )
             return ()
         return self.strings(node, where)
+
+    def one_line(self, node: yaml.Node, where: str) -> str | None:
+        """A value that becomes one METADATA header line (Summary): a line break in it would end
+        the header and start garbage that every parser reads as the body, losing Requires-Dist."""
+        value = self.scalar(node, where)
+        if value is not None and LINE_BREAK_RE.search(value):
+            self.problems.add(
+                node,
+                f"{where} must be one line (it is METADATA's Summary header); put longer text "
+                "in the readme ([project] readme in pyproject.toml)",
+            )
+            return None
+        return value
 
     def version(self, node: yaml.Node, where: str) -> str | None:
         value = self.scalar(node, where)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from wheelforge import __version__
 from wheelforge.configuration import settings
+from wheelforge.configuration.keys import LINE_BREAK_RE
 from wheelforge.configuration.matrix import Matrix
 from wheelforge.foundation import fsutil, readers
 from wheelforge.foundation.errors import ConfigError
@@ -97,6 +98,13 @@ def _package_files(
                 yield path.relative_to(base).as_posix(), followed(path, project)
 
 
+def _folded(value: str) -> str:
+    """A header value of several lines as core metadata writes it (setuptools'
+    rfc822_escape): each line after the first indented, so it continues the header instead of
+    ending the headers (a License text spread over lines)."""
+    return "\n        ".join(LINE_BREAK_RE.split(value.strip().replace("\r\n", "\n")))
+
+
 def core_metadata(
     matrix: Matrix,
     *,
@@ -119,7 +127,7 @@ def core_metadata(
     if pkg.summary:
         msg["Summary"] = pkg.summary
     if pkg.license:
-        msg["License"] = pkg.license
+        msg["License"] = _folded(pkg.license)
     msg["Requires-Python"] = matrix.requires_python
     if torch_requirement is not None:
         msg["Requires-Dist"] = torch_requirement
