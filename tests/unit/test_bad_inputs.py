@@ -784,6 +784,115 @@ CASES: dict[str, Case] = {
         "setup.py: cannot be parsed as Python",
         files={"proj/setup.py": "x = " + "+".join(["a"] * 200_000) + "\n"},
     ),
+    # --- issue 21: integers are ASCII digits, bounded before int() ------------------------------
+    "int-max-jobs-arabic": Case(
+        B,
+        ConfigError,
+        "MAX_JOBS='٤' must be a positive whole number (ASCII digits",
+        env={"MAX_JOBS": "٤"},
+    ),
+    "int-max-jobs-superscript": Case(B, ConfigError, "MAX_JOBS='²'", env={"MAX_JOBS": "²"}),
+    "int-max-jobs-huge": Case(B, ConfigError, "MAX_JOBS='99999999", env={"MAX_JOBS": "9" * 5000}),
+    "int-nvcc-threads-huge": Case(
+        B, ConfigError, "NVCC_THREADS=", env={"NVCC_THREADS": "1" * 5000}
+    ),
+    "int-sde-huge": Case(
+        B, ConfigError, "SOURCE_DATE_EPOCH=", env={"SOURCE_DATE_EPOCH": "1" * 5000}
+    ),
+    "int-sde-fullwidth": Case(
+        B, ConfigError, "SOURCE_DATE_EPOCH='１７００'", env={"SOURCE_DATE_EPOCH": "１７００"}
+    ),
+    "int-member-cap-huge": Case(
+        ("inspect", "{root}/" + WHEEL),
+        ConfigError,
+        "WHEELFORGE_MAX_MEMBER_BYTES=",
+        env={"WHEELFORGE_MAX_MEMBER_BYTES": "7" * 5000},
+        files={WHEEL: lambda: wheel(METADATA, ("demo/_C.abi3.so", ELF))},
+    ),
+    "int-archs-fullwidth": Case(
+        (*B, "--archs", "８.０"), ConfigError, "'８.０' is not a CUDA arch"
+    ),
+    "int-archs-huge": Case((*B, "--archs", "9" * 5000 + ".0"), ConfigError, "is not a CUDA arch"),
+    "int-archs-matrix-huge": Case(
+        B, ConfigError, "is not a CUDA arch", matrix=m("8.0 9.0+PTX", "1" * 5000 + ".0")
+    ),
+    "int-target-huge": Case(
+        ("check", "--target", "2." + "1" * 5000, "{root}/x.so"),
+        USAGE,
+        "is not a torch version like 2.10",
+        files={"x.so": ELF},
+    ),
+    "int-target-arabic": Case(
+        ("check", "--target", "٢.١٠", "{root}/x.so"),
+        USAGE,
+        "'٢.١٠' is not a torch version",
+        files={"x.so": ELF},
+    ),
+    "int-size-budget-huge": Case(
+        (*B, "--size-budget", "9" * 400 + "MiB"), ConfigError, "is larger than any wheel"
+    ),
+    "int-size-budget-fraction": Case(
+        (*B, "--size-budget", "1." + "5" * 5000 + "MiB"), ConfigError, "is larger than any wheel"
+    ),
+    "int-size-budget-fullwidth": Case(
+        (*B, "--size-budget", "１００MiB"), ConfigError, "is not a size"
+    ),
+    "int-version-huge": Case(
+        B,
+        ConfigError,
+        "is not a PEP 440 version",
+        matrix=m("version: 1.2.0", "version: 1." + "2" * 5000),
+    ),
+    "int-torch-huge": Case(
+        B, ConfigError, "torch: ", matrix=m('torch: ">=2.10"', "torch: '>=2." + "1" * 5000 + "'")
+    ),
+    "int-torch-list-huge": Case(
+        B,
+        ConfigError,
+        "is not a version",
+        matrix=m('torch: ">=2.10"', "torch: ['2." + "1" * 5000 + "']"),
+    ),
+    "int-requires-python-huge": Case(
+        B,
+        ConfigError,
+        "is not a version range",
+        matrix=m("  summary: demo", "  summary: demo\n  requires-python: '>=3." + "1" * 5000 + "'"),
+    ),
+    "int-dependency-huge": Case(
+        B,
+        ConfigError,
+        "is not a requirement",
+        matrix=m(
+            "  summary: demo", "  summary: demo\n  dependencies: ['numpy>=1." + "1" * 5000 + "']"
+        ),
+    ),
+    "int-tests-torch-huge": Case(
+        B,
+        ConfigError,
+        "tests.torch: ",
+        matrix=GOOD_MATRIX + "tests: {path: csrc, torch: ['2." + "1" * 5000 + "']}\n",
+    ),
+    "int-cuda-huge": Case(
+        B,
+        ConfigError,
+        "is neither 'auto' nor a CUDA release",
+        matrix=GOOD_MATRIX + "cuda: ['1" + "3" * 5000 + ".0']\n",
+    ),
+    "int-jobs-arabic": Case((*B, "-j", "٤"), USAGE, "'٤' is not a valid"),
+    "int-jobs-huge": Case((*B, "-j", "9" * 5000), USAGE, "is not a valid"),
+    "int-check-requires-dist-huge": Case(
+        ("check", "{root}/" + WHEEL),
+        ConfigError,
+        "states no torch requirement with a lower bound",
+        files={
+            WHEEL: lambda: wheel(
+                (
+                    "demo-1.0.dist-info/METADATA",
+                    "Name: demo\nRequires-Dist: torch>=2." + "1" * 5000 + "\n",
+                )
+            )
+        },
+    ),
     "init-setup-syntax": Case(
         ("init", "{root}/proj"),
         ConfigError,

@@ -86,6 +86,37 @@ def test_matrix_from_pyproject(project: Project) -> None:
         pep517.parse_config_settings({}, root)
 
 
+@pytest.mark.parametrize(
+    ("pyproject", "needle"),
+    [
+        (
+            '[tool]\nwheelforge = "text"\n',
+            "tool.wheelforge must be a table ([tool.wheelforge]), not str",
+        ),
+        ("tool = 3\n", "tool.wheelforge must be a table ([tool.wheelforge]), not int"),
+        ("[tool.wheelforge\n", "pyproject.toml could not be read: "),
+        (b"\xff", "pyproject.toml could not be read: it is not UTF-8 text"),
+    ],
+)
+def test_a_hostile_pyproject_is_one_line(
+    project: Project, pyproject: str | bytes, needle: str
+) -> None:
+    """Issue 21: `[tool] wheelforge = "text"` was an AttributeError traceback."""
+    root = project().parent
+    path = root / "pyproject.toml"
+    path.write_bytes(pyproject if isinstance(pyproject, bytes) else pyproject.encode())
+    with pytest.raises(ConfigError) as caught:
+        pep517.parse_config_settings({}, root)
+    assert needle in caught.value.message and "\n" not in caught.value.message
+
+
+@pytest.mark.parametrize("jobs", ["²", "٤", "9" * 5000, "-1", "1.5"])
+def test_jobs_setting_is_ascii_digits_and_bounded(project: Project, jobs: str) -> None:
+    """Issue 21: `-C jobs=²` passed isdigit() and failed int() with a traceback."""
+    with pytest.raises(ConfigError, match="-C jobs=.*must be a positive whole number"):
+        pep517.parse_config_settings({"jobs": jobs}, project().parent)
+
+
 def test_metadata_without_compiling(project: Project, tmp_path: Path) -> None:
     options = pep517.BackendOptions(matrix=project())
     name = pep517.prepare_metadata(options, tmp_path / "meta")

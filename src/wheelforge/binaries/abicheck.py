@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from email.parser import HeaderParser
 from pathlib import Path
 
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import InvalidRequirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.version import InvalidVersion, Version
 
 from wheelforge.binaries import bounded, initexport
 from wheelforge.binaries.abirules import (
@@ -41,6 +42,7 @@ from wheelforge.binaries.elf import (
     open_elf_file,
     open_wheel,
 )
+from wheelforge.foundation import numbers
 from wheelforge.foundation.errors import BinaryFormatError, ConfigError
 from wheelforge.toolchain import shims
 from wheelforge.toolchain.shims import Version2
@@ -104,26 +106,31 @@ def check_image(image: ElfImage, facts: ElfFacts, target: CheckTarget) -> Binary
     )
 
 
+def _version(text: str) -> Version | None:
+    try:
+        return numbers.version(text)
+    except InvalidVersion:
+        return None
+
+
 def torch_floor(metadata: str) -> Version2 | None:
     """The lowest torch a wheel's METADATA accepts (its Requires-Dist on torch), if any."""
     message = HeaderParser().parsestr(metadata)
     for value in message.get_all("Requires-Dist") or []:
         try:
-            req = Requirement(value)
+            req = numbers.requirement(value)
         except InvalidRequirement:
             continue
         if canonicalize_name(req.name) != "torch":
             continue
-        lows = [s.version for s in req.specifier if s.operator in (">=", "==", "~=", ">", "===")]
-        if lows:
-            parts = [
-                int(p)
-                for p in re.findall(
-                    r"\d+", max(lows, key=lambda v: [int(p) for p in re.findall(r"\d+", v)])
-                )[:2]
-            ]
-            if len(parts) == 2:
-                return (parts[0], parts[1])
+        lows = [
+            v.release
+            for s in req.specifier
+            if s.operator in (">=", "==", "~=", ">", "===")
+            and (v := _version(s.version.removesuffix(".*"))) is not None
+        ]
+        if lows and len(low := max(lows)) >= 2 and max(low[:2]) <= numbers.MAX_MINOR:
+            return (low[0], low[1])
     return None
 
 
@@ -142,7 +149,8 @@ class WheelRules:
         self.path = path
         self.tags = frozenset(str(t) for t in tags)
         abi3 = {t.interpreter for t in tags if t.abi == "abi3" and t.interpreter.startswith("cp3")}
-        self.python = min(((3, int(i[3:])) for i in abi3), default=None)
+        minors = (numbers.whole(i[3:], high=numbers.MAX_MINOR) for i in abi3)
+        self.python = min(((3, m) for m in minors if m is not None), default=None)
         metadata = wheel.dist_info_member("METADATA")
         floor = torch or (torch_floor(wheel.read_text(metadata)) if metadata else None)
         if floor is None:

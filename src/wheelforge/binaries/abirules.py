@@ -32,8 +32,9 @@ if TYPE_CHECKING:  # pyelftools loads in ~0.05 s: the functions that parse impor
 Rule = Literal["floor", "cxx-symbol", "shim-version", "python-api", "tags", "layout", "module-init"]
 _MAX_VERSION_ENTRIES = 4096  # libraries need a handful of sonames; glibc itself has ~40
 _LIBTORCH_CXX_RE = re.compile(r"(?<![\w:])(c10|at|torch|caffe2)::")
-_GLIBC_RE = re.compile(r"^GLIBC_(\d+)\.(\d+)")
-_MANYLINUX_RE = re.compile(r"^manylinux_(\d+)_(\d+)_(\w+)$")
+# ASCII digits, at most 4 (numbers.py): a hostile name must not reach int() with 5,000.
+_GLIBC_RE = re.compile(r"^GLIBC_([0-9]{1,4})\.([0-9]{1,4})")
+_MANYLINUX_RE = re.compile(r"^manylinux_([0-9]{1,4})_([0-9]{1,4})_(\w+)$")
 _LEGACY_MANYLINUX = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
 _MACHINES = {
     "EM_X86_64": "x86_64",

@@ -21,6 +21,7 @@ import zlib
 from pathlib import Path
 from typing import Literal
 
+from wheelforge.foundation import numbers
 from wheelforge.foundation.errors import BinaryFormatError, ConfigError
 
 DEFAULT_MAX_MEMBER_BYTES = 2 << 30
@@ -59,9 +60,14 @@ def _env_cap(name: str, default: int) -> int:
     value = os.environ.get(name)
     if not value:
         return default
-    if not value.isdigit() or int(value) < 1:
-        raise ConfigError(f"{name}={value!r} must be a positive whole number; unset it or fix it")
-    return int(value)
+    cap = numbers.whole(value, low=1, high=numbers.MAX_BYTES)
+    if cap is None:
+        shown = repr(value) if len(value) <= 40 else repr(value[:37] + "...")
+        raise ConfigError(
+            f"{name}={shown} must be a positive whole number (ASCII digits, at most "
+            f"{numbers.MAX_BYTES}); unset it or fix it"
+        )
+    return cap
 
 
 def max_member_bytes() -> int:

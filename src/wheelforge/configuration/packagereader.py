@@ -18,7 +18,7 @@ from wheelforge.configuration.discovery import is_package
 from wheelforge.configuration.keys import LINE_BREAK_RE, NAME_RE
 from wheelforge.configuration.matrix import PackageConfig
 from wheelforge.configuration.pyproject import ProjectMetadata
-from wheelforge.foundation import fsutil
+from wheelforge.foundation import fsutil, numbers
 
 # package keys pyproject.toml's [project] may give instead: attribute → how two values compare.
 _FROM_PROJECT: dict[str, Callable[[str, str], bool]] = {
@@ -51,7 +51,7 @@ class PackageReader(yamlio.ModelReader):
     def requirement(self, example: str) -> Callable[[yaml.Node, str, str], str | None]:
         def convert(node: yaml.Node, value: str, where: str) -> str | None:
             try:
-                Requirement(value)
+                numbers.requirement(value)
             except InvalidRequirement:
                 self.problems.add(
                     node, f"{where}: '{value}' is not a requirement; write e.g. '{example}'"
@@ -174,7 +174,7 @@ class PackageReader(yamlio.ModelReader):
         if value is None:
             return None
         try:
-            return str(Version(value))
+            return str(numbers.version(value))
         except InvalidVersion:
             self.problems.add(
                 node, f"{where} '{value}' is not a PEP 440 version; write e.g. '1.2.0'"
@@ -185,7 +185,7 @@ class PackageReader(yamlio.ModelReader):
         value = self.scalar(node, where)
         if value is not None:
             try:
-                SpecifierSet(value)
+                numbers.specifier(value)
             except InvalidSpecifier:
                 self.problems.add(
                     node, f"{where} '{value}' is not a version range; write e.g. '>=3.10'"

@@ -11,7 +11,7 @@ import dataclasses
 from pathlib import Path
 
 import yaml
-from packaging.version import InvalidVersion, Version
+from packaging.version import InvalidVersion
 
 from wheelforge.configuration import variantkey, yamlio
 from wheelforge.configuration.archs import ArchSet, ArchSpec, parse_arch_list
@@ -29,7 +29,7 @@ from wheelforge.configuration.pyproject import project_for
 from wheelforge.configuration.sections import TestsConfig
 from wheelforge.configuration.sizes import parse_size
 from wheelforge.configuration.torchspec import OLDEST_STABLE_TARGET, TorchSpec, parse_torch_spec
-from wheelforge.foundation import fsutil
+from wheelforge.foundation import fsutil, numbers
 from wheelforge.foundation.errors import ConfigError
 
 # torch needs CPython 3.10 or newer (torch 2.9+), so no abi3 floor below cp310 makes sense.
@@ -248,7 +248,7 @@ class _Reader(PackageReader):
 
     def test_torch(self, node: yaml.Node, value: str, where: str) -> str | None:
         try:
-            return str(Version(value))
+            return str(numbers.version(value))
         except InvalidVersion:
             self.problems.add(node, f"{where}: '{value}' is not a version; write e.g. '2.13.0'")
             return None

@@ -76,7 +76,7 @@ def publish(src: Path, dest_dir: Path) -> Path:
 
 
 STAGED_SUFFIX = ".tmp"
-_STAGED_RE = re.compile(r"\.(.+)\.(\d+)" + re.escape(STAGED_SUFFIX))
+_STAGED_RE = re.compile(r"\.(.+)\.([0-9]+)" + re.escape(STAGED_SUFFIX))
 
 
 def staged_target(name: str) -> str | None:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 # A run of ASCII digits; `re.ASCII` keeps `\d` from matching other scripts' digits.
@@ -47,6 +49,21 @@ def version(text: str) -> Version:
     if not text.isascii() or any(len(run) > MAX_VERSION_DIGITS for run in _DIGITS_RE.findall(text)):
         raise InvalidVersion(f"Invalid version: {text[:40]!r}")
     return Version(text)
+
+
+def specifier(text: str) -> SpecifierSet:
+    """*text* as a version range; InvalidSpecifier also for a number of over MAX_VERSION_DIGITS."""
+    if not bounded_digits(text):
+        raise InvalidSpecifier(f"Invalid specifier: {text[:40]!r}")
+    return SpecifierSet(text)
+
+
+def requirement(text: str) -> Requirement:
+    """*text* as a PEP 508 requirement; InvalidRequirement also for a number of over
+    MAX_VERSION_DIGITS (its specifier would hand it to ``int()`` when compared)."""
+    if not bounded_digits(text):
+        raise InvalidRequirement(f"Invalid requirement: {text[:40]!r}")
+    return Requirement(text)
 
 
 def bounded_digits(text: str, *, limit: int = MAX_VERSION_DIGITS) -> bool:

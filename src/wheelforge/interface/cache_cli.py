@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from wheelforge.interface.options import WholeNumber
 from wheelforge.interface.options import verbose_option as verbose_option_of
 
 verbose_option = verbose_option_of("Show more detail.")
@@ -42,7 +43,7 @@ def cache_list(cache_dir: Path | None, as_json: bool) -> None:
 @cache_group.command(name="prune")
 @cache_dir_option
 @click.option(
-    "--unused-for", type=int, default=30, show_default=True, metavar="DAYS",
+    "--unused-for", type=WholeNumber(low=0, high=100_000), default=30, show_default=True, metavar="DAYS",
     help="Remove test environments and toolkits not used for DAYS days, and older probes and repairs.",
 )  # fmt: skip
 @click.option("--all", "remove_all", is_flag=True, help="Remove every entry not in use.")

@@ -13,9 +13,10 @@ from rich.console import Console
 
 from wheelforge import __version__
 from wheelforge.configuration.keys import COMPILE_CACHES
-from wheelforge.foundation import fsutil, log
+from wheelforge.foundation import fsutil, log, numbers
 from wheelforge.foundation.errors import WheelforgeError
 from wheelforge.interface.cache_cli import cache_group
+from wheelforge.interface.options import WholeNumber
 from wheelforge.interface.options import verbose_option as verbose_option_of
 
 EXIT_USAGE = 2
@@ -80,7 +81,7 @@ def cli() -> None:
 @out_option
 @build_dir_option
 @click.option(
-    "-j", "--jobs", type=click.IntRange(min=1),
+    "-j", "--jobs", type=WholeNumber(low=1, high=numbers.MAX_JOBS),
     help="Parallel compile jobs (else MAX_JOBS, else ninja's default).",
 )  # fmt: skip
 @click.option(

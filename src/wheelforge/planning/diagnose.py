@@ -11,7 +11,7 @@ from wheelforge.toolchain.featureguards import feature_guards
 
 # How many lines of the failing command's output an error shows, from its first error on.
 FIRST_LINES = 30
-_NEXT_STEP_RE = re.compile(r"^(\[wheelforge \d+/\d+\] |FAILED: |ninja: )")
+_NEXT_STEP_RE = re.compile(r"^(\[wheelforge \d+/\d+\] |FAILED: |ninja: )", re.ASCII)
 _ERROR_RE = re.compile(r"\berror\b", re.IGNORECASE)
 _MULTIPLE_INIT_RE = re.compile(r"multiple definition of [`‘'\"](PyInit_\w+)")
 # gcc and nvcc (EDG) spell "no such member" differently; each names the member and its scope.

@@ -13,7 +13,7 @@ from pathlib import Path
 import ninja as ninja_pkg
 from ninja.ninja_syntax import Writer, escape
 
-from wheelforge.foundation import fsutil, log, proc
+from wheelforge.foundation import fsutil, log, numbers, proc, readers
 from wheelforge.foundation.diagnostics import Diagnostic, parse_compiler_output
 from wheelforge.foundation.errors import BuildError, EnvironmentProblem
 from wheelforge.planning import diagnose
@@ -24,7 +24,7 @@ NINJA_HINT = "pip install ninja"
 # Without a terminal, ninja prints it when each job ends (status.cc BuildEdgeFinished).
 _STATUS = "[wheelforge %f/%t] "
 _LOG_RETRIES = 40
-_STATUS_RE = re.compile(r"^\[wheelforge (\d+)/\d+\] (.+)$")
+_STATUS_RE = re.compile(r"^\[wheelforge (\d+)/\d+\] (.+)$", re.ASCII)
 
 
 def render(plan: VariantPlan) -> str:
@@ -179,15 +179,16 @@ class _NinjaLog:
         try:
             with self.path.open("rb") as file:
                 file.seek(self.offset)
-                data = file.read()
+                data = file.read(readers.STATE_CAP)  # what ninja appended since
         except OSError:
             return
         complete = data.rfind(b"\n") + 1
         self.offset += complete
         for line in data[:complete].decode(errors="replace").splitlines():
             fields = line.split("\t")
-            if len(fields) >= 4 and fields[0].isdigit() and fields[1].isdigit():
-                self.seconds[fields[3]] = (int(fields[1]) - int(fields[0])) / 1000
+            start, end = (numbers.whole(f, high=numbers.MAX_EPOCH * 1000) for f in fields[:2])
+            if len(fields) >= 4 and start is not None and end is not None:
+                self.seconds[fields[3]] = (end - start) / 1000
 
     def duration(self, output: str) -> float | None:
         # ninja prints a job's status line just before it logs the job (build.cc FinishCommand):

@@ -25,7 +25,7 @@ from wheelforge.configuration.matrix import Matrix
 from wheelforge.configuration.pyproject import load_toml
 from wheelforge.configuration.reader import load_matrix
 from wheelforge.configuration.settings import BuildSettings, Flags, resolve
-from wheelforge.foundation import fsutil, log
+from wheelforge.foundation import fsutil, log, numbers
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.packaging import sdist, wheel
 from wheelforge.planning import variants
@@ -101,8 +101,12 @@ def parse_config_settings(
     if offline not in _TRUE | _FALSE:
         raise ConfigError(f"-C offline={values['offline']}: write true or false")
     jobs = values.get("jobs")
-    if jobs is not None and (not jobs.isdigit() or int(jobs) < 1):
-        raise ConfigError(f"-C jobs={jobs}: must be a positive whole number")
+    jobs_n = numbers.whole(jobs, low=1, high=numbers.MAX_JOBS) if jobs is not None else None
+    if jobs is not None and jobs_n is None:
+        shown = jobs if len(jobs) <= 40 else jobs[:37] + "..."
+        raise ConfigError(
+            f"-C jobs={shown}: must be a positive whole number (ASCII digits, at most {numbers.MAX_JOBS})"
+        )
     build_dir = values.get("build-dir")
     return BackendOptions(
         matrix=_matrix_path(root, values.get("matrix")),
@@ -110,7 +114,7 @@ def parse_config_settings(
         only=values.get("only") or None,
         offline=offline in _TRUE,
         build_dir=(root / build_dir) if build_dir else None,
-        jobs=int(jobs) if jobs else None,
+        jobs=jobs_n,
     )
 
 

@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import InvalidRequirement
 from packaging.specifiers import SpecifierSet
 
 from wheelforge.configuration.matrix import Matrix
 from wheelforge.configuration.sections import TestsConfig
 from wheelforge.configuration.settings import TestSettings
-from wheelforge.foundation import log, proc
+from wheelforge.foundation import log, numbers, proc
 from wheelforge.foundation.errors import ConfigError, ToolError, VerificationError
 from wheelforge.packaging import stamp as reuse_stamp
 from wheelforge.packaging import wheel_variants
@@ -90,7 +90,7 @@ def _torch_pin(wheel: Path) -> SpecifierSet | None:
     for line in text.splitlines():
         if line.startswith("Requires-Dist:"):
             try:
-                req = Requirement(line.split(":", 1)[1].strip())
+                req = numbers.requirement(line.split(":", 1)[1].strip())
             except InvalidRequirement:
                 continue
             if req.name == "torch":
@@ -107,11 +107,16 @@ def _counts(junit: Path) -> tuple[int, int, int, int] | None:
     suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
     total = failed = skipped = errors = 0
     for suite in suites:
-        total += int(suite.get("tests", 0))
-        failed += int(suite.get("failures", 0))
-        skipped += int(suite.get("skipped", 0))
-        errors += int(suite.get("errors", 0))
+        total += _count(suite.get("tests"))
+        failed += _count(suite.get("failures"))
+        skipped += _count(suite.get("skipped"))
+        errors += _count(suite.get("errors"))
     return total - failed - skipped - errors, failed, skipped, errors
+
+
+def _count(value: str | None) -> int:
+    """A count of a JUnit report's attribute; anything but ASCII digits (or absent) is 0."""
+    return numbers.whole(value or "0", high=10**9) or 0
 
 
 def run_suite(env: envs.TestEnv, tests: TestsConfig, *, variant: str) -> Outcome:

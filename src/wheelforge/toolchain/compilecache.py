@@ -199,7 +199,7 @@ def _sccache(cache: CompileCache) -> Iterator[tuple[dict[str, str], list[CacheSt
 
 def _total(counter: object) -> tuple[int, dict[str, int]]:
     counts = counter.get("adv_counts") or counter.get("counts") if isinstance(counter, dict) else {}
-    counts = {str(k): int(v) for k, v in (counts or {}).items()}
+    counts = {str(k): v for k, v in (counts or {}).items() if isinstance(v, int)}
     return sum(counts.values()), counts
 
 

@@ -15,7 +15,7 @@ _PROBE = (
     "n = torch.cuda.device_count() if torch.cuda.is_available() else 0\n"
     "print(' '.join('%d.%d' % torch.cuda.get_device_capability(i) for i in range(n)))\n"
 )
-_CAPABILITY_RE = re.compile(r"^\d{1,2}\.\d$")
+_CAPABILITY_RE = re.compile(r"^[0-9]{1,2}\.[0-9]$")
 
 
 def parse_capabilities(text: str) -> str | None:

@@ -219,7 +219,7 @@ def _install(recipe: Recipe, final: Path) -> Path:
 
 
 def install_release(release: str, cache: Path) -> Path:
-    if not re.fullmatch(r"\d+\.\d+", release):
+    if not re.fullmatch(r"[0-9]{1,3}\.[0-9]{1,3}", release):
         raise ConfigError(
             f"'{release}' is a malformed CUDA release; write MAJOR.MINOR, e.g. 13.0 or 11.8"
         )

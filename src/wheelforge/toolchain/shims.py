@@ -31,7 +31,9 @@ _EXPORT_RE = re.compile(r"AOTI_TORCH_EXPORT\b[^;{(]*?\b((?:aoti_torch|torch)_\w+
 IF_RE = re.compile(r"^\s*#\s*(if|ifdef|ifndef)\b(.*)$")
 ELSE_RE = re.compile(r"^\s*#\s*(else|elif)\b")
 ENDIF_RE = re.compile(r"^\s*#\s*endif\b")
-GUARD_RE = re.compile(r"TORCH_FEATURE_VERSION\s*>=\s*TORCH_VERSION_(\d+)_(\d+)_\d+")
+GUARD_RE = re.compile(
+    r"TORCH_FEATURE_VERSION\s*>=\s*TORCH_VERSION_([0-9]{1,4})_([0-9]{1,4})_[0-9]+"
+)
 SHIM_PREFIXES = ("aoti_torch_", "torch_")
 
 

@@ -18,7 +18,7 @@ from typing import Any
 from packaging.version import Version
 
 from wheelforge.configuration.archs import Arch, sm_range
-from wheelforge.foundation import proc
+from wheelforge.foundation import numbers, proc
 from wheelforge.foundation.errors import ConfigError, EnvironmentProblem, ToolError
 from wheelforge.toolchain import probecache
 
@@ -28,7 +28,7 @@ NVCC_HINT = (
 TOOLKITS = "toolkits"  # <cache>/toolkits/<recipe folder>: provisioned toolkits
 # Written last into provisioned toolkits (provision.py); its mtime: when a build last used it.
 TOOLKIT_JSON = "toolkit.json"
-_VERSION_RE = re.compile(r"release (\d+\.\d+), V(\d+\.\d+\.\d+)")
+_VERSION_RE = re.compile(r"release ([0-9]{1,3}\.[0-9]{1,3}), V([0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,6})")
 # "Build cuda_13.0.r13.0/compiler.36424714_0": NVIDIA's build of the compiler, path-free.
 _BUILD_RE = re.compile(r"^Build (\S+)", re.MULTILINE)
 _DRY_VAR_RE = {
@@ -36,7 +36,7 @@ _DRY_VAR_RE = {
     for name in ("_HERE_", "TOP", "INCLUDES", "SYSTEM_INCLUDES")
 }
 # crt/host_config.h: `#if __GNUC__ > 11` ... `#error -- unsupported GNU version!`
-_GCC_MAX_RE = re.compile(r"#if\s+__GNUC__\s*>\s*(\d+)")
+_GCC_MAX_RE = re.compile(r"#if\s+__GNUC__\s*>\s*([0-9]{1,3})\b")
 # Where toolkits usually live, besides $CUDA_HOME, $CUDA_PATH and PATH.
 STANDARD_GLOBS = (
     "/usr/local/cuda/bin/nvcc",
@@ -315,7 +315,7 @@ def _gcc_major(cxx: str, cache: Path | None) -> int | None:
             [cxx, "-dumpversion"], hint="install g++", check=False, timeout=proc.PROBE_S
         )
         head = result.stdout.strip().split(".")[0]
-        major = int(head) if result.returncode == 0 and head.isdigit() else None
+        major = numbers.whole(head, high=numbers.MAX_MINOR) if result.returncode == 0 else None
         return {"major": major}, [cxx]
 
     major = probecache.cached(cache, "cxx", {"cxx": cxx}, ask)["major"]
