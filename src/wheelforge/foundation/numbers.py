@@ -51,6 +51,15 @@ def version(text: str) -> Version:
     return Version(text)
 
 
+def is_version(value: object) -> bool:
+    """Whether *value* is a string that version() takes (a shape of cachefiles)."""
+    try:
+        version(value) if isinstance(value, str) else None
+    except InvalidVersion:
+        return False
+    return isinstance(value, str)
+
+
 def specifier(text: str) -> SpecifierSet:
     """*text* as a version range; InvalidSpecifier also for a number of over MAX_VERSION_DIGITS."""
     if not bounded_digits(text):

@@ -21,7 +21,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from wheelforge.foundation import fsutil, locks, log, proc
+from wheelforge.foundation import cachefiles, fsutil, locks, log, proc, readers, writers
 from wheelforge.foundation.errors import ToolError
 from wheelforge.toolchain import torchprobe
 
@@ -93,7 +93,15 @@ def _probe(python: Path) -> dict[str, object]:
     out = proc.run(
         [python, "-c", _PROBE], hint=PIP_HINT, what="the environment's torch", timeout=proc.PROBE_S
     ).stdout
-    return dict(json.loads(out.strip().splitlines()[-1]))
+    try:
+        info = json.loads(out.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        info = None
+    if not cachefiles.fits(info, {"torch": str, "cuda": bool, "python": str}):
+        raise ToolError(
+            f"{python} printed {out.strip()[-80:]!r} where its torch's version was asked for"
+        )
+    return dict(info)
 
 
 def _create(spec: EnvSpec, tmp: Path) -> None:
@@ -117,8 +125,8 @@ def _create(spec: EnvSpec, tmp: Path) -> None:
             )[0]
         )
         # Appended after the venv's own site-packages: the venv's packages win.
-        (site / "_wheelforge_torch_from.pth").write_text(
-            "".join(f"{d}\n" for d in dict.fromkeys(dirs))
+        writers.write_atomic(
+            site / "_wheelforge_torch_from.pth", "".join(f"{d}\n" for d in dict.fromkeys(dirs))
         )
     packages = ([f"torch=={spec.torch}"] if spec.torch else []) + list(spec.requires)
     if packages:
@@ -145,14 +153,18 @@ def _create(spec: EnvSpec, tmp: Path) -> None:
 def ensure_env(spec: EnvSpec, cache: Path) -> TestEnv:
     """The environment for *spec*, built on first use and reused afterwards."""
     path = cache / ENVS / _key(spec)
-    marker = path / MARKER
     created = False
-    if not marker.is_file():
+    info = _marker(path, cache)
+    if info is None:
         with writing(path):
-            if not marker.is_file():  # another process may have made it while this one waited
+            # Another process may have made it while this one waited.
+            if (info := _marker(path, cache)) is None:
                 _build(spec, path)
                 created = True
-    info = json.loads(marker.read_text())
+                info = _marker(path, cache)
+    if info is None:
+        raise ToolError(f"the test environment {path} was made without a readable {MARKER}")
+    marker = path / MARKER
     with contextlib.suppress(OSError):  # last used, for `wheelforge cache prune`
         os.utime(marker)
     # Re-probe a borrowed torch: the interpreter it comes from may have changed.
@@ -199,14 +211,30 @@ def lock_path(path: Path) -> Path:
     return path.parent / f".{path.name}.lock"
 
 
+# The marker's shape (written last by _build): an environment whose marker has another shape is
+# not one, and is made again.
+_MARKER_SHAPE = {"torch": str, "cuda": bool, "python": str, "spec?": str}
+
+
+def _marker(path: Path, cache: Path) -> dict[str, object] | None:
+    """The marker of the environment *path*, None when it has none; a malformed one is
+    discarded with a note (cachefiles.load), so the environment is made again."""
+    info: dict[str, object] | None = cachefiles.load(
+        path / MARKER, _MARKER_SHAPE, what="the test environment's marker", within=cache
+    )
+    return info
+
+
 def describe(path: Path) -> str | None:
     """What the environment *path* holds, from its marker ("torch 2.13.0+cpu, Python 3.12"),
-    else None (no marker, or an unreadable one)."""
+    else None (no marker, or one of another shape: never removed here, `cache list` only looks)."""
     try:
-        info = json.loads((path / MARKER).read_text())
-        return f"torch {info['torch']}, Python {info['python']}"
-    except (OSError, ValueError, KeyError, TypeError):
+        info = json.loads(readers.read_text(path / MARKER, cap=readers.STATE_CAP))
+    except (OSError, ValueError, readers.FileRefused):
         return None
+    if not cachefiles.fits(info, _MARKER_SHAPE):
+        return None
+    return f"torch {info['torch']}, Python {info['python']}"
 
 
 def _build(spec: EnvSpec, path: Path) -> None:
@@ -217,7 +245,9 @@ def _build(spec: EnvSpec, path: Path) -> None:
     ):
         _create(spec, tmp)
         info = _probe(_env_python(tmp))
-        (tmp / MARKER).write_text(json.dumps({"spec": spec.torch or str(spec.torch_from), **info}))
+        writers.write_atomic(
+            tmp / MARKER, json.dumps({"spec": spec.torch or str(spec.torch_from), **info})
+        )
 
 
 def install_wheel(env: TestEnv, wheel: Path, dist_name: str) -> None:

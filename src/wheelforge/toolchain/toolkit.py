@@ -18,7 +18,7 @@ from typing import Any
 from packaging.version import Version
 
 from wheelforge.configuration.archs import Arch, sm_range
-from wheelforge.foundation import numbers, proc
+from wheelforge.foundation import cachefiles, numbers, proc, readers
 from wheelforge.foundation.errors import ConfigError, EnvironmentProblem, ToolError
 from wheelforge.toolchain import probecache
 
@@ -170,12 +170,19 @@ def _ask(nvcc: Path) -> tuple[dict[str, Any], list[str | Path]]:
     return info, watch
 
 
+# What _ask answers (and the probe cache holds): an entry of another shape is asked again.
+_NVCC = {
+    "nvcc": str, "root": str, "version": numbers.is_version, "sass": [int],
+    "cudart_static": (str, None), "gcc_max": (int, None), "include_dirs?": [str], "build?": str,
+}  # fmt: skip
+
+
 def probe_toolkit(
     nvcc: Path, *, origin: str = "", host_cxx: Path | None = None, cache: Path | None = None
 ) -> Toolkit:
     """Ask *nvcc* for its version, the archs it builds and where it really lives (or reuse the
     answer cached in *cache* while none of its files changed)."""
-    info = probecache.cached(cache, "nvcc", {"nvcc": str(nvcc)}, lambda: _ask(nvcc))
+    info = probecache.cached(cache, "nvcc", {"nvcc": str(nvcc)}, lambda: _ask(nvcc), shape=_NVCC)
     return Toolkit(
         nvcc=Path(info["nvcc"]),
         root=Path(info["root"]),
@@ -209,13 +216,18 @@ def _dry_includes(dry: str) -> tuple[Path, ...]:
 
 def _provisioned_tools(folder: Path) -> tuple[Path, Path | None] | None:
     """(nvcc, host compiler) that provision.py recorded in *folder*, if it holds a whole toolkit."""
-    try:
-        info = json.loads((folder / TOOLKIT_JSON).read_text())
-        nvcc = folder / info["nvcc"]
-        cxx = folder / info["host_cxx"] if info.get("host_cxx") else None
-    except (ValueError, KeyError, OSError):
+    info = cachefiles.load(
+        folder / TOOLKIT_JSON, _TOOLKIT_JSON, what="the provisioned toolkit's", within=folder
+    )
+    if info is None:
         return None
+    nvcc = folder / info["nvcc"]
+    cxx = folder / info["host_cxx"] if info.get("host_cxx") else None
     return (nvcc, cxx) if nvcc.is_file() else None
+
+
+# What provision.py writes into toolkit.json (the keys read back here and by `cache list`).
+_TOOLKIT_JSON = {"nvcc": str, "host_cxx?": (str, None), "release?": str, "source?": str}
 
 
 def provisioned(cache: Path) -> list[tuple[Path, Path | None]]:
@@ -230,10 +242,12 @@ def provisioned(cache: Path) -> list[tuple[Path, Path | None]]:
 def describe_provisioned(folder: Path) -> str | None:
     """What the provisioned toolkit *folder* is ("CUDA 13.0 from pypi"), from its toolkit.json."""
     try:
-        info = json.loads((folder / TOOLKIT_JSON).read_text())
-        return f"CUDA {info['release']} from {info['source']}"
-    except (OSError, ValueError, KeyError, TypeError):
+        info = json.loads(readers.read_text(folder / TOOLKIT_JSON, cap=readers.STATE_CAP))
+    except (OSError, ValueError, readers.FileRefused):
         return None
+    if not cachefiles.fits(info, {"release": str, "source": str}):
+        return None
+    return f"CUDA {info['release']} from {info['source']}"
 
 
 def provisioned_folder(toolkit: Toolkit, cache: Path) -> Path | None:
@@ -318,7 +332,9 @@ def _gcc_major(cxx: str, cache: Path | None) -> int | None:
         major = numbers.whole(head, high=numbers.MAX_MINOR) if result.returncode == 0 else None
         return {"major": major}, [cxx]
 
-    major = probecache.cached(cache, "cxx", {"cxx": cxx}, ask)["major"]
+    major = probecache.cached(cache, "cxx", {"cxx": cxx}, ask, shape={"major": (int, None)})[
+        "major"
+    ]
     return major if isinstance(major, int) else None
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from wheelforge.foundation import proc
+from wheelforge.foundation import cachefiles, numbers, proc
 from wheelforge.foundation.errors import EnvironmentProblem
 from wheelforge.toolchain import probecache, shims, warmtorch
 
@@ -43,6 +43,15 @@ class TorchEnv:
     @property
     def label(self) -> str:
         return f"{self.version}+{self.local}" if self.local else str(self.version)
+
+
+# What a torch probe answers (and the probe cache holds); an entry of another shape is asked
+# again. The warm child's answer (warmtorch.py) has the same keys.
+TORCH_SHAPE = {
+    "version": numbers.is_version, "cuda": (str, None), "include_dirs": lambda v: bool(v) and cachefiles.fits(v, [str]),
+    "library_dirs": [str], "python_include": str, "python_version": str, "ext_suffix": str,
+    "cxx11_abi": (int, bool), "torch_file": str, "sys_path?": [str],
+}  # fmt: skip
 
 
 def _watched(python: Path, info: dict[str, Any]) -> list[str | Path]:
@@ -128,7 +137,7 @@ def probe_torch(python: Path, *, cache: Path | None = None, early: bool = False)
     takes seconds) while a warm child imports torch in the background; the build compiles with
     that answer and calls confirm() before packing, which waits for torch's own answer."""
     key = probe_key(python)
-    hit = probecache.lookup(cache, "torch", key)
+    hit = probecache.lookup(cache, "torch", key, TORCH_SHAPE)
     if hit is None and early:
         guessed = _layout(python)
         if guessed is not None:
@@ -136,7 +145,10 @@ def probe_torch(python: Path, *, cache: Path | None = None, early: bool = False)
             env = _env(python, guessed)
             _GUESSED[python] = (key, env, None)
             return env
-    return _env(python, hit or probecache.cached(cache, "torch", key, lambda: _ask(python)))
+    return _env(
+        python,
+        hit or probecache.cached(cache, "torch", key, lambda: _ask(python), shape=TORCH_SHAPE),
+    )
 
 
 def _layout(python: Path) -> dict[str, Any] | None:
@@ -163,7 +175,7 @@ def confirm(torch: TorchEnv, *, cache: Path | None = None) -> TorchEnv:
         return torch
     key, _, confirmed = guessed
     if confirmed is None:
-        info = probecache.cached(cache, "torch", key, lambda: _ask(torch.python))
+        info = probecache.cached(cache, "torch", key, lambda: _ask(torch.python), shape=TORCH_SHAPE)
         confirmed = _env(torch.python, info)
         _GUESSED[torch.python] = (key, torch, confirmed)  # the next variant's plan holds it too
     return confirmed
@@ -213,7 +225,9 @@ def cuda_only_shims(include_dir: Path, *, cache: Path | None = None) -> tuple[st
         headers = [h for f in folders if f.is_dir() for h in sorted(f.glob("*.h"))]
         return {"names": list(shims.cuda_only_shims(include_dir))}, [*folders, *headers]
 
-    value = probecache.cached(cache, "cuda-shims", {"include": str(include_dir)}, parse)
+    value = probecache.cached(
+        cache, "cuda-shims", {"include": str(include_dir)}, parse, shape={"names": [str]}
+    )
     return tuple(value["names"])
 
 
