@@ -342,3 +342,40 @@ def test_prune_never_follows_a_symlinked_folder_out_of_the_cache(
     assert not {e.path for e in result.removed} & {root / linked}
     if "/" not in linked:
         assert f"{root / linked} is a symbolic link" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("damage", ["truncate", "sha256", "flip"])
+def test_a_damaged_kept_repair_is_discarded_not_copied(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damage: str
+) -> None:
+    """Issue 21: a truncated wheel in the repairs cache failed every later build, naming a
+    deleted staging path and never the cache."""
+    import zipfile
+
+    from wheelforge.packaging import repair
+
+    wheel = tmp_path / "demo-1.0-cp310-abi3-linux_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("demo/__init__.py", "x = 1\n" * 1000)
+    kept = repair._kept_folder(wheel, 0, tmp_path)
+    assert kept is not None
+    repair._keep(wheel, kept)
+    hit = kept / wheel.name
+    data = hit.read_bytes()
+    if damage == "truncate":
+        hit.write_bytes(data[: len(data) // 2])
+    elif damage == "sha256":
+        (kept / "sha256").unlink()  # an entry kept before the sha256 was: its CRCs decide
+        hit.write_bytes(data[:60] + bytes([data[60] ^ 0xFF]) + data[61:])
+    else:
+        hit.write_bytes(data[:60] + bytes([data[60] ^ 0xFF]) + data[61:])
+    ran = []
+
+    def auditwheel(wheel: Path, dest_dir: Path, _epoch: int) -> Path:
+        ran.append(wheel)
+        return Path(shutil.copy2(wheel, dest_dir / wheel.name))
+
+    monkeypatch.setattr(repair, "_run_auditwheel", auditwheel)
+    got = repair.repair(wheel, tmp_path / "out", source_date_epoch=0, cache=tmp_path)
+    assert ran == [wheel] and got.read_bytes() == wheel.read_bytes()
+    assert (kept / "sha256").is_file()  # kept again, whole
