@@ -100,7 +100,7 @@ def run(
     argv, popen = _spawn(args, hint, cwd=cwd, env=full_env, stdout=pipe, stderr=pipe)
     name = what or Path(argv[0]).name
     try:
-        outputs = _collect(popen, name, argv, timeout=timeout)
+        outputs = _collect(popen, name, argv, timeout=timeout, cap=OUTPUT_CAP)
     except BaseException:
         stop(popen)
         raise
@@ -130,7 +130,7 @@ def _collect(
     *,
     timeout: float,
     on_data: Callable[[bytes], None] | None = None,
-    cap: int | None = OUTPUT_CAP,
+    cap: int | None = None,
 ) -> dict[object, bytearray]:
     """Read the tool's pipes until they close and it ends, within *timeout*; with *on_data*
     each block read is handed on instead of kept. More than *cap* bytes kept: ToolError."""

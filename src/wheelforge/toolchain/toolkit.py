@@ -303,6 +303,9 @@ def _check_named(env: Mapping[str, str]) -> None:
         )
 
 
+_NAMED = ("$CUDA_HOME", "$CUDA_PATH")  # the origins of toolkits the environment names
+
+
 def discover(env: Mapping[str, str] | None = None, *, cache: Path | None = None) -> list[Toolkit]:
     """Every distinct toolkit found, newest first."""
     env = os.environ if env is None else env
@@ -315,7 +318,14 @@ def discover(env: Mapping[str, str] | None = None, *, cache: Path | None = None)
             continue
         try:
             toolkit = probe_toolkit(nvcc, origin=origin, host_cxx=host.get(str(nvcc)), cache=cache)
-        except ToolError:
+        except ToolError as exc:
+            if origin in _NAMED:  # the user named it: no silent fallback to another toolkit
+                var = origin[1:]
+                raise ConfigError(
+                    f"{var}={env[var]}: its bin/nvcc does not answer as nvcc does "
+                    f"({exc.message}); point {var} at a working CUDA toolkit or unset it",
+                    details=exc.details,
+                ) from None
             continue
         key = toolkit.nvcc.resolve()
         if key not in seen:
