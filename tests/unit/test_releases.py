@@ -154,7 +154,7 @@ def _one(extra: str = "", entry: str = _ENTRY, version: str = "12.0") -> str:
             _one(entry=_ENTRY.replace("fixed-pid = true", "fixed-pid = false")),
             "neither 'fixed-pid' nor 'random-seed'",
         ),
-        (_one(version="12"), "'version' = '12' is not a version like 13.0"),
+        (_one(version="12"), "'version' = '12' is not a dotted number like 13.0"),
         (
             _one() + '[[release]]\nversion = "11.8"\n' + _ENTRY,
             "release 11.8 follows 12.0; keep the entries in ascending",

@@ -34,6 +34,7 @@ else:  # pragma: no cover - Python 3.10
 
 DATA_FILE = "cuda-releases.toml"
 ReleaseKey = tuple[int, int]  # (13, 0)
+Feature = Literal["arch_specific", "family_specific", "compress_mode", "fixed_pid", "random_seed"]
 
 _VERSION_RE = re.compile(r"^\d+\.\d+$")
 _DRIVER_RE = re.compile(r"^\d+(\.\d+)*$")
@@ -129,7 +130,7 @@ class Table:
         older = [r for r in self.releases if r.key <= key]
         return (older[-1] if older else self.releases[0]).features
 
-    def first(self, feature: str) -> Release | None:
+    def first(self, feature: Feature) -> Release | None:
         """The oldest release that has *feature* (a :class:`Features` field)."""
         return next((r for r in self.releases if getattr(r.features, feature)), None)
 
@@ -173,7 +174,7 @@ def families() -> Mapping[str, tuple[int, ...]]:
     return dict(table().families)
 
 
-def first(feature: str) -> str:
+def first(feature: Feature) -> str:
     """The oldest release with *feature* ("12.8" for compress_mode), for messages."""
     found = table().first(feature)
     return found.version if found else "none"
@@ -274,7 +275,9 @@ def _release(entry: Any, source: str) -> Release:
         ("compat-driver", _DRIVER_RE),
     ):
         if key in entry and not pattern.match(entry[key]):
-            raise ConfigError(f"{where}: '{key}' = {entry[key]!r} is not a version like 13.0")
+            raise ConfigError(
+                f"{where}: '{key}' = {entry[key]!r} is not a dotted number like 13.0 or 580.65.06"
+            )
     features = Features(
         arch_specific=entry["arch-specific"],
         family_specific=entry["family-specific"],
