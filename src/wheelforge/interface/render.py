@@ -16,7 +16,7 @@ from rich.text import Text
 
 from wheelforge.binaries.abicheck import BinaryCheck
 from wheelforge.binaries.elf import member_path, split_member
-from wheelforge.binaries.inspection import BinaryReport
+from wheelforge.binaries.facts import BinaryContents
 from wheelforge.configuration.archs import code_sort_key, sm_range
 from wheelforge.configuration.matrix import Matrix
 from wheelforge.configuration.sizes import format_size as human_size
@@ -36,7 +36,7 @@ CHECK_SCHEMA_VERSION = 1
 MATRIX_SCHEMA_VERSION = 1
 
 
-def short_path(binary: BinaryReport) -> str:
+def short_path(binary: BinaryContents) -> str:
     """``x.whl!pkg/_C.abi3.so`` → ``pkg/_C.abi3.so``."""
     return member_path(binary.path)
 
@@ -164,7 +164,7 @@ def print_dry_run(planned: Sequence[PlannedVariant], console: Console) -> None:
     console.print(f"dry run: {len(planned)} variant(s); nothing was compiled or downloaded")
 
 
-def print_inspect(reports: Sequence[BinaryReport], console: Console) -> None:
+def print_inspect(reports: Sequence[BinaryContents], console: Console) -> None:
     """One table per binary: its archs grouped by kind, with sizes."""
     if not reports:
         console.print(
@@ -206,7 +206,7 @@ def print_inspect(reports: Sequence[BinaryReport], console: Console) -> None:
         print_whole(table, console)
 
 
-def reports_to_json(reports: Sequence[BinaryReport]) -> dict[str, object]:
+def reports_to_json(reports: Sequence[BinaryContents]) -> dict[str, object]:
     """The ``inspect --json`` document."""
     return {
         "schema_version": INSPECT_SCHEMA_VERSION,

@@ -19,7 +19,7 @@ from packaging.utils import parse_wheel_filename
 from wheelforge import __version__
 from wheelforge.binaries.abicheck import BinaryCheck
 from wheelforge.binaries.fatbin import FatbinEntry
-from wheelforge.binaries.sizes import SizeCheck
+from wheelforge.binaries.sizecheck import SizeCheck
 from wheelforge.configuration.settings import BuildSettings
 from wheelforge.foundation.diagnostics import Diagnostic
 from wheelforge.foundation.document import to_document
