@@ -18,7 +18,13 @@ from wheelforge.binaries.floors import python_floor, torch_floor
 from wheelforge.binaries.reader import read_binary, read_wheel
 from wheelforge.binaries.rule import CheckTarget, Flavour, Rule, RuleContext, Violation
 from wheelforge.binaries.symbols import demangle
-from wheelforge.foundation.errors import BinaryFormatError, ConfigError
+from wheelforge.foundation import log
+from wheelforge.foundation.errors import (
+    BinaryFormatError,
+    ConfigError,
+    VerificationError,
+    first_and_rest,
+)
 from wheelforge.toolchain.shims import Version2
 
 # The rules' own types, demangle() and the floors are part of this module's interface.
@@ -33,6 +39,7 @@ __all__ = [
     "judge",
     "judge_wheel",
     "python_floor",
+    "require_clean",
     "torch_floor",
     "wheel_context",
 ]
@@ -152,6 +159,25 @@ def check_elf(data: bytes, *, path: str, target: CheckTarget) -> BinaryCheck:
     """Check one ELF file's bytes, as a file given on its own."""
     with ElfImage(path, data) as image:
         return _check_image(image, target)
+
+
+def require_clean(
+    checks: Sequence[BinaryCheck], *, prefix: str = "", wheel: Path | None = None
+) -> None:
+    """A rule's error fails, naming every one (*wheel*'s path shortened to its file name); a
+    warning is logged."""
+    found = [v for c in checks for v in c.violations]
+
+    def text(message: str) -> str:
+        return message.replace(str(wheel), wheel.name) if wheel else message
+
+    for v in found:
+        if not v.blocking:
+            log.warning(prefix + text(v.message))
+    errors = [text(v.message) for v in found if v.blocking]
+    if errors:
+        message, details = first_and_rest(errors, prefix=prefix)
+        raise VerificationError(message, details=details)
 
 
 ACCEPTS = "wheels or shared objects"

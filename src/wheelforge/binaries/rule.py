@@ -61,7 +61,8 @@ class Finding:
 
 @dataclass(frozen=True, kw_only=True)
 class Violation:
-    """A Finding as reported: the rule that found it and the binary it is about."""
+    """One problem a rule found: the rule's id, the symbol it is about, and the message, which
+    names the binary and the fix."""
 
     binary: str = field(metadata={"internal": True})
     rule: str = field(metadata={"doc": "the rule's id (docs/testing.md lists every rule)"})

@@ -13,8 +13,7 @@ from pathlib import Path
 from wheelforge.binaries import abicheck, elf, reader, registry
 from wheelforge.binaries.facts import FATBINS, BinaryContents, WheelFacts
 from wheelforge.configuration.archs import ArchSet
-from wheelforge.foundation import log
-from wheelforge.foundation.errors import VerificationError, first_and_rest
+from wheelforge.foundation.errors import VerificationError
 from wheelforge.planning.plan import VariantPlan
 from wheelforge.toolchain import shims
 
@@ -117,19 +116,6 @@ def read_wheel(
     return wheel, abicheck.judge_wheel(wheel, context, rules)
 
 
-def check_abi(checks: Sequence[abicheck.BinaryCheck], plan: VariantPlan, wheel_path: Path) -> None:
-    """A rule's error stops the variant, naming every one (the wheel by its file name: the staging
-    folder is gone when the error is read); a warning is logged."""
-    found = [v for c in checks for v in c.violations]
-    for v in found:
-        if not v.blocking:
-            log.warning(f"variant {plan.variant.id}: {v.message}")
-    errors = [v.message.replace(str(wheel_path), wheel_path.name) for v in found if v.blocking]
-    if errors:
-        message, details = first_and_rest(errors, prefix=f"variant {plan.variant.id}: ")
-        raise VerificationError(message, details=details)
-
-
 def verify_wheel(wheel_path: Path, plan: VariantPlan) -> WheelVerification:
     """Fatbins against the arch set, then the rules of the plan's ABI flavour (for the unstable
     ABI, which uses torch's C++ API on purpose: the module-init and layout rules); any failing
@@ -137,7 +123,8 @@ def verify_wheel(wheel_path: Path, plan: VariantPlan) -> WheelVerification:
     wheel, checks = read_wheel(wheel_path, plan)
     binaries = wheel.contents()
     verify_binaries(binaries, plan)
-    check_abi(checks, plan, wheel_path)
+    # Named by the wheel's file name: the staging folder is gone when the error is read.
+    abicheck.require_clean(checks, prefix=f"variant {plan.variant.id}: ", wheel=wheel_path)
     arch_set = plan.variant.arch_set
     symbols_read = {b.name for b in wheel.binaries if b.symbols is not None}
     return WheelVerification(

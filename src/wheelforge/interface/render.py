@@ -20,6 +20,7 @@ from wheelforge.binaries.facts import BinaryContents
 from wheelforge.configuration.archs import code_sort_key, sm_range
 from wheelforge.configuration.matrix import Matrix
 from wheelforge.configuration.sizes import format_size as human_size
+from wheelforge.foundation.document import to_document
 from wheelforge.interface.render_variants import variant_summary
 from wheelforge.planning.variants import Variant
 from wheelforge.running.results import BuildReport, VariantResult
@@ -295,9 +296,7 @@ def checks_to_json(checks: Sequence[BinaryCheck]) -> dict[str, object]:
                     "inferred": _version(c.python_floor),
                     "declared": _version(c.declared_python),
                 },
-                "violations": [
-                    {"rule": v.rule, "symbol": v.symbol, "message": v.message} for v in c.violations
-                ],
+                "violations": to_document(c.violations),
             }
             for c in checks
         ],
