@@ -183,11 +183,11 @@ def levers(
     raw = [c for c in parts if c.compression == "none"]
     if raw and "-Xfatbin=-compress-all" not in nvcc_flags:
         saves = sum(costs[k].now - costs[k].compress_all for k in costs) if costs else None
-        found.append(Lever(
-            change="nvcc-flags: [-Xfatbin=-compress-all]", saves=saves,
-            note=f"{len(raw)} of {len(parts)} arch entries are stored uncompressed; "
-            + ("estimate: them at zstd's default level, in the zip" if costs else "rebuild to measure"),
-        ))  # fmt: skip
+        note = f"{len(raw)} of {len(parts)} arch entries are stored uncompressed; "
+        note += (
+            "estimate: them at zstd's default level, in the zip" if costs else "rebuild to measure"
+        )
+        found.append(Lever(change="nvcc-flags: [-Xfatbin=-compress-all]", saves=saves, note=note))
     if toolkit >= COMPRESS_MODE_SINCE and not any(
         f.startswith("--compress-mode") for f in nvcc_flags
     ):
