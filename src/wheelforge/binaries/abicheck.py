@@ -144,7 +144,7 @@ def check_wheel(
 ) -> list[BinaryCheck]:
     """Check a wheel by the rules of ``check``; *torch* overrides the floor its METADATA gives."""
     rules = registry.applicable(CHECK_FLAVOUR)
-    wheel = read_wheel(path, registry.reading(rules))
+    wheel = read_wheel(path, registry.reading(rules, metadata=torch is None))
     return judge_wheel(wheel, wheel_context(wheel, torch=torch, guards=guards), rules)
 
 

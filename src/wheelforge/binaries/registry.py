@@ -58,16 +58,16 @@ def for_role(rules: Sequence[Rule], role: Role) -> tuple[Rule, ...]:
     return tuple(r for r in rules if role in r.roles)
 
 
-def reading(rules: Sequence[Rule]) -> Reading:
+def reading(rules: Sequence[Rule], *, metadata: bool = False) -> Reading:
     """What the walk must read for *rules*: each judged role's files with the facts its rules
-    need, and METADATA (the torch floor). Members an installer would misplace are left to the
-    layout rule."""
+    need, and METADATA when the torch floor is to come from it. Members an installer would
+    misplace are left to the layout rule."""
     facts: dict[Role, frozenset[Fact]] = {}
     for role in BINARY_ROLES:
         judged = for_role(rules, role)
         if judged:
             facts[role] = frozenset().union(*(r.needs for r in judged))
-    return Reading(facts=facts, metadata=True, unsafe_members=False)
+    return Reading(facts=facts, metadata=metadata, unsafe_members=False)
 
 
 # -- the docs table ------------------------------------------------------------------------------
