@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from wheelforge.binaries import abicheck, bounded, registry, verify
+from wheelforge.binaries.elf import ElfImage
 from wheelforge.binaries.facts import BinaryFacts
 from wheelforge.binaries.rule import Finding, Rule, RuleContext, Severity
 from wheelforge.configuration.reader import load_matrix
@@ -73,7 +74,7 @@ def test_a_rule_cannot_ask_the_wheel_for_symbols() -> None:
     def check(binary: BinaryFacts, context: RuleContext) -> Iterator[Finding]:
         yield from ()
 
-    with pytest.raises(ValueError, match="the wheel itself has no"):
+    with pytest.raises(ValueError, match="the wheel itself has no ELF facts"):
         Rule(
             id="x",
             doc="d",
@@ -205,3 +206,35 @@ def test_check_does_not_inflate_a_bundled_library_and_build_reads_it_once(
         "demo_ops/_C.abi3.so",
     ]
     assert [c.path.rsplit("!", 1)[1] for c in found.abi_checks] == ["demo_ops/_C.abi3.so"]
+
+
+def test_a_rule_reads_a_fact_of_its_own_in_the_one_walk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fact no other rule needs (here: the ELF type) is read by the rule's own reader, from
+    the walk's one parse, with nothing else edited."""
+    parsed: list[str] = []
+
+    def elf_type(image: ElfImage) -> object:
+        parsed.append(image.name)
+        return image.elf["e_type"]
+
+    def check(binary: BinaryFacts, context: RuleContext) -> Iterator[Finding]:
+        if binary.own("elf-type") != "ET_DYN":
+            yield Finding(None, f"{binary.name} is no shared object")
+
+    rule = Rule(
+        id="elf-type",
+        doc="d",
+        source="s",
+        flavours=frozenset({"stable"}),
+        roles=frozenset({"extension", "library"}),
+        order=99,
+        check=check,
+        read=elf_type,
+    )
+    _register(monkeypatch, rule)
+    wheel = _wheel_with_helper(tmp_path)
+    checks = abicheck.check_wheel(wheel, torch=None, guards={})
+    assert [v for c in checks for v in c.violations] == []
+    assert parsed == [f"{wheel}!pkg/_C.abi3.so", f"{wheel}!pkg/libhelper.so"]

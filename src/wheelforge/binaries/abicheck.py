@@ -151,7 +151,8 @@ def check_wheel(
 def _check_image(image: ElfImage, target: CheckTarget) -> BinaryCheck:
     rules = registry.applicable(CHECK_FLAVOUR)
     role = file_role(image.name)
-    binary = read_binary(image, role, registry.reading(rules).of(role))
+    reading = registry.reading(rules)
+    binary = read_binary(image, role, reading.of(role), reading.own_of(role))
     return check_binary(binary, RuleContext(target=target), rules)
 
 

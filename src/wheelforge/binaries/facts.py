@@ -5,12 +5,13 @@ which roles they judge (rule.py), and so which facts are read of which file."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, get_args
 
 from wheelforge.binaries import elf, initexport
+from wheelforge.binaries.elf import ElfImage
 from wheelforge.binaries.fatbin import FatbinEntry
 from wheelforge.binaries.initexport import InitExport
 from wheelforge.binaries.symbols import SymbolFacts
@@ -25,6 +26,8 @@ ROLES: tuple[Role, ...] = get_args(Role)
 BINARY_ROLES: tuple[Role, ...] = ("extension", "library", "bundled")
 # What can be read of one ELF file (the init export: of an extension module only).
 Fact = Literal["fatbins", "symbols", "init-export"]
+# A fact one rule reads itself from the parsed file: (the rule's id, its reader).
+OwnReader = tuple[str, Callable[[ElfImage], object]]
 
 
 def role_of(member: str) -> Role:
@@ -72,6 +75,8 @@ class Reading:
     facts: Mapping[Role, frozenset[Fact]] = field(default_factory=dict)
     metadata: bool = False
     unsafe_members: bool = True
+    # Facts a rule reads itself (Rule.read): (rule id, reader) by role.
+    own: Mapping[Role, tuple[OwnReader, ...]] = field(default_factory=dict)
 
     def reads(self, role: Role) -> bool:
         return role in self.facts
@@ -79,12 +84,16 @@ class Reading:
     def of(self, role: Role) -> frozenset[Fact]:
         return self.facts.get(role, frozenset())
 
+    def own_of(self, role: Role) -> tuple[OwnReader, ...]:
+        return self.own.get(role, ())
+
     def __or__(self, other: Reading) -> Reading:
         roles = [r for r in ROLES if self.reads(r) or other.reads(r)]
         return Reading(
             facts={r: self.of(r) | other.of(r) for r in roles},
             metadata=self.metadata or other.metadata,
             unsafe_members=self.unsafe_members or other.unsafe_members,
+            own={r: (*self.own_of(r), *other.own_of(r)) for r in roles},
         )
 
 
@@ -103,6 +112,7 @@ class BinaryFacts:
     fatbins: tuple[FatbinEntry, ...] | None = None
     symbols: SymbolFacts | None = None
     init_export: InitExport | None = None  # an extension module's PyInit_<leaf>
+    own_facts: tuple[tuple[str, object], ...] = ()  # (rule id, what its Rule.read read)
 
     @property
     def display(self) -> str:
@@ -111,6 +121,13 @@ class BinaryFacts:
 
     def contents(self) -> BinaryContents:
         return BinaryContents(path=self.name, size=self.size, entries=self.fatbins or ())
+
+    def own(self, rule_id: str) -> object:
+        """What the rule *rule_id* read of this file itself (its Rule.read)."""
+        for owner, value in self.own_facts:
+            if owner == rule_id:
+                return value
+        raise LookupError(f"{self.name}: rule {rule_id} read nothing of it")
 
     def need_symbols(self) -> SymbolFacts:
         """The symbols, for a rule that declared it needs them."""

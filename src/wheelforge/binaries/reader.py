@@ -9,18 +9,34 @@ from pathlib import Path
 
 from wheelforge.binaries import bounded, initexport
 from wheelforge.binaries.elf import ElfImage, open_wheel
-from wheelforge.binaries.facts import BinaryFacts, Fact, Reading, Role, WheelFacts, role_of
+from wheelforge.binaries.facts import (
+    BinaryFacts,
+    Fact,
+    OwnReader,
+    Reading,
+    Role,
+    WheelFacts,
+    role_of,
+)
 from wheelforge.binaries.fatbin import fatbin_entries
-from wheelforge.binaries.symbols import read_symbols
+from wheelforge.binaries.symbols import parse_errors, read_symbols
+from wheelforge.foundation.errors import BinaryFormatError
 
 
-def read_binary(image: ElfImage, role: Role, facts: frozenset[Fact]) -> BinaryFacts:
-    """The *facts* of one ELF image (a file or a wheel member), from its one parse."""
+def read_binary(
+    image: ElfImage, role: Role, facts: frozenset[Fact], own: tuple[OwnReader, ...] = ()
+) -> BinaryFacts:
+    """The *facts* of one ELF image (a file or a wheel member), and what the rules that read
+    their own (*own*) read, all from its one parse."""
     fatbins = tuple(fatbin_entries(image)) if "fatbins" in facts else None
     symbols = read_symbols(image) if "symbols" in facts else None
     init = None
     if "init-export" in facts and (leaf := initexport.module_leaf(image.member or image.name)):
         init = initexport.init_export(image, leaf=leaf)
+    try:
+        own_facts = tuple((rule_id, read(image)) for rule_id, read in own)
+    except parse_errors() as exc:
+        raise BinaryFormatError(image.name, None, f"not a readable ELF file: {exc}") from None
     return BinaryFacts(
         name=image.name,
         member=image.member,
@@ -29,6 +45,7 @@ def read_binary(image: ElfImage, role: Role, facts: frozenset[Fact]) -> BinaryFa
         fatbins=fatbins,
         symbols=symbols,
         init_export=init,
+        own_facts=own_facts,
     )
 
 
@@ -47,7 +64,7 @@ def read_wheel(path: Path, reading: Reading) -> WheelFacts:
         binaries = []
         for image in wheel.elf_members(skip=skip):
             role = role_of(image.member or image.name)
-            binaries.append(read_binary(image, role, reading.of(role)))
+            binaries.append(read_binary(image, role, reading.of(role), reading.own_of(role)))
         return WheelFacts(
             path=path,
             names=tuple(wheel.names),

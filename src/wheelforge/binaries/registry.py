@@ -21,7 +21,7 @@ from functools import cache
 from pathlib import Path
 
 from wheelforge.binaries import rules as rules_package
-from wheelforge.binaries.facts import BINARY_ROLES, Fact, Reading, Role
+from wheelforge.binaries.facts import BINARY_ROLES, Fact, OwnReader, Reading, Role
 from wheelforge.binaries.rule import Flavour, Rule
 
 
@@ -63,11 +63,13 @@ def reading(rules: Sequence[Rule], *, metadata: bool = False) -> Reading:
     need, and METADATA when the torch floor is to come from it. Members an installer would
     misplace are left to the layout rule."""
     facts: dict[Role, frozenset[Fact]] = {}
+    own: dict[Role, tuple[OwnReader, ...]] = {}
     for role in BINARY_ROLES:
         judged = for_role(rules, role)
         if judged:
             facts[role] = frozenset().union(*(r.needs for r in judged))
-    return Reading(facts=facts, metadata=metadata, unsafe_members=False)
+            own[role] = tuple((r.id, r.read) for r in judged if r.read)
+    return Reading(facts=facts, metadata=metadata, unsafe_members=False, own=own)
 
 
 # -- the docs table ------------------------------------------------------------------------------

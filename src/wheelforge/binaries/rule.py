@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from wheelforge.binaries.elf import ElfImage
 from wheelforge.binaries.facts import BINARY_ROLES, BinaryFacts, Fact, Role, WheelFacts
 from wheelforge.toolchain.shims import Version2
 
@@ -95,12 +96,16 @@ class Rule:
     # violations are listed by it, so the first one (the one an error shows) is the most telling.
     order: int
     check: Check
+    # A fact of the ELF file that only this rule needs (a dynamic-section entry, a note), read
+    # in the walk from the one parse of each binary it judges; check finds it with
+    # binary.own(id). Its pyelftools errors are reported as the file being unreadable.
+    read: Callable[[ElfImage], object] | None = None
 
     def __post_init__(self) -> None:
         if "wheel" in self.roles and len(self.roles) > 1:
             raise ValueError(f"rule {self.id}: a rule on the wheel judges no binary role too")
-        if "wheel" in self.roles and self.needs:
-            raise ValueError(f"rule {self.id}: the wheel itself has no {sorted(self.needs)}")
+        if "wheel" in self.roles and (self.needs or self.read):
+            raise ValueError(f"rule {self.id}: the wheel itself has no ELF facts to read")
         if "init-export" in self.needs and set(self.roles) - {"extension"}:
             raise ValueError(f"rule {self.id}: only an extension module has an init export")
 

@@ -70,7 +70,7 @@ def demangle(symbol: str) -> str:
 
 
 # What pyelftools raises on a corrupt file: whatever the failing parser raised.
-def _parse_errors() -> tuple[type[BaseException], ...]:
+def parse_errors() -> tuple[type[BaseException], ...]:
     from elftools.common.exceptions import ELFError
     from elftools.construct import ConstructError
 
@@ -106,7 +106,7 @@ def read_symbols(image: ElfImage) -> SymbolFacts:
             undefined = tuple(sorted(names))
         glibc = _glibc_needed(elf)
         machine = _MACHINES.get(elf["e_machine"], str(elf["e_machine"]))
-    except _parse_errors() as exc:
+    except parse_errors() as exc:
         raise BinaryFormatError(image.name, None, f"not a readable ELF file: {exc}") from None
     return SymbolFacts(undefined=undefined, glibc=glibc, machine=machine)
 
