@@ -49,25 +49,24 @@ def test_every_rule_module_is_registered_once() -> None:
 
 
 def test_flavours_and_roles_filter_the_rules() -> None:
+    """Written so that a new rule leaves it true: the rules of today, in their order, and what
+    the registry's filters and readings make of them."""
     stable = registry.applicable("stable")
     unstable = registry.applicable("unstable")
-    assert [r.id for r in stable] == [
-        "floor",
-        "cxx-symbol",
-        "shim-version",
-        "python-api",
-        "module-init",
-        "tags",
-        "layout",
-    ]
-    assert [r.id for r in unstable] == ["module-init", "layout"]
-    assert registry.for_role(stable, "bundled") == ()  # a grafted dependency is not the wheel's
+    today = ["floor", "cxx-symbol", "shim-version", "python-api", "module-init", "tags", "layout"]
+    assert [r.id for r in stable if r.id in today] == today
+    assert [r.id for r in unstable if r.id in today] == ["module-init", "layout"]
+    assert [r.id for r in registry.for_role(stable, "wheel")] == ["layout"]
+    known = [r for r in stable if r.id in today]
+    assert registry.for_role(known, "bundled") == ()  # a grafted dependency is not the wheel's
     # What the walk reads follows: nothing of a bundled library for check, no symbols for an
     # unstable-ABI build.
-    assert not registry.reading(stable).reads("bundled")
-    assert registry.reading(stable).of("library") == {"symbols"}
-    assert registry.reading(unstable).of("extension") == {"init-export"}
-    assert not registry.reading(unstable).reads("library")
+    assert not registry.reading(known).reads("bundled")
+    assert registry.reading(known).of("library") == {"symbols"}
+    unstable_known = [r for r in unstable if r.id in today]
+    assert registry.reading(unstable_known).of("extension") == {"init-export"}
+    assert not registry.reading(unstable_known).reads("library")
+    assert not registry.reading(known).metadata and registry.reading(known, metadata=True).metadata
 
 
 def test_a_rule_cannot_ask_the_wheel_for_symbols() -> None:
