@@ -2,8 +2,8 @@
 
 Files are memory-mapped, so only their ELF headers and fatbin headers are read. Wheel members
 are inflated in memory within the caps of bounded.py, never extracted to disk (binaries/elf.py
-reads both, reader.py walks a wheel). What a path is comes from stat(2), so a FIFO or a device is named as such and never
-opened.
+reads both; reader.py walks a wheel). What a path is comes from stat(2), so a FIFO or a device
+is named as such and never opened.
 """
 
 from __future__ import annotations

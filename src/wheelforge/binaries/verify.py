@@ -57,7 +57,8 @@ def verify_binaries(binaries: Sequence[BinaryContents], plan: VariantPlan) -> li
     found = extension_binaries(binaries, plan)
     if not found:
         raise VerificationError(
-            f"variant {plan.variant.id}: the wheel has no {plan.wheel_library_path}; the packing step lost it"
+            f"variant {plan.variant.id}: the wheel has no {plan.wheel_library_path}; "
+            "the packing step lost it"
         )
     checks = [check_binary(b, arch_set) for b in found]
     for check in checks:
