@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from wheelforge.binaries.sizes import levers
+from wheelforge.binaries.sizecheck import levers
 from wheelforge.configuration import releases
 from wheelforge.configuration.archs import Arch, ArchSet, parse_arch_list
 from wheelforge.configuration.reader import load_matrix
