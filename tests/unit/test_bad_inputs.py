@@ -970,3 +970,21 @@ def test_bad_input_is_one_line_and_the_right_exit_code(
     assert case.needle.replace("{root}", str(root)) in errors[0], err
     expected = case.error if isinstance(case.error, int) else case.error.exit_code
     assert code == expected, err
+
+
+@pytest.mark.parametrize("command", ["inspect", "check"])
+@pytest.mark.parametrize("name", ["demo/\x1b[2J\x1b[31mred.abi3.so", "demo/[/]x[bold].abi3.so"])
+def test_member_names_reach_the_terminal_as_text(
+    command: str, name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """Issue 21: escape sequences in wheel member names reached the terminal raw in inspect and
+    check; a name that reads as rich markup ([/]) must not be a markup error either."""
+    monkeypatch.setenv("WF_CORPUS_TMP", str(tmp_path))
+    path = tmp_path / WHEEL
+    path.write_bytes(wheel(METADATA, (name, ELF)))
+    main([command, str(path)])
+    out, err = capsys.readouterr()
+    assert "\x1b" not in out + err and "Traceback" not in out + err
+    if "\x1b" in name:
+        assert "\\x1b[2J" in out + err

@@ -6,6 +6,7 @@ such as ``--json`` and ``--report -``."""
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import time
 from collections.abc import Iterator, Sequence
@@ -75,15 +76,30 @@ def live_display() -> bool:
     )
 
 
+# What a terminal would act on instead of showing: C0 and C1 control characters and DEL (an
+# ESC in a wheel member's name cleared the screen or recoloured it). A newline too: one line.
+_CONTROL_RE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """*text* with every control character written as ``\\xNN``, so names that come from files
+    (wheel members, paths) reach the terminal as text, never as escape sequences."""
+    return _CONTROL_RE.sub(lambda m: f"\\x{ord(m[0]):02x}", text)
+
+
+def _shown(message: str) -> str:
+    return escape(printable(message))
+
+
 def info(message: str) -> None:
     if not _quiet:
-        console.print(escape(message))
+        console.print(_shown(message))
 
 
 def detail(message: str) -> None:
     """Shown with -v."""
     if _verbosity >= 1:
-        console.print(f"[dim]{escape(message)}[/dim]")
+        console.print(f"[dim]{_shown(message)}[/dim]")
 
 
 def warning(message: str) -> None:
@@ -91,20 +107,20 @@ def warning(message: str) -> None:
         # The runner shows the annotation as a "Warning:" line in the log and on the run's page.
         annotate(Diagnostic(file="", severity="warning", message=message))
     else:
-        console.print(f"[yellow]warning:[/yellow] {escape(message)}")
+        console.print(f"[yellow]warning:[/yellow] {_shown(message)}")
 
 
 def error(message: str, details: str | None = None) -> None:
-    console.print(f"[bold red]error:[/bold red] {escape(message)}")
+    console.print(f"[bold red]error:[/bold red] {_shown(message)}")
     if details:
         for line in details.splitlines():
-            console.print(f"  {escape(line)}", style="dim")
+            console.print(f"  {_shown(line)}", style="dim")
 
 
 def command(argv: Sequence[str]) -> None:
     """Echo a command about to run (with -v)."""
     if _verbosity >= 1:
-        console.print(f"[dim]$ {escape(shlex.join(argv))}[/dim]")
+        console.print(f"[dim]$ {_shown(shlex.join(argv))}[/dim]")
 
 
 def _escape_data(text: str) -> str:
@@ -165,13 +181,13 @@ def group(title: str) -> Iterator[None]:
 def step(title: str) -> Iterator[None]:
     """A named step: prints its start and, when it ends, how long it took."""
     if not _quiet:
-        console.print(f"[bold cyan]▸[/bold cyan] {escape(title)}")
+        console.print(f"[bold cyan]▸[/bold cyan] {_shown(title)}")
     start = time.perf_counter()
     try:
         yield
     except BaseException:
         console.print(
-            f"  [red]✗[/red] {escape(title)} failed after {time.perf_counter() - start:.1f}s"
+            f"  [red]✗[/red] {_shown(title)} failed after {time.perf_counter() - start:.1f}s"
         )
         raise
     detail(f"  {title}: {time.perf_counter() - start:.1f}s")
@@ -226,10 +242,10 @@ class JobProgress:
         # ninja logs every job that succeeded (.ninja_log); one it did not log has failed.
         took = f"{seconds:.1f}s" if seconds is not None else "failed"
         if self.live is not None:
-            self.live.console.print(f"  [dim]{self.done}/{self.total}[/dim] {escape(job)} {took}")
+            self.live.console.print(f"  [dim]{self.done}/{self.total}[/dim] {_shown(job)} {took}")
             self.live.update(self.task, completed=self.done, running=self._running())
         elif not _quiet:
-            console.print(f"  [{self.done}/{self.total}] {escape(job)} {took}")
+            console.print(f"  [{self.done}/{self.total}] {_shown(job)} {took}")
 
     def close(self) -> None:
         if self.live is not None:

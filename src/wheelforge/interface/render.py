@@ -21,6 +21,7 @@ from wheelforge.configuration.archs import code_sort_key, sm_range
 from wheelforge.configuration.matrix import Matrix
 from wheelforge.configuration.sizes import format_size as human_size
 from wheelforge.foundation.document import to_document
+from wheelforge.foundation.log import printable
 from wheelforge.interface.render_variants import variant_summary
 from wheelforge.planning.variants import Variant
 from wheelforge.running.results import BuildReport, VariantResult
@@ -178,11 +179,14 @@ def print_inspect(reports: Sequence[BinaryContents], console: Console) -> None:
         container, member = split_member(binary.path)
         if container and container != shown:
             # A wheel's name on a line of its own (it fits 80 columns), its members below it.
-            console.print(Text(Path(container).name, style="bold", overflow="fold"))
-            console.print(Text(f"in {Path(container).parent}", style="dim", overflow="fold"))
+            console.print(Text(printable(Path(container).name), style="bold", overflow="fold"))
+            console.print(
+                Text(printable(f"in {Path(container).parent}"), style="dim", overflow="fold")
+            )
             shown = container
         title = f"{member if container else binary.path} ({human_size(binary.size)})"
-        table = Table(title=title, title_justify="left")
+        # Text, not a string: a member's name is data, never markup or escape sequences.
+        table = Table(title=Text(printable(title)), title_justify="left")
         for column in ("kind", "arch", "entries", "stored", "decompressed", "compression"):
             table.add_column(
                 column,
@@ -232,8 +236,8 @@ def check_table(checks: Sequence[BinaryCheck]) -> Group:
         by_file.setdefault(container or str(Path(c.path).parent), []).append(c)
     for container, members in by_file.items():
         # The file's name on a line of its own (a wheel's name fits 80 columns), then its folder.
-        parts.append(Text(Path(container).name, style="bold", overflow="fold"))
-        parts.append(Text(f"in {Path(container).parent}", style="dim", overflow="fold"))
+        parts.append(Text(printable(Path(container).name), style="bold", overflow="fold"))
+        parts.append(Text(printable(f"in {Path(container).parent}"), style="dim", overflow="fold"))
         table = Table()
         table.add_column("binary", overflow="fold")
         # Floors: what each binary needs (from its shims, its Python symbols), under what it declares.
@@ -261,7 +265,7 @@ def check_table(checks: Sequence[BinaryCheck]) -> Group:
             )
             wheel, member = split_member(c.path)
             name = member if wheel else Path(c.path).name
-            table.add_row(name, str(len(c.shims)), _floor(c.newest_shim, c.declared_torch),
+            table.add_row(Text(printable(name)), str(len(c.shims)), _floor(c.newest_shim, c.declared_torch),
                           _floor(c.python_floor, c.declared_python), status)  # fmt: skip
         parts.append(table)
     if not checks:
