@@ -9,6 +9,8 @@ from wheelforge.binaries import abicheck
 from wheelforge.foundation.errors import BinaryFormatError, ConfigError
 from wheelforge.toolchain import shims
 
+from . import fakes
+
 DATA = Path(__file__).resolve().parents[1] / "data" / "abicheck"
 
 
@@ -156,7 +158,7 @@ def make_wheel(
             f"Requires-Dist: {requires}\n" if requires else ""
         )
         zf.writestr("pkg-1.0.dist-info/METADATA", metadata)
-    return path
+    return fakes.with_record(path)  # a whole wheel: the layout rule reads RECORD (issue 21)
 
 
 def test_wheel_floor_comes_from_metadata(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import stat
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,6 +41,50 @@ def wheel(*members: tuple[str, bytes | str], compress: bool = True) -> bytes:
         for name, data in members:
             zf.writestr(name, data)
     return path.read_bytes()
+
+
+def recorded(*members: tuple[str, bytes | str], record: str | None = None) -> bytes:
+    """A wheel with a RECORD: the true one (fakes.with_record), or *record* as given."""
+    path = Path(os.environ["WF_CORPUS_TMP"]) / "w.zip"
+    path.write_bytes(wheel(*members))
+    fakes.with_record(path)
+    if record is not None:
+        with zipfile.ZipFile(path) as zf:
+            kept = [
+                (i.filename, zf.read(i))
+                for i in zf.infolist()
+                if not i.filename.endswith("/RECORD")
+            ]
+        path.write_bytes(wheel(*kept, ("demo-1.0.dist-info/RECORD", record)))
+    return path.read_bytes()
+
+
+def _quietly(make: Callable[..., bytes], *members: tuple[str, bytes | str]) -> bytes:
+    """*make* without zipfile's warning about the duplicate member names it is asked for."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return make(*members)
+
+
+def _record_row(member: tuple[str, bytes | str]) -> str:
+    import base64
+    import hashlib
+
+    name, data = member
+    blob = data.encode() if isinstance(data, str) else data
+    digest = base64.urlsafe_b64encode(hashlib.sha256(blob).digest()).rstrip(b"=").decode()
+    return f"{name},sha256={digest},{len(blob)}\n"
+
+
+def tampered() -> bytes:
+    """A true RECORD, then a member replaced by other bytes (the zip keeps the old RECORD)."""
+    recorded(METADATA, ("demo/x.py", "x = 1\n"))
+    path = Path(os.environ["WF_CORPUS_TMP"]) / "w.zip"
+    with zipfile.ZipFile(path) as zf:
+        kept = [(i.filename, zf.read(i)) for i in zf.infolist() if i.filename != "demo/x.py"]
+    return wheel(*kept, ("demo/x.py", "import os; os.system('evil')\n"))
 
 
 def bomb() -> bytes:
@@ -685,6 +730,62 @@ CASES: dict[str, Case] = {
         BinaryFormatError,
         "demo/_C.abi3.so",
         files={WHEEL: lambda: wheel(METADATA, ("demo/_C.abi3.so", ELF[:40]))},
+    ),
+    # --- issue 21: check reads RECORD ------------------------------------------------------------
+    "check-record-missing": Case(
+        ("check", "{root}/" + WHEEL),
+        VerificationError,
+        "has no NAME-VERSION.dist-info/RECORD",
+        files={WHEEL: lambda: wheel(METADATA, ("demo/x.py", "x = 1\n"))},
+    ),
+    "check-record-hash-replaced": Case(
+        ("check", "{root}/" + WHEEL),
+        VerificationError,
+        "the member 'demo/x.py' does not have the sha256 RECORD gives it",
+        files={WHEEL: tampered},
+    ),
+    "check-record-member-missing": Case(
+        ("check", "{root}/" + WHEEL),
+        VerificationError,
+        "the member 'demo/extra.py' is not in RECORD",
+        files={
+            WHEEL: lambda: wheel(
+                METADATA,
+                ("demo/extra.py", ""),
+                ("demo-1.0.dist-info/RECORD", _record_row(METADATA)),
+            )
+        },
+    ),
+    "check-record-lists-absent": Case(
+        ("check", "{root}/" + WHEEL),
+        VerificationError,
+        "RECORD lists 'demo/gone.py', which the wheel does not hold",
+        files={
+            WHEEL: lambda: wheel(
+                METADATA,
+                (
+                    "demo-1.0.dist-info/RECORD",
+                    _record_row(METADATA) + "demo/gone.py,sha256=abc,3\n",
+                ),
+            )
+        },
+    ),
+    "check-record-duplicate-member": Case(
+        ("check", "{root}/" + WHEEL),
+        VerificationError,
+        "the member 'demo/x.py' appears more than once",
+        files={WHEEL: lambda: _quietly(recorded, METADATA, ("demo/x.py", "a"), ("demo/x.py", "b"))},
+    ),
+    "check-record-weak-hash": Case(
+        ("check", "{root}/" + WHEEL),
+        VerificationError,
+        "a md5 hash; PEP 427 asks for sha256",
+        files={
+            WHEEL: lambda: wheel(
+                METADATA,
+                ("demo-1.0.dist-info/RECORD", _record_row(METADATA).replace("sha256=", "md5=")),
+            )
+        },
     ),
     # --- issue 21: every file read bounded, every target written checked first --------------
     "matrix-dev-zero": Case(

@@ -22,7 +22,7 @@ from wheelforge.interface.cli import main
 from wheelforge.toolchain import shims
 
 from .conftest import GOOD_MATRIX
-from .fakes import plan_for
+from .fakes import plan_for, with_record
 from .test_abicheck import make_wheel
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "testing.md"
@@ -112,7 +112,7 @@ def _wheel_with_helper(tmp_path: Path) -> Path:
     wheel = make_wheel(tmp_path, WHEEL, "ext.so")
     with zipfile.ZipFile(wheel, "a") as zf:
         zf.writestr("pkg/libhelper.so", (ABI / "ext.so").read_bytes())
-    return wheel
+    return with_record(wheel)
 
 
 def test_a_registered_rule_runs_in_check(
@@ -149,7 +149,7 @@ def _fatbin_wheel(tmp_path: Path, *, metadata: bool = True, bundled: bool = Fals
                 "demo_ops-1.2.0.dist-info/METADATA",
                 "Metadata-Version: 2.1\nName: demo-ops\nVersion: 1.2.0\nRequires-Dist: torch>=2.10\n",
             )
-    return path
+    return with_record(path) if metadata else path
 
 
 @pytest.fixture

@@ -13,6 +13,8 @@ Caps (environment variables, for the rare legitimate giant):
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import os
 import stat
 import struct
@@ -145,6 +147,32 @@ def read_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, display: str) -> byt
             display, None, f"inflates to {filled} bytes, not the {info.file_size} it declares"
         )
     return buffer
+
+
+def member_digest(zf: zipfile.ZipFile, info: zipfile.ZipInfo, display: str) -> tuple[str, int]:
+    """A member's ``sha256=<urlsafe base64>`` (as RECORD writes it) and size, inflated in chunks
+    within the caps, never held whole."""
+    check_member_size(info, display)
+    digest = hashlib.sha256()
+    size = 0
+    try:
+        with zf.open(info) as stream:
+            while chunk := stream.read(_CHUNK):
+                digest.update(chunk)
+                size += len(chunk)
+    except INFLATE_ERRORS as error:
+        raise BinaryFormatError(display, None, f"cannot inflate wheel member: {error}") from error
+    return _as_record(digest), size
+
+
+def record_digest(data: bytes | bytearray | memoryview) -> str:
+    """``sha256=<urlsafe base64>`` of bytes already inflated."""
+    return _as_record(hashlib.sha256(data))
+
+
+def _as_record(digest: hashlib._Hash) -> str:
+    encoded = base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode()
+    return f"sha256={encoded}"
 
 
 def unsafe_member_names(names: list[str]) -> list[str]:

@@ -26,6 +26,9 @@ ROLES: tuple[Role, ...] = get_args(Role)
 BINARY_ROLES: tuple[Role, ...] = ("extension", "library", "bundled")
 # What can be read of one ELF file (the init export: of an extension module only).
 Fact = Literal["fatbins", "symbols", "init-export"]
+# What can be read of a wheel as a whole besides its names and METADATA: its RECORD, with every
+# member's sha256 and size (each member inflated within the caps of bounded.py).
+WheelFact = Literal["record"]
 # A fact one rule reads itself from the parsed file: (the rule's id, its reader).
 OwnReader = tuple[str, Callable[[ElfImage], object]]
 
@@ -75,6 +78,7 @@ class Reading:
     facts: Mapping[Role, frozenset[Fact]] = field(default_factory=dict)
     metadata: bool = False
     unsafe_members: bool = True
+    record: bool = False  # RECORD and every member's hash (RecordFacts)
     # Facts a rule reads itself (Rule.read): (rule id, reader) by role.
     own: Mapping[Role, tuple[OwnReader, ...]] = field(default_factory=dict)
 
@@ -93,6 +97,7 @@ class Reading:
             facts={r: self.of(r) | other.of(r) for r in roles},
             metadata=self.metadata or other.metadata,
             unsafe_members=self.unsafe_members or other.unsafe_members,
+            record=self.record or other.record,
             own={r: (*self.own_of(r), *other.own_of(r)) for r in roles},
         )
 
@@ -137,6 +142,16 @@ class BinaryFacts:
 
 
 @dataclass(frozen=True, kw_only=True)
+class RecordFacts:
+    """A wheel's RECORD as the walk read it, and what its members really are."""
+
+    member: str | None  # <name>.dist-info/RECORD, if the wheel has one
+    text: str | None  # its text
+    digests: tuple[tuple[str, str, int], ...]  # (member, sha256=<urlsafe b64>, size) of each file
+    duplicates: tuple[str, ...]  # member names the zip lists more than once
+
+
+@dataclass(frozen=True, kw_only=True)
 class WheelFacts:
     """A wheel as the walk read it: its member names, METADATA, and its ELF members."""
 
@@ -146,6 +161,7 @@ class WheelFacts:
     metadata_member: str | None  # <name>.dist-info/METADATA, if it has one
     metadata: str | None  # its text, when the Reading asked for it
     binaries: tuple[BinaryFacts, ...]
+    record: RecordFacts | None = None  # when the Reading asked for it
 
     def subject(self) -> BinaryFacts:
         """The wheel as the subject of the rules on the wheel as a whole (role ``wheel``)."""

@@ -5,15 +5,17 @@ read through it, and get data back (facts.py); the rules then judge that data (a
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 from wheelforge.binaries import bounded, initexport
-from wheelforge.binaries.elf import ElfImage, open_wheel
+from wheelforge.binaries.elf import ElfImage, WheelReader, member_name, open_wheel
 from wheelforge.binaries.facts import (
     BinaryFacts,
     Fact,
     OwnReader,
     Reading,
+    RecordFacts,
     Role,
     WheelFacts,
     role_of,
@@ -62,9 +64,12 @@ def read_wheel(path: Path, reading: Reading) -> WheelFacts:
             return member in unsafe or not reading.reads(role_of(member))
 
         binaries = []
+        inflated: dict[str, tuple[str, int]] = {}  # RECORD's digests of the members read whole
         for image in wheel.elf_members(skip=skip):
             role = role_of(image.member or image.name)
             binaries.append(read_binary(image, role, reading.of(role), reading.own_of(role)))
+            if reading.record and image.member is not None:
+                inflated[image.member] = (bounded.record_digest(image.view), image.size)
         return WheelFacts(
             path=path,
             names=tuple(wheel.names),
@@ -72,4 +77,27 @@ def read_wheel(path: Path, reading: Reading) -> WheelFacts:
             metadata_member=metadata_member,
             metadata=metadata,
             binaries=tuple(binaries),
+            record=_record(wheel, inflated) if reading.record else None,
         )
+
+
+def _record(wheel: WheelReader, inflated: dict[str, tuple[str, int]]) -> RecordFacts:
+    """RECORD's text and what every member hashes to (within the caps), for the layout rule;
+    the ELF members were inflated once already (*inflated*), the others are hashed now."""
+    member = wheel.dist_info_member("RECORD")
+    text = wheel.read_text(member) if member else None
+    digests = []
+    for info in wheel.zip.infolist():
+        if info.filename.endswith("/"):
+            continue
+        known = inflated.get(info.filename)
+        name = member_name(wheel.path, info.filename)
+        digest, size = known or bounded.member_digest(wheel.zip, info, name)
+        digests.append((info.filename, digest, size))
+    counts = Counter(wheel.names)
+    return RecordFacts(
+        member=member,
+        text=text,
+        digests=tuple(digests),
+        duplicates=tuple(sorted(n for n, c in counts.items() if c > 1)),
+    )

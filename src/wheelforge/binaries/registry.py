@@ -69,7 +69,8 @@ def reading(rules: Sequence[Rule], *, metadata: bool = False) -> Reading:
         if judged:
             facts[role] = frozenset().union(*(r.needs for r in judged))
             own[role] = tuple((r.id, r.read) for r in judged if r.read)
-    return Reading(facts=facts, metadata=metadata, unsafe_members=False, own=own)
+    record = any("record" in r.wheel_needs for r in rules)
+    return Reading(facts=facts, metadata=metadata, unsafe_members=False, own=own, record=record)
 
 
 # -- the docs table ------------------------------------------------------------------------------
