@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from wheelforge.foundation import readers
+from wheelforge.foundation import readers, writers
 
 
 def resolved(path: Path) -> Path:
@@ -59,7 +59,7 @@ def publish(src: Path, dest_dir: Path) -> Path:
     never a partial one, even across filesystems."""
     dest_dir.mkdir(parents=True, exist_ok=True)
     dest = dest_dir / src.name
-    fd, tmp = tempfile.mkstemp(dir=dest_dir, prefix=f".{src.name}.", suffix=".part")
+    fd, tmp = tempfile.mkstemp(dir=dest_dir, prefix=writers.part_prefix(src.name), suffix=".part")
     os.close(fd)
     try:
         shutil.copyfile(src, tmp)

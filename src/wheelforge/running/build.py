@@ -3,9 +3,10 @@ files, ninja, wheel, repair, fatbin verification, then an atomic move into the o
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
-import shutil
+import os
 import tempfile
 import threading
 import time
@@ -16,7 +17,7 @@ from pathlib import Path
 from wheelforge.binaries.sizecheck import SizeCheck, check_size
 from wheelforge.binaries.verify import WheelVerification, verify_wheel
 from wheelforge.configuration.settings import BuildSettings
-from wheelforge.foundation import fsutil, locks, log
+from wheelforge.foundation import fsutil, locks, log, removal
 from wheelforge.foundation.errors import (
     BuildError,
     EnvironmentProblem,
@@ -257,7 +258,8 @@ def _pack_and_publish(
 ) -> _Published:
     """Pack, repair, check and import in a staging folder; only a wheel that passed reaches the
     output."""
-    stage = Path(tempfile.mkdtemp(prefix="stage-", dir=plan.build_dir))
+    # stage-<pid>-…: a run killed while packing leaves it; the next build sweeps it (_sweep).
+    stage = Path(tempfile.mkdtemp(prefix=f"stage-{os.getpid()}-", dir=plan.build_dir))
     try:
         with stages.stage("package"):
             raw = wheel.pack(contents, stage / "raw", compress=False)  # repair deflates
@@ -287,7 +289,7 @@ def _pack_and_publish(
                 ) from None
             published = done[0]
     finally:
-        shutil.rmtree(stage, ignore_errors=True)
+        removal.remove(stage, within=plan.build_dir)
 
     # Name what was read after the published wheel, not the staging copy.
     stages.size = stages.size and stages.size.moved(repaired, published)
@@ -312,7 +314,21 @@ def run_build(settings: BuildSettings) -> BuildReport:
             return _run_build(settings, chosen, start)
 
 
+def _sweep(settings: BuildSettings) -> None:
+    """Remove what runs killed while packing or publishing left (staging folders of 2x the
+    wheel, hidden ``.part`` files): under the build folder's lock, nothing of another build's
+    is there; in the output folder, only leftovers whose process is gone (removal.sweep)."""
+    removed = removal.sweep(settings.out_dir, within=settings.out_dir)
+    with contextlib.suppress(OSError):
+        for folder in settings.build_root.iterdir():
+            if folder.is_dir() and not folder.is_symlink():
+                removed += removal.sweep(folder, within=settings.build_root)
+    if removed:
+        log.info(f"removed {len(removed)} leftover(s) of an interrupted build, e.g. {removed[0]}")
+
+
 def _run_build(settings: BuildSettings, chosen: list[Variant], start: float) -> BuildReport:
+    _sweep(settings)
     cache = compilecache.resolve(settings.compile_cache, settings.matrix.root)
     plans = plan_all(settings, chosen, cache, early=True)
     m = settings.matrix
