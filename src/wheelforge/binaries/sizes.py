@@ -16,7 +16,7 @@ from wheelforge.binaries.elf import member_path, rename_wheel
 from wheelforge.binaries.fatbin import entry_payload
 from wheelforge.binaries.inspection import BinaryReport
 from wheelforge.configuration.archs import Arch
-from wheelforge.configuration.sizes import format_size
+from wheelforge.configuration.bytesizes import format_size
 
 # Blackwell family targets (CUDA 12.9+): one sm_100f cubin runs on sm_100 and sm_103, one
 # sm_120f on sm_120 and sm_121 (CUDA 12.9 release notes, "family-specific features").

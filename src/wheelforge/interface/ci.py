@@ -10,7 +10,7 @@ from pathlib import Path
 from wheelforge.binaries.elf import member_path
 from wheelforge.binaries.sizes import LEVERS_SHOWN
 from wheelforge.configuration.archs import code_sort_key
-from wheelforge.configuration.sizes import format_size
+from wheelforge.configuration.bytesizes import format_size
 from wheelforge.foundation import log
 from wheelforge.foundation.diagnostics import relative_to
 from wheelforge.interface.report import Report, VariantDoc

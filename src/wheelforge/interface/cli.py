@@ -12,7 +12,7 @@ import click
 from rich.console import Console
 
 from wheelforge import __version__
-from wheelforge.configuration.keys import COMPILE_CACHES
+from wheelforge.configuration.matrix.keys import COMPILE_CACHES
 from wheelforge.foundation import log
 from wheelforge.foundation.errors import WheelforgeError
 from wheelforge.interface.cache_cli import cache_group
@@ -313,7 +313,7 @@ def init_command(
 ) -> None:
     """Write a commented matrix.yaml for the project in PATH, from its setup.py (read, never run)
     and pyproject.toml; print what could not be translated."""
-    from wheelforge.configuration import initmatrix
+    from wheelforge.configuration.importers import initmatrix
 
     result = initmatrix.write(path.resolve(), force=force, torch=torch_versions, archs=archs)
     log.info(f"wrote {result.path}")

@@ -18,8 +18,8 @@ from wheelforge.binaries.abicheck import BinaryCheck
 from wheelforge.binaries.elf import member_path, split_member
 from wheelforge.binaries.inspection import BinaryReport
 from wheelforge.configuration.archs import code_sort_key, sm_range
-from wheelforge.configuration.matrix import Matrix
-from wheelforge.configuration.sizes import format_size as human_size
+from wheelforge.configuration.bytesizes import format_size as human_size
+from wheelforge.configuration.matrix.model import Matrix
 from wheelforge.interface.render_variants import variant_summary
 from wheelforge.planning.variants import Variant
 from wheelforge.running.results import BuildReport, VariantResult

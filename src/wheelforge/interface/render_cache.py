@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from wheelforge.configuration.sizes import format_size
+from wheelforge.configuration.bytesizes import format_size
 from wheelforge.interface.render import print_whole
 from wheelforge.running.usercache import CacheEntry, CacheListing, PruneResult, pooled
 

@@ -13,7 +13,7 @@ from typing import Literal
 from packaging.version import Version
 
 from wheelforge.configuration.archs import ArchSet, ArchSpec
-from wheelforge.configuration.matrix import Matrix
+from wheelforge.configuration.matrix.model import Matrix
 from wheelforge.foundation.errors import ConfigError, EnvironmentProblem
 from wheelforge.planning import reproducible
 from wheelforge.planning.variants import Variant

@@ -1,6 +1,6 @@
 """The optional sections of matrix.yaml that stand on their own: tests (what `wheelforge test`
-runs) and wheel-variants (PEP 825). Part of the model in configuration/matrix.py, described by
-the same field metadata (configuration/keys.py)."""
+runs) and wheel-variants (PEP 825). Part of the model in configuration/matrix/model.py, described by
+the same field metadata (configuration/matrix/keys.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from wheelforge.configuration.archs import ArchSet, is_arch_list_id
-from wheelforge.configuration.keys import Scalars, Strings, key
+from wheelforge.configuration.matrix.keys import Scalars, Strings, key
 
 DEFAULT_TEST_COMMAND: tuple[str, ...] = (
     "{python}",

@@ -1,6 +1,6 @@
 """How a matrix key is described: the field-metadata helper ``key``, the YAML shapes (type forms
 for foundation/schemagen), the patterns that names and versions must match and the suffixes
-of source files. The model (configuration/matrix.py) uses these for each of its fields."""
+of source files. The model (configuration/matrix/model.py) uses these for each of its fields."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ Scalar = str | float
 Strings = str | tuple[str, ...]
 Scalars = Scalar | tuple[Scalar, ...]
 # An arch list: "8.0 9.0+PTX", ["8.0", "9.0a"] or 9.0 (TORCH_CUDA_ARCH_LIST's grammar); named in
-# the schema's $defs by configuration/schema.py.
+# the schema's $defs by configuration/matrix/schema.py.
 ARCH_LIST: Any = Scalars
 ARCH_LIST_REF: dict[str, Any] = {"$ref": "#/$defs/ArchList"}
 

@@ -1,5 +1,5 @@
 """``wheelforge init``: a commented matrix.yaml for an existing project, from its setup.py (read
-statically, setupscan.py) and pyproject.toml, or, with no extension in a setup.py, from the
+statically, setuppy.py) and pyproject.toml, or, with no extension in a setup.py, from the
 C++/CUDA sources found. What could not be translated is returned as notes to print."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import yaml
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from wheelforge.configuration.keys import SOURCE_SUFFIXES
-from wheelforge.configuration.pyproject import read_project
-from wheelforge.configuration.setupscan import ExtensionCall, SetupScan, scan_setup_py
+from wheelforge.configuration.importers.setuppy import ExtensionCall, SetupScan, scan_setup_py
+from wheelforge.configuration.matrix.keys import SOURCE_SUFFIXES
+from wheelforge.configuration.matrix.pyproject import read_project
 from wheelforge.foundation.errors import ConfigError
 
 _STABLE_RE = re.compile(r"torch/csrc/stable/|STABLE_TORCH_LIBRARY")

@@ -1,9 +1,9 @@
 """matrix.yaml's JSON Schema and docs/matrix.md's key tables, both generated from the model in
-configuration/matrix.py (the habit of scikit-build-core's settings/json_schema.py).
+configuration/matrix/model.py (the habit of scikit-build-core's settings/json_schema.py).
 
 Regenerate both after changing a key::
 
-    python -m wheelforge.configuration.schema
+    python -m wheelforge.configuration.matrix.schema
 
 tests/unit/test_matrix_schema.py fails when the shipped schema or the docs tables drift.
 """
@@ -20,7 +20,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from wheelforge.configuration import keys, matrix, sections
+from wheelforge.configuration.matrix import keys, sections
+from wheelforge.configuration.matrix import model as matrix
 from wheelforge.foundation import schemagen
 
 SCHEMA_FILE = "matrix.schema.json"
@@ -110,10 +111,10 @@ def render_docs(text: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m wheelforge.configuration.schema")
-    parser.add_argument("--docs", type=Path, default=Path(__file__).parents[3] / "docs/matrix.md")
+    parser = argparse.ArgumentParser(prog="python -m wheelforge.configuration.matrix.schema")
+    parser.add_argument("--docs", type=Path, default=Path(__file__).parents[4] / "docs/matrix.md")
     args = parser.parse_args(argv)
-    target = Path(__file__).parents[1] / "data" / SCHEMA_FILE
+    target = Path(__file__).parents[2] / "data" / SCHEMA_FILE
     target.write_text(schema_text(), encoding="utf-8")
     print(f"wrote {target}")
     if args.docs.is_file():

@@ -1,7 +1,7 @@
 """The matrix.yaml model: frozen dataclasses for what a matrix says, and the one description of
 its keys. Each field's metadata names its YAML key, its shape in YAML (when that differs from
-the Python type), its default and a one-line doc; configuration/reader.py reads the file by
-these fields, configuration/schema.py turns them into data/matrix.schema.json and the key
+the Python type), its default and a one-line doc; configuration/matrix/reader.py reads the file by
+these fields, configuration/matrix/schema.py turns them into data/matrix.schema.json and the key
 tables of docs/matrix.md. Derived fields (``internal``) are not keys."""
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from typing import Any, Literal
 from packaging.utils import canonicalize_name
 
 from wheelforge.configuration.archs import ArchSet, ArchSpec
-from wheelforge.configuration.keys import (
+from wheelforge.configuration.bytesizes import DEFAULT_SIZE_BUDGET, SIZE_PATTERN
+from wheelforge.configuration.matrix.keys import (
     ARCH_LIST_REF,
     ARCH_SET_NAME_RE,
     COMPILE_CACHES,
@@ -28,9 +29,8 @@ from wheelforge.configuration.keys import (
     key,
     pattern_schema,
 )
-from wheelforge.configuration.sections import TestsConfig, WheelVariantsConfig
-from wheelforge.configuration.sizes import DEFAULT_SIZE_BUDGET, SIZE_PATTERN
-from wheelforge.configuration.torchspec import TorchSpec
+from wheelforge.configuration.matrix.sections import TestsConfig, WheelVariantsConfig
+from wheelforge.configuration.matrix.torchspec import TorchSpec
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,12 +1,12 @@
 """Reading the matrix's ``wheel-variants`` mapping (PEP 825 variant wheels, experimental); the
-reader of the other keys is configuration/reader.py."""
+reader of the other keys is configuration/matrix/reader.py."""
 
 from __future__ import annotations
 
 import yaml
 
-from wheelforge.configuration import yamlio
-from wheelforge.configuration.sections import WheelVariantsConfig
+from wheelforge.configuration.matrix import yamlio
+from wheelforge.configuration.matrix.sections import WheelVariantsConfig
 
 
 def read(reader: yamlio.ModelReader, node: yaml.Node, where: str) -> WheelVariantsConfig | None:

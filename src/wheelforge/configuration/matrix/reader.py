@@ -2,7 +2,7 @@
 problem collected with its line, all reported at once.
 
 The keys, which are required and their defaults come from the model's fields
-(configuration/matrix.py); this module adds what the model cannot say: how each key's value is
+(configuration/matrix/model.py); this module adds what the model cannot say: how each key's value is
 checked and converted (folders exist, globs match, arch lists parse, versions are PEP 440)."""
 
 from __future__ import annotations
@@ -13,22 +13,26 @@ from pathlib import Path
 import yaml
 from packaging.version import InvalidVersion, Version
 
-from wheelforge.configuration import variantkey, yamlio
 from wheelforge.configuration.archs import ArchSet, ArchSpec, parse_arch_list
-from wheelforge.configuration.discovery import discover_packages
-from wheelforge.configuration.keys import (
+from wheelforge.configuration.bytesizes import parse_size
+from wheelforge.configuration.matrix import variantkey, yamlio
+from wheelforge.configuration.matrix.discovery import discover_packages
+from wheelforge.configuration.matrix.keys import (
     ARCH_SET_NAME_RE,
     CUDA_RE,
     MODULE_RE,
     PYTHON_ABI_RE,
     SOURCE_SUFFIXES,
 )
-from wheelforge.configuration.matrix import ExtensionConfig, Matrix, SourceSpec
-from wheelforge.configuration.packagereader import PackageReader
-from wheelforge.configuration.pyproject import project_for
-from wheelforge.configuration.sections import TestsConfig
-from wheelforge.configuration.sizes import parse_size
-from wheelforge.configuration.torchspec import OLDEST_STABLE_TARGET, TorchSpec, parse_torch_spec
+from wheelforge.configuration.matrix.model import ExtensionConfig, Matrix, SourceSpec
+from wheelforge.configuration.matrix.packagereader import PackageReader
+from wheelforge.configuration.matrix.pyproject import project_for
+from wheelforge.configuration.matrix.sections import TestsConfig
+from wheelforge.configuration.matrix.torchspec import (
+    OLDEST_STABLE_TARGET,
+    TorchSpec,
+    parse_torch_spec,
+)
 from wheelforge.foundation import fsutil
 from wheelforge.foundation.errors import ConfigError
 

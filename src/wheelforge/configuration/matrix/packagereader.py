@@ -1,5 +1,5 @@
 """Reading matrix.yaml's ``package`` section, with what pyproject.toml's ``[project]`` gives
-(read by configuration/pyproject.py): a key in both places that differs is an error naming
+(read by configuration/matrix/pyproject.py): a key in both places that differs is an error naming
 both; the reader of the other sections (reader.py) builds on this one."""
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from wheelforge.configuration import yamlio
-from wheelforge.configuration.discovery import is_package
-from wheelforge.configuration.keys import NAME_RE
-from wheelforge.configuration.matrix import PackageConfig
-from wheelforge.configuration.pyproject import ProjectMetadata
+from wheelforge.configuration.matrix import yamlio
+from wheelforge.configuration.matrix.discovery import is_package
+from wheelforge.configuration.matrix.keys import NAME_RE
+from wheelforge.configuration.matrix.model import PackageConfig
+from wheelforge.configuration.matrix.pyproject import ProjectMetadata
 
 # package keys pyproject.toml's [project] may give instead: attribute → how two values compare.
 _FROM_PROJECT: dict[str, Callable[[str, str], bool]] = {
