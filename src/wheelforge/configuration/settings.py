@@ -23,9 +23,8 @@ from pathlib import Path
 from wheelforge.configuration.archs import ArchSet, arch_list_id, parse_arch_list
 from wheelforge.configuration.bytesizes import parse_size
 from wheelforge.configuration.matrix.keys import COMPILE_CACHES, PYTHON_ABI_RE
-from wheelforge.configuration.matrix.model import Matrix
+from wheelforge.configuration.matrix.model import Matrix, TestsConfig, WheelVariantsConfig
 from wheelforge.configuration.matrix.reader import load_matrix
-from wheelforge.configuration.matrix.sections import TestsConfig, WheelVariantsConfig
 from wheelforge.foundation.errors import ConfigError
 
 

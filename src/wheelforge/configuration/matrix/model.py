@@ -1,8 +1,9 @@
-"""The matrix.yaml model: frozen dataclasses for what a matrix says, and the one description of
-its keys. Each field's metadata names its YAML key, its shape in YAML (when that differs from
-the Python type), its default and a one-line doc; configuration/matrix/reader.py reads the file by
-these fields, configuration/matrix/schema.py turns them into data/matrix.schema.json and the key
-tables of docs/matrix.md. Derived fields (``internal``) are not keys."""
+"""The matrix.yaml model: frozen dataclasses for what a matrix says (the top level, package,
+extension and its sources, tests, wheel-variants), and the one description of its keys. Each
+field's metadata (matrix/keys.key) names its YAML key, its shape in YAML when that differs from
+the Python type, its default and a one-line doc; matrix/reader.py reads the file by these fields,
+matrix/schema.py turns them into data/matrix.schema.json and the key tables of docs/matrix.md.
+Derived fields (``internal``) are not keys."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any, Literal
 
 from packaging.utils import canonicalize_name
 
-from wheelforge.configuration.archs import ArchSet, ArchSpec
+from wheelforge.configuration.archs import ArchSet, ArchSpec, is_arch_list_id
 from wheelforge.configuration.bytesizes import DEFAULT_SIZE_BUDGET, SIZE_PATTERN
 from wheelforge.configuration.matrix.keys import (
     ARCH_LIST_REF,
@@ -29,7 +30,6 @@ from wheelforge.configuration.matrix.keys import (
     key,
     pattern_schema,
 )
-from wheelforge.configuration.matrix.sections import TestsConfig, WheelVariantsConfig
 from wheelforge.configuration.matrix.torchspec import TorchSpec
 
 
@@ -196,6 +196,82 @@ class ExtensionConfig:
 
     def wheel_path(self, filename: str) -> str:
         return f"{self.package_path}/{filename}" if self.package_path else filename
+
+
+DEFAULT_TEST_COMMAND: tuple[str, ...] = (
+    "{python}",
+    "-m",
+    "pytest",
+    "-q",
+    "-rs",
+    "-p",
+    "no:cacheprovider",
+    "--junitxml={junitxml}",
+    "{path}",
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TestsConfig:
+    """The payload's test suite, which ``wheelforge test`` runs against each torch."""
+
+    path: Path = field(
+        metadata=key("the test suite, run against the installed wheel", shape=str, words="folder")
+    )
+    # installed beside the wheel (pytest, numpy, ...)
+    requires: tuple[str, ...] = field(
+        default=("pytest",),
+        metadata=key("installed beside the wheel", shape=Strings, words="list of requirements"),
+    )
+    # torch versions to install and test
+    torch: tuple[str, ...] = field(
+        metadata=key(
+            "the torches to test under",
+            shape=Scalars,
+            words="list of versions",
+            required=False,
+            default_words="the `torch` list, or the lowest version of a range",
+        )
+    )
+    # with {python}, {path} and {junitxml} filled in
+    command: tuple[str, ...] = field(
+        default=DEFAULT_TEST_COMMAND,
+        metadata=key(
+            "`{path}` is required; without `{junitxml}` only the exit code counts", shape=Strings
+        ),
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class WheelVariantsConfig:
+    """PEP 825 variant wheels (experimental: PEP 825 is a draft). Each variant's wheel carries a
+    variant label in its name and ``*.dist-info/variant.json``; ``null`` names the arch set (or
+    variant id) also published as the null variant, the fallback with no properties."""
+
+    enabled: bool = field(
+        default=True,
+        metadata=key("write variant wheels (the same as `wheelforge build --wheel-variants`)"),
+    )
+    null: str | None = field(
+        default=None,
+        metadata=key(
+            "an arch set (with one variant; `--archs 7.5 9.0+PTX` builds one named `sm75-90ptx`) or a variant id whose build is also published as the null variant (label `null`, no properties)",
+            shape=str,
+        ),
+    )
+
+    def null_problem(self, arch_sets: tuple[ArchSet, ...]) -> str | None:
+        """What is wrong with ``null`` for these arch sets: it must name one or a variant of
+        one, or an arch set of --archs / TORCH_CUDA_ARCH_LIST (named like ``sm75-80-90ptx``)."""
+        names = [a.name for a in arch_sets]
+        if self.null is None or is_arch_list_id(self.null):
+            return None
+        if any(self.null == n or self.null.startswith(f"{n}-") for n in names):
+            return None
+        return (
+            f"wheel-variants.null: '{self.null}' is neither an arch set ({', '.join(names)}) nor "
+            "a variant of one; name the build to publish as the null variant"
+        )
 
 
 _ARCH_SETS: dict[str, Any] = {

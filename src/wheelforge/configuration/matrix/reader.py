@@ -24,10 +24,9 @@ from wheelforge.configuration.matrix.keys import (
     PYTHON_ABI_RE,
     SOURCE_SUFFIXES,
 )
-from wheelforge.configuration.matrix.model import ExtensionConfig, Matrix, SourceSpec
+from wheelforge.configuration.matrix.model import ExtensionConfig, Matrix, SourceSpec, TestsConfig
 from wheelforge.configuration.matrix.packagereader import PackageReader
 from wheelforge.configuration.matrix.pyproject import project_for
-from wheelforge.configuration.matrix.sections import TestsConfig
 from wheelforge.configuration.matrix.torchspec import (
     OLDEST_STABLE_TARGET,
     TorchSpec,

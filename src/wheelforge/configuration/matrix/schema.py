@@ -20,20 +20,19 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from wheelforge.configuration.matrix import keys, sections
-from wheelforge.configuration.matrix import model as matrix
+from wheelforge.configuration.matrix import keys, model
 from wheelforge.foundation import schemagen
 
 SCHEMA_FILE = "matrix.schema.json"
 TITLE = "wheelforge matrix.yaml"
 # The key tables in docs/matrix.md, by the name in their markers.
 SECTIONS: dict[str, type] = {
-    "top": matrix.Matrix,
-    "package": matrix.PackageConfig,
-    "extension": matrix.ExtensionConfig,
-    "sources": matrix.SourceSpec,
-    "tests": sections.TestsConfig,
-    "variants": sections.WheelVariantsConfig,
+    "top": model.Matrix,
+    "package": model.PackageConfig,
+    "extension": model.ExtensionConfig,
+    "sources": model.SourceSpec,
+    "tests": model.TestsConfig,
+    "variants": model.WheelVariantsConfig,
 }
 _MARKERS = re.compile(
     r"(<!-- keys:(?P<name>[a-z]+) .*?-->\n)(?P<body>.*?)(<!-- /keys:(?P=name) -->)", re.DOTALL
@@ -41,7 +40,7 @@ _MARKERS = re.compile(
 
 
 def matrix_schema() -> dict[str, Any]:
-    out = schemagen.json_schema(matrix.Matrix, title=TITLE)
+    out = schemagen.json_schema(model.Matrix, title=TITLE)
     out["$defs"]["ArchList"] = {
         "description": "arch list, TORCH_CUDA_ARCH_LIST's grammar: '7.5 8.0 9.0a 12.0+PTX', a list of entries, or torch's names (Hopper)",
         **schemagen.type_schema(keys.ARCH_LIST),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import yaml
 
 from wheelforge.configuration.matrix import yamlio
-from wheelforge.configuration.matrix.sections import WheelVariantsConfig
+from wheelforge.configuration.matrix.model import WheelVariantsConfig
 
 
 def read(reader: yamlio.ModelReader, node: yaml.Node, where: str) -> WheelVariantsConfig | None:
