@@ -18,7 +18,7 @@ from elftools.elf.elffile import ELFFile
 
 from tests.conftest import REPO
 from wheelforge.configuration.archs import ArchSet
-from wheelforge.interface.report import packaged_schema
+from wheelforge.interface.documents.build_report import packaged_schema
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
 

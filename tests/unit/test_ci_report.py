@@ -20,7 +20,12 @@ from wheelforge.foundation.diagnostics import Diagnostic, parse_compiler_output
 from wheelforge.foundation.errors import BuildError
 from wheelforge.interface import ci
 from wheelforge.interface.cli import main
-from wheelforge.interface.report import build_report, packaged_schema, report_json, schema
+from wheelforge.interface.documents.build_report import (
+    build_report,
+    packaged_schema,
+    report_json,
+    schema,
+)
 from wheelforge.running.results import BuildReport, VariantFailure, VariantResult
 
 Project = Callable[..., Path]
@@ -36,7 +41,7 @@ def _reset_log() -> object:
 
 
 def test_packaged_schema_is_the_generated_one() -> None:
-    """Regenerate with: python -m wheelforge.interface.report > src/wheelforge/data/build-report.schema.json"""
+    """Regenerate with: python -m wheelforge.interface.documents.build_report > src/wheelforge/data/build-report.schema.json"""
     assert packaged_schema() == schema()
     jsonschema.Draft202012Validator.check_schema(packaged_schema())
 

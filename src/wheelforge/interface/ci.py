@@ -13,7 +13,7 @@ from wheelforge.configuration.archs import code_sort_key
 from wheelforge.configuration.bytesizes import format_size
 from wheelforge.foundation import log
 from wheelforge.foundation.diagnostics import relative_to
-from wheelforge.interface.report import Report, VariantDoc
+from wheelforge.interface.documents.build_report import Report, VariantDoc
 
 
 def _cell(text: str) -> str:

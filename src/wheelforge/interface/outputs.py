@@ -21,7 +21,7 @@ from wheelforge.running.dryrun import dry_run as plan_dry_run
 from wheelforge.running.results import BuildReport
 
 if TYPE_CHECKING:  # the report and CI modules load only when a report is wanted (no-op speed)
-    from wheelforge.interface.report import Report
+    from wheelforge.interface.documents.build_report import Report
 
 
 def build_command(
@@ -73,7 +73,7 @@ def _report(
     error: WheelforgeError | None,
     seconds: float,
 ) -> Report:
-    from wheelforge.interface.report import build_report
+    from wheelforge.interface.documents.build_report import build_report
 
     return build_report(settings=settings, result=result, error=error, seconds=seconds)
 
@@ -91,7 +91,7 @@ def _raise_failures(result: BuildReport) -> None:
 
 def _write(report: Report, report_path: Path | None) -> None:
     from wheelforge.interface import ci
-    from wheelforge.interface.report import report_json
+    from wheelforge.interface.documents.build_report import report_json
 
     text = report_json(report)
     if report_path is not None:

@@ -305,5 +305,5 @@ def packaged_schema() -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    # Regenerate the shipped schema: python -m wheelforge.interface.report > src/wheelforge/data/build-report.schema.json
+    # Regenerate the shipped schema: python -m wheelforge.interface.documents.build_report > src/wheelforge/data/build-report.schema.json
     sys.stdout.write(json.dumps(schema(), indent=2) + "\n")
