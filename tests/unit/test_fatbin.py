@@ -21,8 +21,9 @@ from wheelforge.binaries.fatbin import (
     read_fatbin_entries,
 )
 from wheelforge.binaries.inspection import BinaryReport, inspect_paths
+from wheelforge.foundation.document import to_document
 from wheelforge.foundation.errors import BinaryFormatError, ConfigError
-from wheelforge.interface.render import reports_to_json
+from wheelforge.interface.documents.inspection import inspect_document
 
 DATA = Path(__file__).parents[1] / "data" / "fatbin"
 
@@ -448,7 +449,7 @@ def test_inspect_a_folder(tmp_path: Path) -> None:
 
 def test_reports_to_json() -> None:
     reports = inspect_paths([DATA / "sm75_lz4.so", DATA / "no_cuda.so"])
-    document = reports_to_json(reports)
+    document = to_document(inspect_document(reports))
     assert document == {
         "schema_version": 1,
         "files": [

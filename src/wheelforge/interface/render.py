@@ -1,5 +1,5 @@
-"""Rendering of results: rich tables for the terminal and JSON documents. Reads result data
-from the lower layers; decides nothing."""
+"""Rendering of results as rich tables for the terminal (their JSON documents are in
+interface/documents/). Reads result data from the lower layers; decides nothing."""
 
 from __future__ import annotations
 
@@ -20,7 +20,9 @@ from wheelforge.binaries.inspection import BinaryReport
 from wheelforge.configuration.archs import code_sort_key, sm_range
 from wheelforge.configuration.bytesizes import format_size as human_size
 from wheelforge.configuration.matrix.model import Matrix
+from wheelforge.interface.documents.kinds import version_text
 from wheelforge.interface.render_variants import variant_summary
+from wheelforge.planning.plan import wheel_version
 from wheelforge.planning.variants import Variant
 from wheelforge.running.results import BuildReport, VariantResult
 from wheelforge.toolchain.provision import RECIPES
@@ -28,12 +30,6 @@ from wheelforge.toolchain.toolkit import Toolkit
 
 if TYPE_CHECKING:  # `build` loads neither
     from wheelforge.running.dryrun import PlannedVariant
-
-# Versions of the --json documents of inspect, check, test and matrix (build --report's is in
-# report.py): bumped when a key changes meaning or goes away.
-INSPECT_SCHEMA_VERSION = 1
-CHECK_SCHEMA_VERSION = 1
-MATRIX_SCHEMA_VERSION = 1
 
 
 def short_path(binary: BinaryReport) -> str:
@@ -206,21 +202,6 @@ def print_inspect(reports: Sequence[BinaryReport], console: Console) -> None:
         print_whole(table, console)
 
 
-def reports_to_json(reports: Sequence[BinaryReport]) -> dict[str, object]:
-    """The ``inspect --json`` document."""
-    return {
-        "schema_version": INSPECT_SCHEMA_VERSION,
-        "files": [
-            {
-                "path": report.path,
-                "size": report.size,
-                "fatbins": [entry.to_json() for entry in report.entries],
-            }
-            for report in reports
-        ],
-    }
-
-
 def check_table(checks: Sequence[BinaryCheck]) -> Group:
     """Per wheel (or folder of shared objects): its path on a line of its own, then a table of
     its binaries by member name, so nothing is cut at 80 columns."""
@@ -237,7 +218,7 @@ def check_table(checks: Sequence[BinaryCheck]) -> Group:
         table.add_column("binary", overflow="fold")
         # Floors: what each binary needs (from its shims, its Python symbols), under what it declares.
         declared = [
-            f"{what} >= {_version(v)}"
+            f"{what} >= {version_text(v)}"
             for what, v in (
                 ("torch", members[0].declared_torch),
                 ("Python", members[0].declared_python),
@@ -268,40 +249,10 @@ def check_table(checks: Sequence[BinaryCheck]) -> Group:
     return Group(*parts)
 
 
-def _version(v: tuple[int, int] | None) -> str | None:
-    return f"{v[0]}.{v[1]}" if v else None
-
-
 def _floor(inferred: tuple[int, int] | None, declared: tuple[int, int] | None) -> str:
     """The floor a binary needs; red when it is above the declared one."""
-    need = _version(inferred) or "-"
+    need = version_text(inferred) or "-"
     return f"[red]{need}[/red]" if inferred and declared and inferred > declared else need
-
-
-def checks_to_json(checks: Sequence[BinaryCheck]) -> dict[str, object]:
-    return {
-        "schema_version": CHECK_SCHEMA_VERSION,
-        "binaries": [
-            {
-                "path": c.path,
-                "shims": list(c.shims),
-                "newest_shim": _version(c.newest_shim),
-                "torch_floor": {
-                    "inferred": _version(c.newest_shim),
-                    "declared": _version(c.declared_torch),
-                },
-                "python_symbols": list(c.python_symbols),
-                "python_floor": {
-                    "inferred": _version(c.python_floor),
-                    "declared": _version(c.declared_python),
-                },
-                "violations": [
-                    {"rule": v.rule, "symbol": v.symbol, "message": v.message} for v in c.violations
-                ],
-            }
-            for c in checks
-        ],
-    }
 
 
 def variants_table(variants: Sequence[Variant], matrix: Matrix) -> Table:
@@ -311,9 +262,7 @@ def variants_table(variants: Sequence[Variant], matrix: Matrix) -> Table:
     for column in ("id", "arch set", "archs", "CUDA", "wheel version"):
         table.add_column(column, overflow="fold", no_wrap=column in ("id", "CUDA"))
     for v in variants:
-        version = (
-            f"{matrix.package.version}+{v.local_label}" if v.local_label else matrix.package.version
-        )
+        version = wheel_version(matrix, v)
         if v.variant_label:
             version += f" (variant {v.variant_label})"
         cuda = (
@@ -323,33 +272,6 @@ def variants_table(variants: Sequence[Variant], matrix: Matrix) -> Table:
         )
         table.add_row(v.id, v.arch_set.name, str(v.arch_set), cuda, version)
     return table
-
-
-def variants_to_json(variants: Sequence[Variant]) -> dict[str, object]:
-    return {
-        "schema_version": MATRIX_SCHEMA_VERSION,
-        "variants": [
-            {
-                "id": v.id,
-                "arch_set": v.arch_set.name,
-                "archs": str(v.arch_set),
-                "cuda": v.choice.release,
-                "provisioned": v.choice.toolkit is None,
-                "local_label": v.local_label,
-            }
-            for v in variants
-        ],
-    }
-
-
-def github_matrix(variants: Sequence[Variant]) -> dict[str, object]:
-    """A GitHub Actions ``strategy.matrix``: one job per variant, each running
-    ``wheelforge build --only ${{ matrix.variant }}``."""
-    return {
-        "include": [
-            {"variant": v.id, "archs": str(v.arch_set), "cuda": v.choice.release} for v in variants
-        ]
-    }
 
 
 def toolkits_table(found: Sequence[Toolkit]) -> Table:

@@ -1,4 +1,5 @@
-"""`wheelforge test`'s results: the torch × variant table and the JSON document."""
+"""`wheelforge test`'s results: the torch × variant table (the JSON document is
+interface/documents/torch_tests.py)."""
 
 from __future__ import annotations
 
@@ -6,10 +7,7 @@ from collections.abc import Sequence
 
 from rich.table import Table
 
-from wheelforge.foundation.document import to_document
 from wheelforge.running.torch_tests import Outcome
-
-TEST_SCHEMA_VERSION = 1
 
 
 def test_table(outcomes: Sequence[Outcome]) -> Table:
@@ -38,8 +36,3 @@ def test_table(outcomes: Sequence[Outcome]) -> Table:
                              + (f", {o.errors} errors" if o.errors else ""))  # fmt: skip
         table.add_row(label, "yes" if row[0].cuda else "no", *cells)
     return table
-
-
-def outcomes_to_json(outcomes: Sequence[Outcome]) -> dict[str, object]:
-    """Every run as its Outcome's fields (``detail``: why it did not pass, else null)."""
-    return {"schema_version": TEST_SCHEMA_VERSION, "runs": to_document(list(outcomes))}

@@ -327,7 +327,7 @@ def export_map(module_leaf: str) -> str:
     )
 
 
-def _version(matrix: Matrix, variant: Variant) -> str:
+def wheel_version(matrix: Matrix, variant: Variant) -> str:
     """The wheel's version: the package's, plus the variant's local label if any."""
     label = variant.local_label
     return str(Version(f"{matrix.package.version}+{label}")) if label else matrix.package.version
@@ -390,5 +390,5 @@ def make_plan(
         input_folders=tuple(folders.items()),
         abi_tag=abi.abi_tag,
         nvcc_threads=nvcc_threads,
-        version=_version(matrix, variant),
+        version=wheel_version(matrix, variant),
     )

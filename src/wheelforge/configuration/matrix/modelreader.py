@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import operator
-import types
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -71,15 +69,6 @@ def _hints(model: type) -> dict[str, Any]:
     return typing.get_type_hints(model)
 
 
-def _without_none(tp: Any) -> Any:
-    """``X | None`` → ``X``: null is no YAML value of a key (an absent key takes the default)."""
-    args = typing.get_args(tp)
-    if typing.get_origin(tp) not in (typing.Union, types.UnionType) or type(None) not in args:
-        return tp
-    rest = [a for a in args if a is not type(None)]
-    return functools.reduce(operator.or_, rest[1:], rest[0])
-
-
 @dataclass(frozen=True)
 class Section:
     """One mapping read by the model: the values read (by attribute) and the key nodes."""
@@ -123,8 +112,8 @@ class ModelReader:
         shape = field.metadata.get("schema")
         if isinstance(shape, Mapping):
             return None
-        kind = _without_none(_hints(model)[field.name])
-        form = kind if shape is None else _without_none(shape)
+        kind = schemagen.without_none(_hints(model)[field.name])
+        form = kind if shape is None else schemagen.without_none(shape)
         if kind is str and form in _SCALAR_FORMS:
             return self.scalar
         if kind is bool and form is bool:
