@@ -70,13 +70,17 @@ def _archs(v: VariantDoc) -> list[str]:
 
 
 def _abi(report: BuildReportDocument) -> list[str]:
-    lines = ["| variant | ABI verdict | target torch | newest shim | shims | violations |",
-             "| --- | --- | --- | --- | ---: | ---: |"]  # fmt: skip
+    lines = [
+        "| variant | ABI verdict | target torch | newest shim | shims | violations |",
+        "| --- | --- | --- | --- | ---: | ---: |",
+    ]
     for v in report.variants:
         if v.abi is None:
             continue
-        lines.append(f"| {v.id} | {v.abi.verdict} | {v.abi.target} | {v.abi.newest_shim or '-'} | "
-                     f"{len(v.abi.shims)} | {len(v.abi.violations)} |")  # fmt: skip
+        lines.append(
+            f"| {v.id} | {v.abi.verdict} | {v.abi.target} | {v.abi.newest_shim or '-'} | "
+            f"{len(v.abi.shims)} | {len(v.abi.violations)} |"
+        )
     return lines if len(lines) > 2 else []
 
 

@@ -47,8 +47,11 @@ def binary_tables(v: VariantResult) -> list[Table]:
             continue
         table = Table(title=f"{v.variant_id}: {short_path(b)}", title_justify="left")
         for column in ("kind", "arch", "stored", "uncompressed", "status"):
-            table.add_column(column, justify="right" if column in ("stored", "uncompressed") else "left",
-                             no_wrap=True)  # fmt: skip
+            table.add_column(
+                column,
+                justify="right" if column in ("stored", "uncompressed") else "left",
+                no_wrap=True,
+            )
         for kind, missing, extra in (
             ("sass", check.missing_sass, check.extra_sass),
             ("ptx", check.missing_ptx, check.extra_ptx),
@@ -125,7 +128,10 @@ def print_build(report: BuildReport, console: Console) -> None:
         console.print(f"[green]wheel[/green] {escape(str(v.wheel))}", soft_wrap=True)
         console.print(f"  {human_size(v.wheel_size)}{budget}{reused}", soft_wrap=True)
         if v.reproducible:
-            console.print(f"  reproducible: a rebuild in another folder is identical (sha256 {v.reproducible})", soft_wrap=True)  # fmt: skip
+            console.print(
+                f"  reproducible: a rebuild in another folder is identical (sha256 {v.reproducible})",
+                soft_wrap=True,
+            )
         if v.variant_label:
             console.print(escape(variant_summary(v)), soft_wrap=True, highlight=False)
     if report.variants_json is not None:
@@ -195,8 +201,14 @@ def print_inspect(reports: Sequence[BinaryReport], console: Console) -> None:
         for (kind, arch), (count, stored, size) in sorted(
             groups.items(), key=lambda kv: (kv[0][0] != "sass", code_sort_key(kv[0][1]))
         ):
-            table.add_row(kind.upper() if kind == "ptx" else "SASS", arch, str(count), human_size(stored),
-                          human_size(size), ", ".join(sorted(compressions[(kind, arch)])))  # fmt: skip
+            table.add_row(
+                kind.upper() if kind == "ptx" else "SASS",
+                arch,
+                str(count),
+                human_size(stored),
+                human_size(size),
+                ", ".join(sorted(compressions[(kind, arch)])),
+            )
         if not binary.entries:
             table.add_row("-", "no CUDA code", "0", "-", "-", "-")
         print_whole(table, console)
@@ -241,8 +253,13 @@ def check_table(checks: Sequence[BinaryCheck]) -> Group:
             )
             wheel, member = split_member(c.path)
             name = member if wheel else Path(c.path).name
-            table.add_row(name, str(len(c.shims)), _floor(c.newest_shim, c.declared_torch),
-                          _floor(c.python_floor, c.declared_python), status)  # fmt: skip
+            table.add_row(
+                name,
+                str(len(c.shims)),
+                _floor(c.newest_shim, c.declared_torch),
+                _floor(c.python_floor, c.declared_python),
+                status,
+            )
         parts.append(table)
     if not checks:
         parts.append(Text("no ELF files to check: the wheels given hold no shared objects"))
@@ -284,6 +301,11 @@ def toolkits_table(found: Sequence[Toolkit]) -> Table:
         )
     for r in RECIPES:
         if not any(t.release == r.release for t in found):
-            table.add_row(r.release, sm_range(r.sass), "-", "-",
-                          f"[dim]wheelforge toolkit install {r.release} ({r.download})[/dim]")  # fmt: skip
+            table.add_row(
+                r.release,
+                sm_range(r.sass),
+                "-",
+                "-",
+                f"[dim]wheelforge toolkit install {r.release} ({r.download})[/dim]",
+            )
     return table

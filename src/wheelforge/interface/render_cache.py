@@ -37,8 +37,13 @@ def entries_table(entries: Sequence[CacheEntry], *, title: str, now: float) -> T
     table.add_column("last used")
     table.add_column("path", overflow="fold")
     for e in entries:
-        table.add_row(e.kind, escape(e.name), format_size(e.size), last_used(e.last_used, now),
-                      escape(str(e.path)))  # fmt: skip
+        table.add_row(
+            e.kind,
+            escape(e.name),
+            format_size(e.size),
+            last_used(e.last_used, now),
+            escape(str(e.path)),
+        )
     return table
 
 

@@ -32,7 +32,9 @@ def test_table(outcomes: Sequence[Outcome]) -> Table:
                 cells.append("[yellow]unavailable[/yellow]")
             else:
                 style = styles[o.status]
-                cells.append(f"[{style}]{o.status}[/{style}]\n{o.passed} passed, {o.failed} failed, {o.skipped} skipped"
-                             + (f", {o.errors} errors" if o.errors else ""))  # fmt: skip
+                counts = f"{o.passed} passed, {o.failed} failed, {o.skipped} skipped"
+                if o.errors:
+                    counts += f", {o.errors} errors"
+                cells.append(f"[{style}]{o.status}[/{style}]\n{counts}")
         table.add_row(label, "yes" if row[0].cuda else "no", *cells)
     return table

@@ -371,9 +371,16 @@ class Matrix:
         ),
     )
 
-    compile_cache: str | None = field(default=None, metadata=key(  # None: settings default it
-        "the compile cache in front of every compiler: `auto` (ccache, else sccache, else none), `sccache`, `ccache` or `none`; `WHEELFORGE_COMPILE_CACHE` and `--compile-cache` override it (docs/performance.md)",
-        name="compile-cache", shape={"enum": list(COMPILE_CACHES)}, words="`auto`, `sccache`, `ccache` or `none`", default="auto"))  # fmt: skip
+    compile_cache: str | None = field(
+        default=None,  # settings.py defaults it, with the environment's
+        metadata=key(
+            "the compile cache in front of every compiler: `auto` (ccache, else sccache, else none), `sccache`, `ccache` or `none`; `WHEELFORGE_COMPILE_CACHE` and `--compile-cache` override it (docs/performance.md)",
+            name="compile-cache",
+            shape={"enum": list(COMPILE_CACHES)},
+            words="`auto`, `sccache`, `ccache` or `none`",
+            default="auto",
+        ),
+    )
 
     @property
     def variant_wheels(self) -> bool:
