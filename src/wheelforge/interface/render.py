@@ -16,7 +16,7 @@ from rich.text import Text
 
 from wheelforge.binaries.abicheck import BinaryCheck
 from wheelforge.binaries.elf import member_path, split_member
-from wheelforge.binaries.inspection import BinaryReport
+from wheelforge.binaries.facts import BinaryContents
 from wheelforge.configuration.archs import code_sort_key, sm_range
 from wheelforge.configuration.bytesizes import format_size as human_size
 from wheelforge.configuration.matrix.model import Matrix
@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # `build` loads neither
     from wheelforge.running.dryrun import PlannedVariant
 
 
-def short_path(binary: BinaryReport) -> str:
+def short_path(binary: BinaryContents) -> str:
     """``x.whl!pkg/_C.abi3.so`` → ``pkg/_C.abi3.so``."""
     return member_path(binary.path)
 
@@ -166,7 +166,7 @@ def print_dry_run(planned: Sequence[PlannedVariant], console: Console) -> None:
     console.print(f"dry run: {len(planned)} variant(s); nothing was compiled or downloaded")
 
 
-def print_inspect(reports: Sequence[BinaryReport], console: Console) -> None:
+def print_inspect(reports: Sequence[BinaryContents], console: Console) -> None:
     """One table per binary: its archs grouped by kind, with sizes."""
     if not reports:
         console.print(

@@ -1,8 +1,8 @@
 """The build report (``wheelforge build --report PATH``): one JSON document per run, also when
 the run fails, and what the GitHub Actions step summary (interface/ci.py) is written from.
 Its model is the frozen dataclasses below (documents/kinds.py says what every document
-shares); a binary's fatbins are written as inspect --json writes them, a violation as check
---json does."""
+shares); a binary's fatbins are written as inspect --json writes them, a violation as
+binaries/rule.Violation writes itself (as in check --json)."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ from packaging.utils import parse_wheel_filename
 
 from wheelforge import __version__
 from wheelforge.binaries.abicheck import BinaryCheck
-from wheelforge.binaries.sizes import SizeCheck
+from wheelforge.binaries.rule import Violation
+from wheelforge.binaries.sizecheck import SizeCheck
 from wheelforge.configuration.settings import BuildSettings
 from wheelforge.foundation.diagnostics import Diagnostic
 from wheelforge.foundation.errors import WheelforgeError
-from wheelforge.interface.documents.check import ViolationDoc, violation_doc
 from wheelforge.interface.documents.inspection import BinaryDoc, binary_doc
 from wheelforge.interface.documents.kinds import (
     DocumentKind,
@@ -108,7 +108,7 @@ class AbiDoc:
     newest_shim: str | None = field(metadata=doc("the torch version of the newest shim used"))
     shims: tuple[str, ...]
     python_symbols: tuple[str, ...]
-    violations: tuple[ViolationDoc, ...]
+    violations: tuple[Violation, ...]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -182,7 +182,7 @@ def error_doc(exc: WheelforgeError) -> ErrorDoc:
 
 def _abi(checks: tuple[BinaryCheck, ...], target: Version2) -> AbiDoc:
     newest = max((c.newest_shim for c in checks if c.newest_shim), default=None)
-    violations = tuple(violation_doc(v) for c in checks for v in c.violations)
+    violations = tuple(v for c in checks for v in c.violations)
     return AbiDoc(
         verdict="not-checked" if not checks else "violations" if violations else "ok",
         target=f"{target[0]}.{target[1]}",

@@ -13,15 +13,6 @@ VERSION = 1
 
 
 @dataclass(frozen=True, kw_only=True)
-class ViolationDoc:
-    """A broken stable-ABI rule (the build report's violations are written the same)."""
-
-    rule: str
-    symbol: str | None = field(metadata=doc("the symbol that breaks it, if one does"))
-    message: str
-
-
-@dataclass(frozen=True, kw_only=True)
 class FloorDoc:
     inferred: str | None = field(metadata=doc("what the binary needs: 2.10, 3.12; null: nothing"))
     declared: str | None = field(metadata=doc("what the wheel (or a flag) declares"))
@@ -35,7 +26,9 @@ class CheckedBinaryDoc:
     torch_floor: FloorDoc
     python_symbols: tuple[str, ...] = field(metadata=doc("the limited-API symbols it uses"))
     python_floor: FloorDoc
-    violations: tuple[ViolationDoc, ...]
+    violations: tuple[Violation, ...] = field(
+        metadata=doc("each as binaries/rule.Violation writes itself (the build report's too)")
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,10 +40,6 @@ class CheckDocument:
 
 
 KIND = DocumentKind("check", CheckDocument, VERSION, "wheelforge check --json")
-
-
-def violation_doc(violation: Violation) -> ViolationDoc:
-    return ViolationDoc(rule=violation.rule, symbol=violation.symbol, message=violation.message)
 
 
 def check_document(checks: Sequence[BinaryCheck]) -> CheckDocument:
@@ -68,7 +57,7 @@ def check_document(checks: Sequence[BinaryCheck]) -> CheckDocument:
                     inferred=version_text(c.python_floor),
                     declared=version_text(c.declared_python),
                 ),
-                violations=tuple(violation_doc(v) for v in c.violations),
+                violations=c.violations,
             )
             for c in checks
         )

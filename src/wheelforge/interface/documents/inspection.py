@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from wheelforge.binaries.facts import BinaryContents
 from wheelforge.binaries.fatbin import FatbinEntry
-from wheelforge.binaries.inspection import BinaryReport
 from wheelforge.interface.documents.kinds import DocumentKind, doc, schema_version
 from wheelforge.packaging.wheel_variants import VariantCheck
 
@@ -42,12 +42,12 @@ class InspectDocument:
 KIND = DocumentKind("inspect", InspectDocument, VERSION, "wheelforge inspect --json")
 
 
-def binary_doc(binary: BinaryReport) -> BinaryDoc:
+def binary_doc(binary: BinaryContents) -> BinaryDoc:
     return BinaryDoc(path=binary.path, size=binary.size, fatbins=binary.entries)
 
 
 def inspect_document(
-    reports: Sequence[BinaryReport], checks: Sequence[VariantCheck] = ()
+    reports: Sequence[BinaryContents], checks: Sequence[VariantCheck] = ()
 ) -> InspectDocument:
     return InspectDocument(
         files=tuple(binary_doc(r) for r in reports), variants=tuple(checks) or None
