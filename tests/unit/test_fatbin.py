@@ -164,7 +164,7 @@ def test_ptx_target_needs_a_ptx_entry() -> None:
 
 def test_to_json() -> None:
     entry = entries_of("sm100f_sm120a_zstd.so")[1]
-    assert entry.to_json() == {
+    assert to_document(entry) == {  # inspect --json and the build report write it so
         "kind": "ptx",
         "arch": "compute_100f",
         "sm": 100,
@@ -457,7 +457,7 @@ def test_reports_to_json() -> None:
             {
                 "path": str(DATA / "sm75_lz4.so"),
                 "size": (DATA / "sm75_lz4.so").stat().st_size,
-                "fatbins": [e.to_json() for e in entries_of("sm75_lz4.so")],
+                "fatbins": [to_document(e) for e in entries_of("sm75_lz4.so")],
             },
             {"path": str(DATA / "no_cuda.so"), "size": 15024, "fatbins": []},
         ],
