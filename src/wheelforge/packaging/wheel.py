@@ -17,8 +17,8 @@ from pathlib import Path
 
 from wheelforge import __version__
 from wheelforge.configuration import settings
-from wheelforge.configuration.keys import LINE_BREAK_RE
-from wheelforge.configuration.matrix import Matrix
+from wheelforge.configuration.matrix.keys import LINE_BREAK_RE
+from wheelforge.configuration.matrix.model import Matrix
 from wheelforge.foundation import fsutil, readers
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.planning.plan import VariantPlan
@@ -133,7 +133,7 @@ def core_metadata(
         msg["Requires-Dist"] = torch_requirement
     for dep in pkg.dependencies:
         msg["Requires-Dist"] = dep
-    # pyproject.toml's [project] fields, as pyproject-metadata wrote them (configuration/pyproject.py).
+    # pyproject.toml's [project] fields, as pyproject-metadata wrote them (configuration/matrix/pyproject.py).
     for key, value in pkg.extra_metadata:
         msg[key] = value
     if pkg.description:

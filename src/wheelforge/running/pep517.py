@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wheelforge.configuration.archs import ArchSet, arch_list_id, parse_arch_list
-from wheelforge.configuration.matrix import Matrix
-from wheelforge.configuration.pyproject import load_toml
-from wheelforge.configuration.reader import load_matrix
+from wheelforge.configuration.matrix.model import Matrix
+from wheelforge.configuration.matrix.pyproject import load_toml
+from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.configuration.settings import BuildSettings, Flags, resolve
 from wheelforge.foundation import fsutil, log, numbers
 from wheelforge.foundation.errors import ConfigError

@@ -18,8 +18,7 @@ from typing import Literal
 from packaging.requirements import InvalidRequirement
 from packaging.specifiers import SpecifierSet
 
-from wheelforge.configuration.matrix import Matrix
-from wheelforge.configuration.sections import TestsConfig
+from wheelforge.configuration.matrix.model import Matrix, TestsConfig
 from wheelforge.configuration.settings import TestSettings
 from wheelforge.foundation import log, numbers, proc
 from wheelforge.foundation.errors import ConfigError, ToolError, VerificationError
