@@ -20,6 +20,7 @@ from wheelforge.configuration.settings import BuildSettings
 from wheelforge.foundation import fsutil, locks, log, removal
 from wheelforge.foundation.errors import (
     BuildError,
+    ConfigError,
     EnvironmentProblem,
     Interrupted,
     WheelforgeError,
@@ -79,6 +80,8 @@ def build_variant(
     except Interrupted:
         raise  # SIGINT or SIGTERM ends the whole build, not one variant
     except WheelforgeError as exc:
+        with contextlib.suppress(OSError):  # `wheelforge test` must not test an older wheel
+            stamp.fail(plan.build_dir, exc.message)
         return VariantFailure(
             variant_id=variant.id,
             arch_set=variant.arch_set,
@@ -276,11 +279,7 @@ def _pack_and_publish(
                     plan, repaired, found.binaries, stage, null=null
                 )
             for made in outputs:
-                previous = plan.out_dir / made.name
-                if previous.is_file() and stamp.sha256(previous) != stamp.sha256(made):
-                    log.warning(
-                        f"replacing {previous}: same name, other content (another arch set or toolkit?)"
-                    )
+                _refuse_to_replace(plan.out_dir / made.name, made, plan)
             try:
                 done = [fsutil.publish(made, plan.out_dir) for made in outputs]
             except OSError as exc:
@@ -300,6 +299,22 @@ def _pack_and_publish(
         variant_properties=props,
         null_wheel=done[1] if len(done) > 1 else None,
     )
+
+
+def _refuse_to_replace(previous: Path, made: Path, plan: VariantPlan) -> None:
+    """A wheel of the same name in the output folder: another variant's (its stamp says so) is
+    never replaced silently, as builds with different --archs into one --out did; any other
+    is replaced with a warning."""
+    if not previous.is_file() or stamp.sha256(previous) == stamp.sha256(made):
+        return
+    other = stamp.publisher(previous, plan.build_dir.parent, besides=plan.build_dir)
+    if other is not None:
+        raise ConfigError(
+            f"--out {plan.out_dir}: {made.name} is the wheel variant {other.build_dir.name} "
+            f"published, and variant {plan.variant.id} makes one of the same name; build it into "
+            f"another --out, or remove {previous} to replace it"
+        )
+    log.warning(f"replacing {previous}: same name, other content (another arch set or toolkit?)")
 
 
 def run_build(settings: BuildSettings) -> BuildReport:

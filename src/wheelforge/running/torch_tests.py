@@ -32,7 +32,8 @@ Status = Literal["passed", "failed", "error", "unavailable"]
 @dataclass(frozen=True, kw_only=True)
 class BuiltWheel:
     variant: str
-    path: Path
+    path: Path | None  # None: its last build failed (failed says why), there is no wheel to test
+    failed: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -63,8 +64,9 @@ def built_wheels(
         return [BuiltWheel(variant=p.name, path=p) for p in explicit]
     found: list[BuiltWheel] = []
     for stamp in reuse_stamp.stamps(build_root):
-        wheel = out_dir / stamp.wheel
-        if wheel.is_file():
+        if stamp.failed is not None:  # an older wheel of it may be there: never tested as its
+            found.append(BuiltWheel(variant=stamp.build_dir.name, path=None, failed=stamp.failed))
+        elif (wheel := stamp.published(out_dir)) is not None:  # replaced since: not its wheel
             found.append(BuiltWheel(variant=stamp.build_dir.name, path=wheel))
     names = tuple(f"{a.name}-" for a in matrix.arch_sets)
     found = [w for w in found if w.variant.startswith(names)] or found
@@ -159,6 +161,18 @@ def _installable(wheel: Path) -> Iterator[Path]:
         yield plain
 
 
+def _unbuilt(spec: envs.EnvSpec, env: envs.TestEnv, wheel: BuiltWheel) -> Outcome:
+    """The outcome of a variant whose last build failed: an error, never an older wheel's pass."""
+    return Outcome(
+        env=spec.label,
+        torch=env.torch,
+        cuda=env.cuda,
+        variant=wheel.variant,
+        status="error",
+        detail=f"its last build failed ({wheel.failed}); build it again, or pass --wheel",
+    )
+
+
 def run_tests(
     *,
     matrix: Matrix,
@@ -186,6 +200,9 @@ def run_tests(
                                  detail=exc.message) for w in wheels]  # fmt: skip
             continue
         for w in wheels:
+            if w.path is None:
+                outcomes.append(_unbuilt(spec, env, w))
+                continue
             pin = _torch_pin(w.path)
             if pin is not None and not pin.contains(env.torch.split("+")[0], prereleases=True):
                 outcomes.append(Outcome(env=spec.label, torch=env.torch, cuda=env.cuda, variant=w.variant,
