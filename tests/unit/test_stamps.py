@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -90,3 +91,24 @@ def test_another_variants_wheel_is_never_replaced_silently(
     stamp.fail(tmp_path / "build" / "sm80-cu130", "x")  # no longer published by anyone
     made.write_bytes(b"built for 9.0")
     build._refuse_to_replace(theirs, made, plan)  # replaced, with a warning
+
+
+def test_a_file_removed_while_the_build_runs_is_a_failed_variant(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, project: Project
+) -> None:
+    """Issue 21: a source deleted mid-build ended in a FileNotFoundError traceback."""
+    from wheelforge.foundation.errors import BuildError
+
+    plan = plan_for(load_matrix(project()), tmp_path)
+    gone = tmp_path / "csrc" / "ops.cpp"
+
+    def vanished(*_args: object, **_kwargs: object) -> object:
+        gone.unlink()
+        return stamp.sha256(gone)  # what packing does with every input
+
+    monkeypatch.setattr(build, "_build_variant", vanished)
+    settings = SimpleNamespace(cache=tmp_path / "cache")
+    failure = build.build_variant(plan, settings)  # type: ignore[arg-type]
+    assert isinstance(failure.error, BuildError)  # type: ignore[union-attr]
+    assert f"{gone} was removed while the build ran" in failure.error.message  # type: ignore[union-attr]
+    assert stamp.read(plan.build_dir).failed  # type: ignore[union-attr]

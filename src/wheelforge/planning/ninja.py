@@ -8,6 +8,7 @@ import os
 import re
 import shlex
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import ninja as ninja_pkg
@@ -15,7 +16,7 @@ from ninja.ninja_syntax import Writer, escape
 
 from wheelforge.foundation import fsutil, log, numbers, proc, readers
 from wheelforge.foundation.diagnostics import Diagnostic, parse_compiler_output
-from wheelforge.foundation.errors import BuildError, EnvironmentProblem
+from wheelforge.foundation.errors import BuildError, ConfigError, EnvironmentProblem
 from wheelforge.planning import diagnose
 from wheelforge.planning.plan import VariantPlan
 
@@ -27,9 +28,40 @@ _LOG_RETRIES = 40
 _STATUS_RE = re.compile(r"^\[wheelforge (\d+)/\d+\] (.+)$", re.ASCII)
 
 
+def _line_breaks(value: object, seen: set[int]) -> Iterator[str]:
+    """Every text (str, Path) in *value* and the dataclasses, tuples and mappings in it that
+    holds a line break."""
+    if id(value) in seen:
+        return
+    seen.add(id(value))
+    if isinstance(value, str | Path):
+        if "\n" in str(value) or "\r" in str(value):
+            yield str(value)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            yield from _line_breaks(getattr(value, f.name), seen)
+    elif isinstance(value, tuple | list | frozenset | set):
+        for item in value:
+            yield from _line_breaks(item, seen)
+    elif isinstance(value, dict):
+        for item in value.items():
+            yield from _line_breaks(item, seen)
+
+
 def render(plan: VariantPlan) -> str:
     """The build.ninja text for one variant. Flags live in the rules, so ninja recompiles a
-    source when its command line changes, not only when a file does."""
+    source when its command line changes, not only when a file does. A path or flag with a
+    line break (a project in a folder named so) is refused: ninja's syntax has no way to write
+    one (ninja_syntax asserted, a traceback)."""
+    # The plan's own fields, and of the matrix what reaches build.ninja (not its arch sets: a
+    # matrix may hold 300,000 of them, and every variant is rendered).
+    written = [getattr(plan, f.name) for f in dataclasses.fields(plan) if f.name != "matrix"]
+    written += [plan.matrix.extension, plan.matrix.root]
+    if (broken := next(_line_breaks(written, set()), None)) is not None:
+        raise ConfigError(
+            f"variant {plan.variant.id}: {broken!r} holds a line break, which a ninja file cannot "
+            "express; rename the folder or file, or fix the flag"
+        )
     buf = io.StringIO()
     # No wrapping: one command per line reads better. (ninja's stub types `output` as str.)
     w = Writer(buf, width=1 << 16)  # type: ignore[arg-type]

@@ -76,7 +76,13 @@ def build_variant(
     variant = plan.variant
     try:
         kept = settings.cache if keep_repairs else None
-        return _build_variant(plan, settings, stages, start, cache, null=null, kept=kept)
+        try:
+            return _build_variant(plan, settings, stages, start, cache, null=null, kept=kept)
+        except FileNotFoundError as exc:  # a source, a package file removed while it ran
+            raise BuildError(
+                f"variant {variant.id}: {exc.filename or exc} was removed while the build ran; "
+                "run the build again once it is back"
+            ) from None
     except Interrupted:
         raise  # SIGINT or SIGTERM ends the whole build, not one variant
     except WheelforgeError as exc:
