@@ -158,3 +158,31 @@ def test_a_failed_wheel_is_one_line_not_a_traceback(
     err = capsys.readouterr().err
     assert err.startswith("error: variant sm80-cu130: the wheel lacks SASS sm_80")
     assert "Traceback" not in err
+
+
+def test_a_wheel_must_have_the_metadata_prepared_for_it(tmp_path: Path) -> None:
+    """Issue 21: build_wheel ignored a metadata_directory whose metadata differs from what it
+    builds; PEP 517 says the wheel must have that metadata."""
+    import zipfile
+
+    wheel = tmp_path / "demo_ops-1.2.0-cp310-abi3-linux_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.writestr("demo_ops-1.2.0.dist-info/METADATA", "Name: demo-ops\nVersion: 1.2.0\n")
+    meta = tmp_path / "meta" / "demo_ops-1.2.0.dist-info"
+    meta.mkdir(parents=True)
+    (meta / "METADATA").write_text("Name: demo-ops\nVersion: 1.2.0\n")
+    pep517.same_metadata(wheel, meta)  # the same: fine
+    pep517.same_metadata(wheel, meta.parent)  # a frontend passing the folder above: fine too
+    (meta / "METADATA").write_text("Name: demo-ops\nVersion: 1.3.0\n")
+    with pytest.raises(
+        ConfigError, match=r"METADATA differs .*'Version: 1.2.0' where it said 'Version: 1.3.0'"
+    ):
+        pep517.same_metadata(wheel, meta)
+
+
+def test_the_backend_names_its_own_settings_in_errors() -> None:
+    """Issue 21: -C errors named CLI flags (--only) instead of -C only."""
+    from wheelforge.planning import variants
+
+    with pytest.raises(ConfigError, match="^-C only nope: no such variant"):
+        variants.select([], ("nope",), flag="-C only")

@@ -144,15 +144,18 @@ def _expand(matrix: Matrix, found: Sequence[Toolkit]) -> tuple[Variant, ...]:
     )
 
 
-def select(variants: Sequence[Variant], only: Sequence[str]) -> list[Variant]:
-    """The variants named by --only (all of them when none is named)."""
+def select(
+    variants: Sequence[Variant], only: Sequence[str], *, flag: str = "--only"
+) -> list[Variant]:
+    """The variants named by *flag* (--only; -C only for the PEP 517 backend), all of them when
+    none is named."""
     if not only:
         return list(variants)
     ids = [v.id for v in variants]
     unknown = [o for o in only if o not in ids]
     if unknown:
         raise ConfigError(
-            f"--only {unknown[0]}: no such variant; the matrix has {', '.join(ids)} ('wheelforge matrix' lists them)"
+            f"{flag} {unknown[0]}: no such variant; the matrix has {', '.join(ids)} ('wheelforge matrix' lists them)"
         )
     return [v for v in variants if v.id in only]
 

@@ -25,7 +25,7 @@ from wheelforge.configuration.matrix.model import Matrix
 from wheelforge.configuration.matrix.pyproject import load_toml
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.configuration.settings import BuildSettings, Flags, resolve
-from wheelforge.foundation import fsutil, log, numbers
+from wheelforge.foundation import fsutil, log, numbers, readers
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.packaging import sdist, wheel
 from wheelforge.planning import variants
@@ -155,7 +155,11 @@ def backend_settings(
     settings = resolve(flags, {k: v for k, v in env.items() if k != "TORCH_CUDA_ARCH_LIST"})
     matrix = one_variant_matrix(settings.matrix, archs, source)
     expanded = variants.expand(matrix, toolkit.discover(cache=settings.cache))
-    chosen = variants.select(expanded, (options.only,))[0] if options.only else expanded[0]
+    chosen = (
+        variants.select(expanded, (options.only,), flag="-C only")[0]
+        if options.only
+        else expanded[0]
+    )
     if matrix.abi == "stable":
         # One toolkit: one variant, so the wheel's version is the package's (no local label),
         # as prepare_metadata_for_build_wheel said.
@@ -169,12 +173,51 @@ def backend_settings(
     )
 
 
-def build_wheel(options: BackendOptions, wheel_directory: Path) -> str:
+def build_wheel(
+    options: BackendOptions, wheel_directory: Path, metadata_directory: Path | None = None
+) -> str:
     settings = backend_settings(options, fsutil.resolved(wheel_directory))
     report = run_build(settings)
     if report.first_error is not None:  # a failed variant is data in the report, not raised
         raise report.first_error
-    return report.variants[0].wheel.name
+    built = report.variants[0].wheel
+    if metadata_directory is not None:
+        same_metadata(built, metadata_directory)
+    return built.name
+
+
+def same_metadata(wheel_path: Path, metadata_directory: Path) -> None:
+    """PEP 517: given the metadata_directory of prepare_metadata_for_build_wheel, the wheel must
+    have that metadata. One that differs (the project changed between the two hooks) is an
+    error naming the first line that differs; it was ignored."""
+    given_path = metadata_directory / "METADATA"
+    if not given_path.is_file():
+        found = sorted(metadata_directory.glob("*.dist-info/METADATA"))
+        given_path = found[0] if found else given_path
+    try:
+        given = readers.read_text(given_path, cap=readers.CONFIG_CAP)
+    except FileNotFoundError:
+        raise ConfigError(
+            f"metadata_directory {metadata_directory} holds no METADATA; the frontend passed a "
+            "folder prepare_metadata_for_build_wheel did not write"
+        ) from None
+    with zipfile.ZipFile(wheel_path) as zf:
+        name = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
+        made = zf.read(name).decode("utf-8", errors="replace")
+    if made != given:
+        differ = next(
+            (
+                f"{a!r} where it said {b!r}"
+                for a, b in zip(made.splitlines(), given.splitlines(), strict=False)
+                if a != b
+            ),
+            "other lines",
+        )
+        raise ConfigError(
+            f"the wheel's METADATA differs from the one prepare_metadata_for_build_wheel wrote in "
+            f"{metadata_directory} ({differ[:160]}); the project changed between the two hooks: "
+            "build again"
+        )
 
 
 def torch_requires(options: BackendOptions) -> list[str]:
