@@ -23,6 +23,7 @@ from pathlib import Path
 from wheelforge.binaries import rules as rules_package
 from wheelforge.binaries.facts import BINARY_ROLES, Fact, OwnReader, Reading, Role
 from wheelforge.binaries.rule import Flavour, Rule
+from wheelforge.foundation import readers, writers
 
 
 @cache
@@ -111,7 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m wheelforge.binaries.registry")
     parser.add_argument("--docs", type=Path, default=DOCS)
     args = parser.parse_args(argv)
-    args.docs.write_text(render_docs(args.docs.read_text("utf-8")), encoding="utf-8")
+    text = readers.read_text(args.docs, cap=readers.CONFIG_CAP)
+    writers.write_atomic(args.docs, render_docs(text))
     print(f"wrote the rules table of {args.docs}")
     return 0
 

@@ -20,6 +20,7 @@ import contextlib
 import errno
 import os
 import select
+import shutil
 import stat
 import sys
 import tempfile
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from wheelforge.foundation import readers
 from wheelforge.foundation.errors import ConfigError, EnvironmentProblem
 from wheelforge.foundation.readers import kind_of
 
@@ -226,6 +228,42 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def write_if_changed(path: Path, text: str) -> bool:
+    """Write *text* atomically unless the file already holds it (keeps mtimes, so ninja sees
+    nothing new): the one writer that reads its target, a file of wheelforge's own folders,
+    through the bounded reader (anything unreadable is replaced). Returns whether it wrote."""
+    try:
+        if readers.read_text(path, cap=readers.STATE_CAP) == text:
+            return False
+    except (FileNotFoundError, readers.FileRefused):
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, text)
+    return True
+
+
+def publish(src: Path, dest_dir: Path) -> Path:
+    """Copy *src* into *dest_dir* atomically (readers see the old file or the whole new one,
+    never a partial one, even across filesystems), under the usual mode."""
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    return copy(src, dest_dir / src.name)
+
+
+def copy(src: Path, dest: Path) -> Path:
+    """Copy the regular file *src* (read through readers.open_regular) to *dest*, atomically."""
+    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=part_prefix(dest.name), suffix=PART)
+    try:
+        with os.fdopen(fd, "wb") as out, readers.open_regular(src) as source:
+            shutil.copyfileobj(source, out, 1 << 20)
+        Path(tmp).chmod(0o666 & ~_umask())
+        Path(tmp).replace(dest)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            Path(tmp).unlink()
+        raise
+    return dest
 
 
 def append_text(path: Path, text: str, *, what: str) -> None:

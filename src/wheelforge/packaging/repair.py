@@ -57,7 +57,7 @@ def repair(
     if kept is not None and hit is not None:
         with contextlib.suppress(OSError):  # last used: the newest are kept, and not pruned
             os.utime(kept)
-        return Path(shutil.copy2(hit, dest_dir / hit.name))
+        return writers.publish(hit, dest_dir)
     repaired = _run_auditwheel(wheel, dest_dir, source_date_epoch)
     if kept is not None and not _grafted(repaired):
         _keep(repaired, kept)

@@ -215,7 +215,7 @@ class _NinjaLog:
 
     def read(self) -> None:
         try:
-            with self.path.open("rb") as file:
+            with readers.open_regular(self.path) as file:
                 file.seek(self.offset)
                 data = file.read(readers.STATE_CAP)  # what ninja appended since
         except OSError:

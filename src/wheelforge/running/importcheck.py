@@ -13,7 +13,7 @@ import zipfile
 from pathlib import Path
 
 from wheelforge.binaries.abicheck import demangle
-from wheelforge.foundation import log, proc
+from wheelforge.foundation import log, proc, readers
 from wheelforge.foundation.errors import VerificationError
 from wheelforge.packaging import stamp
 from wheelforge.planning.plan import VariantPlan
@@ -101,8 +101,8 @@ def warn_if_torch_not_imported_first(plan: VariantPlan) -> None:
     if init is None or not init.is_file():
         return
     try:
-        tree = ast.parse(init.read_text(encoding="utf-8"))
-    except (SyntaxError, OSError, UnicodeDecodeError):
+        tree = ast.parse(readers.read_text(init, cap=readers.CONFIG_CAP))
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OSError, readers.FileRefused):
         return
     for node in tree.body:
         names = _imported(node)

@@ -17,7 +17,7 @@ from pathlib import Path
 from wheelforge import __version__
 from wheelforge.binaries.verify import WheelVerification
 from wheelforge.configuration.settings import BuildSettings
-from wheelforge.foundation import fsutil
+from wheelforge.foundation import fsutil, readers, writers
 from wheelforge.packaging import provenance, stamp, wheel
 from wheelforge.planning import freshness, ninja, reproducible
 from wheelforge.planning.plan import VariantPlan
@@ -113,10 +113,10 @@ def dist_info_files(plan: VariantPlan) -> tuple[tuple[str, str], ...]:
     stored = plan.build_dir / PROVENANCE
     if text is not None:
         try:
-            data = json.loads(stored.read_text(encoding="utf-8"))
+            data = json.loads(readers.read_text(stored, cap=readers.STATE_CAP))
             if data["key"] == key:
                 return tuple((str(name), str(body)) for name, body in data["files"])
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, readers.FileRefused):
             pass
     files = provenance.dist_info_files(plan)
     if text is not None:
@@ -133,7 +133,7 @@ def remember_verification(
     published: Path, plan: VariantPlan, found: WheelVerification, imported: str | None
 ) -> None:
     data = (__version__, stamp.sha256(published), found, imported)
-    (plan.build_dir / VERIFIED).write_bytes(pickle.dumps(data))
+    writers.write_atomic(plan.build_dir / VERIFIED, pickle.dumps(data))
 
 
 def verified_before(
@@ -142,7 +142,8 @@ def verified_before(
     """The findings (and the import check's verdict) stored when this very wheel was published
     by this wheelforge. The pickle is wheelforge's own, in its own build folder."""
     try:
-        version, sha, found, imported = pickle.loads((plan.build_dir / VERIFIED).read_bytes())
+        stored = readers.read_bytes(plan.build_dir / VERIFIED, cap=readers.STATE_CAP)
+        version, sha, found, imported = pickle.loads(stored)
     except Exception:  # missing, truncated, from another layout: verify again
         return None
     ok = version == __version__ and sha == stamp.sha256(published)

@@ -25,7 +25,7 @@ from wheelforge.configuration.matrix.model import Matrix
 from wheelforge.configuration.matrix.pyproject import load_toml
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.configuration.settings import BuildSettings, Flags, resolve
-from wheelforge.foundation import fsutil, log, numbers, readers
+from wheelforge.foundation import fsutil, log, numbers, readers, writers
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.packaging import sdist, wheel
 from wheelforge.planning import variants
@@ -249,7 +249,7 @@ def prepare_metadata(options: BackendOptions, metadata_directory: Path) -> str:
     text = wheel.core_metadata(
         matrix, version=pkg.version, torch_requirement=matrix.torch.requirement
     )
-    (dist_info / "METADATA").write_text(text, encoding="utf-8")
+    writers.write_atomic(dist_info / "METADATA", text)
     return dist_info.name
 
 

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from wheelforge.configuration.matrix.model import Matrix
-from wheelforge.foundation import fsutil
+from wheelforge.foundation import fsutil, removal
 from wheelforge.foundation.errors import ConfigError, EnvironmentProblem
 
 # What the probe writes: enough to fail on a full file system rather than on its last block.
@@ -42,7 +42,7 @@ def probe_folder(path: Path, flag: str) -> None:
                 os.fsync(f.fileno())
         finally:
             with contextlib.suppress(OSError):
-                Path(tmp).unlink()
+                removal.remove(Path(tmp), within=path)
     except OSError as exc:
         where = Path(exc.filename) if exc.filename else path
         raise EnvironmentProblem(

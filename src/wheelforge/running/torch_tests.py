@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import tempfile
 import time
 import xml.etree.ElementTree as ET
@@ -20,7 +19,7 @@ from packaging.specifiers import SpecifierSet
 
 from wheelforge.configuration.matrix.model import Matrix, TestsConfig
 from wheelforge.configuration.settings import TestSettings
-from wheelforge.foundation import log, numbers, proc
+from wheelforge.foundation import log, numbers, proc, writers
 from wheelforge.foundation.errors import ConfigError, ToolError, VerificationError
 from wheelforge.packaging import stamp as reuse_stamp
 from wheelforge.packaging import wheel_variants
@@ -157,7 +156,7 @@ def _installable(wheel: Path) -> Iterator[Path]:
         return
     with tempfile.TemporaryDirectory(prefix="wheelforge-variant-") as tmp:
         plain = Path(tmp) / wheel_variants.plain_name(wheel)
-        shutil.copyfile(wheel, plain)
+        writers.copy(wheel, plain)
         yield plain
 
 

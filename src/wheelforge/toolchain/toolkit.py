@@ -114,7 +114,7 @@ def _host_gcc_max(root: Path) -> int | None:
     for rel in ("include/crt/host_config.h", "targets/x86_64-linux/include/crt/host_config.h"):
         header = root / rel
         if header.is_file():
-            text = header.read_text(encoding="utf-8", errors="replace")
+            text = readers.read_text(header, cap=readers.HEADER_CAP, errors="replace")
             match = _GCC_MAX_RE.search(
                 text[text.find("__GNUC__") - 200 :] if "__GNUC__" in text else ""
             )

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -29,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from wheelforge.foundation import proc
+from wheelforge.foundation import proc, removal
 
 _PROBE_MARK = "wheelforge-torch-probe: "
 _NICENESS = 5
@@ -125,7 +124,7 @@ class _Child:
         if self.popen.poll() is None:
             proc.stop(self.popen)
         self.stderr.close()
-        shutil.rmtree(self.folder, ignore_errors=True)
+        removal.remove(self.folder, within=self.folder.parent)
 
 
 _WARM: dict[Path, _Child] = {}
@@ -143,7 +142,7 @@ def _start(python: Path) -> _Child:
         )
     except BaseException:
         stderr.close()
-        shutil.rmtree(folder, ignore_errors=True)
+        removal.remove(folder, within=folder.parent)
         raise
     return _Child(folder=folder, stderr=stderr, popen=popen)
 
