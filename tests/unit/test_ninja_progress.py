@@ -56,3 +56,13 @@ def test_progress_without_a_terminal_is_one_line_per_job(capsys) -> None:  # typ
         assert capsys.readouterr().err == ""
     finally:
         log.set_quiet(False)
+
+
+def test_a_fresh_ninja_log_starts_with_its_header(tmp_path: Path) -> None:
+    """The first build of a folder reads .ninja_log from its start: the header line has one
+    field (a ValueError once, when the lines' fields were unpacked before being counted)."""
+    log_file = tmp_path / ".ninja_log"
+    reader = ninja._NinjaLog(log_file)
+    log_file.write_text("# ninja log v7\n10\t2510\t0\t/b/a.o\tdef\n٤\t5\t0\t/b/c.o\tx\n")
+    assert reader.duration("/b/a.o") == 2.5
+    assert "/b/c.o" not in reader.seconds  # not ASCII digits: no time, no traceback

@@ -218,14 +218,16 @@ class _NinjaLog:
             with readers.open_regular(self.path) as file:
                 file.seek(self.offset)
                 data = file.read(readers.STATE_CAP)  # what ninja appended since
-        except OSError:
+        except (OSError, readers.FileRefused):
             return
         complete = data.rfind(b"\n") + 1
         self.offset += complete
         for line in data[:complete].decode(errors="replace").splitlines():
             fields = line.split("\t")
+            if len(fields) < 4:
+                continue  # the "# ninja log v5" header
             start, end = (numbers.whole(f, high=numbers.MAX_EPOCH * 1000) for f in fields[:2])
-            if len(fields) >= 4 and start is not None and end is not None:
+            if start is not None and end is not None:
                 self.seconds[fields[3]] = (end - start) / 1000
 
     def duration(self, output: str) -> float | None:
