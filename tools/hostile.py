@@ -303,6 +303,17 @@ def _record_wheel(kind: str) -> Callable[[Path], None]:
     return setup
 
 
+def _with_record_line(path: Path, line: str) -> None:
+    """A whole wheel whose RECORD then lists one more file (*line*)."""
+    wheel(path, {"demo-1.0.dist-info/METADATA": META})
+    with zipfile.ZipFile(path) as zf:
+        data = {n: zf.read(n) for n in zf.namelist()}
+    data["demo-1.0.dist-info/RECORD"] += line.encode()
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, blob in data.items():
+            zf.writestr(name, blob)
+
+
 def _verneed_so(box: Path) -> None:
     sys.path.insert(0, str(REPO))
     from tests.unit.test_abicheck import _elf_with_version_needs
@@ -360,6 +371,12 @@ def _setup_py(text: bytes | None, kind: str = "file") -> Callable[[Path], None]:
             (box / "p" / "setup.py").write_bytes(text or b"")
 
     return setup
+
+
+_CUDA_SETUP = (
+    b"from setuptools import setup\nfrom torch.utils.cpp_extension import CUDAExtension\n"
+    b"setup(name='x', version='1', ext_modules=[CUDAExtension('x._C', ['k.cu'])])\n"
+)
 
 
 def _killed_pack(box: Path) -> None:
@@ -1080,7 +1097,7 @@ CASES += [
         "WHEELFORGE_MAX_MEMBER_BYTES of 5,000 digits",
         lambda b: ["inspect", str(b / WHEEL)],
         refused("WHEELFORGE_MAX_MEMBER_BYTES=", 2),
-        lambda b: wheel(b / WHEEL, {"demo-1.0.dist-info/METADATA": META}),
+        lambda b: wheel(b / WHEEL, {"demo-1.0.dist-info/METADATA": META, "demo/_C.abi3.so": ELF}),
         env={"WHEELFORGE_MAX_MEMBER_BYTES": "7" * 5000},
     ),
     _new(
@@ -1088,7 +1105,7 @@ CASES += [
         "WHEELFORGE_MAX_RATIO=٢٠٠",
         lambda b: ["inspect", str(b / WHEEL)],
         refused("WHEELFORGE_MAX_RATIO=", 2),
-        lambda b: wheel(b / WHEEL, {"demo-1.0.dist-info/METADATA": META}),
+        lambda b: wheel(b / WHEEL, {"demo-1.0.dist-info/METADATA": META, "demo/_C.abi3.so": ELF}),
         env={"WHEELFORGE_MAX_RATIO": "٢٠٠"},
     ),
     _new(
@@ -1324,19 +1341,17 @@ CASES += [
         "check a wheel whose RECORD lists a file it lacks",
         lambda b: ["check", str(b / WHEEL)],
         refused("which the wheel does not hold", 4),
-        lambda b: (
-            wheel(b / WHEEL, {"demo-1.0.dist-info/METADATA": META}),
-            zipfile.ZipFile(b / WHEEL, "a").writestr(
-                "demo-1.0.dist-info/RECORD", "gone.py,sha256=x,1\n"
-            ),
-        ),
+        lambda b: _with_record_line(b / WHEEL, "gone.py,sha256=x,1\n"),
     ),
     _new(
         "init-pyproject-dev-zero",
         "init where pyproject.toml is /dev/zero",
         lambda b: ["init", str(b / "p")],
         refused("pyproject.toml could not be read", 2),
-        lambda b: ((b / "p").mkdir(), (b / "p" / "pyproject.toml").symlink_to("/dev/zero")),
+        lambda b: (
+            _setup_py(_CUDA_SETUP)(b),
+            (b / "p" / "pyproject.toml").symlink_to("/dev/zero"),
+        ),
     ),
     _new(
         "init-setup-syntax",
@@ -1417,7 +1432,7 @@ CASES += [
         "test-wheel-fifo",
         "test --wheel a FIFO",
         lambda b: ["test", *matrix(b), *cache(b), "--wheel", str(b / "w.whl")],
-        refused("w.whl", 2),
+        refused("w.whl is a FIFO", 2),
         lambda b: (project(b), fifo(b / "w.whl")),
     ),
 ]

@@ -776,6 +776,16 @@ CASES: dict[str, Case] = {
         "the member 'demo/x.py' appears more than once",
         files={WHEEL: lambda: _quietly(recorded, METADATA, ("demo/x.py", "a"), ("demo/x.py", "b"))},
     ),
+    "check-record-no-hash": Case(
+        ("check", "{root}/" + WHEEL),
+        VerificationError,
+        "RECORD gives 'demo-1.0.dist-info/METADATA' no hash",
+        files={
+            WHEEL: lambda: wheel(
+                METADATA, ("demo-1.0.dist-info/RECORD", "demo-1.0.dist-info/METADATA,,\n")
+            )
+        },
+    ),
     "check-record-weak-hash": Case(
         ("check", "{root}/" + WHEEL),
         VerificationError,

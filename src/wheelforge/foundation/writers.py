@@ -66,7 +66,7 @@ def classify(path: Path, *, what: str) -> Target:
     "fd2": this process's stdout or stderr), or TargetRefused naming *what* (``--report PATH``)."""
     try:
         st = path.stat()
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # not there: the folder check says more
         st = None
     except OSError as exc:
         raise TargetRefused(f"{what}: cannot be examined: {exc.strerror}") from None

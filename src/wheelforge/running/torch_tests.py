@@ -19,7 +19,7 @@ from packaging.specifiers import SpecifierSet
 
 from wheelforge.configuration.matrix.model import Matrix, TestsConfig
 from wheelforge.configuration.settings import TestSettings
-from wheelforge.foundation import log, numbers, proc, writers
+from wheelforge.foundation import log, numbers, proc, readers, writers
 from wheelforge.foundation.errors import ConfigError, ToolError, VerificationError
 from wheelforge.packaging import stamp as reuse_stamp
 from wheelforge.packaging import wheel_variants
@@ -57,9 +57,11 @@ def built_wheels(
     published (their stamps; any variant's if none of those), else every wheel of the package
     in the output folder."""
     if explicit:
-        missing = [p for p in explicit if not p.is_file()]
-        if missing:
-            raise ConfigError(f"--wheel {missing[0]}: no such file")
+        for path in explicit:
+            if not path.exists():
+                raise ConfigError(f"--wheel {path}: no such file")
+            if (kind := readers.kind_of(path.stat().st_mode)) is not None:
+                raise ConfigError(f"--wheel {path} is {kind}, not a wheel file; name a .whl file")
         return [BuiltWheel(variant=p.name, path=p) for p in explicit]
     found: list[BuiltWheel] = []
     for stamp in reuse_stamp.stamps(build_root):

@@ -64,7 +64,9 @@ def _record_problems(record: RecordFacts) -> Iterator[str]:
             continue
         given, given_size = listed.pop(name)
         algorithm = given.partition("=")[0]
-        if algorithm in _WEAK:
+        if not given:
+            yield f"RECORD gives {name!r} no hash (only RECORD itself may go without one)"
+        elif algorithm in _WEAK:
             yield f"RECORD gives {name!r} a {algorithm} hash; PEP 427 asks for sha256 or stronger"
         elif algorithm == "sha256" and given != digest:
             yield f"the member {name!r} does not have the sha256 RECORD gives it"
