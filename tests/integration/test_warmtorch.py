@@ -17,7 +17,7 @@ import pytest
 from tests.unit.fakes import plan_for
 from wheelforge.configuration.reader import load_matrix
 from wheelforge.foundation.errors import VerificationError
-from wheelforge.running import importcheck
+from wheelforge.running.build import importcheck
 from wheelforge.toolchain import probecache, torchprobe, warmtorch
 
 pytest.importorskip("torch")

@@ -21,7 +21,7 @@ from wheelforge.foundation.errors import BuildError
 from wheelforge.interface import ci
 from wheelforge.interface.cli import main
 from wheelforge.interface.report import build_report, packaged_schema, report_json, schema
-from wheelforge.running.results import BuildReport, VariantFailure, VariantResult
+from wheelforge.running.build.results import BuildReport, VariantFailure, VariantResult
 
 Project = Callable[..., Path]
 DATA = Path(__file__).parents[1] / "data" / "fatbin"

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from wheelforge.configuration.reader import load_matrix
-from wheelforge.planning import ninja
+from wheelforge.running.build import ninja
 
 from .fakes import plan_for
 

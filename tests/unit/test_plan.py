@@ -9,9 +9,9 @@ import pytest
 
 from wheelforge.configuration.reader import load_matrix
 from wheelforge.foundation.errors import ConfigError
-from wheelforge.planning import ninja
 from wheelforge.planning.plan import make_plan
-from wheelforge.running.incremental import auto_nvcc_threads
+from wheelforge.running.build import ninja
+from wheelforge.running.build.compiling import auto_nvcc_threads
 
 from .conftest import GOOD_MATRIX
 from .fakes import plan_for

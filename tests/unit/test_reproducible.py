@@ -12,7 +12,8 @@ import pytest
 from wheelforge.binaries import reprodiff
 from wheelforge.configuration.reader import load_matrix
 from wheelforge.foundation.errors import VerificationError
-from wheelforge.planning import ninja, reproducible
+from wheelforge.planning import reproducible
+from wheelforge.running.build import ninja
 
 from .fakes import CUDA118, plan_for, toolkit
 
@@ -137,8 +138,8 @@ def test_verify_rebuilds_without_any_compile_cache(project: Project, tmp_path: P
     make the two wheels identical by construction."""
     import dataclasses
 
-    from wheelforge.running import reproduce
-    from wheelforge.running.results import VariantFailure
+    from wheelforge.running.build import reproduce
+    from wheelforge.running.build.results import VariantFailure
 
     plan = dataclasses.replace(
         plan_for(load_matrix(project()), tmp_path),

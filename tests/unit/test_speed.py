@@ -12,7 +12,7 @@ import pytest
 from wheelforge.configuration.reader import load_matrix
 from wheelforge.configuration.settings import Flags, resolve
 from wheelforge.foundation.errors import ConfigError
-from wheelforge.planning import freshness, ninja
+from wheelforge.running.build import freshness, ninja
 from wheelforge.toolchain import compilecache, probecache
 
 from .conftest import GOOD_MATRIX
@@ -200,12 +200,12 @@ def test_provenance_is_read_back_while_the_freshness_stamp_is_unchanged(
     """A no-op starts no process for the wheel's SBOM and build info (ninja -t deps, c++
     --version): they are stored beside the stamp and reused while it is the same."""
     from wheelforge.packaging import provenance
-    from wheelforge.running import incremental
+    from wheelforge.running.build import compiling as incremental
 
     plan = plan_for(load_matrix(project()), tmp_path)
     made: list[int] = []
 
-    def fake(_plan: object) -> tuple[tuple[str, str], ...]:
+    def fake(_plan: object, *_read: object) -> tuple[tuple[str, str], ...]:
         made.append(1)
         return (("sboms/x.json", f"sbom {len(made)}"), ("wheelforge-build.json", "{}"))
 

@@ -17,8 +17,7 @@ from wheelforge.configuration.setupscan import scan_setup_py
 from wheelforge.foundation.errors import ConfigError, VerificationError
 from wheelforge.interface.cli import main
 from wheelforge.packaging import wheel
-from wheelforge.planning import diagnose
-from wheelforge.running import importcheck
+from wheelforge.running.build import diagnose, importcheck
 from wheelforge.toolchain.toolkit import _dry_includes
 
 from .conftest import GOOD_MATRIX

@@ -22,12 +22,12 @@ from wheelforge.configuration.matrix import Matrix
 from wheelforge.configuration.sizes import format_size as human_size
 from wheelforge.interface.render_variants import variant_summary
 from wheelforge.planning.variants import Variant
-from wheelforge.running.results import BuildReport, VariantResult
+from wheelforge.running.build.results import BuildReport, VariantResult
 from wheelforge.toolchain.provision import RECIPES
 from wheelforge.toolchain.toolkit import Toolkit
 
 if TYPE_CHECKING:  # `build` loads neither
-    from wheelforge.running.dryrun import PlannedVariant
+    from wheelforge.running.build.dryrun import PlannedVariant
 
 # Versions of the --json documents of inspect, check, test and matrix (build --report's is in
 # report.py): bumped when a key changes meaning or goes away.

@@ -26,7 +26,7 @@ from wheelforge.foundation.document import to_document
 from wheelforge.foundation.errors import WheelforgeError
 from wheelforge.foundation.schemagen import json_schema
 from wheelforge.packaging import wheel_variants
-from wheelforge.running.results import BuildReport, VariantFailure, VariantResult
+from wheelforge.running.build.results import BuildReport, VariantFailure, VariantResult
 from wheelforge.toolchain.compilecache import CacheStats
 
 SCHEMA_VERSION = 1

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 from wheelforge import __version__
 from wheelforge.binaries.elf import open_elf_file
 from wheelforge.binaries.inspection import report_of
 from wheelforge.foundation import fsutil, proc
 from wheelforge.packaging.wheel import source_date_epoch
-from wheelforge.planning import freshness, ninja, reproducible
+from wheelforge.planning import reproducible
 from wheelforge.planning.plan import VariantPlan
 
 SBOM_NAME = "sboms/wheelforge.cdx.json"  # PEP 770: any file name under .dist-info/sboms/
@@ -32,12 +34,12 @@ def compiler_version(cxx: str) -> str:
     return first.split(" ", 1)[1] if first.startswith("/") and " " in first else first
 
 
-def build_info(plan: VariantPlan, *, epoch: int) -> dict[str, object]:
+def build_info(plan: VariantPlan, read: Sequence[Path], *, epoch: int) -> dict[str, object]:
+    """wheelforge's build info; *read* is every file the compiles read (sources and headers)."""
     folders = plan.input_folders
     toolkit = plan.variant.toolkit
     with open_elf_file(plan.library) as image:
         library = report_of(image)
-    read = freshness.recorded_inputs(plan) or ninja.inputs(plan)
     name_of = reproducible.path_namer(folders)
     with ThreadPoolExecutor() as pool:  # ~1000 headers: hashlib and reads release the GIL
         inputs = dict(zip(map(name_of, read), pool.map(fsutil.sha256, read), strict=True))
@@ -75,12 +77,15 @@ def build_info(plan: VariantPlan, *, epoch: int) -> dict[str, object]:
     }
 
 
-def dist_info_files(plan: VariantPlan) -> tuple[tuple[str, str], ...]:
-    """(path under .dist-info, text) of the SBOM and the build info, for wheel.contents."""
+def dist_info_files(
+    plan: VariantPlan, read: Callable[[], Sequence[Path]]
+) -> tuple[tuple[str, str], ...]:
+    """(path under .dist-info, text) of the SBOM and the build info, for wheel.contents; *read*
+    answers every file the compiles read (from the freshness stamp, else ninja's deps log)."""
     # cyclonedx takes ~0.1 s to import: only a build that packs a wheel loads it.
     from wheelforge.packaging import sbom
 
     epoch = source_date_epoch()
-    info = build_info(plan, epoch=epoch)
+    info = build_info(plan, read(), epoch=epoch)
     text = sbom.sbom(plan, info, epoch=epoch, build_info_name=BUILD_INFO_NAME)
     return ((SBOM_NAME, text), (BUILD_INFO_NAME, json.dumps(info, indent=1) + "\n"))

@@ -28,7 +28,7 @@ from wheelforge.foundation import log
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.packaging import sdist, wheel
 from wheelforge.planning import variants
-from wheelforge.running.build import run_build
+from wheelforge.running.build.variant import run_build
 from wheelforge.toolchain import gpu, toolkit
 
 if sys.version_info >= (3, 11):

@@ -13,8 +13,8 @@ from wheelforge.foundation import locks
 from wheelforge.planning import variants
 from wheelforge.planning.plan import VariantPlan, make_plan
 from wheelforge.planning.variants import Variant
-from wheelforge.running import incremental
-from wheelforge.running.preflight import preflight
+from wheelforge.running.build import compiling as incremental
+from wheelforge.running.build.preflight import preflight
 from wheelforge.toolchain import compilecache, envs, provision, toolkit, torchprobe
 from wheelforge.toolchain.choice import ensure_toolkit
 

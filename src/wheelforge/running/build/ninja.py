@@ -16,8 +16,8 @@ from ninja.ninja_syntax import Writer, escape
 from wheelforge.foundation import fsutil, log, proc
 from wheelforge.foundation.diagnostics import Diagnostic, parse_compiler_output
 from wheelforge.foundation.errors import BuildError, EnvironmentProblem
-from wheelforge.planning import diagnose
 from wheelforge.planning.plan import VariantPlan
+from wheelforge.running.build import diagnose
 
 NINJA_HINT = "pip install ninja"
 # ninja prints this before each command it runs; we count the compile steps from it.

@@ -16,7 +16,7 @@ from wheelforge.foundation import log
 from wheelforge.foundation.errors import VerificationError
 from wheelforge.packaging import stamp
 from wheelforge.planning.plan import VariantPlan
-from wheelforge.running.results import VariantFailure, VariantResult
+from wheelforge.running.build.results import VariantFailure, VariantResult
 
 Build = Callable[[VariantPlan, BuildSettings], "VariantResult | VariantFailure"]
 Replan = Callable[..., VariantPlan]

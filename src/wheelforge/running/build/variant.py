@@ -27,16 +27,18 @@ from wheelforge.packaging import repair, stamp, wheel, wheel_variants
 from wheelforge.planning import variants
 from wheelforge.planning.plan import VariantPlan
 from wheelforge.planning.variants import Variant
-from wheelforge.running import budget, importcheck, incremental, preflight, reproduce
-from wheelforge.running.preflight import describe_os_error
-from wheelforge.running.prepare import (
+from wheelforge.running.build import checks as budget
+from wheelforge.running.build import compiling as incremental
+from wheelforge.running.build import importcheck, preflight, reproduce
+from wheelforge.running.build.preflight import describe_os_error
+from wheelforge.running.build.prepare import (
     folders,
     plan_all,
     plan_variant,
     resolve_variants,
     using_cached,
 )
-from wheelforge.running.results import BuildReport, VariantFailure, VariantResult
+from wheelforge.running.build.results import BuildReport, VariantFailure, VariantResult
 from wheelforge.toolchain import compilecache, torchprobe, warmtorch
 
 

@@ -19,8 +19,9 @@ from wheelforge.binaries.verify import WheelVerification
 from wheelforge.configuration.settings import BuildSettings
 from wheelforge.foundation import fsutil
 from wheelforge.packaging import provenance, stamp, wheel
-from wheelforge.planning import freshness, ninja, reproducible
+from wheelforge.planning import reproducible
 from wheelforge.planning.plan import VariantPlan
+from wheelforge.running.build import freshness, ninja
 from wheelforge.toolchain import compilecache
 
 
@@ -118,7 +119,9 @@ def dist_info_files(plan: VariantPlan) -> tuple[tuple[str, str], ...]:
                 return tuple((str(name), str(body)) for name, body in data["files"])
         except (OSError, ValueError, KeyError, TypeError):
             pass
-    files = provenance.dist_info_files(plan)
+    files = provenance.dist_info_files(
+        plan, lambda: freshness.recorded_inputs(plan) or ninja.inputs(plan)
+    )
     if text is not None:
         fsutil.write_if_changed(stored, json.dumps({"key": key, "files": files}) + "\n")
     return files

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wheelforge.configuration.settings import BuildSettings
-from wheelforge.planning import ninja
-from wheelforge.running.prepare import plan_all, selected
+from wheelforge.running.build import ninja
+from wheelforge.running.build.prepare import plan_all, selected
 from wheelforge.toolchain import toolkit
 
 

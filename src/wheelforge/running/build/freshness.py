@@ -19,8 +19,8 @@ import json
 from pathlib import Path
 
 from wheelforge.foundation import fsutil
-from wheelforge.planning import ninja
 from wheelforge.planning.plan import VariantPlan
+from wheelforge.running.build import ninja
 from wheelforge.toolchain import probecache
 
 STAMP = "up-to-date.json"
