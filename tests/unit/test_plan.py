@@ -9,9 +9,10 @@ import pytest
 
 from wheelforge.configuration.reader import load_matrix
 from wheelforge.foundation.errors import ConfigError
+from wheelforge.planning import ninjafile
+from wheelforge.planning.parallelism import auto_nvcc_threads
 from wheelforge.planning.plan import make_plan
 from wheelforge.running.build import ninja
-from wheelforge.running.build.compiling import auto_nvcc_threads
 
 from .conftest import GOOD_MATRIX
 from .fakes import plan_for
@@ -121,7 +122,7 @@ def test_nvcc_threads_and_user_flags(project: Project, tmp_path: Path) -> None:
 
 def test_ninja_file(project: Project, tmp_path: Path) -> None:
     plan = plan_for(load_matrix(project()), tmp_path)
-    text = ninja.render(plan)
+    text = ninjafile.render(plan)
     assert "rule nvcc" in text and "--generate-dependencies-with-compile" in text
     assert "$nvcc_flags $gencode $source_flags -c $in" in text
     assert "deps = gcc" in text
@@ -134,9 +135,9 @@ def test_ninja_file(project: Project, tmp_path: Path) -> None:
     # No compile command names the folder the project lies in (the link's do: it is not cached).
     compiles = [ln for ln in text.splitlines() if not ln.startswith("ldflags = ")]
     assert not [ln for ln in compiles if str(tmp_path) in ln]
-    assert text == ninja.render(plan)  # deterministic
+    assert text == ninjafile.render(plan)  # deterministic
     cached = dataclasses.replace(plan, cuda_launcher=("/opt/bin/ccache",))
-    assert "cuda_launcher = /opt/bin/ccache\n" in ninja.render(cached)
+    assert "cuda_launcher = /opt/bin/ccache\n" in ninjafile.render(cached)
 
 
 def test_ninja_escapes_dollars(project: Project, tmp_path: Path) -> None:
@@ -144,16 +145,16 @@ def test_ninja_escapes_dollars(project: Project, tmp_path: Path) -> None:
         "include-dirs: [csrc]", "include-dirs: [csrc]\n  cxx-flags: ['-DX=$HOME']"
     )
     plan = plan_for(load_matrix(project(text)), tmp_path)
-    assert "-DX=$$HOME" in ninja.render(plan)
+    assert "-DX=$$HOME" in ninjafile.render(plan)
 
 
 def test_write_only_when_changed(project: Project, tmp_path: Path) -> None:
     plan = plan_for(load_matrix(project()), tmp_path)
-    text = ninja.write(plan)
+    text = ninjafile.write(plan)
     path = plan.build_dir / "build.ninja"
     assert path.read_text() == text
     before = path.stat().st_mtime_ns
-    ninja.write(plan)
+    ninjafile.write(plan)
     assert path.stat().st_mtime_ns == before
 
 
@@ -170,7 +171,7 @@ def test_per_source_arch_limits(project: Project, tmp_path: Path) -> None:
     assert by_name["kernel.cu"].arch_set is None  # the arch set's own flags
     assert str(by_name["hopper.cu"].arch_set) == "9.0a"
     assert "volta.cu" not in by_name and [p.name for p in plan.left_out] == ["volta.cu"]
-    rendered = ninja.render(plan)
+    rendered = ninjafile.render(plan)
     assert "  gencode = -gencode=arch=compute_90a,code=sm_90a" in rendered
 
 

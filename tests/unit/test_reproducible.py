@@ -12,8 +12,7 @@ import pytest
 from wheelforge.binaries import reprodiff
 from wheelforge.configuration.reader import load_matrix
 from wheelforge.foundation.errors import VerificationError
-from wheelforge.planning import reproducible
-from wheelforge.running.build import ninja
+from wheelforge.planning import ninjafile, reproducible
 
 from .fakes import CUDA118, plan_for, toolkit
 
@@ -72,19 +71,19 @@ def test_plan_flags_map_every_input_folder(project: Project, tmp_path: Path) -> 
     steps = {s.source.name: shlex.split(s.flags) for s in plan.compile_steps}
     assert "-Xcudafe=--orig_src_path_name=csrc/kernel.cu" in steps["kernel.cu"]
     assert steps["ops.cpp"] == ["-frandom-seed=csrc/ops.cpp"]
-    assert "$source_flags" in ninja.render(plan)
+    assert "$source_flags" in ninjafile.render(plan)
 
 
 def test_old_nvcc_runs_from_root_with_the_fixed_pid_library(
     project: Project, tmp_path: Path
 ) -> None:
     new = plan_for(load_matrix(project()), tmp_path)
-    assert new.nvcc_preload is None and "LD_PRELOAD" not in ninja.render(new)
+    assert new.nvcc_preload is None and "LD_PRELOAD" not in ninjafile.render(new)
     old = plan_for(load_matrix(project()), tmp_path, tk=toolkit("11.8.89", CUDA118, gcc_max=11))
     assert old.nvcc_preload == old.build_dir / "gen" / "wheelforge_fixed_pid.so"
     source = next(g for g in old.generated if g.path.name == "wheelforge_fixed_pid.c")
     assert "getpid" in source.text and '"cicc"' in source.text
-    text = ninja.render(old)
+    text = ninjafile.render(old)
     assert f"nvcc_launch = cd / && LD_PRELOAD={old.nvcc_preload} " in text
     assert f"build {old.nvcc_preload}: preload {source.path}" in text
     kernel = next(s for s in old.compile_steps if s.rule == "nvcc")

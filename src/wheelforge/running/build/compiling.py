@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import math
 import os
 import pickle
 import time
@@ -19,7 +18,8 @@ from wheelforge.binaries.verify import WheelVerification
 from wheelforge.configuration.settings import BuildSettings
 from wheelforge.foundation import fsutil
 from wheelforge.packaging import provenance, stamp, wheel
-from wheelforge.planning import reproducible
+from wheelforge.planning import ninjafile, reproducible
+from wheelforge.planning.parallelism import auto_nvcc_threads
 from wheelforge.planning.plan import VariantPlan
 from wheelforge.running.build import freshness, ninja
 from wheelforge.toolchain import compilecache
@@ -34,16 +34,6 @@ def with_threads(plan: VariantPlan, settings: BuildSettings) -> VariantPlan:
     threads = auto_nvcc_threads(cores=len(os.sched_getaffinity(0)), jobs=settings.jobs,
                                 nvcc_sources=len(nvcc), targets=targets)  # fmt: skip
     return dataclasses.replace(plan, nvcc_threads=threads)
-
-
-def auto_nvcc_threads(*, cores: int, jobs: int | None, nvcc_sources: int, targets: int) -> int:
-    """nvcc ``--threads`` that fills *cores*: each of the nvcc jobs ninja runs at once compiles
-    its archs in parallel, one thread per arch's device steps (preprocessing, cicc, ptxas; a
-    PTX target shares its arch's cicc) and one for the host side (preprocessing and cudafe++,
-    which run beside them: nvcc --time shows the chain). Rounded up: nvcc's host-side phases
-    leave its threads idle part of the time."""
-    concurrent = max(1, min(nvcc_sources, jobs or ninja.default_parallelism(cores)))
-    return max(1, min(targets + 1, math.ceil(cores / concurrent)))
 
 
 def launchers(
@@ -76,7 +66,7 @@ def compile_variant(
     *before_ninja* runs when ninja is about to (what can overlap the compile starts there)."""
     for generated in plan.generated:
         fsutil.write_if_changed(generated.path, generated.text)
-    text = ninja.write(plan)
+    text = ninjafile.write(plan)
     if freshness.up_to_date(plan, text):
         return [], None
     freshness.forget(plan)

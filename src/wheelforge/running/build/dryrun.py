@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wheelforge.configuration.settings import BuildSettings
+from wheelforge.planning import ninjafile
 from wheelforge.running.build import ninja
 from wheelforge.running.build.prepare import plan_all, selected
 from wheelforge.toolchain import toolkit
@@ -44,7 +45,7 @@ def dry_run(settings: BuildSettings) -> list[PlannedVariant]:
         [plan] = plan_all(settings, [v])
         with tempfile.TemporaryDirectory(prefix="wheelforge-dry-run-") as tmp:
             # The build.ninja the build would write, rendered elsewhere: ninja lists its commands.
-            (Path(tmp) / "build.ninja").write_text(ninja.render(plan), encoding="utf-8")
+            (Path(tmp) / "build.ninja").write_text(ninjafile.render(plan), encoding="utf-8")
             commands = tuple(ninja.commands(Path(tmp)))
         planned.append(PlannedVariant(**common, torch=plan.torch.label, commands=commands, note=""))
     return planned
