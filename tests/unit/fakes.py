@@ -8,7 +8,8 @@ from packaging.version import Version
 
 from wheelforge.configuration.archs import ArchSet, parse_arch_list
 from wheelforge.configuration.matrix import Matrix
-from wheelforge.planning.plan import VariantPlan, make_plan
+from wheelforge.planning.plan import VariantPlan
+from wheelforge.planning.planner import make_plan
 from wheelforge.planning.variants import Variant
 from wheelforge.toolchain.choice import ToolkitChoice
 from wheelforge.toolchain.toolkit import Toolkit

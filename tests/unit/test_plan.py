@@ -11,7 +11,7 @@ from wheelforge.configuration.reader import load_matrix
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.planning import ninjafile
 from wheelforge.planning.parallelism import auto_nvcc_threads
-from wheelforge.planning.plan import make_plan
+from wheelforge.planning.planner import make_plan
 from wheelforge.running.build import ninja
 
 from .conftest import GOOD_MATRIX

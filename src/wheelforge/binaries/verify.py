@@ -120,7 +120,7 @@ def read_wheel(wheel_path: Path, plan: VariantPlan) -> WheelFindings:
     found = WheelFindings(binaries=[], abi_checks=[], init_violations=[])
     with elf.open_wheel(wheel_path) as wheel:
         rules = None
-        if plan.matrix.abi == "stable":
+        if plan.abi.kind.stable_abi_rules:
             guards = shims.header_guards(plan.torch.include_dir)
             rules = abicheck.WheelRules(wheel, torch=plan.matrix.torch.target, guards=guards)
         for image in wheel.elf_members():

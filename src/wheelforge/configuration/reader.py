@@ -14,6 +14,7 @@ import yaml
 from packaging.version import InvalidVersion, Version
 
 from wheelforge.configuration import variantkey, yamlio
+from wheelforge.configuration.abi import ABIS
 from wheelforge.configuration.archs import ArchSet, ArchSpec, parse_arch_list
 from wheelforge.configuration.discovery import discover_packages
 from wheelforge.configuration.keys import (
@@ -198,10 +199,11 @@ class _Reader(PackageReader):
 
     def abi(self, node: yaml.Node, where: str) -> str | None:
         value = self.scalar(node, where)
-        if value not in (None, "stable", "unstable"):
-            self.problems.add(node, f"{where} must be 'stable' or 'unstable', got '{value}'")
+        if value is not None and value not in ABIS:
+            names = " or ".join(f"'{name}'" for name in ABIS)
+            self.problems.add(node, f"{where} must be {names}, got '{value}'")
             return None
-        if value == "unstable" and self.torch_read is not None:
+        if value is not None and ABIS[value].per_torch and self.torch_read is not None:
             torch_node, torch = self.torch_read
             if torch is not None and not torch.versions:
                 self.problems.add(
@@ -281,7 +283,8 @@ class _Reader(PackageReader):
         if read is None:
             self.problems.raise_if_any()
             raise AssertionError  # unreachable: mapping() recorded a problem
-        if read.values.get("abi") == "unstable" and "python-abi" in read.items:
+        flavour = ABIS.get(str(read.values.get("abi")))
+        if flavour is not None and not flavour.abi3 and "python-abi" in read.items:
             self.problems.add(
                 read.items["python-abi"][1],
                 "python-abi sets the floor of stable-ABI (abi3) wheels; an unstable-ABI wheel is "

@@ -17,6 +17,7 @@ from rich.text import Text
 from wheelforge.binaries.abicheck import BinaryCheck
 from wheelforge.binaries.elf import member_path, split_member
 from wheelforge.binaries.inspection import BinaryReport
+from wheelforge.configuration import abi
 from wheelforge.configuration.archs import code_sort_key, sm_range
 from wheelforge.configuration.matrix import Matrix
 from wheelforge.configuration.sizes import format_size as human_size
@@ -141,10 +142,10 @@ def print_build(report: BuildReport, console: Console) -> None:
             f"[red]failed[/red] {f.variant_id}: {f.error.kind} error (below)", soft_wrap=True
         )
     major, minor = report.target_version
-    if report.abi == "stable":
-        how = f"stable-ABI target torch {major}.{minor}, built against torch {report.built_against}"
-    else:
+    if abi.of(report.abi).per_torch:
         how = f"unstable ABI: each wheel pinned to the torch it was built against ({report.built_against})"
+    else:
+        how = f"stable-ABI target torch {major}.{minor}, built against torch {report.built_against}"
     console.print(f"{len(report.variants)} wheel(s) built, {len(report.failures)} failed; {how}")
 
 

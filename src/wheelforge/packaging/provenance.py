@@ -62,8 +62,8 @@ def build_info(plan: VariantPlan, read: Sequence[Path], *, epoch: int) -> dict[s
         "host_compiler": compiler_version(plan.cxx),
         "nvcc_host_compiler": compiler_version(plan.nvcc_host),
         "torch": {"headers_of": plan.torch.label, "requirement": plan.torch_requirement},
-        "abi": plan.matrix.abi,
-        "target_version": list(plan.matrix.torch.target),
+        "abi": plan.abi.kind.name,
+        "target_version": list(plan.abi.target),
         "python_abi": plan.abi_tag,
         "prefix_maps": sorted({name for _, name in folders}),
         "flags": {

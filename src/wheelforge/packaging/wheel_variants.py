@@ -306,7 +306,7 @@ def for_plan(
     it), with properties read from the binaries that were checked."""
     label = plan.variant.variant_label
     assert label is not None
-    unstable = plan.matrix.abi == "unstable"
+    unstable = plan.abi.kind.per_torch  # the wheel pins its torch: a property of it
     torch = plan.torch.version
     facts = VariantFacts(
         sm_arch=sm_arch_values(binaries),

@@ -8,10 +8,12 @@ import contextlib
 from collections.abc import Sequence
 from pathlib import Path
 
+from wheelforge.configuration import abi
 from wheelforge.configuration.settings import BuildSettings
 from wheelforge.foundation import locks
 from wheelforge.planning import variants
-from wheelforge.planning.plan import VariantPlan, make_plan
+from wheelforge.planning.plan import VariantPlan
+from wheelforge.planning.planner import make_plan
 from wheelforge.planning.variants import Variant
 from wheelforge.running.build import compiling as incremental
 from wheelforge.running.build.preflight import preflight
@@ -107,7 +109,7 @@ def plan_all(
     for variant in chosen:
         if variant.torch not in probed:
             torch = probed[variant.torch] = _build_torch(variant, settings, early=early)
-            if matrix.abi == "stable":
+            if abi.of(matrix.abi).torch_target:
                 torchprobe.check_target(torch, matrix.torch.lowest)
         plans.append(plan_variant(variant, probed[variant.torch], settings, cache=cache))
     return plans

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from wheelforge.binaries.sizes import SizeCheck, check_size
 from wheelforge.binaries.verify import WheelVerification, verify_wheel
+from wheelforge.configuration import abi
 from wheelforge.configuration.settings import BuildSettings
 from wheelforge.foundation import fsutil, locks, log
 from wheelforge.foundation.errors import (
@@ -319,7 +320,8 @@ def _run_build(settings: BuildSettings, chosen: list[Variant], start: float) -> 
     plans = plan_all(settings, chosen, cache, early=True)
     m = settings.matrix
     labels = sorted({p.torch.label for p in plans})
-    if m.abi == "stable":
+    flavour = abi.of(m.abi)
+    if not flavour.per_torch:
         how = (
             f"for torch {m.torch.requirement[5:]} (stable ABI target {m.torch.target[0]}.{m.torch.target[1]}, "
             f"built against torch {plans[0].torch.label})"
@@ -350,9 +352,9 @@ def _run_build(settings: BuildSettings, chosen: list[Variant], start: float) -> 
         )
     return BuildReport(
         matrix=settings.matrix.path,
-        abi=m.abi,
+        abi=flavour.name,
         target_version=settings.matrix.torch.target,
-        built_against=plans[0].torch.label if m.abi == "stable" else ", ".join(labels),
+        built_against=", ".join(labels) if flavour.per_torch else plans[0].torch.label,
         variants=tuple(o for o in outcomes if isinstance(o, VariantResult)),
         failures=tuple(o for o in outcomes if isinstance(o, VariantFailure)),
         seconds=time.perf_counter() - start,
