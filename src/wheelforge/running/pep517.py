@@ -155,7 +155,7 @@ def backend_settings(
     # The arch list was chosen above; the matrix's own arch sets are replaced, not overridden.
     settings = resolve(flags, {k: v for k, v in env.items() if k != "TORCH_CUDA_ARCH_LIST"})
     matrix = one_variant_matrix(settings.matrix, archs, source)
-    expanded = variants.expand(matrix, toolkit.discover(cache=settings.cache))
+    expanded = variants.expand(matrix, toolkit.discover(cache=settings.cache_dir))
     chosen = variants.select(expanded, (options.only,))[0] if options.only else expanded[0]
     if not abi.of(matrix.abi).per_torch:
         # One toolkit: one variant, so the wheel's version is the package's (no local label),

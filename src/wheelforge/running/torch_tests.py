@@ -214,7 +214,7 @@ def run_test_command(settings: TestSettings) -> list[Outcome]:
     requires = settings.tests.requires
     specs = [envs.EnvSpec(torch=v, requires=requires) for v in settings.torch]
     specs += [envs.EnvSpec(torch_from=p, requires=requires) for p in settings.torch_from]
-    return run_tests(matrix=settings.matrix, wheels=built, specs=specs, cache=settings.cache)
+    return run_tests(matrix=settings.matrix, wheels=built, specs=specs, cache=settings.cache_dir)
 
 
 def require_passed(outcomes: Sequence[Outcome]) -> None:

@@ -48,9 +48,9 @@ def launchers(
     # one (issue 12). nvcc compiles therefore bypass sccache; ccache runs nvcc whole.
     cuda = cached if cache and cache.tool != "sccache" else ()
     return (
-        settings.cxx_launcher or cached,
-        settings.cc_launcher or cached,
-        settings.cuda_launcher or cuda,
+        settings.compilers.launchers.cxx or cached,
+        settings.compilers.launchers.cc or cached,
+        settings.compilers.launchers.cuda or cuda,
     )
 
 

@@ -26,7 +26,7 @@ def folders(settings: BuildSettings) -> dict[str, Path]:
     return {
         "--out": settings.out_dir,
         "--build-dir": settings.build_root,
-        "--cache-dir": settings.cache,
+        "--cache-dir": settings.cache_dir,
     }
 
 
@@ -35,12 +35,12 @@ def resolve_variants(settings: BuildSettings, *, probe: bool = False) -> list[Va
     that can be refused without a compiler is refused here, before anything is downloaded or
     compiled; with *probe*, the folders the build writes are then probed (preflight.py), still
     before any download."""
-    found = toolkit.discover(cache=settings.cache)
+    found = toolkit.discover(cache=settings.cache_dir)
     chosen = selected(settings, found)
 
     def ready(v: Variant) -> Variant:
         choice = ensure_toolkit(v.choice, who=f"variant {v.id}", archs=v.arch_set.archs,
-                                found=found, cache=settings.cache, offline=settings.offline)  # fmt: skip
+                                found=found, cache=settings.cache_dir, offline=settings.offline)  # fmt: skip
         return variants.with_choice(v, choice)
 
     if probe:
@@ -61,7 +61,7 @@ def _build_torch(variant: Variant, settings: BuildSettings, *, early: bool) -> t
         variant.torch,
         python=settings.python,
         requires=tests.requires if tests else (),
-        cache=settings.cache,
+        cache=settings.cache_dir,
         early=early,
     )
 
@@ -77,13 +77,15 @@ def plan_variant(variant: Variant, torch: torchprobe.TorchEnv, settings: BuildSe
         variant=variant,
         torch=torch,
         weak_header=torchprobe.weak_shims_header(
-            torchprobe.cuda_only_shims(torch.include_dir, cache=settings.cache)
+            torchprobe.cuda_only_shims(torch.include_dir, cache=settings.cache_dir)
         ),
         build_root=build_root or settings.build_root,
         out_dir=out_dir or settings.out_dir,
-        cxx=settings.cxx,
-        cc=settings.cc,
-        nvcc_host=toolkit.host_compiler(variant.toolkit, settings.cxx, cache=settings.cache),
+        cxx=settings.compilers.cxx,
+        cc=settings.compilers.cc,
+        nvcc_host=toolkit.host_compiler(
+            variant.toolkit, settings.compilers.cxx, cache=settings.cache_dir
+        ),
         nvcc_threads=settings.nvcc_threads,
         cxx_launcher=launchers[0],
         cc_launcher=launchers[1],

@@ -76,7 +76,7 @@ def build_variant(
     stages = _Stages()
     variant = plan.variant
     try:
-        kept = settings.cache if keep_repairs else None
+        kept = settings.cache_dir if keep_repairs else None
         return _build_variant(plan, settings, stages, start, cache, null=null, kept=kept)
     except Interrupted:
         raise  # SIGINT or SIGTERM ends the whole build, not one variant
@@ -189,9 +189,9 @@ def _compile(
             plan, settings.jobs, cache, before_ninja=_before_ninja(plan, settings)
         )
     except BuildError:
-        if torchprobe.confirm(plan.torch, cache=settings.cache) == plan.torch:
+        if torchprobe.confirm(plan.torch, cache=settings.cache_dir) == plan.torch:
             raise
-    torch = torchprobe.confirm(plan.torch, cache=settings.cache)
+    torch = torchprobe.confirm(plan.torch, cache=settings.cache_dir)
     if torch == plan.torch:
         return dataclasses.replace(plan, torch=torch), steps, stats  # its watch list
     log.warning(f"torch {torch.label} answered otherwise than its files read: compiling again")
@@ -221,7 +221,7 @@ def _preload() -> None:
 def _import_check(wheel_path: Path, plan: VariantPlan, settings: BuildSettings) -> str | None:
     if not settings.import_check:
         return None
-    return importcheck.check_import(wheel_path, plan, cache=settings.cache)
+    return importcheck.check_import(wheel_path, plan, cache=settings.cache_dir)
 
 
 def _check(
@@ -334,7 +334,7 @@ def _run_build(settings: BuildSettings, chosen: list[Variant], start: float) -> 
     if plans:
         importcheck.warn_if_torch_not_imported_first(plans[0])
     null = variants.null_variant([p.variant for p in plans], m)
-    with using_cached(plans, settings.cache):
+    with using_cached(plans, settings.cache_dir):
         outcomes = [build_variant(p, settings, cache, null=p.variant == null) for p in plans]
         if settings.verify_reproducible:  # the twin compiles with no cache (reproduce.verify)
             twin_build = functools.partial(build_variant, keep_repairs=False)
