@@ -200,7 +200,7 @@ def test_provenance_is_read_back_while_the_freshness_stamp_is_unchanged(
     """A no-op starts no process for the wheel's SBOM and build info (ninja -t deps, c++
     --version): they are stored beside the stamp and reused while it is the same."""
     from wheelforge.packaging import provenance
-    from wheelforge.running.build import compiling as incremental
+    from wheelforge.running.build import reuse
 
     plan = plan_for(load_matrix(project()), tmp_path)
     made: list[int] = []
@@ -213,13 +213,13 @@ def test_provenance_is_read_back_while_the_freshness_stamp_is_unchanged(
     plan.build_dir.mkdir(parents=True)
     stamp = {"ninja": "h", "files": {}, "read": [str(tmp_path / "csrc" / "kernel.cu")]}
     (plan.build_dir / freshness.STAMP).write_text(json.dumps(stamp))
-    first = incremental.dist_info_files(plan)
-    assert incremental.dist_info_files(plan) == first and len(made) == 1
+    first = reuse.dist_info_files(plan)
+    assert reuse.dist_info_files(plan) == first and len(made) == 1
     assert freshness.recorded_inputs(plan) == [tmp_path / "csrc" / "kernel.cu"]
     (plan.build_dir / freshness.STAMP).write_text(json.dumps({**stamp, "ninja": "other"}))
-    assert incremental.dist_info_files(plan) != first and len(made) == 2
+    assert reuse.dist_info_files(plan) != first and len(made) == 2
     (plan.build_dir / freshness.STAMP).unlink()  # no stamp (a build that saw an input change)
-    incremental.dist_info_files(plan)
+    reuse.dist_info_files(plan)
     assert len(made) == 3 and freshness.recorded_inputs(plan) is None
 
 

@@ -45,18 +45,18 @@ def check_binary(binary: BinaryReport, arch_set: ArchSet) -> ArchCheck:
 
 
 def extension_binaries(binaries: Sequence[BinaryReport], plan: VariantPlan) -> list[BinaryReport]:
-    return [b for b in binaries if elf.is_member(b.path, plan.wheel_library_path)]
+    return [b for b in binaries if elf.is_member(b.path, plan.wheel.library_path)]
 
 
 def verify_binaries(binaries: Sequence[BinaryReport], plan: VariantPlan) -> list[ArchCheck]:
     """Raise VerificationError naming the arch and the .so when an asked-for arch is missing."""
     arch_set = plan.variant.arch_set
-    if not any(step.rule == "nvcc" for step in plan.compile_steps):
+    if not any(step.rule == "nvcc" for step in plan.compile.steps):
         return []
     found = extension_binaries(binaries, plan)
     if not found:
         raise VerificationError(
-            f"variant {plan.variant.id}: the wheel has no {plan.wheel_library_path}; the packing step lost it"
+            f"variant {plan.variant.id}: the wheel has no {plan.wheel.library_path}; the packing step lost it"
         )
     checks = [check_binary(b, arch_set) for b in found]
     for check in checks:
@@ -72,7 +72,7 @@ def verify_binaries(binaries: Sequence[BinaryReport], plan: VariantPlan) -> list
             or "no CUDA code at all"
         )
         raise VerificationError(
-            f"variant {plan.variant.id}: {plan.wheel_library_path} lacks {', '.join(missing)} "
+            f"variant {plan.variant.id}: {plan.wheel.library_path} lacks {', '.join(missing)} "
             f"asked for by arch set '{arch_set.name}' ({arch_set}); it carries {present}. "
             "Check extension.nvcc-flags for -gencode/-arch flags that override the arch set"
         )
@@ -122,7 +122,7 @@ def read_wheel(wheel_path: Path, plan: VariantPlan) -> WheelFindings:
         rules = None
         if plan.abi.kind.stable_abi_rules:
             guards = shims.header_guards(plan.torch.include_dir)
-            rules = abicheck.WheelRules(wheel, torch=plan.matrix.torch.target, guards=guards)
+            rules = abicheck.WheelRules(wheel, torch=plan.abi.target, guards=guards)
         for image in wheel.elf_members():
             found.binaries.append(report_of(image))
             if image.member is None or elf.is_grafted(image.member):

@@ -16,9 +16,9 @@ from wheelforge.foundation import log
 from wheelforge.foundation.errors import WheelforgeError
 from wheelforge.foundation.fsutil import write_if_changed
 from wheelforge.interface.render import print_build, print_dry_run
+from wheelforge.running.build.command import run_build
 from wheelforge.running.build.dryrun import dry_run as plan_dry_run
 from wheelforge.running.build.results import BuildReport
-from wheelforge.running.build.variant import run_build
 
 if TYPE_CHECKING:  # the report and CI modules load only when a report is wanted (no-op speed)
     from wheelforge.interface.report import Report

@@ -36,9 +36,9 @@ def compiler_version(cxx: str) -> str:
 
 def build_info(plan: VariantPlan, read: Sequence[Path], *, epoch: int) -> dict[str, object]:
     """wheelforge's build info; *read* is every file the compiles read (sources and headers)."""
-    folders = plan.input_folders
+    folders = plan.compile.input_folders
     toolkit = plan.variant.toolkit
-    with open_elf_file(plan.library) as image:
+    with open_elf_file(plan.link.library) as image:
         library = report_of(image)
     name_of = reproducible.path_namer(folders)
     with ThreadPoolExecutor() as pool:  # ~1000 headers: hashlib and reads release the GIL
@@ -59,19 +59,19 @@ def build_info(plan: VariantPlan, read: Sequence[Path], *, epoch: int) -> dict[s
         "arch_set": str(plan.variant.arch_set),
         "archs": {"sass": list(library.sass_archs), "ptx": list(library.ptx_archs)},
         "toolkit": {"release": str(toolkit.version), "build": toolkit.build},
-        "host_compiler": compiler_version(plan.cxx),
-        "nvcc_host_compiler": compiler_version(plan.nvcc_host),
-        "torch": {"headers_of": plan.torch.label, "requirement": plan.torch_requirement},
+        "host_compiler": compiler_version(plan.compile.cxx),
+        "nvcc_host_compiler": compiler_version(plan.compile.nvcc_host),
+        "torch": {"headers_of": plan.torch.label, "requirement": plan.abi.torch_requirement},
         "abi": plan.abi.kind.name,
         "target_version": list(plan.abi.target),
-        "python_abi": plan.abi_tag,
+        "python_abi": plan.abi.abi_tag,
         "prefix_maps": sorted({name for _, name in folders}),
         "flags": {
-            "cxx": free(plan.cxx_flags),
-            "cc": free(plan.cc_flags),
-            "nvcc": free(plan.nvcc_flags),
-            "gencode": plan.gencode,
-            "ldflags": free(plan.ldflags),
+            "cxx": free(plan.compile.cxx_flags),
+            "cc": free(plan.compile.cc_flags),
+            "nvcc": free(plan.compile.nvcc_flags),
+            "gencode": plan.compile.gencode,
+            "ldflags": free(plan.link.ldflags),
         },
         "inputs": dict(sorted(inputs.items())),
     }

@@ -39,11 +39,11 @@ def sbom(plan: VariantPlan, info: dict[str, object], *, epoch: int, build_info_n
     """The CycloneDX 1.6 document: the wheel, the torch it needs, the CUDA runtime linked into
     it, and every project source with its hash; the compilers as tools; *build_info_name* is the
     build info's file, referenced as the build's metadata."""
-    pkg = plan.matrix.package
+    pkg = plan.wheel.package
     main = _component(
         pkg.name,
-        plan.version,
-        PackageURL(type="pypi", name=pkg.wheel_name, version=plan.version),
+        plan.wheel.version,
+        PackageURL(type="pypi", name=pkg.wheel_name, version=plan.wheel.version),
         ComponentType.LIBRARY,
     )
     toolkit = plan.variant.toolkit
@@ -53,7 +53,7 @@ def sbom(plan: VariantPlan, info: dict[str, object], *, epoch: int, build_info_n
         PackageURL(type="pypi", name="torch", version=str(plan.torch.version)),
         ComponentType.LIBRARY,
     )
-    torch.description = f"headers compiled against; at run time: {plan.torch_requirement}"
+    torch.description = f"headers compiled against; at run time: {plan.abi.torch_requirement}"
     cudart = _component("cudart_static", str(toolkit.version), None, ComponentType.LIBRARY)
     cudart.description = "the CUDA runtime, linked statically into the extension module"
     inputs = info["inputs"]

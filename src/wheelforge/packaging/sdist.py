@@ -93,7 +93,8 @@ def write_sdist(matrix: Matrix, root: Path, dest_dir: Path) -> Path:
     """Write the sdist into *dest_dir* (atomically) and return it."""
     base = sdist_name(matrix)
     pkg_info = core_metadata(
-        matrix,
+        matrix.package,
+        matrix.requires_python,
         version=matrix.package.version,
         torch_requirement=abi.of(matrix.abi).requirement(matrix.torch),
         metadata_version="2.2",

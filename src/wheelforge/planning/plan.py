@@ -1,8 +1,15 @@
-"""The plan of one variant: every path, flag and step decided up front (planning/planner.py
-makes it), in an immutable object that the ninja writer, the packer and the report read."""
+"""The plan of one variant: every path, flag and step decided up front, in an immutable object
+that the ninja writer, the packer, the checks and the report read. planning/planner.py makes it
+from PlanInputs, the variant and the torch it compiles against; nothing changes a plan once it
+is made: other inputs (the reproducibility twin's, torch's confirmed answer) make another plan.
+
+A plan's parts follow who reads them: ``compile`` (the ninja file, the freshness stamp, the build
+info), ``link``, ``wheel`` (packing, metadata, the import check) and ``abi`` (the flavour's
+decisions: tag, pin, which rules hold the binaries)."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -11,12 +18,44 @@ from typing import Literal
 
 from wheelforge.configuration import abi as abis
 from wheelforge.configuration.archs import ArchSet
-from wheelforge.configuration.matrix import Matrix
+from wheelforge.configuration.matrix import ExtensionConfig, Matrix, PackageConfig
+from wheelforge.configuration.settings import Compilers, Launchers
 from wheelforge.planning import reproducible
 from wheelforge.planning.variants import Variant
+from wheelforge.toolchain.compilecache import CompileCache
 from wheelforge.toolchain.torchprobe import TorchEnv
 
 Rule = Literal["cxx", "cc", "nvcc"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlanInputs:
+    """What planning takes besides a variant and the torch it compiles against: the same for
+    every variant of a build. The reproducibility twin's inputs are another value (twin())."""
+
+    matrix: Matrix
+    build_root: Path
+    out_dir: Path
+    # The host compilers and the launchers the environment names; where it names none, the
+    # compile cache's (toolchain/compilecache.launchers).
+    compilers: Compilers
+    compile_cache: CompileCache | None = None
+    jobs: int | None = None  # ninja -j; None: ninja's default
+    nvcc_threads: int | None = None  # NVCC_THREADS; None: as many as fill the cores
+    cores: int = 1  # the cores the build may use (os.sched_getaffinity)
+    cache_dir: Path | None = None  # where the probes planning asks are cached
+
+    def twin(self, folder: Path) -> PlanInputs:
+        """The inputs of ``--verify-reproducible``'s second build: in *folder*, with no compile
+        cache and no launcher at all (a cache hit would hand it the first build's objects,
+        identical by construction)."""
+        return dataclasses.replace(
+            self,
+            build_root=folder / "build",
+            out_dir=folder / "dist",
+            compile_cache=None,
+            compilers=dataclasses.replace(self.compilers, launchers=Launchers()),
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -36,39 +75,61 @@ class GeneratedFile:
 
 
 @dataclass(frozen=True, kw_only=True)
-class VariantPlan:
-    variant: Variant
-    matrix: Matrix
-    torch: TorchEnv
-    build_dir: Path
-    out_dir: Path
+class CompilePlan:
+    """How the sources become objects: the compilers and what runs in front of them, their
+    flags, one step per source, the generated files, and how many compile at once."""
+
     cxx: str
     cc: str
-    # Compiler launchers (ccache, sccache, distcc): words run in front of the compiler.
-    cxx_launcher: tuple[str, ...]
-    cc_launcher: tuple[str, ...]
-    cuda_launcher: tuple[str, ...]
+    nvcc: Path
     nvcc_host: str  # the host compiler nvcc runs (-ccbin): one the toolkit accepts
+    launchers: Launchers  # words run in front of each compiler (ccache, sccache, distcc)
+    compile_cache: CompileCache | None  # the cache the launchers are; its session wraps ninja
     cxx_flags: str
     cc_flags: str
     nvcc_flags: str
     gencode: str  # the arch set's -gencode flags; a limited source has its own
-    ldflags: str
-    compile_steps: tuple[CompileStep, ...]
+    steps: tuple[CompileStep, ...]
     left_out: tuple[Path, ...]  # limited sources with no arch in common with the arch set
     generated: tuple[GeneratedFile, ...]
-    library: Path  # the linked extension module in the build dir
-    export_map: Path  # the linker version script (export_map())
-    wheel_library_path: str  # where it goes inside the wheel, e.g. pkg/_C.abi3.so
-    abi_tag: str  # e.g. cp310-abi3
-    version: str  # the wheel's version: the package's, plus the variant's local label if any
-    torch_requirement: str  # stable: torch>=target; unstable: the torch it was built against
     # nvcc before CUDA 12.9: the fixed-pid library it runs with (reproducible.py); None: none
-    nvcc_preload: Path | None = None
+    nvcc_preload: Path | None
     # every folder the compiles read from, and its path-free name (reproducible.prefix_maps)
-    input_folders: tuple[tuple[Path, str], ...] = ()
-    nvcc_threads: int | None = None  # nvcc --threads, given through NVCC_APPEND_FLAGS (ninja.py)
+    input_folders: tuple[tuple[Path, str], ...]
+    jobs: int | None  # ninja -j; None: ninja's default
+    nvcc_threads: int  # nvcc --threads, given through NVCC_APPEND_FLAGS (running/build/ninja.py)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LinkPlan:
+    ldflags: str
+    library: Path  # the linked extension module in the build dir
+    export_map: Path  # the linker version script (planner.export_map)
+
+
+@dataclass(frozen=True, kw_only=True)
+class WheelPlan:
+    """What goes into the wheel and how it is named, besides the ABI's tag and pin."""
+
+    package: PackageConfig  # its packages, data, metadata
+    requires_python: str
+    extension: ExtensionConfig  # the module's import name (pkg._C) and leaf (_C)
+    version: str  # the package's, plus the variant's local label if any (planner.wheel_version)
+    library_path: str  # where the library goes inside the wheel, e.g. pkg/_C.abi3.so
+
+
+@dataclass(frozen=True, kw_only=True)
+class VariantPlan:
+    variant: Variant
+    torch: TorchEnv  # the torch it compiles against
     abi: AbiFlavour
+    project: Path  # the folder matrix.yaml is in
+    matrix_path: Path  # matrix.yaml, for messages that name it
+    build_dir: Path
+    out_dir: Path
+    compile: CompilePlan
+    link: LinkPlan
+    wheel: WheelPlan
 
     def command_path(self, path: Path) -> str:
         """*path* as the compile commands name it (reproducible.spelling): relative to the build
@@ -78,7 +139,7 @@ class VariantPlan:
 
     @functools.cached_property
     def _spelling(self) -> Callable[[Path], str]:
-        root = self.matrix.root.resolve()
+        root = self.project.resolve()
         return reproducible.spelling(self.build_dir, root, self.variant.toolkit.version)
 
 
@@ -98,3 +159,8 @@ class AbiFlavour:
     abi_tag: str  # cp310-abi3, or cp311-cp311
     module_suffix: str  # .abi3.so, or CPython's extension suffix
     torch_requirement: str
+
+    @property
+    def name(self) -> abis.AbiName:
+        """The flavour's name, as matrix.yaml writes it (binaries/ filters its rules by it)."""
+        return self.kind.name

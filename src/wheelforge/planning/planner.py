@@ -1,22 +1,40 @@
-"""Making the plan of one variant: its sources and their arch limits, every compile and link
-flag, one compile step per source with its -gencode flags, the generated files, the wheel's
-names. Nothing here runs a tool."""
+"""Planning a variant: from PlanInputs, the variant and the torch it compiles against, its
+sources and their arch limits, every compile and link flag, one compile step per source with its
+-gencode flags, the generated files, the wheel's names and the nvcc threads (make_plan, which
+runs no tool); plan_variant adds the two probes a plan needs, and is the one planning call (the
+build calls it again with torch's confirmed answer, the twin with its own inputs)."""
 
 from __future__ import annotations
 
+import os
 import shlex
+from collections.abc import Sequence
 from pathlib import Path
 
 from packaging.version import Version
 
+from wheelforge.configuration import abi as abis
 from wheelforge.configuration.archs import ArchSpec
 from wheelforge.configuration.matrix import Matrix
+from wheelforge.configuration.settings import BuildSettings
 from wheelforge.foundation.errors import ConfigError, EnvironmentProblem
-from wheelforge.planning import reproducible
+from wheelforge.planning import parallelism, reproducible
 from wheelforge.planning.abi import Rel
 from wheelforge.planning.abi import flavour as abi_flavour
-from wheelforge.planning.plan import AbiFlavour, CompileStep, GeneratedFile, Rule, VariantPlan
+from wheelforge.planning.plan import (
+    AbiFlavour,
+    CompilePlan,
+    CompileStep,
+    GeneratedFile,
+    LinkPlan,
+    PlanInputs,
+    Rule,
+    VariantPlan,
+    WheelPlan,
+)
 from wheelforge.planning.variants import Variant
+from wheelforge.toolchain import compilecache, envs, toolkit, torchprobe
+from wheelforge.toolchain.compilecache import CompileCache
 from wheelforge.toolchain.torchprobe import TorchEnv
 
 _RULES: dict[str, Rule] = {".cu": "nvcc", ".cpp": "cxx", ".cc": "cxx", ".cxx": "cxx", ".c": "cc"}
@@ -67,13 +85,17 @@ def _generated(
     ext = matrix.extension
     generated = [*abi.generated, exports]
     if ext.module_init:
-        init = GeneratedFile(path=gen / f"{ext.leaf}_module_init.c", text=module_init_source(ext.leaf))  # fmt: skip
+        init = GeneratedFile(
+            path=gen / f"{ext.leaf}_module_init.c", text=module_init_source(ext.leaf)
+        )
         generated.append(init)
         sources[init.path] = None
     preload = None
     if reproducible.needs_fixed_pid(variant.toolkit.version):  # nvcc before CUDA 12.9
         preload = gen / reproducible.FIXED_PID_LIBRARY
-        generated.append(GeneratedFile(path=preload.with_suffix(".c"), text=reproducible.FIXED_PID_SOURCE))  # fmt: skip
+        generated.append(
+            GeneratedFile(path=preload.with_suffix(".c"), text=reproducible.FIXED_PID_SOURCE)
+        )
     return generated, preload
 
 
@@ -90,9 +112,15 @@ def module_init_source(module_leaf: str) -> str:
 
 
 def _compile_flags(
-    abi: AbiFlavour, variant: Variant, matrix: Matrix, torch: TorchEnv, *, nvcc_host: str, rel: Rel,
+    abi: AbiFlavour,
+    variant: Variant,
+    matrix: Matrix,
+    torch: TorchEnv,
+    *,
+    nvcc_host: str,
+    rel: Rel,
     maps: tuple[str, ...],
-) -> tuple[list[str], list[str], list[str]]:  # fmt: skip
+) -> tuple[list[str], list[str], list[str]]:
     """The C++, C and nvcc flags (without -gencode: that is per compile step). Default
     visibility everywhere: what the module exports is decided at link time (export_map()). The
     prefix maps of *folders* keep them out of the binaries (reproducible.py)."""
@@ -101,9 +129,16 @@ def _compile_flags(
     # for .cu ones; after the matrix's and torch's folders.
     cuda_includes = [f"-I{d}" for d in variant.toolkit.include_dirs]
     cxx_flags = [
-        "-std=c++17", "-O3", "-fPIC", *maps,
-        *abi.defines, *abi.includes, *cuda_includes, *abi.force_include, *ext.cxx_flags,
-    ]  # fmt: skip
+        "-std=c++17",
+        "-O3",
+        "-fPIC",
+        *maps,
+        *abi.defines,
+        *abi.includes,
+        *cuda_includes,
+        *abi.force_include,
+        *ext.cxx_flags,
+    ]
     cc_flags = [
         "-O2",
         "-fPIC",
@@ -113,12 +148,19 @@ def _compile_flags(
         *cuda_includes,
     ]
     nvcc_flags = [
-        "-std=c++17", "-O3", f"-ccbin={nvcc_host}", *reproducible.NVCC_FLAGS,
+        "-std=c++17",
+        "-O3",
+        f"-ccbin={nvcc_host}",
+        *reproducible.NVCC_FLAGS,
         # nvcc passes these to the host compiler; -fPIC is required for a shared object.
-        "-Xcompiler=-fPIC", *(f"-Xcompiler={m}" for m in maps),
+        "-Xcompiler=-fPIC",
+        *(f"-Xcompiler={m}" for m in maps),
         # The CUDA-only shim declarations (aoti_torch_get_current_cuda_stream, ...) sit behind USE_CUDA.
-        "-DUSE_CUDA", *abi.defines, *abi.includes, *abi.force_include,
-    ]  # fmt: skip
+        "-DUSE_CUDA",
+        *abi.defines,
+        *abi.includes,
+        *abi.force_include,
+    ]
     nvcc_flags += list(ext.nvcc_flags)
     return cxx_flags, cc_flags, nvcc_flags
 
@@ -135,16 +177,25 @@ def _link_flags(
     ext = matrix.extension
     return [
         # cudart linked statically, and its symbols kept out of our dynamic symbol table.
-        str(toolkit.cudart_static), "-ldl", "-lrt", "-lpthread", "-Wl,--exclude-libs,ALL",
+        str(toolkit.cudart_static),
+        "-ldl",
+        "-lrt",
+        "-lpthread",
+        "-Wl,--exclude-libs,ALL",
         *(f"-L{d}" for d in torch.library_dirs),
         # Keep libtorch even though no symbol comes from it directly: on a CUDA torch it pulls in
         # libtorch_cuda, where the CUDA shims (the current stream, ...) are defined.
-        "-Wl,--no-as-needed", "-lc10", "-ltorch", "-ltorch_cpu", "-Wl,--as-needed",
+        "-Wl,--no-as-needed",
+        "-lc10",
+        "-ltorch",
+        "-ltorch_cpu",
+        "-Wl,--as-needed",
         *abi.extra_ldflags,
         f"-Wl,--version-script={exports}",
-        *(f"-L{d}" for d in ext.library_dirs), *(f"-l{name}" for name in ext.libraries),
+        *(f"-L{d}" for d in ext.library_dirs),
+        *(f"-l{name}" for name in ext.libraries),
         *ext.link_flags,
-    ]  # fmt: skip
+    ]
 
 
 def _compile_steps(
@@ -174,10 +225,14 @@ def _compile_steps(
         )
         steps.append(
             CompileStep(
-                source=source, object=build_dir / "obj" / (name + ".o"), rule=rule,
-                arch_set=limited, gencode=gencode, flags=shlex.join(flags),
+                source=source,
+                object=build_dir / "obj" / (name + ".o"),
+                rule=rule,
+                arch_set=limited,
+                gencode=gencode,
+                flags=shlex.join(flags),
             )
-        )  # fmt: skip
+        )
     return steps, left_out
 
 
@@ -192,29 +247,30 @@ def export_map(module_leaf: str) -> str:
     )
 
 
-def _version(matrix: Matrix, variant: Variant) -> str:
+def wheel_version(matrix: Matrix, variant: Variant) -> str:
     """The wheel's version: the package's, plus the variant's local label if any."""
     label = variant.local_label
     return str(Version(f"{matrix.package.version}+{label}")) if label else matrix.package.version
 
 
+def _nvcc_threads(inputs: PlanInputs, variant: Variant, steps: Sequence[CompileStep]) -> int:
+    """NVCC_THREADS when given, else enough nvcc threads for the nvcc jobs to fill the cores."""
+    if inputs.nvcc_threads is not None:
+        return inputs.nvcc_threads
+    nvcc = [s for s in steps if s.rule == "nvcc"]
+    targets = max((len((s.arch_set or variant.arch_set).specs) for s in nvcc), default=1)
+    return parallelism.auto_nvcc_threads(
+        cores=inputs.cores, jobs=inputs.jobs, nvcc_sources=len(nvcc), targets=targets
+    )
+
+
 def make_plan(
-    *,
-    matrix: Matrix,
-    variant: Variant,
-    torch: TorchEnv,
-    weak_header: str,
-    build_root: Path,
-    out_dir: Path,
-    cxx: str,
-    cc: str,
-    nvcc_host: str,
-    nvcc_threads: int | None,
-    cxx_launcher: tuple[str, ...] = (),
-    cc_launcher: tuple[str, ...] = (),
-    cuda_launcher: tuple[str, ...] = (),
+    inputs: PlanInputs, variant: Variant, torch: TorchEnv, *, weak_header: str, nvcc_host: str
 ) -> VariantPlan:
-    build_dir = (build_root / variant.id).resolve()
+    """The plan of *variant* compiled against *torch*; *weak_header* is the weak-shims header of
+    that torch and *nvcc_host* the host compiler its toolkit accepts (plan_variant probes both)."""
+    matrix = inputs.matrix
+    build_dir = (inputs.build_root / variant.id).resolve()
     gen = build_dir / "gen"
     ext = matrix.extension
     weak = GeneratedFile(path=gen / "wheelforge_weak_shims.h", text=weak_header)
@@ -224,37 +280,112 @@ def make_plan(
     sources = _sources(matrix)
     generated, preload = _generated(matrix, abi, variant, gen, sources=sources, exports=exports)
     folders = reproducible.input_folders(matrix.root.resolve(), build_dir, torch, variant.toolkit)
-    cxx_flags, cc_flags, nvcc_flags = _compile_flags(abi, variant, matrix, torch, nvcc_host=nvcc_host, rel=rel, maps=reproducible.prefix_maps(reproducible.spelled(folders, rel)))  # fmt: skip
-    ldflags = _link_flags(abi, variant, matrix, torch, exports.path)
+    maps = reproducible.prefix_maps(reproducible.spelled(folders, rel))
+    cxx_flags, cc_flags, nvcc_flags = _compile_flags(
+        abi, variant, matrix, torch, nvcc_host=nvcc_host, rel=rel, maps=maps
+    )
     steps, left_out = _compile_steps(sources, variant, matrix, build_dir, gen)
+    library = build_dir / f"{ext.leaf}{abi.module_suffix}"
     return VariantPlan(
         variant=variant,
-        matrix=matrix,
         torch=torch,
-        build_dir=build_dir,
-        out_dir=out_dir,
-        cxx=cxx,
-        cc=cc,
-        cxx_launcher=cxx_launcher,
-        cc_launcher=cc_launcher,
-        cuda_launcher=cuda_launcher,
-        cxx_flags=shlex.join(cxx_flags),
-        cc_flags=shlex.join(cc_flags),
-        nvcc_host=nvcc_host,
-        nvcc_flags=shlex.join(nvcc_flags),
-        gencode=shlex.join(variant.arch_set.gencode_flags()),
-        ldflags=shlex.join(ldflags),
-        compile_steps=tuple(steps),
-        left_out=tuple(left_out),
-        generated=tuple(generated),
-        library=build_dir / f"{ext.leaf}{abi.module_suffix}",
-        export_map=exports.path,
-        wheel_library_path=ext.wheel_path(f"{ext.leaf}{abi.module_suffix}"),
-        torch_requirement=abi.torch_requirement,
-        nvcc_preload=preload,
-        input_folders=tuple(folders.items()),
-        abi_tag=abi.abi_tag,
-        nvcc_threads=nvcc_threads,
         abi=abi,
-        version=_version(matrix, variant),
+        project=matrix.root,
+        matrix_path=matrix.path,
+        build_dir=build_dir,
+        out_dir=inputs.out_dir,
+        compile=CompilePlan(
+            cxx=inputs.compilers.cxx,
+            cc=inputs.compilers.cc,
+            nvcc=variant.toolkit.nvcc,
+            nvcc_host=nvcc_host,
+            launchers=compilecache.launchers(inputs.compile_cache, inputs.compilers.launchers),
+            compile_cache=inputs.compile_cache,
+            cxx_flags=shlex.join(cxx_flags),
+            cc_flags=shlex.join(cc_flags),
+            nvcc_flags=shlex.join(nvcc_flags),
+            gencode=shlex.join(variant.arch_set.gencode_flags()),
+            steps=tuple(steps),
+            left_out=tuple(left_out),
+            generated=tuple(generated),
+            nvcc_preload=preload,
+            input_folders=tuple(folders.items()),
+            jobs=inputs.jobs,
+            nvcc_threads=_nvcc_threads(inputs, variant, steps),
+        ),
+        link=LinkPlan(
+            ldflags=shlex.join(_link_flags(abi, variant, matrix, torch, exports.path)),
+            library=library,
+            export_map=exports.path,
+        ),
+        wheel=_wheel_plan(matrix, variant, library),
     )
+
+
+def _wheel_plan(matrix: Matrix, variant: Variant, library: Path) -> WheelPlan:
+    return WheelPlan(
+        package=matrix.package,
+        requires_python=matrix.requires_python,
+        extension=matrix.extension,
+        version=wheel_version(matrix, variant),
+        library_path=matrix.extension.wheel_path(library.name),
+    )
+
+
+def plan_inputs(settings: BuildSettings, compile_cache: CompileCache | None = None) -> PlanInputs:
+    """A build's planning inputs, compiling through *compile_cache* when given."""
+    return PlanInputs(
+        matrix=settings.matrix,
+        build_root=settings.build_root,
+        out_dir=settings.out_dir,
+        compilers=settings.compilers,
+        compile_cache=compile_cache,
+        jobs=settings.jobs,
+        nvcc_threads=settings.nvcc_threads,
+        cores=len(os.sched_getaffinity(0)),
+        cache_dir=settings.cache_dir,
+    )
+
+
+def plan_variant(inputs: PlanInputs, variant: Variant, torch: TorchEnv) -> VariantPlan:
+    """The plan of *variant* against *torch*, with the two probes it needs (cached): the
+    weak-shims header of torch's CUDA-only shims, the host compiler the toolkit accepts."""
+    shims = torchprobe.cuda_only_shims(torch.include_dir, cache=inputs.cache_dir)
+    return make_plan(
+        inputs,
+        variant,
+        torch,
+        weak_header=torchprobe.weak_shims_header(shims),
+        nvcc_host=toolkit.host_compiler(
+            variant.toolkit, inputs.compilers.cxx, cache=inputs.cache_dir
+        ),
+    )
+
+
+def _build_torch(variant: Variant, settings: BuildSettings, *, early: bool) -> TorchEnv:
+    tests = settings.matrix.tests
+    return envs.build_torch(
+        variant.torch,
+        python=settings.python,
+        requires=tests.requires if tests else (),
+        cache=settings.cache_dir,
+        early=early,
+    )
+
+
+def plan_all(
+    settings: BuildSettings, chosen: Sequence[Variant], inputs: PlanInputs, *, early: bool = False
+) -> list[VariantPlan]:
+    """A plan per variant of *chosen* (each with its toolkit on disk), torch probed once per
+    torch. *early*: torch may be read from its files, to be confirmed before packing
+    (torchprobe.probe_torch); a build does that, a dry run does not."""
+    flavour = abis.of(settings.matrix.abi)
+    plans = []
+    probed: dict[str | None, TorchEnv] = {}
+    for variant in chosen:
+        if variant.torch not in probed:
+            torch = probed[variant.torch] = _build_torch(variant, settings, early=early)
+            if flavour.torch_target:
+                torchprobe.check_target(torch, settings.matrix.torch.lowest)
+        plans.append(plan_variant(inputs, variant, probed[variant.torch]))
+    return plans

@@ -29,7 +29,7 @@ from wheelforge.foundation import log
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.packaging import sdist, wheel
 from wheelforge.planning import variants
-from wheelforge.running.build.variant import run_build
+from wheelforge.running.build.command import run_build
 from wheelforge.toolchain import gpu, toolkit
 
 if sys.version_info >= (3, 11):
@@ -203,7 +203,9 @@ def prepare_metadata(options: BackendOptions, metadata_directory: Path) -> str:
     pkg = matrix.package
     dist_info = metadata_directory / f"{pkg.wheel_name}-{pkg.version}.dist-info"
     dist_info.mkdir(parents=True, exist_ok=True)
-    text = wheel.core_metadata(matrix, version=pkg.version, torch_requirement=requirement)
+    text = wheel.core_metadata(
+        pkg, matrix.requires_python, version=pkg.version, torch_requirement=requirement
+    )
     (dist_info / "METADATA").write_text(text, encoding="utf-8")
     return dist_info.name
 

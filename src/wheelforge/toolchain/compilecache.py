@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from wheelforge.configuration.settings import Launchers
 from wheelforge.foundation import proc
 from wheelforge.foundation.errors import ConfigError
 
@@ -93,6 +94,18 @@ def resolve(mode: str, base: Path, env: Mapping[str, str] | None = None) -> Comp
         if exe := _find(tool):
             return CompileCache(tool=tool, exe=exe, base=base)
     return None
+
+
+def launchers(cache: CompileCache | None, given: Launchers) -> Launchers:
+    """The launchers in front of each compiler: those the environment names (``CXX="ccache
+    g++"``, ``CMAKE_<LANG>_COMPILER_LAUNCHER``: *given*), else *cache*'s."""
+    cached = (str(cache.exe),) if cache else ()
+    # sccache splits an nvcc compile into its steps and runs them in its own temporary folder:
+    # it fails with --objdir-as-tempdir, and without it names the temporaries its own way
+    # (x_0.cudafe1.cpp, a FILE symbol in .symtab), so its wheel would differ from an uncached
+    # one. nvcc compiles therefore bypass sccache; ccache runs nvcc whole.
+    cuda = cached if cache and cache.tool != "sccache" else ()
+    return Launchers(cxx=given.cxx or cached, cc=given.cc or cached, cuda=given.cuda or cuda)
 
 
 @contextlib.contextmanager

@@ -65,7 +65,7 @@ def hints(text: str, plan: VariantPlan) -> list[str]:
     if m := _MULTIPLE_INIT_RE.search(text):
         out.append(
             f"hint: the sources define {m[1]} themselves, and wheelforge generated one too; "
-            f"set 'module-init: false' under extension in {plan.matrix.path.name}"
+            f"set 'module-init: false' under extension in {plan.matrix_path.name}"
         )
     if plan.abi.kind.torch_target:
         out += _hidden_names(text, plan)

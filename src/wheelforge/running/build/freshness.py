@@ -79,13 +79,13 @@ def record(plan: VariantPlan, ninja_text: str, started_ns: int) -> None:
     if deps is None:
         return
     headers = {d for ds in deps.values() for d in ds}
-    read = headers | {str(s.source) for s in plan.compile_steps}
-    inputs = read | {str(g.path) for g in plan.generated}
-    inputs |= {plan.cxx, plan.cc, plan.nvcc_host, str(plan.variant.toolkit.nvcc)}
+    read = headers | {str(s.source) for s in plan.compile.steps}
+    inputs = read | {str(g.path) for g in plan.compile.generated}
+    inputs |= {plan.compile.cxx, plan.compile.cc, plan.compile.nvcc_host, str(plan.compile.nvcc)}
     watched = probecache.fingerprint(sorted(inputs))
     if any(st is None or st[1] > started_ns for st in watched.values()):
         return
-    outputs = [*(s.object for s in plan.compile_steps), plan.library]
+    outputs = [*(s.object for s in plan.compile.steps), plan.link.library]
     watched |= probecache.fingerprint(outputs)
     # "read": what the compiles read, for the wheel's provenance (no second ninja -t deps)
     stamp = {"ninja": ninja_hash(ninja_text), "files": watched, "read": sorted(read)}

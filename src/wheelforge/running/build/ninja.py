@@ -33,10 +33,10 @@ def executable() -> Path:
     return exe
 
 
-def pending_jobs(plan: VariantPlan, *, jobs: int | None) -> list[str]:
+def pending_jobs(plan: VariantPlan) -> list[str]:
     """The steps ninja would run now (``NVCC kernels/csrc/x.cu``), in its order: a dry run
     (``-n``), which runs nothing and writes no log."""
-    args: list[str | Path] = [executable(), "-C", plan.build_dir, "-n", *_jobs_flag(jobs)]
+    args: list[str | Path] = [executable(), "-C", plan.build_dir, "-n", *_jobs_flag(plan)]
     result = proc.run(args, hint=NINJA_HINT, env={"NINJA_STATUS": _STATUS})
     return [
         _job_name(m[2], plan) for ln in result.stdout.splitlines() if (m := _STATUS_RE.match(ln))
@@ -49,7 +49,8 @@ def commands(build_ninja_dir: Path) -> list[str]:
     return result.stdout.splitlines()
 
 
-def _jobs_flag(jobs: int | None) -> list[str]:
+def _jobs_flag(plan: VariantPlan) -> list[str]:
+    jobs = plan.compile.jobs
     return ["-j", str(jobs)] if jobs is not None else []
 
 
@@ -63,12 +64,12 @@ def _job_name(description: str, plan: VariantPlan) -> str:
     if verb in _VERBS:
         # The build file names paths relative to the build folder (plan.command_path).
         return f"{verb} {_display(Path(os.path.normpath(plan.build_dir / target)), plan)}"
-    for step in plan.compile_steps:
+    for step in plan.compile.steps:
         names = (plan.command_path(step.object), str(step.object))
         if any(f" {name} " in f" {description} " for name in names):
             return f"{step.rule.upper()} {_display(step.source, plan)}"
-    library = plan.command_path(plan.library)
-    return f"LINK {_display(plan.library, plan)}" if library in description else description
+    library = plan.command_path(plan.link.library)
+    return f"LINK {_display(plan.link.library, plan)}" if library in description else description
 
 
 class _NinjaLog:
@@ -108,28 +109,28 @@ class _NinjaLog:
 
 def run_env(plan: VariantPlan) -> dict[str, str]:
     env = {"NINJA_STATUS": _STATUS}
-    if plan.nvcc_threads:
+    if plan.compile.nvcc_threads:
         # In nvcc's environment rather than on its command line: --threads changes how nvcc
         # schedules, never its output, so it must not change the ninja file (a rebuild) or a
         # compile cache's key (a miss on a machine with another core count).
         appended = os.environ.get("NVCC_APPEND_FLAGS", "")
-        env["NVCC_APPEND_FLAGS"] = f"{appended} --threads {plan.nvcc_threads}".strip()
+        env["NVCC_APPEND_FLAGS"] = f"{appended} --threads {plan.compile.nvcc_threads}".strip()
     return env
 
 
-def run(plan: VariantPlan, *, jobs: int | None, env: dict[str, str] | None = None) -> list[str]:
+def run(plan: VariantPlan, *, env: dict[str, str] | None = None) -> list[str]:
     """Run ninja for the variant, with *env* added to the compilers' environment, showing each
     job as it finishes; returns the build steps it ran (``CXX a.cpp`` …)."""
-    todo = pending_jobs(plan, jobs=jobs)
-    args: list[str | Path] = [executable(), "-C", plan.build_dir, *_jobs_flag(jobs)]
+    todo = pending_jobs(plan)
+    args: list[str | Path] = [executable(), "-C", plan.build_dir, *_jobs_flag(plan)]
     if log.verbosity() >= 2:
         args.append("-v")
     outputs = {
         f"{s.rule.upper()} {_display(s.source, plan)}": plan.command_path(s.object)
-        for s in plan.compile_steps
+        for s in plan.compile.steps
     }
     ninja_log = _NinjaLog(plan.build_dir / ".ninja_log")
-    progress = log.JobProgress(todo, jobs or default_parallelism())
+    progress = log.JobProgress(todo, plan.compile.jobs or default_parallelism())
     ran: list[str] = []
 
     def on_line(line: str) -> None:
@@ -142,7 +143,7 @@ def run(plan: VariantPlan, *, jobs: int | None, env: dict[str, str] | None = Non
         if log.verbosity() >= 2:
             log.detail(m[2])  # the full command line (ninja -v)
         ran.append(job)
-        output = outputs.get(job, plan.command_path(plan.library))
+        output = outputs.get(job, plan.command_path(plan.link.library))
         progress.finished(job, ninja_log.duration(output))
 
     try:
@@ -161,12 +162,12 @@ def run(plan: VariantPlan, *, jobs: int | None, env: dict[str, str] | None = Non
 def _failure(plan: VariantPlan, output: str) -> BuildError:
     found = diagnose.failures(output)
     failed = found[0].failed if found else ""
-    step = next((s for s in plan.compile_steps if plan.command_path(s.object) in failed), None)
+    step = next((s for s in plan.compile.steps if plan.command_path(s.object) in failed), None)
     what = (
         f"compiling {_display(step.source, plan)} failed"
         if step
         else "linking failed"
-        if plan.command_path(plan.library) in failed
+        if plan.command_path(plan.link.library) in failed
         else "the build failed"
     )
     # ninja's own status lines are noise in the compiler's output.
@@ -186,8 +187,8 @@ def deps(plan: VariantPlan, *, check: bool) -> dict[str, list[str]] | None:
     """What ninja's deps log holds for *plan*'s build folder (``ninja -t deps``, ninja's public
     view of it: the binary ``.ninja_deps`` format is private to ninja), by target; None when
     ninja fails and not *check*."""
-    result = proc.run([executable(), "-C", plan.build_dir, "-t", "deps"], hint=NINJA_HINT,
-                      check=check)  # fmt: skip
+    args: list[str | Path] = [executable(), "-C", plan.build_dir, "-t", "deps"]
+    result = proc.run(args, hint=NINJA_HINT, check=check)
     return parse_deps(result.stdout, plan.build_dir) if result.returncode == 0 else None
 
 
@@ -212,7 +213,7 @@ def parse_deps(text: str, build_dir: Path) -> dict[str, list[str]]:
 def inputs(plan: VariantPlan) -> list[Path]:
     """Every file the last build of *plan* read: its sources and, from the depfiles ninja has
     recorded (``ninja -t deps``), every header they included, system and toolkit ones too."""
-    found = {step.source for step in plan.compile_steps}
+    found = {step.source for step in plan.compile.steps}
     for files in (deps(plan, check=True) or {}).values():
         found.update(Path(f) for f in files)
     return sorted(found)
@@ -228,6 +229,6 @@ def _from_build_dir(diagnostic: Diagnostic, plan: VariantPlan) -> Diagnostic:
 
 def _display(source: Path, plan: VariantPlan) -> str:
     try:
-        return str(source.relative_to(plan.matrix.root))
+        return str(source.relative_to(plan.project))
     except ValueError:
         return str(source)

@@ -1,6 +1,6 @@
-"""Before anything compiles: settings → the variants to build, each with its toolkit on disk
-(refusals and the output folders' preflight first) → torch probed once per torch → one plan per
-variant."""
+"""Before anything is planned or compiled: settings → the variants to build, each with its
+toolkit on disk (the refusals and the output folders' preflight first); while the plans
+compile, shared locks on the cached toolkits and environments they use."""
 
 from __future__ import annotations
 
@@ -8,16 +8,13 @@ import contextlib
 from collections.abc import Sequence
 from pathlib import Path
 
-from wheelforge.configuration import abi
 from wheelforge.configuration.settings import BuildSettings
 from wheelforge.foundation import locks
 from wheelforge.planning import variants
 from wheelforge.planning.plan import VariantPlan
-from wheelforge.planning.planner import make_plan
 from wheelforge.planning.variants import Variant
-from wheelforge.running.build import compiling as incremental
 from wheelforge.running.build.preflight import preflight
-from wheelforge.toolchain import compilecache, envs, provision, toolkit, torchprobe
+from wheelforge.toolchain import envs, provision, toolkit
 from wheelforge.toolchain.choice import ensure_toolkit
 
 
@@ -39,8 +36,14 @@ def resolve_variants(settings: BuildSettings, *, probe: bool = False) -> list[Va
     chosen = selected(settings, found)
 
     def ready(v: Variant) -> Variant:
-        choice = ensure_toolkit(v.choice, who=f"variant {v.id}", archs=v.arch_set.archs,
-                                found=found, cache=settings.cache_dir, offline=settings.offline)  # fmt: skip
+        choice = ensure_toolkit(
+            v.choice,
+            who=f"variant {v.id}",
+            archs=v.arch_set.archs,
+            found=found,
+            cache=settings.cache_dir,
+            offline=settings.offline,
+        )
         return variants.with_choice(v, choice)
 
     if probe:
@@ -55,79 +58,18 @@ def selected(settings: BuildSettings, found: Sequence[toolkit.Toolkit]) -> list[
     return variants.select(variants.expand(settings.matrix, found), settings.only)
 
 
-def _build_torch(variant: Variant, settings: BuildSettings, *, early: bool) -> torchprobe.TorchEnv:
-    tests = settings.matrix.tests
-    return envs.build_torch(
-        variant.torch,
-        python=settings.python,
-        requires=tests.requires if tests else (),
-        cache=settings.cache_dir,
-        early=early,
-    )
-
-
-def plan_variant(variant: Variant, torch: torchprobe.TorchEnv, settings: BuildSettings, *,
-                 cache: compilecache.CompileCache | None = None, build_root: Path | None = None,
-                 out_dir: Path | None = None) -> VariantPlan:  # fmt: skip
-    """The plan of one variant, compiling through *cache* when given; another *build_root* and
-    *out_dir* give its twin for ``--verify-reproducible``."""
-    launchers = incremental.launchers(settings, cache)
-    plan = make_plan(
-        matrix=settings.matrix,
-        variant=variant,
-        torch=torch,
-        weak_header=torchprobe.weak_shims_header(
-            torchprobe.cuda_only_shims(torch.include_dir, cache=settings.cache_dir)
-        ),
-        build_root=build_root or settings.build_root,
-        out_dir=out_dir or settings.out_dir,
-        cxx=settings.compilers.cxx,
-        cc=settings.compilers.cc,
-        nvcc_host=toolkit.host_compiler(
-            variant.toolkit, settings.compilers.cxx, cache=settings.cache_dir
-        ),
-        nvcc_threads=settings.nvcc_threads,
-        cxx_launcher=launchers[0],
-        cc_launcher=launchers[1],
-        cuda_launcher=launchers[2],
-    )
-    return incremental.with_threads(plan, settings)
-
-
-def plan_all(
-    settings: BuildSettings,
-    chosen: list[Variant] | None = None,
-    cache: compilecache.CompileCache | None = None,
-    *,
-    early: bool = False,
-) -> list[VariantPlan]:
-    """A plan per variant (each with its toolkit on disk: *chosen*, else resolve_variants),
-    compiling through *cache* when given. *early*: torch may be read from its files, to be
-    confirmed before packing (torchprobe.probe_torch); a build does that, a dry run does not."""
-    matrix = settings.matrix
-    chosen = resolve_variants(settings) if chosen is None else chosen
-    plans = []
-    probed: dict[str | None, torchprobe.TorchEnv] = {}
-    for variant in chosen:
-        if variant.torch not in probed:
-            torch = probed[variant.torch] = _build_torch(variant, settings, early=early)
-            if abi.of(matrix.abi).torch_target:
-                torchprobe.check_target(torch, matrix.torch.lowest)
-        plans.append(plan_variant(variant, probed[variant.torch], settings, cache=cache))
-    return plans
-
-
-def using_cached(plans: Sequence[VariantPlan], cache: Path) -> contextlib.ExitStack:
+def using_cached(plans: Sequence[VariantPlan], cache_dir: Path) -> contextlib.ExitStack:
     """Shared locks on the cached toolkits and torch environments *plans* compile with, held
     while they do: `wheelforge cache prune` skips an entry in use, and nothing removes it
     under a running build."""
     stack = contextlib.ExitStack()
     held: set[Path] = set()
     for plan in plans:
+        toolkit_folder = toolkit.provisioned_folder(plan.variant.toolkit, cache_dir)
         cached = (
-            (provision.lock_path, "the toolkit", toolkit.provisioned_folder(plan.variant.toolkit, cache)),
-            (envs.lock_path, "the torch environment", envs.folder_of(plan.torch.python, cache)),
-        )  # fmt: skip
+            (provision.lock_path, "the toolkit", toolkit_folder),
+            (envs.lock_path, "the torch environment", envs.folder_of(plan.torch.python, cache_dir)),
+        )
         for lock_of, what, folder in cached:
             if folder is not None and folder not in held:
                 held.add(folder)
