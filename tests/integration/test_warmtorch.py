@@ -100,7 +100,8 @@ def test_an_import_check_success_is_cached_by_the_wheels_bytes(
     plan = dataclasses.replace(
         plan,
         torch=dataclasses.replace(plan.torch, python=PYTHON, watch=(str(watched),)),
-        wheel_library_path="pkg/mod.py",  # a Python module stands in for the extension
+        # a Python module stands in for the extension
+        wheel=dataclasses.replace(plan.wheel, library_path="pkg/mod.py"),
     )
     plan.build_dir.mkdir(parents=True)
     wheel = _wheel(tmp_path, plan.wheel.library_path, "x = 1\n")
