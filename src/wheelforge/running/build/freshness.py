@@ -23,7 +23,7 @@ from wheelforge.planning.plan import VariantPlan
 from wheelforge.running.build import ninja
 from wheelforge.toolchain import probecache
 
-STAMP = "up-to-date.json"
+UP_TO_DATE_STAMP = "up-to-date.json"  # says ninja has nothing to do
 
 
 def ninja_hash(text: str) -> str:
@@ -31,7 +31,7 @@ def ninja_hash(text: str) -> str:
 
 
 def _stamp_path(plan: VariantPlan) -> Path:
-    return plan.build_dir / STAMP
+    return plan.build_dir / UP_TO_DATE_STAMP
 
 
 def up_to_date(plan: VariantPlan, ninja_text: str) -> bool:
