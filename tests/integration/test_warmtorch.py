@@ -114,16 +114,16 @@ def test_an_import_check_success_is_cached_by_the_wheels_bytes(
 
     monkeypatch.setattr(warmtorch, "import_module", counting)
     cache = tmp_path / "cache"
-    assert importcheck.check_import(wheel, plan, cache=cache).startswith("import ")
-    assert importcheck.check_import(wheel, plan, cache=cache).startswith("import ")
+    assert importcheck.check_import(wheel, plan, cache_dir=cache).startswith("import ")
+    assert importcheck.check_import(wheel, plan, cache_dir=cache).startswith("import ")
     assert len(calls) == 1  # the same bytes under the same torch: not imported again
     (watched / "new-package").mkdir()  # a package installed: the torch may differ now
-    importcheck.check_import(wheel, plan, cache=cache)
+    importcheck.check_import(wheel, plan, cache_dir=cache)
     assert len(calls) == 2
     broken = _wheel(tmp_path, plan.wheel.library_path, "raise ImportError('boom')\n")
     for _ in range(2):  # a failure is never cached
         with pytest.raises(VerificationError, match="ImportError: boom"):
-            importcheck.check_import(broken, plan, cache=cache)
+            importcheck.check_import(broken, plan, cache_dir=cache)
     assert len(calls) == 4
 
 

@@ -150,8 +150,14 @@ def backend_settings(
     env = os.environ if env is None else env
     python = Path(sys.executable)
     archs, source = choose_archs(env, options.archs, lambda: gpu.local_capabilities(python))
-    flags = Flags(matrix=options.matrix, out=out_dir, build_dir=options.build_dir,
-                  jobs=options.jobs, python=str(python), offline=options.offline)  # fmt: skip
+    flags = Flags(
+        matrix=options.matrix,
+        out=out_dir,
+        build_dir=options.build_dir,
+        jobs=options.jobs,
+        python=str(python),
+        offline=options.offline,
+    )
     # The arch list was chosen above; the matrix's own arch sets are replaced, not overridden.
     settings = resolve(flags, {k: v for k, v in env.items() if k != "TORCH_CUDA_ARCH_LIST"})
     matrix = one_variant_matrix(settings.matrix, archs, source)

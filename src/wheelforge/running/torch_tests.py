@@ -122,8 +122,14 @@ def run_suite(env: envs.TestEnv, tests: TestsConfig, *, variant: str) -> Outcome
         argv = [word.format(**fill) for word in tests.command]
         # Run from an empty folder with a clean environment, so only the installed wheel is importable.
         clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-        result = proc.run(argv, hint="set tests.command in matrix.yaml", cwd=Path(tmp), env={**clean, "PYTHONNOUSERSITE": "1"},
-                          check=False, replace_env=True)  # fmt: skip
+        result = proc.run(
+            argv,
+            hint="set tests.command in matrix.yaml",
+            cwd=Path(tmp),
+            env={**clean, "PYTHONNOUSERSITE": "1"},
+            check=False,
+            replace_env=True,
+        )
         counts = _counts(junit)
     output = proc.tail(result.stdout + result.stderr, 30)
     passed, failed, skipped, errors = counts or (0, 0, 0, 0)
@@ -136,10 +142,18 @@ def run_suite(env: envs.TestEnv, tests: TestsConfig, *, variant: str) -> Outcome
     else:
         status = "error"  # no test ran, or the runner broke
     return Outcome(
-        env=env.spec.label, torch=env.torch, cuda=env.cuda, variant=variant, status=status,
-        passed=passed, failed=failed, skipped=skipped, errors=errors,
-        detail=None if status == "passed" else output, seconds=round(time.perf_counter() - start, 2),
-    )  # fmt: skip
+        env=env.spec.label,
+        torch=env.torch,
+        cuda=env.cuda,
+        variant=variant,
+        status=status,
+        passed=passed,
+        failed=failed,
+        skipped=skipped,
+        errors=errors,
+        detail=None if status == "passed" else output,
+        seconds=round(time.perf_counter() - start, 2),
+    )
 
 
 @contextlib.contextmanager
@@ -173,19 +187,45 @@ def run_tests(
             env = envs.ensure_env(spec, cache)
         except envs.TorchUnavailable as exc:
             log.warning(exc.message)
-            outcomes += [Outcome(env=spec.label, torch=None, cuda=False, variant=w.variant, status="unavailable",
-                                 detail=exc.message) for w in wheels]  # fmt: skip
+            outcomes += [
+                Outcome(
+                    env=spec.label,
+                    torch=None,
+                    cuda=False,
+                    variant=w.variant,
+                    status="unavailable",
+                    detail=exc.message,
+                )
+                for w in wheels
+            ]
             continue
         except ToolError as exc:
             log.error(exc.message, exc.details)
-            outcomes += [Outcome(env=spec.label, torch=None, cuda=False, variant=w.variant, status="error",
-                                 detail=exc.message) for w in wheels]  # fmt: skip
+            outcomes += [
+                Outcome(
+                    env=spec.label,
+                    torch=None,
+                    cuda=False,
+                    variant=w.variant,
+                    status="error",
+                    detail=exc.message,
+                )
+                for w in wheels
+            ]
             continue
         for w in wheels:
             pin = _torch_pin(w.path)
             if pin is not None and not pin.contains(env.torch.split("+")[0], prereleases=True):
-                outcomes.append(Outcome(env=spec.label, torch=env.torch, cuda=env.cuda, variant=w.variant,
-                                        status="unavailable", detail=f"the wheel needs torch{pin}"))  # fmt: skip
+                outcomes.append(
+                    Outcome(
+                        env=spec.label,
+                        torch=env.torch,
+                        cuda=env.cuda,
+                        variant=w.variant,
+                        status="unavailable",
+                        detail=f"the wheel needs torch{pin}",
+                    )
+                )
                 continue
             with (
                 envs.testing(env.path),
@@ -197,8 +237,16 @@ def run_tests(
                     with _installable(w.path) as installable:
                         envs.install_wheel(env, installable, matrix.package.name)
                 except ToolError as exc:
-                    outcomes.append(Outcome(env=spec.label, torch=env.torch, cuda=env.cuda, variant=w.variant,
-                                            status="error", detail=f"{exc.message}\n{exc.details or ''}"))  # fmt: skip
+                    outcomes.append(
+                        Outcome(
+                            env=spec.label,
+                            torch=env.torch,
+                            cuda=env.cuda,
+                            variant=w.variant,
+                            status="error",
+                            detail=f"{exc.message}\n{exc.details or ''}",
+                        )
+                    )
                     continue
                 outcome = run_suite(env, tests, variant=w.variant)
             log.info(

@@ -37,10 +37,10 @@ def _hint(message: str, plan: VariantPlan) -> str:
     return "run the same import in the build Python to see more"
 
 
-def check_import(wheel: Path, plan: VariantPlan, *, cache: Path | None = None) -> str:
+def check_import(wheel: Path, plan: VariantPlan, *, cache_dir: Path | None = None) -> str:
     """Import the wheel's extension module under *plan*'s build torch (in a warm child that
     imported torch first: toolchain/warmtorch.py); returns what ran, or raises
-    VerificationError with the loader's message. A success is remembered in *cache* for these
+    VerificationError with the loader's message. A success is remembered in *cache_dir* for these
     wheel bytes and this torch while the files torch's probe watches are unchanged: a fresh
     clone that builds the same wheel does not import it again."""
     module = plan.wheel.extension.name
@@ -49,12 +49,12 @@ def check_import(wheel: Path, plan: VariantPlan, *, cache: Path | None = None) -
         "module": module,
         **torchprobe.probe_key(plan.torch.python),
     }
-    found = probecache.lookup(cache, "import-check", key)
+    found = probecache.lookup(cache_dir, "import-check", key)
     if found is not None and isinstance(found.get("ran"), str):
         return str(found["ran"])
     ran = _import(wheel, plan, module)
     if plan.torch.watch:  # nothing to watch: nothing that says when the verdict goes stale
-        probecache.store(cache, "import-check", key, {"ran": ran}, plan.torch.watch)
+        probecache.store(cache_dir, "import-check", key, {"ran": ran}, plan.torch.watch)
     return ran
 
 

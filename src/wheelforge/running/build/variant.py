@@ -216,7 +216,7 @@ def _preload() -> None:
 def _import_check(wheel_path: Path, plan: VariantPlan, settings: BuildSettings) -> str | None:
     if not settings.import_check:
         return None
-    return importcheck.check_import(wheel_path, plan, cache=settings.cache_dir)
+    return importcheck.check_import(wheel_path, plan, cache_dir=settings.cache_dir)
 
 
 def _check(
