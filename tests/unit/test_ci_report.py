@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 
 from wheelforge.binaries.inspection import inspect_paths
-from wheelforge.binaries.sizes import check_size
+from wheelforge.binaries.sizecheck import check_size
 from wheelforge.binaries.verify import check_binary
 from wheelforge.configuration.archs import ArchSet, parse_arch_list
 from wheelforge.configuration.settings import Flags, resolve

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from elftools.elf.elffile import ELFFile
 
+from wheelforge.binaries.facts import BinaryContents
 from wheelforge.binaries.fatbin import (
     FatbinEntry,
     entry_payload,
@@ -20,7 +21,7 @@ from wheelforge.binaries.fatbin import (
     ptx_target,
     read_fatbin_entries,
 )
-from wheelforge.binaries.inspection import BinaryReport, inspect_paths
+from wheelforge.binaries.inspection import inspect_paths
 from wheelforge.foundation.errors import BinaryFormatError, ConfigError
 from wheelforge.interface.render import reports_to_json
 
@@ -406,7 +407,7 @@ def test_archs_are_sorted_by_number_then_variant() -> None:
         *entries_of("sm80_sm90a_ptx90.so"),
         *entries_of("sm75_lz4.so"),
     ]
-    report = BinaryReport(path="x", size=1, entries=tuple(entries))
+    report = BinaryContents(path="x", size=1, entries=tuple(entries))
     assert report.sass_archs == ("sm_75", "sm_80", "sm_90a", "sm_100f", "sm_120a")
     assert report.ptx_archs == ("compute_75", "compute_90", "compute_100f")
 

@@ -45,7 +45,7 @@ def test_check_names_a_module_that_does_not_export_its_pyinit(
     assert main(["check", str(bad)]) == VerificationError.exit_code
     err = capsys.readouterr().err
     assert "pkg/_C.abi3.so does not define PyInit__C" in " ".join(err.split())
-    assert initexport.wheel_init_problems(bad)[0][0] == "pkg/_C.abi3.so"
+    assert check.path == f"{bad}!pkg/_C.abi3.so"
 
 
 def test_an_unstable_abi_build_is_held_to_the_module_init_rule_in_the_one_pass(

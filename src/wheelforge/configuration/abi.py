@@ -1,6 +1,7 @@
 """The ABIs a matrix can build for (``abi: stable`` or ``abi: unstable``) and what each decides
 before torch is probed: whether torch versions multiply the variants, whether the wheel is abi3,
-whether it has a torch target version, which binary rules hold it, what it requires of torch.
+whether it has a torch target version, what it requires of torch; its name is what each binary
+rule declares it applies to (binaries/registry.py).
 
 What each decides once torch is probed (flags, tags, the module's suffix, the torch pin) is
 planning/abi.py's. Nothing else asks which ABI a matrix names: it asks the flavour (``of``)."""
@@ -19,7 +20,9 @@ AbiName = Literal["stable", "unstable"]
 class Abi:
     """One ABI flavour's behaviour, as data: a new flavour is one more value of this."""
 
-    name: AbiName  # as matrix.yaml writes it; binaries/ filters its rules by it
+    # As matrix.yaml writes it; each ABI rule declares the flavours it applies to by this name
+    # (binaries/registry.applicable): which checks apply is the rules' own data.
+    name: AbiName
     # One build per torch version, each wheel pinned to the torch it was built against (else
     # one binary for every torch from the target up).
     per_torch: bool
@@ -28,8 +31,6 @@ class Abi:
     # Compiled for a torch target version (-DTORCH_TARGET_VERSION): the build torch must be at
     # least the target, and torch's stable headers hide what is newer (TORCH_FEATURE_VERSION).
     torch_target: bool
-    # Held to the stable-ABI rules (binaries/abirules.py); else to the module-init rule alone.
-    stable_abi_rules: bool
     # The sources register ops (STABLE_TORCH_LIBRARY) and define no module: `wheelforge init`
     # writes `module-init: true` for them.
     generates_module_init: bool
@@ -53,7 +54,6 @@ STABLE = Abi(
     per_torch=False,
     abi3=True,
     torch_target=True,
-    stable_abi_rules=True,
     generates_module_init=True,
 )
 UNSTABLE = Abi(
@@ -61,7 +61,6 @@ UNSTABLE = Abi(
     per_torch=True,
     abi3=False,
     torch_target=False,
-    stable_abi_rules=False,
     generates_module_init=False,
 )
 ABIS: dict[str, Abi] = {a.name: a for a in (STABLE, UNSTABLE)}

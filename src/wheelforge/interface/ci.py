@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from wheelforge.binaries.elf import member_path
-from wheelforge.binaries.sizes import LEVERS_SHOWN
+from wheelforge.binaries.sizecheck import LEVERS_SHOWN
 from wheelforge.configuration.archs import code_sort_key
 from wheelforge.configuration.sizes import format_size
 from wheelforge.foundation import log

@@ -16,11 +16,12 @@ from rich.text import Text
 
 from wheelforge.binaries.abicheck import BinaryCheck
 from wheelforge.binaries.elf import member_path, split_member
-from wheelforge.binaries.inspection import BinaryReport
+from wheelforge.binaries.facts import BinaryContents
 from wheelforge.configuration import abi
 from wheelforge.configuration.archs import code_sort_key, sm_range
 from wheelforge.configuration.matrix import Matrix
 from wheelforge.configuration.sizes import format_size as human_size
+from wheelforge.foundation.document import to_document
 from wheelforge.interface.render_variants import variant_summary
 from wheelforge.planning.variants import Variant
 from wheelforge.running.build.results import BuildReport, VariantResult
@@ -37,7 +38,7 @@ CHECK_SCHEMA_VERSION = 1
 MATRIX_SCHEMA_VERSION = 1
 
 
-def short_path(binary: BinaryReport) -> str:
+def short_path(binary: BinaryContents) -> str:
     """``x.whl!pkg/_C.abi3.so`` → ``pkg/_C.abi3.so``."""
     return member_path(binary.path)
 
@@ -165,7 +166,7 @@ def print_dry_run(planned: Sequence[PlannedVariant], console: Console) -> None:
     console.print(f"dry run: {len(planned)} variant(s); nothing was compiled or downloaded")
 
 
-def print_inspect(reports: Sequence[BinaryReport], console: Console) -> None:
+def print_inspect(reports: Sequence[BinaryContents], console: Console) -> None:
     """One table per binary: its archs grouped by kind, with sizes."""
     if not reports:
         console.print(
@@ -207,7 +208,7 @@ def print_inspect(reports: Sequence[BinaryReport], console: Console) -> None:
         print_whole(table, console)
 
 
-def reports_to_json(reports: Sequence[BinaryReport]) -> dict[str, object]:
+def reports_to_json(reports: Sequence[BinaryContents]) -> dict[str, object]:
     """The ``inspect --json`` document."""
     return {
         "schema_version": INSPECT_SCHEMA_VERSION,
@@ -296,9 +297,7 @@ def checks_to_json(checks: Sequence[BinaryCheck]) -> dict[str, object]:
                     "inferred": _version(c.python_floor),
                     "declared": _version(c.declared_python),
                 },
-                "violations": [
-                    {"rule": v.rule, "symbol": v.symbol, "message": v.message} for v in c.violations
-                ],
+                "violations": to_document(c.violations),
             }
             for c in checks
         ],

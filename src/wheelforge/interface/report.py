@@ -19,7 +19,8 @@ from packaging.utils import parse_wheel_filename
 from wheelforge import __version__
 from wheelforge.binaries.abicheck import BinaryCheck
 from wheelforge.binaries.fatbin import FatbinEntry
-from wheelforge.binaries.sizes import SizeCheck
+from wheelforge.binaries.rule import Violation
+from wheelforge.binaries.sizecheck import SizeCheck
 from wheelforge.configuration.settings import BuildSettings
 from wheelforge.foundation.diagnostics import Diagnostic
 from wheelforge.foundation.document import to_document
@@ -113,13 +114,6 @@ class BinaryDoc:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ViolationDoc:
-    rule: str
-    symbol: str | None
-    message: str
-
-
-@dataclass(frozen=True, kw_only=True)
 class AbiDoc:
     """The stable-ABI check of the variant's binaries."""
 
@@ -128,7 +122,7 @@ class AbiDoc:
     newest_shim: str | None = field(metadata=_doc("the torch version of the newest shim used"))
     shims: tuple[str, ...]
     python_symbols: tuple[str, ...]
-    violations: tuple[ViolationDoc, ...]
+    violations: tuple[Violation, ...]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -196,11 +190,7 @@ def error_doc(exc: WheelforgeError) -> ErrorDoc:
 
 def _abi(checks: tuple[BinaryCheck, ...], target: tuple[int, int]) -> AbiDoc:
     newest = max((c.newest_shim for c in checks if c.newest_shim), default=None)
-    violations = tuple(
-        ViolationDoc(rule=v.rule, symbol=v.symbol, message=v.message)
-        for c in checks
-        for v in c.violations
-    )
+    violations = tuple(v for c in checks for v in c.violations)
     return AbiDoc(
         verdict="not-checked" if not checks else "violations" if violations else "ok",
         target=f"{target[0]}.{target[1]}",

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from wheelforge import __version__
 from wheelforge.binaries.elf import open_elf_file
-from wheelforge.binaries.inspection import report_of
+from wheelforge.binaries.inspection import contents_of
 from wheelforge.foundation import fsutil, proc
 from wheelforge.packaging.wheel import source_date_epoch
 from wheelforge.planning import reproducible
@@ -39,7 +39,7 @@ def build_info(plan: VariantPlan, read: Sequence[Path], *, epoch: int) -> dict[s
     folders = plan.compile.input_folders
     toolkit = plan.variant.toolkit
     with open_elf_file(plan.link.library) as image:
-        library = report_of(image)
+        library = contents_of(image)
     name_of = reproducible.path_namer(folders)
     with ThreadPoolExecutor() as pool:  # ~1000 headers: hashlib and reads release the GIL
         inputs = dict(zip(map(name_of, read), pool.map(fsutil.sha256, read), strict=True))

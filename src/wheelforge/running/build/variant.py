@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from wheelforge.binaries import elf
-from wheelforge.binaries.sizes import LEVERS_SHOWN, TOP_CONTRIBUTORS, SizeCheck, check_size
+from wheelforge.binaries.sizecheck import LEVERS_SHOWN, TOP_CONTRIBUTORS, SizeCheck, check_size
 from wheelforge.binaries.verify import WheelVerification, verify_wheel
 from wheelforge.configuration.settings import BuildSettings
 from wheelforge.configuration.sizes import format_size
@@ -249,7 +249,7 @@ def _over_budget(
     plan: VariantPlan, wheel_path: Path, size: SizeCheck, *, published: bool
 ) -> SizeBudgetError:
     """The failure of a wheel over its size budget: its largest fatbin entries and what each
-    lever would save (binaries/sizes.py measures them)."""
+    lever would save (binaries/sizecheck.py measures them)."""
     top = size.contributions[:TOP_CONTRIBUTORS]
     lines = ["largest contributors (in the wheel / stored in the binary / uncompressed):"]
     lines += [
