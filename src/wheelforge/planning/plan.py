@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from packaging.version import Version
+
 from wheelforge.configuration import abi as abis
 from wheelforge.configuration.archs import ArchSet
 from wheelforge.configuration.matrix import ExtensionConfig, Matrix, PackageConfig
@@ -114,7 +116,7 @@ class WheelPlan:
     package: PackageConfig  # its packages, data, metadata
     requires_python: str
     extension: ExtensionConfig  # the module's import name (pkg._C) and leaf (_C)
-    version: str  # the package's, plus the variant's local label if any (planner.wheel_version)
+    version: str  # the package's, plus the variant's local label if any (wheel_version)
     library_path: str  # where the library goes inside the wheel, e.g. pkg/_C.abi3.so
 
 
@@ -164,3 +166,9 @@ class AbiFlavour:
     def name(self) -> abis.AbiName:
         """The flavour's name, as matrix.yaml writes it (binaries/ filters its rules by it)."""
         return self.kind.name
+
+
+def wheel_version(matrix: Matrix, variant: Variant) -> str:
+    """The wheel's version: the package's, plus the variant's local label if any."""
+    label = variant.local_label
+    return str(Version(f"{matrix.package.version}+{label}")) if label else matrix.package.version
