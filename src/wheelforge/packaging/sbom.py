@@ -24,10 +24,13 @@ from wheelforge.planning.plan import VariantPlan
 _NOT_PROJECT = tuple(
     f"{name}/"
     for name in (
-        reproducible.SYSTEM, reproducible.TOOLKIT, reproducible.TOOLKIT_HOST,
-        reproducible.TORCH, reproducible.PYTHON_INCLUDE,
+        reproducible.SYSTEM,
+        reproducible.TOOLKIT,
+        reproducible.TOOLKIT_HOST,
+        reproducible.TORCH,
+        reproducible.PYTHON_INCLUDE,
     )
-)  # fmt: skip
+)
 _NAMESPACE = uuid.UUID("6f1c1f0e-8a53-4c43-9f55-77686565c666")  # uuid5 namespace of our serials
 
 
@@ -76,11 +79,18 @@ def sbom(plan: VariantPlan, info: dict[str, object], *, epoch: int, build_info_n
     bom.metadata.timestamp = datetime.fromtimestamp(epoch, tz=timezone.utc)
     bom.metadata.tools = ToolRepository(
         components=[
-            _component("wheelforge", __version__, PackageURL(type="pypi", name="wheelforge", version=__version__), ComponentType.APPLICATION),
-            _component("nvcc", f"{toolkit.version} ({toolkit.build})", None, ComponentType.APPLICATION),
+            _component(
+                "wheelforge",
+                __version__,
+                PackageURL(type="pypi", name="wheelforge", version=__version__),
+                ComponentType.APPLICATION,
+            ),
+            _component(
+                "nvcc", f"{toolkit.version} ({toolkit.build})", None, ComponentType.APPLICATION
+            ),
             _component("c++", str(info["host_compiler"]), None, ComponentType.APPLICATION),
         ]
-    )  # fmt: skip
+    )
     bom.register_dependency(main, [torch, cudart])
     bom.metadata.component.external_references.add(
         ExternalReference(type=ExternalReferenceType.BUILD_META, url=XsUri(build_info_name))
