@@ -8,7 +8,7 @@ from packaging.version import Version
 
 from wheelforge.configuration import releases
 from wheelforge.configuration.archs import ArchSet, parse_arch_list
-from wheelforge.configuration.matrix import Matrix
+from wheelforge.configuration.matrix.model import Matrix
 from wheelforge.configuration.settings import Compilers
 from wheelforge.planning.plan import PlanInputs, VariantPlan
 from wheelforge.planning.planner import make_plan

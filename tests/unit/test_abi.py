@@ -7,7 +7,7 @@ import ast
 from pathlib import Path
 
 from wheelforge.configuration import abi
-from wheelforge.configuration.torchspec import parse_torch_spec
+from wheelforge.configuration.matrix.torchspec import parse_torch_spec
 from wheelforge.planning import abi as planning_abi
 
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "wheelforge"

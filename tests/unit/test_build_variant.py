@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from wheelforge.configuration.reader import load_matrix
+from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.planning.plan import PlanInputs, VariantPlan
 from wheelforge.planning.planner import make_plan
 from wheelforge.planning.variants import Variant

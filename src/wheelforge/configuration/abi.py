@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from wheelforge.configuration.torchspec import TorchSpec
+from wheelforge.configuration.matrix.torchspec import TorchSpec
 
 AbiName = Literal["stable", "unstable"]
 

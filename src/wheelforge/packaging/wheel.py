@@ -17,7 +17,7 @@ from pathlib import Path
 
 from wheelforge import __version__
 from wheelforge.configuration import settings
-from wheelforge.configuration.matrix import PackageConfig
+from wheelforge.configuration.matrix.model import PackageConfig
 from wheelforge.planning.plan import VariantPlan
 
 _SKIP_DIRS = {"__pycache__"}

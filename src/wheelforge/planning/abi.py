@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from wheelforge.configuration import abi as abis
-from wheelforge.configuration.matrix import Matrix
+from wheelforge.configuration.matrix.model import Matrix
 from wheelforge.planning.plan import AbiFlavour, GeneratedFile
 from wheelforge.toolchain.torchprobe import TorchEnv
 

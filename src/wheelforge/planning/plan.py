@@ -20,7 +20,7 @@ from packaging.version import Version
 
 from wheelforge.configuration import abi as abis
 from wheelforge.configuration.archs import ArchSet
-from wheelforge.configuration.matrix import ExtensionConfig, Matrix, PackageConfig
+from wheelforge.configuration.matrix.model import ExtensionConfig, Matrix, PackageConfig
 from wheelforge.configuration.settings import Compilers, Launchers
 from wheelforge.planning import reproducible
 from wheelforge.planning.variants import Variant

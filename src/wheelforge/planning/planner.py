@@ -13,7 +13,7 @@ from pathlib import Path
 
 from wheelforge.configuration import abi as abis
 from wheelforge.configuration.archs import ArchSpec
-from wheelforge.configuration.matrix import Matrix
+from wheelforge.configuration.matrix.model import Matrix
 from wheelforge.configuration.settings import BuildSettings
 from wheelforge.foundation.errors import ConfigError, EnvironmentProblem
 from wheelforge.planning import parallelism, reproducible

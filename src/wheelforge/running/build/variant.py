@@ -17,8 +17,8 @@ from pathlib import Path
 from wheelforge.binaries import elf
 from wheelforge.binaries.sizecheck import LEVERS_SHOWN, TOP_CONTRIBUTORS, SizeCheck, check_size
 from wheelforge.binaries.verify import WheelVerification, verify_wheel
+from wheelforge.configuration.bytesizes import format_size
 from wheelforge.configuration.settings import BuildSettings
-from wheelforge.configuration.sizes import format_size
 from wheelforge.foundation import fsutil, log
 from wheelforge.foundation.errors import (
     BuildError,
