@@ -11,7 +11,7 @@ import pytest
 
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation import proc
-from wheelforge.planning import ninja
+from wheelforge.running.build import ninja
 from wheelforge.toolchain import compilecache
 
 from .fakes import plan_for
@@ -46,7 +46,7 @@ def test_ccache_that_cannot_write_its_folder_is_left_out_with_a_warning(
 
 def test_a_full_disk_is_said_in_the_one_line(project: object, tmp_path: Path) -> None:
     plan = plan_for(load_matrix(project()), tmp_path)  # type: ignore[operator]
-    step = plan.compile_steps[0]
+    step = plan.compile.steps[0]
     output = (
         f"[wheelforge 1/3] NVCC x\nFAILED: {plan.command_path(step.object)}\n"
         "cc1plus: fatal error: cannot write: No space left on device\n"

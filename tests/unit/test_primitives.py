@@ -218,7 +218,7 @@ ALLOWED = {
         "tempfile.TemporaryDirectory(",
     ): "a temporary folder the stdlib makes and removes",
     (
-        "running/importcheck.py",
+        "running/build/importcheck.py",
         "tempfile.TemporaryDirectory(",
     ): "a temporary folder the stdlib makes and removes",
     (
@@ -226,11 +226,11 @@ ALLOWED = {
         "tempfile.TemporaryDirectory(",
     ): "a temporary folder the stdlib makes and removes",
     (
-        "running/dryrun.py",
+        "running/build/dryrun.py",
         "tempfile.TemporaryDirectory(",
     ): "a temporary folder the stdlib makes and removes",
     (
-        "running/reproduce.py",
+        "running/build/reproduce.py",
         "tempfile.TemporaryDirectory(",
     ): "a temporary folder the stdlib makes and removes",
     (
@@ -238,11 +238,11 @@ ALLOWED = {
         "path.rename(aside)",
     ): "renamed aside inside the cache, removal.confined checked first",
     (
-        "running/preflight.py",
+        "running/build/preflight.py",
         "tempfile.mkstemp(dir=path",
     ): "the 1 MiB probe file of a folder, removed by removal.remove",
     (
-        "running/build.py",
+        "running/build/variant.py",
         'tempfile.mkdtemp(prefix=f"stage-',
     ): "the staging folder, named for removal.sweep",
     (

@@ -14,7 +14,8 @@ import pytest
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation.errors import ConfigError, VerificationError
 from wheelforge.packaging import stamp
-from wheelforge.running import build, torch_tests
+from wheelforge.running import torch_tests
+from wheelforge.running.build import variant as build
 from wheelforge.toolchain import envs
 
 from .conftest import GOOD_MATRIX
@@ -107,8 +108,8 @@ def test_a_file_removed_while_the_build_runs_is_a_failed_variant(
         return stamp.sha256(gone)  # what packing does with every input
 
     monkeypatch.setattr(build, "_build_variant", vanished)
-    settings = SimpleNamespace(cache=tmp_path / "cache")
-    failure = build.build_variant(plan, settings)  # type: ignore[arg-type]
+    settings = SimpleNamespace(cache_dir=tmp_path / "cache")
+    failure = build.build_variant(plan, None, settings)  # type: ignore[arg-type]
     assert isinstance(failure.error, BuildError)  # type: ignore[union-attr]
     assert f"{gone} was removed while the build ran" in failure.error.message  # type: ignore[union-attr]
     assert stamp.read(plan.build_dir).failed  # type: ignore[union-attr]

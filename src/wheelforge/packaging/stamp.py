@@ -12,7 +12,7 @@ from pathlib import Path
 
 from wheelforge.foundation import cachefiles, fsutil, removal
 
-STAMP = "wheel.json"
+REUSE_STAMP = "wheel.json"  # names the published wheel a build may reuse
 sha256 = fsutil.sha256  # a wheel's, as the stamp records it (its callers in running/ name it so)
 
 
@@ -37,7 +37,9 @@ _SHAPE = {"wheel": str, "digest?": str, "sha256?": str, "failed?": (str, None)}
 
 
 def read(build_dir: Path) -> Stamp | None:
-    data = cachefiles.load(build_dir / STAMP, _SHAPE, what="the reuse stamp", within=build_dir)
+    data = cachefiles.load(
+        build_dir / REUSE_STAMP, _SHAPE, what="the reuse stamp", within=build_dir
+    )
     if data is None:
         return None
     return Stamp(
@@ -51,7 +53,7 @@ def read(build_dir: Path) -> Stamp | None:
 
 def write(build_dir: Path, *, digest: str, wheel: Path) -> None:
     stamp = {"digest": digest, "wheel": wheel.name, "sha256": sha256(wheel)}
-    fsutil.write_if_changed(build_dir / STAMP, json.dumps(stamp, indent=2) + "\n")
+    fsutil.write_if_changed(build_dir / REUSE_STAMP, json.dumps(stamp, indent=2) + "\n")
 
 
 def fail(build_dir: Path, error: str) -> None:
@@ -59,12 +61,12 @@ def fail(build_dir: Path, error: str) -> None:
     published is no longer its wheel, and `wheelforge test` says so instead of testing it."""
     build_dir.mkdir(parents=True, exist_ok=True)
     stamp = {"wheel": "", "failed": error}
-    fsutil.write_if_changed(build_dir / STAMP, json.dumps(stamp, indent=2) + "\n")
+    fsutil.write_if_changed(build_dir / REUSE_STAMP, json.dumps(stamp, indent=2) + "\n")
 
 
 def forget(build_dir: Path) -> None:
     """Drop the stamp: the published wheel is no longer this build's to reuse."""
-    removal.remove(build_dir / STAMP, within=build_dir)
+    removal.remove(build_dir / REUSE_STAMP, within=build_dir)
 
 
 def reusable(build_dir: Path, out_dir: Path, digest: str) -> Path | None:
@@ -90,7 +92,7 @@ def publisher(wheel: Path, build_root: Path, *, besides: Path) -> Stamp | None:
 
 def stamps(build_root: Path) -> Iterator[Stamp]:
     """The stamps of every variant built under *build_root*, by variant id."""
-    for path in sorted(build_root.glob(f"*/{STAMP}")):
+    for path in sorted(build_root.glob(f"*/{REUSE_STAMP}")):
         stamp = read(path.parent)
         if stamp is not None:
             yield stamp

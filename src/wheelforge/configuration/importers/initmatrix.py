@@ -13,6 +13,7 @@ import yaml
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from wheelforge.configuration import abi
 from wheelforge.configuration.importers.setuppy import ExtensionCall, SetupScan, scan_setup_py
 from wheelforge.configuration.matrix.keys import SOURCE_SUFFIXES
 from wheelforge.configuration.matrix.pyproject import read_project
@@ -79,12 +80,12 @@ def _source_text(path: Path) -> str:
     return readers.read_text(path, cap=readers.CONFIG_CAP, errors="replace")
 
 
-def _abi(root: Path, ext: ExtensionCall) -> str:
+def _abi(root: Path, ext: ExtensionCall) -> abi.Abi:
     for pattern in ext.sources:
         for path in root.glob(pattern):
             if path.is_file() and _STABLE_RE.search(_source_text(path)):
-                return "stable"
-    return "unstable"
+                return abi.STABLE
+    return abi.UNSTABLE
 
 
 def _package(scan: SetupScan, root: Path, notes: list[str]) -> dict[str, object] | None:
@@ -155,7 +156,7 @@ def render(root: Path, *, torch: tuple[str, ...], archs: str | None) -> InitResu
         notes.append(
             f"setup.py builds {len(scan.extensions)} extensions; only {ext.name} is written (also: {names})"
         )
-    abi = _abi(root, ext)
+    flavour = _abi(root, ext)
     extension: dict[str, object] = {"name": ext.name or "TODO.name", "sources": ext.sources}
     for key, value in (
         ("include-dirs", ext.include_dirs),
@@ -167,10 +168,10 @@ def render(root: Path, *, torch: tuple[str, ...], archs: str | None) -> InitResu
     ):
         if value:
             extension[key] = value
-    if abi == "unstable" or ext.kind != "guessed":
-        extension["module-init"] = abi == "stable"
-    versions = list(torch) or (["2.11.0"] if abi == "unstable" else [])
-    if abi == "unstable" and not torch:
+    if not flavour.generates_module_init or ext.kind != "guessed":
+        extension["module-init"] = flavour.generates_module_init
+    versions = list(torch) or (["2.11.0"] if flavour.per_torch else [])
+    if flavour.per_torch and not torch:
         notes.append("torch: wrote 2.11.0; list the torch versions to build for (or pass --torch)")
     parts = [
         f"# Written by 'wheelforge init' from {'setup.py' if scan.extensions else 'the sources'}; "
@@ -184,13 +185,13 @@ def render(root: Path, *, torch: tuple[str, ...], archs: str | None) -> InitResu
     else:
         parts.append(_dump("package", package))
     parts.append("\n" + _dump("extension", extension))
-    if abi == "unstable":
+    if flavour.per_torch:
         parts.append(
             "\n# torch/extension.h: one build per torch version below (a CUDA build of torch).\n"
         )
-        parts.append("abi: unstable\n" + _dump("torch", versions))
+        parts.append(f"abi: {flavour.name}\n" + _dump("torch", versions))
     else:
-        parts.append("\nabi: stable\n")
+        parts.append(f"\nabi: {flavour.name}\n")
         parts.append(_dump("torch", versions[0] if len(versions) == 1 else versions or ">=2.10"))
     if archs:
         parts.append("\n" + _dump("arch-sets", {"default": archs}))
