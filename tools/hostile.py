@@ -240,6 +240,15 @@ def _project_link(name: str, pattern: str | None) -> Callable[[Path], None]:
     return setup
 
 
+def _null_device(box: Path) -> None:
+    """A project and a throwaway character device 1:3 (what /dev/null is) in the case's folder:
+    a wheelforge that renames over its target replaces this one, never the system's."""
+    import stat
+
+    project(box)
+    os.mknod(box / "null", stat.S_IFCHR | 0o666, os.makedev(1, 3))
+
+
 def _stdout_link(box: Path) -> None:
     project(box)
     (box / "stdout").symlink_to("/proc/self/fd/1")
@@ -647,7 +656,7 @@ CASES: list[Case] = [
         lambda _b: [
             sys.executable,
             "-c",
-            "import sys; sys.path[:0]=['.']; from wheelforge import build_meta; build_meta.get_requires_for_build_wheel()",
+            "from wheelforge import build_meta; build_meta.prepare_metadata_for_build_wheel('meta')",
         ],
         refused("/dev/zero could not be read", 2),
         lambda b: (b / "pyproject.toml").write_text("[tool.wheelforge]\nmatrix = '/dev/zero'\n"),
@@ -1143,10 +1152,12 @@ CASES += [
     ),
     _new(
         "report-dev-null",
-        "--report /dev/null (a stream: written through)",
-        lambda b: [*build(b), "--report", "/dev/null"],
-        succeeds(lambda _r: None if Path("/dev/null").is_char_device() else "/dev/null replaced"),
-        project,
+        "--report to a null device (as /dev/null is: written through, never replaced)",
+        lambda b: [*build(b), "--report", str(b / "null")],
+        succeeds(
+            lambda r: None if (r.box / "null").is_char_device() else "the device was replaced"
+        ),
+        _null_device,
         timeout=900,
         builds=True,
     ),

@@ -269,9 +269,13 @@ def require_passed(outcomes: Sequence[Outcome]) -> None:
     bad = [o for o in outcomes if o.status in ("failed", "error")]
     if bad:
         first = bad[0]
+        # A one-line reason (its last build failed) belongs in the line; a test log below it.
+        one_line = first.detail is not None and "\n" not in first.detail.strip()
+        why = f" ({first.detail})" if one_line else ""
         raise VerificationError(
-            f"{len(bad)} of {len(outcomes)} test runs did not pass; first: {first.variant} under {first.env}: {first.status}",
-            details=first.detail,
+            f"{len(bad)} of {len(outcomes)} test runs did not pass; first: {first.variant} under "
+            f"{first.env}: {first.status}{why}",
+            details=None if one_line else first.detail,
         )
     if not any(o.status == "passed" for o in outcomes):
         raise VerificationError(
