@@ -349,6 +349,9 @@ def _refuse_to_replace(previous: Path, made: Path, plan: VariantPlan) -> None:
     is replaced with a warning."""
     if not previous.is_file() or stamp.sha256(previous) == stamp.sha256(made):
         return
+    own = stamp.read(plan.build_dir)
+    if own is not None and own.published(plan.out_dir) == previous:
+        return  # this variant's own earlier wheel: a rebuild replaces it, as it always has
     other = stamp.publisher(previous, plan.build_dir.parent, besides=plan.build_dir)
     if other is not None:
         raise ConfigError(
