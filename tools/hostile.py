@@ -3,6 +3,7 @@ each runs in a throwaway folder of its own under ROOT, with a throwaway --cache-
 limit and a memory limit (ulimit -v), and is judged clean, unclear or bad.
 
     python tools/hostile.py WHEELFORGE ROOT [--project DIR] [--only NAME ...] [--json OUT]
+    python tools/hostile.py --table BEFORE.json AFTER.json   # the markdown table of two runs
 
 WHEELFORGE is the executable to try (a checkout's .venv/bin/wheelforge); ROOT a scratch folder
 (it is filled, never cleaned); DIR a copy of the kernels payload (kernels/ and matrix.yaml) for
@@ -1477,7 +1478,50 @@ def run_case(case: Case, wf: str, root: Path) -> dict[str, object]:
             "verdict": verdict, "why": why, "seconds": round(r.seconds, 1)}  # fmt: skip
 
 
+def table(before: Path, after: Path) -> str:
+    """The before/after table (markdown) of two runs' --json files, and the counts."""
+    old = {r["name"]: r for r in json.loads(before.read_text())}
+    new = {r["name"]: r for r in json.loads(after.read_text())}
+
+    def cell(r: dict[str, object] | None) -> str:
+        if r is None:
+            return "-"
+        line = str(r.get("line", "")).replace("|", "\\|").replace("\n", " ")[:150]
+        return (
+            f"{r['verdict']}, exit {r.get('rc')}: `{line}`"
+            if line
+            else f"{r['verdict']}, exit {r.get('rc')}"
+        )
+
+    out = []
+    for group, title in (("issue", "issue 21's defects"), ("new", "the new round")):
+        out += [
+            f"### {title}",
+            "",
+            "| case | what | before (main f839485) | after |",
+            "| --- | --- | --- | --- |",
+        ]
+        names = [n for n, r in new.items() if r["group"] == group]
+        out += [
+            f"| {n} | {new[n].get('what', '')} | {cell(old.get(n))} | {cell(new[n])} |"
+            for n in names
+        ]
+        for label, runs in (("before", old), ("after", new)):
+            counts = {
+                v: sum(1 for n in names if runs.get(n, {}).get("verdict") == v)
+                for v in ("clean", "unclear", "bad")
+            }
+            out.append(
+                f"\n{label}: {len(names)} cases, {counts['clean']} clean, {counts['unclear']} unclear, {counts['bad']} bad"
+            )
+        out.append("")
+    return "\n".join(out)
+
+
 def main() -> int:
+    if len(sys.argv) == 4 and sys.argv[1] == "--table":
+        print(table(Path(sys.argv[2]), Path(sys.argv[3])))
+        return 0
     global PROJECT  # noqa: PLW0603 - a module-level fixture the cases share
     parser = argparse.ArgumentParser()
     parser.add_argument("wheelforge")
