@@ -412,8 +412,12 @@ def _leftovers_gone(r: Run) -> str | None:
 def _same_name(box: Path) -> None:
     project(box)
     wf = os.environ["WF_UNDER_TEST"]
-    subprocess.run([wf, "build", *matrix(box), "--archs", "8.0", "--no-import-check", *cache(box)],
-                   capture_output=True, timeout=900, check=False)  # fmt: skip
+    subprocess.run(
+        [wf, "build", *matrix(box), "--archs", "8.0", "--no-import-check", *cache(box)],
+        capture_output=True,
+        timeout=900,
+        check=False,
+    )
 
 
 def _write_matrix(text: str | bytes) -> Callable[[Path], None]:
@@ -967,8 +971,14 @@ CASES: list[Case] = [
 ]
 
 
-def _new(name: str, what: str, argv: Callable[[Path], list[str]], judge: Judge,
-         setup: Callable[[Path], None] = lambda _b: None, **kw: object) -> Case:  # fmt: skip
+def _new(
+    name: str,
+    what: str,
+    argv: Callable[[Path], list[str]],
+    judge: Judge,
+    setup: Callable[[Path], None] = lambda _b: None,
+    **kw: object,
+) -> Case:
     return Case(name, "new", what, argv, judge, setup, **kw)  # type: ignore[arg-type]
 
 
@@ -1470,12 +1480,27 @@ def run_case(case: Case, wf: str, root: Path) -> dict[str, object]:
     cwd = box
     start = time.monotonic()
     shell = f'ulimit -v {MEMORY_KB}; exec timeout -k 5 {case.timeout} "$@"'
-    done = subprocess.run(["bash", "-c", shell, "bash", *argv], cwd=cwd, env=env,
-                          capture_output=True, text=True, errors="replace", check=False)  # fmt: skip
+    done = subprocess.run(
+        ["bash", "-c", shell, "bash", *argv],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        errors="replace",
+        check=False,
+    )
     r = Run(done.returncode, done.stdout, done.stderr, box, time.monotonic() - start)
     verdict, why = case.judge(r)
-    return {"name": case.name, "group": case.group, "what": case.what, "rc": r.rc, "line": r.line,
-            "verdict": verdict, "why": why, "seconds": round(r.seconds, 1)}  # fmt: skip
+    return {
+        "name": case.name,
+        "group": case.group,
+        "what": case.what,
+        "rc": r.rc,
+        "line": r.line,
+        "verdict": verdict,
+        "why": why,
+        "seconds": round(r.seconds, 1),
+    }
 
 
 def table(before: Path, after: Path) -> str:

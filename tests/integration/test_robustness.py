@@ -74,9 +74,16 @@ def test_a_compiler_that_hangs_on_dumpversion_meets_the_deadline(
         "extension: {name: demo._C, sources: [k.cu]}\ntorch: '>=2.10'\narch-sets: '8.0'\n"
     )
     code, errors, err = _run(
-        ["build", "--dry-run", "--matrix", str(tmp_path / "p" / "matrix.yaml"),
-         "--cache-dir", str(tmp_path / "cache")], capsys,
-    )  # fmt: skip
+        [
+            "build",
+            "--dry-run",
+            "--matrix",
+            str(tmp_path / "p" / "matrix.yaml"),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+        ],
+        capsys,
+    )
     assert code == 3, err
     assert len(errors) == 1 and "g++ did not finish within 40 s" in errors[0], err
 

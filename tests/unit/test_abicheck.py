@@ -251,8 +251,9 @@ def _elf_with_version_needs(sections: int, entries: int, aux: int = 1) -> bytes:
             struct.pack("<IIQQQQIIQQ", 19, 0x6FFFFFFE, 2, 0, need_at, len(need), 2, entries, 8, 0)
         )
     ident = b"\x7fELF" + bytes([2, 1, 1, 0]) + bytes(8)
-    header = ident + struct.pack("<HHIQQQIHHHHHH", 3, 62, 1, 0, 0, shoff, 0, 64, 56, 0, 64,
-                                 len(headers), 1)  # fmt: skip
+    header = ident + struct.pack(
+        "<HHIQQQIHHHHHH", 3, 62, 1, 0, 0, shoff, 0, 64, 56, 0, 64, len(headers), 1
+    )
     return header + data + b"".join(headers)
 
 

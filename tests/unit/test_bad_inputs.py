@@ -1086,9 +1086,12 @@ def test_bad_input_is_one_line_and_the_right_exit_code(
 @pytest.mark.parametrize("command", ["inspect", "check"])
 @pytest.mark.parametrize("name", ["demo/\x1b[2J\x1b[31mred.abi3.so", "demo/[/]x[bold].abi3.so"])
 def test_member_names_reach_the_terminal_as_text(
-    command: str, name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    command: str,
+    name: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+) -> None:
     """Issue 21: escape sequences in wheel member names reached the terminal raw in inspect and
     check; a name that reads as rich markup ([/]) must not be a markup error either."""
     monkeypatch.setenv("WF_CORPUS_TMP", str(tmp_path))

@@ -71,9 +71,13 @@ def test_an_nvcc_answer_of_another_shape_is_asked_again(
     nvcc.write_text("")
     good = fakes.toolkit()
     answer = {
-        "nvcc": str(nvcc), "root": str(tmp_path), "version": str(good.version),
-        "sass": sorted(good.sass), "cudart_static": None, "gcc_max": None,
-    }  # fmt: skip
+        "nvcc": str(nvcc),
+        "root": str(tmp_path),
+        "version": str(good.version),
+        "sass": sorted(good.sass),
+        "cudart_static": None,
+        "gcc_max": None,
+    }
     monkeypatch.setattr(toolkit, "_ask", lambda _nvcc: (answer, [nvcc]))
     toolkit.probe_toolkit(nvcc, cache=tmp_path)
     entry = next((tmp_path / "probes" / "nvcc").iterdir())

@@ -134,9 +134,31 @@ def test_unsafe_member_names() -> None:
 # Texts that hit the classes: other scripts' digits, digit runs beyond int()'s limit, line
 # breaks of every kind, NULs, escapes, surrogates written as their UTF-8 bytes.
 _HOSTILE = st.sampled_from(
-    ["٤", "８", "²", "9" * 5000, "0" * 5000 + "1", "\u2028", "\r\n", "\0", "\x1b[2J", "\ud800",
-     ".", "+", "-", " ", "e", "KiB", "+PTX", "sm_", ">=", "torch", "[", "]"]
-)  # fmt: skip
+    [
+        "٤",
+        "８",
+        "²",
+        "9" * 5000,
+        "0" * 5000 + "1",
+        "\u2028",
+        "\r\n",
+        "\0",
+        "\x1b[2J",
+        "\ud800",
+        ".",
+        "+",
+        "-",
+        " ",
+        "e",
+        "KiB",
+        "+PTX",
+        "sm_",
+        ">=",
+        "torch",
+        "[",
+        "]",
+    ]
+)
 texts = st.lists(st.one_of(_HOSTILE, st.text(max_size=8)), max_size=6).map("".join)
 
 

@@ -161,10 +161,21 @@ def test_sweep_removes_leftovers_of_dead_processes_only(tmp_path: Path) -> None:
 # --- numbers ---------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [("8", 8), ("0008", 8), ("4096", 4096), ("4097", None), ("²", None), ("٤", None),
-     ("８", None), ("-1", None), ("1.5", None), ("", None), ("9" * 5000, None),
-     ("0" * 5000 + "7", 7)],
-)  # fmt: skip
+    [
+        ("8", 8),
+        ("0008", 8),
+        ("4096", 4096),
+        ("4097", None),
+        ("²", None),
+        ("٤", None),
+        ("８", None),
+        ("-1", None),
+        ("1.5", None),
+        ("", None),
+        ("9" * 5000, None),
+        ("0" * 5000 + "7", 7),
+    ],
+)
 def test_whole_numbers_are_ascii_and_bounded(text: str, expected: int | None) -> None:
     assert numbers.whole(text, low=1, high=4096) == expected
 

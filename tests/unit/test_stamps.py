@@ -37,21 +37,34 @@ def _outcomes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, project: Project
 ) -> list[torch_tests.Outcome]:
     matrix = load_matrix(project(GOOD_MATRIX + "tests: {path: csrc}\n"))
-    env = envs.TestEnv(spec=envs.EnvSpec(torch="2.13.0"), path=tmp_path / "env", python=Path("/x"),
-                       torch="2.13.0+cpu", cuda=False, created=False)  # fmt: skip
+    env = envs.TestEnv(
+        spec=envs.EnvSpec(torch="2.13.0"),
+        path=tmp_path / "env",
+        python=Path("/x"),
+        torch="2.13.0+cpu",
+        cuda=False,
+        created=False,
+    )
     monkeypatch.setattr(envs, "ensure_env", lambda spec, cache: env)
     monkeypatch.setattr(envs, "install_wheel", lambda env, wheel, name: None)
     tested: list[str] = []
 
     def suite(env: envs.TestEnv, tests: object, *, variant: str) -> torch_tests.Outcome:
         tested.append(variant)
-        return torch_tests.Outcome(env="torch 2.13.0", torch=env.torch, cuda=False,
-                                   variant=variant, status="passed", passed=1)  # fmt: skip
+        return torch_tests.Outcome(
+            env="torch 2.13.0",
+            torch=env.torch,
+            cuda=False,
+            variant=variant,
+            status="passed",
+            passed=1,
+        )
 
     monkeypatch.setattr(torch_tests, "run_suite", suite)
     wheels = torch_tests.built_wheels(matrix, tmp_path / "build", tmp_path / "dist", ())
-    outcomes = torch_tests.run_tests(matrix=matrix, wheels=wheels,
-                                     specs=[envs.EnvSpec(torch="2.13.0")], cache=tmp_path / "c")  # fmt: skip
+    outcomes = torch_tests.run_tests(
+        matrix=matrix, wheels=wheels, specs=[envs.EnvSpec(torch="2.13.0")], cache=tmp_path / "c"
+    )
     assert tested == [o.variant for o in outcomes if o.status == "passed"]
     return outcomes
 

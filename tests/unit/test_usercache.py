@@ -135,9 +135,12 @@ def test_sizes_count_blocks_once_per_inode_and_never_follow_symlinks(tmp_path: P
 def test_prune_removes_what_was_not_used_and_skips_a_busy_entry(cache: Path, busy: Path) -> None:
     result = usercache.prune(cache, unused_for=30, now=NOW)
     assert _names(result.removed) == {
-        "torch-2.10.0-aaaaaaaaaa", "cuda-13.0-pypi", ".cuda-11.8-debian.4242.tmp",
-        "old0", "old.json",
-    }  # fmt: skip
+        "torch-2.10.0-aaaaaaaaaa",
+        "cuda-13.0-pypi",
+        ".cuda-11.8-debian.4242.tmp",
+        "old0",
+        "old.json",
+    }
     assert _names(result.busy) == {busy.name}
     assert busy.is_dir()
     assert result.freed == sum(e.size for e in result.removed)

@@ -81,8 +81,12 @@ def _key(spec: EnvSpec) -> str:
 def pip(env_python: Path, *args: str | Path, what: str) -> proc.Result:
     """Run this interpreter's pip against *env_python* (pip's --python), so environments
     need no pip of their own."""
-    return proc.run([sys.executable, "-m", "pip", "--python", env_python, "--disable-pip-version-check", *args],
-                    hint=PIP_HINT, what=what, timeout=proc.DOWNLOAD_S)  # fmt: skip
+    return proc.run(
+        [sys.executable, "-m", "pip", "--python", env_python, "--disable-pip-version-check", *args],
+        hint=PIP_HINT,
+        what=what,
+        timeout=proc.DOWNLOAD_S,
+    )
 
 
 def _env_python(path: Path) -> Path:

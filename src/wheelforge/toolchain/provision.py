@@ -98,12 +98,23 @@ def recipe_for(release: str) -> Recipe | None:
 
 def _pypi(release: str, how: PypiSource, prefix: Path, downloads: Path) -> dict[str, object]:
     proc.run(
-        [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-         "--disable-pip-version-check", "--quiet", "-d", downloads,
-         *(f"{n}=={release}.*" for n in how.packages)],
-        hint="pip ships with Python", what=f"pip download of CUDA {release}",
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--disable-pip-version-check",
+            "--quiet",
+            "-d",
+            downloads,
+            *(f"{n}=={release}.*" for n in how.packages),
+        ],
+        hint="pip ships with Python",
+        what=f"pip download of CUDA {release}",
         timeout=proc.DOWNLOAD_S,
-    )  # fmt: skip
+    )
     files = []
     for wheel in sorted(downloads.glob("*.whl")):
         with zipfile.ZipFile(wheel) as zf:
@@ -151,8 +162,13 @@ def _debian(release: str, how: DebianSource, prefix: Path, downloads: Path) -> d
         what=f"apt-get update (Debian {how.suite})",
         timeout=proc.DOWNLOAD_S,
     )
-    proc.run(["apt-get", *options, "download", *how.packages], hint="apt-get", cwd=downloads,
-             what=f"apt-get download of CUDA {release}", timeout=proc.DOWNLOAD_S)  # fmt: skip
+    proc.run(
+        ["apt-get", *options, "download", *how.packages],
+        hint="apt-get",
+        cwd=downloads,
+        what=f"apt-get download of CUDA {release}",
+        timeout=proc.DOWNLOAD_S,
+    )
     files = []
     for deb in sorted(downloads.glob("*.deb")):
         proc.run(

@@ -161,11 +161,15 @@ def _ask(nvcc: Path) -> tuple[dict[str, Any], list[str | Path]]:
     include_roots = [root, root.parent.parent]  # Debian: headers in <prefix>/usr/include
     gcc_max = next((g for r in include_roots if (g := _host_gcc_max(r)) is not None), None)
     info = {
-        "nvcc": str(real), "root": str(root), "version": match[2], "sass": sass,
-        "cudart_static": str(static) if static else None, "gcc_max": gcc_max,
+        "nvcc": str(real),
+        "root": str(root),
+        "version": match[2],
+        "sass": sass,
+        "cudart_static": str(static) if static else None,
+        "gcc_max": gcc_max,
         "include_dirs": [str(d) for d in _dry_includes(dry)],
         "build": b[1] if (b := _BUILD_RE.search(version_out)) else "",
-    }  # fmt: skip
+    }
     # An update in place changes the driver, version.json or the library folders.
     watch: list[str | Path] = [nvcc, real, root / "version.json", root / "bin", *libdirs]
     watch += [r / "include" / "crt" / "host_config.h" for r in include_roots]
@@ -174,9 +178,15 @@ def _ask(nvcc: Path) -> tuple[dict[str, Any], list[str | Path]]:
 
 # What _ask answers (and the probe cache holds): an entry of another shape is asked again.
 _NVCC = {
-    "nvcc": str, "root": str, "version": numbers.is_version, "sass": [int],
-    "cudart_static": (str, None), "gcc_max": (int, None), "include_dirs?": [str], "build?": str,
-}  # fmt: skip
+    "nvcc": str,
+    "root": str,
+    "version": numbers.is_version,
+    "sass": [int],
+    "cudart_static": (str, None),
+    "gcc_max": (int, None),
+    "include_dirs?": [str],
+    "build?": str,
+}
 
 
 def probe_toolkit(

@@ -48,10 +48,17 @@ class TorchEnv:
 # What a torch probe answers (and the probe cache holds); an entry of another shape is asked
 # again. The warm child's answer (warmtorch.py) has the same keys.
 TORCH_SHAPE = {
-    "version": numbers.is_version, "cuda": (str, None), "include_dirs": lambda v: bool(v) and cachefiles.fits(v, [str]),
-    "library_dirs": [str], "python_include": str, "python_version": str, "ext_suffix": str,
-    "cxx11_abi": (int, bool), "torch_file": str, "sys_path?": [str],
-}  # fmt: skip
+    "version": numbers.is_version,
+    "cuda": (str, None),
+    "include_dirs": lambda v: bool(v) and cachefiles.fits(v, [str]),
+    "library_dirs": [str],
+    "python_include": str,
+    "python_version": str,
+    "ext_suffix": str,
+    "cxx11_abi": (int, bool),
+    "torch_file": str,
+    "sys_path?": [str],
+}
 
 
 def _watched(python: Path, info: dict[str, Any]) -> list[str | Path]:
