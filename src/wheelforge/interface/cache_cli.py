@@ -42,7 +42,7 @@ def cache_list(cache_dir: Path | None, as_json: bool) -> None:
 @cache_dir_option
 @click.option(
     "--unused-for",
-    type=WholeNumber(low=0, high=100_000),
+    type=WholeNumber(low=-100_000, high=100_000),  # negative: prune says how to write it
     default=30,
     show_default=True,
     metavar="DAYS",

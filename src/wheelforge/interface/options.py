@@ -24,7 +24,12 @@ class WholeNumber(click.ParamType[int, Any]):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
         if isinstance(value, int):
             return value
-        number = numbers.whole(str(value), low=self.low, high=self.high)
+        text = str(value).strip()
+        if self.low < 0 and text.startswith("-"):  # a negative one, for the command to word
+            magnitude = numbers.whole(text[1:], high=-self.low)
+            number = None if magnitude is None else -magnitude
+        else:
+            number = numbers.whole(text, low=max(self.low, 0), high=self.high)
         if number is None:
             shown = str(value) if len(str(value)) <= 40 else str(value)[:37] + "..."
             self.fail(
