@@ -4,11 +4,12 @@ attempt fail loudly. Integration tests (tests/integration) run real tools and ar
 from __future__ import annotations
 
 import subprocess
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from tests import REPO
+
+__all__ = ["REPO"]  # the old home of REPO; import it from tests
 
 
 @pytest.fixture(autouse=True)

@@ -9,59 +9,31 @@ import shutil
 import subprocess
 import sys
 import zipfile
-from dataclasses import dataclass
 from pathlib import Path
 
 import jsonschema
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from tests.conftest import REPO
+from tests.integration.helpers import REPO, Run, copy_kernels, needs_nvcc, only_wheel, wheelforge
 from wheelforge.configuration.archs import ArchSet
 from wheelforge.interface.report import packaged_schema
 
-pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
+pytestmark = needs_nvcc
 
 WHEEL_RE = re.compile(r"^wheelforge_kernels-0\.1\.0-cp310-abi3-manylinux_\d+_\d+_x86_64\.whl$")
 ARCHS = "7.5 9.0+PTX"
 
 
-@dataclass
-class Run:
-    code: int
-    out: str
-    err: str
-
-
-def wheelforge(*args: str | Path, cwd: Path, env: dict[str, str] | None = None) -> Run:
-    proc = subprocess.run(
-        [sys.executable, "-m", "wheelforge", *map(str, args)],
-        cwd=cwd, capture_output=True, text=True, env={**os.environ, "COLUMNS": "200", **(env or {})},
-    )  # fmt: skip
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return Run(proc.returncode, proc.stdout, proc.stderr)
-
-
 @pytest.fixture(scope="session")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A copy of the repository's payload, so builds never touch the checkout."""
-    root = tmp_path_factory.mktemp("project")
-    shutil.copytree(
-        REPO / "kernels", root / "kernels", ignore=shutil.ignore_patterns("__pycache__")
-    )
-    shutil.copy(REPO / "matrix.yaml", root / "matrix.yaml")
-    return root
+    return copy_kernels(tmp_path_factory.mktemp("project"))
 
 
 @pytest.fixture(scope="session")
 def first_build(project: Path) -> Run:
     return wheelforge("build", "--archs", ARCHS, cwd=project)
-
-
-def only_wheel(folder: Path) -> Path:
-    wheels = sorted(folder.glob("*.whl"))
-    assert len(wheels) == 1, wheels
-    return wheels[0]
 
 
 def extension_elf(wheel: Path, tmp_path: Path) -> Path:

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 from variantlib.variant_dist_info import VariantDistInfo
 
-from tests.conftest import REPO
+from tests.integration.helpers import REPO, needs_nvcc
 from wheelforge import build_meta
 
-pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
+pytestmark = needs_nvcc
 
 ARCHS = "7.5"
 PIP = [sys.executable, "-m", "pip", "--disable-pip-version-check"]

@@ -24,12 +24,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_build import wheelforge
+from tests.integration.helpers import needs_nvcc, wheelforge
 from wheelforge.configuration.reader import load_matrix
 
 pytestmark = [
     pytest.mark.network,
-    pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH"),
+    needs_nvcc,
 ]
 
 PROJECTS = Path(__file__).resolve().parent / "projects"

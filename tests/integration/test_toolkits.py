@@ -15,10 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
-from tests.integration.test_build import wheelforge
+from tests.integration.helpers import copy_kernels, needs_local_torch_wheel, needs_nvcc, wheelforge
 
-pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
+pytestmark = needs_nvcc
 
 KERNEL = """\
 #include <cuda_runtime.h>
@@ -152,11 +151,7 @@ def test_seed_command_builds_sm70_with_a_provisioned_toolkit(
 ) -> None:
     """`wheelforge build --archs "7.0 8.0 9.0+PTX"` on the bundled kernels: CUDA 13 can't build
     sm_70, so wheelforge provisions CUDA 11.8 (into the default per-user cache, reused later)."""
-    root = tmp_path_factory.mktemp("seed")
-    shutil.copytree(
-        REPO / "kernels", root / "kernels", ignore=shutil.ignore_patterns("__pycache__")
-    )
-    shutil.copy(REPO / "matrix.yaml", root / "matrix.yaml")
+    root = copy_kernels(tmp_path_factory.mktemp("seed"))
     run = wheelforge("build", "--archs", "7.0 8.0 9.0+PTX", cwd=root)
     assert run.code == 0, run.err
     [wheel] = (root / "dist").glob("*.whl")
@@ -186,9 +181,7 @@ def test_twice():
 """
 
 
-@pytest.mark.skipif(
-    sys.version_info[:2] != (3, 11), reason="the torch 2.13.0 wheel on this machine's disk is cp311"
-)
+@needs_local_torch_wheel
 def test_unstable_abi_builds_one_pinned_wheel_per_torch(tmp_path: Path, cache: Path) -> None:
     root = tiny_project(
         tmp_path,
@@ -227,9 +220,7 @@ exec "$@"
 """
 
 
-@pytest.mark.skipif(
-    sys.version_info[:2] != (3, 11), reason="the torch 2.13.0 wheel on this machine's disk is cp311"
-)
+@needs_local_torch_wheel
 def test_cache_prune_all_skips_the_toolkit_and_env_a_running_build_uses(
     tmp_path: Path, cache: Path
 ) -> None:

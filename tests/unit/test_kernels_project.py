@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 
-from tests.conftest import REPO
+from tests import REPO
 from wheelforge.configuration.reader import load_matrix
 
 if sys.version_info >= (3, 11):
