@@ -15,7 +15,7 @@ from cyclonedx.model.tool import ToolRepository
 from cyclonedx.output.json import JsonV1Dot6
 from packageurl import PackageURL
 
-from wheelforge import __version__
+from wheelforge import DISTRIBUTION, __version__
 from wheelforge.planning import reproducible
 from wheelforge.planning.plan import VariantPlan
 
@@ -76,7 +76,7 @@ def sbom(plan: VariantPlan, info: dict[str, object], *, epoch: int, build_info_n
     bom.metadata.timestamp = datetime.fromtimestamp(epoch, tz=timezone.utc)
     bom.metadata.tools = ToolRepository(
         components=[
-            _component("wheelforge", __version__, PackageURL(type="pypi", name="wheelforge", version=__version__), ComponentType.APPLICATION),
+            _component("wheelforge", __version__, PackageURL(type="pypi", name=DISTRIBUTION, version=__version__), ComponentType.APPLICATION),
             _component("nvcc", f"{toolkit.version} ({toolkit.build})", None, ComponentType.APPLICATION),
             _component("c++", str(info["host_compiler"]), None, ComponentType.APPLICATION),
         ]
