@@ -93,10 +93,12 @@ def test_check_command_on_a_wheel_built_for_a_newer_target(tmp_path: Path) -> No
 
 
 @needs_local_torch_wheel
-def test_wheelforge_test_runs_the_suite_in_an_isolated_env(tmp_path: Path) -> None:
+def test_wheelforge_test_runs_the_suite_in_an_isolated_env(
+    tmp_path: Path, shared_cache: Path
+) -> None:
     root = cpu_project(tmp_path / "p")
     assert wheelforge("build", cwd=root).code == 0
-    run = wheelforge("test", "--json", "--cache-dir", tmp_path / "cache", cwd=root)
+    run = wheelforge("test", "--json", "--cache-dir", shared_cache, cwd=root)
     assert run.code == 0, run.err
     [outcome] = json.loads(run.out)["runs"]
     assert outcome["status"] == "passed" and outcome["torch"].startswith("2.13.0")
@@ -107,7 +109,7 @@ def test_wheelforge_test_runs_the_suite_in_an_isolated_env(tmp_path: Path) -> No
         (root / "tests" / "test_ops.py").read_text()
         + "\n\ndef test_planted_failure():\n    assert False\n"
     )
-    again: Run = wheelforge("test", "--cache-dir", tmp_path / "cache", cwd=root)
+    again: Run = wheelforge("test", "--cache-dir", shared_cache, cwd=root)
     assert again.code == 4
     assert "create the torch" not in again.err
     assert "1 failed" in again.out

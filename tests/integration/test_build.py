@@ -188,13 +188,27 @@ def test_compile_error_shows_compiler_output(tmp_path: Path) -> None:
 
 
 def test_missing_arch_in_the_binary_fails_the_build(
-    project: Path,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """Simulate nvcc flags that lose an arch: the fatbin check must refuse the wheel."""
+    """Simulate nvcc flags that lose an arch: the fatbin check must refuse the wheel. One small
+    kernel under the payload's extension name (the check reads the binary, whatever it holds)."""
     from wheelforge.interface.cli import main
+
+    project = tmp_path / "project"
+    (project / "pkg" / "wheelforge_kernels").mkdir(parents=True)
+    (project / "pkg" / "wheelforge_kernels" / "__init__.py").write_text("")
+    (project / "csrc").mkdir()
+    (project / "csrc" / "scale.cu").write_text(
+        "__global__ void scale(float* x, float a) { x[threadIdx.x] *= a; }\n"
+        'extern "C" void launch(float* x) { scale<<<1, 32>>>(x, 2.0f); }\n'
+    )
+    (project / "matrix.yaml").write_text(
+        "package: {name: one-kernel, version: '1.0', packages: [pkg/wheelforge_kernels]}\n"
+        "extension: {name: wheelforge_kernels._C, sources: [csrc/scale.cu]}\n"
+        "torch: '>=2.10'\n"
+    )
 
     real = ArchSet.gencode_flags
 

@@ -1,6 +1,6 @@
 """Proof across releases: one wheel of the bundled kernels, its CPU tests under every torch the
 stable-ABI target admits. Slow (five torch environments of ~3 GB each on first use, reused from
-~/.cache/wheelforge afterwards): deselected by default, run with `pytest -m slow`."""
+~/.cache/wheelforge afterwards): deselected by default and in CI, run with `pytest -m sweep`."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from tests.integration.helpers import (
 RELEASES = ("2.10.0", "2.11.0", "2.12.0", "2.13.0", "2.14.1")
 
 pytestmark = [
-    pytest.mark.slow,
+    pytest.mark.sweep,
     pytest.mark.network,
     needs_nvcc,
     needs_local_torch_wheel,

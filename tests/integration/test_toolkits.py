@@ -44,9 +44,11 @@ def tiny_project(root: Path, sources: str, extra: str = "") -> Path:
     return root
 
 
-@pytest.fixture(scope="session")
-def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("cache")
+@pytest.fixture
+def cache(shared_cache: Path) -> Path:
+    """The session's cache: CUDA 13.1 is provisioned once, the torch 2.13 environment (of the
+    unstable-ABI builds and of `wheelforge test`) made once."""
+    return shared_cache
 
 
 def test_two_toolkits_two_arch_sets_make_four_distinct_wheels(tmp_path: Path, cache: Path) -> None:
@@ -143,6 +145,7 @@ def test_offline_seed_command_says_how_to_get_a_toolkit(tmp_path: Path, cache: P
     assert "run 'wheelforge toolkit install 11.8'" in run.err
 
 
+@pytest.mark.network  # CUDA 11.8 from Debian: about 900 MB on first use
 @pytest.mark.skipif(
     shutil.which("apt-get") is None, reason="provisioning CUDA 11.8 needs Debian's apt-get"
 )
@@ -227,15 +230,17 @@ def test_cache_prune_all_skips_the_toolkit_and_env_a_running_build_uses(
     """A build compiling with a provisioned CUDA 13.1 and a cached torch 2.13 environment (the
     unstable ABI) holds both shared: `cache prune --all`, run meanwhile, skips them and removes
     the rest, and the build completes."""
+    # Unstable ABI: the build compiles against a cached torch environment (the one of the
+    # tests above: same torch, same test requirements), which it holds while compiling.
     root = tiny_project(
         tmp_path / "project",
-        "[csrc/hold.cpp, csrc/legacy.cpp, csrc/common.cu]",
-        "abi: unstable\ncuda: ['13.1']\narch-sets: '8.0'\n",
+        "[csrc/hold.cpp, csrc/common.cu]",
+        "abi: unstable\ncuda: ['13.1']\narch-sets: '8.0'\ntests: {path: tests, torch: ['2.13.0']}\n",
     )
     (root / "matrix.yaml").write_text(
         (root / "matrix.yaml").read_text().replace("torch: '>=2.10'", "torch: ['2.13.0']")
     )
-    (root / "csrc" / "legacy.cpp").write_text(LEGACY_OP)
+    (root / "tests").mkdir()
     (root / "csrc" / "hold.cpp").write_text("int held() { return 3; }\n")
     stale = cache / "envs" / "torch-2.10.0-0000000000"  # not in use: prune takes it
     stale.mkdir(parents=True, exist_ok=True)
