@@ -92,6 +92,7 @@ def test_check_command_on_a_wheel_built_for_a_newer_target(tmp_path: Path) -> No
     assert bad.err.startswith("error: ") and "which torch 2.10 lacks" in bad.err
 
 
+@pytest.mark.slow  # creates a torch 2.13 environment: a minute or more of pip, ~1 GB
 @needs_local_torch_wheel
 def test_wheelforge_test_runs_the_suite_in_an_isolated_env(
     tmp_path: Path, shared_cache: Path

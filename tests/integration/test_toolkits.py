@@ -184,6 +184,7 @@ def test_twice():
 """
 
 
+@pytest.mark.slow  # compiles against a torch 2.13 environment (made once: shared_cache)
 @needs_local_torch_wheel
 def test_unstable_abi_builds_one_pinned_wheel_per_torch(tmp_path: Path, cache: Path) -> None:
     root = tiny_project(
@@ -223,6 +224,7 @@ exec "$@"
 """
 
 
+@pytest.mark.slow  # compiles against a torch 2.13 environment (made once: shared_cache)
 @needs_local_torch_wheel
 def test_cache_prune_all_skips_the_toolkit_and_env_a_running_build_uses(
     tmp_path: Path, cache: Path
