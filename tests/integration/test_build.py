@@ -17,9 +17,12 @@ from elftools.elf.elffile import ELFFile
 
 from tests.integration.helpers import REPO, Run, copy_kernels, needs_nvcc, only_wheel, wheelforge
 from wheelforge.configuration.archs import ArchSet
-from wheelforge.interface.report import packaged_schema
+from wheelforge.interface.documents.build_report import KIND
 
 pytestmark = needs_nvcc
+
+packaged_schema = KIND.packaged_schema
+
 
 WHEEL_RE = re.compile(r"^wheelforge_kernels-0\.1\.0-cp310-abi3-manylinux_\d+_\d+_x86_64\.whl$")
 ARCHS = "7.5 9.0+PTX"

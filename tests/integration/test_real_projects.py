@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.helpers import needs_nvcc, wheelforge
-from wheelforge.configuration.reader import load_matrix
+from wheelforge.configuration.matrix.reader import load_matrix
 
 pytestmark = [
     pytest.mark.network,

@@ -29,7 +29,7 @@ from types import EllipsisType
 from typing import TYPE_CHECKING
 
 from wheelforge.binaries import elf
-from wheelforge.binaries.inspection import BinaryReport
+from wheelforge.binaries.facts import BinaryContents
 from wheelforge.foundation import fsutil
 from wheelforge.foundation.errors import VerificationError
 from wheelforge.packaging.wheel import member_info
@@ -83,7 +83,7 @@ class VariantCheck:
     problems: tuple[str, ...]  # disagreements and format errors; empty when consistent
 
 
-def sm_arch_values(binaries: Sequence[BinaryReport]) -> tuple[str, ...]:
+def sm_arch_values(binaries: Sequence[BinaryContents]) -> tuple[str, ...]:
     """The ``nvidia :: sm_arch`` values of binaries: SASS ``sm_90a`` → ``90a_real``, PTX
     ``compute_120`` → ``120_virtual``. With several CUDA binaries, only the values all of them
     carry: a GPU runs the wheel only if every library has code for it."""
@@ -205,7 +205,7 @@ def read_variant_json(wheel: Path) -> str | None:
         return None if name is None else reader.read_text(name)
 
 
-def check_variant(wheel: Path, binaries: Sequence[BinaryReport]) -> VariantCheck | None:
+def check_variant(wheel: Path, binaries: Sequence[BinaryContents]) -> VariantCheck | None:
     """Read a variant wheel's variant.json (None for a non-variant wheel) and compare its
     ``nvidia :: sm_arch`` values with what *binaries* (this wheel's) carry."""
     from variantlib.errors import ValidationError
@@ -217,13 +217,23 @@ def check_variant(wheel: Path, binaries: Sequence[BinaryReport]) -> VariantCheck
     derived = sm_arch_values(binaries)
     text = read_variant_json(wheel)
     if text is None:
-        return VariantCheck(wheel=str(wheel), label=label, properties=(), derived_sm_arch=derived,
-                            problems=(f"variant wheel without *.dist-info/{VARIANT_DIST_INFO_FILENAME}",))  # fmt: skip
+        return VariantCheck(
+            wheel=str(wheel),
+            label=label,
+            properties=(),
+            derived_sm_arch=derived,
+            problems=(f"variant wheel without *.dist-info/{VARIANT_DIST_INFO_FILENAME}",),
+        )
     try:
         desc = VariantDistInfo(text, label).variant_desc
     except (ValidationError, ValueError) as error:
-        return VariantCheck(wheel=str(wheel), label=label, properties=(), derived_sm_arch=derived,
-                            problems=(f"{VARIANT_DIST_INFO_FILENAME} is not valid: {error}",))  # fmt: skip
+        return VariantCheck(
+            wheel=str(wheel),
+            label=label,
+            properties=(),
+            derived_sm_arch=derived,
+            problems=(f"{VARIANT_DIST_INFO_FILENAME} is not valid: {error}",),
+        )
     declared = {p.value for p in desc.properties if (p.namespace, p.feature) == (NVIDIA, SM_ARCH)}
     problems = []
     if not desc.is_null_variant():
@@ -244,7 +254,7 @@ def check_variant(wheel: Path, binaries: Sequence[BinaryReport]) -> VariantCheck
     )
 
 
-def check_wheels(paths: Sequence[Path], reports: Sequence[BinaryReport]) -> list[VariantCheck]:
+def check_wheels(paths: Sequence[Path], reports: Sequence[BinaryContents]) -> list[VariantCheck]:
     """check_variant for every variant wheel among *paths* and the wheels *reports* come from
     (``x.whl!member``), each against its own binaries."""
     wheels = {str(p) for p in paths if p.suffix == ".whl" and p.is_file()}
@@ -286,7 +296,9 @@ def write_index_json(out_dir: Path, wheel_name: str, version: str) -> Path | Non
                 merged = VariantsJson(info)  # the shared keys, no variant yet
             merged.merge(info)
         except ValidationError as error:
-            raise VerificationError(f"{wheel.name}: its {VARIANT_DIST_INFO_FILENAME} does not merge with the other variants: {error}") from error  # fmt: skip
+            raise VerificationError(
+                f"{wheel.name}: its {VARIANT_DIST_INFO_FILENAME} does not merge with the other variants: {error}"
+            ) from error
     if merged is None:
         return None
     path = out_dir / f"{wheel_name}-{version}-variants.json"
@@ -297,7 +309,7 @@ def write_index_json(out_dir: Path, wheel_name: str, version: str) -> Path | Non
 def for_plan(
     plan: VariantPlan,
     repaired: Path,
-    binaries: Sequence[BinaryReport],
+    binaries: Sequence[BinaryContents],
     stage: Path,
     *,
     null: bool,
@@ -306,7 +318,7 @@ def for_plan(
     it), with properties read from the binaries that were checked."""
     label = plan.variant.variant_label
     assert label is not None
-    unstable = plan.matrix.abi == "unstable"
+    unstable = plan.abi.kind.per_torch  # the wheel pins its torch: a property of it
     torch = plan.torch.version
     facts = VariantFacts(
         sm_arch=sm_arch_values(binaries),
@@ -318,5 +330,5 @@ def for_plan(
     made = [make_variant_wheel(repaired, label, text, stage / "variant")]
     if null:
         empty = variant_json(NULL_LABEL, [], unstable_abi=unstable)
-        made.append(make_variant_wheel(repaired, NULL_LABEL, empty, stage / "null"))  # fmt: skip
+        made.append(make_variant_wheel(repaired, NULL_LABEL, empty, stage / "null"))
     return made, tuple(props)

@@ -1,0 +1,264 @@
+"""What a wheel's size is made of, and what would make it smaller: its fatbin entries by arch,
+and each known lever with the bytes it saves, measured from the entries where that is cheap."""
+
+from __future__ import annotations
+
+import dataclasses
+import zipfile
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import zstandard
+
+from wheelforge.binaries.elf import member_path, rename_wheel
+from wheelforge.binaries.facts import BinaryContents
+from wheelforge.binaries.fatbin import entry_payload
+from wheelforge.configuration import releases
+from wheelforge.configuration.archs import Arch
+from wheelforge.configuration.bytesizes import format_size
+
+# How many contributors a size-budget failure names.
+TOP_CONTRIBUTORS = 5
+LEVERS_SHOWN = 8  # the levers a failure or a step summary lists
+# wheel.pack deflates at zlib's default level.
+ZIP_LEVEL = 6
+# zstd level 19 runs at a few MB/s: above this much payload, the size-mode lever is not measured.
+SIZE_MODE_LIMIT = 32 * 1024**2
+
+
+@dataclass(frozen=True, kw_only=True)
+class Contribution:
+    """The fatbin entries of one kind and arch in one binary, summed."""
+
+    binary: str = field(metadata={"doc": "the binary, as wheel.whl!member"})
+    kind: str = field(metadata={"doc": "sass or ptx"})
+    arch: str = field(metadata={"doc": "sm_90a, compute_120, ..."})
+    stored: int = field(metadata={"doc": "bytes as stored in the binary (compressed or not)"})
+    uncompressed: int = field(metadata={"doc": "bytes once decompressed"})
+    compression: str = field(metadata={"doc": "none, lz4, zstd (several: comma-separated)"})
+    in_wheel: int | None = field(
+        default=None,
+        metadata={
+            "doc": "bytes they take in the wheel (deflated like the zip); measured when over budget"
+        },
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Lever:
+    """A change that makes the wheel smaller."""
+
+    change: str = field(metadata={"doc": "what to change, in matrix.yaml or flag terms"})
+    saves: int | None = field(
+        metadata={
+            "doc": "bytes it saves: of the wheel when measured (over budget), else of the binaries; null: unknown"
+        }
+    )
+    note: str = field(default="", metadata={"doc": "how the saving was found, or why unmeasured"})
+
+    @property
+    def saving(self) -> str:
+        """What it saves, as the summaries say it."""
+        return f"saves {format_size(self.saves)}" if self.saves is not None else "not measured"
+
+
+@dataclass(frozen=True, kw_only=True)
+class SizeCheck:
+    """A wheel against its size budget."""
+
+    wheel_size: int = field(metadata={"doc": "bytes of the wheel file"})
+    budget: int = field(metadata={"doc": "bytes allowed (size-budget / --size-budget)"})
+    over: bool = field(metadata={"doc": "the wheel is larger than the budget"})
+    contributions: tuple[Contribution, ...] = field(
+        metadata={"doc": "fatbin entries by binary, kind and arch, largest first"}
+    )
+    levers: tuple[Lever, ...] = field(metadata={"doc": "known ways to shrink it, largest first"})
+
+    def moved(self, old: Path, new: Path) -> SizeCheck:
+        """The same check, its binaries named after the wheel at *new* (staging → published)."""
+        return dataclasses.replace(
+            self,
+            contributions=tuple(
+                dataclasses.replace(c, binary=rename_wheel(c.binary, old, new))
+                for c in self.contributions
+            ),
+        )
+
+
+def contributions(binaries: Sequence[BinaryContents]) -> tuple[Contribution, ...]:
+    sums: dict[tuple[str, str, str], list[int]] = {}
+    kinds: dict[tuple[str, str, str], set[str]] = {}
+    for b in binaries:
+        for e in b.entries:
+            key = (b.path, e.kind, e.arch)
+            acc = sums.setdefault(key, [0, 0])
+            acc[0] += e.stored_size
+            acc[1] += e.size
+            kinds.setdefault(key, set()).add(e.compression)
+    found = [
+        Contribution(
+            binary=path,
+            kind=kind,
+            arch=arch,
+            stored=s,
+            uncompressed=u,
+            compression=", ".join(sorted(kinds[(path, kind, arch)])),
+        )
+        for (path, kind, arch), (s, u) in sums.items()
+    ]
+    return tuple(sorted(found, key=lambda c: (-c.stored, c.binary, c.kind, c.arch)))
+
+
+_Key = tuple[str, str, str]  # binary, kind, arch
+
+
+@dataclass(frozen=True)
+class _Cost:
+    """Bytes some entries take in the wheel now, and with each compression lever."""
+
+    now: int  # the stored bytes deflated, as the wheel's zip stores them
+    compress_all: int  # raw entries compressed with zstd's default level, as -compress-all does
+    size_mode: int | None  # every entry at zstd level 19, as --compress-mode=size; None: too big
+
+
+def measure(wheel: Path, binaries: Sequence[BinaryContents]) -> dict[_Key, _Cost]:
+    """What each entry costs in the wheel, measured in-process: raw entries are deflated (the
+    zip does the same), compressed ones cost their stored size; the compression levers are
+    estimated by compressing the payloads with zstd. On this machine's kernels the level-19
+    estimate matched nvcc 13.0's --compress-mode=size within 0.1% (docs/ci.md)."""
+    total = sum(e.size for b in binaries for e in b.entries)
+    costs: dict[_Key, list[int | None]] = {}
+    with zipfile.ZipFile(wheel) as zf:
+        for b in binaries:
+            if not b.entries:
+                continue
+            data = zf.read(member_path(b.path))
+            for e in b.entries:
+                payload = entry_payload(data, e, path=b.path)
+                raw = e.compression == "none"
+                now = len(zlib.compress(payload, ZIP_LEVEL)) if raw else e.stored_size
+                all_ = len(zstandard.ZstdCompressor(level=3).compress(payload)) if raw else now
+                size = (
+                    len(zstandard.ZstdCompressor(level=19).compress(payload))
+                    if total <= SIZE_MODE_LIMIT
+                    else None
+                )
+                acc = costs.setdefault((b.path, e.kind, e.arch), [0, 0, 0])
+                acc[0] = (acc[0] or 0) + now
+                acc[1] = (acc[1] or 0) + min(all_, now)
+                acc[2] = None if size is None or acc[2] is None else acc[2] + min(size, now)
+    return {
+        k: _Cost(now=v[0] or 0, compress_all=v[1] or 0, size_mode=v[2]) for k, v in costs.items()
+    }
+
+
+def levers(
+    parts: Sequence[Contribution],
+    toolkit: tuple[int, int],
+    nvcc_flags: Sequence[str],
+    costs: dict[_Key, _Cost] | None = None,
+) -> tuple[Lever, ...]:
+    """Every lever that applies, with what it saves: bytes of the wheel where *costs* were
+    measured, else bytes of the binaries. Which levers the *toolkit* release offers
+    (--compress-mode, family targets) is the release table's (configuration/releases.py)."""
+    found: list[Lever] = []
+    offers = releases.features(toolkit)
+
+    def cost(c: Contribution) -> int:
+        return costs[(c.binary, c.kind, c.arch)].now if costs else c.stored
+
+    how = (
+        "its entries as the wheel's zip stores them" if costs else "its stored size in the binaries"
+    )
+    by_arch: dict[tuple[str, str], int] = {}
+    for c in parts:
+        by_arch[(c.kind, c.arch)] = by_arch.get((c.kind, c.arch), 0) + cost(c)
+    for (kind, arch), size in by_arch.items():
+        label = "SASS" if kind == "sass" else "PTX"
+        found.append(Lever(change=f"drop {label} {arch} from the arch set", saves=size, note=how))
+    raw = [c for c in parts if c.compression == "none"]
+    if raw and "-Xfatbin=-compress-all" not in nvcc_flags:
+        saves = sum(costs[k].now - costs[k].compress_all for k in costs) if costs else None
+        note = f"{len(raw)} of {len(parts)} arch entries are stored uncompressed; "
+        note += (
+            "estimate: them at zstd's default level, in the zip" if costs else "rebuild to measure"
+        )
+        found.append(Lever(change="nvcc-flags: [-Xfatbin=-compress-all]", saves=saves, note=note))
+    if offers.compress_mode and not any(f.startswith("--compress-mode") for f in nvcc_flags):
+        sized = [v for v in (costs or {}).values() if v.size_mode is not None]
+        saves = (
+            sum(v.now - (v.size_mode or 0) for v in sized)
+            if costs and len(sized) == len(costs)
+            else None
+        )
+        measured = "estimate: every entry at zstd level 19, in the zip"
+        found.append(
+            Lever(
+                change="nvcc-flags: [--compress-mode=size]",
+                saves=saves,
+                note=f"CUDA >= {releases.first('compress_mode')}; "
+                + (measured if saves is not None else "rebuild to measure"),
+            )
+        )
+    sass: dict[str, int] = {}
+    for c in parts:
+        if c.kind == "sass":
+            sass[c.arch] = sass.get(c.arch, 0) + cost(c)
+    if offers.family_specific:
+        found += _family_levers(sass)
+    return tuple(sorted(found, key=lambda lv: -(lv.saves or 0)))
+
+
+def _family_levers(sass: dict[str, int]) -> list[Lever]:
+    """One family cubin instead of two or more of its members (SASS arch → bytes)."""
+    found = []
+    for family, members in releases.families().items():
+        present = {a: s for a, s in sass.items() if _family_member(a, members)}
+        if len(present) >= 2:
+            found.append(Lever(
+                change=f"build {family} instead of {' '.join(sorted(present))}",
+                saves=sum(present.values()) - max(present.values()),
+                note="one family cubin instead of one per GPU (estimate: the largest is kept)",
+            ))  # fmt: skip
+    return found
+
+
+def _family_member(code: str, members: tuple[int, ...]) -> bool:
+    """Whether a SASS arch (not an ``a`` one: those run on their own GPU only) is in a family."""
+    arch = Arch.from_code(code)
+    return arch is not None and arch.sm in members and arch.suffix != "a"
+
+
+def check_size(
+    *,
+    wheel_size: int,
+    budget: int,
+    binaries: Sequence[BinaryContents],
+    toolkit: tuple[int, int],
+    nvcc_flags: Sequence[str],
+    wheel: Path | None = None,
+) -> SizeCheck:
+    """The wheel against its budget. Over it, and given the *wheel*, what each entry costs in
+    the wheel and what each lever saves are measured (a few seconds for a large wheel)."""
+    parts = contributions(binaries)
+    over = wheel_size > budget
+    costs = measure(wheel, binaries) if over and wheel is not None else None
+    if costs:
+        parts = tuple(
+            sorted(
+                (
+                    dataclasses.replace(c, in_wheel=costs[(c.binary, c.kind, c.arch)].now)
+                    for c in parts
+                ),
+                key=lambda c: (-(c.in_wheel or 0), c.binary, c.kind, c.arch),
+            )
+        )
+    return SizeCheck(
+        wheel_size=wheel_size,
+        budget=budget,
+        over=over,
+        contributions=parts,
+        levers=levers(parts, toolkit, nvcc_flags, costs),
+    )
