@@ -4,8 +4,11 @@ missing, the bundled payload copied out of the checkout, and the small example p
 than one module builds. Import from here, never from a test module.
 
 Markers (pyproject.toml [tool.pytest.ini_options]; docs/testing.md says what each costs):
-``network`` and ``slow`` tests leave the default run and run in CI by name (.ci/run);
-``sweep`` tests (every torch release, multi-GB downloads) run only when asked for.
+``network`` (downloads: PyPI sdists, build isolation, CUDA 11.8) and ``slow`` (minutes each:
+torch environments) leave the default run and run in CI by name (.ci/run); ``sweep`` tests
+(every torch release, multi-GB CUDA torches) run only when asked for. A session-wide
+``--cache-dir`` for torch environments and toolkits is the ``shared_cache`` fixture
+(tests/integration/conftest.py).
 """
 
 from __future__ import annotations
@@ -23,6 +26,10 @@ from tests import REPO
 
 __all__ = [
     "REPO",
+    "TINY_ARCH_ENV",
+    "TINY_MATRIX",
+    "TINY_OP_CPP",
+    "TINY_PYPROJECT",
     "Run",
     "copy_kernels",
     "needs_local_torch_wheel",
