@@ -14,7 +14,7 @@ from wheelforge.binaries import abicheck, elf, reader, registry
 from wheelforge.binaries.facts import FATBINS, BinaryContents, WheelFacts
 from wheelforge.configuration.archs import ArchSet
 from wheelforge.foundation.errors import VerificationError
-from wheelforge.planning.plan import VariantPlan
+from wheelforge.planning.plan import LinkPlan, VariantPlan
 from wheelforge.toolchain import shims
 
 
@@ -43,41 +43,44 @@ def check_binary(binary: BinaryContents, arch_set: ArchSet) -> ArchCheck:
     )
 
 
-def extension_binaries(
-    binaries: Sequence[BinaryContents], plan: VariantPlan
-) -> list[BinaryContents]:
-    return [b for b in binaries if elf.is_member(b.path, plan.wheel.library_path)]
+def extension_binaries(binaries: Sequence[BinaryContents], link: LinkPlan) -> list[BinaryContents]:
+    """What the walk read of *link*'s shared object."""
+    return [b for b in binaries if elf.is_member(b.path, link.wheel_path)]
 
 
 def verify_binaries(binaries: Sequence[BinaryContents], plan: VariantPlan) -> list[ArchCheck]:
-    """Raise VerificationError naming the arch and the .so when an asked-for arch is missing."""
+    """Raise VerificationError naming the arch and the .so when an asked-for arch is missing
+    from a shared object that nvcc compiled a source of (one of C++ only owes none)."""
     arch_set = plan.variant.arch_set
-    if not any(step.rule == "nvcc" for step in plan.compile.steps):
-        return []
-    found = extension_binaries(binaries, plan)
-    if not found:
-        raise VerificationError(
-            f"variant {plan.variant.id}: the wheel has no {plan.wheel.library_path}; "
-            "the packing step lost it"
-        )
-    checks = [check_binary(b, arch_set) for b in found]
-    for check in checks:
-        if check.ok:
+    nvcc_objects = {step.object for step in plan.compile.steps if step.rule == "nvcc"}
+    checks = []
+    for link in plan.links:
+        if not nvcc_objects.intersection(link.objects):
             continue
-        missing = [f"SASS {a}" for a in check.missing_sass] + [
-            f"PTX {a}" for a in check.missing_ptx
-        ]
-        present = (
-            ", ".join(
-                [*sorted({e.arch for b in found if b.path == check.binary for e in b.entries})]
+        found = extension_binaries(binaries, link)
+        if not found:
+            raise VerificationError(
+                f"variant {plan.variant.id}: the wheel has no {link.wheel_path}; "
+                "the packing step lost it"
             )
-            or "no CUDA code at all"
-        )
-        raise VerificationError(
-            f"variant {plan.variant.id}: {plan.wheel.library_path} lacks {', '.join(missing)} "
-            f"asked for by arch set '{arch_set.name}' ({arch_set}); it carries {present}. "
-            "Check extension.nvcc-flags for -gencode/-arch flags that override the arch set"
-        )
+        for check in (check_binary(b, arch_set) for b in found):
+            checks.append(check)
+            if check.ok:
+                continue
+            missing = [f"SASS {a}" for a in check.missing_sass] + [
+                f"PTX {a}" for a in check.missing_ptx
+            ]
+            present = (
+                ", ".join(
+                    [*sorted({e.arch for b in found if b.path == check.binary for e in b.entries})]
+                )
+                or "no CUDA code at all"
+            )
+            raise VerificationError(
+                f"variant {plan.variant.id}: {link.wheel_path} lacks {', '.join(missing)} "
+                f"asked for by arch set '{arch_set.name}' ({arch_set}); it carries {present}. "
+                "Check the extension's nvcc-flags for -gencode/-arch flags that override the arch set"
+            )
     return checks
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -21,6 +21,7 @@ from wheelforge.foundation import fsutil, proc
 from wheelforge.packaging.wheel import source_date_epoch
 from wheelforge.planning import reproducible
 from wheelforge.planning.plan import VariantPlan
+from wheelforge.toolchain.headerlibs import HeaderLibrary
 
 SBOM_NAME = "sboms/wheelforge.cdx.json"  # PEP 770: any file name under .dist-info/sboms/
 BUILD_INFO_NAME = "wheelforge-build.json"
@@ -38,8 +39,10 @@ def build_info(plan: VariantPlan, read: Sequence[Path], *, epoch: int) -> dict[s
     """wheelforge's build info; *read* is every file the compiles read (sources and headers)."""
     folders = plan.compile.input_folders
     toolkit = plan.variant.toolkit
-    with open_elf_file(plan.link.library) as image:
-        library = contents_of(image)
+    libraries = []
+    for link in plan.links:
+        with open_elf_file(link.library) as image:
+            libraries.append(contents_of(image))
     name_of = reproducible.path_namer(folders)
     with ThreadPoolExecutor() as pool:  # ~1000 headers: hashlib and reads release the GIL
         inputs = dict(zip(map(name_of, read), pool.map(fsutil.sha256, read), strict=True))
@@ -52,12 +55,25 @@ def build_info(plan: VariantPlan, read: Sequence[Path], *, epoch: int) -> dict[s
         words = shlex.split(reproducible.path_free_text(text, spellings))
         return shlex.join(w for w in words if "-ffile-prefix-map=" not in w)
 
-    return {
+    def flags(index: int) -> dict[str, str]:
+        own = plan.compile.flag_sets[index]
+        return {
+            "cxx": free(own.cxx),
+            "cc": free(own.cc),
+            "nvcc": free(own.nvcc),
+            "ldflags": free(plan.links[index].ldflags),
+        }
+
+    several = len(plan.links) > 1
+    info: dict[str, object] = {
         "wheelforge": __version__,
         "source_date_epoch": epoch,
         "variant": plan.variant.id,
         "arch_set": str(plan.variant.arch_set),
-        "archs": {"sass": list(library.sass_archs), "ptx": list(library.ptx_archs)},
+        "archs": {
+            "sass": _union(lib.sass_archs for lib in libraries),
+            "ptx": _union(lib.ptx_archs for lib in libraries),
+        },
         "toolkit": {"release": str(toolkit.version), "build": toolkit.build},
         "host_compiler": compiler_version(plan.compile.cxx),
         "nvcc_host_compiler": compiler_version(plan.compile.nvcc_host),
@@ -66,15 +82,51 @@ def build_info(plan: VariantPlan, read: Sequence[Path], *, epoch: int) -> dict[s
         "target_version": list(plan.abi.target),
         "python_abi": plan.abi.abi_tag,
         "prefix_maps": sorted({name for _, name in folders}),
-        "flags": {
-            "cxx": free(plan.compile.cxx_flags),
-            "cc": free(plan.compile.cc_flags),
-            "nvcc": free(plan.compile.nvcc_flags),
-            "gencode": plan.compile.gencode,
-            "ldflags": free(plan.link.ldflags),
-        },
-        "inputs": dict(sorted(inputs.items())),
+        # One extension's flags here; with several, each one's under "extensions".
+        "flags": {"gencode": plan.compile.gencode}
+        if several
+        else {**flags(0), "gencode": plan.compile.gencode},
+        "extensions": [
+            {
+                "name": link.extension.name,
+                "role": link.role,
+                "path": link.wheel_path,
+                "archs": {"sass": list(lib.sass_archs), "ptx": list(lib.ptx_archs)},
+                **({"flags": flags(i)} if several else {}),
+            }
+            for i, (link, lib) in enumerate(zip(plan.links, libraries, strict=True))
+        ],
     }
+    if plan.compile.header_libraries:
+        info["header_libraries"] = [header_library(lib) for lib in plan.compile.header_libraries]
+    if plan.compile.generate:
+        info["generate"] = [
+            {"name": e.name, "command": free(shlex.join(e.command)), "outputs": len(e.outputs)}
+            for e in plan.compile.generate
+        ]
+    info["inputs"] = dict(sorted(inputs.items()))
+    return info
+
+
+def header_library(lib: HeaderLibrary) -> dict[str, object]:
+    """A header library as the build info records it (the SBOM names it from this)."""
+    out: dict[str, object] = {"name": lib.name, "origin": lib.origin, "version": lib.version}
+    for key, value in (
+        ("commit", lib.commit),
+        ("pinned", lib.pinned),
+        ("url", lib.url),
+        ("requirement", lib.requirement),
+        ("purl", lib.purl),
+        ("sha256", lib.digest),
+    ):
+        if value is not None:
+            out[key] = value
+    return out
+
+
+def _union(archs: Iterable[Sequence[str]]) -> list[str]:
+    """The archs of several shared objects, each once, in the order they first come."""
+    return list(dict.fromkeys(a for group in archs for a in group))
 
 
 def dist_info_files(

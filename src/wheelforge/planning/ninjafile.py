@@ -6,16 +6,23 @@ from __future__ import annotations
 
 import io
 import shlex
+import sys
 
 from ninja.ninja_syntax import Writer, escape
 
 from wheelforge.foundation import fsutil
 from wheelforge.planning.plan import VariantPlan
 
+# What runs a generate step (running/build/genstep.py): it gives the step its deadline, checks
+# that the declared outputs were written, and names the step in its one line on failure.
+GENSTEP = "wheelforge.running.build.genstep"
+
 
 def render(plan: VariantPlan) -> str:
     """The build.ninja text for one variant. Flags live in the rules, so ninja recompiles a
-    source when its command line changes, not only when a file does."""
+    source when its command line changes, not only when a file does. The first extension's
+    flags are the file's ``cxx_flags`` (and so on); another's are ``ext<N>_cxx_flags``, which
+    its compile steps take as their ``cxx_flags``."""
     buf = io.StringIO()
     # No wrapping: one command per line reads better. (ninja's stub types `output` as str.)
     w = Writer(buf, width=1 << 16)  # type: ignore[arg-type]
@@ -27,11 +34,14 @@ def render(plan: VariantPlan) -> str:
     launchers = plan.compile.launchers
     for name, words in (("cxx", launchers.cxx), ("cc", launchers.cc), ("cuda", launchers.cuda)):
         w.variable(f"{name}_launcher", escape(shlex.join(words)))
-    w.variable("cxx_flags", escape(plan.compile.cxx_flags))
-    w.variable("cc_flags", escape(plan.compile.cc_flags))
-    w.variable("nvcc_flags", escape(plan.compile.nvcc_flags))
-    w.variable("gencode", escape(plan.compile.gencode))
-    w.variable("ldflags", escape(plan.link.ldflags))
+    for index, (flags, link) in enumerate(zip(plan.compile.flag_sets, plan.links, strict=True)):
+        prefix = _prefix(index)
+        w.variable(f"{prefix}cxx_flags", escape(flags.cxx))
+        w.variable(f"{prefix}cc_flags", escape(flags.cc))
+        w.variable(f"{prefix}nvcc_flags", escape(flags.nvcc))
+        if index == 0:
+            w.variable("gencode", escape(plan.compile.gencode))
+        w.variable(f"{prefix}ldflags", escape(link.ldflags))
     w.variable("nvcc_launch", escape(_nvcc_launch(plan)))
     w.newline()
     w.rule(
@@ -57,20 +67,77 @@ def render(plan: VariantPlan) -> str:
         description="NVCC $in",
     )
     w.rule("link", "$cxx -shared -o $out $in $ldflags", description="LINK $out")
+    generated = _generate(w, plan)
     w.newline()
     path = plan.command_path  # the Writer escapes build paths itself
     preload = _preload(w, plan)
+    stamp = plan.compile.header_stamp
+    # Every compile depends on the header libraries' stamp (another commit recompiles) and
+    # waits for the generate steps (a source or header may be one of their outputs).
+    depends = [path(stamp.path)] if stamp is not None else []
     for step in plan.compile.steps:
         own = {"source_flags": escape(step.flags)}
+        if step.flag_set:
+            for rule in ("cxx", "cc", "nvcc"):
+                own[f"{rule}_flags"] = f"${_prefix(step.flag_set)}{rule}_flags"
         if step.gencode is not None:
             own["gencode"] = escape(step.gencode)
-        implicit = preload if step.rule == "nvcc" else None
-        w.build([path(step.object)], step.rule, [path(step.source)], implicit, variables=own)
-    # The version script is an input of the link: a change to it relinks.
-    objects = [path(s.object) for s in plan.compile.steps]
-    w.build([path(plan.link.library)], "link", objects, implicit=[path(plan.link.export_map)])
-    w.default([path(plan.link.library)])
+        implicit = [*(preload if step.rule == "nvcc" else []), *depends]
+        w.build(
+            [path(step.object)],
+            step.rule,
+            [path(step.source)],
+            implicit or None,
+            order_only=generated or None,
+            variables=own,
+        )
+    for index, link in enumerate(plan.links):
+        # The version script is an input of the link: a change to it relinks.
+        w.build(
+            [path(link.library)],
+            "link",
+            [path(o) for o in link.objects],
+            implicit=[path(link.export_map)],
+            variables={"ldflags": f"${_prefix(index)}ldflags"} if index else None,
+        )
+    w.default([path(link.library) for link in plan.links])
     return buf.getvalue()
+
+
+def _prefix(index: int) -> str:
+    """The prefix of an extension's flag variables: none for the first."""
+    return f"ext{index}_" if index else ""
+
+
+def _generate(w: Writer, plan: VariantPlan) -> list[str]:
+    """The generate steps' rule and edges; their outputs, which every compile waits for."""
+    edges = plan.compile.generate
+    if not edges:
+        return []
+    w.rule(
+        "generate",
+        f"{shlex.quote(sys.executable)} -m {GENSTEP} $genstep -- $command",
+        description="GENERATE $name",
+        restat=True,
+    )
+    outputs = []
+    path = plan.command_path  # as the compile steps name the same files: one ninja node each
+    for edge in edges:
+        written = [path(o) for o in edge.outputs]
+        args = ["--name", edge.name, "--folder", str(edge.folder), "--timeout", str(edge.timeout)]
+        args += [a for o in edge.outputs for a in ("--output", str(o))]
+        w.build(
+            written,
+            "generate",
+            implicit=[path(i) for i in edge.inputs] or None,
+            variables={
+                "name": edge.name,
+                "genstep": escape(shlex.join(args)),
+                "command": escape(shlex.join(edge.command)),
+            },
+        )
+        outputs += written
+    return outputs
 
 
 def _nvcc_launch(plan: VariantPlan) -> str:

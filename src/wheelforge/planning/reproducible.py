@@ -52,6 +52,12 @@ TORCH = "torch"  # torch's package folder: torch/include/..., torch/lib
 PYTHON_INCLUDE = "python/include"
 TOOLKIT = "cuda"
 TOOLKIT_HOST = "cuda-host"  # a provisioned toolkit's own host compiler and its headers
+HEADER_LIBRARIES = "header-libraries"  # header-libraries/cutlass/include/cute/...
+
+
+def header_library_name(name: str) -> str:
+    """What a header library's folder reads as in the binaries (and in the build info)."""
+    return f"{HEADER_LIBRARIES}/{name}"
 
 
 def prefix_maps(folders: dict[Path, str]) -> tuple[str, ...]:

@@ -22,14 +22,23 @@ from wheelforge.configuration.matrix.discovery import discover_packages
 from wheelforge.configuration.matrix.keys import (
     ARCH_SET_NAME_RE,
     CUDA_RE,
+    GENERATED_RE,
     MODULE_RE,
     PYTHON_ABI_RE,
     SOURCE_SUFFIXES,
 )
-from wheelforge.configuration.matrix.model import ExtensionConfig, Matrix, SourceSpec, TestsConfig
-from wheelforge.configuration.matrix.modelreader import KeyReader
+from wheelforge.configuration.matrix.model import (
+    ExtensionConfig,
+    GenerateStep,
+    HeaderLibraryConfig,
+    Matrix,
+    SourceSpec,
+    TestsConfig,
+)
+from wheelforge.configuration.matrix.modelreader import KeyReader, Section
 from wheelforge.configuration.matrix.packagereader import PackageReader
 from wheelforge.configuration.matrix.pyproject import project_for
+from wheelforge.configuration.matrix.steps import StepsReader
 from wheelforge.configuration.matrix.torchspec import (
     OLDEST_STABLE_TARGET,
     TorchSpec,
@@ -42,13 +51,14 @@ from wheelforge.foundation.errors import ConfigError
 OLDEST_PYTHON_MINOR = 10
 
 
-class MatrixReader(PackageReader):
+class MatrixReader(StepsReader, PackageReader):
     """Turns the node tree into the model, collecting problems."""
 
     def __init__(self, path: Path, display: str) -> None:
         super().__init__(yamlio.Problems(path, display), path.parent)
         self.path = path
         self.torch_read: tuple[yaml.Node, TorchSpec | None] | None = None
+        self.generated_refs = []
 
     def readers(self, model: type) -> Mapping[str, KeyReader]:
         """The keys whose conversion is special; the rest (summary, license, module-init, a
@@ -62,8 +72,11 @@ class MatrixReader(PackageReader):
                 "python_abi": self.python_abi,
                 "tests": self.tests,
                 "cuda": self.cuda,
-                "size_budget": self.parsed(lambda text, w: parse_size(text, where=w)),
+                "size_budget": self.size,
                 "compile_cache": self.scalar,  # its values: settings.py, with the environment's
+                "extensions": self.section_list(ExtensionConfig),
+                "header_libraries": self.section_list(HeaderLibraryConfig),
+                "generate": self.section_list(GenerateStep),
             }
         if model is ExtensionConfig:
             return {
@@ -72,7 +85,8 @@ class MatrixReader(PackageReader):
                     "must be a module name, e.g. 'mypkg._C' (or 'mypkg_cuda' at the top level)",
                 ),
                 "sources": self.sources,
-                "include_dirs": self.checked_list(self.folder),
+                "include_dirs": self.checked_list(self.include_folder),
+                "size_budget": self.size,
                 "cxx_flags": self.flag_list,
                 "nvcc_flags": self.flag_list,
                 "link_flags": self.flag_list,
@@ -90,10 +104,25 @@ class MatrixReader(PackageReader):
             }
         return super().readers(model)
 
+    def size(self, node: yaml.Node, where: str) -> int | None:
+        return self.parsed(lambda text, w: parse_size(text, where=w))(node, where)
+
+    def include_folder(self, node: yaml.Node, value: str, where: str) -> Path | None:
+        """A folder of the project, or ``{step}`` (a generate step's output folder, checked
+        against the steps once all are read): kept relative, as written."""
+        if GENERATED_RE.match(value):
+            return Path(value)
+        return self.folder(node, value, where)
+
     def sources(self, node: yaml.Node, where: str) -> tuple[SourceSpec, ...] | None:
-        """Each glob must match files, all of them sources; None if none is good."""
+        """Each glob must match files, all of them sources; None if none is good. A glob of a
+        generate step's outputs (``{step}/GLOB``) is checked once the steps are read."""
         out = []
         for item, pattern, archs in self.source_entries(node, where):
+            if GENERATED_RE.match(pattern):
+                self.generated_refs.append((item, pattern, where))
+                out.append(SourceSpec(pattern=pattern, archs=archs))
+                continue
             if Path(pattern).is_absolute():
                 self.problems.add(
                     item, f"{where}: '{pattern}' must be relative to {self.problems.display}"
@@ -275,6 +304,41 @@ class MatrixReader(PackageReader):
             self.problems.add(node, f"{where} must contain {{path}}, where the test folder goes")
         return words or None
 
+    def extension_list(self, node: yaml.Node, read: Section) -> tuple[ExtensionConfig, ...]:
+        """``extension`` (one) or ``extensions`` (a list), never both: what goes into the
+        model's ``extensions``. Two of them may not share a name nor land at one path."""
+        one, many = read.values.get("extension"), read.values.get("extensions")
+        if "extension" in read.items and "extensions" in read.items:
+            self.problems.add(
+                read.items["extensions"][0],
+                "the top level has both 'extension' and 'extensions'; write one extension under "
+                "'extension', or every one of them as a list under 'extensions'",
+            )
+            return ()
+        if "extension" not in read.items and "extensions" not in read.items:
+            self.problems.add(
+                node,
+                "the top level needs 'extensions' (a list of shared objects) or 'extension' (one)",
+            )
+            return ()
+        found: tuple[ExtensionConfig, ...] = (one,) if one is not None else (many or ())
+        if "extensions" in read.items and not many and not self.problems.items:
+            self.problems.add(
+                read.items["extensions"][1], "extensions is empty; list at least one extension"
+            )
+        seen: dict[str, int] = {}
+        for i, extension in enumerate(found):
+            wheel_path = extension.wheel_path(extension.leaf)
+            if wheel_path in seen:
+                self.problems.add(
+                    read.items["extensions"][1],
+                    f"extensions[{i}]: '{extension.name}' lands where extensions[{seen[wheel_path]}] "
+                    f"does ({wheel_path}.*); give each shared object its own name",
+                )
+            seen.setdefault(wheel_path, i)
+        read.values["extensions"] = found
+        return found
+
     def read(self, node: yaml.Node | None) -> Matrix:
         if node is None:
             raise ConfigError(f"{self.problems.display} is empty; see docs/matrix.md for its keys")
@@ -297,19 +361,25 @@ class MatrixReader(PackageReader):
             self.problems.add(
                 node, "the top level needs 'package' (or a pyproject.toml with [project])"
             )
-        package, extension = read.values.get("package"), read.values.get("extension")
-        if package is not None and extension is not None and not package.packages:
-            package = dataclasses.replace(
-                package, packages=discover_packages(self.root, extension.name)
-            )
+        extensions = self.extension_list(node, read)
+        package = read.values.get("package")
+        if package is not None and extensions and not package.packages:
+            names = [e.name for e in extensions]
+            package = dataclasses.replace(package, packages=discover_packages(self.root, *names))
             read.values["package"] = package
-        if package is not None and extension is not None and "." in extension.name:
+        key = "extension" if "extension" in read.items else "extensions"
+        for i, extension in enumerate(extensions):
+            if package is None or "." not in extension.name:
+                continue
             top = extension.name.split(".", 1)[0]
             if top not in {p.name for p in package.packages}:
+                where = "extension" if key == "extension" else f"extensions[{i}]"
                 self.problems.add(
-                    read.items["extension"][1],
-                    f"extension.name '{extension.name}' is not inside any of package.packages ({', '.join(p.name for p in package.packages) or 'none'}); put the module in one of them",
+                    read.items[key][1],
+                    f"{where}.name '{extension.name}' is not inside any of package.packages ({', '.join(p.name for p in package.packages) or 'none'}); put the module in one of them",
                 )
+        self.check_steps(read, extensions)
+        self.check_header_libraries(read)
         variants = read.values.get("wheel_variants")
         problem = variants.null_problem(read.values.get("arch_sets") or ()) if variants else None
         if problem is not None:
