@@ -104,7 +104,7 @@ def test_an_import_check_success_is_cached_by_the_wheels_bytes(
         wheel=dataclasses.replace(plan.wheel, library_path="pkg/mod.py"),
     )
     plan.build_dir.mkdir(parents=True)
-    wheel = _wheel(tmp_path, plan.wheel.library_path, "x = 1\n")
+    wheel = _wheel(tmp_path, plan.links[0].wheel_path, "x = 1\n")
     calls: list[Path] = []
     real = warmtorch.import_module
 
@@ -120,7 +120,7 @@ def test_an_import_check_success_is_cached_by_the_wheels_bytes(
     (watched / "new-package").mkdir()  # a package installed: the torch may differ now
     importcheck.check_import(wheel, plan, cache_dir=cache)
     assert len(calls) == 2
-    broken = _wheel(tmp_path, plan.wheel.library_path, "raise ImportError('boom')\n")
+    broken = _wheel(tmp_path, plan.links[0].wheel_path, "raise ImportError('boom')\n")
     for _ in range(2):  # a failure is never cached
         with pytest.raises(VerificationError, match="ImportError: boom"):
             importcheck.check_import(broken, plan, cache_dir=cache)

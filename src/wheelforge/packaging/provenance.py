@@ -16,6 +16,7 @@ from pathlib import Path
 
 from wheelforge import __version__
 from wheelforge.binaries.elf import open_elf_file
+from wheelforge.binaries.facts import BinaryContents
 from wheelforge.binaries.inspection import contents_of
 from wheelforge.foundation import fsutil, proc
 from wheelforge.packaging.wheel import source_date_epoch
@@ -39,21 +40,9 @@ def build_info(plan: VariantPlan, read: Sequence[Path], *, epoch: int) -> dict[s
     """wheelforge's build info; *read* is every file the compiles read (sources and headers)."""
     folders = plan.compile.input_folders
     toolkit = plan.variant.toolkit
-    libraries = []
-    for link in plan.links:
-        with open_elf_file(link.library) as image:
-            libraries.append(contents_of(image))
-    name_of = reproducible.path_namer(folders)
-    with ThreadPoolExecutor() as pool:  # ~1000 headers: hashlib and reads release the GIL
-        inputs = dict(zip(map(name_of, read), pool.map(fsutil.sha256, read), strict=True))
-    # The flags name project folders relative to the build folder (../..): those spellings too.
-    spellings = (*folders, *reproducible.spelled(dict(folders), plan.command_path).items())
-
-    def free(text: str) -> str:
-        # The prefix maps are listed once, by name: their order follows the folders' path
-        # lengths, which differ between machines while the binaries do not.
-        words = shlex.split(reproducible.path_free_text(text, spellings))
-        return shlex.join(w for w in words if "-ffile-prefix-map=" not in w)
+    libraries = [_contents(link.library) for link in plan.links]
+    inputs = _hashed(read, reproducible.path_namer(folders))
+    free = _path_free(plan)
 
     def flags(index: int) -> dict[str, str]:
         own = plan.compile.flag_sets[index]
@@ -65,6 +54,16 @@ def build_info(plan: VariantPlan, read: Sequence[Path], *, epoch: int) -> dict[s
         }
 
     several = len(plan.links) > 1
+    extensions = [
+        {
+            "name": link.extension.name,
+            "role": link.role,
+            "path": link.wheel_path,
+            "archs": {"sass": list(lib.sass_archs), "ptx": list(lib.ptx_archs)},
+            **({"flags": flags(i)} if several else {}),
+        }
+        for i, (link, lib) in enumerate(zip(plan.links, libraries, strict=True))
+    ]
     info: dict[str, object] = {
         "wheelforge": __version__,
         "source_date_epoch": epoch,
@@ -86,16 +85,7 @@ def build_info(plan: VariantPlan, read: Sequence[Path], *, epoch: int) -> dict[s
         "flags": {"gencode": plan.compile.gencode}
         if several
         else {**flags(0), "gencode": plan.compile.gencode},
-        "extensions": [
-            {
-                "name": link.extension.name,
-                "role": link.role,
-                "path": link.wheel_path,
-                "archs": {"sass": list(lib.sass_archs), "ptx": list(lib.ptx_archs)},
-                **({"flags": flags(i)} if several else {}),
-            }
-            for i, (link, lib) in enumerate(zip(plan.links, libraries, strict=True))
-        ],
+        "extensions": extensions,
     }
     if plan.compile.header_libraries:
         info["header_libraries"] = [header_library(lib) for lib in plan.compile.header_libraries]
@@ -106,6 +96,32 @@ def build_info(plan: VariantPlan, read: Sequence[Path], *, epoch: int) -> dict[s
         ]
     info["inputs"] = dict(sorted(inputs.items()))
     return info
+
+
+def _path_free(plan: VariantPlan) -> Callable[[str], str]:
+    """A command line without the folders it names (by their names) and without the prefix
+    maps: they are listed once, by name, as their order follows the folders' path lengths,
+    which differ between machines while the binaries do not."""
+    folders = plan.compile.input_folders
+    # The flags name project folders relative to the build folder (../..): those spellings too.
+    spellings = (*folders, *reproducible.spelled(dict(folders), plan.command_path).items())
+
+    def free(text: str) -> str:
+        words = shlex.split(reproducible.path_free_text(text, spellings))
+        return shlex.join(w for w in words if "-ffile-prefix-map=" not in w)
+
+    return free
+
+
+def _contents(library: Path) -> BinaryContents:
+    with open_elf_file(library) as image:
+        return contents_of(image)
+
+
+def _hashed(read: Sequence[Path], name_of: Callable[[Path], str]) -> dict[str, str]:
+    """Each file read, by its path-free name, and its sha256."""
+    with ThreadPoolExecutor() as pool:  # ~1000 headers: hashlib and reads release the GIL
+        return dict(zip(map(name_of, read), pool.map(fsutil.sha256, read), strict=True))
 
 
 def header_library(lib: HeaderLibrary) -> dict[str, object]:

@@ -6,20 +6,18 @@ build calls it again with torch's confirmed answer, the twin with its own inputs
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import shlex
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from wheelforge.configuration import abi as abis
-from wheelforge.configuration.archs import ArchSpec
 from wheelforge.configuration.matrix.keys import GENERATED_RE
-from wheelforge.configuration.matrix.model import ExtensionConfig, GenerateStep, Matrix
+from wheelforge.configuration.matrix.model import ExtensionConfig
 from wheelforge.configuration.settings import BuildSettings
-from wheelforge.foundation.errors import ConfigError, EnvironmentProblem
-from wheelforge.planning import parallelism, reproducible
+from wheelforge.foundation.errors import EnvironmentProblem
+from wheelforge.planning import compilesteps, generate, parallelism, reproducible
 from wheelforge.planning.abi import Rel
 from wheelforge.planning.abi import flavour as abi_flavour
 from wheelforge.planning.plan import (
@@ -28,10 +26,8 @@ from wheelforge.planning.plan import (
     CompileStep,
     FlagSet,
     GeneratedFile,
-    GenerateEdge,
     LinkPlan,
     PlanInputs,
-    Rule,
     VariantPlan,
     WheelPlan,
     wheel_version,
@@ -41,48 +37,6 @@ from wheelforge.toolchain import compilecache, envs, headerlibs, toolkit, torchp
 from wheelforge.toolchain.compilecache import CompileCache
 from wheelforge.toolchain.headerlibs import HeaderLibrary
 from wheelforge.toolchain.torchprobe import TorchEnv
-
-_RULES: dict[str, Rule] = {".cu": "nvcc", ".cpp": "cxx", ".cc": "cxx", ".cxx": "cxx", ".c": "cc"}
-
-
-def _sources(
-    matrix: Matrix, ext: ExtensionConfig, generated: Callable[[str], Path]
-) -> dict[Path, tuple[ArchSpec, ...] | None]:
-    """Every source of *ext* and its arch limits; an entry with ``archs`` wins over a plain
-    glob. A glob of a generate step's outputs (``{step}/GLOB``) matches its declared outputs
-    in *generated*'s folder for it: they do not exist before the step runs."""
-    found: dict[Path, tuple[ArchSpec, ...] | None] = {}
-    limited_by: dict[Path, str] = {}
-    for spec in ext.sources:
-        if (ref := GENERATED_RE.match(spec.pattern)) is not None:
-            step = matrix.step(ref[1])
-            outputs = fnmatch.filter(step.outputs, ref[2] or "*") if step else []
-            matches = [generated(ref[1]) / name for name in sorted(outputs)]
-        else:
-            matches = sorted(p.resolve() for p in matrix.root.glob(spec.pattern) if p.is_file())
-        if not matches:
-            raise ConfigError(f"{matrix.path}: extension.sources: '{spec.pattern}' matches no file")
-        for m in matches:
-            if spec.archs is None:
-                found.setdefault(m, None)
-                continue
-            if m in limited_by and limited_by[m] != spec.pattern:
-                raise ConfigError(
-                    f"{matrix.path}: extension.sources: {m.name} is limited by both '{limited_by[m]}' and "
-                    f"'{spec.pattern}'; give each source one arch limit"
-                )
-            limited_by[m] = spec.pattern
-            found[m] = spec.archs
-    return found
-
-
-def _object_name(source: Path, root: Path) -> str:
-    """The source's path in the project (its object's name, and its seed name)."""
-    try:
-        rel = source.relative_to(root)
-    except ValueError:
-        rel = Path("_abs", *source.parts[1:])
-    return rel.as_posix()
 
 
 def _module_init(ext: ExtensionConfig, gen: Path) -> GeneratedFile | None:
@@ -214,76 +168,6 @@ def _link_flags(
     ]
 
 
-_StepKey = tuple[Path, str, str, str | None]  # source, rule, its flags, its -gencode
-
-
-class _Steps:
-    """The compile steps of every extension: a source two extensions compile with the same
-    flags and -gencode is compiled once (the first one's object), otherwise each extension's
-    objects lie in a folder of its own (objects of different extensions never collide)."""
-
-    def __init__(self, variant: Variant, matrix: Matrix, build_dir: Path, gen: Path) -> None:
-        self.variant, self.matrix, self.build_dir, self.gen = variant, matrix, build_dir, gen
-        self.steps: list[CompileStep] = []
-        self.left_out: list[Path] = []
-        self.by_key: dict[_StepKey, CompileStep] = {}
-
-    def add(
-        self,
-        index: int,
-        sources: dict[Path, tuple[ArchSpec, ...] | None],
-        flags: FlagSet,
-        objects: Path,
-    ) -> list[Path]:
-        """The steps of extension *index* (its objects under *objects*), and its objects, one
-        per source, each with the -gencode flags it compiles with (the one place they are
-        decided); a limited source with no arch in common with the arch set is left out."""
-        linked = []
-        variant = self.variant
-        for source, limits in sources.items():
-            rule = _RULES[source.suffix]
-            limited = (
-                variant.arch_set.limit(limits) if limits is not None and rule == "nvcc" else None
-            )
-            if limited is not None and not limited.specs:
-                if source not in self.left_out:
-                    self.left_out.append(source)
-                continue
-            gencode = shlex.join(limited.gencode_flags()) if limited is not None else None
-            key = (source, rule, getattr(flags, rule), gencode)
-            if (known := self.by_key.get(key)) is not None:
-                linked.append(known.object)
-                continue
-            name = _object_name(source, self._root_of(source))
-            seeds = (
-                reproducible.nvcc_source_flags(name, variant.toolkit.version)
-                if rule == "nvcc"
-                else reproducible.host_source_flags(name)
-            )
-            step = CompileStep(
-                source=source,
-                object=objects / (name + ".o"),
-                rule=rule,
-                arch_set=limited,
-                gencode=gencode,
-                flags=shlex.join(seeds),
-                flag_set=index,
-            )
-            self.by_key[key] = step
-            self.steps.append(step)
-            linked.append(step.object)
-        return linked
-
-    def _root_of(self, source: Path) -> Path:
-        """What an object is named relative to: the generated files' folder, the build folder
-        (a generate step's output), else the project."""
-        if source.is_relative_to(self.gen):
-            return self.gen
-        if source.is_relative_to(self.build_dir):
-            return self.build_dir
-        return self.matrix.root
-
-
 def export_map(ext: ExtensionConfig) -> str:
     """A linker version script that exports ``PyInit_<leaf>`` of a module and nothing else (a
     library exports nothing: torch.ops.load_library runs its registrations as it loads).
@@ -297,47 +181,6 @@ def export_map(ext: ExtensionConfig) -> str:
         "/* Generated by wheelforge: the extension module's only export. */\n"
         f"{{\n  global:\n    PyInit_{ext.leaf};\n  local:\n    *;\n}};\n"
     )
-
-
-def _generate_edges(
-    inputs: PlanInputs, build_dir: Path
-) -> tuple[tuple[GenerateEdge, ...], Callable[[str], Path]]:
-    """The generate steps as ninja edges, and each step's output folder by name."""
-    matrix = inputs.matrix
-
-    def folder(name: str) -> Path:
-        return build_dir / "generated" / name
-
-    def fill(word: str, step: GenerateStep) -> str:
-        values = {
-            "python": str(inputs.python or sys.executable),
-            "project": str(matrix.root.resolve()),
-            "out": str(folder(step.name)),
-            **{s.name: str(folder(s.name)) for s in matrix.generate},
-        }
-        for name, value in values.items():
-            word = word.replace(f"{{{name}}}", value)
-        return word
-
-    edges = []
-    for step in matrix.generate:
-        read: list[Path] = []
-        for pattern in step.inputs:
-            if (ref := GENERATED_RE.match(pattern)) is not None:
-                read.append(folder(ref[1]) / (ref[2] or ""))
-            else:
-                read += sorted(p.resolve() for p in matrix.root.glob(pattern) if p.is_file())
-        edges.append(
-            GenerateEdge(
-                name=step.name,
-                command=tuple(fill(w, step) for w in step.run),
-                folder=folder(step.name),
-                inputs=tuple(read),
-                outputs=tuple(folder(step.name) / o for o in step.outputs),
-                timeout=step.timeout,
-            )
-        )
-    return tuple(edges), folder
 
 
 def _include_folders(
@@ -363,6 +206,51 @@ def _nvcc_threads(inputs: PlanInputs, variant: Variant, steps: Sequence[CompileS
     )
 
 
+def _tools(inputs: PlanInputs, variant: Variant, nvcc_host: str) -> dict[str, Any]:
+    """The compilers of a CompilePlan and what runs in front of them."""
+    return {
+        "cxx": inputs.compilers.cxx,
+        "cc": inputs.compilers.cc,
+        "nvcc": variant.toolkit.nvcc,
+        "nvcc_host": nvcc_host,
+        "launchers": compilecache.launchers(inputs.compile_cache, inputs.compilers.launchers),
+        "compile_cache": inputs.compile_cache,
+    }
+
+
+class _Extension:
+    """Where one extension's files lie in the build folder: with several extensions, each in
+    folders of its own; a matrix with one keeps the layout it had (gen/, obj/, the library at
+    the top)."""
+
+    def __init__(self, ext: ExtensionConfig, gen: Path, build: Path, *, several: bool) -> None:
+        self.ext, self.build, self.several = ext, build, several
+        self.gen = gen / ext.name if several else gen
+        self.objects = build / "obj" / ext.name if several else build / "obj"
+        self.exports = self.gen / "exports.map"
+
+    def generated(self) -> list[GeneratedFile]:
+        """Its linker version script, and the ``PyInit_<leaf>`` of a module that does not
+        define its own (a source of it)."""
+        out = [GeneratedFile(path=self.exports, text=export_map(self.ext))]
+        init = _module_init(self.ext, self.gen)
+        return [init, *out] if init is not None else out
+
+    def link(self, abi: AbiFlavour, objects: Sequence[Path], ldflags: str) -> LinkPlan:
+        ext = self.ext
+        filename = f"{ext.leaf}{abi.module_suffix if ext.kind == 'module' else '.so'}"
+        return LinkPlan(
+            extension=ext,
+            objects=tuple(objects),
+            ldflags=ldflags,
+            library=self.build / "lib" / ext.wheel_path(filename)
+            if self.several
+            else self.build / filename,
+            export_map=self.exports,
+            wheel_path=ext.wheel_path(filename),
+        )
+
+
 def make_plan(
     inputs: PlanInputs, variant: Variant, torch: TorchEnv, *, weak_header: str, nvcc_host: str
 ) -> VariantPlan:
@@ -374,57 +262,47 @@ def make_plan(
     weak = GeneratedFile(path=gen / "wheelforge_weak_shims.h", text=weak_header)
     rel: Rel = reproducible.spelling(build_dir, matrix.root.resolve(), variant.toolkit.version)
     abi = abi_flavour(matrix, torch, weak, rel)
-    edges, generated_folder = _generate_edges(inputs, build_dir)
+    edges, generated_folder = generate.edges(inputs, build_dir)
     libraries = inputs.header_libraries
     generated = [*abi.generated]
     preload = _fixed_pid(variant, gen)
     stamp = header_stamp(libraries, gen)
     generated += [g for g in (preload, stamp) if g is not None]
-    folders = reproducible.input_folders(matrix.root.resolve(), build_dir, torch, variant.toolkit)
-    for lib in libraries:  # deeper than the project when it lies in it: named after itself
-        folders[lib.root] = reproducible.header_library_name(lib.name)
+    folders = reproducible.input_folders(
+        matrix.root.resolve(), build_dir, torch, variant.toolkit, libraries
+    )
     maps = reproducible.prefix_maps(reproducible.spelled(folders, rel))
-    several = len(matrix.extensions) > 1
-    steps = _Steps(variant, matrix, build_dir, gen)
+    steps = compilesteps.Steps(variant, matrix, build_dir, gen)
     flag_sets, links = [], []
     for index, ext in enumerate(matrix.extensions):
-        # With several extensions each has folders of its own; one keeps the layout it had.
-        own_gen = gen / ext.name if several else gen
-        sources = _sources(matrix, ext, generated_folder)
-        init = _module_init(ext, own_gen)
-        if init is not None:
-            generated.append(init)
-            sources[init.path] = None
-        exports = GeneratedFile(path=own_gen / "exports.map", text=export_map(ext))
-        generated.append(exports)
+        own = _Extension(ext, gen, build_dir, several=len(matrix.extensions) > 1)
+        sources = compilesteps.sources(matrix, ext, generated_folder)
+        own_files = own.generated()
+        generated += own_files
+        sources |= {f.path: None for f in own_files if f.path.suffix == ".c"}
+        includes = _include_folders(ext, libraries, generated_folder)
         flags = _compile_flags(
-            abi,
-            variant,
-            ext,
-            torch,
-            nvcc_host=nvcc_host,
-            rel=rel,
-            maps=maps,
-            includes=_include_folders(ext, libraries, generated_folder),
+            abi, variant, ext, torch, nvcc_host=nvcc_host, rel=rel, maps=maps, includes=includes
         )
         flag_sets.append(flags)
-        objects = steps.add(
-            index, sources, flags, build_dir / "obj" / ext.name if several else build_dir / "obj"
-        )
-        suffix = abi.module_suffix if ext.kind == "module" else ".so"
-        filename = f"{ext.leaf}{suffix}"
-        links.append(
-            LinkPlan(
-                extension=ext,
-                objects=tuple(objects),
-                ldflags=shlex.join(_link_flags(abi, variant, ext, torch, exports.path)),
-                library=build_dir / "lib" / ext.wheel_path(filename)
-                if several
-                else build_dir / filename,
-                export_map=exports.path,
-                wheel_path=ext.wheel_path(filename),
-            )
-        )
+        objects = steps.add(index, sources, flags, own.objects)
+        ldflags = _link_flags(abi, variant, ext, torch, own.exports)
+        links.append(own.link(abi, objects, shlex.join(ldflags)))
+    compile_plan = CompilePlan(
+        **_tools(inputs, variant, nvcc_host),
+        flag_sets=tuple(flag_sets),
+        gencode=shlex.join(variant.arch_set.gencode_flags()),
+        steps=tuple(steps.steps),
+        left_out=tuple(steps.left_out),
+        generated=tuple(generated),
+        generate=edges,
+        header_libraries=libraries,
+        header_stamp=stamp,
+        nvcc_preload=preload.path.with_suffix(".so") if preload else None,
+        input_folders=tuple(folders.items()),
+        jobs=inputs.jobs,
+        nvcc_threads=_nvcc_threads(inputs, variant, steps.steps),
+    )
     return VariantPlan(
         variant=variant,
         torch=torch,
@@ -433,26 +311,7 @@ def make_plan(
         matrix_path=matrix.path,
         build_dir=build_dir,
         out_dir=inputs.out_dir,
-        compile=CompilePlan(
-            cxx=inputs.compilers.cxx,
-            cc=inputs.compilers.cc,
-            nvcc=variant.toolkit.nvcc,
-            nvcc_host=nvcc_host,
-            launchers=compilecache.launchers(inputs.compile_cache, inputs.compilers.launchers),
-            compile_cache=inputs.compile_cache,
-            flag_sets=tuple(flag_sets),
-            gencode=shlex.join(variant.arch_set.gencode_flags()),
-            steps=tuple(steps.steps),
-            left_out=tuple(steps.left_out),
-            generated=tuple(generated),
-            generate=edges,
-            header_libraries=libraries,
-            header_stamp=stamp,
-            nvcc_preload=preload.path.with_suffix(".so") if preload else None,
-            input_folders=tuple(folders.items()),
-            jobs=inputs.jobs,
-            nvcc_threads=_nvcc_threads(inputs, variant, steps.steps),
-        ),
+        compile=compile_plan,
         links=tuple(links),
         wheel=WheelPlan(
             package=matrix.package,

@@ -112,10 +112,7 @@ def _build_variant(
         plan, steps, cache_stats = _compile(plan, inputs, settings)
         compiled = [s for s in steps if s in ("CXX", "CC", "NVCC")]
         generated = steps.count(ninja.GENERATE)
-        counted = f"compiled {len(compiled)} of {len(plan.compile.steps)} sources"
-        if generated:
-            counted += f", ran {generated} of {len(plan.compile.generate)} generate steps"
-        log.info(f"  {counted if compiled or generated else 'nothing to compile: up to date'}")
+        log.info(f"  {_compiled_words(plan, len(compiled), generated)}")
 
     contents = wheel.contents(plan, repair.build_platform(), reuse.dist_info_files(plan))
     digest = contents.digest()
@@ -179,6 +176,15 @@ def _shared_objects(
             )
         )
     return tuple(out)
+
+
+def _compiled_words(plan: VariantPlan, compiled: int, generated: int) -> str:
+    if not compiled and not generated:
+        return "nothing to compile: up to date"
+    words = f"compiled {compiled} of {len(plan.compile.steps)} sources"
+    if generated:
+        words += f", ran {generated} of {len(plan.compile.generate)} generate steps"
+    return words
 
 
 def _reuse(
