@@ -59,7 +59,10 @@ def test_nvcc_seeds_only_where_nvcc_has_them() -> None:
 
 def test_plan_flags_map_every_input_folder(project: Project, tmp_path: Path) -> None:
     plan = plan_for(load_matrix(project()), tmp_path)
-    cxx, nvcc = shlex.split(plan.compile.flag_sets[0].cxx), shlex.split(plan.compile.flag_sets[0].nvcc)
+    cxx, nvcc = (
+        shlex.split(plan.compile.flag_sets[0].cxx),
+        shlex.split(plan.compile.flag_sets[0].nvcc),
+    )
     # The commands name the project relative to the build folder, and so do its maps: no map
     # holds the folder a clone lies in (a compile cache hits from any checkout); folders outside
     # the project (the toolkit) keep absolute maps. The build folder's own files need none.

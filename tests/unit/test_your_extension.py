@@ -76,7 +76,10 @@ def test_the_link_exports_only_pyinit_and_sources_keep_default_visibility(
     assert "global:\n    PyInit__C;\n  local:\n    *;" in exports.text
     assert f"-Wl,--version-script={exports.path}" in shlex.split(plan.links[0].ldflags)
     assert (
-        "visibility" not in plan.compile.flag_sets[0].cxx + plan.compile.flag_sets[0].cc + plan.compile.flag_sets[0].nvcc
+        "visibility"
+        not in plan.compile.flag_sets[0].cxx
+        + plan.compile.flag_sets[0].cc
+        + plan.compile.flag_sets[0].nvcc
     )
 
 
