@@ -48,6 +48,18 @@ def extension_binaries(binaries: Sequence[BinaryContents], link: LinkPlan) -> li
     return [b for b in binaries if elf.is_member(b.path, link.wheel_path)]
 
 
+def owed_archs(binary: BinaryContents, plan: VariantPlan) -> ArchSet:
+    """The archs *binary* must carry: the arch set's, unless it is a shared object of the plan
+    that no nvcc compile went into (C++ only: it owes none)."""
+    nvcc_objects = {step.object for step in plan.compile.steps if step.rule == "nvcc"}
+    for link in plan.links:
+        if elf.is_member(binary.path, link.wheel_path) and not nvcc_objects.intersection(
+            link.objects
+        ):
+            return ArchSet(plan.variant.arch_set.name, ())
+    return plan.variant.arch_set
+
+
 def verify_binaries(binaries: Sequence[BinaryContents], plan: VariantPlan) -> list[ArchCheck]:
     """Raise VerificationError naming the arch and the .so when an asked-for arch is missing
     from a shared object that nvcc compiled a source of (one of C++ only owes none)."""
@@ -129,11 +141,10 @@ def verify_wheel(wheel_path: Path, plan: VariantPlan) -> WheelVerification:
     verify_binaries(binaries, plan)
     # Named by the wheel's file name: the staging folder is gone when the error is read.
     abicheck.require_clean(checks, prefix=f"variant {plan.variant.id}: ", wheel=wheel_path)
-    arch_set = plan.variant.arch_set
     symbols_read = {b.name for b in wheel.binaries if b.symbols is not None}
     return WheelVerification(
         binaries=binaries,
-        arch_checks=tuple(check_binary(b, arch_set) for b in binaries),
+        arch_checks=tuple(check_binary(b, owed_archs(b, plan)) for b in binaries),
         # The stable-ABI checks: of the binaries whose symbols the rules read (none for the
         # unstable ABI, whose report says "not-checked").
         abi_checks=tuple(c for c in checks if c.path in symbols_read),

@@ -44,8 +44,8 @@ def binary_tables(v: VariantResult) -> list[Table]:
     not a column."""
     tables = []
     for b, check in zip(v.binaries, v.arch_checks, strict=True):
-        if not b.entries and not v.arch_set.specs:
-            continue
+        if not b.entries and not check.missing_sass and not check.missing_ptx:
+            continue  # no CUDA code, and none owed (a C++-only shared object)
         table = Table(title=f"{v.variant_id}: {short_path(b)}", title_justify="left")
         for column in ("kind", "arch", "stored", "uncompressed", "status"):
             table.add_column(
