@@ -91,7 +91,11 @@ def build_info(plan: VariantPlan, read: Sequence[Path], *, epoch: int) -> dict[s
         info["header_libraries"] = [header_library(lib) for lib in plan.compile.header_libraries]
     if plan.compile.generate:
         info["generate"] = [
-            {"name": e.name, "command": free(shlex.join(e.command)), "outputs": len(e.outputs)}
+            {
+                "name": e.name,
+                "run": list(e.written),
+                "outputs": [o.relative_to(e.folder).as_posix() for o in e.outputs],
+            }
             for e in plan.compile.generate
         ]
     info["inputs"] = dict(sorted(inputs.items()))

@@ -45,6 +45,7 @@ def edges(
             GenerateEdge(
                 name=step.name,
                 command=tuple(fill(w, step) for w in step.run),
+                written=step.run,
                 folder=folder(step.name),
                 inputs=tuple(read),
                 outputs=tuple(folder(step.name) / o for o in step.outputs),

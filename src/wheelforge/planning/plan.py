@@ -94,6 +94,7 @@ class GenerateEdge:
 
     name: str
     command: tuple[str, ...]
+    written: tuple[str, ...]  # the command as matrix.yaml writes it ({python}, {out}: path-free)
     folder: Path  # its output folder (and working folder), inside the build folder
     inputs: tuple[Path, ...]  # what it reads: a change runs it again
     outputs: tuple[Path, ...]  # what it writes: the sources that name them wait for it
