@@ -71,8 +71,10 @@ def _project(root: Path, *, timeout: int = 600, generator: str = GENERATOR) -> P
     (root / "gendemo").mkdir(parents=True)
     (root / "gendemo" / "__init__.py").write_text("")
     (root / "csrc").mkdir()
+    # getenv: the module needs libc, as every real one does (auditwheel reads the libc from it)
     (root / "csrc" / "ops.cpp").write_text(
-        '#include "gen_ops.h"\nint twice() { return 2 * generated_value(); }\n'
+        '#include <cstdlib>\n#include "gen_ops.h"\n'
+        'int twice() { return std::getenv("X") ? 2 * generated_value() : 0; }\n'
     )
     (root / "tools").mkdir()
     (root / "tools" / "gen.py").write_text(generator)

@@ -127,7 +127,7 @@ def _generate(w: Writer, plan: VariantPlan) -> list[str]:
         return []
     w.rule(
         "generate",
-        f"{shlex.quote(sys.executable)} -m {GENSTEP} $genstep -- $command",
+        f"{shlex.quote(sys.executable)} -m {GENSTEP} $genstep -- $generator",
         description="GENERATE $name",
         restat=True,
     )
@@ -144,7 +144,7 @@ def _generate(w: Writer, plan: VariantPlan) -> list[str]:
             variables={
                 "name": edge.name,
                 "genstep": escape(shlex.join(args)),
-                "command": escape(shlex.join(edge.command)),
+                "generator": escape(shlex.join(edge.command)),
             },
         )
         outputs += written
