@@ -94,9 +94,12 @@ def test_a_step_is_a_ninja_edge_every_compile_waits_for(generating: Path, tmp_pa
     # The step runs through genstep (its deadline, its outputs checked); no edge binds ninja's
     # own `command`, which would replace the rule's.
     assert "-m wheelforge.running.build.genstep $genstep -- $generator" in text
-    assert not any(
-        ln.strip().startswith("command =") for ln in text.splitlines() if ln.startswith("  ")
-    )
+    current = ""  # the rule or build each binding belongs to
+    for line in text.splitlines():
+        if not line.startswith("  "):
+            current = line
+        elif line.startswith("  command ="):
+            assert current.startswith("rule "), current
     outputs = "generated/kernels/k_fp16.cu generated/kernels/k_bf16.cu generated/kernels/k.h"
     assert f"build {outputs}: generate | ../../tools/gen.py" in text
     compiles = [ln for ln in text.splitlines() if ln.startswith("build obj/")]
