@@ -207,3 +207,12 @@ def test_one_extension_keeps_the_layout_it_had(project: Project, tmp_path: Path)
     assert not any((plan.build_dir / "obj" / "demo_ops._C") in o.parents for o in link.objects)
     text = ninjafile.render(plan)
     assert "ext1_" not in text
+
+
+def test_a_library_with_module_init_is_refused(three: Path) -> None:
+    text = three.read_text().replace(
+        "    kind: library\n", "    kind: library\n    module-init: true\n"
+    )
+    three.write_text(text)
+    with pytest.raises(ConfigError, match=r"extensions\[2\].module-init: a library"):
+        load_matrix(three)

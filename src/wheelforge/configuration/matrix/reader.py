@@ -326,6 +326,7 @@ class MatrixReader(StepsReader, PackageReader):
             self.problems.add(
                 read.items["extensions"][1], "extensions is empty; list at least one extension"
             )
+        self.check_libraries_have_no_init(read, found)
         seen: dict[str, int] = {}
         for i, extension in enumerate(found):
             wheel_path = extension.wheel_path(extension.leaf)
@@ -338,6 +339,24 @@ class MatrixReader(StepsReader, PackageReader):
             seen.setdefault(wheel_path, i)
         read.values["extensions"] = found
         return found
+
+    def check_libraries_have_no_init(
+        self, read: Section, found: tuple[ExtensionConfig, ...]
+    ) -> None:
+        """``module-init: true`` on a library of operators asks for what it cannot have."""
+        key = "extension" if "extension" in read.items else "extensions"
+        node = read.items[key][1]
+        items = node.value if isinstance(node, yaml.SequenceNode) else [node]
+        for i, (item, extension) in enumerate(zip(items, found, strict=False)):
+            init = yamlio.key_node(item, "module-init")
+            if extension.kind == "library" and init is not None and extension.module_init:
+                where = key if key == "extension" else f"extensions[{i}]"
+                self.problems.add(
+                    init,
+                    f"{where}.module-init: a library (kind: library) is loaded with "
+                    "torch.ops.load_library and has no PyInit; remove module-init, or make it "
+                    "kind: module",
+                )
 
     def read(self, node: yaml.Node | None) -> Matrix:
         if node is None:
