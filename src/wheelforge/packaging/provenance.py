@@ -87,17 +87,7 @@ def build_info(plan: VariantPlan, read: Sequence[Path], *, epoch: int) -> dict[s
         else {**flags(0), "gencode": plan.compile.gencode},
         "extensions": extensions,
     }
-    if plan.compile.header_libraries:
-        info["header_libraries"] = [header_library(lib) for lib in plan.compile.header_libraries]
-    if plan.compile.generate:
-        info["generate"] = [
-            {
-                "name": e.name,
-                "run": list(e.written),
-                "outputs": [o.relative_to(e.folder).as_posix() for o in e.outputs],
-            }
-            for e in plan.compile.generate
-        ]
+    info |= _before_compiling(plan)
     info["inputs"] = dict(sorted(inputs.items()))
     return info
 
@@ -126,6 +116,23 @@ def _hashed(read: Sequence[Path], name_of: Callable[[Path], str]) -> dict[str, s
     """Each file read, by its path-free name, and its sha256."""
     with ThreadPoolExecutor() as pool:  # ~1000 headers: hashlib and reads release the GIL
         return dict(zip(map(name_of, read), pool.map(fsutil.sha256, read), strict=True))
+
+
+def _before_compiling(plan: VariantPlan) -> dict[str, object]:
+    """The header libraries and the generate steps (as matrix.yaml writes them), if any."""
+    out: dict[str, object] = {}
+    if plan.compile.header_libraries:
+        out["header_libraries"] = [header_library(lib) for lib in plan.compile.header_libraries]
+    if plan.compile.generate:
+        out["generate"] = [
+            {
+                "name": e.name,
+                "run": list(e.written),
+                "outputs": [o.relative_to(e.folder).as_posix() for o in e.outputs],
+            }
+            for e in plan.compile.generate
+        ]
+    return out
 
 
 def header_library(lib: HeaderLibrary) -> dict[str, object]:
