@@ -95,10 +95,12 @@ def warning(message: str) -> None:
 
 
 def error(message: str, details: str | None = None) -> None:
-    console.print(f"[bold red]error:[/bold red] {escape(message)}")
+    """The details first, the verdict last: however many lines of compiler output a failure
+    brings, the screen ends with the ``error:`` line (which names the log when there is one)."""
     if details:
         for line in details.splitlines():
             console.print(f"  {escape(line)}", style="dim")
+    console.print(f"[bold red]error:[/bold red] {escape(message)}")
 
 
 def command(argv: Sequence[str]) -> None:

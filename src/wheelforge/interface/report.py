@@ -104,6 +104,12 @@ class WheelDoc:
         default=None,
         metadata=_doc("sha256 of the identical rebuild in another folder (--verify-reproducible)"),
     )
+    inputs: str | None = field(
+        default=None,
+        metadata=_doc(
+            "the list of every file the compiles read, with its sha256 (beside the build); its own sha256 is inputs.sha256 in the wheel's wheelforge-build.json"
+        ),
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -218,7 +224,8 @@ def variant_doc(v: VariantResult | VariantFailure, target: tuple[int, int]) -> V
         id=v.variant_id, arch_set=arch_set, toolkit=v.toolkit, torch=v.torch,
         status="up-to-date" if v.reused else "built", error=None,
         wheel=WheelDoc(path=str(v.wheel), size=v.wheel_size, sha256=v.sha256, tags=_tags(v.wheel, v.variant_label), reused=v.reused,
-                       import_check=v.import_check, reproducible=v.reproducible),
+                       import_check=v.import_check, reproducible=v.reproducible,
+                       inputs=str(v.inputs) if v.inputs else None),
         binaries=tuple(BinaryDoc(path=b.path, size=b.size, fatbins=b.entries) for b in v.binaries),
         abi=_abi(v.abi_checks, target), size=v.size,
         compile=CompileDoc(sources=v.sources, compiled=len(v.compiled), up_to_date=v.sources - len(v.compiled),

@@ -1,5 +1,8 @@
 """What went into a wheel, written inside it: a PEP 770 SBOM (CycloneDX JSON, in
-``.dist-info/sboms/``) and wheelforge's own build info (``.dist-info/wheelforge-build.json``).
+``.dist-info/sboms/``) and wheelforge's own build info (``.dist-info/wheelforge-build.json``);
+and beside the build, the list of every file the compiles read (``wheelforge-inputs.txt`` in
+the variant's build folder), whose sha256 the build info carries: a thousand headers' hashes
+are kilobytes in a report, not in every wheel.
 
 Both must be as reproducible as the binaries: no clock but SOURCE_DATE_EPOCH, no random
 identifiers (CycloneDX's serial number and bom-refs are derived from the content), and no
@@ -8,9 +11,12 @@ planning/reproducible.py)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shlex
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 from wheelforge import __version__
 from wheelforge.binaries.elf import open_elf_file
@@ -22,6 +28,25 @@ from wheelforge.planning.plan import VariantPlan
 
 SBOM_NAME = "sboms/wheelforge.cdx.json"  # PEP 770: any file name under .dist-info/sboms/
 BUILD_INFO_NAME = "wheelforge-build.json"
+INPUTS_NAME = "wheelforge-inputs.txt"  # in the variant's build folder
+
+
+@dataclass(frozen=True, kw_only=True)
+class Provenance:
+    """What packaging writes for a variant: the files under .dist-info, and the inputs list."""
+
+    dist_info: tuple[tuple[str, str], ...]  # (path under .dist-info, text), for wheel.contents
+    inputs: str  # inputs_list(): the build info's inputs.sha256 is its sha256
+
+
+def inputs_list(inputs: Mapping[str, str]) -> str:
+    """Every input as ``<sha256>  <name>`` lines sorted by name (sha256sum's format): one line
+    per file, so two builds' lists compare with diff, and its own sha256 is the inputs' digest."""
+    return "".join(f"{digest}  {name}\n" for name, digest in sorted(inputs.items()))
+
+
+def inputs_digest(listed: str) -> str:
+    return hashlib.sha256(listed.encode()).hexdigest()
 
 
 def compiler_version(cxx: str) -> str:
@@ -32,15 +57,22 @@ def compiler_version(cxx: str) -> str:
     return first.split(" ", 1)[1] if first.startswith("/") and " " in first else first
 
 
-def build_info(plan: VariantPlan, *, epoch: int) -> dict[str, object]:
+def read_inputs(plan: VariantPlan) -> dict[str, str]:
+    """Every file the last compile read (sources, and the headers of ninja's deps), by its
+    path-free name (planning/reproducible.path_namer), with its sha256."""
+    read = freshness.recorded_inputs(plan) or ninja.inputs(plan)
+    name_of = reproducible.path_namer(plan.input_folders)
+    with ThreadPoolExecutor() as pool:  # ~1000 headers: hashlib and reads release the GIL
+        return dict(zip(map(name_of, read), pool.map(fsutil.sha256, read), strict=True))
+
+
+def build_info(plan: VariantPlan, *, epoch: int, inputs: Mapping[str, str]) -> dict[str, object]:
+    """The build info: what the wheel was made with, and its inputs as one digest (the list
+    itself is inputs_list(inputs), written beside the build)."""
     folders = plan.input_folders
     toolkit = plan.variant.toolkit
     with open_elf_file(plan.library) as image:
         library = contents_of(image)
-    read = freshness.recorded_inputs(plan) or ninja.inputs(plan)
-    name_of = reproducible.path_namer(folders)
-    with ThreadPoolExecutor() as pool:  # ~1000 headers: hashlib and reads release the GIL
-        inputs = dict(zip(map(name_of, read), pool.map(fsutil.sha256, read), strict=True))
     # The flags name project folders relative to the build folder (../..): those spellings too.
     spellings = (*folders, *reproducible.spelled(dict(folders), plan.command_path).items())
 
@@ -71,16 +103,24 @@ def build_info(plan: VariantPlan, *, epoch: int) -> dict[str, object]:
             "gencode": plan.gencode,
             "ldflags": free(plan.ldflags),
         },
-        "inputs": dict(sorted(inputs.items())),
+        "inputs": {
+            "files": len(inputs),
+            "sha256": inputs_digest(inputs_list(inputs)),
+            "list": INPUTS_NAME,
+        },
     }
 
 
-def dist_info_files(plan: VariantPlan) -> tuple[tuple[str, str], ...]:
-    """(path under .dist-info, text) of the SBOM and the build info, for wheel.contents."""
+def provenance(plan: VariantPlan) -> Provenance:
+    """The SBOM and the build info for the wheel's .dist-info, and the inputs list."""
     # cyclonedx takes ~0.1 s to import: only a build that packs a wheel loads it.
     from wheelforge.packaging import sbom
 
     epoch = source_date_epoch()
-    info = build_info(plan, epoch=epoch)
-    text = sbom.sbom(plan, info, epoch=epoch, build_info_name=BUILD_INFO_NAME)
-    return ((SBOM_NAME, text), (BUILD_INFO_NAME, json.dumps(info, indent=1) + "\n"))
+    inputs = read_inputs(plan)
+    info = build_info(plan, epoch=epoch, inputs=inputs)
+    text = sbom.sbom(plan, info, inputs, epoch=epoch, build_info_name=BUILD_INFO_NAME)
+    return Provenance(
+        dist_info=((SBOM_NAME, text), (BUILD_INFO_NAME, json.dumps(info, indent=1) + "\n")),
+        inputs=inputs_list(inputs),
+    )

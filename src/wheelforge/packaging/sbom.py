@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Mapping
 from datetime import datetime, timezone
 
 from cyclonedx.model import ExternalReference, ExternalReferenceType, HashAlgorithm, HashType, XsUri
@@ -35,10 +36,17 @@ def _component(name: str, version: str, purl: PackageURL | None, ctype: Componen
     return Component(name=name, version=version, type=ctype, purl=purl, bom_ref=f"{name}@{version}")
 
 
-def sbom(plan: VariantPlan, info: dict[str, object], *, epoch: int, build_info_name: str) -> str:
+def sbom(
+    plan: VariantPlan,
+    info: dict[str, object],
+    inputs: Mapping[str, str],
+    *,
+    epoch: int,
+    build_info_name: str,
+) -> str:
     """The CycloneDX 1.6 document: the wheel, the torch it needs, the CUDA runtime linked into
-    it, and every project source with its hash; the compilers as tools; *build_info_name* is the
-    build info's file, referenced as the build's metadata."""
+    it, and every project source of *inputs* (name → sha256) with its hash; the compilers as
+    tools; *build_info_name* is the build info's file, referenced as the build's metadata."""
     pkg = plan.matrix.package
     main = _component(
         pkg.name,
@@ -56,8 +64,6 @@ def sbom(plan: VariantPlan, info: dict[str, object], *, epoch: int, build_info_n
     torch.description = f"headers compiled against; at run time: {plan.torch_requirement}"
     cudart = _component("cudart_static", str(toolkit.version), None, ComponentType.LIBRARY)
     cudart.description = "the CUDA runtime, linked statically into the extension module"
-    inputs = info["inputs"]
-    assert isinstance(inputs, dict)
     files = [
         Component(
             name=name,

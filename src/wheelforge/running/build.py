@@ -23,7 +23,7 @@ from wheelforge.foundation.errors import (
     Interrupted,
     WheelforgeError,
 )
-from wheelforge.packaging import repair, stamp, wheel, wheel_variants
+from wheelforge.packaging import provenance, repair, stamp, wheel, wheel_variants
 from wheelforge.planning import variants
 from wheelforge.planning.plan import VariantPlan
 from wheelforge.planning.variants import Variant
@@ -155,6 +155,7 @@ def _build_variant(
         variant_properties=done.variant_properties,
         null_wheel=done.null_wheel,
         compile_cache=cache_stats,
+        inputs=plan.build_dir / provenance.INPUTS_NAME,
     )
 
 
