@@ -139,7 +139,7 @@ def _running_text(running: Sequence[Running], room: int) -> str:
             fixed = sum(len(t) for t in tails) + len(" · ") * (shown - 1) + len(more)
             each = (room - fixed) // shown
             # A phase is worth a shorter name, not one cut to nothing.
-            if each >= min(16 if with_phase else 10, *(len(n) for n in names[:shown])):
+            if each >= min(16 if with_phase else 10, max(len(n) for n in names[:shown])):
                 parts = [shorten(n, each) + t for n, t in zip(names, tails, strict=False)]
                 return " · ".join(parts) + more
     return f"+{len(running)}" if running and room >= len(f"+{len(running)}") else ""

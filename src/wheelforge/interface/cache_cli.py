@@ -19,7 +19,7 @@ cache_dir_option = click.option(
 
 @click.group(name="cache")
 def cache_group() -> None:
-    """The user cache: test environments, provisioned toolkits, kept repairs, probes."""
+    """The user cache: torch environments, provisioned toolkits, kept repairs, probes."""
 
 
 @cache_group.command(name="list")
@@ -40,19 +40,21 @@ def cache_list(cache_dir: Path | None, as_json: bool) -> None:
 
 
 @cache_group.command(name="prune")
+@click.argument("names", nargs=-1, metavar="[NAME]...")
 @cache_dir_option
 @click.option(
     "--unused-for", type=int, default=30, show_default=True, metavar="DAYS",
-    help="Remove test environments and toolkits not used for DAYS days, and older probes and repairs.",
+    help="Remove torch environments and toolkits not used for DAYS days, and older probes and repairs.",
 )  # fmt: skip
 @click.option("--all", "remove_all", is_flag=True, help="Remove every entry not in use.")
 @click.option("--dry-run", is_flag=True, help="Show what would be removed; remove nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of a table.")
 @verbose_option
-def cache_prune(cache_dir: Path | None, unused_for: int, remove_all: bool, dry_run: bool,
-                as_json: bool) -> None:  # fmt: skip
-    """Remove what has not been used for a while; an entry another wheelforge is using or
-    creating is skipped."""
+def cache_prune(*, names: tuple[str, ...], cache_dir: Path | None, unused_for: int,
+                remove_all: bool, dry_run: bool, as_json: bool) -> None:  # fmt: skip
+    """Remove what has not been used for a while, or the entries NAME... (a folder name as
+    'cache list' shows it, 'repairs', 'probes', or a path); an entry another wheelforge is
+    using or creating is skipped."""
     from wheelforge.configuration import settings
     from wheelforge.interface.render_cache import print_prune, prune_to_json
     from wheelforge.running import usercache
@@ -62,6 +64,7 @@ def cache_prune(cache_dir: Path | None, unused_for: int, remove_all: bool, dry_r
         unused_for=unused_for,
         every=remove_all,
         dry_run=dry_run,
+        names=names,
     )
     if as_json:
         click.echo(json.dumps(prune_to_json(result), indent=2))

@@ -48,8 +48,8 @@ def binary_tables(v: VariantResult) -> list[Table]:
     not a column."""
     tables = []
     for b, check in zip(v.binaries, v.arch_checks, strict=True):
-        if not b.entries and not v.arch_set.specs:
-            continue
+        if not b.entries and check.ok:
+            continue  # no device code, and none owed: a C++-only extension, a helper library
         table = Table(title=f"{v.variant_id}: {short_path(b)}", title_justify="left")
         for column in ("kind", "arch", "stored", "uncompressed", "status"):
             table.add_column(column, justify="right" if column in ("stored", "uncompressed") else "left",
@@ -69,7 +69,13 @@ def binary_tables(v: VariantResult) -> list[Table]:
                 if arch in missing or arch not in sizes:
                     table.add_row(label, arch, "-", "-", "[red]MISSING[/red]")
                     continue
-                status = "[yellow]extra[/yellow]" if arch in extra else "ok"
+                status = (
+                    "ok"
+                    if arch not in extra
+                    else "[yellow]extra[/yellow]"
+                    if check.applies
+                    else "-"
+                )
                 stored, size = sizes[arch]
                 table.add_row(label, arch, human_size(stored), human_size(size), status)
         tables.append(table)
@@ -114,7 +120,16 @@ def print_build(report: BuildReport, console: Console) -> None:
     for v in report.variants:
         for table in binary_tables(v):
             print_whole(table, console)
-        console.print(f"arch set {v.arch_set.name}: {v.arch_set}; CUDA {v.toolkit}", soft_wrap=True)
+        if any(c.applies for c in v.arch_checks):
+            console.print(
+                f"arch set {v.arch_set.name}: {v.arch_set}; CUDA {v.toolkit}", soft_wrap=True
+            )
+        else:
+            console.print(
+                f"no device code: the extension compiles no .cu source, so arch set "
+                f"{v.arch_set.name} ({v.arch_set}) does not apply; CUDA {v.toolkit}",
+                soft_wrap=True,
+            )
         if v.abi_checks:
             console.print(abi_summary(v.abi_checks, report.target_version))
         console.print(

@@ -15,7 +15,9 @@ from wheelforge.configuration.sizes import format_size
 from wheelforge.interface.render import print_whole
 from wheelforge.running.usercache import CacheEntry, CacheListing, PruneResult, pooled
 
-CACHE_SCHEMA_VERSION = 1
+# 2: the kind of an environment is "torch env" (it was "test env"); prune names the
+# entries asked for ("names").
+CACHE_SCHEMA_VERSION = 2
 
 
 def _iso(when: float) -> str:
@@ -83,6 +85,7 @@ def prune_to_json(result: PruneResult) -> dict[str, object]:
         "exists": result.exists,
         "dry_run": result.dry_run,
         "unused_for_days": result.unused_for_days,
+        "names": list(result.names),
         "removed": [_entry_json(e) for e in result.removed],
         "busy": [_entry_json(e) for e in result.busy],
         "freed": result.freed,
@@ -96,7 +99,13 @@ def print_prune(result: PruneResult, console: Console | None = None) -> None:
         console.print(f"no cache at {escape(str(result.root))}; nothing to remove", soft_wrap=True)
         return
     verb = "would remove" if result.dry_run else "removed"
-    age = "all" if result.unused_for_days is None else f"unused for {result.unused_for_days} days"
+    age = (
+        "as named"
+        if result.names
+        else "all"
+        if result.unused_for_days is None
+        else f"unused for {result.unused_for_days} days"
+    )
     if result.removed:
         title = f"{verb} ({age}) from {result.root}"
         rows = pooled(result.removed, result.root)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from wheelforge.foundation import fsutil, locks, log, proc
 from wheelforge.foundation.errors import ToolError
-from wheelforge.toolchain import torchprobe
+from wheelforge.toolchain import downloads, torchprobe
 
 ENVS = "envs"  # <cache>/envs/<key>
 MARKER = "wheelforge-env.json"  # written last: an environment without it is not (yet) one; its mtime: last used
@@ -78,11 +78,14 @@ def _key(spec: EnvSpec) -> str:
     return f"{name}-{digest}"
 
 
+def _pip(env_python: Path) -> list[str | Path]:
+    """This interpreter's pip, run against *env_python* (pip's --python), so environments need
+    no pip of their own."""
+    return [sys.executable, "-m", "pip", "--python", env_python, "--disable-pip-version-check"]
+
+
 def pip(env_python: Path, *args: str | Path, what: str) -> proc.Result:
-    """Run this interpreter's pip against *env_python* (pip's --python), so environments
-    need no pip of their own."""
-    return proc.run([sys.executable, "-m", "pip", "--python", env_python, "--disable-pip-version-check", *args],
-                    hint=PIP_HINT, what=what)  # fmt: skip
+    return proc.run([*_pip(env_python), *args], hint=PIP_HINT, what=what)
 
 
 def _env_python(path: Path) -> Path:
@@ -112,11 +115,10 @@ def _create(spec: EnvSpec, tmp: Path) -> None:
     packages = ([f"torch=={spec.torch}"] if spec.torch else []) + list(spec.requires)
     if packages:
         try:
-            pip(
-                python,
-                "install",
-                "--quiet",
-                *packages,
+            # torch with CUDA is gigabytes: pip's own progress is shown (toolchain/downloads.py).
+            downloads.pip(
+                [*_pip(python), "install", *packages],
+                hint=PIP_HINT,
                 what=f"pip install into the {spec.label} environment",
             )
         except ToolError as exc:
