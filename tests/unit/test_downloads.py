@@ -31,8 +31,8 @@ def test_without_a_terminal_each_download_is_a_line_with_its_size_and_rate(
         progress.line(line)
     progress.close()
     assert capsys.readouterr().err.splitlines() == [
-        "    downloaded torch-2.12.0-cp311-cp311-manylinux_2_28_x86_64.whl: 900.1/900.1 MB at 45.0 MB/s",
-        "    cached filelock-3.16.1-py3-none-any.whl (16 kB)",
+        "    downloaded torch 2.12.0: 900.1/900.1 MB at 45.0 MB/s",
+        "    cached filelock 3.16.1 (16 kB)",
         "    installing 3 packages (unpacking takes a while for torch)",
         "    installed",
     ]
@@ -50,7 +50,7 @@ def test_a_long_download_is_reported_from_the_file_pip_writes(
     progress.tick()
     progress.close()
     err = capsys.readouterr().err
-    assert "… torch-2.12.0-cp311-cp311-manylinux_2_28_x86_64.whl: 2.0 MB of 900.1 MB in 0:00" in err
+    assert "… torch 2.12.0: 2.0 MB of 900.1 MB in 0:00" in err
 
 
 def test_sizes_are_pips_si_units() -> None:

@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import click
-from rich.console import Console
 
 from wheelforge import __version__
 from wheelforge.configuration.keys import COMPILE_CACHES
@@ -141,7 +140,12 @@ def inspect(paths: tuple[Path, ...], as_json: bool) -> None:
     disagree with its binaries (exit 4)."""
     from wheelforge.binaries.inspection import inspect_paths
     from wheelforge.foundation.document import to_document
-    from wheelforge.interface.render import print_inspect, print_whole, reports_to_json
+    from wheelforge.interface.render import (
+        output_console,
+        print_inspect,
+        print_whole,
+        reports_to_json,
+    )
     from wheelforge.interface.render_variants import variant_checks_table
     from wheelforge.packaging.wheel_variants import check_wheels, require_agree
 
@@ -153,7 +157,7 @@ def inspect(paths: tuple[Path, ...], as_json: bool) -> None:
             document["variants"] = to_document(checks)
         click.echo(json.dumps(document, indent=2))
     else:
-        print_inspect(reports, Console())
+        print_inspect(reports, output_console())
         if checks:
             print_whole(variant_checks_table(checks))
     require_agree(checks)

@@ -96,11 +96,20 @@ def abi_summary(checks: Sequence[BinaryCheck], target: tuple[int, int]) -> str:
     )
 
 
+def output_console(*, stderr: bool = False) -> Console:
+    """The console results are printed on (stdout, or stderr when stdout carries a JSON
+    document). Into a pipe or a file, rich would fold lines at 80 columns, inside a sentence
+    ("... no\nlibtorch C++ symbols"): there a line is never folded (tables: print_whole)."""
+    console = Console(stderr=stderr)
+    console.soft_wrap = not console.is_terminal
+    return console
+
+
 def print_whole(renderable: RenderableType, console: Console | None = None) -> None:
     """Print a table on *console* (stdout's by default) whole: on a terminal, or with COLUMNS
     set, at that width; into a pipe or a CI log, where rich would assume 80 columns and fold or
     cut cells, at the table's own width."""
-    console = console or Console()
+    console = console or output_console()
     if console.is_terminal or os.environ.get("COLUMNS", "").isdigit():
         console.print(renderable)
         return

@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from wheelforge.configuration.sizes import format_size
-from wheelforge.interface.render import print_whole
+from wheelforge.interface.render import output_console, print_whole
 from wheelforge.running.usercache import CacheEntry, CacheListing, PruneResult, pooled
 
 # 2: the kind of an environment is "torch env" (it was "test env"); prune names the
@@ -51,7 +51,7 @@ def entries_table(entries: Sequence[CacheEntry], *, title: str, now: float) -> T
 
 
 def print_listing(listing: CacheListing, console: Console | None = None) -> None:
-    console = console or Console()
+    console = console or output_console()
     if not listing.exists or not listing.entries:
         what = "no cache at" if not listing.exists else "the cache is empty:"
         console.print(f"{what} {escape(str(listing.root))}", soft_wrap=True)
@@ -94,7 +94,7 @@ def prune_to_json(result: PruneResult) -> dict[str, object]:
 
 def print_prune(result: PruneResult, console: Console | None = None) -> None:
     """What was removed (or would be), the entries skipped because they are in use, the space."""
-    console = console or Console()
+    console = console or output_console()
     if not result.exists:
         console.print(f"no cache at {escape(str(result.root))}; nothing to remove", soft_wrap=True)
         return
@@ -106,7 +106,13 @@ def print_prune(result: PruneResult, console: Console | None = None) -> None:
         if result.unused_for_days is None
         else f"unused for {result.unused_for_days} days"
     )
-    if result.removed:
+    if result.names:
+        # The entries asked for: a line each, which fits any width (a table would fold the path).
+        for e in result.removed:
+            console.print(
+                f"{verb} {e.kind} {escape(e.name)}: {format_size(e.size)}", soft_wrap=True
+            )
+    elif result.removed:
         title = f"{verb} ({age}) from {result.root}"
         rows = pooled(result.removed, result.root)
         print_whole(entries_table(rows, title=title, now=time.time()), console)

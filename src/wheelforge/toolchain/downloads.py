@@ -54,6 +54,15 @@ def si(n: float) -> str:
     return f"{n:.1f} GB"
 
 
+def label(filename: str) -> str:
+    """A wheel's distribution and version (``nvidia_cuda_nvcc 13.1.115``): its tags make a
+    line fold at 80 columns and say nothing a person waits for; any other file as it is."""
+    if filename.endswith(".whl") and filename.count("-") >= 4:
+        name, version = filename.split("-")[:2]
+        return f"{name} {version}"
+    return filename
+
+
 def _folder_bytes(folder: Path) -> int:
     total = 0
     for path in folder.rglob("*"):
@@ -109,7 +118,7 @@ class PipProgress:
             if m := _DOWNLOADING.match(text):
                 self._start(m[1], _size(m[2], m[3]))
             elif m := _CACHED.match(text):
-                self._say(f"cached {m[1]} ({m[2]} {m[3] or ''}B)")
+                self._say(f"cached {label(m[1])} ({m[2]} {m[3] or ''}B)")
             elif (m := _FINISHED.search(text)) and self.name:
                 self._finish(f"downloaded {self.name}: {m[1]} at {m[2]}")
             elif m := _INSTALLING.match(text):
@@ -121,11 +130,11 @@ class PipProgress:
 
     def _start(self, name: str, total: int) -> None:
         self._finish(None)
-        self.name, self.total = name, total
+        self.name, self.total = label(name), total
         self.base = _folder_bytes(self.folder)
         self.started = self.reported = time.monotonic()
         if self.live is not None:
-            self.task = self.live.add_task(shorten(name, 28), total=total)
+            self.task = self.live.add_task(shorten(self.name, 32), total=total)
 
     def _finish(self, said: str | None) -> None:
         if self.live is not None and self.task is not None:

