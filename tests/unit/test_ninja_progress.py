@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from wheelforge.configuration.reader import load_matrix
+from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation import log, proctree
 from wheelforge.foundation.progress import JobProgress, Running, job_line, remaining, shorten
 from wheelforge.planning import ninja

@@ -16,7 +16,7 @@ from variantlib.variant_dist_info import VariantDistInfo
 
 from wheelforge.binaries.facts import BinaryContents
 from wheelforge.binaries.fatbin import FatbinEntry
-from wheelforge.configuration.reader import load_matrix
+from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation.errors import ConfigError, VerificationError
 from wheelforge.packaging import wheel_variants as wv
 from wheelforge.running import torch_tests

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from wheelforge.binaries import abicheck, initexport, verify
-from wheelforge.configuration import initmatrix
-from wheelforge.configuration.reader import load_matrix
+from wheelforge.configuration.importers import initmatrix
+from wheelforge.configuration.importers.setuppy import scan_setup_py
+from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.configuration.settings import Flags, resolve
-from wheelforge.configuration.setupscan import scan_setup_py
 from wheelforge.foundation.errors import ConfigError, VerificationError
 from wheelforge.interface.cli import main
 from wheelforge.packaging import wheel

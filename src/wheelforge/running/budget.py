@@ -7,7 +7,7 @@ from pathlib import Path
 
 from wheelforge.binaries import elf
 from wheelforge.binaries.sizecheck import LEVERS_SHOWN, TOP_CONTRIBUTORS, SizeCheck
-from wheelforge.configuration.sizes import format_size
+from wheelforge.configuration.bytesizes import format_size
 from wheelforge.foundation.errors import SizeBudgetError
 from wheelforge.planning.plan import VariantPlan
 
