@@ -155,6 +155,19 @@ def test_the_live_line_keeps_its_label_and_count_and_shortens_file_names() -> No
     assert "1/4 0:26 ~1:10 left" in narrow and len(narrow) <= 40
 
 
+def test_the_bar_gives_way_to_what_the_jobs_are_doing() -> None:
+    running = [
+        Running(job="NVCC csrc/ops.cu", seconds=108, phase="cudafe++"),
+        Running(job="NVCC csrc/grouped_gemm.cu", seconds=108, phase="cicc compute_90"),
+    ]
+    line = job_line(100, done=0, total=3, elapsed=109, left=None, running=running).plain
+    assert (
+        line == "  compiling 0/3 1:49 · ops.cu 1:48 cudafe++ · grouped_gemm.cu 1:48 cicc compute_90"
+    )
+    wide = job_line(140, done=0, total=3, elapsed=109, left=None, running=running).plain
+    assert "━" in wide and "cicc compute_90" in wide
+
+
 def test_shorten_keeps_the_start_and_the_extension() -> None:
     assert shorten("ops.cu", 10) == "ops.cu"
     short = shorten("fast_hadamard_transform_cuda.cu", 15)

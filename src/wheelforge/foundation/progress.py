@@ -98,13 +98,19 @@ def job_line(
     left: float | None,
     running: Sequence[Running],
 ) -> Text:
-    """The live line, never wider than *width*: the label, the bar, the count and the times
-    first; then the running jobs, their file names shortened to what is left of the width."""
+    """The live line, never wider than *width*: the label, the count and the times first; then
+    the running jobs, their file names shortened to what is left of the width. The bar (a
+    tenth of the width, up to 20) goes when its room would show what the jobs are doing."""
     count = f"{done}/{total}"
     times = clock(elapsed) + (f" ~{clock(left)} left" if left is not None else "")
-    head = f"  compiling  {count} {times}"
-    # The bar takes a tenth of the width, up to 20: the room is for the running jobs.
-    bar_width = min(20, width // 10) if width - len(head) > 30 else 0
+    head = len(f"  compiling  {count} {times}") + len(" · ")
+    phases = sum(1 for r in running if r.phase)
+    bar_width = min(20, width // 10) if width - head > 30 else 0
+    jobs = _running_text(running, width - head - (bar_width + 1 if bar_width else 0))
+    if bar_width and _phases_shown(jobs, running) < phases:
+        without = _running_text(running, width - head)
+        if _phases_shown(without, running) > _phases_shown(jobs, running):
+            bar_width, jobs = 0, without
     line = Text("  ")
     line.append("compiling", style="cyan")
     line.append(" ")
@@ -115,13 +121,15 @@ def job_line(
         line.append(" ")
     line.append(f"{count} ")
     line.append(times, style="yellow")
-    room = width - line.cell_len - 3
-    jobs = _running_text(running, room)
     if jobs:
         line.append(" · ", style="dim")
         line.append(jobs)
     line.truncate(width)
     return line
+
+
+def _phases_shown(text: str, running: Sequence[Running]) -> int:
+    return sum(1 for r in running if r.phase and f" {r.phase}" in text)
 
 
 def _running_text(running: Sequence[Running], room: int) -> str:

@@ -38,6 +38,7 @@ _INSTALLING = re.compile(r"^Installing collected packages: (.*)$")
 _APT_SHOWN = re.compile(r"^(Get:\d+ |Fetched |Hit:\d+ |Err:\d+ )")
 _UNITS = {None: 1, "k": 1000, "M": 1000**2, "G": 1000**3}  # pip writes SI units
 TICK_S = 0.5
+INSTALL_TICK_S = 2.0
 REPORT_EVERY_S = 30.0
 
 
@@ -73,17 +74,22 @@ def _folder_bytes(folder: Path) -> int:
 
 
 class PipProgress:
-    """pip's lines → what is downloaded, and how fast (module docstring)."""
+    """pip's lines → what it downloads and how fast, then what it installs (module docstring).
+    *folder* is pip's TMPDIR, where each download grows; *target*, where it installs."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, target: Path | None = None) -> None:
         self.folder = folder
+        self.target = target
         self.live = None if log.quiet() or not log.live_display() else self._live()
         self.task: TaskID | None = None
-        self.name = ""
-        self.total = 0
+        self.name = ""  # what is under way: a file being downloaded, the install
+        self.watched = folder  # the folder whose growth is its bytes
+        self.total: int | None = 0
         self.base = 0
         self.started = 0.0
         self.reported = 0.0
+        self.measured = 0.0
+        self.packages = 0
         self.lock = threading.Lock()
 
     def _live(self) -> Progress:
@@ -116,23 +122,33 @@ class PipProgress:
     def line(self, text: str) -> None:
         with self.lock:
             if m := _DOWNLOADING.match(text):
-                self._start(m[1], _size(m[2], m[3]))
+                self._start(label(m[1]), self.folder, _size(m[2], m[3]))
             elif m := _CACHED.match(text):
                 self._say(f"cached {label(m[1])} ({m[2]} {m[3] or ''}B)")
-            elif (m := _FINISHED.search(text)) and self.name:
+            elif (m := _FINISHED.search(text)) and self.name and self.watched == self.folder:
                 self._finish(f"downloaded {self.name}: {m[1]} at {m[2]}")
             elif m := _INSTALLING.match(text):
-                self._finish(None)
-                count = len(m[1].split(", "))
-                self._say(f"installing {count} packages (unpacking takes a while for torch)")
+                self.packages = len(m[1].split(", "))
+                if self.target is None:
+                    self._finish(None)
+                    self._say(f"installing {self.packages} packages")
+                else:
+                    self._start(f"installing {self.packages} packages", self.target, None)
             elif text.startswith("Successfully installed"):
-                self._say("installed")
+                said = f"installed {self.packages} packages"
+                if self.target is not None and self.watched == self.target and self.name:
+                    took = clock(time.monotonic() - self.started)
+                    said += f": {si(self._bytes())} in {took}"
+                self._finish(said)
 
-    def _start(self, name: str, total: int) -> None:
+    def _bytes(self) -> int:
+        return max(0, _folder_bytes(self.watched) - self.base)
+
+    def _start(self, name: str, watched: Path, total: int | None) -> None:
         self._finish(None)
-        self.name, self.total = label(name), total
-        self.base = _folder_bytes(self.folder)
-        self.started = self.reported = time.monotonic()
+        self.name, self.watched, self.total = name, watched, total
+        self.base = _folder_bytes(watched)
+        self.started = self.reported = self.measured = time.monotonic()
         if self.live is not None:
             self.task = self.live.add_task(shorten(self.name, 32), total=total)
 
@@ -145,21 +161,25 @@ class PipProgress:
         self.name = ""
 
     def tick(self) -> None:
-        """Bytes in pip's temporary folder: the download growing."""
+        """Bytes in the watched folder: the download (or the install) growing."""
         with self.lock:
-            if not self.name:
-                return
-            done = max(0, _folder_bytes(self.folder) - self.base)
-            if self.live is not None and self.task is not None:
-                self.live.update(self.task, completed=min(done, self.total))
-                return
             now = time.monotonic()
+            # An install writes thousands of files: its folder is walked every few seconds.
+            every = TICK_S if self.watched == self.folder else INSTALL_TICK_S
+            if not self.name or now - self.measured < every:
+                return
+            self.measured = now
+            done = self._bytes()
+            if self.live is not None and self.task is not None:
+                top = self.total if self.total is not None else done
+                self.live.update(self.task, completed=min(done, top))
+                return
             if now - self.reported >= REPORT_EVERY_S:
                 self.reported = now
                 rate = done / max(0.001, now - self.started)
+                of = f" of {si(self.total)}" if self.total is not None else " written"
                 self._say(
-                    f"… {self.name}: {si(done)} of {si(self.total)} "
-                    f"in {clock(now - self.started)} ({si(rate)}/s)"
+                    f"… {self.name}: {si(done)}{of} in {clock(now - self.started)} ({si(rate)}/s)"
                 )
 
     def close(self) -> None:
@@ -186,13 +206,15 @@ def _ticking(tick: Callable[[], None]) -> Iterator[None]:
         thread.join(timeout=5)
 
 
-def pip(args: Sequence[str | Path], *, what: str, hint: str) -> proc.Result:
-    """Run pip (its command line in *args*, from the interpreter on) with its downloads shown;
-    a ToolError with the tail of its output when it fails."""
+def pip(
+    args: Sequence[str | Path], *, what: str, hint: str, target: Path | None = None
+) -> proc.Result:
+    """Run pip (its command line in *args*, from the interpreter on) with its downloads shown,
+    and its install into *target*; a ToolError with the tail of its output when it fails."""
     if log.quiet():
         return proc.run([*args, "--quiet"], hint=hint, what=what)
     folder = Path(tempfile.mkdtemp(prefix="wheelforge-pip-"))
-    progress = PipProgress(folder)
+    progress = PipProgress(folder, target)
     try:
         with _ticking(progress.tick):
             result = proc.stream(

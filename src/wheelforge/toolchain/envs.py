@@ -17,12 +17,14 @@ import hashlib
 import json
 import os
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from wheelforge.foundation import fsutil, locks, log, proc
 from wheelforge.foundation.errors import ToolError
+from wheelforge.foundation.progress import clock
 from wheelforge.toolchain import downloads, torchprobe
 
 ENVS = "envs"  # <cache>/envs/<key>
@@ -120,6 +122,7 @@ def _create(spec: EnvSpec, tmp: Path) -> None:
                 [*_pip(python), "install", *packages],
                 hint=PIP_HINT,
                 what=f"pip install into the {spec.label} environment",
+                target=tmp,
             )
         except ToolError as exc:
             text = exc.details or ""
@@ -202,6 +205,7 @@ def describe(path: Path) -> str | None:
 
 def _build(spec: EnvSpec, path: Path) -> None:
     """Create the environment in a temporary folder and rename it into place once it works."""
+    start = time.monotonic()
     with (
         fsutil.staged_folder(path) as tmp,
         log.step(f"create the {spec.label} environment in {path}"),
@@ -209,6 +213,8 @@ def _build(spec: EnvSpec, path: Path) -> None:
         _create(spec, tmp)
         info = _probe(_env_python(tmp))
         (tmp / MARKER).write_text(json.dumps({"spec": spec.torch or str(spec.torch_from), **info}))
+    took = clock(time.monotonic() - start)
+    log.info(f"  torch {info['torch']}, Python {info['python']}: made in {took}")
 
 
 def install_wheel(env: TestEnv, wheel: Path, dist_name: str) -> None:
