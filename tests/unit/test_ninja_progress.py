@@ -12,7 +12,7 @@ import pytest
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation import log, proctree
 from wheelforge.foundation.progress import JobProgress, Running, job_line, remaining, shorten
-from wheelforge.planning import ninja
+from wheelforge.running.build import ninja
 from wheelforge.toolchain import ninjafeed
 
 from .fakes import plan_for
@@ -22,13 +22,15 @@ Project = Callable[..., Path]
 
 def test_job_names_from_descriptions_and_from_commands(project: Project, tmp_path: Path) -> None:
     plan = plan_for(load_matrix(project()), tmp_path)
-    cu = next(s for s in plan.compile_steps if s.source.suffix == ".cu")
+    cu = next(s for s in plan.compile.steps if s.source.suffix == ".cu")
     assert ninja._job_name(f"NVCC {cu.source}", plan) == "NVCC csrc/kernel.cu"
     # ninja -v prints the command line instead of the description.
     obj, src = plan.command_path(cu.object), plan.command_path(cu.source)
     command = f"/usr/bin/nvcc -MF {obj}.d -c {src} -o {obj}"
     assert ninja._job_name(command, plan) == "NVCC csrc/kernel.cu"
-    assert ninja._job_name(f"/usr/bin/g++ -shared -o {plan.library} a.o", plan).startswith("LINK ")
+    assert ninja._job_name(f"/usr/bin/g++ -shared -o {plan.link.library} a.o", plan).startswith(
+        "LINK "
+    )
 
 
 def test_the_ninja_log_gives_the_last_builds_times_and_this_ones(tmp_path: Path) -> None:

@@ -14,16 +14,17 @@ from __future__ import annotations
 import hashlib
 import json
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 
 from wheelforge import __version__
 from wheelforge.binaries.elf import open_elf_file
 from wheelforge.binaries.inspection import contents_of
 from wheelforge.foundation import fsutil, proc
 from wheelforge.packaging.wheel import source_date_epoch
-from wheelforge.planning import freshness, ninja, reproducible
+from wheelforge.planning import reproducible
 from wheelforge.planning.plan import VariantPlan
 
 SBOM_NAME = "sboms/wheelforge.cdx.json"  # PEP 770: any file name under .dist-info/sboms/
@@ -57,11 +58,10 @@ def compiler_version(cxx: str) -> str:
     return first.split(" ", 1)[1] if first.startswith("/") and " " in first else first
 
 
-def read_inputs(plan: VariantPlan) -> dict[str, str]:
-    """Every file the last compile read (sources, and the headers of ninja's deps), by its
-    path-free name (planning/reproducible.path_namer), with its sha256."""
-    read = freshness.recorded_inputs(plan) or ninja.inputs(plan)
-    name_of = reproducible.path_namer(plan.input_folders)
+def read_inputs(plan: VariantPlan, read: Sequence[Path]) -> dict[str, str]:
+    """The files the compiles read (*read*: sources, and the headers of ninja's deps) by their
+    path-free names (planning/reproducible.path_namer), each with its sha256."""
+    name_of = reproducible.path_namer(plan.compile.input_folders)
     with ThreadPoolExecutor() as pool:  # ~1000 headers: hashlib and reads release the GIL
         return dict(zip(map(name_of, read), pool.map(fsutil.sha256, read), strict=True))
 
@@ -69,9 +69,9 @@ def read_inputs(plan: VariantPlan) -> dict[str, str]:
 def build_info(plan: VariantPlan, *, epoch: int, inputs: Mapping[str, str]) -> dict[str, object]:
     """The build info: what the wheel was made with, and its inputs as one digest (the list
     itself is inputs_list(inputs), written beside the build)."""
-    folders = plan.input_folders
+    folders = plan.compile.input_folders
     toolkit = plan.variant.toolkit
-    with open_elf_file(plan.library) as image:
+    with open_elf_file(plan.link.library) as image:
         library = contents_of(image)
     # The flags name project folders relative to the build folder (../..): those spellings too.
     spellings = (*folders, *reproducible.spelled(dict(folders), plan.command_path).items())
@@ -89,19 +89,19 @@ def build_info(plan: VariantPlan, *, epoch: int, inputs: Mapping[str, str]) -> d
         "arch_set": str(plan.variant.arch_set),
         "archs": {"sass": list(library.sass_archs), "ptx": list(library.ptx_archs)},
         "toolkit": {"release": str(toolkit.version), "build": toolkit.build},
-        "host_compiler": compiler_version(plan.cxx),
-        "nvcc_host_compiler": compiler_version(plan.nvcc_host),
-        "torch": {"headers_of": plan.torch.label, "requirement": plan.torch_requirement},
-        "abi": plan.matrix.abi,
-        "target_version": list(plan.matrix.torch.target),
-        "python_abi": plan.abi_tag,
+        "host_compiler": compiler_version(plan.compile.cxx),
+        "nvcc_host_compiler": compiler_version(plan.compile.nvcc_host),
+        "torch": {"headers_of": plan.torch.label, "requirement": plan.abi.torch_requirement},
+        "abi": plan.abi.kind.name,
+        "target_version": list(plan.abi.target),
+        "python_abi": plan.abi.abi_tag,
         "prefix_maps": sorted({name for _, name in folders}),
         "flags": {
-            "cxx": free(plan.cxx_flags),
-            "cc": free(plan.cc_flags),
-            "nvcc": free(plan.nvcc_flags),
-            "gencode": plan.gencode,
-            "ldflags": free(plan.ldflags),
+            "cxx": free(plan.compile.cxx_flags),
+            "cc": free(plan.compile.cc_flags),
+            "nvcc": free(plan.compile.nvcc_flags),
+            "gencode": plan.compile.gencode,
+            "ldflags": free(plan.link.ldflags),
         },
         "inputs": {
             "files": len(inputs),
@@ -111,13 +111,14 @@ def build_info(plan: VariantPlan, *, epoch: int, inputs: Mapping[str, str]) -> d
     }
 
 
-def provenance(plan: VariantPlan) -> Provenance:
-    """The SBOM and the build info for the wheel's .dist-info, and the inputs list."""
+def provenance(plan: VariantPlan, read: Callable[[], Sequence[Path]]) -> Provenance:
+    """The SBOM and the build info for the wheel's .dist-info, and the inputs list; *read*
+    answers every file the compiles read (from the freshness stamp, else ninja's deps log)."""
     # cyclonedx takes ~0.1 s to import: only a build that packs a wheel loads it.
     from wheelforge.packaging import sbom
 
     epoch = source_date_epoch()
-    inputs = read_inputs(plan)
+    inputs = read_inputs(plan, read())
     info = build_info(plan, epoch=epoch, inputs=inputs)
     text = sbom.sbom(plan, info, inputs, epoch=epoch, build_info_name=BUILD_INFO_NAME)
     return Provenance(

@@ -25,15 +25,32 @@ from wheelforge.planning.plan import VariantPlan
 _NOT_PROJECT = tuple(
     f"{name}/"
     for name in (
-        reproducible.SYSTEM, reproducible.TOOLKIT, reproducible.TOOLKIT_HOST,
-        reproducible.TORCH, reproducible.PYTHON_INCLUDE,
+        reproducible.SYSTEM,
+        reproducible.TOOLKIT,
+        reproducible.TOOLKIT_HOST,
+        reproducible.TORCH,
+        reproducible.PYTHON_INCLUDE,
     )
-)  # fmt: skip
+)
 _NAMESPACE = uuid.UUID("6f1c1f0e-8a53-4c43-9f55-77686565c666")  # uuid5 namespace of our serials
 
 
 def _component(name: str, version: str, purl: PackageURL | None, ctype: ComponentType) -> Component:
     return Component(name=name, version=version, type=ctype, purl=purl, bom_ref=f"{name}@{version}")
+
+
+def _project_files(inputs: Mapping[str, str]) -> list[Component]:
+    """The project's own files among *inputs* (name → sha256), each with its hash."""
+    return [
+        Component(
+            name=name,
+            type=ComponentType.FILE,
+            bom_ref=f"file:{name}",
+            hashes=[HashType(alg=HashAlgorithm.SHA_256, content=digest)],
+        )
+        for name, digest in inputs.items()
+        if not name.startswith(_NOT_PROJECT)
+    ]
 
 
 def sbom(
@@ -47,11 +64,11 @@ def sbom(
     """The CycloneDX 1.6 document: the wheel, the torch it needs, the CUDA runtime linked into
     it, and every project source of *inputs* (name → sha256) with its hash; the compilers as
     tools; *build_info_name* is the build info's file, referenced as the build's metadata."""
-    pkg = plan.matrix.package
+    pkg = plan.wheel.package
     main = _component(
         pkg.name,
-        plan.version,
-        PackageURL(type="pypi", name=pkg.wheel_name, version=plan.version),
+        plan.wheel.version,
+        PackageURL(type="pypi", name=pkg.wheel_name, version=plan.wheel.version),
         ComponentType.LIBRARY,
     )
     toolkit = plan.variant.toolkit
@@ -61,19 +78,10 @@ def sbom(
         PackageURL(type="pypi", name="torch", version=str(plan.torch.version)),
         ComponentType.LIBRARY,
     )
-    torch.description = f"headers compiled against; at run time: {plan.torch_requirement}"
+    torch.description = f"headers compiled against; at run time: {plan.abi.torch_requirement}"
     cudart = _component("cudart_static", str(toolkit.version), None, ComponentType.LIBRARY)
     cudart.description = "the CUDA runtime, linked statically into the extension module"
-    files = [
-        Component(
-            name=name,
-            type=ComponentType.FILE,
-            bom_ref=f"file:{name}",
-            hashes=[HashType(alg=HashAlgorithm.SHA_256, content=digest)],
-        )
-        for name, digest in inputs.items()
-        if not name.startswith(_NOT_PROJECT)
-    ]
+    files = _project_files(inputs)
     bom = Bom(
         serial_number=uuid.uuid5(_NAMESPACE, json.dumps(info, sort_keys=True)),
         components=[torch, cudart, *files],
@@ -82,11 +90,18 @@ def sbom(
     bom.metadata.timestamp = datetime.fromtimestamp(epoch, tz=timezone.utc)
     bom.metadata.tools = ToolRepository(
         components=[
-            _component("wheelforge", __version__, PackageURL(type="pypi", name="wheelforge", version=__version__), ComponentType.APPLICATION),
-            _component("nvcc", f"{toolkit.version} ({toolkit.build})", None, ComponentType.APPLICATION),
+            _component(
+                "wheelforge",
+                __version__,
+                PackageURL(type="pypi", name="wheelforge", version=__version__),
+                ComponentType.APPLICATION,
+            ),
+            _component(
+                "nvcc", f"{toolkit.version} ({toolkit.build})", None, ComponentType.APPLICATION
+            ),
             _component("c++", str(info["host_compiler"]), None, ComponentType.APPLICATION),
         ]
-    )  # fmt: skip
+    )
     bom.register_dependency(main, [torch, cudart])
     bom.metadata.component.external_references.add(
         ExternalReference(type=ExternalReferenceType.BUILD_META, url=XsUri(build_info_name))
