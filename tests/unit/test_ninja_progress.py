@@ -162,12 +162,23 @@ def test_the_bar_gives_way_to_what_the_jobs_are_doing() -> None:
         Running(job="NVCC csrc/ops.cu", seconds=108, phase="cudafe++"),
         Running(job="NVCC csrc/grouped_gemm.cu", seconds=108, phase="cicc compute_90"),
     ]
-    line = job_line(100, done=0, total=3, elapsed=109, left=None, running=running).plain
-    assert (
-        line == "  compiling 0/3 1:49 · ops.cu 1:48 cudafe++ · grouped_gemm.cu 1:48 cicc compute_90"
-    )
-    wide = job_line(140, done=0, total=3, elapsed=109, left=None, running=running).plain
-    assert "━" in wide and "cicc compute_90" in wide
+    jobs = "ops.cu 1:48 cudafe++ · grouped_gemm.cu 1:48 cicc compute_90"
+    # At 90 columns the jobs and their phases fit only without the bar.
+    line = job_line(90, done=0, total=3, elapsed=109, left=None, running=running).plain
+    assert line == f"  compiling 0/3 1:49 · {jobs}"
+    wide = job_line(100, done=0, total=3, elapsed=109, left=None, running=running).plain
+    assert "━" in wide and wide.endswith(jobs)
+
+
+def test_a_short_name_keeps_its_length_while_a_long_one_gives_way() -> None:
+    running = [
+        Running(job="NVCC kernels/csrc/activation_cuda.cu", seconds=26),
+        Running(job="NVCC kernels/csrc/norm_cuda.cu", seconds=18),
+    ]
+    line = job_line(80, done=4, total=7, elapsed=41, left=None, running=running).plain
+    assert line.endswith(" · activation_cuda.cu 0:26 · norm_cuda.cu 0:18")  # both fit whole
+    line = job_line(74, done=4, total=7, elapsed=41, left=None, running=running).plain
+    assert line.endswith(" · activati…_cuda.cu 0:26 · norm_cuda.cu 0:18")  # the long one gives
 
 
 def test_shorten_keeps_the_start_and_the_extension() -> None:

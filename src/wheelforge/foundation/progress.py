@@ -134,23 +134,33 @@ def _phases_shown(text: str, running: Sequence[Running]) -> int:
 
 def _running_text(running: Sequence[Running], room: int) -> str:
     """The running jobs in *room* characters: each file's name, its time and phase. What gives
-    way, in turn: the names (shortened, down to 16 characters), the phases, the names again
-    (down to 10), then the last jobs (counted as "+N")."""
+    way, in turn: the longest names (shortened, down to 16 characters), the phases, the names
+    again (down to 10), then the last jobs (counted as "+N")."""
     names = [Path(r.job.split(" ", 1)[-1]).name for r in running]
     for shown in range(len(running), 0, -1):
         more = f" +{len(running) - shown}" if shown < len(running) else ""
-        for with_phase in (True, False):
+        for with_phase, floor in ((True, 16), (False, 10)):
             tails = [
                 f" {clock(r.seconds)}" + (f" {r.phase}" if with_phase and r.phase else "")
                 for r in running[:shown]
             ]
             fixed = sum(len(t) for t in tails) + len(" · ") * (shown - 1) + len(more)
-            each = (room - fixed) // shown
-            # A phase is worth a shorter name, not one cut to nothing.
-            if each >= min(16 if with_phase else 10, max(len(n) for n in names[:shown])):
-                parts = [shorten(n, each) + t for n, t in zip(names, tails, strict=False)]
+            cap = _cap([len(n) for n in names[:shown]], room - fixed)
+            if cap is not None and cap >= min(floor, max(len(n) for n in names[:shown])):
+                parts = [shorten(n, cap) + t for n, t in zip(names, tails, strict=False)]
                 return " · ".join(parts) + more
     return f"+{len(running)}" if running and room >= len(f"+{len(running)}") else ""
+
+
+def _cap(lengths: Sequence[int], budget: int) -> int | None:
+    """The longest a name may be so that *lengths*, each cut to it, add up to *budget* at most
+    (the short names keep their length, the long ones share what is left); None: not even 1."""
+    if sum(lengths) <= budget:
+        return max(lengths, default=0)
+    for cap in range(max(lengths, default=0), 0, -1):
+        if sum(min(n, cap) for n in lengths) <= budget:
+            return cap
+    return None
 
 
 class _LiveLine:
