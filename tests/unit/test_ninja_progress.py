@@ -177,8 +177,9 @@ def test_a_short_name_keeps_its_length_while_a_long_one_gives_way() -> None:
     ]
     line = job_line(80, done=4, total=7, elapsed=41, left=None, running=running).plain
     assert line.endswith(" · activation_cuda.cu 0:26 · norm_cuda.cu 0:18")  # both fit whole
-    line = job_line(74, done=4, total=7, elapsed=41, left=None, running=running).plain
-    assert line.endswith(" · activati…_cuda.cu 0:26 · norm_cuda.cu 0:18")  # the long one gives
+    line = job_line(66, done=4, total=7, elapsed=41, left=None, running=running).plain
+    # Narrower, the bar goes first, then the long name gives way while the short one stays.
+    assert line == "  compiling 4/7 0:41 · activati…_cuda.cu 0:26 · norm_cuda.cu 0:18"
 
 
 def test_shorten_keeps_the_start_and_the_extension() -> None:

@@ -100,16 +100,15 @@ def job_line(
 ) -> Text:
     """The live line, never wider than *width*: the label, the count and the times first; then
     the running jobs, their file names shortened to what is left of the width. The bar (a
-    tenth of the width, up to 20) goes when its room would show what the jobs are doing."""
+    tenth of the width, up to 20) goes when its room shows more of the jobs."""
     count = f"{done}/{total}"
     times = clock(elapsed) + (f" ~{clock(left)} left" if left is not None else "")
     head = len(f"  compiling  {count} {times}") + len(" · ")
-    phases = sum(1 for r in running if r.phase)
     bar_width = min(20, width // 10) if width - head > 30 else 0
     jobs = _running_text(running, width - head - (bar_width + 1 if bar_width else 0))
-    if bar_width and _phases_shown(jobs, running) < phases:
+    if bar_width:
         without = _running_text(running, width - head)
-        if _phases_shown(without, running) > _phases_shown(jobs, running):
+        if _shows(without, running) > _shows(jobs, running):
             bar_width, jobs = 0, without
     line = Text("  ")
     line.append("compiling", style="cyan")
@@ -128,8 +127,11 @@ def job_line(
     return line
 
 
-def _phases_shown(text: str, running: Sequence[Running]) -> int:
-    return sum(1 for r in running if r.phase and f" {r.phase}" in text)
+def _shows(text: str, running: Sequence[Running]) -> tuple[int, int, int]:
+    """How much of the running jobs *text* shows: their phases, the jobs, the names' letters."""
+    phases = sum(1 for r in running if r.phase and f" {r.phase}" in text)
+    jobs = sum(1 for r in running if f" {clock(r.seconds)}" in text)
+    return phases, jobs, len(text)
 
 
 def _running_text(running: Sequence[Running], room: int) -> str:
