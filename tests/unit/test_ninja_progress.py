@@ -195,6 +195,8 @@ def test_the_estimate_follows_ninjas_order_and_waits_for_the_link() -> None:
     # b has run 40 s of its 100; c is queued.
     assert remaining([("NVCC b", 40.0)], ["NVCC c", "LINK x"], expected, 2) == 62.0
     assert remaining([], ["CXX a", "NVCC new"], expected, 2) is None
+    # b runs far longer than last time: no estimate rather than "~0:01 left" for minutes.
+    assert remaining([("NVCC b", 140.0)], ["LINK x"], expected, 2) is None
 
 
 def _process(pid: int, ppid: int, *argv: str) -> proctree.Process:

@@ -70,10 +70,12 @@ def remaining(
     """Seconds until the last job ends, if each takes what it took in the last build: the
     running ones (job, seconds so far) finish first, then the queued ones take the first free
     of *parallel* slots in ninja's order, and the link starts when every compile is done.
-    None when a job has no time from the last build."""
+    None when a job has no time from the last build, or runs well past it."""
     if any(job not in expected for job, _ in running) or any(j not in expected for j in queued):
         return None
-    # A job running longer than last time is taken to end soon, not to have ended.
+    if any(so_far > expected[job] * 1.1 + 5 for job, so_far in running):
+        return None  # slower than last time: the last build's times say nothing more
+    # A job running a little longer than last time is taken to end soon.
     slots = [max(1.0, expected[job] - so_far) for job, so_far in running]
     slots += [0.0] * max(0, parallel - len(slots))
     end = max(slots, default=0.0)
