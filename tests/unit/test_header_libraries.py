@@ -195,14 +195,12 @@ def test_the_build_info_and_sbom_name_the_library(project: Project, tmp_path: Pa
     recorded = provenance.header_library(lib)
     assert recorded["commit"] == COMMIT and recorded["origin"] == "git"
     assert recorded["sha256"] == lib.digest
-    info = {
-        "inputs": {
-            "header-libraries/cutlass/include/cute/tensor.hpp": "0" * 64,
-            "./csrc/ops.cpp": "1" * 64,
-        },
-        "host_compiler": "g++",
+    inputs = {
+        "header-libraries/cutlass/include/cute/tensor.hpp": "0" * 64,
+        "./csrc/ops.cpp": "1" * 64,
     }
-    document = json.loads(sbom.sbom(plan, info, epoch=0, build_info_name="b.json"))  # type: ignore[arg-type]
+    info = {"host_compiler": "g++"}
+    document = json.loads(sbom.sbom(plan, info, inputs, epoch=0, build_info_name="b.json"))  # type: ignore[arg-type]
     [component] = [c for c in document["components"] if c["name"] == "cutlass"]
     assert component["version"] == COMMIT
     assert component["purl"] == f"pkg:generic/cutlass@{COMMIT}"

@@ -25,22 +25,37 @@ class ArchCheck:
     missing_ptx: tuple[str, ...]
     extra_sass: tuple[str, ...]
     extra_ptx: tuple[str, ...]
+    # Whether the arch set applies: to the extension module when the plan compiles device code
+    # (.cu sources); not to a C++-only extension, nor to the wheel's other binaries.
+    applies: bool = True
 
     @property
     def ok(self) -> bool:
         return not self.missing_sass and not self.missing_ptx
 
 
-def check_binary(binary: BinaryContents, arch_set: ArchSet) -> ArchCheck:
+def check_binary(binary: BinaryContents, arch_set: ArchSet | None) -> ArchCheck:
+    """*binary*'s fatbin entries against *arch_set*; None: no arch is expected of it (what it
+    carries is listed as extra)."""
     sass = set(binary.sass_archs)
     ptx = set(binary.ptx_archs)
+    asked_sass = arch_set.sass if arch_set else ()
+    asked_ptx = arch_set.ptx if arch_set else ()
     return ArchCheck(
         binary=binary.path,
-        missing_sass=tuple(a for a in arch_set.sass if a not in sass),
-        missing_ptx=tuple(a for a in arch_set.ptx if a not in ptx),
-        extra_sass=tuple(sorted(sass - set(arch_set.sass))),
-        extra_ptx=tuple(sorted(ptx - set(arch_set.ptx))),
+        missing_sass=tuple(a for a in asked_sass if a not in sass),
+        missing_ptx=tuple(a for a in asked_ptx if a not in ptx),
+        extra_sass=tuple(sorted(sass - set(asked_sass))),
+        extra_ptx=tuple(sorted(ptx - set(asked_ptx))),
+        applies=arch_set is not None,
     )
+
+
+def compiles_device_code(plan: VariantPlan, link: LinkPlan) -> bool:
+    """Whether an nvcc step went into *link*'s shared object: only then is the arch set owed
+    (a C++-only shared object owes none)."""
+    nvcc = {step.object for step in plan.compile.steps if step.rule == "nvcc"}
+    return not nvcc.isdisjoint(link.objects)
 
 
 def extension_binaries(binaries: Sequence[BinaryContents], link: LinkPlan) -> list[BinaryContents]:
@@ -48,26 +63,22 @@ def extension_binaries(binaries: Sequence[BinaryContents], link: LinkPlan) -> li
     return [b for b in binaries if elf.is_member(b.path, link.wheel_path)]
 
 
-def owed_archs(binary: BinaryContents, plan: VariantPlan) -> ArchSet:
-    """The archs *binary* must carry: the arch set's, unless it is a shared object of the plan
-    that no nvcc compile went into (C++ only: it owes none)."""
-    nvcc_objects = {step.object for step in plan.compile.steps if step.rule == "nvcc"}
+def owed_archs(binary: BinaryContents, plan: VariantPlan) -> ArchSet | None:
+    """The archs *binary* must carry: the arch set, for a shared object of the plan that an
+    nvcc compile went into; None for a C++-only one and for the wheel's other binaries."""
     for link in plan.links:
-        if elf.is_member(binary.path, link.wheel_path) and not nvcc_objects.intersection(
-            link.objects
-        ):
-            return ArchSet(plan.variant.arch_set.name, ())
-    return plan.variant.arch_set
+        if elf.is_member(binary.path, link.wheel_path):
+            return plan.variant.arch_set if compiles_device_code(plan, link) else None
+    return None
 
 
 def verify_binaries(binaries: Sequence[BinaryContents], plan: VariantPlan) -> list[ArchCheck]:
     """Raise VerificationError naming the arch and the .so when an asked-for arch is missing
-    from a shared object that nvcc compiled a source of (one of C++ only owes none)."""
+    from a shared object that nvcc compiled a source of."""
     arch_set = plan.variant.arch_set
-    nvcc_objects = {step.object for step in plan.compile.steps if step.rule == "nvcc"}
     checks = []
     for link in plan.links:
-        if not nvcc_objects.intersection(link.objects):
+        if not compiles_device_code(plan, link):
             continue
         found = extension_binaries(binaries, link)
         if not found:
@@ -144,6 +155,7 @@ def verify_wheel(wheel_path: Path, plan: VariantPlan) -> WheelVerification:
     symbols_read = {b.name for b in wheel.binaries if b.symbols is not None}
     return WheelVerification(
         binaries=binaries,
+        # The arch set is owed by the plan's shared objects that nvcc compiled into.
         arch_checks=tuple(check_binary(b, owed_archs(b, plan)) for b in binaries),
         # The stable-ABI checks: of the binaries whose symbols the rules read (none for the
         # unstable ABI, whose report says "not-checked").

@@ -66,6 +66,9 @@ class VariantResult:
     compile_cache: CacheStats | None = None  # None: no cache, or nothing was compiled
     shared_objects: tuple[SharedObject, ...] = ()  # the wheel's own, in the matrix's order
     generated: int = 0  # generate steps ninja ran
+    # The list of every file the compiles read (packaging/provenance.py), beside the build: its
+    # sha256 is the one in the wheel's build info.
+    inputs: Path | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -27,7 +27,7 @@ from wheelforge.foundation.errors import (
     SizeBudgetError,
     WheelforgeError,
 )
-from wheelforge.packaging import repair, stamp, wheel, wheel_variants
+from wheelforge.packaging import provenance, repair, stamp, wheel, wheel_variants
 from wheelforge.planning.plan import PlanInputs, VariantPlan
 from wheelforge.planning.planner import plan_variant
 from wheelforge.running.build import importcheck, ninja, reuse
@@ -154,6 +154,7 @@ def _build_variant(
         compile_cache=cache_stats,
         shared_objects=_shared_objects(plan, stages.size, done.import_check),
         generated=generated,
+        inputs=plan.build_dir / provenance.INPUTS_NAME,
     )
 
 
