@@ -25,7 +25,7 @@ from wheelforge.foundation.errors import (
     VerificationError,
     first_and_rest,
 )
-from wheelforge.toolchain.shims import Version2
+from wheelforge.toolchain.shims import Version2, VersionsFile
 
 # The rules' own types, demangle() and the floors are part of this module's interface.
 __all__ = [
@@ -95,7 +95,11 @@ def check_binary(binary: BinaryFacts, context: RuleContext, rules: Sequence[Rule
 
 
 def wheel_context(
-    wheel: WheelFacts, *, torch: Version2 | None, guards: dict[str, Version2 | None]
+    wheel: WheelFacts,
+    *,
+    torch: Version2 | None,
+    guards: dict[str, Version2 | None],
+    versions: VersionsFile | None = None,
 ) -> RuleContext:
     """What the wheel's binaries are checked against: its tags and abi3 floor, and its torch
     floor (*torch*, else its METADATA's)."""
@@ -115,7 +119,7 @@ def wheel_context(
         )
         raise ConfigError(f"{path}: the wheel {why}; pass --target X.Y")
     return RuleContext(
-        target=CheckTarget(torch=floor, python=python, guards=guards),
+        target=CheckTarget(torch=floor, python=python, guards=guards, versions=versions),
         wheel=wheel,
         tags=frozenset(str(t) for t in tags),
     )
@@ -140,12 +144,17 @@ def judge_wheel(
 
 
 def check_wheel(
-    path: Path, *, torch: Version2 | None, guards: dict[str, Version2 | None]
+    path: Path,
+    *,
+    torch: Version2 | None,
+    guards: dict[str, Version2 | None],
+    versions: VersionsFile | None = None,
 ) -> list[BinaryCheck]:
     """Check a wheel by the rules of ``check``; *torch* overrides the floor its METADATA gives."""
     rules = registry.applicable(CHECK_FLAVOUR)
     wheel = read_wheel(path, registry.reading(rules, metadata=torch is None))
-    return judge_wheel(wheel, wheel_context(wheel, torch=torch, guards=guards), rules)
+    context = wheel_context(wheel, torch=torch, guards=guards, versions=versions)
+    return judge_wheel(wheel, context, rules)
 
 
 def _check_image(image: ElfImage, target: CheckTarget) -> BinaryCheck:
@@ -190,6 +199,7 @@ def check_paths(
     torch: Version2 | None,
     python: Version2 | None,
     guards: dict[str, Version2 | None],
+    versions: VersionsFile | None = None,
 ) -> list[BinaryCheck]:
     """Check wheels and shared objects; a bare shared object needs *torch* (``--target``)."""
     results: list[BinaryCheck] = []
@@ -199,7 +209,7 @@ def check_paths(
                 f"{path} is a folder; pass the wheels or shared objects in it, e.g. {path}/*.whl"
             )
         if path.suffix == ".whl":
-            results.extend(check_wheel(path, torch=torch, guards=guards))
+            results.extend(check_wheel(path, torch=torch, guards=guards, versions=versions))
             continue
         with open_elf_file(path) as image:  # memory-mapped: only the pages read are loaded
             if image.view[:4].tobytes() != ELF_MAGIC:
@@ -211,6 +221,6 @@ def check_paths(
                     f"{path}: a bare shared object says nothing of its torch floor; "
                     "pass --target X.Y"
                 )
-            target = CheckTarget(torch=torch, python=python, guards=guards)
+            target = CheckTarget(torch=torch, python=python, guards=guards, versions=versions)
             results.append(_check_image(image, target))
     return results

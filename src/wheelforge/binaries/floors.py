@@ -28,7 +28,9 @@ def python_symbols(undefined: Sequence[str]) -> tuple[str, ...]:
 
 def torch_needed(used: Sequence[str], target: CheckTarget) -> Version2 | None:
     """The newest torch release among those that introduced the shim functions *used*."""
-    introduced = [shims.judge(n, target.torch, target.guards).introduced for n in used]
+    introduced = [
+        shims.judge(n, target.torch, target.guards, target.versions).introduced for n in used
+    ]
     return max((v for v in introduced if v is not None), default=None)
 
 

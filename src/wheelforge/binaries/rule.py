@@ -20,7 +20,7 @@ from typing import Literal
 
 from wheelforge.binaries.elf import ElfImage
 from wheelforge.binaries.facts import BINARY_ROLES, BinaryFacts, Fact, Role, WheelFacts
-from wheelforge.toolchain.shims import Version2
+from wheelforge.toolchain.shims import Version2, VersionsFile
 
 # What the ABI flavour of the wheel is (the matrix's ``abi``): a rule says which it applies to.
 Flavour = Literal["stable", "unstable"]
@@ -35,6 +35,8 @@ class CheckTarget:
     torch: Version2  # the lowest torch they must load on
     python: Version2 | None  # the abi3 floor (cp310 → (3, 10)); None: no limited-API rule
     guards: dict[str, Version2 | None]  # shim header guards of the build torch (may be empty)
+    # The torch at hand's shim_function_versions.txt, when it ships one (toolchain/shims.py).
+    versions: VersionsFile | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -113,7 +113,9 @@ def read_wheel(
     rules = registry.applicable(plan.matrix.abi)
     wheel = reader.read_wheel(wheel_path, FATBINS | registry.reading(rules))
     guards = shims.header_guards(plan.torch.include_dir)
-    context = abicheck.wheel_context(wheel, torch=plan.matrix.torch.target, guards=guards)
+    versions = shims.versions_file(plan.torch.include_dir.parent)
+    target = plan.matrix.torch.target
+    context = abicheck.wheel_context(wheel, torch=target, guards=guards, versions=versions)
     return wheel, abicheck.judge_wheel(wheel, context, rules)
 
 
