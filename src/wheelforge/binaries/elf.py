@@ -109,6 +109,14 @@ class ElfImage:
     def stream(self) -> ViewStream:
         return ViewStream(self.view)
 
+    def read(self, offset: int, size: int) -> bytes:
+        """*size* bytes at *offset*; a range outside the file is the file's corruption."""
+        if offset < 0 or size < 0 or offset + size > self.size:
+            raise ValueError(
+                f"{size} bytes at {offset:#x} lie outside the file ({self.size} bytes)"
+            )
+        return self.view[offset : offset + size].tobytes()
+
     @cached_property
     def elf(self) -> ELFFile:
         """The parsed headers; pyelftools errors are the caller's to name."""
