@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from wheelforge.binaries import bounded, initexport
+from wheelforge.binaries import bounded, initexport, roles
 from wheelforge.binaries.elf import ElfImage, open_wheel
 from wheelforge.binaries.facts import (
     BinaryFacts,
@@ -24,15 +24,27 @@ from wheelforge.foundation.errors import BinaryFormatError
 
 
 def read_binary(
-    image: ElfImage, role: Role, facts: frozenset[Fact], own: tuple[OwnReader, ...] = ()
+    image: ElfImage,
+    role: Role,
+    facts: frozenset[Fact],
+    own: tuple[OwnReader, ...] = (),
+    *,
+    reading: Reading | None = None,
 ) -> BinaryFacts:
     """The *facts* of one ELF image (a file or a wheel member), and what the rules that read
-    their own (*own*) read, all from its one parse."""
+    their own (*own*) read, all from its one parse. With a *reading* that infers roles, *role*
+    is only the name's and the role is inferred (roles.py); *own* then follows that role."""
+    path = image.member or image.name
     fatbins = tuple(fatbin_entries(image)) if "fatbins" in facts else None
     symbols = read_symbols(image) if "symbols" in facts else None
     init = None
-    if "init-export" in facts and (leaf := initexport.module_leaf(image.member or image.name)):
+    if "init-export" in facts and (leaf := initexport.module_leaf(path)):
         init = initexport.init_export(image, leaf=leaf)
+    reason = ""
+    if reading is not None and reading.roles:
+        verdict = roles.infer(path, symbols, init)
+        role, reason = verdict.role, verdict.reason
+        own = reading.own_of(role)
     try:
         own_facts = tuple((rule_id, read(image)) for rule_id, read in own)
     except parse_errors() as exc:
@@ -41,6 +53,7 @@ def read_binary(
         name=image.name,
         member=image.member,
         role=role,
+        role_reason=reason,
         size=image.size,
         fatbins=fatbins,
         symbols=symbols,
@@ -59,12 +72,14 @@ def read_wheel(path: Path, reading: Reading) -> WheelFacts:
         unsafe = set() if reading.unsafe_members else set(bounded.unsafe_member_names(wheel.names))
 
         def skip(member: str) -> bool:
-            return member in unsafe or not reading.reads(role_of(member))
+            return member in unsafe or not reading.reads_member(member)
 
         binaries = []
         for image in wheel.elf_members(skip=skip):
-            role = role_of(image.member or image.name)
-            binaries.append(read_binary(image, role, reading.of(role), reading.own_of(role)))
+            member = image.member or image.name
+            role = role_of(member)
+            facts = reading.facts_of(member)
+            binaries.append(read_binary(image, role, facts, reading.own_of(role), reading=reading))
         return WheelFacts(
             path=path,
             names=tuple(wheel.names),

@@ -242,7 +242,8 @@ def check(
     paths: tuple[Path, ...], target: str | None, python_abi: str | None, as_json: bool
 ) -> None:
     """Check wheels or shared objects against the stable-ABI rules (exit 4 on a violation)."""
-    from wheelforge.interface.render import check_table, checks_to_json, print_whole
+    from wheelforge.interface.render import print_whole
+    from wheelforge.interface.render_check import check_table, checks_to_json
     from wheelforge.running import checking
 
     results = checking.run_check(list(paths), target=target, python_abi=python_abi)

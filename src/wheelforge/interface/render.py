@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rich.console import Console, Group, RenderableType
+from rich.console import Console, RenderableType
 from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Table
@@ -20,7 +20,6 @@ from wheelforge.binaries.facts import BinaryContents
 from wheelforge.configuration.archs import code_sort_key, sm_range
 from wheelforge.configuration.matrix import Matrix
 from wheelforge.configuration.sizes import format_size as human_size
-from wheelforge.foundation.document import to_document
 from wheelforge.interface.render_variants import variant_summary
 from wheelforge.planning.variants import Variant
 from wheelforge.running.results import BuildReport, VariantResult
@@ -33,7 +32,6 @@ if TYPE_CHECKING:  # `build` loads neither
 # Versions of the --json documents of inspect, check, test and matrix (build --report's is in
 # report.py): bumped when a key changes meaning or goes away.
 INSPECT_SCHEMA_VERSION = 1
-CHECK_SCHEMA_VERSION = 1
 MATRIX_SCHEMA_VERSION = 1
 
 
@@ -218,87 +216,6 @@ def reports_to_json(reports: Sequence[BinaryContents]) -> dict[str, object]:
                 "fatbins": [entry.to_json() for entry in report.entries],
             }
             for report in reports
-        ],
-    }
-
-
-def check_table(checks: Sequence[BinaryCheck]) -> Group:
-    """Per wheel (or folder of shared objects): its path on a line of its own, then a table of
-    its binaries by member name, so nothing is cut at 80 columns."""
-    parts: list[RenderableType] = [Text("wheelforge check", style="italic")]
-    by_file: dict[str, list[BinaryCheck]] = {}
-    for c in checks:
-        container = split_member(c.path)[0]
-        by_file.setdefault(container or str(Path(c.path).parent), []).append(c)
-    for container, members in by_file.items():
-        # The file's name on a line of its own (a wheel's name fits 80 columns), then its folder.
-        parts.append(Text(Path(container).name, style="bold", overflow="fold"))
-        parts.append(Text(f"in {Path(container).parent}", style="dim", overflow="fold"))
-        table = Table()
-        table.add_column("binary", overflow="fold")
-        # Floors: what each binary needs (from its shims, its Python symbols), under what it declares.
-        declared = [
-            f"{what} >= {_version(v)}"
-            for what, v in (
-                ("torch", members[0].declared_torch),
-                ("Python", members[0].declared_python),
-            )
-            if v
-        ]
-        if declared:
-            parts.append(Text(f"declares {', '.join(declared)}", style="dim"))
-        for column in ("shims", "torch floor", "Python floor", "status"):
-            table.add_column(
-                column,
-                justify="right" if column == "shims" else "left",
-                no_wrap=True,
-            )
-        for c in members:
-            status = (
-                "[green]ok[/green]"
-                if not c.violations
-                else f"[red]{len(c.violations)} violation(s)[/red]"
-            )
-            wheel, member = split_member(c.path)
-            name = member if wheel else Path(c.path).name
-            table.add_row(name, str(len(c.shims)), _floor(c.newest_shim, c.declared_torch),
-                          _floor(c.python_floor, c.declared_python), status)  # fmt: skip
-        parts.append(table)
-    if not checks:
-        parts.append(Text("no ELF files to check: the wheels given hold no shared objects"))
-    return Group(*parts)
-
-
-def _version(v: tuple[int, int] | None) -> str | None:
-    return f"{v[0]}.{v[1]}" if v else None
-
-
-def _floor(inferred: tuple[int, int] | None, declared: tuple[int, int] | None) -> str:
-    """The floor a binary needs; red when it is above the declared one."""
-    need = _version(inferred) or "-"
-    return f"[red]{need}[/red]" if inferred and declared and inferred > declared else need
-
-
-def checks_to_json(checks: Sequence[BinaryCheck]) -> dict[str, object]:
-    return {
-        "schema_version": CHECK_SCHEMA_VERSION,
-        "binaries": [
-            {
-                "path": c.path,
-                "shims": list(c.shims),
-                "newest_shim": _version(c.newest_shim),
-                "torch_floor": {
-                    "inferred": _version(c.newest_shim),
-                    "declared": _version(c.declared_torch),
-                },
-                "python_symbols": list(c.python_symbols),
-                "python_floor": {
-                    "inferred": _version(c.python_floor),
-                    "declared": _version(c.declared_python),
-                },
-                "violations": to_document(c.violations),
-            }
-            for c in checks
         ],
     }
 

@@ -215,6 +215,19 @@ class ShimVerdict:
     source: str  # how we know
 
 
+def introduced(
+    name: str, guards: dict[str, Version2 | None], versions: VersionsFile | None = None
+) -> Version2 | None:
+    """The torch release shim function *name* arrived in: the file's entry, else the table's
+    first release with it, else its header guard (None: unknown, or unguarded and not in the
+    table)."""
+    if versions is not None and name in versions.versions:
+        return versions.versions[name]
+    table = exports_table()
+    having = [v for v, names in table.items() if name in names]
+    return min(having) if having else guards.get(name)
+
+
 def judge(
     name: str,
     target: Version2,
