@@ -113,9 +113,9 @@ def test_a_function_of_the_wheels_own_that_takes_a_stable_tensor_is_not_libtorch
     )
     checks = by_member(abicheck.check_wheel(path, torch=None, guards={}))
     assert checks["pkg/libops.so"].violations == ()
-    assert checks["pkg/libops.so"].torch_abi == "none"
+    assert checks["pkg/libops.so"].torch_abi == "no-torch"
     assert {v.rule for v in checks["pkg/libold.so"].violations} == {"cxx-symbol"}
-    assert checks["pkg/libold.so"].torch_abi == "unstable"
+    assert checks["pkg/libold.so"].torch_abi == "torch-unstable"
 
 
 def test_who_owns_a_demangled_symbol() -> None:
@@ -211,19 +211,20 @@ def test_check_json_carries_what_torch_abi_audit_carries(
     )
     assert main(["check", "--json", str(path)]) == VerificationError.exit_code
     document = json.loads(capsys.readouterr().out)
-    ops, old = document["binaries"]
-    assert (ops["role"], ops["torch_abi"], ops["verdict"]) == ("library", "stable", "ok")
+    whole_wheel, ops, old = document["binaries"]  # the wheel's own findings come first
+    assert whole_wheel["role"] == "wheel"
+    assert [v["severity"] for v in whole_wheel["violations"]] == ["warning"]
+    assert (ops["role"], ops["torch_abi"], ops["verdict"]) == ("library", "torch-stable", "ok")
     assert ops["stable_shim_count"] == 6 and ops["unstable_symbol_count"] == 0
     assert ops["torch_floor"]["inferred"] == "2.10" and ops["allows"] == "torch>=2.10"
-    assert (old["torch_abi"], old["verdict"]) == ("unstable", "error")
+    assert (old["torch_abi"], old["verdict"]) == ("torch-unstable", "error")
     assert old["unstable_symbol_count"] == len(old["unstable_symbols"]) > 0
     assert all("::" in name for name in old["unstable_symbols"])  # demangled, as theirs
     [whole] = document["wheels"]
     assert (whole["torch_abi"], whole["verdict"], whole["min_torch"]) == (
-        "unstable",
+        "torch-unstable",
         "error",
         "2.10",
     )
     assert whole["requires"] == {"torch": None, "torch_pin": None, "python": None}
     assert whole["checked_against"] == {"torch": "2.10", "from": "inferred"}
-    assert [v["severity"] for v in whole["violations"]] == ["warning"]

@@ -22,8 +22,9 @@ from wheelforge.binaries.fatbin import (
     read_fatbin_entries,
 )
 from wheelforge.binaries.inspection import inspect_paths
+from wheelforge.foundation.document import to_document
 from wheelforge.foundation.errors import BinaryFormatError, ConfigError
-from wheelforge.interface.render import reports_to_json
+from wheelforge.interface.documents.inspection import inspect_document
 
 DATA = Path(__file__).parents[1] / "data" / "fatbin"
 
@@ -163,7 +164,7 @@ def test_ptx_target_needs_a_ptx_entry() -> None:
 
 def test_to_json() -> None:
     entry = entries_of("sm100f_sm120a_zstd.so")[1]
-    assert entry.to_json() == {
+    assert to_document(entry) == {  # inspect --json and the build report write it so
         "kind": "ptx",
         "arch": "compute_100f",
         "sm": 100,
@@ -449,14 +450,14 @@ def test_inspect_a_folder(tmp_path: Path) -> None:
 
 def test_reports_to_json() -> None:
     reports = inspect_paths([DATA / "sm75_lz4.so", DATA / "no_cuda.so"])
-    document = reports_to_json(reports)
+    document = to_document(inspect_document(reports))
     assert document == {
         "schema_version": 1,
         "files": [
             {
                 "path": str(DATA / "sm75_lz4.so"),
                 "size": (DATA / "sm75_lz4.so").stat().st_size,
-                "fatbins": [e.to_json() for e in entries_of("sm75_lz4.so")],
+                "fatbins": [to_document(e) for e in entries_of("sm75_lz4.so")],
             },
             {"path": str(DATA / "no_cuda.so"), "size": 15024, "fatbins": []},
         ],

@@ -13,7 +13,7 @@ import pytest
 from elftools.elf import elffile
 
 from wheelforge.binaries import bounded, elf, registry, verify
-from wheelforge.configuration.reader import load_matrix
+from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation.errors import VerificationError
 from wheelforge.toolchain import shims
 

@@ -61,9 +61,9 @@ CHECK_FLAVOUR: Flavour = "stable"
 FIRST_STABLE_TORCH: Version2 = (2, 9)
 
 
-# A binary's relation to torch, as torch-abi-audit names it: stable shims only, libtorch's C++
-# API (bound to one torch), or no torch at all.
-TorchAbi = Literal["stable", "unstable", "none"]
+# A binary's relation to torch, in torch-abi-audit's words: stable shims only, libtorch's C++ API
+# (bound to the one torch it was built against), or no torch at all.
+TorchAbi = Literal["torch-stable", "torch-unstable", "no-torch"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,7 +90,7 @@ class BinaryCheck:
     declared_python: Version2 | None = None
     role: str = ""  # what it is to its wheel (roles.py), "wheel" for the wheel as a whole
     role_reason: str = ""
-    torch_abi: TorchAbi = "none"
+    torch_abi: TorchAbi = "no-torch"
     libtorch_symbols: tuple[str, ...] = ()  # its undefined symbols of libtorch's C++ API, demangled
     allows: str | None = None  # the widest correct torch requirement it allows
     wheel: WheelSummary | None = None  # the wheel it is a member of
@@ -125,7 +125,7 @@ def check_binary(
     python = floors.python_symbols(undefined)
     cxx = tuple(name for _, name in floors.libtorch_cxx(undefined))
     floor = floors.introduced_floor(used, context.target.guards, context.target.versions)
-    abi: TorchAbi = "unstable" if cxx else "stable" if used else "none"
+    abi: TorchAbi = "torch-unstable" if cxx else "torch-stable" if used else "no-torch"
     return BinaryCheck(
         path=binary.name,
         shims=used,
@@ -196,7 +196,7 @@ def inferred_torch(
 def summary(context: RuleContext, checks: Sequence[BinaryCheck]) -> WheelSummary:
     """What the wheel of *context* declares, and what its binaries' checks allow together."""
     assert context.wheel is not None
-    cxx = any(c.torch_abi == "unstable" for c in checks if c.role != "bundled")
+    cxx = any(c.torch_abi == "torch-unstable" for c in checks if c.role != "bundled")
     found = [c.newest_shim for c in checks if c.role != "bundled"]
     floor = max((f for f in found if f is not None), default=None)
     return WheelSummary(

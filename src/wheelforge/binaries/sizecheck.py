@@ -17,7 +17,7 @@ from wheelforge.binaries.facts import BinaryContents
 from wheelforge.binaries.fatbin import entry_payload
 from wheelforge.configuration import releases
 from wheelforge.configuration.archs import Arch
-from wheelforge.configuration.sizes import format_size
+from wheelforge.configuration.bytesizes import format_size
 
 # How many contributors a size-budget failure names.
 TOP_CONTRIBUTORS = 5

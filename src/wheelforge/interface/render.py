@@ -1,5 +1,5 @@
-"""Rendering of results: rich tables for the terminal and JSON documents. Reads result data
-from the lower layers; decides nothing."""
+"""Rendering of results as rich tables for the terminal (their JSON documents are in
+interface/documents/). Reads result data from the lower layers; decides nothing."""
 
 from __future__ import annotations
 
@@ -17,22 +17,19 @@ from rich.text import Text
 from wheelforge.binaries.abicheck import BinaryCheck
 from wheelforge.binaries.elf import member_path, split_member
 from wheelforge.binaries.facts import BinaryContents
+from wheelforge.configuration import abi
 from wheelforge.configuration.archs import code_sort_key, sm_range
-from wheelforge.configuration.matrix import Matrix
-from wheelforge.configuration.sizes import format_size as human_size
+from wheelforge.configuration.bytesizes import format_size as human_size
+from wheelforge.configuration.matrix.model import Matrix
 from wheelforge.interface.render_variants import variant_summary
+from wheelforge.planning.plan import wheel_version
 from wheelforge.planning.variants import Variant
-from wheelforge.running.results import BuildReport, VariantResult
+from wheelforge.running.build.results import BuildReport, VariantResult
 from wheelforge.toolchain.provision import RECIPES
 from wheelforge.toolchain.toolkit import Toolkit
 
 if TYPE_CHECKING:  # `build` loads neither
-    from wheelforge.running.dryrun import PlannedVariant
-
-# Versions of the --json documents of inspect, check, test and matrix (build --report's is in
-# report.py): bumped when a key changes meaning or goes away.
-INSPECT_SCHEMA_VERSION = 1
-MATRIX_SCHEMA_VERSION = 1
+    from wheelforge.running.build.dryrun import PlannedVariant
 
 
 def short_path(binary: BinaryContents) -> str:
@@ -50,8 +47,11 @@ def binary_tables(v: VariantResult) -> list[Table]:
             continue
         table = Table(title=f"{v.variant_id}: {short_path(b)}", title_justify="left")
         for column in ("kind", "arch", "stored", "uncompressed", "status"):
-            table.add_column(column, justify="right" if column in ("stored", "uncompressed") else "left",
-                             no_wrap=True)  # fmt: skip
+            table.add_column(
+                column,
+                justify="right" if column in ("stored", "uncompressed") else "left",
+                no_wrap=True,
+            )
         for kind, missing, extra in (
             ("sass", check.missing_sass, check.extra_sass),
             ("ptx", check.missing_ptx, check.extra_ptx),
@@ -128,7 +128,10 @@ def print_build(report: BuildReport, console: Console) -> None:
         console.print(f"[green]wheel[/green] {escape(str(v.wheel))}", soft_wrap=True)
         console.print(f"  {human_size(v.wheel_size)}{budget}{reused}", soft_wrap=True)
         if v.reproducible:
-            console.print(f"  reproducible: a rebuild in another folder is identical (sha256 {v.reproducible})", soft_wrap=True)  # fmt: skip
+            console.print(
+                f"  reproducible: a rebuild in another folder is identical (sha256 {v.reproducible})",
+                soft_wrap=True,
+            )
         if v.variant_label:
             console.print(escape(variant_summary(v)), soft_wrap=True, highlight=False)
     if report.variants_json is not None:
@@ -140,10 +143,10 @@ def print_build(report: BuildReport, console: Console) -> None:
             f"[red]failed[/red] {f.variant_id}: {f.error.kind} error (below)", soft_wrap=True
         )
     major, minor = report.target_version
-    if report.abi == "stable":
-        how = f"stable-ABI target torch {major}.{minor}, built against torch {report.built_against}"
-    else:
+    if abi.of(report.abi).per_torch:
         how = f"unstable ABI: each wheel pinned to the torch it was built against ({report.built_against})"
+    else:
+        how = f"stable-ABI target torch {major}.{minor}, built against torch {report.built_against}"
     console.print(f"{len(report.variants)} wheel(s) built, {len(report.failures)} failed; {how}")
 
 
@@ -198,26 +201,17 @@ def print_inspect(reports: Sequence[BinaryContents], console: Console) -> None:
         for (kind, arch), (count, stored, size) in sorted(
             groups.items(), key=lambda kv: (kv[0][0] != "sass", code_sort_key(kv[0][1]))
         ):
-            table.add_row(kind.upper() if kind == "ptx" else "SASS", arch, str(count), human_size(stored),
-                          human_size(size), ", ".join(sorted(compressions[(kind, arch)])))  # fmt: skip
+            table.add_row(
+                kind.upper() if kind == "ptx" else "SASS",
+                arch,
+                str(count),
+                human_size(stored),
+                human_size(size),
+                ", ".join(sorted(compressions[(kind, arch)])),
+            )
         if not binary.entries:
             table.add_row("-", "no CUDA code", "0", "-", "-", "-")
         print_whole(table, console)
-
-
-def reports_to_json(reports: Sequence[BinaryContents]) -> dict[str, object]:
-    """The ``inspect --json`` document."""
-    return {
-        "schema_version": INSPECT_SCHEMA_VERSION,
-        "files": [
-            {
-                "path": report.path,
-                "size": report.size,
-                "fatbins": [entry.to_json() for entry in report.entries],
-            }
-            for report in reports
-        ],
-    }
 
 
 def variants_table(variants: Sequence[Variant], matrix: Matrix) -> Table:
@@ -227,9 +221,7 @@ def variants_table(variants: Sequence[Variant], matrix: Matrix) -> Table:
     for column in ("id", "arch set", "archs", "CUDA", "wheel version"):
         table.add_column(column, overflow="fold", no_wrap=column in ("id", "CUDA"))
     for v in variants:
-        version = (
-            f"{matrix.package.version}+{v.local_label}" if v.local_label else matrix.package.version
-        )
+        version = wheel_version(matrix, v)
         if v.variant_label:
             version += f" (variant {v.variant_label})"
         cuda = (
@@ -239,33 +231,6 @@ def variants_table(variants: Sequence[Variant], matrix: Matrix) -> Table:
         )
         table.add_row(v.id, v.arch_set.name, str(v.arch_set), cuda, version)
     return table
-
-
-def variants_to_json(variants: Sequence[Variant]) -> dict[str, object]:
-    return {
-        "schema_version": MATRIX_SCHEMA_VERSION,
-        "variants": [
-            {
-                "id": v.id,
-                "arch_set": v.arch_set.name,
-                "archs": str(v.arch_set),
-                "cuda": v.choice.release,
-                "provisioned": v.choice.toolkit is None,
-                "local_label": v.local_label,
-            }
-            for v in variants
-        ],
-    }
-
-
-def github_matrix(variants: Sequence[Variant]) -> dict[str, object]:
-    """A GitHub Actions ``strategy.matrix``: one job per variant, each running
-    ``wheelforge build --only ${{ matrix.variant }}``."""
-    return {
-        "include": [
-            {"variant": v.id, "archs": str(v.arch_set), "cuda": v.choice.release} for v in variants
-        ]
-    }
 
 
 def toolkits_table(found: Sequence[Toolkit]) -> Table:
@@ -278,6 +243,11 @@ def toolkits_table(found: Sequence[Toolkit]) -> Table:
         )
     for r in RECIPES:
         if not any(t.release == r.release for t in found):
-            table.add_row(r.release, sm_range(r.sass), "-", "-",
-                          f"[dim]wheelforge toolkit install {r.release} ({r.download})[/dim]")  # fmt: skip
+            table.add_row(
+                r.release,
+                sm_range(r.sass),
+                "-",
+                "-",
+                f"[dim]wheelforge toolkit install {r.release} ({r.download})[/dim]",
+            )
     return table

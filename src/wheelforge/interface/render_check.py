@@ -1,6 +1,5 @@
-"""``wheelforge check``'s table and its ``--json`` document: per wheel what it declares, per
-binary its role, floors and status, then what the binaries allow; the document carries what
-torch-abi-audit's JSON carries (docs/stable-abi.md sets the two side by side)."""
+"""``wheelforge check``'s table: per wheel what it declares, per binary its role, floors and
+status, then what the binaries allow (its --json document: documents/check.py)."""
 
 from __future__ import annotations
 
@@ -13,9 +12,7 @@ from rich.text import Text
 
 from wheelforge.binaries.abicheck import BinaryCheck, WheelSummary
 from wheelforge.binaries.elf import split_member
-from wheelforge.foundation.document import to_document
-
-CHECK_SCHEMA_VERSION = 1
+from wheelforge.interface.documents.kinds import version_text
 
 
 def check_table(checks: Sequence[BinaryCheck]) -> Group:
@@ -128,15 +125,14 @@ def _allows(wheel: WheelSummary, members: Sequence[BinaryCheck]) -> str | None:
         if floor is not None and _version(floor) == need:
             return f"{binaries}, as the wheel requires ({said})"
         return f"{binaries}; the wheel requires {said} (the widest correct: {wheel.allows})"
-    unstable = [c for c in members if c.torch_abi == "unstable"]
+    unstable = [c for c in members if c.torch_abi == "torch-unstable"]
     return (
         f"{len(unstable)} binar{'y' if len(unstable) == 1 else 'ies'} use libtorch's C++ API: the "
         f"wheel loads only on the torch it was built against; it requires {said or 'no torch'}"
     )
 
 
-def _version(v: tuple[int, int] | None) -> str | None:
-    return f"{v[0]}.{v[1]}" if v else None
+_version = version_text
 
 
 def _floor(
@@ -150,71 +146,3 @@ def _floor(
     if not (inferred and declared and inferred > declared):
         return need
     return f"[yellow]{need}[/yellow]" if covered and inferred <= covered else f"[red]{need}[/red]"
-
-
-def _verdict(checks: Sequence[BinaryCheck]) -> str:
-    found = [v for c in checks for v in c.violations]
-    if any(v.blocking for v in found):
-        return "error"
-    return "warning" if found else "ok"
-
-
-def checks_to_json(checks: Sequence[BinaryCheck]) -> dict[str, object]:
-    """The ``check --json`` document: per binary its facts, floors, verdict and violations; per
-    wheel what it declares and what its binaries allow (docs/stable-abi.md, beside
-    torch-abi-audit's)."""
-    wheels: dict[str, tuple[WheelSummary, list[BinaryCheck]]] = {}
-    for c in checks:
-        if c.wheel is not None:
-            wheels.setdefault(c.wheel.path, (c.wheel, []))[1].append(c)
-    return {
-        "schema_version": CHECK_SCHEMA_VERSION,
-        "binaries": [_binary_document(c) for c in checks if c.role != "wheel"],
-        "wheels": [_wheel_document(w, members) for w, members in wheels.values()],
-    }
-
-
-def _binary_document(c: BinaryCheck) -> dict[str, object]:
-    return {
-        "path": c.path,
-        "role": c.role or None,
-        "role_reason": c.role_reason or None,
-        "verdict": _verdict([c]),
-        "torch_abi": c.torch_abi,
-        "shims": list(c.shims),
-        "stable_shim_count": len(c.shims),
-        "unstable_symbols": list(c.libtorch_symbols),
-        "unstable_symbol_count": len(c.libtorch_symbols),
-        "newest_shim": _version(c.newest_shim),
-        "torch_floor": {
-            "inferred": _version(c.newest_shim),
-            "declared": _version(c.declared_torch),
-        },
-        "allows": c.allows,
-        "python_symbols": list(c.python_symbols),
-        "python_floor": {
-            "inferred": _version(c.python_floor),
-            "declared": _version(c.declared_python),
-        },
-        "violations": to_document(c.violations),
-    }
-
-
-def _wheel_document(wheel: WheelSummary, members: Sequence[BinaryCheck]) -> dict[str, object]:
-    abis = {c.torch_abi for c in members if c.role not in ("wheel", "bundled")}
-    floors = [c.newest_shim for c in members if c.newest_shim and c.role != "bundled"]
-    return {
-        "path": wheel.path,
-        "verdict": _verdict(members),
-        "torch_abi": "unstable" if "unstable" in abis else "stable" if "stable" in abis else "none",
-        "min_torch": _version(max(floors, default=None)),
-        "allows": wheel.allows,
-        "requires": {
-            "torch": wheel.declared.torch,
-            "torch_pin": wheel.declared.torch_pin,
-            "python": wheel.declared.requires_python,
-        },
-        "abi3_floor": _version(wheel.tag_python),
-        "checked_against": {"torch": _version(wheel.torch), "from": wheel.torch_source},
-        "violations": to_document([v for c in members if c.role == "wheel" for v in c.violations]),
-    }

@@ -1,0 +1,51 @@
+"""Which folders are the project's Python packages when matrix.yaml does not say: found the way
+setuptools' automatic discovery finds them (flat or src layout, namespace packages too)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+# Folders setuptools' automatic discovery never takes for packages (FlatLayoutPackageFinder).
+_NOT_PACKAGES = frozenset(
+    [
+        "tests",
+        "test",
+        "docs",
+        "doc",
+        "examples",
+        "example",
+        "scripts",
+        "tools",
+        "benchmarks",
+        "bench",
+        "build",
+        "dist",
+    ]
+)
+
+
+def is_package(folder: Path) -> bool:
+    """A regular package (``__init__.py``), or a namespace package (PEP 420) that holds one."""
+    return (folder / "__init__.py").is_file() or (
+        folder.is_dir() and any(True for _ in folder.glob("*/**/__init__.py"))
+    )
+
+
+def discover_packages(root: Path, extension: str) -> tuple[Path, ...]:
+    """``package.packages`` when not given: the extension module's own top-level package, else
+    every top-level package folder of *root* (or *root*/src)."""
+    layouts = [root, root / "src"]
+    top = extension.split(".", 1)[0]
+    if "." in extension:
+        own = [(d / top).resolve() for d in layouts if is_package(d / top)]
+        if own:
+            return (own[0],)
+    for layout in layouts:
+        found = [
+            init.parent.resolve()
+            for init in sorted(layout.glob("*/__init__.py"))
+            if init.parent.name not in _NOT_PACKAGES and init.parent.name.isidentifier()
+        ]
+        if found:
+            return tuple(found)
+    return ()

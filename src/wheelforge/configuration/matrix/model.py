@@ -1,0 +1,404 @@
+"""The matrix.yaml model: frozen dataclasses for what a matrix says (the top level, package,
+extension and its sources, tests, wheel-variants), and the one description of its keys. Each
+field's metadata (matrix/keys.key) names its YAML key, its shape in YAML when that differs from
+the Python type, its default and a one-line doc; matrix/reader.py reads the file by these fields,
+matrix/schema.py turns them into data/matrix.schema.json and the key tables of docs/matrix.md.
+Derived fields (``internal``) are not keys."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from packaging.utils import canonicalize_name
+
+from wheelforge.configuration.archs import ArchSet, ArchSpec, is_arch_list_id
+from wheelforge.configuration.bytesizes import DEFAULT_SIZE_BUDGET, SIZE_PATTERN
+from wheelforge.configuration.matrix.keys import (
+    ARCH_LIST_REF,
+    ARCH_SET_NAME_RE,
+    COMPILE_CACHES,
+    INTERNAL,
+    MODULE_RE,
+    NAME_RE,
+    PYTHON_ABI_RE,
+    Scalar,
+    Scalars,
+    Strings,
+    key,
+    pattern_schema,
+)
+from wheelforge.configuration.matrix.torchspec import TorchSpec
+
+
+@dataclass(frozen=True, kw_only=True)
+class PackageConfig:
+    """The distribution: its name, version, metadata and the Python packages of the wheel."""
+
+    name: str = field(
+        metadata=key(
+            "the distribution name (letters, digits, `-`, `_`, `.`); required unless pyproject.toml [project] gives it",
+            shape=pattern_schema(NAME_RE),
+            required=False,
+        )
+    )
+    version: str = field(
+        metadata=key(
+            'a PEP 440 version; write `"1.10"` or `1.10`, both stay `1.10`; required unless pyproject.toml [project] gives it',
+            shape=Scalar,
+            required=False,
+        )
+    )
+    summary: str = field(default="", metadata=key("METADATA `Summary`"))
+    license: str | None = field(default=None, metadata=key("METADATA `License`", shape=str))
+    requires_python: str | None = field(
+        default=None,
+        metadata=key(
+            "METADATA `Requires-Python`",
+            name="requires-python",
+            shape=str,
+            default_words="`>=3.<minor of python-abi>`",
+        ),
+    )
+    dependencies: tuple[str, ...] = field(
+        default=(),
+        metadata=key("extra `Requires-Dist` entries; torch must not be listed", shape=Strings),
+    )
+    packages: tuple[Path, ...] = field(
+        default=(),
+        metadata=key(
+            "Python packages (an `__init__.py`, or a namespace package holding one); their `.py`/`.pyi` files and `package-data` go into the wheel",
+            shape=Strings,
+            default_words="the extension's top-level package, else every top-level package folder",
+        ),
+    )
+    package_data: tuple[str, ...] = field(
+        default=(),
+        metadata=key(
+            "files (globs relative to each package folder) shipped beside the Python files",
+            name="package-data",
+            shape=Strings,
+            words="list of globs",
+        ),
+    )
+    exclude: tuple[str, ...] = field(
+        default=(),
+        metadata=key("files (globs) left out of the wheel", shape=Strings, words="list of globs"),
+    )
+    pyproject: str | None = field(
+        default=None,
+        metadata=key(
+            "the pyproject.toml whose [project] gives the metadata, or `false` for none",
+            shape={"anyOf": [{"type": "string"}, {"type": "boolean"}]},
+            words="path or `false`",
+            default_words="`pyproject.toml` beside the matrix, if any",
+        ),
+    )
+    # From pyproject.toml's [project]: core-metadata headers (Classifier, Project-URL, ...).
+    extra_metadata: tuple[tuple[str, str], ...] = field(default=(), metadata=INTERNAL)
+    description: str | None = field(default=None, metadata=INTERNAL)  # the readme: METADATA's body
+    metadata_version: str = field(default="2.1", metadata=INTERNAL)
+    license_files: tuple[Path, ...] = field(default=(), metadata=INTERNAL)  # .dist-info/licenses/
+
+    @property
+    def wheel_name(self) -> str:
+        """The distribution name as it appears in a wheel's file name."""
+        return canonicalize_name(self.name).replace("-", "_")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SourceSpec:
+    """A glob of sources limited to some archs (a Hopper-only kernel: 9.0a)."""
+
+    # relative to the matrix's folder
+    pattern: str = field(metadata=key("a glob of sources", name="files", words="glob"))
+    archs: tuple[ArchSpec, ...] | None = field(
+        default=None,
+        metadata=key(
+            "compile these sources only for these archs (rule in toolkits.md)",
+            shape=ARCH_LIST_REF,
+            words="arch list",
+            required=True,
+        ),
+    )
+
+
+_SOURCES = Strings | tuple[str | SourceSpec, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExtensionConfig:
+    """The compiled module: its name, sources and flags."""
+
+    name: str = field(  # dotted module name, e.g. wheelforge_kernels._C
+        metadata=key(
+            "where the module lands: `pkg._C` → `pkg/_C.abi3.so`; a top-level name lands at the wheel's root",
+            shape=pattern_schema(MODULE_RE),
+            words="module name",
+        )
+    )
+    sources: tuple[SourceSpec, ...] = field(
+        metadata=key(
+            "each glob must match at least one file, all of them sources; `archs` limits a source to those archs (rule in toolkits.md)",
+            shape=_SOURCES,
+            words="list of globs, or `{files: GLOB, archs: LIST}`",
+        )
+    )
+    include_dirs: tuple[Path, ...] = field(
+        default=(),
+        metadata=key("`-I` for every compile", name="include-dirs", shape=Strings),
+    )
+    cxx_flags: tuple[str, ...] = field(
+        default=(),
+        metadata=key(
+            "appended after wheelforge's own flags to the C++ compile",
+            name="cxx-flags",
+            shape=Strings,
+        ),
+    )
+    nvcc_flags: tuple[str, ...] = field(
+        default=(),
+        metadata=key(
+            "appended after wheelforge's own flags to the nvcc compile",
+            name="nvcc-flags",
+            shape=Strings,
+        ),
+    )
+    link_flags: tuple[str, ...] = field(
+        default=(), metadata=key("appended to the link", name="link-flags", shape=Strings)
+    )
+    libraries: tuple[str, ...] = field(
+        default=(), metadata=key("`-l<name>` for each", shape=Strings)
+    )
+    library_dirs: tuple[Path, ...] = field(
+        default=(), metadata=key("`-L<folder>` for each folder", name="library-dirs", shape=Strings)
+    )
+    # generate PyInit_<name> so the module imports from Python
+    module_init: bool = field(
+        default=True,
+        metadata=key(
+            "compile a generated `PyInit_<leaf>` (limited API) so `import pkg._C` loads the library and runs its `STABLE_TORCH_LIBRARY` registrations; `false` if your sources define it",
+            name="module-init",
+        ),
+    )
+
+    @property
+    def leaf(self) -> str:
+        return self.name.rsplit(".", 1)[-1]
+
+    @property
+    def package_path(self) -> str:
+        """Folder of the module inside the wheel, e.g. ``wheelforge_kernels``; empty for a
+        top-level module (``causal_conv1d_cuda``)."""
+        return self.name.rsplit(".", 1)[0].replace(".", "/") if "." in self.name else ""
+
+    def wheel_path(self, filename: str) -> str:
+        return f"{self.package_path}/{filename}" if self.package_path else filename
+
+
+DEFAULT_TEST_COMMAND: tuple[str, ...] = (
+    "{python}",
+    "-m",
+    "pytest",
+    "-q",
+    "-rs",
+    "-p",
+    "no:cacheprovider",
+    "--junitxml={junitxml}",
+    "{path}",
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TestsConfig:
+    """The payload's test suite, which ``wheelforge test`` runs against each torch."""
+
+    path: Path = field(
+        metadata=key("the test suite, run against the installed wheel", shape=str, words="folder")
+    )
+    # installed beside the wheel (pytest, numpy, ...)
+    requires: tuple[str, ...] = field(
+        default=("pytest",),
+        metadata=key("installed beside the wheel", shape=Strings, words="list of requirements"),
+    )
+    # torch versions to install and test
+    torch: tuple[str, ...] = field(
+        metadata=key(
+            "the torches to test under",
+            shape=Scalars,
+            words="list of versions",
+            required=False,
+            default_words="the `torch` list, or the lowest version of a range",
+        )
+    )
+    # with {python}, {path} and {junitxml} filled in
+    command: tuple[str, ...] = field(
+        default=DEFAULT_TEST_COMMAND,
+        metadata=key(
+            "`{path}` is required; without `{junitxml}` only the exit code counts", shape=Strings
+        ),
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class WheelVariantsConfig:
+    """PEP 825 variant wheels (experimental: PEP 825 is a draft). Each variant's wheel carries a
+    variant label in its name and ``*.dist-info/variant.json``; ``null`` names the arch set (or
+    variant id) also published as the null variant, the fallback with no properties."""
+
+    enabled: bool = field(
+        default=True,
+        metadata=key("write variant wheels (the same as `wheelforge build --wheel-variants`)"),
+    )
+    null: str | None = field(
+        default=None,
+        metadata=key(
+            "an arch set (with one variant; `--archs 7.5 9.0+PTX` builds one named `sm75-90ptx`) or a variant id whose build is also published as the null variant (label `null`, no properties)",
+            shape=str,
+        ),
+    )
+
+    def null_problem(self, arch_sets: tuple[ArchSet, ...]) -> str | None:
+        """What is wrong with ``null`` for these arch sets: it must name one or a variant of
+        one, or an arch set of --archs / TORCH_CUDA_ARCH_LIST (named like ``sm75-80-90ptx``)."""
+        names = [a.name for a in arch_sets]
+        if self.null is None or is_arch_list_id(self.null):
+            return None
+        if any(self.null == n or self.null.startswith(f"{n}-") for n in names):
+            return None
+        return (
+            f"wheel-variants.null: '{self.null}' is neither an arch set ({', '.join(names)}) nor "
+            "a variant of one; name the build to publish as the null variant"
+        )
+
+
+_ARCH_SETS: dict[str, Any] = {
+    "anyOf": [
+        ARCH_LIST_REF,
+        {
+            "type": "object",
+            "propertyNames": pattern_schema(ARCH_SET_NAME_RE),
+            "additionalProperties": ARCH_LIST_REF,
+            "minProperties": 1,
+        },
+    ]
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Matrix:
+    """The wheels to build of one extension (docs/matrix.md)."""
+
+    path: Path = field(metadata=INTERNAL)
+    root: Path = field(metadata=INTERNAL)  # the folder matrix.yaml is in; relative paths start here
+    package: PackageConfig = field(
+        metadata=key(
+            "the distribution; optional beside a pyproject.toml with [project]",
+            words="mapping",
+            required=False,
+        )
+    )
+    extension: ExtensionConfig = field(metadata=key("the compiled module", words="mapping"))
+    torch: TorchSpec = field(
+        metadata=key(
+            "the torch versions the wheel is for: a version, a range, or a list; the lowest is the stable-ABI target",
+            shape=Scalars,
+            words="version, range or list",
+        )
+    )
+    arch_sets: tuple[ArchSet, ...] = field(
+        default=(),
+        metadata=key(
+            "one wheel variant per arch set: a mapping of names to arch lists, or one arch list (named `default`); optional when `--archs` or `TORCH_CUDA_ARCH_LIST` gives the archs",
+            name="arch-sets",
+            shape=_ARCH_SETS,
+            words="arch list, or mapping of names to arch lists",
+        ),
+    )
+    # unstable: torch's full C++ API, one build per torch version
+    abi: Literal["stable", "unstable"] = field(
+        default="stable",
+        metadata=key(
+            "`stable`: one binary for every torch from the lowest; `unstable`: one per torch"
+        ),
+    )
+    python_abi: str = field(  # e.g. cp310
+        default="cp310",
+        metadata=key(
+            "the oldest CPython of the abi3 wheel",
+            name="python-abi",
+            shape=pattern_schema(PYTHON_ABI_RE),
+        ),
+    )
+    tests: TestsConfig | None = field(
+        default=None,
+        metadata=key("what `wheelforge test` runs", shape=TestsConfig, words="mapping"),
+    )
+    # toolkit releases ("13.0") or "auto", crossed with the arch sets
+    cuda: tuple[str, ...] = field(
+        default=("auto",),
+        metadata=key(
+            '`auto`, or CUDA releases (`"13.0"`); each arch set is built once per entry',
+            shape=Scalars,
+            words="`auto` or list of releases",
+            default="auto",
+        ),
+    )
+    size_budget: int = field(  # bytes per wheel
+        default=DEFAULT_SIZE_BUDGET,
+        metadata=key(
+            "the largest wheel allowed: `100MiB`, `450MB`, `100KiB` or bytes; a wheel over it fails its variant (exit 4); `--size-budget` overrides it",
+            name="size-budget",
+            shape={
+                "anyOf": [
+                    {"type": "string", "pattern": SIZE_PATTERN},
+                    {"type": "number", "exclusiveMinimum": 0},
+                ]
+            },
+            words="size",
+            default="100MiB",
+        ),
+    )
+    wheel_variants: WheelVariantsConfig | None = field(
+        default=None,
+        metadata=key(
+            "**experimental** PEP 825 variant wheels instead of local version labels (docs/packaging.md)",
+            name="wheel-variants",
+            shape=WheelVariantsConfig,
+            words="mapping",
+        ),
+    )
+
+    compile_cache: str | None = field(
+        default=None,  # settings.py defaults it, with the environment's
+        metadata=key(
+            "the compile cache in front of every compiler: `auto` (ccache, else sccache, else none), `sccache`, `ccache` or `none`; `WHEELFORGE_COMPILE_CACHE` and `--compile-cache` override it (docs/performance.md)",
+            name="compile-cache",
+            shape={"enum": list(COMPILE_CACHES)},
+            words="`auto`, `sccache`, `ccache` or `none`",
+            default="auto",
+        ),
+    )
+
+    @property
+    def variant_wheels(self) -> bool:
+        """Whether the wheels are PEP 825 variant wheels."""
+        return self.wheel_variants is not None and self.wheel_variants.enabled
+
+    @property
+    def limited_api_macro(self) -> str:
+        """``Py_LIMITED_API`` for the python-abi floor: 0x030a0000 for cp310."""
+        minor = int(self.python_abi[3:])
+        return f"0x03{minor:02x}0000"
+
+    @property
+    def requires_python(self) -> str:
+        return self.package.requires_python or f">=3.{self.python_abi[3:]}"
+
+    def with_arch_sets(self, arch_sets: tuple[ArchSet, ...]) -> Matrix:
+        return dataclasses.replace(self, arch_sets=arch_sets)
+
+    def with_wheel_variants(self, wheel_variants: WheelVariantsConfig | None) -> Matrix:
+        return dataclasses.replace(self, wheel_variants=wheel_variants)

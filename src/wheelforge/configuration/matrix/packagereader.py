@@ -1,0 +1,162 @@
+"""Reading matrix.yaml's ``package`` section, with what pyproject.toml's ``[project]`` gives
+(read by matrix/pyproject.py): a key in both places that differs is an error naming both. The
+reader of the other sections (matrix/reader.py) builds on this one."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import yaml
+from packaging.requirements import Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from wheelforge.configuration.matrix import yamlio
+from wheelforge.configuration.matrix.discovery import is_package
+from wheelforge.configuration.matrix.keys import NAME_RE
+from wheelforge.configuration.matrix.model import PackageConfig
+from wheelforge.configuration.matrix.modelreader import KeyReader, ModelReader, Section
+from wheelforge.configuration.matrix.pyproject import ProjectMetadata
+
+# package keys pyproject.toml's [project] may give instead: attribute → how two values compare.
+_FROM_PROJECT: dict[str, Callable[[str, str], bool]] = {
+    "name": lambda a, b: canonicalize_name(a) == canonicalize_name(b),
+    "version": lambda a, b: Version(a) == Version(b),
+    "summary": str.__eq__,
+    "requires_python": lambda a, b: SpecifierSet(a) == SpecifierSet(b),
+}
+
+
+class PackageReader(ModelReader):
+    """The package section's keys."""
+
+    def __init__(self, problems: yamlio.Problems, root: Path) -> None:
+        super().__init__(problems, root)
+        self.project: ProjectMetadata | None = None
+
+    def readers(self, model: type) -> Mapping[str, KeyReader]:
+        if model is not PackageConfig:
+            return super().readers(model)
+        return {
+            "name": self.checked_scalar(
+                lambda v: bool(NAME_RE.match(v)),
+                "is not a valid distribution name; use letters, digits, '-', '_' and '.'",
+            ),
+            "version": self.version,
+            "requires_python": self.requires_python,
+            "dependencies": self.checked_list(self.dependency),
+            "packages": self.checked_list(self.package_folder),
+            "package_data": self.flag_list,
+            "exclude": self.flag_list,
+            "pyproject": lambda _n, _w: None,  # read before everything else: project_for()
+        }
+
+    # -- package ------------------------------------------------------------------------------
+
+    def package(self, node: yaml.Node | None, where: str) -> PackageConfig | None:
+        if node is None:  # all from pyproject.toml's [project]
+            self.field_readers(PackageConfig)  # every key has a reader, written or not
+            read: Section | None = Section({}, {})
+        else:
+            read = self.section(node, PackageConfig, where)
+        if read is None:
+            return None
+        project = self.project
+        if project is not None:
+            self.merge_project(read, project)
+        for key in ("name", "version"):
+            if read.values.get(key) is None and key not in read.items:
+                how = " ([project] lists it as dynamic: give it here)" if project else ""
+                self.problems.add(node, f"{where} needs '{key}'{how}")
+        if read.values.get("name") is None or read.values.get("version") is None:
+            return None  # the problem is recorded
+        if project is None:
+            return self.build(PackageConfig, read)
+        return self.build(
+            PackageConfig,
+            read,
+            extra_metadata=project.headers,
+            description=project.description,
+            metadata_version=project.metadata_version,
+            license_files=project.license_files,
+        )
+
+    def merge_project(self, read: Section, project: ProjectMetadata) -> None:
+        """Fill what matrix.yaml leaves out from pyproject.toml's [project]; a value in both
+        places that differs is an error naming both."""
+        for attr, same in _FROM_PROJECT.items():
+            theirs = getattr(project, attr)
+            ours = read.values.get(attr)
+            key = attr.replace("_", "-")
+            if ours is None and key not in read.items:
+                read.values[attr] = theirs
+                continue
+            try:
+                equal = ours is None or theirs is None or same(ours, theirs)
+            except (InvalidVersion, InvalidSpecifier):
+                equal = False
+            if not equal:
+                self.problems.add(
+                    read.items[key][1],
+                    f"package.{key} '{ours}' conflicts with {key} '{theirs}' in {project.path} "
+                    "[project]; keep it in one place (pyproject.toml) and remove it here",
+                )
+        license_ = read.values.get("license")
+        theirs = next((v for k, v in project.headers if k.startswith("License")), None)
+        if license_ is not None and theirs is not None and license_ != theirs:
+            self.problems.add(
+                read.items["license"][1],
+                f"package.license '{license_}' conflicts with the license in {project.path} [project]; keep it in one place",
+            )
+        if "dependencies" not in read.items:
+            read.values["dependencies"] = project.dependencies
+        elif project.dependencies and set(project.dependencies) != set(
+            read.values["dependencies"] or ()
+        ):
+            self.problems.add(
+                read.items["dependencies"][1],
+                f"package.dependencies conflicts with dependencies in {project.path} [project]; keep them in one place (pyproject.toml)",
+            )
+
+    def version(self, node: yaml.Node, where: str) -> str | None:
+        value = self.scalar(node, where)
+        if value is None:
+            return None
+        try:
+            return str(Version(value))
+        except InvalidVersion:
+            self.problems.add(
+                node, f"{where} '{value}' is not a PEP 440 version; write e.g. '1.2.0'"
+            )
+            return None
+
+    def requires_python(self, node: yaml.Node, where: str) -> str | None:
+        value = self.scalar(node, where)
+        if value is not None:
+            try:
+                SpecifierSet(value)
+            except InvalidSpecifier:
+                self.problems.add(
+                    node, f"{where} '{value}' is not a version range; write e.g. '>=3.10'"
+                )
+        return value
+
+    def dependency(self, node: yaml.Node, value: str, where: str) -> str | None:
+        dep = self.requirement("numpy>=1.26")(node, value, where)
+        if dep is not None and canonicalize_name(Requirement(dep).name) == "torch":
+            self.problems.add(node, f"{where}: leave torch out; wheelforge derives it from 'torch'")
+            return None
+        return dep
+
+    def package_folder(self, node: yaml.Node, value: str, where: str) -> Path | None:
+        folder = self.folder(node, value, where)
+        if folder is not None and not is_package(folder):
+            self.problems.add(
+                node,
+                f"{where}: '{value}' has no __init__.py (nor a namespace package's subpackages); "
+                "name a Python package folder",
+            )
+            return None
+        return folder

@@ -1,0 +1,118 @@
+"""The project's metadata from pyproject.toml's ``[project]`` table (PEP 621), read by the
+``pyproject-metadata`` library, so matrix.yaml keeps the build matrix and need not repeat it."""
+
+from __future__ import annotations
+
+import email.parser
+import email.policy
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+from wheelforge.configuration.matrix import yamlio
+from wheelforge.foundation.errors import ConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+# Headers the wheel writer sets itself: name and version may come from matrix.yaml, Requires-Dist
+# on torch comes from the matrix's torch, Requires-Python may default from python-abi.
+_OWN_HEADERS = {"metadata-version", "name", "version", "summary", "requires-python"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProjectMetadata:
+    path: Path  # the pyproject.toml
+    name: str
+    version: str | None  # None when [project] lists it as dynamic
+    summary: str | None
+    requires_python: str | None
+    dependencies: tuple[str, ...]  # Requires-Dist without extras markers, torch left out
+    headers: tuple[tuple[str, str], ...]  # the other core-metadata headers, in order
+    description: str | None  # the readme's text
+    metadata_version: str
+    license_files: tuple[Path, ...]
+
+
+def _load(path: Path) -> dict[str, object] | None:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path} could not be read: {exc}") from None
+    return data if "project" in data else None
+
+
+def read_project(path: Path) -> ProjectMetadata | None:
+    """The ``[project]`` metadata of the pyproject.toml at *path*, or None if it has none."""
+    root = path.parent
+    data = _load(path)
+    if data is None:
+        return None
+    import pyproject_metadata  # ~0.03 s: only a project with a [project] table loads it
+
+    try:
+        meta = pyproject_metadata.StandardMetadata.from_pyproject(
+            data, project_dir=root, allow_extra_keys=True
+        )
+        message = meta.as_rfc822()
+    except (pyproject_metadata.ConfigurationError, ValueError, OSError) as exc:
+        raise ConfigError(f"{path}: [project]: {exc}") from None
+    parsed = email.parser.Parser(policy=email.policy.compat32).parsestr(str(message))
+    headers: list[tuple[str, str]] = []
+    dependencies: list[str] = []
+    for key, value in parsed.items():
+        if key.lower() in _OWN_HEADERS:
+            continue
+        if key.lower() == "requires-dist":
+            req = Requirement(value)
+            if canonicalize_name(req.name) == "torch":
+                continue  # the matrix's torch decides (a stable-ABI floor, or one pinned torch)
+            if req.marker is None:
+                dependencies.append(value)
+                continue
+        headers.append((key, value))
+    body = parsed.get_payload()
+    return ProjectMetadata(
+        path=path,
+        name=str(meta.name),
+        version=str(meta.version) if meta.version is not None else None,
+        summary=meta.description,
+        requires_python=str(meta.requires_python) if meta.requires_python else None,
+        dependencies=tuple(dependencies),
+        headers=tuple(headers),
+        description=body if isinstance(body, str) and body.strip() else None,
+        metadata_version=str(parsed["Metadata-Version"] or "2.1"),
+        license_files=tuple(root / p for p in (meta.license_files or ())),
+    )
+
+
+def project_for(
+    node: yaml.Node | None, root: Path, problems: yamlio.Problems
+) -> ProjectMetadata | None:
+    """pyproject.toml's [project], from ``package.pyproject`` (a path, or false for none),
+    by default the one beside matrix.yaml if there is one."""
+    value: str | None = "pyproject.toml"
+    value_node = yamlio.key_node(node, "pyproject")
+    if value_node is not None and value_node.tag == "tag:yaml.org,2002:bool":
+        if not yamlio.boolean(value_node, problems, "package.pyproject"):
+            return None
+    elif value_node is not None:
+        value = yamlio.scalar(value_node, problems, "package.pyproject")
+        if value is not None and not (root / value).is_file():
+            problems.add(value_node, f"package.pyproject: '{value}' is not a file")
+            return None
+    if value is None:
+        return None
+    try:
+        return read_project(root / value)
+    except ConfigError as exc:
+        problems.add(node, exc.message)
+        return None

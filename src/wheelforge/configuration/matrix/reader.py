@@ -1,0 +1,327 @@
+"""Turning matrix.yaml's node tree into the model of matrix.py: every key checked, every
+problem collected with its line, all reported at once.
+
+The keys, which are required and their defaults come from the model's fields
+(configuration/matrix/model.py); this module adds what the model cannot say: how each key's value is
+checked and converted (folders exist, globs match, arch lists parse, versions are PEP 440)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from pathlib import Path
+
+import yaml
+from packaging.version import InvalidVersion, Version
+
+from wheelforge.configuration.abi import ABIS
+from wheelforge.configuration.archs import ArchSet, ArchSpec, parse_arch_list
+from wheelforge.configuration.bytesizes import parse_size
+from wheelforge.configuration.matrix import yamlio
+from wheelforge.configuration.matrix.discovery import discover_packages
+from wheelforge.configuration.matrix.keys import (
+    ARCH_SET_NAME_RE,
+    CUDA_RE,
+    MODULE_RE,
+    PYTHON_ABI_RE,
+    SOURCE_SUFFIXES,
+)
+from wheelforge.configuration.matrix.model import ExtensionConfig, Matrix, SourceSpec, TestsConfig
+from wheelforge.configuration.matrix.modelreader import KeyReader
+from wheelforge.configuration.matrix.packagereader import PackageReader
+from wheelforge.configuration.matrix.pyproject import project_for
+from wheelforge.configuration.matrix.torchspec import (
+    OLDEST_STABLE_TARGET,
+    TorchSpec,
+    parse_torch_spec,
+)
+from wheelforge.foundation import fsutil
+from wheelforge.foundation.errors import ConfigError
+
+# torch needs CPython 3.10 or newer (torch 2.9+), so no abi3 floor below cp310 makes sense.
+OLDEST_PYTHON_MINOR = 10
+
+
+class MatrixReader(PackageReader):
+    """Turns the node tree into the model, collecting problems."""
+
+    def __init__(self, path: Path, display: str) -> None:
+        super().__init__(yamlio.Problems(path, display), path.parent)
+        self.path = path
+        self.torch_read: tuple[yaml.Node, TorchSpec | None] | None = None
+
+    def readers(self, model: type) -> Mapping[str, KeyReader]:
+        """The keys whose conversion is special; the rest (summary, license, module-init, a
+        source's files, wheel-variants and its keys, ...) are read by their type."""
+        if model is Matrix:
+            return {
+                "package": self.package,
+                "torch": self.torch,
+                "arch_sets": self.arch_sets,
+                "abi": self.abi,
+                "python_abi": self.python_abi,
+                "tests": self.tests,
+                "cuda": self.cuda,
+                "size_budget": self.parsed(lambda text, w: parse_size(text, where=w)),
+                "compile_cache": self.scalar,  # its values: settings.py, with the environment's
+            }
+        if model is ExtensionConfig:
+            return {
+                "name": self.checked_scalar(
+                    lambda v: bool(MODULE_RE.match(v)),
+                    "must be a module name, e.g. 'mypkg._C' (or 'mypkg_cuda' at the top level)",
+                ),
+                "sources": self.sources,
+                "include_dirs": self.checked_list(self.folder),
+                "cxx_flags": self.flag_list,
+                "nvcc_flags": self.flag_list,
+                "link_flags": self.flag_list,
+                "libraries": self.flag_list,
+                "library_dirs": self.checked_list(self.folder),
+            }
+        if model is SourceSpec:
+            return {"archs": self.parsed(lambda text, w: parse_arch_list(text, source=w))}
+        if model is TestsConfig:
+            return {
+                "path": self.test_path,
+                "requires": self.checked_list(self.requirement("pytest>=8")),
+                "torch": self.checked_list(self.test_torch),
+                "command": self.test_command,
+            }
+        return super().readers(model)
+
+    def sources(self, node: yaml.Node, where: str) -> tuple[SourceSpec, ...] | None:
+        """Each glob must match files, all of them sources; None if none is good."""
+        out = []
+        for item, pattern, archs in self.source_entries(node, where):
+            if Path(pattern).is_absolute():
+                self.problems.add(
+                    item, f"{where}: '{pattern}' must be relative to {self.problems.display}"
+                )
+                continue
+            matches = list(self.root.glob(pattern))
+            if not matches:
+                self.problems.add(item, f"{where}: '{pattern}' matches no file")
+                continue
+            if not any(m.is_file() for m in matches):
+                self.problems.add(
+                    item,
+                    f"{where}: '{pattern}' names a folder, not source files; "
+                    f"write a glob such as '{pattern.rstrip('/')}/*.cu'",
+                )
+                continue
+            bad = [m for m in matches if m.is_file() and m.suffix not in SOURCE_SUFFIXES]
+            if bad:
+                self.problems.add(
+                    item,
+                    f"{where}: '{pattern}' matches {bad[0].name}, which is not a source ({', '.join(SOURCE_SUFFIXES)})",
+                )
+                continue
+            out.append(SourceSpec(pattern=pattern, archs=archs))
+        return tuple(out) or None
+
+    def source_entries(
+        self, node: yaml.Node, where: str
+    ) -> list[tuple[yaml.Node, str, tuple[ArchSpec, ...] | None]]:
+        """``sources``: globs, or mappings ``{files: GLOB, archs: LIST}`` limiting their archs."""
+        if not isinstance(node, yaml.SequenceNode):
+            return [(n, v, None) for n, v in yamlio.string_list(node, self.problems, where)]
+        out: list[tuple[yaml.Node, str, tuple[ArchSpec, ...] | None]] = []
+        for i, item in enumerate(node.value):
+            entry_where = f"{where}[{i}]"
+            if not isinstance(item, yaml.MappingNode):
+                value = self.scalar(item, entry_where)
+                if value is not None:
+                    out.append((item, value, None))
+                continue
+            read = self.section(item, SourceSpec, entry_where)
+            spec = self.build(SourceSpec, read)
+            if read is not None and spec is not None:
+                out.append((read.items["files"][1], spec.pattern, spec.archs))
+        return out
+
+    # -- the top level ------------------------------------------------------------------------
+
+    def cuda(self, node: yaml.Node, where: str) -> tuple[str, ...]:
+        entries = self.strings(node, where)
+        for value in entries:
+            if value != "auto" and not CUDA_RE.match(value):
+                self.problems.add(
+                    node, f"{where}: '{value}' is neither 'auto' nor a CUDA release like '13.0'"
+                )
+        if len(set(entries)) != len(entries):
+            self.problems.add(node, f"{where}: a release appears twice")
+        return entries or ("auto",)
+
+    def torch(self, node: yaml.Node, where: str) -> TorchSpec | None:
+        spec = self._torch(node, where)
+        self.torch_read = (node, spec)
+        return spec
+
+    def _torch(self, node: yaml.Node, where: str) -> TorchSpec | None:
+        value: str | list[str]
+        if isinstance(node, yaml.SequenceNode):
+            value = list(self.strings(node, where))
+        else:
+            scalar = self.scalar(node, where)
+            if scalar is None:
+                return None
+            value = scalar
+        try:
+            spec = parse_torch_spec(value)
+        except ValueError as exc:
+            self.problems.add(node, f"{where}: {exc}")
+            return None
+        if spec.lowest < OLDEST_STABLE_TARGET:
+            self.problems.add(
+                node,
+                f"{where}: the stable ABI needs torch >= {OLDEST_STABLE_TARGET}, but the lowest version here is {spec.lowest}; raise it",
+            )
+            return None
+        return spec
+
+    def arch_sets(self, node: yaml.Node, where: str) -> tuple[ArchSet, ...]:
+        named: list[tuple[str, yaml.Node, str]]  # name, value node, where in messages
+        if isinstance(node, yaml.ScalarNode):
+            named = [("default", node, where)]
+        elif isinstance(node, yaml.MappingNode):
+            names = [k.value for k, _ in node.value]
+            items = yamlio.mapping(node, self.problems, where, names)
+            named = []
+            for name, key_node, value_node in yamlio.iter_items(items or {}):
+                if ARCH_SET_NAME_RE.match(name):
+                    named.append((name, value_node, f"{where}.{name}"))
+                else:
+                    self.problems.add(
+                        key_node,
+                        f"{where}: name '{name}' must be lower-case letters, digits, '_' and '.'",
+                    )
+        else:
+            self.problems.add(
+                node, f"{where} must be an arch list or a mapping of names to arch lists"
+            )
+            return ()
+        sets = []
+        for name, value_node, value_where in named:
+            text = self.arch_set_text(value_node, value_where)
+            if text is None:
+                continue
+            try:
+                sets.append(ArchSet(name, parse_arch_list(text, source=f"{where}.{name}")))
+            except ConfigError as exc:
+                self.problems.add(value_node, exc.message)
+        if not sets and not self.problems.items:
+            self.problems.add(
+                node, f"{where} is empty; name at least one arch set, e.g. default: '8.0 9.0+PTX'"
+            )
+        return tuple(sets)
+
+    def arch_set_text(self, node: yaml.Node, where: str) -> str | None:
+        if isinstance(node, yaml.SequenceNode):
+            return " ".join(self.strings(node, where))
+        return self.scalar(node, where)
+
+    def abi(self, node: yaml.Node, where: str) -> str | None:
+        value = self.choice(tuple(ABIS))(node, where)
+        if value is not None and ABIS[value].per_torch and self.torch_read is not None:
+            torch_node, torch = self.torch_read
+            if torch is not None and not torch.versions:
+                self.problems.add(
+                    torch_node,
+                    "torch: an unstable-ABI matrix builds once per torch version, so list them, e.g. ['2.13.0', '2.14.1']",
+                )
+        return value
+
+    def python_abi(self, node: yaml.Node, where: str) -> str | None:
+        value = self.scalar(node, where)
+        match = PYTHON_ABI_RE.match(value or "")
+        if value is not None and match is None:
+            self.problems.add(
+                node,
+                f"{where} must name the oldest CPython of the abi3 wheel, like 'cp310', got '{value}'",
+            )
+            return None
+        if value is not None and match is not None and int(match[1]) < OLDEST_PYTHON_MINOR:
+            self.problems.add(
+                node,
+                f"{where} '{value}' is older than any Python torch runs on (3.{OLDEST_PYTHON_MINOR}+); use 'cp3{OLDEST_PYTHON_MINOR}'",
+            )
+            return None
+        return value
+
+    def tests(self, node: yaml.Node, where: str) -> TestsConfig | None:
+        read = self.section(node, TestsConfig, where)
+        torch = self.torch_read[1] if self.torch_read is not None else None
+        if read is not None and "torch" not in read.values:
+            # the default: the matrix's torch list, or the lowest version of its range
+            default = [str(v) for v in torch.versions] or [str(torch.lowest)] if torch else []
+            read.values["torch"] = tuple(default)
+        return self.build(TestsConfig, read)
+
+    def test_path(self, node: yaml.Node, where: str) -> Path | None:
+        value = self.scalar(node, where)
+        return self.folder(node, value, where) if value is not None else None
+
+    def test_torch(self, node: yaml.Node, value: str, where: str) -> str | None:
+        try:
+            return str(Version(value))
+        except InvalidVersion:
+            self.problems.add(node, f"{where}: '{value}' is not a version; write e.g. '2.13.0'")
+            return None
+
+    def test_command(self, node: yaml.Node, where: str) -> tuple[str, ...] | None:
+        words = self.strings(node, where)
+        if words and "{path}" not in " ".join(words):
+            self.problems.add(node, f"{where} must contain {{path}}, where the test folder goes")
+        return words or None
+
+    def read(self, node: yaml.Node | None) -> Matrix:
+        if node is None:
+            raise ConfigError(f"{self.problems.display} is empty; see docs/matrix.md for its keys")
+        package_node = yamlio.key_node(node, "package")
+        self.project = project_for(package_node, self.root, self.problems)
+        read = self.section(node, Matrix, "the top level", prefix="")
+        if read is None:
+            self.problems.raise_if_any()
+            raise AssertionError  # unreachable: mapping() recorded a problem
+        flavour = ABIS.get(str(read.values.get("abi")))
+        if flavour is not None and not flavour.abi3 and "python-abi" in read.items:
+            self.problems.add(
+                read.items["python-abi"][1],
+                "python-abi sets the floor of stable-ABI (abi3) wheels; an unstable-ABI wheel is "
+                "tagged for the CPython that builds it, so remove python-abi or use abi: stable",
+            )
+        if package_node is None and self.project is not None:
+            read.values["package"] = self.package(None, "package")
+        elif package_node is None:
+            self.problems.add(
+                node, "the top level needs 'package' (or a pyproject.toml with [project])"
+            )
+        package, extension = read.values.get("package"), read.values.get("extension")
+        if package is not None and extension is not None and not package.packages:
+            package = dataclasses.replace(
+                package, packages=discover_packages(self.root, extension.name)
+            )
+            read.values["package"] = package
+        if package is not None and extension is not None and "." in extension.name:
+            top = extension.name.split(".", 1)[0]
+            if top not in {p.name for p in package.packages}:
+                self.problems.add(
+                    read.items["extension"][1],
+                    f"extension.name '{extension.name}' is not inside any of package.packages ({', '.join(p.name for p in package.packages) or 'none'}); put the module in one of them",
+                )
+        variants = read.values.get("wheel_variants")
+        problem = variants.null_problem(read.values.get("arch_sets") or ()) if variants else None
+        if problem is not None:
+            self.problems.add(read.items["wheel-variants"][1], problem)
+        self.problems.raise_if_any()
+        matrix = self.build(Matrix, read, path=self.path, root=self.root)
+        assert matrix is not None  # every required key was read, or a problem was raised
+        return matrix
+
+
+def load_matrix(path: Path) -> Matrix:
+    display = str(path)
+    reader = MatrixReader(path.resolve(), display)
+    with fsutil.gc_paused():
+        return reader.read(yamlio.load(path, display))

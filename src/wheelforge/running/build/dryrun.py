@@ -1,0 +1,56 @@
+"""``wheelforge build --dry-run``: the plan of a build (variants, toolkits, archs, the exact
+compile commands) with nothing compiled, downloaded or written to the build folder."""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from wheelforge.configuration.settings import BuildSettings
+from wheelforge.planning import ninjafile
+from wheelforge.planning.planner import plan_all, plan_inputs
+from wheelforge.running.build import ninja
+from wheelforge.running.build.prepare import selected
+from wheelforge.toolchain import toolkit
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlannedVariant:
+    variant_id: str
+    arch_set: str  # name
+    archs: str
+    toolkit: str  # "CUDA 13.0.88 (sm_75 to sm_121) at /usr/local/cuda", or the recipe's
+    torch: str | None  # the torch compiled against, when known without installing anything
+    commands: tuple[str, ...]  # exactly what ninja would run, compile and link
+    note: str  # why commands are missing, if they are
+
+
+def dry_run(settings: BuildSettings) -> list[PlannedVariant]:
+    chosen = selected(settings, toolkit.discover(cache=settings.cache_dir))
+    planned = []
+    for v in chosen:
+        common = {
+            "variant_id": v.id,
+            "arch_set": v.arch_set.name,
+            "archs": str(v.arch_set),
+            "toolkit": v.choice.describe(),
+        }
+        note = ""
+        if v.choice.toolkit is None:
+            note = (
+                f"CUDA {v.choice.release} is provisioned first; the commands are known after that"
+            )
+        elif v.torch is not None:
+            # Unstable ABI: the compile flags come from an environment holding exactly that torch.
+            note = f"torch {v.torch}'s build environment is made (or reused) first"
+        if note:
+            planned.append(PlannedVariant(**common, torch=v.torch, commands=(), note=note))
+            continue
+        [plan] = plan_all(settings, [v], plan_inputs(settings))  # no compile cache
+        with tempfile.TemporaryDirectory(prefix="wheelforge-dry-run-") as tmp:
+            # The build.ninja the build would write, rendered elsewhere: ninja lists its commands.
+            (Path(tmp) / "build.ninja").write_text(ninjafile.render(plan), encoding="utf-8")
+            commands = tuple(ninja.commands(Path(tmp)))
+        planned.append(PlannedVariant(**common, torch=plan.torch.label, commands=commands, note=""))
+    return planned

@@ -1,0 +1,92 @@
+"""Deciding that a variant's build is up to date without starting ninja.
+
+After a successful ninja run, wheelforge records a stamp beside build.ninja: the hash of the
+ninja file (every command line lives in it) and the size and mtime of every input (sources,
+the generated files, the compilers) and every header ninja recorded for them, plus every
+output. The next build is up to date when the ninja file it writes has the same hash and no
+recorded file changed; anything else runs ninja, which decides as usual.
+
+The headers come from ``ninja -t deps``, ninja's public view of its own deps log, read once
+after each build that ran: the binary ``.ninja_deps`` format is private to ninja and changes
+between versions (v3 → v4), so it is not parsed here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+from pathlib import Path
+
+from wheelforge.foundation import fsutil
+from wheelforge.planning.plan import VariantPlan
+from wheelforge.running.build import ninja
+from wheelforge.toolchain import probecache
+
+UP_TO_DATE_STAMP = "up-to-date.json"  # says ninja has nothing to do
+
+
+def ninja_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _stamp_path(plan: VariantPlan) -> Path:
+    return plan.build_dir / UP_TO_DATE_STAMP
+
+
+def up_to_date(plan: VariantPlan, ninja_text: str) -> bool:
+    """Whether the last build of exactly this ninja file left nothing to do."""
+    try:
+        stamp = json.loads(_stamp_path(plan).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return (
+        isinstance(stamp, dict)
+        and stamp.get("ninja") == ninja_hash(ninja_text)
+        and probecache.unchanged(stamp.get("files", {}))
+    )
+
+
+def stamp_text(plan: VariantPlan) -> str | None:
+    """The stamp as written (None: there is none): it changes whenever an input or output does."""
+    try:
+        return _stamp_path(plan).read_text(encoding="utf-8")
+    except OSError:
+        return None
+
+
+def recorded_inputs(plan: VariantPlan) -> list[Path] | None:
+    """Every file the last build read (sources and the headers ninja recorded), from the stamp;
+    None without one (then ``ninja -t deps`` answers, planning/ninja.py inputs())."""
+    text = stamp_text(plan)
+    try:
+        read = json.loads(text)["read"] if text else None
+    except (ValueError, KeyError, TypeError):
+        return None
+    return [Path(p) for p in read] if isinstance(read, list) else None
+
+
+def forget(plan: VariantPlan) -> None:
+    """Drop the stamp before ninja runs, so a failed or interrupted build leaves none behind."""
+    with contextlib.suppress(FileNotFoundError):
+        _stamp_path(plan).unlink()
+
+
+def record(plan: VariantPlan, ninja_text: str, started_ns: int) -> None:
+    """Stamp a build that ninja just finished. An input modified after the build started
+    may not be in the outputs, so then no stamp is written and the next build runs ninja."""
+    deps = ninja.deps(plan, check=False)
+    if deps is None:
+        return
+    headers = {d for ds in deps.values() for d in ds}
+    read = headers | {str(s.source) for s in plan.compile.steps}
+    inputs = read | {str(g.path) for g in plan.compile.generated}
+    inputs |= {plan.compile.cxx, plan.compile.cc, plan.compile.nvcc_host, str(plan.compile.nvcc)}
+    watched = probecache.fingerprint(sorted(inputs))
+    if any(st is None or st[1] > started_ns for st in watched.values()):
+        return
+    outputs = [*(s.object for s in plan.compile.steps), plan.link.library]
+    watched |= probecache.fingerprint(outputs)
+    # "read": what the compiles read, for the wheel's provenance (no second ninja -t deps)
+    stamp = {"ninja": ninja_hash(ninja_text), "files": watched, "read": sorted(read)}
+    fsutil.write_if_changed(_stamp_path(plan), json.dumps(stamp, indent=1) + "\n")

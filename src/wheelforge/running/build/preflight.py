@@ -1,0 +1,81 @@
+"""Checks of the folders a build writes, before anything is compiled: each is created and
+written to, so a folder that can't be (EACCES, a read-only or full file system, a path under
+/proc) fails in one line naming it, not after the compile with a traceback. Output and build
+folders inside a package folder that is packed into the wheel are refused: the next wheel
+would carry the previous one, or the build's objects."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from wheelforge.configuration.matrix.model import Matrix
+from wheelforge.foundation import fsutil
+from wheelforge.foundation.errors import ConfigError, EnvironmentProblem
+
+# What the probe writes: enough to fail on a full file system rather than on its last block.
+PROBE_BYTES = 1 << 20
+
+
+def describe_os_error(exc: OSError) -> str:
+    why = exc.strerror or str(exc)
+    if exc.errno == errno.ENOSPC:
+        why += " (the file system is full; free space or choose another folder)"
+    elif exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        why += " (choose a folder you can write to)"
+    return why
+
+
+def probe_folder(path: Path, flag: str) -> None:
+    """Create *path* and write a probe file into it; any failure names *flag* and the path."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path, prefix=".wheelforge-probe-")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(b"\0" * PROBE_BYTES)
+                f.flush()
+                os.fsync(f.fileno())
+        finally:
+            with contextlib.suppress(OSError):
+                Path(tmp).unlink()
+    except OSError as exc:
+        where = Path(exc.filename) if exc.filename else path
+        raise EnvironmentProblem(
+            f"{flag} {path}: cannot write there: {where}: {describe_os_error(exc)}"
+        ) from None
+
+
+def refuse_packed(matrix: Matrix, folders: dict[str, Path]) -> None:
+    """Refuse output and build folders inside a package folder that goes into the wheel."""
+    for flag, folder in folders.items():
+        for package in matrix.package.packages:
+            if folder.resolve().is_relative_to(package.resolve()):
+                raise ConfigError(
+                    f"{flag} {folder} lies inside the package folder {package}, which is packed "
+                    "into the wheel, so the next wheel would carry this folder's files; choose a "
+                    "folder outside it"
+                )
+
+
+def preflight(matrix: Matrix, folders: dict[str, Path]) -> None:
+    """*folders*: flag (``--out``) → folder. Refuse packed ones, then probe each."""
+    refuse_packed(matrix, folders)
+    for flag, folder in folders.items():
+        probe_folder(folder, flag)
+
+
+@contextlib.contextmanager
+def tidy(folders: dict[str, Path]) -> Iterator[None]:
+    """Of *folders*, those the block creates (preflight, or a build) and leaves empty are removed
+    when it ends, however it ends: a refused or failed build leaves no empty ``--out`` behind."""
+    made = [top for top in map(fsutil.missing_top, folders.values()) if top is not None]
+    try:
+        yield
+    finally:
+        for top in made:
+            fsutil.remove_if_empty(top)

@@ -1,0 +1,75 @@
+"""What a run produced, as data: the build's results per variant. Rendering (terminal, JSON
+report, GitHub Actions) lives in the interface layer and only reads these."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from wheelforge.binaries.abicheck import BinaryCheck
+from wheelforge.binaries.facts import BinaryContents
+from wheelforge.binaries.sizecheck import SizeCheck
+from wheelforge.binaries.verify import ArchCheck
+from wheelforge.configuration.abi import AbiName
+from wheelforge.configuration.archs import ArchSet
+from wheelforge.foundation.errors import WheelforgeError
+from wheelforge.toolchain.compilecache import CacheStats
+
+
+@dataclass(frozen=True, kw_only=True)
+class VariantResult:
+    variant_id: str
+    arch_set: ArchSet
+    toolkit: str
+    torch: str  # the torch compiled against
+    wheel: Path
+    wheel_size: int
+    sha256: str
+    sources: int  # compile steps in the plan
+    compiled: tuple[str, ...]  # the compile steps ninja ran (empty: everything was up to date)
+    reused: bool  # the wheel in the output folder was already made from these inputs
+    binaries: tuple[BinaryContents, ...]
+    arch_checks: tuple[ArchCheck, ...]  # each binary against the arch set (binaries/verify.py)
+    abi_checks: tuple[BinaryCheck, ...]
+    size: SizeCheck
+    stages: tuple[tuple[str, float], ...]  # (stage, seconds): compile, package, verify, publish
+    seconds: float
+    # What the import check ran ("import pkg._C ok under torch 2.13.0+cpu"); None: skipped.
+    import_check: str | None = None
+    # PEP 825 variant wheels only: the label, the properties in variant.json, and the null
+    # variant published from the same build, if this is the one the matrix names.
+    variant_label: str | None = None
+    variant_properties: tuple[str, ...] = ()
+    null_wheel: Path | None = None
+    reproducible: str | None = None  # sha256 of the identical rebuild (--verify-reproducible)
+    compile_cache: CacheStats | None = None  # None: no cache, or nothing was compiled
+
+
+@dataclass(frozen=True, kw_only=True)
+class VariantFailure:
+    """A variant that did not produce a wheel, and why; the other variants still build."""
+
+    variant_id: str
+    arch_set: ArchSet
+    toolkit: str
+    torch: str
+    error: WheelforgeError
+    size: SizeCheck | None  # set when the wheel was built but is over its size budget
+    stages: tuple[tuple[str, float], ...]
+    seconds: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildReport:
+    matrix: Path
+    abi: AbiName = "stable"  # configuration/abi.py: what it decides
+    target_version: tuple[int, int]
+    built_against: str
+    variants: tuple[VariantResult, ...]
+    failures: tuple[VariantFailure, ...] = ()
+    seconds: float = 0.0
+    variants_json: Path | None = None  # the index-level {name}-{version}-variants.json
+
+    @property
+    def first_error(self) -> WheelforgeError | None:
+        return self.failures[0].error if self.failures else None

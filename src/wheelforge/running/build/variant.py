@@ -1,0 +1,336 @@
+"""One variant's build, from its plan: compile (torch's own answer confirmed; a different one
+is planned and compiled again), pack, repair, check (fatbins, the ABI rules, the size budget, the
+import), then an atomic move into the output folder. A failed variant is data, not an error."""
+
+from __future__ import annotations
+
+import dataclasses
+import shlex
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from wheelforge.binaries import elf
+from wheelforge.binaries.sizecheck import LEVERS_SHOWN, TOP_CONTRIBUTORS, SizeCheck, check_size
+from wheelforge.binaries.verify import WheelVerification, verify_wheel
+from wheelforge.configuration.bytesizes import format_size
+from wheelforge.configuration.settings import BuildSettings
+from wheelforge.foundation import fsutil, log
+from wheelforge.foundation.errors import (
+    BuildError,
+    EnvironmentProblem,
+    Interrupted,
+    SizeBudgetError,
+    WheelforgeError,
+)
+from wheelforge.packaging import repair, stamp, wheel, wheel_variants
+from wheelforge.planning.plan import PlanInputs, VariantPlan
+from wheelforge.planning.planner import plan_variant
+from wheelforge.running.build import importcheck, reuse
+from wheelforge.running.build.compiling import compile_variant
+from wheelforge.running.build.preflight import describe_os_error
+from wheelforge.running.build.results import VariantFailure, VariantResult
+from wheelforge.toolchain import compilecache, torchprobe, warmtorch
+
+
+class _Stages:
+    """Times of a variant's stages, and its size check once there is one (kept when it fails)."""
+
+    def __init__(self) -> None:
+        self.times: list[tuple[str, float]] = []
+        self.size: SizeCheck | None = None
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.times.append((name, round(time.perf_counter() - start, 3)))
+
+
+def build_variant(
+    plan: VariantPlan,
+    inputs: PlanInputs,
+    settings: BuildSettings,
+    *,
+    null: bool = False,
+    keep_repairs: bool = True,
+) -> VariantResult | VariantFailure:
+    """Build one variant, planned from *inputs* (and, with *null*, also publish it as the PEP 825
+    null variant); a failure is returned as data (with the error), not raised, so the other
+    variants still build and the report says which failed and why. Without *keep_repairs*,
+    auditwheel runs even where a kept repair of the same bytes exists (repair.py): the
+    reproducibility twin's wheel must come from its own repair."""
+    start = time.perf_counter()
+    stages = _Stages()
+    variant = plan.variant
+    try:
+        kept = settings.cache_dir if keep_repairs else None
+        return _build_variant(plan, inputs, settings, stages, start, null=null, kept=kept)
+    except Interrupted:
+        raise  # SIGINT or SIGTERM ends the whole build, not one variant
+    except WheelforgeError as exc:
+        return VariantFailure(
+            variant_id=variant.id,
+            arch_set=variant.arch_set,
+            toolkit=str(variant.toolkit.version),
+            torch=plan.torch.label,
+            error=exc,
+            size=stages.size,
+            stages=tuple(stages.times),
+            seconds=time.perf_counter() - start,
+        )
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _Published:
+    wheel: Path
+    found: WheelVerification
+    import_check: str | None = None  # what the import check ran; None: skipped
+    variant_properties: tuple[str, ...] = ()
+    null_wheel: Path | None = None
+
+
+def _build_variant(
+    plan: VariantPlan,
+    inputs: PlanInputs,
+    settings: BuildSettings,
+    stages: _Stages,
+    start: float,
+    *,
+    null: bool,
+    kept: Path | None,
+) -> VariantResult:
+    variant = plan.variant
+    title = f"{variant.id}: compile for {variant.arch_set} with CUDA {variant.toolkit.version}"
+    with log.group(title), log.step(title), stages.stage("compile"):
+        plan, steps, cache_stats = _compile(plan, inputs, settings)
+        compiled = [s for s in steps if s in ("CXX", "CC", "NVCC")]
+        counted = f"compiled {len(compiled)} of {len(plan.compile.steps)} sources"
+        log.info(f"  {counted if compiled else 'nothing to compile: up to date'}")
+
+    contents = wheel.contents(plan, repair.build_platform(), reuse.dist_info_files(plan))
+    digest = contents.digest()
+    # A variant wheel is always re-packed (seconds; compiling stays incremental): the ABI check
+    # reads tags from a wheel's name, which a variant label makes unparsable to packaging.
+    reusable = (
+        None if variant.variant_label else stamp.reusable(plan.build_dir, plan.out_dir, digest)
+    )
+    done = _reuse(reusable, plan, settings, stages) if reusable else None
+    if done is None:
+        title = f"{plan.variant.id}: pack, repair and check the wheel"
+        with log.group(title), log.step(title):
+            done = _pack_and_publish(plan, contents, settings, stages, null=null, kept=kept)
+        stamp.write(plan.build_dir, digest=digest, wheel=done.wheel)
+        reuse.remember_verification(done.wheel, plan, done.found, done.import_check)
+    published, found, reused = done.wheel, done.found, reusable is not None
+    assert stages.size is not None  # _check sets it
+    return VariantResult(
+        variant_id=variant.id,
+        arch_set=variant.arch_set,
+        toolkit=str(variant.toolkit.version),
+        torch=plan.torch.label,
+        wheel=published,
+        wheel_size=published.stat().st_size,
+        sha256=stamp.sha256(published),
+        sources=len(plan.compile.steps),
+        compiled=tuple(compiled),
+        reused=reused,
+        binaries=found.binaries,
+        arch_checks=found.arch_checks,
+        abi_checks=found.abi_checks,
+        size=stages.size,
+        stages=tuple(stages.times),
+        seconds=time.perf_counter() - start,
+        import_check=done.import_check,
+        variant_label=variant.variant_label,
+        variant_properties=done.variant_properties,
+        null_wheel=done.null_wheel,
+        compile_cache=cache_stats,
+    )
+
+
+def _reuse(
+    reusable: Path, plan: VariantPlan, settings: BuildSettings, stages: _Stages
+) -> _Published:
+    """The published wheel, still made from these inputs: its stored findings (the same bytes
+    give the same ones), the size budget checked again, the import check reused."""
+    log.info(f"  {reusable} is up to date")
+    with stages.stage("verify"):
+        before = reuse.verified_before(reusable, plan)
+        found = _check(reusable, plan, settings, stages, before[0] if before else None)
+        imported = None
+        if settings.import_check:  # imported when published, unless that was skipped
+            imported = (before[1] if before else None) or _import_check(reusable, plan, settings)
+    return _Published(wheel=reusable, found=found, import_check=imported)
+
+
+def _compile(
+    plan: VariantPlan, inputs: PlanInputs, settings: BuildSettings
+) -> tuple[VariantPlan, list[str], compilecache.CacheStats | None]:
+    """Compile; when the plan's torch was read from torch's files (torchprobe.probe_torch's
+    *early*), torch's own answer, awaited now (or when the compile failed), decides: the plan is
+    made again from *inputs* with that answer, and compiled again if it differs, so neither a
+    wheel nor an error rests on the guess."""
+    steps: list[str] = []
+    stats = None
+    try:
+        steps, stats = compile_variant(plan, before_ninja=_before_ninja(plan, settings))
+    except BuildError:
+        if torchprobe.confirm(plan.torch, cache=settings.cache_dir) == plan.torch:
+            raise
+    torch = torchprobe.confirm(plan.torch, cache=settings.cache_dir)
+    if torch is plan.torch:  # not a guess: the plan was made with torch's answer
+        return plan, steps, stats
+    confirmed = plan_variant(inputs, plan.variant, torch)  # the same torch keeps its watch list
+    if torch == plan.torch:
+        return confirmed, steps, stats
+    log.warning(f"torch {torch.label} answered otherwise than its files read: compiling again")
+    again, stats = compile_variant(confirmed)
+    return confirmed, steps + again, stats
+
+
+def _before_ninja(plan: VariantPlan, settings: BuildSettings) -> Callable[[], None]:
+    """What overlaps the compile: the import check's child imports torch (toolchain/warmtorch),
+    and the modules packing needs (cyclonedx, wheel: ~0.2 s) load in a thread."""
+
+    def start() -> None:
+        if settings.import_check:
+            warmtorch.warm(plan.torch.python)
+        threading.Thread(target=_preload, name="wheelforge-preload", daemon=True).start()
+
+    return start
+
+
+def _preload() -> None:
+    import wheel.wheelfile  # noqa: F401
+
+    from wheelforge.packaging import sbom  # noqa: F401
+
+
+def _import_check(wheel_path: Path, plan: VariantPlan, settings: BuildSettings) -> str | None:
+    if not settings.import_check:
+        return None
+    return importcheck.check_import(wheel_path, plan, cache_dir=settings.cache_dir)
+
+
+def _check(
+    wheel_path: Path,
+    plan: VariantPlan,
+    settings: BuildSettings,
+    stages: _Stages,
+    found: WheelVerification | None = None,
+) -> WheelVerification:
+    """Fatbins against the arch set, the stable-ABI rules (verify_wheel, unless *found* holds its
+    findings on these bytes), then the size budget; any failing stops the variant."""
+    found = found or verify_wheel(wheel_path, plan)
+    stages.size = check_size(
+        wheel_size=wheel_path.stat().st_size,
+        budget=settings.size_budget,
+        binaries=found.binaries,
+        toolkit=(plan.variant.toolkit.version.major, plan.variant.toolkit.version.minor),
+        # the flags nvcc compiled with, the matrix's among them: which levers are pulled already
+        nvcc_flags=shlex.split(plan.compile.nvcc_flags),
+        wheel=wheel_path,
+    )
+    if stages.size.over:
+        raise _over_budget(
+            plan, wheel_path, stages.size, published=wheel_path.parent == plan.out_dir
+        )
+    return found
+
+
+def _over_budget(
+    plan: VariantPlan, wheel_path: Path, size: SizeCheck, *, published: bool
+) -> SizeBudgetError:
+    """The failure of a wheel over its size budget: its largest fatbin entries and what each
+    lever would save (binaries/sizecheck.py measures them)."""
+    top = size.contributions[:TOP_CONTRIBUTORS]
+    lines = ["largest contributors (in the wheel / stored in the binary / uncompressed):"]
+    lines += [
+        f"  {elf.member_path(c.binary)} {c.kind.upper()} {c.arch}: "
+        f"{format_size(c.in_wheel) if c.in_wheel is not None else '-'} / "
+        f"{format_size(c.stored)} / {format_size(c.uncompressed)} ({c.compression})"
+        for c in top
+    ]
+    measured = [c.in_wheel for c in size.contributions if c.in_wheel is not None]
+    if measured:
+        lines.append(
+            f"  all SASS and PTX: {format_size(sum(measured))} of the wheel's "
+            f"{format_size(size.wheel_size)}; the rest is host code and Python files"
+        )
+    lines.append("levers (what each saves):")
+    lines += [
+        f"  {lv.change}: {lv.saving}" + (f" ({lv.note})" if lv.note else "")
+        for lv in size.levers[:LEVERS_SHOWN]
+    ]
+    biggest = (
+        ", ".join(f"{c.arch} {format_size(c.in_wheel or c.stored)}" for c in top[:3]) or "no fatbin"
+    )
+    return SizeBudgetError(
+        f"variant {plan.variant.id}: {wheel_path.name} is {format_size(size.wheel_size)}, over "
+        f"its size budget of {format_size(size.budget)}; "
+        + ("it was published by an earlier build; " if published else "nothing was published; ")
+        + "largest: "
+        f"{biggest} (size-budget in matrix.yaml or --size-budget raises the budget)",
+        details="\n".join(lines),
+    )
+
+
+def _pack_and_publish(
+    plan: VariantPlan,
+    contents: wheel.WheelContents,
+    settings: BuildSettings,
+    stages: _Stages,
+    *,
+    null: bool,
+    kept: Path | None,
+) -> _Published:
+    """Pack, repair, check and import in a staging folder; only a wheel that passed reaches the
+    output."""
+    stage = Path(tempfile.mkdtemp(prefix="stage-", dir=plan.build_dir))
+    try:
+        with stages.stage("package"):
+            raw = wheel.pack(contents, stage / "raw", compress=False)  # repair deflates
+            repaired = repair.repair(
+                raw, stage / "repaired", source_date_epoch=wheel.source_date_epoch(), cache=kept
+            )
+        with stages.stage("verify"):
+            found = _check(repaired, plan, settings, stages)
+            imported = _import_check(repaired, plan, settings)
+        with stages.stage("publish"):
+            outputs, props = [repaired], tuple[str, ...]()
+            if plan.variant.variant_label:
+                outputs, props = wheel_variants.for_plan(
+                    plan, repaired, found.binaries, stage, null=null
+                )
+            for made in outputs:
+                previous = plan.out_dir / made.name
+                if previous.is_file() and stamp.sha256(previous) != stamp.sha256(made):
+                    log.warning(
+                        f"replacing {previous}: same name, other content (another arch set or toolkit?)"
+                    )
+            try:
+                done = [fsutil.publish(made, plan.out_dir) for made in outputs]
+            except OSError as exc:
+                raise EnvironmentProblem(
+                    f"--out {plan.out_dir}: cannot write {outputs[0].name}: {describe_os_error(exc)}"
+                ) from None
+            published = done[0]
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+    # Name what was read after the published wheel, not the staging copy.
+    stages.size = stages.size and stages.size.moved(repaired, published)
+    return _Published(
+        wheel=published,
+        found=found.moved(repaired, published),
+        import_check=imported,
+        variant_properties=props,
+        null_wheel=done[1] if len(done) > 1 else None,
+    )
