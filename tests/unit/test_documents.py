@@ -91,8 +91,10 @@ def test_inspect_document() -> None:
     reports = inspect_paths([DATA / "sm75_lz4.so", DATA / "no_cuda.so"])
     data = _valid(KINDS["inspect"], inspect_document(reports))
     assert list(data) == ["schema_version", "files"]  # no variant wheel: no "variants"
-    assert [list(f) for f in data["files"]] == [["path", "size", "fatbins"]] * 2
+    # loads_on added by issue 23 (compatible); null for a file without CUDA code.
+    assert [list(f) for f in data["files"]] == [["path", "size", "fatbins", "loads_on"]] * 2
     assert data["files"][0]["fatbins"][0]["arch"] == "sm_75"
+    assert data["files"][1]["loads_on"] is None
     check = VariantCheck(
         wheel="w.whl",
         label="abc",

@@ -17,10 +17,12 @@ from rich.text import Text
 from wheelforge.binaries.abicheck import BinaryCheck
 from wheelforge.binaries.elf import member_path, split_member
 from wheelforge.binaries.facts import BinaryContents
+from wheelforge.binaries.loadson import loads_on
 from wheelforge.configuration import abi
 from wheelforge.configuration.archs import code_sort_key, sm_range
 from wheelforge.configuration.bytesizes import format_size as human_size
 from wheelforge.configuration.matrix.model import Matrix
+from wheelforge.interface.render_loadson import loads_on_lines
 from wheelforge.interface.render_variants import variant_summary
 from wheelforge.planning.plan import wheel_version
 from wheelforge.planning.variants import Variant
@@ -211,6 +213,9 @@ def print_inspect(reports: Sequence[BinaryContents], console: Console) -> None:
             )
         if not binary.entries:
             table.add_row("-", "no CUDA code", "0", "-", "-", "-")
+        if found := loads_on(binary):  # below the table, which keeps its 80 columns
+            table.caption = "\n".join(loads_on_lines(found))
+            table.caption_justify = "left"
         print_whole(table, console)
 
 
