@@ -76,89 +76,114 @@ class FatbinScan:
             del self._buf[:rel]
             self._at = offset
 
-    def _run(self) -> None:  # noqa: C901 - one state machine, each branch a state
-        while True:
-            if self._state == "scan":
-                found = self._find()
-                if found is None:
-                    keep = len(_MAGIC) - 1  # the pattern may straddle the next chunk
-                    if len(self._buf) > keep:
-                        self._drop_to(self._at + len(self._buf) - keep)
-                    return
-                self.chains.append(_Chain())
-                self._state, self._next = "container", found
-                self._drop_to(found)
-            elif self._state == "container":
-                head = self._take(self._next, 16)
-                if head is None:
-                    return
-                magic, version, size, body = struct.unpack("<IHHQ", head)
-                if magic != fatbin.CONTAINER_MAGIC or version != 1 or size < 16:
-                    self._end_chain(self._next)
-                    continue
-                self._container = _Container(start=self._next, end=self._next + size + body)
-                self.chains[-1].containers.append(self._container)
-                self._state, self._next = "entry", self._next + size
-                self._drop_to(self._next)
-            elif self._state == "entry":
-                assert self._container is not None
-                if self._next >= self._container.end:
-                    self._state, self._next = "after", self._container.end
-                    continue
-                head = self._take(self._next, fatbin._ENTRY.size)
-                if head is None:
-                    return
-                try:
-                    header = fatbin._entry_header(
-                        memoryview(head), 0, self._container.end - self._next, "", self._next
-                    )
-                except BinaryFormatError:
-                    self.chains[-1].broken = True
-                    self._end_chain(self._container.end)
-                    continue
-                self._container.entries.append((self._next, header))
-                self._next += header.header_size + header.stored_size
-                self._drop_to(self._next)
-            else:  # after a container: its padding, the next container, or the chain's end
-                byte = self._take(self._next, 1)
-                if byte is None:
-                    return
-                if byte != b"\0":
-                    self._state = "container"
-                    continue
-                stop = -(-self._next // _PAD) * _PAD
-                if stop == self._next:  # a zero at a boundary: the section's zero tail
-                    self._count_zeros()
-                    return
-                run = self._take(self._next, stop - self._next)
-                if run is None:
-                    return
-                if run.count(0) != len(run):
-                    self._end_chain(self._next)
-                    continue
-                self._next = stop
-                self._drop_to(stop)
+    def _run(self) -> None:
+        """Step the state machine until it needs bytes that have not arrived."""
+        steps = {
+            "scan": self._scan,
+            "container": self._container_header,
+            "entry": self._entry_header,
+            "zeros": self._count_zeros,
+            "after": self._after,
+        }
+        while steps[self._state]():
+            pass
 
-    def _count_zeros(self) -> None:
-        """Zeros after the chain's last container (a zero tail), up to the next non-zero byte;
-        then the chain ends and the scan goes on there."""
-        rel = self._next - self._at
-        tail = self._buf[rel:]
-        nonzero = next((i for i, b in enumerate(tail) if b), None)
-        chain = self.chains[-1]
-        if nonzero is None:
-            chain.zeros_after += len(tail)
-            self._next += len(tail)
+    def _scan(self) -> bool:
+        found = self._find()
+        if found is None:
+            keep = len(_MAGIC) - 1  # the pattern may straddle the next chunk
+            if len(self._buf) > keep:
+                self._drop_to(self._at + len(self._buf) - keep)
+            return False
+        self.chains.append(_Chain())
+        self._state, self._next = "container", found
+        self._drop_to(found)
+        return True
+
+    def _container_header(self) -> bool:
+        head = self._take(self._next, 16)
+        if head is None:
+            return False
+        magic, version, size, body = struct.unpack("<IHHQ", head)
+        if magic != fatbin.CONTAINER_MAGIC or version != 1 or size < 16:
+            self._end_chain(self._next)
+            return True
+        self._container = _Container(start=self._next, end=self._next + size + body)
+        self.chains[-1].containers.append(self._container)
+        self.chains[-1].zeros_after = 0
+        self._state, self._next = "entry", self._next + size
+        self._drop_to(self._next)
+        return True
+
+    def _entry_header(self) -> bool:
+        assert self._container is not None
+        if self._next >= self._container.end:
+            self._state, self._next = "after", self._container.end
+            return True
+        head = self._take(self._next, fatbin._ENTRY.size)
+        if head is None:
+            return False
+        try:
+            header = fatbin._entry_header(
+                memoryview(head), 0, self._container.end - self._next, "", self._next
+            )
+        except BinaryFormatError:
+            # Corrupt, or a false start (the magic in other data): the scan goes on from here,
+            # where the bytes behind were already dropped; a real fatbin it skipped is read
+            # whole by the caller (entries_for finds no chain for it).
+            self.chains[-1].broken = True
+            self._end_chain(self._next)
+            return True
+        self._container.entries.append((self._next, header))
+        self._next += header.header_size + header.stored_size
+        self._drop_to(self._next)
+        return True
+
+    def _after(self) -> bool:
+        """After a container: its padding, the next container, or the chain's end."""
+        byte = self._take(self._next, 1)
+        if byte is None:
+            return False
+        if byte != b"\0":
+            self._state = "container"
+            return True
+        stop = -(-self._next // _PAD) * _PAD
+        if stop == self._next:  # a zero at a boundary: the section's zero tail
+            self._state = "zeros"
+            return True
+        run = self._take(self._next, stop - self._next)
+        if run is None:
+            return False
+        if run.count(0) != len(run):
+            self._end_chain(self._next)
+            return True
+        self.chains[-1].zeros_after += len(run)
+        self._next = stop
+        self._drop_to(stop)
+        return True
+
+    def _count_zeros(self) -> bool:
+        """Zeros after the chain's last container (its section's zero tail) up to the next
+        non-zero byte, where the chain ends and the scan goes on (True); False: all the bytes
+        so far were zeros."""
+        tail = bytes(self._buf[self._next - self._at :])
+        zeros = len(tail) - len(tail.lstrip(b"\0"))
+        self.chains[-1].zeros_after += zeros
+        self._next += zeros
+        if zeros == len(tail):
             self._drop_to(self._next)
-            return
-        chain.zeros_after += nonzero
-        self._end_chain(self._next + nonzero)
-        self._run()
+            return False
+        self._end_chain(self._next)
+        return True
 
     def _end_chain(self, offset: int) -> None:
         self._state = "scan"
         self._drop_to(offset)
-        self._resume = offset
+
+    def finish(self) -> None:
+        """The stream ended: a chain cut off inside a header is incomplete."""
+        if self._state in ("container", "entry") and self.chains:
+            self.chains[-1].broken = True
 
     def _find(self) -> int | None:
         """The first 8-aligned container magic in the buffer."""

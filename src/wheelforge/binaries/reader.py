@@ -5,10 +5,13 @@ read through it, and get data back (facts.py); the rules then judge that data (a
 
 from __future__ import annotations
 
+import zipfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from wheelforge.binaries import bounded, initexport, roles
-from wheelforge.binaries.elf import ElfImage, open_wheel
+from wheelforge.binaries.elf import ElfImage, NotRetained, WheelReader, member_name, open_wheel
 from wheelforge.binaries.facts import (
     BinaryFacts,
     Fact,
@@ -19,8 +22,11 @@ from wheelforge.binaries.facts import (
     role_of,
 )
 from wheelforge.binaries.fatbin import fatbin_entries
+from wheelforge.binaries.stream import stream_member
 from wheelforge.binaries.symbols import parse_errors, read_symbols
 from wheelforge.foundation.errors import BinaryFormatError
+
+T = TypeVar("T")
 
 
 def read_binary(
@@ -62,6 +68,25 @@ def read_binary(
     )
 
 
+def read_member(
+    wheel: WheelReader, info: zipfile.ZipInfo, read: Callable[[ElfImage], T], *, fatbins: bool
+) -> T:
+    """*read* of the ELF member *info*, from one streamed pass that keeps only what readers need
+    (stream.py); when *read* asks for bytes that pass did not keep, from the member inflated
+    whole, as every member was read before."""
+    name = member_name(wheel.path, info.filename)
+    kept, scan = stream_member(wheel.zip, info, name, fatbins=fatbins)
+    try:
+        with ElfImage(name, kept, member=info.filename, scan=scan) as image:
+            return read(image)
+    except NotRetained:
+        pass
+    del kept, scan
+    whole = bounded.read_member(wheel.zip, info, name)
+    with ElfImage(name, whole, member=info.filename) as image:
+        return read(image)
+
+
 def read_wheel(path: Path, reading: Reading) -> WheelFacts:
     """One walk over the wheel at *path*: what *reading* asks for, and no more."""
     with open_wheel(path) as wheel:
@@ -75,11 +100,16 @@ def read_wheel(path: Path, reading: Reading) -> WheelFacts:
             return member in unsafe or not reading.reads_member(member)
 
         binaries = []
-        for image in wheel.elf_members(skip=skip):
-            member = image.member or image.name
-            role = role_of(member)
-            facts = reading.facts_of(member)
-            binaries.append(read_binary(image, role, facts, reading.own_of(role), reading=reading))
+        for info in wheel.elf_infos(skip=skip):
+            role = role_of(info.filename)
+            facts = reading.facts_of(info.filename)
+
+            def read(
+                image: ElfImage, role: Role = role, facts: frozenset[Fact] = facts
+            ) -> BinaryFacts:
+                return read_binary(image, role, facts, reading.own_of(role), reading=reading)
+
+            binaries.append(read_member(wheel, info, read, fatbins="fatbins" in facts))
         return WheelFacts(
             path=path,
             names=tuple(wheel.names),

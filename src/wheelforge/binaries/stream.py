@@ -1,0 +1,98 @@
+"""A wheel member read once, as a stream, in bounded memory: its bytes go by in chunks and only
+the parts the readers need are kept (:class:`Retained`): the head (ELF header, program headers,
+.dynsym, .dynstr, .gnu.version_r: the first segment, where linkers put them), the section header
+table, and the bytes just before it (.shstrtab, .symtab, .strtab); the fatbin's entry headers are
+read on the way (fatscan.py) and its payloads never kept. A reader that asks for bytes that were
+not kept gets :class:`NotRetained`, and the walk reads that member again whole (elf.py), as it
+read every member before: a rare file (a .dynsym past the head, an unusual fatbin) costs a second
+inflation, never a wrong answer.
+
+Memory per member: at most HEAD_CAP + TAIL_CAP + the section headers + one chunk, however large
+the member (vLLM's 308 MB flash-attention library: about 5 MB kept).
+"""
+
+from __future__ import annotations
+
+import struct
+import zipfile
+
+from wheelforge.binaries import bounded
+from wheelforge.binaries.elf import Retained
+from wheelforge.binaries.fatscan import FatbinScan
+
+HEAD_CAP = 16 << 20
+TAIL_CAP = 16 << 20
+_SHDR_CAP = 65535 * 64  # the most section headers an ELF file can number
+
+
+def _section_headers(head: bytes) -> tuple[int, int] | None:
+    """Where the section header table lies (offset, bytes), from the ELF header; None when the
+    header does not say (extended numbering, an odd class or byte order)."""
+    if len(head) < 64 or head[:4] != b"\x7fELF" or head[5] not in (1, 2):
+        return None
+    order = "<" if head[5] == 1 else ">"
+    if head[4] == 2:
+        shoff = struct.unpack_from(order + "Q", head, 0x28)[0]
+        entsize, count = struct.unpack_from(order + "HH", head, 0x3A)
+    elif head[4] == 1:
+        shoff = struct.unpack_from(order + "I", head, 0x20)[0]
+        entsize, count = struct.unpack_from(order + "HH", head, 0x2E)
+    else:
+        return None
+    if not shoff or not count or entsize * count > _SHDR_CAP:
+        return None
+    return shoff, entsize * count
+
+
+class _Keeper:
+    """Copies the parts of a range that pass by."""
+
+    def __init__(self, start: int, stop: int) -> None:
+        self.start, self.stop = start, max(start, stop)
+        self.data = bytearray()
+
+    def take(self, at: int, chunk: bytes) -> None:
+        lo, hi = max(self.start, at), min(self.stop, at + len(chunk))
+        if lo < hi:
+            self.data += chunk[lo - at : hi - at]
+
+
+def stream_member(
+    zf: zipfile.ZipFile, info: zipfile.ZipInfo, display: str, *, fatbins: bool
+) -> tuple[Retained, FatbinScan | None]:
+    """One pass over the member *info*: what the readers need of it, within the caps of
+    bounded.py (its declared size; the inflation ratio)."""
+    size = info.file_size
+    scan = FatbinScan() if fatbins else None
+    keepers = [_Keeper(0, min(size, HEAD_CAP))]
+    at = 0
+    for chunk in bounded.member_chunks(zf, info, display):
+        if at == 0:
+            where = _section_headers(chunk[:64])
+            if where is not None:
+                shoff, length = where
+                keepers.append(_Keeper(max(0, shoff - TAIL_CAP), shoff + length))
+        for keeper in keepers:
+            keeper.take(at, chunk)
+        if scan is not None:
+            scan.feed(chunk)
+        at += len(chunk)
+    if scan is not None:
+        scan.finish()
+    kept = Retained(size=size)
+    for keeper in _merged(keepers):
+        kept.add(keeper.start, bytes(keeper.data))
+    return kept, scan
+
+
+def _merged(keepers: list[_Keeper]) -> list[_Keeper]:
+    """The kept ranges without overlaps (the head and the tail meet in a small file)."""
+    out: list[_Keeper] = []
+    for keeper in sorted(keepers, key=lambda k: k.start):
+        if out and keeper.start <= out[-1].start + len(out[-1].data):
+            last = out[-1]
+            overlap = last.start + len(last.data) - keeper.start
+            last.data += keeper.data[overlap:]
+        else:
+            out.append(keeper)
+    return out
