@@ -105,9 +105,9 @@ class Retained:
 
     size: int
     starts: list[int] = field(default_factory=list)
-    pieces: list[bytes] = field(default_factory=list)
+    pieces: list[bytes | bytearray] = field(default_factory=list)
 
-    def add(self, offset: int, data: bytes) -> None:
+    def add(self, offset: int, data: bytes | bytearray) -> None:
         i = bisect.bisect(self.starts, offset)
         self.starts.insert(i, offset)
         self.pieces.insert(i, data)
@@ -120,7 +120,7 @@ class Retained:
         i = bisect.bisect(self.starts, offset) - 1
         if i >= 0 and offset + size <= self.starts[i] + len(self.pieces[i]):
             rel = offset - self.starts[i]
-            return self.pieces[i][rel : rel + size]
+            return bytes(self.pieces[i][rel : rel + size])
         raise NotRetained(offset, size)
 
 

@@ -51,10 +51,10 @@ class _Keeper:
         self.start, self.stop = start, max(start, stop)
         self.data = bytearray()
 
-    def take(self, at: int, chunk: bytes) -> None:
+    def take(self, at: int, chunk: memoryview) -> None:
         lo, hi = max(self.start, at), min(self.stop, at + len(chunk))
         if lo < hi:
-            self.data += chunk[lo - at : hi - at]
+            self.data += chunk[lo - at : hi - at]  # a view: one copy, into the kept bytes
 
 
 def stream_member(
@@ -64,14 +64,17 @@ def stream_member(
     bounded.py (its declared size; the inflation ratio)."""
     size = info.file_size
     scan = FatbinScan() if fatbins else None
-    keepers = [_Keeper(0, min(size, HEAD_CAP))]
+    head = min(size, HEAD_CAP)
+    keepers = [_Keeper(0, head)]
     at = 0
-    for chunk in bounded.member_chunks(zf, info, display):
+    for data in bounded.member_chunks(zf, info, display):
+        chunk = memoryview(data)
         if at == 0:
-            where = _section_headers(chunk[:64])
+            where = _section_headers(data[:64])
             if where is not None:
                 shoff, length = where
-                keepers.append(_Keeper(max(0, shoff - TAIL_CAP), shoff + length))
+                # From where the head ends at the latest: the two never overlap.
+                keepers.append(_Keeper(max(head, shoff - TAIL_CAP), shoff + length))
         for keeper in keepers:
             keeper.take(at, chunk)
         if scan is not None:
@@ -80,19 +83,10 @@ def stream_member(
     if scan is not None:
         scan.finish()
     kept = Retained(size=size)
-    for keeper in _merged(keepers):
-        kept.add(keeper.start, bytes(keeper.data))
+    first, *rest = keepers
+    if rest and rest[0].start == first.start + len(first.data):  # they meet: one piece
+        first.data += rest.pop().data
+    for keeper in (first, *rest):
+        if keeper.data:
+            kept.add(keeper.start, keeper.data)
     return kept, scan
-
-
-def _merged(keepers: list[_Keeper]) -> list[_Keeper]:
-    """The kept ranges without overlaps (the head and the tail meet in a small file)."""
-    out: list[_Keeper] = []
-    for keeper in sorted(keepers, key=lambda k: k.start):
-        if out and keeper.start <= out[-1].start + len(out[-1].data):
-            last = out[-1]
-            overlap = last.start + len(last.data) - keeper.start
-            last.data += keeper.data[overlap:]
-        else:
-            out.append(keeper)
-    return out
