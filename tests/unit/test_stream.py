@@ -120,6 +120,28 @@ def test_the_scan_finds_the_chain_among_false_starts_in_any_chunking() -> None:
     assert scan.entries_for(start + 8, size, "x") is None  # no chain fills another range
 
 
+def test_a_reader_of_all_the_bytes_of_a_streamed_member_gets_the_whole_read(
+    tmp_path: Path, whole_reads: Counter[str]
+) -> None:
+    wheel = wheel_of(tmp_path, SAMPLES[:1])
+    with reader.open_wheel(wheel) as opened:
+        [info] = list(opened.elf_infos())
+        size = reader.read_member(opened, info, lambda image: len(image.view), fatbins=False)
+    assert size == SAMPLES[0].stat().st_size and sum(whole_reads.values()) == 1
+
+
+def test_the_stream_hashes_the_member_in_the_same_pass(tmp_path: Path) -> None:
+    import hashlib
+
+    wheel = wheel_of(tmp_path, SAMPLES[:1])
+    with zipfile.ZipFile(wheel) as zf:
+        info = zf.getinfo("pkg/_flashmla_extension_C.abi3.so")
+        kept, _ = stream.stream_member(zf, info, "x", fatbins=False, digest=True)
+        plain, _ = stream.stream_member(zf, info, "x", fatbins=False)
+    assert kept.sha256 == hashlib.sha256(SAMPLES[0].read_bytes()).digest()
+    assert plain.sha256 is None
+
+
 def test_member_chunks_keeps_the_caps_and_names_a_lie(tmp_path: Path) -> None:
     wheel = wheel_of(tmp_path, SAMPLES[1:2])
     with zipfile.ZipFile(wheel) as zf:

@@ -104,6 +104,7 @@ class Retained:
     """The kept byte ranges of a member of *size* bytes, by offset, not overlapping."""
 
     size: int
+    sha256: bytes | None = None  # of all its bytes, when the stream was asked for it
     starts: list[int] = field(default_factory=list)
     pieces: list[bytes | bytearray] = field(default_factory=list)
 
@@ -172,19 +173,27 @@ class ElfImage:
         self.name = name  # the path, or x.whl!member
         self.member = member  # the path inside the wheel, for a wheel member
         self.kept = data if isinstance(data, Retained) else None
-        self.view = memoryview(b"" if isinstance(data, Retained) else data)
-        self.size = data.size if isinstance(data, Retained) else len(self.view)
+        self._view = memoryview(b"" if isinstance(data, Retained) else data)
+        self.size = data.size if isinstance(data, Retained) else len(self._view)
         self.scan = scan  # the fatbin entry headers read from the stream (streamed members)
 
     def __enter__(self) -> ElfImage:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.view.release()
+        self._view.release()
+
+    @property
+    def view(self) -> memoryview:
+        """All its bytes; a streamed member has only the parts it kept, so asking for all of
+        them reads it whole (NotRetained: the walk's fallback)."""
+        if self.kept is not None:
+            raise NotRetained(0, self.size)
+        return self._view
 
     @cached_property
     def stream(self) -> ViewStream:
-        return RetainedStream(self.kept) if self.kept is not None else ViewStream(self.view)
+        return RetainedStream(self.kept) if self.kept is not None else ViewStream(self._view)
 
     def read(self, offset: int, size: int) -> bytes:
         """*size* bytes at *offset*; a range outside the file is the file's corruption."""
@@ -194,7 +203,7 @@ class ElfImage:
             raise ValueError(
                 f"{size} bytes at {offset:#x} lie outside the file ({self.size} bytes)"
             )
-        return self.view[offset : offset + size].tobytes()
+        return self._view[offset : offset + size].tobytes()
 
     @cached_property
     def elf(self) -> ELFFile:

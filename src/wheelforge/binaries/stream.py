@@ -14,6 +14,7 @@ gallery need, with none read twice; vLLM's 308 MB flash-attention library keeps 
 
 from __future__ import annotations
 
+import hashlib
 import struct
 import zipfile
 
@@ -59,14 +60,21 @@ class _Keeper:
 
 
 def stream_member(
-    zf: zipfile.ZipFile, info: zipfile.ZipInfo, display: str, *, fatbins: bool
+    zf: zipfile.ZipFile,
+    info: zipfile.ZipInfo,
+    display: str,
+    *,
+    fatbins: bool,
+    digest: bool = False,
 ) -> tuple[Retained, FatbinScan | None]:
     """One pass over the member *info*: what the readers need of it, within the caps of
-    bounded.py (its declared size; the inflation ratio)."""
+    bounded.py (its declared size; the inflation ratio); with *digest*, the sha256 of all its
+    bytes too (``Retained.sha256``: what RECORD holds it to), from the same pass."""
     size = info.file_size
     scan = FatbinScan() if fatbins else None
     head = min(size, HEAD_CAP)
     keepers = [_Keeper(0, head)]
+    hashed = hashlib.sha256() if digest else None
     at = 0
     for data in bounded.member_chunks(zf, info, display):
         chunk = memoryview(data)
@@ -80,10 +88,12 @@ def stream_member(
             keeper.take(at, chunk)
         if scan is not None:
             scan.feed(chunk)
+        if hashed is not None:
+            hashed.update(chunk)
         at += len(chunk)
     if scan is not None:
         scan.finish()
-    kept = Retained(size=size)
+    kept = Retained(size=size, sha256=hashed.digest() if hashed else None)
     first, *rest = keepers
     if rest and rest[0].start == first.start + len(first.data):  # they meet: one piece
         first.data += rest.pop().data
