@@ -165,3 +165,25 @@ def test_inspect_prints_it_below_each_binary() -> None:
     text = " ".join(out.getvalue().split())
     assert "runs SASS on: sm_90 sm_100 sm_103" in text
     assert "no forward compatibility: sm_90a, sm_100f" in text
+
+
+def test_inspect_sets_a_wheels_binaries_side_by_side_per_gpu(tmp_path: Path) -> None:
+    import zipfile
+
+    wheel = tmp_path / "pkg-1.0-cp310-abi3-linux_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        for name in ("released/_flashmla_extension_C.abi3.so", "fatbin/sm80_sm90a_ptx90.so"):
+            zf.writestr(f"pkg/{Path(name).name}", (DATA / name).read_bytes())
+    out = io.StringIO()
+    print_inspect(inspect_paths([wheel]), Console(file=out, width=80))
+    cells = [
+        [c.strip() for c in line.strip().strip("│").split("│")]
+        for line in out.getvalue().splitlines()
+        if line.startswith("│ sm_")
+    ]
+    rows = {c[0]: c[1:] for c in cells}
+    assert "where its 2 CUDA binaries load" in out.getvalue()
+    assert rows["sm_90"] == ["2", "0", "0", "0"]  # both run SASS on Hopper: none without
+    assert rows["sm_80"] == ["1", "0", "0", "_flashmla_extension_C.abi3.so"]
+    assert rows["sm_120"] == ["0", "1", "0", "_flashmla_extension_C.abi3.so"]  # compute_90 JITs
+    assert max(len(line) for line in out.getvalue().splitlines()) <= 80

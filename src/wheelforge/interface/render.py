@@ -17,12 +17,12 @@ from rich.text import Text
 from wheelforge.binaries.abicheck import BinaryCheck
 from wheelforge.binaries.elf import member_path, split_member
 from wheelforge.binaries.facts import BinaryContents
-from wheelforge.binaries.loadson import loads_on
+from wheelforge.binaries.loadson import LoadsOn, loads_on
 from wheelforge.configuration import abi
 from wheelforge.configuration.archs import code_sort_key, sm_range
 from wheelforge.configuration.bytesizes import format_size as human_size
 from wheelforge.configuration.matrix.model import Matrix
-from wheelforge.interface.render_loadson import loads_on_lines
+from wheelforge.interface.render_loadson import loads_on_lines, wheel_table
 from wheelforge.interface.render_variants import variant_summary
 from wheelforge.planning.plan import wheel_version
 from wheelforge.planning.variants import Variant
@@ -177,9 +177,11 @@ def print_inspect(reports: Sequence[BinaryContents], console: Console) -> None:
         )
         return
     shown = None
+    by_wheel: dict[str, list[LoadsOn]] = {}
     for binary in reports:
         container, member = split_member(binary.path)
         if container and container != shown:
+            _wheel_loads(by_wheel.pop(shown or "", []), shown, console)
             # A wheel's name on a line of its own (it fits 80 columns), its members below it.
             console.print(Text(Path(container).name, style="bold", overflow="fold"))
             console.print(Text(f"in {Path(container).parent}", style="dim", overflow="fold"))
@@ -216,7 +218,16 @@ def print_inspect(reports: Sequence[BinaryContents], console: Console) -> None:
         if found := loads_on(binary):  # below the table, which keeps its 80 columns
             table.caption = "\n".join(loads_on_lines(found))
             table.caption_justify = "left"
+            if container:
+                by_wheel.setdefault(container, []).append(found)
         print_whole(table, console)
+    _wheel_loads(by_wheel.pop(shown or "", []), shown, console)
+
+
+def _wheel_loads(found: list[LoadsOn], container: str | None, console: Console) -> None:
+    """After a wheel's binaries, where they load together (when there are two or more)."""
+    if container and len(found) > 1:
+        print_whole(wheel_table(container, found), console)
 
 
 def variants_table(variants: Sequence[Variant], matrix: Matrix) -> Table:

@@ -4,6 +4,11 @@ the PTX ISA and the driver its JIT needs; the a/f targets that give no forward c
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.table import Table
+
 from wheelforge.binaries.loadson import LoadsOn
 
 _SAID = (
@@ -41,3 +46,22 @@ def loads_on_lines(found: LoadsOn) -> list[str]:
             "translation units: newer GPUs get no image from them)"
         )
     return lines
+
+
+def wheel_table(container: str, found: Sequence[LoadsOn]) -> Table:
+    """A wheel's binaries together, one row per GPU generation: how many run SASS there, JIT
+    PTX, run only some kernels, have no kernel image (the names when few)."""
+    title = f"{Path(container).name}: where its {len(found)} CUDA binaries load"
+    table = Table(title=title, title_justify="left")
+    for column in ("GPU", "SASS", "PTX JIT", "partial", "no image"):
+        table.add_column(column, justify="left" if column in ("GPU", "no image") else "right")
+    for row, gpu in enumerate(found[0].gpus):
+        verdicts = [f.gpus[row].verdict for f in found]
+        missing = [
+            Path(f.path.rsplit("!", 1)[-1]).name for f in found if f.gpus[row].verdict == "none"
+        ]
+        names = ", ".join(missing)
+        if not missing or len(names) > 40:  # a count keeps the table within 80 columns
+            names = str(len(missing))
+        table.add_row(gpu.gpu, *(str(verdicts.count(v)) for v in ("sass", "ptx", "partial")), names)
+    return table
