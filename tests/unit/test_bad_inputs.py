@@ -136,7 +136,7 @@ CASES: dict[str, Case] = {
     "matrix-many-unknown-keys": Case(
         B,
         ConfigError,
-        "(and 1999 more below)",
+        "(and 1999 more above)",
         matrix=GOOD_MATRIX + "".join(f"k{i}: 1\n" for i in range(2000)),
     ),
     "matrix-duplicate-key": Case(

@@ -237,7 +237,7 @@ def test_cache_documents_keep_their_keys(tmp_path: Path) -> None:
     listing = CacheListing(root=tmp_path, exists=True, entries=(entry,))
     listed = _valid(KINDS["cache-list"], list_document(listing))
     assert listed == {
-        "schema_version": 1,
+        "schema_version": 2,  # 2: a torch environment's kind is "torch env" (issue 24)
         "cache": str(tmp_path),
         "exists": True,
         "entries": [
@@ -261,6 +261,7 @@ def test_cache_documents_keep_their_keys(tmp_path: Path) -> None:
         "exists",
         "dry_run",
         "unused_for_days",
+        "names",  # prune NAME... (issue 24)
         "removed",
         "busy",
         "freed",

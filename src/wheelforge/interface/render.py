@@ -45,8 +45,8 @@ def binary_tables(v: VariantResult) -> list[Table]:
     not a column."""
     tables = []
     for b, check in zip(v.binaries, v.arch_checks, strict=True):
-        if not b.entries and not v.arch_set.specs:
-            continue
+        if not b.entries and check.ok:
+            continue  # no device code, and none owed: a C++-only extension, a helper library
         table = Table(title=f"{v.variant_id}: {short_path(b)}", title_justify="left")
         for column in ("kind", "arch", "stored", "uncompressed", "status"):
             table.add_column(
@@ -69,7 +69,13 @@ def binary_tables(v: VariantResult) -> list[Table]:
                 if arch in missing or arch not in sizes:
                     table.add_row(label, arch, "-", "-", "[red]MISSING[/red]")
                     continue
-                status = "[yellow]extra[/yellow]" if arch in extra else "ok"
+                status = (
+                    "ok"
+                    if arch not in extra
+                    else "[yellow]extra[/yellow]"
+                    if check.applies
+                    else "-"
+                )
                 stored, size = sizes[arch]
                 table.add_row(label, arch, human_size(stored), human_size(size), status)
         tables.append(table)
@@ -90,11 +96,20 @@ def abi_summary(checks: Sequence[BinaryCheck], target: tuple[int, int]) -> str:
     )
 
 
+def output_console(*, stderr: bool = False) -> Console:
+    """The console results are printed on (stdout, or stderr when stdout carries a JSON
+    document). Into a pipe or a file, rich would fold lines at 80 columns, inside a sentence
+    ("... no\nlibtorch C++ symbols"): there a line is never folded (tables: print_whole)."""
+    console = Console(stderr=stderr)
+    console.soft_wrap = not console.is_terminal
+    return console
+
+
 def print_whole(renderable: RenderableType, console: Console | None = None) -> None:
     """Print a table on *console* (stdout's by default) whole: on a terminal, or with COLUMNS
     set, at that width; into a pipe or a CI log, where rich would assume 80 columns and fold or
     cut cells, at the table's own width."""
-    console = console or Console()
+    console = console or output_console()
     if console.is_terminal or os.environ.get("COLUMNS", "").isdigit():
         console.print(renderable)
         return
@@ -114,7 +129,16 @@ def print_build(report: BuildReport, console: Console) -> None:
     for v in report.variants:
         for table in binary_tables(v):
             print_whole(table, console)
-        console.print(f"arch set {v.arch_set.name}: {v.arch_set}; CUDA {v.toolkit}", soft_wrap=True)
+        if any(c.applies for c in v.arch_checks):
+            console.print(
+                f"arch set {v.arch_set.name}: {v.arch_set}; CUDA {v.toolkit}", soft_wrap=True
+            )
+        else:
+            console.print(
+                f"no device code: the extension compiles no .cu source, so arch set "
+                f"{v.arch_set.name} ({v.arch_set}) does not apply; CUDA {v.toolkit}",
+                soft_wrap=True,
+            )
         if v.abi_checks:
             console.print(abi_summary(v.abi_checks, report.target_version))
         console.print(
