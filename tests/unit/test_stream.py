@@ -148,3 +148,44 @@ def test_member_chunks_keeps_the_caps_and_names_a_lie(tmp_path: Path) -> None:
         info = zf.getinfo("pkg/sm80_sm90a_ptx90.so")
         chunks: Iterator[bytes] = bounded.member_chunks(zf, info, "x")
         assert b"".join(chunks) == SAMPLES[1].read_bytes()
+
+
+def test_a_corrupt_fatbin_streamed_says_what_the_whole_read_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bytes of the fatbin section changed at random (seeded): the streamed read (small caps,
+    so the entries come from the scan) gives the same entries or the same error as the exact
+    parse of the whole file."""
+    from wheelforge.binaries.elf import ElfImage, member_name
+    from wheelforge.foundation.errors import BinaryFormatError
+
+    monkeypatch.setattr(stream, "HEAD_CAP", 64 << 10)
+    monkeypatch.setattr(stream, "TAIL_CAP", 64 << 10)
+    good = SAMPLES[0].read_bytes()
+    start, size = 0x16830, 0x13438
+    rng = random.Random(2323)
+    for case in range(60):
+        data = bytearray(good)
+        for _ in range(rng.choice((1, 2, 8))):
+            at = start + rng.randrange(0, 256) if case % 2 else start + rng.randrange(size)
+            data[at] = rng.randrange(256)
+        path = tmp_path / f"pkg-{case}-cp310-abi3-linux_x86_64.whl"
+        with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+            zf.writestr("pkg/_C.abi3.so", bytes(data))
+
+        def whole(data: bytearray = data, path: Path = path) -> object:
+            with ElfImage(member_name(path, "pkg/_C.abi3.so"), bytes(data)) as image:
+                return fatbin.fatbin_entries(image)
+
+        def streamed(path: Path = path) -> object:
+            with reader.open_wheel(path) as opened:
+                [info] = list(opened.elf_infos())
+                return reader.read_member(opened, info, fatbin.fatbin_entries, fatbins=True)
+
+        outcomes = []
+        for read in (whole, streamed):
+            try:
+                outcomes.append([(e.kind, e.arch, e.offset, e.size) for e in read()])  # type: ignore[attr-defined]
+            except BinaryFormatError as error:
+                outcomes.append(error.message)
+        assert outcomes[0] == outcomes[1], case
