@@ -139,7 +139,9 @@ def read_wheel(
     rules = registry.applicable(plan.abi.name)
     wheel = reader.read_wheel(wheel_path, FATBINS | registry.reading(rules))
     guards = shims.header_guards(plan.torch.include_dir)
-    context = abicheck.wheel_context(wheel, torch=plan.abi.target, guards=guards)
+    versions = shims.versions_file(plan.torch.include_dir.parent)
+    target = plan.abi.target
+    context = abicheck.wheel_context(wheel, torch=target, guards=guards, versions=versions)
     return wheel, abicheck.judge_wheel(wheel, context, rules)
 
 

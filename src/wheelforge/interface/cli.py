@@ -260,7 +260,8 @@ def check(
     """Check wheels or shared objects against the stable-ABI rules (exit 4 on a violation)."""
     from wheelforge.interface.documents import kinds
     from wheelforge.interface.documents.check import check_document
-    from wheelforge.interface.render import check_table, print_whole
+    from wheelforge.interface.render import print_whole
+    from wheelforge.interface.render_check import check_table
     from wheelforge.running import checking
 
     results = checking.run_check(list(paths), target=target, python_abi=python_abi)

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rich.console import Console, Group, RenderableType
+from rich.console import Console, RenderableType
 from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Table
@@ -17,11 +17,12 @@ from rich.text import Text
 from wheelforge.binaries.abicheck import BinaryCheck
 from wheelforge.binaries.elf import member_path, split_member
 from wheelforge.binaries.facts import BinaryContents
+from wheelforge.binaries.loadson import LoadsOn, loads_on
 from wheelforge.configuration import abi
 from wheelforge.configuration.archs import code_sort_key, sm_range
 from wheelforge.configuration.bytesizes import format_size as human_size
 from wheelforge.configuration.matrix.model import Matrix
-from wheelforge.interface.documents.kinds import version_text
+from wheelforge.interface.render_loadson import loads_on_lines, wheel_table
 from wheelforge.interface.render_variants import variant_summary
 from wheelforge.planning.plan import wheel_version
 from wheelforge.planning.variants import Variant
@@ -219,9 +220,11 @@ def print_inspect(reports: Sequence[BinaryContents], console: Console) -> None:
         )
         return
     shown = None
+    by_wheel: dict[str, list[LoadsOn]] = {}
     for binary in reports:
         container, member = split_member(binary.path)
         if container and container != shown:
+            _wheel_loads(by_wheel.pop(shown or "", []), shown, console)
             # A wheel's name on a line of its own (it fits 80 columns), its members below it.
             console.print(Text(Path(container).name, style="bold", overflow="fold"))
             console.print(Text(f"in {Path(container).parent}", style="dim", overflow="fold"))
@@ -255,65 +258,19 @@ def print_inspect(reports: Sequence[BinaryContents], console: Console) -> None:
             )
         if not binary.entries:
             table.add_row("-", "no CUDA code", "0", "-", "-", "-")
+        if found := loads_on(binary):  # below the table, which keeps its 80 columns
+            table.caption = "\n".join(loads_on_lines(found))
+            table.caption_justify = "left"
+            if container:
+                by_wheel.setdefault(container, []).append(found)
         print_whole(table, console)
+    _wheel_loads(by_wheel.pop(shown or "", []), shown, console)
 
 
-def check_table(checks: Sequence[BinaryCheck]) -> Group:
-    """Per wheel (or folder of shared objects): its path on a line of its own, then a table of
-    its binaries by member name, so nothing is cut at 80 columns."""
-    parts: list[RenderableType] = [Text("wheelforge check", style="italic")]
-    by_file: dict[str, list[BinaryCheck]] = {}
-    for c in checks:
-        container = split_member(c.path)[0]
-        by_file.setdefault(container or str(Path(c.path).parent), []).append(c)
-    for container, members in by_file.items():
-        # The file's name on a line of its own (a wheel's name fits 80 columns), then its folder.
-        parts.append(Text(Path(container).name, style="bold", overflow="fold"))
-        parts.append(Text(f"in {Path(container).parent}", style="dim", overflow="fold"))
-        table = Table()
-        table.add_column("binary", overflow="fold")
-        # Floors: what each binary needs (from its shims, its Python symbols), under what it declares.
-        declared = [
-            f"{what} >= {version_text(v)}"
-            for what, v in (
-                ("torch", members[0].declared_torch),
-                ("Python", members[0].declared_python),
-            )
-            if v
-        ]
-        if declared:
-            parts.append(Text(f"declares {', '.join(declared)}", style="dim"))
-        for column in ("shims", "torch floor", "Python floor", "status"):
-            table.add_column(
-                column,
-                justify="right" if column == "shims" else "left",
-                no_wrap=True,
-            )
-        for c in members:
-            status = (
-                "[green]ok[/green]"
-                if not c.violations
-                else f"[red]{len(c.violations)} violation(s)[/red]"
-            )
-            wheel, member = split_member(c.path)
-            name = member if wheel else Path(c.path).name
-            table.add_row(
-                name,
-                str(len(c.shims)),
-                _floor(c.newest_shim, c.declared_torch),
-                _floor(c.python_floor, c.declared_python),
-                status,
-            )
-        parts.append(table)
-    if not checks:
-        parts.append(Text("no ELF files to check: the wheels given hold no shared objects"))
-    return Group(*parts)
-
-
-def _floor(inferred: tuple[int, int] | None, declared: tuple[int, int] | None) -> str:
-    """The floor a binary needs; red when it is above the declared one."""
-    need = version_text(inferred) or "-"
-    return f"[red]{need}[/red]" if inferred and declared and inferred > declared else need
+def _wheel_loads(found: list[LoadsOn], container: str | None, console: Console) -> None:
+    """After a wheel's binaries, where they load together (when there are two or more)."""
+    if container and len(found) > 1:
+        print_whole(wheel_table(container, found), console)
 
 
 def variants_table(variants: Sequence[Variant], matrix: Matrix) -> Table:
