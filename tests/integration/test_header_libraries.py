@@ -6,6 +6,9 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
+from wheelforge.configuration.matrix.model import HeaderLibraryConfig
 from wheelforge.toolchain import headerlibs
 
 
@@ -35,3 +38,20 @@ def test_the_gitlink_the_superproject_pins_is_named_when_it_differs(tmp_path: Pa
     assert second is not None and second != first
     url, pinned = headerlibs._superproject_facts(checkout, top, second, "header-libraries[0]")
     assert pinned == first and url == str(sub)
+
+
+@pytest.mark.network
+def test_a_pypi_library_is_downloaded_once_and_read_offline(tmp_path: Path) -> None:
+    """nvidia-cutlass ships CUTLASS's headers under cutlass_library/source/."""
+    config = HeaderLibraryConfig(
+        name="cutlass",
+        pypi="nvidia-cutlass==4.2.0.0",
+        include=("cutlass_library/source/include",),
+    )
+    cache = tmp_path / "cache"
+    [found] = headerlibs.resolve([config], root=tmp_path, cache=cache, download=True, offline=False)
+    assert found.root == cache / "header-libraries" / "nvidia-cutlass-4.2.0.0"
+    assert (found.include_dirs[0] / "cutlass" / "version.h").is_file()
+    assert found.version == "4.2.0.0" and found.purl == "pkg:pypi/nvidia-cutlass@4.2.0.0"
+    [again] = headerlibs.resolve([config], root=tmp_path, cache=cache, download=False, offline=True)
+    assert again.digest == found.digest and again.digest is not None
