@@ -1,0 +1,182 @@
+"""A project's compiler flags, sorted for matrix.yaml: the arch flags become archs (an arch set,
+or a source's own archs), the flags wheelforge sets itself are left out and said so, the rest
+is kept as written.
+
+Arch flags as nvcc reads them: ``-gencode arch=compute_90a,code=sm_90a`` (also ``-gencode=``,
+``--generate-code``, ``code=[sm_80,compute_80]``), ``-arch=sm_90`` (SASS and PTX of 9.0, nvcc's
+shorthand) with or without ``-code=...``. ``native``, ``all`` and ``all-major`` depend on the
+machine or the toolkit: they are a choice the user makes, reported as such.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from wheelforge.configuration.archs import Arch, ArchSpec
+
+_GENCODE = ("-gencode", "--generate-code")
+_ARCH = ("-arch", "--gpu-architecture")
+_CODE = ("-code", "--gpu-code")
+# Flags with a value that wheelforge owns: nvcc --threads (running/incremental.py), the host
+# compiler (toolkit.host_compiler).
+_OWNED_WITH_VALUE = ("--threads", "-t", "-ccbin", "--compiler-bindir")
+# Macros wheelforge defines itself (planning/plan.py AbiFlavour): the module's name, the ABI.
+_OWNED_MACROS = (
+    "TORCH_EXTENSION_NAME",
+    "TORCH_API_INCLUDE_EXTENSION_H",
+    "_GLIBCXX_USE_CXX11_ABI",
+    "TORCH_TARGET_VERSION",
+    "Py_LIMITED_API",
+)
+_MACHINE_ARCHS = ("native", "all", "all-major")
+_MACRO_RE = re.compile(r"^-D(?P<name>\w+)(?:=(?P<value>.*))?$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SortedFlags:
+    """What one flag list says: its archs, what stays, and what was taken out and why."""
+
+    archs: tuple[ArchSpec, ...] = ()
+    kept: tuple[str, ...] = ()
+    owned: tuple[str, ...] = ()  # flags wheelforge sets itself, left out
+    torch_target: str | None = None  # from -DTORCH_TARGET_VERSION: "2.9"
+    limited_api: str | None = None  # from -DPy_LIMITED_API: "3.9"
+    problems: tuple[str, ...] = ()  # arch flags that name no fixed arch (-arch=native)
+    ptx_only: tuple[str, ...] = ()  # compute_XX without its SASS: written as X.Y+PTX
+
+
+def _value(flags: Sequence[str], i: int, names: tuple[str, ...]) -> tuple[str | None, int]:
+    """The value of flag *i* if it is one of *names* (``-x v``, ``-x=v``), and the next index."""
+    flag = flags[i]
+    for name in names:
+        if flag == name:
+            return (flags[i + 1] if i + 1 < len(flags) else ""), i + 2
+        if flag.startswith(name + "="):
+            return flag[len(name) + 1 :], i + 1
+    return None, i
+
+
+def _codes(text: str) -> list[str]:
+    return [c for c in re.split(r"[\[\],\"'\s]+", text) if c]
+
+
+def _gencode_archs(value: str) -> tuple[str, list[str]]:
+    """``arch=compute_90a,code=[sm_90a,compute_90a]`` → ("compute_90a", [sm_90a, compute_90a])."""
+    arch, _, code = value.partition(",code=")
+    arch = arch.removeprefix("arch=")
+    return arch, _codes(code) if code else [arch]
+
+
+class _Collector:
+    def __init__(self) -> None:
+        self.sass: set[Arch] = set()
+        self.ptx: set[Arch] = set()
+        self.problems: list[str] = []
+
+    def add(self, codes: Iterable[str], flag: str) -> None:
+        for code in codes:
+            if code in _MACHINE_ARCHS:
+                self.problems.append(flag)
+                continue
+            arch = Arch.from_code(code.replace("lto_", "sm_"))
+            if arch is None:
+                self.problems.append(flag)
+            elif code.startswith("compute_"):
+                self.ptx.add(arch)
+            else:
+                self.sass.add(arch)
+
+    def specs(self) -> tuple[tuple[ArchSpec, ...], tuple[str, ...]]:
+        archs = sorted(self.sass | self.ptx, key=Arch.sort_key)
+        ptx_only = tuple(f"compute_{a.number}" for a in archs if a not in self.sass)
+        return tuple(ArchSpec(a, a in self.ptx) for a in archs), ptx_only
+
+
+def _macro(flag: str) -> tuple[str, str | None] | None:
+    m = _MACRO_RE.match(flag)
+    return (m["name"], m["value"]) if m else None
+
+
+def _version_macro(value: str | None, shift: int) -> str | None:
+    """``0x0209000000000000`` (TORCH_TARGET_VERSION, shift 56) → ``2.9``; ``0x03090000``
+    (Py_LIMITED_API, shift 24) → ``3.9``."""
+    try:
+        number = int(value or "", 0)
+    except ValueError:
+        return None
+    return f"{number >> shift}.{(number >> (shift - 8)) & 0xFF}"
+
+
+def sort_flags(flags: Sequence[str]) -> SortedFlags:
+    """Sort one compiler's flags (nvcc's or the C++ compiler's)."""
+    collector = _Collector()
+    kept: list[str] = []
+    owned: list[str] = []
+    arch_value: tuple[str, str] | None = None
+    code_values: list[tuple[str, str]] = []
+    target = limited = None
+    i = 0
+    while i < len(flags):
+        flag = flags[i]
+        if (value := _value(flags, i, _GENCODE))[0] is not None:
+            arch, codes = _gencode_archs(value[0])
+            collector.add(codes, f"{flag} {value[0]}" if "=" not in flag else flag)
+            i = value[1]
+            continue
+        if (value := _value(flags, i, _ARCH))[0] is not None:
+            arch_value, i = (value[0], flag), value[1]
+            continue
+        if (value := _value(flags, i, _CODE))[0] is not None:
+            code_values.append((value[0], flag))
+            i = value[1]
+            continue
+        if (value := _value(flags, i, _OWNED_WITH_VALUE))[0] is not None:
+            owned.append(" ".join(flags[i : value[1]]))
+            i = value[1]
+            continue
+        macro = _macro(flag)
+        if macro and macro[0] in _OWNED_MACROS:
+            owned.append(flag)
+            if macro[0] == "TORCH_TARGET_VERSION":
+                target = _version_macro(macro[1], 56)
+            elif macro[0] == "Py_LIMITED_API":
+                limited = _version_macro(macro[1], 24)
+        else:
+            kept.append(flag)
+        i += 1
+    if code_values:  # -arch=compute_80 -code=sm_80,sm_86: the codes decide
+        for value, flag in code_values:
+            collector.add(_codes(value), f"{flag}={value}")
+    elif arch_value is not None:  # -arch=sm_90 alone: SASS and PTX of 9.0
+        value, flag = arch_value
+        number = value.removeprefix("sm_").removeprefix("compute_")
+        collector.add(
+            [value] if value in _MACHINE_ARCHS else [f"sm_{number}", f"compute_{number}"],
+            f"{flag}={value}",
+        )
+    specs, ptx_only = collector.specs()
+    return SortedFlags(
+        archs=specs,
+        kept=tuple(kept),
+        owned=tuple(owned),
+        torch_target=target,
+        limited_api=limited,
+        problems=tuple(collector.problems),
+        ptx_only=ptx_only,
+    )
+
+
+def arch_text(specs: Iterable[ArchSpec]) -> str:
+    """An arch list as matrix.yaml writes it: ``8.0 9.0a+PTX``."""
+    return " ".join(str(s) for s in specs)
+
+
+def merge_archs(*groups: Iterable[ArchSpec]) -> tuple[ArchSpec, ...]:
+    """The union of arch lists (PTX on any entry wins), ordered by arch."""
+    merged: dict[Arch, bool] = {}
+    for group in groups:
+        for spec in group:
+            merged[spec.arch] = merged.get(spec.arch, False) or spec.ptx
+    return tuple(ArchSpec(a, merged[a]) for a in sorted(merged, key=Arch.sort_key))

@@ -1,0 +1,361 @@
+"""What a setup.py gave ``setup()`` and its Extension classes (recorded by setup_child.py, or
+read statically by staticsetup.py), as a CapturedBuild: the extensions' sources, folders and
+flags sorted (flags.py), per-source archs from a replaced ninja writer, the packages, the
+metadata, and what the script tried that init refused."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+from wheelforge.configuration.archs import ArchSpec
+from wheelforge.configuration.importers.captured import (
+    CapturedBuild,
+    CapturedExtension,
+    CapturedSource,
+    FrontDoor,
+    ProjectMetadata,
+    Refusal,
+)
+from wheelforge.configuration.importers.flags import SortedFlags, arch_text, merge_archs, sort_flags
+
+# A line of setup.py that fetches something (a prebuilt wheel, a toolkit, a submodule).
+_FETCH_RE = re.compile(
+    r"urlretrieve|urlopen|requests\.(?:get|post)|\bwget\b|\bcurl\b|snapshot_download|hf_hub_download"
+    r"|[\"']pip[\"'],\s*[\"'](?:download|install)|pip (?:download|install)"
+    r"|[\"']git[\"'],\s*[\"'](?:clone|submodule|fetch|pull)|git (?:clone|submodule|fetch|pull)"
+)
+_DEFINE_RE = re.compile(r"^-[DU]\w")
+# cmdclass entries that are no build step, and one whose job (the wheel's tags) is wheelforge's.
+_NOT_BUILD_STEPS = ("clean", "develop", "egg_info", "sdist", "install", "test", "dist_info")
+_TORCH_BUILD_EXT = ("BuildExtension", "build_ext")
+
+
+def _rel(root: Path, value: str) -> tuple[str | None, bool]:
+    """*value* relative to *root* (posix), and whether it stays inside it."""
+    path = Path(os.path.normpath(root / value))
+    if not path.is_relative_to(root):
+        return str(path), False
+    return path.relative_to(root).as_posix() or ".", True
+
+
+def _strings(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    return [str(v) for v in value if isinstance(v, str | int | float)]
+
+
+class _Reading:
+    def __init__(self, root: Path, record: Mapping[str, Any]) -> None:
+        self.root = root
+        self.record = record
+        self.hand: list[str] = []
+        self.done: list[str] = []
+        self.missing: list[str] = []
+
+    # -- extensions ------------------------------------------------------------------------
+
+    def paths(self, values: Iterable[str], what: str, *, must_exist: bool) -> list[str]:
+        out = []
+        for value in values:
+            rel, inside = _rel(self.root, value)
+            if not inside:
+                self.hand.append(
+                    f"{what}: '{value}' is outside the project folder; copy it in or install it and name it here"
+                )
+                continue
+            assert rel is not None
+            if must_exist and not (self.root / rel).exists():
+                self.missing.append(rel)
+            out.append(rel)
+        return out
+
+    def extension(self, ext: Mapping[str, Any], ninja: str | None) -> CapturedExtension:
+        kind, where = ext.get("kind") or "Extension", ext.get("where") or "setup.py"
+        label = f"{kind} {ext.get('name')} ({where})"
+        sources = self.paths(_strings(ext.get("sources")), f"{label}: sources", must_exist=True)
+        if not sources:
+            self.hand.append(
+                f"{label} has no sources (a build driven by another tool, e.g. CMake?); "
+                "try 'wheelforge init --from cmake' if the project has a CMakeLists.txt"
+            )
+        include_dirs = self.paths(_strings(ext.get("include_dirs")), f"{label}: include_dirs", must_exist=False)  # fmt: skip
+        for folder in include_dirs:
+            if not (self.root / folder).is_dir():
+                self.hand.append(
+                    f"{label}: include folder '{folder}' does not exist (a git submodule not checked out? "
+                    "'git submodule update --init'); the build needs it"
+                )
+        macros = [
+            f"-D{m[0]}" + (f"={m[1]}" if len(m) > 1 and m[1] is not None else "")
+            for m in ext.get("define_macros") or []
+            if isinstance(m, list) and m
+        ] + [f"-U{m}" for m in _strings(ext.get("undef_macros"))]
+        args = ext.get("extra_compile_args") or []
+        cxx_raw = _strings(args.get("cxx")) if isinstance(args, dict) else _strings(args)
+        nvcc_raw = _strings(args.get("nvcc")) if isinstance(args, dict) else _strings(args)
+        cuda = kind == "CUDAExtension" or any(s.endswith(".cu") for s in sources)
+        cxx, nvcc = sort_flags(cxx_raw), sort_flags(nvcc_raw if cuda else [])
+        self.say_sorted(label, nvcc, cxx)
+        defines = [*macros, *(f for f in cxx.kept if _DEFINE_RE.match(f) and f in nvcc.kept)]
+        if not cuda:
+            defines = [*macros, *(f for f in cxx.kept if _DEFINE_RE.match(f))]
+        per_source = self.ninja_archs(ninja, label) if ninja else {}
+        archs = merge_archs(nvcc.archs, *per_source.values()) if per_source else nvcc.archs
+        captured = tuple(
+            CapturedSource(path=s, archs=self.own_archs(per_source.get(s), archs))
+            for s in sources
+        )
+        library_dirs = self.paths(_strings(ext.get("library_dirs")), f"{label}: library_dirs", must_exist=False)  # fmt: skip
+        link = _strings(ext.get("extra_link_args"))
+        for key, why in (("extra_objects", "objects linked in"), ("runtime_library_dirs", "run-time library folders")):  # fmt: skip
+            if ext.get(key):
+                self.hand.append(f"{label}: {key} ({why}) {ext[key]}: add them to link-flags if the build needs them")
+        if ext.get("dlink"):
+            self.hand.append(f"{label}: dlink=True asks for a device-link step, which wheelforge does not run")
+        return CapturedExtension(
+            name=ext.get("name"),
+            kind=kind,
+            where=where,
+            sources=captured,
+            include_dirs=tuple(include_dirs),
+            defines=tuple(dict.fromkeys(defines)),
+            cxx_flags=tuple(f for f in cxx.kept if f not in defines),
+            nvcc_flags=tuple(f for f in nvcc.kept if f not in defines),
+            archs=archs,
+            libraries=tuple(_strings(ext.get("libraries"))),
+            library_dirs=tuple(library_dirs),
+            link_flags=tuple(link),
+            torch_target=nvcc.torch_target or cxx.torch_target,
+            limited_api=cxx.limited_api or nvcc.limited_api,
+        )
+
+    def say_sorted(self, label: str, nvcc: SortedFlags, cxx: SortedFlags) -> None:
+        if nvcc.archs:
+            self.done.append(
+                f"{label}: its nvcc arch flags became the arch set '{arch_text(nvcc.archs)}'"
+            )
+        owned = list(dict.fromkeys([*nvcc.owned, *cxx.owned]))
+        if owned:
+            self.done.append(
+                f"{label}: left out {', '.join(owned)}: wheelforge sets these itself (threads, host compiler, module name, ABI target)"
+            )
+        for flag in dict.fromkeys([*nvcc.problems, *cxx.problems]):
+            self.hand.append(
+                f"{label}: '{flag}' names no fixed arch (it depends on the machine or the toolkit); choose the arch sets"
+            )
+        if nvcc.ptx_only:
+            self.done.append(
+                f"{label}: {', '.join(nvcc.ptx_only)} (PTX without SASS) written as +PTX entries, which add SASS too"
+            )
+
+    def ninja_archs(self, ninja: str, label: str) -> dict[str, tuple[ArchSpec, ...]]:
+        """Each source's archs from the rules of the project's own ninja writer."""
+        per_source = ninja_rules(ninja)
+        out: dict[str, tuple[ArchSpec, ...]] = {}
+        for source, command in per_source.items():
+            rel, inside = _rel(self.root, source)
+            if inside and rel is not None:
+                out[rel] = sort_flags(command).archs
+        if out:
+            where = self.record.get("ninja_replaced_at") or "setup.py"
+            self.done.append(
+                f"{label}: setup.py replaces torch's ninja writer ({where}); each source's archs were read from the rules it writes"
+            )
+        return out
+
+    @staticmethod
+    def own_archs(
+        mine: tuple[ArchSpec, ...] | None, everyone: tuple[ArchSpec, ...]
+    ) -> tuple[ArchSpec, ...] | None:
+        return mine if mine and mine != everyone else None
+
+    # -- setup() -----------------------------------------------------------------------------
+
+    def metadata(self, args: Mapping[str, Any]) -> ProjectMetadata:
+        deps, torch_req = [], None
+        for dep in _strings(args.get("install_requires")):
+            try:
+                req = Requirement(dep)
+            except InvalidRequirement:
+                self.hand.append(f"install_requires: '{dep}' is not a requirement; left out")
+                continue
+            if canonicalize_name(req.name) == "torch":
+                torch_req = dep
+            else:
+                deps.append(dep)
+        version = args.get("version")
+        urls = args.get("project_urls") or {}
+        keywords = args.get("keywords")
+        extras = args.get("extras_require") or {}
+        return ProjectMetadata(
+            name=args.get("name") if isinstance(args.get("name"), str) else None,
+            version=str(version) if isinstance(version, str | int | float) else None,
+            summary=args.get("description") if isinstance(args.get("description"), str) else None,
+            license=args.get("license") if isinstance(args.get("license"), str) else None,
+            requires_python=args.get("python_requires")
+            if isinstance(args.get("python_requires"), str)
+            else None,
+            dependencies=tuple(deps),
+            torch_requirement=torch_req,
+            author=args.get("author") if isinstance(args.get("author"), str) else None,
+            author_email=args.get("author_email")
+            if isinstance(args.get("author_email"), str)
+            else None,
+            url=args.get("url") if isinstance(args.get("url"), str) else None,
+            project_urls=tuple((str(k), str(v)) for k, v in urls.items())
+            if isinstance(urls, dict)
+            else (),
+            classifiers=tuple(_strings(args.get("classifiers"))),
+            keywords=tuple(
+                k.strip() for k in keywords.split(",") if k.strip()
+            )  # setuptools splits a string on commas
+            if isinstance(keywords, str)
+            else tuple(_strings(keywords)),
+            extras=tuple((str(k), tuple(_strings(v))) for k, v in extras.items())
+            if isinstance(extras, dict)
+            else (),
+        )
+
+    def packages(self, args: Mapping[str, Any]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The top-level package folders and the package-data globs."""
+        names = _strings(args.get("packages"))
+        dirs = args.get("package_dir") if isinstance(args.get("package_dir"), dict) else {}
+        base = str(dirs.get("", "."))
+        folders: dict[str, str] = {}
+        for name in names:
+            if name.rpartition(".")[0] in names:
+                continue  # a subpackage: wheelforge packs a package's folder whole
+            folder = str(dirs.get(name, os.path.join(base, *name.split("."))))  # noqa: PTH118
+            rel, inside = _rel(self.root, folder)
+            if not inside or rel is None or not (self.root / rel / "__init__.py").is_file():
+                self.hand.append(f"packages: '{name}' has no folder with an __init__.py at {folder}; name its folder")
+                continue
+            folders[name] = rel
+        data: list[str] = []
+        for pkg, globs in (args.get("package_data") or {}).items():
+            top = next((t for t in folders if pkg == t or pkg.startswith(t + ".")), None)
+            prefix = "/".join(pkg.split(".")[1:]) if top and pkg != top else ""
+            data += [f"{prefix}/{g}" if prefix else g for g in _strings(globs)]
+        for key, why in (
+            ("py_modules", "top-level modules"), ("entry_points", "entry points"),
+            ("scripts", "scripts"), ("data_files", "data files outside the packages"),
+        ):  # fmt: skip
+            if args.get(key):
+                self.hand.append(f"setup({key}={args[key]!r}): matrix.yaml has no key for {why}; leave them out or move them into a package")
+        return tuple(folders.values()), tuple(dict.fromkeys(data))
+
+    def commands(self) -> list[Refusal]:
+        """cmdclass entries: what each would run at build time, which init does not run."""
+        refusals = []
+        for command in self.record.get("cmdclass") or []:
+            name, cls, overrides = command["name"], command["class"], command.get("overrides") or []
+            if name in _NOT_BUILD_STEPS or not overrides or cls in _TORCH_BUILD_EXT:
+                continue
+            where = command.get("where") or "setup.py"
+            fetch = _FETCH_RE.search(command.get("source") or "")
+            if fetch:
+                refusals.append(Refusal(what="network", detail=f"cmdclass {name}={cls} fetches ({fetch[0]})", where=where, attempted=False))  # fmt: skip
+            elif name == "bdist_wheel":
+                self.done.append(f"cmdclass bdist_wheel={cls} ({where}) is not run: wheelforge decides the wheel's tags")
+            else:
+                self.hand.append(
+                    f"cmdclass {name}={cls} ({where}) overrides {', '.join(overrides)}: init does not run it; "
+                    "if it adds files to the wheel or changes the build, give those here by hand"
+                )
+        return refusals
+
+    def refusals(self) -> list[Refusal]:
+        out = [Refusal(what="network", detail=n["detail"], where=n["where"]) for n in self.record.get("network") or []]  # fmt: skip
+        for item in self.record.get("refused") or []:
+            what = "write" if item["detail"].startswith("write ") else "command"
+            out.append(Refusal(what=what, detail=item["detail"].removeprefix("write "), where=item["where"]))  # fmt: skip
+        out += self.commands()
+        attempted = {r.where for r in out}
+        setup = self.root / "setup.py"
+        if setup.is_file():
+            for number, line in enumerate(setup.read_text(encoding="utf-8", errors="replace").splitlines(), 1):  # fmt: skip
+                where = f"setup.py:{number}"
+                if where not in attempted and _FETCH_RE.search(line) and not line.lstrip().startswith("#"):
+                    out.append(Refusal(what="network", detail=line.strip()[:120], where=where, attempted=False))  # fmt: skip
+        return out
+
+
+def ninja_rules(text: str) -> dict[str, list[str]]:
+    """Each source of a ninja file (as torch's writer spells it) → its compile command, split
+    into arguments with the file's own variables filled in."""
+    variables: dict[str, str] = {}
+    rules: dict[str, str] = {}
+    out: dict[str, list[str]] = {}
+    rule = None
+    for line in text.splitlines():
+        if line.startswith("rule "):
+            rule = line.split()[1]
+        elif line.startswith("  command = ") and rule:
+            rules[rule] = line.split("=", 1)[1].strip()
+        elif not line.startswith(" ") and " = " in line:
+            name, _, value = line.partition(" = ")
+            variables[name.strip()] = value
+            rule = None
+        elif line.startswith("build "):
+            outputs, _, rest = line[6:].partition(": ")
+            parts = rest.split()
+            if len(parts) >= 2 and parts[0] in rules:
+                command = re.sub(
+                    r"\$\{?(\w+)\}?", lambda m: variables.get(m[1], ""), rules[parts[0]]
+                )
+                out[parts[1].replace("$ ", " ")] = shlex.split(command)
+    return out
+
+
+def _tests(root: Path) -> str | None:
+    for name in ("tests", "test"):
+        if (root / name).is_dir():
+            return name
+    return "." if any(root.glob("test_*.py")) else None
+
+
+def read_record(root: Path, record: Mapping[str, Any], *, front_door: FrontDoor) -> CapturedBuild:
+    """A CapturedBuild from the child's record (or the static reading's, in the same shape)."""
+    reading = _Reading(root, record)
+    args = record["setup_calls"][-1] if record["setup_calls"] else {}
+    ninja = record.get("ninja") or {}
+    extensions = tuple(reading.extension(e, ninja.get(e.get("name"))) for e in record["extensions"])
+    packages, package_data = reading.packages(args)
+    torch = record.get("torch") or {}
+    if torch.get("shown_as"):
+        reading.done.append(
+            f"torch {torch['version']} (a CPU build) was shown to setup.py as {torch['shown_as']}, the CUDA build wheelforge compiles with"
+        )
+    if torch and not torch.get("real"):
+        reading.done.append(
+            f"the build Python has no torch: setup.py saw wheelforge's stand-in torch {torch['version']}"
+            + (f" ({record['torch_error']})" if record.get("torch_error") else "")
+        )
+    for name in dict.fromkeys(record.get("stub_missing") or []):
+        reading.hand.append(f"setup.py asked for {name}, which the stand-in torch lacks; pass --python with a Python that has torch")
+    for written in record.get("writes") or []:
+        reading.done.append(f"setup.py wrote {written} (as it does under pip)")
+    return CapturedBuild(
+        root=root,
+        front_door=front_door,
+        extensions=extensions,
+        metadata=reading.metadata(args),
+        packages=packages,
+        package_data=package_data,
+        torch_seen=str(torch["version"]).split("+")[0] if torch.get("real") else None,
+        tests=_tests(root),
+        refusals=tuple(reading.refusals()),
+        missing=tuple(dict.fromkeys(reading.missing)),
+        hand=tuple(reading.hand),
+        done=tuple(reading.done),
+    )

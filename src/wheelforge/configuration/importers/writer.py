@@ -1,0 +1,365 @@
+"""The one writer of ``wheelforge init``: a CapturedBuild (from any front door) as a commented
+matrix.yaml, and what needs a hand.
+
+It decides what the captured build leaves open, from the project's own words where they exist:
+the ABI (the sources' headers), ``module-init`` (whether the sources define ``PyInit``), the
+torch (``--torch``, else the project's stable-ABI target, else the build Python's torch), the
+arch sets (``--archs``, else the project's arch flags, else ``TORCH_CUDA_ARCH_LIST``), sources
+written as globs where a glob names exactly the same files. A source that matches no file is
+refused with the list, before anything is written."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from wheelforge.configuration.archs import ArchSpec
+from wheelforge.configuration.importers.captured import (
+    CapturedBuild,
+    CapturedExtension,
+    CapturedSource,
+    GeneratedFile,
+    Refusal,
+)
+from wheelforge.configuration.importers.flags import arch_text, merge_archs
+from wheelforge.configuration.keys import SOURCE_SUFFIXES
+from wheelforge.configuration.pyproject import read_project
+from wheelforge.foundation.errors import ConfigError
+
+_STABLE_RE = re.compile(r"torch/csrc/stable/|STABLE_TORCH_LIBRARY")
+# A source that defines its module's init function itself: wheelforge must not generate one.
+_OWN_INIT_RE = re.compile(r"\bPyInit_\w+|PYBIND11_MODULE\s*\(|REGISTER_EXTENSION\s*\(|PyModule_Create")
+OLDEST_PYTHON = Version("3.10")  # the oldest CPython of a wheelforge wheel (cp310)
+# The torch a stable matrix targets when nothing names one.
+DEFAULT_STABLE_TORCH = ">=2.10"
+
+
+@dataclass(frozen=True, kw_only=True)
+class InitChoices:
+    """What the user gave init, or what it found on this machine."""
+
+    torch: tuple[str, ...] = ()  # --torch
+    archs: str | None = None  # --archs
+    env_archs: str | None = None  # TORCH_CUDA_ARCH_LIST
+    build_torch: str | None = None  # the build Python's torch ("2.13.0"), if it has one
+
+
+@dataclass(frozen=True, kw_only=True)
+class InitResult:
+    path: Path
+    text: str
+    front_door: str
+    hand: tuple[str, ...]  # what needs a hand
+    done: tuple[str, ...] = ()  # what was translated in a way worth saying
+    refusals: tuple[Refusal, ...] = ()
+    generated: tuple[GeneratedFile, ...] = ()  # written beside matrix.yaml
+    summary: str = ""  # one line: what was written
+    notes: tuple[str, ...] = field(default=(), repr=False)  # hand, kept for older callers
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "notes", self.hand)
+
+
+def _dump(key: str, value: object) -> str:
+    return yaml.safe_dump({key: value}, sort_keys=False, default_flow_style=False, width=100)
+
+
+def _text(root: Path, sources: Iterable[CapturedSource]) -> Iterable[str]:
+    for source in sources:
+        path = root / source.path
+        if path.is_file():
+            yield path.read_text(encoding="utf-8", errors="replace")
+
+
+def _globbed(root: Path, paths: list[str], taken: set[str]) -> list[str]:
+    """*paths* with each folder's files of one suffix written as ``folder/*.suffix`` when the
+    glob names exactly those files (and none that another entry lists)."""
+    by_folder: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for path in paths:
+        p = Path(path)
+        by_folder[(p.parent.as_posix(), p.suffix)].append(path)
+    out: list[str] = []
+    for (folder, suffix), members in by_folder.items():
+        on_disk = {
+            (Path(folder) / f.name).as_posix().removeprefix("./")
+            for f in (root / folder).glob(f"*{suffix}")
+            if f.is_file()
+        }
+        if len(members) > 1 and on_disk == set(members) and not on_disk & taken:
+            out.append(f"{folder}/*{suffix}".removeprefix("./"))
+        else:
+            out.extend(members)
+    return out
+
+
+def _sources(root: Path, ext: CapturedExtension) -> list[object]:
+    compiled = [s for s in ext.sources if Path(s.path).suffix in SOURCE_SUFFIXES]
+    groups: dict[tuple[ArchSpec, ...] | None, list[str]] = defaultdict(list)
+    for source in compiled:
+        groups[source.archs].append(source.path)
+    out: list[object] = []
+    for archs, paths in groups.items():
+        others = {s.path for s in compiled if s.archs != archs}
+        for entry in _globbed(root, paths, others):
+            out.append(entry if archs is None else {"files": entry, "archs": arch_text(archs)})
+    return out
+
+
+def _version(text: str | None) -> str | None:
+    try:
+        return str(Version(text)) if text else None
+    except InvalidVersion:
+        return None
+
+
+class _Writer:
+    def __init__(self, build: CapturedBuild, choices: InitChoices) -> None:
+        self.build = build
+        self.choices = choices
+        self.hand = list(build.hand)
+        self.done = list(build.done)
+
+    def extension(self, ext: CapturedExtension, abi: str) -> dict[str, object]:
+        root = self.build.root
+        out: dict[str, object] = {"name": ext.name or "TODO.name", "sources": _sources(root, ext)}
+        if not ext.name:
+            self.hand.append(f"{ext.kind} ({ext.where}) has no module name; write extension.name")
+        cuda = any(s.path.endswith(".cu") for s in ext.sources)
+        for key, value in (
+            ("include-dirs", ext.include_dirs),
+            ("cxx-flags", [*ext.defines, *ext.cxx_flags]),
+            ("nvcc-flags", [*ext.defines, *ext.nvcc_flags] if cuda else []),
+            ("link-flags", ext.link_flags),
+            ("libraries", ext.libraries),
+            ("library-dirs", ext.library_dirs),
+        ):
+            if value:
+                out[key] = list(value)
+        own_init = any(_OWN_INIT_RE.search(t) for t in _text(root, ext.sources))
+        out["module-init"] = not own_init
+        if abi == "unstable" and not own_init:
+            self.hand.append(
+                f"{ext.name}: no source defines PyInit_{(ext.name or '').rsplit('.', 1)[-1]} "
+                "(PYBIND11_MODULE); module-init: true makes wheelforge generate it"
+            )
+        return out
+
+    def abi(self, ext: CapturedExtension) -> str:
+        stable = "-DTORCH_STABLE_ONLY" in ext.defines or any(
+            _STABLE_RE.search(t) for t in _text(self.build.root, ext.sources)
+        )
+        return "stable" if stable else "unstable"
+
+    def torch(self, abi: str, ext: CapturedExtension) -> object:
+        given, build_torch = self.choices.torch, self.choices.build_torch
+        asked = self.build.metadata.torch_requirement
+        if abi == "stable":
+            if given:
+                return given[0] if len(given) == 1 else list(given)
+            if ext.torch_target:
+                self.done.append(
+                    f"torch: '>={ext.torch_target}' from the project's -DTORCH_TARGET_VERSION (the stable-ABI target)"
+                )
+                return f">={ext.torch_target}"
+            return DEFAULT_STABLE_TORCH
+        versions = list(given) or ([build_torch] if build_torch else [])
+        if not versions:
+            self.hand.append(
+                "torch: the build Python has no torch; list the torch versions to build for (--torch 2.13.0)"
+            )
+            return ["2.13.0"]
+        if not given:
+            self.done.append(
+                f"torch: {build_torch}, the build Python's torch (--torch to list others)"
+            )
+        if asked and asked != "torch":
+            try:
+                fits = all(SpecifierSet(str(s)).contains(v) for s in [asked.removeprefix("torch")] for v in versions)  # fmt: skip
+            except InvalidSpecifier:
+                fits = False
+            if not fits:
+                self.hand.append(
+                    f"torch: the project asks for '{asked}'; wrote {', '.join(versions)}: an unstable-ABI wheel "
+                    "is pinned to the torch it is built with, so list the torches you publish for"
+                )
+        return versions
+
+    def arch_sets(self) -> str:
+        if self.choices.archs:
+            return "\n" + _dump("arch-sets", {"default": self.choices.archs})
+        found = merge_archs(*(e.archs for e in self.build.extensions))
+        if found:
+            return "\n" + _dump("arch-sets", {"default": arch_text(found)})
+        if self.choices.env_archs:
+            self.done.append(f"arch-sets: from TORCH_CUDA_ARCH_LIST '{self.choices.env_archs}'")
+            return "\n" + _dump("arch-sets", {"default": self.choices.env_archs})
+        return (
+            "\n# No arch-sets: give them here, or with --archs / TORCH_CUDA_ARCH_LIST.\n"
+            '# arch-sets:\n#   default: "8.0 9.0+PTX"\n'
+        )
+
+    def package(self) -> str:
+        """The package section: none beside a pyproject.toml [project] with a static version."""
+        root, meta = self.build.root, self.build.metadata
+        project = read_project(root / "pyproject.toml")
+        static = project is not None and project.version is not None
+        package: dict[str, object] = {}
+        if not static:
+            name = project.name if project else meta.name
+            if not name:
+                self.hand.append("package.name: not found; write the distribution name")
+            package["name"] = name or root.name
+            version = _version(meta.version)
+            if version is None:
+                self.hand.append(
+                    f"package.version: {'not a PEP 440 version: ' + repr(meta.version) if meta.version else 'not found'}; write it here"
+                )
+            package["version"] = version or "0.0.0"
+            if meta.summary and not project:
+                package["summary"] = meta.summary
+            if meta.license and not project and "\n" not in meta.license:
+                package["license"] = meta.license
+            python = self.requires_python()
+            if python and not project:
+                package["requires-python"] = python
+            if meta.dependencies and not project:
+                package["dependencies"] = list(meta.dependencies)
+            if not project:
+                self.metadata_keys(package)
+        if self.build.packages:
+            package["packages"] = list(self.build.packages)
+        if self.build.package_data:
+            package["package-data"] = list(self.build.package_data)
+        if static and len(package) == 0:
+            return "# Name, version and the rest of the metadata come from pyproject.toml [project].\n"
+        head = (
+            "# Name, version and the rest of the metadata come from pyproject.toml [project].\n"
+            if static
+            else ""
+        )
+        return head + _dump("package", package)
+
+    def metadata_keys(self, package: dict[str, object]) -> None:
+        meta = self.build.metadata
+        authors = [
+            f"{meta.author} <{meta.author_email}>"
+            if meta.author and meta.author_email
+            else meta.author or meta.author_email or ""
+        ]
+        if authors[0]:
+            package["authors"] = authors
+        urls = dict(meta.project_urls)
+        if meta.url:
+            urls = {"Homepage": meta.url, **urls}
+        if urls:
+            package["urls"] = urls
+        if meta.classifiers:
+            package["classifiers"] = list(meta.classifiers)
+        if meta.keywords:
+            package["keywords"] = list(meta.keywords)
+
+    def requires_python(self) -> str | None:
+        asked = self.build.metadata.requires_python
+        if not asked:
+            return None
+        try:
+            spec = SpecifierSet(asked)
+        except InvalidSpecifier:
+            self.hand.append(f"python_requires '{asked}' is not a version range; left out")
+            return None
+        floors = [Version(s.version) for s in spec if s.operator in (">=", ">", "~=", "==")]
+        if floors and max(floors) < OLDEST_PYTHON:
+            self.done.append(
+                f"requires-python: left '{asked}' out: the wheel is cp310-abi3 or newer (python-abi), so Python 3.10+"
+            )
+            return None
+        return asked
+
+    def python_abi(self, ext: CapturedExtension) -> str:
+        if not ext.limited_api:
+            return ""
+        version = Version(ext.limited_api)
+        if version < OLDEST_PYTHON:
+            self.done.append(
+                f"python-abi: cp310, not the project's Py_LIMITED_API {ext.limited_api}: torch runs on CPython 3.10+"
+            )
+            return ""
+        return f"python-abi: cp3{version.minor}\n"
+
+    def tests(self) -> str:
+        tests = self.build.tests
+        if tests is None:
+            return ""
+        extras = [f"{k}: {', '.join(v)}" for k, v in self.build.metadata.extras if v]
+        comment = "".join(f"#   extras {e}\n" for e in extras[:4])
+        if tests == ".":
+            self.hand.append(
+                "tests: the test files sit in the project folder itself, beside the package's sources; "
+                "'wheelforge test' runs pytest there, so check they import the installed wheel"
+            )
+        head = "\n# What 'wheelforge test' runs against the installed wheel; add what the tests import.\n"
+        return head + (comment and "# The project's optional requirements:\n" + comment) + _dump(
+            "tests", {"path": tests, "requires": ["pytest"]}
+        )
+
+
+def _refuse_missing(build: CapturedBuild) -> None:
+    if not build.missing:
+        return
+    listed = "\n".join(f"  {m}" for m in build.missing[:40])
+    more = f"\n  ... and {len(build.missing) - 40} more" if len(build.missing) > 40 else ""
+    raise ConfigError(
+        f"{build.root}: {len(build.missing)} source(s) that {build.front_door} names match no file; "
+        "nothing was written (an sdist that ships without its sources? take the project's repository checkout)",
+        details=listed + more,
+    )
+
+
+def render(build: CapturedBuild, choices: InitChoices) -> InitResult:
+    """The matrix text for a captured build, and what needs a hand."""
+    _refuse_missing(build)
+    if not build.extensions:
+        raise ConfigError(
+            f"{build.root}: {build.front_door} builds no extension; write matrix.yaml from docs/your-extension.md"
+        )
+    writer = _Writer(build, choices)
+    ext, *others = build.extensions
+    if others:
+        names = ", ".join(str(e.name) for e in others)
+        writer.hand.append(
+            f"{build.front_door} builds {len(build.extensions)} extensions; only {ext.name} is written (also: {names})"
+        )
+    abi = writer.abi(ext)
+    parts = [
+        f"# Written by 'wheelforge init' from {build.front_door}; see docs/matrix.md and docs/your-extension.md.\n",
+        writer.package(),
+        "\n" + _dump("extension", writer.extension(ext, abi)),
+    ]
+    if abi == "unstable":
+        parts.append("\n# torch/extension.h: one build per torch version below (a CUDA build of torch).\n")
+        parts.append("abi: unstable\n" + _dump("torch", writer.torch(abi, ext)))
+    else:
+        parts.append("\nabi: stable\n" + _dump("torch", writer.torch(abi, ext)))
+    parts.append(writer.python_abi(ext))
+    parts.append(writer.arch_sets())
+    parts.append(writer.tests())
+    text = "".join(parts)
+    text = text if text.endswith("\n") else text + "\n"
+    sources = len([s for s in ext.sources if Path(s.path).suffix in SOURCE_SUFFIXES])
+    return InitResult(
+        path=build.root / "matrix.yaml",
+        text=text,
+        front_door=build.front_door,
+        hand=tuple(dict.fromkeys(writer.hand)),
+        done=tuple(dict.fromkeys(writer.done)),
+        refusals=build.refusals,
+        generated=build.generated,
+        summary=f"{ext.name}: {sources} source(s), abi {abi}",
+    )
