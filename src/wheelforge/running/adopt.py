@@ -7,6 +7,7 @@ Which front door: ``--from`` names one; else a kernel-builder ``build.toml``, el
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shlex
 from collections.abc import Mapping
@@ -84,16 +85,15 @@ def capture(request: InitRequest, door: Door, env: Mapping[str, str]) -> Capture
     if door == "setup.py" and not request.run:
         return read_setup(root)
     toolkit = _toolkit(env, request.cache)
+    cmake_context = cmake.CMakeContext(
+        python=request.python,
+        nvcc=toolkit.nvcc if toolkit else None,
+        archs=request.archs or env.get("TORCH_CUDA_ARCH_LIST"),
+        args=(*shlex.split(env.get("CMAKE_ARGS", "")), *request.cmake_args),
+    )
     if door == "cmake":
-        return cmake.capture_cmake(
-            root,
-            cmake.CMakeContext(
-                python=request.python,
-                nvcc=toolkit.nvcc if toolkit else None,
-                archs=request.archs or env.get("TORCH_CUDA_ARCH_LIST"),
-                args=(*shlex.split(env.get("CMAKE_ARGS", "")), *request.cmake_args),
-            ),
-        )
+        log.info(f"configuring {root / 'CMakeLists.txt'} (configure only: the project's CMake code runs, nothing is built or downloaded)")
+        return cmake.capture_cmake(root, cmake_context)
     added = {}
     if request.archs and not env.get("TORCH_CUDA_ARCH_LIST"):
         added["TORCH_CUDA_ARCH_LIST"] = request.archs  # what torch would compile for
@@ -111,7 +111,24 @@ def capture(request: InitRequest, door: Door, env: Mapping[str, str]) -> Capture
         "project's own code (the network closed, no compiler started); 'wheelforge init --no-run' "
         "reads it without running it"
     )
-    return setupcapture.capture_setup(root, context)
+    build = setupcapture.capture_setup(root, context)
+    if build.extensions and all(not e.sources for e in build.extensions) and (root / "CMakeLists.txt").is_file():
+        log.info(f"setup.py hands its extensions to CMake: configuring {root / 'CMakeLists.txt'} (configure only)")
+        modules = {str(e.name).rsplit(".", 1)[-1]: str(e.name) for e in build.extensions if e.name}
+        return _with_cmake(build, cmake.capture_cmake(root, cmake_context, modules=modules))
+    return build
+
+
+def _with_cmake(setup: CapturedBuild, built: CapturedBuild) -> CapturedBuild:
+    """setup.py's metadata and packages, CMake's extensions (vLLM, fast_rnnt)."""
+    return dataclasses.replace(
+        setup,
+        front_door="setup.py + CMake",
+        extensions=built.extensions,
+        refusals=setup.refusals + built.refusals,
+        hand=setup.hand + built.hand,
+        done=setup.done + built.done,
+    )
 
 
 def init_project(request: InitRequest, env: Mapping[str, str] | None = None) -> InitResult:

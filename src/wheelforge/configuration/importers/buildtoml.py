@@ -190,8 +190,6 @@ def read_build_toml(root: Path) -> CapturedBuild:
         for s in sources
     ]
     target = _stable_target(torch)
-    if target:
-        done.append(f"torch: '>={target}' from build.toml's stable-abi (the stable-ABI target)")
     package = f"torch-ext/{python_name}"
     if not (root / package / "__init__.py").is_file():
         hand.append(f"build.toml: the Python package {package} has no __init__.py")

@@ -16,7 +16,7 @@ from typing import Literal
 
 from wheelforge.configuration.archs import ArchSpec
 
-FrontDoor = Literal["setup.py", "setup.py (read)", "CMake", "build.toml", "sources"]
+FrontDoor = Literal["setup.py", "setup.py (read)", "CMake", "setup.py + CMake", "build.toml", "sources"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,6 +91,7 @@ class CapturedBuild:
     metadata: ProjectMetadata = field(default_factory=ProjectMetadata)
     packages: tuple[str, ...] = ()  # package folders, relative; empty: wheelforge discovers them
     package_data: tuple[str, ...] = ()  # globs relative to each package folder
+    modules: tuple[str, ...] = ()  # top-level modules' files (setup(py_modules=...))
     torch_seen: str | None = None  # the torch the build script saw ("2.13.0"), if a real one
     tests: str | None = None  # the test folder (or file)
     generated: tuple[GeneratedFile, ...] = ()

@@ -45,7 +45,6 @@ _DOWNLOAD_RE = re.compile(
     re.IGNORECASE,
 )
 _FETCH_NAME_RE = re.compile(r"FetchContent_(?:Declare|Populate|MakeAvailable)\(\s*(\w+)", re.IGNORECASE)
-_STD_RE = re.compile(r"^-std=(?:c|gnu)\+\+(\d+)$")
 _IMPORT_RE = r"^\s*(?:from\s+(\.?)\s*import\s+{leaf}\b|import\s+{leaf}\b|from\s+{leaf}\s+import)"
 
 
@@ -249,11 +248,10 @@ class _Reader:
                 if rel is not None and rel not in includes:
                     includes.append(rel)
         owned = sorted({f for s in sorted_by.values() for f in s.owned})
-        std = sorted({f for flags in (*cxx, *nvcc) for f in flags if (m := _STD_RE.match(f)) and int(m[1]) < 17})
-        if owned or std:
-            self.done.append(f"{label}: left out {', '.join([*owned, *std])}: wheelforge sets these itself (C++17 for torch's headers, the ABI, threads)")
+        if owned:
+            self.done.append(f"{label}: left out {', '.join(owned)}: wheelforge sets these itself (from the matrix)")
         defines = [f for f in _common([*cxx, *nvcc]) if f.startswith(("-D", "-U"))]
-        drop = {*defines, *std}
+        drop = set(defines)
         return CapturedExtension(
             name=name,
             kind=f"CMake {target['type'].lower()}",

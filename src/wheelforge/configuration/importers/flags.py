@@ -30,7 +30,23 @@ _OWNED_MACROS = (
     "TORCH_TARGET_VERSION",
     "Py_LIMITED_API",
 )
+# Macros torch's CMake targets carry (TorchConfig's INTERFACE_COMPILE_DEFINITIONS): torch's, not
+# the project's; torch.utils.cpp_extension does not pass them either.
+_TORCH_TARGET_MACROS = (
+    "USE_C10D_GLOO", "USE_C10D_NCCL", "USE_C10D_MPI", "USE_C10D_UCC", "USE_DISTRIBUTED",
+    "USE_RPC", "USE_TENSORPIPE",
+)  # fmt: skip
+_MACRO_OWNER = {
+    "TORCH_EXTENSION_NAME": "the module's name", "TORCH_API_INCLUDE_EXTENSION_H": "the ABI",
+    "_GLIBCXX_USE_CXX11_ABI": "torch's C++ ABI", "TORCH_TARGET_VERSION": "the torch key",
+    "Py_LIMITED_API": "python-abi",
+}  # fmt: skip
 _MACHINE_ARCHS = ("native", "all", "all-major")
+# What the module exports is wheelforge's (a linker version script exports PyInit_<leaf>).
+_VISIBILITY_RE = re.compile(r"^(?:-Xcompiler=)?-fvisibility(?:-inlines-hidden|=\w+)$")
+# CMake's own define for a shared library's sources.
+_EXPORTS_RE = re.compile(r"^-D\w+_EXPORTS$")
+_STD_RE = re.compile(r"^(?:-Xcompiler=)?-std=(?:c|gnu)\+\+(\d+)$")
 _MACRO_RE = re.compile(r"^-D(?P<name>\w+)(?:=(?P<value>.*))?$")
 
 
@@ -40,7 +56,7 @@ class SortedFlags:
 
     archs: tuple[ArchSpec, ...] = ()
     kept: tuple[str, ...] = ()
-    owned: tuple[str, ...] = ()  # flags wheelforge sets itself, left out
+    owned: tuple[str, ...] = ()  # flags wheelforge sets itself, left out: "flag (why)"
     torch_target: str | None = None  # from -DTORCH_TARGET_VERSION: "2.9"
     limited_api: str | None = None  # from -DPy_LIMITED_API: "3.9"
     problems: tuple[str, ...] = ()  # arch flags that name no fixed arch (-arch=native)
@@ -133,12 +149,26 @@ def sort_flags(flags: Sequence[str]) -> SortedFlags:
             i = value[1]
             continue
         if (value := _value(flags, i, _OWNED_WITH_VALUE))[0] is not None:
-            owned.append(" ".join(flags[i : value[1]]))
+            why = "nvcc's threads" if flag.startswith(("--threads", "-t")) else "the host compiler"
+            owned.append(f"{' '.join(flags[i : value[1]])} ({why})")
             i = value[1]
             continue
+        std = _STD_RE.match(flag)
+        if _VISIBILITY_RE.match(flag) or _EXPORTS_RE.match(flag) or (std and int(std[1]) < 17):
+            why = (
+                "the module's exports" if _VISIBILITY_RE.match(flag)
+                else "CMake's own" if _EXPORTS_RE.match(flag)
+                else "C++17 at least, for torch's headers"
+            )  # fmt: skip
+            owned.append(f"{flag} ({why})")
+            i += 1
+            continue
         macro = _macro(flag)
+        if macro and macro[0] in _TORCH_TARGET_MACROS:
+            i += 1
+            continue
         if macro and macro[0] in _OWNED_MACROS:
-            owned.append(flag)
+            owned.append(f"{flag} ({_MACRO_OWNER[macro[0]]})")
             if macro[0] == "TORCH_TARGET_VERSION":
                 target = _version_macro(macro[1], 56)
             elif macro[0] == "Py_LIMITED_API":

@@ -50,6 +50,7 @@ RECORD: dict[str, Any] = {
     "stub_missing": [],
     "torch": None,
     "ninja": {},
+    "build_ext_options": [],
     "error": None,
 }
 _CONTEXT: dict[str, Any] = {}
@@ -277,7 +278,9 @@ def _describe_command(name: str, cls: Any) -> dict[str, Any]:
     if not isinstance(cls, type):
         return {"name": name, "class": repr(cls)[:100], "overrides": [], "base": "", "where": ""}
     own = [k for k in cls.__mro__ if k.__module__ == "__main__"]
-    overrides = sorted({m for k in own for m, v in vars(k).items() if inspect.isfunction(v)})
+    overrides = sorted(
+        {m for k in own for m, v in vars(k).items() if inspect.isfunction(v) and m != "__init__"}
+    )
     texts = []
     for k in own:
         try:
@@ -287,7 +290,7 @@ def _describe_command(name: str, cls: Any) -> dict[str, Any]:
     base = next((k.__name__ for k in cls.__mro__ if k.__module__ != "__main__"), "")
     return {
         "name": name,
-        "class": cls.__name__ if own else base,
+        "class": own[0].__name__ if own else base,
         "base": base,
         "overrides": overrides,
         "where": _source_file(own[0]) if own else "",
@@ -321,9 +324,25 @@ def _cuda_label() -> str:
     return "cu" + version.replace(".", "") if version else ""
 
 
+def _record_options(build_ext: Any) -> None:
+    """BuildExtension.with_options(**options): what the project hands its build_ext (xformers
+    passes the files its build_ext writes into the package)."""
+    real = build_ext.__dict__["with_options"].__func__
+
+    def with_options(cls: type, **options: Any) -> Any:
+        RECORD["build_ext_options"].append(
+            {"class": cls.__name__, "where": _where(), "options": _jsonable(options)}
+        )
+        return real(cls, **options)
+
+    build_ext.with_options = classmethod(with_options)
+
+
 def _patch_cpp_extension(ext: Any) -> None:
     ext.CUDAExtension = _extension_factory("CUDAExtension")
     ext.CppExtension = _extension_factory("CppExtension")
+    if "with_options" in vars(ext.BuildExtension):
+        _record_options(ext.BuildExtension)
     if getattr(ext, "CUDA_HOME", None) is None and _CONTEXT.get("cuda_home"):
         ext.CUDA_HOME = _CONTEXT["cuda_home"]
     RECORD["ninja_writer"] = getattr(ext, "_write_ninja_file", None)
@@ -392,7 +411,10 @@ def _stub_torch() -> None:
     class BuildExtension(build_ext):  # type: ignore[misc]
         @classmethod
         def with_options(cls, **options: Any) -> type:
-            return cls
+            class WithOptions(cls):  # type: ignore[misc, valid-type]
+                pass
+
+            return WithOptions
 
     def join_cuda_home(*paths: str) -> str:
         return os.path.join(cuda_home or "/usr/local/cuda", *paths)  # noqa: PTH118

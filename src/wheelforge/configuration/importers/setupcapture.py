@@ -57,7 +57,8 @@ def run_setup(root: Path, context: CaptureContext) -> dict[str, Any]:
             [context.python, CHILD, Path(tmp) / "context.json"],
             hint="pass --python with the interpreter that builds the project",
             cwd=root,
-            env=dict(context.env),
+            # Deterministic set and dict order in setup.py (a list built from a set).
+            env={"PYTHONHASHSEED": "0", **dict(context.env)},
             check=False,
             what="setup.py",
             timeout=context.deadline_s,
@@ -76,13 +77,14 @@ def run_setup(root: Path, context: CaptureContext) -> dict[str, Any]:
 def _failure(root: Path, record: dict[str, Any]) -> ToolError:
     error = record["error"] or {}
     where = error.get("where") or "setup.py"
-    message = f"{root / where.split(':')[0]}: setup.py failed at {where}: {error.get('type')}: {error.get('message')}"
-    text = error.get("traceback", "") + error.get("message", "")
+    file, _, line = where.partition(":")
+    message = f"{root / file} failed{' at line ' + line if line else ''}: {error.get('type')}: {error.get('message')}"
+    text = error.get("traceback", "") or error.get("message", "")
     if any(words in text for words in _NO_GPU):
         fix = "it asks the GPU for its archs and there is none here: give them with --archs (init sets TORCH_CUDA_ARCH_LIST for setup.py) or TORCH_CUDA_ARCH_LIST"
     else:
         fix = "fix what it needs (an environment variable, a submodule, a package in --python), or read it without running it: 'wheelforge init --no-run'"
-    return ToolError(f"{message}; {fix}", details=proc.tail(record.get("output", "") + text) or None)
+    return ToolError(f"{message}; {fix}", details=proc.tail(text) or None)
 
 
 def capture_setup(root: Path, context: CaptureContext) -> CapturedBuild:

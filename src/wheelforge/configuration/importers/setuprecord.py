@@ -21,6 +21,7 @@ from wheelforge.configuration.importers.captured import (
     CapturedExtension,
     CapturedSource,
     FrontDoor,
+    GeneratedFile,
     ProjectMetadata,
     Refusal,
 )
@@ -28,9 +29,11 @@ from wheelforge.configuration.importers.flags import SortedFlags, arch_text, mer
 
 # A line of setup.py that fetches something (a prebuilt wheel, a toolkit, a submodule).
 _FETCH_RE = re.compile(
-    r"urlretrieve|urlopen|requests\.(?:get|post)|\bwget\b|\bcurl\b|snapshot_download|hf_hub_download"
-    r"|[\"']pip[\"'],\s*[\"'](?:download|install)|pip (?:download|install)"
-    r"|[\"']git[\"'],\s*[\"'](?:clone|submodule|fetch|pull)|git (?:clone|submodule|fetch|pull)"
+    r"urlretrieve\s*\(|urlopen\s*\(|requests\.(?:get|post)\s*\(|snapshot_download\s*\(|hf_hub_download\s*\("
+    r"|[\"']git[\"']\s*,\s*[\"'](?:clone|submodule|fetch|pull)"
+    r"|[\"']pip[\"']\s*,\s*[\"'](?:download|install)"
+    r"|(?:os\.system|os\.popen|check_output|check_call|subprocess\.\w+)\(\s*f?[\"'][^\"']*"
+    r"\b(?:git (?:clone|submodule|fetch|pull)|pip (?:download|install)|wget|curl)\b"
 )
 _DEFINE_RE = re.compile(r"^-[DU]\w")
 # cmdclass entries that are no build step, and one whose job (the wheel's tags) is wheelforge's.
@@ -61,6 +64,7 @@ class _Reading:
         self.hand: list[str] = []
         self.done: list[str] = []
         self.missing: list[str] = []
+        self.package_folders: dict[str, str] = {}
 
     # -- extensions ------------------------------------------------------------------------
 
@@ -68,9 +72,16 @@ class _Reading:
         out = []
         for value in values:
             rel, inside = _rel(self.root, value)
+            if not inside and rel is not None and Path(rel).exists():
+                outside = Path(os.path.relpath(rel, self.root)).as_posix()
+                self.done.append(
+                    f"{what}: '{outside}' lies outside the project folder: a build reads it there, an sdist cannot carry it"
+                )
+                out.append(outside)
+                continue
             if not inside:
                 self.hand.append(
-                    f"{what}: '{value}' is outside the project folder; copy it in or install it and name it here"
+                    f"{what}: '{value}' is outside the project folder and does not exist; copy it in or install it and name it here"
                 )
                 continue
             assert rel is not None
@@ -83,10 +94,19 @@ class _Reading:
         kind, where = ext.get("kind") or "Extension", ext.get("where") or "setup.py"
         label = f"{kind} {ext.get('name')} ({where})"
         sources = self.paths(_strings(ext.get("sources")), f"{label}: sources", must_exist=True)
-        if not sources:
+        if sources and not cuda_sources(sources) and any(
+            p.suffix == ".cu" and "hip" not in p.as_posix() for p in self.root.glob("**/*.cu")
+        ):
             self.hand.append(
-                f"{label} has no sources (a build driven by another tool, e.g. CMake?); "
-                "try 'wheelforge init --from cmake' if the project has a CMakeLists.txt"
+                f"{label} compiles no CUDA source, though the project has .cu files: its setup.py may choose "
+                "CUDA by asking for a GPU (torch.cuda.is_available()); set the switch it reads (FORCE_CUDA=1, "
+                "or --archs, which sets TORCH_CUDA_ARCH_LIST for it) and run init again"
+            )
+        if not sources and (self.root / "CMakeLists.txt").is_file():
+            self.done.append(f"{label} has no sources: setup.py hands its build to CMake (CMakeLists.txt)")
+        elif not sources:
+            self.hand.append(
+                f"{label} has no sources: its build is driven by another tool; write extension.sources"
             )
         include_dirs = self.paths(_strings(ext.get("include_dirs")), f"{label}: include_dirs", must_exist=False)  # fmt: skip
         for folder in include_dirs:
@@ -142,12 +162,12 @@ class _Reading:
     def say_sorted(self, label: str, nvcc: SortedFlags, cxx: SortedFlags) -> None:
         if nvcc.archs:
             self.done.append(
-                f"{label}: its nvcc arch flags became the arch set '{arch_text(nvcc.archs)}'"
+                f"{label}: its nvcc arch flags name {arch_text(nvcc.archs)}: written as archs (arch-sets, unless --archs), not as nvcc flags"
             )
         owned = list(dict.fromkeys([*nvcc.owned, *cxx.owned]))
         if owned:
             self.done.append(
-                f"{label}: left out {', '.join(owned)}: wheelforge sets these itself (threads, host compiler, module name, ABI target)"
+                f"{label}: left out {', '.join(owned)}: wheelforge sets these itself (from the matrix)"
             )
         for flag in dict.fromkeys([*nvcc.problems, *cxx.problems]):
             self.hand.append(
@@ -184,6 +204,9 @@ class _Reading:
     def metadata(self, args: Mapping[str, Any]) -> ProjectMetadata:
         deps, torch_req = [], None
         for dep in _strings(args.get("install_requires")):
+            dep = dep.split(" #", 1)[0].strip()
+            if not dep or dep.startswith("#"):
+                continue  # setuptools skips blank and comment lines (a requirements.txt read whole)
             try:
                 req = Requirement(dep)
             except InvalidRequirement:
@@ -226,6 +249,19 @@ class _Reading:
             else (),
         )
 
+    def modules(self, args: Mapping[str, Any]) -> tuple[str, ...]:
+        """setup(py_modules=...): each module's file, where setuptools finds it."""
+        dirs = args.get("package_dir") if isinstance(args.get("package_dir"), dict) else {}
+        base = str(dirs.get("", "."))
+        out = []
+        for name in _strings(args.get("py_modules")):
+            rel, inside = _rel(self.root, os.path.join(base, *name.split(".")) + ".py")  # noqa: PTH118
+            if inside and rel is not None and (self.root / rel).is_file():
+                out.append(rel)
+            else:
+                self.hand.append(f"py_modules: '{name}' has no file at {rel}; name it in package.modules")
+        return tuple(out)
+
     def packages(self, args: Mapping[str, Any]) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """The top-level package folders and the package-data globs."""
         names = _strings(args.get("packages"))
@@ -241,18 +277,46 @@ class _Reading:
                 self.hand.append(f"packages: '{name}' has no folder with an __init__.py at {folder}; name its folder")
                 continue
             folders[name] = rel
+        self.package_folders = folders
         data: list[str] = []
         for pkg, globs in (args.get("package_data") or {}).items():
             top = next((t for t in folders if pkg == t or pkg.startswith(t + ".")), None)
             prefix = "/".join(pkg.split(".")[1:]) if top and pkg != top else ""
             data += [f"{prefix}/{g}" if prefix else g for g in _strings(globs)]
         for key, why in (
-            ("py_modules", "top-level modules"), ("entry_points", "entry points"),
+            ("entry_points", "entry points"),
             ("scripts", "scripts"), ("data_files", "data files outside the packages"),
         ):  # fmt: skip
             if args.get(key):
                 self.hand.append(f"setup({key}={args[key]!r}): matrix.yaml has no key for {why}; leave them out or move them into a package")
         return tuple(folders.values()), tuple(dict.fromkeys(data))
+
+    def extra_files(self, packages: Mapping[str, str], extensions: Iterable[CapturedExtension]) -> list[GeneratedFile]:
+        """Files the project hands its build_ext to write into the package
+        (``BuildExtension.with_options(extra_files={"cpp_lib.json": ...})``, as xformers does):
+        a mapping of plain file names to their text, written beside the extension."""
+        out = []
+        for record in self.record.get("build_ext_options") or []:
+            for option, value in (record.get("options") or {}).items():
+                if not (isinstance(value, dict) and value and all(
+                    isinstance(k, str) and isinstance(v, str) and re.fullmatch(r"[\w.-]+\.\w+", k)
+                    for k, v in value.items()
+                )):
+                    continue
+                ext = next(iter(extensions), None)
+                package = (ext.name or "").rpartition(".")[0] if ext else ""
+                folder = packages.get(package.split(".")[0]) if package else None
+                if folder is None:
+                    continue
+                sub = "/".join(package.split(".")[1:])
+                base = f"{folder}/{sub}" if sub else folder
+                out += [GeneratedFile(path=f"{base}/{name}", text=text) for name, text in value.items()]
+                self.done.append(
+                    f"{record['class']}.with_options({option}=...) ({record.get('where') or 'setup.py'}): the build_ext writes "
+                    f"{', '.join(value)} into {base}/; init wrote them, as this run's setup.py computed them"
+                )
+                self.generated_for = {*getattr(self, "generated_for", set()), record["class"]}
+        return out
 
     def commands(self) -> list[Refusal]:
         """cmdclass entries: what each would run at build time, which init does not run."""
@@ -267,6 +331,8 @@ class _Reading:
                 refusals.append(Refusal(what="network", detail=f"cmdclass {name}={cls} fetches ({fetch[0]})", where=where, attempted=False))  # fmt: skip
             elif name == "bdist_wheel":
                 self.done.append(f"cmdclass bdist_wheel={cls} ({where}) is not run: wheelforge decides the wheel's tags")
+            elif cls in getattr(self, "generated_for", set()):
+                self.done.append(f"cmdclass {name}={cls} ({where}) overrides {', '.join(overrides)}: not run; the files it writes were written by init")
             else:
                 self.hand.append(
                     f"cmdclass {name}={cls} ({where}) overrides {', '.join(overrides)}: init does not run it; "
@@ -288,6 +354,10 @@ class _Reading:
                 if where not in attempted and _FETCH_RE.search(line) and not line.lstrip().startswith("#"):
                     out.append(Refusal(what="network", detail=line.strip()[:120], where=where, attempted=False))  # fmt: skip
         return out
+
+
+def cuda_sources(sources: Iterable[str]) -> list[str]:
+    return [s for s in sources if s.endswith(".cu")]
 
 
 def ninja_rules(text: str) -> dict[str, list[str]]:
@@ -317,10 +387,16 @@ def ninja_rules(text: str) -> dict[str, list[str]]:
     return out
 
 
-def _tests(root: Path) -> str | None:
+def find_tests(root: Path) -> str | None:
+    """The project's test folder: tests/ or test/, else one a level or two down
+    (fast_rnnt/python/tests), else "." when test files sit beside setup.py (FlashAttention-3)."""
     for name in ("tests", "test"):
         if (root / name).is_dir():
             return name
+    for pattern in ("*/tests", "*/test", "*/*/tests", "*/*/test"):
+        for folder in sorted(root.glob(pattern)):
+            if folder.is_dir() and "build" not in folder.parts and any(folder.glob("*.py")):
+                return folder.relative_to(root).as_posix()
     return "." if any(root.glob("test_*.py")) else None
 
 
@@ -331,6 +407,10 @@ def read_record(root: Path, record: Mapping[str, Any], *, front_door: FrontDoor)
     ninja = record.get("ninja") or {}
     extensions = tuple(reading.extension(e, ninja.get(e.get("name"))) for e in record["extensions"])
     packages, package_data = reading.packages(args)
+    generated = reading.extra_files(reading.package_folders, extensions)
+    package_data += tuple(
+        g.path.rpartition("/")[2] for g in generated if not g.path.endswith(".py")
+    )
     torch = record.get("torch") or {}
     if torch.get("shown_as"):
         reading.done.append(
@@ -352,9 +432,11 @@ def read_record(root: Path, record: Mapping[str, Any], *, front_door: FrontDoor)
         metadata=reading.metadata(args),
         packages=packages,
         package_data=package_data,
+        modules=reading.modules(args),
         torch_seen=str(torch["version"]).split("+")[0] if torch.get("real") else None,
-        tests=_tests(root),
+        tests=find_tests(root),
         refusals=tuple(reading.refusals()),
+        generated=tuple(generated),
         missing=tuple(dict.fromkeys(reading.missing)),
         hand=tuple(reading.hand),
         done=tuple(reading.done),

@@ -31,6 +31,7 @@ from wheelforge.configuration.importers.captured import (
 from wheelforge.configuration.importers.flags import arch_text, merge_archs
 from wheelforge.configuration.keys import SOURCE_SUFFIXES
 from wheelforge.configuration.pyproject import read_project
+from wheelforge.configuration.sections import DEFAULT_TEST_COMMAND
 from wheelforge.foundation.errors import ConfigError
 
 _STABLE_RE = re.compile(r"torch/csrc/stable/|STABLE_TORCH_LIBRARY")
@@ -164,9 +165,8 @@ class _Writer:
             if given:
                 return given[0] if len(given) == 1 else list(given)
             if ext.torch_target:
-                self.done.append(
-                    f"torch: '>={ext.torch_target}' from the project's -DTORCH_TARGET_VERSION (the stable-ABI target)"
-                )
+                source = "build.toml's stable-abi" if self.build.front_door == "build.toml" else "the project's -DTORCH_TARGET_VERSION"
+                self.done.append(f"torch: '>={ext.torch_target}' from {source} (the stable-ABI target)")
                 return f">={ext.torch_target}"
             return DEFAULT_STABLE_TORCH
         versions = list(given) or ([build_torch] if build_torch else [])
@@ -237,6 +237,8 @@ class _Writer:
             package["packages"] = list(self.build.packages)
         if self.build.package_data:
             package["package-data"] = list(self.build.package_data)
+        if self.build.modules:
+            package["modules"] = list(self.build.modules)
         if static and len(package) == 0:
             return "# Name, version and the rest of the metadata come from pyproject.toml [project].\n"
         head = (
@@ -297,17 +299,26 @@ class _Writer:
         tests = self.build.tests
         if tests is None:
             return ""
-        extras = [f"{k}: {', '.join(v)}" for k, v in self.build.metadata.extras if v]
+        extras = [
+            f"{k}: {', '.join(v)}"
+            for k, v in self.build.metadata.extras
+            if v and ("test" in k or k == "dev")
+        ]
         comment = "".join(f"#   extras {e}\n" for e in extras[:4])
+        section: dict[str, object] = {"path": tests, "requires": ["pytest"]}
         if tests == ".":
-            self.hand.append(
-                "tests: the test files sit in the project folder itself, beside the package's sources; "
-                "'wheelforge test' runs pytest there, so check they import the installed wheel"
+            # The test files sit beside the package's source folder: pytest's default import mode
+            # would put that folder first on sys.path and import the package from the sources
+            # (no compiled module there) instead of the installed wheel.
+            command = list(DEFAULT_TEST_COMMAND)
+            command.insert(command.index("--junitxml={junitxml}"), "--import-mode=append")
+            section["command"] = command
+            self.done.append(
+                "tests: the test files sit in the project folder beside the package's sources; "
+                "the command imports them with --import-mode=append, so the installed wheel comes first"
             )
         head = "\n# What 'wheelforge test' runs against the installed wheel; add what the tests import.\n"
-        return head + (comment and "# The project's optional requirements:\n" + comment) + _dump(
-            "tests", {"path": tests, "requires": ["pytest"]}
-        )
+        return head + (comment and "# The project's optional requirements:\n" + comment) + _dump("tests", section)
 
 
 def _refuse_missing(build: CapturedBuild) -> None:
