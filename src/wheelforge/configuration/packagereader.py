@@ -161,7 +161,9 @@ class PackageReader(yamlio.ModelReader):
     def urls(self, node: yaml.Node, where: str) -> tuple[tuple[str, str], ...]:
         """``urls``: labels to URLs, in order."""
         if not isinstance(node, yaml.MappingNode):
-            self.problems.add(node, f"{where} must be a mapping of labels to URLs (Homepage: https://...)")
+            self.problems.add(
+                node, f"{where} must be a mapping of labels to URLs (Homepage: https://...)"
+            )
             return ()
         out = []
         for key_node, value_node in node.value:

@@ -7,6 +7,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import cast
 
 import click
 from rich.console import Console
@@ -311,7 +312,11 @@ def test_command(matrix_path: Path, wheels: tuple[Path, ...], torch_versions: tu
               help="Read setup.py without running it (ast; follows less of its logic).")  # fmt: skip
 @click.option("--from", "door", type=click.Choice(["setup.py", "cmake", "build.toml", "sources"]),
               help="The front door [default: build.toml, else setup.py, else CMakeLists.txt, else the sources].")  # fmt: skip
-@click.option("--python", "python", help="The build Python that runs setup.py / configures CMake [default: this one].")
+@click.option(
+    "--python",
+    "python",
+    help="The build Python that runs setup.py / configures CMake [default: this one].",
+)
 @click.option("--cmake-arg", "cmake_args", multiple=True,
               help="An argument for CMake's configure (repeatable), e.g. -DFETCHCONTENT_SOURCE_DIR_CUTLASS=../cutlass; CMAKE_ARGS adds too.")  # fmt: skip
 @cache_dir_option
@@ -328,7 +333,7 @@ def init_command(path: Path, force: bool, torch_versions: tuple[str, ...], archs
 
     request = adopt.InitRequest(
         root=path.resolve(), force=force, torch=torch_versions, archs=archs, run=not no_run,
-        door=door, python=resolve_python(python), cmake_args=cmake_args,
+        door=cast("adopt.Door | None", door), python=resolve_python(python), cmake_args=cmake_args,
         cache=default_cache_dir(cache_dir),
     )  # fmt: skip
     print_result(adopt.init_project(request))

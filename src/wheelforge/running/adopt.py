@@ -60,7 +60,8 @@ def _toolkit(env: Mapping[str, str], cache: Path | None) -> Toolkit | None:
 
 
 def _build_torch(request: InitRequest, build: CapturedBuild) -> str | None:
-    if build.torch_seen:
+    """The build Python's torch: as setup.py saw it, else asked (only when --torch is not given)."""
+    if build.torch_seen or request.torch:
         return build.torch_seen
     try:
         return str(torchprobe.probe_torch(request.python, cache=request.cache).version)
@@ -92,7 +93,9 @@ def capture(request: InitRequest, door: Door, env: Mapping[str, str]) -> Capture
         args=(*shlex.split(env.get("CMAKE_ARGS", "")), *request.cmake_args),
     )
     if door == "cmake":
-        log.info(f"configuring {root / 'CMakeLists.txt'} (configure only: the project's CMake code runs, nothing is built or downloaded)")
+        log.info(
+            f"configuring {root / 'CMakeLists.txt'} (configure only: the project's CMake code runs, nothing is built or downloaded)"
+        )
         return cmake.capture_cmake(root, cmake_context)
     added = {}
     if request.archs and not env.get("TORCH_CUDA_ARCH_LIST"):
@@ -112,8 +115,14 @@ def capture(request: InitRequest, door: Door, env: Mapping[str, str]) -> Capture
         "reads it without running it"
     )
     build = setupcapture.capture_setup(root, context)
-    if build.extensions and all(not e.sources for e in build.extensions) and (root / "CMakeLists.txt").is_file():
-        log.info(f"setup.py hands its extensions to CMake: configuring {root / 'CMakeLists.txt'} (configure only)")
+    if (
+        build.extensions
+        and all(not e.sources for e in build.extensions)
+        and (root / "CMakeLists.txt").is_file()
+    ):
+        log.info(
+            f"setup.py hands its extensions to CMake: configuring {root / 'CMakeLists.txt'} (configure only)"
+        )
         modules = {str(e.name).rsplit(".", 1)[-1]: str(e.name) for e in build.extensions if e.name}
         return _with_cmake(build, cmake.capture_cmake(root, cmake_context, modules=modules))
     return build
@@ -151,9 +160,13 @@ def init_project(request: InitRequest, env: Mapping[str, str] | None = None) -> 
     result = render(build, choices)
     for generated in result.generated:
         path = request.root / generated.path
-        differs = path.exists() and path.read_text(encoding="utf-8", errors="replace") != generated.text
+        differs = (
+            path.exists() and path.read_text(encoding="utf-8", errors="replace") != generated.text
+        )
         if differs and not request.force:
-            raise ConfigError(f"{path} exists and differs from what init writes; pass --force to replace it")
+            raise ConfigError(
+                f"{path} exists and differs from what init writes; pass --force to replace it"
+            )
     for generated in result.generated:
         path = request.root / generated.path
         path.parent.mkdir(parents=True, exist_ok=True)

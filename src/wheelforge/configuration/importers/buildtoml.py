@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from wheelforge.configuration.archs import parse_arch_list
+from wheelforge.configuration.archs import ArchSpec, parse_arch_list
 from wheelforge.configuration.importers.captured import (
     CapturedBuild,
     CapturedExtension,
@@ -113,106 +113,137 @@ def _stable_target(torch: Mapping[str, Any]) -> str | None:
     return None
 
 
-def read_build_toml(root: Path) -> CapturedBuild:
-    path = root / "build.toml"
+class _Kernels:
+    """The CUDA build's parts: the [torch] sources and each CUDA kernel's."""
+
+    def __init__(self, root: Path, torch: Mapping[str, Any]) -> None:
+        self.root = root
+        self.sources: list[CapturedSource] = []
+        self.missing: list[str] = []
+        self.includes: list[str] = _strings(torch, "include")
+        self.cuda_flags: dict[str, tuple[str, ...]] = {}
+        self.cxx_flags: list[str] = []
+        self.capabilities: list[tuple[ArchSpec, ...] | None] = []
+        self.depends: set[str] = set()
+        self.done: list[str] = []
+        self.add(_strings(torch, "src"), None)
+
+    def add(self, files: list[str], archs: tuple[ArchSpec, ...] | None) -> None:
+        for file in files:
+            if Path(file).suffix not in SOURCE_SUFFIXES:
+                continue  # headers: kernel-builder lists them for its file sets
+            if not (self.root / file).is_file():
+                self.missing.append(file)
+            self.sources.append(CapturedSource(path=file, archs=archs))
+
+    def kernel(self, name: str, kernel: Mapping[str, Any]) -> None:
+        where = f"build.toml [kernel.{name}]"
+        caps = _strings(kernel, "cuda-capabilities")
+        archs = (
+            parse_arch_list(" ".join(caps), source=f"{where} cuda-capabilities") if caps else None
+        )
+        self.capabilities.append(archs)
+        self.add(_strings(kernel, "src"), archs)
+        self.includes += _strings(kernel, "include")
+        self.cuda_flags[name] = tuple(_strings(kernel, "cuda-flags"))
+        self.cxx_flags += _strings(kernel, "cxx-flags")
+        self.depends.update(d for d in _strings(kernel, "depends") if d != "torch")
+        if kernel.get("cuda-minver"):
+            self.done.append(
+                f"{where}: cuda-minver {kernel['cuda-minver']}: build it with that CUDA or newer"
+            )
+
+    def archs(self) -> tuple[ArchSpec, ...]:
+        """The arch set: the kernels' capabilities, or kernel-builder's default when one has none."""
+        if all(self.capabilities):
+            return merge_archs(*(a for a in self.capabilities if a))
+        self.done.append(
+            f"arch-sets: kernel-builder's default capabilities for CUDA 13 ({DEFAULT_CAPABILITIES}): a kernel without cuda-capabilities is built for all of them"
+        )
+        return parse_arch_list(DEFAULT_CAPABILITIES, source="kernel-builder's default capabilities")
+
+
+def _load(path: Path) -> dict[str, Any]:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path} could not be read: {exc}") from None
-    general = data.get("general") or {}
-    name = str(general.get("name") or root.name)
-    python_name = name.replace("-", "_")
-    torch = data.get("torch")
-    if not isinstance(torch, dict):
-        what = "a [torch-noarch] kernel: nothing is compiled" if "torch-noarch" in data else "no [torch] table"
-        raise ConfigError(f"{path}: {what}; wheelforge builds compiled extensions")
-    hand: list[str] = []
-    done: list[str] = []
+    return data
+
+
+def _cuda_kernels(
+    path: Path, data: Mapping[str, Any], done: list[str]
+) -> dict[str, dict[str, Any]]:
     kernels = {k: v for k, v in (data.get("kernel") or {}).items() if isinstance(v, dict)}
-    cuda = {k: v for k, v in kernels.items() if v.get("backend", v.get("language")) in ("cuda", None)}
+    cuda = {
+        k: v for k, v in kernels.items() if v.get("backend", v.get("language")) in ("cuda", None)
+    }
     others = sorted(f"{k} ({v.get('backend')})" for k, v in kernels.items() if k not in cuda)
     if others:
         done.append(f"build.toml: left out the kernels of other backends: {', '.join(others)}")
     if not cuda:
-        raise ConfigError(f"{path}: no kernel with backend = \"cuda\"; wheelforge builds CUDA extensions")
-    leaf = f"_{python_name}_cuda"
-    sources: list[CapturedSource] = []
-    missing: list[str] = []
-    includes: list[str] = _strings(torch, "include")
-    flag_lists: dict[str, tuple[str, ...]] = {}
-    cxx: list[str] = []
-    capabilities = []
-    depends: set[str] = set()
+        raise ConfigError(
+            f'{path}: no kernel with backend = "cuda"; wheelforge builds CUDA extensions'
+        )
+    return cuda
 
-    def add(files: list[str], archs: Any) -> None:
-        for file in files:
-            if Path(file).suffix not in SOURCE_SUFFIXES:
-                continue  # headers: kernel-builder lists them for its file sets
-            if not (root / file).is_file():
-                missing.append(file)
-            sources.append(CapturedSource(path=file, archs=archs))
 
-    add(_strings(torch, "src"), None)
-    for kernel_name, kernel in cuda.items():
-        where = f"build.toml [kernel.{kernel_name}]"
-        caps = _strings(kernel, "cuda-capabilities")
-        archs = parse_arch_list(" ".join(caps), source=f"{where} cuda-capabilities") if caps else None
-        capabilities.append(archs)
-        add(_strings(kernel, "src"), archs)
-        includes += _strings(kernel, "include")
-        flag_lists[kernel_name] = tuple(_strings(kernel, "cuda-flags"))
-        cxx += _strings(kernel, "cxx-flags")
-        depends.update(d for d in _strings(kernel, "depends") if d != "torch")
-        if kernel.get("cuda-minver"):
-            done.append(f"{where}: cuda-minver {kernel['cuda-minver']}: build it with that CUDA or newer")
-    distinct = set(flag_lists.values())
-    if len(distinct) > 1:
+def _nvcc_flags(parts: _Kernels, hand: list[str]) -> tuple[str, ...]:
+    if len(set(parts.cuda_flags.values())) > 1:
         hand.append(
             "build.toml: the CUDA kernels have different cuda-flags ("
-            + "; ".join(f"{k}: {' '.join(v) or 'none'}" for k, v in flag_lists.items())
+            + "; ".join(f"{k}: {' '.join(v) or 'none'}" for k, v in parts.cuda_flags.items())
             + "); matrix.yaml has one nvcc-flags list: wrote their union"
         )
-    nvcc_given = list(dict.fromkeys(f for flags in flag_lists.values() for f in flags))
-    nvcc = sort_flags(nvcc_given)
-    for dep in sorted(depends):
+    given = list(dict.fromkeys(f for flags in parts.cuda_flags.values() for f in flags))
+    return tuple(dict.fromkeys([*_NVCC_FLAGS, *sort_flags(given).kept]))
+
+
+def read_build_toml(root: Path) -> CapturedBuild:
+    path = root / "build.toml"
+    data = _load(path)
+    general = data.get("general") or {}
+    python_name = str(general.get("name") or root.name).replace("-", "_")
+    torch = data.get("torch")
+    if not isinstance(torch, dict):
+        what = (
+            "a [torch-noarch] kernel: nothing is compiled"
+            if "torch-noarch" in data
+            else "no [torch] table"
+        )
+        raise ConfigError(f"{path}: {what}; wheelforge builds compiled extensions")
+    hand: list[str] = []
+    parts = _Kernels(root, torch)
+    for name, kernel in _cuda_kernels(path, data, parts.done).items():
+        parts.kernel(name, kernel)
+    for dep in sorted(parts.depends):
         hand.append(
             f"build.toml depends on {dep} (a header library kernel-builder provides); "
             "put its headers in the project (a git submodule) and add the include folder to include-dirs"
         )
-    archs = merge_archs(*(a for a in capabilities if a)) if all(capabilities) else ()
-    if not all(capabilities):
-        archs = parse_arch_list(DEFAULT_CAPABILITIES, source="kernel-builder's default capabilities")
-        done.append(
-            f"arch-sets: kernel-builder's default capabilities for CUDA 13 ({DEFAULT_CAPABILITIES}): a kernel without cuda-capabilities is built for all of them"
-        )
-    sources = [
-        CapturedSource(path=s.path, archs=s.archs if s.archs and s.archs != archs else None)
-        for s in sources
-    ]
-    target = _stable_target(torch)
-    package = f"torch-ext/{python_name}"
+    archs = parts.archs()
+    package, leaf = f"torch-ext/{python_name}", f"_{python_name}_cuda"
     if not (root / package / "__init__.py").is_file():
         hand.append(f"build.toml: the Python package {package} has no __init__.py")
-    if "csrc" not in includes and (root / "csrc").is_dir():
-        includes.append("csrc")  # define_gpu_extension_target adds it
+    if "csrc" not in parts.includes and (root / "csrc").is_dir():
+        parts.includes.append("csrc")  # define_gpu_extension_target adds it
     extension = CapturedExtension(
         name=f"{python_name}.{leaf}",
         kind="kernel-builder",
         where="build.toml",
-        sources=tuple(sources),
-        include_dirs=tuple(dict.fromkeys(includes)),
+        sources=tuple(
+            CapturedSource(path=s.path, archs=s.archs if s.archs and s.archs != archs else None)
+            for s in parts.sources
+        ),
+        include_dirs=tuple(dict.fromkeys(parts.includes)),
         defines=_DEFINES,
-        cxx_flags=tuple(dict.fromkeys([*_CXX_FLAGS, *cxx])),
-        nvcc_flags=tuple(dict.fromkeys([*_NVCC_FLAGS, *nvcc.kept])),
+        cxx_flags=tuple(dict.fromkeys([*_CXX_FLAGS, *parts.cxx_flags])),
+        nvcc_flags=_nvcc_flags(parts, hand),
         archs=archs,
-        torch_target=target or nvcc.torch_target,
+        torch_target=_stable_target(torch),
     )
-    done.append(
+    parts.done.append(
         f"wrote {package}/_ops.py and torch-ext/registration.h, which kernel-builder generates at build time (the op namespace is {leaf})"
-    )
-    generated = (
-        GeneratedFile(path="torch-ext/registration.h", text=REGISTRATION_H),
-        GeneratedFile(path=f"{package}/_ops.py", text=_OPS_PY.format(ops=leaf)),
     )
     tests = "tests" if (root / "tests").is_dir() else None
     if tests:
@@ -226,14 +257,17 @@ def read_build_toml(root: Path) -> CapturedBuild:
         extensions=(extension,),
         metadata=ProjectMetadata(
             name=python_name,
-            version="0.1.0",
+            version="0.1.0",  # what kernel-builder's pyproject.toml template writes
             license=str(general["license"]) if general.get("license") else None,
             url=str(general["upstream"]) if general.get("upstream") else None,
         ),
         packages=(package,),
         tests=tests,
-        generated=generated,
-        missing=tuple(missing),
+        generated=(
+            GeneratedFile(path="torch-ext/registration.h", text=REGISTRATION_H),
+            GeneratedFile(path=f"{package}/_ops.py", text=_OPS_PY.format(ops=leaf)),
+        ),
+        missing=tuple(parts.missing),
         hand=tuple(hand),
-        done=tuple(done),
+        done=tuple(parts.done),
     )

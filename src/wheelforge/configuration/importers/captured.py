@@ -16,7 +16,9 @@ from typing import Literal
 
 from wheelforge.configuration.archs import ArchSpec
 
-FrontDoor = Literal["setup.py", "setup.py (read)", "CMake", "setup.py + CMake", "build.toml", "sources"]
+FrontDoor = Literal[
+    "setup.py", "setup.py (read)", "CMake", "setup.py + CMake", "build.toml", "sources"
+]
 
 
 @dataclass(frozen=True, kw_only=True)

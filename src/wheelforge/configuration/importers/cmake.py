@@ -44,7 +44,9 @@ _DOWNLOAD_RE = re.compile(
     r"Failed to connect|Could not resolve|FULLY_DISCONNECTED)[^\n]*",
     re.IGNORECASE,
 )
-_FETCH_NAME_RE = re.compile(r"FetchContent_(?:Declare|Populate|MakeAvailable)\(\s*(\w+)", re.IGNORECASE)
+_FETCH_NAME_RE = re.compile(
+    r"FetchContent_(?:Declare|Populate|MakeAvailable)\(\s*(\w+)", re.IGNORECASE
+)
 _IMPORT_RE = r"^\s*(?:from\s+(\.?)\s*import\s+{leaf}\b|import\s+{leaf}\b|from\s+{leaf}\s+import)"
 
 
@@ -86,7 +88,7 @@ def _configure(root: Path, build: Path, context: CMakeContext) -> str:
     if prefix:
         args.append(f"-DCMAKE_PREFIX_PATH={prefix}")
     args += list(context.args)
-    env = {k: _CLOSED for k in ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")}  # fmt: skip
+    env = dict.fromkeys(("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"), _CLOSED)  # fmt: skip
     env |= {"no_proxy": "", "NO_PROXY": "", "GIT_TERMINAL_PROMPT": "0"}
     if context.archs:
         env["TORCH_CUDA_ARCH_LIST"] = context.archs
@@ -103,8 +105,13 @@ def _configure(root: Path, build: Path, context: CMakeContext) -> str:
         names = sorted(set(_FETCH_NAME_RE.findall(_cmake_text(root))))
         download = _DOWNLOAD_RE.search(output)
         fix = (
-            "it tried to download (" + download[0].strip()[:120] + "): init never downloads; give "
-            + (", ".join(f"-DFETCHCONTENT_SOURCE_DIR_{n.upper()}=<folder>" for n in names) or "the dependency's folder")
+            "it tried to download ("
+            + download[0].strip()[:120]
+            + "): init never downloads; give "
+            + (
+                ", ".join(f"-DFETCHCONTENT_SOURCE_DIR_{n.upper()}=<folder>" for n in names)
+                or "the dependency's folder"
+            )
             + " with --cmake-arg"
             if download
             else "fix what it needs (--cmake-arg -DNAME=VALUE, CMAKE_ARGS, --python with torch)"
@@ -163,9 +170,12 @@ def _command(entry: Mapping[str, Any]) -> _Command:
         i += 1
         if arg in _PLUMBING_WITH_VALUE:
             i += 1
-        elif arg in _PLUMBING or arg.startswith(("-MF", "-MT", "-MQ")) or (arg.startswith("-o") and len(arg) > 2):
-            continue
-        elif not arg.startswith("-") and (directory / arg).resolve() == source:
+        elif (
+            arg in _PLUMBING
+            or arg.startswith(("-MF", "-MT", "-MQ"))
+            or (arg.startswith("-o") and len(arg) > 2)
+            or (not arg.startswith("-") and (directory / arg).resolve() == source)
+        ):
             continue
         elif m := _INCLUDE_RE.match(arg):
             value = m[2].removeprefix("=")
@@ -206,13 +216,17 @@ class _Reader:
         self.hand: list[str] = []
         self.done: list[str] = []
         commands = json.loads((build / "compile_commands.json").read_text())
-        self.commands = {str(Path(e["directory"], e["file"]).resolve()): _command(e) for e in commands}
+        self.commands = {
+            str(Path(e["directory"], e["file"]).resolve()): _command(e) for e in commands
+        }
 
     def rel(self, path: str) -> str | None:
         p = Path(path).resolve()
         return p.relative_to(self.root).as_posix() or "." if p.is_relative_to(self.root) else None
 
-    def sources(self, target: Mapping[str, Any], targets: Mapping[str, dict[str, Any]]) -> list[str]:
+    def sources(
+        self, target: Mapping[str, Any], targets: Mapping[str, dict[str, Any]]
+    ) -> list[str]:
         """A module's own sources and those of the project libraries it links."""
         found = [s["path"] for s in target.get("sources", []) if not s.get("isGenerated")]
         for dep in target.get("dependencies", []):
@@ -224,7 +238,9 @@ class _Reader:
                 )
         return [str((self.root / p).resolve()) for p in dict.fromkeys(found)]
 
-    def extension(self, target: Mapping[str, Any], targets: Mapping[str, dict[str, Any]], name: str) -> CapturedExtension:
+    def extension(
+        self, target: Mapping[str, Any], targets: Mapping[str, dict[str, Any]], name: str
+    ) -> CapturedExtension:
         label = f"CMake target {target['name']}"
         paths = [p for p in self.sources(target, targets) if Path(p).suffix in SOURCE_SUFFIXES]
         missing = [p for p in paths if p not in self.commands]
@@ -236,9 +252,13 @@ class _Reader:
         nvcc = [sorted_by[p].kept for p, c in commands.items() if c.cuda]
         cxx_common, nvcc_common = _common(cxx), _common(nvcc)
         for p, c in commands.items():
-            extra = [f for f in sorted_by[p].kept if f not in (nvcc_common if c.cuda else cxx_common)]
+            extra = [
+                f for f in sorted_by[p].kept if f not in (nvcc_common if c.cuda else cxx_common)
+            ]
             if extra:
-                self.hand.append(f"{label}: {self.rel(p)} alone gets {' '.join(extra)}; matrix.yaml's flags are per extension")
+                self.hand.append(
+                    f"{label}: {self.rel(p)} alone gets {' '.join(extra)}; matrix.yaml's flags are per extension"
+                )
         archs_by = {p: sorted_by[p].archs for p, c in commands.items() if c.cuda}
         union = merge_archs(*archs_by.values())
         includes: list[str] = []
@@ -249,7 +269,9 @@ class _Reader:
                     includes.append(rel)
         owned = sorted({f for s in sorted_by.values() for f in s.owned})
         if owned:
-            self.done.append(f"{label}: left out {', '.join(owned)}: wheelforge sets these itself (from the matrix)")
+            self.done.append(
+                f"{label}: left out {', '.join(owned)}: wheelforge sets these itself (from the matrix)"
+            )
         defines = [f for f in _common([*cxx, *nvcc]) if f.startswith(("-D", "-U"))]
         drop = set(defines)
         return CapturedExtension(

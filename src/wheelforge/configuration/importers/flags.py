@@ -22,20 +22,13 @@ _CODE = ("-code", "--gpu-code")
 # Flags with a value that wheelforge owns: nvcc --threads (running/incremental.py), the host
 # compiler (toolkit.host_compiler).
 _OWNED_WITH_VALUE = ("--threads", "-t", "-ccbin", "--compiler-bindir")
-# Macros wheelforge defines itself (planning/plan.py AbiFlavour): the module's name, the ABI.
-_OWNED_MACROS = (
-    "TORCH_EXTENSION_NAME",
-    "TORCH_API_INCLUDE_EXTENSION_H",
-    "_GLIBCXX_USE_CXX11_ABI",
-    "TORCH_TARGET_VERSION",
-    "Py_LIMITED_API",
-)
 # Macros torch's CMake targets carry (TorchConfig's INTERFACE_COMPILE_DEFINITIONS): torch's, not
 # the project's; torch.utils.cpp_extension does not pass them either.
 _TORCH_TARGET_MACROS = (
     "USE_C10D_GLOO", "USE_C10D_NCCL", "USE_C10D_MPI", "USE_C10D_UCC", "USE_DISTRIBUTED",
     "USE_RPC", "USE_TENSORPIPE",
 )  # fmt: skip
+# Macros wheelforge defines itself (planning/plan.py AbiFlavour), and from what.
 _MACRO_OWNER = {
     "TORCH_EXTENSION_NAME": "the module's name", "TORCH_API_INCLUDE_EXTENSION_H": "the ABI",
     "_GLIBCXX_USE_CXX11_ABI": "torch's C++ ABI", "TORCH_TARGET_VERSION": "the torch key",
@@ -125,75 +118,86 @@ def _version_macro(value: str | None, shift: int) -> str | None:
     return f"{number >> shift}.{(number >> (shift - 8)) & 0xFF}"
 
 
-def sort_flags(flags: Sequence[str]) -> SortedFlags:
-    """Sort one compiler's flags (nvcc's or the C++ compiler's)."""
-    collector = _Collector()
-    kept: list[str] = []
-    owned: list[str] = []
-    arch_value: tuple[str, str] | None = None
-    code_values: list[tuple[str, str]] = []
-    target = limited = None
-    i = 0
-    while i < len(flags):
-        flag = flags[i]
+def _owner(flag: str) -> str | None:
+    """Why wheelforge sets this one-word flag itself, or None if it is the project's."""
+    if _VISIBILITY_RE.match(flag):
+        return "the module's exports"
+    if _EXPORTS_RE.match(flag):
+        return "CMake's own"
+    if (std := _STD_RE.match(flag)) and int(std[1]) < 17:
+        return "C++17 at least, for torch's headers"
+    macro = _macro(flag)
+    return _MACRO_OWNER.get(macro[0]) if macro else None
+
+
+class _Sorter:
+    def __init__(self) -> None:
+        self.collector = _Collector()
+        self.kept: list[str] = []
+        self.owned: list[str] = []
+        self.arch: tuple[str, str] | None = None  # -arch's value and spelling
+        self.codes: list[tuple[str, str]] = []  # -code's
+        self.macros: dict[str, str | None] = {}
+
+    def take(self, flags: Sequence[str], i: int) -> int:
+        """Sort flag *i* (and its value); the index of the next flag."""
+        flag: str = flags[i]
         if (value := _value(flags, i, _GENCODE))[0] is not None:
-            arch, codes = _gencode_archs(value[0])
-            collector.add(codes, f"{flag} {value[0]}" if "=" not in flag else flag)
-            i = value[1]
-            continue
+            _, codes = _gencode_archs(value[0])
+            self.collector.add(codes, f"{flag} {value[0]}" if "=" not in flag else flag)
+            return value[1]
         if (value := _value(flags, i, _ARCH))[0] is not None:
-            arch_value, i = (value[0], flag), value[1]
-            continue
+            self.arch = (value[0], flag)
+            return value[1]
         if (value := _value(flags, i, _CODE))[0] is not None:
-            code_values.append((value[0], flag))
-            i = value[1]
-            continue
+            self.codes.append((value[0], flag))
+            return value[1]
         if (value := _value(flags, i, _OWNED_WITH_VALUE))[0] is not None:
             why = "nvcc's threads" if flag.startswith(("--threads", "-t")) else "the host compiler"
-            owned.append(f"{' '.join(flags[i : value[1]])} ({why})")
-            i = value[1]
-            continue
-        std = _STD_RE.match(flag)
-        if _VISIBILITY_RE.match(flag) or _EXPORTS_RE.match(flag) or (std and int(std[1]) < 17):
-            why = (
-                "the module's exports" if _VISIBILITY_RE.match(flag)
-                else "CMake's own" if _EXPORTS_RE.match(flag)
-                else "C++17 at least, for torch's headers"
-            )  # fmt: skip
-            owned.append(f"{flag} ({why})")
-            i += 1
-            continue
+            self.owned.append(f"{' '.join(flags[i : value[1]])} ({why})")
+            return value[1]
         macro = _macro(flag)
         if macro and macro[0] in _TORCH_TARGET_MACROS:
-            i += 1
-            continue
-        if macro and macro[0] in _OWNED_MACROS:
-            owned.append(f"{flag} ({_MACRO_OWNER[macro[0]]})")
-            if macro[0] == "TORCH_TARGET_VERSION":
-                target = _version_macro(macro[1], 56)
-            elif macro[0] == "Py_LIMITED_API":
-                limited = _version_macro(macro[1], 24)
+            return i + 1
+        if macro:
+            self.macros[macro[0]] = macro[1]
+        owner = _owner(flag)
+        if owner:
+            self.owned.append(f"{flag} ({owner})")
         else:
-            kept.append(flag)
-        i += 1
-    if code_values:  # -arch=compute_80 -code=sm_80,sm_86: the codes decide
-        for value, flag in code_values:
-            collector.add(_codes(value), f"{flag}={value}")
-    elif arch_value is not None:  # -arch=sm_90 alone: SASS and PTX of 9.0
-        value, flag = arch_value
-        number = value.removeprefix("sm_").removeprefix("compute_")
-        collector.add(
-            [value] if value in _MACHINE_ARCHS else [f"sm_{number}", f"compute_{number}"],
-            f"{flag}={value}",
-        )
-    specs, ptx_only = collector.specs()
+            self.kept.append(flag)
+        return i + 1
+
+    def archs(self) -> None:
+        if self.codes:  # -arch=compute_80 -code=sm_80,sm_86: the codes decide
+            for value, flag in self.codes:
+                self.collector.add(_codes(value), f"{flag}={value}")
+        elif self.arch is not None:  # -arch=sm_90 alone: SASS and PTX of 9.0
+            value, flag = self.arch
+            number = value.removeprefix("sm_").removeprefix("compute_")
+            machine = value in _MACHINE_ARCHS
+            self.collector.add([value] if machine else [f"sm_{number}", f"compute_{number}"], f"{flag}={value}")  # fmt: skip
+
+
+def sort_flags(flags: Sequence[str]) -> SortedFlags:
+    """Sort one compiler's flags (nvcc's or the C++ compiler's)."""
+    sorter = _Sorter()
+    i = 0
+    while i < len(flags):
+        i = sorter.take(flags, i)
+    sorter.archs()
+    specs, ptx_only = sorter.collector.specs()
     return SortedFlags(
         archs=specs,
-        kept=tuple(kept),
-        owned=tuple(owned),
-        torch_target=target,
-        limited_api=limited,
-        problems=tuple(collector.problems),
+        kept=tuple(sorter.kept),
+        owned=tuple(sorter.owned),
+        torch_target=_version_macro(sorter.macros.get("TORCH_TARGET_VERSION"), 56)
+        if "TORCH_TARGET_VERSION" in sorter.macros
+        else None,
+        limited_api=_version_macro(sorter.macros.get("Py_LIMITED_API"), 24)
+        if "Py_LIMITED_API" in sorter.macros
+        else None,
+        problems=tuple(sorter.collector.problems),
         ptx_only=ptx_only,
     )
 

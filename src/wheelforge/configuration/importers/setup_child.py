@@ -25,14 +25,11 @@ from __future__ import annotations
 
 import builtins
 import importlib
+import importlib.util
 import inspect
-import io
 import json
 import os
 import runpy
-import shlex
-import socket
-import subprocess
 import sys
 import tempfile
 import traceback
@@ -57,21 +54,16 @@ _CONTEXT: dict[str, Any] = {}
 _REAL_OPEN = builtins.open
 _THIS = os.path.abspath(__file__)  # noqa: PTH100 - plain os calls: this file runs in any Python
 
-# Read-only queries a setup.py may run: compilers and tools asked their version, git asked
-# about the checkout, the GPUs asked what they are.
-_VERSION_ARGS = frozenset(
-    {"-V", "--version", "-version", "-dumpversion", "-dumpfullversion", "--list-gpu-arch",
-     "--list-gpu-code", "-v"}
-)  # fmt: skip
-_ASKED_VERSION = frozenset(
-    {"nvcc", "hipcc", "gcc", "g++", "cc", "c++", "clang", "clang++", "cmake", "ninja", "hipconfig",
-     "ptxas", "nvidia-smi"}
-)  # fmt: skip
-_QUERIES = frozenset(
-    {"nvidia-smi", "rocminfo", "rocm_agent_enumerator", "uname", "which", "nproc", "lscpu",
-     "getconf", "hipconfig"}
-)  # fmt: skip
-_GIT_READS = frozenset({"rev-parse", "describe", "log", "status", "show", "ls-files", "rev-list"})
+
+def _sibling(name: str) -> Any:
+    """A module of this folder, loaded by its path under a name no project uses (the folder is
+    not on sys.path: setup.py must not import it by chance)."""
+    path = os.path.join(os.path.dirname(_THIS), f"{name}.py")  # noqa: PTH118, PTH120
+    spec = importlib.util.spec_from_file_location(f"_wheelforge_{name}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _in_root(path: str) -> bool:
@@ -97,116 +89,6 @@ def _where_in(tb: types.TracebackType | None) -> str:
     return where
 
 
-# -- the network ----------------------------------------------------------------------------------
-
-
-def _close_network() -> None:
-    def refuse(target: object) -> OSError:
-        RECORD["network"].append({"detail": str(target), "where": _where()})
-        return OSError(101, f"wheelforge init closes the network (tried {target})")
-
-    def connect(self: socket.socket, address: object) -> None:
-        raise refuse(address)
-
-    def connect_ex(self: socket.socket, address: object) -> int:
-        raise refuse(address)
-
-    def create_connection(address: object, *args: object, **kwargs: object) -> socket.socket:
-        raise refuse(address)
-
-    def getaddrinfo(host: object, port: object, *args: object, **kwargs: object) -> list[Any]:
-        raise refuse(f"{host}:{port}")
-
-    socket.socket.connect = connect  # type: ignore[method-assign]
-    socket.socket.connect_ex = connect_ex  # type: ignore[method-assign]
-    socket.create_connection = create_connection  # type: ignore[assignment]
-    socket.getaddrinfo = getaddrinfo
-
-
-# -- commands -------------------------------------------------------------------------------------
-
-
-def allowed(argv: list[str]) -> bool:
-    """Whether *argv* is a read-only query setup.py may run."""
-    if not argv:
-        return False
-    program = os.path.basename(argv[0])  # noqa: PTH119
-    rest = argv[1:]
-    if program in _ASKED_VERSION and rest and all(a in _VERSION_ARGS for a in rest):
-        return True
-    if program in _QUERIES and program != "nvidia-smi" or program == "nvidia-smi":
-        return True
-    if program == "git":
-        words = [a for a in rest if not a.startswith("-")]
-        if words[:1] and words[0] in _GIT_READS:
-            return True
-        if words[:2] == ["submodule", "status"]:
-            return True
-        return words[:1] == ["config"] and any(a.startswith("--get") for a in rest)
-    return program == "ldconfig" and rest == ["-p"]
-
-
-def _argv(args: object, shell: bool) -> list[str]:
-    if isinstance(args, str | bytes | os.PathLike):
-        text = os.fsdecode(args)
-        return shlex.split(text) if shell else [text]
-    return [os.fsdecode(a) for a in args]  # type: ignore[attr-defined]
-
-
-_REFUSED = [sys.executable, "-c", "import sys; sys.exit(1)"]
-
-
-def _guard_commands() -> None:
-    real_popen: Any = subprocess.Popen
-
-    class GuardedPopen(real_popen):  # type: ignore[misc, valid-type]
-        def __init__(self, args: Any, *rest: Any, **kwargs: Any) -> None:
-            argv = _argv(args, bool(kwargs.get("shell")))
-            if not allowed(argv):
-                RECORD["refused"].append({"detail": shlex.join(argv), "where": _where()})
-                args, kwargs["shell"] = _REFUSED, False
-                kwargs.pop("executable", None)
-                kwargs.pop("cwd", None)
-                rest = ()
-            super().__init__(args, *rest, **kwargs)
-
-    subprocess.Popen = GuardedPopen  # type: ignore[misc]
-    real_system = os.system
-
-    def system(command: str) -> int:
-        if allowed(shlex.split(command)):
-            return real_system(command)
-        RECORD["refused"].append({"detail": command, "where": _where()})
-        return 256  # exit status 1, as os.system encodes it
-
-    os.system = system
-
-
-# -- files ----------------------------------------------------------------------------------------
-
-
-def _guard_writes() -> None:
-    temp = os.path.realpath(tempfile.gettempdir())
-
-    def guarded(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
-        if isinstance(file, int) or not any(c in mode for c in "wax+"):
-            return _REAL_OPEN(file, mode, *args, **kwargs)
-        path = os.path.realpath(os.fsdecode(file))
-        if _in_root(path):
-            rel = os.path.relpath(path, _CONTEXT["root"])
-            if rel not in RECORD["writes"]:
-                RECORD["writes"].append(rel)
-        elif not (path == temp or path.startswith(temp + os.sep)):
-            RECORD["refused"].append({"detail": f"write {path}", "where": _where()})
-            raise PermissionError(
-                13, "wheelforge init lets setup.py write only inside the project folder", path
-            )
-        return _REAL_OPEN(file, mode, *args, **kwargs)
-
-    builtins.open = guarded
-    io.open = guarded
-
-
 # -- setuptools and torch -------------------------------------------------------------------------
 
 
@@ -228,15 +110,15 @@ def _jsonable(value: Any, depth: int = 0) -> Any:
 
 
 def _extension_factory(kind: str) -> Callable[..., Any]:
-    from setuptools import Extension
+    extension: Any = importlib.import_module("setuptools").Extension
 
     def factory(name: str, sources: Any, *args: Any, **kwargs: Any) -> Any:
         dlink = kwargs.pop("dlink", None)
         kwargs.pop("dlink_libraries", None)
-        ext = Extension(name, [os.fspath(s) for s in sources], *args, **kwargs)
-        ext._wheelforge_kind = kind  # type: ignore[attr-defined]
-        ext._wheelforge_where = _where()  # type: ignore[attr-defined]
-        ext._wheelforge_dlink = bool(dlink)  # type: ignore[attr-defined]
+        ext = extension(name, [os.fspath(s) for s in sources], *args, **kwargs)
+        ext._wheelforge_kind = kind
+        ext._wheelforge_where = _where()
+        ext._wheelforge_dlink = bool(dlink)
         return ext
 
     factory.__name__ = kind
@@ -309,11 +191,10 @@ def _record_setup(**attrs: Any) -> None:
 
 
 def _patch_setuptools() -> None:
-    import setuptools
-
+    setuptools: Any = importlib.import_module("setuptools")
     setuptools.setup = _record_setup
     try:
-        import distutils.core as core  # setuptools' own, once setuptools is imported
+        from distutils import core  # setuptools' own, once setuptools is imported
     except ImportError:  # pragma: no cover - a Python without distutils and an old setuptools
         return
     core.setup = _record_setup  # type: ignore[assignment]
@@ -329,7 +210,7 @@ def _record_options(build_ext: Any) -> None:
     passes the files its build_ext writes into the package)."""
     real = build_ext.__dict__["with_options"].__func__
 
-    def with_options(cls: type, **options: Any) -> Any:
+    def with_options(cls: type, /, **options: Any) -> Any:
         RECORD["build_ext_options"].append(
             {"class": cls.__name__, "where": _where(), "options": _jsonable(options)}
         )
@@ -343,6 +224,8 @@ def _patch_cpp_extension(ext: Any) -> None:
     ext.CppExtension = _extension_factory("CppExtension")
     if "with_options" in vars(ext.BuildExtension):
         _record_options(ext.BuildExtension)
+    # What torch's BuildExtension puts before every nvcc command (unix_cuda_flags).
+    RECORD["torch_nvcc_flags"] = [str(f) for f in getattr(ext, "COMMON_NVCC_FLAGS", [])]
     if getattr(ext, "CUDA_HOME", None) is None and _CONTEXT.get("cuda_home"):
         ext.CUDA_HOME = _CONTEXT["cuda_home"]
     RECORD["ninja_writer"] = getattr(ext, "_write_ninja_file", None)
@@ -350,10 +233,10 @@ def _patch_cpp_extension(ext: Any) -> None:
 
 def _real_torch() -> bool:
     """The build Python's torch, shown to setup.py as a CUDA build (see the docstring)."""
-    if importlib.util.find_spec("torch") is None:
+    if importlib.util.find_spec("torch") is None:  # the spec only: nothing is imported
         return False
     try:
-        torch = importlib.import_module("torch")
+        torch: Any = importlib.import_module("torch")
         ext = importlib.import_module("torch.utils.cpp_extension")
     except Exception as exc:  # a broken torch: the stand-in answers instead
         RECORD["torch_error"] = f"{type(exc).__name__}: {exc}"
@@ -370,89 +253,6 @@ def _real_torch() -> bool:
         RECORD["torch"]["shown_as"] = str(torch.__version__)
     _patch_cpp_extension(ext)
     return True
-
-
-def _stub_torch() -> None:
-    """A stand-in torch for a build Python without one."""
-    from setuptools.command.build_ext import build_ext
-
-    version = f"{_CONTEXT['torch_version']}+{_cuda_label() or 'cpu'}"
-    cuda_home = _CONTEXT.get("cuda_home")
-
-    def module(name: str, package: bool = False) -> types.ModuleType:
-        mod = types.ModuleType(name)
-        if package:
-            mod.__path__ = []
-        sys.modules[name] = mod
-        return mod
-
-    def no_gpu(*args: object, **kwargs: object) -> Any:
-        raise RuntimeError("Found no NVIDIA driver on your system (wheelforge init's stand-in torch)")
-
-    torch = module("torch", package=True)
-    torch.__version__ = version  # type: ignore[attr-defined]
-    torch_version = module("torch.version")
-    torch_version.__version__ = version  # type: ignore[attr-defined]
-    torch_version.cuda = _CONTEXT.get("cuda_version")  # type: ignore[attr-defined]
-    torch_version.hip = None  # type: ignore[attr-defined]
-    cuda = module("torch.cuda")
-    cuda.is_available = lambda: False  # type: ignore[attr-defined]
-    cuda.device_count = lambda: 0  # type: ignore[attr-defined]
-    cuda.get_device_capability = no_gpu  # type: ignore[attr-defined]
-    cuda.get_device_properties = no_gpu  # type: ignore[attr-defined]
-    c = module("torch._C")
-    c._GLIBCXX_USE_CXX11_ABI = True  # type: ignore[attr-defined]
-    config = module("torch.__config__")
-    config.parallel_info = lambda: "ATen parallel backend: OpenMP\n"  # type: ignore[attr-defined]
-    config.show = lambda: ""  # type: ignore[attr-defined]
-    utils = module("torch.utils", package=True)
-    ext = module("torch.utils.cpp_extension")
-
-    class BuildExtension(build_ext):  # type: ignore[misc]
-        @classmethod
-        def with_options(cls, **options: Any) -> type:
-            class WithOptions(cls):  # type: ignore[misc, valid-type]
-                pass
-
-            return WithOptions
-
-    def join_cuda_home(*paths: str) -> str:
-        return os.path.join(cuda_home or "/usr/local/cuda", *paths)  # noqa: PTH118
-
-    def maybe_write(path: str, content: str) -> None:
-        with _REAL_OPEN(path, "w") as f:
-            f.write(content)
-
-    names: dict[str, Any] = {
-        "BuildExtension": BuildExtension, "CUDA_HOME": cuda_home, "ROCM_HOME": None,
-        "HIP_HOME": None, "SYCL_HOME": None, "IS_HIP_EXTENSION": False, "IS_WINDOWS": False,
-        "IS_MACOS": False, "SUBPROCESS_DECODE_ARGS": (), "COMMON_HIP_FLAGS": [],
-        "COMMON_HIPCC_FLAGS": [], "COMMON_MSVC_FLAGS": [],
-        "COMMON_NVCC_FLAGS": ["-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__",
-                              "-D__CUDA_NO_BFLOAT16_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__",
-                              "--expt-relaxed-constexpr"],
-        "include_paths": lambda *a, **k: [], "library_paths": lambda *a, **k: [],
-        "get_cxx_compiler": lambda: os.environ.get("CXX", "c++"),
-        "_is_cuda_file": lambda p: os.path.splitext(p)[1] in (".cu", ".cuh"),  # noqa: PTH122
-        "_join_cuda_home": join_cuda_home, "_join_rocm_home": join_cuda_home,
-        "_maybe_write": maybe_write, "_write_ninja_file": lambda *a, **k: None,
-    }  # fmt: skip
-    for key, value in names.items():
-        setattr(ext, key, value)
-
-    def missing(name: str) -> Any:
-        RECORD["stub_missing"].append(f"torch.utils.cpp_extension.{name}")
-        raise AttributeError(f"wheelforge init's stand-in torch has no {name}")
-
-    ext.__getattr__ = missing  # type: ignore[attr-defined]
-    torch.version = torch_version  # type: ignore[attr-defined]
-    torch.cuda = cuda  # type: ignore[attr-defined]
-    torch._C = c  # type: ignore[attr-defined]
-    torch.__config__ = config  # type: ignore[attr-defined]
-    torch.utils = utils  # type: ignore[attr-defined]
-    utils.cpp_extension = ext  # type: ignore[attr-defined]
-    RECORD["torch"] = {"version": version, "real": False, "cuda": _CONTEXT.get("cuda_version")}
-    _patch_cpp_extension(ext)
 
 
 # -- the per-source rules of a replaced ninja writer ----------------------------------------------
@@ -478,7 +278,7 @@ def _ninja_of(writer: Callable[..., Any], ext: dict[str, Any], folder: str) -> s
     takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
     kwargs = {k: v for k, v in given.items() if takes_any or k in params}
     writer(**kwargs)
-    with _REAL_OPEN(given["path"]) as f:
+    with _REAL_OPEN(str(given["path"])) as f:
         return f.read()
 
 
@@ -502,6 +302,8 @@ def _replaced_ninja(original: object) -> None:
 
 
 def _run(setup: str) -> None:
+    if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(_THIS):  # noqa: PTH100, PTH120
+        del sys.path[0]  # this folder, which python put first: setup.py's comes instead
     os.chdir(os.path.dirname(setup))  # noqa: PTH120
     sys.path.insert(0, os.path.dirname(setup))  # noqa: PTH120
     sys.argv = [setup, "bdist_wheel"]
@@ -524,16 +326,15 @@ def main(context_path: str) -> int:
         _CONTEXT.update(json.load(f))
     _CONTEXT["root"] = os.path.realpath(_CONTEXT["root"])
     _patch_setuptools()
-    if not _real_torch():
-        _stub_torch()
+    if _CONTEXT.get("stand_in") or not _real_torch():
+        standin = _sibling("capture_standin")
+        _patch_cpp_extension(standin.install(_CONTEXT, RECORD, _REAL_OPEN, _cuda_label()))
     original = RECORD.pop("ninja_writer", None)
-    _close_network()
-    _guard_commands()
-    _guard_writes()
+    _sibling("capture_guards").Guards(RECORD, _CONTEXT["root"], _where).install()
     _run(_CONTEXT["setup"])
     if RECORD["setup_calls"]:
         _replaced_ninja(original)
-    with _REAL_OPEN(_CONTEXT["out"], "w") as f:
+    with _REAL_OPEN(str(_CONTEXT["out"]), "w") as f:
         json.dump(RECORD, f, default=str)
     return 0
 

@@ -37,6 +37,7 @@ class CaptureContext:
     torch_version: str = "2.10.0"  # the stand-in torch's version
     env: tuple[tuple[str, str], ...] = ()  # added to the child's environment
     deadline_s: float = DEADLINE_S
+    stand_in: bool = False  # the stand-in torch even when the build Python has one
 
 
 def run_setup(root: Path, context: CaptureContext) -> dict[str, Any]:
@@ -51,6 +52,7 @@ def run_setup(root: Path, context: CaptureContext) -> dict[str, Any]:
             "cuda_home": str(context.cuda_home) if context.cuda_home else None,
             "cuda_version": context.cuda_version,
             "torch_version": context.torch_version,
+            "stand_in": context.stand_in,
         }
         (Path(tmp) / "context.json").write_text(json.dumps(given), encoding="utf-8")
         result = proc.run(

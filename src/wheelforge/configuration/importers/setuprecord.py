@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -16,29 +15,17 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from wheelforge.configuration.archs import ArchSpec
+from wheelforge.configuration.importers.buildsteps import BuildSteps, ninja_rules
 from wheelforge.configuration.importers.captured import (
     CapturedBuild,
     CapturedExtension,
     CapturedSource,
     FrontDoor,
-    GeneratedFile,
     ProjectMetadata,
-    Refusal,
 )
 from wheelforge.configuration.importers.flags import SortedFlags, arch_text, merge_archs, sort_flags
 
-# A line of setup.py that fetches something (a prebuilt wheel, a toolkit, a submodule).
-_FETCH_RE = re.compile(
-    r"urlretrieve\s*\(|urlopen\s*\(|requests\.(?:get|post)\s*\(|snapshot_download\s*\(|hf_hub_download\s*\("
-    r"|[\"']git[\"']\s*,\s*[\"'](?:clone|submodule|fetch|pull)"
-    r"|[\"']pip[\"']\s*,\s*[\"'](?:download|install)"
-    r"|(?:os\.system|os\.popen|check_output|check_call|subprocess\.\w+)\(\s*f?[\"'][^\"']*"
-    r"\b(?:git (?:clone|submodule|fetch|pull)|pip (?:download|install)|wget|curl)\b"
-)
 _DEFINE_RE = re.compile(r"^-[DU]\w")
-# cmdclass entries that are no build step, and one whose job (the wheel's tags) is wheelforge's.
-_NOT_BUILD_STEPS = ("clean", "develop", "egg_info", "sdist", "install", "test", "dist_info")
-_TORCH_BUILD_EXT = ("BuildExtension", "build_ext")
 
 
 def _rel(root: Path, value: str) -> tuple[str | None, bool]:
@@ -47,6 +34,11 @@ def _rel(root: Path, value: str) -> tuple[str | None, bool]:
     if not path.is_relative_to(root):
         return str(path), False
     return path.relative_to(root).as_posix() or ".", True
+
+
+def _package_dir(args: Mapping[str, Any]) -> dict[str, Any]:
+    value = args.get("package_dir")
+    return value if isinstance(value, dict) else {}
 
 
 def _strings(value: Any) -> list[str]:
@@ -94,8 +86,12 @@ class _Reading:
         kind, where = ext.get("kind") or "Extension", ext.get("where") or "setup.py"
         label = f"{kind} {ext.get('name')} ({where})"
         sources = self.paths(_strings(ext.get("sources")), f"{label}: sources", must_exist=True)
-        if sources and not cuda_sources(sources) and any(
-            p.suffix == ".cu" and "hip" not in p.as_posix() for p in self.root.glob("**/*.cu")
+        if (
+            sources
+            and not cuda_sources(sources)
+            and any(
+                p.suffix == ".cu" and "hip" not in p.as_posix() for p in self.root.glob("**/*.cu")
+            )
         ):
             self.hand.append(
                 f"{label} compiles no CUDA source, though the project has .cu files: its setup.py may choose "
@@ -103,7 +99,9 @@ class _Reading:
                 "or --archs, which sets TORCH_CUDA_ARCH_LIST for it) and run init again"
             )
         if not sources and (self.root / "CMakeLists.txt").is_file():
-            self.done.append(f"{label} has no sources: setup.py hands its build to CMake (CMakeLists.txt)")
+            self.done.append(
+                f"{label} has no sources: setup.py hands its build to CMake (CMakeLists.txt)"
+            )
         elif not sources:
             self.hand.append(
                 f"{label} has no sources: its build is driven by another tool; write extension.sources"
@@ -124,7 +122,12 @@ class _Reading:
         cxx_raw = _strings(args.get("cxx")) if isinstance(args, dict) else _strings(args)
         nvcc_raw = _strings(args.get("nvcc")) if isinstance(args, dict) else _strings(args)
         cuda = kind == "CUDAExtension" or any(s.endswith(".cu") for s in sources)
-        cxx, nvcc = sort_flags(cxx_raw), sort_flags(nvcc_raw if cuda else [])
+        torch_flags = _strings(self.record.get("torch_nvcc_flags")) if kind == "CUDAExtension" else []
+        if torch_flags and cuda_sources(sources):
+            self.done.append(
+                f"{label}: kept {' '.join(torch_flags)}: torch's BuildExtension puts them before every nvcc compile"
+            )
+        cxx, nvcc = sort_flags(cxx_raw), sort_flags([*torch_flags, *nvcc_raw] if cuda else [])
         self.say_sorted(label, nvcc, cxx)
         defines = [*macros, *(f for f in cxx.kept if _DEFINE_RE.match(f) and f in nvcc.kept)]
         if not cuda:
@@ -132,16 +135,19 @@ class _Reading:
         per_source = self.ninja_archs(ninja, label) if ninja else {}
         archs = merge_archs(nvcc.archs, *per_source.values()) if per_source else nvcc.archs
         captured = tuple(
-            CapturedSource(path=s, archs=self.own_archs(per_source.get(s), archs))
-            for s in sources
+            CapturedSource(path=s, archs=self.own_archs(per_source.get(s), archs)) for s in sources
         )
         library_dirs = self.paths(_strings(ext.get("library_dirs")), f"{label}: library_dirs", must_exist=False)  # fmt: skip
         link = _strings(ext.get("extra_link_args"))
         for key, why in (("extra_objects", "objects linked in"), ("runtime_library_dirs", "run-time library folders")):  # fmt: skip
             if ext.get(key):
-                self.hand.append(f"{label}: {key} ({why}) {ext[key]}: add them to link-flags if the build needs them")
+                self.hand.append(
+                    f"{label}: {key} ({why}) {ext[key]}: add them to link-flags if the build needs them"
+                )
         if ext.get("dlink"):
-            self.hand.append(f"{label}: dlink=True asks for a device-link step, which wheelforge does not run")
+            self.hand.append(
+                f"{label}: dlink=True asks for a device-link step, which wheelforge does not run"
+            )
         return CapturedExtension(
             name=ext.get("name"),
             kind=kind,
@@ -203,8 +209,8 @@ class _Reading:
 
     def metadata(self, args: Mapping[str, Any]) -> ProjectMetadata:
         deps, torch_req = [], None
-        for dep in _strings(args.get("install_requires")):
-            dep = dep.split(" #", 1)[0].strip()
+        for line in _strings(args.get("install_requires")):
+            dep = line.split(" #", 1)[0].strip()
             if not dep or dep.startswith("#"):
                 continue  # setuptools skips blank and comment lines (a requirements.txt read whole)
             try:
@@ -251,7 +257,7 @@ class _Reading:
 
     def modules(self, args: Mapping[str, Any]) -> tuple[str, ...]:
         """setup(py_modules=...): each module's file, where setuptools finds it."""
-        dirs = args.get("package_dir") if isinstance(args.get("package_dir"), dict) else {}
+        dirs = _package_dir(args)
         base = str(dirs.get("", "."))
         out = []
         for name in _strings(args.get("py_modules")):
@@ -259,13 +265,15 @@ class _Reading:
             if inside and rel is not None and (self.root / rel).is_file():
                 out.append(rel)
             else:
-                self.hand.append(f"py_modules: '{name}' has no file at {rel}; name it in package.modules")
+                self.hand.append(
+                    f"py_modules: '{name}' has no file at {rel}; name it in package.modules"
+                )
         return tuple(out)
 
     def packages(self, args: Mapping[str, Any]) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """The top-level package folders and the package-data globs."""
         names = _strings(args.get("packages"))
-        dirs = args.get("package_dir") if isinstance(args.get("package_dir"), dict) else {}
+        dirs = _package_dir(args)
         base = str(dirs.get("", "."))
         folders: dict[str, str] = {}
         for name in names:
@@ -274,7 +282,9 @@ class _Reading:
             folder = str(dirs.get(name, os.path.join(base, *name.split("."))))  # noqa: PTH118
             rel, inside = _rel(self.root, folder)
             if not inside or rel is None or not (self.root / rel / "__init__.py").is_file():
-                self.hand.append(f"packages: '{name}' has no folder with an __init__.py at {folder}; name its folder")
+                self.hand.append(
+                    f"packages: '{name}' has no folder with an __init__.py at {folder}; name its folder"
+                )
                 continue
             folders[name] = rel
         self.package_folders = folders
@@ -288,103 +298,14 @@ class _Reading:
             ("scripts", "scripts"), ("data_files", "data files outside the packages"),
         ):  # fmt: skip
             if args.get(key):
-                self.hand.append(f"setup({key}={args[key]!r}): matrix.yaml has no key for {why}; leave them out or move them into a package")
-        return tuple(folders.values()), tuple(dict.fromkeys(data))
-
-    def extra_files(self, packages: Mapping[str, str], extensions: Iterable[CapturedExtension]) -> list[GeneratedFile]:
-        """Files the project hands its build_ext to write into the package
-        (``BuildExtension.with_options(extra_files={"cpp_lib.json": ...})``, as xformers does):
-        a mapping of plain file names to their text, written beside the extension."""
-        out = []
-        for record in self.record.get("build_ext_options") or []:
-            for option, value in (record.get("options") or {}).items():
-                if not (isinstance(value, dict) and value and all(
-                    isinstance(k, str) and isinstance(v, str) and re.fullmatch(r"[\w.-]+\.\w+", k)
-                    for k, v in value.items()
-                )):
-                    continue
-                ext = next(iter(extensions), None)
-                package = (ext.name or "").rpartition(".")[0] if ext else ""
-                folder = packages.get(package.split(".")[0]) if package else None
-                if folder is None:
-                    continue
-                sub = "/".join(package.split(".")[1:])
-                base = f"{folder}/{sub}" if sub else folder
-                out += [GeneratedFile(path=f"{base}/{name}", text=text) for name, text in value.items()]
-                self.done.append(
-                    f"{record['class']}.with_options({option}=...) ({record.get('where') or 'setup.py'}): the build_ext writes "
-                    f"{', '.join(value)} into {base}/; init wrote them, as this run's setup.py computed them"
-                )
-                self.generated_for = {*getattr(self, "generated_for", set()), record["class"]}
-        return out
-
-    def commands(self) -> list[Refusal]:
-        """cmdclass entries: what each would run at build time, which init does not run."""
-        refusals = []
-        for command in self.record.get("cmdclass") or []:
-            name, cls, overrides = command["name"], command["class"], command.get("overrides") or []
-            if name in _NOT_BUILD_STEPS or not overrides or cls in _TORCH_BUILD_EXT:
-                continue
-            where = command.get("where") or "setup.py"
-            fetch = _FETCH_RE.search(command.get("source") or "")
-            if fetch:
-                refusals.append(Refusal(what="network", detail=f"cmdclass {name}={cls} fetches ({fetch[0]})", where=where, attempted=False))  # fmt: skip
-            elif name == "bdist_wheel":
-                self.done.append(f"cmdclass bdist_wheel={cls} ({where}) is not run: wheelforge decides the wheel's tags")
-            elif cls in getattr(self, "generated_for", set()):
-                self.done.append(f"cmdclass {name}={cls} ({where}) overrides {', '.join(overrides)}: not run; the files it writes were written by init")
-            else:
                 self.hand.append(
-                    f"cmdclass {name}={cls} ({where}) overrides {', '.join(overrides)}: init does not run it; "
-                    "if it adds files to the wheel or changes the build, give those here by hand"
+                    f"setup({key}={args[key]!r}): matrix.yaml has no key for {why}; leave them out or move them into a package"
                 )
-        return refusals
-
-    def refusals(self) -> list[Refusal]:
-        out = [Refusal(what="network", detail=n["detail"], where=n["where"]) for n in self.record.get("network") or []]  # fmt: skip
-        for item in self.record.get("refused") or []:
-            what = "write" if item["detail"].startswith("write ") else "command"
-            out.append(Refusal(what=what, detail=item["detail"].removeprefix("write "), where=item["where"]))  # fmt: skip
-        out += self.commands()
-        attempted = {r.where for r in out}
-        setup = self.root / "setup.py"
-        if setup.is_file():
-            for number, line in enumerate(setup.read_text(encoding="utf-8", errors="replace").splitlines(), 1):  # fmt: skip
-                where = f"setup.py:{number}"
-                if where not in attempted and _FETCH_RE.search(line) and not line.lstrip().startswith("#"):
-                    out.append(Refusal(what="network", detail=line.strip()[:120], where=where, attempted=False))  # fmt: skip
-        return out
+        return tuple(folders.values()), tuple(dict.fromkeys(data))
 
 
 def cuda_sources(sources: Iterable[str]) -> list[str]:
     return [s for s in sources if s.endswith(".cu")]
-
-
-def ninja_rules(text: str) -> dict[str, list[str]]:
-    """Each source of a ninja file (as torch's writer spells it) → its compile command, split
-    into arguments with the file's own variables filled in."""
-    variables: dict[str, str] = {}
-    rules: dict[str, str] = {}
-    out: dict[str, list[str]] = {}
-    rule = None
-    for line in text.splitlines():
-        if line.startswith("rule "):
-            rule = line.split()[1]
-        elif line.startswith("  command = ") and rule:
-            rules[rule] = line.split("=", 1)[1].strip()
-        elif not line.startswith(" ") and " = " in line:
-            name, _, value = line.partition(" = ")
-            variables[name.strip()] = value
-            rule = None
-        elif line.startswith("build "):
-            outputs, _, rest = line[6:].partition(": ")
-            parts = rest.split()
-            if len(parts) >= 2 and parts[0] in rules:
-                command = re.sub(
-                    r"\$\{?(\w+)\}?", lambda m: variables.get(m[1], ""), rules[parts[0]]
-                )
-                out[parts[1].replace("$ ", " ")] = shlex.split(command)
-    return out
 
 
 def find_tests(root: Path) -> str | None:
@@ -407,7 +328,8 @@ def read_record(root: Path, record: Mapping[str, Any], *, front_door: FrontDoor)
     ninja = record.get("ninja") or {}
     extensions = tuple(reading.extension(e, ninja.get(e.get("name"))) for e in record["extensions"])
     packages, package_data = reading.packages(args)
-    generated = reading.extra_files(reading.package_folders, extensions)
+    steps = BuildSteps(root, record)
+    generated = steps.extra_files(reading.package_folders, extensions)
     package_data += tuple(
         g.path.rpartition("/")[2] for g in generated if not g.path.endswith(".py")
     )
@@ -422,7 +344,9 @@ def read_record(root: Path, record: Mapping[str, Any], *, front_door: FrontDoor)
             + (f" ({record['torch_error']})" if record.get("torch_error") else "")
         )
     for name in dict.fromkeys(record.get("stub_missing") or []):
-        reading.hand.append(f"setup.py asked for {name}, which the stand-in torch lacks; pass --python with a Python that has torch")
+        reading.hand.append(
+            f"setup.py asked for {name}, which the stand-in torch lacks; pass --python with a Python that has torch"
+        )
     for written in record.get("writes") or []:
         reading.done.append(f"setup.py wrote {written} (as it does under pip)")
     return CapturedBuild(
@@ -435,9 +359,9 @@ def read_record(root: Path, record: Mapping[str, Any], *, front_door: FrontDoor)
         modules=reading.modules(args),
         torch_seen=str(torch["version"]).split("+")[0] if torch.get("real") else None,
         tests=find_tests(root),
-        refusals=tuple(reading.refusals()),
+        refusals=tuple(steps.refusals()),
         generated=tuple(generated),
         missing=tuple(dict.fromkeys(reading.missing)),
-        hand=tuple(reading.hand),
-        done=tuple(reading.done),
+        hand=tuple(reading.hand + steps.hand),
+        done=tuple(reading.done + steps.done),
     )

@@ -47,7 +47,9 @@ def guess_extension(root: Path) -> CapturedBuild | None:
         kind="guessed",
         where=str(registering[0].relative_to(root)),
         sources=tuple(
-            CapturedSource(path=p.relative_to(root).as_posix()) for p in sources if p.parent == folder
+            CapturedSource(path=p.relative_to(root).as_posix())
+            for p in sources
+            if p.parent == folder
         ),
         include_dirs=(rel,),
     )
@@ -57,4 +59,6 @@ def guess_extension(root: Path) -> CapturedBuild | None:
         "your package imports or loads it from",
     )
     tests = next((n for n in ("tests", "test") if (root / n).is_dir()), None)
-    return CapturedBuild(root=root, front_door="sources", extensions=(extension,), tests=tests, hand=hand)
+    return CapturedBuild(
+        root=root, front_door="sources", extensions=(extension,), tests=tests, hand=hand
+    )

@@ -10,6 +10,7 @@ refused with the list, before anything is written."""
 
 from __future__ import annotations
 
+import os
 import re
 from collections import defaultdict
 from collections.abc import Iterable
@@ -36,7 +37,9 @@ from wheelforge.foundation.errors import ConfigError
 
 _STABLE_RE = re.compile(r"torch/csrc/stable/|STABLE_TORCH_LIBRARY")
 # A source that defines its module's init function itself: wheelforge must not generate one.
-_OWN_INIT_RE = re.compile(r"\bPyInit_\w+|PYBIND11_MODULE\s*\(|REGISTER_EXTENSION\s*\(|PyModule_Create")
+_OWN_INIT_RE = re.compile(
+    r"\bPyInit_\w+|PYBIND11_MODULE\s*\(|REGISTER_EXTENSION\s*\(|PyModule_Create"
+)
 OLDEST_PYTHON = Version("3.10")  # the oldest CPython of a wheelforge wheel (cp310)
 # The torch a stable matrix targets when nothing names one.
 DEFAULT_STABLE_TORCH = ">=2.10"
@@ -68,8 +71,21 @@ class InitResult:
         object.__setattr__(self, "notes", self.hand)
 
 
+class _OneLine(dict[str, str]):
+    """A mapping written on one line: a source with its archs, ``{files: x.cu, archs: 9.0a}``."""
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+_Dumper.add_representer(
+    _OneLine, lambda dumper, data: dumper.represent_mapping("tag:yaml.org,2002:map", data, flow_style=True)
+)
+
+
 def _dump(key: str, value: object) -> str:
-    return yaml.safe_dump({key: value}, sort_keys=False, default_flow_style=False, width=100)
+    return yaml.dump({key: value}, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=100)
 
 
 def _text(root: Path, sources: Iterable[CapturedSource]) -> Iterable[str]:
@@ -79,24 +95,40 @@ def _text(root: Path, sources: Iterable[CapturedSource]) -> Iterable[str]:
             yield path.read_text(encoding="utf-8", errors="replace")
 
 
-def _globbed(root: Path, paths: list[str], taken: set[str]) -> list[str]:
-    """*paths* with each folder's files of one suffix written as ``folder/*.suffix`` when the
-    glob names exactly those files (and none that another entry lists)."""
+def _patterns(members: list[str]) -> list[str]:
+    """Globs that could name *members* (files of one folder): ``*.cu``, then ``*_sm90.cu`` from
+    the names' common ending."""
+    names = [Path(m).name for m in members]
+    suffix = Path(names[0]).suffix
+    ending = os.path.commonprefix([n[::-1] for n in names])[::-1]
+    cut = ending.find("_")
+    out = [f"*{suffix}"]
+    if cut >= 0 and ending[cut:] != suffix:
+        out.append(f"*{ending[cut:]}")
+    return out
+
+
+def _globbed(root: Path, paths: list[str], *, single: bool) -> list[str]:
+    """*paths* with a folder's files written as one glob (``folder/*.cu``, ``folder/*_sm90.cu``)
+    when the glob names exactly those files; *single*: a glob for one file too."""
     by_folder: dict[tuple[str, str], list[str]] = defaultdict(list)
     for path in paths:
         p = Path(path)
         by_folder[(p.parent.as_posix(), p.suffix)].append(path)
     out: list[str] = []
-    for (folder, suffix), members in by_folder.items():
-        on_disk = {
-            (Path(folder) / f.name).as_posix().removeprefix("./")
-            for f in (root / folder).glob(f"*{suffix}")
-            if f.is_file()
-        }
-        if len(members) > 1 and on_disk == set(members) and not on_disk & taken:
-            out.append(f"{folder}/*{suffix}".removeprefix("./"))
-        else:
-            out.extend(members)
+    for (folder, _), members in by_folder.items():
+        chosen = None
+        if len(members) > 1 or single:
+            for pattern in _patterns(members):
+                on_disk = {
+                    (Path(folder) / f.name).as_posix().removeprefix("./")
+                    for f in (root / folder).glob(pattern)
+                    if f.is_file()
+                }
+                if on_disk == set(members):
+                    chosen = f"{folder}/{pattern}".removeprefix("./")
+                    break
+        out.extend([chosen] if chosen else members)
     return out
 
 
@@ -107,9 +139,8 @@ def _sources(root: Path, ext: CapturedExtension) -> list[object]:
         groups[source.archs].append(source.path)
     out: list[object] = []
     for archs, paths in groups.items():
-        others = {s.path for s in compiled if s.archs != archs}
-        for entry in _globbed(root, paths, others):
-            out.append(entry if archs is None else {"files": entry, "archs": arch_text(archs)})
+        for entry in _globbed(root, paths, single=ext.kind == "guessed"):
+            out.append(entry if archs is None else _OneLine(files=entry, archs=arch_text(archs)))
     return out
 
 
@@ -165,8 +196,14 @@ class _Writer:
             if given:
                 return given[0] if len(given) == 1 else list(given)
             if ext.torch_target:
-                source = "build.toml's stable-abi" if self.build.front_door == "build.toml" else "the project's -DTORCH_TARGET_VERSION"
-                self.done.append(f"torch: '>={ext.torch_target}' from {source} (the stable-ABI target)")
+                source = (
+                    "build.toml's stable-abi"
+                    if self.build.front_door == "build.toml"
+                    else "the project's -DTORCH_TARGET_VERSION"
+                )
+                self.done.append(
+                    f"torch: '>={ext.torch_target}' from {source} (the stable-ABI target)"
+                )
                 return f">={ext.torch_target}"
             return DEFAULT_STABLE_TORCH
         versions = list(given) or ([build_torch] if build_torch else [])
@@ -240,7 +277,9 @@ class _Writer:
         if self.build.modules:
             package["modules"] = list(self.build.modules)
         if static and len(package) == 0:
-            return "# Name, version and the rest of the metadata come from pyproject.toml [project].\n"
+            return (
+                "# Name, version and the rest of the metadata come from pyproject.toml [project].\n"
+            )
         head = (
             "# Name, version and the rest of the metadata come from pyproject.toml [project].\n"
             if static
@@ -318,7 +357,11 @@ class _Writer:
                 "the command imports them with --import-mode=append, so the installed wheel comes first"
             )
         head = "\n# What 'wheelforge test' runs against the installed wheel; add what the tests import.\n"
-        return head + (comment and "# The project's optional requirements:\n" + comment) + _dump("tests", section)
+        return (
+            head
+            + (comment and "# The project's optional requirements:\n" + comment)
+            + _dump("tests", section)
+        )
 
 
 def _refuse_missing(build: CapturedBuild) -> None:
@@ -354,7 +397,9 @@ def render(build: CapturedBuild, choices: InitChoices) -> InitResult:
         "\n" + _dump("extension", writer.extension(ext, abi)),
     ]
     if abi == "unstable":
-        parts.append("\n# torch/extension.h: one build per torch version below (a CUDA build of torch).\n")
+        parts.append(
+            "\n# torch/extension.h: one build per torch version below (a CUDA build of torch).\n"
+        )
         parts.append("abi: unstable\n" + _dump("torch", writer.torch(abi, ext)))
     else:
         parts.append("\nabi: stable\n" + _dump("torch", writer.torch(abi, ext)))
