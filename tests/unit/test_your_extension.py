@@ -16,10 +16,9 @@ from wheelforge.configuration.settings import Flags, resolve
 from wheelforge.configuration.setupscan import scan_setup_py
 from wheelforge.foundation.errors import ConfigError, VerificationError
 from wheelforge.interface.cli import main
-from wheelforge.running import adopt
 from wheelforge.packaging import wheel
 from wheelforge.planning import diagnose
-from wheelforge.running import importcheck
+from wheelforge.running import adopt, importcheck
 from wheelforge.toolchain.toolkit import _dry_includes
 
 from .conftest import GOOD_MATRIX
@@ -312,7 +311,9 @@ def test_init_reads_setup_py_without_running_it(project: Project, tmp_path: Path
                      "'cc_flag' is changed in place", "threads(...) at line", "nvcc arch flags"):  # fmt: skip
         assert expected in notes, notes
     (tmp_path / "matrix.yaml").unlink()
-    request = adopt.InitRequest(root=tmp_path, torch=("2.13.0",), archs="9.0", run=False, python=Path(sys.executable))
+    request = adopt.InitRequest(
+        root=tmp_path, torch=("2.13.0",), archs="9.0", run=False, python=Path(sys.executable)
+    )
     result = adopt.init_project(request)
     m = load_matrix(result.path)
     assert (m.extension.name, m.abi, str(m.arch_sets[0])) == ("demo_ops._C", "unstable", "9.0")

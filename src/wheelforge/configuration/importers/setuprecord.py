@@ -122,7 +122,9 @@ class _Reading:
         cxx_raw = _strings(args.get("cxx")) if isinstance(args, dict) else _strings(args)
         nvcc_raw = _strings(args.get("nvcc")) if isinstance(args, dict) else _strings(args)
         cuda = kind == "CUDAExtension" or any(s.endswith(".cu") for s in sources)
-        torch_flags = _strings(self.record.get("torch_nvcc_flags")) if kind == "CUDAExtension" else []
+        torch_flags = (
+            _strings(self.record.get("torch_nvcc_flags")) if kind == "CUDAExtension" else []
+        )
         if torch_flags and cuda_sources(sources):
             self.done.append(
                 f"{label}: kept {' '.join(torch_flags)}: torch's BuildExtension puts them before every nvcc compile"

@@ -80,12 +80,15 @@ class _Dumper(yaml.SafeDumper):
 
 
 _Dumper.add_representer(
-    _OneLine, lambda dumper, data: dumper.represent_mapping("tag:yaml.org,2002:map", data, flow_style=True)
+    _OneLine,
+    lambda dumper, data: dumper.represent_mapping("tag:yaml.org,2002:map", data, flow_style=True),
 )
 
 
 def _dump(key: str, value: object) -> str:
-    return yaml.dump({key: value}, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=100)
+    return yaml.dump(
+        {key: value}, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=100
+    )
 
 
 def _text(root: Path, sources: Iterable[CapturedSource]) -> Iterable[str]:
@@ -100,7 +103,7 @@ def _patterns(members: list[str]) -> list[str]:
     the names' common ending."""
     names = [Path(m).name for m in members]
     suffix = Path(names[0]).suffix
-    ending = os.path.commonprefix([n[::-1] for n in names])[::-1]
+    ending = os.path.commonprefix([n[::-1] for n in names])[::-1]  # noqa: RUF071 - the names' common ending, characters
     cut = ending.find("_")
     out = [f"*{suffix}"]
     if cut >= 0 and ending[cut:] != suffix:
