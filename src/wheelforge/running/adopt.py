@@ -18,7 +18,7 @@ from typing import Literal
 from wheelforge.configuration.importers import buildtoml, cmake, setupcapture, sourcescan
 from wheelforge.configuration.importers.captured import CapturedBuild
 from wheelforge.configuration.importers.staticsetup import read_setup
-from wheelforge.configuration.importers.writer import InitChoices, InitResult, render
+from wheelforge.configuration.importers.writer import InitChoices, InitResult, abi_of, render
 from wheelforge.foundation import fsutil, log
 from wheelforge.foundation.errors import ConfigError, EnvironmentProblem, ToolError
 from wheelforge.toolchain import torchprobe
@@ -60,8 +60,10 @@ def _toolkit(env: Mapping[str, str], cache: Path | None) -> Toolkit | None:
 
 
 def _build_torch(request: InitRequest, build: CapturedBuild) -> str | None:
-    """The build Python's torch: as setup.py saw it, else asked (only when --torch is not given)."""
-    if build.torch_seen or request.torch:
+    """The build Python's torch: as setup.py saw it, else asked when the matrix needs it (an
+    unstable-ABI build without --torch)."""
+    unstable = any(abi_of(build.root, e) == "unstable" for e in build.extensions[:1])
+    if build.torch_seen or request.torch or not unstable:
         return build.torch_seen
     try:
         return str(torchprobe.probe_torch(request.python, cache=request.cache).version)

@@ -241,6 +241,7 @@ def read_build_toml(root: Path) -> CapturedBuild:
         nvcc_flags=_nvcc_flags(parts, hand),
         archs=archs,
         torch_target=_stable_target(torch),
+        stable=_stable_target(torch) is not None,
     )
     parts.done.append(
         f"wrote {package}/_ops.py and torch-ext/registration.h, which kernel-builder generates at build time (the op namespace is {leaf})"

@@ -52,6 +52,8 @@ class Guards:
 
     def close_network(self) -> None:
         def refuse(target: object) -> OSError:
+            if isinstance(target, tuple) and len(target) >= 2:
+                target = f"{target[0]}:{target[1]}"  # (host, port) as socket calls take it
             self.record["network"].append({"detail": str(target), "where": self.where()})
             return OSError(101, f"wheelforge init closes the network (tried {target})")
 

@@ -45,6 +45,7 @@ class CapturedExtension:
     library_dirs: tuple[str, ...] = ()
     link_flags: tuple[str, ...] = ()
     torch_target: str | None = None  # the stable-ABI target its flags name ("2.9")
+    stable: bool | None = None  # the ABI its build declares (build.toml's stable-abi), if it does
     limited_api: str | None = None  # the Py_LIMITED_API its flags name ("3.9")
 
 

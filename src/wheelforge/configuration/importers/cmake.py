@@ -122,6 +122,20 @@ def _configure(root: Path, build: Path, context: CMakeContext) -> str:
     return output
 
 
+def _unfetched(build: Path) -> list[str]:
+    """The FetchContent dependencies the configure reached (each gets a FETCHCONTENT_SOURCE_DIR_
+    cache entry) that were neither given a folder nor downloaded."""
+    try:
+        cache = (build / "CMakeCache.txt").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    return [
+        name
+        for name, folder in re.findall(r"^FETCHCONTENT_SOURCE_DIR_(\w+):PATH=(.*)$", cache, re.M)
+        if not folder.strip() and not any((build / "_deps" / f"{name.lower()}-src").glob("*"))
+    ]
+
+
 def _cmake_text(root: Path) -> str:
     texts = []
     for path in [root / "CMakeLists.txt", *sorted(root.glob("cmake/*.cmake"))][:50]:
@@ -312,6 +326,17 @@ def capture_cmake(
     with tempfile.TemporaryDirectory(prefix="wheelforge-cmake-") as tmp:
         build = Path(tmp)
         output = _configure(root, build, context)
+        unfetched = _unfetched(build)
+        flags = ", ".join(f"-DFETCHCONTENT_SOURCE_DIR_{n.upper()}=<folder>" for n in unfetched)
+        if not (build / "compile_commands.json").is_file():
+            raise ToolError(
+                f"{root / 'CMakeLists.txt'}: CMake's configure wrote no compile commands (it compiles nothing as configured)"
+                + (
+                    f"; it declares downloads init does not make ({', '.join(unfetched)}): give {flags} with --cmake-arg"
+                    if unfetched
+                    else ""
+                )
+            )
         targets = _targets(build)
         reader = _Reader(root, build)
         python_modules = [t for t in targets.values() if t["type"] == "MODULE_LIBRARY"]
@@ -335,6 +360,10 @@ def capture_cmake(
         Refusal(what="network", detail=m.strip()[:160], where="CMake", attempted=True)
         for m in dict.fromkeys(re.findall(r"^.*(?:Downloading|Cloning into)[^\n]*", output, re.M))
     ]
+    if unfetched:
+        reader.hand.append(
+            f"CMake declares downloads init does not make ({', '.join(unfetched)}); if the build needs them, give {flags} with --cmake-arg"
+        )
     if sys.platform != "linux":  # pragma: no cover - wheelforge builds Linux wheels
         reader.hand.append("CMake was configured on a platform wheelforge does not build for")
     return CapturedBuild(

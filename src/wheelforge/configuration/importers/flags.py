@@ -147,10 +147,10 @@ class _Sorter:
             self.collector.add(codes, f"{flag} {value[0]}" if "=" not in flag else flag)
             return value[1]
         if (value := _value(flags, i, _ARCH))[0] is not None:
-            self.arch = (value[0], flag)
+            self.arch = (value[0], flag.split("=", maxsplit=1)[0])
             return value[1]
         if (value := _value(flags, i, _CODE))[0] is not None:
-            self.codes.append((value[0], flag))
+            self.codes.append((value[0], flag.split("=", maxsplit=1)[0]))
             return value[1]
         if (value := _value(flags, i, _OWNED_WITH_VALUE))[0] is not None:
             why = "nvcc's threads" if flag.startswith(("--threads", "-t")) else "the host compiler"

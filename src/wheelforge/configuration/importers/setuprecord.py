@@ -192,7 +192,7 @@ class _Reading:
         out: dict[str, tuple[ArchSpec, ...]] = {}
         for source, command in per_source.items():
             rel, inside = _rel(self.root, source)
-            if inside and rel is not None:
+            if inside and rel is not None and rel.endswith(".cu"):  # archs are nvcc's alone
                 out[rel] = sort_flags(command).archs
         if out:
             where = self.record.get("ninja_replaced_at") or "setup.py"

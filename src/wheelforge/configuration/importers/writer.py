@@ -154,6 +154,17 @@ def _version(text: str | None) -> str | None:
         return None
 
 
+def abi_of(root: Path, ext: CapturedExtension) -> str:
+    """``stable`` when the build declares it, else when the sources use torch's stable headers
+    (or the flags say so)."""
+    if ext.stable is not None:
+        return "stable" if ext.stable else "unstable"
+    stable = "-DTORCH_STABLE_ONLY" in ext.defines or any(
+        _STABLE_RE.search(t) for t in _text(root, ext.sources)
+    )
+    return "stable" if stable else "unstable"
+
+
 class _Writer:
     def __init__(self, build: CapturedBuild, choices: InitChoices) -> None:
         self.build = build
@@ -187,10 +198,7 @@ class _Writer:
         return out
 
     def abi(self, ext: CapturedExtension) -> str:
-        stable = "-DTORCH_STABLE_ONLY" in ext.defines or any(
-            _STABLE_RE.search(t) for t in _text(self.build.root, ext.sources)
-        )
-        return "stable" if stable else "unstable"
+        return abi_of(self.build.root, ext)
 
     def torch(self, abi: str, ext: CapturedExtension) -> object:
         given, build_torch = self.choices.torch, self.choices.build_torch
