@@ -256,7 +256,10 @@ def test_init_with_the_real_torch_then_build_and_check_with_no_edit(tmp_path: Pa
     err = " ".join(run.err.split())
     assert "this runs the project's own code" in err and "nothing needs a hand" in err
     written = yaml.safe_load((tmp_path / "matrix.yaml").read_text())
-    assert sorted(written["extension"]["cxx-flags"]) == ["-DTWICE_FAST", "-O2"]  # the switch honoured
+    assert sorted(written["extension"]["cxx-flags"]) == [
+        "-DTWICE_FAST",
+        "-O2",
+    ]  # the switch honoured
     assert (written["abi"], written["torch"]) == ("stable", ">=2.10")
     assert (tmp_path / "matrix.yaml").read_text().endswith("\n")
     build = wheelforge("build", cwd=tmp_path)

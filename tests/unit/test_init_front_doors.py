@@ -135,9 +135,12 @@ def test_a_folders_files_are_written_as_one_glob_only_when_it_names_exactly_them
     tmp_path: Path,
 ) -> None:
     build = captured(tmp_path)
-    sources = lambda b: yaml.safe_load(render(b, InitChoices(torch=("2.13.0",))).text)["extension"][
-        "sources"
-    ]  # noqa: E731
+
+    def sources(b: CapturedBuild) -> object:
+        return yaml.safe_load(render(b, InitChoices(torch=("2.13.0",))).text)["extension"][
+            "sources"
+        ]
+
     assert sources(build) == ["csrc/ops.cu"]
     for name in ("k_sm90.cu", "l_sm90.cu", "m.cu"):
         (tmp_path / "csrc" / name).write_text("// k\n")

@@ -199,6 +199,35 @@ def _nvcc_flags(parts: _Kernels, hand: list[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys([*_NVCC_FLAGS, *sort_flags(given).kept]))
 
 
+def _extension(
+    parts: _Kernels, name: str, torch: Mapping[str, Any], hand: list[str]
+) -> CapturedExtension:
+    for dep in sorted(parts.depends):
+        hand.append(
+            f"build.toml depends on {dep} (a header library kernel-builder provides); "
+            "put its headers in the project (a git submodule) and add the include folder to include-dirs"
+        )
+    archs = parts.archs()
+    if "csrc" not in parts.includes and (parts.root / "csrc").is_dir():
+        parts.includes.append("csrc")  # define_gpu_extension_target adds it
+    return CapturedExtension(
+        name=name,
+        kind="kernel-builder",
+        where="build.toml",
+        sources=tuple(
+            CapturedSource(path=s.path, archs=s.archs if s.archs and s.archs != archs else None)
+            for s in parts.sources
+        ),
+        include_dirs=tuple(dict.fromkeys(parts.includes)),
+        defines=_DEFINES,
+        cxx_flags=tuple(dict.fromkeys([*_CXX_FLAGS, *parts.cxx_flags])),
+        nvcc_flags=_nvcc_flags(parts, hand),
+        archs=archs,
+        torch_target=_stable_target(torch),
+        stable=_stable_target(torch) is not None,
+    )
+
+
 def read_build_toml(root: Path) -> CapturedBuild:
     path = root / "build.toml"
     data = _load(path)
@@ -216,33 +245,10 @@ def read_build_toml(root: Path) -> CapturedBuild:
     parts = _Kernels(root, torch)
     for name, kernel in _cuda_kernels(path, data, parts.done).items():
         parts.kernel(name, kernel)
-    for dep in sorted(parts.depends):
-        hand.append(
-            f"build.toml depends on {dep} (a header library kernel-builder provides); "
-            "put its headers in the project (a git submodule) and add the include folder to include-dirs"
-        )
-    archs = parts.archs()
     package, leaf = f"torch-ext/{python_name}", f"_{python_name}_cuda"
+    extension = _extension(parts, f"{python_name}.{leaf}", torch, hand)
     if not (root / package / "__init__.py").is_file():
         hand.append(f"build.toml: the Python package {package} has no __init__.py")
-    if "csrc" not in parts.includes and (root / "csrc").is_dir():
-        parts.includes.append("csrc")  # define_gpu_extension_target adds it
-    extension = CapturedExtension(
-        name=f"{python_name}.{leaf}",
-        kind="kernel-builder",
-        where="build.toml",
-        sources=tuple(
-            CapturedSource(path=s.path, archs=s.archs if s.archs and s.archs != archs else None)
-            for s in parts.sources
-        ),
-        include_dirs=tuple(dict.fromkeys(parts.includes)),
-        defines=_DEFINES,
-        cxx_flags=tuple(dict.fromkeys([*_CXX_FLAGS, *parts.cxx_flags])),
-        nvcc_flags=_nvcc_flags(parts, hand),
-        archs=archs,
-        torch_target=_stable_target(torch),
-        stable=_stable_target(torch) is not None,
-    )
     parts.done.append(
         f"wrote {package}/_ops.py and torch-ext/registration.h, which kernel-builder generates at build time (the op namespace is {leaf})"
     )

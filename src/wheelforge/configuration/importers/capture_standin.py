@@ -13,45 +13,47 @@ from collections.abc import Callable
 from typing import Any
 
 
-def install(
-    context: dict[str, Any], record: dict[str, Any], real_open: Callable[..., Any], cuda_label: str
-) -> types.ModuleType:
-    """A stand-in torch for a build Python without one."""
+def _module(name: str, *, package: bool = False, **names: Any) -> types.ModuleType:
+    module = types.ModuleType(name)
+    if package:
+        module.__path__ = []
+    for key, value in names.items():
+        setattr(module, key, value)
+    sys.modules[name] = module
+    return module
+
+
+def _no_gpu(*args: object, **kwargs: object) -> Any:
+    raise RuntimeError("Found no NVIDIA driver on your system (wheelforge init's stand-in torch)")
+
+
+def _torch(version: str, cuda_version: str | None) -> types.ModuleType:
+    """torch, torch.version, torch.cuda (no GPU), torch._C, torch.__config__, torch.utils."""
+    return _module(
+        "torch",
+        package=True,
+        __version__=version,
+        version=_module("torch.version", __version__=version, cuda=cuda_version, hip=None),
+        cuda=_module(
+            "torch.cuda",
+            is_available=lambda: False,
+            device_count=lambda: 0,
+            get_device_capability=_no_gpu,
+            get_device_properties=_no_gpu,
+        ),
+        _C=_module("torch._C", _GLIBCXX_USE_CXX11_ABI=True),
+        __config__=_module(
+            "torch.__config__",
+            parallel_info=lambda: "ATen parallel backend: OpenMP\n",
+            show=lambda: "",
+        ),
+        utils=_module("torch.utils", package=True),
+    )
+
+
+def _cpp_extension(cuda_home: str | None, real_open: Callable[..., Any]) -> dict[str, Any]:
+    """The names of torch.utils.cpp_extension a setup.py reads before anything is built."""
     build_ext: Any = importlib.import_module("setuptools.command.build_ext").build_ext
-
-    version = f"{context['torch_version']}+{cuda_label or 'cpu'}"
-    cuda_home = context.get("cuda_home")
-
-    def module(name: str, package: bool = False) -> types.ModuleType:
-        mod = types.ModuleType(name)
-        if package:
-            mod.__path__ = []
-        sys.modules[name] = mod
-        return mod
-
-    def no_gpu(*args: object, **kwargs: object) -> Any:
-        raise RuntimeError(
-            "Found no NVIDIA driver on your system (wheelforge init's stand-in torch)"
-        )
-
-    torch = module("torch", package=True)
-    torch.__version__ = version  # type: ignore[attr-defined]
-    torch_version = module("torch.version")
-    torch_version.__version__ = version  # type: ignore[attr-defined]
-    torch_version.cuda = context.get("cuda_version")  # type: ignore[attr-defined]
-    torch_version.hip = None  # type: ignore[attr-defined]
-    cuda = module("torch.cuda")
-    cuda.is_available = lambda: False  # type: ignore[attr-defined]
-    cuda.device_count = lambda: 0  # type: ignore[attr-defined]
-    cuda.get_device_capability = no_gpu  # type: ignore[attr-defined]
-    cuda.get_device_properties = no_gpu  # type: ignore[attr-defined]
-    c = module("torch._C")
-    c._GLIBCXX_USE_CXX11_ABI = True  # type: ignore[attr-defined]
-    config = module("torch.__config__")
-    config.parallel_info = lambda: "ATen parallel backend: OpenMP\n"  # type: ignore[attr-defined]
-    config.show = lambda: ""  # type: ignore[attr-defined]
-    utils = module("torch.utils", package=True)
-    ext = module("torch.utils.cpp_extension")
 
     class BuildExtension(build_ext):  # type: ignore[misc]
         @classmethod
@@ -68,7 +70,7 @@ def install(
         with real_open(path, "w") as f:
             f.write(content)
 
-    names: dict[str, Any] = {
+    return {
         "BuildExtension": BuildExtension, "CUDA_HOME": cuda_home, "ROCM_HOME": None,
         "HIP_HOME": None, "SYCL_HOME": None, "IS_HIP_EXTENSION": False, "IS_WINDOWS": False,
         "IS_MACOS": False, "SUBPROCESS_DECODE_ARGS": (), "COMMON_HIP_FLAGS": [],
@@ -82,19 +84,23 @@ def install(
         "_join_cuda_home": join_cuda_home, "_join_rocm_home": join_cuda_home,
         "_maybe_write": maybe_write, "_write_ninja_file": lambda *a, **k: None,
     }  # fmt: skip
-    for key, value in names.items():
-        setattr(ext, key, value)
+
+
+def install(
+    context: dict[str, Any], record: dict[str, Any], real_open: Callable[..., Any], cuda_label: str
+) -> types.ModuleType:
+    """The stand-in torch in sys.modules; its torch.utils.cpp_extension."""
+    version = f"{context['torch_version']}+{cuda_label or 'cpu'}"
+    torch = _torch(version, context.get("cuda_version"))
+    ext = _module(
+        "torch.utils.cpp_extension", **_cpp_extension(context.get("cuda_home"), real_open)
+    )
 
     def missing(name: str) -> Any:
         record["stub_missing"].append(f"torch.utils.cpp_extension.{name}")
         raise AttributeError(f"wheelforge init's stand-in torch has no {name}")
 
     setattr(ext, "__getattr__", missing)  # noqa: B010 - a module's __getattr__ (PEP 562)
-    torch.version = torch_version  # type: ignore[attr-defined]
-    torch.cuda = cuda  # type: ignore[attr-defined]
-    torch._C = c  # type: ignore[attr-defined]
-    torch.__config__ = config  # type: ignore[attr-defined]
-    torch.utils = utils  # type: ignore[attr-defined]
-    utils.cpp_extension = ext  # type: ignore[attr-defined]
+    torch.utils.cpp_extension = ext
     record["torch"] = {"version": version, "real": False, "cuda": context.get("cuda_version")}
     return ext

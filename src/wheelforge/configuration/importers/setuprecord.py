@@ -24,6 +24,7 @@ from wheelforge.configuration.importers.captured import (
     ProjectMetadata,
 )
 from wheelforge.configuration.importers.flags import SortedFlags, arch_text, merge_archs, sort_flags
+from wheelforge.configuration.importers.testsuite import find_tests
 
 _DEFINE_RE = re.compile(r"^-[DU]\w")
 
@@ -82,17 +83,11 @@ class _Reading:
             out.append(rel)
         return out
 
-    def extension(self, ext: Mapping[str, Any], ninja: str | None) -> CapturedExtension:
-        kind, where = ext.get("kind") or "Extension", ext.get("where") or "setup.py"
-        label = f"{kind} {ext.get('name')} ({where})"
-        sources = self.paths(_strings(ext.get("sources")), f"{label}: sources", must_exist=True)
-        if (
-            sources
-            and not cuda_sources(sources)
-            and any(
-                p.suffix == ".cu" and "hip" not in p.as_posix() for p in self.root.glob("**/*.cu")
-            )
-        ):
+    def check_sources(self, label: str, sources: list[str]) -> None:
+        """What an extension's sources say about the capture: no CUDA where the project has
+        it (a setup.py that asks for a GPU), none at all (another tool builds it)."""
+        project_cu = (p for p in self.root.glob("**/*.cu") if "hip" not in p.as_posix())
+        if sources and not cuda_sources(sources) and any(project_cu):
             self.hand.append(
                 f"{label} compiles no CUDA source, though the project has .cu files: its setup.py may choose "
                 "CUDA by asking for a GPU (torch.cuda.is_available()); set the switch it reads (FORCE_CUDA=1, "
@@ -106,13 +101,25 @@ class _Reading:
             self.hand.append(
                 f"{label} has no sources: its build is driven by another tool; write extension.sources"
             )
-        include_dirs = self.paths(_strings(ext.get("include_dirs")), f"{label}: include_dirs", must_exist=False)  # fmt: skip
-        for folder in include_dirs:
+
+    def include_dirs(self, ext: Mapping[str, Any], label: str) -> list[str]:
+        folders = self.paths(
+            _strings(ext.get("include_dirs")), f"{label}: include_dirs", must_exist=False
+        )
+        for folder in folders:
             if not (self.root / folder).is_dir():
                 self.hand.append(
                     f"{label}: include folder '{folder}' does not exist (a git submodule not checked out? "
                     "'git submodule update --init'); the build needs it"
                 )
+        return folders
+
+    def flags(
+        self, ext: Mapping[str, Any], label: str, sources: list[str]
+    ) -> tuple[SortedFlags, SortedFlags, list[str]]:
+        """The C++ and nvcc flags sorted (torch's own nvcc flags first, as BuildExtension puts
+        them), and the defines both compilers get."""
+        kind = ext.get("kind")
         macros = [
             f"-D{m[0]}" + (f"={m[1]}" if len(m) > 1 and m[1] is not None else "")
             for m in ext.get("define_macros") or []
@@ -121,7 +128,7 @@ class _Reading:
         args = ext.get("extra_compile_args") or []
         cxx_raw = _strings(args.get("cxx")) if isinstance(args, dict) else _strings(args)
         nvcc_raw = _strings(args.get("nvcc")) if isinstance(args, dict) else _strings(args)
-        cuda = kind == "CUDAExtension" or any(s.endswith(".cu") for s in sources)
+        cuda = kind == "CUDAExtension" or bool(cuda_sources(sources))
         torch_flags = (
             _strings(self.record.get("torch_nvcc_flags")) if kind == "CUDAExtension" else []
         )
@@ -131,16 +138,10 @@ class _Reading:
             )
         cxx, nvcc = sort_flags(cxx_raw), sort_flags([*torch_flags, *nvcc_raw] if cuda else [])
         self.say_sorted(label, nvcc, cxx)
-        defines = [*macros, *(f for f in cxx.kept if _DEFINE_RE.match(f) and f in nvcc.kept)]
-        if not cuda:
-            defines = [*macros, *(f for f in cxx.kept if _DEFINE_RE.match(f))]
-        per_source = self.ninja_archs(ninja, label) if ninja else {}
-        archs = merge_archs(nvcc.archs, *per_source.values()) if per_source else nvcc.archs
-        captured = tuple(
-            CapturedSource(path=s, archs=self.own_archs(per_source.get(s), archs)) for s in sources
-        )
-        library_dirs = self.paths(_strings(ext.get("library_dirs")), f"{label}: library_dirs", must_exist=False)  # fmt: skip
-        link = _strings(ext.get("extra_link_args"))
+        shared = (f for f in cxx.kept if _DEFINE_RE.match(f) and (f in nvcc.kept or not cuda))
+        return cxx, nvcc, list(dict.fromkeys([*macros, *shared]))
+
+    def link_inputs(self, ext: Mapping[str, Any], label: str) -> None:
         for key, why in (("extra_objects", "objects linked in"), ("runtime_library_dirs", "run-time library folders")):  # fmt: skip
             if ext.get(key):
                 self.hand.append(
@@ -150,19 +151,36 @@ class _Reading:
             self.hand.append(
                 f"{label}: dlink=True asks for a device-link step, which wheelforge does not run"
             )
+
+    def extension(self, ext: Mapping[str, Any], ninja: str | None) -> CapturedExtension:
+        kind, where = ext.get("kind") or "Extension", ext.get("where") or "setup.py"
+        label = f"{kind} {ext.get('name')} ({where})"
+        sources = self.paths(_strings(ext.get("sources")), f"{label}: sources", must_exist=True)
+        self.check_sources(label, sources)
+        cxx, nvcc, defines = self.flags(ext, label, sources)
+        per_source = self.ninja_archs(ninja, label) if ninja else {}
+        archs = merge_archs(nvcc.archs, *per_source.values()) if per_source else nvcc.archs
+        self.link_inputs(ext, label)
         return CapturedExtension(
             name=ext.get("name"),
             kind=kind,
             where=where,
-            sources=captured,
-            include_dirs=tuple(include_dirs),
-            defines=tuple(dict.fromkeys(defines)),
+            sources=tuple(
+                CapturedSource(path=s, archs=self.own_archs(per_source.get(s), archs))
+                for s in sources
+            ),
+            include_dirs=tuple(self.include_dirs(ext, label)),
+            defines=tuple(defines),
             cxx_flags=tuple(f for f in cxx.kept if f not in defines),
             nvcc_flags=tuple(f for f in nvcc.kept if f not in defines),
             archs=archs,
             libraries=tuple(_strings(ext.get("libraries"))),
-            library_dirs=tuple(library_dirs),
-            link_flags=tuple(link),
+            library_dirs=tuple(
+                self.paths(
+                    _strings(ext.get("library_dirs")), f"{label}: library_dirs", must_exist=False
+                )
+            ),
+            link_flags=tuple(_strings(ext.get("extra_link_args"))),
             torch_target=nvcc.torch_target or cxx.torch_target,
             limited_api=cxx.limited_api or nvcc.limited_api,
         )
@@ -308,19 +326,6 @@ class _Reading:
 
 def cuda_sources(sources: Iterable[str]) -> list[str]:
     return [s for s in sources if s.endswith(".cu")]
-
-
-def find_tests(root: Path) -> str | None:
-    """The project's test folder: tests/ or test/, else one a level or two down
-    (fast_rnnt/python/tests), else "." when test files sit beside setup.py (FlashAttention-3)."""
-    for name in ("tests", "test"):
-        if (root / name).is_dir():
-            return name
-    for pattern in ("*/tests", "*/test", "*/*/tests", "*/*/test"):
-        for folder in sorted(root.glob(pattern)):
-            if folder.is_dir() and "build" not in folder.parts and any(folder.glob("*.py")):
-                return folder.relative_to(root).as_posix()
-    return "." if any(root.glob("test_*.py")) else None
 
 
 def read_record(root: Path, record: Mapping[str, Any], *, front_door: FrontDoor) -> CapturedBuild:

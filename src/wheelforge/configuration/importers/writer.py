@@ -14,12 +14,12 @@ import os
 import re
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from wheelforge.configuration.archs import ArchSpec
 from wheelforge.configuration.importers.captured import (
@@ -30,9 +30,13 @@ from wheelforge.configuration.importers.captured import (
     Refusal,
 )
 from wheelforge.configuration.importers.flags import arch_text, merge_archs
+from wheelforge.configuration.importers.packagesection import (
+    FROM_PYPROJECT,
+    OLDEST_PYTHON,
+    package_section,
+)
+from wheelforge.configuration.importers.testsuite import tests_section
 from wheelforge.configuration.keys import SOURCE_SUFFIXES
-from wheelforge.configuration.pyproject import read_project
-from wheelforge.configuration.sections import DEFAULT_TEST_COMMAND
 from wheelforge.foundation.errors import ConfigError
 
 _STABLE_RE = re.compile(r"torch/csrc/stable/|STABLE_TORCH_LIBRARY")
@@ -40,7 +44,6 @@ _STABLE_RE = re.compile(r"torch/csrc/stable/|STABLE_TORCH_LIBRARY")
 _OWN_INIT_RE = re.compile(
     r"\bPyInit_\w+|PYBIND11_MODULE\s*\(|REGISTER_EXTENSION\s*\(|PyModule_Create"
 )
-OLDEST_PYTHON = Version("3.10")  # the oldest CPython of a wheelforge wheel (cp310)
 # The torch a stable matrix targets when nothing names one.
 DEFAULT_STABLE_TORCH = ">=2.10"
 
@@ -65,10 +68,6 @@ class InitResult:
     refusals: tuple[Refusal, ...] = ()
     generated: tuple[GeneratedFile, ...] = ()  # written beside matrix.yaml
     summary: str = ""  # one line: what was written
-    notes: tuple[str, ...] = field(default=(), repr=False)  # hand, kept for older callers
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "notes", self.hand)
 
 
 class _OneLine(dict[str, str]):
@@ -145,13 +144,6 @@ def _sources(root: Path, ext: CapturedExtension) -> list[object]:
         for entry in _globbed(root, paths, single=ext.kind == "guessed"):
             out.append(entry if archs is None else _OneLine(files=entry, archs=arch_text(archs)))
     return out
-
-
-def _version(text: str | None) -> str | None:
-    try:
-        return str(Version(text)) if text else None
-    except InvalidVersion:
-        return None
 
 
 def abi_of(root: Path, ext: CapturedExtension) -> str:
@@ -254,85 +246,29 @@ class _Writer:
         )
 
     def package(self) -> str:
-        """The package section: none beside a pyproject.toml [project] with a static version."""
-        root, meta = self.build.root, self.build.metadata
-        project = read_project(root / "pyproject.toml")
-        static = project is not None and project.version is not None
-        package: dict[str, object] = {}
-        if not static:
-            name = project.name if project else meta.name
-            if not name:
-                self.hand.append("package.name: not found; write the distribution name")
-            package["name"] = name or root.name
-            version = _version(meta.version)
-            if version is None:
-                self.hand.append(
-                    f"package.version: {'not a PEP 440 version: ' + repr(meta.version) if meta.version else 'not found'}; write it here"
-                )
-            package["version"] = version or "0.0.0"
-            if meta.summary and not project:
-                package["summary"] = meta.summary
-            if meta.license and not project and "\n" not in meta.license:
-                package["license"] = meta.license
-            python = self.requires_python()
-            if python and not project:
-                package["requires-python"] = python
-            if meta.dependencies and not project:
-                package["dependencies"] = list(meta.dependencies)
-            if not project:
-                self.metadata_keys(package)
-        if self.build.packages:
-            package["packages"] = list(self.build.packages)
-        if self.build.package_data:
-            package["package-data"] = list(self.build.package_data)
-        if self.build.modules:
-            package["modules"] = list(self.build.modules)
-        if static and len(package) == 0:
-            return (
-                "# Name, version and the rest of the metadata come from pyproject.toml [project].\n"
-            )
-        head = (
-            "# Name, version and the rest of the metadata come from pyproject.toml [project].\n"
-            if static
-            else ""
+        section = package_section(self.build, self.hand, self.done)
+        if section is None:
+            return FROM_PYPROJECT
+        return (FROM_PYPROJECT if section.pop("from_pyproject", False) else "") + _dump(
+            "package", section
         )
-        return head + _dump("package", package)
 
-    def metadata_keys(self, package: dict[str, object]) -> None:
-        meta = self.build.metadata
-        authors = [
-            f"{meta.author} <{meta.author_email}>"
-            if meta.author and meta.author_email
-            else meta.author or meta.author_email or ""
+    def tests(self) -> str:
+        section = tests_section(self.build, self.hand, self.done)
+        if section is None:
+            return ""
+        extras = [
+            f"{k}: {', '.join(v)}"
+            for k, v in self.build.metadata.extras
+            if v and ("test" in k or k == "dev")
         ]
-        if authors[0]:
-            package["authors"] = authors
-        urls = dict(meta.project_urls)
-        if meta.url:
-            urls = {"Homepage": meta.url, **urls}
-        if urls:
-            package["urls"] = urls
-        if meta.classifiers:
-            package["classifiers"] = list(meta.classifiers)
-        if meta.keywords:
-            package["keywords"] = list(meta.keywords)
-
-    def requires_python(self) -> str | None:
-        asked = self.build.metadata.requires_python
-        if not asked:
-            return None
-        try:
-            spec = SpecifierSet(asked)
-        except InvalidSpecifier:
-            self.hand.append(f"python_requires '{asked}' is not a version range; left out")
-            return None
-        floors = [Version(s.version) for s in spec if s.operator in (">=", ">", "~=", "==")]
-        if floors and max(floors) < OLDEST_PYTHON:
-            self.done.append(
-                f"requires-python: left '{asked}' out: the wheel is cp310-abi3 or newer (python-abi), so Python 3.10+"
-            )
-            return None
-        return asked
+        comment = "".join(f"#   extras {e}\n" for e in extras[:4])
+        head = "\n# What 'wheelforge test' runs against the installed wheel; add what the tests import.\n"
+        return (
+            head
+            + (comment and "# The project's optional requirements:\n" + comment)
+            + _dump("tests", section)
+        )
 
     def python_abi(self, ext: CapturedExtension) -> str:
         if not ext.limited_api:
@@ -344,35 +280,6 @@ class _Writer:
             )
             return ""
         return f"python-abi: cp3{version.minor}\n"
-
-    def tests(self) -> str:
-        tests = self.build.tests
-        if tests is None:
-            return ""
-        extras = [
-            f"{k}: {', '.join(v)}"
-            for k, v in self.build.metadata.extras
-            if v and ("test" in k or k == "dev")
-        ]
-        comment = "".join(f"#   extras {e}\n" for e in extras[:4])
-        section: dict[str, object] = {"path": tests, "requires": ["pytest"]}
-        if tests == ".":
-            # The test files sit beside the package's source folder: pytest's default import mode
-            # would put that folder first on sys.path and import the package from the sources
-            # (no compiled module there) instead of the installed wheel.
-            command = list(DEFAULT_TEST_COMMAND)
-            command.insert(command.index("--junitxml={junitxml}"), "--import-mode=append")
-            section["command"] = command
-            self.done.append(
-                "tests: the test files sit in the project folder beside the package's sources; "
-                "the command imports them with --import-mode=append, so the installed wheel comes first"
-            )
-        head = "\n# What 'wheelforge test' runs against the installed wheel; add what the tests import.\n"
-        return (
-            head
-            + (comment and "# The project's optional requirements:\n" + comment)
-            + _dump("tests", section)
-        )
 
 
 def _refuse_missing(build: CapturedBuild) -> None:
