@@ -15,7 +15,7 @@ import yaml
 from tests.integration.test_build import only_wheel, wheelforge
 from wheelforge.configuration.archs import parse_arch_list
 from wheelforge.configuration.importers.setupcapture import CaptureContext, capture_setup
-from wheelforge.configuration.reader import load_matrix
+from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation.errors import ToolError
 
 

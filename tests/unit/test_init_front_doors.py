@@ -23,7 +23,7 @@ from wheelforge.configuration.importers.captured import (
 )
 from wheelforge.configuration.importers.flags import sort_flags
 from wheelforge.configuration.importers.writer import InitChoices, render
-from wheelforge.configuration.reader import load_matrix
+from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.packaging.wheel import core_metadata
 from wheelforge.running import adopt

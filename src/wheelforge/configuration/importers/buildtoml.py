@@ -28,7 +28,7 @@ from wheelforge.configuration.importers.captured import (
     ProjectMetadata,
 )
 from wheelforge.configuration.importers.flags import merge_archs, sort_flags
-from wheelforge.configuration.keys import SOURCE_SUFFIXES
+from wheelforge.configuration.matrix.keys import SOURCE_SUFFIXES
 from wheelforge.foundation.errors import ConfigError
 
 if sys.version_info >= (3, 11):

@@ -11,7 +11,7 @@ from wheelforge.configuration.importers.captured import (
     CapturedExtension,
     CapturedSource,
 )
-from wheelforge.configuration.keys import SOURCE_SUFFIXES
+from wheelforge.configuration.matrix.keys import SOURCE_SUFFIXES
 
 _LIBRARY_RE = re.compile(r"STABLE_TORCH_LIBRARY\s*\(\s*(\w+)")
 _SKIP_DIRS = {"build", "dist", "tests", "test", "docs", "examples", "benchmarks", "third_party"}

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from wheelforge.configuration.importers.captured import CapturedBuild
+from wheelforge.configuration.importers.setuppy import scan_setup_py
 from wheelforge.configuration.importers.setuprecord import read_record
-from wheelforge.configuration.setupscan import scan_setup_py
 
 
 def read_setup(root: Path) -> CapturedBuild:

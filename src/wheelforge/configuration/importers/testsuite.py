@@ -12,7 +12,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from wheelforge.configuration.importers.captured import CapturedBuild
-from wheelforge.configuration.sections import DEFAULT_TEST_COMMAND
+from wheelforge.configuration.matrix.model import DEFAULT_TEST_COMMAND
 
 
 def find_tests(root: Path) -> str | None:

@@ -36,7 +36,7 @@ from wheelforge.configuration.importers.packagesection import (
     package_section,
 )
 from wheelforge.configuration.importers.testsuite import tests_section
-from wheelforge.configuration.keys import SOURCE_SUFFIXES
+from wheelforge.configuration.matrix.keys import SOURCE_SUFFIXES
 from wheelforge.foundation.errors import ConfigError
 
 _STABLE_RE = re.compile(r"torch/csrc/stable/|STABLE_TORCH_LIBRARY")
