@@ -301,3 +301,21 @@ def test_the_package_modules_key_ships_top_level_modules(tmp_path: Path) -> None
     )
     with pytest.raises(ConfigError, match="'nope.py' is not a .py file"):
         load_matrix(root / "matrix.yaml")
+
+
+def test_what_the_tests_import_becomes_their_requirements(tmp_path: Path) -> None:
+    build = captured(tmp_path)
+    (tmp_path / "tests" / "test_demo.py").write_text(
+        "import os\nimport einops\nimport composer\nimport demo\nfrom tests.helpers import x\n"
+        "try:\n    import mtia\nexcept ImportError:\n    mtia = None\n"
+    )
+    (tmp_path / "tests" / "helpers.py").write_text("x = 1\n")
+    with_extra = dataclasses.replace(
+        build,
+        metadata=dataclasses.replace(build.metadata, extras=(("testing", ("composer>=0.2",)),)),
+    )
+    result = render(with_extra, InitChoices(torch=("2.13.0",)))
+    assert yaml.safe_load(result.text)["tests"]["requires"] == ["pytest", "composer>=0.2", "einops"]
+    assert not any("mtia" in h for h in result.hand)  # guarded by try/except ImportError
+    result = render(build, InitChoices(torch=("2.13.0",)))
+    assert "tests: they import composer; add the distributions" in " ".join(result.hand)

@@ -42,6 +42,29 @@ KNOWN_TEST_DISTRIBUTIONS = {
 _NOT_REQUIREMENTS = {"torch", "pytest", "triton"}  # torch's own, or the runner
 
 
+_OPTIONAL = ("ImportError", "ModuleNotFoundError", "Exception")
+
+
+def _optional(tree: ast.AST) -> set[int]:
+    """The imports a ``try`` guards (``except ImportError``): the tests run without them."""
+    guarded: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Try) and any(
+            h.type is None or any(n in ast.unparse(h.type) for n in _OPTIONAL)
+            for h in node.handlers
+        ):
+            guarded |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
+    return guarded
+
+
+def _imported(node: ast.AST) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+        return [node.module]
+    return []
+
+
 def test_imports(root: Path, tests: str, build: CapturedBuild) -> list[str]:
     """What the test files import from outside the project, the standard library and torch
     (read with ast): each a requirement of the test environment."""
@@ -60,19 +83,13 @@ def test_imports(root: Path, tests: str, build: CapturedBuild) -> list[str]:
             tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
         except SyntaxError:
             continue
+        optional = _optional(tree)
         for node in ast.walk(tree):
-            names = (
-                [a.name for a in node.names] if isinstance(node, ast.Import)
-                else [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level
-                else []
-            )  # fmt: skip
-            for name in names:
+            if id(node) in optional:
+                continue
+            for name in _imported(node):
                 top = name.split(".")[0]
-                if (
-                    top not in sys.stdlib_module_names
-                    and top not in local
-                    and top not in _NOT_REQUIREMENTS
-                ):
+                if top not in sys.stdlib_module_names | local | _NOT_REQUIREMENTS:
                     found[top] = None
     return sorted(found)
 
