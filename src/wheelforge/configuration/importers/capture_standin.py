@@ -97,6 +97,8 @@ def install(
     )
 
     def missing(name: str) -> Any:
+        if name.startswith("__"):  # the import system asks (__path__, __spec__): not setup.py
+            raise AttributeError(name)
         record["stub_missing"].append(f"torch.utils.cpp_extension.{name}")
         raise AttributeError(f"wheelforge init's stand-in torch has no {name}")
 

@@ -325,7 +325,18 @@ def main(context_path: str) -> int:
     with _REAL_OPEN(context_path) as f:
         _CONTEXT.update(json.load(f))
     _CONTEXT["root"] = os.path.realpath(_CONTEXT["root"])
-    _patch_setuptools()
+    try:
+        _patch_setuptools()
+    except ImportError as exc:  # a build Python without setuptools: pip would install it
+        RECORD["error"] = {
+            "type": type(exc).__name__,
+            "message": str(exc),
+            "where": "",
+            "traceback": "",
+        }
+        with _REAL_OPEN(str(_CONTEXT["out"]), "w") as f:
+            json.dump(RECORD, f, default=str)
+        return 0
     if _CONTEXT.get("stand_in") or not _real_torch():
         standin = _sibling("capture_standin")
         _patch_cpp_extension(standin.install(_CONTEXT, RECORD, _REAL_OPEN, _cuda_label()))

@@ -73,7 +73,12 @@ def run_setup(root: Path, context: CaptureContext) -> dict[str, Any]:
             )
         record: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
     record["output"] = result.stdout + result.stderr
+    record["python"] = str(context.python)
     return record
+
+
+def context_python(record: dict[str, Any]) -> str:
+    return str(record.get("python") or "the build Python")
 
 
 def _failure(root: Path, record: dict[str, Any]) -> ToolError:
@@ -82,6 +87,11 @@ def _failure(root: Path, record: dict[str, Any]) -> ToolError:
     file, _, line = where.partition(":")
     message = f"{root / file} failed{' at line ' + line if line else ''}: {error.get('type')}: {error.get('message')}"
     text = error.get("traceback", "") or error.get("message", "")
+    if "No module named 'setuptools'" in text:
+        return ToolError(
+            f"{root / 'setup.py'} needs setuptools, which {context_python(record)} lacks (pip installs it "
+            "from [build-system] requires in an isolated build); install it there or pass --python"
+        )
     if any(words in text for words in _NO_GPU):
         fix = "it asks the GPU for its archs and there is none here: give them with --archs (init sets TORCH_CUDA_ARCH_LIST for setup.py) or TORCH_CUDA_ARCH_LIST"
     else:
