@@ -39,14 +39,6 @@ _PLUMBING_WITH_VALUE = ("-o", "-MT", "-MF", "-MQ", "-x", "--options-file", "-Xco
 # … and alone (position-independent code and dependency files are wheelforge's too).
 _PLUMBING = ("-c", "-MD", "-MMD", "-fPIC", "-Xcompiler=-fPIC", "-forward-unknown-to-host-compiler")
 _INCLUDE_RE = re.compile(r"^-(I|isystem)(.*)$")
-_DOWNLOAD_RE = re.compile(
-    r"(FetchContent|ExternalProject|file\(DOWNLOAD|Downloading|Cloning into|git clone|"
-    r"Failed to connect|Could not resolve|FULLY_DISCONNECTED)[^\n]*",
-    re.IGNORECASE,
-)
-_FETCH_NAME_RE = re.compile(
-    r"FetchContent_(?:Declare|Populate|MakeAvailable)\(\s*(\w+)", re.IGNORECASE
-)
 _IMPORT_RE = r"^\s*(?:from\s+(\.?)\s*import\s+{leaf}\b|import\s+{leaf}\b|from\s+{leaf}\s+import)"
 
 
@@ -83,7 +75,15 @@ def _configure(root: Path, build: Path, context: CMakeContext) -> str:
     if shutil.which("ninja"):
         args += ["-G", "Ninja"]
     if context.nvcc is not None:
-        args.append(f"-DCMAKE_CUDA_COMPILER={context.nvcc}")
+        # The toolkit wheelforge builds with, for CMake's CUDA language and for torch's Caffe2
+        # CMake files (FindCUDA reads CUDA_TOOLKIT_ROOT_DIR, else takes nvcc's folder on the
+        # PATH, a wrapper script's here).
+        root_dir = context.nvcc.parent.parent
+        args += [
+            f"-DCMAKE_CUDA_COMPILER={context.nvcc}",
+            f"-DCUDA_TOOLKIT_ROOT_DIR={root_dir}",
+            f"-DCUDAToolkit_ROOT={root_dir}",
+        ]
     prefix = _torch_prefix(context.python)
     if prefix:
         args.append(f"-DCMAKE_PREFIX_PATH={prefix}")
@@ -102,22 +102,19 @@ def _configure(root: Path, build: Path, context: CMakeContext) -> str:
     )
     output = result.stdout + result.stderr
     if result.returncode != 0:
-        names = sorted(set(_FETCH_NAME_RE.findall(_cmake_text(root))))
-        download = _DOWNLOAD_RE.search(output)
+        unfetched = _unfetched(build)
+        error = re.search(r"CMake Error[^\n]*\n((?:[ \t]+\S[^\n]*\n?){1,3})", output)
+        said = " ".join(error[1].split()) if error else "see its output below"
         fix = (
-            "it tried to download ("
-            + download[0].strip()[:120]
-            + "): init never downloads; give "
-            + (
-                ", ".join(f"-DFETCHCONTENT_SOURCE_DIR_{n.upper()}=<folder>" for n in names)
-                or "the dependency's folder"
-            )
+            "it needs downloads init never makes: give "
+            + ", ".join(f"-DFETCHCONTENT_SOURCE_DIR_{n.upper()}=<folder>" for n in unfetched)
             + " with --cmake-arg"
-            if download
+            if unfetched
             else "fix what it needs (--cmake-arg -DNAME=VALUE, CMAKE_ARGS, --python with torch)"
         )
         raise ToolError(
-            f"{root / 'CMakeLists.txt'}: CMake's configure failed; {fix}", details=proc.tail(output)
+            f"{root / 'CMakeLists.txt'}: CMake's configure failed ({said[:200]}); {fix}",
+            details=proc.tail(output),
         )
     return output
 
@@ -134,16 +131,6 @@ def _unfetched(build: Path) -> list[str]:
         for name, folder in re.findall(r"^FETCHCONTENT_SOURCE_DIR_(\w+):PATH=(.*)$", cache, re.M)
         if not folder.strip() and not any((build / "_deps" / f"{name.lower()}-src").glob("*"))
     ]
-
-
-def _cmake_text(root: Path) -> str:
-    texts = []
-    for path in [root / "CMakeLists.txt", *sorted(root.glob("cmake/*.cmake"))][:50]:
-        try:
-            texts.append(path.read_text(encoding="utf-8", errors="replace"))
-        except OSError:
-            continue
-    return "\n".join(texts)
 
 
 def _targets(build: Path) -> dict[str, dict[str, Any]]:

@@ -26,7 +26,7 @@ _OWNED_WITH_VALUE = ("--threads", "-t", "-ccbin", "--compiler-bindir")
 # the project's; torch.utils.cpp_extension does not pass them either.
 _TORCH_TARGET_MACROS = (
     "USE_C10D_GLOO", "USE_C10D_NCCL", "USE_C10D_MPI", "USE_C10D_UCC", "USE_DISTRIBUTED",
-    "USE_RPC", "USE_TENSORPIPE",
+    "USE_RPC", "USE_TENSORPIPE", "USE_NVSHMEM", "ONNX_NAMESPACE", "USE_EXTERNAL_MZCRC",
 )  # fmt: skip
 # Macros wheelforge defines itself (planning/plan.py AbiFlavour), and from what.
 _MACRO_OWNER = {
