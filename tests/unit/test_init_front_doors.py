@@ -110,7 +110,9 @@ def test_init_writes_the_build_pythons_torch_tests_and_a_final_newline(tmp_path:
     matrix = load_matrix(tmp_path / "matrix.yaml")
     assert matrix.package.authors == ("A. Author <a@example.com>",)
     assert matrix.package.urls == (("Homepage", "https://example.com/demo"),)
-    metadata = core_metadata(matrix, version="0.7.1", torch_requirement="torch==2.13.*")
+    metadata = core_metadata(
+        matrix.package, matrix.requires_python, version="0.7.1", torch_requirement="torch==2.13.*"
+    )
     assert "Author-email: A. Author <a@example.com>" in metadata
     assert "Project-URL: Homepage, https://example.com/demo" in metadata
     assert "Classifier: Programming Language :: Python :: 3" in metadata

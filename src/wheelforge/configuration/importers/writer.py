@@ -21,6 +21,7 @@ import yaml
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
+from wheelforge.configuration.abi import STABLE, UNSTABLE, Abi
 from wheelforge.configuration.archs import ArchSpec
 from wheelforge.configuration.importers.captured import (
     CapturedBuild,
@@ -146,15 +147,15 @@ def _sources(root: Path, ext: CapturedExtension) -> list[object]:
     return out
 
 
-def abi_of(root: Path, ext: CapturedExtension) -> str:
-    """``stable`` when the build declares it, else when the sources use torch's stable headers
-    (or the flags say so)."""
+def abi_of(root: Path, ext: CapturedExtension) -> Abi:
+    """The stable ABI when the build declares it or the sources use torch's stable headers (or
+    the flags say so), else the unstable one."""
     if ext.stable is not None:
-        return "stable" if ext.stable else "unstable"
+        return STABLE if ext.stable else UNSTABLE
     stable = "-DTORCH_STABLE_ONLY" in ext.defines or any(
         _STABLE_RE.search(t) for t in _text(root, ext.sources)
     )
-    return "stable" if stable else "unstable"
+    return STABLE if stable else UNSTABLE
 
 
 class _Writer:
@@ -164,7 +165,7 @@ class _Writer:
         self.hand = list(build.hand)
         self.done = list(build.done)
 
-    def extension(self, ext: CapturedExtension, abi: str) -> dict[str, object]:
+    def extension(self, ext: CapturedExtension, abi: Abi) -> dict[str, object]:
         root = self.build.root
         out: dict[str, object] = {"name": ext.name or "TODO.name", "sources": _sources(root, ext)}
         if not ext.name:
@@ -182,20 +183,20 @@ class _Writer:
                 out[key] = list(value)
         own_init = any(_OWN_INIT_RE.search(t) for t in _text(root, ext.sources))
         out["module-init"] = not own_init
-        if abi == "unstable" and not own_init:
+        if abi.per_torch and not own_init:  # a classic extension defines its module
             self.hand.append(
                 f"{ext.name}: no source defines PyInit_{(ext.name or '').rsplit('.', 1)[-1]} "
                 "(PYBIND11_MODULE); module-init: true makes wheelforge generate it"
             )
         return out
 
-    def abi(self, ext: CapturedExtension) -> str:
+    def abi(self, ext: CapturedExtension) -> Abi:
         return abi_of(self.build.root, ext)
 
-    def torch(self, abi: str, ext: CapturedExtension) -> object:
+    def torch(self, abi: Abi, ext: CapturedExtension) -> object:
         given, build_torch = self.choices.torch, self.choices.build_torch
         asked = self.build.metadata.torch_requirement
-        if abi == "stable":
+        if abi.torch_target:
             if given:
                 return given[0] if len(given) == 1 else list(given)
             if ext.torch_target:
@@ -314,13 +315,13 @@ def render(build: CapturedBuild, choices: InitChoices) -> InitResult:
         writer.package(),
         "\n" + _dump("extension", writer.extension(ext, abi)),
     ]
-    if abi == "unstable":
+    if abi.per_torch:
         parts.append(
             "\n# torch/extension.h: one build per torch version below (a CUDA build of torch).\n"
         )
-        parts.append("abi: unstable\n" + _dump("torch", writer.torch(abi, ext)))
+        parts.append(f"abi: {abi.name}\n" + _dump("torch", writer.torch(abi, ext)))
     else:
-        parts.append("\nabi: stable\n" + _dump("torch", writer.torch(abi, ext)))
+        parts.append(f"\nabi: {abi.name}\n" + _dump("torch", writer.torch(abi, ext)))
     parts.append(writer.python_abi(ext))
     parts.append(writer.arch_sets())
     parts.append(writer.tests())
@@ -335,5 +336,5 @@ def render(build: CapturedBuild, choices: InitChoices) -> InitResult:
         done=tuple(dict.fromkeys(writer.done)),
         refusals=build.refusals,
         generated=build.generated,
-        summary=f"{ext.name}: {sources} source(s), abi {abi}",
+        summary=f"{ext.name}: {sources} source(s), abi {abi.name}",
     )
