@@ -310,6 +310,7 @@ def test_what_the_tests_import_becomes_their_requirements(tmp_path: Path) -> Non
     (tmp_path / "tests" / "test_demo.py").write_text(
         "import os\nimport einops\nimport composer\nimport demo\nfrom tests.helpers import x\n"
         "try:\n    import mtia\nexcept ImportError:\n    mtia = None\n"
+        "def test_on_mtia():\n    import mtia.device\n"
     )
     (tmp_path / "tests" / "helpers.py").write_text("x = 1\n")
     with_extra = dataclasses.replace(
@@ -318,6 +319,6 @@ def test_what_the_tests_import_becomes_their_requirements(tmp_path: Path) -> Non
     )
     result = render(with_extra, InitChoices(torch=("2.13.0",)))
     assert yaml.safe_load(result.text)["tests"]["requires"] == ["pytest", "composer>=0.2", "einops"]
-    assert not any("mtia" in h for h in result.hand)  # guarded by try/except ImportError
+    assert not any("mtia" in h for h in result.hand)  # its try/except ImportError guards it
     result = render(build, InitChoices(torch=("2.13.0",)))
     assert "tests: they import composer; add the distributions" in " ".join(result.hand)
