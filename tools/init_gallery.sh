@@ -74,7 +74,12 @@ megablocks)
     checkout databricks+megablocks 78eea65 "$SCRATCH/megablocks"
     cd "$SCRATCH/megablocks"
     "$WF312" init --torch 2.11.0 --archs 9.0 .
-    time env -u PIP_FIND_LINKS "$WF312" build --cache-dir "$CACHE" || true
+    # The one edit: CUDA 13's CCCL 3 changed cub::DeviceScan (csrc/cumsum.h:34); CUDA 12 builds it.
+    printf '\ncuda: ["12.4"]\n' >> matrix.yaml
+    # A CUDA 12.4 provisioned in the user cache, seen from $CACHE (which holds the CUDA torch).
+    mkdir -p "$CACHE/toolkits"
+    ln -sfn ~/.cache/wheelforge/toolkits/cuda-12.4-debian "$CACHE/toolkits/cuda-12.4-debian"
+    time env -u PIP_FIND_LINKS "$WF312" build --cache-dir "$CACHE"
     ;;
 fast_rnnt)
     checkout k2-fsa+fast_rnnt 83e4637 "$SCRATCH/fast_rnnt"
