@@ -25,22 +25,35 @@ class ArchCheck:
     missing_ptx: tuple[str, ...]
     extra_sass: tuple[str, ...]
     extra_ptx: tuple[str, ...]
+    # Whether the arch set applies: to the extension module when the plan compiles device code
+    # (.cu sources); not to a C++-only extension, nor to the wheel's other binaries.
+    applies: bool = True
 
     @property
     def ok(self) -> bool:
         return not self.missing_sass and not self.missing_ptx
 
 
-def check_binary(binary: BinaryContents, arch_set: ArchSet) -> ArchCheck:
+def check_binary(binary: BinaryContents, arch_set: ArchSet | None) -> ArchCheck:
+    """*binary*'s fatbin entries against *arch_set*; None: no arch is expected of it (what it
+    carries is listed as extra)."""
     sass = set(binary.sass_archs)
     ptx = set(binary.ptx_archs)
+    asked_sass = arch_set.sass if arch_set else ()
+    asked_ptx = arch_set.ptx if arch_set else ()
     return ArchCheck(
         binary=binary.path,
-        missing_sass=tuple(a for a in arch_set.sass if a not in sass),
-        missing_ptx=tuple(a for a in arch_set.ptx if a not in ptx),
-        extra_sass=tuple(sorted(sass - set(arch_set.sass))),
-        extra_ptx=tuple(sorted(ptx - set(arch_set.ptx))),
+        missing_sass=tuple(a for a in asked_sass if a not in sass),
+        missing_ptx=tuple(a for a in asked_ptx if a not in ptx),
+        extra_sass=tuple(sorted(sass - set(asked_sass))),
+        extra_ptx=tuple(sorted(ptx - set(asked_ptx))),
+        applies=arch_set is not None,
     )
+
+
+def compiles_device_code(plan: VariantPlan) -> bool:
+    """Whether the plan compiles device code (an nvcc step): only then is its arch set owed."""
+    return any(step.rule == "nvcc" for step in plan.compile.steps)
 
 
 def extension_binaries(
@@ -52,7 +65,7 @@ def extension_binaries(
 def verify_binaries(binaries: Sequence[BinaryContents], plan: VariantPlan) -> list[ArchCheck]:
     """Raise VerificationError naming the arch and the .so when an asked-for arch is missing."""
     arch_set = plan.variant.arch_set
-    if not any(step.rule == "nvcc" for step in plan.compile.steps):
+    if not compiles_device_code(plan):
         return []
     found = extension_binaries(binaries, plan)
     if not found:
@@ -113,7 +126,9 @@ def read_wheel(
     rules = registry.applicable(plan.abi.name)
     wheel = reader.read_wheel(wheel_path, FATBINS | registry.reading(rules))
     guards = shims.header_guards(plan.torch.include_dir)
-    context = abicheck.wheel_context(wheel, torch=plan.abi.target, guards=guards)
+    versions = shims.versions_file(plan.torch.include_dir.parent)
+    target = plan.abi.target
+    context = abicheck.wheel_context(wheel, torch=target, guards=guards, versions=versions)
     return wheel, abicheck.judge_wheel(wheel, context, rules)
 
 
@@ -126,11 +141,13 @@ def verify_wheel(wheel_path: Path, plan: VariantPlan) -> WheelVerification:
     verify_binaries(binaries, plan)
     # Named by the wheel's file name: the staging folder is gone when the error is read.
     abicheck.require_clean(checks, prefix=f"variant {plan.variant.id}: ", wheel=wheel_path)
-    arch_set = plan.variant.arch_set
+    # The arch set is owed by the extension module, and only when it has device code.
+    owed = plan.variant.arch_set if compiles_device_code(plan) else None
+    mine = {b.path for b in extension_binaries(binaries, plan)}
     symbols_read = {b.name for b in wheel.binaries if b.symbols is not None}
     return WheelVerification(
         binaries=binaries,
-        arch_checks=tuple(check_binary(b, arch_set) for b in binaries),
+        arch_checks=tuple(check_binary(b, owed if b.path in mine else None) for b in binaries),
         # The stable-ABI checks: of the binaries whose symbols the rules read (none for the
         # unstable ABI, whose report says "not-checked").
         abi_checks=tuple(c for c in checks if c.path in symbols_read),

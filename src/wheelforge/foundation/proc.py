@@ -127,6 +127,7 @@ def stream(
     hint: str,
     on_line: Callable[[str], None],
     env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
 ) -> Result:
     """Run a program, handing each line of its output (stderr merged into stdout) to *on_line*
     as it comes; the whole output is in the result's ``stdout``. Not checked: the caller reads
@@ -134,7 +135,13 @@ def stream(
     full_env = None if env is None else {**os.environ, **env}
     lines: list[str] = []
     argv, child = _spawn(
-        args, hint, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, bufsize=1
+        args,
+        hint,
+        cwd=cwd,
+        env=full_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        bufsize=1,
     )
     with child:
         try:

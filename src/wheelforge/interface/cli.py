@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any, cast
 
 import click
-from rich.console import Console
 
 from wheelforge import __version__
 from wheelforge.configuration.matrix.keys import COMPILE_CACHES
@@ -163,7 +162,7 @@ def inspect(paths: tuple[Path, ...], as_json: bool) -> None:
     from wheelforge.binaries.inspection import inspect_paths
     from wheelforge.interface.documents import kinds
     from wheelforge.interface.documents.inspection import inspect_document
-    from wheelforge.interface.render import print_inspect, print_whole
+    from wheelforge.interface.render import output_console, print_inspect, print_whole
     from wheelforge.interface.render_variants import variant_checks_table
     from wheelforge.packaging.wheel_variants import check_wheels, require_agree
 
@@ -172,7 +171,7 @@ def inspect(paths: tuple[Path, ...], as_json: bool) -> None:
     if as_json:
         kinds.echo(inspect_document(reports, checks))
     else:
-        print_inspect(reports, Console())
+        print_inspect(reports, output_console())
         if checks:
             print_whole(variant_checks_table(checks))
     require_agree(checks)
@@ -261,7 +260,8 @@ def check(
     """Check wheels or shared objects against the stable-ABI rules (exit 4 on a violation)."""
     from wheelforge.interface.documents import kinds
     from wheelforge.interface.documents.check import check_document
-    from wheelforge.interface.render import check_table, print_whole
+    from wheelforge.interface.render import print_whole
+    from wheelforge.interface.render_check import check_table
     from wheelforge.running import checking
 
     results = checking.run_check(list(paths), target=target, python_abi=python_abi)

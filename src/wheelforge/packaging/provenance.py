@@ -1,5 +1,8 @@
 """What went into a wheel, written inside it: a PEP 770 SBOM (CycloneDX JSON, in
-``.dist-info/sboms/``) and wheelforge's own build info (``.dist-info/wheelforge-build.json``).
+``.dist-info/sboms/``) and wheelforge's own build info (``.dist-info/wheelforge-build.json``);
+and beside the build, the list of every file the compiles read (``wheelforge-inputs.txt`` in
+the variant's build folder), whose sha256 the build info carries: a thousand headers' hashes
+are kilobytes in a report, not in every wheel.
 
 Both must be as reproducible as the binaries: no clock but SOURCE_DATE_EPOCH, no random
 identifiers (CycloneDX's serial number and bom-refs are derived from the content), and no
@@ -8,10 +11,12 @@ planning/reproducible.py)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shlex
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 from wheelforge import __version__
@@ -24,6 +29,25 @@ from wheelforge.planning.plan import VariantPlan
 
 SBOM_NAME = "sboms/wheelforge.cdx.json"  # PEP 770: any file name under .dist-info/sboms/
 BUILD_INFO_NAME = "wheelforge-build.json"
+INPUTS_NAME = "wheelforge-inputs.txt"  # in the variant's build folder
+
+
+@dataclass(frozen=True, kw_only=True)
+class Provenance:
+    """What packaging writes for a variant: the files under .dist-info, and the inputs list."""
+
+    dist_info: tuple[tuple[str, str], ...]  # (path under .dist-info, text), for wheel.contents
+    inputs: str  # inputs_list(): the build info's inputs.sha256 is its sha256
+
+
+def inputs_list(inputs: Mapping[str, str]) -> str:
+    """Every input as ``<sha256>  <name>`` lines sorted by name (sha256sum's format): one line
+    per file, so two builds' lists compare with diff, and its own sha256 is the inputs' digest."""
+    return "".join(f"{digest}  {name}\n" for name, digest in sorted(inputs.items()))
+
+
+def inputs_digest(listed: str) -> str:
+    return hashlib.sha256(listed.encode()).hexdigest()
 
 
 def compiler_version(cxx: str) -> str:
@@ -34,15 +58,21 @@ def compiler_version(cxx: str) -> str:
     return first.split(" ", 1)[1] if first.startswith("/") and " " in first else first
 
 
-def build_info(plan: VariantPlan, read: Sequence[Path], *, epoch: int) -> dict[str, object]:
-    """wheelforge's build info; *read* is every file the compiles read (sources and headers)."""
+def read_inputs(plan: VariantPlan, read: Sequence[Path]) -> dict[str, str]:
+    """The files the compiles read (*read*: sources, and the headers of ninja's deps) by their
+    path-free names (planning/reproducible.path_namer), each with its sha256."""
+    name_of = reproducible.path_namer(plan.compile.input_folders)
+    with ThreadPoolExecutor() as pool:  # ~1000 headers: hashlib and reads release the GIL
+        return dict(zip(map(name_of, read), pool.map(fsutil.sha256, read), strict=True))
+
+
+def build_info(plan: VariantPlan, *, epoch: int, inputs: Mapping[str, str]) -> dict[str, object]:
+    """The build info: what the wheel was made with, and its inputs as one digest (the list
+    itself is inputs_list(inputs), written beside the build)."""
     folders = plan.compile.input_folders
     toolkit = plan.variant.toolkit
     with open_elf_file(plan.link.library) as image:
         library = contents_of(image)
-    name_of = reproducible.path_namer(folders)
-    with ThreadPoolExecutor() as pool:  # ~1000 headers: hashlib and reads release the GIL
-        inputs = dict(zip(map(name_of, read), pool.map(fsutil.sha256, read), strict=True))
     # The flags name project folders relative to the build folder (../..): those spellings too.
     spellings = (*folders, *reproducible.spelled(dict(folders), plan.command_path).items())
 
@@ -73,19 +103,25 @@ def build_info(plan: VariantPlan, read: Sequence[Path], *, epoch: int) -> dict[s
             "gencode": plan.compile.gencode,
             "ldflags": free(plan.link.ldflags),
         },
-        "inputs": dict(sorted(inputs.items())),
+        "inputs": {
+            "files": len(inputs),
+            "sha256": inputs_digest(inputs_list(inputs)),
+            "list": INPUTS_NAME,
+        },
     }
 
 
-def dist_info_files(
-    plan: VariantPlan, read: Callable[[], Sequence[Path]]
-) -> tuple[tuple[str, str], ...]:
-    """(path under .dist-info, text) of the SBOM and the build info, for wheel.contents; *read*
+def provenance(plan: VariantPlan, read: Callable[[], Sequence[Path]]) -> Provenance:
+    """The SBOM and the build info for the wheel's .dist-info, and the inputs list; *read*
     answers every file the compiles read (from the freshness stamp, else ninja's deps log)."""
     # cyclonedx takes ~0.1 s to import: only a build that packs a wheel loads it.
     from wheelforge.packaging import sbom
 
     epoch = source_date_epoch()
-    info = build_info(plan, read(), epoch=epoch)
-    text = sbom.sbom(plan, info, epoch=epoch, build_info_name=BUILD_INFO_NAME)
-    return ((SBOM_NAME, text), (BUILD_INFO_NAME, json.dumps(info, indent=1) + "\n"))
+    inputs = read_inputs(plan, read())
+    info = build_info(plan, epoch=epoch, inputs=inputs)
+    text = sbom.sbom(plan, info, inputs, epoch=epoch, build_info_name=BUILD_INFO_NAME)
+    return Provenance(
+        dist_info=((SBOM_NAME, text), (BUILD_INFO_NAME, json.dumps(info, indent=1) + "\n")),
+        inputs=inputs_list(inputs),
+    )

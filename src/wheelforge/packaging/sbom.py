@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Mapping
 from datetime import datetime, timezone
 
 from cyclonedx.model import ExternalReference, ExternalReferenceType, HashAlgorithm, HashType, XsUri
@@ -38,10 +39,31 @@ def _component(name: str, version: str, purl: PackageURL | None, ctype: Componen
     return Component(name=name, version=version, type=ctype, purl=purl, bom_ref=f"{name}@{version}")
 
 
-def sbom(plan: VariantPlan, info: dict[str, object], *, epoch: int, build_info_name: str) -> str:
+def _project_files(inputs: Mapping[str, str]) -> list[Component]:
+    """The project's own files among *inputs* (name → sha256), each with its hash."""
+    return [
+        Component(
+            name=name,
+            type=ComponentType.FILE,
+            bom_ref=f"file:{name}",
+            hashes=[HashType(alg=HashAlgorithm.SHA_256, content=digest)],
+        )
+        for name, digest in inputs.items()
+        if not name.startswith(_NOT_PROJECT)
+    ]
+
+
+def sbom(
+    plan: VariantPlan,
+    info: dict[str, object],
+    inputs: Mapping[str, str],
+    *,
+    epoch: int,
+    build_info_name: str,
+) -> str:
     """The CycloneDX 1.6 document: the wheel, the torch it needs, the CUDA runtime linked into
-    it, and every project source with its hash; the compilers as tools; *build_info_name* is the
-    build info's file, referenced as the build's metadata."""
+    it, and every project source of *inputs* (name → sha256) with its hash; the compilers as
+    tools; *build_info_name* is the build info's file, referenced as the build's metadata."""
     pkg = plan.wheel.package
     main = _component(
         pkg.name,
@@ -59,18 +81,7 @@ def sbom(plan: VariantPlan, info: dict[str, object], *, epoch: int, build_info_n
     torch.description = f"headers compiled against; at run time: {plan.abi.torch_requirement}"
     cudart = _component("cudart_static", str(toolkit.version), None, ComponentType.LIBRARY)
     cudart.description = "the CUDA runtime, linked statically into the extension module"
-    inputs = info["inputs"]
-    assert isinstance(inputs, dict)
-    files = [
-        Component(
-            name=name,
-            type=ComponentType.FILE,
-            bom_ref=f"file:{name}",
-            hashes=[HashType(alg=HashAlgorithm.SHA_256, content=digest)],
-        )
-        for name, digest in inputs.items()
-        if not name.startswith(_NOT_PROJECT)
-    ]
+    files = _project_files(inputs)
     bom = Bom(
         serial_number=uuid.uuid5(_NAMESPACE, json.dumps(info, sort_keys=True)),
         components=[torch, cudart, *files],

@@ -97,6 +97,13 @@ class WheelDoc:
         default=None,
         metadata=doc("sha256 of the identical rebuild in another folder (--verify-reproducible)"),
     )
+    inputs: str | None = field(
+        default=None,
+        metadata=doc(
+            "the list of every file the compiles read, with its sha256 (beside the build); "
+            "its own sha256 is inputs.sha256 in the wheel's wheelforge-build.json"
+        ),
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -228,6 +235,7 @@ def variant_doc(v: VariantResult | VariantFailure, target: Version2) -> VariantD
         reused=v.reused,
         import_check=v.import_check,
         reproducible=v.reproducible,
+        inputs=str(v.inputs) if v.inputs else None,
     )
     compiled = CompileDoc(
         sources=v.sources,

@@ -5,25 +5,22 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
-import time
 from pathlib import Path
 
 import ninja as ninja_pkg
 
-from wheelforge.foundation import fsutil, log, proc
+from wheelforge.foundation import fsutil, log, proc, proctree
 from wheelforge.foundation.diagnostics import Diagnostic, parse_compiler_output
 from wheelforge.foundation.errors import BuildError, EnvironmentProblem
+from wheelforge.foundation.progress import JobProgress
 from wheelforge.planning.parallelism import default_parallelism
 from wheelforge.planning.plan import VariantPlan
 from wheelforge.running.build import diagnose
+from wheelforge.toolchain import ninjafeed
 
 NINJA_HINT = "pip install ninja"
-# ninja prints this before each command it runs; we count the compile steps from it.
-# Without a terminal, ninja prints it when each job ends (status.cc BuildEdgeFinished).
-_STATUS = "[wheelforge %f/%t] "
-_LOG_RETRIES = 40
-_STATUS_RE = re.compile(r"^\[wheelforge (\d+)/\d+\] (.+)$")
+_STATUS = ninjafeed.STATUS
+_STATUS_RE = ninjafeed.STATUS_RE
 
 
 def executable() -> Path:
@@ -72,41 +69,6 @@ def _job_name(description: str, plan: VariantPlan) -> str:
     return f"LINK {_display(plan.link.library, plan)}" if library in description else description
 
 
-class _NinjaLog:
-    """Job durations from ``.ninja_log``, which ninja appends to (and flushes) as each job ends:
-    ``start_ms<TAB>end_ms<TAB>mtime<TAB>output<TAB>hash`` (build_log.cc)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.offset = path.stat().st_size if path.is_file() else 0
-        self.seconds: dict[str, float] = {}
-
-    def read(self) -> None:
-        try:
-            with self.path.open("rb") as file:
-                file.seek(self.offset)
-                data = file.read()
-        except OSError:
-            return
-        complete = data.rfind(b"\n") + 1
-        self.offset += complete
-        for line in data[:complete].decode(errors="replace").splitlines():
-            fields = line.split("\t")
-            if len(fields) >= 4 and fields[0].isdigit() and fields[1].isdigit():
-                self.seconds[fields[3]] = (int(fields[1]) - int(fields[0])) / 1000
-
-    def duration(self, output: str) -> float | None:
-        # ninja prints a job's status line just before it logs the job (build.cc FinishCommand):
-        # give it a few milliseconds.
-        for _ in range(_LOG_RETRIES):
-            if output in self.seconds:
-                break
-            self.read()
-            if output not in self.seconds:
-                time.sleep(0.005)
-        return self.seconds.get(output)
-
-
 def run_env(plan: VariantPlan) -> dict[str, str]:
     env = {"NINJA_STATUS": _STATUS}
     if plan.compile.nvcc_threads:
@@ -120,7 +82,8 @@ def run_env(plan: VariantPlan) -> dict[str, str]:
 
 def run(plan: VariantPlan, *, env: dict[str, str] | None = None) -> list[str]:
     """Run ninja for the variant, with *env* added to the compilers' environment, showing each
-    job as it finishes; returns the build steps it ran (``CXX a.cpp`` …)."""
+    job as it runs and finishes (toolchain/ninjafeed.py); returns the build steps it ran
+    (``CXX a.cpp`` …)."""
     todo = pending_jobs(plan)
     args: list[str | Path] = [executable(), "-C", plan.build_dir, *_jobs_flag(plan)]
     if log.verbosity() >= 2:
@@ -129,34 +92,55 @@ def run(plan: VariantPlan, *, env: dict[str, str] | None = None) -> list[str]:
         f"{s.rule.upper()} {_display(s.source, plan)}": plan.command_path(s.object)
         for s in plan.compile.steps
     }
-    ninja_log = _NinjaLog(plan.build_dir / ".ninja_log")
-    progress = log.JobProgress(todo, plan.compile.jobs or default_parallelism())
-    ran: list[str] = []
 
-    def on_line(line: str) -> None:
-        m = _STATUS_RE.match(line)
-        if m is None:
-            if log.verbosity() >= 1:
-                log.detail(line)
-            return
-        job = _job_name(m[2], plan)
+    def output_of(job: str) -> str:
+        return outputs.get(job, plan.command_path(plan.link.library))
+
+    ninja_log = ninjafeed.NinjaLog(plan.build_dir / ".ninja_log")
+    expected = {
+        job: ninja_log.before[output_of(job)] for job in todo if output_of(job) in ninja_log.before
+    }
+    progress = JobProgress(
+        todo,
+        plan.compile.jobs or default_parallelism(),
+        expected=expected,
+        build_log=plan.build_dir / "build.log",
+    )
+
+    def command(description: str) -> None:
         if log.verbosity() >= 2:
-            log.detail(m[2])  # the full command line (ninja -v)
-        ran.append(job)
-        output = outputs.get(job, plan.command_path(plan.link.library))
-        progress.finished(job, ninja_log.duration(output))
+            log.detail(description)  # the full command line (ninja -v)
 
+    feed = ninjafeed.Feed(
+        progress,
+        ninja_log,
+        name_of=lambda d: _job_name(d, plan),
+        output_of=output_of,
+        on_command=command,
+    )
     try:
-        result = proc.stream(
-            args, hint=NINJA_HINT, env={**run_env(plan), **(env or {})}, on_line=on_line
-        )
+        with feed.ticking(lambda: _ninja_pid(plan)):
+            result = proc.stream(
+                args, hint=NINJA_HINT, env={**run_env(plan), **(env or {})}, on_line=feed.line
+            )
+        feed.close()
     finally:
         progress.close()
     # Every variant's full log at a stable path, whether the build passed or not.
     fsutil.write_if_changed(plan.build_dir / "build.log", result.stdout)
     if result.returncode != 0:
         raise _failure(plan, result.stdout)
-    return [job.split(" ", 1)[0] for job in ran]
+    return [job.split(" ", 1)[0] for job in feed.ran]
+
+
+def _ninja_pid(plan: VariantPlan) -> int | None:
+    """The ninja this process runs for *plan* (one at a time), once it has started."""
+    exe = str(executable())
+    build_dir = str(plan.build_dir)
+    for child in proctree.children(os.getpid()):
+        if child.argv[:1] == (exe,) and build_dir in child.argv:
+            return child.pid
+    return None
 
 
 def _failure(plan: VariantPlan, output: str) -> BuildError:
@@ -175,9 +159,13 @@ def _failure(plan: VariantPlan, output: str) -> BuildError:
     # The failing command's first errors (not the tail of everything), then known causes.
     first = diagnose.first_errors(found[0]) if found else proc.tail(shown)
     hints = diagnose.hints("\n".join(found[0].output) if found else shown, plan)
+    # The verdict comes last, after its details (log.error): the failing command's first
+    # error line, and where the whole log is, stay on the screen however long the rest is.
+    error = diagnose.first_error_line(found[0]) if found else None
     return BuildError(
-        f"variant {plan.variant.id}: {what}; its first errors are below, the whole log is "
-        f"{plan.build_dir / 'build.log'}",
+        f"variant {plan.variant.id}: {what}"
+        + (f": {error.strip()}" if error else "")
+        + f"; the first errors are above, the whole log is {plan.build_dir / 'build.log'}",
         details="\n".join([first, *hints]),
         diagnostics=tuple(_from_build_dir(d, plan) for d in parse_compiler_output(shown)),
     )

@@ -43,6 +43,9 @@ class VariantResult:
     null_wheel: Path | None = None
     reproducible: str | None = None  # sha256 of the identical rebuild (--verify-reproducible)
     compile_cache: CacheStats | None = None  # None: no cache, or nothing was compiled
+    # The list of every file the compiles read (packaging/provenance.py), beside the build: its
+    # sha256 is the one in the wheel's build info.
+    inputs: Path | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -27,7 +27,7 @@ from wheelforge.foundation.errors import (
     SizeBudgetError,
     WheelforgeError,
 )
-from wheelforge.packaging import repair, stamp, wheel, wheel_variants
+from wheelforge.packaging import provenance, repair, stamp, wheel, wheel_variants
 from wheelforge.planning.plan import PlanInputs, VariantPlan
 from wheelforge.planning.planner import plan_variant
 from wheelforge.running.build import importcheck, reuse
@@ -152,6 +152,7 @@ def _build_variant(
         variant_properties=done.variant_properties,
         null_wheel=done.null_wheel,
         compile_cache=cache_stats,
+        inputs=plan.build_dir / provenance.INPUTS_NAME,
     )
 
 
