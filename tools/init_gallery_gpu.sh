@@ -63,3 +63,11 @@ PY
 echo "== xformers (stable ABI): its sparse24 tests (the CUDA sources this wheel carries)"
 python -c 'import torch, xformers._cpp_lib as lib; print("xformers _C loaded:", lib._cpp_library_load_exception is None, [n for n in ("sparse24_sparsify_both_ways", "sparse24_apply", "sparse24_largest_mask_2d") if hasattr(torch.ops.xformers, n)])'
 (cd "$HERE/xformers" && python -m pytest -q -rs -p no:cacheprovider --maxfail=20 tests/test_sparsity24.py) 2>&1 | tail -12
+
+echo "== MegaBlocks' setup.py on a GPU machine, through init (needs wheelforge importable by PY): the --generate-code append it makes for the local GPU becomes the arch set"
+PY=${PY:-}
+if [ -n "$PY" ]; then
+    (cd "$HERE/megablocks-src" && "$PY" -m wheelforge init --force --python python3 . 2>&1 | tail -8; grep -A1 "arch-sets" matrix.yaml)
+else
+    echo "skipped: set PY to a Python with wheelforge installed (the device's venv)"
+fi
