@@ -61,6 +61,7 @@ def sdist_files(matrix: Matrix, root: Path) -> list[tuple[str, Path]]:
     wanted |= {root / n for n in _PROJECT_FILES if (root / n).is_file()}
     for spec in matrix.extension.sources:
         wanted |= {p.resolve() for p in matrix.root.glob(spec.pattern) if p.is_file()}
+    wanted |= set(matrix.package.modules)
     folders = [*matrix.extension.include_dirs, *matrix.package.packages]
     if matrix.tests is not None:
         folders.append(matrix.tests.path)
