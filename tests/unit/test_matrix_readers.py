@@ -38,6 +38,7 @@ EXAMPLES: dict[str, Any] = {
     "package.name": "demo-ops",
     "package.version": "1.2.0",
     "package.license": "MIT",
+    "package.urls": {"Homepage": "https://example.org/demo"},
     "package.requires-python": ">=3.10",
     "package.pyproject": False,
     "package.packages": ["demo_ops"],

@@ -4,19 +4,20 @@ export rule, reading pyproject.toml, ninja failure output, and `wheelforge init`
 from __future__ import annotations
 
 import shlex
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from wheelforge.binaries import abicheck, initexport, verify
-from wheelforge.configuration.importers import initmatrix
 from wheelforge.configuration.importers.setuppy import scan_setup_py
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.configuration.settings import Flags, resolve
 from wheelforge.foundation.errors import ConfigError, VerificationError
 from wheelforge.interface.cli import main
 from wheelforge.packaging import wheel
+from wheelforge.running import adopt
 from wheelforge.running.build import diagnose, importcheck
 from wheelforge.toolchain.toolkit import _dry_includes
 
@@ -309,15 +310,21 @@ def test_init_reads_setup_py_without_running_it(project: Project, tmp_path: Path
     assert ext.nvcc_flags == ["-DWITH_CUDA", "-O3", "--use_fast_math"]
     assert ext.libraries == ["cublas"]
     notes = "\n".join(scan.notes)
-    for expected in ("setup(version=compute_version()) is computed", "setup(author=...)",
+    # setup(author=...) is read now: matrix.yaml has package.authors (it used to be a note).
+    assert scan.setup_args["author"] == "someone"
+    for expected in ("setup(version=compute_version()) is computed",
                      "'cc_flag' is changed in place", "threads(...) at line", "nvcc arch flags"):  # fmt: skip
         assert expected in notes, notes
     (tmp_path / "matrix.yaml").unlink()
-    result = initmatrix.write(tmp_path, force=False, torch=("2.13.0",), archs="9.0")
+    request = adopt.InitRequest(
+        root=tmp_path, torch=("2.13.0",), archs="9.0", run=False, python=Path(sys.executable)
+    )
+    result = adopt.init_project(request)
     m = load_matrix(result.path)
     assert (m.extension.name, m.abi, str(m.arch_sets[0])) == ("demo_ops._C", "unstable", "9.0")
+    assert m.package.authors == ("someone",)
     with pytest.raises(ConfigError, match="exists; pass --force"):
-        initmatrix.write(tmp_path, force=False, torch=(), archs=None)
+        adopt.init_project(request)
 
 
 def test_init_prints_what_needs_a_hand(
@@ -326,10 +333,11 @@ def test_init_prints_what_needs_a_hand(
     project()
     (tmp_path / "matrix.yaml").unlink()
     (tmp_path / "setup.py").write_text(SETUP_PY)
-    assert main(["init", str(tmp_path)]) == 0
+    assert main(["init", "--no-run", "--torch", "2.13.0", str(tmp_path)]) == 0
     err = capsys.readouterr().err
     assert "wrote" in err and "thing(s) need a hand:" in err
-    assert main(["init", str(tmp_path)]) == 2  # never overwrites without --force
+    assert "without running it (--no-run)" in " ".join(err.split())
+    assert main(["init", "--no-run", str(tmp_path)]) == 2  # never overwrites without --force
 
 
 @pytest.mark.parametrize(

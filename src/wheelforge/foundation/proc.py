@@ -69,12 +69,15 @@ def run(
     stream: bool = False,
     what: str | None = None,
     replace_env: bool = False,
+    timeout: float | None = None,
 ) -> Result:
     """Run a program to completion.
 
     ``hint`` says how to install the program if it is missing. With ``stream`` the output goes
     straight to the terminal instead of being captured. ``what`` names the step in the error.
     ``env`` is added to this process's environment, or replaces it with ``replace_env``.
+    ``timeout`` is a deadline in seconds: past it the tool's whole session is stopped and a
+    ToolError says so (a user's setup.py that never ends, a CMake configure that hangs).
     """
     full_env = None if env is None else dict(env) if replace_env else {**os.environ, **env}
     argv, popen = _spawn(
@@ -86,7 +89,15 @@ def run(
         stderr=None if stream else subprocess.PIPE,
     )
     try:
-        stdout, stderr = popen.communicate()
+        stdout, stderr = popen.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        stop(popen)
+        name = what or Path(argv[0]).name
+        output = "\n".join(_text(s) for s in (exc.stdout, exc.stderr) if s and _text(s).strip())
+        raise ToolError(
+            f"{name} did not finish within {timeout:g} s and was stopped: {shlex.join(argv)}",
+            details=tail(output) if output else None,
+        ) from None
     except BaseException:
         stop(popen)
         raise
@@ -104,6 +115,10 @@ def run(
             details=tail(output) if output else None,
         )
     return result
+
+
+def _text(data: str | bytes) -> str:
+    return data.decode(errors="replace") if isinstance(data, bytes) else data
 
 
 def stream(

@@ -104,12 +104,26 @@ def core_metadata(
         msg["Requires-Dist"] = torch_requirement
     for dep in pkg.dependencies:
         msg["Requires-Dist"] = dep
-    # pyproject.toml's [project] fields, as pyproject-metadata wrote them (configuration/pyproject.py).
+    for header, value in _matrix_metadata(pkg):
+        msg[header] = value
+    # pyproject.toml's [project] fields, as pyproject-metadata wrote them (configuration/matrix/pyproject.py).
     for key, value in pkg.extra_metadata:
         msg[key] = value
     if pkg.description:
         msg.set_payload(pkg.description)
     return msg.as_string()
+
+
+def _matrix_metadata(pkg: PackageConfig) -> list[tuple[str, str]]:
+    """The headers of matrix.yaml's authors, urls, classifiers and keywords (core metadata 2.1)."""
+    out: list[tuple[str, str]] = []
+    for author in pkg.authors:
+        out.append(("Author-email" if "@" in author else "Author", author))
+    out += [("Project-URL", f"{label}, {url}") for label, url in pkg.urls]
+    out += [("Classifier", c) for c in pkg.classifiers]
+    if pkg.keywords:
+        out.append(("Keywords", ",".join(pkg.keywords)))
+    return out
 
 
 def metadata_text(plan: VariantPlan) -> str:
@@ -140,6 +154,7 @@ def contents(
     leaves = [link.extension.leaf + "." for link in plan.links]
     for folder in pkg.packages:
         files.extend(_package_files(folder, leaves, pkg.package_data, pkg.exclude))
+    files += [(module.name, module) for module in pkg.modules]
     files.extend((link.wheel_path, link.library) for link in plan.links)
     namever = f"{pkg.wheel_name}-{plan.wheel.version}"
     # PEP 639: License-File entries name files under .dist-info/licenses/.

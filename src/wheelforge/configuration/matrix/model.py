@@ -69,12 +69,41 @@ class PackageConfig:
         default=(),
         metadata=key("extra `Requires-Dist` entries; torch must not be listed", shape=Strings),
     )
+    authors: tuple[str, ...] = field(
+        default=(),
+        metadata=key(
+            "METADATA `Author-email` entries, `Name <email>` (or `Author` for a name alone), as setup(author=, author_email=) gives them",
+            shape=Strings,
+        ),
+    )
+    urls: tuple[tuple[str, str], ...] = field(
+        default=(),
+        metadata=key(
+            "METADATA `Project-URL` entries: labels to URLs (`Homepage: https://...`)",
+            shape={"type": "object", "additionalProperties": {"type": "string"}},
+            words="mapping of labels to URLs",
+        ),
+    )
+    classifiers: tuple[str, ...] = field(
+        default=(), metadata=key("METADATA `Classifier` entries (trove classifiers)", shape=Strings)
+    )
+    keywords: tuple[str, ...] = field(
+        default=(), metadata=key("METADATA `Keywords`", shape=Strings)
+    )
     packages: tuple[Path, ...] = field(
         default=(),
         metadata=key(
             "Python packages (an `__init__.py`, or a namespace package holding one); their `.py`/`.pyi` files and `package-data` go into the wheel",
             shape=Strings,
             default_words="the extension's top-level package, else every top-level package folder",
+        ),
+    )
+    modules: tuple[Path, ...] = field(
+        default=(),
+        metadata=key(
+            "top-level Python modules (`.py` files) shipped at the wheel's root, as setup(py_modules=...) ships them",
+            shape=Strings,
+            words="list of files",
         ),
     )
     package_data: tuple[str, ...] = field(
