@@ -28,7 +28,7 @@ def test_job_names_from_descriptions_and_from_commands(project: Project, tmp_pat
     obj, src = plan.command_path(cu.object), plan.command_path(cu.source)
     command = f"/usr/bin/nvcc -MF {obj}.d -c {src} -o {obj}"
     assert ninja._job_name(command, plan) == "NVCC csrc/kernel.cu"
-    assert ninja._job_name(f"/usr/bin/g++ -shared -o {plan.link.library} a.o", plan).startswith(
+    assert ninja._job_name(f"/usr/bin/g++ -shared -o {plan.links[0].library} a.o", plan).startswith(
         "LINK "
     )
 

@@ -75,9 +75,12 @@ def test_the_link_exports_only_pyinit_and_sources_keep_default_visibility(
     plan = plan_for(load_matrix(project()), tmp_path)
     exports = next(g for g in plan.compile.generated if g.path.name == "exports.map")
     assert "global:\n    PyInit__C;\n  local:\n    *;" in exports.text
-    assert f"-Wl,--version-script={exports.path}" in shlex.split(plan.link.ldflags)
+    assert f"-Wl,--version-script={exports.path}" in shlex.split(plan.links[0].ldflags)
     assert (
-        "visibility" not in plan.compile.cxx_flags + plan.compile.cc_flags + plan.compile.nvcc_flags
+        "visibility"
+        not in plan.compile.flag_sets[0].cxx
+        + plan.compile.flag_sets[0].cc
+        + plan.compile.flag_sets[0].nvcc
     )
 
 
@@ -88,7 +91,7 @@ def test_cpp_sources_see_python_and_the_variants_toolkit_headers(
     project: Project, tmp_path: Path
 ) -> None:
     plan = plan_for(load_matrix(project()), tmp_path)
-    cxx = shlex.split(plan.compile.cxx_flags)
+    cxx = shlex.split(plan.compile.flag_sets[0].cxx)
     assert f"-I{plan.torch.python_include}" in cxx
     for folder in plan.variant.toolkit.include_dirs:
         assert f"-I{folder}" in cxx
@@ -155,7 +158,7 @@ def test_link_flags_libraries_and_library_dirs(project: Project, tmp_path: Path)
         '  libraries: [m, cublas]\n  library-dirs: [lib]\n  link-flags: ["-Wl,-z,now"]\n',
     )
     plan = plan_for(load_matrix(project(text)), tmp_path)
-    ld = shlex.split(plan.link.ldflags)
+    ld = shlex.split(plan.links[0].ldflags)
     assert ld[-4:] == [f"-L{(tmp_path / 'lib').resolve()}", "-lm", "-lcublas", "-Wl,-z,now"]
 
 
@@ -172,8 +175,8 @@ def test_the_wheel_ships_python_files_and_declared_data_only(
         (pkg / name).parent.mkdir(parents=True, exist_ok=True)
         (pkg / name).write_text("x")
     plan = plan_for(load_matrix(project(text)), tmp_path)
-    plan.link.library.parent.mkdir(parents=True, exist_ok=True)
-    plan.link.library.write_bytes(b"\x7fELF")
+    plan.links[0].library.parent.mkdir(parents=True, exist_ok=True)
+    plan.links[0].library.write_bytes(b"\x7fELF")
     names = [arc for arc, _ in wheel.contents(plan, "linux_x86_64").files]
     assert names == [
         "demo_ops/_C.abi3.so",
@@ -221,7 +224,7 @@ def test_a_top_level_extension_module_lands_at_the_wheel_root(
 ) -> None:
     text = GOOD_MATRIX.replace("name: demo_ops._C", "name: demo_ops_cuda")
     plan = plan_for(load_matrix(project(text)), tmp_path)
-    assert plan.wheel.library_path == "demo_ops_cuda.abi3.so"
+    assert plan.links[0].wheel_path == "demo_ops_cuda.abi3.so"
 
 
 # -- pyproject.toml [project] --------------------------------------------------------------------

@@ -82,6 +82,20 @@ def binary_tables(v: VariantResult) -> list[Table]:
     return tables
 
 
+def shared_object_lines(v: VariantResult) -> list[str]:
+    """One line per shared object of the wheel: its path, role, size (and budget), and what
+    the import check did with it."""
+    lines = []
+    for so in v.shared_objects:
+        role = "module" if so.role == "extension" else "op library"
+        budget = f" of {human_size(so.budget)}" if so.budget is not None else ""
+        loaded = (
+            escape(so.loaded) if so.loaded else "[yellow]not loaded[/yellow] (--no-import-check)"
+        )
+        lines.append(f"  {escape(so.path)} ({role}, {human_size(so.size)}{budget}): {loaded}")
+    return lines
+
+
 def abi_summary(checks: Sequence[BinaryCheck], target: tuple[int, int]) -> str:
     """One line: what the binaries need of torch and Python."""
     shims = sorted({s for c in checks for s in c.shims})
@@ -141,12 +155,17 @@ def print_build(report: BuildReport, console: Console) -> None:
             )
         if v.abi_checks:
             console.print(abi_summary(v.abi_checks, report.target_version))
-        console.print(
-            f"import check: {v.import_check}"
-            if v.import_check
-            else "import check: [yellow]skipped[/yellow] (--no-import-check)",
-            soft_wrap=True,
-        )
+        if len(v.shared_objects) > 1:
+            console.print(f"{len(v.shared_objects)} shared objects:", soft_wrap=True)
+            for line in shared_object_lines(v):
+                console.print(line, soft_wrap=True, highlight=False)
+        else:
+            console.print(
+                f"import check: {'; '.join(v.import_check)}"
+                if v.import_check
+                else "import check: [yellow]skipped[/yellow] (--no-import-check)",
+                soft_wrap=True,
+            )
         if v.compile_cache is not None:
             console.print(v.compile_cache.summary(), soft_wrap=True)
         budget = f", budget {human_size(v.size.budget)}" if v.size else ""

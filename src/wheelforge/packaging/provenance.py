@@ -14,18 +14,20 @@ from __future__ import annotations
 import hashlib
 import json
 import shlex
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from wheelforge import __version__
 from wheelforge.binaries.elf import open_elf_file
+from wheelforge.binaries.facts import BinaryContents
 from wheelforge.binaries.inspection import contents_of
 from wheelforge.foundation import fsutil, proc
 from wheelforge.packaging.wheel import source_date_epoch
 from wheelforge.planning import reproducible
 from wheelforge.planning.plan import VariantPlan
+from wheelforge.toolchain.headerlibs import HeaderLibrary
 
 SBOM_NAME = "sboms/wheelforge.cdx.json"  # PEP 770: any file name under .dist-info/sboms/
 BUILD_INFO_NAME = "wheelforge-build.json"
@@ -71,23 +73,38 @@ def build_info(plan: VariantPlan, *, epoch: int, inputs: Mapping[str, str]) -> d
     itself is inputs_list(inputs), written beside the build)."""
     folders = plan.compile.input_folders
     toolkit = plan.variant.toolkit
-    with open_elf_file(plan.link.library) as image:
-        library = contents_of(image)
-    # The flags name project folders relative to the build folder (../..): those spellings too.
-    spellings = (*folders, *reproducible.spelled(dict(folders), plan.command_path).items())
+    libraries = [_contents(link.library) for link in plan.links]
+    free = _path_free(plan)
 
-    def free(text: str) -> str:
-        # The prefix maps are listed once, by name: their order follows the folders' path
-        # lengths, which differ between machines while the binaries do not.
-        words = shlex.split(reproducible.path_free_text(text, spellings))
-        return shlex.join(w for w in words if "-ffile-prefix-map=" not in w)
+    def flags(index: int) -> dict[str, str]:
+        own = plan.compile.flag_sets[index]
+        return {
+            "cxx": free(own.cxx),
+            "cc": free(own.cc),
+            "nvcc": free(own.nvcc),
+            "ldflags": free(plan.links[index].ldflags),
+        }
 
-    return {
+    several = len(plan.links) > 1
+    extensions = [
+        {
+            "name": link.extension.name,
+            "role": link.role,
+            "path": link.wheel_path,
+            "archs": {"sass": list(lib.sass_archs), "ptx": list(lib.ptx_archs)},
+            **({"flags": flags(i)} if several else {}),
+        }
+        for i, (link, lib) in enumerate(zip(plan.links, libraries, strict=True))
+    ]
+    info: dict[str, object] = {
         "wheelforge": __version__,
         "source_date_epoch": epoch,
         "variant": plan.variant.id,
         "arch_set": str(plan.variant.arch_set),
-        "archs": {"sass": list(library.sass_archs), "ptx": list(library.ptx_archs)},
+        "archs": {
+            "sass": _union(lib.sass_archs for lib in libraries),
+            "ptx": _union(lib.ptx_archs for lib in libraries),
+        },
         "toolkit": {"release": str(toolkit.version), "build": toolkit.build},
         "host_compiler": compiler_version(plan.compile.cxx),
         "nvcc_host_compiler": compiler_version(plan.compile.nvcc_host),
@@ -96,19 +113,77 @@ def build_info(plan: VariantPlan, *, epoch: int, inputs: Mapping[str, str]) -> d
         "target_version": list(plan.abi.target),
         "python_abi": plan.abi.abi_tag,
         "prefix_maps": sorted({name for _, name in folders}),
-        "flags": {
-            "cxx": free(plan.compile.cxx_flags),
-            "cc": free(plan.compile.cc_flags),
-            "nvcc": free(plan.compile.nvcc_flags),
-            "gencode": plan.compile.gencode,
-            "ldflags": free(plan.link.ldflags),
-        },
+        # One extension's flags here; with several, each one's under "extensions".
+        "flags": {"gencode": plan.compile.gencode}
+        if several
+        else {**flags(0), "gencode": plan.compile.gencode},
+        "extensions": extensions,
         "inputs": {
             "files": len(inputs),
             "sha256": inputs_digest(inputs_list(inputs)),
             "list": INPUTS_NAME,
         },
     }
+    info |= _before_compiling(plan)
+    return info
+
+
+def _path_free(plan: VariantPlan) -> Callable[[str], str]:
+    """A command line without the folders it names (by their names) and without the prefix
+    maps: they are listed once, by name, as their order follows the folders' path lengths,
+    which differ between machines while the binaries do not."""
+    folders = plan.compile.input_folders
+    # The flags name project folders relative to the build folder (../..): those spellings too.
+    spellings = (*folders, *reproducible.spelled(dict(folders), plan.command_path).items())
+
+    def free(text: str) -> str:
+        words = shlex.split(reproducible.path_free_text(text, spellings))
+        return shlex.join(w for w in words if "-ffile-prefix-map=" not in w)
+
+    return free
+
+
+def _contents(library: Path) -> BinaryContents:
+    with open_elf_file(library) as image:
+        return contents_of(image)
+
+
+def _before_compiling(plan: VariantPlan) -> dict[str, object]:
+    """The header libraries and the generate steps (as matrix.yaml writes them), if any."""
+    out: dict[str, object] = {}
+    if plan.compile.header_libraries:
+        out["header_libraries"] = [header_library(lib) for lib in plan.compile.header_libraries]
+    if plan.compile.generate:
+        out["generate"] = [
+            {
+                "name": e.name,
+                "run": list(e.written),
+                "outputs": [o.relative_to(e.folder).as_posix() for o in e.outputs],
+            }
+            for e in plan.compile.generate
+        ]
+    return out
+
+
+def header_library(lib: HeaderLibrary) -> dict[str, object]:
+    """A header library as the build info records it (the SBOM names it from this)."""
+    out: dict[str, object] = {"name": lib.name, "origin": lib.origin, "version": lib.version}
+    for key, value in (
+        ("commit", lib.commit),
+        ("pinned", lib.pinned),
+        ("url", lib.url),
+        ("requirement", lib.requirement),
+        ("purl", lib.purl),
+        ("sha256", lib.digest),
+    ):
+        if value is not None:
+            out[key] = value
+    return out
+
+
+def _union(archs: Iterable[Sequence[str]]) -> list[str]:
+    """The archs of several shared objects, each once, in the order they first come."""
+    return list(dict.fromkeys(a for group in archs for a in group))
 
 
 def provenance(plan: VariantPlan, read: Callable[[], Sequence[Path]]) -> Provenance:

@@ -1,5 +1,6 @@
 """The PEP 770 SBOM inside each wheel: a CycloneDX 1.6 document (through cyclonedx-python-lib)
-of the wheel, the torch it needs, the CUDA runtime linked into it and every project source.
+of the wheel, the torch it needs, the CUDA runtime linked into it, the header libraries compiled
+into it (their version or commit) and every project source.
 Loaded by provenance.py only when a wheel is packed (cyclonedx takes ~0.1 s to import)."""
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from packageurl import PackageURL
 from wheelforge import __version__
 from wheelforge.planning import reproducible
 from wheelforge.planning.plan import VariantPlan
+from wheelforge.toolchain.headerlibs import HeaderLibrary
 
 # Inputs that are not the project's own files: the SBOM names them as components (torch, the
 # toolkit) or not at all (system and Python headers); build info lists them all.
@@ -30,6 +32,7 @@ _NOT_PROJECT = tuple(
         reproducible.TOOLKIT_HOST,
         reproducible.TORCH,
         reproducible.PYTHON_INCLUDE,
+        reproducible.HEADER_LIBRARIES,
     )
 )
 _NAMESPACE = uuid.UUID("6f1c1f0e-8a53-4c43-9f55-77686565c666")  # uuid5 namespace of our serials
@@ -37,6 +40,32 @@ _NAMESPACE = uuid.UUID("6f1c1f0e-8a53-4c43-9f55-77686565c666")  # uuid5 namespac
 
 def _component(name: str, version: str, purl: PackageURL | None, ctype: ComponentType) -> Component:
     return Component(name=name, version=version, type=ctype, purl=purl, bom_ref=f"{name}@{version}")
+
+
+def _header_library(lib: HeaderLibrary) -> Component:
+    """A header library compiled into the binaries: its version (or commit), where it came
+    from, and the sha256 of its include folders' content."""
+    version = lib.version or (lib.digest[:12] if lib.digest else "unknown")
+    component = _component(
+        lib.name,
+        version,
+        PackageURL.from_string(lib.purl) if lib.purl else None,
+        ComponentType.LIBRARY,
+    )
+    what = {"git": "a git checkout", "folder": "a folder", "pypi": "a PyPI wheel"}[lib.origin]
+    commit = f" at commit {lib.commit}" if lib.commit else ""
+    component.description = (
+        f"header library from {what}{commit}, compiled into the binaries; its hash: sha256 of "
+        "its include folders' content (each file's path and sha256)"
+    )
+    if lib.digest:
+        component.hashes.add(HashType(alg=HashAlgorithm.SHA_256, content=lib.digest))
+    if lib.url:
+        kind = (
+            ExternalReferenceType.VCS if lib.origin == "git" else ExternalReferenceType.DISTRIBUTION
+        )
+        component.external_references.add(ExternalReference(type=kind, url=XsUri(lib.url)))
+    return component
 
 
 def _project_files(inputs: Mapping[str, str]) -> list[Component]:
@@ -81,10 +110,11 @@ def sbom(
     torch.description = f"headers compiled against; at run time: {plan.abi.torch_requirement}"
     cudart = _component("cudart_static", str(toolkit.version), None, ComponentType.LIBRARY)
     cudart.description = "the CUDA runtime, linked statically into the extension module"
+    headers = [_header_library(lib) for lib in plan.compile.header_libraries]
     files = _project_files(inputs)
     bom = Bom(
         serial_number=uuid.uuid5(_NAMESPACE, json.dumps(info, sort_keys=True)),
-        components=[torch, cudart, *files],
+        components=[torch, cudart, *headers, *files],
     )
     bom.metadata.component = main
     bom.metadata.timestamp = datetime.fromtimestamp(epoch, tz=timezone.utc)
@@ -102,7 +132,7 @@ def sbom(
             _component("c++", str(info["host_compiler"]), None, ComponentType.APPLICATION),
         ]
     )
-    bom.register_dependency(main, [torch, cudart])
+    bom.register_dependency(main, [torch, cudart, *headers])
     bom.metadata.component.external_references.add(
         ExternalReference(type=ExternalReferenceType.BUILD_META, url=XsUri(build_info_name))
     )

@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 
 from wheelforge.planning.plan import VariantPlan
+from wheelforge.running.build import genstep
 from wheelforge.toolchain.featureguards import feature_guards
 
 # How many lines of the failing command's output an error shows, from its first error on.
@@ -47,6 +48,15 @@ def failures(output: str) -> list[Failure]:
             body.append(following)
         found.append(Failure(failed=line, output=tuple(body)))
     return found
+
+
+def generate_failure(failure: Failure) -> str | None:
+    """The one line a failed generate step ended with (running/build/genstep.py), if the
+    failed job is one."""
+    return next(
+        (ln.strip() for ln in reversed(failure.output) if ln.startswith(genstep.FAILED_MARK)),
+        None,
+    )
 
 
 def first_error_line(failure: Failure) -> str | None:

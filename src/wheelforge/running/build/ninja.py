@@ -52,6 +52,7 @@ def _jobs_flag(plan: VariantPlan) -> list[str]:
 
 
 _VERBS = ("CXX", "CC", "NVCC", "LINK")
+GENERATE = "GENERATE"  # a generate step's job: GENERATE <its name>
 
 
 def _job_name(description: str, plan: VariantPlan) -> str:
@@ -61,12 +62,33 @@ def _job_name(description: str, plan: VariantPlan) -> str:
     if verb in _VERBS:
         # The build file names paths relative to the build folder (plan.command_path).
         return f"{verb} {_display(Path(os.path.normpath(plan.build_dir / target)), plan)}"
+    if verb == GENERATE:
+        return description
     for step in plan.compile.steps:
         names = (plan.command_path(step.object), str(step.object))
         if any(f" {name} " in f" {description} " for name in names):
             return f"{step.rule.upper()} {_display(step.source, plan)}"
-    library = plan.command_path(plan.link.library)
-    return f"LINK {_display(plan.link.library, plan)}" if library in description else description
+    for link in plan.links:
+        if plan.command_path(link.library) in description:
+            return f"LINK {_display(link.library, plan)}"
+    for edge in plan.compile.generate:
+        if f" --name {edge.name} " in f" {description} ":
+            return f"{GENERATE} {edge.name}"
+    return description
+
+
+def _outputs(plan: VariantPlan) -> dict[str, str]:
+    """Each job's output as .ninja_log names it (for its duration)."""
+    outputs = {
+        f"{s.rule.upper()} {_display(s.source, plan)}": plan.command_path(s.object)
+        for s in plan.compile.steps
+    }
+    for link in plan.links:
+        outputs[f"LINK {_display(link.library, plan)}"] = plan.command_path(link.library)
+    for edge in plan.compile.generate:
+        if edge.outputs:
+            outputs[f"{GENERATE} {edge.name}"] = plan.command_path(edge.outputs[0])
+    return outputs
 
 
 def run_env(plan: VariantPlan) -> dict[str, str]:
@@ -88,13 +110,10 @@ def run(plan: VariantPlan, *, env: dict[str, str] | None = None) -> list[str]:
     args: list[str | Path] = [executable(), "-C", plan.build_dir, *_jobs_flag(plan)]
     if log.verbosity() >= 2:
         args.append("-v")
-    outputs = {
-        f"{s.rule.upper()} {_display(s.source, plan)}": plan.command_path(s.object)
-        for s in plan.compile.steps
-    }
+    outputs = _outputs(plan)
 
     def output_of(job: str) -> str:
-        return outputs.get(job, plan.command_path(plan.link.library))
+        return outputs.get(job, plan.command_path(plan.links[-1].library))
 
     ninja_log = ninjafeed.NinjaLog(plan.build_dir / ".ninja_log")
     expected = {
@@ -147,11 +166,23 @@ def _failure(plan: VariantPlan, output: str) -> BuildError:
     found = diagnose.failures(output)
     failed = found[0].failed if found else ""
     step = next((s for s in plan.compile.steps if plan.command_path(s.object) in failed), None)
+    link = next((k for k in plan.links if plan.command_path(k.library) in failed), None)
+    generated = diagnose.generate_failure(found[0]) if found else None
+    if generated is not None:
+        # The step's own line says what happened (its exit code, its deadline, an output it
+        # did not write); its output is above, and in build.log.
+        return BuildError(
+            f"variant {plan.variant.id}: {generated}; its output is above, the whole log is "
+            f"{plan.build_dir / 'build.log'}",
+            details=diagnose.first_errors(found[0]),
+        )
     what = (
         f"compiling {_display(step.source, plan)} failed"
         if step
+        else f"linking {link.wheel_path} failed"
+        if link and len(plan.links) > 1
         else "linking failed"
-        if plan.command_path(plan.link.library) in failed
+        if link
         else "the build failed"
     )
     # ninja's own status lines are noise in the compiler's output.

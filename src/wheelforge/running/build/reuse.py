@@ -63,7 +63,7 @@ VERIFIED = "wheel-verified.pickle"
 
 
 def remember_verification(
-    published: Path, plan: VariantPlan, found: WheelVerification, imported: str | None
+    published: Path, plan: VariantPlan, found: WheelVerification, imported: tuple[str, ...] | None
 ) -> None:
     data = (__version__, stamp.sha256(published), found, imported)
     (plan.build_dir / VERIFIED).write_bytes(pickle.dumps(data))
@@ -71,7 +71,7 @@ def remember_verification(
 
 def verified_before(
     published: Path, plan: VariantPlan
-) -> tuple[WheelVerification, str | None] | None:
+) -> tuple[WheelVerification, tuple[str, ...] | None] | None:
     """The findings (and the import check's verdict) stored when this very wheel was published
     by this wheelforge. The pickle is wheelforge's own, in its own build folder."""
     try:
@@ -79,4 +79,5 @@ def verified_before(
     except Exception:  # missing, truncated, from another layout: verify again
         return None
     ok = version == __version__ and sha == stamp.sha256(published)
+    ok = ok and (imported is None or isinstance(imported, tuple))
     return (found, imported) if ok and isinstance(found, WheelVerification) else None
