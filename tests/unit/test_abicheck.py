@@ -175,10 +175,22 @@ def test_a_variant_wheel_is_checked_against_the_tags_before_its_label(tmp_path: 
         abicheck.check_wheel(plain, torch=None, guards={})
 
 
-def test_wheel_without_torch_requirement_needs_target(tmp_path: Path) -> None:
-    wheel = make_wheel(tmp_path, "pkg-1.0-cp310-abi3-linux_x86_64.whl", "ext.so", requires=None)
-    with pytest.raises(ConfigError, match="pass --target"):
-        abicheck.check_wheel(wheel, torch=None, guards={})
+def test_wheel_without_torch_requirement_is_checked_against_what_its_binaries_need(
+    tmp_path: Path,
+) -> None:
+    # Issue 23: it was refused ("pass --target"); it is checked against its binaries' floor
+    # (ext.so's newest shim, torch_library_impl, arrived in 2.10) and told what to declare.
+    for requires in (None, "torch"):
+        wheel = make_wheel(
+            tmp_path, "pkg-1.0-cp310-abi3-linux_x86_64.whl", "ext.so", requires=requires
+        )
+        whole, binary = abicheck.check_wheel(wheel, torch=None, guards={})
+        assert binary.violations == () and binary.declared_torch == (2, 10)
+        [warning] = whole.violations
+        assert (warning.rule, warning.severity) == ("requirement", "warning")
+        assert "declare Requires-Dist: torch>=2.10" in warning.message
+        assert binary.wheel is not None and binary.wheel.torch_source == "inferred"
+        assert binary.wheel.allows == "torch>=2.10"
     assert abicheck.check_wheel(wheel, torch=(2, 10), guards={})[0].violations == ()
 
 
