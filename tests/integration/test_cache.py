@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_build import wheelforge
+from tests.integration.helpers import wheelforge
 from wheelforge.toolchain import envs, toolkit
 
 
