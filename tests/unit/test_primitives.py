@@ -293,6 +293,36 @@ ALLOWED = {
         "toolchain/shims.py",
         '.joinpath("data/shim_exports.json").read_text(',
     ): "package data (importlib.resources)",
+    ("configuration/importers/capture_guards.py", "class GuardedPopen("): (
+        "runs inside the capture child that runs setup.py, guarding what it starts"
+    ),
+    ("configuration/importers/setup_child.py", "tempfile.mkdtemp("): (
+        "runs inside the capture child, in its own temporary folder"
+    ),
+    ("configuration/importers/cmake.py", "tempfile.TemporaryDirectory("): (
+        "a temporary folder the stdlib makes and removes (CMake's build folder)"
+    ),
+    ("configuration/importers/setupcapture.py", "tempfile.TemporaryDirectory("): (
+        "a temporary folder the stdlib makes and removes (the capture's context)"
+    ),
+    ("toolchain/headerlibs.py", "tempfile.TemporaryDirectory("): (
+        "a temporary folder the stdlib makes and removes (a header library's download)"
+    ),
+    ("toolchain/headerlibs.py", "staged.rename(folder)"): (
+        "a complete download renamed into its place in the cache (the folder removed first)"
+    ),
+    ("toolchain/downloads.py", "tempfile.mkdtemp("): (
+        "pip's TMPDIR for one download, removed by removal.remove"
+    ),
+    ("foundation/proctree.py", '(entry / "stat").read_text()'): (
+        "the kernel's /proc/<pid>/stat, read as proc.session_members reads it"
+    ),
+    ("foundation/proctree.py", '(entry / "cmdline").open("rb")'): (
+        "the kernel's /proc/<pid>/cmdline of a process wheelforge started"
+    ),
+    ("running/build/genstep.py", "subprocess.Popen(command"): (
+        "the generate step's wrapper, ninja's command: its own deadline, stopped by proc.stop"
+    ),
 }
 
 

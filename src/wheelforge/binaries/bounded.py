@@ -20,6 +20,7 @@ import stat
 import struct
 import zipfile
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
@@ -149,6 +150,24 @@ def read_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, display: str) -> byt
     return buffer
 
 
+def member_chunks(zf: zipfile.ZipFile, info: zipfile.ZipInfo, display: str) -> Iterator[bytes]:
+    """A member's bytes as they inflate, in chunks, within the caps (a reader that keeps only
+    what it needs holds a chunk at a time: stream.py)."""
+    check_member_size(info, display)
+    inflated = 0
+    try:
+        with zf.open(info) as stream:
+            while chunk := stream.read(_CHUNK):  # zipfile stops at the declared size
+                inflated += len(chunk)
+                yield chunk
+    except INFLATE_ERRORS as error:
+        raise BinaryFormatError(display, None, f"cannot inflate wheel member: {error}") from error
+    if inflated != info.file_size:
+        raise BinaryFormatError(
+            display, None, f"inflates to {inflated} bytes, not the {info.file_size} it declares"
+        )
+
+
 def member_digest(zf: zipfile.ZipFile, info: zipfile.ZipInfo, display: str) -> tuple[str, int]:
     """A member's ``sha256=<urlsafe base64>`` (as RECORD writes it) and size, inflated in chunks
     within the caps, never held whole."""
@@ -165,14 +184,13 @@ def member_digest(zf: zipfile.ZipFile, info: zipfile.ZipInfo, display: str) -> t
     return _as_record(digest), size
 
 
-def record_digest(data: bytes | bytearray | memoryview) -> str:
-    """``sha256=<urlsafe base64>`` of bytes already inflated."""
-    return _as_record(hashlib.sha256(data))
+def record_digest_of(sha256: bytes) -> str:
+    """``sha256=<urlsafe base64>`` of a sha256 already computed (stream.py's one pass)."""
+    return f"sha256={base64.urlsafe_b64encode(sha256).rstrip(b'=').decode()}"
 
 
 def _as_record(digest: hashlib._Hash) -> str:
-    encoded = base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode()
-    return f"sha256={encoded}"
+    return record_digest_of(digest.digest())
 
 
 def unsafe_member_names(names: list[str]) -> list[str]:

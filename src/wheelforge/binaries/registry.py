@@ -70,8 +70,12 @@ def reading(rules: Sequence[Rule], *, metadata: bool = False) -> Reading:
         if judged:
             facts[role] = frozenset().union(*(r.needs for r in judged))
             own[role] = tuple((r.id, r.read) for r in judged if r.read)
+    # A rule on an own role: each file's role is inferred from its symbols (roles.py).
+    infer = any(r in facts for r in ("extension", "library", "program"))
     record = any("record" in r.wheel_needs for r in rules)
-    return Reading(facts=facts, metadata=metadata, unsafe_members=False, own=own, record=record)
+    return Reading(
+        facts=facts, metadata=metadata, unsafe_members=False, own=own, roles=infer, record=record
+    )
 
 
 # -- the docs table ------------------------------------------------------------------------------
@@ -82,6 +86,7 @@ _ROLE_WORDS = {
     "extension": "extension modules",
     "library": "libraries",
     "bundled": "bundled libraries",
+    "program": "programs",
     "wheel": "the wheel",
 }
 

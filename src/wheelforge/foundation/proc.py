@@ -94,6 +94,8 @@ def run(
     ``hint`` says how to install the program if it is missing. With ``stream`` the output goes
     straight to the terminal instead of being captured. ``what`` names the step in the error.
     ``env`` is added to this process's environment, or replaces it with ``replace_env``.
+    ``timeout`` is a deadline in seconds: past it the tool's whole session is stopped and a
+    ToolError says so (a user's setup.py that never ends, a CMake configure that hangs).
     """
     full_env = None if env is None else dict(env) if replace_env else {**os.environ, **env}
     pipe = None if stream else subprocess.PIPE
@@ -202,6 +204,7 @@ def stream(
     on_line: Callable[[str], None],
     timeout: float,
     env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
 ) -> Result:
     """Run a program within *timeout* seconds, handing each line of its output (stderr merged
     into stdout) to *on_line* as it comes; the result's ``stdout`` keeps the last STREAM_KEPT
@@ -209,7 +212,9 @@ def stream(
     caller reads the exit code, as a failing compile needs its own message."""
     full_env = None if env is None else {**os.environ, **env}
     lines = _Lines(on_line)
-    argv, child = _spawn(args, hint, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    argv, child = _spawn(
+        args, hint, cwd=cwd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
     try:
         _collect(child, Path(argv[0]).name, argv, timeout=timeout, on_data=lines.feed, cap=None)
         lines.feed(b"", end=True)
