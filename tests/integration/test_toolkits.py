@@ -121,7 +121,7 @@ def test_sm70_on_cuda_13_fails_before_compiling(tmp_path: Path, cache: Path) -> 
     run = wheelforge("build", "--archs", "7.0 8.0 9.0+PTX", "--cache-dir", cache, cwd=root)
     assert run.code == 2
     assert re.search(r"CUDA 13\.0\.\d+ at \S+ can't build 7\.0 \(sm_70\)", run.err)
-    assert "CUDA 11.8 builds it: run 'wheelforge toolkit install 11.8'" in run.err
+    assert "CUDA 12.4 builds it: run 'wheelforge toolkit install 12.4'" in run.err
     assert not (root / "build").exists()
 
 
@@ -140,18 +140,19 @@ def test_offline_seed_command_says_how_to_get_a_toolkit(tmp_path: Path, cache: P
         "build", "--archs", "7.0 8.0 9.0+PTX", "--offline", "--cache-dir", cache, cwd=root
     )
     assert run.code == 5  # an environment problem: install the toolkit
-    assert "needs CUDA 11.8, which is not installed (found: CUDA 13." in run.err
-    assert "run 'wheelforge toolkit install 11.8'" in run.err
+    assert "needs CUDA 12.4, which is not installed (found: CUDA 13." in run.err
+    assert "run 'wheelforge toolkit install 12.4'" in run.err
 
 
 @pytest.mark.skipif(
-    shutil.which("apt-get") is None, reason="provisioning CUDA 11.8 needs Debian's apt-get"
+    shutil.which("apt-get") is None, reason="provisioning CUDA 12.4 needs Debian's apt-get"
 )
 def test_seed_command_builds_sm70_with_a_provisioned_toolkit(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     """`wheelforge build --archs "7.0 8.0 9.0+PTX"` on the bundled kernels: CUDA 13 can't build
-    sm_70, so wheelforge provisions CUDA 11.8 (into the default per-user cache, reused later)."""
+    sm_70, so wheelforge provisions CUDA 12.4, the newest release that does (into the default
+    per-user cache, reused later)."""
     root = tmp_path_factory.mktemp("seed")
     shutil.copytree(
         REPO / "kernels", root / "kernels", ignore=shutil.ignore_patterns("__pycache__")
@@ -168,7 +169,7 @@ def test_seed_command_builds_sm70_with_a_provisioned_toolkit(
         ("sass", "sm_90"),
         ("ptx", "compute_90"),
     }
-    assert "CUDA 11.8" in run.err
+    assert "CUDA 12.4" in run.err
 
 
 LEGACY_OP = """\

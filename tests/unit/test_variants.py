@@ -33,8 +33,12 @@ def test_auto_takes_the_newest_found_that_builds_every_arch() -> None:
 
 def test_auto_falls_back_to_a_recipe() -> None:
     choice = variants.choose("auto", arch_set("7.0 8.0 9.0+PTX"), [T13])
-    assert choice.toolkit is None and choice.recipe is not None and choice.release == "11.8"
-    assert choice.short == "cu118" and "to be provisioned" in choice.describe()
+    # sm_70: the newest release that builds it (12.4), not the oldest (11.8)
+    assert choice.toolkit is None and choice.recipe is not None and choice.release == "12.4"
+    assert choice.short == "cu124" and "to be provisioned" in choice.describe()
+    assert "Debian trixie non-free" in choice.describe()
+    kepler = variants.choose("auto", arch_set("3.5 7.0"), [T13])  # sm_35: only 11.8 builds it
+    assert kepler.release == "11.8" and "Debian bookworm non-free" in kepler.describe()
 
 
 def test_explicit_release_that_cannot_build_an_arch_names_one_that_can() -> None:
@@ -43,7 +47,7 @@ def test_explicit_release_that_cannot_build_an_arch_names_one_that_can() -> None
     message = err.value.message
     assert "arch set 'custom': CUDA 13.0.88 at /opt/cuda-13.0.88 can't build 7.0 (sm_70)" in message
     assert "it builds sm_75 to sm_121" in message
-    assert "CUDA 11.8 builds it: run 'wheelforge toolkit install 11.8'" in message
+    assert "CUDA 12.4 builds it: run 'wheelforge toolkit install 12.4'" in message
 
 
 def test_arch_newer_than_the_toolkit_names_the_found_one() -> None:
@@ -61,8 +65,8 @@ def test_mixed_arch_set_is_refused_with_a_split() -> None:
 
 
 def test_unknown_releases() -> None:
-    with pytest.raises(EnvironmentProblem, match="CUDA 12.4 was not found .* no recipe"):
-        variants.choose("12.4", arch_set("8.0"), [T13])
+    with pytest.raises(EnvironmentProblem, match="CUDA 12.2 was not found .* no recipe"):
+        variants.choose("12.2", arch_set("8.0"), [T13])
     recipe = variants.choose("13.1", arch_set("8.0"), [T13])
     assert recipe.toolkit is None and recipe.release == "13.1"
     with pytest.raises(ConfigError, match="CUDA 13.1 can't build 7.0"):
