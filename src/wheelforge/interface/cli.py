@@ -183,7 +183,9 @@ def matrix_command(
     from wheelforge.toolchain import toolkit
 
     settings = resolve(Flags(matrix=matrix_path, archs=archs, cache_dir=cache_dir))
-    listed = variants.expand(settings.matrix, toolkit.discover(cache=settings.cache))
+    listed = variants.expand(
+        settings.matrix, toolkit.discover(cache=settings.cache, pythons=(settings.python,))
+    )
     if github:
         click.echo(json.dumps(github_matrix(listed)))
     elif as_json:

@@ -25,7 +25,7 @@ class PlannedVariant:
 
 
 def dry_run(settings: BuildSettings) -> list[PlannedVariant]:
-    chosen = selected(settings, toolkit.discover(cache=settings.cache))
+    chosen = selected(settings, toolkit.discover(cache=settings.cache, pythons=(settings.python,)))
     planned = []
     for v in chosen:
         common = {"variant_id": v.id, "arch_set": v.arch_set.name, "archs": str(v.arch_set),

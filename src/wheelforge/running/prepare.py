@@ -33,7 +33,7 @@ def resolve_variants(settings: BuildSettings, *, probe: bool = False) -> list[Va
     that can be refused without a compiler is refused here, before anything is downloaded or
     compiled; with *probe*, the folders the build writes are then probed (preflight.py), still
     before any download."""
-    found = toolkit.discover(cache=settings.cache)
+    found = toolkit.discover(cache=settings.cache, pythons=(settings.python,))
     chosen = selected(settings, found)
 
     def ready(v: Variant) -> Variant:

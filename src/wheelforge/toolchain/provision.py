@@ -61,9 +61,16 @@ _DEBIAN: dict[str, DebianRecipe] = {
             f"nvidia-cuda-toolkit={_CUDA118_DEB}",
             f"nvidia-cuda-dev={_CUDA118_DEB}",
             f"libnvvm4={_CUDA118_DEB}",
-            "libthrust-dev", "libcub-dev", "libcu++-dev",  # headers torch's headers include (thrust/complex.h)
-            "g++-11", "gcc-11", "cpp-11", "libstdc++-11-dev", "libgcc-11-dev", "gcc-11-base",
-        ),  # fmt: skip
+            "libthrust-dev",
+            "libcub-dev",
+            "libcu++-dev",  # headers torch's headers include (thrust/complex.h)
+            "g++-11",
+            "gcc-11",
+            "cpp-11",
+            "libstdc++-11-dev",
+            "libgcc-11-dev",
+            "gcc-11-base",
+        ),
         host_cxx="usr/bin/g++-11",
     ),
     # Versions from deb.debian.org/debian/dists/trixie/{non-free,main}/binary-amd64/Packages.
@@ -76,8 +83,10 @@ _DEBIAN: dict[str, DebianRecipe] = {
             f"libcudart12={_CUDA124_DEB}",
             # CCCL 2.3 (trixie main): thrust, CUB (still with the debug_synchronous overloads
             # CCCL 3 dropped), libcu++
-            "libthrust-dev=2.3.2-2", "libcub-dev=2.3.2-2", "libcu++-dev=2.3.2-2",
-        ),  # fmt: skip
+            "libthrust-dev=2.3.2-2",
+            "libcub-dev=2.3.2-2",
+            "libcu++-dev=2.3.2-2",
+        ),
         host_cxx=None,
     ),
 }
@@ -165,7 +174,9 @@ def _pypi(recipe: Recipe, prefix: Path, downloads: Path) -> dict[str, object]:
 def _debian(recipe: Recipe, prefix: Path, downloads: Path) -> dict[str, object]:
     debian = _DEBIAN[recipe.release]
     for tool in ("apt-get", "dpkg-deb"):
-        proc.which(tool, hint=f"provisioning CUDA {recipe.release} needs Debian's apt-get and dpkg-deb")
+        proc.which(
+            tool, hint=f"provisioning CUDA {recipe.release} needs Debian's apt-get and dpkg-deb"
+        )
     keyring = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
     if not keyring.is_file():
         raise ToolError(f"{keyring} is missing; install debian-archive-keyring")
@@ -182,7 +193,9 @@ def _debian(recipe: Recipe, prefix: Path, downloads: Path) -> dict[str, object]:
         "-oAPT::Sandbox::User=root" if os.geteuid() == 0 else "-oDebug::NoLocking=1",
     ]  # fmt: skip
     proc.run(
-        ["apt-get", *options, "update"], hint="apt-get", what=f"apt-get update (Debian {debian.suite})"
+        ["apt-get", *options, "update"],
+        hint="apt-get",
+        what=f"apt-get update (Debian {debian.suite})",
     )
     proc.run(["apt-get", *options, "download", *debian.packages], hint="apt-get", cwd=downloads,
              what=f"apt-get download of CUDA {recipe.release}")  # fmt: skip
