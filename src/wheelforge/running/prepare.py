@@ -8,6 +8,7 @@ import contextlib
 from collections.abc import Sequence
 from pathlib import Path
 
+from wheelforge.configuration.matrix import Matrix
 from wheelforge.configuration.settings import BuildSettings
 from wheelforge.foundation import locks
 from wheelforge.planning import variants
@@ -53,6 +54,16 @@ def selected(settings: BuildSettings, found: Sequence[toolkit.Toolkit]) -> list[
     return variants.select(variants.expand(settings.matrix, found), settings.only)
 
 
+def has_cuda_sources(matrix: Matrix) -> bool:
+    """Whether the extension compiles any ``.cu`` source (then an unstable-ABI build needs a
+    CUDA build of torch: its CUDA headers and libc10_cuda)."""
+    return any(
+        path.suffix == ".cu"
+        for spec in matrix.extension.sources
+        for path in matrix.root.glob(spec.pattern)
+    )
+
+
 def _build_torch(variant: Variant, settings: BuildSettings, *, early: bool) -> torchprobe.TorchEnv:
     tests = settings.matrix.tests
     return envs.build_torch(
@@ -60,6 +71,7 @@ def _build_torch(variant: Variant, settings: BuildSettings, *, early: bool) -> t
         python=settings.python,
         requires=tests.requires if tests else (),
         cache=settings.cache,
+        cuda=variant.torch is not None and has_cuda_sources(settings.matrix),
         early=early,
     )
 
