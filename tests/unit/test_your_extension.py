@@ -182,12 +182,24 @@ def test_the_wheel_ships_python_files_and_declared_data_only(
     ]
 
 
-@pytest.mark.parametrize("abi", ["cp36", "cp38", "cp39"])
-def test_python_abi_older_than_torch_supports_is_refused(project: Project, abi: str) -> None:
-    message = error_text(project(GOOD_MATRIX + f"python-abi: {abi}\n"))
-    assert (
-        f"python-abi '{abi}' is older than any Python torch runs on (3.10+); use 'cp310'" in message
-    )
+@pytest.mark.parametrize("abi", ["cp32", "cp36", "cp39"])
+def test_python_abi_older_than_torch_supports_is_a_warning(
+    project: Project, abi: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Any floor the limited API has is valid: pytorch/extension-cpp's stable example writes
+    Py_LIMITED_API=0x03090000 (cp39). Below torch's own floor it is harmless, and warned of.
+    (Issue 20: it was refused.)"""
+    matrix = load_matrix(project(GOOD_MATRIX + f"python-abi: {abi}\n"))
+    assert matrix.python_abi == abi
+    assert matrix.limited_api_macro == f"0x030{int(abi[3:]):x}0000"
+    err = capsys.readouterr().err
+    assert f"python-abi '{abi}' is older than any Python torch runs on (3.10+)" in err
+    assert f"tagged {abi}-abi3" in err
+
+
+def test_python_abi_older_than_the_limited_api_is_refused(project: Project) -> None:
+    message = error_text(project(GOOD_MATRIX + "python-abi: cp31\n"))
+    assert "python-abi 'cp31' is older than the limited API (CPython 3.2, PEP 384)" in message
 
 
 # -- defect 7: archs from the command line alone; the import-torch warning ---------------------

@@ -29,11 +29,13 @@ from wheelforge.configuration.pyproject import project_for
 from wheelforge.configuration.sections import TestsConfig
 from wheelforge.configuration.sizes import parse_size
 from wheelforge.configuration.torchspec import OLDEST_STABLE_TARGET, TorchSpec, parse_torch_spec
-from wheelforge.foundation import fsutil
+from wheelforge.foundation import fsutil, log
 from wheelforge.foundation.errors import ConfigError
 
-# torch needs CPython 3.10 or newer (torch 2.9+), so no abi3 floor below cp310 makes sense.
+# torch needs CPython 3.10 or newer (torch 2.9+): an abi3 floor below cp310 is valid, but warned of.
 OLDEST_PYTHON_MINOR = 10
+# The limited API (abi3) began with CPython 3.2 (PEP 384): the oldest floor a wheel can name.
+OLDEST_LIMITED_API_MINOR = 2
 
 
 class _Reader(PackageReader):
@@ -219,12 +221,24 @@ class _Reader(PackageReader):
                 f"{where} must name the oldest CPython of the abi3 wheel, like 'cp310', got '{value}'",
             )
             return None
-        if value is not None and match is not None and int(match[1]) < OLDEST_PYTHON_MINOR:
+        if value is None or match is None:
+            return value
+        minor = int(match[1])
+        if minor < OLDEST_LIMITED_API_MINOR:
             self.problems.add(
                 node,
-                f"{where} '{value}' is older than any Python torch runs on (3.{OLDEST_PYTHON_MINOR}+); use 'cp3{OLDEST_PYTHON_MINOR}'",
+                f"{where} '{value}' is older than the limited API (CPython 3.{OLDEST_LIMITED_API_MINOR}, PEP 384); "
+                f"write 'cp3{OLDEST_LIMITED_API_MINOR}' or newer, e.g. 'cp3{OLDEST_PYTHON_MINOR}'",
             )
             return None
+        if minor < OLDEST_PYTHON_MINOR:
+            # Valid (pytorch/extension-cpp writes Py_LIMITED_API=0x03090000) and harmless: the
+            # wheel's tag admits Pythons torch itself does not install on.
+            line = node.start_mark.line + 1
+            log.warning(
+                f"{self.problems.display}:{line}: {where} '{value}' is older than any Python torch runs on "
+                f"(3.{OLDEST_PYTHON_MINOR}+): the wheel is tagged {value}-abi3, but only 3.{OLDEST_PYTHON_MINOR}+ can install torch"
+            )
         return value
 
     def tests(self, node: yaml.Node, where: str) -> TestsConfig | None:
