@@ -140,3 +140,24 @@ def test_wheel_variants_label_instead_of_local_version(project: Project) -> None
         variants.null_variant(expanded, by_set)
     # --only may leave the null variant out: then there is none to write.
     assert variants.null_variant(expanded[2:], matrix) is None
+
+
+def test_two_majors_build_each_arch_set_once_per_release_that_builds_it(project: Project) -> None:
+    """cuda: ["12.4", "13.0"]: an arch set both build gets a variant per release; one only 12.4
+    builds (sm_70, which CUDA 13 dropped) gets 12.4 once, not a refusal. (Issue 20.)"""
+    matrix = dataclasses.replace(
+        load_matrix(project()),
+        cuda=("12.4", "13.0"),
+        arch_sets=(arch_set("8.0 9.0+PTX", "default"), arch_set("7.0 8.0", "volta")),
+    )
+    expanded = variants.expand(matrix, [T13])
+    assert [(v.id, v.choice.release) for v in expanded] == [
+        ("default-cu124", "12.4"),
+        ("default-cu130", "13.0"),
+        ("volta-cu124", "12.4"),
+    ]
+    assert expanded[0].choice.toolkit is None  # 12.4 is provisioned when built
+    # No listed release builds sm_35: the refusal names one that does.
+    kepler = dataclasses.replace(matrix, arch_sets=(arch_set("3.5", "kepler"),))
+    with pytest.raises(ConfigError, match="CUDA 12.4 can't build 3.5 .*CUDA 11.8 builds it"):
+        variants.expand(kepler, [T13])

@@ -103,6 +103,35 @@ def choose(entry: str, arch_set: ArchSet, found: Sequence[Toolkit]) -> ToolkitCh
     )
 
 
+def _builds(entry: str, arch_set: ArchSet, found: Sequence[Toolkit]) -> bool:
+    """Whether the release *entry* ("X.Y": the one found, else its recipe) builds every arch
+    of *arch_set*; an entry wheelforge can neither find nor provision counts as building it, so
+    that choose() refuses it in its own words."""
+    matching = [t for t in found if t.release == entry]
+    if matching:
+        return all(matching[0].supports(a) for a in arch_set.archs)
+    recipe = recipe_for(entry)
+    return recipe is None or all(recipe.supports(a) for a in arch_set.archs)
+
+
+def _entries_for(entries: Sequence[str], arch_set: ArchSet, found: Sequence[Toolkit]) -> list[str]:
+    """The matrix's ``cuda`` entries *arch_set* is built with: each listed release, where a
+    release that can't build it (sm_70 under 13.0) is replaced by the newest listed release
+    that can (12.4), so an arch set is built once per release that builds it. With no listed
+    release able to, the entries stay: choose() refuses the first, naming one that would."""
+    listed = [e for e in entries if e != "auto"]
+    able = sorted(
+        (e for e in listed if _builds(e, arch_set, found)), key=_release_key, reverse=True
+    )
+    if not able:
+        return list(entries)
+    return list(dict.fromkeys(e if e == "auto" or e in able else able[0] for e in entries))
+
+
+def _release_key(entry: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in entry.split(".") if p.isdigit())
+
+
 def expand(matrix: Matrix, found: Sequence[Toolkit]) -> tuple[Variant, ...]:
     """All variants of the matrix, in matrix order, without provisioning anything."""
     with fsutil.gc_paused():
@@ -119,7 +148,7 @@ def _expand(matrix: Matrix, found: Sequence[Toolkit]) -> tuple[Variant, ...]:
     # the set, is raised at the first set that has the list).
     chosen: dict[tuple[str, tuple[Arch, ...]], tuple[ToolkitChoice, str]] = {}
     for arch_set in matrix.arch_sets:
-        for entry in matrix.cuda:
+        for entry in _entries_for(matrix.cuda, arch_set, found):
             key = (entry, arch_set.archs)
             if key not in chosen:
                 choice = choose(entry, arch_set, found)
