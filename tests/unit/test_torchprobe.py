@@ -90,7 +90,9 @@ def test_the_cxx_standard_is_the_one_torchs_cpp_extension_passes(tmp_path: Path)
     floor = _torch_tree(tmp_path / "b", flags="cflags.append('-std=c++17')\n",
                         guard="#if !defined(_MSC_VER) && __cplusplus < 202002L\n#error C++20\n")  # fmt: skip
     assert torch_source_facts(str(floor))["cxx_std"] == 20  # the headers' floor wins
-    old = _torch_tree(tmp_path / "c", flags="cflags.append('-std=c++17')\n", guard="")
+    # torch 2.11: -std=c++17 passed in eight places, -std=c++20 in a docstring's example
+    example = "...  extra_compile_args={'cxx': ['-g', '-std=c++20', '-fPIC']})\n"
+    old = _torch_tree(tmp_path / "c", flags=example + "cflags.append('-std=c++17')\n" * 2, guard="")
     assert torch_source_facts(str(old))["cxx_std"] == 17
     assert torch_source_facts(str(tmp_path / "none" / "torch" / "__init__.py"))["cxx_std"] == 17
 

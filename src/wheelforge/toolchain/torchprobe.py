@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -84,7 +85,10 @@ def torch_source_facts(torch_file: str) -> dict[str, Any]:
         )
     except OSError:
         header = ""
-    stds = [int(m) for m in _STD_FLAG_RE.findall(source)]
+    # The standard cpp_extension passes is the one it names most often: its docstrings also
+    # show other flags (2.11's: "extra_compile_args={'cxx': ['-g', '-std=c++20', ...]}").
+    passed = Counter(int(m) for m in _STD_FLAG_RE.findall(source)).most_common()
+    stds = [max(n for n, c in passed if c == passed[0][1])] if passed else []
     stds += [int(m) for m in _STD_GUARD_RE.findall(header)]
     site = root.parent
     folders = [
