@@ -277,3 +277,27 @@ def test_cache_prune_all_skips_the_toolkit_and_env_a_running_build_uses(
     assert (cache / "toolkits").is_dir() and list((cache / "toolkits").glob("*/toolkit.json"))
     assert list((cache / "envs").glob("torch-2.13.0-*/wheelforge-env.json"))
     assert not stale.exists() and "torch-2.10.0-0000000000" in pruned.out
+
+
+def test_the_release_table_matches_the_nvcc_on_the_path(tmp_path: Path) -> None:
+    """The release table's entry for this nvcc (configuration/releases.py) says what the nvcc
+    says: its --list-gpu-code, its --list-gpu-arch and the PTX ISA its PTX declares."""
+    from wheelforge.configuration import releases
+    from wheelforge.configuration.archs import Arch
+    from wheelforge.toolchain import toolkit
+
+    nvcc = Path(shutil.which("nvcc") or "nvcc")
+    found = toolkit.probe_toolkit(nvcc)
+    entry = releases.release(found.version)
+    if entry is None:
+        pytest.skip(f"CUDA {found.release} is not in the release table (a newer nvcc)")
+    assert found.sass == entry.sass
+    listed = subprocess.run([nvcc, "--list-gpu-arch"], capture_output=True, text=True, check=True)
+    ptx = {a.sm for c in listed.stdout.split() if (a := Arch.from_code(c)) is not None}
+    assert ptx == entry.ptx
+    source = tmp_path / "k.cu"
+    source.write_text("__global__ void k() {}\n")
+    newest = Arch.from_sm(max(entry.ptx))
+    out = tmp_path / "k.ptx"
+    subprocess.run([nvcc, "-ptx", f"-arch={newest.ptx}", source, "-o", out], check=True)
+    assert re.search(r"^\.version (\S+)$", out.read_text(), re.MULTILINE)[1] == entry.ptx_isa  # type: ignore[index]

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from packaging.version import Version
 
+from wheelforge.configuration import releases
 from wheelforge.configuration.archs import ArchSet, parse_arch_list
 from wheelforge.configuration.matrix import Matrix
 from wheelforge.planning.plan import VariantPlan, make_plan
@@ -14,18 +15,29 @@ from wheelforge.toolchain.choice import ToolkitChoice
 from wheelforge.toolchain.toolkit import Toolkit
 from wheelforge.toolchain.torchprobe import TorchEnv
 
-CUDA13 = (75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121)
-CUDA118 = (35, 37, 50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 89, 90)
+
+def table_sass(release: str) -> tuple[int, ...]:
+    """What nvcc of *release* lists (--list-gpu-code), as the release table records it."""
+    found = releases.release(release)
+    if found is None:
+        raise LookupError(f"CUDA {release} is not in the release table; give the fake its sass")
+    return tuple(sorted(found.sass))
+
+
+CUDA13 = table_sass("13.0")
+CUDA118 = table_sass("11.8")
 
 
 def toolkit(
-    version: str = "13.0.88", sass: tuple[int, ...] = CUDA13, gcc_max: int | None = 15
+    version: str = "13.0.88", sass: tuple[int, ...] | None = None, gcc_max: int | None = 15
 ) -> Toolkit:
+    """A toolkit of *version*; its archs are the release table's unless *sass* is given (a
+    release the table lacks needs them)."""
     return Toolkit(
         nvcc=Path(f"/opt/cuda-{version}/bin/nvcc"),
         root=Path(f"/opt/cuda-{version}"),
         version=Version(version),
-        sass=frozenset(sass),
+        sass=frozenset(table_sass(version) if sass is None else sass),
         cudart_static=Path(f"/opt/cuda-{version}/lib64/libcudart_static.a"),
         gcc_max=gcc_max,
         origin="test",

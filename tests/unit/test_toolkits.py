@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
+from wheelforge.configuration.releases import DebianSource
 from wheelforge.toolchain import provision, toolkit
 from wheelforge.toolchain.toolkit import Toolkit
 
@@ -16,12 +17,15 @@ def test_the_12_4_recipe_pins_trixie_and_uses_the_system_gcc() -> None:
     recipe = provision.recipe_for("12.4")
     assert recipe is not None and recipe.source == "debian" and recipe.folder == "cuda-12.4-debian"
     assert "Debian trixie non-free" in recipe.describe() and "sm_50 to sm_90" in recipe.describe()
-    debian = provision._DEBIAN["12.4"]
-    assert debian.suite == "trixie" and debian.host_cxx is None
-    pins = dict(p.split("=", 1) for p in debian.packages)
+    how = recipe.how
+    assert isinstance(how, DebianSource) and how.suite == "trixie" and how.host_cxx is None
+    pins = dict(p.split("=", 1) for p in how.packages)
     assert pins["nvidia-cuda-toolkit"] == "12.4.131~12.4.1-2"
     assert pins["libcub-dev"] == "2.3.2-2"  # CCCL 2.3: CUB's debug_synchronous overloads
-    assert provision._DEBIAN["11.8"].host_cxx == "usr/bin/g++-11"
+    assert "non-free" in provision.apt_sources(how) and " trixie " in provision.apt_sources(how)
+    old = provision.recipe_for("11.8")
+    assert old is not None and isinstance(old.how, DebianSource)
+    assert old.how.host_cxx == "usr/bin/g++-11"
 
 
 def test_relocating_a_debian_tree_never_writes_through_its_etc_link(tmp_path: Path) -> None:
@@ -38,7 +42,8 @@ def test_relocating_a_debian_tree_never_writes_through_its_etc_link(tmp_path: Pa
         (bin_dir / name).write_text("#!/bin/sh\n")
     for name in ("libcudart_static.a", "libcublasLt_static.a", "libnvJitLink.so.12"):
         (libs / name).write_text("")
-    assert provision.relocate_debian(prefix) == {"nvcc": "usr/lib/nvidia-cuda-toolkit/bin/nvcc"}
+    nvcc = provision.relocate_debian(prefix, ("libcublas", "libnvJitLink"))
+    assert nvcc == {"nvcc": "usr/lib/nvidia-cuda-toolkit/bin/nvcc"}
     assert not etc.exists() and not (bin_dir / "nvcc.profile").is_symlink()
     assert "$(_HERE_)" in (bin_dir / "nvcc.profile").read_text()
     assert sorted(p.name for p in bin_dir.iterdir()) == ["nvcc", "nvcc.profile"]

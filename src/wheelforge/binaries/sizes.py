@@ -15,14 +15,10 @@ import zstandard
 from wheelforge.binaries.elf import member_path, rename_wheel
 from wheelforge.binaries.fatbin import entry_payload
 from wheelforge.binaries.inspection import BinaryReport
+from wheelforge.configuration import releases
 from wheelforge.configuration.archs import Arch
 from wheelforge.configuration.sizes import format_size
 
-# Blackwell family targets (CUDA 12.9+): one sm_100f cubin runs on sm_100 and sm_103, one
-# sm_120f on sm_120 and sm_121 (CUDA 12.9 release notes, "family-specific features").
-FAMILIES: dict[str, tuple[int, ...]] = {"10.0f": (100, 103), "12.0f": (120, 121)}
-# nvcc --compress-mode arrived in CUDA 12.8 (nvcc --help lists it there and in 13.x).
-COMPRESS_MODE_SINCE = (12, 8)
 # How many contributors a size-budget failure names.
 TOP_CONTRIBUTORS = 5
 LEVERS_SHOWN = 8  # the levers a failure or a step summary lists
@@ -165,8 +161,10 @@ def levers(
     costs: dict[_Key, _Cost] | None = None,
 ) -> tuple[Lever, ...]:
     """Every lever that applies, with what it saves: bytes of the wheel where *costs* were
-    measured, else bytes of the binaries."""
+    measured, else bytes of the binaries. Which levers the *toolkit* release offers
+    (--compress-mode, family targets) is the release table's (configuration/releases.py)."""
     found: list[Lever] = []
+    offers = releases.features(toolkit)
 
     def cost(c: Contribution) -> int:
         return costs[(c.binary, c.kind, c.arch)].now if costs else c.stored
@@ -188,25 +186,35 @@ def levers(
             note=f"{len(raw)} of {len(parts)} arch entries are stored uncompressed; "
             + ("estimate: them at zstd's default level, in the zip" if costs else "rebuild to measure"),
         ))  # fmt: skip
-    if toolkit >= COMPRESS_MODE_SINCE and not any(
-        f.startswith("--compress-mode") for f in nvcc_flags
-    ):
+    if offers.compress_mode and not any(f.startswith("--compress-mode") for f in nvcc_flags):
         sized = [v for v in (costs or {}).values() if v.size_mode is not None]
         saves = (
             sum(v.now - (v.size_mode or 0) for v in sized)
             if costs and len(sized) == len(costs)
             else None
         )
-        found.append(Lever(
-            change="nvcc-flags: [--compress-mode=size]", saves=saves,
-            note="CUDA >= 12.8; " + ("estimate: every entry at zstd level 19, in the zip" if saves is not None
-                                     else "rebuild to measure"),
-        ))  # fmt: skip
+        measured = "estimate: every entry at zstd level 19, in the zip"
+        found.append(
+            Lever(
+                change="nvcc-flags: [--compress-mode=size]",
+                saves=saves,
+                note=f"CUDA >= {releases.first('compress_mode')}; "
+                + (measured if saves is not None else "rebuild to measure"),
+            )
+        )
     sass: dict[str, int] = {}
     for c in parts:
         if c.kind == "sass":
             sass[c.arch] = sass.get(c.arch, 0) + cost(c)
-    for family, members in FAMILIES.items():
+    if offers.family_specific:
+        found += _family_levers(sass)
+    return tuple(sorted(found, key=lambda lv: -(lv.saves or 0)))
+
+
+def _family_levers(sass: dict[str, int]) -> list[Lever]:
+    """One family cubin instead of two or more of its members (SASS arch → bytes)."""
+    found = []
+    for family, members in releases.families().items():
         present = {a: s for a, s in sass.items() if _family_member(a, members)}
         if len(present) >= 2:
             found.append(Lever(
@@ -214,7 +222,7 @@ def levers(
                 saves=sum(present.values()) - max(present.values()),
                 note="one family cubin instead of one per GPU (estimate: the largest is kept)",
             ))  # fmt: skip
-    return tuple(sorted(found, key=lambda lv: -(lv.saves or 0)))
+    return found
 
 
 def _family_member(code: str, members: tuple[int, ...]) -> bool:

@@ -2,7 +2,7 @@
 
 Grammar (a superset of what ``torch.utils.cpp_extension`` accepts): entries separated by ``;``,
 spaces or commas; an entry is ``MAJOR.MINOR`` with an optional ``a`` (arch-specific, e.g.
-``9.0a``) or ``f`` (family-specific, CUDA 12.9+, e.g. ``10.0f``) suffix and an optional ``+PTX``,
+``9.0a``) or ``f`` (family-specific, e.g. ``10.0f``) suffix and an optional ``+PTX``,
 or one of torch's names (``Ampere`` = ``8.0;8.6+PTX`` …). Entries are deduplicated (``+PTX`` on any
 duplicate wins) and ordered by arch.
 """
@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Literal, cast
 
+from wheelforge.configuration import releases
 from wheelforge.foundation.errors import ConfigError
 
 # The a/f suffix of an arch: "" plain, "a" arch-specific (sm_90a), "f" family-specific (sm_100f).
@@ -39,13 +40,20 @@ NAMED_ARCHES: dict[str, str] = {
     "Blackwell": "10.0;10.3;12.0;12.1+PTX",
 }
 
-# Every compute capability a CUDA toolkit has shipped code for (CUDA 10 to 13). Which of them a
-# given toolkit can build is the toolkit's business (toolkit.py); this is the grammar's list.
-KNOWN_ARCHES: tuple[tuple[int, int], ...] = (
-    (3, 0), (3, 2), (3, 5), (3, 7), (5, 0), (5, 2), (5, 3), (6, 0), (6, 1), (6, 2),
-    (7, 0), (7, 2), (7, 5), (8, 0), (8, 6), (8, 7), (8, 8), (8, 9), (9, 0),
-    (10, 0), (10, 1), (10, 3), (11, 0), (12, 0), (12, 1),
-)  # fmt: skip
+# Compute capabilities only toolkits older than the release table's oldest entry built: CUDA
+# 10's sm_30 and sm_32 (Kepler).
+_OLDER_ARCHES: tuple[tuple[int, int], ...] = ((3, 0), (3, 2))
+
+
+@cache
+def known_arches() -> tuple[tuple[int, int], ...]:
+    """Every compute capability a CUDA toolkit has shipped code for: the release table's archs
+    (configuration/releases.py) and the older ones. Which of them a given toolkit can build is
+    the toolkit's business (toolkit.py); this is the grammar's list, so a release that brings a
+    new arch teaches it to the grammar too."""
+    sms = {sm for r in releases.releases() for sm in r.sass | r.ptx}
+    return tuple(sorted({*_OLDER_ARCHES, *(divmod(sm, 10) for sm in sms)}))
+
 
 _SUFFIX_ORDER = {"": 0, "a": 1, "f": 2}
 _CODE_RE = re.compile(r"^(?:sm|compute)_(?P<sm>\d+)(?P<suffix>[af]?)$")
@@ -196,18 +204,21 @@ _SUFFIX_FROM: dict[ArchSuffix, tuple[int, str]] = {
 }
 
 
-def _valid_entries() -> list[str]:
+@cache
+def valid_entries() -> tuple[str, ...]:
+    """Every arch the grammar accepts, suffixes included, in order: 3.0 ... 12.1a 12.1f."""
     entries = []
-    for major, minor in KNOWN_ARCHES:
+    for major, minor in known_arches():
         entries.append(f"{major}.{minor}")
         entries += [
             f"{major}.{minor}{s}" for s, (first, _) in _SUFFIX_FROM.items() if major >= first
         ]
-    return entries
+    return tuple(entries)
 
 
-VALID_ENTRIES: tuple[str, ...] = tuple(_valid_entries())
-_VALID_ARCHS = frozenset(VALID_ENTRIES)
+@cache
+def _valid_archs() -> frozenset[str]:
+    return frozenset(valid_entries())
 
 
 def _suggest(token: str) -> str | None:
@@ -215,14 +226,14 @@ def _suggest(token: str) -> str | None:
     loose = _LOOSE_RE.match(token)
     if loose:
         guess = f"{int(loose['major'])}.{loose['minor']}{loose['suffix'].lower()}"
-        if guess in VALID_ENTRIES:
+        if guess in _valid_archs():
             ptx = loose["ptx"] is not None or (loose["kind"] or "").lower() == "compute"
             return guess + ("+PTX" if ptx else "")
     lowered = {name.lower(): name for name in NAMED_ARCHES}
     if token.lower() in lowered:
         return lowered[token.lower()]
     stem, plus, _ = token.partition("+")
-    candidates = [*VALID_ENTRIES, *NAMED_ARCHES]
+    candidates = [*valid_entries(), *NAMED_ARCHES]
     close = difflib.get_close_matches(stem, candidates, n=1, cutoff=0.5)
     if close:
         return close[0] + ("+PTX" if plus and close[0] not in NAMED_ARCHES else "")
@@ -245,7 +256,7 @@ def _parse_entry(token: str, source: str) -> ArchSpec:
         raise ConfigError(f"{source}: '{token}' is not a CUDA arch; {fix}")
     arch = Arch(int(match["major"]), int(match["minor"]), cast(ArchSuffix, match["suffix"]))
     base = f"{arch.major}.{arch.minor}"
-    if (arch.major, arch.minor) not in KNOWN_ARCHES:
+    if (arch.major, arch.minor) not in known_arches():
         raise ConfigError(f"{source}: '{token}' is not a known CUDA arch; {fix}")
     first, kind = _SUFFIX_FROM[arch.suffix]
     raise ConfigError(
@@ -260,7 +271,7 @@ def _valid_entry(token: str) -> ArchSpec | None:
     if match is None:
         return None
     arch = Arch(int(match["major"]), int(match["minor"]), cast(ArchSuffix, match["suffix"]))
-    if str(arch) not in _VALID_ARCHS:  # 09.0 is 9.0
+    if str(arch) not in _valid_archs():  # 09.0 is 9.0
         return None
     return ArchSpec(arch, ptx=match["ptx"] is not None)
 

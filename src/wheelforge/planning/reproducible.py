@@ -24,6 +24,9 @@ What varies, and what fixes it (measured with ``binaries/reprodiff.py`` on nvcc 
   cudafe++ only (every other program, ptxas and the host compiler included, gets its real pid,
   so their temporary files stay apart). Measured on CUDA 11.8: identical objects from two
   folders, where they differed in every fatbin entry before.
+
+Which of these a release needs (the fixed-pid library, --frandom-seed) is the release table's
+(configuration/releases.py, ``Features``); nothing here compares release numbers.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from pathlib import Path
 
 from packaging.version import Version
 
+from wheelforge.configuration import releases
 from wheelforge.toolchain.toolkit import Toolkit
 from wheelforge.toolchain.torchprobe import TorchEnv
 
@@ -48,8 +52,6 @@ TORCH = "torch"  # torch's package folder: torch/include/..., torch/lib
 PYTHON_INCLUDE = "python/include"
 TOOLKIT = "cuda"
 TOOLKIT_HOST = "cuda-host"  # a provisioned toolkit's own host compiler and its headers
-
-_FRANDOM_SEED_SINCE = Version("12.9")
 
 
 def prefix_maps(folders: dict[Path, str]) -> tuple[str, ...]:
@@ -80,16 +82,16 @@ def input_folders(
 
 def spelling(build_dir: Path, root: Path, toolkit: Version) -> Callable[[Path], str]:
     """How the compile commands name a path: relative to the build folder where command_path()
-    says so, except for nvcc before CUDA 12.9, which runs from / (every path absolute)."""
-    if needs_fixed_pid(toolkit):
+    says so, except for an nvcc that runs from / (before CUDA 12.9: every path absolute)."""
+    if releases.features(toolkit).absolute_paths:
         return str
     return functools.partial(command_path, build_dir=build_dir, root=root)
 
 
 def names_project_relatively(build_dir: Path, root: Path, toolkit: Version) -> bool:
     """Whether the commands name the project's files relative to the build folder (spelling):
-    the build folder lies in the project and nvcc is 12.9 or newer."""
-    return not needs_fixed_pid(toolkit) and build_dir.is_relative_to(root)
+    the build folder lies in the project and nvcc does not run from / (12.9 or newer)."""
+    return not releases.features(toolkit).absolute_paths and build_dir.is_relative_to(root)
 
 
 def command_path(path: Path, build_dir: Path, root: Path) -> str:
@@ -149,7 +151,7 @@ def host_source_flags(name: str) -> tuple[str, ...]:
 def nvcc_source_flags(name: str, toolkit: Version) -> tuple[str, ...]:
     """Per-source flags for nvcc (see the module notes)."""
     flags = [f"-Xcudafe=--orig_src_path_name={name}"]
-    if toolkit >= _FRANDOM_SEED_SINCE:
+    if releases.features(toolkit).random_seed:
         flags.append(f"--frandom-seed={name}")
     return tuple(flags)
 
@@ -160,7 +162,7 @@ NVCC_FLAGS = ("--objdir-as-tempdir",)
 
 def needs_fixed_pid(toolkit: Version) -> bool:
     """Whether nvcc of this release must run with the fixed-pid library (no --frandom-seed)."""
-    return toolkit < _FRANDOM_SEED_SINCE
+    return releases.features(toolkit).fixed_pid
 
 
 FIXED_PID_LIBRARY = "wheelforge_fixed_pid.so"

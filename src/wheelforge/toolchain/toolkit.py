@@ -24,6 +24,7 @@ from typing import Any
 
 from packaging.version import Version
 
+from wheelforge.configuration import releases
 from wheelforge.configuration.archs import Arch, sm_range
 from wheelforge.foundation import proc
 from wheelforge.foundation.errors import ConfigError, EnvironmentProblem, ToolError
@@ -64,14 +65,15 @@ _SITE_GLOBS = ("lib/python3*/site-packages", "lib/python3*/dist-packages")
 
 def release_builds(release: Version, sass: frozenset[int], arch: Arch) -> bool:
     """Whether a CUDA release whose nvcc lists *sass* (--list-gpu-code) builds *arch*: the one
-    rule, for toolkits found and for recipes still to provision."""
+    rule, for toolkits found and for recipes still to provision. Whether it builds a and f
+    variants is the release table's (configuration/releases.py)."""
     if arch.sm not in sass:
         return False
-    # Arch-specific (sm_90a) code arrived with CUDA 12.0, family-specific (sm_100f) with 12.9.
+    features = releases.features(release)
     if arch.suffix == "a":
-        return release >= Version("12.0")
+        return features.arch_specific
     if arch.suffix == "f":
-        return release >= Version("12.9")
+        return features.family_specific
     return True
 
 
