@@ -171,6 +171,12 @@ def features(version: Version | str | ReleaseKey) -> Features:
     return _features(release_key(version))
 
 
+def writing_ptx_isa(isa: str) -> Release | None:
+    """The oldest release that writes PTX ISA *isa* ("8.4": CUDA 12.4): the PTX of a binary
+    says which toolkit made it, and its entry which driver can JIT it."""
+    return next((r for r in releases() if r.ptx_isa == isa), None)
+
+
 def families() -> Mapping[str, tuple[int, ...]]:
     """Family targets and the sm numbers of the GPUs one cubin of each runs on."""
     return dict(table().families)

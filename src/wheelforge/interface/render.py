@@ -17,6 +17,7 @@ from rich.text import Text
 from wheelforge.binaries.abicheck import BinaryCheck
 from wheelforge.binaries.elf import member_path, split_member
 from wheelforge.binaries.inspection import BinaryReport
+from wheelforge.configuration import releases
 from wheelforge.configuration.archs import code_sort_key, sm_range
 from wheelforge.configuration.matrix import Matrix
 from wheelforge.configuration.sizes import format_size as human_size
@@ -189,6 +190,7 @@ def print_inspect(reports: Sequence[BinaryReport], console: Console) -> None:
             )
         groups: dict[tuple[str, str], list[int]] = {}
         compressions: dict[tuple[str, str], set[str]] = {}
+        isas: set[str] = set()
         for e in binary.entries:
             key = (e.kind, e.arch)
             acc = groups.setdefault(key, [0, 0, 0])
@@ -196,6 +198,8 @@ def print_inspect(reports: Sequence[BinaryReport], console: Console) -> None:
             acc[1] += e.stored_size
             acc[2] += e.size
             compressions.setdefault(key, set()).add(e.compression)
+            if e.kind == "ptx" and e.version:
+                isas.add(e.version)
         for (kind, arch), (count, stored, size) in sorted(
             groups.items(), key=lambda kv: (kv[0][0] != "sass", code_sort_key(kv[0][1]))
         ):
@@ -203,7 +207,21 @@ def print_inspect(reports: Sequence[BinaryReport], console: Console) -> None:
                           human_size(size), ", ".join(sorted(compressions[(kind, arch)])))  # fmt: skip
         if not binary.entries:
             table.add_row("-", "no CUDA code", "0", "-", "-", "-")
+        if isas:  # below the table, which keeps its 80 columns
+            table.caption = "; ".join(_ptx_isa(v) for v in sorted(isas))
+            table.caption_justify = "left"
         print_whole(table, console)
+
+
+def _ptx_isa(isa: str) -> str:
+    """A PTX ISA version with what it tells: the release that writes it and the lowest driver
+    that can JIT it (the release table's), e.g. "PTX ISA 8.4 (CUDA 12.4): JIT needs driver >=
+    550.54.14"."""
+    found = releases.writing_ptx_isa(isa)
+    if found is None:
+        return f"PTX ISA {isa}"
+    driver = f": JIT needs driver >= {found.driver}" if found.driver else ""
+    return f"PTX ISA {isa} (CUDA {found.version}){driver}"
 
 
 def reports_to_json(reports: Sequence[BinaryReport]) -> dict[str, object]:
