@@ -84,6 +84,7 @@ def two_by_two(matrix: Matrix) -> Matrix:
 def test_expand_ids_labels_and_only(project: Project) -> None:
     matrix = two_by_two(load_matrix(project()))
     expanded = variants.expand(matrix, [T131, T13])
+    assert {v.index for v in expanded} == {None}  # one CUDA major: one folder (cuda-index: auto)
     assert [(v.id, v.local_label, v.choice.release) for v in expanded] == [
         ("default-cu130", "default.cu130", "13.0"),
         ("default-cu131", "default.cu131", "13.1"),
@@ -157,6 +158,15 @@ def test_two_majors_build_each_arch_set_once_per_release_that_builds_it(project:
         ("volta-cu124", "12.4"),
     ]
     assert expanded[0].choice.toolkit is None  # 12.4 is provisioned when built
+    # Two CUDA majors: a folder per release (an index each, as torch publishes cu126/, cu130/);
+    # a local label only where a folder holds several wheels of the version.
+    assert [(v.index, v.local_label) for v in expanded] == [
+        ("cu124", "default"), ("cu130", None), ("cu124", "volta"),
+    ]  # fmt: skip
+    asked = dataclasses.replace(matrix, cuda_index="local-version")  # one folder, +cu124 labels
+    assert [(v.index, v.local_label) for v in variants.expand(asked, [T13])] == [
+        (None, "default.cu124"), (None, "default.cu130"), (None, "volta.cu124"),
+    ]  # fmt: skip
     # No listed release builds sm_35: the refusal names one that does.
     kepler = dataclasses.replace(matrix, arch_sets=(arch_set("3.5", "kepler"),))
     with pytest.raises(ConfigError, match="CUDA 12.4 can't build 3.5 .*CUDA 11.8 builds it"):

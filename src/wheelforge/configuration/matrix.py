@@ -270,6 +270,18 @@ class Matrix:
             default="auto",
         ),
     )
+    # where the wheels of several CUDA releases go ("auto": CUDA_INDEX_AUTO)
+    cuda_index: Literal["auto", "folders", "local-version"] = field(
+        default="auto",
+        metadata=key(
+            "where wheels of several CUDA releases go: `folders` (one index folder per release, "
+            "`dist/cu124/`, `dist/cu130/`, as torch publishes), `local-version` (one folder, the "
+            "release in each wheel's local version, `+cu124`), `auto` (folders when the matrix's "
+            "toolkits span CUDA majors, else local-version) (docs/toolkits.md)",
+            name="cuda-index",
+            words="`auto`, `folders` or `local-version`",
+        ),
+    )
     size_budget: int = field(  # bytes per wheel
         default=DEFAULT_SIZE_BUDGET,
         metadata=key(

@@ -130,6 +130,15 @@ class _Reader(PackageReader):
             self.problems.add(node, f"{where}: a release appears twice")
         return entries or ("auto",)
 
+    def cuda_index(self, node: yaml.Node, where: str) -> str | None:
+        value = self.scalar(node, where)
+        if value not in (None, "auto", "folders", "local-version"):
+            self.problems.add(
+                node, f"{where} must be 'auto', 'folders' or 'local-version', got '{value}'"
+            )
+            return None
+        return value
+
     def torch(self, node: yaml.Node, where: str) -> TorchSpec | None:
         spec = self._torch(node, where)
         self.torch_read = (node, spec)
@@ -287,6 +296,7 @@ class _Reader(PackageReader):
             "python_abi": self.python_abi,
             "tests": self.tests,
             "cuda": self.cuda,
+            "cuda_index": self.cuda_index,
             "size_budget": self.parsed(lambda text, w: parse_size(text, where=w)),
             "wheel_variants": lambda n, w: variantkey.read(self, n, w),
             "compile_cache": self.scalar,  # its values: settings.py, with the environment's

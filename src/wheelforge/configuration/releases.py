@@ -177,6 +177,16 @@ def writing_ptx_isa(isa: str) -> Release | None:
     return next((r for r in releases() if r.ptx_isa == isa), None)
 
 
+def describe_ptx_isa(isa: str) -> str:
+    """A PTX ISA version with what it tells: the release that writes it and the lowest driver
+    that can JIT it, e.g. "PTX ISA 8.4 (CUDA 12.4): JIT needs driver >= 550.54.14"."""
+    found = writing_ptx_isa(isa)
+    if found is None:
+        return f"PTX ISA {isa}"
+    driver = f": JIT needs driver >= {found.driver}" if found.driver else ""
+    return f"PTX ISA {isa} (CUDA {found.version}){driver}"
+
+
 def families() -> Mapping[str, tuple[int, ...]]:
     """Family targets and the sm numbers of the GPUs one cubin of each runs on."""
     return dict(table().families)

@@ -208,20 +208,9 @@ def print_inspect(reports: Sequence[BinaryReport], console: Console) -> None:
         if not binary.entries:
             table.add_row("-", "no CUDA code", "0", "-", "-", "-")
         if isas:  # below the table, which keeps its 80 columns
-            table.caption = "; ".join(_ptx_isa(v) for v in sorted(isas))
+            table.caption = "; ".join(releases.describe_ptx_isa(v) for v in sorted(isas))
             table.caption_justify = "left"
         print_whole(table, console)
-
-
-def _ptx_isa(isa: str) -> str:
-    """A PTX ISA version with what it tells: the release that writes it and the lowest driver
-    that can JIT it (the release table's), e.g. "PTX ISA 8.4 (CUDA 12.4): JIT needs driver >=
-    550.54.14"."""
-    found = releases.writing_ptx_isa(isa)
-    if found is None:
-        return f"PTX ISA {isa}"
-    driver = f": JIT needs driver >= {found.driver}" if found.driver else ""
-    return f"PTX ISA {isa} (CUDA {found.version}){driver}"
 
 
 def reports_to_json(reports: Sequence[BinaryReport]) -> dict[str, object]:
@@ -324,9 +313,12 @@ def checks_to_json(checks: Sequence[BinaryCheck]) -> dict[str, object]:
 
 def variants_table(variants: Sequence[Variant], matrix: Matrix) -> Table:
     """Fits 80 columns: the toolkit is named by version (``wheelforge toolkit list`` says where
-    it is), and the arch list wraps between archs, never inside one."""
+    it is), and the arch list wraps between archs, never inside one. With an index folder per
+    CUDA release (cuda-index), the folder each wheel goes to, below the output folder."""
     table = Table(title=f"variants of {matrix.path}", title_justify="left")
-    for column in ("id", "arch set", "archs", "CUDA", "wheel version"):
+    folders = any(v.index for v in variants)
+    columns = ("id", "arch set", "archs", "CUDA", "wheel version", *(("index",) if folders else ()))
+    for column in columns:
         table.add_column(column, overflow="fold", no_wrap=column in ("id", "CUDA"))
     for v in variants:
         version = (
@@ -339,7 +331,13 @@ def variants_table(variants: Sequence[Variant], matrix: Matrix) -> Table:
             if v.choice.toolkit
             else f"{v.choice.release} (to provision)"
         )
-        table.add_row(v.id, v.arch_set.name, str(v.arch_set), cuda, version)
+        table.add_row(v.id, v.arch_set.name, str(v.arch_set), cuda, version,
+                      *((f"{v.index}/",) if folders else ()))  # fmt: skip
+    if folders:
+        table.caption = (
+            "each index folder is a package index: pip install --find-links OUT/cu124 ..."
+        )
+        table.caption_justify = "left"
     return table
 
 
@@ -354,6 +352,7 @@ def variants_to_json(variants: Sequence[Variant]) -> dict[str, object]:
                 "cuda": v.choice.release,
                 "provisioned": v.choice.toolkit is None,
                 "local_label": v.local_label,
+                "index": v.index,
             }
             for v in variants
         ],
@@ -365,7 +364,13 @@ def github_matrix(variants: Sequence[Variant]) -> dict[str, object]:
     ``wheelforge build --only ${{ matrix.variant }}``."""
     return {
         "include": [
-            {"variant": v.id, "archs": str(v.arch_set), "cuda": v.choice.release} for v in variants
+            {
+                "variant": v.id,
+                "archs": str(v.arch_set),
+                "cuda": v.choice.release,
+                "index": v.index or "",
+            }
+            for v in variants
         ]
     }
 

@@ -367,7 +367,8 @@ def make_plan(
         matrix=matrix,
         torch=torch,
         build_dir=build_dir,
-        out_dir=out_dir,
+        # the variant's index folder (cu124/) when each CUDA release's wheels have their own
+        out_dir=out_dir / variant.index if variant.index else out_dir,
         cxx=cxx,
         cc=cc,
         cxx_launcher=cxx_launcher,

@@ -31,6 +31,8 @@ class Variant:
     torch: str | None = None  # unstable ABI only: the torch version this variant builds against
     # PEP 825 variant label (wheel-variants only): the id in the label alphabet, [0-9a-z_.]
     variant_label: str | None = None
+    # The index folder its wheel goes to inside the output folder (cuda-index: folders): "cu124"
+    index: str | None = None
 
     @property
     def toolkit(self) -> Toolkit:
@@ -159,18 +161,44 @@ def _expand(matrix: Matrix, found: Sequence[Toolkit]) -> tuple[Variant, ...]:
                 combos.setdefault(f"{arch_set.name}-{short}{suffix}", (arch_set, choice, torch))
     # Variant wheels of one release share its version: the variant label tells them apart.
     labelled = matrix.variant_wheels
-    several = len(combos) > 1 and not labelled
-    return tuple(
-        Variant(
-            id=vid,
-            arch_set=arch_set,
-            choice=choice,
-            local_label=vid.replace("-", ".").replace("_", ".") if several else None,
-            torch=torch,
-            variant_label=vid.replace("-", "_") if labelled else None,
+    folders = not labelled and _index_folders(matrix, [c for _, c, _ in combos.values()])
+    # Within one output folder (or index folder), a local label tells the wheels apart.
+    shared: dict[str | None, int] = {}
+    for _, choice, _ in combos.values():
+        shared[choice.short if folders else None] = (
+            shared.get(choice.short if folders else None, 0) + 1
         )
-        for vid, (arch_set, choice, torch) in combos.items()
-    )
+    variants = []
+    for vid, (arch_set, choice, torch) in combos.items():
+        index = choice.short if folders else None
+        label = (
+            _label(vid, choice.short if folders else None)
+            if shared[index] > 1 and not labelled
+            else None
+        )
+        variants.append(
+            Variant(id=vid, arch_set=arch_set, choice=choice, local_label=label, torch=torch,
+                    variant_label=vid.replace("-", "_") if labelled else None, index=index)
+        )  # fmt: skip
+    return tuple(variants)
+
+
+def _index_folders(matrix: Matrix, choices: Sequence[ToolkitChoice]) -> bool:
+    """Whether each CUDA release's wheels go to an index folder of their own (cu124/, cu130/):
+    ``cuda-index: folders``, or ``auto`` with toolkits of several CUDA majors (a binary of one
+    major can't serve the other's torch, so both are published, side by side, as torch is)."""
+    if matrix.cuda_index != "auto":
+        return matrix.cuda_index == "folders"
+    return len({c.release.split(".")[0] for c in choices}) > 1
+
+
+def _label(vid: str, folder: str | None) -> str:
+    """The local version label of variant *vid*: its id in PEP 440's alphabet, less the CUDA
+    release when the release has its own index folder (*folder*)."""
+    words = vid.split("-")
+    if folder is not None:
+        words = [w for w in words if w != folder]
+    return ".".join(words).replace("_", ".")
 
 
 def select(variants: Sequence[Variant], only: Sequence[str]) -> list[Variant]:

@@ -23,7 +23,7 @@ from wheelforge.foundation.errors import (
     Interrupted,
     WheelforgeError,
 )
-from wheelforge.packaging import repair, stamp, wheel, wheel_variants
+from wheelforge.packaging import repair, simpleindex, stamp, wheel, wheel_variants
 from wheelforge.planning import variants
 from wheelforge.planning.plan import VariantPlan
 from wheelforge.planning.variants import Variant
@@ -129,7 +129,7 @@ def _build_variant(
         title = f"{plan.variant.id}: pack, repair and check the wheel"
         with log.group(title), log.step(title):
             done = _pack_and_publish(plan, contents, settings, stages, null=null, kept=kept)
-        stamp.write(plan.build_dir, digest=digest, wheel=done.wheel)
+        stamp.write(plan.build_dir, digest=digest, wheel=done.wheel, index=variant.index)
         incremental.remember_verification(done.wheel, plan, done.found, done.import_check)
     published, found, reused = done.wheel, done.found, reusable is not None
     assert stages.size is not None  # _check sets it
@@ -340,6 +340,9 @@ def _run_build(settings: BuildSettings, chosen: list[Variant], start: float) -> 
                 else o
                 for o, p in zip(outcomes, plans, strict=True)
             ]
+    # Each CUDA release's index folder (cuda-index: folders) is a package index pip can use.
+    for folder in sorted({p.out_dir for p in plans if p.variant.index}):
+        simpleindex.write(folder, m.package.name, m.package.wheel_name)
     index = None
     if m.variant_wheels:
         # The whole output folder: variants built by other jobs and collected here count too.
