@@ -18,9 +18,12 @@ from elftools.elf.elffile import ELFFile
 
 from tests.conftest import REPO
 from wheelforge.configuration.archs import ArchSet
-from wheelforge.interface.report import packaged_schema
+from wheelforge.interface.documents.build_report import KIND
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
+
+packaged_schema = KIND.packaged_schema
+
 
 WHEEL_RE = re.compile(r"^wheelforge_kernels-0\.1\.0-cp310-abi3-manylinux_\d+_\d+_x86_64\.whl$")
 ARCHS = "7.5 9.0+PTX"

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.test_build import wheelforge
-from wheelforge.configuration.reader import load_matrix
+from wheelforge.configuration.matrix.reader import load_matrix
 
 pytestmark = [
     pytest.mark.network,

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.unit.fakes import plan_for
-from wheelforge.configuration.reader import load_matrix
+from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation.errors import VerificationError
 from wheelforge.running import importcheck
 from wheelforge.toolchain import probecache, torchprobe, warmtorch

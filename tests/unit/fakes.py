@@ -8,7 +8,7 @@ from packaging.version import Version
 
 from wheelforge.configuration import releases
 from wheelforge.configuration.archs import ArchSet, parse_arch_list
-from wheelforge.configuration.matrix import Matrix
+from wheelforge.configuration.matrix.model import Matrix
 from wheelforge.planning.plan import VariantPlan, make_plan
 from wheelforge.planning.variants import Variant
 from wheelforge.toolchain.choice import ToolkitChoice

@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 
 from wheelforge.binaries.inspection import inspect_paths
-from wheelforge.binaries.sizes import check_size
+from wheelforge.binaries.sizecheck import check_size
 from wheelforge.binaries.verify import check_binary
 from wheelforge.configuration.archs import ArchSet, parse_arch_list
 from wheelforge.configuration.settings import Flags, resolve
@@ -20,10 +20,12 @@ from wheelforge.foundation.diagnostics import Diagnostic, parse_compiler_output
 from wheelforge.foundation.errors import BuildError
 from wheelforge.interface import ci
 from wheelforge.interface.cli import main
-from wheelforge.interface.report import build_report, packaged_schema, report_json, schema
+from wheelforge.interface.documents.build_report import KIND, build_report
+from wheelforge.interface.documents.kinds import document_text as report_json
 from wheelforge.running.results import BuildReport, VariantFailure, VariantResult
 
 Project = Callable[..., Path]
+packaged_schema, schema = KIND.packaged_schema, KIND.schema
 DATA = Path(__file__).parents[1] / "data" / "fatbin"
 WHEEL = "demo_ops-1.2.0-cp310-abi3-manylinux_2_34_x86_64.whl"
 
@@ -36,7 +38,7 @@ def _reset_log() -> object:
 
 
 def test_packaged_schema_is_the_generated_one() -> None:
-    """Regenerate with: python -m wheelforge.interface.report > src/wheelforge/data/build-report.schema.json"""
+    """Regenerate with: python -m wheelforge.interface.documents.schemas"""
     assert packaged_schema() == schema()
     jsonschema.Draft202012Validator.check_schema(packaged_schema())
 

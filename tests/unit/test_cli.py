@@ -64,3 +64,28 @@ def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str], argv: tuple[str
     code, _, err = run(capsys, *argv)
     assert code == 2
     assert err.startswith("error: ") and "--help" in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("cache", "list"),
+        ("cache", "prune", "--all"),
+        ("toolkit", "list"),
+        ("toolkit", "install", "13.0"),
+        ("matrix",),
+        ("test",),
+        ("build",),
+    ],
+)
+def test_every_cache_dir_refuses_a_file_the_same_way(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, argv: tuple[str, ...]
+) -> None:
+    """--cache-dir is one shared option (interface/options.py): a file is one line, exit 2,
+    before anything is read or written."""
+    (tmp_path / "a-file").write_text("")
+    code, _, err = run(capsys, *argv, "--cache-dir", str(tmp_path / "a-file"))
+    assert code == 2
+    [line] = err.strip().splitlines()
+    assert line.startswith("error: Invalid value for '--cache-dir': ")
+    assert f"{tmp_path / 'a-file'} is a file, not a folder; pass --cache-dir a folder" in line

@@ -13,7 +13,7 @@ from rich.console import Console
 from tests.unit import fakes
 from wheelforge.binaries.abicheck import BinaryCheck
 from wheelforge.configuration.archs import ArchSet, parse_arch_list
-from wheelforge.configuration.reader import load_matrix
+from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation import errors
 from wheelforge.interface.cli import main
 from wheelforge.interface.render import check_table, variants_table

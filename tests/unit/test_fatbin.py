@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from elftools.elf.elffile import ELFFile
 
+from wheelforge.binaries.facts import BinaryContents
 from wheelforge.binaries.fatbin import (
     FatbinEntry,
     entry_payload,
@@ -20,9 +21,10 @@ from wheelforge.binaries.fatbin import (
     ptx_target,
     read_fatbin_entries,
 )
-from wheelforge.binaries.inspection import BinaryReport, inspect_paths
+from wheelforge.binaries.inspection import inspect_paths
+from wheelforge.foundation.document import to_document
 from wheelforge.foundation.errors import BinaryFormatError, ConfigError
-from wheelforge.interface.render import reports_to_json
+from wheelforge.interface.documents.inspection import inspect_document
 
 DATA = Path(__file__).parents[1] / "data" / "fatbin"
 
@@ -162,7 +164,7 @@ def test_ptx_target_needs_a_ptx_entry() -> None:
 
 def test_to_json() -> None:
     entry = entries_of("sm100f_sm120a_zstd.so")[1]
-    assert entry.to_json() == {
+    assert to_document(entry) == {  # inspect --json and the build report write it so
         "kind": "ptx",
         "arch": "compute_100f",
         "sm": 100,
@@ -406,7 +408,7 @@ def test_archs_are_sorted_by_number_then_variant() -> None:
         *entries_of("sm80_sm90a_ptx90.so"),
         *entries_of("sm75_lz4.so"),
     ]
-    report = BinaryReport(path="x", size=1, entries=tuple(entries))
+    report = BinaryContents(path="x", size=1, entries=tuple(entries))
     assert report.sass_archs == ("sm_75", "sm_80", "sm_90a", "sm_100f", "sm_120a")
     assert report.ptx_archs == ("compute_75", "compute_90", "compute_100f")
 
@@ -448,14 +450,14 @@ def test_inspect_a_folder(tmp_path: Path) -> None:
 
 def test_reports_to_json() -> None:
     reports = inspect_paths([DATA / "sm75_lz4.so", DATA / "no_cuda.so"])
-    document = reports_to_json(reports)
+    document = to_document(inspect_document(reports))
     assert document == {
         "schema_version": 1,
         "files": [
             {
                 "path": str(DATA / "sm75_lz4.so"),
                 "size": (DATA / "sm75_lz4.so").stat().st_size,
-                "fatbins": [e.to_json() for e in entries_of("sm75_lz4.so")],
+                "fatbins": [to_document(e) for e in entries_of("sm75_lz4.so")],
             },
             {"path": str(DATA / "no_cuda.so"), "size": 15024, "fatbins": []},
         ],

@@ -7,7 +7,7 @@ import dataclasses
 import sys
 
 from tests.conftest import REPO
-from wheelforge.configuration.reader import load_matrix
+from wheelforge.configuration.matrix.reader import load_matrix
 
 if sys.version_info >= (3, 11):
     import tomllib

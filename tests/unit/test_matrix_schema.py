@@ -1,5 +1,5 @@
 """matrix.yaml's JSON Schema and docs/matrix.md's key tables are generated from the model in
-configuration/matrix.py; these tests fail when either drifts from it, and check that the
+configuration/matrix/model.py; these tests fail when either drifts from it, and check that the
 matrices this project ships and tests with are valid against the schema."""
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ import jsonschema
 import pytest
 import yaml
 
-from wheelforge.configuration import schema
-from wheelforge.configuration.reader import load_matrix
+from wheelforge.configuration.matrix import schema
+from wheelforge.configuration.matrix.reader import load_matrix
 
 from .conftest import GOOD_MATRIX
 
 REPO = Path(__file__).resolve().parents[2]
-REGENERATE = "run `python -m wheelforge.configuration.schema` and commit the result"
+REGENERATE = "run `python -m wheelforge.configuration.matrix.schema` and commit the result"
 
 
 @pytest.fixture(scope="module")

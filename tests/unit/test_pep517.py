@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from wheelforge import build_meta
-from wheelforge.configuration.reader import load_matrix
+from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation.errors import ConfigError, VerificationError
 from wheelforge.running import pep517
 from wheelforge.toolchain import gpu

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from wheelforge.configuration.reader import load_matrix
+from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.planning import ninja
 from wheelforge.planning.plan import make_plan

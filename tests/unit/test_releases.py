@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from wheelforge.binaries.sizes import levers
+from wheelforge.binaries.sizecheck import levers
 from wheelforge.configuration import releases
 from wheelforge.configuration.archs import Arch, ArchSet, parse_arch_list
-from wheelforge.configuration.reader import load_matrix
+from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.planning import reproducible, variants
 from wheelforge.toolchain import provision

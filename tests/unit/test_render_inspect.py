@@ -6,8 +6,8 @@ import io
 
 from rich.console import Console
 
+from wheelforge.binaries.facts import BinaryContents
 from wheelforge.binaries.fatbin import FatbinEntry
-from wheelforge.binaries.inspection import BinaryReport
 from wheelforge.interface.render import print_inspect
 
 
@@ -18,7 +18,9 @@ def _entry(kind: str, arch: str, version: str) -> FatbinEntry:
 
 def _shown(*entries: FatbinEntry) -> str:
     out = io.StringIO()
-    print_inspect([BinaryReport(path="x.so", size=1, entries=entries)], Console(file=out, width=80))
+    print_inspect(
+        [BinaryContents(path="x.so", size=1, entries=entries)], Console(file=out, width=80)
+    )
     return out.getvalue()
 
 

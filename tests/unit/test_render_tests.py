@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from wheelforge.interface.render_tests import outcomes_to_json
+from wheelforge.foundation.document import to_document
+from wheelforge.interface.documents.torch_tests import torch_tests_document
 from wheelforge.running.torch_tests import Outcome
 
 
@@ -11,7 +12,7 @@ def test_a_run_that_did_not_pass_says_why() -> None:
                   status="passed", passed=3)  # fmt: skip
     pinned = Outcome(env="torch 2.11.0", torch="2.11.0+cu130", cuda=False, variant="v-torch212",
                      status="unavailable", detail="the wheel needs torch==2.12.*")  # fmt: skip
-    runs = outcomes_to_json([ran, pinned])["runs"]
+    runs = to_document(torch_tests_document([ran, pinned]))["runs"]
     assert isinstance(runs, list)
     assert [(r["status"], r["detail"]) for r in runs] == [
         ("passed", None),

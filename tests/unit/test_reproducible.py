@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from wheelforge.binaries import reprodiff
-from wheelforge.configuration.reader import load_matrix
+from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation.errors import VerificationError
 from wheelforge.planning import ninja, reproducible
 

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from wheelforge.binaries.facts import BinaryContents
 from wheelforge.binaries.fatbin import FatbinEntry
-from wheelforge.binaries.inspection import BinaryReport, inspect_paths
-from wheelforge.binaries.sizes import check_size, contributions, levers
-from wheelforge.configuration import schema
-from wheelforge.configuration.sizes import SIZE_PATTERN, parse_size
+from wheelforge.binaries.inspection import inspect_paths
+from wheelforge.binaries.sizecheck import check_size, contributions, levers
+from wheelforge.configuration.bytesizes import SIZE_PATTERN, parse_size
+from wheelforge.configuration.matrix import schema
 from wheelforge.foundation.errors import ConfigError
 
 DATA = Path(__file__).parents[1] / "data" / "fatbin"
@@ -52,7 +53,7 @@ def test_schema_pattern_accepts_what_parse_size_reads(text: str) -> None:
 
 def test_matrix_size_budget_errors_name_the_line(project) -> None:  # type: ignore[no-untyped-def]
     from tests.unit.conftest import GOOD_MATRIX
-    from wheelforge.configuration.reader import load_matrix
+    from wheelforge.configuration.matrix.reader import load_matrix
 
     assert load_matrix(project(GOOD_MATRIX + "size-budget: 450MB\n")).size_budget == 450 * 1000**2
     assert load_matrix(project()).size_budget == 100 * 1024**2
@@ -81,7 +82,7 @@ def _entry(arch: str, stored: int, compression: str = "none") -> FatbinEntry:
 
 
 def test_levers_measure_dropping_an_arch_and_family_targets() -> None:
-    binary = BinaryReport(path="x.whl!p/_C.so", size=1, entries=(
+    binary = BinaryContents(path="x.whl!p/_C.so", size=1, entries=(
         _entry("sm_100", 5000), _entry("sm_103", 4000), _entry("sm_90", 3000, "lz4")))  # fmt: skip
     found = {lv.change: lv for lv in levers(contributions([binary]), (13, 0), ())}
     assert found["drop SASS sm_100 from the arch set"].saves == 5000

@@ -12,9 +12,19 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "wheelforge"
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
 # module (relative to src/wheelforge) → why it may be longer
-MODULE_EXCEPTIONS: dict[str, str] = {}
+MODULE_EXCEPTIONS: dict[str, str] = {
+    "configuration/matrix/model.py": "the matrix model: every key of matrix.yaml, one owner (it "
+    "was split in two only for the cap)",
+    "interface/cli.py": "the commands and their options, one line per argument as ruff formats "
+    "them (the 23 '# fmt: skip' packs are gone); issue 18 makes the cap a warning",
+}
 # "module:function" → why it may be longer
-FUNCTION_EXCEPTIONS: dict[str, str] = {}
+FUNCTION_EXCEPTIONS: dict[str, str] = {
+    "configuration/importers/initmatrix.py:render": "the matrix.yaml sections in order, unpacked "
+    "from '# fmt: skip'",
+    "interface/cli.py:build": "its decorators count: one line per option argument as ruff formats "
+    "them; issue 18 makes the cap a warning and groups build's options",
+}
 
 
 def module_sizes() -> dict[str, int]:

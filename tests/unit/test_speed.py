@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from wheelforge.configuration.reader import load_matrix
+from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.configuration.settings import Flags, resolve
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.planning import freshness, ninja

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from packaging.version import Version
 
-from wheelforge.configuration.torchspec import parse_torch_spec
+from wheelforge.configuration.matrix.torchspec import parse_torch_spec
 
 
 def test_range_lowest_and_target_macro() -> None:

@@ -8,9 +8,8 @@ import pytest
 from packaging.version import Version
 
 from wheelforge.configuration.archs import ArchSet, parse_arch_list
-from wheelforge.configuration.matrix import Matrix
-from wheelforge.configuration.reader import load_matrix
-from wheelforge.configuration.sections import WheelVariantsConfig
+from wheelforge.configuration.matrix.model import Matrix, WheelVariantsConfig
+from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation.errors import ConfigError, EnvironmentProblem
 from wheelforge.planning import variants
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from variantlib.variant_dist_info import VariantDistInfo
 
+from wheelforge.binaries.facts import BinaryContents
 from wheelforge.binaries.fatbin import FatbinEntry
-from wheelforge.binaries.inspection import BinaryReport
-from wheelforge.configuration.reader import load_matrix
+from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation.errors import ConfigError, VerificationError
 from wheelforge.packaging import wheel_variants as wv
 from wheelforge.running import torch_tests
@@ -34,8 +34,8 @@ def entry(kind: str, arch: str) -> FatbinEntry:
                        offset=0, stored_size=8, size=8, compression="none", version=None)  # fmt: skip
 
 
-def report(path: str, *entries: tuple[str, str]) -> BinaryReport:
-    return BinaryReport(path=path, size=1, entries=tuple(entry(k, a) for k, a in entries))
+def report(path: str, *entries: tuple[str, str]) -> BinaryContents:
+    return BinaryContents(path=path, size=1, entries=tuple(entry(k, a) for k, a in entries))
 
 
 def test_sm_arch_values_come_from_sass_and_ptx() -> None:

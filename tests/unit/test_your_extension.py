@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from wheelforge.binaries import abicheck, initexport, verify
-from wheelforge.configuration import initmatrix
-from wheelforge.configuration.reader import load_matrix
+from wheelforge.configuration.importers import initmatrix
+from wheelforge.configuration.importers.setuppy import scan_setup_py
+from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.configuration.settings import Flags, resolve
-from wheelforge.configuration.setupscan import scan_setup_py
 from wheelforge.foundation.errors import ConfigError, VerificationError
 from wheelforge.interface.cli import main
 from wheelforge.packaging import wheel
@@ -46,7 +46,7 @@ def test_check_names_a_module_that_does_not_export_its_pyinit(
     assert main(["check", str(bad)]) == VerificationError.exit_code
     err = capsys.readouterr().err
     assert "pkg/_C.abi3.so does not define PyInit__C" in " ".join(err.split())
-    assert initexport.wheel_init_problems(bad)[0][0] == "pkg/_C.abi3.so"
+    assert check.path == f"{bad}!pkg/_C.abi3.so"
 
 
 def test_an_unstable_abi_build_is_held_to_the_module_init_rule_in_the_one_pass(

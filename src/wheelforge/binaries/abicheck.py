@@ -1,64 +1,51 @@
-"""The stable-ABI check of built binaries: run after every build, and by ``wheelforge check``.
-It applies the rules of abirules.py (listed there) to each ELF file, and for a wheel to each ELF
-member outside auditwheel's ``.libs``; on top it checks what only a wheel has: abi3 module file
-names, and declared floors not below the needed ones (the lowest torch it loads on is the newest
-release that introduced one of its shim functions; the lowest Python, the newest limited-API
-version among its Python symbols).
-"""
+"""Applying the registered ABI rules (registry.py) to what the walk read (reader.py): each
+binary of a wheel by its role, and the wheel as a whole; ``wheelforge check`` (check_paths) and
+the build's verification (verify.py) both judge through judge_wheel. A wheel's target is read
+from it: its torch floor from METADATA (unless given), its abi3 floor from its tags."""
 
 from __future__ import annotations
 
-import dataclasses
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from email.parser import HeaderParser
 from pathlib import Path
 
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
-from wheelforge.binaries import bounded, initexport
-from wheelforge.binaries.abirules import (
-    CheckTarget,
-    ElfFacts,
-    Violation,
-    cxx_violations,
-    demangle,
-    elf_facts,
-    floor_violations,
-    python_floor,
-    python_violations,
-    shim_violations,
-    tag_violations,
+from wheelforge.binaries import bounded, floors, registry
+from wheelforge.binaries.elf import ELF_MAGIC, ElfImage, open_elf_file
+from wheelforge.binaries.facts import BinaryFacts, WheelFacts, file_role
+from wheelforge.binaries.floors import python_floor, torch_floor
+from wheelforge.binaries.reader import read_binary, read_wheel
+from wheelforge.binaries.rule import CheckTarget, Flavour, Rule, RuleContext, Violation
+from wheelforge.binaries.symbols import demangle
+from wheelforge.foundation import log
+from wheelforge.foundation.errors import (
+    BinaryFormatError,
+    ConfigError,
+    VerificationError,
+    first_and_rest,
 )
-from wheelforge.binaries.elf import (
-    ELF_MAGIC,
-    ElfImage,
-    WheelReader,
-    is_grafted,
-    member_name,
-    open_elf_file,
-    open_wheel,
-)
-from wheelforge.foundation.errors import BinaryFormatError, ConfigError
-from wheelforge.toolchain import shims
 from wheelforge.toolchain.shims import Version2
 
-# The rules' own types and demangle() are part of this module's interface.
+# The rules' own types, demangle() and the floors are part of this module's interface.
 __all__ = [
     "BinaryCheck",
     "CheckTarget",
     "Violation",
-    "WheelRules",
     "check_elf",
-    "check_image",
     "check_paths",
     "check_wheel",
     "demangle",
+    "judge",
+    "judge_wheel",
     "python_floor",
+    "require_clean",
     "torch_floor",
+    "wheel_context",
 ]
+
+# ``wheelforge check`` is the stable-ABI check.
+CHECK_FLAVOUR: Flavour = "stable"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -73,150 +60,125 @@ class BinaryCheck:
     declared_python: Version2 | None = None
 
 
-def check_elf(data: bytes, *, path: str, target: CheckTarget) -> BinaryCheck:
-    with ElfImage(path, data) as image:
-        return check_image(image, elf_facts(image), target)
-
-
-def check_image(image: ElfImage, facts: ElfFacts, target: CheckTarget) -> BinaryCheck:
-    path = image.name
-    used_shims = tuple(n for n in facts.undefined if shims.is_shim(n))
-    python_symbols = tuple(n for n in facts.undefined if n.startswith(("Py", "_Py")))
-    introduced = [shims.judge(n, target.torch, target.guards).introduced for n in used_shims]
-    torch = max((v for v in introduced if v is not None), default=None)
-    python = python_floor(python_symbols)
-    violations = [
-        *floor_violations(path, target, torch, python),
-        *cxx_violations(path, facts.undefined),
-        *shim_violations(path, used_shims, target),
-        *python_violations(path, python_symbols, target.python),
-        *initexport.init_violations(image),
-    ]
-    return BinaryCheck(
-        path=path,
-        shims=used_shims,
-        newest_shim=torch,
-        python_symbols=python_symbols,
-        violations=tuple(violations),
-        python_floor=python,
-        declared_torch=target.torch,
-        declared_python=target.python,
+def judge(
+    binary: BinaryFacts, context: RuleContext, rules: Sequence[Rule]
+) -> tuple[Violation, ...]:
+    """What *rules* (those of them that judge the binary's role) find in *binary*."""
+    return tuple(
+        Violation(
+            binary=binary.name,
+            rule=rule.id,
+            symbol=found.symbol,
+            message=found.message,
+            severity=rule.severity,
+        )
+        for rule in registry.for_role(rules, binary.role)
+        for found in rule.check(binary, context)
     )
 
 
-def torch_floor(metadata: str) -> Version2 | None:
-    """The lowest torch a wheel's METADATA accepts (its Requires-Dist on torch), if any."""
-    message = HeaderParser().parsestr(metadata)
-    for value in message.get_all("Requires-Dist") or []:
-        try:
-            req = Requirement(value)
-        except InvalidRequirement:
-            continue
-        if canonicalize_name(req.name) != "torch":
-            continue
-        lows = [s.version for s in req.specifier if s.operator in (">=", "==", "~=", ">", "===")]
-        if lows:
-            parts = [
-                int(p)
-                for p in re.findall(
-                    r"\d+", max(lows, key=lambda v: [int(p) for p in re.findall(r"\d+", v)])
-                )[:2]
-            ]
-            if len(parts) == 2:
-                return (parts[0], parts[1])
-    return None
+def check_binary(binary: BinaryFacts, context: RuleContext, rules: Sequence[Rule]) -> BinaryCheck:
+    """*binary* judged by *rules*, with the floors its symbols (when read) imply."""
+    undefined = binary.symbols.undefined if binary.symbols else ()
+    used = floors.used_shims(undefined)
+    python = floors.python_symbols(undefined)
+    return BinaryCheck(
+        path=binary.name,
+        shims=used,
+        newest_shim=floors.torch_needed(used, context.target),
+        python_symbols=python,
+        violations=judge(binary, context, rules),
+        python_floor=floors.python_floor(python),
+        declared_torch=context.target.torch,
+        declared_python=context.target.python,
+    )
 
 
-class WheelRules:
-    """The rules for the ELF members of one open wheel: its tags, its abi3 floor and its torch
-    floor (*torch*, else its METADATA's) are read once; check() then takes one member."""
+def wheel_context(
+    wheel: WheelFacts, *, torch: Version2 | None, guards: dict[str, Version2 | None]
+) -> RuleContext:
+    """What the wheel's binaries are checked against: its tags and abi3 floor, and its torch
+    floor (*torch*, else its METADATA's)."""
+    path = wheel.path
+    try:
+        _, _, _, tags = parse_wheel_filename(wheel.tagged_name)
+    except InvalidWheelFilename as exc:
+        raise BinaryFormatError(str(path), None, f"not a wheel file name: {exc}") from None
+    abi3 = {t.interpreter for t in tags if t.abi == "abi3" and t.interpreter.startswith("cp3")}
+    python = min(((3, int(i[3:])) for i in abi3), default=None)
+    floor = torch or (torch_floor(wheel.metadata) if wheel.metadata else None)
+    if floor is None:
+        why = (
+            "states no torch requirement with a lower bound"
+            if wheel.metadata_member
+            else "has no .dist-info/METADATA, so it states no torch requirement"
+        )
+        raise ConfigError(f"{path}: the wheel {why}; pass --target X.Y")
+    return RuleContext(
+        target=CheckTarget(torch=floor, python=python, guards=guards),
+        wheel=wheel,
+        tags=frozenset(str(t) for t in tags),
+    )
 
-    def __init__(
-        self, wheel: WheelReader, *, torch: Version2 | None, guards: dict[str, Version2 | None]
-    ) -> None:
-        path = wheel.path
-        try:
-            _, _, _, tags = parse_wheel_filename(wheel.tagged_name)
-        except InvalidWheelFilename as exc:
-            raise BinaryFormatError(str(path), None, f"not a wheel file name: {exc}") from None
-        self.path = path
-        self.tags = frozenset(str(t) for t in tags)
-        abi3 = {t.interpreter for t in tags if t.abi == "abi3" and t.interpreter.startswith("cp3")}
-        self.python = min(((3, int(i[3:])) for i in abi3), default=None)
-        metadata = wheel.dist_info_member("METADATA")
-        floor = torch or (torch_floor(wheel.read_text(metadata)) if metadata else None)
-        if floor is None:
-            why = (
-                "states no torch requirement with a lower bound"
-                if metadata
-                else "has no .dist-info/METADATA, so it states no torch requirement"
-            )
-            raise ConfigError(f"{path}: the wheel {why}; pass --target X.Y")
-        self.target = CheckTarget(torch=floor, python=self.python, guards=guards)
 
-    @staticmethod
-    def applies(member: str) -> bool:
-        """Libraries that auditwheel grafted into ``.libs`` are not the wheel's own."""
-        return not is_grafted(member)
-
-    def check(self, image: ElfImage) -> BinaryCheck:
-        member = image.member or image.name
-        facts = elf_facts(image)
-        result = check_image(image, facts, self.target)
-        extra = tag_violations(self.path.name, self.tags, member, facts)
-        if self.python is not None and re.search(r"\.cpython-\d+[^/]*\.so$", member):
-            extra.append(
-                Violation(
-                    binary=image.name,
-                    rule="tags",
-                    symbol=None,
-                    message=f"{self.path.name} is an abi3 wheel, but {member} is named for one CPython; name it *.abi3.so",
-                )
-            )
-        if not extra:
-            return result
-        return dataclasses.replace(result, violations=(*result.violations, *extra))
+def judge_wheel(
+    wheel: WheelFacts, context: RuleContext, rules: Sequence[Rule]
+) -> list[BinaryCheck]:
+    """The wheel judged by *rules*: first the rules on the wheel as a whole (when they find
+    something), then every binary read whose role some rule judges."""
+    results = [
+        check_binary(b, context, rules) for b in wheel.binaries if registry.for_role(rules, b.role)
+    ]
+    subject = wheel.subject()
+    violations = judge(subject, context, rules)
+    if violations:
+        whole = BinaryCheck(
+            path=subject.name, shims=(), newest_shim=None, python_symbols=(), violations=violations
+        )
+        results.insert(0, whole)
+    return results
 
 
 def check_wheel(
     path: Path, *, torch: Version2 | None, guards: dict[str, Version2 | None]
 ) -> list[BinaryCheck]:
-    """Check every ELF member of a wheel; *torch* overrides the floor its METADATA gives."""
-    with open_wheel(path) as wheel:
-        rules = WheelRules(wheel, torch=torch, guards=guards)
-        unsafe = set(bounded.unsafe_member_names(wheel.names))  # layout violations only
-        skip = lambda member: not rules.applies(member) or member in unsafe  # noqa: E731
-        results = [rules.check(image) for image in wheel.elf_members(skip=skip)]
-        layout = _layout_violations(path, wheel.names)
-    if layout:
-        results.insert(0, BinaryCheck(path=str(path), shims=(), newest_shim=None,
-                                      python_symbols=(), violations=tuple(layout)))  # fmt: skip
-    return results
+    """Check a wheel by the rules of ``check``; *torch* overrides the floor its METADATA gives."""
+    rules = registry.applicable(CHECK_FLAVOUR)
+    wheel = read_wheel(path, registry.reading(rules, metadata=torch is None))
+    return judge_wheel(wheel, wheel_context(wheel, torch=torch, guards=guards), rules)
 
 
-def _layout_violations(path: Path, names: Sequence[str]) -> list[Violation]:
-    """Member names an installer would write outside site-packages, and a missing .dist-info."""
-    out = [
-        Violation(
-            binary=member_name(path, name),
-            rule="layout",
-            symbol=None,
-            message=f"{path.name} has the member {name!r}, which an installer would write outside "
-            "its folder (an absolute path or '..'); rebuild the wheel with relative member names",
-        )
-        for name in bounded.unsafe_member_names(list(names))
-    ]
-    if not any(n.endswith(".dist-info/METADATA") and n.count("/") == 1 for n in names):
-        out.append(
-            Violation(
-                binary=str(path),
-                rule="layout",
-                symbol=None,
-                message=f"{path.name} has no NAME-VERSION.dist-info/METADATA, so no installer "
-                "accepts it; build it with a wheel builder",
-            )
-        )
-    return out
+def _check_image(image: ElfImage, target: CheckTarget) -> BinaryCheck:
+    rules = registry.applicable(CHECK_FLAVOUR)
+    role = file_role(image.name)
+    reading = registry.reading(rules)
+    binary = read_binary(image, role, reading.of(role), reading.own_of(role))
+    return check_binary(binary, RuleContext(target=target), rules)
+
+
+def check_elf(data: bytes, *, path: str, target: CheckTarget) -> BinaryCheck:
+    """Check one ELF file's bytes, as a file given on its own."""
+    with ElfImage(path, data) as image:
+        return _check_image(image, target)
+
+
+def require_clean(
+    checks: Sequence[BinaryCheck], *, prefix: str = "", wheel: Path | None = None
+) -> None:
+    """A rule's error fails, naming every one (*wheel*'s path shortened to its file name); a
+    warning is logged."""
+    found = [v for c in checks for v in c.violations]
+
+    def text(message: str) -> str:
+        return message.replace(str(wheel), wheel.name) if wheel else message
+
+    for v in found:
+        if not v.blocking:
+            log.warning(prefix + text(v.message))
+    errors = [text(v.message) for v in found if v.blocking]
+    if errors:
+        message, details = first_and_rest(errors, prefix=prefix)
+        raise VerificationError(message, details=details)
 
 
 ACCEPTS = "wheels or shared objects"
@@ -246,8 +208,9 @@ def check_paths(
                 )
             if torch is None:
                 raise ConfigError(
-                    f"{path}: a bare shared object says nothing of its torch floor; pass --target X.Y"
+                    f"{path}: a bare shared object says nothing of its torch floor; "
+                    "pass --target X.Y"
                 )
             target = CheckTarget(torch=torch, python=python, guards=guards)
-            results.append(check_image(image, elf_facts(image), target))
+            results.append(_check_image(image, target))
     return results

@@ -78,24 +78,35 @@ def check_member_size(info: zipfile.ZipInfo, display: str) -> None:
     cap = max_member_bytes()
     if info.file_size > cap:
         raise BinaryFormatError(
-            display, None,
+            display,
+            None,
             f"inflates to {info.file_size} bytes, above the cap of {cap} "
             "(raise WHEELFORGE_MAX_MEMBER_BYTES if it is genuine)",
-        )  # fmt: skip
+        )
     ratio = max_ratio()
     if info.file_size > RATIO_FLOOR_BYTES and info.file_size > ratio * max(info.compress_size, 1):
         raise BinaryFormatError(
-            display, None,
+            display,
+            None,
             f"inflates {info.file_size // max(info.compress_size, 1)}x ({info.compress_size} "
             f"bytes to {info.file_size}), above the ratio limit of {ratio}: a zip bomb, not a "
             "build product (raise WHEELFORGE_MAX_RATIO if it is genuine)",
-        )  # fmt: skip
+        )
 
 
 # What zipfile raises on a corrupt archive or member, besides BadZipFile: unknown versions or
 # methods (NotImplementedError), bad offsets (ValueError, EOFError, OverflowError, struct.error).
-INFLATE_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, RuntimeError, ValueError, OSError,
-                   NotImplementedError, OverflowError, struct.error)  # fmt: skip
+INFLATE_ERRORS = (
+    zipfile.BadZipFile,
+    zlib.error,
+    EOFError,
+    RuntimeError,
+    ValueError,
+    OSError,
+    NotImplementedError,
+    OverflowError,
+    struct.error,
+)
 
 
 def member_is_elf(zf: zipfile.ZipFile, info: zipfile.ZipInfo, display: str) -> bool:

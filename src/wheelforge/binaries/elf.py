@@ -51,7 +51,8 @@ def is_member(name: str, member: str) -> bool:
 
 
 def is_grafted(member: str) -> bool:
-    """Whether a wheel member is a library auditwheel grafted into ``.libs`` (not the wheel's own)."""
+    """Whether a wheel member is a library auditwheel grafted into ``.libs`` (not the wheel's
+    own)."""
     return ".libs/" in member
 
 

@@ -89,20 +89,6 @@ class FatbinEntry:
     compression: Compression
     version: str | None  # "major.minor" from the header: the PTX ISA for PTX, 1.8 for cubins
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "kind": self.kind,
-            "arch": self.arch,
-            "sm": self.sm,
-            "variant": self.variant,
-            "container": self.container,
-            "offset": self.offset,
-            "stored_size": self.stored_size,
-            "size": self.size,
-            "compression": self.compression,
-            "version": self.version,
-        }
-
 
 class _EntryHeader(NamedTuple):
     kind: int

@@ -1,16 +1,15 @@
-"""The module-init rule: a Python extension module must export a defined, global
-``PyInit_<leaf>`` named after its file, or ``import`` fails with "dynamic module does not define
-module export function". Read from the ELF symbol tables, in-process."""
+"""What the module-init rule reads (rules/module_init.py): whether a Python extension module
+exports a defined, global ``PyInit_<leaf>`` named after its file, without which ``import`` fails
+with "dynamic module does not define module export function". Read from the ELF symbol tables,
+in-process."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from wheelforge.binaries import elf
-from wheelforge.binaries.abirules import Violation
 from wheelforge.foundation.errors import BinaryFormatError
 
 if TYPE_CHECKING:  # pyelftools loads in ~0.05 s: the functions that parse import it
@@ -88,25 +87,3 @@ def message(display: str, found: InitExport) -> str:
         f'function ({found.symbol})"; define it with PyMODINIT_FUNC (or let wheelforge generate '
         "it: extension.module-init: true), and name the file after the module"
     )
-
-
-def init_violations(image: elf.ElfImage) -> list[Violation]:
-    """An extension module (named like one) must export its PyInit_<leaf>."""
-    leaf = module_leaf(image.member or elf.member_path(image.name))
-    if leaf is None:
-        return []
-    found = init_export(image, leaf=leaf)
-    if found.exported:
-        return []
-    why = message(image.name, found)
-    return [Violation(binary=image.name, rule="module-init", symbol=found.symbol, message=why)]
-
-
-def wheel_init_problems(wheel: Path) -> list[tuple[str, str]]:
-    """(member, message) for each extension module of *wheel* that lacks its export."""
-    with elf.open_wheel(wheel) as reader:
-        return [
-            (image.member or image.name, v.message)
-            for image in reader.elf_members(skip=elf.is_grafted)
-            for v in init_violations(image)
-        ]

@@ -1,7 +1,7 @@
-"""Checking a built wheel before it is published, in one pass over its ELF members: every
-requested arch must be present as SASS, and as PTX where ``+PTX`` was asked; a stable-ABI
-build must keep the stable-ABI rules (abicheck.py), and an unstable-ABI one the module-init rule
-(initexport.py), which the stable-ABI rules include."""
+"""Checking a built wheel before it is published, in the one walk over it (reader.py): every
+requested arch must be present as SASS, and as PTX where ``+PTX`` was asked; and the wheel must
+keep the registered rules of its ABI flavour (registry.py), the rules on the wheel as a whole
+included, as ``wheelforge check`` applies them."""
 
 from __future__ import annotations
 
@@ -10,11 +10,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from wheelforge.binaries import abicheck, elf, initexport
-from wheelforge.binaries.abirules import Violation
-from wheelforge.binaries.inspection import BinaryReport, report_of
+from wheelforge.binaries import abicheck, elf, reader, registry
+from wheelforge.binaries.facts import FATBINS, BinaryContents, WheelFacts
 from wheelforge.configuration.archs import ArchSet
-from wheelforge.foundation.errors import VerificationError, first_and_rest
+from wheelforge.foundation.errors import VerificationError
 from wheelforge.planning.plan import VariantPlan
 from wheelforge.toolchain import shims
 
@@ -32,7 +31,7 @@ class ArchCheck:
         return not self.missing_sass and not self.missing_ptx
 
 
-def check_binary(binary: BinaryReport, arch_set: ArchSet) -> ArchCheck:
+def check_binary(binary: BinaryContents, arch_set: ArchSet) -> ArchCheck:
     sass = set(binary.sass_archs)
     ptx = set(binary.ptx_archs)
     return ArchCheck(
@@ -44,11 +43,13 @@ def check_binary(binary: BinaryReport, arch_set: ArchSet) -> ArchCheck:
     )
 
 
-def extension_binaries(binaries: Sequence[BinaryReport], plan: VariantPlan) -> list[BinaryReport]:
+def extension_binaries(
+    binaries: Sequence[BinaryContents], plan: VariantPlan
+) -> list[BinaryContents]:
     return [b for b in binaries if elf.is_member(b.path, plan.wheel_library_path)]
 
 
-def verify_binaries(binaries: Sequence[BinaryReport], plan: VariantPlan) -> list[ArchCheck]:
+def verify_binaries(binaries: Sequence[BinaryContents], plan: VariantPlan) -> list[ArchCheck]:
     """Raise VerificationError naming the arch and the .so when an asked-for arch is missing."""
     arch_set = plan.variant.arch_set
     if not any(step.rule == "nvcc" for step in plan.compile_steps):
@@ -56,7 +57,8 @@ def verify_binaries(binaries: Sequence[BinaryReport], plan: VariantPlan) -> list
     found = extension_binaries(binaries, plan)
     if not found:
         raise VerificationError(
-            f"variant {plan.variant.id}: the wheel has no {plan.wheel_library_path}; the packing step lost it"
+            f"variant {plan.variant.id}: the wheel has no {plan.wheel_library_path}; "
+            "the packing step lost it"
         )
     checks = [check_binary(b, arch_set) for b in found]
     for check in checks:
@@ -84,7 +86,7 @@ class WheelVerification:
     """What verifying a wheel found: its binaries' fatbins, each checked against the arch set
     (kept for rendering), and the stable-ABI checks (empty for an unstable-ABI build)."""
 
-    binaries: tuple[BinaryReport, ...]
+    binaries: tuple[BinaryContents, ...]
     arch_checks: tuple[ArchCheck, ...]
     abi_checks: tuple[abicheck.BinaryCheck, ...]
 
@@ -103,57 +105,33 @@ class WheelVerification:
         )
 
 
-@dataclass(frozen=True, kw_only=True)
-class WheelFindings:
-    """What one pass over a wheel's ELF members found: their fatbins, the stable-ABI checks (a
-    stable-ABI build), and the module-init violations (an unstable-ABI build)."""
-
-    binaries: list[BinaryReport]
-    abi_checks: list[abicheck.BinaryCheck]
-    init_violations: list[Violation]
-
-
-def read_wheel(wheel_path: Path, plan: VariantPlan) -> WheelFindings:
-    """One pass over the wheel's ELF members, each inflated and parsed once: its fatbin entries,
-    and the stable-ABI checks (for a stable-ABI build; an unstable one uses torch's C++ API on
-    purpose, and is held to the module-init rule alone)."""
-    found = WheelFindings(binaries=[], abi_checks=[], init_violations=[])
-    with elf.open_wheel(wheel_path) as wheel:
-        rules = None
-        if plan.matrix.abi == "stable":
-            guards = shims.header_guards(plan.torch.include_dir)
-            rules = abicheck.WheelRules(wheel, torch=plan.matrix.torch.target, guards=guards)
-        for image in wheel.elf_members():
-            found.binaries.append(report_of(image))
-            if image.member is None or elf.is_grafted(image.member):
-                continue
-            if rules is not None:
-                found.abi_checks.append(rules.check(image))
-            else:
-                found.init_violations.extend(initexport.init_violations(image))
-    return found
-
-
-def check_stable_abi(checks: Sequence[abicheck.BinaryCheck], plan: VariantPlan) -> None:
-    """A stable-ABI violation stops the variant, naming every violation."""
-    violations = [v.message for c in checks for v in c.violations]
-    if violations:
-        message, details = first_and_rest(violations, prefix=f"variant {plan.variant.id}: ")
-        raise VerificationError(message, details=details)
+def read_wheel(
+    wheel_path: Path, plan: VariantPlan
+) -> tuple[WheelFacts, list[abicheck.BinaryCheck]]:
+    """The one walk over the built wheel (every ELF member's fatbins, and what the rules of the
+    plan's ABI flavour need), and those rules' verdict on it."""
+    rules = registry.applicable(plan.matrix.abi)
+    wheel = reader.read_wheel(wheel_path, FATBINS | registry.reading(rules))
+    guards = shims.header_guards(plan.torch.include_dir)
+    context = abicheck.wheel_context(wheel, torch=plan.matrix.torch.target, guards=guards)
+    return wheel, abicheck.judge_wheel(wheel, context, rules)
 
 
 def verify_wheel(wheel_path: Path, plan: VariantPlan) -> WheelVerification:
-    """Fatbins against the arch set, then the stable-ABI rules (or, for an unstable-ABI build, the
-    module-init rule); any failing stops the variant."""
-    found = read_wheel(wheel_path, plan)
-    verify_binaries(found.binaries, plan)
-    check_stable_abi(found.abi_checks, plan)
-    if found.init_violations:
-        message = found.init_violations[0].message.replace(str(wheel_path), wheel_path.name)
-        raise VerificationError(f"variant {plan.variant.id}: {message}")
+    """Fatbins against the arch set, then the rules of the plan's ABI flavour (for the unstable
+    ABI, which uses torch's C++ API on purpose: the module-init and layout rules); any failing
+    stops the variant."""
+    wheel, checks = read_wheel(wheel_path, plan)
+    binaries = wheel.contents()
+    verify_binaries(binaries, plan)
+    # Named by the wheel's file name: the staging folder is gone when the error is read.
+    abicheck.require_clean(checks, prefix=f"variant {plan.variant.id}: ", wheel=wheel_path)
     arch_set = plan.variant.arch_set
+    symbols_read = {b.name for b in wheel.binaries if b.symbols is not None}
     return WheelVerification(
-        binaries=tuple(found.binaries),
-        arch_checks=tuple(check_binary(b, arch_set) for b in found.binaries),
-        abi_checks=tuple(found.abi_checks),
+        binaries=binaries,
+        arch_checks=tuple(check_binary(b, arch_set) for b in binaries),
+        # The stable-ABI checks: of the binaries whose symbols the rules read (none for the
+        # unstable ABI, whose report says "not-checked").
+        abi_checks=tuple(c for c in checks if c.path in symbols_read),
     )

@@ -21,11 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wheelforge.configuration.archs import ArchSet, arch_list_id, parse_arch_list
-from wheelforge.configuration.keys import COMPILE_CACHES, PYTHON_ABI_RE
-from wheelforge.configuration.matrix import Matrix
-from wheelforge.configuration.reader import load_matrix
-from wheelforge.configuration.sections import TestsConfig, WheelVariantsConfig
-from wheelforge.configuration.sizes import parse_size
+from wheelforge.configuration.bytesizes import parse_size
+from wheelforge.configuration.matrix.keys import COMPILE_CACHES, PYTHON_ABI_RE
+from wheelforge.configuration.matrix.model import Matrix, TestsConfig, WheelVariantsConfig
+from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation.errors import ConfigError
 
 

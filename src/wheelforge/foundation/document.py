@@ -1,6 +1,6 @@
 """Frozen dataclasses as JSON documents: the writer that matches schemagen's schema, so a
-document and its schema come from one model (field metadata ``key`` and ``internal`` are
-honoured the same way)."""
+document and its schema come from one model (field metadata ``key``, ``internal`` and
+``omit_if_none`` are honoured the same way)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,13 @@ from wheelforge.foundation.schemagen import document_fields, field_key
 
 
 def to_document(value: Any) -> Any:
-    """*value* as JSON data: dataclasses by their document fields, tuples as lists, paths as
-    strings."""
+    """*value* as JSON data: dataclasses by their document fields (a field marked
+    ``omit_if_none`` is left out while it is None), tuples as lists, paths as strings."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {
-            field_key(f): to_document(getattr(value, f.name)) for f in document_fields(type(value))
+            field_key(f): to_document(getattr(value, f.name))
+            for f in document_fields(type(value))
+            if not (f.metadata.get("omit_if_none") and getattr(value, f.name) is None)
         }
     if isinstance(value, tuple | list):
         return [to_document(v) for v in value]

@@ -12,7 +12,9 @@ Generic: it knows typing, not wheelforge. Each dataclass field may carry, in
 - ``default``: the default to document when the dataclass has none (or a different one, e.g.
   the document's spelling of it);
 - ``required``: override whether the key is required (by default: no dataclass default);
-- ``internal``: ``True`` leaves the field out of the schema (derived values, not document keys).
+- ``internal``: ``True`` leaves the field out of the schema (derived values, not document keys);
+- ``omit_if_none``: ``True`` for a key that a document leaves out rather than writing null
+  (foundation/document.py): not required, and its schema does not allow null.
 
 The same metadata is what a reader can be driven by, so keys, docs and schema come from one
 place (the habit of scikit-build-core's ``settings/json_schema.py``).
@@ -22,6 +24,8 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
+import operator
 import types
 import typing
 from collections.abc import Mapping, Sequence
@@ -47,6 +51,8 @@ def field_doc(field: dataclasses.Field[Any]) -> str:
 
 
 def field_is_required(field: dataclasses.Field[Any]) -> bool:
+    if field.metadata.get("omit_if_none"):
+        return False
     if "required" in field.metadata:
         return bool(field.metadata["required"])
     return (
@@ -88,6 +94,8 @@ class _Generator:
                 prop = dict(shape)
             elif shape is not None:
                 prop = self.of_type(shape)
+            elif field.metadata.get("omit_if_none"):
+                prop = self.of_type(without_none(hints[field.name]))
             else:
                 prop = self.of_type(hints[field.name])
             if doc := field_doc(field):
@@ -178,6 +186,15 @@ class _Generator:
             "minItems": len(args),
             "maxItems": len(args),
         }
+
+
+def without_none(tp: Any) -> Any:
+    """``X | None`` → ``X`` (``X | Y | None`` → ``X | Y``); any other type form unchanged."""
+    args = typing.get_args(tp)
+    if typing.get_origin(tp) not in (Union, types.UnionType) or type(None) not in args:
+        return tp
+    rest = [a for a in args if a is not type(None)]
+    return functools.reduce(operator.or_, rest[1:], rest[0])
 
 
 def _jsonable(value: Any) -> Any:

@@ -1,20 +1,17 @@
 """`wheelforge cache list` and `wheelforge cache prune`: parse and dispatch (the work is in
-running/usercache.py, the output in render_cache.py). Registered on the cli group by cli.py."""
+running/usercache.py, the tables in render_cache.py, the JSON documents in
+documents/usercache.py). Registered on the cli group by cli.py."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
+from wheelforge.interface.options import cache_dir_option, json_option
 from wheelforge.interface.options import verbose_option as verbose_option_of
 
 verbose_option = verbose_option_of("Show more detail.")
-cache_dir_option = click.option(
-    "--cache-dir", type=click.Path(path_type=Path),
-    help="The cache [default: $XDG_CACHE_HOME/wheelforge, else ~/.cache/wheelforge].",
-)  # fmt: skip
 
 
 @click.group(name="cache")
@@ -24,17 +21,19 @@ def cache_group() -> None:
 
 @cache_group.command(name="list")
 @cache_dir_option
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of a table.")
+@json_option("cache-list")
 @verbose_option
 def cache_list(cache_dir: Path | None, as_json: bool) -> None:
     """What the cache holds: each entry's size on disk and when it was last used."""
     from wheelforge.configuration import settings
-    from wheelforge.interface.render_cache import listing_to_json, print_listing
+    from wheelforge.interface.documents import kinds
+    from wheelforge.interface.documents.usercache import list_document
+    from wheelforge.interface.render_cache import print_listing
     from wheelforge.running import usercache
 
     listing = usercache.list_cache(settings.cache_dir(cache_dir))
     if as_json:
-        click.echo(json.dumps(listing_to_json(listing), indent=2))
+        kinds.echo(list_document(listing))
     else:
         print_listing(listing)
 
@@ -42,19 +41,29 @@ def cache_list(cache_dir: Path | None, as_json: bool) -> None:
 @cache_group.command(name="prune")
 @cache_dir_option
 @click.option(
-    "--unused-for", type=int, default=30, show_default=True, metavar="DAYS",
-    help="Remove test environments and toolkits not used for DAYS days, and older probes and repairs.",
-)  # fmt: skip
+    "--unused-for",
+    type=int,
+    default=30,
+    show_default=True,
+    metavar="DAYS",
+    help=(
+        "Remove test environments and toolkits not used for DAYS days, and older probes and "
+        "repairs."
+    ),
+)
 @click.option("--all", "remove_all", is_flag=True, help="Remove every entry not in use.")
 @click.option("--dry-run", is_flag=True, help="Show what would be removed; remove nothing.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of a table.")
+@json_option("cache-prune")
 @verbose_option
-def cache_prune(cache_dir: Path | None, unused_for: int, remove_all: bool, dry_run: bool,
-                as_json: bool) -> None:  # fmt: skip
+def cache_prune(
+    cache_dir: Path | None, unused_for: int, remove_all: bool, dry_run: bool, as_json: bool
+) -> None:
     """Remove what has not been used for a while; an entry another wheelforge is using or
     creating is skipped."""
     from wheelforge.configuration import settings
-    from wheelforge.interface.render_cache import print_prune, prune_to_json
+    from wheelforge.interface.documents import kinds
+    from wheelforge.interface.documents.usercache import prune_document
+    from wheelforge.interface.render_cache import print_prune
     from wheelforge.running import usercache
 
     result = usercache.prune(
@@ -64,6 +73,6 @@ def cache_prune(cache_dir: Path | None, unused_for: int, remove_all: bool, dry_r
         dry_run=dry_run,
     )
     if as_json:
-        click.echo(json.dumps(prune_to_json(result), indent=2))
+        kinds.echo(prune_document(result))
     else:
         print_prune(result)

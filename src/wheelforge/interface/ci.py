@@ -8,19 +8,19 @@ import os
 from pathlib import Path
 
 from wheelforge.binaries.elf import member_path
-from wheelforge.binaries.sizes import LEVERS_SHOWN
+from wheelforge.binaries.sizecheck import LEVERS_SHOWN
 from wheelforge.configuration.archs import code_sort_key
-from wheelforge.configuration.sizes import format_size
+from wheelforge.configuration.bytesizes import format_size
 from wheelforge.foundation import log
 from wheelforge.foundation.diagnostics import relative_to
-from wheelforge.interface.report import Report, VariantDoc
+from wheelforge.interface.documents.build_report import BuildReportDocument, VariantDoc
 
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def _wheels(report: Report) -> list[str]:
+def _wheels(report: BuildReportDocument) -> list[str]:
     lines = [
         "| variant | status | wheel | size | budget | time |",
         "| --- | --- | --- | ---: | ---: | ---: |",
@@ -69,18 +69,22 @@ def _archs(v: VariantDoc) -> list[str]:
     return lines
 
 
-def _abi(report: Report) -> list[str]:
-    lines = ["| variant | ABI verdict | target torch | newest shim | shims | violations |",
-             "| --- | --- | --- | --- | ---: | ---: |"]  # fmt: skip
+def _abi(report: BuildReportDocument) -> list[str]:
+    lines = [
+        "| variant | ABI verdict | target torch | newest shim | shims | violations |",
+        "| --- | --- | --- | --- | ---: | ---: |",
+    ]
     for v in report.variants:
         if v.abi is None:
             continue
-        lines.append(f"| {v.id} | {v.abi.verdict} | {v.abi.target} | {v.abi.newest_shim or '-'} | "
-                     f"{len(v.abi.shims)} | {len(v.abi.violations)} |")  # fmt: skip
+        lines.append(
+            f"| {v.id} | {v.abi.verdict} | {v.abi.target} | {v.abi.newest_shim or '-'} | "
+            f"{len(v.abi.shims)} | {len(v.abi.violations)} |"
+        )
     return lines if len(lines) > 2 else []
 
 
-def _timings(report: Report) -> list[str]:
+def _timings(report: BuildReportDocument) -> list[str]:
     names = list(dict.fromkeys(s.name for v in report.variants for s in v.stages))
     if not names:
         return []
@@ -95,7 +99,7 @@ def _timings(report: Report) -> list[str]:
     return lines
 
 
-def _errors(report: Report) -> list[str]:
+def _errors(report: BuildReportDocument) -> list[str]:
     """Each failure: the places it points at, and the tool's output folded away."""
     failed = [(v.id, v.error) for v in report.variants if v.error is not None]
     if not failed and report.error is not None:
@@ -125,7 +129,7 @@ def _errors(report: Report) -> list[str]:
     return lines
 
 
-def step_summary(report: Report) -> str:
+def step_summary(report: BuildReportDocument) -> str:
     """The markdown of a build: wheels, sizes, the arch table, the ABI verdict, timings."""
     m = report.matrix
     title = f"{m.package} {m.version}" if m else "build"

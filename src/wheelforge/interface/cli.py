@@ -12,10 +12,17 @@ import click
 from rich.console import Console
 
 from wheelforge import __version__
-from wheelforge.configuration.keys import COMPILE_CACHES
+from wheelforge.configuration.matrix.keys import COMPILE_CACHES
 from wheelforge.foundation import log
 from wheelforge.foundation.errors import WheelforgeError
 from wheelforge.interface.cache_cli import cache_group
+from wheelforge.interface.options import (
+    build_dir_option,
+    cache_dir_option,
+    json_option,
+    matrix_option,
+    out_option,
+)
 from wheelforge.interface.options import verbose_option as verbose_option_of
 
 EXIT_USAGE = 2
@@ -27,41 +34,36 @@ verbose_option = verbose_option_of(
 )
 
 
-matrix_option = click.option(
-    "--matrix", "matrix_path", type=click.Path(path_type=Path), default=Path("matrix.yaml"),
-    show_default=True, help="The matrix file.",
-)  # fmt: skip
-out_option = click.option(
-    "--out", type=click.Path(path_type=Path, file_okay=False),
-    help="The folder for wheels [default: dist/ beside the matrix].",
-)  # fmt: skip
-build_dir_option = click.option(
-    "--build-dir", type=click.Path(path_type=Path, file_okay=False),
-    help="The folder for intermediate files [default: build/wheelforge/ beside the matrix].",
-)  # fmt: skip
 compile_cache_option = click.option(
-    "--compile-cache", type=click.Choice(COMPILE_CACHES),
-    help="Compile cache in front of the compilers (else WHEELFORGE_COMPILE_CACHE, else matrix.yaml's compile-cache, else auto: ccache or sccache when installed).",
-)  # fmt: skip
+    "--compile-cache",
+    type=click.Choice(COMPILE_CACHES),
+    help=(
+        "Compile cache in front of the compilers (else WHEELFORGE_COMPILE_CACHE, else "
+        "matrix.yaml's compile-cache, else auto: ccache or sccache when installed)."
+    ),
+)
 no_wait_option = click.option(
-    "--no-wait", is_flag=True,
-    help="Fail at once when another wheelforge is building into the same build folder [default: wait].",
-)  # fmt: skip
-cache_dir_option = click.option(
-    "--cache-dir", type=click.Path(path_type=Path, file_okay=False),
-    help="Provisioned toolkits and test environments [default: ~/.cache/wheelforge].",
-)  # fmt: skip
-
+    "--no-wait",
+    is_flag=True,
+    help=(
+        "Fail at once when another wheelforge is building into the same build folder "
+        "[default: wait]."
+    ),
+)
 verify_option = click.option(
-    "--verify-reproducible", is_flag=True,
-    help="Build each variant a second time in a temporary folder; fail unless the wheels are identical.",
-)  # fmt: skip
-
-
+    "--verify-reproducible",
+    is_flag=True,
+    help=(
+        "Build each variant a second time in a temporary folder; fail unless the wheels are "
+        "identical."
+    ),
+)
 no_import_check_option = click.option(
-    "--no-import-check", "no_import_check", is_flag=True,
+    "--no-import-check",
+    "no_import_check",
+    is_flag=True,
     help="Do not import each extension module (under the build torch) before publishing.",
-)  # fmt: skip
+)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -80,17 +82,22 @@ def cli() -> None:
 @out_option
 @build_dir_option
 @click.option(
-    "-j", "--jobs", type=click.IntRange(min=1),
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1),
     help="Parallel compile jobs (else MAX_JOBS, else ninja's default).",
-)  # fmt: skip
+)
 @click.option(
     "--python",
     help="Python whose torch the extension is built against: a path or a command on the PATH "
     "[default: this one].",
 )
 @click.option(
-    "--only", multiple=True, metavar="ID", help="Build only this variant (repeatable); 'wheelforge matrix' lists them.",
-)  # fmt: skip
+    "--only",
+    multiple=True,
+    metavar="ID",
+    help="Build only this variant (repeatable); 'wheelforge matrix' lists them.",
+)
 @click.option("--offline", is_flag=True, help="Never download a CUDA toolkit; fail instead.")
 @compile_cache_option
 @no_import_check_option
@@ -98,20 +105,43 @@ def cli() -> None:
 @verify_option
 @cache_dir_option
 @click.option(
-    "--size-budget", metavar="SIZE",
-    help="Largest wheel allowed, e.g. 100MiB, 450MB [default: size-budget of the matrix, else 100MiB].",
-)  # fmt: skip
+    "--size-budget",
+    metavar="SIZE",
+    help=(
+        "Largest wheel allowed, e.g. 100MiB, 450MB [default: size-budget of the matrix, else "
+        "100MiB]."
+    ),
+)
 @click.option(
-    "--report", "report_path", metavar="PATH", type=click.Path(path_type=Path, dir_okay=False, allow_dash=True),
-    help="Write a JSON report of the run to PATH ('-': stdout), also when it fails.",
-)  # fmt: skip
+    "--report",
+    "report_path",
+    metavar="PATH",
+    type=click.Path(path_type=Path, dir_okay=False, allow_dash=True),
+    help=(
+        "Write a JSON report of the run to PATH ('-': stdout), also when it fails (its schema: "
+        "wheelforge/data/build-report.schema.json)."
+    ),
+)
 @click.option(
-    "--ci", "ci_mode", type=click.Choice(["github", "none"]),
-    help="CI output: log groups, annotations, step summary [default: github when GITHUB_ACTIONS=true].",
-)  # fmt: skip
-@click.option("--dry-run", is_flag=True, help="Show the plan and the compile commands; build nothing.")  # fmt: skip
-@click.option("-q", "--quiet", is_flag=True, help="Print only the wheels' paths, warnings and errors.")  # fmt: skip
-@click.option("--wheel-variants", is_flag=True, help="EXPERIMENTAL (PEP 825 draft): variant wheels, variant.json from the fatbins.")  # fmt: skip
+    "--ci",
+    "ci_mode",
+    type=click.Choice(["github", "none"]),
+    help=(
+        "CI output: log groups, annotations, step summary [default: github when "
+        "GITHUB_ACTIONS=true]."
+    ),
+)
+@click.option(
+    "--dry-run", is_flag=True, help="Show the plan and the compile commands; build nothing."
+)
+@click.option(
+    "-q", "--quiet", is_flag=True, help="Print only the wheels' paths, warnings and errors."
+)
+@click.option(
+    "--wheel-variants",
+    is_flag=True,
+    help="EXPERIMENTAL (PEP 825 draft): variant wheels, variant.json from the fatbins.",
+)
 @verbose_option
 def build(matrix_path: Path, archs: str | None, out: Path | None, build_dir: Path | None,
           jobs: int | None, python: str | None, only: tuple[str, ...], offline: bool,
@@ -132,7 +162,7 @@ def build(matrix_path: Path, archs: str | None, out: Path | None, build_dir: Pat
 
 @cli.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of tables.")
+@json_option("inspect")
 @verbose_option
 def inspect(paths: tuple[Path, ...], as_json: bool) -> None:
     """List the SASS and PTX in shared objects, object files, wheels or folders.
@@ -140,18 +170,16 @@ def inspect(paths: tuple[Path, ...], as_json: bool) -> None:
     For a variant wheel (PEP 825, experimental) also its variant properties, and any that
     disagree with its binaries (exit 4)."""
     from wheelforge.binaries.inspection import inspect_paths
-    from wheelforge.foundation.document import to_document
-    from wheelforge.interface.render import print_inspect, print_whole, reports_to_json
+    from wheelforge.interface.documents import kinds
+    from wheelforge.interface.documents.inspection import inspect_document
+    from wheelforge.interface.render import print_inspect, print_whole
     from wheelforge.interface.render_variants import variant_checks_table
     from wheelforge.packaging.wheel_variants import check_wheels, require_agree
 
     reports = inspect_paths(list(paths))
     checks = check_wheels(list(paths), reports)
     if as_json:
-        document = reports_to_json(reports)
-        if checks:
-            document["variants"] = to_document(checks)
-        click.echo(json.dumps(document, indent=2))
+        kinds.echo(inspect_document(reports, checks))
     else:
         print_inspect(reports, Console())
         if checks:
@@ -162,7 +190,7 @@ def inspect(paths: tuple[Path, ...], as_json: bool) -> None:
 @cli.command(name="matrix")
 @matrix_option
 @click.option("--archs", help="Arch list replacing the matrix's arch sets, as for build.")
-@click.option("--json", "as_json", is_flag=True, help="Print the variants as JSON.")
+@json_option("variants")
 @click.option(
     "--github", is_flag=True, help='Print a GitHub Actions matrix ({"include": [...]}) for fan-out.'
 )
@@ -173,12 +201,10 @@ def matrix_command(
 ) -> None:
     """List the variants the matrix expands to (nothing is downloaded or built)."""
     from wheelforge.configuration.settings import Flags, resolve
-    from wheelforge.interface.render import (
-        github_matrix,
-        print_whole,
-        variants_table,
-        variants_to_json,
-    )
+    from wheelforge.foundation.document import to_document
+    from wheelforge.interface.documents import kinds
+    from wheelforge.interface.documents.variants import github_matrix, variants_document
+    from wheelforge.interface.render import print_whole, variants_table
     from wheelforge.planning import variants
     from wheelforge.toolchain import toolkit
 
@@ -186,10 +212,10 @@ def matrix_command(
     listed = variants.expand(
         settings.matrix, toolkit.discover(cache=settings.cache, pythons=(settings.python,))
     )
-    if github:
-        click.echo(json.dumps(github_matrix(listed)))
+    if github:  # one line: it goes into $GITHUB_OUTPUT
+        click.echo(json.dumps(to_document(github_matrix(listed))))
     elif as_json:
-        click.echo(json.dumps(variants_to_json(listed), indent=2))
+        kinds.echo(variants_document(listed))
     else:
         print_whole(variants_table(listed, settings.matrix))
 
@@ -238,18 +264,20 @@ cli.add_command(cache_group)
 @click.option(
     "--python-abi", help="abi3 floor of bare shared objects, e.g. cp310 [default: a wheel's tag]."
 )
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of a table.")
+@json_option("check")
 @verbose_option
 def check(
     paths: tuple[Path, ...], target: str | None, python_abi: str | None, as_json: bool
 ) -> None:
     """Check wheels or shared objects against the stable-ABI rules (exit 4 on a violation)."""
-    from wheelforge.interface.render import check_table, checks_to_json, print_whole
+    from wheelforge.interface.documents import kinds
+    from wheelforge.interface.documents.check import check_document
+    from wheelforge.interface.render import check_table, print_whole
     from wheelforge.running import checking
 
     results = checking.run_check(list(paths), target=target, python_abi=python_abi)
     if as_json:
-        click.echo(json.dumps(checks_to_json(results), indent=2))
+        kinds.echo(check_document(results))
     else:
         print_whole(check_table(results))
     checking.require_clean(results)
@@ -279,32 +307,60 @@ def check(
 @out_option
 @build_dir_option
 @cache_dir_option
-@click.option("--json", "as_json", is_flag=True, help="Print the outcomes as one JSON document.")
+@json_option("test")
 @verbose_option
-def test_command(matrix_path: Path, wheels: tuple[Path, ...], torch_versions: tuple[str, ...], torch_from: tuple[str, ...],
-                 out: Path | None, build_dir: Path | None, cache_dir: Path | None, as_json: bool) -> None:  # fmt: skip
+def test_command(
+    matrix_path: Path,
+    wheels: tuple[Path, ...],
+    torch_versions: tuple[str, ...],
+    torch_from: tuple[str, ...],
+    out: Path | None,
+    build_dir: Path | None,
+    cache_dir: Path | None,
+    as_json: bool,
+) -> None:
     """Run the payload's tests against the built wheels, under each torch of the matrix."""
     from wheelforge.configuration.settings import TestFlags, resolve_test
+    from wheelforge.interface.documents import kinds
+    from wheelforge.interface.documents.torch_tests import torch_tests_document
     from wheelforge.interface.render import print_whole
-    from wheelforge.interface.render_tests import outcomes_to_json, test_table
+    from wheelforge.interface.render_tests import test_table
     from wheelforge.running import torch_tests
 
-    flags = TestFlags(matrix=matrix_path, wheels=wheels, torch=torch_versions, torch_from=torch_from,
-                      out=out, build_dir=build_dir, cache_dir=cache_dir)  # fmt: skip
+    flags = TestFlags(
+        matrix=matrix_path,
+        wheels=wheels,
+        torch=torch_versions,
+        torch_from=torch_from,
+        out=out,
+        build_dir=build_dir,
+        cache_dir=cache_dir,
+    )
     outcomes = torch_tests.run_test_command(resolve_test(flags))
     if as_json:
-        click.echo(json.dumps(outcomes_to_json(outcomes), indent=2))
+        kinds.echo(torch_tests_document(outcomes))
     else:
         print_whole(test_table(outcomes))
     torch_tests.require_passed(outcomes)
 
 
 @cli.command(name="init")
-@click.argument("path", required=False, type=click.Path(path_type=Path, file_okay=False, exists=True),
-                default=Path())  # fmt: skip
+@click.argument(
+    "path",
+    required=False,
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    default=Path(),
+)
 @click.option("--force", is_flag=True, help="Replace an existing matrix.yaml.")
-@click.option("--torch", "torch_versions", multiple=True,
-              help="A torch version to build for (repeatable) [default: >=2.10, or 2.11.0 for torch/extension.h].")  # fmt: skip
+@click.option(
+    "--torch",
+    "torch_versions",
+    multiple=True,
+    help=(
+        "A torch version to build for (repeatable) [default: >=2.10, or 2.11.0 for "
+        "torch/extension.h]."
+    ),
+)
 @click.option(
     "--archs",
     help='The arch set to write, e.g. "8.0 9.0+PTX" [default: none; --archs at build time].',
@@ -315,7 +371,7 @@ def init_command(
 ) -> None:
     """Write a commented matrix.yaml for the project in PATH, from its setup.py (read, never run)
     and pyproject.toml; print what could not be translated."""
-    from wheelforge.configuration import initmatrix
+    from wheelforge.configuration.importers import initmatrix
 
     result = initmatrix.write(path.resolve(), force=force, torch=torch_versions, archs=archs)
     log.info(f"wrote {result.path}")

@@ -1,8 +1,10 @@
-"""Click options that more than one command module shares."""
+"""Click options that more than one command shares: -v/--verbose, --json, --cache-dir, --matrix,
+--out, --build-dir."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
@@ -18,6 +20,62 @@ def _verbosity(_ctx: click.Context, _param: click.Parameter, value: int) -> int:
 def verbose_option(help_text: str) -> Callable[[Any], Any]:
     """``-v``/``--verbose``, counted and applied to the log before the command runs."""
     return click.option(
-        "-v", "--verbose", count=True, expose_value=False, callback=_verbosity, is_eager=True,
+        "-v",
+        "--verbose",
+        count=True,
+        expose_value=False,
+        callback=_verbosity,
+        is_eager=True,
         help=help_text,
-    )  # fmt: skip
+    )
+
+
+def json_option(document: str) -> Callable[[Any], Any]:
+    """``--json`` (the parameter ``as_json``): print the command's one JSON document instead of
+    its tables; *document* names it, as its schema file does (interface/documents/)."""
+    return click.option(
+        "--json",
+        "as_json",
+        is_flag=True,
+        help=(
+            "Print one JSON document instead of tables "
+            f"(its schema: wheelforge/data/{document}.schema.json)."
+        ),
+    )
+
+
+def _cache_folder(_ctx: click.Context, _param: click.Parameter, value: Path | None) -> Path | None:
+    if value is not None and value.exists() and not value.is_dir():
+        raise click.BadParameter(
+            f"{value} is a file, not a folder; pass --cache-dir a folder (or remove the file)"
+        )
+    return value
+
+
+cache_dir_option = click.option(
+    "--cache-dir",
+    type=click.Path(path_type=Path),
+    callback=_cache_folder,
+    help=(
+        "The user cache: provisioned toolkits, test environments, kept repairs, probes "
+        "[default: $XDG_CACHE_HOME/wheelforge, else ~/.cache/wheelforge]."
+    ),
+)
+matrix_option = click.option(
+    "--matrix",
+    "matrix_path",
+    type=click.Path(path_type=Path),
+    default=Path("matrix.yaml"),
+    show_default=True,
+    help="The matrix file.",
+)
+out_option = click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="The folder for wheels [default: dist/ beside the matrix].",
+)
+build_dir_option = click.option(
+    "--build-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="The folder for intermediate files [default: build/wheelforge/ beside the matrix].",
+)

@@ -21,7 +21,7 @@ from wheelforge.running.dryrun import dry_run as plan_dry_run
 from wheelforge.running.results import BuildReport
 
 if TYPE_CHECKING:  # the report and CI modules load only when a report is wanted (no-op speed)
-    from wheelforge.interface.report import Report
+    from wheelforge.interface.documents.build_report import BuildReportDocument
 
 
 def build_command(
@@ -72,8 +72,8 @@ def _report(
     result: BuildReport | None,
     error: WheelforgeError | None,
     seconds: float,
-) -> Report:
-    from wheelforge.interface.report import build_report
+) -> BuildReportDocument:
+    from wheelforge.interface.documents.build_report import build_report
 
     return build_report(settings=settings, result=result, error=error, seconds=seconds)
 
@@ -89,11 +89,11 @@ def _raise_failures(result: BuildReport) -> None:
     raise first.error
 
 
-def _write(report: Report, report_path: Path | None) -> None:
+def _write(report: BuildReportDocument, report_path: Path | None) -> None:
     from wheelforge.interface import ci
-    from wheelforge.interface.report import report_json
+    from wheelforge.interface.documents.kinds import document_text
 
-    text = report_json(report)
+    text = document_text(report)
     if report_path is not None:
         if str(report_path) == "-":
             sys.stdout.write(text)

@@ -1,5 +1,5 @@
-"""Rendering of results: rich tables for the terminal and JSON documents. Reads result data
-from the lower layers; decides nothing."""
+"""Rendering of results as rich tables for the terminal (their JSON documents are in
+interface/documents/). Reads result data from the lower layers; decides nothing."""
 
 from __future__ import annotations
 
@@ -16,12 +16,14 @@ from rich.text import Text
 
 from wheelforge.binaries.abicheck import BinaryCheck
 from wheelforge.binaries.elf import member_path, split_member
-from wheelforge.binaries.inspection import BinaryReport
+from wheelforge.binaries.facts import BinaryContents
 from wheelforge.configuration import releases
 from wheelforge.configuration.archs import code_sort_key, sm_range
-from wheelforge.configuration.matrix import Matrix
-from wheelforge.configuration.sizes import format_size as human_size
+from wheelforge.configuration.bytesizes import format_size as human_size
+from wheelforge.configuration.matrix.model import Matrix
+from wheelforge.interface.documents.kinds import version_text
 from wheelforge.interface.render_variants import variant_summary
+from wheelforge.planning.plan import wheel_version
 from wheelforge.planning.variants import Variant
 from wheelforge.running.results import BuildReport, VariantResult
 from wheelforge.toolchain.provision import RECIPES
@@ -30,14 +32,8 @@ from wheelforge.toolchain.toolkit import Toolkit
 if TYPE_CHECKING:  # `build` loads neither
     from wheelforge.running.dryrun import PlannedVariant
 
-# Versions of the --json documents of inspect, check, test and matrix (build --report's is in
-# report.py): bumped when a key changes meaning or goes away.
-INSPECT_SCHEMA_VERSION = 1
-CHECK_SCHEMA_VERSION = 1
-MATRIX_SCHEMA_VERSION = 1
 
-
-def short_path(binary: BinaryReport) -> str:
+def short_path(binary: BinaryContents) -> str:
     """``x.whl!pkg/_C.abi3.so`` → ``pkg/_C.abi3.so``."""
     return member_path(binary.path)
 
@@ -52,8 +48,11 @@ def binary_tables(v: VariantResult) -> list[Table]:
             continue
         table = Table(title=f"{v.variant_id}: {short_path(b)}", title_justify="left")
         for column in ("kind", "arch", "stored", "uncompressed", "status"):
-            table.add_column(column, justify="right" if column in ("stored", "uncompressed") else "left",
-                             no_wrap=True)  # fmt: skip
+            table.add_column(
+                column,
+                justify="right" if column in ("stored", "uncompressed") else "left",
+                no_wrap=True,
+            )
         for kind, missing, extra in (
             ("sass", check.missing_sass, check.extra_sass),
             ("ptx", check.missing_ptx, check.extra_ptx),
@@ -130,7 +129,10 @@ def print_build(report: BuildReport, console: Console) -> None:
         console.print(f"[green]wheel[/green] {escape(str(v.wheel))}", soft_wrap=True)
         console.print(f"  {human_size(v.wheel_size)}{budget}{reused}", soft_wrap=True)
         if v.reproducible:
-            console.print(f"  reproducible: a rebuild in another folder is identical (sha256 {v.reproducible})", soft_wrap=True)  # fmt: skip
+            console.print(
+                f"  reproducible: a rebuild in another folder is identical (sha256 {v.reproducible})",
+                soft_wrap=True,
+            )
         if v.variant_label:
             console.print(escape(variant_summary(v)), soft_wrap=True, highlight=False)
     if report.variants_json is not None:
@@ -165,7 +167,7 @@ def print_dry_run(planned: Sequence[PlannedVariant], console: Console) -> None:
     console.print(f"dry run: {len(planned)} variant(s); nothing was compiled or downloaded")
 
 
-def print_inspect(reports: Sequence[BinaryReport], console: Console) -> None:
+def print_inspect(reports: Sequence[BinaryContents], console: Console) -> None:
     """One table per binary: its archs grouped by kind, with sizes."""
     if not reports:
         console.print(
@@ -203,29 +205,20 @@ def print_inspect(reports: Sequence[BinaryReport], console: Console) -> None:
         for (kind, arch), (count, stored, size) in sorted(
             groups.items(), key=lambda kv: (kv[0][0] != "sass", code_sort_key(kv[0][1]))
         ):
-            table.add_row(kind.upper() if kind == "ptx" else "SASS", arch, str(count), human_size(stored),
-                          human_size(size), ", ".join(sorted(compressions[(kind, arch)])))  # fmt: skip
+            table.add_row(
+                kind.upper() if kind == "ptx" else "SASS",
+                arch,
+                str(count),
+                human_size(stored),
+                human_size(size),
+                ", ".join(sorted(compressions[(kind, arch)])),
+            )
         if not binary.entries:
             table.add_row("-", "no CUDA code", "0", "-", "-", "-")
         if isas:  # below the table, which keeps its 80 columns
             table.caption = "; ".join(releases.describe_ptx_isa(v) for v in sorted(isas))
             table.caption_justify = "left"
         print_whole(table, console)
-
-
-def reports_to_json(reports: Sequence[BinaryReport]) -> dict[str, object]:
-    """The ``inspect --json`` document."""
-    return {
-        "schema_version": INSPECT_SCHEMA_VERSION,
-        "files": [
-            {
-                "path": report.path,
-                "size": report.size,
-                "fatbins": [entry.to_json() for entry in report.entries],
-            }
-            for report in reports
-        ],
-    }
 
 
 def check_table(checks: Sequence[BinaryCheck]) -> Group:
@@ -244,7 +237,7 @@ def check_table(checks: Sequence[BinaryCheck]) -> Group:
         table.add_column("binary", overflow="fold")
         # Floors: what each binary needs (from its shims, its Python symbols), under what it declares.
         declared = [
-            f"{what} >= {_version(v)}"
+            f"{what} >= {version_text(v)}"
             for what, v in (
                 ("torch", members[0].declared_torch),
                 ("Python", members[0].declared_python),
@@ -267,48 +260,23 @@ def check_table(checks: Sequence[BinaryCheck]) -> Group:
             )
             wheel, member = split_member(c.path)
             name = member if wheel else Path(c.path).name
-            table.add_row(name, str(len(c.shims)), _floor(c.newest_shim, c.declared_torch),
-                          _floor(c.python_floor, c.declared_python), status)  # fmt: skip
+            table.add_row(
+                name,
+                str(len(c.shims)),
+                _floor(c.newest_shim, c.declared_torch),
+                _floor(c.python_floor, c.declared_python),
+                status,
+            )
         parts.append(table)
     if not checks:
         parts.append(Text("no ELF files to check: the wheels given hold no shared objects"))
     return Group(*parts)
 
 
-def _version(v: tuple[int, int] | None) -> str | None:
-    return f"{v[0]}.{v[1]}" if v else None
-
-
 def _floor(inferred: tuple[int, int] | None, declared: tuple[int, int] | None) -> str:
     """The floor a binary needs; red when it is above the declared one."""
-    need = _version(inferred) or "-"
+    need = version_text(inferred) or "-"
     return f"[red]{need}[/red]" if inferred and declared and inferred > declared else need
-
-
-def checks_to_json(checks: Sequence[BinaryCheck]) -> dict[str, object]:
-    return {
-        "schema_version": CHECK_SCHEMA_VERSION,
-        "binaries": [
-            {
-                "path": c.path,
-                "shims": list(c.shims),
-                "newest_shim": _version(c.newest_shim),
-                "torch_floor": {
-                    "inferred": _version(c.newest_shim),
-                    "declared": _version(c.declared_torch),
-                },
-                "python_symbols": list(c.python_symbols),
-                "python_floor": {
-                    "inferred": _version(c.python_floor),
-                    "declared": _version(c.declared_python),
-                },
-                "violations": [
-                    {"rule": v.rule, "symbol": v.symbol, "message": v.message} for v in c.violations
-                ],
-            }
-            for c in checks
-        ],
-    }
 
 
 def variants_table(variants: Sequence[Variant], matrix: Matrix) -> Table:
@@ -321,9 +289,7 @@ def variants_table(variants: Sequence[Variant], matrix: Matrix) -> Table:
     for column in columns:
         table.add_column(column, overflow="fold", no_wrap=column in ("id", "CUDA"))
     for v in variants:
-        version = (
-            f"{matrix.package.version}+{v.local_label}" if v.local_label else matrix.package.version
-        )
+        version = wheel_version(matrix, v)
         if v.variant_label:
             version += f" (variant {v.variant_label})"
         cuda = (
@@ -341,40 +307,6 @@ def variants_table(variants: Sequence[Variant], matrix: Matrix) -> Table:
     return table
 
 
-def variants_to_json(variants: Sequence[Variant]) -> dict[str, object]:
-    return {
-        "schema_version": MATRIX_SCHEMA_VERSION,
-        "variants": [
-            {
-                "id": v.id,
-                "arch_set": v.arch_set.name,
-                "archs": str(v.arch_set),
-                "cuda": v.choice.release,
-                "provisioned": v.choice.toolkit is None,
-                "local_label": v.local_label,
-                "index": v.index,
-            }
-            for v in variants
-        ],
-    }
-
-
-def github_matrix(variants: Sequence[Variant]) -> dict[str, object]:
-    """A GitHub Actions ``strategy.matrix``: one job per variant, each running
-    ``wheelforge build --only ${{ matrix.variant }}``."""
-    return {
-        "include": [
-            {
-                "variant": v.id,
-                "archs": str(v.arch_set),
-                "cuda": v.choice.release,
-                "index": v.index or "",
-            }
-            for v in variants
-        ]
-    }
-
-
 def toolkits_table(found: Sequence[Toolkit]) -> Table:
     table = Table(title="CUDA toolkits", title_justify="left")
     for column in ("CUDA", "archs", "host g++ up to", "found at", "how"):
@@ -385,6 +317,11 @@ def toolkits_table(found: Sequence[Toolkit]) -> Table:
         )
     for r in RECIPES:
         if not any(t.release == r.release for t in found):
-            table.add_row(r.release, sm_range(r.sass), "-", "-",
-                          f"[dim]wheelforge toolkit install {r.release} ({r.download})[/dim]")  # fmt: skip
+            table.add_row(
+                r.release,
+                sm_range(r.sass),
+                "-",
+                "-",
+                f"[dim]wheelforge toolkit install {r.release} ({r.download})[/dim]",
+            )
     return table

@@ -1,25 +1,19 @@
-"""`wheelforge cache list` and `cache prune`: the cache's table and JSON document, and what a
-prune removed (or would remove)."""
+"""`wheelforge cache list` and `cache prune`: the cache's table, and what a prune removed (or
+would remove); their JSON documents are interface/documents/usercache.py."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import datetime
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from wheelforge.configuration.sizes import format_size
+from wheelforge.configuration.bytesizes import format_size
 from wheelforge.interface.render import print_whole
 from wheelforge.running.usercache import CacheEntry, CacheListing, PruneResult, pooled
-
-CACHE_SCHEMA_VERSION = 1
-
-
-def _iso(when: float) -> str:
-    return datetime.fromtimestamp(when, tz=timezone.utc).isoformat(timespec="seconds")
 
 
 def last_used(when: float, now: float) -> str:
@@ -43,8 +37,13 @@ def entries_table(entries: Sequence[CacheEntry], *, title: str, now: float) -> T
     table.add_column("last used")
     table.add_column("path", overflow="fold")
     for e in entries:
-        table.add_row(e.kind, escape(e.name), format_size(e.size), last_used(e.last_used, now),
-                      escape(str(e.path)))  # fmt: skip
+        table.add_row(
+            e.kind,
+            escape(e.name),
+            format_size(e.size),
+            last_used(e.last_used, now),
+            escape(str(e.path)),
+        )
     return table
 
 
@@ -57,36 +56,6 @@ def print_listing(listing: CacheListing, console: Console | None = None) -> None
     print_whole(
         entries_table(listing.entries, title=f"cache {listing.root}", now=time.time()), console
     )
-
-
-def _entry_json(e: CacheEntry) -> dict[str, object]:
-    return {"kind": e.kind, "name": e.name, "path": str(e.path), "size": e.size,
-            "last_used": _iso(e.last_used)}  # fmt: skip
-
-
-def listing_to_json(listing: CacheListing) -> dict[str, object]:
-    return {
-        "schema_version": CACHE_SCHEMA_VERSION,
-        "cache": str(listing.root),
-        "exists": listing.exists,
-        "entries": [_entry_json(e) for e in listing.entries],
-        "total": listing.total,
-    }
-
-
-def prune_to_json(result: PruneResult) -> dict[str, object]:
-    """`cache prune --json`: every entry removed (or, with --dry-run, that would be), one by
-    one, and those skipped because another wheelforge holds their lock."""
-    return {
-        "schema_version": CACHE_SCHEMA_VERSION,
-        "cache": str(result.root),
-        "exists": result.exists,
-        "dry_run": result.dry_run,
-        "unused_for_days": result.unused_for_days,
-        "removed": [_entry_json(e) for e in result.removed],
-        "busy": [_entry_json(e) for e in result.busy],
-        "freed": result.freed,
-    }
 
 
 def print_prune(result: PruneResult, console: Console | None = None) -> None:

@@ -1,4 +1,5 @@
-"""`wheelforge test`'s results: the torch × variant table and the JSON document."""
+"""`wheelforge test`'s results: the torch × variant table (the JSON document is
+interface/documents/torch_tests.py)."""
 
 from __future__ import annotations
 
@@ -6,10 +7,7 @@ from collections.abc import Sequence
 
 from rich.table import Table
 
-from wheelforge.foundation.document import to_document
 from wheelforge.running.torch_tests import Outcome
-
-TEST_SCHEMA_VERSION = 1
 
 
 def test_table(outcomes: Sequence[Outcome]) -> Table:
@@ -34,12 +32,9 @@ def test_table(outcomes: Sequence[Outcome]) -> Table:
                 cells.append("[yellow]unavailable[/yellow]")
             else:
                 style = styles[o.status]
-                cells.append(f"[{style}]{o.status}[/{style}]\n{o.passed} passed, {o.failed} failed, {o.skipped} skipped"
-                             + (f", {o.errors} errors" if o.errors else ""))  # fmt: skip
+                counts = f"{o.passed} passed, {o.failed} failed, {o.skipped} skipped"
+                if o.errors:
+                    counts += f", {o.errors} errors"
+                cells.append(f"[{style}]{o.status}[/{style}]\n{counts}")
         table.add_row(label, "yes" if row[0].cuda else "no", *cells)
     return table
-
-
-def outcomes_to_json(outcomes: Sequence[Outcome]) -> dict[str, object]:
-    """Every run as its Outcome's fields (``detail``: why it did not pass, else null)."""
-    return {"schema_version": TEST_SCHEMA_VERSION, "runs": to_document(list(outcomes))}

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from wheelforge import __version__
 from wheelforge.binaries.elf import open_elf_file
-from wheelforge.binaries.inspection import report_of
+from wheelforge.binaries.inspection import contents_of
 from wheelforge.foundation import fsutil, proc
 from wheelforge.packaging.wheel import source_date_epoch
 from wheelforge.planning import freshness, ninja, reproducible
@@ -36,7 +36,7 @@ def build_info(plan: VariantPlan, *, epoch: int) -> dict[str, object]:
     folders = plan.input_folders
     toolkit = plan.variant.toolkit
     with open_elf_file(plan.library) as image:
-        library = report_of(image)
+        library = contents_of(image)
     read = freshness.recorded_inputs(plan) or ninja.inputs(plan)
     name_of = reproducible.path_namer(folders)
     with ThreadPoolExecutor() as pool:  # ~1000 headers: hashlib and reads release the GIL

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from wheelforge import __version__
 from wheelforge.configuration import settings
-from wheelforge.configuration.matrix import Matrix
+from wheelforge.configuration.matrix.model import Matrix
 from wheelforge.planning.plan import VariantPlan
 
 _SKIP_DIRS = {"__pycache__"}
@@ -103,7 +103,7 @@ def core_metadata(
         msg["Requires-Dist"] = torch_requirement
     for dep in pkg.dependencies:
         msg["Requires-Dist"] = dep
-    # pyproject.toml's [project] fields, as pyproject-metadata wrote them (configuration/pyproject.py).
+    # pyproject.toml's [project] fields, as pyproject-metadata wrote them (configuration/matrix/pyproject.py).
     for key, value in pkg.extra_metadata:
         msg[key] = value
     if pkg.description:

@@ -29,7 +29,7 @@ from types import EllipsisType
 from typing import TYPE_CHECKING
 
 from wheelforge.binaries import elf
-from wheelforge.binaries.inspection import BinaryReport
+from wheelforge.binaries.facts import BinaryContents
 from wheelforge.foundation import fsutil
 from wheelforge.foundation.errors import VerificationError
 from wheelforge.packaging.wheel import member_info
@@ -83,7 +83,7 @@ class VariantCheck:
     problems: tuple[str, ...]  # disagreements and format errors; empty when consistent
 
 
-def sm_arch_values(binaries: Sequence[BinaryReport]) -> tuple[str, ...]:
+def sm_arch_values(binaries: Sequence[BinaryContents]) -> tuple[str, ...]:
     """The ``nvidia :: sm_arch`` values of binaries: SASS ``sm_90a`` → ``90a_real``, PTX
     ``compute_120`` → ``120_virtual``. With several CUDA binaries, only the values all of them
     carry: a GPU runs the wheel only if every library has code for it."""
@@ -205,7 +205,7 @@ def read_variant_json(wheel: Path) -> str | None:
         return None if name is None else reader.read_text(name)
 
 
-def check_variant(wheel: Path, binaries: Sequence[BinaryReport]) -> VariantCheck | None:
+def check_variant(wheel: Path, binaries: Sequence[BinaryContents]) -> VariantCheck | None:
     """Read a variant wheel's variant.json (None for a non-variant wheel) and compare its
     ``nvidia :: sm_arch`` values with what *binaries* (this wheel's) carry."""
     from variantlib.errors import ValidationError
@@ -244,7 +244,7 @@ def check_variant(wheel: Path, binaries: Sequence[BinaryReport]) -> VariantCheck
     )
 
 
-def check_wheels(paths: Sequence[Path], reports: Sequence[BinaryReport]) -> list[VariantCheck]:
+def check_wheels(paths: Sequence[Path], reports: Sequence[BinaryContents]) -> list[VariantCheck]:
     """check_variant for every variant wheel among *paths* and the wheels *reports* come from
     (``x.whl!member``), each against its own binaries."""
     wheels = {str(p) for p in paths if p.suffix == ".whl" and p.is_file()}
@@ -297,7 +297,7 @@ def write_index_json(out_dir: Path, wheel_name: str, version: str) -> Path | Non
 def for_plan(
     plan: VariantPlan,
     repaired: Path,
-    binaries: Sequence[BinaryReport],
+    binaries: Sequence[BinaryContents],
     stage: Path,
     *,
     null: bool,

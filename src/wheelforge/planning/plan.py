@@ -13,7 +13,7 @@ from typing import Literal
 from packaging.version import Version
 
 from wheelforge.configuration.archs import ArchSet, ArchSpec
-from wheelforge.configuration.matrix import Matrix
+from wheelforge.configuration.matrix.model import Matrix
 from wheelforge.foundation.errors import ConfigError, EnvironmentProblem
 from wheelforge.planning import reproducible
 from wheelforge.planning.variants import Variant
@@ -327,7 +327,7 @@ def export_map(module_leaf: str) -> str:
     )
 
 
-def _version(matrix: Matrix, variant: Variant) -> str:
+def wheel_version(matrix: Matrix, variant: Variant) -> str:
     """The wheel's version: the package's, plus the variant's local label if any."""
     label = variant.local_label
     return str(Version(f"{matrix.package.version}+{label}")) if label else matrix.package.version
@@ -391,5 +391,5 @@ def make_plan(
         input_folders=tuple(folders.items()),
         abi_tag=abi.abi_tag,
         nvcc_threads=nvcc_threads,
-        version=_version(matrix, variant),
+        version=wheel_version(matrix, variant),
     )

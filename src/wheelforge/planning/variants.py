@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from wheelforge.configuration.archs import Arch, ArchSet
-from wheelforge.configuration.matrix import Matrix
+from wheelforge.configuration.matrix.model import Matrix
 from wheelforge.foundation import fsutil
 from wheelforge.foundation.errors import ConfigError, EnvironmentProblem
 from wheelforge.toolchain.choice import ToolkitChoice

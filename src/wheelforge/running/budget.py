@@ -1,13 +1,13 @@
 """The message of a wheel over its size budget: its largest fatbin entries and what each lever
-would save (binaries/sizes.py measures them)."""
+would save (binaries/sizecheck.py measures them)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from wheelforge.binaries import elf
-from wheelforge.binaries.sizes import LEVERS_SHOWN, TOP_CONTRIBUTORS, SizeCheck
-from wheelforge.configuration.sizes import format_size
+from wheelforge.binaries.sizecheck import LEVERS_SHOWN, TOP_CONTRIBUTORS, SizeCheck
+from wheelforge.configuration.bytesizes import format_size
 from wheelforge.foundation.errors import SizeBudgetError
 from wheelforge.planning.plan import VariantPlan
 

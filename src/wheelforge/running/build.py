@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from wheelforge.binaries.sizes import SizeCheck, check_size
+from wheelforge.binaries.sizecheck import SizeCheck, check_size
 from wheelforge.binaries.verify import WheelVerification, verify_wheel
 from wheelforge.configuration.settings import BuildSettings
 from wheelforge.foundation import fsutil, locks, log

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from wheelforge.binaries import abicheck
 from wheelforge.configuration.settings import python_abi_flag, torch_floor_flag
-from wheelforge.foundation.errors import VerificationError, first_and_rest
 from wheelforge.toolchain import shims
 
 
@@ -25,8 +24,5 @@ def run_check(
 
 
 def require_clean(results: Sequence[abicheck.BinaryCheck]) -> None:
-    """A violation fails the command, naming every one."""
-    violations = [v.message for r in results for v in r.violations]
-    if violations:
-        message, details = first_and_rest(violations)
-        raise VerificationError(message, details=details)
+    """A rule's error fails the command, naming every one; a warning is logged."""
+    abicheck.require_clean(results)

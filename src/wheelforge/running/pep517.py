@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wheelforge.configuration.archs import ArchSet, arch_list_id, parse_arch_list
-from wheelforge.configuration.matrix import Matrix
-from wheelforge.configuration.reader import load_matrix
+from wheelforge.configuration.matrix.model import Matrix
+from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.configuration.settings import BuildSettings, Flags, resolve
 from wheelforge.foundation import log
 from wheelforge.foundation.errors import ConfigError

@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from wheelforge.configuration.matrix import Matrix
+from wheelforge.configuration.matrix.model import Matrix
 from wheelforge.foundation import fsutil
 from wheelforge.foundation.errors import ConfigError, EnvironmentProblem
 

@@ -8,7 +8,7 @@ import contextlib
 from collections.abc import Sequence
 from pathlib import Path
 
-from wheelforge.configuration.matrix import Matrix
+from wheelforge.configuration.matrix.model import Matrix
 from wheelforge.configuration.settings import BuildSettings
 from wheelforge.foundation import locks
 from wheelforge.planning import variants

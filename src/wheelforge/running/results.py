@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Literal
 
 from wheelforge.binaries.abicheck import BinaryCheck
-from wheelforge.binaries.inspection import BinaryReport
-from wheelforge.binaries.sizes import SizeCheck
+from wheelforge.binaries.facts import BinaryContents
+from wheelforge.binaries.sizecheck import SizeCheck
 from wheelforge.binaries.verify import ArchCheck
 from wheelforge.configuration.archs import ArchSet
 from wheelforge.foundation.errors import WheelforgeError
@@ -28,7 +28,7 @@ class VariantResult:
     sources: int  # compile steps in the plan
     compiled: tuple[str, ...]  # the compile steps ninja ran (empty: everything was up to date)
     reused: bool  # the wheel in the output folder was already made from these inputs
-    binaries: tuple[BinaryReport, ...]
+    binaries: tuple[BinaryContents, ...]
     arch_checks: tuple[ArchCheck, ...]  # each binary against the arch set (binaries/verify.py)
     abi_checks: tuple[BinaryCheck, ...]
     size: SizeCheck

@@ -18,8 +18,7 @@ from typing import Literal
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 
-from wheelforge.configuration.matrix import Matrix
-from wheelforge.configuration.sections import TestsConfig
+from wheelforge.configuration.matrix.model import Matrix, TestsConfig
 from wheelforge.configuration.settings import TestSettings
 from wheelforge.foundation import log, proc
 from wheelforge.foundation.errors import ConfigError, ToolError, VerificationError

@@ -13,7 +13,7 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from wheelforge.configuration import yamlio
+from wheelforge.configuration.matrix import yamlio
 from wheelforge.foundation.errors import ConfigError
 
 if sys.version_info >= (3, 11):

@@ -1,6 +1,8 @@
-"""How a matrix key is described: the field-metadata helper ``key``, the YAML shapes (type forms
-for foundation/schemagen), the patterns that names and versions must match and the suffixes
-of source files. The model (configuration/matrix.py) uses these for each of its fields."""
+"""How a matrix key is described, and the grammar of its values: the field-metadata helper
+``key`` and the YAML shapes (type forms for foundation/schemagen) the model
+(matrix/model.py) is written in, and what modules outside the model need without loading it:
+the patterns names and versions must match, the suffixes of source files (``init`` finds
+sources by them), the compile caches (``--compile-cache``'s choices)."""
 
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ Scalar = str | float
 Strings = str | tuple[str, ...]
 Scalars = Scalar | tuple[Scalar, ...]
 # An arch list: "8.0 9.0+PTX", ["8.0", "9.0a"] or 9.0 (TORCH_CUDA_ARCH_LIST's grammar); named in
-# the schema's $defs by configuration/schema.py.
+# the schema's $defs by configuration/matrix/schema.py.
 ARCH_LIST: Any = Scalars
 ARCH_LIST_REF: dict[str, Any] = {"$ref": "#/$defs/ArchList"}
 

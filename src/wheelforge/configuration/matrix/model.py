@@ -1,8 +1,9 @@
-"""The matrix.yaml model: frozen dataclasses for what a matrix says, and the one description of
-its keys. Each field's metadata names its YAML key, its shape in YAML (when that differs from
-the Python type), its default and a one-line doc; configuration/reader.py reads the file by
-these fields, configuration/schema.py turns them into data/matrix.schema.json and the key
-tables of docs/matrix.md. Derived fields (``internal``) are not keys."""
+"""The matrix.yaml model: frozen dataclasses for what a matrix says (the top level, package,
+extension and its sources, tests, wheel-variants), and the one description of its keys. Each
+field's metadata (matrix/keys.key) names its YAML key, its shape in YAML when that differs from
+the Python type, its default and a one-line doc; matrix/reader.py reads the file by these fields,
+matrix/schema.py turns them into data/matrix.schema.json and the key tables of docs/matrix.md.
+Derived fields (``internal``) are not keys."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ from typing import Any, Literal
 
 from packaging.utils import canonicalize_name
 
-from wheelforge.configuration.archs import ArchSet, ArchSpec
-from wheelforge.configuration.keys import (
+from wheelforge.configuration.archs import ArchSet, ArchSpec, is_arch_list_id
+from wheelforge.configuration.bytesizes import DEFAULT_SIZE_BUDGET, SIZE_PATTERN
+from wheelforge.configuration.matrix.keys import (
     ARCH_LIST_REF,
     ARCH_SET_NAME_RE,
     COMPILE_CACHES,
@@ -28,9 +30,7 @@ from wheelforge.configuration.keys import (
     key,
     pattern_schema,
 )
-from wheelforge.configuration.sections import TestsConfig, WheelVariantsConfig
-from wheelforge.configuration.sizes import DEFAULT_SIZE_BUDGET, SIZE_PATTERN
-from wheelforge.configuration.torchspec import TorchSpec
+from wheelforge.configuration.matrix.torchspec import TorchSpec
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -198,6 +198,82 @@ class ExtensionConfig:
         return f"{self.package_path}/{filename}" if self.package_path else filename
 
 
+DEFAULT_TEST_COMMAND: tuple[str, ...] = (
+    "{python}",
+    "-m",
+    "pytest",
+    "-q",
+    "-rs",
+    "-p",
+    "no:cacheprovider",
+    "--junitxml={junitxml}",
+    "{path}",
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TestsConfig:
+    """The payload's test suite, which ``wheelforge test`` runs against each torch."""
+
+    path: Path = field(
+        metadata=key("the test suite, run against the installed wheel", shape=str, words="folder")
+    )
+    # installed beside the wheel (pytest, numpy, ...)
+    requires: tuple[str, ...] = field(
+        default=("pytest",),
+        metadata=key("installed beside the wheel", shape=Strings, words="list of requirements"),
+    )
+    # torch versions to install and test
+    torch: tuple[str, ...] = field(
+        metadata=key(
+            "the torches to test under",
+            shape=Scalars,
+            words="list of versions",
+            required=False,
+            default_words="the `torch` list, or the lowest version of a range",
+        )
+    )
+    # with {python}, {path} and {junitxml} filled in
+    command: tuple[str, ...] = field(
+        default=DEFAULT_TEST_COMMAND,
+        metadata=key(
+            "`{path}` is required; without `{junitxml}` only the exit code counts", shape=Strings
+        ),
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class WheelVariantsConfig:
+    """PEP 825 variant wheels (experimental: PEP 825 is a draft). Each variant's wheel carries a
+    variant label in its name and ``*.dist-info/variant.json``; ``null`` names the arch set (or
+    variant id) also published as the null variant, the fallback with no properties."""
+
+    enabled: bool = field(
+        default=True,
+        metadata=key("write variant wheels (the same as `wheelforge build --wheel-variants`)"),
+    )
+    null: str | None = field(
+        default=None,
+        metadata=key(
+            "an arch set (with one variant; `--archs 7.5 9.0+PTX` builds one named `sm75-90ptx`) or a variant id whose build is also published as the null variant (label `null`, no properties)",
+            shape=str,
+        ),
+    )
+
+    def null_problem(self, arch_sets: tuple[ArchSet, ...]) -> str | None:
+        """What is wrong with ``null`` for these arch sets: it must name one or a variant of
+        one, or an arch set of --archs / TORCH_CUDA_ARCH_LIST (named like ``sm75-80-90ptx``)."""
+        names = [a.name for a in arch_sets]
+        if self.null is None or is_arch_list_id(self.null):
+            return None
+        if any(self.null == n or self.null.startswith(f"{n}-") for n in names):
+            return None
+        return (
+            f"wheel-variants.null: '{self.null}' is neither an arch set ({', '.join(names)}) nor "
+            "a variant of one; name the build to publish as the null variant"
+        )
+
+
 _ARCH_SETS: dict[str, Any] = {
     "anyOf": [
         ARCH_LIST_REF,
@@ -307,9 +383,16 @@ class Matrix:
         ),
     )
 
-    compile_cache: str | None = field(default=None, metadata=key(  # None: settings default it
-        "the compile cache in front of every compiler: `auto` (ccache, else sccache, else none), `sccache`, `ccache` or `none`; `WHEELFORGE_COMPILE_CACHE` and `--compile-cache` override it (docs/performance.md)",
-        name="compile-cache", shape={"enum": list(COMPILE_CACHES)}, words="`auto`, `sccache`, `ccache` or `none`", default="auto"))  # fmt: skip
+    compile_cache: str | None = field(
+        default=None,  # settings.py defaults it, with the environment's
+        metadata=key(
+            "the compile cache in front of every compiler: `auto` (ccache, else sccache, else none), `sccache`, `ccache` or `none`; `WHEELFORGE_COMPILE_CACHE` and `--compile-cache` override it (docs/performance.md)",
+            name="compile-cache",
+            shape={"enum": list(COMPILE_CACHES)},
+            words="`auto`, `sccache`, `ccache` or `none`",
+            default="auto",
+        ),
+    )
 
     @property
     def variant_wheels(self) -> bool:

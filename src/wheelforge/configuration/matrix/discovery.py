@@ -7,9 +7,21 @@ from pathlib import Path
 
 # Folders setuptools' automatic discovery never takes for packages (FlatLayoutPackageFinder).
 _NOT_PACKAGES = frozenset(
-    ("tests", "test", "docs", "doc", "examples", "example", "scripts", "tools", "benchmarks",
-     "bench", "build", "dist")
-)  # fmt: skip
+    [
+        "tests",
+        "test",
+        "docs",
+        "doc",
+        "examples",
+        "example",
+        "scripts",
+        "tools",
+        "benchmarks",
+        "bench",
+        "build",
+        "dist",
+    ]
+)
 
 
 def is_package(folder: Path) -> bool:

@@ -13,11 +13,11 @@ from pathlib import Path
 import zstandard
 
 from wheelforge.binaries.elf import member_path, rename_wheel
+from wheelforge.binaries.facts import BinaryContents
 from wheelforge.binaries.fatbin import entry_payload
-from wheelforge.binaries.inspection import BinaryReport
 from wheelforge.configuration import releases
 from wheelforge.configuration.archs import Arch
-from wheelforge.configuration.sizes import format_size
+from wheelforge.configuration.bytesizes import format_size
 
 # How many contributors a size-budget failure names.
 TOP_CONTRIBUTORS = 5
@@ -87,7 +87,7 @@ class SizeCheck:
         )
 
 
-def contributions(binaries: Sequence[BinaryReport]) -> tuple[Contribution, ...]:
+def contributions(binaries: Sequence[BinaryContents]) -> tuple[Contribution, ...]:
     sums: dict[tuple[str, str, str], list[int]] = {}
     kinds: dict[tuple[str, str, str], set[str]] = {}
     for b in binaries:
@@ -123,7 +123,7 @@ class _Cost:
     size_mode: int | None  # every entry at zstd level 19, as --compress-mode=size; None: too big
 
 
-def measure(wheel: Path, binaries: Sequence[BinaryReport]) -> dict[_Key, _Cost]:
+def measure(wheel: Path, binaries: Sequence[BinaryContents]) -> dict[_Key, _Cost]:
     """What each entry costs in the wheel, measured in-process: raw entries are deflated (the
     zip does the same), compressed ones cost their stored size; the compression levers are
     estimated by compressing the payloads with zstd. On this machine's kernels the level-19
@@ -181,11 +181,11 @@ def levers(
     raw = [c for c in parts if c.compression == "none"]
     if raw and "-Xfatbin=-compress-all" not in nvcc_flags:
         saves = sum(costs[k].now - costs[k].compress_all for k in costs) if costs else None
-        found.append(Lever(
-            change="nvcc-flags: [-Xfatbin=-compress-all]", saves=saves,
-            note=f"{len(raw)} of {len(parts)} arch entries are stored uncompressed; "
-            + ("estimate: them at zstd's default level, in the zip" if costs else "rebuild to measure"),
-        ))  # fmt: skip
+        note = f"{len(raw)} of {len(parts)} arch entries are stored uncompressed; "
+        note += (
+            "estimate: them at zstd's default level, in the zip" if costs else "rebuild to measure"
+        )
+        found.append(Lever(change="nvcc-flags: [-Xfatbin=-compress-all]", saves=saves, note=note))
     if offers.compress_mode and not any(f.startswith("--compress-mode") for f in nvcc_flags):
         sized = [v for v in (costs or {}).values() if v.size_mode is not None]
         saves = (
@@ -235,7 +235,7 @@ def check_size(
     *,
     wheel_size: int,
     budget: int,
-    binaries: Sequence[BinaryReport],
+    binaries: Sequence[BinaryContents],
     toolkit: tuple[int, int],
     nvcc_flags: Sequence[str],
     wheel: Path | None = None,

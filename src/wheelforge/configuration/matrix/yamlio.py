@@ -4,14 +4,12 @@ problem (with its line and a "did you mean") so a config file's errors are repor
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
 
 import yaml
 
-from wheelforge.foundation import schemagen
 from wheelforge.foundation.diagnostics import Diagnostic
 from wheelforge.foundation.errors import ConfigError, first_and_rest
 
@@ -168,112 +166,3 @@ def string_list(node: yaml.Node, problems: Problems, where: str) -> list[tuple[y
 def iter_items(items: MappingItems) -> Iterator[tuple[str, yaml.Node, yaml.Node]]:
     for key, (key_node, value_node) in items.items():
         yield key, key_node, value_node
-
-
-T = TypeVar("T")
-# A key's reader: its value node and its name in messages ("package.version") → the value, or
-# None after recording a problem.
-KeyReader = Callable[[yaml.Node, str], Any]
-
-
-@dataclass(frozen=True)
-class Section:
-    """One mapping read by the model: the values read (by attribute) and the key nodes."""
-
-    values: dict[str, Any]
-    items: MappingItems
-
-
-class ModelReader:
-    """Reads mappings by the fields of a model (their keys, which are required, their
-    defaults: foundation/schemagen's metadata); subclasses give each key's value reader."""
-
-    def __init__(self, problems: Problems) -> None:
-        self.problems = problems
-
-    def section(
-        self,
-        node: yaml.Node,
-        model: type,
-        where: str,
-        readers: Mapping[str, KeyReader],
-        prefix: str | None = None,
-    ) -> Section | None:
-        """Read the mapping *node* by the fields of *model*: unknown keys and missing required
-        ones are problems, each present key goes through its reader."""
-        fields = schemagen.document_fields(model)
-        items = mapping(node, self.problems, where, [schemagen.field_key(f) for f in fields])
-        if items is None:
-            return None
-        for f in fields:
-            if schemagen.field_is_required(f) and schemagen.field_key(f) not in items:
-                self.problems.add(node, f"{where} needs '{schemagen.field_key(f)}'")
-        prefix = f"{where}." if prefix is None else prefix
-        values = {}
-        for f in fields:
-            key = schemagen.field_key(f)
-            if key in items:
-                values[f.name] = readers[f.name](items[key][1], prefix + key)
-        return Section(values, items)
-
-    @staticmethod
-    def build(model: type[T], section: Section | None, **extra: Any) -> T | None:
-        """*model* from what was read, or None when a required key is missing or bad; keys that
-        are absent or bad take the model's defaults (the problem is already recorded)."""
-        if section is None:
-            return None
-        values = {k: v for k, v in section.values.items() if v is not None}
-        for f in schemagen.document_fields(model):
-            if schemagen.field_is_required(f) and f.name not in values:
-                return None
-        return model(**values, **extra)
-
-    def scalar(self, node: yaml.Node, where: str) -> str | None:
-        return scalar(node, self.problems, where)
-
-    def strings(self, node: yaml.Node, where: str) -> tuple[str, ...]:
-        return tuple(v for _, v in string_list(node, self.problems, where))
-
-    def checked_scalar(
-        self, check: Callable[[str], bool], fix: str
-    ) -> Callable[[yaml.Node, str], str | None]:
-        """A scalar that must pass *check*; otherwise "<where> '<value>' <fix>"."""
-
-        def read(node: yaml.Node, where: str) -> str | None:
-            value = self.scalar(node, where)
-            if value is not None and not check(value):
-                self.problems.add(node, f"{where} '{value}' {fix}")
-                return None
-            return value
-
-        return read
-
-    def parsed(self, parse: Callable[[str, str], T]) -> Callable[[yaml.Node, str], T | None]:
-        """A scalar converted by *parse* (value, where); its ConfigError is a problem here."""
-
-        def read(node: yaml.Node, where: str) -> T | None:
-            value = self.scalar(node, where)
-            if value is None:
-                return None
-            try:
-                return parse(value, where)
-            except ConfigError as exc:
-                self.problems.add(node, exc.message)
-                return None
-
-        return read
-
-    def checked_list(
-        self, convert: Callable[[yaml.Node, str, str], T | None]
-    ) -> Callable[[yaml.Node, str], tuple[T, ...]]:
-        """A list of strings, each converted by *convert* (node, value, where) or dropped."""
-
-        def read(node: yaml.Node, where: str) -> tuple[T, ...]:
-            out = []
-            for item, value in string_list(node, self.problems, where):
-                converted = convert(item, value, where)
-                if converted is not None:
-                    out.append(converted)
-            return tuple(out)
-
-        return read

@@ -2,33 +2,38 @@
 problem collected with its line, all reported at once.
 
 The keys, which are required and their defaults come from the model's fields
-(configuration/matrix.py); this module adds what the model cannot say: how each key's value is
+(configuration/matrix/model.py); this module adds what the model cannot say: how each key's value is
 checked and converted (folders exist, globs match, arch lists parse, versions are PEP 440)."""
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from pathlib import Path
 
 import yaml
 from packaging.version import InvalidVersion, Version
 
-from wheelforge.configuration import variantkey, yamlio
 from wheelforge.configuration.archs import ArchSet, ArchSpec, parse_arch_list
-from wheelforge.configuration.discovery import discover_packages
-from wheelforge.configuration.keys import (
+from wheelforge.configuration.bytesizes import parse_size
+from wheelforge.configuration.matrix import yamlio
+from wheelforge.configuration.matrix.discovery import discover_packages
+from wheelforge.configuration.matrix.keys import (
     ARCH_SET_NAME_RE,
     CUDA_RE,
     MODULE_RE,
     PYTHON_ABI_RE,
     SOURCE_SUFFIXES,
 )
-from wheelforge.configuration.matrix import ExtensionConfig, Matrix, SourceSpec
-from wheelforge.configuration.packagereader import PackageReader
-from wheelforge.configuration.pyproject import project_for
-from wheelforge.configuration.sections import TestsConfig
-from wheelforge.configuration.sizes import parse_size
-from wheelforge.configuration.torchspec import OLDEST_STABLE_TARGET, TorchSpec, parse_torch_spec
+from wheelforge.configuration.matrix.model import ExtensionConfig, Matrix, SourceSpec, TestsConfig
+from wheelforge.configuration.matrix.modelreader import KeyReader
+from wheelforge.configuration.matrix.packagereader import PackageReader
+from wheelforge.configuration.matrix.pyproject import project_for
+from wheelforge.configuration.matrix.torchspec import (
+    OLDEST_STABLE_TARGET,
+    TorchSpec,
+    parse_torch_spec,
+)
 from wheelforge.foundation import fsutil, log
 from wheelforge.foundation.errors import ConfigError
 
@@ -38,7 +43,7 @@ OLDEST_PYTHON_MINOR = 10
 OLDEST_LIMITED_API_MINOR = 2
 
 
-class _Reader(PackageReader):
+class MatrixReader(PackageReader):
     """Turns the node tree into the model, collecting problems."""
 
     def __init__(self, path: Path, display: str) -> None:
@@ -46,22 +51,45 @@ class _Reader(PackageReader):
         self.path = path
         self.torch_read: tuple[yaml.Node, TorchSpec | None] | None = None
 
-    def extension(self, node: yaml.Node, where: str) -> ExtensionConfig | None:
-        readers: dict[str, yamlio.KeyReader] = {
-            "name": self.checked_scalar(
-                lambda v: bool(MODULE_RE.match(v)),
-                "must be a module name, e.g. 'mypkg._C' (or 'mypkg_cuda' at the top level)",
-            ),
-            "sources": self.sources,
-            "include_dirs": self.checked_list(self.folder),
-            "cxx_flags": self.flag_list,
-            "nvcc_flags": self.flag_list,
-            "link_flags": self.flag_list,
-            "libraries": self.flag_list,
-            "library_dirs": self.checked_list(self.folder),
-            "module_init": lambda n, w: yamlio.boolean(n, self.problems, w),
-        }
-        return self.build(ExtensionConfig, self.section(node, ExtensionConfig, where, readers))
+    def readers(self, model: type) -> Mapping[str, KeyReader]:
+        """The keys whose conversion is special; the rest (summary, license, module-init, a
+        source's files, wheel-variants and its keys, ...) are read by their type."""
+        if model is Matrix:
+            return {
+                "package": self.package,
+                "torch": self.torch,
+                "arch_sets": self.arch_sets,
+                "abi": self.abi,
+                "python_abi": self.python_abi,
+                "tests": self.tests,
+                "cuda": self.cuda,
+                "size_budget": self.parsed(lambda text, w: parse_size(text, where=w)),
+                "compile_cache": self.scalar,  # its values: settings.py, with the environment's
+            }
+        if model is ExtensionConfig:
+            return {
+                "name": self.checked_scalar(
+                    lambda v: bool(MODULE_RE.match(v)),
+                    "must be a module name, e.g. 'mypkg._C' (or 'mypkg_cuda' at the top level)",
+                ),
+                "sources": self.sources,
+                "include_dirs": self.checked_list(self.folder),
+                "cxx_flags": self.flag_list,
+                "nvcc_flags": self.flag_list,
+                "link_flags": self.flag_list,
+                "libraries": self.flag_list,
+                "library_dirs": self.checked_list(self.folder),
+            }
+        if model is SourceSpec:
+            return {"archs": self.parsed(lambda text, w: parse_arch_list(text, source=w))}
+        if model is TestsConfig:
+            return {
+                "path": self.test_path,
+                "requires": self.checked_list(self.requirement("pytest>=8")),
+                "torch": self.checked_list(self.test_torch),
+                "command": self.test_command,
+            }
+        return super().readers(model)
 
     def sources(self, node: yaml.Node, where: str) -> tuple[SourceSpec, ...] | None:
         """Each glob must match files, all of them sources; None if none is good."""
@@ -107,11 +135,7 @@ class _Reader(PackageReader):
                 if value is not None:
                     out.append((item, value, None))
                 continue
-            readers = {
-                "pattern": self.scalar,
-                "archs": self.parsed(lambda text, w: parse_arch_list(text, source=w)),
-            }
-            read = self.section(item, SourceSpec, entry_where, readers)
+            read = self.section(item, SourceSpec, entry_where)
             spec = self.build(SourceSpec, read)
             if read is not None and spec is not None:
                 out.append((read.items["files"][1], spec.pattern, spec.archs))
@@ -129,15 +153,6 @@ class _Reader(PackageReader):
         if len(set(entries)) != len(entries):
             self.problems.add(node, f"{where}: a release appears twice")
         return entries or ("auto",)
-
-    def cuda_index(self, node: yaml.Node, where: str) -> str | None:
-        value = self.scalar(node, where)
-        if value not in (None, "auto", "folders", "local-version"):
-            self.problems.add(
-                node, f"{where} must be 'auto', 'folders' or 'local-version', got '{value}'"
-            )
-            return None
-        return value
 
     def torch(self, node: yaml.Node, where: str) -> TorchSpec | None:
         spec = self._torch(node, where)
@@ -208,10 +223,7 @@ class _Reader(PackageReader):
         return self.scalar(node, where)
 
     def abi(self, node: yaml.Node, where: str) -> str | None:
-        value = self.scalar(node, where)
-        if value not in (None, "stable", "unstable"):
-            self.problems.add(node, f"{where} must be 'stable' or 'unstable', got '{value}'")
-            return None
+        value = self.choice(("stable", "unstable"))(node, where)
         if value == "unstable" and self.torch_read is not None:
             torch_node, torch = self.torch_read
             if torch is not None and not torch.versions:
@@ -251,13 +263,7 @@ class _Reader(PackageReader):
         return value
 
     def tests(self, node: yaml.Node, where: str) -> TestsConfig | None:
-        readers: dict[str, yamlio.KeyReader] = {
-            "path": self.test_path,
-            "requires": self.checked_list(self.requirement("pytest>=8")),
-            "torch": self.checked_list(self.test_torch),
-            "command": self.test_command,
-        }
-        read = self.section(node, TestsConfig, where, readers)
+        read = self.section(node, TestsConfig, where)
         torch = self.torch_read[1] if self.torch_read is not None else None
         if read is not None and "torch" not in read.values:
             # the default: the matrix's torch list, or the lowest version of its range
@@ -287,21 +293,7 @@ class _Reader(PackageReader):
             raise ConfigError(f"{self.problems.display} is empty; see docs/matrix.md for its keys")
         package_node = yamlio.key_node(node, "package")
         self.project = project_for(package_node, self.root, self.problems)
-        readers: dict[str, yamlio.KeyReader] = {
-            "package": self.package,
-            "extension": self.extension,
-            "torch": self.torch,
-            "arch_sets": self.arch_sets,
-            "abi": self.abi,
-            "python_abi": self.python_abi,
-            "tests": self.tests,
-            "cuda": self.cuda,
-            "cuda_index": self.cuda_index,
-            "size_budget": self.parsed(lambda text, w: parse_size(text, where=w)),
-            "wheel_variants": lambda n, w: variantkey.read(self, n, w),
-            "compile_cache": self.scalar,  # its values: settings.py, with the environment's
-        }
-        read = self.section(node, Matrix, "the top level", readers, prefix="")
+        read = self.section(node, Matrix, "the top level", prefix="")
         if read is None:
             self.problems.raise_if_any()
             raise AssertionError  # unreachable: mapping() recorded a problem
@@ -330,7 +322,9 @@ class _Reader(PackageReader):
                     read.items["extension"][1],
                     f"extension.name '{extension.name}' is not inside any of package.packages ({', '.join(p.name for p in package.packages) or 'none'}); put the module in one of them",
                 )
-        if (wv := read.values.get("wheel_variants")) and (problem := wv.null_problem(read.values.get("arch_sets") or ())):  # fmt: skip
+        variants = read.values.get("wheel_variants")
+        problem = variants.null_problem(read.values.get("arch_sets") or ()) if variants else None
+        if problem is not None:
             self.problems.add(read.items["wheel-variants"][1], problem)
         self.problems.raise_if_any()
         matrix = self.build(Matrix, read, path=self.path, root=self.root)
@@ -340,6 +334,6 @@ class _Reader(PackageReader):
 
 def load_matrix(path: Path) -> Matrix:
     display = str(path)
-    reader = _Reader(path.resolve(), display)
+    reader = MatrixReader(path.resolve(), display)
     with fsutil.gc_paused():
         return reader.read(yamlio.load(path, display))

@@ -1,23 +1,24 @@
 """Reading matrix.yaml's ``package`` section, with what pyproject.toml's ``[project]`` gives
-(read by configuration/pyproject.py): a key in both places that differs is an error naming
-both; the reader of the other sections (reader.py) builds on this one."""
+(read by matrix/pyproject.py): a key in both places that differs is an error naming both. The
+reader of the other sections (matrix/reader.py) builds on this one."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import yaml
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from wheelforge.configuration import yamlio
-from wheelforge.configuration.discovery import is_package
-from wheelforge.configuration.keys import NAME_RE
-from wheelforge.configuration.matrix import PackageConfig
-from wheelforge.configuration.pyproject import ProjectMetadata
+from wheelforge.configuration.matrix import yamlio
+from wheelforge.configuration.matrix.discovery import is_package
+from wheelforge.configuration.matrix.keys import NAME_RE
+from wheelforge.configuration.matrix.model import PackageConfig
+from wheelforge.configuration.matrix.modelreader import KeyReader, ModelReader, Section
+from wheelforge.configuration.matrix.pyproject import ProjectMetadata
 
 # package keys pyproject.toml's [project] may give instead: attribute → how two values compare.
 _FROM_PROJECT: dict[str, Callable[[str, str], bool]] = {
@@ -28,49 +29,22 @@ _FROM_PROJECT: dict[str, Callable[[str, str], bool]] = {
 }
 
 
-class PackageReader(yamlio.ModelReader):
-    """The package section's keys, and the helpers every section uses (folders, requirements,
-    flag lists)."""
+class PackageReader(ModelReader):
+    """The package section's keys."""
 
     def __init__(self, problems: yamlio.Problems, root: Path) -> None:
-        super().__init__(problems)
-        self.root = root
+        super().__init__(problems, root)
         self.project: ProjectMetadata | None = None
 
-    def folder(self, node: yaml.Node, value: str, where: str) -> Path | None:
-        folder = (self.root / value).resolve()
-        if not folder.is_dir():
-            self.problems.add(
-                node,
-                f"{where}: '{value}' is not a folder (paths are relative to {self.problems.display})",
-            )
-            return None
-        return folder
-
-    def requirement(self, example: str) -> Callable[[yaml.Node, str, str], str | None]:
-        def convert(node: yaml.Node, value: str, where: str) -> str | None:
-            try:
-                Requirement(value)
-            except InvalidRequirement:
-                self.problems.add(
-                    node, f"{where}: '{value}' is not a requirement; write e.g. '{example}'"
-                )
-                return None
-            return value
-
-        return convert
-
-    # -- package ------------------------------------------------------------------------------
-
-    def package(self, node: yaml.Node | None, where: str) -> PackageConfig | None:
-        readers: dict[str, yamlio.KeyReader] = {
+    def readers(self, model: type) -> Mapping[str, KeyReader]:
+        if model is not PackageConfig:
+            return super().readers(model)
+        return {
             "name": self.checked_scalar(
                 lambda v: bool(NAME_RE.match(v)),
                 "is not a valid distribution name; use letters, digits, '-', '_' and '.'",
             ),
             "version": self.version,
-            "summary": self.scalar,
-            "license": self.scalar,
             "requires_python": self.requires_python,
             "dependencies": self.checked_list(self.dependency),
             "packages": self.checked_list(self.package_folder),
@@ -78,11 +52,15 @@ class PackageReader(yamlio.ModelReader):
             "exclude": self.flag_list,
             "pyproject": lambda _n, _w: None,  # read before everything else: project_for()
         }
-        read = (
-            self.section(node, PackageConfig, where, readers)
-            if node is not None
-            else yamlio.Section({}, {})
-        )
+
+    # -- package ------------------------------------------------------------------------------
+
+    def package(self, node: yaml.Node | None, where: str) -> PackageConfig | None:
+        if node is None:  # all from pyproject.toml's [project]
+            self.field_readers(PackageConfig)  # every key has a reader, written or not
+            read: Section | None = Section({}, {})
+        else:
+            read = self.section(node, PackageConfig, where)
         if read is None:
             return None
         project = self.project
@@ -105,7 +83,7 @@ class PackageReader(yamlio.ModelReader):
             license_files=project.license_files,
         )
 
-    def merge_project(self, read: yamlio.Section, project: ProjectMetadata) -> None:
+    def merge_project(self, read: Section, project: ProjectMetadata) -> None:
         """Fill what matrix.yaml leaves out from pyproject.toml's [project]; a value in both
         places that differs is an error naming both."""
         for attr, same in _FROM_PROJECT.items():
@@ -141,19 +119,6 @@ class PackageReader(yamlio.ModelReader):
                 read.items["dependencies"][1],
                 f"package.dependencies conflicts with dependencies in {project.path} [project]; keep them in one place (pyproject.toml)",
             )
-
-    def flag_list(self, node: yaml.Node, where: str) -> tuple[str, ...]:
-        """Strings, one per argument: ``cxx-flags: -O3 -g`` would reach the compiler as one
-        argument, so a bare string with spaces is an error that says how to write it (a bare
-        single flag is a list of one)."""
-        if isinstance(node, yaml.ScalarNode) and len(str(node.value).split()) > 1:
-            example = ", ".join(str(node.value).split())
-            self.problems.add(
-                node,
-                f"{where} must be a list of strings, got the string '{node.value}'; write [{example}]",
-            )
-            return ()
-        return self.strings(node, where)
 
     def version(self, node: yaml.Node, where: str) -> str | None:
         value = self.scalar(node, where)

@@ -1,9 +1,9 @@
 """matrix.yaml's JSON Schema and docs/matrix.md's key tables, both generated from the model in
-configuration/matrix.py (the habit of scikit-build-core's settings/json_schema.py).
+configuration/matrix/model.py (the habit of scikit-build-core's settings/json_schema.py).
 
 Regenerate both after changing a key::
 
-    python -m wheelforge.configuration.schema
+    python -m wheelforge.configuration.matrix.schema
 
 tests/unit/test_matrix_schema.py fails when the shipped schema or the docs tables drift.
 """
@@ -20,19 +20,19 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from wheelforge.configuration import keys, matrix, sections
+from wheelforge.configuration.matrix import keys, model
 from wheelforge.foundation import schemagen
 
 SCHEMA_FILE = "matrix.schema.json"
 TITLE = "wheelforge matrix.yaml"
 # The key tables in docs/matrix.md, by the name in their markers.
 SECTIONS: dict[str, type] = {
-    "top": matrix.Matrix,
-    "package": matrix.PackageConfig,
-    "extension": matrix.ExtensionConfig,
-    "sources": matrix.SourceSpec,
-    "tests": sections.TestsConfig,
-    "variants": sections.WheelVariantsConfig,
+    "top": model.Matrix,
+    "package": model.PackageConfig,
+    "extension": model.ExtensionConfig,
+    "sources": model.SourceSpec,
+    "tests": model.TestsConfig,
+    "variants": model.WheelVariantsConfig,
 }
 _MARKERS = re.compile(
     r"(<!-- keys:(?P<name>[a-z]+) .*?-->\n)(?P<body>.*?)(<!-- /keys:(?P=name) -->)", re.DOTALL
@@ -40,7 +40,7 @@ _MARKERS = re.compile(
 
 
 def matrix_schema() -> dict[str, Any]:
-    out = schemagen.json_schema(matrix.Matrix, title=TITLE)
+    out = schemagen.json_schema(model.Matrix, title=TITLE)
     out["$defs"]["ArchList"] = {
         "description": "arch list, TORCH_CUDA_ARCH_LIST's grammar: '7.5 8.0 9.0a 12.0+PTX', a list of entries, or torch's names (Hopper)",
         **schemagen.type_schema(keys.ARCH_LIST),
@@ -110,10 +110,10 @@ def render_docs(text: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m wheelforge.configuration.schema")
-    parser.add_argument("--docs", type=Path, default=Path(__file__).parents[3] / "docs/matrix.md")
+    parser = argparse.ArgumentParser(prog="python -m wheelforge.configuration.matrix.schema")
+    parser.add_argument("--docs", type=Path, default=Path(__file__).parents[4] / "docs/matrix.md")
     args = parser.parse_args(argv)
-    target = Path(__file__).parents[1] / "data" / SCHEMA_FILE
+    target = Path(__file__).parents[2] / "data" / SCHEMA_FILE
     target.write_text(schema_text(), encoding="utf-8")
     print(f"wrote {target}")
     if args.docs.is_file():

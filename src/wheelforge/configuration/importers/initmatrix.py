@@ -1,5 +1,5 @@
 """``wheelforge init``: a commented matrix.yaml for an existing project, from its setup.py (read
-statically, setupscan.py) and pyproject.toml, or, with no extension in a setup.py, from the
+statically, setuppy.py) and pyproject.toml, or, with no extension in a setup.py, from the
 C++/CUDA sources found. What could not be translated is returned as notes to print."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import yaml
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from wheelforge.configuration.keys import SOURCE_SUFFIXES
-from wheelforge.configuration.pyproject import read_project
-from wheelforge.configuration.setupscan import ExtensionCall, SetupScan, scan_setup_py
+from wheelforge.configuration.importers.setuppy import ExtensionCall, SetupScan, scan_setup_py
+from wheelforge.configuration.matrix.keys import SOURCE_SUFFIXES
+from wheelforge.configuration.matrix.pyproject import read_project
 from wheelforge.foundation.errors import ConfigError
 
 _STABLE_RE = re.compile(r"torch/csrc/stable/|STABLE_TORCH_LIBRARY")
@@ -150,9 +150,14 @@ def render(root: Path, *, torch: tuple[str, ...], archs: str | None) -> InitResu
         )
     abi = _abi(root, ext)
     extension: dict[str, object] = {"name": ext.name or "TODO.name", "sources": ext.sources}
-    for key, value in (("include-dirs", ext.include_dirs), ("cxx-flags", ext.cxx_flags),
-                       ("nvcc-flags", ext.nvcc_flags), ("link-flags", ext.link_flags),
-                       ("libraries", ext.libraries), ("library-dirs", ext.library_dirs)):  # fmt: skip
+    for key, value in (
+        ("include-dirs", ext.include_dirs),
+        ("cxx-flags", ext.cxx_flags),
+        ("nvcc-flags", ext.nvcc_flags),
+        ("link-flags", ext.link_flags),
+        ("libraries", ext.libraries),
+        ("library-dirs", ext.library_dirs),
+    ):
         if value:
             extension[key] = value
     if abi == "unstable" or ext.kind != "guessed":
@@ -160,8 +165,10 @@ def render(root: Path, *, torch: tuple[str, ...], archs: str | None) -> InitResu
     versions = list(torch) or (["2.11.0"] if abi == "unstable" else [])
     if abi == "unstable" and not torch:
         notes.append("torch: wrote 2.11.0; list the torch versions to build for (or pass --torch)")
-    parts = [f"# Written by 'wheelforge init' from {'setup.py' if scan.extensions else 'the sources'}; "
-             "see docs/matrix.md and docs/your-extension.md.\n"]  # fmt: skip
+    parts = [
+        f"# Written by 'wheelforge init' from {'setup.py' if scan.extensions else 'the sources'}; "
+        "see docs/matrix.md and docs/your-extension.md.\n"
+    ]
     package = _package(scan, root, notes)
     if package is None:
         parts.append(
@@ -181,8 +188,10 @@ def render(root: Path, *, torch: tuple[str, ...], archs: str | None) -> InitResu
     if archs:
         parts.append("\n" + _dump("arch-sets", {"default": archs}))
     else:
-        parts.append("\n# No arch-sets: give them here, or with --archs / TORCH_CUDA_ARCH_LIST.\n"
-                     "# arch-sets:\n#   default: \"8.0 9.0+PTX\"\n")  # fmt: skip
+        parts.append(
+            "\n# No arch-sets: give them here, or with --archs / TORCH_CUDA_ARCH_LIST.\n"
+            '# arch-sets:\n#   default: "8.0 9.0+PTX"\n'
+        )
     return InitResult(path=root / "matrix.yaml", text="".join(parts), notes=tuple(notes))
 
 

@@ -1,0 +1,156 @@
+"""What the one walk over a wheel (reader.py) reads, as frozen data: per ELF file its fatbin
+entries, symbols and init export, each read only when asked for (a Reading), and per wheel its
+member names, tags and METADATA. Each file has a role, what it is to the wheel; the rules say
+which roles they judge (rule.py), and so which facts are read of which file."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, get_args
+
+from wheelforge.binaries import elf, initexport
+from wheelforge.binaries.elf import ElfImage
+from wheelforge.binaries.fatbin import FatbinEntry
+from wheelforge.binaries.initexport import InitExport
+from wheelforge.binaries.symbols import SymbolFacts
+
+# What a file is to its wheel:
+# - extension: a Python extension module, imported by name (``*.abi3.so``, ``*.cpython-*.so``);
+# - library: any other ELF file of the wheel's own, e.g. one loaded with torch.ops.load_library;
+# - bundled: a dependency auditwheel grafted into ``<name>.libs/`` (not the wheel's own);
+# - wheel: the wheel itself, the subject of the rules on the wheel as a whole.
+Role = Literal["extension", "library", "bundled", "wheel"]
+ROLES: tuple[Role, ...] = get_args(Role)
+BINARY_ROLES: tuple[Role, ...] = ("extension", "library", "bundled")
+# What can be read of one ELF file (the init export: of an extension module only).
+Fact = Literal["fatbins", "symbols", "init-export"]
+# A fact one rule reads itself from the parsed file: (the rule's id, its reader).
+OwnReader = tuple[str, Callable[[ElfImage], object]]
+
+
+def role_of(member: str) -> Role:
+    """The role of a wheel member by its name."""
+    if elf.is_grafted(member):
+        return "bundled"
+    return file_role(member)
+
+
+def file_role(path: str) -> Role:
+    """The role of an ELF file by its name (a file on disk is never a bundled one)."""
+    return "extension" if initexport.module_leaf(path) else "library"
+
+
+@dataclass(frozen=True)
+class BinaryContents:
+    """The fatbin entries of one ELF file, on disk or inside a wheel (what ``inspect`` lists)."""
+
+    path: str
+    size: int
+    entries: tuple[FatbinEntry, ...]
+
+    @property
+    def sass_archs(self) -> tuple[str, ...]:
+        """The SASS archs, oldest first (sm_80, sm_90, sm_90a, sm_100, sm_100f)."""
+        return _sorted_archs(entry for entry in self.entries if entry.kind == "sass")
+
+    @property
+    def ptx_archs(self) -> tuple[str, ...]:
+        """The PTX archs, oldest first (compute_80, compute_90a, ...)."""
+        return _sorted_archs(entry for entry in self.entries if entry.kind == "ptx")
+
+
+def _sorted_archs(entries: Iterator[FatbinEntry]) -> tuple[str, ...]:
+    unique = {entry.arch: (entry.sm, entry.variant) for entry in entries}
+    return tuple(sorted(unique, key=lambda arch: unique[arch]))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Reading:
+    """What the walk reads: for each role listed, its files and those facts of them (a role not
+    listed is skipped without inflating its members); the wheel's METADATA; and whether members
+    an installer would write outside the wheel's folder are read (the layout rule names them)."""
+
+    facts: Mapping[Role, frozenset[Fact]] = field(default_factory=dict)
+    metadata: bool = False
+    unsafe_members: bool = True
+    # Facts a rule reads itself (Rule.read): (rule id, reader) by role.
+    own: Mapping[Role, tuple[OwnReader, ...]] = field(default_factory=dict)
+
+    def reads(self, role: Role) -> bool:
+        return role in self.facts
+
+    def of(self, role: Role) -> frozenset[Fact]:
+        return self.facts.get(role, frozenset())
+
+    def own_of(self, role: Role) -> tuple[OwnReader, ...]:
+        return self.own.get(role, ())
+
+    def __or__(self, other: Reading) -> Reading:
+        roles = [r for r in ROLES if self.reads(r) or other.reads(r)]
+        return Reading(
+            facts={r: self.of(r) | other.of(r) for r in roles},
+            metadata=self.metadata or other.metadata,
+            unsafe_members=self.unsafe_members or other.unsafe_members,
+            own={r: (*self.own_of(r), *other.own_of(r)) for r in roles},
+        )
+
+
+# The fatbins of every ELF file (inspect; a build's arch and size checks).
+FATBINS = Reading(facts={role: frozenset({"fatbins"}) for role in BINARY_ROLES})
+
+
+@dataclass(frozen=True, kw_only=True)
+class BinaryFacts:
+    """One ELF file as read, or the wheel itself (role ``wheel``); a fact not read is None."""
+
+    name: str  # the path, or x.whl!member
+    member: str | None  # the path inside the wheel, for a wheel member
+    role: Role
+    size: int
+    fatbins: tuple[FatbinEntry, ...] | None = None
+    symbols: SymbolFacts | None = None
+    init_export: InitExport | None = None  # an extension module's PyInit_<leaf>
+    own_facts: tuple[tuple[str, object], ...] = ()  # (rule id, what its Rule.read read)
+
+    @property
+    def display(self) -> str:
+        """The path inside the wheel for a member, else the name."""
+        return self.member or self.name
+
+    def contents(self) -> BinaryContents:
+        return BinaryContents(path=self.name, size=self.size, entries=self.fatbins or ())
+
+    def own(self, rule_id: str) -> object:
+        """What the rule *rule_id* read of this file itself (its Rule.read)."""
+        for owner, value in self.own_facts:
+            if owner == rule_id:
+                return value
+        raise LookupError(f"{self.name}: rule {rule_id} read nothing of it")
+
+    def need_symbols(self) -> SymbolFacts:
+        """The symbols, for a rule that declared it needs them."""
+        if self.symbols is None:
+            raise LookupError(f"{self.name}: symbols not read; the rule must list them in needs")
+        return self.symbols
+
+
+@dataclass(frozen=True, kw_only=True)
+class WheelFacts:
+    """A wheel as the walk read it: its member names, METADATA, and its ELF members."""
+
+    path: Path
+    names: tuple[str, ...]  # every member name, as the zip lists them
+    tagged_name: str  # the file name as packaging parses it (a variant label dropped)
+    metadata_member: str | None  # <name>.dist-info/METADATA, if it has one
+    metadata: str | None  # its text, when the Reading asked for it
+    binaries: tuple[BinaryFacts, ...]
+
+    def subject(self) -> BinaryFacts:
+        """The wheel as the subject of the rules on the wheel as a whole (role ``wheel``)."""
+        return BinaryFacts(name=str(self.path), member=None, role="wheel", size=0)
+
+    def contents(self) -> tuple[BinaryContents, ...]:
+        """The fatbin entries of the ELF members read."""
+        return tuple(b.contents() for b in self.binaries)

@@ -1,0 +1,117 @@
+"""The one signature of an ABI rule, and what a rule declares about itself.
+
+A rule is a module under ``binaries/rules/`` that defines ``RULE = Rule(...)``; the registry
+(registry.py) finds it there, so adding a rule is adding its module (and its test). Every rule
+has the same signature::
+
+    def check(binary: BinaryFacts, context: RuleContext) -> Iterable[Finding]
+
+*binary* is one ELF file as the walk read it, or, for a rule on the wheel as a whole (role
+``wheel``), the wheel itself; *context* is what the binaries are checked against and the wheel
+they came from. A rule yields Findings; the registry's caller makes them Violations, stamped with
+the rule's id and severity and the binary's name, so a rule cannot misname itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from wheelforge.binaries.elf import ElfImage
+from wheelforge.binaries.facts import BINARY_ROLES, BinaryFacts, Fact, Role, WheelFacts
+from wheelforge.toolchain.shims import Version2
+
+# What the ABI flavour of the wheel is (the matrix's ``abi``): a rule says which it applies to.
+Flavour = Literal["stable", "unstable"]
+# An error fails ``check`` and the build; a warning is shown and fails nothing.
+Severity = Literal["error", "warning"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CheckTarget:
+    """What the binaries are checked against."""
+
+    torch: Version2  # the lowest torch they must load on
+    python: Version2 | None  # the abi3 floor (cp310 → (3, 10)); None: no limited-API rule
+    guards: dict[str, Version2 | None]  # shim header guards of the build torch (may be empty)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RuleContext:
+    """What every rule is given besides the binary: the target, and the wheel (None for a file
+    given on its own) with the tags its file name carries."""
+
+    target: CheckTarget
+    wheel: WheelFacts | None = None
+    tags: frozenset[str] = frozenset()
+
+    @property
+    def wheel_name(self) -> str:
+        return self.wheel.path.name if self.wheel else ""
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem a rule found: the symbol it is about (if any) and the message, which names
+    the binary, the problem and the fix."""
+
+    symbol: str | None
+    message: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Violation:
+    """One problem a rule found: the rule's id, the symbol it is about, and the message, which
+    names the binary and the fix."""
+
+    binary: str = field(metadata={"internal": True})
+    rule: str = field(metadata={"doc": "the rule's id (docs/testing.md lists every rule)"})
+    symbol: str | None
+    message: str
+    severity: Severity = field(default="error", metadata={"internal": True})
+
+    @property
+    def blocking(self) -> bool:
+        """Whether it fails the command (an error) or is only shown (a warning)."""
+        return self.severity == "error"
+
+
+Check = Callable[[BinaryFacts, RuleContext], Iterable[Finding]]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Rule:
+    """An ABI rule as the registry holds it: what it is (for the docs table), what it applies
+    to (the registry filters on it), what it reads, and its check."""
+
+    id: str  # kebab-case, as violations and the docs name it
+    doc: str  # one line: what it looks at
+    source: str  # one line: where its truth comes from
+    flavours: frozenset[Flavour]
+    roles: frozenset[Role]  # the roles it judges; ("wheel",) for a rule on the wheel as a whole
+    needs: frozenset[Fact] = frozenset()  # what the walk must read of each binary it judges
+    severity: Severity = "error"
+    # Where its findings (and its docs row) come among the others', lowest first: a binary's
+    # violations are listed by it, so the first one (the one an error shows) is the most telling.
+    order: int
+    check: Check
+    # A fact of the ELF file that only this rule needs (a dynamic-section entry, a note), read
+    # in the walk from the one parse of each binary it judges; check finds it with
+    # binary.own(id). Its pyelftools errors are reported as the file being unreadable.
+    read: Callable[[ElfImage], object] | None = None
+
+    def __post_init__(self) -> None:
+        if "wheel" in self.roles and len(self.roles) > 1:
+            raise ValueError(f"rule {self.id}: a rule on the wheel judges no binary role too")
+        if "wheel" in self.roles and (self.needs or self.read):
+            raise ValueError(f"rule {self.id}: the wheel itself has no ELF facts to read")
+        if "init-export" in self.needs and set(self.roles) - {"extension"}:
+            raise ValueError(f"rule {self.id}: only an extension module has an init export")
+
+    def applies(self, flavour: Flavour, role: Role) -> bool:
+        return flavour in self.flavours and role in self.roles
+
+    @property
+    def on_binaries(self) -> bool:
+        return any(role in BINARY_ROLES for role in self.roles)

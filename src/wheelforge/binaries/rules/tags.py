@@ -1,0 +1,57 @@
+"""A wheel's tags agree with its binaries: the glibc symbol versions they need are within the
+manylinux tag, their machine is the platform tag's, and an abi3 wheel names its modules
+``*.abi3.so``."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from wheelforge.binaries.facts import BinaryFacts
+from wheelforge.binaries.rule import Finding, Rule, RuleContext
+
+_MANYLINUX_RE = re.compile(r"^manylinux_(\d+)_(\d+)_(\w+)$")
+_LEGACY_MANYLINUX = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
+_ONE_CPYTHON_RE = re.compile(r"\.cpython-\d+[^/]*\.so$")
+
+
+def check(binary: BinaryFacts, context: RuleContext) -> Iterator[Finding]:
+    if context.wheel is None:  # a file given on its own has no tags
+        return
+    facts, wheel, member = binary.need_symbols(), context.wheel_name, binary.display
+    for platform in sorted({t.split("-")[-1] for t in context.tags}):
+        legacy = next(
+            (v for k, v in _LEGACY_MANYLINUX.items() if platform.startswith(k + "_")), None
+        )
+        m = _MANYLINUX_RE.match(platform)
+        glibc_tag = (int(m[1]), int(m[2])) if m else legacy
+        arch = m[3] if m else platform.split("_", 1)[-1]
+        if glibc_tag and facts.glibc and facts.glibc > glibc_tag:
+            glibc = f"GLIBC_{facts.glibc[0]}.{facts.glibc[1]}"
+            yield Finding(
+                glibc,
+                f"{wheel} is tagged {platform}, but {member} needs {glibc}; "
+                "let auditwheel repair compute the tag, or build on an older glibc",
+            )
+        if platform.startswith(("manylinux", "linux")) and arch != facts.machine:
+            yield Finding(
+                None, f"{wheel} is tagged {platform}, but {member} is built for {facts.machine}"
+            )
+    if context.target.python is not None and _ONE_CPYTHON_RE.search(member):
+        yield Finding(
+            None,
+            f"{wheel} is an abi3 wheel, but {member} is named for one CPython; name it *.abi3.so",
+        )
+
+
+RULE = Rule(
+    id="tags",
+    doc="tags agree with binaries: glibc symbol versions vs the `manylinux_X_Y` tag, ELF machine "
+    "vs the platform tag, `*.cpython-3XX-*.so` names inside an abi3 wheel",
+    source="the binary, the wheel name",
+    flavours=frozenset({"stable"}),
+    roles=frozenset({"extension", "library"}),
+    needs=frozenset({"symbols"}),
+    order=60,
+    check=check,
+)

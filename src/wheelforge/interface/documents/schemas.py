@@ -1,0 +1,44 @@
+"""Every JSON document wheelforge writes, and the command that regenerates their shipped
+schemas (``wheelforge/data/<name>.schema.json``) from their models::
+
+    python -m wheelforge.interface.documents.schemas
+
+tests/unit/test_documents.py fails while a shipped schema differs from its model."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from wheelforge.interface.documents import (
+    build_report,
+    check,
+    inspection,
+    torch_tests,
+    usercache,
+    variants,
+)
+from wheelforge.interface.documents.kinds import DocumentKind
+
+KINDS: tuple[DocumentKind, ...] = (
+    build_report.KIND,
+    inspection.KIND,
+    check.KIND,
+    variants.KIND,
+    torch_tests.KIND,
+    usercache.LIST_KIND,
+    usercache.PRUNE_KIND,
+)
+
+
+def main() -> int:
+    data = Path(__file__).parents[2] / "data"
+    for kind in KINDS:
+        target = data / kind.schema_file
+        target.write_text(kind.schema_text(), encoding="utf-8")
+        print(f"wrote {target}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

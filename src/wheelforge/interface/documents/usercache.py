@@ -1,0 +1,82 @@
+"""``wheelforge cache list --json`` and ``cache prune --json``: the cache's entries, and what a
+prune removed (or, with --dry-run, would remove) and skipped."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from wheelforge.interface.documents.kinds import DocumentKind, doc, schema_version
+from wheelforge.running.usercache import CacheEntry, CacheListing, PruneResult
+
+VERSION = 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class CacheEntryDoc:
+    kind: str = field(metadata=doc("test env, toolkit, repairs, probes, unfinished"))
+    name: str
+    path: str
+    size: int = field(metadata=doc("bytes on disk (symlinks not followed, hard links once)"))
+    last_used: str = field(metadata=doc("ISO 8601, UTC"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class CacheListDocument:
+    """wheelforge cache list --json."""
+
+    schema_version: int = schema_version(VERSION)
+    cache: str = field(metadata=doc("the cache folder"))
+    exists: bool
+    entries: tuple[CacheEntryDoc, ...]
+    total: int = field(metadata=doc("bytes of all entries"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class CachePruneDocument:
+    """wheelforge cache prune --json."""
+
+    schema_version: int = schema_version(VERSION)
+    cache: str = field(metadata=doc("the cache folder"))
+    exists: bool
+    dry_run: bool = field(metadata=doc("true: nothing was removed; removed says what would be"))
+    unused_for_days: int | None = field(metadata=doc("--unused-for; null with --all"))
+    removed: tuple[CacheEntryDoc, ...] = field(
+        metadata=doc("each entry removed; each kept repair and probe file is its own entry")
+    )
+    busy: tuple[CacheEntryDoc, ...] = field(
+        metadata=doc("the entries skipped: another wheelforge holds their lock")
+    )
+    freed: int = field(metadata=doc("bytes removed (or that would be)"))
+
+
+LIST_KIND = DocumentKind("cache-list", CacheListDocument, VERSION, "wheelforge cache list --json")
+PRUNE_KIND = DocumentKind(
+    "cache-prune", CachePruneDocument, VERSION, "wheelforge cache prune --json"
+)
+
+
+def entry_doc(e: CacheEntry) -> CacheEntryDoc:
+    used = datetime.fromtimestamp(e.last_used, tz=timezone.utc).isoformat(timespec="seconds")
+    return CacheEntryDoc(kind=e.kind, name=e.name, path=str(e.path), size=e.size, last_used=used)
+
+
+def list_document(listing: CacheListing) -> CacheListDocument:
+    return CacheListDocument(
+        cache=str(listing.root),
+        exists=listing.exists,
+        entries=tuple(entry_doc(e) for e in listing.entries),
+        total=listing.total,
+    )
+
+
+def prune_document(result: PruneResult) -> CachePruneDocument:
+    return CachePruneDocument(
+        cache=str(result.root),
+        exists=result.exists,
+        dry_run=result.dry_run,
+        unused_for_days=result.unused_for_days,
+        removed=tuple(entry_doc(e) for e in result.removed),
+        busy=tuple(entry_doc(e) for e in result.busy),
+        freed=result.freed,
+    )
