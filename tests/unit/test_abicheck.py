@@ -5,8 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from wheelforge.binaries import abicheck
+from wheelforge.binaries import abicheck, floors
 from wheelforge.foundation.errors import BinaryFormatError, ConfigError
+from wheelforge.interface.cli import main
 from wheelforge.toolchain import shims
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "abicheck"
@@ -225,3 +226,42 @@ def test_torch_floor() -> None:
     )
     assert abicheck.torch_floor("Requires-Dist: torch==2.12.1\n") == (2, 12)
     assert abicheck.torch_floor("Requires-Dist: torch\n") is None
+
+
+# -- issue 20: check knows the flavour -------------------------------------------------------
+
+CLASSIC = "pkg-1.0-cp311-cp311-manylinux_2_17_x86_64.whl"  # one CPython: the unstable ABI
+CLASSIC_MEMBER = "pkg/_C.cpython-311-x86_64-linux-gnu.so"
+
+
+def test_a_classic_wheel_is_checked_by_the_unstable_abis_rules(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """torch's C++ API (a libtorch symbol) is what a classic extension is for: the stable-ABI
+    rules don't apply; its init export, tags and pin do, and the pin is shown as a pin."""
+    wheel = make_wheel(tmp_path, CLASSIC, "cxx_symbol.so", requires="torch==2.13.*", member=CLASSIC_MEMBER)  # fmt: skip
+    [check] = abicheck.check_wheel(wheel, torch=None, guards={})
+    assert check.flavour == "unstable" and check.violations == ()
+    assert check.rules == ("module-init", "tags")  # the binary's; layout, torch-pin: the wheel's
+    assert check.torch_requirement == "torch==2.13.*"
+    assert main(["check", str(wheel)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "unstable ABI (one CPython, one torch): declares torch==2.13.*" in out
+    assert "unstable-ABI rules applied: module-init, tags" in out
+    assert "torch >=" not in out
+    # The same binary judged as a stable-ABI one (--abi stable) breaks its rules.
+    [stable] = abicheck.check_wheel(wheel, torch=None, guards={}, flavour="stable")
+    assert "cxx-symbol" in [v.rule for v in stable.violations]
+
+
+def test_a_classic_wheel_without_a_pin_is_a_violation(tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path, CLASSIC, "cxx_symbol.so", requires="torch>=2.13", member=CLASSIC_MEMBER)  # fmt: skip
+    whole, _binary = abicheck.check_wheel(wheel, torch=None, guards={})
+    assert [v.rule for v in whole.violations] == ["torch-pin"]
+    assert (
+        "declares torch>=2.13; pin the torch release it was built against"
+        in whole.violations[0].message
+    )
+    assert floors.torch_pin("Requires-Dist: torch==2.13.*\n") == "2.13"
+    assert floors.torch_pin("Requires-Dist: torch==2.14.1\n") == "2.14"
+    assert floors.torch_pin("Requires-Dist: torch>=2.13,<2.14\n") is None

@@ -146,6 +146,10 @@ def test_check_document_keeps_its_keys() -> None:
                         "message": "uses at::Tensor",
                     }
                 ],
+                # issue 20: which ABI's rules judged it, which rules, and the torch requirement
+                "abi": "stable",
+                "rules": [],
+                "torch_requirement": None,
             }
         ],
     }

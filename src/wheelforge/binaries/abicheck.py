@@ -42,9 +42,10 @@ __all__ = [
     "require_clean",
     "torch_floor",
     "wheel_context",
+    "wheel_flavour",
 ]
 
-# ``wheelforge check`` is the stable-ABI check.
+# ``wheelforge check`` of a file given on its own (no tags to tell): the stable-ABI check.
 CHECK_FLAVOUR: Flavour = "stable"
 
 
@@ -58,6 +59,10 @@ class BinaryCheck:
     python_floor: Version2 | None = None  # the newest limited-API version among python_symbols
     declared_torch: Version2 | None = None  # the floors it was checked against
     declared_python: Version2 | None = None
+    flavour: Flavour = "stable"  # the ABI whose rules judged it
+    rules: tuple[str, ...] = ()  # the ids of the rules that judged it, in their order
+    # the wheel's Requires-Dist on torch as written (an unstable-ABI wheel's pin: torch==2.13.*)
+    torch_requirement: str | None = None
 
 
 def judge(
@@ -77,11 +82,15 @@ def judge(
     )
 
 
-def check_binary(binary: BinaryFacts, context: RuleContext, rules: Sequence[Rule]) -> BinaryCheck:
-    """*binary* judged by *rules*, with the floors its symbols (when read) imply."""
+def check_binary(
+    binary: BinaryFacts, context: RuleContext, rules: Sequence[Rule], flavour: Flavour = "stable"
+) -> BinaryCheck:
+    """*binary* judged by *rules* (those of *flavour*), with the floors its symbols (when read)
+    imply."""
     undefined = binary.symbols.undefined if binary.symbols else ()
     used = floors.used_shims(undefined)
     python = floors.python_symbols(undefined)
+    metadata = context.wheel.metadata if context.wheel else None
     return BinaryCheck(
         path=binary.name,
         shims=used,
@@ -91,7 +100,21 @@ def check_binary(binary: BinaryFacts, context: RuleContext, rules: Sequence[Rule
         python_floor=floors.python_floor(python),
         declared_torch=context.target.torch,
         declared_python=context.target.python,
+        flavour=flavour,
+        rules=tuple(r.id for r in registry.for_role(rules, binary.role)),
+        torch_requirement=floors.torch_requirement(metadata) if metadata else None,
     )
+
+
+def wheel_flavour(wheel: WheelFacts) -> Flavour:
+    """The ABI a wheel was built for, from its tags: an abi3 tag (cp310-abi3) is the stable
+    ABI's; one CPython's (cp311-cp311) means the full Python C API, which a classic
+    (unstable-ABI) extension of torch's C++ API uses."""
+    try:
+        _, _, _, tags = parse_wheel_filename(wheel.tagged_name)
+    except InvalidWheelFilename:
+        return CHECK_FLAVOUR  # wheel_context refuses the name, in its words
+    return "stable" if any(t.abi == "abi3" for t in tags) else "unstable"
 
 
 def wheel_context(
@@ -122,44 +145,56 @@ def wheel_context(
 
 
 def judge_wheel(
-    wheel: WheelFacts, context: RuleContext, rules: Sequence[Rule]
+    wheel: WheelFacts, context: RuleContext, rules: Sequence[Rule], flavour: Flavour = "stable"
 ) -> list[BinaryCheck]:
-    """The wheel judged by *rules*: first the rules on the wheel as a whole (when they find
-    something), then every binary read whose role some rule judges."""
+    """The wheel judged by *rules* (*flavour*'s): first the rules on the wheel as a whole (when
+    they find something), then every binary read whose role some rule judges."""
     results = [
-        check_binary(b, context, rules) for b in wheel.binaries if registry.for_role(rules, b.role)
+        check_binary(b, context, rules, flavour)
+        for b in wheel.binaries
+        if registry.for_role(rules, b.role)
     ]
     subject = wheel.subject()
     violations = judge(subject, context, rules)
     if violations:
         whole = BinaryCheck(
-            path=subject.name, shims=(), newest_shim=None, python_symbols=(), violations=violations
-        )
+            path=subject.name, shims=(), newest_shim=None, python_symbols=(), violations=violations,
+            flavour=flavour, rules=tuple(r.id for r in registry.for_role(rules, "wheel")),
+        )  # fmt: skip
         results.insert(0, whole)
     return results
 
 
 def check_wheel(
-    path: Path, *, torch: Version2 | None, guards: dict[str, Version2 | None]
+    path: Path,
+    *,
+    torch: Version2 | None,
+    guards: dict[str, Version2 | None],
+    flavour: Flavour | None = None,
 ) -> list[BinaryCheck]:
-    """Check a wheel by the rules of ``check``; *torch* overrides the floor its METADATA gives."""
-    rules = registry.applicable(CHECK_FLAVOUR)
-    wheel = read_wheel(path, registry.reading(rules, metadata=torch is None))
-    return judge_wheel(wheel, wheel_context(wheel, torch=torch, guards=guards), rules)
+    """Check a wheel by the rules of its ABI flavour (*flavour*, else its tags say: an abi3
+    wheel's is the stable ABI); *torch* overrides the floor its METADATA gives."""
+    every = registry.all_rules()
+    wheel = read_wheel(path, registry.reading(every, metadata=True))
+    flavour = flavour or wheel_flavour(wheel)
+    rules = registry.applicable(flavour)
+    return judge_wheel(wheel, wheel_context(wheel, torch=torch, guards=guards), rules, flavour)
 
 
-def _check_image(image: ElfImage, target: CheckTarget) -> BinaryCheck:
-    rules = registry.applicable(CHECK_FLAVOUR)
+def _check_image(image: ElfImage, target: CheckTarget, flavour: Flavour) -> BinaryCheck:
+    rules = registry.applicable(flavour)
     role = file_role(image.name)
     reading = registry.reading(rules)
     binary = read_binary(image, role, reading.of(role), reading.own_of(role))
-    return check_binary(binary, RuleContext(target=target), rules)
+    return check_binary(binary, RuleContext(target=target), rules, flavour)
 
 
-def check_elf(data: bytes, *, path: str, target: CheckTarget) -> BinaryCheck:
+def check_elf(
+    data: bytes, *, path: str, target: CheckTarget, flavour: Flavour = CHECK_FLAVOUR
+) -> BinaryCheck:
     """Check one ELF file's bytes, as a file given on its own."""
     with ElfImage(path, data) as image:
-        return _check_image(image, target)
+        return _check_image(image, target, flavour)
 
 
 def require_clean(
@@ -190,8 +225,11 @@ def check_paths(
     torch: Version2 | None,
     python: Version2 | None,
     guards: dict[str, Version2 | None],
+    flavour: Flavour | None = None,
 ) -> list[BinaryCheck]:
-    """Check wheels and shared objects; a bare shared object needs *torch* (``--target``)."""
+    """Check wheels and shared objects by the rules of *flavour* (else a wheel's tags say, and
+    a bare shared object is checked for the stable ABI); a bare shared object needs *torch*
+    (``--target``)."""
     results: list[BinaryCheck] = []
     for path in paths:
         if bounded.classify(path, accepts=ACCEPTS) == "folder":
@@ -199,7 +237,7 @@ def check_paths(
                 f"{path} is a folder; pass the wheels or shared objects in it, e.g. {path}/*.whl"
             )
         if path.suffix == ".whl":
-            results.extend(check_wheel(path, torch=torch, guards=guards))
+            results.extend(check_wheel(path, torch=torch, guards=guards, flavour=flavour))
             continue
         with open_elf_file(path) as image:  # memory-mapped: only the pages read are loaded
             if image.view[:4].tobytes() != ELF_MAGIC:
@@ -212,5 +250,5 @@ def check_paths(
                     "pass --target X.Y"
                 )
             target = CheckTarget(torch=torch, python=python, guards=guards)
-            results.append(_check_image(image, target))
+            results.append(_check_image(image, target, flavour or CHECK_FLAVOUR))
     return results

@@ -25,7 +25,7 @@ Role = Literal["extension", "library", "bundled", "wheel"]
 ROLES: tuple[Role, ...] = get_args(Role)
 BINARY_ROLES: tuple[Role, ...] = ("extension", "library", "bundled")
 # What can be read of one ELF file (the init export: of an extension module only).
-Fact = Literal["fatbins", "symbols", "init-export"]
+Fact = Literal["fatbins", "symbols", "init-export", "metadata"]
 # A fact one rule reads itself from the parsed file: (the rule's id, its reader).
 OwnReader = tuple[str, Callable[[ElfImage], object]]
 

@@ -66,3 +66,29 @@ def torch_floor(metadata: str) -> Version2 | None:
             if len(parts) == 2:
                 return (parts[0], parts[1])
     return None
+
+
+def torch_requirement(metadata: str) -> str | None:
+    """A wheel's Requires-Dist on torch as written (``torch==2.13.*``), if it has one."""
+    message = HeaderParser().parsestr(metadata)
+    for value in message.get_all("Requires-Dist") or []:
+        try:
+            req = Requirement(value)
+        except InvalidRequirement:
+            continue
+        if canonicalize_name(req.name) == "torch" and not req.marker:
+            return f"torch{req.specifier}"
+    return None
+
+
+def torch_pin(metadata: str) -> str | None:
+    """The torch release a wheel's Requires-Dist pins it to (``torch==2.13.*``: "2.13"), None
+    when it accepts a range (or names no torch): what an unstable-ABI wheel must declare."""
+    requirement = torch_requirement(metadata)
+    if requirement is None:
+        return None
+    specs = list(Requirement(requirement).specifier)
+    if len(specs) != 1 or specs[0].operator not in ("==", "==="):
+        return None
+    parts = _numbers(specs[0].version.removesuffix(".*"))
+    return ".".join(str(p) for p in parts[:2]) if len(parts) >= 2 else None

@@ -69,7 +69,9 @@ def reading(rules: Sequence[Rule], *, metadata: bool = False) -> Reading:
         if judged:
             facts[role] = frozenset().union(*(r.needs for r in judged))
             own[role] = tuple((r.id, r.read) for r in judged if r.read)
-    return Reading(facts=facts, metadata=metadata, unsafe_members=False, own=own)
+    # A wheel-level rule reads METADATA (the torch pin of an unstable-ABI wheel).
+    wanted = metadata or any("metadata" in r.needs for r in for_role(rules, "wheel"))
+    return Reading(facts=facts, metadata=wanted, unsafe_members=False, own=own)
 
 
 # -- the docs table ------------------------------------------------------------------------------

@@ -114,7 +114,7 @@ def read_wheel(
     wheel = reader.read_wheel(wheel_path, FATBINS | registry.reading(rules))
     guards = shims.header_guards(plan.torch.include_dir)
     context = abicheck.wheel_context(wheel, torch=plan.matrix.torch.target, guards=guards)
-    return wheel, abicheck.judge_wheel(wheel, context, rules)
+    return wheel, abicheck.judge_wheel(wheel, context, rules, plan.matrix.abi)
 
 
 def verify_wheel(wheel_path: Path, plan: VariantPlan) -> WheelVerification:
@@ -133,5 +133,5 @@ def verify_wheel(wheel_path: Path, plan: VariantPlan) -> WheelVerification:
         arch_checks=tuple(check_binary(b, arch_set) for b in binaries),
         # The stable-ABI checks: of the binaries whose symbols the rules read (none for the
         # unstable ABI, whose report says "not-checked").
-        abi_checks=tuple(c for c in checks if c.path in symbols_read),
+        abi_checks=tuple(c for c in checks if c.path in symbols_read and c.flavour == "stable"),
     )

@@ -7,6 +7,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Literal
 
 import click
 from rich.console import Console
@@ -264,18 +265,28 @@ cli.add_command(cache_group)
 @click.option(
     "--python-abi", help="abi3 floor of bare shared objects, e.g. cp310 [default: a wheel's tag]."
 )
+@click.option(
+    "--abi",
+    type=click.Choice(["stable", "unstable"]),
+    help="Whose rules apply [default: a wheel's tags say (abi3: stable; one CPython: unstable); "
+    "stable for bare shared objects].",
+)
 @json_option("check")
 @verbose_option
 def check(
-    paths: tuple[Path, ...], target: str | None, python_abi: str | None, as_json: bool
+    paths: tuple[Path, ...],
+    target: str | None,
+    python_abi: str | None,
+    abi: Literal["stable", "unstable"] | None,
+    as_json: bool,
 ) -> None:
-    """Check wheels or shared objects against the stable-ABI rules (exit 4 on a violation)."""
+    """Check wheels or shared objects against the rules of their ABI (exit 4 on a violation)."""
     from wheelforge.interface.documents import kinds
     from wheelforge.interface.documents.check import check_document
     from wheelforge.interface.render import check_table, print_whole
     from wheelforge.running import checking
 
-    results = checking.run_check(list(paths), target=target, python_abi=python_abi)
+    results = checking.run_check(list(paths), target=target, python_abi=python_abi, abi=abi)
     if as_json:
         kinds.echo(check_document(results))
     else:

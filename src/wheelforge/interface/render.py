@@ -236,16 +236,26 @@ def check_table(checks: Sequence[BinaryCheck]) -> Group:
         table = Table()
         table.add_column("binary", overflow="fold")
         # Floors: what each binary needs (from its shims, its Python symbols), under what it declares.
-        declared = [
-            f"{what} >= {version_text(v)}"
-            for what, v in (
-                ("torch", members[0].declared_torch),
-                ("Python", members[0].declared_python),
+        first = members[0]
+        if first.flavour == "unstable":
+            # A classic extension's pin is a pin (torch==2.13.*), not a floor.
+            pin = first.torch_requirement or "no torch requirement"
+            parts.append(
+                Text(f"unstable ABI (one CPython, one torch): declares {pin}", style="dim")
             )
-            if v
-        ]
-        if declared:
-            parts.append(Text(f"declares {', '.join(declared)}", style="dim"))
+        else:
+            declared = [
+                f"{what} >= {version_text(v)}"
+                for what, v in (("torch", first.declared_torch), ("Python", first.declared_python))
+                if v
+            ]
+            if declared:
+                parts.append(Text(f"declares {', '.join(declared)}", style="dim"))
+        applied = list(dict.fromkeys(r for c in members for r in c.rules))
+        if applied:
+            parts.append(
+                Text(f"{first.flavour}-ABI rules applied: {', '.join(applied)}", style="dim")
+            )
         for column in ("shims", "torch floor", "Python floor", "status"):
             table.add_column(
                 column,

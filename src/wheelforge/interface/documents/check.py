@@ -1,4 +1,4 @@
-"""``wheelforge check --json``: each binary's stable-ABI facts (shims, limited-API symbols), its
+"""``wheelforge check --json``: each binary's ABI facts (shims, limited-API symbols), its
 floors inferred and declared, and its violations."""
 
 from __future__ import annotations
@@ -29,6 +29,15 @@ class CheckedBinaryDoc:
     violations: tuple[Violation, ...] = field(
         metadata=doc("each as binaries/rule.Violation writes itself (the build report's too)")
     )
+    abi: str = field(
+        default="stable",
+        metadata=doc("whose rules judged it: stable, or unstable (a classic extension's wheel)"),
+    )
+    rules: tuple[str, ...] = field(default=(), metadata=doc("the ids of the rules applied"))
+    torch_requirement: str | None = field(
+        default=None,
+        metadata=doc("the wheel's Requires-Dist on torch as written: torch>=2.10, torch==2.13.*"),
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,6 +67,9 @@ def check_document(checks: Sequence[BinaryCheck]) -> CheckDocument:
                     declared=version_text(c.declared_python),
                 ),
                 violations=c.violations,
+                abi=c.flavour,
+                rules=c.rules,
+                torch_requirement=c.torch_requirement,
             )
             for c in checks
         )
