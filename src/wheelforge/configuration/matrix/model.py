@@ -303,9 +303,9 @@ class Matrix:
     extension: ExtensionConfig = field(metadata=key("the compiled module", words="mapping"))
     torch: TorchSpec = field(
         metadata=key(
-            "the torch versions the wheel is for: a version, a range, or a list; the lowest is the stable-ABI target",
+            "the torch versions the wheel is for: a version, a range, or a list; the lowest is the stable-ABI target; `installed` (unstable ABI): the build Python's own torch, no pip",
             shape=Scalars,
-            words="version, range or list",
+            words="version, range, list or `installed`",
         )
     )
     arch_sets: tuple[ArchSet, ...] = field(

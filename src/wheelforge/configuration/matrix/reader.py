@@ -224,12 +224,18 @@ class MatrixReader(PackageReader):
 
     def abi(self, node: yaml.Node, where: str) -> str | None:
         value = self.choice(("stable", "unstable"))(node, where)
-        if value == "unstable" and self.torch_read is not None:
+        if self.torch_read is not None:
             torch_node, torch = self.torch_read
-            if torch is not None and not torch.versions:
+            if (
+                value == "unstable"
+                and torch is not None
+                and not torch.versions
+                and not torch.installed
+            ):
                 self.problems.add(
                     torch_node,
-                    "torch: an unstable-ABI matrix builds once per torch version, so list them, e.g. ['2.13.0', '2.14.1']",
+                    "torch: an unstable-ABI matrix builds once per torch version, so list them, e.g. "
+                    "['2.13.0', '2.14.1'], or write 'installed' for the build Python's torch",
                 )
         return value
 
@@ -267,7 +273,9 @@ class MatrixReader(PackageReader):
         torch = self.torch_read[1] if self.torch_read is not None else None
         if read is not None and "torch" not in read.values:
             # the default: the matrix's torch list, or the lowest version of its range
+            # (none for `torch: installed`: the test runs borrow a torch, --torch-from)
             default = [str(v) for v in torch.versions] or [str(torch.lowest)] if torch else []
+            default = [] if torch and torch.installed else default
             read.values["torch"] = tuple(default)
         return self.build(TestsConfig, read)
 
@@ -297,6 +305,17 @@ class MatrixReader(PackageReader):
         if read is None:
             self.problems.raise_if_any()
             raise AssertionError  # unreachable: mapping() recorded a problem
+        torch = read.values.get("torch")
+        if (
+            read.values.get("abi") != "unstable"
+            and isinstance(torch, TorchSpec)
+            and torch.installed
+        ):
+            self.problems.add(
+                read.items["torch"][1],
+                "torch: 'installed' is for the unstable ABI (abi: unstable); a stable-ABI wheel "
+                "targets a version: write the lowest torch it loads on, e.g. '>=2.10'",
+            )
         if read.values.get("abi") == "unstable" and "python-abi" in read.items:
             self.problems.add(
                 read.items["python-abi"][1],
