@@ -218,7 +218,7 @@ def matrix_command(
     elif as_json:
         kinds.echo(variants_document(listed))
     else:
-        print_whole(variants_table(listed, settings.matrix))
+        print_whole(variants_table(listed, settings.matrix, settings.out_dir))
 
 
 @cli.group(name="toolkit")

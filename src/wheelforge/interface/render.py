@@ -289,7 +289,9 @@ def _floor(inferred: tuple[int, int] | None, declared: tuple[int, int] | None) -
     return f"[red]{need}[/red]" if inferred and declared and inferred > declared else need
 
 
-def variants_table(variants: Sequence[Variant], matrix: Matrix) -> Table:
+def variants_table(
+    variants: Sequence[Variant], matrix: Matrix, out_dir: Path | None = None
+) -> Table:
     """Fits 80 columns: the toolkit is named by version (``wheelforge toolkit list`` says where
     it is), and the arch list wraps between archs, never inside one. With an index folder per
     CUDA release (cuda-index), the folder each wheel goes to, below the output folder."""
@@ -307,11 +309,20 @@ def variants_table(variants: Sequence[Variant], matrix: Matrix) -> Table:
             if v.choice.toolkit
             else f"{v.choice.release} (to provision)"
         )
-        table.add_row(v.id, v.arch_set.name, str(v.arch_set), cuda, version,
-                      *((f"{v.index}/",) if folders else ()))  # fmt: skip
+        table.add_row(
+            v.id,
+            v.arch_set.name,
+            str(v.arch_set),
+            cuda,
+            version,
+            *((f"{v.index}/",) if folders else ()),
+        )
     if folders:
+        first = next(v.index for v in variants if v.index)
+        where = f"file://{out_dir / first}" if out_dir else f"<output folder>/{first}"
         table.caption = (
-            "each index folder is a package index: pip install --find-links OUT/cu124 ..."
+            f"each index folder is a package index: pip install --index-url {where} "
+            f"{matrix.package.name}"
         )
         table.caption_justify = "left"
     return table
