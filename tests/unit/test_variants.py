@@ -170,3 +170,19 @@ def test_two_majors_build_each_arch_set_once_per_release_that_builds_it(project:
     kepler = dataclasses.replace(matrix, arch_sets=(arch_set("3.5", "kepler"),))
     with pytest.raises(ConfigError, match="CUDA 12.4 can't build 3.5 .*CUDA 11.8 builds it"):
         variants.expand(kepler, [T13])
+
+
+def test_the_matrix_table_says_which_index_each_wheel_goes_to(project: Project) -> None:
+    import io
+
+    from rich.console import Console
+
+    from wheelforge.interface.render import variants_table
+
+    matrix = dataclasses.replace(load_matrix(project()), cuda=("12.4", "13.0"))
+    out = io.StringIO()
+    table = variants_table(variants.expand(matrix, [T13]), matrix, Path("/srv/dist"))
+    Console(file=out, width=100).print(table)
+    text = out.getvalue()
+    assert "cu124/" in text and "cu130/" in text
+    assert "pip install --index-url file:///srv/dist/cu124 demo-ops" in " ".join(text.split())
