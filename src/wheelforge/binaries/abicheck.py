@@ -18,6 +18,7 @@ from wheelforge.binaries.floors import python_floor, torch_floor
 from wheelforge.binaries.reader import read_binary, read_wheel
 from wheelforge.binaries.rule import CheckTarget, Flavour, Rule, RuleContext, Violation
 from wheelforge.binaries.symbols import demangle
+from wheelforge.configuration import abi as abis
 from wheelforge.foundation import log
 from wheelforge.foundation.errors import (
     BinaryFormatError,
@@ -114,7 +115,8 @@ def wheel_flavour(wheel: WheelFacts) -> Flavour:
         _, _, _, tags = parse_wheel_filename(wheel.tagged_name)
     except InvalidWheelFilename:
         return CHECK_FLAVOUR  # wheel_context refuses the name, in its words
-    return "stable" if any(t.abi == "abi3" for t in tags) else "unstable"
+    abi3 = any(t.abi == "abi3" for t in tags)
+    return next(a.name for a in abis.ABIS.values() if a.abi3 == abi3)
 
 
 def wheel_context(

@@ -12,7 +12,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
+from wheelforge.configuration import abi
 from wheelforge.configuration.archs import Arch, ArchSet
 from wheelforge.configuration.matrix.model import Matrix
 from wheelforge.foundation import fsutil
@@ -29,6 +31,9 @@ class Variant:
     choice: ToolkitChoice
     local_label: str | None  # the wheel's local version label when the matrix has several variants
     torch: str | None = None  # unstable ABI only: the torch version this variant builds against
+    # unstable ABI, --torch-from / `torch: installed`: the interpreter whose own torch (of
+    # version *torch*) it compiles against, no environment made; None: an environment's
+    torch_from: Path | None = None
     # PEP 825 variant label (wheel-variants only): the id in the label alphabet, [0-9a-z_.]
     variant_label: str | None = None
     # The index folder its wheel goes to inside the output folder (cuda-index: folders): "cu124"
@@ -134,17 +139,22 @@ def _release_key(entry: str) -> tuple[int, ...]:
     return tuple(int(p) for p in entry.split(".") if p.isdigit())
 
 
-def expand(matrix: Matrix, found: Sequence[Toolkit]) -> tuple[Variant, ...]:
+def expand(
+    matrix: Matrix, found: Sequence[Toolkit], installed: tuple[str, Path] | None = None
+) -> tuple[Variant, ...]:
     """All variants of the matrix, in matrix order, without provisioning anything."""
     with fsutil.gc_paused():
-        return _expand(matrix, found)
+        return _expand(matrix, found, installed)
 
 
-def _expand(matrix: Matrix, found: Sequence[Toolkit]) -> tuple[Variant, ...]:
+def _expand(
+    matrix: Matrix, found: Sequence[Toolkit], installed: tuple[str, Path] | None
+) -> tuple[Variant, ...]:
     # The unstable ABI ties a binary to one torch: one more dimension, torch version.
-    torches: list[str | None] = (
-        [str(v) for v in matrix.torch.versions] if matrix.abi == "unstable" else [None]
-    )
+    flavour = abi.of(matrix.abi)
+    # *installed*: the one torch (version, interpreter) of --torch-from / `torch: installed`
+    torches = (installed[0],) if installed and flavour.per_torch else flavour.torches(matrix.torch)
+    torch_from = installed[1] if installed and flavour.per_torch else None
     combos: dict[str, tuple[ArchSet, ToolkitChoice, str | None]] = {}
     # Arch sets repeat arch lists; the choice depends on the list only (a refusal, which names
     # the set, is raised at the first set that has the list).
@@ -165,21 +175,24 @@ def _expand(matrix: Matrix, found: Sequence[Toolkit]) -> tuple[Variant, ...]:
     # Within one output folder (or index folder), a local label tells the wheels apart.
     shared: dict[str | None, int] = {}
     for _, choice, _ in combos.values():
-        shared[choice.short if folders else None] = (
-            shared.get(choice.short if folders else None, 0) + 1
-        )
+        folder = choice.short if folders else None
+        shared[folder] = shared.get(folder, 0) + 1
     variants = []
     for vid, (arch_set, choice, torch) in combos.items():
         index = choice.short if folders else None
-        label = (
-            _label(vid, choice.short if folders else None)
-            if shared[index] > 1 and not labelled
-            else None
-        )
+        several = shared[index] > 1 and not labelled
         variants.append(
-            Variant(id=vid, arch_set=arch_set, choice=choice, local_label=label, torch=torch,
-                    variant_label=vid.replace("-", "_") if labelled else None, index=index)
-        )  # fmt: skip
+            Variant(
+                id=vid,
+                arch_set=arch_set,
+                choice=choice,
+                local_label=_label(vid, index) if several else None,
+                torch=torch,
+                torch_from=torch_from,
+                variant_label=vid.replace("-", "_") if labelled else None,
+                index=index,
+            )
+        )
     return tuple(variants)
 
 

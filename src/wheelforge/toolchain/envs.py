@@ -19,6 +19,7 @@ works, so an interrupted build never leaves a half-made environment behind.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -346,6 +347,12 @@ def install_wheel(env: TestEnv, wheel: Path, dist_name: str) -> None:
     pip(env.python, "install", "--quiet", wheel, what=f"pip install {wheel.name}")
 
 
+# How to build without pip: the flag and the matrix spelling that name an installed torch.
+INSTALLED_HINT = (
+    "build against an installed torch: --torch-from PY, or torch: installed in matrix.yaml"
+)
+
+
 def build_torch(
     torch: str | None,
     *,
@@ -353,13 +360,27 @@ def build_torch(
     requires: Sequence[str],
     cache: Path,
     cuda: bool = False,
+    offline: bool = False,
     early: bool = False,
 ) -> torchprobe.TorchEnv:
     """The torch a variant compiles against: *python*'s for the stable ABI (*torch* None); for
     the unstable ABI, an isolated environment with exactly that torch (built on first use, shared
     with ``wheelforge test``, so *requires* are the tests' requirements), a CUDA build when
-    *cuda*. *early*: see torchprobe.probe_torch."""
+    *cuda*. *offline*: no pip: only an environment already made serves. *early*: see
+    torchprobe.probe_torch."""
     if torch is not None:
         spec = EnvSpec(torch=torch, requires=tuple(requires), cuda=cuda)
-        python = ensure_env(spec, cache).python
+        if offline and find(spec, cache) is None:
+            raise EnvironmentProblem(
+                f"torch {torch}{' (a CUDA build)' if cuda else ''} is not in the cache ({cache / ENVS}), "
+                f"and --offline runs no pip; {INSTALLED_HINT}"
+            )
+        try:
+            python = ensure_env(
+                dataclasses.replace(spec, requires=() if offline else spec.requires), cache
+            ).python
+        except TorchUnavailable as exc:
+            raise EnvironmentProblem(
+                f"{exc.message} (is a package index reachable?); {INSTALLED_HINT}"
+            ) from None
     return torchprobe.probe_torch(python, cache=cache, early=early)

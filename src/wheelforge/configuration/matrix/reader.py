@@ -14,6 +14,7 @@ from pathlib import Path
 import yaml
 from packaging.version import InvalidVersion, Version
 
+from wheelforge.configuration.abi import ABIS
 from wheelforge.configuration.archs import ArchSet, ArchSpec, parse_arch_list
 from wheelforge.configuration.bytesizes import parse_size
 from wheelforge.configuration.matrix import yamlio
@@ -223,15 +224,10 @@ class MatrixReader(PackageReader):
         return self.scalar(node, where)
 
     def abi(self, node: yaml.Node, where: str) -> str | None:
-        value = self.choice(("stable", "unstable"))(node, where)
-        if self.torch_read is not None:
+        value = self.choice(tuple(ABIS))(node, where)
+        if value is not None and ABIS[value].per_torch and self.torch_read is not None:
             torch_node, torch = self.torch_read
-            if (
-                value == "unstable"
-                and torch is not None
-                and not torch.versions
-                and not torch.installed
-            ):
+            if torch is not None and not torch.versions and not torch.installed:
                 self.problems.add(
                     torch_node,
                     "torch: an unstable-ABI matrix builds once per torch version, so list them, e.g. "
@@ -306,8 +302,10 @@ class MatrixReader(PackageReader):
             self.problems.raise_if_any()
             raise AssertionError  # unreachable: mapping() recorded a problem
         torch = read.values.get("torch")
+        flavour = ABIS.get(str(read.values.get("abi") or "stable"))
         if (
-            read.values.get("abi") != "unstable"
+            flavour is not None
+            and not flavour.per_torch
             and isinstance(torch, TorchSpec)
             and torch.installed
         ):
@@ -316,7 +314,8 @@ class MatrixReader(PackageReader):
                 "torch: 'installed' is for the unstable ABI (abi: unstable); a stable-ABI wheel "
                 "targets a version: write the lowest torch it loads on, e.g. '>=2.10'",
             )
-        if read.values.get("abi") == "unstable" and "python-abi" in read.items:
+        flavour = ABIS.get(str(read.values.get("abi")))
+        if flavour is not None and not flavour.abi3 and "python-abi" in read.items:
             self.problems.add(
                 read.items["python-abi"][1],
                 "python-abi sets the floor of stable-ABI (abi3) wheels; an unstable-ABI wheel is "
