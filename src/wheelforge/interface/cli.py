@@ -210,9 +210,10 @@ def matrix_command(
     from wheelforge.toolchain import toolkit
 
     settings = resolve(Flags(matrix=matrix_path, archs=archs, cache_dir=cache_dir))
-    listed = variants.expand(
-        settings.matrix, toolkit.discover(cache=settings.cache_dir, pythons=(settings.python,))
-    )
+    from wheelforge.running.build.prepare import installed_torch
+
+    found = toolkit.discover(cache=settings.cache_dir, pythons=(settings.python,))
+    listed = variants.expand(settings.matrix, found, installed_torch(settings))
     if github:  # one line: it goes into $GITHUB_OUTPUT
         click.echo(json.dumps(to_document(github_matrix(listed))))
     elif as_json:
