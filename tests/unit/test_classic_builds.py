@@ -93,7 +93,7 @@ def test_each_torch_is_built_with_the_release_of_its_cuda_major(tmp_path: Path) 
     assert [(v.toolkit.release, v.torch) for v in kept] == [("12.4", "2.10.0"), ("13.0", "2.14.1")]
     with pytest.raises(
         EnvironmentProblem,
-        match=r"torch 2\.10\.0\+cu128 was built with CUDA 12\.8, but its nvcc is CUDA 13\.0\.88",
+        match=r"torch 2\.10\.0\+cu128 was built with CUDA 12\.8, but its nvcc is CUDA 13\.0 \(another major\)",
     ):
         buildtorch.pairs([_variant("13.0.88", "2.10.0")], probed)
     cpu = {("2.10.0", None): fakes.torch_env(tmp_path, "2.10.0")}  # a CPU torch: no CUDA to match
@@ -139,3 +139,25 @@ def test_an_installed_torch_makes_the_torch_dimension(project: Project, tmp_path
         match=r"the torch of /opt/torch/.venv/bin/python3 is 2\.11\.0\+cpu, a CPU build",
     ):
         buildtorch.build_torch(listed[0], settings, early=False)
+
+
+def test_an_installed_torch_leaves_out_the_other_major_before_provisioning(
+    project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The H200's case: torch 2.11.0+cu130 installed, cuda: ["12.4", "13.0"], --offline: the
+    12.4 variant is dropped while 12.4 is still a recipe, so nothing asks to provision it."""
+    from wheelforge.running.build import prepare
+
+    text = (
+        CLASSIC.replace("torch: ['2.10.0', '2.14.1']", "torch: installed")
+        + 'cuda: ["12.4", "13.0"]\n'
+    )
+    settings = resolve(Flags(matrix=project(text), offline=True))
+    torch = dataclasses.replace(_cuda_torch(tmp_path, "2.11.0", "13.0", 17), python=settings.python)
+    monkeypatch.setattr(prepare.torchprobe, "probe_torch", lambda python, **k: torch)
+    [only] = prepare.selected(settings, [fakes.toolkit()])
+    assert (only.id, only.choice.release, only.torch_from) == (
+        "default-cu130-torch211",
+        "13.0",
+        settings.python,
+    )

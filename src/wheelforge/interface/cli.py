@@ -206,14 +206,14 @@ def matrix_command(
     from wheelforge.interface.documents import kinds
     from wheelforge.interface.documents.variants import github_matrix, variants_document
     from wheelforge.interface.render import print_whole, variants_table
-    from wheelforge.planning import variants
     from wheelforge.toolchain import toolkit
 
     settings = resolve(Flags(matrix=matrix_path, archs=archs, cache_dir=cache_dir))
-    from wheelforge.running.build.prepare import installed_torch
+    from wheelforge.running.build.prepare import selected
 
-    found = toolkit.discover(cache=settings.cache_dir, pythons=(settings.python,))
-    listed = variants.expand(settings.matrix, found, installed_torch(settings))
+    listed = selected(
+        settings, toolkit.discover(cache=settings.cache_dir, pythons=(settings.python,))
+    )
     if github:  # one line: it goes into $GITHUB_OUTPUT
         click.echo(json.dumps(to_document(github_matrix(listed))))
     elif as_json:

@@ -5,7 +5,7 @@ release of one major (a classic extension shares torch's CUDA runtime and types)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from wheelforge.configuration.matrix.model import Matrix
@@ -62,18 +62,19 @@ def _cuda_major(torch: TorchEnv) -> int | None:
     return int(torch.cuda.split(".")[0]) if torch.cuda else None
 
 
-def pairs(chosen: Sequence[Variant], probed: dict[TorchKey, TorchEnv]) -> list[Variant]:
+def pairs(chosen: Sequence[Variant], probed: Mapping[TorchKey, TorchEnv]) -> list[Variant]:
     """The unstable-ABI variants whose toolkit is of their torch's CUDA major. A classic
     extension shares torch's CUDA types and runtime (libc10_cuda, cudart), so a major mismatch
     is refused, as torch's own cpp_extension refuses it (_check_cuda_version); a variant the
     matrix also builds with a release of that major is left out instead (cuda: ["12.4", "13.0"]
     with torch 2.10 (CUDA 12.8) and 2.14 (CUDA 13.0): each torch gets the release of its own).
     The stable ABI is exempt: its binary carries its own cudart and meets torch only through
-    the C shims (docs/toolkits.md)."""
+    the C shims (docs/toolkits.md). Decided by the variants' releases, so before a toolkit is
+    provisioned where the torch is known (an installed one) as well as after."""
 
     def matches(v: Variant) -> bool:
         major = _cuda_major(probed[torch_key(v)])
-        return major is None or major == v.toolkit.version.major
+        return major is None or str(major) == v.choice.release.split(".")[0]
 
     kept = []
     for v in chosen:
@@ -89,13 +90,13 @@ def pairs(chosen: Sequence[Variant], probed: dict[TorchKey, TorchEnv]) -> list[V
         if other is not None:
             log.info(
                 f"variant {v.id} left out: torch {torch.label} is CUDA {torch.cuda}'s, its nvcc "
-                f"CUDA {v.toolkit.version}'s; {other.id} builds it with CUDA {other.toolkit.version}"
+                f"CUDA {v.choice.release}'s; {other.id} builds it with CUDA {other.choice.release}"
             )
             continue
         raise EnvironmentProblem(
             f"variant {v.id}: torch {torch.label} was built with CUDA {torch.cuda}, but its nvcc is "
-            f"CUDA {v.toolkit.version} (another major): a classic extension shares torch's CUDA runtime "
+            f"CUDA {v.choice.release} (another major): a classic extension shares torch's CUDA runtime "
             f'and types, so build it with CUDA {_cuda_major(torch)}.x (add "{torch.cuda}" or another '
-            f"{_cuda_major(torch)}.x release to cuda: in matrix.yaml), or use a torch of CUDA {v.toolkit.version.major}"
+            f"{_cuda_major(torch)}.x release to cuda: in matrix.yaml), or use a torch of CUDA {v.choice.release.split('.')[0]}"
         )
     return kept

@@ -8,9 +8,10 @@ import contextlib
 from collections.abc import Sequence
 from pathlib import Path
 
+from wheelforge.configuration import abi
 from wheelforge.configuration.settings import BuildSettings
 from wheelforge.foundation import locks
-from wheelforge.planning import variants
+from wheelforge.planning import buildtorch, variants
 from wheelforge.planning.plan import VariantPlan
 from wheelforge.planning.variants import Variant
 from wheelforge.running.build.preflight import preflight
@@ -54,21 +55,24 @@ def resolve_variants(settings: BuildSettings, *, probe: bool = False) -> list[Va
 
 
 def selected(settings: BuildSettings, found: Sequence[toolkit.Toolkit]) -> list[Variant]:
-    """The matrix's variants that ``--only`` keeps, each with a toolkit in *found* or a recipe
-    (and, with --torch-from or `torch: installed`, the version of that interpreter's torch)."""
-    return variants.select(
-        variants.expand(settings.matrix, found, installed_torch(settings)), settings.only
-    )
+    """The matrix's variants that ``--only`` keeps, each with a toolkit in *found* or a recipe.
+    With an installed torch (--torch-from, `torch: installed`), the variants for its version,
+    less those of another CUDA major than it (buildtorch.pairs), before anything is provisioned."""
+    torch = installed_torch(settings)
+    installed = (str(torch.version), settings.torch_from) if torch and settings.torch_from else None
+    chosen = variants.select(variants.expand(settings.matrix, found, installed), settings.only)
+    if installed is None or torch is None or not abi.of(settings.matrix.abi).per_torch:
+        return chosen
+    return buildtorch.pairs(chosen, {installed: torch})
 
 
-def installed_torch(settings: BuildSettings) -> tuple[str, Path] | None:
-    """The version of the torch an unstable-ABI build borrows (--torch-from, `torch:
-    installed`) and its interpreter; None when the build makes environments of its own. The
-    answer is cached while the interpreter's files are unchanged (torchprobe)."""
+def installed_torch(settings: BuildSettings) -> torchprobe.TorchEnv | None:
+    """The torch an unstable-ABI build borrows (--torch-from, `torch: installed`), None when
+    the build makes environments of its own. The answer is cached while the interpreter's files
+    are unchanged (torchprobe)."""
     if settings.torch_from is None:
         return None
-    torch = torchprobe.probe_torch(settings.torch_from, cache=settings.cache_dir)
-    return str(torch.version), settings.torch_from
+    return torchprobe.probe_torch(settings.torch_from, cache=settings.cache_dir)
 
 
 def using_cached(plans: Sequence[VariantPlan], cache_dir: Path) -> contextlib.ExitStack:
