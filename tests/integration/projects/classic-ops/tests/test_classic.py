@@ -1,6 +1,5 @@
-import torch
-
 import classic_ops
+import torch
 
 
 def test_add_one_cpu():
@@ -14,6 +13,7 @@ def test_built_with_the_cuda_major_of_its_torch():
 def test_add_one_cuda():
     if not torch.cuda.is_available():
         import pytest
+
         pytest.skip("no GPU")
     x = torch.arange(1000.0, device="cuda")
     assert torch.equal(classic_ops.add_one(x).cpu(), torch.arange(1000.0) + 1)
