@@ -97,6 +97,13 @@ class WheelDoc:
         default=None,
         metadata=doc("sha256 of the identical rebuild in another folder (--verify-reproducible)"),
     )
+    index: str | None = field(
+        default=None,
+        metadata=doc(
+            "the index folder it went to in the output folder (cuda-index), the package index it "
+            "belongs in: cu124; null: the output folder itself"
+        ),
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -228,6 +235,7 @@ def variant_doc(v: VariantResult | VariantFailure, target: Version2) -> VariantD
         reused=v.reused,
         import_check=v.import_check,
         reproducible=v.reproducible,
+        index=v.index,
     )
     compiled = CompileDoc(
         sources=v.sources,

@@ -43,6 +43,9 @@ class VariantResult:
     null_wheel: Path | None = None
     reproducible: str | None = None  # sha256 of the identical rebuild (--verify-reproducible)
     compile_cache: CacheStats | None = None  # None: no cache, or nothing was compiled
+    index: str | None = (
+        None  # the index folder it was published to (cu124); None: the output folder
+    )
 
 
 @dataclass(frozen=True, kw_only=True)

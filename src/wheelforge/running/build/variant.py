@@ -131,6 +131,7 @@ def _build_variant(
     published, found, reused = done.wheel, done.found, reusable is not None
     assert stages.size is not None  # _check sets it
     return VariantResult(
+        index=variant.index,
         variant_id=variant.id,
         arch_set=variant.arch_set,
         toolkit=str(variant.toolkit.version),
