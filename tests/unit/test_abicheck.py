@@ -242,12 +242,13 @@ def test_a_classic_wheel_is_checked_by_the_unstable_abis_rules(
     wheel = make_wheel(tmp_path, CLASSIC, "cxx_symbol.so", requires="torch==2.13.*", member=CLASSIC_MEMBER)  # fmt: skip
     [check] = abicheck.check_wheel(wheel, torch=None, guards={})
     assert check.flavour == "unstable" and check.violations == ()
-    assert check.rules == ("module-init", "tags")  # the binary's; layout, torch-pin: the wheel's
+    assert check.rules == ("module-init", "tags", "layout", "torch-pin")  # its own, the wheel's
     assert check.torch_requirement == "torch==2.13.*"
     assert main(["check", str(wheel)]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "unstable ABI (one CPython, one torch): declares torch==2.13.*" in out
-    assert "unstable-ABI rules applied: module-init, tags" in out
+    assert "unstable-ABI rules applied: module-init, tags, layout, torch-pin" in out
+    assert "torch floor" not in out  # a classic extension's torch is a pin, not a floor
     assert "torch >=" not in out
     # The same binary judged as a stable-ABI one (--abi stable) breaks its rules.
     [stable] = abicheck.check_wheel(wheel, torch=None, guards={}, flavour="stable")

@@ -5,6 +5,7 @@ from it: its torch floor from METADATA (unless given), its abi3 floor from its t
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -151,17 +152,22 @@ def judge_wheel(
 ) -> list[BinaryCheck]:
     """The wheel judged by *rules* (*flavour*'s): first the rules on the wheel as a whole (when
     they find something), then every binary read whose role some rule judges."""
+    # Each binary's rules, and those that judged the wheel holding it (layout, torch-pin).
+    whole_rules = tuple(r.id for r in registry.for_role(rules, "wheel"))
     results = [
-        check_binary(b, context, rules, flavour)
-        for b in wheel.binaries
-        if registry.for_role(rules, b.role)
+        dataclasses.replace(c, rules=c.rules + whole_rules)
+        for c in (
+            check_binary(b, context, rules, flavour)
+            for b in wheel.binaries
+            if registry.for_role(rules, b.role)
+        )
     ]
     subject = wheel.subject()
     violations = judge(subject, context, rules)
     if violations:
         whole = BinaryCheck(
             path=subject.name, shims=(), newest_shim=None, python_symbols=(), violations=violations,
-            flavour=flavour, rules=tuple(r.id for r in registry.for_role(rules, "wheel")),
+            flavour=flavour, rules=whole_rules,
         )  # fmt: skip
         results.insert(0, whole)
     return results

@@ -235,28 +235,11 @@ def check_table(checks: Sequence[BinaryCheck]) -> Group:
         parts.append(Text(f"in {Path(container).parent}", style="dim", overflow="fold"))
         table = Table()
         table.add_column("binary", overflow="fold")
-        # Floors: what each binary needs (from its shims, its Python symbols), under what it declares.
         first = members[0]
-        if abi.of(first.flavour).per_torch:
-            # A classic extension's pin is a pin (torch==2.13.*), not a floor.
-            pin = first.torch_requirement or "no torch requirement"
-            parts.append(
-                Text(f"unstable ABI (one CPython, one torch): declares {pin}", style="dim")
-            )
-        else:
-            declared = [
-                f"{what} >= {version_text(v)}"
-                for what, v in (("torch", first.declared_torch), ("Python", first.declared_python))
-                if v
-            ]
-            if declared:
-                parts.append(Text(f"declares {', '.join(declared)}", style="dim"))
-        applied = list(dict.fromkeys(r for c in members for r in c.rules))
-        if applied:
-            parts.append(
-                Text(f"{first.flavour}-ABI rules applied: {', '.join(applied)}", style="dim")
-            )
-        for column in ("shims", "torch floor", "Python floor", "status"):
+        parts += _declared(members)
+        # The floors are the stable ABI's facts: a classic extension has a pin instead.
+        floors = abi.of(first.flavour).torch_target
+        for column in ("shims", "torch floor", "Python floor", "status") if floors else ("status",):
             table.add_column(
                 column,
                 justify="right" if column == "shims" else "left",
@@ -270,6 +253,9 @@ def check_table(checks: Sequence[BinaryCheck]) -> Group:
             )
             wheel, member = split_member(c.path)
             name = member if wheel else Path(c.path).name
+            if not floors:
+                table.add_row(name, status)
+                continue
             table.add_row(
                 name,
                 str(len(c.shims)),
@@ -281,6 +267,26 @@ def check_table(checks: Sequence[BinaryCheck]) -> Group:
     if not checks:
         parts.append(Text("no ELF files to check: the wheels given hold no shared objects"))
     return Group(*parts)
+
+
+def _declared(members: Sequence[BinaryCheck]) -> list[RenderableType]:
+    """What a wheel declares (a stable-ABI wheel its floors; a classic extension's its pin,
+    which is a pin, not a floor) and which rules judged it."""
+    first, lines = members[0], []
+    if abi.of(first.flavour).per_torch:
+        pin = first.torch_requirement or "no torch requirement"
+        lines.append(f"unstable ABI (one CPython, one torch): declares {pin}")
+    else:
+        # Floors: what each binary needs (from its shims, its Python symbols), under these.
+        declared = [
+            f"{what} >= {version_text(v)}"
+            for what, v in (("torch", first.declared_torch), ("Python", first.declared_python))
+            if v
+        ]
+        lines += [f"declares {', '.join(declared)}"] if declared else []
+    applied = list(dict.fromkeys(r for c in members for r in c.rules))
+    lines += [f"{first.flavour}-ABI rules applied: {', '.join(applied)}"] if applied else []
+    return [Text(line, style="dim") for line in lines]
 
 
 def _floor(inferred: tuple[int, int] | None, declared: tuple[int, int] | None) -> str:
