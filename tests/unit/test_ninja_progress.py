@@ -58,3 +58,17 @@ def test_progress_without_a_terminal_is_one_line_per_job(capsys) -> None:  # typ
         assert capsys.readouterr().err == ""
     finally:
         log.set_quiet(False)
+
+
+def test_the_fixed_pid_library_job_is_found_in_the_log(project: Project, tmp_path: Path) -> None:
+    """nvcc before 12.9 (CUDA 12.4, 11.8): the PRELOAD job's time is read from .ninja_log under
+    its own output (it was shown as "failed", looked up as the link)."""
+    from wheelforge.running.build.ninja import job_output
+
+    from .fakes import toolkit
+
+    plan = plan_for(load_matrix(project()), tmp_path, tk=toolkit("12.4.131"))
+    assert plan.compile.nvcc_preload is not None
+    job = f"PRELOAD {plan.compile.nvcc_preload}"
+    assert job_output(job, plan, {}) == str(plan.compile.nvcc_preload)
+    assert job_output("LINK x", plan, {}) == plan.command_path(plan.link.library)

@@ -107,6 +107,16 @@ class _NinjaLog:
         return self.seconds.get(output)
 
 
+def job_output(job: str, plan: VariantPlan, outputs: dict[str, str]) -> str:
+    """The output a finished *job* names in .ninja_log: a compile step's object, the fixed-pid
+    library (nvcc before 12.9: its absolute path, as the build file writes it; it was shown as
+    "failed" when looked up as the link), else the linked library."""
+    preload = plan.compile.nvcc_preload
+    if preload is not None and job.startswith("PRELOAD "):
+        return str(preload)
+    return outputs.get(job, plan.command_path(plan.link.library))
+
+
 def run_env(plan: VariantPlan) -> dict[str, str]:
     env = {"NINJA_STATUS": _STATUS}
     if plan.compile.nvcc_threads:
@@ -143,8 +153,7 @@ def run(plan: VariantPlan, *, env: dict[str, str] | None = None) -> list[str]:
         if log.verbosity() >= 2:
             log.detail(m[2])  # the full command line (ninja -v)
         ran.append(job)
-        output = outputs.get(job, plan.command_path(plan.link.library))
-        progress.finished(job, ninja_log.duration(output))
+        progress.finished(job, ninja_log.duration(job_output(job, plan, outputs)))
 
     try:
         result = proc.stream(
