@@ -67,10 +67,19 @@ def test_two_folders_give_identical_wheels_and_verify_passes(tmp_path: Path) -> 
         assert str(folder).encode() not in so
     assert b"tmpxft" not in so
     assert b"./csrc/kernel.cu" in so  # __FILE__, through the prefix map
-    # Build info: the archs read from the fatbin, and every input hashed under a path-free name.
+    # Build info: the archs read from the fatbin, and the digest of the inputs list, in which
+    # every input is hashed under a path-free name (the list lies in the build folder).
     assert info["archs"] == {"sass": ["sm_80"], "ptx": []}
-    assert info["inputs"]["csrc/kernel.cu"] == hashlib.sha256(KERNEL.encode()).hexdigest()
-    assert not any(name.startswith("/") for name in info["inputs"])
+    listed = (
+        first / "build" / "wheelforge" / "default-cu130" / "wheelforge-inputs.txt"
+    ).read_text()
+    assert f"{hashlib.sha256(KERNEL.encode()).hexdigest()}  csrc/kernel.cu\n" in listed
+    assert not any(line.split("  ", 1)[1].startswith("/") for line in listed.splitlines())
+    assert info["inputs"] == {
+        "files": len(listed.splitlines()),
+        "sha256": hashlib.sha256(listed.encode()).hexdigest(),
+        "list": "wheelforge-inputs.txt",
+    }
     assert str(tmp_path) not in json.dumps(info) and str(tmp_path) not in sbom
     # The format's own validator accepts the SBOM.
     from cyclonedx.schema import SchemaVersion

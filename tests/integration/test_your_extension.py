@@ -101,6 +101,9 @@ def test_the_common_shapes_build_import_and_carry_pyproject_metadata(tmp_path: P
     run = build(root)
     assert run.code == 0, run.err
     assert "import check: import tinyext._C ok under torch" in run.out
+    # A C++-only extension owes no arch: no "SASS sm_90 ... MISSING" above "1 wheel(s) built".
+    assert "MISSING" not in run.out
+    assert "no device code: the extension compiles no .cu source" in run.out
     wheel = only_wheel(root / "dist")
     assert wheel.name.startswith("tinyext-0.3.0-cp310-abi3-manylinux_")
     with zipfile.ZipFile(wheel) as zf:
@@ -172,6 +175,10 @@ def test_a_compile_error_shows_its_first_errors_and_the_log(tmp_path: Path) -> N
     log = next(root.glob("build/wheelforge/*/build.log"))
     assert str(log) in run.err.replace("\n", "")
     assert "undefined_late_79" in log.read_text()
+    # The verdict is the last line, after the compiler's noise: the first error and the log.
+    last = run.err.rstrip().splitlines()[-1]
+    assert last.startswith("error: variant ") and "undefined_first_name" in last
+    assert last.endswith(f"the whole log is {log}")
 
 
 def test_a_defined_pyinit_with_module_init_on_gets_a_hint(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from wheelforge.binaries import abicheck, floors
+from wheelforge.binaries import abicheck
 from wheelforge.foundation.errors import BinaryFormatError, ConfigError
 from wheelforge.interface.cli import main
 from wheelforge.toolchain import shims
@@ -197,10 +197,22 @@ def test_a_variant_wheel_is_checked_against_the_tags_before_its_label(tmp_path: 
         abicheck.check_wheel(plain, torch=None, guards={})
 
 
-def test_wheel_without_torch_requirement_needs_target(tmp_path: Path) -> None:
-    wheel = make_wheel(tmp_path, "pkg-1.0-cp310-abi3-linux_x86_64.whl", "ext.so", requires=None)
-    with pytest.raises(ConfigError, match="pass --target"):
-        abicheck.check_wheel(wheel, torch=None, guards={})
+def test_wheel_without_torch_requirement_is_checked_against_what_its_binaries_need(
+    tmp_path: Path,
+) -> None:
+    # Issue 23: it was refused ("pass --target"); it is checked against its binaries' floor
+    # (ext.so's newest shim, torch_library_impl, arrived in 2.10) and told what to declare.
+    for requires in (None, "torch"):
+        wheel = make_wheel(
+            tmp_path, "pkg-1.0-cp310-abi3-linux_x86_64.whl", "ext.so", requires=requires
+        )
+        whole, binary = abicheck.check_wheel(wheel, torch=None, guards={})
+        assert binary.violations == () and binary.declared_torch == (2, 10)
+        [warning] = whole.violations
+        assert (warning.rule, warning.severity) == ("requirement", "warning")
+        assert "declare Requires-Dist: torch>=2.10" in warning.message
+        assert binary.wheel is not None and binary.wheel.torch_source == "inferred"
+        assert binary.wheel.allows == "torch>=2.10"
     assert abicheck.check_wheel(wheel, torch=(2, 10), guards={})[0].violations == ()
 
 
@@ -243,7 +255,7 @@ def test_a_classic_wheel_is_checked_by_the_unstable_abis_rules(
     [check] = abicheck.check_wheel(wheel, torch=None, guards={})
     assert check.flavour == "unstable" and check.violations == ()
     assert check.rules == ("module-init", "tags", "layout", "torch-pin")  # its own, the wheel's
-    assert check.torch_requirement == "torch==2.13.*"
+    assert check.wheel is not None and check.wheel.declared.torch == "torch==2.13.*"
     assert main(["check", str(wheel)]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "unstable ABI (one CPython, one torch): declares torch==2.13.*" in out
@@ -255,14 +267,16 @@ def test_a_classic_wheel_is_checked_by_the_unstable_abis_rules(
     assert "cxx-symbol" in [v.rule for v in stable.violations]
 
 
-def test_a_classic_wheel_without_a_pin_is_a_violation(tmp_path: Path) -> None:
+def test_a_wheel_of_libtorch_symbols_without_a_pin(tmp_path: Path) -> None:
+    """One CPython, libtorch's C++ API, but a range of torch: the stable rules say what is
+    wrong (its libtorch symbols against the range); judged as a classic one (--abi unstable),
+    the missing pin is the violation."""
     wheel = make_wheel(tmp_path, CLASSIC, "cxx_symbol.so", requires="torch>=2.13", member=CLASSIC_MEMBER)  # fmt: skip
-    whole, _binary = abicheck.check_wheel(wheel, torch=None, guards={})
-    assert [v.rule for v in whole.violations] == ["torch-pin"]
+    [binary] = abicheck.check_wheel(wheel, torch=None, guards={})
+    assert binary.flavour == "stable" and "cxx-symbol" in [v.rule for v in binary.violations]
+    whole, classic = abicheck.check_wheel(wheel, torch=None, guards={}, flavour="unstable")
+    assert [v.rule for v in whole.violations] == ["torch-pin"] and classic.violations == ()
     assert (
         "declares torch>=2.13; pin the torch release it was built against"
         in whole.violations[0].message
     )
-    assert floors.torch_pin("Requires-Dist: torch==2.13.*\n") == "2.13"
-    assert floors.torch_pin("Requires-Dist: torch==2.14.1\n") == "2.14"
-    assert floors.torch_pin("Requires-Dist: torch>=2.13,<2.14\n") is None

@@ -55,7 +55,10 @@ def test_the_standard_and_cuda_headers_come_from_the_torch_compiled_against(
     torch = _cuda_torch(tmp_path, "2.14.1", "13.0", 20)
     plan = make_plan(fakes.plan_inputs(matrix, tmp_path), _variant("13.0.88", "2.14.1"), torch,
                      weak_header="", nvcc_host="/usr/bin/g++")  # fmt: skip
-    cxx, nvcc = shlex.split(plan.compile.cxx_flags), shlex.split(plan.compile.nvcc_flags)
+    cxx, nvcc = (
+        shlex.split(plan.compile.flag_sets[0].cxx),
+        shlex.split(plan.compile.flag_sets[0].nvcc),
+    )
     # torch 2.14's headers #error below C++20; its cpp_extension passes -std=c++20
     assert cxx[0] == "-std=c++20" and nvcc[0] == "-std=c++20" and "-std=c++17" not in cxx + nvcc
     for flags in (cxx, nvcc):
@@ -64,19 +67,19 @@ def test_the_standard_and_cuda_headers_come_from_the_torch_compiled_against(
         assert flags[at + 1].endswith("site-2.14.1/nvidia/cu13/include")
     # The stable ABI keeps C++17 and adds no torch-environment headers.
     stable = fakes.plan_for(load_matrix(project()), tmp_path)
-    assert shlex.split(stable.compile.cxx_flags)[0] == "-std=c++17"
-    assert "-isystem" not in stable.compile.cxx_flags
+    assert shlex.split(stable.compile.flag_sets[0].cxx)[0] == "-std=c++17"
+    assert "-isystem" not in stable.compile.flag_sets[0].cxx
 
 
 def test_a_standard_the_matrix_names_wins(project: Project, tmp_path: Path) -> None:
     text = CLASSIC.replace("  include-dirs: [csrc]\n", "  include-dirs: [csrc]\n  cxx-flags: [-std=c++23]\n  nvcc-flags: [-std=c++20]\n")  # fmt: skip
     plan = make_plan(fakes.plan_inputs(load_matrix(project(text)), tmp_path), _variant("13.0.88", "2.14.1"),
                      _cuda_torch(tmp_path, "2.14.1", "13.0", 20), weak_header="", nvcc_host="g++")  # fmt: skip
-    assert shlex.split(plan.compile.cxx_flags).count("-std=c++23") == 1
-    assert [f for f in shlex.split(plan.compile.cxx_flags) if f.startswith("-std=")] == [
+    assert shlex.split(plan.compile.flag_sets[0].cxx).count("-std=c++23") == 1
+    assert [f for f in shlex.split(plan.compile.flag_sets[0].cxx) if f.startswith("-std=")] == [
         "-std=c++23"
     ]
-    assert [f for f in shlex.split(plan.compile.nvcc_flags) if f.startswith("-std=")] == [
+    assert [f for f in shlex.split(plan.compile.flag_sets[0].nvcc) if f.startswith("-std=")] == [
         "-std=c++20"
     ]
 
@@ -107,7 +110,7 @@ def test_offline_or_without_an_index_the_build_names_the_installed_torch_flag(
         EnvironmentProblem,
         match=r"not in the cache .*--offline runs no pip; .*--torch-from PY, or torch: installed",
     ):
-        envs.build_torch("2.11.0", python=Path("/usr/bin/python3"), requires=(), cache=tmp_path, cuda=True, offline=True)  # fmt: skip
+        buildtorch.environment_torch("2.11.0", python=Path("/usr/bin/python3"), requires=(), cache=tmp_path, cuda=True, offline=True)  # fmt: skip
 
     def unavailable(spec: envs.EnvSpec, cache: Path) -> envs.TestEnv:
         raise envs.TorchUnavailable(
@@ -119,7 +122,9 @@ def test_offline_or_without_an_index_the_build_names_the_installed_torch_flag(
         EnvironmentProblem,
         match=r"no matching distribution \(is a package index reachable\?\); build against an installed torch: --torch-from PY",
     ):
-        envs.build_torch("2.11.0", python=Path("/usr/bin/python3"), requires=(), cache=tmp_path)
+        buildtorch.environment_torch(
+            "2.11.0", python=Path("/usr/bin/python3"), requires=(), cache=tmp_path
+        )
 
 
 def test_an_installed_torch_makes_the_torch_dimension(project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip

@@ -19,7 +19,7 @@ def test_the_two_matrices_describe_the_same_build() -> None:
     root = load_matrix(REPO / "matrix.yaml")
     kernels = load_matrix(REPO / "kernels" / "matrix.yaml")
     # Resolved paths (packages, include folders, tests) are the same files.
-    same = ("path", "root", "extension")
+    same = ("path", "root", "extension", "extensions")
     assert dataclasses.replace(root, **{k: getattr(kernels, k) for k in same}) == kernels
     assert (
         dataclasses.replace(root.extension, sources=kernels.extension.sources) == kernels.extension

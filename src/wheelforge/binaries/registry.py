@@ -69,9 +69,11 @@ def reading(rules: Sequence[Rule], *, metadata: bool = False) -> Reading:
         if judged:
             facts[role] = frozenset().union(*(r.needs for r in judged))
             own[role] = tuple((r.id, r.read) for r in judged if r.read)
+    # A rule on an own role: each file's role is inferred from its symbols (roles.py).
+    infer = any(r in facts for r in ("extension", "library", "program"))
     # A wheel-level rule reads METADATA (the torch pin of an unstable-ABI wheel).
     wanted = metadata or any("metadata" in r.needs for r in for_role(rules, "wheel"))
-    return Reading(facts=facts, metadata=wanted, unsafe_members=False, own=own)
+    return Reading(facts=facts, metadata=wanted, unsafe_members=False, own=own, roles=infer)
 
 
 # -- the docs table ------------------------------------------------------------------------------
@@ -82,6 +84,7 @@ _ROLE_WORDS = {
     "extension": "extension modules",
     "library": "libraries",
     "bundled": "bundled libraries",
+    "program": "programs",
     "wheel": "the wheel",
 }
 

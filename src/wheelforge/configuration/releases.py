@@ -177,14 +177,15 @@ def writing_ptx_isa(isa: str) -> Release | None:
     return next((r for r in releases() if r.ptx_isa == isa), None)
 
 
-def describe_ptx_isa(isa: str) -> str:
-    """A PTX ISA version with what it tells: the release that writes it and the lowest driver
-    that can JIT it, e.g. "PTX ISA 8.4 (CUDA 12.4): JIT needs driver >= 550.54.14"."""
-    found = writing_ptx_isa(isa)
-    if found is None:
-        return f"PTX ISA {isa}"
-    driver = f": JIT needs driver >= {found.driver}" if found.driver else ""
-    return f"PTX ISA {isa} (CUDA {found.version}){driver}"
+def gpu_generations(lowest: int = 70) -> tuple[int, ...]:
+    """The GPUs the table's releases build SASS for, as sm numbers from *lowest* up (70: Volta,
+    the oldest a current torch supports), oldest first: the newest release's, and those older
+    releases built below its oldest (Volta, which CUDA 13 dropped). One an older release built
+    within the newest's range but the newest does not was renamed (CUDA 13.0 calls sm_101
+    sm_110), so it is left out."""
+    newest = releases()[-1].sass
+    older = {sm for r in releases() for sm in r.sass if sm < min(newest)}
+    return tuple(sorted(sm for sm in newest | older if sm >= lowest))
 
 
 def families() -> Mapping[str, tuple[int, ...]]:

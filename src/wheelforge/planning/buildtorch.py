@@ -5,6 +5,7 @@ release of one major (a classic extension shares torch's CUDA runtime and types)
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -22,16 +23,18 @@ TorchKey = tuple[str | None, Path | None]  # a variant's torch: version, and the
 def has_cuda_sources(matrix: Matrix) -> bool:
     """Whether the extension compiles any ``.cu`` source: then an unstable-ABI build needs a
     CUDA build of torch (its CUDA headers, libc10_cuda)."""
+    # A generated source (its pattern names the build folder's) counts by its pattern's suffix.
     return any(
-        path.suffix == ".cu"
-        for spec in matrix.extension.sources
-        for path in matrix.root.glob(spec.pattern)
+        spec.pattern.endswith(".cu")
+        or any(p.suffix == ".cu" for p in matrix.root.glob(spec.pattern))
+        for ext in matrix.extensions
+        for spec in ext.sources
     )
 
 
 def build_torch(variant: Variant, settings: BuildSettings, *, early: bool) -> TorchEnv:
     """The torch *variant* compiles against: an installed one (--torch-from, `torch:
-    installed`: no pip), else envs.build_torch's; for the unstable ABI and .cu sources, a CUDA
+    installed`: no pip), else an environment's (environment_torch); for the unstable ABI and .cu sources, a CUDA
     build of torch, checked."""
     tests = settings.matrix.tests
     cuda = variant.torch is not None and has_cuda_sources(settings.matrix)
@@ -43,7 +46,7 @@ def build_torch(variant: Variant, settings: BuildSettings, *, early: bool) -> To
                 ".cu sources and compiles against a CUDA build of torch; name a Python whose torch is one"
             )
         return torch
-    return envs.build_torch(
+    return environment_torch(
         variant.torch,
         python=settings.python,
         requires=tests.requires if tests else (),
@@ -52,6 +55,44 @@ def build_torch(variant: Variant, settings: BuildSettings, *, early: bool) -> To
         offline=settings.offline,
         early=early,
     )
+
+
+# How to build without pip: the flag and the matrix spelling that name an installed torch.
+INSTALLED_HINT = (
+    "build against an installed torch: --torch-from PY, or torch: installed in matrix.yaml"
+)
+
+
+def environment_torch(
+    torch: str | None,
+    *,
+    python: Path,
+    requires: Sequence[str],
+    cache: Path,
+    cuda: bool = False,
+    offline: bool = False,
+    early: bool = False,
+) -> TorchEnv:
+    """An environment's torch: *python*'s for the stable ABI (*torch* None); for the unstable
+    ABI, an isolated environment with exactly that torch (built on first use, shared with
+    ``wheelforge test``, so *requires* are the tests' requirements), a CUDA build when *cuda*.
+    *offline*: no pip: only an environment already made serves. *early*: see
+    torchprobe.probe_torch."""
+    if torch is not None:
+        spec = envs.EnvSpec(torch=torch, requires=tuple(requires), cuda=cuda)
+        if offline and envs.find(spec, cache) is None:
+            raise EnvironmentProblem(
+                f"torch {torch}{' (a CUDA build)' if cuda else ''} is not in the cache ({cache / envs.ENVS}), "
+                f"and --offline runs no pip; {INSTALLED_HINT}"
+            )
+        try:
+            offline_spec = dataclasses.replace(spec, requires=() if offline else spec.requires)
+            python = envs.ensure_env(offline_spec, cache).python
+        except envs.TorchUnavailable as exc:
+            raise EnvironmentProblem(
+                f"{exc.message} (is a package index reachable?); {INSTALLED_HINT}"
+            ) from None
+    return torchprobe.probe_torch(python, cache=cache, early=early)
 
 
 def torch_key(variant: Variant) -> TorchKey:

@@ -19,13 +19,13 @@ works, so an interrupted build never leaves a half-made environment behind.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import hashlib
 import json
 import os
 import shutil
 import sys
 import tempfile
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +34,8 @@ from packaging.version import InvalidVersion, Version
 
 from wheelforge.foundation import fsutil, locks, log, proc
 from wheelforge.foundation.errors import EnvironmentProblem, ToolError
-from wheelforge.toolchain import torchprobe
+from wheelforge.foundation.progress import clock
+from wheelforge.toolchain import downloads
 
 ENVS = "envs"  # <cache>/envs/<name>
 MARKER = "wheelforge-env.json"  # written last: an environment without it is not (yet) one; its mtime: last used
@@ -141,11 +142,14 @@ def find(spec: EnvSpec, cache: Path) -> Path | None:
     return max(found)[2] if found else None
 
 
+def _pip(env_python: Path) -> list[str | Path]:
+    """This interpreter's pip, run against *env_python* (pip's --python), so environments need
+    no pip of their own."""
+    return [sys.executable, "-m", "pip", "--python", env_python, "--disable-pip-version-check"]
+
+
 def pip(env_python: Path, *args: str | Path, what: str) -> proc.Result:
-    """Run this interpreter's pip against *env_python* (pip's --python), so environments
-    need no pip of their own."""
-    return proc.run([sys.executable, "-m", "pip", "--python", env_python, "--disable-pip-version-check", *args],
-                    hint=PIP_HINT, what=what)  # fmt: skip
+    return proc.run([*_pip(env_python), *args], hint=PIP_HINT, what=what)
 
 
 def _env_python(path: Path) -> Path:
@@ -203,7 +207,13 @@ def _create(spec: EnvSpec, tmp: Path) -> dict[str, object]:
 
 def _pip_torch(spec: EnvSpec, python: Path, requirement: str) -> None:
     try:
-        pip(python, "install", "--quiet", requirement, what=f"pip install into the {spec.label} environment")  # fmt: skip
+        # torch with CUDA is gigabytes: pip's own progress is shown (toolchain/downloads.py).
+        downloads.pip(
+            [*_pip(python), "install", requirement],
+            hint=PIP_HINT,
+            what=f"pip install into the {spec.label} environment",
+            target=python.parent.parent,
+        )
     except ToolError as exc:
         text = exc.details or ""
         if "No matching distribution found for torch" in text or "Could not find a version" in text:
@@ -324,9 +334,13 @@ def _build(spec: EnvSpec, cache: Path) -> Path:
     envs.mkdir(parents=True, exist_ok=True)
     tmp = envs / f".{_key(spec)}.{os.getpid()}{fsutil.STAGED_SUFFIX}"
     shutil.rmtree(tmp, ignore_errors=True)
+    start = time.monotonic()
     try:
         with log.step(f"create the {spec.label} environment in {envs}"):
             info = _create(spec, tmp)
+        log.info(
+            f"  torch {info['torch']}, Python {info['python']}: made in {clock(time.monotonic() - start)}"
+        )
         final = envs / _name(spec, str(info["torch"]))
         with writing(final):
             if _read_marker(final) is not None:  # the same build, made under another request
@@ -345,42 +359,3 @@ def install_wheel(env: TestEnv, wheel: Path, dist_name: str) -> None:
     earlier build of the same distribution."""
     pip(env.python, "uninstall", "--yes", "--quiet", dist_name, what="pip uninstall")
     pip(env.python, "install", "--quiet", wheel, what=f"pip install {wheel.name}")
-
-
-# How to build without pip: the flag and the matrix spelling that name an installed torch.
-INSTALLED_HINT = (
-    "build against an installed torch: --torch-from PY, or torch: installed in matrix.yaml"
-)
-
-
-def build_torch(
-    torch: str | None,
-    *,
-    python: Path,
-    requires: Sequence[str],
-    cache: Path,
-    cuda: bool = False,
-    offline: bool = False,
-    early: bool = False,
-) -> torchprobe.TorchEnv:
-    """The torch a variant compiles against: *python*'s for the stable ABI (*torch* None); for
-    the unstable ABI, an isolated environment with exactly that torch (built on first use, shared
-    with ``wheelforge test``, so *requires* are the tests' requirements), a CUDA build when
-    *cuda*. *offline*: no pip: only an environment already made serves. *early*: see
-    torchprobe.probe_torch."""
-    if torch is not None:
-        spec = EnvSpec(torch=torch, requires=tuple(requires), cuda=cuda)
-        if offline and find(spec, cache) is None:
-            raise EnvironmentProblem(
-                f"torch {torch}{' (a CUDA build)' if cuda else ''} is not in the cache ({cache / ENVS}), "
-                f"and --offline runs no pip; {INSTALLED_HINT}"
-            )
-        try:
-            python = ensure_env(
-                dataclasses.replace(spec, requires=() if offline else spec.requires), cache
-            ).python
-        except TorchUnavailable as exc:
-            raise EnvironmentProblem(
-                f"{exc.message} (is a package index reachable?); {INSTALLED_HINT}"
-            ) from None
-    return torchprobe.probe_torch(python, cache=cache, early=early)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from wheelforge.binaries import floors
 from wheelforge.binaries.facts import BinaryFacts
 from wheelforge.binaries.rule import Finding, Rule, RuleContext
 
@@ -15,9 +14,9 @@ def check(binary: BinaryFacts, context: RuleContext) -> Iterator[Finding]:
     wheel = context.wheel
     if wheel is None or wheel.metadata is None:  # no METADATA: the layout rule says so
         return
-    if floors.torch_pin(wheel.metadata) is None:
-        declared = floors.torch_requirement(wheel.metadata)
-        what = f"declares {declared}" if declared else "declares no torch requirement"
+    said = context.target.declared
+    if said.torch_pin is None:
+        what = f"declares {said.torch}" if said.torch else "declares no torch requirement"
         yield Finding(
             None,
             f"{context.wheel_name} is an unstable-ABI wheel (torch's full C++ API, one CPython), but it "

@@ -28,7 +28,12 @@ from wheelforge.interface.documents.kinds import (
     version_text,
 )
 from wheelforge.packaging import wheel_variants
-from wheelforge.running.build.results import BuildReport, VariantFailure, VariantResult
+from wheelforge.running.build.results import (
+    BuildReport,
+    SharedObject,
+    VariantFailure,
+    VariantResult,
+)
 from wheelforge.toolchain.compilecache import CacheStats
 
 VERSION = 1
@@ -90,12 +95,19 @@ class WheelDoc:
     import_check: str | None = field(
         default=None,
         metadata=doc(
-            "the import of its extension module before publishing; null: --no-import-check"
+            "the import of its shared objects before publishing, one per shared object joined by '; '; null: --no-import-check"
         ),
     )
     reproducible: str | None = field(
         default=None,
         metadata=doc("sha256 of the identical rebuild in another folder (--verify-reproducible)"),
+    )
+    inputs: str | None = field(
+        default=None,
+        metadata=doc(
+            "the list of every file the compiles read, with its sha256 (beside the build); "
+            "its own sha256 is inputs.sha256 in the wheel's wheelforge-build.json"
+        ),
     )
     index: str | None = field(
         default=None,
@@ -125,6 +137,9 @@ class CompileDoc:
     sources: int
     compiled: int = field(metadata=doc("sources compiled in this run"))
     up_to_date: int = field(metadata=doc("sources ninja found up to date and skipped"))
+    generated: int = field(
+        default=0, metadata=doc("generate steps ninja ran (their inputs or command changed)")
+    )
     cache: CacheStats | None = field(
         default=None,
         metadata=doc(
@@ -149,8 +164,17 @@ class VariantDoc:
     error: ErrorDoc | None
     wheel: WheelDoc | None
     binaries: tuple[BinaryDoc, ...]
+    shared_objects: tuple[SharedObject, ...] = field(
+        metadata=doc(
+            "the wheel's own shared objects (matrix.yaml's extensions), each with its role, size, budget and import check"
+        )
+    )
     abi: AbiDoc | None
-    size: SizeCheck | None = field(metadata=doc("the wheel against its size budget, per arch"))
+    size: SizeCheck | None = field(
+        metadata=doc(
+            "the wheel against its size budget, per arch; each shared object against its own"
+        )
+    )
     compile: CompileDoc | None
     stages: tuple[StageDoc, ...]
     seconds: float
@@ -216,6 +240,7 @@ def _failed(v: VariantFailure) -> VariantDoc:
         error=error_doc(v.error),
         wheel=None,
         binaries=(),
+        shared_objects=(),
         abi=None,
         size=v.size,
         compile=None,
@@ -233,14 +258,16 @@ def variant_doc(v: VariantResult | VariantFailure, target: Version2) -> VariantD
         sha256=v.sha256,
         tags=_tags(v.wheel, v.variant_label),
         reused=v.reused,
-        import_check=v.import_check,
+        import_check="; ".join(v.import_check) if v.import_check is not None else None,
         reproducible=v.reproducible,
+        inputs=str(v.inputs) if v.inputs else None,
         index=v.index,
     )
     compiled = CompileDoc(
         sources=v.sources,
         compiled=len(v.compiled),
         up_to_date=v.sources - len(v.compiled),
+        generated=v.generated,
         cache=v.compile_cache,
     )
     return VariantDoc(
@@ -252,6 +279,7 @@ def variant_doc(v: VariantResult | VariantFailure, target: Version2) -> VariantD
         error=None,
         wheel=wheel,
         binaries=tuple(binary_doc(b) for b in v.binaries),
+        shared_objects=v.shared_objects,
         abi=_abi(v.abi_checks, target),
         size=v.size,
         compile=compiled,
