@@ -277,7 +277,8 @@ def test_cache_prune_all_skips_the_toolkit_and_env_a_running_build_uses(
     assert any("CUDA 13.1 from pypi" in line for line in skipped), pruned.out
     assert any("torch 2.13.0" in line for line in skipped), pruned.out
     assert (cache / "toolkits").is_dir() and list((cache / "toolkits").glob("*/toolkit.json"))
-    assert list((cache / "envs").glob("torch-2.13.0-*/wheelforge-env.json"))
+    # named by the build it holds (issue 20): torch-2.13.0+cpu-<digest>
+    assert list((cache / "envs").glob("torch-2.13.0+*/wheelforge-env.json"))
     assert not stale.exists() and "torch-2.10.0-0000000000" in pruned.out
 
 
