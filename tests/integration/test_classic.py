@@ -2,8 +2,8 @@
 project of tests/integration/projects/ (torch/extension.h, pybind11, a kernel on ATen's current
 stream through ATen/cuda/CUDAContext.h, whose cusparse.h only the torch environment has).
 
-Both are `slow` (CUDA torches of gigabytes, minutes of nvcc): run them with
-`pytest -m slow tests/integration/test_classic.py`. The environments go to the user's cache,
+It is `slow` and `network` (a CUDA torch of gigabytes, minutes of nvcc): run it with
+`pytest -m "slow and network" tests/integration/test_classic.py`. The environments go to the user's cache,
 where `wheelforge test` and later builds reuse them (one per torch build)."""
 
 from __future__ import annotations
@@ -17,12 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_build import Run, wheelforge
+from tests.integration.helpers import Run, wheelforge
 from wheelforge.configuration.settings import default_cache
 from wheelforge.toolchain import envs
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.network,  # a CUDA build of torch 2.14.1 (on this machine's disk; elsewhere PyPI)
     pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH"),
 ]
 PROJECT = Path(__file__).resolve().parent / "projects" / "classic-ops"
