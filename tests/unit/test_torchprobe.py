@@ -83,7 +83,7 @@ def _torch_tree(site: Path, *, flags: str, guard: str) -> Path:
 
 def test_the_cxx_standard_is_the_one_torchs_cpp_extension_passes(tmp_path: Path) -> None:
     """torch 2.14's headers `#error C++20 or later` (ATen.h); its cpp_extension passes
-    -std=c++20, as 2.13's already did while its headers needed C++17 only."""
+    -std=c++20, as 2.12's and 2.13's already did while its headers needed C++17 only."""
     cpp20 = _torch_tree(tmp_path / "a", flags="cflags = common + ['-fPIC', '-std=c++20']\n",
                         guard="#if !defined(_MSC_VER) && __cplusplus < 201703L\n")  # fmt: skip
     assert torch_source_facts(str(cpp20))["cxx_std"] == 20
