@@ -97,11 +97,14 @@ def test_an_environment_with_a_malformed_marker_is_made_again(
     spec = envs.EnvSpec(torch="2.13.0")
     made = []
 
-    def build(spec: envs.EnvSpec, path: Path) -> None:
+    def build(spec: envs.EnvSpec, cache: Path) -> Path:
+        path = cache / envs.ENVS / envs._name(spec, "2.13.0+cpu")
         made.append(path)
         path.mkdir(parents=True, exist_ok=True)
         info = {"spec": "2.13.0", "torch": "2.13.0+cpu", "cuda": False, "python": "3.12"}
+        info["made_from"] = envs._made_from(spec)
         (path / envs.MARKER).write_text(json.dumps(info))
+        return path
 
     monkeypatch.setattr(envs, "_build", build)
     first = envs.ensure_env(spec, tmp_path)

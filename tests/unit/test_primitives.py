@@ -305,6 +305,9 @@ ALLOWED = {
     ("configuration/importers/setupcapture.py", "tempfile.TemporaryDirectory("): (
         "a temporary folder the stdlib makes and removes (the capture's context)"
     ),
+    ("toolchain/envs.py", "tempfile.TemporaryDirectory("): (
+        "a temporary folder the stdlib makes and removes (pip's constraint file)"
+    ),
     ("toolchain/headerlibs.py", "tempfile.TemporaryDirectory("): (
         "a temporary folder the stdlib makes and removes (a header library's download)"
     ),

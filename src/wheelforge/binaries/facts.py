@@ -28,7 +28,7 @@ BINARY_ROLES: tuple[Role, ...] = ("extension", "library", "bundled", "program")
 # The roles a wheel's own file (not grafted) may turn out to have once its symbols are read.
 OWN_ROLES: tuple[Role, ...] = ("extension", "library", "program")
 # What can be read of one ELF file (the init export: of an extension module only).
-Fact = Literal["fatbins", "symbols", "init-export"]
+Fact = Literal["fatbins", "symbols", "init-export", "metadata"]
 # What can be read of a wheel as a whole besides its names and METADATA: its RECORD, with every
 # member's sha256 and size (each member inflated within the caps of bounded.py).
 WheelFact = Literal["record"]

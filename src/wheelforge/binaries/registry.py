@@ -73,8 +73,10 @@ def reading(rules: Sequence[Rule], *, metadata: bool = False) -> Reading:
     # A rule on an own role: each file's role is inferred from its symbols (roles.py).
     infer = any(r in facts for r in ("extension", "library", "program"))
     record = any("record" in r.wheel_needs for r in rules)
+    # A wheel-level rule reads METADATA (the torch pin of an unstable-ABI wheel).
+    wanted = metadata or any("metadata" in r.needs for r in for_role(rules, "wheel"))
     return Reading(
-        facts=facts, metadata=metadata, unsafe_members=False, own=own, roles=infer, record=record
+        facts=facts, metadata=wanted, unsafe_members=False, own=own, roles=infer, record=record
     )
 
 

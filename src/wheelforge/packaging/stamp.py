@@ -23,17 +23,19 @@ class Stamp:
     digest: str  # of the inputs the wheel was made from (packaging/wheel.py)
     sha256: str  # of the wheel as published
     failed: str | None = None  # the last build of the variant failed: its error (wheel: "")
+    index: str = ""  # the index folder (cu124) inside the output folder it was published to, if any
 
     def published(self, out_dir: Path) -> Path | None:
-        """The wheel in *out_dir* this stamp names, if it is still the one published (another
-        build may have replaced it since: then it is no longer this variant's)."""
+        """The wheel in *out_dir* (its index folder, when it has one) this stamp names, if it is
+        still the one published (another build may have replaced it since: then it is no longer
+        this variant's)."""
         wheel = out_dir / self.wheel
         if self.failed is not None or not self.wheel or not wheel.is_file():
             return None
         return wheel if sha256(wheel) == self.sha256 else None
 
 
-_SHAPE = {"wheel": str, "digest?": str, "sha256?": str, "failed?": (str, None)}
+_SHAPE = {"wheel": str, "digest?": str, "sha256?": str, "failed?": (str, None), "index?": str}
 
 
 def read(build_dir: Path) -> Stamp | None:
@@ -48,11 +50,14 @@ def read(build_dir: Path) -> Stamp | None:
         digest=data.get("digest", ""),
         sha256=data.get("sha256", ""),
         failed=data.get("failed"),
+        index=data.get("index", ""),
     )
 
 
-def write(build_dir: Path, *, digest: str, wheel: Path) -> None:
+def write(build_dir: Path, *, digest: str, wheel: Path, index: str | None = None) -> None:
     stamp = {"digest": digest, "wheel": wheel.name, "sha256": sha256(wheel)}
+    if index:
+        stamp["index"] = index
     fsutil.write_if_changed(build_dir / REUSE_STAMP, json.dumps(stamp, indent=2) + "\n")
 
 
@@ -70,7 +75,8 @@ def forget(build_dir: Path) -> None:
 
 
 def reusable(build_dir: Path, out_dir: Path, digest: str) -> Path | None:
-    """The wheel already in the output folder, if it was made from exactly these inputs."""
+    """The wheel already in the output folder *out_dir* (its index folder, when it has one), if
+    it was made from exactly these inputs."""
     stamp = read(build_dir)
     if stamp is None or stamp.digest != digest:
         return None

@@ -67,13 +67,15 @@ def built_wheels(
     for stamp in reuse_stamp.stamps(build_root):
         if stamp.failed is not None:  # an older wheel of it may be there: never tested as its
             found.append(BuiltWheel(variant=stamp.build_dir.name, path=None, failed=stamp.failed))
-        elif (wheel := stamp.published(out_dir)) is not None:  # replaced since: not its wheel
+        # A wheel replaced since is not its wheel.
+        elif (wheel := stamp.published(out_dir / stamp.index)) is not None:
             found.append(BuiltWheel(variant=stamp.build_dir.name, path=wheel))
     names = tuple(f"{a.name}-" for a in matrix.arch_sets)
     found = [w for w in found if w.variant.startswith(names)] or found
     if not found:
         prefix = matrix.package.wheel_name + "-"
-        found = [BuiltWheel(variant=p.name, path=p) for p in sorted(out_dir.glob(f"{prefix}*.whl"))]
+        found = [BuiltWheel(variant=p.name, path=p) for p in sorted(out_dir.glob(f"{prefix}*.whl"))
+                 + sorted(out_dir.glob(f"cu[0-9]*/{prefix}*.whl"))]  # fmt: skip
     if not found:
         raise ConfigError(
             f"no built wheel of {matrix.package.name} in {out_dir}; run 'wheelforge build' first or pass --wheel"
