@@ -5,130 +5,39 @@ nvcc's answers come from a fake, and every build case is refused before anything
 
 from __future__ import annotations
 
-import os
-import stat
-import zipfile
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from tests.unit import fakes
+from tests.unit.badinput import (
+    ELF,
+    FIFO,
+    METADATA,
+    MX,
+    UNSTABLE,
+    USAGE,
+    WHEEL,
+    B,
+    Case,
+    Link,
+    Sparse,
+    bomb,
+    m,
+    quietly,
+    record_row,
+    recorded,
+    run_case,
+    tampered,
+    wheel,
+)
 from tests.unit.conftest import GOOD_MATRIX
 from wheelforge.foundation.errors import (
     BinaryFormatError,
     ConfigError,
     EnvironmentProblem,
     VerificationError,
-    WheelforgeError,
 )
-from wheelforge.interface.cli import EXIT_USAGE, main
-from wheelforge.toolchain import toolkit
-
-DATA = Path(__file__).resolve().parent.parent / "data"
-ELF = (DATA / "abicheck" / "ext.so").read_bytes()
-USAGE = EXIT_USAGE
-WHEEL = "demo-1.0-cp310-abi3-linux_x86_64.whl"
-METADATA = ("demo-1.0.dist-info/METADATA", "Name: demo\nVersion: 1.0\nRequires-Dist: torch>=2.10\n")
-
-
-def wheel(*members: tuple[str, bytes | str], compress: bool = True) -> bytes:
-    """A wheel's bytes, built in memory."""
-    path = Path(os.environ["WF_CORPUS_TMP"]) / "w.zip"
-    method = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
-    with zipfile.ZipFile(path, "w", method) as zf:
-        for name, data in members:
-            zf.writestr(name, data)
-    return path.read_bytes()
-
-
-def recorded(*members: tuple[str, bytes | str], record: str | None = None) -> bytes:
-    """A wheel with a RECORD: the true one (fakes.with_record), or *record* as given."""
-    path = Path(os.environ["WF_CORPUS_TMP"]) / "w.zip"
-    path.write_bytes(wheel(*members))
-    fakes.with_record(path)
-    if record is not None:
-        with zipfile.ZipFile(path) as zf:
-            kept = [
-                (i.filename, zf.read(i))
-                for i in zf.infolist()
-                if not i.filename.endswith("/RECORD")
-            ]
-        path.write_bytes(wheel(*kept, ("demo-1.0.dist-info/RECORD", record)))
-    return path.read_bytes()
-
-
-def _quietly(make: Callable[..., bytes], *members: tuple[str, bytes | str]) -> bytes:
-    """*make* without zipfile's warning about the duplicate member names it is asked for."""
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        return make(*members)
-
-
-def _record_row(member: tuple[str, bytes | str]) -> str:
-    import base64
-    import hashlib
-
-    name, data = member
-    blob = data.encode() if isinstance(data, str) else data
-    digest = base64.urlsafe_b64encode(hashlib.sha256(blob).digest()).rstrip(b"=").decode()
-    return f"{name},sha256={digest},{len(blob)}\n"
-
-
-def tampered() -> bytes:
-    """A true RECORD, then a member replaced by other bytes (the zip keeps the old RECORD)."""
-    recorded(METADATA, ("demo/x.py", "x = 1\n"))
-    path = Path(os.environ["WF_CORPUS_TMP"]) / "w.zip"
-    with zipfile.ZipFile(path) as zf:
-        kept = [(i.filename, zf.read(i)) for i in zf.infolist() if i.filename != "demo/x.py"]
-    return wheel(*kept, ("demo/x.py", "import os; os.system('evil')\n"))
-
-
-def bomb() -> bytes:
-    """An ELF header and 8 MiB of zeros: deflate packs it about 1000x."""
-    return wheel(METADATA, ("demo/_C.abi3.so", ELF[:64] + b"\0" * (8 << 20)))
-
-
-FIFO = object()  # a files entry: make a named pipe there
-
-
-@dataclass(frozen=True)
-class Sparse:
-    """A files entry: a sparse file of *size* bytes (its size is all that is real)."""
-
-    size: int
-
-
-@dataclass(frozen=True)
-class Link:
-    """A files entry: a symbolic link to *target* ({root} is the project folder)."""
-
-    target: str
-
-
-@dataclass(frozen=True)
-class Case:
-    argv: tuple[str, ...]
-    error: type[WheelforgeError] | int  # the error class, or an exit code
-    needle: str  # in the error line; {root} is the project folder
-    matrix: str = GOOD_MATRIX
-    env: dict[str, str | None] = field(default_factory=dict)
-    files: dict[str, object] = field(
-        default_factory=dict
-    )  # bytes, str, FIFO, Sparse, Link, a callable
-
-
-def m(replace: str, by: str) -> str:
-    assert replace in GOOD_MATRIX, replace
-    return GOOD_MATRIX.replace(replace, by)
-
-
-B = ("build", "--matrix", "{root}/matrix.yaml")
-MX = ("matrix", "--matrix", "{root}/matrix.yaml")
-UNSTABLE = m('torch: ">=2.10"', "abi: unstable\ntorch: ['2.13.0']")
+from wheelforge.interface.cli import main
 
 CASES: dict[str, Case] = {
     # --- arch lists: flag, environment, matrix -------------------------------------------
@@ -748,7 +657,7 @@ CASES: dict[str, Case] = {
             WHEEL: lambda: wheel(
                 METADATA,
                 ("demo/extra.py", ""),
-                ("demo-1.0.dist-info/RECORD", _record_row(METADATA)),
+                ("demo-1.0.dist-info/RECORD", record_row(METADATA)),
             )
         },
     ),
@@ -761,7 +670,7 @@ CASES: dict[str, Case] = {
                 METADATA,
                 (
                     "demo-1.0.dist-info/RECORD",
-                    _record_row(METADATA) + "demo/gone.py,sha256=abc,3\n",
+                    record_row(METADATA) + "demo/gone.py,sha256=abc,3\n",
                 ),
             )
         },
@@ -770,7 +679,7 @@ CASES: dict[str, Case] = {
         ("check", "{root}/" + WHEEL),
         VerificationError,
         "the member 'demo/x.py' appears more than once",
-        files={WHEEL: lambda: _quietly(recorded, METADATA, ("demo/x.py", "a"), ("demo/x.py", "b"))},
+        files={WHEEL: lambda: quietly(recorded, METADATA, ("demo/x.py", "a"), ("demo/x.py", "b"))},
     ),
     "check-record-no-hash": Case(
         ("check", "{root}/" + WHEEL),
@@ -789,7 +698,7 @@ CASES: dict[str, Case] = {
         files={
             WHEEL: lambda: wheel(
                 METADATA,
-                ("demo-1.0.dist-info/RECORD", _record_row(METADATA).replace("sha256=", "md5=")),
+                ("demo-1.0.dist-info/RECORD", record_row(METADATA).replace("sha256=", "md5=")),
             )
         },
     ),
@@ -1017,33 +926,6 @@ CASES: dict[str, Case] = {
 }
 
 
-def _materialize(root: Path, files: dict[str, object]) -> None:
-    for rel, content in files.items():
-        path = root / rel
-        if rel.endswith("/"):
-            path.mkdir(parents=True)
-            assert isinstance(content, int)
-            path.chmod(content)
-            continue
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if content is FIFO:
-            os.mkfifo(path)
-            continue
-        if isinstance(content, Sparse):
-            with path.open("wb") as file:
-                file.truncate(content.size)
-            continue
-        if isinstance(content, Link):
-            path.symlink_to(content.target.replace("{root}", str(root)))
-            continue
-        data = content() if callable(content) else content
-        if isinstance(data, str):
-            path.write_text(data)
-        else:
-            assert isinstance(data, bytes)
-            path.write_bytes(data)
-
-
 def test_the_corpus_is_large_enough() -> None:
     assert len(CASES) >= 90
 
@@ -1056,35 +938,7 @@ def test_bad_input_is_one_line_and_the_right_exit_code(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    case = CASES[name]
-    root = tmp_path
-    project("")  # type: ignore[operator]  # the demo package, csrc and their files
-    (root / "matrix.yaml").write_text(case.matrix, errors="surrogateescape")
-    monkeypatch.setenv("WF_CORPUS_TMP", str(tmp_path))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    for var in ("TORCH_CUDA_ARCH_LIST", "MAX_JOBS", "CUDA_HOME", "CUDA_PATH", "CXX", "CC"):
-        monkeypatch.delenv(var, raising=False)
-    for var, value in case.env.items():
-        monkeypatch.setenv(
-            var, value.replace("{root}", str(root))
-        ) if value is not None else monkeypatch.delenv(var)
-    _materialize(root, case.files)
-    # nvcc answers from a fake: no process starts, and every toolkit found is CUDA 13.0.
-    monkeypatch.setattr(toolkit, "probe_toolkit", lambda nvcc, **_: fakes.toolkit())
-    argv = [a.replace("{root}", str(root)) for a in case.argv]
-    try:
-        code = main(argv)
-    finally:
-        for folder in root.rglob("*"):
-            if folder.is_dir() and not os.access(folder, os.W_OK):
-                folder.chmod(stat.S_IRWXU)
-    out, err = capsys.readouterr()
-    assert "Traceback" not in out + err
-    errors = [line for line in err.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1, err
-    assert case.needle.replace("{root}", str(root)) in errors[0], err
-    expected = case.error if isinstance(case.error, int) else case.error.exit_code
-    assert code == expected, err
+    run_case(CASES[name], project, tmp_path, monkeypatch, capsys)
 
 
 @pytest.mark.parametrize("command", ["inspect", "check"])

@@ -74,14 +74,25 @@ def live_display() -> bool:
 
 
 # What a terminal would act on instead of showing: C0 and C1 control characters and DEL (an
-# ESC in a wheel member's name cleared the screen or recoloured it). A newline too: one line.
-_CONTROL_RE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+# ESC in a wheel member's name cleared the screen or recoloured it; 0x9b is CSI to a terminal
+# that reads 8-bit controls), a newline too (one line); and the invisible format characters
+# that reorder or hide what it shows: bidirectional marks, embeddings, overrides and isolates
+# (Trojan Source, CVE-2021-42574), zero-width characters, line and paragraph separators, the BOM.
+_CONTROL_RE = re.compile(
+    "[\x00-\x08\x0a-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]"
+)
 
 
 def printable(text: str) -> str:
-    """*text* with every control character written as ``\\xNN``, so names that come from files
-    (wheel members, paths) reach the terminal as text, never as escape sequences."""
-    return _CONTROL_RE.sub(lambda m: f"\\x{ord(m[0]):02x}", text)
+    """*text* with every control character written as ``\\xNN`` and every invisible format
+    character as ``\\uNNNN``, so names that come from files (wheel members, paths) reach the
+    terminal as text, never as escape sequences or reordered."""
+    return _CONTROL_RE.sub(_escaped, text)
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match[0])
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def _shown(message: str) -> str:

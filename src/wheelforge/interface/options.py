@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from wheelforge.foundation import log, numbers
+from wheelforge.foundation import log, numbers, readers
 
 
 class WholeNumber(click.ParamType[int, Any]):
@@ -74,8 +74,9 @@ def json_option(document: str) -> Callable[[Any], Any]:
 
 def _cache_folder(_ctx: click.Context, _param: click.Parameter, value: Path | None) -> Path | None:
     if value is not None and value.exists() and not value.is_dir():
+        kind = readers.kind_of(value.stat().st_mode) or "a file"
         raise click.BadParameter(
-            f"{value} is a file, not a folder; pass --cache-dir a folder (or remove the file)"
+            f"{value} is {kind}, not a folder; pass --cache-dir a folder (or remove the file)"
         )
     return value
 

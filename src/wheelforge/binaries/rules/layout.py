@@ -35,6 +35,13 @@ def check(binary: BinaryFacts, context: RuleContext) -> Iterator[Finding]:
             f"{wheel} has no NAME-VERSION.dist-info/METADATA, so no installer accepts it; "
             "build it with a wheel builder",
         )
+    dist_infos = sorted({n.split("/")[0] for n in names if n.split("/")[0].endswith(".dist-info")})
+    if len(dist_infos) > 1:
+        yield Finding(
+            None,
+            f"{wheel} has {len(dist_infos)} .dist-info folders ({', '.join(dist_infos[:3])}), "
+            "and installers refuse a wheel of more than one; build it with a wheel builder",
+        )
     record = context.wheel.record
     if record is not None:
         problems = list(_record_problems(record))
@@ -53,9 +60,13 @@ def _record_problems(record: RecordFacts) -> Iterator[str]:
         yield "has no NAME-VERSION.dist-info/RECORD, so no installer can check what it holds"
         return
     listed: dict[str, tuple[str, str]] = {}
-    for row in csv.reader(record.text.splitlines()):
-        if row and row[0]:
-            listed[row[0]] = (row[1] if len(row) > 1 else "", row[2] if len(row) > 2 else "")
+    try:
+        for row in csv.reader(record.text.splitlines()):
+            if row and row[0]:
+                listed[row[0]] = (row[1] if len(row) > 1 else "", row[2] if len(row) > 2 else "")
+    except csv.Error as exc:  # a field beyond csv's limit (128 KiB): no installer reads it
+        yield f"its RECORD is not CSV an installer reads ({exc})"
+        return
     for name, digest, size in record.digests:
         if name == record.member:
             continue  # RECORD cannot hold its own hash

@@ -1,0 +1,577 @@
+"""Issue 21's new round: hostile inputs beyond the issue's own list, one class of the issue's
+each (what is read, what is written, integers, names shown on the terminal, what a wheel's
+RECORD says, the folders wheelforge is given), run through the CLI in-process by the bad-input
+table's runner (test_bad_inputs.run_case): exactly one ``error:`` line naming the bad thing, the
+exit code of its class, no traceback. ``ROUND`` gives each case its class; docs/robustness.md
+counts them (tools/hostile.py --docs)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.unit.badinput import (
+    ELF,
+    FIFO,
+    METADATA,
+    SOCKET,
+    USAGE,
+    WHEEL,
+    B,
+    Case,
+    Link,
+    Sparse,
+    record_row,
+    recorded,
+    run_case,
+    wheel,
+)
+from tests.unit.conftest import GOOD_MATRIX
+from wheelforge.foundation.errors import (
+    ConfigError,
+    EnvironmentProblem,
+    VerificationError,
+)
+
+MiB = 1 << 20
+X_PY = ("demo/x.py", "x = 1\n")
+TARGET = ("check", "--target", "2.10", "{root}/x.so")
+
+
+def _with_record(rows: str) -> bytes:
+    """A wheel of METADATA and demo/x.py whose RECORD is *rows* (as given, true or not)."""
+    return wheel(METADATA, X_PY, ("demo-1.0.dist-info/RECORD", rows))
+
+
+def _true_rows() -> str:
+    return record_row(METADATA) + record_row(X_PY) + "demo-1.0.dist-info/RECORD,,\n"
+
+
+# (class, case) by name. The classes: reads (the bounded reader), writes (--report's checked
+# output), integers (foundation/numbers), record (check holds a wheel to its RECORD), folders
+# (--out, --build-dir, --cache-dir), terminal (names from files shown as text).
+ROUND: dict[str, tuple[str, Case]] = {
+    # --- reads: regular files only, capped, UTF-8 -------------------------------------------
+    "matrix-socket": (
+        "reads",
+        Case(
+            ("build", "--matrix", "{root}/s"),
+            ConfigError,
+            "s could not be read: it is a socket",
+            files={"s": SOCKET},
+        ),
+    ),
+    "matrix-link-to-dev-zero": (
+        "reads",
+        Case(
+            ("build", "--matrix", "{root}/m.yaml"),
+            ConfigError,
+            "m.yaml could not be read: it is a character device",
+            files={"m.yaml": Link("/dev/zero")},
+        ),
+    ),
+    "matrix-just-over-the-cap": (
+        "reads",
+        Case(
+            ("build", "--matrix", "{root}/big.yaml"),
+            ConfigError,
+            "big.yaml could not be read: it is 16 MiB, above the cap of 16 MiB",
+            files={"big.yaml": Sparse(16 * MiB + 1)},
+        ),
+    ),
+    "matrix-utf16": (
+        "reads",
+        Case(
+            ("build", "--matrix", "{root}/u.yaml"),
+            ConfigError,
+            "u.yaml could not be read: it is not UTF-8 text",
+            files={"u.yaml": "package:\n  name: x\n".encode("utf-16")},
+        ),
+    ),
+    "matrix-link-to-itself": (
+        "reads",
+        Case(
+            ("build", "--matrix", "{root}/loop.yaml"),
+            ConfigError,
+            "loop.yaml could not be read: Too many levels of symbolic links",
+            files={"loop.yaml": Link("{root}/loop.yaml")},
+        ),
+    ),
+    "pyproject-dev-zero": (
+        "reads",
+        Case(
+            B,
+            ConfigError,
+            "pyproject.toml could not be read: it is a character device",
+            files={"pyproject.toml": Link("/dev/zero")},
+        ),
+    ),
+    "pyproject-folder": (
+        "reads",
+        Case(
+            B,
+            ConfigError,
+            "pyproject.toml could not be read: it is a folder",
+            files={"pyproject.toml/": 0o755},
+        ),
+    ),
+    "pyproject-not-utf8": (
+        "reads",
+        Case(
+            B,
+            ConfigError,
+            "pyproject.toml could not be read: it is not UTF-8 text",
+            files={"pyproject.toml": b"[project]\nname = '\xff'\n"},
+        ),
+    ),
+    "pyproject-huge": (
+        "reads",
+        Case(
+            B,
+            ConfigError,
+            "pyproject.toml could not be read: it is 17 MiB, above the cap",
+            files={"pyproject.toml": Sparse(17 * MiB)},
+        ),
+    ),
+    "pyproject-socket": (
+        "reads",
+        Case(
+            B,
+            ConfigError,
+            "pyproject.toml could not be read: it is a socket",
+            files={"pyproject.toml": SOCKET},
+        ),
+    ),
+    "init-setup-folder": (
+        "reads",
+        Case(
+            ("init", "--no-run", "{root}/proj"),
+            ConfigError,
+            "setup.py could not be read: it is a folder",
+            files={"proj/setup.py/": 0o755},
+        ),
+    ),
+    "init-setup-urandom": (
+        "reads",
+        Case(
+            ("init", "--no-run", "{root}/proj"),
+            ConfigError,
+            "setup.py could not be read: it is a character device",
+            files={"proj/setup.py": Link("/dev/urandom")},
+        ),
+    ),
+    "init-setup-huge": (
+        "reads",
+        Case(
+            ("init", "--no-run", "{root}/proj"),
+            ConfigError,
+            "setup.py could not be read: it is 17 MiB, above the cap",
+            files={"proj/setup.py": Sparse(17 * MiB)},
+        ),
+    ),
+    "init-setup-link-loop": (
+        "reads",
+        Case(
+            ("init", "--no-run", "{root}/proj"),
+            ConfigError,
+            "setup.py could not be read: Too many levels of symbolic links",
+            files={"proj/setup.py": Link("{root}/proj/setup.py")},
+        ),
+    ),
+    "init-setup-socket": (
+        "reads",
+        Case(
+            ("init", "--no-run", "{root}/proj"),
+            ConfigError,
+            "setup.py could not be read: it is a socket",
+            files={"proj/setup.py": SOCKET},
+        ),
+    ),
+    # --- writes: --report checked before the build, never read, never renamed over a stream --
+    "report-folder": (
+        "writes",
+        Case((*B, "--report", "{root}/csrc"), USAGE, "File '{root}/csrc' is a directory"),
+    ),
+    "report-dev-zero": (
+        "writes",
+        Case(
+            (*B, "--report", "/dev/zero"), ConfigError, "--report /dev/zero is a character device"
+        ),
+    ),
+    "report-socket": (
+        "writes",
+        Case(
+            (*B, "--report", "{root}/r.sock"),
+            ConfigError,
+            "--report {root}/r.sock is a socket",
+            files={"r.sock": SOCKET},
+        ),
+    ),
+    "report-link-to-dev-full": (
+        "writes",
+        Case(
+            (*B, "--report", "{root}/r.json"),
+            ConfigError,
+            "--report {root}/r.json is a character device",
+            files={"r.json": Link("/dev/full")},
+        ),
+    ),
+    "report-proc-self-status": (
+        "writes",
+        Case(
+            (*B, "--report", "/proc/self/status"),
+            ConfigError,
+            "--report /proc/self/status is a file of the kernel",
+        ),
+    ),
+    "report-link-loop": (
+        "writes",
+        Case(
+            (*B, "--report", "{root}/r.json"),
+            ConfigError,
+            "--report {root}/r.json: cannot be examined: Too many levels of symbolic links",
+            files={"r.json": Link("{root}/r.json")},
+        ),
+    ),
+    # --- integers: ASCII digits only, bounded, in one place ----------------------------------
+    "max-jobs-underscore": (
+        "integers",
+        Case(B, ConfigError, "MAX_JOBS='1_0'", env={"MAX_JOBS": "1_0"}),
+    ),
+    "max-jobs-plus-sign": (
+        "integers",
+        Case(B, ConfigError, "MAX_JOBS='+4'", env={"MAX_JOBS": "+4"}),
+    ),
+    "max-jobs-above-the-bound": (
+        "integers",
+        Case(B, ConfigError, "MAX_JOBS='4097'", env={"MAX_JOBS": "4097"}),
+    ),
+    "max-jobs-two-numbers": (
+        "integers",
+        Case(B, ConfigError, "MAX_JOBS='4 4'", env={"MAX_JOBS": "4 4"}),
+    ),
+    "nvcc-threads-underscore": (
+        "integers",
+        Case(B, ConfigError, "NVCC_THREADS='1_6'", env={"NVCC_THREADS": "1_6"}),
+    ),
+    "sde-underscore": (
+        "integers",
+        Case(
+            B,
+            ConfigError,
+            "SOURCE_DATE_EPOCH='1_700_000_000'",
+            env={"SOURCE_DATE_EPOCH": "1_700_000_000"},
+        ),
+    ),
+    "sde-plus-sign": (
+        "integers",
+        Case(
+            B,
+            ConfigError,
+            "SOURCE_DATE_EPOCH='+1700000000'",
+            env={"SOURCE_DATE_EPOCH": "+1700000000"},
+        ),
+    ),
+    "member-cap-zero": (
+        "integers",
+        Case(
+            ("inspect", "{root}/" + WHEEL),
+            ConfigError,
+            "WHEELFORGE_MAX_MEMBER_BYTES='0'",
+            env={"WHEELFORGE_MAX_MEMBER_BYTES": "0"},
+            files={WHEEL: lambda: wheel(METADATA, ("demo/_C.abi3.so", ELF))},
+        ),
+    ),
+    "ratio-cap-inf": (
+        "integers",
+        Case(
+            ("check", "{root}/" + WHEEL),
+            ConfigError,
+            "WHEELFORGE_MAX_RATIO='inf'",
+            env={"WHEELFORGE_MAX_RATIO": "inf"},
+            files={WHEEL: lambda: wheel(METADATA, ("demo/_C.abi3.so", ELF))},
+        ),
+    ),
+    "jobs-underscore": ("integers", Case((*B, "-j", "1_0"), USAGE, "'1_0' is not a valid")),
+    "jobs-above-the-bound": ("integers", Case((*B, "-j", "5000"), USAGE, "'5000' is not a valid")),
+    "size-budget-inf": (
+        "integers",
+        Case((*B, "--size-budget", "infMiB"), ConfigError, "--size-budget: 'infMiB'"),
+    ),
+    "size-budget-nan": (
+        "integers",
+        Case((*B, "--size-budget", "nanMiB"), ConfigError, "--size-budget: 'nanMiB'"),
+    ),
+    "size-budget-exponent": (
+        "integers",
+        Case((*B, "--size-budget", "1e999MiB"), ConfigError, "--size-budget: '1e999MiB'"),
+    ),
+    "size-budget-negative": (
+        "integers",
+        Case((*B, "--size-budget", "-5MiB"), ConfigError, "--size-budget: '-5MiB'"),
+    ),
+    "size-budget-underscore": (
+        "integers",
+        Case((*B, "--size-budget", "1_0MiB"), ConfigError, "--size-budget: '1_0MiB'"),
+    ),
+    "target-underscore": (
+        "integers",
+        Case(
+            ("check", "--target", "2.1_0", "{root}/x.so"),
+            USAGE,
+            "'2.1_0' is not a torch version",
+            files={"x.so": ELF},
+        ),
+    ),
+    "archs-underscore": (
+        "integers",
+        Case((*B, "--archs", "1_0.0"), ConfigError, "'1_0.0' is not a CUDA arch"),
+    ),
+    "archs-plus-sign": (
+        "integers",
+        Case((*B, "--archs", "+8.0"), ConfigError, "'+8.0' is not a CUDA arch"),
+    ),
+    "cuda-underscore": (
+        "integers",
+        Case(
+            B,
+            ConfigError,
+            "is neither 'auto' nor a CUDA release",
+            matrix=GOOD_MATRIX + "cuda: ['1_3.0']\n",
+        ),
+    ),
+    "unused-for-underscore": (
+        "integers",
+        Case(("cache", "prune", "--unused-for", "3_0"), USAGE, "'3_0' is not a valid"),
+    ),
+    "toolkit-install-underscore": (
+        "integers",
+        Case(("toolkit", "install", "1_3.0"), ConfigError, "'1_3.0' is a malformed CUDA release"),
+    ),
+    "python-abi-underscore": (
+        "integers",
+        Case(
+            ("check", "--target", "2.10", "--python-abi", "cp3_10", "{root}/x.so"),
+            USAGE,
+            "'cp3_10' is not like cp310",
+            files={"x.so": ELF},
+        ),
+    ),
+    # --- record: check holds a wheel to its RECORD -------------------------------------------
+    "record-wrong-size": (
+        "record",
+        Case(
+            ("check", "{root}/" + WHEEL),
+            VerificationError,
+            "'demo/x.py'",
+            files={
+                WHEEL: lambda: _with_record(
+                    record_row(METADATA)
+                    + record_row(X_PY).replace(",6\n", ",7\n")
+                    + "demo-1.0.dist-info/RECORD,,\n"
+                )
+            },
+        ),
+    ),
+    "record-bad-csv": (
+        "record",
+        Case(
+            ("check", "{root}/" + WHEEL),
+            VerificationError,
+            "RECORD",
+            files={WHEEL: lambda: _with_record(_true_rows() + '"demo/y.py,sha256=abc,1\n')},
+        ),
+    ),
+    "record-not-base64": (
+        "record",
+        Case(
+            ("check", "{root}/" + WHEEL),
+            VerificationError,
+            "'demo/x.py'",
+            files={
+                WHEEL: lambda: _with_record(
+                    record_row(METADATA) + "demo/x.py,sha256=!!!,6\ndemo-1.0.dist-info/RECORD,,\n"
+                )
+            },
+        ),
+    ),
+    "record-not-utf8": (
+        "record",
+        Case(
+            ("check", "{root}/" + WHEEL),
+            VerificationError,
+            "RECORD",
+            files={
+                WHEEL: lambda: wheel(
+                    METADATA, X_PY, ("demo-1.0.dist-info/RECORD", b"demo/x.py,\xff,6\n")
+                )
+            },
+        ),
+    ),
+    "record-absolute-row": (
+        "record",
+        Case(
+            ("check", "{root}/" + WHEEL),
+            VerificationError,
+            "/etc/passwd",
+            files={WHEEL: lambda: _with_record(_true_rows() + "/etc/passwd,sha256=abc,1\n")},
+        ),
+    ),
+    "record-size-not-a-number": (
+        "record",
+        Case(
+            ("check", "{root}/" + WHEEL),
+            VerificationError,
+            "'demo/x.py'",
+            files={
+                WHEEL: lambda: _with_record(
+                    record_row(METADATA)
+                    + record_row(X_PY).replace(",6\n", ",٦\n")
+                    + "demo-1.0.dist-info/RECORD,,\n"
+                )
+            },
+        ),
+    ),
+    "record-size-huge": (
+        "record",
+        Case(
+            ("check", "{root}/" + WHEEL),
+            VerificationError,
+            "'demo/x.py'",
+            files={
+                WHEEL: lambda: _with_record(
+                    record_row(METADATA)
+                    + record_row(X_PY).replace(",6\n", "," + "9" * 5000 + "\n")
+                    + "demo-1.0.dist-info/RECORD,,\n"
+                )
+            },
+        ),
+    ),
+    "record-field-huge": (
+        "record",
+        Case(
+            ("check", "{root}/" + WHEEL),
+            VerificationError,
+            "its RECORD is not CSV an installer reads (field larger than field limit",
+            files={WHEEL: lambda: _with_record(_true_rows() + "a" * 200_000 + ",sha256=abc,1\n")},
+        ),
+    ),
+    "record-two-dist-infos": (
+        "record",
+        Case(
+            ("check", "{root}/" + WHEEL),
+            VerificationError,
+            "has 2 .dist-info folders (demo-1.0.dist-info, other-2.0.dist-info)",
+            files={
+                WHEEL: lambda: recorded(
+                    METADATA, X_PY, ("other-2.0.dist-info/METADATA", "Name: other\nVersion: 2.0\n")
+                )
+            },
+        ),
+    ),
+    # --- folders: --out, --build-dir, --cache-dir --------------------------------------------
+    "out-link-loop": (
+        "folders",
+        Case(
+            (*B, "--out", "{root}/o"),
+            EnvironmentProblem,
+            "--out {root}/o",
+            files={"o": Link("{root}/o")},
+        ),
+    ),
+    "out-socket": (
+        "folders",
+        Case((*B, "--out", "{root}/o"), EnvironmentProblem, "--out {root}/o", files={"o": SOCKET}),
+    ),
+    "build-dir-link-to-dev-null": (
+        "folders",
+        Case(
+            (*B, "--build-dir", "{root}/bd"),
+            EnvironmentProblem,
+            "--build-dir /dev/null is a character device, not a folder",
+            files={"bd": Link("/dev/null")},
+        ),
+    ),
+    "cache-dir-fifo": (
+        "folders",
+        Case(
+            (*B, "--cache-dir", "{root}/c"),
+            USAGE,
+            "{root}/c is a FIFO (named pipe), not a folder",
+            files={"c": FIFO},
+        ),
+    ),
+    "cache-dir-link-to-a-file": (
+        "folders",
+        Case(
+            (*B, "--cache-dir", "{root}/c"),
+            USAGE,
+            "{root}/c is a file, not a folder",
+            files={"c": Link("{root}/csrc/ops.cpp")},
+        ),
+    ),
+    "inspect-socket": (
+        "reads",
+        Case(("inspect", "{root}/s"), ConfigError, "is a socket", files={"s": SOCKET}),
+    ),
+    "check-link-to-dev-zero": (
+        "reads",
+        Case(TARGET, ConfigError, "character device", files={"x.so": Link("/dev/zero")}),
+    ),
+}
+
+
+def test_the_round_is_large_enough() -> None:
+    assert len(ROUND) + len(TERMINAL) >= 40
+
+
+@pytest.mark.parametrize("name", list(ROUND))
+def test_hostile_input_is_one_line_and_the_right_exit_code(
+    name: str,
+    project: object,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    run_case(ROUND[name][1], project, tmp_path, monkeypatch, capsys)
+
+
+# --- terminal: names from a wheel reach the terminal as text (log.printable) -----------------
+# C1 controls (0x9b is CSI to a terminal that reads 8-bit controls), DEL, the bidirectional
+# overrides that reorder what is shown (Trojan Source), a carriage return that overwrites.
+TERMINAL = {
+    "c1-csi": "demo/\x9b31mred.abi3.so",
+    "del": "demo/a\x7fb.abi3.so",
+    "bidi-override": "demo/\u202eos.3iba.x",
+    "bidi-isolate": "demo/\u2066x\u2069.abi3.so",
+    "carriage-return": "demo/ok.abi3.so\rgood",
+    "backspaces": "demo/evil" + "\b" * 4 + "good.abi3.so",
+}
+
+
+@pytest.mark.parametrize("command", ["inspect", "check"])
+@pytest.mark.parametrize("name", list(TERMINAL))
+def test_control_and_bidi_characters_in_member_names_are_shown_escaped(
+    command: str,
+    name: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from wheelforge.interface.cli import main
+
+    member = TERMINAL[name]
+    monkeypatch.setenv("WF_CORPUS_TMP", str(tmp_path))
+    path = tmp_path / WHEEL
+    path.write_bytes(wheel(METADATA, (member, ELF)))
+    main([command, str(path)])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    raw = [c for c in member if not c.isprintable()]
+    assert raw and not [c for c in raw if c in out + err], out + err
+
+
+def test_every_class_is_counted() -> None:
+    classes = {klass for klass, _ in ROUND.values()}
+    assert classes == {"reads", "writes", "integers", "record", "folders"}
