@@ -188,6 +188,26 @@ ROUND: dict[str, tuple[str, Case]] = {
             files={"proj/setup.py": SOCKET},
         ),
     ),
+    # init runs setup.py by default: one Python cannot parse is refused before any child runs
+    # (the child's traceback said '<frozen runpy> failed at line 259').
+    "init-run-setup-syntax": (
+        "reads",
+        Case(
+            ("init", "{root}/proj"),
+            ConfigError,
+            "setup.py:1: not valid Python ('(' was never closed)",
+            files={"proj/setup.py": "setup(\n"},
+        ),
+    ),
+    "init-run-setup-nul": (
+        "reads",
+        Case(
+            ("init", "{root}/proj"),
+            ConfigError,
+            "setup.py: not valid Python (source code string cannot contain null bytes)",
+            files={"proj/setup.py": b"setup()\0\n"},
+        ),
+    ),
     # --- writes: --report checked before the build, never read, never renamed over a stream --
     "report-folder": (
         "writes",

@@ -322,3 +322,23 @@ def test_what_the_tests_import_becomes_their_requirements(tmp_path: Path) -> Non
     assert not any("mtia" in h for h in result.hand)  # its try/except ImportError guards it
     result = render(build, InitChoices(torch=("2.13.0",)))
     assert "tests: they import composer; add the distributions" in " ".join(result.hand)
+
+
+def test_a_failing_setup_py_is_shown_in_short_lines_without_a_traceback_header(
+    tmp_path: Path,
+) -> None:
+    """Issue 21: a setup.py with a 400 kB literal printed that line whole; its own traceback
+    is the project's, shown as its frames and error, each line cut."""
+    from wheelforge.configuration.importers import setupcapture
+
+    trace = (
+        'Traceback (most recent call last):\n  File "setup.py", line 2, in <module>\n'
+        f"    setup(version=v('{'a' * 400_000}'))\nNameError: name 'v' is not defined\n"
+    )
+    error = {"type": "NameError", "message": "name 'v' is not defined", "where": "setup.py:2"}
+    failure = setupcapture._failure(tmp_path, {"error": {**error, "traceback": trace}})
+    assert "setup.py failed at line 2: NameError" in failure.message
+    assert failure.details is not None
+    assert "Traceback (most recent call last)" not in failure.details
+    assert max(len(line) for line in failure.details.splitlines()) < 300
+    assert "(400,024 characters)" in failure.details

@@ -318,15 +318,25 @@ def _setup_args(call: ast.Call, ev: _Evaluator, notes: list[str]) -> dict[str, o
     return out
 
 
+_FIX = "init reads it without running it; fix it, or write matrix.yaml from docs/your-extension.md"
+
+
 def scan_setup_py(path: Path) -> SetupScan:
     """The extensions and setup() arguments of *path*, read without running it (within
     readers.CONFIG_CAP, UTF-8); a file Python cannot parse is one ConfigError naming it."""
-    text = readers.read_text(path, cap=readers.CONFIG_CAP)
-    fix = (
-        "init reads it without running it; fix it, or write matrix.yaml from docs/your-extension.md"
-    )
+    tree, fix = parse_setup_py(path), _FIX
     try:
-        tree = ast.parse(text, filename=str(path))
+        return _scan(tree)
+    except RecursionError:
+        raise ConfigError(f"{path}: its expressions are nested too deeply to read; {fix}") from None
+
+
+def parse_setup_py(path: Path, *, fix: str = _FIX) -> ast.Module:
+    """*path* parsed (within readers.CONFIG_CAP, UTF-8): a file Python cannot parse, and so
+    cannot run either, is one ConfigError naming it and its line (*fix*: what to do)."""
+    text = readers.read_text(path, cap=readers.CONFIG_CAP)
+    try:
+        return ast.parse(text, filename=str(path))
     except SyntaxError as exc:
         where = f"{path}:{exc.lineno}" if exc.lineno else str(path)
         raise ConfigError(f"{where}: not valid Python ({_short(str(exc.msg))}); {fix}") from None
@@ -334,10 +344,6 @@ def scan_setup_py(path: Path) -> SetupScan:
         raise ConfigError(
             f"{path}: cannot be parsed as Python ({_short(str(exc)) or type(exc).__name__}); {fix}"
         ) from None
-    try:
-        return _scan(tree)
-    except RecursionError:
-        raise ConfigError(f"{path}: its expressions are nested too deeply to read; {fix}") from None
 
 
 def _scan(tree: ast.Module) -> SetupScan:
