@@ -862,12 +862,14 @@ CASES: list[Case] = [
         short_lines(
             either(
                 refused("", 2),
-                refused("setup.py failed at line 2: NameError", 3),  # it runs: v is not defined
+                refused("setup.py failed at line 3: NameError", 3),  # it runs: v is not defined
                 succeeds(),
             )
         ),
         _setup_py(
-            b"from setuptools import setup\nsetup(name='x', version=v('" + b"a" * 400_000 + b"'))\n"
+            b"from setuptools import setup\nfrom torch.utils.cpp_extension import CUDAExtension\n"
+            b"setup(name='x', version=v('" + b"a" * 400_000 + b"'), "
+            b"ext_modules=[CUDAExtension('x._C', ['k.cu'])])\n"
         ),
     ),
     Case(

@@ -595,3 +595,17 @@ def test_control_and_bidi_characters_in_member_names_are_shown_escaped(
 def test_every_class_is_counted() -> None:
     classes = {klass for klass, _ in ROUND.values()}
     assert classes == {"reads", "writes", "integers", "record", "folders"}
+
+
+def test_docs_robustness_counts_are_current() -> None:
+    """docs/robustness.md's issue-21 section is what tools/robustness_table.py makes of the
+    recorded runs and of this round (a case added here needs the section made again)."""
+    import importlib.util
+
+    tool = Path(__file__).resolve().parents[2] / "tools" / "robustness_table.py"
+    spec = importlib.util.spec_from_file_location("robustness_table", tool)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    made = module.section(module._load(module.BEFORE), module._load(module.AFTER))
+    assert made in module.DOC.read_text(encoding="utf-8"), "run: python tools/robustness_table.py"
