@@ -194,14 +194,15 @@ def test_counts() -> list[str]:
     from tests.unit import test_bad_inputs, test_hostile_round
 
     rnd = Counter(k for k, _ in test_hostile_round.ROUND.values())
-    rnd["terminal (log.printable)"] = len(test_hostile_round.TERMINAL) * 2  # inspect and check
+    rnd["terminal (log.printable)"] = test_hostile_round.terminal_cases()
     total = sum(rnd.values())
     out = [
         "### The new round as tests (tests/unit/test_hostile_round.py)",
         "",
         f"{total} cases beyond the issue's list, each exactly one `error:` line naming the bad "
-        "thing with its class's exit code and no traceback (the names: six member names, each "
-        "through `inspect` and `check`, shown escaped):",
+        "thing with its class's exit code and no traceback (terminal: member names with control, "
+        "bidirectional or zero-width characters, of a classic wheel, or of 60,000 characters, "
+        "each through `inspect` and `check`, shown escaped and short):",
         "",
         "| class | cases |",
         "| --- | ---: |",

@@ -83,11 +83,24 @@ _CONTROL_RE = re.compile(
 )
 
 
+# A run of characters without a space longer than this is shown cut in its middle: a wheel
+# member's name can be 65,535 characters, a literal in setup.py 400 kB; no command argument or
+# path is this long.
+RUN_CAP = 1000
+_RUN_RE = re.compile(rf"\S{{{RUN_CAP + 1},}}")
+
+
 def printable(text: str) -> str:
     """*text* with every control character written as ``\\xNN`` and every invisible format
     character as ``\\uNNNN``, so names that come from files (wheel members, paths) reach the
-    terminal as text, never as escape sequences or reordered."""
-    return _CONTROL_RE.sub(_escaped, text)
+    terminal as text, never as escape sequences or reordered; a run of over RUN_CAP characters
+    without a space is cut in its middle, its length said."""
+    return _RUN_RE.sub(_cut, _CONTROL_RE.sub(_escaped, text))
+
+
+def _cut(match: re.Match[str]) -> str:
+    run = match[0]
+    return f"{run[:600]}…{run[-200:]} ({len(run):,} characters)"
 
 
 def _escaped(match: re.Match[str]) -> str:

@@ -48,7 +48,7 @@ def check_table(checks: Sequence[BinaryCheck]) -> Group:
                 wheel_path, member = split_member(c.path)
                 name = member if wheel_path else Path(c.path).name
             if not floors:
-                table.add_row(name, c.role or "-", _status(c))
+                table.add_row(Text(printable(name)), c.role or "-", _status(c))
                 continue
             table.add_row(
                 Text(printable(name)),  # data: never markup, never escape sequences
