@@ -1388,6 +1388,58 @@ CASES += [
         lambda b: _with_record_line(b / WHEEL, "gone.py,sha256=x,1\n"),
     ),
     _new(
+        "check-record-field-huge",
+        "check a wheel whose RECORD holds a 200 kB field (beyond csv's limit)",
+        lambda b: ["check", str(b / WHEEL)],
+        refused("RECORD is not CSV", 4),
+        lambda b: _with_record_line(b / WHEEL, "a" * 200_000 + ",sha256=x,1\n"),
+    ),
+    _new(
+        "check-two-dist-infos",
+        "check a wheel of two .dist-info folders (pip refuses it)",
+        lambda b: ["check", str(b / WHEEL)],
+        refused(".dist-info folders", 4),
+        lambda b: wheel(
+            b / WHEEL,
+            {
+                "demo-1.0.dist-info/METADATA": META,
+                "other-2.0.dist-info/METADATA": "Name: other\nVersion: 2.0\n",
+            },
+        ),
+    ),
+    _new(
+        "inspect-bidi-name",
+        "inspect a wheel whose member name holds U+202E (Trojan Source)",
+        lambda b: ["inspect", str(b / WHEEL)],
+        succeeds(lambda r: "U+202E reached the terminal" if "\u202e" in r.out + r.err else None),
+        lambda b: wheel(
+            b / WHEEL, {"demo-1.0.dist-info/METADATA": META, "demo/\u202eos.3iba.x": ELF}
+        ),
+    ),
+    _new(
+        "check-huge-member-name",
+        "check a wheel whose member name is 60,000 characters",
+        lambda b: ["check", str(b / WHEEL)],
+        short_lines(either(refused("", 4), succeeds())),
+        lambda b: wheel(
+            b / WHEEL, {"demo-1.0.dist-info/METADATA": META, f"demo/{'a' * 60_000}.abi3.so": ELF}
+        ),
+    ),
+    _new(
+        "build-dir-link-to-dev-null",
+        "--build-dir is a link to /dev/null",
+        lambda b: [*build(b), "--build-dir", str(b / "bd")],
+        refused("is a character device, not a folder", 5),
+        lambda b: (project(b), (b / "bd").symlink_to("/dev/null")),
+    ),
+    _new(
+        "cache-dir-fifo",
+        "--cache-dir is a FIFO",
+        lambda b: ["build", *matrix(b), *BUILD, "--cache-dir", str(b / "c")],
+        refused("is a FIFO (named pipe), not a folder", 2),
+        lambda b: (project(b), fifo(b / "c")),
+    ),
+    _new(
         "init-pyproject-dev-zero",
         "init where pyproject.toml is /dev/zero",
         lambda b: ["init", str(b / "p")],

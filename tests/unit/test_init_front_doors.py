@@ -341,4 +341,4 @@ def test_a_failing_setup_py_is_shown_in_short_lines_without_a_traceback_header(
     assert failure.details is not None
     assert "Traceback (most recent call last)" not in failure.details
     assert max(len(line) for line in failure.details.splitlines()) < 300
-    assert "(400,024 characters)" in failure.details
+    assert "(400,024 characters)" in failure.details  # its frame line, cut

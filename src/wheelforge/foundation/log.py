@@ -100,7 +100,7 @@ def printable(text: str) -> str:
 
 def _cut(match: re.Match[str]) -> str:
     run = match[0]
-    return f"{run[:600]}…{run[-200:]} ({len(run):,} characters)"
+    return f"{run[:120]}…{run[-60:]} ({len(run):,} characters)"
 
 
 def _escaped(match: re.Match[str]) -> str:
