@@ -144,6 +144,11 @@ _HOSTILE = st.sampled_from(
         "\r\n",
         "\0",
         "\x1b[2J",
+        "\x9b31m",  # C1 CSI
+        "\u202e",  # right-to-left override (Trojan Source)
+        "\u2066",  # left-to-right isolate
+        "\u200b",  # zero-width space
+        "x" * 140_000,  # a field beyond csv's limit (128 KiB), a name a zip allows
         "\ud800",
         ".",
         "+",
@@ -255,3 +260,17 @@ def test_record_rule_on_fuzzed_records(wheel_path: Path, member: bytes, record: 
     wheel_path.write_bytes(_recorded_wheel(member, _raw(record + "\n" + record.replace(",", "\n"))))
     with contextlib.suppress(BinaryFormatError, ConfigError):
         abicheck.check_paths([wheel_path], torch=None, python=None, guards={})
+
+
+@FUZZ
+@given(texts)
+def test_printable_leaves_nothing_a_terminal_acts_on(text: str) -> None:
+    """log.printable, which every name from a file goes through before the terminal: no control
+    or invisible format character left, and no run without a space over its cap."""
+    import re
+
+    from wheelforge.foundation import log
+
+    shown = log.printable(text)
+    assert not log._CONTROL_RE.search(shown)
+    assert all(len(run) <= log.RUN_CAP for run in re.findall(r"\S+", shown))
