@@ -67,7 +67,7 @@ CLASSES: tuple[tuple[str, tuple[str, ...]], ...] = (
         "writes and folders (writers.py, preflight)",
         ("report-", "step-summary-", "out-", "build-dir-", "cache-dir-"),
     ),
-    ("wheel contents (check)", ("check-", "escape-in-")),
+    ("wheel contents (check, inspect)", ("check-", "inspect-", "escape-in-")),
     ("packed files", ("pack-",)),
     ("metadata", ("metadata-", "summary-")),
     (
