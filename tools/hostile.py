@@ -336,6 +336,15 @@ def _with_record_line(path: Path, line: str) -> None:
             zf.writestr(name, blob)
 
 
+def _readme_project(box: Path, make: Callable[[Path], object]) -> None:
+    """The project with a pyproject.toml whose [project] readme is R.md, made by *make*."""
+    proj = project(box, lambda t: t.replace("pyproject: false", "pyproject: p.toml"))
+    (proj / "p.toml").write_text(
+        '[project]\nname = "wheelforge-kernels"\nversion = "0.1.0"\nreadme = "R.md"\n'
+    )
+    make(proj / "R.md")
+
+
 def _huge_matrix(box: Path) -> None:
     """matrix.yaml with arch sets enough for 62 MB: each one a few YAML nodes in memory."""
     proj = project(box)
@@ -1438,6 +1447,20 @@ CASES += [
         lambda b: ["build", *matrix(b), *BUILD, "--cache-dir", str(b / "c")],
         refused("is a FIFO (named pipe), not a folder", 2),
         lambda b: (project(b), fifo(b / "c")),
+    ),
+    _new(
+        "pyproject-readme-3gb",
+        "[project] readme is a 3 GB file (sparse) under a 4 GB cap",
+        lambda b: ["matrix", *matrix(b), *cache(b)],
+        refused("R.md could not be read: it is 3072 MiB, above the cap", 2),
+        lambda b: _readme_project(b, lambda r: r.open("wb").truncate(3 << 30)),
+    ),
+    _new(
+        "pyproject-readme-fifo",
+        "[project] readme is a FIFO",
+        lambda b: ["matrix", *matrix(b), *cache(b)],
+        refused("R.md could not be read: it is a FIFO", 2),
+        lambda b: _readme_project(b, os.mkfifo),
     ),
     _new(
         "init-pyproject-dev-zero",

@@ -35,6 +35,7 @@ from wheelforge.foundation.errors import (
 )
 
 MiB = 1 << 20
+PROJECT = '[project]\nname = "demo-ops"\nversion = "1.2.0"\n'
 X_PY = ("demo/x.py", "x = 1\n")
 TARGET = ("check", "--target", "2.10", "{root}/x.so")
 
@@ -141,6 +142,42 @@ ROUND: dict[str, tuple[str, Case]] = {
             ConfigError,
             "pyproject.toml could not be read: it is a socket",
             files={"pyproject.toml": SOCKET},
+        ),
+    ),
+    # pyproject-metadata reads the readme and a license file whole: through the bounded reader
+    # first (a 3 GB readme was a MemoryError traceback, a FIFO 'Readme file not found').
+    "pyproject-readme-huge": (
+        "reads",
+        Case(
+            B,
+            ConfigError,
+            "R.md could not be read: it is 17 MiB, above the cap",
+            files={"pyproject.toml": PROJECT + 'readme = "R.md"\n', "R.md": Sparse(17 * MiB)},
+        ),
+    ),
+    "pyproject-readme-fifo": (
+        "reads",
+        Case(
+            B,
+            ConfigError,
+            "R.md could not be read: it is a FIFO",
+            files={
+                "pyproject.toml": PROJECT
+                + 'readme = {file = "R.md", content-type = "text/markdown"}\n',
+                "R.md": FIFO,
+            },
+        ),
+    ),
+    "pyproject-license-file-device": (
+        "reads",
+        Case(
+            B,
+            ConfigError,
+            "L.txt could not be read: it is a character device",
+            files={
+                "pyproject.toml": PROJECT + 'license = {file = "L.txt"}\n',
+                "L.txt": Link("/dev/zero"),
+            },
         ),
     ),
     "init-setup-folder": (
