@@ -180,6 +180,18 @@ ROUND: dict[str, tuple[str, Case]] = {
             },
         ),
     ),
+    # Every file of a header library's include folder is hashed: a 100 GB one took minutes.
+    "header-library-file-huge": (
+        "reads",
+        Case(
+            B,
+            ConfigError,
+            "big.h is 300 MiB, in the include folder of a header library",
+            matrix=GOOD_MATRIX
+            + "header-libraries:\n  - name: hl\n    path: hl\n    version: '1.0'\n",
+            files={"hl/include/a.h": "#pragma once\n", "hl/include/big.h": Sparse(300 * MiB)},
+        ),
+    ),
     "init-setup-folder": (
         "reads",
         Case(

@@ -251,6 +251,11 @@ def _files(folders: Sequence[Path]) -> list[Path]:
     return sorted(found)
 
 
+# The largest file an include folder may hold (CUTLASS's largest header is ~1 MiB; a 100 GB
+# file there was hashed for minutes before any compile).
+FILE_CAP = 256 << 20
+
+
 def content_digest(folders: Sequence[Path], *, cache: Path | None) -> str:
     """sha256 of every file under *folders*: its path relative to its folder and its own
     sha256. Cached by every file's size and mtime (probecache): a build whose library is
@@ -258,7 +263,14 @@ def content_digest(folders: Sequence[Path], *, cache: Path | None) -> str:
     files = _files(folders)
     stats = hashlib.sha256()
     for path in files:
-        stats.update(f"{path}\0{probecache.stat_of(path)}\n".encode())
+        stat = probecache.stat_of(path)
+        if stat is not None and stat[0] > FILE_CAP:
+            raise ConfigError(
+                f"{path} is {stat[0] >> 20:,} MiB, in the include folder of a header library "
+                f"(wheelforge hashes every file there, each at most {FILE_CAP >> 20} MiB); "
+                "move it out of the include folder"
+            )
+        stats.update(f"{path}\0{stat}\n".encode())
     key = {"stats": stats.hexdigest()}
 
     def probe() -> tuple[dict[str, object], list[Path]]:
