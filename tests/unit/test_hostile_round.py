@@ -192,6 +192,35 @@ ROUND: dict[str, tuple[str, Case]] = {
             files={"hl/include/a.h": "#pragma once\n", "hl/include/big.h": Sparse(300 * MiB)},
         ),
     ),
+    # A source that is not a regular file: the compiler would wait on a FIFO for the build's
+    # whole deadline, or read a device forever.
+    "source-fifo": (
+        "reads",
+        Case(
+            B,
+            ConfigError,
+            "'csrc/*.cu' matches evil.cu, which is a FIFO (named pipe); sources must be regular",
+            files={"csrc/evil.cu": FIFO},
+        ),
+    ),
+    "source-link-to-dev-zero": (
+        "reads",
+        Case(
+            B,
+            ConfigError,
+            "'csrc/*.cu' matches zero.cu, which is a character device",
+            files={"csrc/zero.cu": Link("/dev/zero")},
+        ),
+    ),
+    "source-dangling-link": (
+        "reads",
+        Case(
+            B,
+            ConfigError,
+            "'csrc/*.cu' matches gone.cu, which is unreadable (No such file or directory)",
+            files={"csrc/gone.cu": Link("{root}/nowhere.cu")},
+        ),
+    ),
     "init-setup-folder": (
         "reads",
         Case(
