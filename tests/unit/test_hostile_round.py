@@ -332,6 +332,36 @@ ROUND: dict[str, tuple[str, Case]] = {
             files={"r.json": Link("{root}/r.json")},
         ),
     ),
+    # $GITHUB_STEP_SUMMARY is appended to, never read or replaced: a file of the kernel, a
+    # folder, a link loop leave the build's own error the one line.
+    "step-summary-kernel-file": (
+        "writes",
+        Case(
+            (*B, "--archs", "sm_80", "--ci", "github"),
+            ConfigError,
+            "'sm_80' is not a CUDA arch",
+            env={"GITHUB_STEP_SUMMARY": "/proc/version"},
+        ),
+    ),
+    "step-summary-folder": (
+        "writes",
+        Case(
+            (*B, "--archs", "sm_80", "--ci", "github"),
+            ConfigError,
+            "'sm_80' is not a CUDA arch",
+            env={"GITHUB_STEP_SUMMARY": "{root}/csrc"},
+        ),
+    ),
+    "step-summary-link-loop": (
+        "writes",
+        Case(
+            (*B, "--archs", "sm_80", "--ci", "github"),
+            ConfigError,
+            "'sm_80' is not a CUDA arch",
+            env={"GITHUB_STEP_SUMMARY": "{root}/s.md"},
+            files={"s.md": Link("{root}/s.md")},
+        ),
+    ),
     # --- integers: ASCII digits only, bounded, in one place ----------------------------------
     "max-jobs-underscore": (
         "integers",
