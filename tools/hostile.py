@@ -1144,6 +1144,15 @@ CASES += [
         env={"SOURCE_DATE_EPOCH": "999999999999999"},
     ),
     _new(
+        "sde-year-2108",
+        "SOURCE_DATE_EPOCH in 2108 (a zip's dates end in 2107)",
+        build,
+        refused("SOURCE_DATE_EPOCH=", 2),
+        project,
+        env={"SOURCE_DATE_EPOCH": "4354819200"},
+        timeout=900,
+    ),
+    _new(
         "member-cap-huge",
         "WHEELFORGE_MAX_MEMBER_BYTES of 5,000 digits",
         lambda b: ["inspect", str(b / WHEEL)],

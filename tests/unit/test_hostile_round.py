@@ -401,6 +401,16 @@ ROUND: dict[str, tuple[str, Case]] = {
             env={"SOURCE_DATE_EPOCH": "+1700000000"},
         ),
     ),
+    # A zip's dates end in 2107: 2108 was a struct.error when the wheel was packed.
+    "sde-beyond-the-zip-format": (
+        "integers",
+        Case(
+            B,
+            ConfigError,
+            "SOURCE_DATE_EPOCH='4354819200' must be whole seconds since 1970, before 2108",
+            env={"SOURCE_DATE_EPOCH": "4354819200"},
+        ),
+    ),
     "member-cap-zero": (
         "integers",
         Case(

@@ -188,8 +188,8 @@ def source_date_epoch(value: str | None) -> int | None:
     seconds = numbers.whole(value, high=numbers.MAX_EPOCH)
     if seconds is None:
         raise ConfigError(
-            f"SOURCE_DATE_EPOCH={_shown(value)} must be whole seconds since 1970 (e.g. $(git log -1 "
-            "--format=%ct)); unset it or fix it"
+            f"SOURCE_DATE_EPOCH={_shown(value)} must be whole seconds since 1970, before 2108 "
+            "(a wheel's zip dates end in 2107; e.g. $(git log -1 --format=%ct)); unset it or fix it"
         )
     return seconds
 

@@ -22,7 +22,9 @@ _DIGITS_RE = re.compile(r"[0-9]+", re.ASCII)
 MAX_VERSION_DIGITS = 18
 # Largest values of the things wheelforge counts.
 MAX_JOBS = 4096  # parallel compile jobs, nvcc threads
-MAX_EPOCH = 253402300799  # SOURCE_DATE_EPOCH: 9999-12-31T23:59:59Z, the zip format's horizon
+# SOURCE_DATE_EPOCH: 2107-12-31T23:59:59Z, the zip format's horizon (its dates count years from
+# 1980 in 7 bits: 2108 was a struct.error when the wheel was packed, after the whole compile).
+MAX_EPOCH = 4354819199
 MAX_BYTES = 1 << 50  # a size in bytes (1 PiB): caps, budgets
 MAX_MINOR = 999  # a version's major or minor number (torch 2.10, cp310)
 
