@@ -453,6 +453,29 @@ ROUND: dict[str, tuple[str, Case]] = {
         "integers",
         Case((*B, "--size-budget", "1_0MiB"), ConfigError, "--size-budget: '1_0MiB'"),
     ),
+    "matrix-size-budget-inf": (
+        "integers",
+        Case(
+            B,
+            ConfigError,
+            "size-budget: 'infMiB' is not a size",
+            matrix=GOOD_MATRIX + "size-budget: infMiB\n",
+        ),
+    ),
+    "matrix-size-budget-negative": (
+        "integers",
+        Case(B, ConfigError, "size-budget", matrix=GOOD_MATRIX + "size-budget: -1MiB\n"),
+    ),
+    "matrix-size-budget-exponent": (
+        "integers",
+        Case(B, ConfigError, "size-budget", matrix=GOOD_MATRIX + "size-budget: 1e999MiB\n"),
+    ),
+    "matrix-python-abi-huge": (
+        "integers",
+        Case(
+            B, ConfigError, "python-abi", matrix=GOOD_MATRIX + "python-abi: cp3" + "1" * 5000 + "\n"
+        ),
+    ),
     "target-underscore": (
         "integers",
         Case(
