@@ -17,7 +17,7 @@ import pytest
 from tests.unit.fakes import plan_for
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation.errors import VerificationError
-from wheelforge.running import importcheck
+from wheelforge.running.build import importcheck
 from wheelforge.toolchain import probecache, torchprobe, warmtorch
 
 pytest.importorskip("torch")
@@ -100,10 +100,11 @@ def test_an_import_check_success_is_cached_by_the_wheels_bytes(
     plan = dataclasses.replace(
         plan,
         torch=dataclasses.replace(plan.torch, python=PYTHON, watch=(str(watched),)),
-        wheel_library_path="pkg/mod.py",  # a Python module stands in for the extension
+        # a Python module stands in for the extension
+        wheel=dataclasses.replace(plan.wheel, library_path="pkg/mod.py"),
     )
     plan.build_dir.mkdir(parents=True)
-    wheel = _wheel(tmp_path, plan.wheel_library_path, "x = 1\n")
+    wheel = _wheel(tmp_path, plan.wheel.library_path, "x = 1\n")
     calls: list[Path] = []
     real = warmtorch.import_module
 
@@ -113,16 +114,16 @@ def test_an_import_check_success_is_cached_by_the_wheels_bytes(
 
     monkeypatch.setattr(warmtorch, "import_module", counting)
     cache = tmp_path / "cache"
-    assert importcheck.check_import(wheel, plan, cache=cache).startswith("import ")
-    assert importcheck.check_import(wheel, plan, cache=cache).startswith("import ")
+    assert importcheck.check_import(wheel, plan, cache_dir=cache).startswith("import ")
+    assert importcheck.check_import(wheel, plan, cache_dir=cache).startswith("import ")
     assert len(calls) == 1  # the same bytes under the same torch: not imported again
     (watched / "new-package").mkdir()  # a package installed: the torch may differ now
-    importcheck.check_import(wheel, plan, cache=cache)
+    importcheck.check_import(wheel, plan, cache_dir=cache)
     assert len(calls) == 2
-    broken = _wheel(tmp_path, plan.wheel_library_path, "raise ImportError('boom')\n")
+    broken = _wheel(tmp_path, plan.wheel.library_path, "raise ImportError('boom')\n")
     for _ in range(2):  # a failure is never cached
         with pytest.raises(VerificationError, match="ImportError: boom"):
-            importcheck.check_import(broken, plan, cache=cache)
+            importcheck.check_import(broken, plan, cache_dir=cache)
     assert len(calls) == 4
 
 

@@ -9,7 +9,9 @@ from packaging.version import Version
 from wheelforge.configuration import releases
 from wheelforge.configuration.archs import ArchSet, parse_arch_list
 from wheelforge.configuration.matrix.model import Matrix
-from wheelforge.planning.plan import VariantPlan, make_plan
+from wheelforge.configuration.settings import Compilers
+from wheelforge.planning.plan import PlanInputs, VariantPlan
+from wheelforge.planning.planner import make_plan
 from wheelforge.planning.variants import Variant
 from wheelforge.toolchain.choice import ToolkitChoice
 from wheelforge.toolchain.toolkit import Toolkit
@@ -73,19 +75,25 @@ def plan_for(
     arch_set = ArchSet("default", parse_arch_list(archs, source="test"))
     tk = tk or toolkit()
     return make_plan(
-        matrix=matrix,
-        variant=Variant(
+        plan_inputs(matrix, tmp, nvcc_threads=nvcc_threads),
+        Variant(
             id=f"default-{tk.short}",
             arch_set=arch_set,
             choice=ToolkitChoice(toolkit=tk, recipe=None),
             local_label=None,
         ),
-        torch=torch_env(tmp),
+        torch_env(tmp),
         weak_header="#pragma weak aoti_torch_get_current_cuda_stream\n",
+        nvcc_host="/usr/bin/g++",
+    )
+
+
+def plan_inputs(matrix: Matrix, tmp: Path, nvcc_threads: int | None = None) -> PlanInputs:
+    """What a build of *matrix* in *tmp* plans with: one core, no compile cache."""
+    return PlanInputs(
+        matrix=matrix,
         build_root=tmp / "build",
         out_dir=tmp / "dist",
-        cxx="/usr/bin/g++",
-        cc="/usr/bin/gcc",
-        nvcc_host="/usr/bin/g++",
+        compilers=Compilers(cxx="/usr/bin/g++", cc="/usr/bin/gcc"),
         nvcc_threads=nvcc_threads,
     )

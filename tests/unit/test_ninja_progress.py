@@ -6,7 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from wheelforge.configuration.matrix.reader import load_matrix
-from wheelforge.planning import ninja
+from wheelforge.running.build import ninja
 
 from .fakes import plan_for
 
@@ -15,13 +15,15 @@ Project = Callable[..., Path]
 
 def test_job_names_from_descriptions_and_from_commands(project: Project, tmp_path: Path) -> None:
     plan = plan_for(load_matrix(project()), tmp_path)
-    cu = next(s for s in plan.compile_steps if s.source.suffix == ".cu")
+    cu = next(s for s in plan.compile.steps if s.source.suffix == ".cu")
     assert ninja._job_name(f"NVCC {cu.source}", plan) == "NVCC csrc/kernel.cu"
     # ninja -v prints the command line instead of the description.
     obj, src = plan.command_path(cu.object), plan.command_path(cu.source)
     command = f"/usr/bin/nvcc -MF {obj}.d -c {src} -o {obj}"
     assert ninja._job_name(command, plan) == "NVCC csrc/kernel.cu"
-    assert ninja._job_name(f"/usr/bin/g++ -shared -o {plan.library} a.o", plan).startswith("LINK ")
+    assert ninja._job_name(f"/usr/bin/g++ -shared -o {plan.link.library} a.o", plan).startswith(
+        "LINK "
+    )
 
 
 def test_job_times_from_the_ninja_log(tmp_path: Path) -> None:

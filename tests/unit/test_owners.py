@@ -97,7 +97,7 @@ def test_default_folders_and_test_settings(project: Project, tmp_path: Path) -> 
     # A path, or a command name found on the PATH, as --python takes it.
     assert s.torch == () and s.torch_from[0] == python.absolute()
     assert s.torch_from[1] == Path(shutil.which(python.name) or "")
-    assert s.cache == (tmp_path / "c").resolve()
+    assert s.cache_dir == (tmp_path / "c").resolve()
     for bad, why in (
         ("no-such-python-here", "no such command on the PATH"),
         (str(tmp_path), "is a folder"),

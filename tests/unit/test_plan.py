@@ -9,20 +9,22 @@ import pytest
 
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation.errors import ConfigError
-from wheelforge.planning import ninja
-from wheelforge.planning.plan import make_plan
-from wheelforge.running.incremental import auto_nvcc_threads
+from wheelforge.planning import ninjafile
+from wheelforge.planning.parallelism import auto_nvcc_threads
+from wheelforge.planning.planner import make_plan
+from wheelforge.running.build import ninja
+from wheelforge.toolchain.compilecache import CompileCache
 
 from .conftest import GOOD_MATRIX
-from .fakes import plan_for
+from .fakes import plan_for, plan_inputs
 
 Project = Callable[..., Path]
 
 
 def test_flags_follow_the_stable_abi_rules(project: Project, tmp_path: Path) -> None:
     plan = plan_for(load_matrix(project()), tmp_path)
-    cxx = shlex.split(plan.cxx_flags)
-    nvcc = shlex.split(plan.nvcc_flags)
+    cxx = shlex.split(plan.compile.cxx_flags)
+    nvcc = shlex.split(plan.compile.nvcc_flags)
     for flags in (cxx, nvcc):
         assert "-DTORCH_TARGET_VERSION=0x020a000000000000" in flags
         assert "-DPy_LIMITED_API=0x030a0000" in flags
@@ -37,14 +39,14 @@ def test_flags_follow_the_stable_abi_rules(project: Project, tmp_path: Path) -> 
     # Exports are the version script's job, never the sources' visibility (issue 9, defect 1).
     assert not any("visibility" in f for f in (*cxx, *nvcc))
     assert not any(f.startswith("-gencode") for f in nvcc)  # the arch set's flags are separate
-    gencode = shlex.split(plan.gencode)
+    gencode = shlex.split(plan.compile.gencode)
     assert gencode == [
         "-gencode=arch=compute_80,code=sm_80",
         "-gencode=arch=compute_90,code=sm_90",
         "-gencode=arch=compute_90,code=compute_90",
     ]
     assert "--threads" not in nvcc
-    assert plan.nvcc_threads is None
+    assert plan.compile.nvcc_threads == 1  # planned for the one core fakes.plan_inputs gives
 
 
 def test_paths_outside_the_project_stay_absolute(project: Project, tmp_path: Path) -> None:
@@ -77,7 +79,7 @@ def test_auto_nvcc_threads_fill_the_cores() -> None:
 
 def test_link_keeps_libtorch_and_static_cudart(project: Project, tmp_path: Path) -> None:
     plan = plan_for(load_matrix(project()), tmp_path)
-    ld = shlex.split(plan.ldflags)
+    ld = shlex.split(plan.link.ldflags)
     assert "/opt/cuda-13.0.88/lib64/libcudart_static.a" in ld
     assert ld.index("-Wl,--no-as-needed") < ld.index("-ltorch") < ld.index("-Wl,--as-needed")
     assert "-Wl,--exclude-libs,ALL" in ld
@@ -85,22 +87,25 @@ def test_link_keeps_libtorch_and_static_cudart(project: Project, tmp_path: Path)
 
 def test_steps_objects_and_generated_module_init(project: Project, tmp_path: Path) -> None:
     plan = plan_for(load_matrix(project()), tmp_path)
-    rules = {s.source.name: s.rule for s in plan.compile_steps}
+    rules = {s.source.name: s.rule for s in plan.compile.steps}
     assert rules == {"ops.cpp": "cxx", "kernel.cu": "nvcc", "_C_module_init.c": "cc"}
-    objects = [s.object for s in plan.compile_steps]
+    objects = [s.object for s in plan.compile.steps]
     assert len(set(objects)) == len(objects)
     assert all(o.is_relative_to(plan.build_dir / "obj") for o in objects)
-    init = next(g for g in plan.generated if g.path.name == "_C_module_init.c")
+    init = next(g for g in plan.compile.generated if g.path.name == "_C_module_init.c")
     assert "PyInit__C" in init.text and "PyModule_Create" in init.text
-    assert plan.library.name == "_C.abi3.so"
-    assert plan.wheel_library_path == "demo_ops/_C.abi3.so"
-    assert plan.abi_tag == "cp310-abi3"
+    assert plan.link.library.name == "_C.abi3.so"
+    assert plan.wheel.library_path == "demo_ops/_C.abi3.so"
+    assert plan.abi.abi_tag == "cp310-abi3"
 
 
 def test_module_init_can_be_turned_off(project: Project, tmp_path: Path) -> None:
     text = GOOD_MATRIX.replace("include-dirs: [csrc]", "include-dirs: [csrc]\n  module-init: false")
     plan = plan_for(load_matrix(project(text)), tmp_path)
-    assert [g.path.name for g in plan.generated] == ["wheelforge_weak_shims.h", "exports.map"]
+    assert [g.path.name for g in plan.compile.generated] == [
+        "wheelforge_weak_shims.h",
+        "exports.map",
+    ]
 
 
 def test_nvcc_threads_and_user_flags(project: Project, tmp_path: Path) -> None:
@@ -109,23 +114,24 @@ def test_nvcc_threads_and_user_flags(project: Project, tmp_path: Path) -> None:
         "include-dirs: [csrc]\n  nvcc-flags: [--use_fast_math]\n  cxx-flags: [-Wall]",
     )
     plan = plan_for(load_matrix(project(text)), tmp_path, nvcc_threads=4)
-    nvcc = shlex.split(plan.nvcc_flags)
+    nvcc = shlex.split(plan.compile.nvcc_flags)
     # --threads goes to nvcc through its environment, not the command line: neither ninja
     # nor a compile cache sees a change when the core count changes.
-    assert "--threads" not in nvcc and plan.nvcc_threads == 4
+    assert "--threads" not in nvcc and plan.compile.nvcc_threads == 4
     env = ninja.run_env(plan)
     assert env["NVCC_APPEND_FLAGS"].endswith("--threads 4")
     assert nvcc[-1] == "--use_fast_math"
-    assert shlex.split(plan.cxx_flags)[-1] == "-Wall"
+    assert shlex.split(plan.compile.cxx_flags)[-1] == "-Wall"
 
 
 def test_ninja_file(project: Project, tmp_path: Path) -> None:
-    plan = plan_for(load_matrix(project()), tmp_path)
-    text = ninja.render(plan)
+    matrix = load_matrix(project())
+    plan = plan_for(matrix, tmp_path)
+    text = ninjafile.render(plan)
     assert "rule nvcc" in text and "--generate-dependencies-with-compile" in text
     assert "$nvcc_flags $gencode $source_flags -c $in" in text
     assert "deps = gcc" in text
-    for step in plan.compile_steps:
+    for step in plan.compile.steps:
         obj, src = plan.command_path(step.object), plan.command_path(step.source)
         assert f"build {obj}: {step.rule} {src}" in text
     assert "build _C.abi3.so: link obj/" in text
@@ -134,9 +140,11 @@ def test_ninja_file(project: Project, tmp_path: Path) -> None:
     # No compile command names the folder the project lies in (the link's do: it is not cached).
     compiles = [ln for ln in text.splitlines() if not ln.startswith("ldflags = ")]
     assert not [ln for ln in compiles if str(tmp_path) in ln]
-    assert text == ninja.render(plan)  # deterministic
-    cached = dataclasses.replace(plan, cuda_launcher=("/opt/bin/ccache",))
-    assert "cuda_launcher = /opt/bin/ccache\n" in ninja.render(cached)
+    assert text == ninjafile.render(plan)  # deterministic
+    ccache = CompileCache(tool="ccache", exe=Path("/opt/bin/ccache"), base=tmp_path)
+    inputs = dataclasses.replace(plan_inputs(matrix, tmp_path), compile_cache=ccache)
+    cached = make_plan(inputs, plan.variant, plan.torch, weak_header="", nvcc_host="g++")
+    assert "cuda_launcher = /opt/bin/ccache\n" in ninjafile.render(cached)
 
 
 def test_ninja_escapes_dollars(project: Project, tmp_path: Path) -> None:
@@ -144,16 +152,16 @@ def test_ninja_escapes_dollars(project: Project, tmp_path: Path) -> None:
         "include-dirs: [csrc]", "include-dirs: [csrc]\n  cxx-flags: ['-DX=$HOME']"
     )
     plan = plan_for(load_matrix(project(text)), tmp_path)
-    assert "-DX=$$HOME" in ninja.render(plan)
+    assert "-DX=$$HOME" in ninjafile.render(plan)
 
 
 def test_write_only_when_changed(project: Project, tmp_path: Path) -> None:
     plan = plan_for(load_matrix(project()), tmp_path)
-    text = ninja.write(plan)
+    text = ninjafile.write(plan)
     path = plan.build_dir / "build.ninja"
     assert path.read_text() == text
     before = path.stat().st_mtime_ns
-    ninja.write(plan)
+    ninjafile.write(plan)
     assert path.stat().st_mtime_ns == before
 
 
@@ -166,11 +174,11 @@ def test_per_source_arch_limits(project: Project, tmp_path: Path) -> None:
         "    - {files: csrc/volta.cu, archs: '7.0'}",
     )
     plan = plan_for(load_matrix(project(text)), tmp_path, archs="8.0 9.0+PTX")
-    by_name = {s.source.name: s for s in plan.compile_steps}
+    by_name = {s.source.name: s for s in plan.compile.steps}
     assert by_name["kernel.cu"].arch_set is None  # the arch set's own flags
     assert str(by_name["hopper.cu"].arch_set) == "9.0a"
-    assert "volta.cu" not in by_name and [p.name for p in plan.left_out] == ["volta.cu"]
-    rendered = ninja.render(plan)
+    assert "volta.cu" not in by_name and [p.name for p in plan.compile.left_out] == ["volta.cu"]
+    rendered = ninjafile.render(plan)
     assert "  gencode = -gencode=arch=compute_90a,code=sm_90a" in rendered
 
 
@@ -186,11 +194,12 @@ def test_two_limits_on_one_source_are_refused(project: Project, tmp_path: Path) 
 def test_local_label_goes_into_the_version(project: Project, tmp_path: Path) -> None:
     matrix = load_matrix(project())
     plan = plan_for(matrix, tmp_path)
-    assert plan.version == "1.2.0"
+    assert plan.wheel.version == "1.2.0"
     labelled = make_plan(
-        matrix=matrix,
-        variant=dataclasses.replace(plan.variant, local_label="hopper.cu131"),
-        torch=plan.torch, weak_header="", build_root=tmp_path / "b", out_dir=tmp_path / "d",
-        cxx="c++", cc="cc", nvcc_host="c++", nvcc_threads=None,
-    )  # fmt: skip
-    assert labelled.version == "1.2.0+hopper.cu131"
+        plan_inputs(matrix, tmp_path),
+        dataclasses.replace(plan.variant, local_label="hopper.cu131"),
+        plan.torch,
+        weak_header="",
+        nvcc_host="c++",
+    )
+    assert labelled.wheel.version == "1.2.0+hopper.cu131"

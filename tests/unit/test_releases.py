@@ -102,7 +102,7 @@ def test_a_newer_release_than_the_table_behaves_like_the_newest_entry(
     assert any(f.startswith("--frandom-seed") for f in seeded) is newest.features.random_seed
     assert reproducible.needs_fixed_pid(tk.version) is newest.features.fixed_pid
     plan = plan_for(load_matrix(project()), tmp_path, tk=tk)
-    assert (plan.nvcc_preload is not None) is newest.features.fixed_pid
+    assert (plan.compile.nvcc_preload is not None) is newest.features.fixed_pid
     found = {lv.change for lv in levers((), (major + 1, 0), ())}
     assert ("nvcc-flags: [--compress-mode=size]" in found) is newest.features.compress_mode
 

@@ -6,7 +6,7 @@ from pathlib import Path
 from rich.console import Console
 
 from wheelforge.interface.render import print_build
-from wheelforge.running.results import BuildReport
+from wheelforge.running.build.results import BuildReport
 
 
 def _summary(abi: str, built_against: str) -> str:

@@ -12,9 +12,10 @@ import pytest
 from wheelforge.binaries import reprodiff
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation.errors import VerificationError
-from wheelforge.planning import ninja, reproducible
+from wheelforge.planning import ninjafile, reproducible
+from wheelforge.planning.plan import PlanInputs, VariantPlan
 
-from .fakes import CUDA118, plan_for, toolkit
+from .fakes import CUDA118, plan_for, plan_inputs, toolkit
 
 Project = Callable[..., Path]
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -58,7 +59,7 @@ def test_nvcc_seeds_only_where_nvcc_has_them() -> None:
 
 def test_plan_flags_map_every_input_folder(project: Project, tmp_path: Path) -> None:
     plan = plan_for(load_matrix(project()), tmp_path)
-    cxx, nvcc = shlex.split(plan.cxx_flags), shlex.split(plan.nvcc_flags)
+    cxx, nvcc = shlex.split(plan.compile.cxx_flags), shlex.split(plan.compile.nvcc_flags)
     # The commands name the project relative to the build folder, and so do its maps: no map
     # holds the folder a clone lies in (a compile cache hits from any checkout); folders outside
     # the project (the toolkit) keep absolute maps. The build folder's own files need none.
@@ -68,30 +69,32 @@ def test_plan_flags_map_every_input_folder(project: Project, tmp_path: Path) -> 
     assert "-ffile-prefix-map=../../torch=torch" in cxx
     assert f"-ffile-prefix-map={plan.variant.toolkit.root}=cuda" in cxx
     assert "--objdir-as-tempdir" in nvcc
-    steps = {s.source.name: shlex.split(s.flags) for s in plan.compile_steps}
+    steps = {s.source.name: shlex.split(s.flags) for s in plan.compile.steps}
     assert "-Xcudafe=--orig_src_path_name=csrc/kernel.cu" in steps["kernel.cu"]
     assert steps["ops.cpp"] == ["-frandom-seed=csrc/ops.cpp"]
-    assert "$source_flags" in ninja.render(plan)
+    assert "$source_flags" in ninjafile.render(plan)
 
 
 def test_old_nvcc_runs_from_root_with_the_fixed_pid_library(
     project: Project, tmp_path: Path
 ) -> None:
     new = plan_for(load_matrix(project()), tmp_path)
-    assert new.nvcc_preload is None and "LD_PRELOAD" not in ninja.render(new)
+    assert new.compile.nvcc_preload is None and "LD_PRELOAD" not in ninjafile.render(new)
     old = plan_for(load_matrix(project()), tmp_path, tk=toolkit("11.8.89", CUDA118, gcc_max=11))
-    assert old.nvcc_preload == old.build_dir / "gen" / "wheelforge_fixed_pid.so"
-    source = next(g for g in old.generated if g.path.name == "wheelforge_fixed_pid.c")
+    assert old.compile.nvcc_preload == old.build_dir / "gen" / "wheelforge_fixed_pid.so"
+    source = next(g for g in old.compile.generated if g.path.name == "wheelforge_fixed_pid.c")
     assert "getpid" in source.text and '"cicc"' in source.text
-    text = ninja.render(old)
-    assert f"nvcc_launch = cd / && LD_PRELOAD={old.nvcc_preload} " in text
-    assert f"build {old.nvcc_preload}: preload {source.path}" in text
-    kernel = next(s for s in old.compile_steps if s.rule == "nvcc")
-    assert f"build {kernel.object}: nvcc {kernel.source} | {old.nvcc_preload}" in text
+    text = ninjafile.render(old)
+    assert f"nvcc_launch = cd / && LD_PRELOAD={old.compile.nvcc_preload} " in text
+    assert f"build {old.compile.nvcc_preload}: preload {source.path}" in text
+    kernel = next(s for s in old.compile.steps if s.rule == "nvcc")
+    assert f"build {kernel.object}: nvcc {kernel.source} | {old.compile.nvcc_preload}" in text
     # From /, relative paths would not resolve: absolute paths, and absolute prefix maps.
     root = str(tmp_path.resolve())
-    assert f"-Xcompiler=-ffile-prefix-map={root}=." in shlex.split(old.nvcc_flags)
-    assert f"-ffile-prefix-map={old.build_dir}=wheelforge-build" in shlex.split(old.cxx_flags)
+    assert f"-Xcompiler=-ffile-prefix-map={root}=." in shlex.split(old.compile.nvcc_flags)
+    assert f"-ffile-prefix-map={old.build_dir}=wheelforge-build" in shlex.split(
+        old.compile.cxx_flags
+    )
 
 
 def wheel(path: Path, members: dict[str, bytes]) -> Path:
@@ -132,33 +135,50 @@ def test_diff_names_the_fatbin_entry(tmp_path: Path) -> None:
     assert fatbin == (f"{sass.arch} (container {sass.container})",)
 
 
-def test_verify_rebuilds_without_any_compile_cache(project: Project, tmp_path: Path) -> None:
-    """The twin build of --verify-reproducible gets no cache and no launcher: a cache hit would
-    make the two wheels identical by construction."""
+def test_verify_rebuilds_without_any_compile_cache(
+    project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The twin build of --verify-reproducible is planned from the twin's inputs: no cache and
+    no launcher, in another folder; a cache hit would make the two wheels identical by
+    construction."""
     import dataclasses
 
-    from wheelforge.running import reproduce
-    from wheelforge.running.results import VariantFailure
+    from wheelforge.configuration.settings import Launchers
+    from wheelforge.planning.planner import make_plan
+    from wheelforge.running.build import reproduce
+    from wheelforge.toolchain.compilecache import CompileCache
 
-    plan = dataclasses.replace(
-        plan_for(load_matrix(project()), tmp_path),
-        cxx_launcher=("ccache",), cc_launcher=("ccache",), cuda_launcher=("ccache",),
-    )  # fmt: skip
-    seen: list[object] = []
+    matrix = load_matrix(project())
+    ccache = CompileCache(tool="ccache", exe=Path("/opt/bin/ccache"), base=tmp_path)
+    given = plan_inputs(matrix, tmp_path)
+    inputs = dataclasses.replace(
+        given,
+        compile_cache=ccache,
+        compilers=dataclasses.replace(given.compilers, launchers=Launchers(cxx=("ccache",))),
+    )
+    plan = plan_for(matrix, tmp_path)
 
-    def build(twin: object, _settings: object) -> VariantFailure:
-        seen.append(twin)
+    def plan_variant(inputs: PlanInputs, variant: object, torch: object) -> object:
+        return make_plan(inputs, variant, torch, weak_header="", nvcc_host="g++")  # type: ignore[arg-type]
+
+    seen: list[tuple[VariantPlan, PlanInputs]] = []
+
+    def build_variant(
+        twin: VariantPlan, twin_inputs: PlanInputs, *_: object, **kw: object
+    ) -> object:
+        assert kw == {"keep_repairs": False}  # the twin's wheel comes from its own repair
+        seen.append((twin, twin_inputs))
         raise RuntimeError("stop")
 
-    def replan(*_args: object, **kw: object) -> object:
-        assert "cache" not in kw  # no compile cache handed to the twin's plan
-        return dataclasses.replace(plan, build_dir=tmp_path / "twin")
-
-    result = object()
+    monkeypatch.setattr(reproduce, "plan_variant", plan_variant)
+    monkeypatch.setattr(reproduce, "build_variant", build_variant)
+    first = make_plan(inputs, plan.variant, plan.torch, weak_header="", nvcc_host="g++")
+    assert first.compile.launchers.cc == ("/opt/bin/ccache",)  # what the twin must not keep
     with pytest.raises(RuntimeError, match="stop"):
-        reproduce.verify(result, plan, object(), build=build, replan=replan)  # type: ignore[arg-type]
-    (twin,) = seen
-    assert twin.cxx_launcher == twin.cc_launcher == twin.cuda_launcher == ()  # type: ignore[attr-defined]
+        reproduce.verify(object(), first, inputs, object())  # type: ignore[arg-type]
+    [(twin, twin_inputs)] = seen
+    assert twin.compile.launchers == Launchers() and twin.compile.compile_cache is None
+    assert twin_inputs.compile_cache is None and not twin.build_dir.is_relative_to(tmp_path)
 
 
 def test_path_free_names_each_path_under_its_deepest_folder() -> None:

@@ -12,7 +12,7 @@ import pytest
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.configuration.settings import Flags, resolve
 from wheelforge.foundation.errors import ConfigError
-from wheelforge.planning import freshness, ninja
+from wheelforge.running.build import freshness, ninja
 from wheelforge.toolchain import compilecache, probecache
 
 from .conftest import GOOD_MATRIX
@@ -171,13 +171,13 @@ def test_freshness_stamp_needs_the_same_ninja_file_and_unchanged_files(
     assert not freshness.up_to_date(plan, "ninja text")  # no stamp yet
     stamp = {"ninja": freshness.ninja_hash("ninja text"), "files": probecache.fingerprint([source])}
     plan.build_dir.mkdir(parents=True)
-    (plan.build_dir / freshness.STAMP).write_text(json.dumps(stamp))
+    (plan.build_dir / freshness.UP_TO_DATE_STAMP).write_text(json.dumps(stamp))
     assert freshness.up_to_date(plan, "ninja text")
     assert not freshness.up_to_date(plan, "other flags")
     source.write_text("// edited\n")
     assert not freshness.up_to_date(plan, "ninja text")
     freshness.forget(plan)
-    assert not (plan.build_dir / freshness.STAMP).exists()
+    assert not (plan.build_dir / freshness.UP_TO_DATE_STAMP).exists()
 
 
 def test_cache_tools_installed_with_pip_target_are_found(
@@ -200,26 +200,30 @@ def test_provenance_is_read_back_while_the_freshness_stamp_is_unchanged(
     """A no-op starts no process for the wheel's SBOM and build info (ninja -t deps, c++
     --version): they are stored beside the stamp and reused while it is the same."""
     from wheelforge.packaging import provenance
-    from wheelforge.running import incremental
+    from wheelforge.running.build import reuse
 
     plan = plan_for(load_matrix(project()), tmp_path)
     made: list[int] = []
 
-    def fake(_plan: object) -> tuple[tuple[str, str], ...]:
+    def fake(_plan: object, *_read: object) -> tuple[tuple[str, str], ...]:
         made.append(1)
         return (("sboms/x.json", f"sbom {len(made)}"), ("wheelforge-build.json", "{}"))
 
     monkeypatch.setattr(provenance, "dist_info_files", fake)
     plan.build_dir.mkdir(parents=True)
     stamp = {"ninja": "h", "files": {}, "read": [str(tmp_path / "csrc" / "kernel.cu")]}
-    (plan.build_dir / freshness.STAMP).write_text(json.dumps(stamp))
-    first = incremental.dist_info_files(plan)
-    assert incremental.dist_info_files(plan) == first and len(made) == 1
+    (plan.build_dir / freshness.UP_TO_DATE_STAMP).write_text(json.dumps(stamp))
+    first = reuse.dist_info_files(plan)
+    assert reuse.dist_info_files(plan) == first and len(made) == 1
     assert freshness.recorded_inputs(plan) == [tmp_path / "csrc" / "kernel.cu"]
-    (plan.build_dir / freshness.STAMP).write_text(json.dumps({**stamp, "ninja": "other"}))
-    assert incremental.dist_info_files(plan) != first and len(made) == 2
-    (plan.build_dir / freshness.STAMP).unlink()  # no stamp (a build that saw an input change)
-    incremental.dist_info_files(plan)
+    (plan.build_dir / freshness.UP_TO_DATE_STAMP).write_text(
+        json.dumps({**stamp, "ninja": "other"})
+    )
+    assert reuse.dist_info_files(plan) != first and len(made) == 2
+    (
+        plan.build_dir / freshness.UP_TO_DATE_STAMP
+    ).unlink()  # no stamp (a build that saw an input change)
+    reuse.dist_info_files(plan)
     assert len(made) == 3 and freshness.recorded_inputs(plan) is None
 
 

@@ -17,8 +17,7 @@ from wheelforge.configuration.settings import Flags, resolve
 from wheelforge.foundation.errors import ConfigError, VerificationError
 from wheelforge.interface.cli import main
 from wheelforge.packaging import wheel
-from wheelforge.planning import diagnose
-from wheelforge.running import importcheck
+from wheelforge.running.build import diagnose, importcheck
 from wheelforge.toolchain.toolkit import _dry_includes
 
 from .conftest import GOOD_MATRIX
@@ -73,10 +72,12 @@ def test_the_link_exports_only_pyinit_and_sources_keep_default_visibility(
     project: Project, tmp_path: Path
 ) -> None:
     plan = plan_for(load_matrix(project()), tmp_path)
-    exports = next(g for g in plan.generated if g.path.name == "exports.map")
+    exports = next(g for g in plan.compile.generated if g.path.name == "exports.map")
     assert "global:\n    PyInit__C;\n  local:\n    *;" in exports.text
-    assert f"-Wl,--version-script={exports.path}" in shlex.split(plan.ldflags)
-    assert "visibility" not in plan.cxx_flags + plan.cc_flags + plan.nvcc_flags
+    assert f"-Wl,--version-script={exports.path}" in shlex.split(plan.link.ldflags)
+    assert (
+        "visibility" not in plan.compile.cxx_flags + plan.compile.cc_flags + plan.compile.nvcc_flags
+    )
 
 
 # -- defects 2 and 3: Python and toolkit headers for C/C++ sources ------------------------------
@@ -86,7 +87,7 @@ def test_cpp_sources_see_python_and_the_variants_toolkit_headers(
     project: Project, tmp_path: Path
 ) -> None:
     plan = plan_for(load_matrix(project()), tmp_path)
-    cxx = shlex.split(plan.cxx_flags)
+    cxx = shlex.split(plan.compile.cxx_flags)
     assert f"-I{plan.torch.python_include}" in cxx
     for folder in plan.variant.toolkit.include_dirs:
         assert f"-I{folder}" in cxx
@@ -153,7 +154,7 @@ def test_link_flags_libraries_and_library_dirs(project: Project, tmp_path: Path)
         '  libraries: [m, cublas]\n  library-dirs: [lib]\n  link-flags: ["-Wl,-z,now"]\n',
     )
     plan = plan_for(load_matrix(project(text)), tmp_path)
-    ld = shlex.split(plan.ldflags)
+    ld = shlex.split(plan.link.ldflags)
     assert ld[-4:] == [f"-L{(tmp_path / 'lib').resolve()}", "-lm", "-lcublas", "-Wl,-z,now"]
 
 
@@ -170,8 +171,8 @@ def test_the_wheel_ships_python_files_and_declared_data_only(
         (pkg / name).parent.mkdir(parents=True, exist_ok=True)
         (pkg / name).write_text("x")
     plan = plan_for(load_matrix(project(text)), tmp_path)
-    plan.library.parent.mkdir(parents=True, exist_ok=True)
-    plan.library.write_bytes(b"\x7fELF")
+    plan.link.library.parent.mkdir(parents=True, exist_ok=True)
+    plan.link.library.write_bytes(b"\x7fELF")
     names = [arc for arc, _ in wheel.contents(plan, "linux_x86_64").files]
     assert names == [
         "demo_ops/_C.abi3.so",
@@ -219,7 +220,7 @@ def test_a_top_level_extension_module_lands_at_the_wheel_root(
 ) -> None:
     text = GOOD_MATRIX.replace("name: demo_ops._C", "name: demo_ops_cuda")
     plan = plan_for(load_matrix(project(text)), tmp_path)
-    assert plan.wheel_library_path == "demo_ops_cuda.abi3.so"
+    assert plan.wheel.library_path == "demo_ops_cuda.abi3.so"
 
 
 # -- pyproject.toml [project] --------------------------------------------------------------------

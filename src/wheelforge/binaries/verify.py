@@ -46,18 +46,18 @@ def check_binary(binary: BinaryContents, arch_set: ArchSet) -> ArchCheck:
 def extension_binaries(
     binaries: Sequence[BinaryContents], plan: VariantPlan
 ) -> list[BinaryContents]:
-    return [b for b in binaries if elf.is_member(b.path, plan.wheel_library_path)]
+    return [b for b in binaries if elf.is_member(b.path, plan.wheel.library_path)]
 
 
 def verify_binaries(binaries: Sequence[BinaryContents], plan: VariantPlan) -> list[ArchCheck]:
     """Raise VerificationError naming the arch and the .so when an asked-for arch is missing."""
     arch_set = plan.variant.arch_set
-    if not any(step.rule == "nvcc" for step in plan.compile_steps):
+    if not any(step.rule == "nvcc" for step in plan.compile.steps):
         return []
     found = extension_binaries(binaries, plan)
     if not found:
         raise VerificationError(
-            f"variant {plan.variant.id}: the wheel has no {plan.wheel_library_path}; "
+            f"variant {plan.variant.id}: the wheel has no {plan.wheel.library_path}; "
             "the packing step lost it"
         )
     checks = [check_binary(b, arch_set) for b in found]
@@ -74,7 +74,7 @@ def verify_binaries(binaries: Sequence[BinaryContents], plan: VariantPlan) -> li
             or "no CUDA code at all"
         )
         raise VerificationError(
-            f"variant {plan.variant.id}: {plan.wheel_library_path} lacks {', '.join(missing)} "
+            f"variant {plan.variant.id}: {plan.wheel.library_path} lacks {', '.join(missing)} "
             f"asked for by arch set '{arch_set.name}' ({arch_set}); it carries {present}. "
             "Check extension.nvcc-flags for -gencode/-arch flags that override the arch set"
         )
@@ -110,10 +110,10 @@ def read_wheel(
 ) -> tuple[WheelFacts, list[abicheck.BinaryCheck]]:
     """The one walk over the built wheel (every ELF member's fatbins, and what the rules of the
     plan's ABI flavour need), and those rules' verdict on it."""
-    rules = registry.applicable(plan.matrix.abi)
+    rules = registry.applicable(plan.abi.name)
     wheel = reader.read_wheel(wheel_path, FATBINS | registry.reading(rules))
     guards = shims.header_guards(plan.torch.include_dir)
-    context = abicheck.wheel_context(wheel, torch=plan.matrix.torch.target, guards=guards)
+    context = abicheck.wheel_context(wheel, torch=plan.abi.target, guards=guards)
     return wheel, abicheck.judge_wheel(wheel, context, rules)
 
 

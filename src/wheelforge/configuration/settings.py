@@ -50,6 +50,25 @@ class Flags:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Launchers:
+    """The words run in front of each compiler (ccache, sccache, distcc), e.g.
+    ``("/usr/bin/ccache",)``; empty: the compiler runs itself."""
+
+    cxx: tuple[str, ...] = ()
+    cc: tuple[str, ...] = ()
+    cuda: tuple[str, ...] = ()  # in front of nvcc
+
+
+@dataclass(frozen=True, kw_only=True)
+class Compilers:
+    """The host compilers (``$CXX``, ``$CC``) and the launchers the environment names."""
+
+    cxx: str
+    cc: str
+    launchers: Launchers = Launchers()
+
+
+@dataclass(frozen=True, kw_only=True)
 class BuildSettings:
     matrix: Matrix
     arch_source: str  # where the arch sets came from: "matrix.yaml", "--archs", ...
@@ -58,15 +77,11 @@ class BuildSettings:
     jobs: int | None
     nvcc_threads: int | None
     python: Path
-    cxx: str
-    cc: str
-    cxx_launcher: tuple[str, ...] = ()  # e.g. ("/usr/bin/ccache",)
-    cc_launcher: tuple[str, ...] = ()
-    cuda_launcher: tuple[str, ...] = ()
+    compilers: Compilers
     source_date_epoch: int | None = None  # checked here, before compiling; packing reads it again
     only: tuple[str, ...]  # variant ids to build (all when empty)
     offline: bool  # never download a toolkit
-    cache: Path  # provisioned toolkits, test environments, tool probes
+    cache_dir: Path  # provisioned toolkits, test environments, tool probes
     import_check: bool = True  # import each extension module before publishing its wheel
     size_budget: int  # bytes per wheel: --size-budget, else size-budget of the matrix
     wait: bool = True  # for another build's lock on the build folder
@@ -236,15 +251,19 @@ def resolve(flags: Flags, env: Mapping[str, str] | None = None) -> BuildSettings
         jobs=jobs,
         nvcc_threads=_positive_int(env.get("NVCC_THREADS"), "NVCC_THREADS"),
         python=resolve_python(flags.python),
-        cxx=cxx,
-        cc=cc,
-        cxx_launcher=cxx_launcher,
-        cc_launcher=cc_launcher,
-        cuda_launcher=_launcher(env, "CMAKE_CUDA_COMPILER_LAUNCHER"),
+        compilers=Compilers(
+            cxx=cxx,
+            cc=cc,
+            launchers=Launchers(
+                cxx=cxx_launcher,
+                cc=cc_launcher,
+                cuda=_launcher(env, "CMAKE_CUDA_COMPILER_LAUNCHER"),
+            ),
+        ),
         source_date_epoch=source_date_epoch(env.get("SOURCE_DATE_EPOCH")),
         only=flags.only,
         offline=flags.offline,
-        cache=cache_dir(flags.cache_dir),
+        cache_dir=cache_dir(flags.cache_dir),
         size_budget=(
             parse_size(flags.size_budget, where="--size-budget")
             if flags.size_budget is not None
@@ -287,7 +306,7 @@ class TestSettings:
     torch_from: tuple[Path, ...]  # interpreters whose torch to borrow
     out_dir: Path
     build_root: Path
-    cache: Path
+    cache_dir: Path
 
 
 def resolve_test(flags: TestFlags) -> TestSettings:
@@ -302,7 +321,7 @@ def resolve_test(flags: TestFlags) -> TestSettings:
         torch_from=tuple(resolve_python(v, "--torch-from") for v in flags.torch_from),
         out_dir=out_dir(matrix, flags.out),
         build_root=build_root(matrix, flags.build_dir),
-        cache=cache_dir(flags.cache_dir),
+        cache_dir=cache_dir(flags.cache_dir),
     )
 
 

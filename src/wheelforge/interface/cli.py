@@ -7,6 +7,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
@@ -143,21 +144,11 @@ def cli() -> None:
     help="EXPERIMENTAL (PEP 825 draft): variant wheels, variant.json from the fatbins.",
 )
 @verbose_option
-def build(matrix_path: Path, archs: str | None, out: Path | None, build_dir: Path | None,
-          jobs: int | None, python: str | None, only: tuple[str, ...], offline: bool,
-          no_wait: bool, compile_cache: str | None, cache_dir: Path | None, size_budget: str | None,
-          report_path: Path | None, ci_mode: str | None, dry_run: bool, quiet: bool,
-          no_import_check: bool, wheel_variants: bool, verify_reproducible: bool) -> None:  # fmt: skip
+def build(**given: Any) -> None:
     """Build the matrix's wheels and check their fatbins."""
-    from wheelforge.configuration.settings import Flags
     from wheelforge.interface import outputs
 
-    flags = Flags(matrix=matrix_path, archs=archs, out=out, build_dir=build_dir, jobs=jobs, python=python,
-                  only=only, offline=offline, cache_dir=cache_dir, size_budget=size_budget,
-                  wait=not no_wait, import_check=not no_import_check,
-                  wheel_variants=wheel_variants, compile_cache=compile_cache,
-                  verify_reproducible=verify_reproducible)  # fmt: skip
-    outputs.build_command(flags, report_path=report_path, ci_mode=ci_mode, quiet=quiet, dry_run=dry_run)  # fmt: skip
+    outputs.build_command(outputs.BuildOptions.from_command_line(given))
 
 
 @cli.command()
@@ -209,7 +200,7 @@ def matrix_command(
     from wheelforge.toolchain import toolkit
 
     settings = resolve(Flags(matrix=matrix_path, archs=archs, cache_dir=cache_dir))
-    listed = variants.expand(settings.matrix, toolkit.discover(cache=settings.cache))
+    listed = variants.expand(settings.matrix, toolkit.discover(cache=settings.cache_dir))
     if github:  # one line: it goes into $GITHUB_OUTPUT
         click.echo(json.dumps(to_document(github_matrix(listed))))
     elif as_json:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
@@ -16,26 +18,51 @@ from wheelforge.foundation import log
 from wheelforge.foundation.errors import WheelforgeError
 from wheelforge.foundation.fsutil import write_if_changed
 from wheelforge.interface.render import print_build, print_dry_run
-from wheelforge.running.build import run_build
-from wheelforge.running.dryrun import dry_run as plan_dry_run
-from wheelforge.running.results import BuildReport
+from wheelforge.running.build.command import run_build
+from wheelforge.running.build.dryrun import dry_run as plan_dry_run
+from wheelforge.running.build.results import BuildReport
 
 if TYPE_CHECKING:  # the report and CI modules load only when a report is wanted (no-op speed)
     from wheelforge.interface.documents.build_report import BuildReportDocument
 
 
-def build_command(
-    flags: Flags, *, report_path: Path | None, ci_mode: str | None, quiet: bool, dry_run: bool
-) -> None:
+@dataclass(frozen=True, kw_only=True)
+class BuildOptions:
+    """``wheelforge build``'s command line: what resolves into the build's settings, and what
+    decides its outputs."""
+
+    flags: Flags
+    report_path: Path | None = None  # --report PATH ('-': stdout)
+    ci_mode: str | None = None  # --ci github|none; None: github when GITHUB_ACTIONS=true
+    quiet: bool = False
+    dry_run: bool = False
+
+    @classmethod
+    def from_command_line(cls, given: Mapping[str, Any]) -> BuildOptions:
+        """The options as click names them (interface/cli.py's build command)."""
+        options = dict(given)
+        outputs = {
+            name: options.pop(name) for name in ("report_path", "ci_mode", "quiet", "dry_run")
+        }
+        flags = Flags(
+            matrix=options.pop("matrix_path"),
+            wait=not options.pop("no_wait"),
+            import_check=not options.pop("no_import_check"),
+            **options,
+        )
+        return cls(flags=flags, **outputs)
+
+
+def build_command(options: BuildOptions) -> None:
     """``wheelforge build``: the output modes (--ci, --quiet), then the plan alone (--dry-run)
     or the build."""
-    if ci_mode is not None:
-        log.set_ci("github" if ci_mode == "github" else None)
-    log.set_quiet(quiet)
-    if dry_run:
-        print_dry_run(plan_dry_run(resolve(flags)), Console(stderr=False))
+    if options.ci_mode is not None:
+        log.set_ci("github" if options.ci_mode == "github" else None)
+    log.set_quiet(options.quiet)
+    if options.dry_run:
+        print_dry_run(plan_dry_run(resolve(options.flags)), Console(stderr=False))
     else:
-        build(flags, report_path)
+        build(options.flags, options.report_path)
 
 
 def build(flags: Flags, report_path: Path | None) -> None:

@@ -17,6 +17,7 @@ from rich.text import Text
 from wheelforge.binaries.abicheck import BinaryCheck
 from wheelforge.binaries.elf import member_path, split_member
 from wheelforge.binaries.facts import BinaryContents
+from wheelforge.configuration import abi
 from wheelforge.configuration.archs import code_sort_key, sm_range
 from wheelforge.configuration.bytesizes import format_size as human_size
 from wheelforge.configuration.matrix.model import Matrix
@@ -24,12 +25,12 @@ from wheelforge.interface.documents.kinds import version_text
 from wheelforge.interface.render_variants import variant_summary
 from wheelforge.planning.plan import wheel_version
 from wheelforge.planning.variants import Variant
-from wheelforge.running.results import BuildReport, VariantResult
+from wheelforge.running.build.results import BuildReport, VariantResult
 from wheelforge.toolchain.provision import RECIPES
 from wheelforge.toolchain.toolkit import Toolkit
 
 if TYPE_CHECKING:  # `build` loads neither
-    from wheelforge.running.dryrun import PlannedVariant
+    from wheelforge.running.build.dryrun import PlannedVariant
 
 
 def short_path(binary: BinaryContents) -> str:
@@ -143,10 +144,10 @@ def print_build(report: BuildReport, console: Console) -> None:
             f"[red]failed[/red] {f.variant_id}: {f.error.kind} error (below)", soft_wrap=True
         )
     major, minor = report.target_version
-    if report.abi == "stable":
-        how = f"stable-ABI target torch {major}.{minor}, built against torch {report.built_against}"
-    else:
+    if abi.of(report.abi).per_torch:
         how = f"unstable ABI: each wheel pinned to the torch it was built against ({report.built_against})"
+    else:
+        how = f"stable-ABI target torch {major}.{minor}, built against torch {report.built_against}"
     console.print(f"{len(report.variants)} wheel(s) built, {len(report.failures)} failed; {how}")
 
 

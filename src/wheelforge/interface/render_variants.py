@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from rich.table import Table
 
 from wheelforge.packaging.wheel_variants import VariantCheck
-from wheelforge.running.results import VariantResult
+from wheelforge.running.build.results import VariantResult
 
 
 def variant_summary(v: VariantResult) -> str:

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 from wheelforge import __version__
 from wheelforge.binaries.elf import open_elf_file
 from wheelforge.binaries.inspection import contents_of
 from wheelforge.foundation import fsutil, proc
 from wheelforge.packaging.wheel import source_date_epoch
-from wheelforge.planning import freshness, ninja, reproducible
+from wheelforge.planning import reproducible
 from wheelforge.planning.plan import VariantPlan
 
 SBOM_NAME = "sboms/wheelforge.cdx.json"  # PEP 770: any file name under .dist-info/sboms/
@@ -32,12 +34,12 @@ def compiler_version(cxx: str) -> str:
     return first.split(" ", 1)[1] if first.startswith("/") and " " in first else first
 
 
-def build_info(plan: VariantPlan, *, epoch: int) -> dict[str, object]:
-    folders = plan.input_folders
+def build_info(plan: VariantPlan, read: Sequence[Path], *, epoch: int) -> dict[str, object]:
+    """wheelforge's build info; *read* is every file the compiles read (sources and headers)."""
+    folders = plan.compile.input_folders
     toolkit = plan.variant.toolkit
-    with open_elf_file(plan.library) as image:
+    with open_elf_file(plan.link.library) as image:
         library = contents_of(image)
-    read = freshness.recorded_inputs(plan) or ninja.inputs(plan)
     name_of = reproducible.path_namer(folders)
     with ThreadPoolExecutor() as pool:  # ~1000 headers: hashlib and reads release the GIL
         inputs = dict(zip(map(name_of, read), pool.map(fsutil.sha256, read), strict=True))
@@ -57,30 +59,33 @@ def build_info(plan: VariantPlan, *, epoch: int) -> dict[str, object]:
         "arch_set": str(plan.variant.arch_set),
         "archs": {"sass": list(library.sass_archs), "ptx": list(library.ptx_archs)},
         "toolkit": {"release": str(toolkit.version), "build": toolkit.build},
-        "host_compiler": compiler_version(plan.cxx),
-        "nvcc_host_compiler": compiler_version(plan.nvcc_host),
-        "torch": {"headers_of": plan.torch.label, "requirement": plan.torch_requirement},
-        "abi": plan.matrix.abi,
-        "target_version": list(plan.matrix.torch.target),
-        "python_abi": plan.abi_tag,
+        "host_compiler": compiler_version(plan.compile.cxx),
+        "nvcc_host_compiler": compiler_version(plan.compile.nvcc_host),
+        "torch": {"headers_of": plan.torch.label, "requirement": plan.abi.torch_requirement},
+        "abi": plan.abi.kind.name,
+        "target_version": list(plan.abi.target),
+        "python_abi": plan.abi.abi_tag,
         "prefix_maps": sorted({name for _, name in folders}),
         "flags": {
-            "cxx": free(plan.cxx_flags),
-            "cc": free(plan.cc_flags),
-            "nvcc": free(plan.nvcc_flags),
-            "gencode": plan.gencode,
-            "ldflags": free(plan.ldflags),
+            "cxx": free(plan.compile.cxx_flags),
+            "cc": free(plan.compile.cc_flags),
+            "nvcc": free(plan.compile.nvcc_flags),
+            "gencode": plan.compile.gencode,
+            "ldflags": free(plan.link.ldflags),
         },
         "inputs": dict(sorted(inputs.items())),
     }
 
 
-def dist_info_files(plan: VariantPlan) -> tuple[tuple[str, str], ...]:
-    """(path under .dist-info, text) of the SBOM and the build info, for wheel.contents."""
+def dist_info_files(
+    plan: VariantPlan, read: Callable[[], Sequence[Path]]
+) -> tuple[tuple[str, str], ...]:
+    """(path under .dist-info, text) of the SBOM and the build info, for wheel.contents; *read*
+    answers every file the compiles read (from the freshness stamp, else ninja's deps log)."""
     # cyclonedx takes ~0.1 s to import: only a build that packs a wheel loads it.
     from wheelforge.packaging import sbom
 
     epoch = source_date_epoch()
-    info = build_info(plan, epoch=epoch)
+    info = build_info(plan, read(), epoch=epoch)
     text = sbom.sbom(plan, info, epoch=epoch, build_info_name=BUILD_INFO_NAME)
     return ((SBOM_NAME, text), (BUILD_INFO_NAME, json.dumps(info, indent=1) + "\n"))

@@ -24,10 +24,13 @@ from wheelforge.planning.plan import VariantPlan
 _NOT_PROJECT = tuple(
     f"{name}/"
     for name in (
-        reproducible.SYSTEM, reproducible.TOOLKIT, reproducible.TOOLKIT_HOST,
-        reproducible.TORCH, reproducible.PYTHON_INCLUDE,
+        reproducible.SYSTEM,
+        reproducible.TOOLKIT,
+        reproducible.TOOLKIT_HOST,
+        reproducible.TORCH,
+        reproducible.PYTHON_INCLUDE,
     )
-)  # fmt: skip
+)
 _NAMESPACE = uuid.UUID("6f1c1f0e-8a53-4c43-9f55-77686565c666")  # uuid5 namespace of our serials
 
 
@@ -39,11 +42,11 @@ def sbom(plan: VariantPlan, info: dict[str, object], *, epoch: int, build_info_n
     """The CycloneDX 1.6 document: the wheel, the torch it needs, the CUDA runtime linked into
     it, and every project source with its hash; the compilers as tools; *build_info_name* is the
     build info's file, referenced as the build's metadata."""
-    pkg = plan.matrix.package
+    pkg = plan.wheel.package
     main = _component(
         pkg.name,
-        plan.version,
-        PackageURL(type="pypi", name=pkg.wheel_name, version=plan.version),
+        plan.wheel.version,
+        PackageURL(type="pypi", name=pkg.wheel_name, version=plan.wheel.version),
         ComponentType.LIBRARY,
     )
     toolkit = plan.variant.toolkit
@@ -53,7 +56,7 @@ def sbom(plan: VariantPlan, info: dict[str, object], *, epoch: int, build_info_n
         PackageURL(type="pypi", name="torch", version=str(plan.torch.version)),
         ComponentType.LIBRARY,
     )
-    torch.description = f"headers compiled against; at run time: {plan.torch_requirement}"
+    torch.description = f"headers compiled against; at run time: {plan.abi.torch_requirement}"
     cudart = _component("cudart_static", str(toolkit.version), None, ComponentType.LIBRARY)
     cudart.description = "the CUDA runtime, linked statically into the extension module"
     inputs = info["inputs"]
@@ -76,11 +79,18 @@ def sbom(plan: VariantPlan, info: dict[str, object], *, epoch: int, build_info_n
     bom.metadata.timestamp = datetime.fromtimestamp(epoch, tz=timezone.utc)
     bom.metadata.tools = ToolRepository(
         components=[
-            _component("wheelforge", __version__, PackageURL(type="pypi", name="wheelforge", version=__version__), ComponentType.APPLICATION),
-            _component("nvcc", f"{toolkit.version} ({toolkit.build})", None, ComponentType.APPLICATION),
+            _component(
+                "wheelforge",
+                __version__,
+                PackageURL(type="pypi", name="wheelforge", version=__version__),
+                ComponentType.APPLICATION,
+            ),
+            _component(
+                "nvcc", f"{toolkit.version} ({toolkit.build})", None, ComponentType.APPLICATION
+            ),
             _component("c++", str(info["host_compiler"]), None, ComponentType.APPLICATION),
         ]
-    )  # fmt: skip
+    )
     bom.register_dependency(main, [torch, cudart])
     bom.metadata.component.external_references.add(
         ExternalReference(type=ExternalReferenceType.BUILD_META, url=XsUri(build_info_name))

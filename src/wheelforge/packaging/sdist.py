@@ -13,6 +13,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from wheelforge.configuration import abi
 from wheelforge.configuration.matrix.model import Matrix
 from wheelforge.foundation import fsutil
 from wheelforge.foundation.errors import ConfigError
@@ -91,11 +92,11 @@ def _member(name: str, size: int, executable: bool, mtime: int) -> tarfile.TarIn
 def write_sdist(matrix: Matrix, root: Path, dest_dir: Path) -> Path:
     """Write the sdist into *dest_dir* (atomically) and return it."""
     base = sdist_name(matrix)
-    stable = matrix.abi == "stable"
     pkg_info = core_metadata(
-        matrix,
+        matrix.package,
+        matrix.requires_python,
         version=matrix.package.version,
-        torch_requirement=matrix.torch.requirement if stable else None,
+        torch_requirement=abi.of(matrix.abi).requirement(matrix.torch),
         metadata_version="2.2",
     ).encode()
     members = [(f"{base}/{name}", path) for name, path in sdist_files(matrix, root)]

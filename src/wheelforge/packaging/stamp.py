@@ -12,7 +12,7 @@ from pathlib import Path
 
 from wheelforge.foundation import fsutil
 
-STAMP = "wheel.json"
+REUSE_STAMP = "wheel.json"  # names the published wheel a build may reuse
 sha256 = fsutil.sha256  # a wheel's, as the stamp records it (its callers in running/ name it so)
 
 
@@ -26,7 +26,7 @@ class Stamp:
 
 def read(build_dir: Path) -> Stamp | None:
     try:
-        data = json.loads((build_dir / STAMP).read_text(encoding="utf-8"))
+        data = json.loads((build_dir / REUSE_STAMP).read_text(encoding="utf-8"))
         return Stamp(
             build_dir=build_dir,
             wheel=str(data["wheel"]),
@@ -39,12 +39,12 @@ def read(build_dir: Path) -> Stamp | None:
 
 def write(build_dir: Path, *, digest: str, wheel: Path) -> None:
     stamp = {"digest": digest, "wheel": wheel.name, "sha256": sha256(wheel)}
-    fsutil.write_if_changed(build_dir / STAMP, json.dumps(stamp, indent=2) + "\n")
+    fsutil.write_if_changed(build_dir / REUSE_STAMP, json.dumps(stamp, indent=2) + "\n")
 
 
 def forget(build_dir: Path) -> None:
     """Drop the stamp: the published wheel is no longer this build's to reuse."""
-    (build_dir / STAMP).unlink(missing_ok=True)
+    (build_dir / REUSE_STAMP).unlink(missing_ok=True)
 
 
 def reusable(build_dir: Path, out_dir: Path, digest: str) -> Path | None:
@@ -60,7 +60,7 @@ def reusable(build_dir: Path, out_dir: Path, digest: str) -> Path | None:
 
 def stamps(build_root: Path) -> Iterator[Stamp]:
     """The stamps of every variant built under *build_root*, by variant id."""
-    for path in sorted(build_root.glob(f"*/{STAMP}")):
+    for path in sorted(build_root.glob(f"*/{REUSE_STAMP}")):
         stamp = read(path.parent)
         if stamp is not None:
             yield stamp

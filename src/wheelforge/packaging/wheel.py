@@ -17,7 +17,7 @@ from pathlib import Path
 
 from wheelforge import __version__
 from wheelforge.configuration import settings
-from wheelforge.configuration.matrix.model import Matrix
+from wheelforge.configuration.matrix.model import PackageConfig
 from wheelforge.planning.plan import VariantPlan
 
 _SKIP_DIRS = {"__pycache__"}
@@ -76,7 +76,8 @@ def _package_files(
 
 
 def core_metadata(
-    matrix: Matrix,
+    package: PackageConfig,
+    requires_python: str,
     *,
     version: str,
     torch_requirement: str | None,
@@ -84,7 +85,7 @@ def core_metadata(
 ) -> str:
     """Core metadata (METADATA, PKG-INFO) from the matrix's package section. A None torch
     requirement is marked Dynamic: an sdist of an unstable-ABI build learns it at build time."""
-    pkg = matrix.package
+    pkg = package
     msg = EmailMessage(policy=compat32)
     # The package's own version (pyproject fields may need 2.4), raised to what the caller needs
     # (an sdist's Dynamic field needs 2.2).
@@ -98,12 +99,12 @@ def core_metadata(
         msg["Summary"] = pkg.summary
     if pkg.license:
         msg["License"] = pkg.license
-    msg["Requires-Python"] = matrix.requires_python
+    msg["Requires-Python"] = requires_python
     if torch_requirement is not None:
         msg["Requires-Dist"] = torch_requirement
     for dep in pkg.dependencies:
         msg["Requires-Dist"] = dep
-    # pyproject.toml's [project] fields, as pyproject-metadata wrote them (configuration/matrix/pyproject.py).
+    # pyproject.toml's [project] fields, as pyproject-metadata wrote them (configuration/pyproject.py).
     for key, value in pkg.extra_metadata:
         msg[key] = value
     if pkg.description:
@@ -113,7 +114,10 @@ def core_metadata(
 
 def metadata_text(plan: VariantPlan) -> str:
     return core_metadata(
-        plan.matrix, version=plan.version, torch_requirement=plan.torch_requirement
+        plan.wheel.package,
+        plan.wheel.requires_python,
+        version=plan.wheel.version,
+        torch_requirement=plan.abi.torch_requirement,
     )
 
 
@@ -129,17 +133,17 @@ def wheel_text(tag: str) -> str:
 def contents(
     plan: VariantPlan, platform: str, extra: tuple[tuple[str, str], ...] = ()
 ) -> WheelContents:
-    pkg = plan.matrix.package
-    tag = f"{plan.abi_tag}-{platform}"
+    pkg = plan.wheel.package
+    tag = f"{plan.abi.abi_tag}-{platform}"
     files: list[tuple[str, Path]] = []
     for folder in pkg.packages:
         files.extend(
-            _package_files(folder, plan.matrix.extension.leaf + ".", pkg.package_data, pkg.exclude)
+            _package_files(folder, plan.wheel.extension.leaf + ".", pkg.package_data, pkg.exclude)
         )
-    files.append((plan.wheel_library_path, plan.library))
-    namever = f"{pkg.wheel_name}-{plan.version}"
+    files.append((plan.wheel.library_path, plan.link.library))
+    namever = f"{pkg.wheel_name}-{plan.wheel.version}"
     # PEP 639: License-File entries name files under .dist-info/licenses/.
-    root = plan.matrix.root
+    root = plan.project
     for license_file in pkg.license_files:
         rel = (
             license_file.relative_to(root)

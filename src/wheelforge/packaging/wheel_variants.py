@@ -217,13 +217,23 @@ def check_variant(wheel: Path, binaries: Sequence[BinaryContents]) -> VariantChe
     derived = sm_arch_values(binaries)
     text = read_variant_json(wheel)
     if text is None:
-        return VariantCheck(wheel=str(wheel), label=label, properties=(), derived_sm_arch=derived,
-                            problems=(f"variant wheel without *.dist-info/{VARIANT_DIST_INFO_FILENAME}",))  # fmt: skip
+        return VariantCheck(
+            wheel=str(wheel),
+            label=label,
+            properties=(),
+            derived_sm_arch=derived,
+            problems=(f"variant wheel without *.dist-info/{VARIANT_DIST_INFO_FILENAME}",),
+        )
     try:
         desc = VariantDistInfo(text, label).variant_desc
     except (ValidationError, ValueError) as error:
-        return VariantCheck(wheel=str(wheel), label=label, properties=(), derived_sm_arch=derived,
-                            problems=(f"{VARIANT_DIST_INFO_FILENAME} is not valid: {error}",))  # fmt: skip
+        return VariantCheck(
+            wheel=str(wheel),
+            label=label,
+            properties=(),
+            derived_sm_arch=derived,
+            problems=(f"{VARIANT_DIST_INFO_FILENAME} is not valid: {error}",),
+        )
     declared = {p.value for p in desc.properties if (p.namespace, p.feature) == (NVIDIA, SM_ARCH)}
     problems = []
     if not desc.is_null_variant():
@@ -286,7 +296,9 @@ def write_index_json(out_dir: Path, wheel_name: str, version: str) -> Path | Non
                 merged = VariantsJson(info)  # the shared keys, no variant yet
             merged.merge(info)
         except ValidationError as error:
-            raise VerificationError(f"{wheel.name}: its {VARIANT_DIST_INFO_FILENAME} does not merge with the other variants: {error}") from error  # fmt: skip
+            raise VerificationError(
+                f"{wheel.name}: its {VARIANT_DIST_INFO_FILENAME} does not merge with the other variants: {error}"
+            ) from error
     if merged is None:
         return None
     path = out_dir / f"{wheel_name}-{version}-variants.json"
@@ -306,7 +318,7 @@ def for_plan(
     it), with properties read from the binaries that were checked."""
     label = plan.variant.variant_label
     assert label is not None
-    unstable = plan.matrix.abi == "unstable"
+    unstable = plan.abi.kind.per_torch  # the wheel pins its torch: a property of it
     torch = plan.torch.version
     facts = VariantFacts(
         sm_arch=sm_arch_values(binaries),
@@ -318,5 +330,5 @@ def for_plan(
     made = [make_variant_wheel(repaired, label, text, stage / "variant")]
     if null:
         empty = variant_json(NULL_LABEL, [], unstable_abi=unstable)
-        made.append(make_variant_wheel(repaired, NULL_LABEL, empty, stage / "null"))  # fmt: skip
+        made.append(make_variant_wheel(repaired, NULL_LABEL, empty, stage / "null"))
     return made, tuple(props)

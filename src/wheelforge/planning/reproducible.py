@@ -70,9 +70,12 @@ def input_folders(
     """Every folder a compile reads from (the project, the build folder, torch's package folder,
     Python's headers, the toolkit), and the fixed name it has in the binaries."""
     folders = {
-        root: SOURCE_ROOT, build_dir: BUILD_DIR, torch.include_dir.parent: TORCH,
-        torch.python_include: PYTHON_INCLUDE, toolkit.root: TOOLKIT,
-    }  # fmt: skip
+        root: SOURCE_ROOT,
+        build_dir: BUILD_DIR,
+        torch.include_dir.parent: TORCH,
+        torch.python_include: PYTHON_INCLUDE,
+        toolkit.root: TOOLKIT,
+    }
     if toolkit.host_cxx is not None:  # a provisioned toolkit: its GCC's own headers lie beside it
         common = Path(os.path.commonpath([toolkit.root, toolkit.host_cxx]))
         if common != Path(common.anchor):

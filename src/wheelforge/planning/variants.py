@@ -13,6 +13,7 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from wheelforge.configuration import abi
 from wheelforge.configuration.archs import Arch, ArchSet
 from wheelforge.configuration.matrix.model import Matrix
 from wheelforge.foundation import fsutil
@@ -111,9 +112,7 @@ def expand(matrix: Matrix, found: Sequence[Toolkit]) -> tuple[Variant, ...]:
 
 def _expand(matrix: Matrix, found: Sequence[Toolkit]) -> tuple[Variant, ...]:
     # The unstable ABI ties a binary to one torch: one more dimension, torch version.
-    torches: list[str | None] = (
-        [str(v) for v in matrix.torch.versions] if matrix.abi == "unstable" else [None]
-    )
+    torches = abi.of(matrix.abi).torches(matrix.torch)
     combos: dict[str, tuple[ArchSet, ToolkitChoice, str | None]] = {}
     # Arch sets repeat arch lists; the choice depends on the list only (a refusal, which names
     # the set, is raised at the first set that has the list).

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from wheelforge.configuration import abi
 from wheelforge.configuration.archs import ArchSet, arch_list_id, parse_arch_list
 from wheelforge.configuration.matrix.model import Matrix
 from wheelforge.configuration.matrix.reader import load_matrix
@@ -28,7 +29,7 @@ from wheelforge.foundation import log
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.packaging import sdist, wheel
 from wheelforge.planning import variants
-from wheelforge.running.build import run_build
+from wheelforge.running.build.command import run_build
 from wheelforge.toolchain import gpu, toolkit
 
 if sys.version_info >= (3, 11):
@@ -149,14 +150,20 @@ def backend_settings(
     env = os.environ if env is None else env
     python = Path(sys.executable)
     archs, source = choose_archs(env, options.archs, lambda: gpu.local_capabilities(python))
-    flags = Flags(matrix=options.matrix, out=out_dir, build_dir=options.build_dir,
-                  jobs=options.jobs, python=str(python), offline=options.offline)  # fmt: skip
+    flags = Flags(
+        matrix=options.matrix,
+        out=out_dir,
+        build_dir=options.build_dir,
+        jobs=options.jobs,
+        python=str(python),
+        offline=options.offline,
+    )
     # The arch list was chosen above; the matrix's own arch sets are replaced, not overridden.
     settings = resolve(flags, {k: v for k, v in env.items() if k != "TORCH_CUDA_ARCH_LIST"})
     matrix = one_variant_matrix(settings.matrix, archs, source)
-    expanded = variants.expand(matrix, toolkit.discover(cache=settings.cache))
+    expanded = variants.expand(matrix, toolkit.discover(cache=settings.cache_dir))
     chosen = variants.select(expanded, (options.only,))[0] if options.only else expanded[0]
-    if matrix.abi == "stable":
+    if not abi.of(matrix.abi).per_torch:
         # One toolkit: one variant, so the wheel's version is the package's (no local label),
         # as prepare_metadata_for_build_wheel said.
         matrix = dataclasses.replace(matrix, cuda=(chosen.choice.release,))
@@ -183,9 +190,7 @@ def torch_requires(options: BackendOptions) -> list[str]:
     if importlib.util.find_spec("torch") is not None:
         return []
     matrix = load_matrix(options.matrix)
-    if matrix.abi == "unstable":
-        return [f"torch=={matrix.torch.versions[0]}"]
-    return [matrix.torch.requirement]
+    return [abi.of(matrix.abi).build_requirement(matrix.torch)]
 
 
 def build_sdist(root: Path, options: BackendOptions, sdist_directory: Path) -> str:
@@ -198,13 +203,14 @@ def prepare_metadata(options: BackendOptions, metadata_directory: Path) -> str:
     compiling. An unstable-ABI wheel's torch pin is the build's: that case builds the wheel
     and takes its dist-info."""
     matrix = load_matrix(options.matrix)
-    if matrix.abi == "unstable":
+    requirement = abi.of(matrix.abi).requirement(matrix.torch)
+    if requirement is None:
         return _metadata_from_wheel(options, metadata_directory)
     pkg = matrix.package
     dist_info = metadata_directory / f"{pkg.wheel_name}-{pkg.version}.dist-info"
     dist_info.mkdir(parents=True, exist_ok=True)
     text = wheel.core_metadata(
-        matrix, version=pkg.version, torch_requirement=matrix.torch.requirement
+        pkg, matrix.requires_python, version=pkg.version, torch_requirement=requirement
     )
     (dist_info / "METADATA").write_text(text, encoding="utf-8")
     return dist_info.name

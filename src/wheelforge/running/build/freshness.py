@@ -19,11 +19,11 @@ import json
 from pathlib import Path
 
 from wheelforge.foundation import fsutil
-from wheelforge.planning import ninja
 from wheelforge.planning.plan import VariantPlan
+from wheelforge.running.build import ninja
 from wheelforge.toolchain import probecache
 
-STAMP = "up-to-date.json"
+UP_TO_DATE_STAMP = "up-to-date.json"  # says ninja has nothing to do
 
 
 def ninja_hash(text: str) -> str:
@@ -31,7 +31,7 @@ def ninja_hash(text: str) -> str:
 
 
 def _stamp_path(plan: VariantPlan) -> Path:
-    return plan.build_dir / STAMP
+    return plan.build_dir / UP_TO_DATE_STAMP
 
 
 def up_to_date(plan: VariantPlan, ninja_text: str) -> bool:
@@ -79,13 +79,13 @@ def record(plan: VariantPlan, ninja_text: str, started_ns: int) -> None:
     if deps is None:
         return
     headers = {d for ds in deps.values() for d in ds}
-    read = headers | {str(s.source) for s in plan.compile_steps}
-    inputs = read | {str(g.path) for g in plan.generated}
-    inputs |= {plan.cxx, plan.cc, plan.nvcc_host, str(plan.variant.toolkit.nvcc)}
+    read = headers | {str(s.source) for s in plan.compile.steps}
+    inputs = read | {str(g.path) for g in plan.compile.generated}
+    inputs |= {plan.compile.cxx, plan.compile.cc, plan.compile.nvcc_host, str(plan.compile.nvcc)}
     watched = probecache.fingerprint(sorted(inputs))
     if any(st is None or st[1] > started_ns for st in watched.values()):
         return
-    outputs = [*(s.object for s in plan.compile_steps), plan.library]
+    outputs = [*(s.object for s in plan.compile.steps), plan.link.library]
     watched |= probecache.fingerprint(outputs)
     # "read": what the compiles read, for the wheel's provenance (no second ninja -t deps)
     stamp = {"ninja": ninja_hash(ninja_text), "files": watched, "read": sorted(read)}

@@ -23,7 +23,7 @@ _UNDEFINED_RE = re.compile(r"undefined symbol: (\S+)")
 
 
 def _hint(message: str, plan: VariantPlan) -> str:
-    leaf = plan.matrix.extension.leaf
+    leaf = plan.wheel.extension.leaf
     if "does not define module export function" in message:
         return (
             f"the library has no exported PyInit_{leaf}: with extension.module-init: false the "
@@ -37,24 +37,24 @@ def _hint(message: str, plan: VariantPlan) -> str:
     return "run the same import in the build Python to see more"
 
 
-def check_import(wheel: Path, plan: VariantPlan, *, cache: Path | None = None) -> str:
+def check_import(wheel: Path, plan: VariantPlan, *, cache_dir: Path | None = None) -> str:
     """Import the wheel's extension module under *plan*'s build torch (in a warm child that
     imported torch first: toolchain/warmtorch.py); returns what ran, or raises
-    VerificationError with the loader's message. A success is remembered in *cache* for these
+    VerificationError with the loader's message. A success is remembered in *cache_dir* for these
     wheel bytes and this torch while the files torch's probe watches are unchanged: a fresh
     clone that builds the same wheel does not import it again."""
-    module = plan.matrix.extension.name
+    module = plan.wheel.extension.name
     key = {
         "wheel": stamp.sha256(wheel),
         "module": module,
         **torchprobe.probe_key(plan.torch.python),
     }
-    found = probecache.lookup(cache, "import-check", key)
+    found = probecache.lookup(cache_dir, "import-check", key)
     if found is not None and isinstance(found.get("ran"), str):
         return str(found["ran"])
     ran = _import(wheel, plan, module)
     if plan.torch.watch:  # nothing to watch: nothing that says when the verdict goes stale
-        probecache.store(cache, "import-check", key, {"ran": ran}, plan.torch.watch)
+        probecache.store(cache_dir, "import-check", key, {"ran": ran}, plan.torch.watch)
     return ran
 
 
@@ -64,7 +64,7 @@ def _import(wheel: Path, plan: VariantPlan, module: str) -> str:
         site = Path(tmp) / "site"
         with zipfile.ZipFile(wheel) as zf:
             zf.extractall(site)
-        result = warmtorch.import_module(python, module, site / plan.wheel_library_path)
+        result = warmtorch.import_module(python, module, site / plan.wheel.library_path)
     lines = result.stdout.strip().splitlines()
     try:
         error = json.loads(lines[-1]) if lines else "the child process printed nothing"
@@ -86,14 +86,14 @@ def _import(wheel: Path, plan: VariantPlan, module: str) -> str:
 def warn_if_torch_not_imported_first(plan: VariantPlan) -> None:
     """The package's ``__init__.py`` must import torch before the extension: the module needs
     libc10.so and friends, which only an imported torch makes loadable. Read with ``ast``."""
-    ext = plan.matrix.extension
+    ext = plan.wheel.extension
     if "." not in ext.name:
         return
     parent = ext.name.rsplit(".", 1)[0]
     init = next(
         (
             folder.parent / parent.replace(".", "/") / "__init__.py"
-            for folder in plan.matrix.package.packages
+            for folder in plan.wheel.package.packages
             if folder.name == parent.split(".")[0]
         ),
         None,

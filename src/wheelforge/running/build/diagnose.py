@@ -65,9 +65,9 @@ def hints(text: str, plan: VariantPlan) -> list[str]:
     if m := _MULTIPLE_INIT_RE.search(text):
         out.append(
             f"hint: the sources define {m[1]} themselves, and wheelforge generated one too; "
-            f"set 'module-init: false' under extension in {plan.matrix.path.name}"
+            f"set 'module-init: false' under extension in {plan.matrix_path.name}"
         )
-    if plan.matrix.abi == "stable":
+    if plan.abi.kind.torch_target:
         out += _hidden_names(text, plan)
     return out
 
@@ -80,7 +80,7 @@ def _hidden_names(text: str, plan: VariantPlan) -> list[str]:
     if not names:
         return []
     guards = feature_guards(plan.torch.include_dir)
-    target = plan.matrix.torch.target
+    target = plan.abi.target
     out = []
     for name in sorted(names):
         since = guards.get(name)

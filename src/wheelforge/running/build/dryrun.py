@@ -8,8 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wheelforge.configuration.settings import BuildSettings
-from wheelforge.planning import ninja
-from wheelforge.running.prepare import plan_all, selected
+from wheelforge.planning import ninjafile
+from wheelforge.planning.planner import plan_all, plan_inputs
+from wheelforge.running.build import ninja
+from wheelforge.running.build.prepare import selected
 from wheelforge.toolchain import toolkit
 
 
@@ -25,11 +27,15 @@ class PlannedVariant:
 
 
 def dry_run(settings: BuildSettings) -> list[PlannedVariant]:
-    chosen = selected(settings, toolkit.discover(cache=settings.cache))
+    chosen = selected(settings, toolkit.discover(cache=settings.cache_dir))
     planned = []
     for v in chosen:
-        common = {"variant_id": v.id, "arch_set": v.arch_set.name, "archs": str(v.arch_set),
-                  "toolkit": v.choice.describe()}  # fmt: skip
+        common = {
+            "variant_id": v.id,
+            "arch_set": v.arch_set.name,
+            "archs": str(v.arch_set),
+            "toolkit": v.choice.describe(),
+        }
         note = ""
         if v.choice.toolkit is None:
             note = (
@@ -41,10 +47,10 @@ def dry_run(settings: BuildSettings) -> list[PlannedVariant]:
         if note:
             planned.append(PlannedVariant(**common, torch=v.torch, commands=(), note=note))
             continue
-        [plan] = plan_all(settings, [v])
+        [plan] = plan_all(settings, [v], plan_inputs(settings))  # no compile cache
         with tempfile.TemporaryDirectory(prefix="wheelforge-dry-run-") as tmp:
             # The build.ninja the build would write, rendered elsewhere: ninja lists its commands.
-            (Path(tmp) / "build.ninja").write_text(ninja.render(plan), encoding="utf-8")
+            (Path(tmp) / "build.ninja").write_text(ninjafile.render(plan), encoding="utf-8")
             commands = tuple(ninja.commands(Path(tmp)))
         planned.append(PlannedVariant(**common, torch=plan.torch.label, commands=commands, note=""))
     return planned

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 from wheelforge.binaries.abicheck import BinaryCheck
 from wheelforge.binaries.facts import BinaryContents
 from wheelforge.binaries.sizecheck import SizeCheck
 from wheelforge.binaries.verify import ArchCheck
+from wheelforge.configuration.abi import AbiName
 from wheelforge.configuration.archs import ArchSet
 from wheelforge.foundation.errors import WheelforgeError
 from wheelforge.toolchain.compilecache import CacheStats
@@ -62,7 +62,7 @@ class VariantFailure:
 @dataclass(frozen=True, kw_only=True)
 class BuildReport:
     matrix: Path
-    abi: Literal["stable", "unstable"] = "stable"
+    abi: AbiName = "stable"  # configuration/abi.py: what it decides
     target_version: tuple[int, int]
     built_against: str
     variants: tuple[VariantResult, ...]

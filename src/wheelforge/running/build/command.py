@@ -1,0 +1,77 @@
+"""``wheelforge build``: settings → the variants (toolkits on disk, the output folders probed)
+→ one plan per variant → each built (running/build/variant.py), and rebuilt in another folder for
+--verify-reproducible → the variant index → a BuildReport, under the build folder's lock."""
+
+from __future__ import annotations
+
+import time
+
+from wheelforge.configuration import abi
+from wheelforge.configuration.settings import BuildSettings
+from wheelforge.foundation import locks, log
+from wheelforge.packaging import wheel_variants
+from wheelforge.planning import variants
+from wheelforge.planning.planner import plan_all, plan_inputs
+from wheelforge.planning.variants import Variant
+from wheelforge.running.build import importcheck, preflight, reproduce
+from wheelforge.running.build.prepare import folders, resolve_variants, using_cached
+from wheelforge.running.build.results import BuildReport, VariantFailure, VariantResult
+from wheelforge.running.build.variant import build_variant
+from wheelforge.toolchain import compilecache, warmtorch
+
+
+def run_build(settings: BuildSettings) -> BuildReport:
+    start = time.perf_counter()
+    with preflight.tidy(folders(settings)):
+        chosen = resolve_variants(settings, probe=True)
+        lock = settings.build_root / locks.LOCK_NAME
+        with (
+            locks.hold(lock, what=f"the build folder {settings.build_root}", wait=settings.wait),
+            warmtorch.session(),
+        ):
+            return _run_build(settings, chosen, start)
+
+
+def _run_build(settings: BuildSettings, chosen: list[Variant], start: float) -> BuildReport:
+    compile_cache = compilecache.resolve(settings.compile_cache, settings.matrix.root)
+    inputs = plan_inputs(settings, compile_cache)
+    plans = plan_all(settings, chosen, inputs, early=True)
+    m = settings.matrix
+    labels = sorted({p.torch.label for p in plans})
+    flavour = abi.of(m.abi)
+    if not flavour.per_torch:
+        target = f"{m.torch.target[0]}.{m.torch.target[1]}"
+        how = (
+            f"for torch {m.torch.requirement[5:]} (stable ABI target {target}, "
+            f"built against torch {plans[0].torch.label})"
+        )
+    else:
+        how = f"for torch {', '.join(labels)} (unstable ABI: one build each)"
+    what = f"{len(plans)} variant(s) of {m.package.name} {m.package.version}"
+    log.info(f"building {what} {how}; archs from {settings.arch_source}")
+    if plans:
+        importcheck.warn_if_torch_not_imported_first(plans[0])
+    null = variants.null_variant([p.variant for p in plans], m)
+    with using_cached(plans, settings.cache_dir):
+        outcomes = [build_variant(p, inputs, settings, null=p.variant == null) for p in plans]
+        if settings.verify_reproducible:  # the twin compiles with no cache (inputs.twin)
+            outcomes = [
+                reproduce.verify(o, p, inputs, settings) if isinstance(o, VariantResult) else o
+                for o, p in zip(outcomes, plans, strict=True)
+            ]
+    index = None
+    if m.variant_wheels:
+        # The whole output folder: variants built by other jobs and collected here count too.
+        index = wheel_variants.write_index_json(
+            settings.out_dir, m.package.wheel_name, m.package.version
+        )
+    return BuildReport(
+        matrix=settings.matrix.path,
+        abi=flavour.name,
+        target_version=settings.matrix.torch.target,
+        built_against=", ".join(labels) if flavour.per_torch else plans[0].torch.label,
+        variants=tuple(o for o in outcomes if isinstance(o, VariantResult)),
+        failures=tuple(o for o in outcomes if isinstance(o, VariantFailure)),
+        seconds=time.perf_counter() - start,
+        variants_json=index,
+    )

@@ -1,0 +1,72 @@
+"""What a build that changed nothing reads back instead of making again, from the variant's
+build folder: the SBOM and build info (while the freshness stamp is the same), and what
+verifying the published wheel found (while its bytes are). The reuse stamp that says which
+wheel is still the build's is packaging/stamp.py's."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import pickle
+from pathlib import Path
+
+from wheelforge import __version__
+from wheelforge.binaries.verify import WheelVerification
+from wheelforge.foundation import fsutil
+from wheelforge.packaging import provenance, stamp, wheel
+from wheelforge.planning.plan import VariantPlan
+from wheelforge.running.build import freshness, ninja
+
+# The SBOM and build info of the last build, and the freshness stamp they were made under.
+PROVENANCE = "provenance.json"
+
+
+def dist_info_files(plan: VariantPlan) -> tuple[tuple[str, str], ...]:
+    """provenance.dist_info_files, stored beside the freshness stamp: while the stamp is the
+    same (no input, output or command changed) they are read back, so a no-op starts no
+    process (``ninja -t deps``, ``c++ --version``) for them."""
+    text = freshness.stamp_text(plan)
+    key = [
+        __version__,
+        wheel.source_date_epoch(),
+        text and hashlib.sha256(text.encode()).hexdigest(),
+    ]
+    stored = plan.build_dir / PROVENANCE
+    if text is not None:
+        try:
+            data = json.loads(stored.read_text(encoding="utf-8"))
+            if data["key"] == key:
+                return tuple((str(name), str(body)) for name, body in data["files"])
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+    files = provenance.dist_info_files(
+        plan, lambda: freshness.recorded_inputs(plan) or ninja.inputs(plan)
+    )
+    if text is not None:
+        fsutil.write_if_changed(stored, json.dumps({"key": key, "files": files}) + "\n")
+    return files
+
+
+# What verify_wheel found in the wheel the reuse stamp names, so an unchanged wheel is not read
+# again: the same bytes give the same findings.
+VERIFIED = "wheel-verified.pickle"
+
+
+def remember_verification(
+    published: Path, plan: VariantPlan, found: WheelVerification, imported: str | None
+) -> None:
+    data = (__version__, stamp.sha256(published), found, imported)
+    (plan.build_dir / VERIFIED).write_bytes(pickle.dumps(data))
+
+
+def verified_before(
+    published: Path, plan: VariantPlan
+) -> tuple[WheelVerification, str | None] | None:
+    """The findings (and the import check's verdict) stored when this very wheel was published
+    by this wheelforge. The pickle is wheelforge's own, in its own build folder."""
+    try:
+        version, sha, found, imported = pickle.loads((plan.build_dir / VERIFIED).read_bytes())
+    except Exception:  # missing, truncated, from another layout: verify again
+        return None
+    ok = version == __version__ and sha == stamp.sha256(published)
+    return (found, imported) if ok and isinstance(found, WheelVerification) else None

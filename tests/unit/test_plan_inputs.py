@@ -1,0 +1,69 @@
+"""What a plan is made from (planning/plan.PlanInputs): the threads, the launchers and the twin's
+folders are decided by planning, never patched into a plan afterwards."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+
+from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.configuration.settings import Launchers
+from wheelforge.planning.plan import PlanInputs, VariantPlan
+from wheelforge.planning.planner import make_plan
+from wheelforge.toolchain.compilecache import CompileCache
+
+from .fakes import plan_for, plan_inputs
+
+Project = Callable[..., Path]
+
+
+def _plan(inputs: PlanInputs, like: VariantPlan) -> VariantPlan:
+    return make_plan(inputs, like.variant, like.torch, weak_header="", nvcc_host="g++")
+
+
+def test_nvcc_threads_fill_the_cores_unless_given(project: Project, tmp_path: Path) -> None:
+    matrix = load_matrix(project())
+    like = plan_for(matrix, tmp_path)  # one .cu file, 8.0 and 9.0+PTX: two archs
+    sixteen = dataclasses.replace(plan_inputs(matrix, tmp_path), cores=16)
+    assert _plan(sixteen, like).compile.nvcc_threads == 3  # two archs and the host side
+    given = dataclasses.replace(sixteen, nvcc_threads=5)  # NVCC_THREADS
+    assert _plan(given, like).compile.nvcc_threads == 5
+
+
+def test_launchers_come_from_the_environment_else_the_compile_cache(
+    project: Project, tmp_path: Path
+) -> None:
+    matrix = load_matrix(project())
+    like = plan_for(matrix, tmp_path)
+    inputs = plan_inputs(matrix, tmp_path)
+    sccache = CompileCache(tool="sccache", exe=Path("/bin/sccache"), base=tmp_path)
+    cached = _plan(dataclasses.replace(inputs, compile_cache=sccache), like).compile
+    # nvcc bypasses sccache (its temporaries would differ from an uncached build's)
+    assert cached.launchers == Launchers(cxx=("/bin/sccache",), cc=("/bin/sccache",))
+    assert cached.compile_cache == sccache
+    compilers = dataclasses.replace(inputs.compilers, launchers=Launchers(cxx=("distcc",)))
+    named = dataclasses.replace(inputs, compile_cache=sccache, compilers=compilers)
+    assert _plan(named, like).compile.launchers.cxx == ("distcc",)
+
+
+def test_the_twin_is_planned_elsewhere_without_cache_or_launcher(
+    project: Project, tmp_path: Path
+) -> None:
+    matrix = load_matrix(project())
+    like = plan_for(matrix, tmp_path)
+    ccache = CompileCache(tool="ccache", exe=Path("/bin/ccache"), base=tmp_path)
+    given = plan_inputs(matrix, tmp_path)
+    inputs = dataclasses.replace(
+        given,
+        compile_cache=ccache,
+        compilers=dataclasses.replace(given.compilers, launchers=Launchers(cuda=("ccache",))),
+    )
+    twin = _plan(inputs.twin(tmp_path / "twin"), like)
+    assert twin.compile.launchers == Launchers() and twin.compile.compile_cache is None
+    assert twin.build_dir == (tmp_path / "twin" / "build" / like.variant.id).resolve()
+    assert twin.out_dir == tmp_path / "twin" / "dist"
+    # What the wheel is stays the first build's (paths differ: the twin's folder is another).
+    first = _plan(inputs, like)
+    assert (twin.compile.gencode, twin.wheel) == (first.compile.gencode, first.wheel)
+    assert twin.abi.abi_tag == first.abi.abi_tag
