@@ -50,6 +50,7 @@ EXAMPLES: dict[str, Any] = {
     "tests.path": "demo_ops",
     "tests.torch": ["2.13.0"],
     "wheel-variants.null": "default",
+    "memory-limit": "24GiB",
 }
 
 

@@ -1,6 +1,7 @@
 """One precedence chain for every command's settings: defaults, then matrix.yaml, then the
 environment (TORCH_CUDA_ARCH_LIST, MAX_JOBS, NVCC_THREADS, CXX, CC, compiler launchers,
-SOURCE_DATE_EPOCH, XDG_CACHE_HOME, WHEELFORGE_COMPILE_CACHE), then command-line flags. The default folders (dist/,
+SOURCE_DATE_EPOCH, XDG_CACHE_HOME, WHEELFORGE_COMPILE_CACHE, WHEELFORGE_MEMORY_LIMIT), then
+command-line flags. The default folders (dist/,
 build/wheelforge/, the cache) are decided here and nowhere else; flag values the CLI passes
 through raw (--target, --python-abi, --python) are parsed here too.
 
@@ -47,6 +48,7 @@ class Flags:
     wheel_variants: bool = False  # --wheel-variants: PEP 825 variant wheels (else the matrix's key)
     verify_reproducible: bool = False
     compile_cache: str | None = None  # auto, sccache, ccache, none
+    memory_limit: str | None = None  # as written: 24GiB
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,6 +89,9 @@ class BuildSettings:
     wait: bool = True  # for another build's lock on the build folder
     verify_reproducible: bool = False  # build each variant twice, in two folders, and compare
     compile_cache: str = "auto"  # auto, sccache, ccache, none (toolchain/compilecache.py)
+    # the memory the compiles may use (planning/parallelism.py); None: what the machine leaves
+    memory_limit: int | None = None
+    memory_limit_source: str = ""  # where it was given: --memory-limit, ..., matrix.yaml
 
 
 def default_cache() -> Path:
@@ -220,6 +225,19 @@ def _compile_cache(flags: Flags, matrix: Matrix, env: Mapping[str, str]) -> str:
     return "auto"
 
 
+def _memory_limit(flags: Flags, matrix: Matrix, env: Mapping[str, str]) -> tuple[int | None, str]:
+    """--memory-limit, else $WHEELFORGE_MEMORY_LIMIT, else matrix.yaml's memory-limit, else
+    None (the machine's available memory, read when the build is planned)."""
+    if flags.memory_limit is not None:
+        return parse_size(flags.memory_limit, where="--memory-limit"), "--memory-limit"
+    if env.get("WHEELFORGE_MEMORY_LIMIT"):
+        given = env["WHEELFORGE_MEMORY_LIMIT"]
+        return parse_size(given, where="WHEELFORGE_MEMORY_LIMIT"), "WHEELFORGE_MEMORY_LIMIT"
+    if matrix.memory_limit is not None:
+        return matrix.memory_limit, f"{matrix.path.name} memory-limit"
+    return None, ""
+
+
 def resolve(flags: Flags, env: Mapping[str, str] | None = None) -> BuildSettings:
     env = os.environ if env is None else env
     matrix = load_matrix(flags.matrix)
@@ -243,6 +261,7 @@ def resolve(flags: Flags, env: Mapping[str, str] | None = None) -> BuildSettings
     jobs = flags.jobs if flags.jobs is not None else _positive_int(env.get("MAX_JOBS"), "MAX_JOBS")
     cxx_launcher, cxx = _compiler(env, "CXX", "c++")
     cc_launcher, cc = _compiler(env, "CC", "cc")
+    memory_limit, memory_limit_source = _memory_limit(flags, matrix, env)
     return BuildSettings(
         matrix=matrix,
         arch_source=arch_source,
@@ -273,6 +292,8 @@ def resolve(flags: Flags, env: Mapping[str, str] | None = None) -> BuildSettings
         wait=flags.wait,
         verify_reproducible=flags.verify_reproducible,
         compile_cache=_compile_cache(flags, matrix, env),
+        memory_limit=memory_limit,
+        memory_limit_source=memory_limit_source,
     )
 
 

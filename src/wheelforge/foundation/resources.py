@@ -71,7 +71,9 @@ def cgroup_room(
     and the folder of the tightest; None when none of them has a limit. *read* returns a
     file's text, or None when it cannot be read."""
     limit_file, usage_file = (
-        ("memory.max", "memory.current") if v2 else ("memory.limit_in_bytes", "memory.usage_in_bytes")
+        ("memory.max", "memory.current")
+        if v2
+        else ("memory.limit_in_bytes", "memory.usage_in_bytes")
     )
     best: tuple[int, Path] | None = None
     folder = root / path.strip("/")
@@ -121,7 +123,9 @@ def cpu_quota(text: str | None) -> float | None:
     return None
 
 
-def cores(read: Callable[[Path], str | None] = _read, cgroup_root: Path = Path("/sys/fs/cgroup")) -> int:
+def cores(
+    read: Callable[[Path], str | None] = _read, cgroup_root: Path = Path("/sys/fs/cgroup")
+) -> int:
     """The cores this process may keep busy: its CPU affinity, fewer under a cgroup v2 CPU
     quota (rounded up: a quota of 1.5 cores keeps two compilers busy most of the time)."""
     allowed = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()

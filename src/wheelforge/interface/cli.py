@@ -114,6 +114,15 @@ def cli() -> None:
     ),
 )
 @click.option(
+    "--memory-limit",
+    metavar="SIZE",
+    help=(
+        "Memory the compiles may use at once, e.g. 24GiB; the schedule keeps each moment's "
+        "compiles under it [default: WHEELFORGE_MEMORY_LIMIT, else memory-limit of the matrix, "
+        "else what the machine and its cgroups leave]."
+    ),
+)
+@click.option(
     "--report",
     "report_path",
     metavar="PATH",

@@ -10,6 +10,7 @@ import shlex
 from ninja.ninja_syntax import Writer, escape
 
 from wheelforge.foundation import fsutil
+from wheelforge.planning.parallelism import HEAVY_POOL
 from wheelforge.planning.plan import VariantPlan
 
 
@@ -58,19 +59,32 @@ def render(plan: VariantPlan) -> str:
     )
     w.rule("link", "$cxx -shared -o $out $in $ldflags", description="LINK $out")
     w.newline()
+    _compile_builds(w, plan)
     path = plan.command_path  # the Writer escapes build paths itself
-    preload = _preload(w, plan)
-    for step in plan.compile.steps:
-        own = {"source_flags": escape(step.flags)}
-        if step.gencode is not None:
-            own["gencode"] = escape(step.gencode)
-        implicit = preload if step.rule == "nvcc" else None
-        w.build([path(step.object)], step.rule, [path(step.source)], implicit, variables=own)
     # The version script is an input of the link: a change to it relinks.
     objects = [path(s.object) for s in plan.compile.steps]
     w.build([path(plan.link.library)], "link", objects, implicit=[path(plan.link.export_map)])
     w.default([path(plan.link.library)])
     return buf.getvalue()
+
+
+def _compile_builds(w: Writer, plan: VariantPlan) -> None:
+    """One build per compile step, its own flags beside it; the memory-heavy ones in the heavy
+    pool (planning/parallelism.py), at most its depth of them at once."""
+    path = plan.command_path  # the Writer escapes build paths itself
+    preload = _preload(w, plan)
+    depth = plan.compile.schedule.heavy_depth
+    if depth is not None:
+        w.pool(HEAVY_POOL, depth)
+        w.newline()
+    for step in plan.compile.steps:
+        own = {"source_flags": escape(step.flags)}
+        if step.gencode is not None:
+            own["gencode"] = escape(step.gencode)
+        if step.heavy and depth is not None:
+            own["pool"] = HEAVY_POOL
+        implicit = preload if step.rule == "nvcc" else None
+        w.build([path(step.object)], step.rule, [path(step.source)], implicit, variables=own)
 
 
 def _nvcc_launch(plan: VariantPlan) -> str:

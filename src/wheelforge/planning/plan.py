@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -22,7 +22,10 @@ from wheelforge.configuration import abi as abis
 from wheelforge.configuration.archs import ArchSet
 from wheelforge.configuration.matrix.model import ExtensionConfig, Matrix, PackageConfig
 from wheelforge.configuration.settings import Compilers, Launchers
+from wheelforge.foundation.resources import MemoryLimit
 from wheelforge.planning import reproducible
+from wheelforge.planning.jobcosts import JobCost
+from wheelforge.planning.parallelism import Schedule
 from wheelforge.planning.variants import Variant
 from wheelforge.toolchain.compilecache import CompileCache
 from wheelforge.toolchain.torchprobe import TorchEnv
@@ -44,7 +47,12 @@ class PlanInputs:
     compile_cache: CompileCache | None = None
     jobs: int | None = None  # ninja -j; None: ninja's default
     nvcc_threads: int | None = None  # NVCC_THREADS; None: as many as fill the cores
-    cores: int = 1  # the cores the build may use (os.sched_getaffinity)
+    cores: int = 1  # the cores the build may use (foundation/resources.cores)
+    # the memory the compiles may use: --memory-limit, else what the machine and its cgroups
+    # leave (foundation/resources.available_memory); None: not known, the cores decide
+    memory: MemoryLimit | None = None
+    # what earlier builds measured of each compile step (planning/jobcosts.py), by step key
+    costs: Mapping[str, JobCost] = dataclasses.field(default_factory=dict)
     cache_dir: Path | None = None  # where the probes planning asks are cached
 
     def twin(self, folder: Path) -> PlanInputs:
@@ -68,6 +76,9 @@ class CompileStep:
     arch_set: ArchSet | None = None  # for a source with arch limits: what it is compiled for
     gencode: str | None = None  # its own -gencode flags then; else the plan's (the arch set's)
     flags: str = ""  # per-source flags: the source's path-free name for seeds (reproducible.py)
+    # its key in the job-cost history (planning/jobcosts.step_key): its name, rule, flags
+    cost_key: str = ""
+    heavy: bool = False  # in the heavy pool: at most schedule.heavy_depth of them at once
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -100,6 +111,9 @@ class CompilePlan:
     input_folders: tuple[tuple[Path, str], ...]
     jobs: int | None  # ninja -j; None: ninja's default
     nvcc_threads: int  # nvcc --threads, given through NVCC_APPEND_FLAGS (running/build/ninja.py)
+    # how -j, the threads and the heavy pool were chosen (planning/parallelism.py), with the
+    # memory they keep to and the compiles' expected time
+    schedule: Schedule
 
 
 @dataclass(frozen=True, kw_only=True)

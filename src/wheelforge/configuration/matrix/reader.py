@@ -63,6 +63,7 @@ class MatrixReader(PackageReader):
                 "tests": self.tests,
                 "cuda": self.cuda,
                 "size_budget": self.parsed(lambda text, w: parse_size(text, where=w)),
+                "memory_limit": self.parsed(lambda text, w: parse_size(text, where=w)),
                 "compile_cache": self.scalar,  # its values: settings.py, with the environment's
             }
         if model is ExtensionConfig:

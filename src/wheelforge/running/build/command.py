@@ -74,4 +74,7 @@ def _run_build(settings: BuildSettings, chosen: list[Variant], start: float) -> 
         failures=tuple(o for o in outcomes if isinstance(o, VariantFailure)),
         seconds=time.perf_counter() - start,
         variants_json=index,
+        no_compile_cache=(
+            compilecache.none_reason(settings.compile_cache) if compile_cache is None else None
+        ),
     )

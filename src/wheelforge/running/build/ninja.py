@@ -7,6 +7,8 @@ import dataclasses
 import os
 import re
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import ninja as ninja_pkg
@@ -16,7 +18,7 @@ from wheelforge.foundation.diagnostics import Diagnostic, parse_compiler_output
 from wheelforge.foundation.errors import BuildError, EnvironmentProblem
 from wheelforge.planning.parallelism import default_parallelism
 from wheelforge.planning.plan import VariantPlan
-from wheelforge.running.build import diagnose
+from wheelforge.running.build import diagnose, jobwatch
 
 NINJA_HINT = "pip install ninja"
 # ninja prints this before each command it runs; we count the compile steps from it.
@@ -118,9 +120,20 @@ def run_env(plan: VariantPlan) -> dict[str, str]:
     return env
 
 
-def run(plan: VariantPlan, *, env: dict[str, str] | None = None) -> list[str]:
+@dataclass(frozen=True, kw_only=True)
+class NinjaRun:
+    """What one ninja run did: the steps it ran (``CXX``, ``NVCC``, ``LINK``), and what each
+    compile cost, by its output as the commands spell it."""
+
+    ran: tuple[str, ...]
+    seconds: Mapping[str, float]  # wall time, from .ninja_log
+    measured: Mapping[str, jobwatch.Measured]  # memory and CPU, from /proc (jobwatch.py)
+    peak: int  # bytes: the whole build's largest resident memory at one moment
+
+
+def run(plan: VariantPlan, *, env: dict[str, str] | None = None) -> NinjaRun:
     """Run ninja for the variant, with *env* added to the compilers' environment, showing each
-    job as it finishes; returns the build steps it ran (``CXX a.cpp`` …)."""
+    job as it finishes and measuring what each costs (running/build/jobwatch.py)."""
     todo = pending_jobs(plan)
     args: list[str | Path] = [executable(), "-C", plan.build_dir, *_jobs_flag(plan)]
     if log.verbosity() >= 2:
@@ -131,6 +144,7 @@ def run(plan: VariantPlan, *, env: dict[str, str] | None = None) -> list[str]:
     }
     ninja_log = _NinjaLog(plan.build_dir / ".ninja_log")
     progress = log.JobProgress(todo, plan.compile.jobs or default_parallelism())
+    watch = jobwatch.JobWatch(outputs=tuple(outputs.values()))
     ran: list[str] = []
 
     def on_line(line: str) -> None:
@@ -148,15 +162,26 @@ def run(plan: VariantPlan, *, env: dict[str, str] | None = None) -> list[str]:
 
     try:
         result = proc.stream(
-            args, hint=NINJA_HINT, env={**run_env(plan), **(env or {})}, on_line=on_line
+            args,
+            hint=NINJA_HINT,
+            env={**run_env(plan), **(env or {})},
+            on_line=on_line,
+            on_start=watch.start,
         )
     finally:
+        watch.stop()
         progress.close()
     # Every variant's full log at a stable path, whether the build passed or not.
     fsutil.write_if_changed(plan.build_dir / "build.log", result.stdout)
     if result.returncode != 0:
         raise _failure(plan, result.stdout)
-    return [job.split(" ", 1)[0] for job in ran]
+    ninja_log.read()
+    return NinjaRun(
+        ran=tuple(job.split(" ", 1)[0] for job in ran),
+        seconds=dict(ninja_log.seconds),
+        measured=dict(watch.jobs),
+        peak=watch.peak,
+    )
 
 
 def _failure(plan: VariantPlan, output: str) -> BuildError:
