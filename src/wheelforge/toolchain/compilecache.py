@@ -112,7 +112,7 @@ def resolve(mode: str, base: Path, env: Mapping[str, str] | None = None) -> Comp
 def none_reason(mode: str) -> str:
     """Why a build asking for *mode* compiles through no cache (the summary says it)."""
     if mode == "none":
-        return "compile-cache is none (--compile-cache, WHEELFORGE_COMPILE_CACHE or matrix.yaml)"
+        return "asked for: --compile-cache, WHEELFORGE_COMPILE_CACHE or matrix.yaml's compile-cache"
     return f"neither ccache nor sccache was found on the PATH or beside this Python; {CACHE_HINT}"
 
 
