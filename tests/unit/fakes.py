@@ -71,11 +71,12 @@ def plan_for(
     archs: str = "8.0 9.0+PTX",
     nvcc_threads: int | None = None,
     tk: Toolkit | None = None,
+    inputs: PlanInputs | None = None,
 ) -> VariantPlan:
     arch_set = ArchSet("default", parse_arch_list(archs, source="test"))
     tk = tk or toolkit()
     return make_plan(
-        plan_inputs(matrix, tmp, nvcc_threads=nvcc_threads),
+        inputs or plan_inputs(matrix, tmp, nvcc_threads=nvcc_threads),
         Variant(
             id=f"default-{tk.short}",
             arch_set=arch_set,

@@ -1,0 +1,625 @@
+"""The big builds: FlashAttention-3 (``hopper/``, reduced by its own switches to sm90, forward,
+hdim128, bf16: 12 ``.cu`` and one ``.cpp``) and the FlashAttention-2 stable-ABI port of
+huggingface/kernels-community (``flash-attn2/``, 72 ``.cu``), each built by wheelforge and by
+its own setup.py with the same archs, in one run:
+
+- cold: an empty build folder and an empty compile cache;
+- no-op: the same command again;
+- one source touched: a line of code appended to the cheapest ``.cu`` (the cold build's report
+  names it; a comment would be a cache hit);
+- warm fresh clone: the untouched project copied into another folder, built with the cache the
+  cold build filled (setup.py has no cache: its clone is a cold build, not run);
+- the peak memory of each whole build (the sum of its processes' resident memory, read from
+  /proc four times a second, the same way for both);
+- the floor of any schedule that compiles each source in one job: the longest job alone (its
+  CPU time over the nvcc threads it had) and the CPU time of every job over the cores.
+
+Steps (run in this order; each is kept in ``--results`` when it ends, so a second call goes on
+where the first stopped, and a step cut short by a time limit resumes: ninja keeps what it
+compiled, and the times of the attempts add up):
+
+    prepare   here, where the mirrors are: the project's sources into --work, its matrix.yaml
+    wf-cold, wf-noop, wf-touch, wf-clone           wheelforge
+    own-cold, own-noop, own-touch                  the project's setup.py
+    test      the project's GPU test, from wheelforge's wheel
+    table     the markdown table (docs/performance.md's)
+
+    python bench/bigbuild.py prepare fa3 --work .bench          # here (mirrors), ~10 s
+    python bench/bigbuild.py run fa3 --work .bench --steps wf-cold,wf-noop ...
+    python bench/bigbuild.py table --work .bench
+
+``--subset N`` keeps the N cheapest ``.cu`` sources by name order (the rehearsal: 2).
+Needs torch (CUDA, for the test), nvcc, and wheelforge importable (``PYTHONPATH=src``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "src"))
+
+from wheelforge.running.build import jobwatch  # noqa: E402
+
+MIRRORS = Path("/work/.mirror")
+FA_COMMIT = "HEAD"
+FA3_CUTLASS = "7127592069c2fe01b041e174ba4345ef9b279671"  # csrc/cutlass of flash-attention
+FA2_CUTLASS = "v3.6.0"  # kernel-builder's cutlass_3_6
+GIB = 1 << 30
+
+# FlashAttention-3's own switches (hopper/setup.py): forward only, sm90, hdim128, bf16.
+FA3_SWITCHES = (
+    "BACKWARD",
+    "SM80",
+    "FP16",
+    "FP8",
+    "HDIM64",
+    "HDIM96",
+    "HDIM192",
+    "HDIM256",
+    "HDIMDIFF64",
+    "HDIMDIFF192",
+)
+# ... and the defines they turn into (hopper/setup.py feature_args).
+FA3_DEFINES = [
+    "-DFLASHATTENTION_DISABLE_BACKWARD",
+    "-DFLASHATTENTION_DISABLE_FP16",
+    "-DFLASHATTENTION_DISABLE_FP8",
+    "-DFLASHATTENTION_DISABLE_HDIM64",
+    "-DFLASHATTENTION_DISABLE_HDIM96",
+    "-DFLASHATTENTION_DISABLE_HDIM192",
+    "-DFLASHATTENTION_DISABLE_HDIM256",
+    "-DFLASHATTENTION_DISABLE_SM8x",
+    "-DFLASHATTENTION_DISABLE_HDIMDIFF64",
+    "-DFLASHATTENTION_DISABLE_HDIMDIFF192",
+]
+# hopper/setup.py's nvcc_flags, and torch.utils.cpp_extension's COMMON_NVCC_FLAGS that its
+# build adds (wheelforge adds -O3 -std=c++17 itself, and nvcc threads from the cores).
+FA3_NVCC = [
+    "--ftemplate-backtrace-limit=0",
+    "--use_fast_math",
+    "-lineinfo",
+    "-DCUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED",
+    "-DCUTLASS_ENABLE_GDC_FOR_SM90",
+    "-DCUTLASS_DEBUG_TRACE_LEVEL=0",
+    "-DNDEBUG",
+    "--expt-relaxed-constexpr",
+    "--expt-extended-lambda",
+    "-D__CUDA_NO_HALF_OPERATORS__",
+    "-D__CUDA_NO_HALF_CONVERSIONS__",
+    "-D__CUDA_NO_BFLOAT16_CONVERSIONS__",
+    "-D__CUDA_NO_HALF2_OPERATORS__",
+]
+
+
+@dataclass(frozen=True)
+class Project:
+    name: str
+    root: str  # the project folder under --work
+    archs: str
+    own_dir: str  # where its own setup.py runs, relative to root
+    sources: str  # the glob of its .cu sources, relative to root
+
+
+PROJECTS = {
+    "fa3": Project("fa3", "flash-attention", "9.0a", "hopper", "hopper/instantiations/*.cu"),
+    "fa2": Project("fa2", "flash-attn2", "8.0", ".", "flash_attn/src/*.cu"),
+}
+
+
+def _archive(repo: Path, rev: str, paths: list[str], dest: Path) -> None:
+    dest.mkdir(parents=True, exist_ok=True)
+    tar = subprocess.run(
+        ["git", f"--git-dir={repo}", "archive", rev, *paths], check=True, capture_output=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", dest], input=tar, check=True)
+
+
+def _yaml_list(items: list[str], indent: int = 2) -> str:
+    pad = " " * indent
+    return "".join(f"{pad}- {json.dumps(i)}\n" for i in items)
+
+
+def prepare_fa3(work: Path, subset: int | None) -> None:
+    root = work / "flash-attention"
+    shutil.rmtree(root, ignore_errors=True)
+    fa = MIRRORS / "Dao-AILab+flash-attention/repo"
+    _archive(fa, FA_COMMIT, ["hopper", "README.md"], root)
+    _archive(
+        MIRRORS / "NVIDIA+cutlass/repo",
+        FA3_CUTLASS,
+        ["include", "LICENSE.txt"],
+        root / "csrc/cutlass",
+    )
+    kernels = sorted(
+        p.relative_to(root).as_posix()
+        for p in (root / "hopper/instantiations").glob("flash_fwd_hdim128_bf16*_sm90.cu")
+    )
+    others = ["hopper/flash_fwd_combine.cu", "hopper/flash_prepare_scheduler.cu"]
+    cu = (others + kernels)[:subset] if subset else others + kernels
+    keep = set(cu)
+    if subset:  # the rehearsal: setup.py compiles the same sources (those left on disk)
+        for p in (root / "hopper/instantiations").glob("*.cu"):
+            if p.relative_to(root).as_posix() not in keep:
+                p.unlink()
+        for other in others:
+            if other not in keep:
+                (root / other).unlink()
+        setup = root / "hopper/setup.py"
+        text = setup.read_text(encoding="utf-8")
+        anchor = "    nvcc_flags = [\n"
+        assert anchor in text, "hopper/setup.py changed: its nvcc_flags list was not found"
+        text = text.replace(
+            anchor,
+            "    sources = [s for s in sources if os.path.exists(s)]  "
+            "# bench/bigbuild.py --subset\n" + anchor,
+            1,
+        )
+        setup.write_text(text, encoding="utf-8")
+    (root / "matrix.yaml").write_text(
+        "# bench/bigbuild.py: FlashAttention-3 reduced by its own switches (sm90 forward hdim128\n"
+        "# bf16), the flags of hopper/setup.py.\n"
+        "package:\n  name: flash_attn_3\n  version: 3.0.0\n  pyproject: false\n"
+        "  packages: [hopper/flash_attn_3]\n"
+        "extension:\n  name: flash_attn_3._C\n  module-init: false\n  sources:\n"
+        + _yaml_list(["hopper/flash_api_stable.cpp", *cu], 4)
+        + "  include-dirs: [hopper, csrc/cutlass/include]\n  cxx-flags:\n"
+        + _yaml_list(FA3_DEFINES, 4)
+        + "  nvcc-flags:\n"
+        + _yaml_list(FA3_NVCC + FA3_DEFINES, 4)
+        + 'abi: stable\ntorch: ">=2.9"\narch-sets:\n  sm90: "9.0a"\n',
+        encoding="utf-8",
+    )
+
+
+FA2_REGISTRATION = """\
+// bench/bigbuild.py: the registration macros kernel-builder generates (huggingface/kernels).
+#pragma once
+#include <Python.h>
+#define _CONCAT(A, B) A##B
+#define CONCAT(A, B) _CONCAT(A, B)
+#define _STRINGIFY(A) #A
+#define STRINGIFY(A) _STRINGIFY(A)
+#define STABLE_TORCH_LIBRARY_EXPAND(NAME, MODULE) STABLE_TORCH_LIBRARY(NAME, MODULE)
+#define STABLE_TORCH_LIBRARY_IMPL_EXPAND(NAME, DEVICE, MODULE) \\
+  STABLE_TORCH_LIBRARY_IMPL(NAME, DEVICE, MODULE)
+#define REGISTER_EXTENSION(NAME)                                                \\
+  PyMODINIT_FUNC CONCAT(PyInit_, NAME)() {                                      \\
+    static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, STRINGIFY(NAME), \\
+                                        nullptr, 0, nullptr};                   \\
+    return PyModule_Create(&module);                                            \\
+  }
+"""
+FA2_OPS = """\
+# bench/bigbuild.py: what kernel-builder generates: the ops of the compiled module.
+import torch
+
+from . import _flash_attn2_wf  # noqa: F401  (loads the library: its registrations)
+
+ops = torch.ops._flash_attn2_wf
+
+
+def add_op_namespace_prefix(op_name: str) -> str:
+    return f"_flash_attn2_wf::{op_name}"
+"""
+FA2_NVCC = [
+    "--expt-relaxed-constexpr",
+    "--expt-extended-lambda",
+    "--use_fast_math",
+]
+
+
+def prepare_fa2(work: Path, subset: int | None) -> None:
+    root = work / "flash-attn2"
+    shutil.rmtree(root, ignore_errors=True)
+    kc = MIRRORS / "huggingface+kernels-community/repo"
+    _archive(
+        kc,
+        "HEAD",
+        ["flash-attn2/flash_attn", "flash-attn2/torch-ext", "flash-attn2/tests"],
+        work / "_fa2",
+    )
+    shutil.move(work / "_fa2/flash-attn2", root)
+    shutil.rmtree(work / "_fa2")
+    _archive(
+        MIRRORS / "NVIDIA+cutlass/repo", FA2_CUTLASS, ["include", "LICENSE.txt"], root / "cutlass"
+    )
+    (root / "torch-ext/registration.h").write_text(FA2_REGISTRATION, encoding="utf-8")
+    (root / "torch-ext/flash_attn2/_ops.py").write_text(FA2_OPS, encoding="utf-8")
+    cu = sorted(p.relative_to(root).as_posix() for p in (root / "flash_attn/src").glob("*.cu"))
+    if subset:
+        for extra in cu[subset:]:
+            (root / extra).unlink()
+        cu = cu[:subset]
+    sources = ["torch-ext/torch_binding_stable.cpp", "flash_attn/flash_api.cpp", *cu]
+    includes = ["flash_attn", "flash_attn/src", "torch-ext", "cutlass/include"]
+    (root / "matrix.yaml").write_text(
+        "# bench/bigbuild.py: kernels-community's FlashAttention-2 stable-ABI port\n"
+        "package:\n  name: flash_attn2\n  version: 2.8.3\n  pyproject: false\n"
+        "  packages: [torch-ext/flash_attn2]\n"
+        "extension:\n  name: flash_attn2._flash_attn2_wf\n  module-init: false\n  sources:\n"
+        + _yaml_list(sources, 4)
+        + f"  include-dirs: {json.dumps(includes)}\n"
+        + "  nvcc-flags:\n"
+        + _yaml_list(FA2_NVCC, 4)
+        + f'abi: stable\ntorch: ">=2.10"\narch-sets:\n  sm80: "{PROJECTS["fa2"].archs}"\n',
+        encoding="utf-8",
+    )
+    # Its own build: the port ships none (kernel-builder is Nix), so a plain
+    # torch.utils.cpp_extension setup.py of the same sources and flags stands in for it.
+    (root / "setup.py").write_text(
+        "# bench/bigbuild.py: the port's sources through torch.utils.cpp_extension, as a\n"
+        "# setup.py project would build them.\n"
+        "import os\nfrom setuptools import setup\n"
+        "from torch.utils.cpp_extension import BuildExtension, CUDAExtension\n"
+        "here = os.path.dirname(os.path.abspath(__file__))\n"
+        "setup(name='flash_attn2', version='2.8.3', packages=['flash_attn2'],\n"
+        "      package_dir={'flash_attn2': 'torch-ext/flash_attn2'},\n"
+        "      ext_modules=[CUDAExtension('flash_attn2._flash_attn2_wf',\n"
+        f"          sources={sources!r},\n"
+        f"          include_dirs=[os.path.join(here, d) for d in {includes!r}],\n"
+        "          py_limited_api=True,\n"
+        "          extra_compile_args={'cxx': ['-O3', '-std=c++17', '-DTORCH_TARGET_VERSION=0x020a000000000000',\n"
+        "                                      '-DPy_LIMITED_API=0x030a0000'],\n"
+        "                              'nvcc': ['-O3', '-std=c++17', '-DTORCH_TARGET_VERSION=0x020a000000000000',\n"
+        f"                                       *{FA2_NVCC!r}]}})],\n"
+        "      cmdclass={'build_ext': BuildExtension}, options={'bdist_wheel': {'py_limited_api': 'cp310'}})\n",
+        encoding="utf-8",
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Running and measuring
+
+
+@dataclass
+class Timed:
+    seconds: float
+    peak: int  # bytes
+    returncode: int
+    timed_out: bool = False
+
+
+def run_measured(
+    cmd: list[str], *, cwd: Path, env: dict[str, str], log: Path, deadline: float | None
+) -> Timed:
+    """Run *cmd* in a session of its own, its output into *log*; the sum of its session's
+    resident memory read every quarter second; stopped (SIGTERM to the session) at *deadline*."""
+    start = time.perf_counter()
+    with log.open("ab") as out:
+        out.write(f"\n$ {' '.join(cmd)}  (in {cwd})\n".encode())
+        out.flush()
+        child = subprocess.Popen(
+            cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        peak = [0]
+        done = threading.Event()
+
+        def watch() -> None:
+            while not done.is_set():
+                found = jobwatch.read_samples()
+                peak[0] = max(peak[0], sum(p.rss for p in found if p.session == child.pid))
+                done.wait(0.25)
+
+        thread = threading.Thread(target=watch, daemon=True)
+        thread.start()
+        timed_out = False
+        try:
+            left = None if deadline is None else max(1.0, deadline - time.time())
+            child.wait(timeout=left)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            os.killpg(child.pid, 15)
+            child.wait()
+        finally:
+            done.set()
+            thread.join()
+    return Timed(time.perf_counter() - start, peak[0], child.returncode, timed_out)
+
+
+class Results:
+    """The steps done so far, kept in a JSON file after each (a later call goes on)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.data: dict = json.loads(path.read_text()) if path.is_file() else {}
+
+    def get(self, project: str, step: str) -> dict | None:
+        return self.data.get(project, {}).get(step)
+
+    def put(self, project: str, step: str, value: dict) -> None:
+        self.data.setdefault(project, {})[step] = value
+        self.path.write_text(json.dumps(self.data, indent=1) + "\n")
+
+
+def _touch(path: Path, n: int) -> None:
+    # A line of code, not a comment: the preprocessed source changes, so no cache hits it.
+    with path.open("a", encoding="utf-8") as f:
+        f.write(f"\nnamespace {{ [[maybe_unused]] int wheelforge_bench_touch_{n} = {n}; }}\n")
+
+
+def _cheapest_cu(report: Path) -> str:
+    doc = json.loads(report.read_text())
+    jobs = [j for v in doc["variants"] for j in v["compile"]["jobs"] if j["rule"] == "nvcc"]
+    return min(jobs, key=lambda j: j["seconds"])["source"]
+
+
+def _floor(report: Path, cores: int) -> dict:
+    doc = json.loads(report.read_text())
+    jobs = [j for v in doc["variants"] for j in v["compile"]["jobs"]]
+    cpu = [j["cpu_seconds"] or 0.0 for j in jobs]
+    alone = max(((j["cpu_seconds"] or 0.0) / max(1, j["threads"]), j["source"]) for j in jobs)
+    return {
+        "longest_alone": alone[0],
+        "longest": alone[1],
+        "sum_cpu": sum(cpu),
+        "core_bound": sum(cpu) / cores,
+        "floor": max(alone[0], sum(cpu) / cores),
+        "jobs": len(jobs),
+    }
+
+
+def _copy_project(src: Path, dest: Path) -> None:
+    shutil.rmtree(dest, ignore_errors=True)
+    ignore = shutil.ignore_patterns("build", "dist", "*.egg-info", "__pycache__")
+    shutil.copytree(src, dest, ignore=ignore, symlinks=True)
+
+
+def run_steps(args: argparse.Namespace) -> None:
+    project = PROJECTS[args.project]
+    work = args.work.resolve()
+    root = work / project.root
+    results = Results(work / "results.json")
+    logs = work / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    cores = len(os.sched_getaffinity(0))
+    deadline = time.time() + args.budget if args.budget else None
+    python = args.python or sys.executable
+    env = dict(os.environ, PYTHONUNBUFFERED="1", CCACHE_DIR=str(work / "ccache"))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "src"), env.get("PYTHONPATH")]))
+    wf = [
+        sys.executable,
+        "-m",
+        "wheelforge",
+        "build",
+        "--python",
+        python,
+        "--cache-dir",
+        str(work / "wf-cache"),
+    ]
+    if args.no_import_check:  # a --subset build lacks the kernels its API calls
+        wf.append("--no-import-check")
+    own_env = dict(
+        env,
+        MAX_JOBS=str(args.jobs or cores),
+        FLASH_ATTENTION_FORCE_BUILD="TRUE",
+        TORCH_CUDA_ARCH_LIST=project.archs.rstrip("a"),
+    )
+    for switch in FA3_SWITCHES:
+        own_env[f"FLASH_ATTENTION_DISABLE_{switch}"] = "TRUE"
+    own = [python, "setup.py", "bdist_wheel"]
+
+    def step(
+        name: str, cmd: list[str], cwd: Path, env_: dict[str, str], *, fresh: list[Path] = ()
+    ) -> dict | None:
+        done = results.get(project.name, name)
+        if done and done.get("complete"):
+            print(f"{project.name} {name}: done before ({done['seconds']:.1f} s)")
+            return done
+        if done is None:  # a step that began before resumes where ninja stopped
+            for path in fresh:
+                shutil.rmtree(path, ignore_errors=True)
+        timed = run_measured(
+            cmd, cwd=cwd, env=env_, log=logs / f"{project.name}-{name}.log", deadline=deadline
+        )
+        before = done or {"seconds": 0.0, "peak": 0, "attempts": 0}
+        value = {
+            "seconds": before["seconds"] + timed.seconds,
+            "peak": max(before["peak"], timed.peak),
+            "attempts": before["attempts"] + 1,
+            "complete": timed.returncode == 0 and not timed.timed_out,
+            "returncode": timed.returncode,
+        }
+        results.put(project.name, name, value)
+        state = (
+            "ok"
+            if value["complete"]
+            else ("stopped at the budget" if timed.timed_out else f"FAILED ({timed.returncode})")
+        )
+        print(
+            f"{project.name} {name}: {timed.seconds:.1f} s, peak {timed.peak / GIB:.1f} GiB, "
+            f"{state}",
+            flush=True,
+        )
+        return value if value["complete"] else None
+
+    wanted = args.steps.split(",")
+    report = work / f"{project.name}-wf-cold.json"
+    for name in wanted:
+        if deadline and time.time() > deadline - 5:
+            print("the budget is spent: run again to go on")
+            return
+        if name == "wf-cold":
+            cmd = [*wf, "--report", str(report)]
+            if step(
+                name,
+                cmd,
+                root,
+                env,
+                fresh=[root / "build", root / "dist", work / "ccache", work / "wf-cache"],
+            ):
+                results.put(project.name, "floor", _floor(report, cores))
+        elif name == "wf-noop":
+            step(name, [*wf, "--report", str(work / f"{project.name}-wf-noop.json")], root, env)
+        elif name == "wf-touch":
+            touched = results.get(project.name, "touched") or {"source": _cheapest_cu(report)}
+            if results.get(project.name, name) is None:
+                _touch(root / touched["source"], 1)
+                results.put(project.name, "touched", touched)
+            step(name, [*wf, "--report", str(work / f"{project.name}-wf-touch.json")], root, env)
+        elif name == "wf-clone":
+            clone = work / "clone" / project.root
+            if results.get(project.name, name) is None:
+                _copy_project(work / "pristine" / project.root, clone)
+            step(name, [*wf, "--report", str(work / f"{project.name}-wf-clone.json")], clone, env)
+        elif name in ("own-cold", "own-noop", "own-touch"):
+            own_root = work / "own" / project.root
+            if name == "own-cold" and results.get(project.name, name) is None:
+                # its own folder (build/ is setup.py's too), the sources wheelforge's cold had
+                _copy_project(work / "pristine" / project.root, own_root)
+            if name == "own-touch" and results.get(project.name, name) is None:
+                touched = results.get(project.name, "touched") or {"source": _cheapest_cu(report)}
+                _touch(own_root / touched["source"], 2)
+            step(name, own, own_root / project.own_dir, own_env)
+        elif name == "test":
+            test_fa(project, work, python, env)
+        else:
+            raise SystemExit(f"unknown step {name}")
+
+
+def test_fa(project: Project, work: Path, python: str, env: dict[str, str]) -> None:
+    """Import the project from wheelforge's wheel, in a folder of its own, and compare its
+    attention with PyTorch's on the GPU (bf16, hdim 128)."""
+    wheels = sorted((work / project.root / "dist").glob("*.whl"))
+    site = work / "test-site"
+    shutil.rmtree(site, ignore_errors=True)
+    subprocess.run(
+        [python, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(wheels[-1])],
+        check=True,
+    )
+    module, call = {
+        "fa3": ("flash_attn_3.flash_attn_interface", "flash_attn_func(q, k, v, causal=True)"),
+        "fa2": ("flash_attn2", "flash_attn_func(q, k, v, causal=True)"),
+    }[project.name]
+    script = f"""
+import torch, {module} as m
+torch.manual_seed(0)
+q, k, v = (torch.randn(2, 1024, 8, 128, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+out = m.{call}
+out = out[0] if isinstance(out, tuple) else out
+ref = torch.nn.functional.scaled_dot_product_attention(
+    q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True).transpose(1, 2)
+err = (out.float() - ref.float()).abs().max().item()
+print("max abs error vs torch sdpa:", err)
+assert err < 2e-2, err
+print("TEST OK")
+"""
+    subprocess.run(
+        [python, "-c", script], cwd=site, env=dict(env, PYTHONPATH=str(site)), check=True
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The table
+
+
+def _cell(steps: dict, step: str) -> str:
+    s = steps.get(step)
+    if not s:
+        return "not run"
+    return f"{s['seconds']:.1f} s" + ("" if s["complete"] else " (incomplete)")
+
+
+def _ratio(steps: dict, a: str, b: str) -> str:
+    x, y = steps.get(a), steps.get(b)
+    return f"{y['seconds'] / x['seconds']:.2f}×" if x and y and x["seconds"] else "-"
+
+
+def _peak(steps: dict, step: str) -> str:
+    return f"{steps[step]['peak'] / GIB:.1f} GiB" if step in steps else "not run"
+
+
+def table(work: Path) -> str:
+    """The results as docs/performance.md's tables: one per project."""
+    data = json.loads((work / "results.json").read_text())
+    lines = []
+    for name, steps in data.items():
+        rows = [("cold", "cold"), ("no-op", "noop"), ("one source touched", "touch")]
+        lines += [
+            f"### {name}",
+            "",
+            "| | wheelforge | own setup.py | setup.py ÷ wheelforge |",
+            "| --- | ---: | ---: | ---: |",
+        ]
+        for label, step in rows:
+            wf, own = f"wf-{step}", f"own-{step}"
+            lines.append(
+                f"| {label} | {_cell(steps, wf)} | {_cell(steps, own)} | {_ratio(steps, wf, own)} |"
+            )
+        lines.append(f"| warm fresh clone | {_cell(steps, 'wf-clone')} | = cold (no cache) | |")
+        lines.append(
+            f"| peak memory (whole build) | {_peak(steps, 'wf-cold')} | {_peak(steps, 'own-cold')} | |"
+        )
+        floor, cold = steps.get("floor"), steps.get("wf-cold")
+        if floor:
+            share = f"cold = {cold['seconds'] / floor['floor']:.2f}× the floor" if cold else ""
+            lines.append(
+                f"| floor: max(longest job alone, Σ CPU ÷ cores) | {floor['floor']:.1f} s "
+                f"(longest {floor['longest_alone']:.1f} s; {floor['sum_cpu']:.0f} s of CPU ÷ "
+                f"cores) | | {share} |"
+            )
+        if "touched" in steps:
+            lines += ["", f"Touched: `{steps['touched']['source']}`."]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("action", choices=["prepare", "run", "table"])
+    parser.add_argument("project", nargs="?", choices=sorted(PROJECTS))
+    parser.add_argument("--work", type=Path, default=REPO / ".bench")
+    parser.add_argument(
+        "--steps", default="wf-cold,wf-noop,wf-touch,wf-clone,own-cold,own-noop,own-touch"
+    )
+    parser.add_argument("--subset", type=int, help="prepare: keep this many .cu sources")
+    parser.add_argument("--python", help="the Python whose torch the builds use [this one]")
+    parser.add_argument("--jobs", type=int, help="setup.py's MAX_JOBS [the cores]")
+    parser.add_argument("--budget", type=float, help="seconds this call may run; then it stops")
+    parser.add_argument(
+        "--no-import-check",
+        action="store_true",
+        help="run: wheelforge's import check off (a --subset build)",
+    )
+    parser.add_argument(
+        "--tar", action="store_true", help="prepare: also write WORK/PROJECT.tar.gz"
+    )
+    args = parser.parse_args()
+    if args.action == "table":
+        print(table(args.work))
+        return
+    if args.project is None:
+        parser.error("name the project: fa3 or fa2")
+    if args.action == "prepare":
+        {"fa3": prepare_fa3, "fa2": prepare_fa2}[args.project](args.work, args.subset)
+        root = args.work / PROJECTS[args.project].root
+        pristine = args.work / "pristine" / PROJECTS[args.project].root
+        _copy_project(root, pristine)
+        if args.tar:
+            with tarfile.open(args.work / f"{args.project}.tar.gz", "w:gz") as tar:
+                tar.add(root, arcname=PROJECTS[args.project].root)
+        print(f"prepared {root}")
+        return
+    pristine = args.work / "pristine" / PROJECTS[args.project].root
+    if (
+        not (args.work / PROJECTS[args.project].root).is_dir()
+        and (args.work / f"{args.project}.tar.gz").is_file()
+    ):
+        with tarfile.open(args.work / f"{args.project}.tar.gz") as tar:
+            tar.extractall(args.work, filter="data")
+        _copy_project(args.work / PROJECTS[args.project].root, pristine)
+    run_steps(args)
+
+
+if __name__ == "__main__":
+    main()
