@@ -1,6 +1,6 @@
 """One precedence chain for every command's settings: defaults, then matrix.yaml, then the
 environment (TORCH_CUDA_ARCH_LIST, MAX_JOBS, NVCC_THREADS, CXX, CC, compiler launchers,
-SOURCE_DATE_EPOCH, XDG_CACHE_HOME, WHEELFORGE_COMPILE_CACHE, WHEELFORGE_MEMORY_LIMIT), then
+SOURCE_DATE_EPOCH, XDG_CACHE_HOME, WHEELFORGE_COMPILE_CACHE, WHEELFORGE_MEMORY_LIMIT, WHEELFORGE_DIST_SCHEDULER and _TOKEN), then
 command-line flags. The default folders (dist/,
 build/wheelforge/, the cache) are decided here and nowhere else; flag values the CLI passes
 through raw (--target, --python-abi, --python) are parsed here too.
@@ -18,7 +18,7 @@ import shlex
 import shutil
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from wheelforge.configuration.archs import ArchSet, arch_list_id, parse_arch_list
@@ -49,6 +49,7 @@ class Flags:
     verify_reproducible: bool = False
     compile_cache: str | None = None  # auto, sccache, ccache, none
     memory_limit: str | None = None  # as written: 24GiB
+    dist_scheduler: str | None = None  # sccache-dist's scheduler URL
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -92,6 +93,9 @@ class BuildSettings:
     # the memory the compiles may use (planning/parallelism.py); None: what the machine leaves
     memory_limit: int | None = None
     memory_limit_source: str = ""  # where it was given: --memory-limit, ..., matrix.yaml
+    # sccache-dist (toolchain/compilecache.Dist): the scheduler's URL and the client token
+    dist_scheduler: str | None = None
+    dist_token: str | None = field(default=None, repr=False)
 
 
 def default_cache() -> Path:
@@ -238,6 +242,25 @@ def _memory_limit(flags: Flags, matrix: Matrix, env: Mapping[str, str]) -> tuple
     return None, ""
 
 
+def _dist(flags: Flags, env: Mapping[str, str]) -> tuple[str | None, str | None]:
+    """--dist-scheduler, else $WHEELFORGE_DIST_SCHEDULER; the token from
+    $WHEELFORGE_DIST_TOKEN only (a secret has no place on a command line or in a file that is
+    committed)."""
+    scheduler = flags.dist_scheduler or env.get("WHEELFORGE_DIST_SCHEDULER") or None
+    if scheduler is None:
+        return None, None
+    where = "--dist-scheduler" if flags.dist_scheduler else "WHEELFORGE_DIST_SCHEDULER"
+    if not scheduler.startswith(("http://", "https://")):
+        raise ConfigError(f"{where} {scheduler!r} is no URL: write it like http://10.0.0.5:10600")
+    token = env.get("WHEELFORGE_DIST_TOKEN")
+    if not token:
+        raise ConfigError(
+            f"{where} names a scheduler but WHEELFORGE_DIST_TOKEN is not set: set it to the "
+            "client token of the scheduler's [client_auth]"
+        )
+    return scheduler, token
+
+
 def resolve(flags: Flags, env: Mapping[str, str] | None = None) -> BuildSettings:
     env = os.environ if env is None else env
     matrix = load_matrix(flags.matrix)
@@ -262,6 +285,7 @@ def resolve(flags: Flags, env: Mapping[str, str] | None = None) -> BuildSettings
     cxx_launcher, cxx = _compiler(env, "CXX", "c++")
     cc_launcher, cc = _compiler(env, "CC", "cc")
     memory_limit, memory_limit_source = _memory_limit(flags, matrix, env)
+    dist_scheduler, dist_token = _dist(flags, env)
     return BuildSettings(
         matrix=matrix,
         arch_source=arch_source,
@@ -294,6 +318,8 @@ def resolve(flags: Flags, env: Mapping[str, str] | None = None) -> BuildSettings
         compile_cache=_compile_cache(flags, matrix, env),
         memory_limit=memory_limit,
         memory_limit_source=memory_limit_source,
+        dist_scheduler=dist_scheduler,
+        dist_token=dist_token,
     )
 
 

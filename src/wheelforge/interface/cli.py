@@ -123,6 +123,14 @@ def cli() -> None:
     ),
 )
 @click.option(
+    "--dist-scheduler",
+    metavar="URL",
+    help=(
+        "Spread the compiles over sccache-dist's build servers through this scheduler (its "
+        "client token in WHEELFORGE_DIST_TOKEN) [default: WHEELFORGE_DIST_SCHEDULER]."
+    ),
+)
+@click.option(
     "--report",
     "report_path",
     metavar="PATH",

@@ -58,12 +58,15 @@ class PlanInputs:
     def twin(self, folder: Path) -> PlanInputs:
         """The inputs of ``--verify-reproducible``'s second build: in *folder*, with no compile
         cache and no launcher at all (a cache hit would hand it the first build's objects,
-        identical by construction)."""
+        identical by construction). Where nvcc runs through sccache, whose split of an nvcc
+        compile names its temporaries its own way (toolchain/compilecache.py), the twin's
+        nvcc runs through it too, on an empty cache of its own that nothing else reaches."""
+        cache = self.compile_cache
         return dataclasses.replace(
             self,
             build_root=folder / "build",
             out_dir=folder / "dist",
-            compile_cache=None,
+            compile_cache=cache.alone(folder / "sccache") if cache and cache.splits_nvcc else None,
             compilers=dataclasses.replace(self.compilers, launchers=Launchers()),
         )
 

@@ -110,10 +110,12 @@ def _compile_flags(
     nvcc_host: str,
     rel: Rel,
     maps: tuple[str, ...],
+    split_nvcc: bool = False,
 ) -> tuple[list[str], list[str], list[str]]:
     """The C++, C and nvcc flags (without -gencode: that is per compile step). Default
     visibility everywhere: what the module exports is decided at link time (export_map()). The
-    prefix maps of *folders* keep them out of the binaries (reproducible.py)."""
+    prefix maps of *folders* keep them out of the binaries (reproducible.py). *split_nvcc*:
+    nvcc runs through sccache, which splits it into its steps (reproducible.split_nvcc_flags)."""
     ext = matrix.extension
     # The variant's own toolkit headers (cuda_runtime.h) for C/C++ sources, as nvcc adds them
     # for .cu ones; after the matrix's and torch's folders.
@@ -141,10 +143,11 @@ def _compile_flags(
         "-std=c++17",
         "-O3",
         f"-ccbin={nvcc_host}",
-        *reproducible.NVCC_FLAGS,
+        *(() if split_nvcc else reproducible.NVCC_FLAGS),
         # nvcc passes these to the host compiler; -fPIC is required for a shared object.
         "-Xcompiler=-fPIC",
         *(f"-Xcompiler={m}" for m in maps),
+        *(reproducible.split_nvcc_maps(matrix.root.resolve()) if split_nvcc else ()),
         # The CUDA-only shim declarations (aoti_torch_get_current_cuda_stream, ...) sit behind USE_CUDA.
         "-DUSE_CUDA",
         *abi.defines,
@@ -254,12 +257,17 @@ def make_plan(
     generated, preload = _generated(matrix, abi, variant, gen, sources=sources, exports=exports)
     folders = reproducible.input_folders(matrix.root.resolve(), build_dir, torch, variant.toolkit)
     maps = reproducible.prefix_maps(reproducible.spelled(folders, rel))
-    each = _compile_flags(abi, variant, matrix, torch, nvcc_host=nvcc_host, rel=rel, maps=maps)
+    split = bool(inputs.compile_cache and inputs.compile_cache.splits_nvcc)
+    each = _compile_flags(
+        abi, variant, matrix, torch, nvcc_host=nvcc_host, rel=rel, maps=maps, split_nvcc=split
+    )
     flags: dict[Rule, str] = dict(zip(("cxx", "cc", "nvcc"), map(shlex.join, each), strict=True))
     steps, left_out = _compile_steps(sources, variant, matrix, build_dir, gen)
     steps, timing = scheduling.scheduled(
         inputs, variant, steps, flags=flags, folders=tuple(folders.items()), root=matrix.root
     )
+    if split:  # sccache reads nvcc's threads from its command line only (split_nvcc_flags)
+        flags["nvcc"] += f" --threads {timing.nvcc_threads}"
     library = build_dir / f"{ext.leaf}{abi.module_suffix}"
     return VariantPlan(
         variant=variant,

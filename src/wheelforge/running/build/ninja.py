@@ -111,7 +111,8 @@ class _NinjaLog:
 
 def run_env(plan: VariantPlan) -> dict[str, str]:
     env = {"NINJA_STATUS": _STATUS}
-    if plan.compile.nvcc_threads:
+    cache = plan.compile.compile_cache
+    if plan.compile.nvcc_threads and not (cache and cache.splits_nvcc):  # else on the command
         # In nvcc's environment rather than on its command line: --threads changes how nvcc
         # schedules, never its output, so it must not change the ninja file (a rebuild) or a
         # compile cache's key (a miss on a machine with another core count).
