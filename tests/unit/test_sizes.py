@@ -24,6 +24,8 @@ FUNCTION_EXCEPTIONS: dict[str, str] = {
     "from '# fmt: skip'",
     "interface/cli.py:build": "its decorators count: one line per option argument as ruff formats "
     "them; issue 18 makes the cap a warning and groups build's options",
+    "planning/planner.py:make_plan": "every part of a plan decided in one place (issue 22 added "
+    "the schedule and nvcc's split through sccache), one line per field as ruff formats them",
 }
 
 

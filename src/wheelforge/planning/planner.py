@@ -160,7 +160,7 @@ def _compile_flags(
 
 def _link_flags(
     abi: AbiFlavour, variant: Variant, matrix: Matrix, torch: TorchEnv, exports: Path
-) -> list[str]:
+) -> str:
     toolkit = variant.toolkit
     if toolkit.cudart_static is None:
         raise EnvironmentProblem(
@@ -168,27 +168,29 @@ def _link_flags(
             "development files (PyPI: nvidia-cuda-runtime) so the extension carries its own cudart"
         )
     ext = matrix.extension
-    return [
-        # cudart linked statically, and its symbols kept out of our dynamic symbol table.
-        str(toolkit.cudart_static),
-        "-ldl",
-        "-lrt",
-        "-lpthread",
-        "-Wl,--exclude-libs,ALL",
-        *(f"-L{d}" for d in torch.library_dirs),
-        # Keep libtorch even though no symbol comes from it directly: on a CUDA torch it pulls in
-        # libtorch_cuda, where the CUDA shims (the current stream, ...) are defined.
-        "-Wl,--no-as-needed",
-        "-lc10",
-        "-ltorch",
-        "-ltorch_cpu",
-        "-Wl,--as-needed",
-        *abi.extra_ldflags,
-        f"-Wl,--version-script={exports}",
-        *(f"-L{d}" for d in ext.library_dirs),
-        *(f"-l{name}" for name in ext.libraries),
-        *ext.link_flags,
-    ]
+    return shlex.join(
+        [
+            # cudart linked statically, and its symbols kept out of our dynamic symbol table.
+            str(toolkit.cudart_static),
+            "-ldl",
+            "-lrt",
+            "-lpthread",
+            "-Wl,--exclude-libs,ALL",
+            *(f"-L{d}" for d in torch.library_dirs),
+            # Keep libtorch even though no symbol comes from it directly: on a CUDA torch it pulls in
+            # libtorch_cuda, where the CUDA shims (the current stream, ...) are defined.
+            "-Wl,--no-as-needed",
+            "-lc10",
+            "-ltorch",
+            "-ltorch_cpu",
+            "-Wl,--as-needed",
+            *abi.extra_ldflags,
+            f"-Wl,--version-script={exports}",
+            *(f"-L{d}" for d in ext.library_dirs),
+            *(f"-l{name}" for name in ext.libraries),
+            *ext.link_flags,
+        ]
+    )
 
 
 def _compile_steps(
@@ -266,8 +268,8 @@ def make_plan(
     steps, timing = scheduling.scheduled(
         inputs, variant, steps, flags=flags, folders=tuple(folders.items()), root=matrix.root
     )
-    if split:  # sccache reads nvcc's threads from its command line only (split_nvcc_flags)
-        flags["nvcc"] += f" --threads {timing.nvcc_threads}"
+    # sccache reads nvcc's threads from its command line only (reproducible.split_nvcc_maps)
+    flags["nvcc"] += f" --threads {timing.nvcc_threads}" if split else ""
     library = build_dir / f"{ext.leaf}{abi.module_suffix}"
     return VariantPlan(
         variant=variant,
@@ -298,7 +300,7 @@ def make_plan(
             schedule=timing,
         ),
         link=LinkPlan(
-            ldflags=shlex.join(_link_flags(abi, variant, matrix, torch, exports.path)),
+            ldflags=_link_flags(abi, variant, matrix, torch, exports.path),
             library=library,
             export_map=exports.path,
         ),
