@@ -423,6 +423,19 @@ def run_steps(args: argparse.Namespace) -> None:
     for switch in FA3_SWITCHES:
         own_env[f"FLASH_ATTENTION_DISABLE_{switch}"] = "TRUE"
     own = [python, "setup.py", "bdist_wheel"]
+    if args.cpu_torch:  # the rehearsal: a CPU torch has no CUDA_HOME, so setup.py is given one
+        shim = (
+            "import runpy, sys, torch.utils.cpp_extension as c; c.CUDA_HOME = c._find_cuda_home(); "
+            "sys.argv = ['setup.py', 'bdist_wheel']; runpy.run_path('setup.py', run_name='__main__')"
+        )
+        own = [python, "-c", shim]
+        # ... and the toolkit's headers, which cpp_extension adds to C++ files for a CUDA torch
+        nvcc = shutil.which("nvcc")
+        if nvcc:
+            cuda_include = Path(nvcc).resolve().parent.parent / "include"
+            own_env["CPATH"] = os.pathsep.join(
+                filter(None, [str(cuda_include), own_env.get("CPATH")])
+            )
 
     def step(
         name: str, cmd: list[str], cwd: Path, env_: dict[str, str], *, fresh: list[Path] = ()
@@ -489,6 +502,10 @@ def run_steps(args: argparse.Namespace) -> None:
             step(name, [*wf, "--report", str(work / f"{project.name}-wf-clone.json")], clone, env)
         elif name in ("own-cold", "own-noop", "own-touch"):
             own_root = work / "own" / project.root
+            cold = results.get(project.name, "own-cold")
+            if name != "own-cold" and not (cold and cold["complete"]):
+                print(f"{project.name} {name}: skipped, its cold build did not succeed")
+                continue
             if name == "own-cold" and results.get(project.name, name) is None:
                 # its own folder (build/ is setup.py's too), the sources wheelforge's cold had
                 _copy_project(work / "pristine" / project.root, own_root)
@@ -601,6 +618,11 @@ def main() -> None:
     parser.add_argument("--python", help="the Python whose torch the builds use [this one]")
     parser.add_argument("--jobs", type=int, help="setup.py's MAX_JOBS [the cores]")
     parser.add_argument("--budget", type=float, help="seconds this call may run; then it stops")
+    parser.add_argument(
+        "--cpu-torch",
+        action="store_true",
+        help="run: setup.py under a CPU torch (the rehearsal): CUDA_HOME found for it",
+    )
     parser.add_argument(
         "--no-import-check",
         action="store_true",

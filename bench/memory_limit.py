@@ -135,6 +135,7 @@ def run(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--project", type=Path, required=True, help="a folder with matrix.yaml")
+    parser.add_argument("--matrix", default="matrix.yaml", help="the matrix, in --project")
     parser.add_argument("--limit", default="8GiB")
     parser.add_argument("--naive-threads", type=int, default=2, help="the project's NVCC_THREADS")
     parser.add_argument("--cases", default="naive,naive-in-cgroup,wheelforge-in-cgroup")
@@ -154,6 +155,8 @@ def main() -> None:
             "-m",
             "wheelforge",
             "build",
+            "--matrix",
+            args.matrix,
             "--compile-cache",
             "none",
             "--no-import-check",

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import shlex
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -181,9 +181,13 @@ class JobProgress:
     """Compile jobs as they finish. At a terminal: a live bar (done/total, the jobs still
     running, elapsed). Elsewhere (CI, a file): one line per finished job with its time."""
 
-    def __init__(self, jobs: Sequence[str], parallel: int) -> None:
+    def __init__(
+        self, jobs: Sequence[str], parallel: int, expected: Mapping[str, float] | None = None
+    ) -> None:
         self.left = list(jobs)  # in ninja's order: the first `parallel` of them are running
         self.parallel = max(1, parallel)
+        # each job's time in an earlier build (planning/jobcosts.py), for what is left
+        self.expected = dict(expected or {})
         self.total = len(jobs)
         self.done = 0
         self.live: Progress | None = None
@@ -225,11 +229,23 @@ class JobProgress:
         self.done += 1
         # ninja logs every job that succeeded (.ninja_log); one it did not log has failed.
         took = f"{seconds:.1f}s" if seconds is not None else "failed"
+        left = self.time_left()
+        if left is not None and self.left:
+            took += f" (about {left:.0f}s left)"
         if self.live is not None:
             self.live.console.print(f"  [dim]{self.done}/{self.total}[/dim] {escape(job)} {took}")
             self.live.update(self.task, completed=self.done, running=self._running())
         elif not _quiet:
             console.print(f"  [{self.done}/{self.total}] {escape(job)} {took}")
+
+    def time_left(self) -> float | None:
+        """What the jobs not yet done took in an earlier build, spread over the jobs ninja
+        runs at once (never less than the longest of them); None while one was never timed."""
+        compiles = [job for job in self.left if not job.startswith("LINK ")]
+        if not compiles or any(job not in self.expected for job in compiles):
+            return None
+        times = [self.expected[job] for job in compiles]
+        return max(*times, sum(times) / min(self.parallel, len(times)))
 
     def close(self) -> None:
         if self.live is not None:

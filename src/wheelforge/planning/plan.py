@@ -82,6 +82,8 @@ class CompileStep:
     # its key in the job-cost history (planning/jobcosts.step_key): its name, rule, flags
     cost_key: str = ""
     heavy: bool = False  # in the heavy pool: at most schedule.heavy_depth of them at once
+    # its wall time at the schedule's threads, from an earlier build; None: never measured
+    expected_seconds: float | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -57,8 +57,17 @@ def scheduled(
         threads=inputs.nvcc_threads,
     )
     heavy = set(found.heavy)
+    threads = found.nvcc_threads
     placed = [
-        dataclasses.replace(s, heavy=load.name in heavy)
+        dataclasses.replace(
+            s,
+            heavy=load.name in heavy,
+            expected_seconds=(
+                load.cost.seconds_at(threads if load.nvcc else 1, load.units)
+                if load.cost.measured
+                else None
+            ),
+        )
         for s, load in zip(keyed, loads, strict=True)
     ]
     return placed, found

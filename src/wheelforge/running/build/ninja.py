@@ -144,7 +144,14 @@ def run(plan: VariantPlan, *, env: dict[str, str] | None = None) -> NinjaRun:
         for s in plan.compile.steps
     }
     ninja_log = _NinjaLog(plan.build_dir / ".ninja_log")
-    progress = log.JobProgress(todo, plan.compile.jobs or default_parallelism())
+    expected = {
+        f"{s.rule.upper()} {_display(s.source, plan)}": s.expected_seconds
+        for s in plan.compile.steps
+        if s.expected_seconds is not None
+    }
+    progress = log.JobProgress(todo, plan.compile.jobs or default_parallelism(), expected)
+    if (left := progress.time_left()) is not None:
+        log.info(f"  about {left:.0f}s of compiling, by an earlier build's times")
     watch = jobwatch.JobWatch(outputs=tuple(outputs.values()))
     ran: list[str] = []
 
