@@ -112,7 +112,7 @@ class Project:
 
 
 PROJECTS = {
-    "fa3": Project("fa3", "flash-attention", "9.0a", "hopper", "hopper/instantiations/*.cu"),
+    "fa3": Project("fa3", "flash-attention", "8.0 9.0a", "hopper", "hopper/instantiations/*.cu"),
     "fa2": Project("fa2", "flash-attn2", "8.0", ".", "flash_attn/src/*.cu"),
 }
 
@@ -166,18 +166,24 @@ def prepare_fa3(work: Path, subset: int | None) -> None:
             1,
         )
         setup.write_text(text, encoding="utf-8")
+    # hopper/setup.py compiles the *_sm90.cu kernels for sm_90a, and every other .cu (the
+    # combine and the scheduler) for sm_80 and sm_90a (its cuda_compile_sm80_sm90 rule), even
+    # with FLASH_ATTENTION_DISABLE_SM80: the same here.
+    kept = "".join(f'    - {{files: "{k}", archs: "9.0a"}}\n' for k in cu if k in kernels)
+    plain = ["hopper/flash_api_stable.cpp", *(c for c in cu if c not in kernels)]
     (root / "matrix.yaml").write_text(
         "# bench/bigbuild.py: FlashAttention-3 reduced by its own switches (sm90 forward hdim128\n"
-        "# bf16), the flags of hopper/setup.py.\n"
+        "# bf16), the flags and archs of hopper/setup.py.\n"
         "package:\n  name: flash_attn_3\n  version: 3.0.0\n  pyproject: false\n"
         "  packages: [hopper/flash_attn_3]\n"
         "extension:\n  name: flash_attn_3._C\n  module-init: false\n  sources:\n"
-        + _yaml_list(["hopper/flash_api_stable.cpp", *cu], 4)
+        + _yaml_list(plain, 4)
+        + kept
         + "  include-dirs: [hopper, csrc/cutlass/include]\n  cxx-flags:\n"
         + _yaml_list(FA3_DEFINES, 4)
         + "  nvcc-flags:\n"
         + _yaml_list(FA3_NVCC + FA3_DEFINES, 4)
-        + 'abi: stable\ntorch: ">=2.9"\narch-sets:\n  sm90: "9.0a"\n',
+        + 'abi: stable\ntorch: ">=2.9"\narch-sets:\n  sm80_90a: "8.0 9.0a"\n',
         encoding="utf-8",
     )
 
@@ -414,12 +420,7 @@ def run_steps(args: argparse.Namespace) -> None:
     ]
     if args.no_import_check:  # a --subset build lacks the kernels its API calls
         wf.append("--no-import-check")
-    own_env = dict(
-        env,
-        MAX_JOBS=str(args.jobs or cores),
-        FLASH_ATTENTION_FORCE_BUILD="TRUE",
-        TORCH_CUDA_ARCH_LIST=project.archs.rstrip("a"),
-    )
+    own_env = dict(env, MAX_JOBS=str(args.jobs or cores), FLASH_ATTENTION_FORCE_BUILD="TRUE")
     for switch in FA3_SWITCHES:
         own_env[f"FLASH_ATTENTION_DISABLE_{switch}"] = "TRUE"
     own = [python, "setup.py", "bdist_wheel"]
