@@ -127,9 +127,13 @@ def test_peak_and_time_at_other_threads() -> None:
     assert cost.seconds_at(3, 3) == pytest.approx(66.7, abs=0.1)
 
 
-def test_the_first_estimate_is_fa2s_five_gib_per_nvcc_thread() -> None:
-    nvcc = jobcosts.first_estimate(nvcc=True, units=3, threads=2)
+def test_the_first_estimate_is_fa2s_five_gib_per_arch_at_once() -> None:
+    nvcc = jobcosts.first_estimate(nvcc=True, units=3, threads=2)  # two archs, two threads
     assert nvcc.peak == 10 * GIB and not nvcc.measured
+    assert nvcc.peak_at(3, 3) == 11 * GIB  # a third thread for the host side: 1 GiB more
+    assert nvcc.peak_at(1, 3) == 5 * GIB
+    one = jobcosts.first_estimate(nvcc=True, units=2, threads=2)  # FA3's sm_90a kernels
+    assert one.peak == 6 * GIB
     assert jobcosts.first_estimate(nvcc=False, units=1, threads=4).peak == GIB
 
 

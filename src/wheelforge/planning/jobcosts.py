@@ -13,6 +13,7 @@ edited source costs about what it cost before.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
@@ -27,9 +28,11 @@ HISTORY = "job-costs.json"
 _KEEP = 20000
 
 # The first time a source is compiled: FlashAttention-2's setup.py budgets its MAX_JOBS on
-# "~5GB per NVCC thread" (the worst case it observed on CUTLASS kernels); a C/C++ translation
-# unit of torch's headers stays under 1 GiB. Conservative on purpose: the estimate only holds a
-# build back where memory is short, and one build measures the real figure.
+# "~5GB per NVCC thread" (the worst case it observed on CUTLASS kernels; its threads compile
+# its archs), so 5 GiB per arch compiled at once, and 1 GiB for the host side beside them (a
+# C/C++ translation unit of torch's headers stays under it). One FlashAttention-3 sm_90a kernel
+# peaked at 6.3 GiB here (nvcc 13.0), nearly all of it one cicc. Conservative on purpose: the
+# estimate only holds a build back where memory is short, and one build measures the figure.
 NVCC_FIRST_PEAK_PER_THREAD = 5 * GIB
 HOST_FIRST_PEAK = 1 * GIB
 
@@ -49,6 +52,11 @@ class JobCost:
         """The peak expected with *threads* nvcc threads for a step that can run *units*
         processes side by side (its archs and its host side): each further thread adds at
         most one more process as large as its largest; fewer threads keep at least it."""
+        if not self.measured and units > 1:
+            # The first estimate of an nvcc step: its largest per arch compiled at once, and
+            # the host side's beside them when a thread is left for it.
+            device = max(1, min(threads, units - 1))
+            return device * self.largest + (HOST_FIRST_PEAK if threads > device else 0)
         had = max(1, min(self.threads, units))
         want = max(1, min(threads, units))
         if want == had:
@@ -78,14 +86,15 @@ def first_estimate(*, nvcc: bool, units: int, threads: int) -> JobCost:
             measured=False,
         )
     used = max(1, min(threads, units))
-    return JobCost(
+    estimate = JobCost(
         seconds=1.0,
         cpu_seconds=float(used),
-        peak=used * NVCC_FIRST_PEAK_PER_THREAD,
+        peak=0,
         largest=NVCC_FIRST_PEAK_PER_THREAD,
         threads=used,
         measured=False,
     )
+    return dataclasses.replace(estimate, peak=estimate.peak_at(used, units))
 
 
 def step_key(name: str, rule: str, flags: Iterable[str]) -> str:
