@@ -361,6 +361,10 @@ class Results:
     def put(self, project: str, step: str, value: dict) -> None:
         self.data.setdefault(project, {})[step] = value
         self.path.write_text(json.dumps(self.data, indent=1) + "\n")
+        out = os.environ.get("OUT")  # the device machine's folder that comes back after a call
+        if out:
+            shutil.copy2(self.path, Path(out) / "results.json")
+            (Path(out) / "table.md").write_text(table(self.path.parent) + "\n")
 
 
 def _touch(path: Path, n: int) -> None:
@@ -460,6 +464,9 @@ def run_steps(args: argparse.Namespace) -> None:
             "returncode": timed.returncode,
         }
         results.put(project.name, name, value)
+        report_file = work / f"{project.name}-{name}.json"
+        if os.environ.get("OUT") and report_file.is_file() and name == "wf-cold":
+            shutil.copy2(report_file, Path(os.environ["OUT"]) / report_file.name)
         state = (
             "ok"
             if value["complete"]
