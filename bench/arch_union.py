@@ -89,16 +89,36 @@ def wheels(report: Path) -> dict[str, str]:
     return {v["arch_set"]["archs"]: v["wheel"]["sha256"] for v in doc["variants"]}
 
 
+def _alone(work: Path, off: bool, out: dict) -> None:
+    """Each arch set alone: the same matrix in another folder, that variant only (--only: the
+    same variant label, so the same wheel name), from an empty cache."""
+    doc = json.loads((work / "matrix.json").read_text())
+    same = {}
+    for variant in doc["variants"]:
+        name = variant["id"]
+        alone = project(work / f"alone-{name}", cccl_off=off, arch_sets=SETS)
+        build(alone, work / f"sc-{name}", work / f"alone-{name}.json", "--only", name)
+        (built,) = json.loads((work / f"alone-{name}.json").read_text())["variants"]
+        same[variant["arch_set"]["archs"]] = built["wheel"]["sha256"] == variant["wheel"]["sha256"]
+    out["identical_to_alone"] = same
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--work", type=Path, default=Path("/tmp/wheelforge-arch-union"))
     parser.add_argument("--no-cccl-namespace-off", action="store_true")
     parser.add_argument("--skip-alone", action="store_true")
+    parser.add_argument("--alone-only", action="store_true", help="only each arch set alone")
     args = parser.parse_args()
     work = args.work
-    shutil.rmtree(work, ignore_errors=True)
     off = not args.no_cccl_namespace_off
     out: dict = {"cccl_namespace_off": off}
+    if args.alone_only:  # the matrix and union built before, in --work
+        args.skip_alone = False
+        _alone(work, off, out)
+        print(json.dumps(out, indent=1))
+        return
+    shutil.rmtree(work, ignore_errors=True)
     matrix = project(work / "matrix", cccl_off=off, arch_sets=SETS)
     out["matrix_seconds"] = round(build(matrix, work / "sc-matrix", work / "matrix.json"), 1)
     out["matrix_counts"] = counts(work / "matrix.json")
@@ -112,13 +132,7 @@ def main() -> None:
             totals[key] = totals.get(key, 0) + n
     out["matrix_totals"] = totals
     if not args.skip_alone:
-        shas = wheels(work / "matrix.json")
-        same = {}
-        for name, archs in SETS.items():
-            alone = project(work / f"alone-{name}", cccl_off=off, arch_sets={name: archs})
-            build(alone, work / f"sc-{name}", work / f"alone-{name}.json")
-            same[archs] = wheels(work / f"alone-{name}.json")[archs] == shas[archs]
-        out["identical_to_alone"] = same
+        _alone(work, off, out)
     print(json.dumps(out, indent=1))
 
 
