@@ -173,7 +173,7 @@ def main() -> None:
         if case.startswith("naive"):
             # What a plain build does: as many jobs as cores, the project's threads, no memory.
             env |= {"MAX_JOBS": str(cores), "NVCC_THREADS": str(args.naive_threads)}
-            cmd += ["--memory-limit", "1TiB"]
+            cmd += ["--memory-limit", "1024GiB"]
         # The naive case runs under a cap too, above the limit: on a shared machine its
         # excess must not reach anybody else's processes.
         cap = limit if case.endswith("in-cgroup") else parse_size(args.cap, where="--cap")
