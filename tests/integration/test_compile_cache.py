@@ -16,35 +16,13 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
+from tests.integration.helpers import ONE_KERNEL, needs_nvcc
+from tests.integration.helpers import one_kernel_project as tiny_project
+
+pytestmark = needs_nvcc
 
 BIN = Path(sys.executable).parent
-KERNEL = """\
-#include <cstdio>
-__global__ void scale(float* x, float a, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) x[i] *= a;
-}
-void launch_scale(float* x, float a, int n) { scale<<<(n + 255) / 256, 256>>>(x, a, n); }
-"""
-MATRIX = """\
-package: {name: tiny, version: '1.0', packages: [tiny]}
-extension: {name: tiny._C, sources: [csrc/*.cpp, csrc/*.cu]}
-torch: '>=2.10'
-arch-sets: '8.0'
-"""
 STATS_RE = re.compile(r"compile cache (\w+): (\d+) hit\(s\), (\d+) miss\(es\).* for (\d+) compile")
-
-
-def tiny_project(root: Path) -> Path:
-    """A one-kernel project: a fresh clone of the same sources wherever it is written."""
-    (root / "tiny").mkdir(parents=True)
-    (root / "tiny" / "__init__.py").write_text("")
-    (root / "csrc").mkdir()
-    (root / "csrc" / "scale.cu").write_text(KERNEL)
-    (root / "csrc" / "ops.cpp").write_text("int tiny_answer() { return 42; }\n")
-    (root / "matrix.yaml").write_text(MATRIX)
-    return root
 
 
 def build(
@@ -84,7 +62,7 @@ def test_ccache_serves_a_fresh_clone_in_another_folder(tmp_path: Path) -> None:
 def test_no_op_stamp_sees_a_changed_header(tmp_path: Path) -> None:
     root = tiny_project(tmp_path / "p")
     (root / "csrc" / "scale.h").write_text("#pragma once\n")
-    (root / "csrc" / "scale.cu").write_text('#include "scale.h"\n' + KERNEL)
+    (root / "csrc" / "scale.cu").write_text('#include "scale.h"\n' + ONE_KERNEL)
     env = {"WHEELFORGE_COMPILE_CACHE": "none"}
     build(root, env=env)
     err, _ = build(root, env=env)

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 import zipfile
 from pathlib import Path
 
 import pytest
 
-from tests.integration.test_build import only_wheel, wheelforge
+from tests.integration.helpers import needs_nvcc, only_wheel, wheelforge
 
-pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
+pytestmark = needs_nvcc
 
 # An anonymous namespace in a .cu file (nvcc mangles it with a hash of the source path and a
 # random number) and __FILE__ (an absolute path unless mapped): the two classic leaks.
@@ -67,10 +66,19 @@ def test_two_folders_give_identical_wheels_and_verify_passes(tmp_path: Path) -> 
         assert str(folder).encode() not in so
     assert b"tmpxft" not in so
     assert b"./csrc/kernel.cu" in so  # __FILE__, through the prefix map
-    # Build info: the archs read from the fatbin, and every input hashed under a path-free name.
+    # Build info: the archs read from the fatbin, and the digest of the inputs list, in which
+    # every input is hashed under a path-free name (the list lies in the build folder).
     assert info["archs"] == {"sass": ["sm_80"], "ptx": []}
-    assert info["inputs"]["csrc/kernel.cu"] == hashlib.sha256(KERNEL.encode()).hexdigest()
-    assert not any(name.startswith("/") for name in info["inputs"])
+    listed = (
+        first / "build" / "wheelforge" / "default-cu130" / "wheelforge-inputs.txt"
+    ).read_text()
+    assert f"{hashlib.sha256(KERNEL.encode()).hexdigest()}  csrc/kernel.cu\n" in listed
+    assert not any(line.split("  ", 1)[1].startswith("/") for line in listed.splitlines())
+    assert info["inputs"] == {
+        "files": len(listed.splitlines()),
+        "sha256": hashlib.sha256(listed.encode()).hexdigest(),
+        "list": "wheelforge-inputs.txt",
+    }
     assert str(tmp_path) not in json.dumps(info) and str(tmp_path) not in sbom
     # The format's own validator accepts the SBOM.
     from cyclonedx.schema import SchemaVersion

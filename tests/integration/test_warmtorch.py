@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.helpers import TINY_ARCH_ENV, tiny
 from tests.unit.fakes import plan_for
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation.errors import VerificationError
@@ -42,23 +43,43 @@ def test_one_child_answers_the_probe_then_imports_after_torch(tmp_path: Path) ->
     assert probe.returncode == 0 and info["torch_file"].endswith("torch/__init__.py")
     pid = tmp_path / "pid"
     body = f"import os, sys\nassert 'torch' in sys.modules\nopen({str(pid)!r}, 'w').write(str(os.getpid()))\n"
-    result = warmtorch.import_module(PYTHON, "mod", _module(tmp_path, body))
+    result = warmtorch.import_modules(PYTHON, [("module", "mod", _module(tmp_path, body))])
     assert result.returncode == 0
-    assert json.loads(result.stdout.strip().splitlines()[-1]) is None
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == [None]
     first = int(pid.read_text())
     assert first != os.getpid()
     # The child that imported is gone; the next check gets a fresh one.
-    warmtorch.import_module(PYTHON, "mod", tmp_path / "mod.py")
+    warmtorch.import_modules(PYTHON, [("module", "mod", tmp_path / "mod.py")])
     assert int(pid.read_text()) != first
 
 
 def test_the_loaders_message_and_a_crash_are_the_childs(tmp_path: Path) -> None:
-    failing = warmtorch.import_module(
-        PYTHON, "mod", _module(tmp_path, "raise ImportError('boom')\n")
+    failing = warmtorch.import_modules(
+        PYTHON, [("module", "mod", _module(tmp_path, "raise ImportError('boom')\n"))]
     )
-    assert json.loads(failing.stdout.strip().splitlines()[-1]) == "ImportError: boom"
-    crash = warmtorch.import_module(PYTHON, "mod", _module(tmp_path, "import os\nos._exit(7)\n"))
+    assert json.loads(failing.stdout.strip().splitlines()[-1]) == ["ImportError: boom"]
+    crash = warmtorch.import_modules(
+        PYTHON, [("module", "mod", _module(tmp_path, "import os\nos._exit(7)\n"))]
+    )
     assert crash.returncode == 7
+
+
+def test_every_shared_object_is_loaded_in_order_a_library_by_torch_ops(tmp_path: Path) -> None:
+    """A wheel's shared objects in one child: each answer its own, a library loaded with
+    torch.ops.load_library (a file that is no shared object: its loader's message)."""
+    order = tmp_path / "order"
+    first = _module(tmp_path, f"open({str(order)!r}, 'a').write('first ')\n")
+    second = tmp_path / "second.py"
+    second.write_text(f"open({str(order)!r}, 'a').write('second')\n")
+    garbage = tmp_path / "_ops.so"
+    garbage.write_text("not an ELF file\n")
+    result = warmtorch.import_modules(
+        PYTHON,
+        [("module", "mod", first), ("module", "second", second), ("library", "x._ops", garbage)],
+    )
+    answers = json.loads(result.stdout.strip().splitlines()[-1])
+    assert answers[:2] == [None, None] and order.read_text() == "first second"
+    assert answers[2].startswith("OSError: ") and "_ops.so" in answers[2]
 
 
 def test_a_python_without_torch_says_so(tmp_path: Path) -> None:
@@ -101,26 +122,26 @@ def test_an_import_check_success_is_cached_by_the_wheels_bytes(
         plan,
         torch=dataclasses.replace(plan.torch, python=PYTHON, watch=(str(watched),)),
         # a Python module stands in for the extension
-        wheel=dataclasses.replace(plan.wheel, library_path="pkg/mod.py"),
+        links=(dataclasses.replace(plan.links[0], wheel_path="pkg/mod.py"),),
     )
     plan.build_dir.mkdir(parents=True)
-    wheel = _wheel(tmp_path, plan.wheel.library_path, "x = 1\n")
+    wheel = _wheel(tmp_path, plan.links[0].wheel_path, "x = 1\n")
     calls: list[Path] = []
-    real = warmtorch.import_module
+    real = warmtorch.import_modules
 
-    def counting(python: Path, name: str, path: Path) -> object:
-        calls.append(path)
-        return real(python, name, path)
+    def counting(python: Path, loads: list[warmtorch.Load]) -> object:
+        calls.append(loads[0][2])
+        return real(python, loads)
 
-    monkeypatch.setattr(warmtorch, "import_module", counting)
+    monkeypatch.setattr(warmtorch, "import_modules", counting)
     cache = tmp_path / "cache"
-    assert importcheck.check_import(wheel, plan, cache_dir=cache).startswith("import ")
-    assert importcheck.check_import(wheel, plan, cache_dir=cache).startswith("import ")
+    assert importcheck.check_import(wheel, plan, cache_dir=cache)[0].startswith("import ")
+    assert importcheck.check_import(wheel, plan, cache_dir=cache)[0].startswith("import ")
     assert len(calls) == 1  # the same bytes under the same torch: not imported again
     (watched / "new-package").mkdir()  # a package installed: the torch may differ now
     importcheck.check_import(wheel, plan, cache_dir=cache)
     assert len(calls) == 2
-    broken = _wheel(tmp_path, plan.wheel.library_path, "raise ImportError('boom')\n")
+    broken = _wheel(tmp_path, plan.links[0].wheel_path, "raise ImportError('boom')\n")
     for _ in range(2):  # a failure is never cached
         with pytest.raises(VerificationError, match="ImportError: boom"):
             importcheck.check_import(broken, plan, cache_dir=cache)
@@ -144,7 +165,6 @@ def test_torchs_files_read_as_torch_itself_answers(tmp_path: Path) -> None:
 def test_a_wrong_early_answer_is_compiled_again_with_torchs_own(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from tests.integration.test_your_extension import ARCH_ENV, tiny
     from wheelforge.interface.cli import main
 
     real = torchprobe._layout
@@ -158,7 +178,7 @@ def test_a_wrong_early_answer_is_compiled_again_with_torchs_own(
     monkeypatch.setattr(torchprobe, "_layout", misread)
     root = tiny(tmp_path / "project")
     monkeypatch.chdir(root)
-    for name, value in {**ARCH_ENV, "XDG_CACHE_HOME": str(tmp_path / "cache")}.items():
+    for name, value in {**TINY_ARCH_ENV, "XDG_CACHE_HOME": str(tmp_path / "cache")}.items():
         monkeypatch.setenv(name, value)
     code = main(["build"])
     err = capsys.readouterr().err

@@ -1,10 +1,10 @@
 from __future__ import annotations
 
-import zipfile
 from pathlib import Path
 
 import pytest
 
+from tests.unit.fakes import make_wheel
 from wheelforge.binaries import abicheck
 from wheelforge.foundation.errors import BinaryFormatError, ConfigError
 from wheelforge.toolchain import shims
@@ -138,27 +138,6 @@ def test_header_guards_from_text(tmp_path: Path) -> None:
     }
 
 
-def make_wheel(
-    tmp_path: Path,
-    name: str,
-    so: str,
-    requires: str | None = "torch>=2.10",
-    member: str = "pkg/_C.abi3.so",
-    variant_json: bool = False,
-) -> Path:
-    path = tmp_path / name
-    with zipfile.ZipFile(path, "w") as zf:
-        zf.writestr(member, (DATA / so).read_bytes())
-        if variant_json:
-            zf.writestr("pkg-1.0.dist-info/variant.json", "{}")
-        zf.writestr("pkg/__init__.py", "")
-        metadata = "Metadata-Version: 2.1\nName: pkg\nVersion: 1.0\n" + (
-            f"Requires-Dist: {requires}\n" if requires else ""
-        )
-        zf.writestr("pkg-1.0.dist-info/METADATA", metadata)
-    return path
-
-
 def test_wheel_floor_comes_from_metadata(tmp_path: Path) -> None:
     ok = make_wheel(tmp_path, "pkg-1.0-cp310-abi3-manylinux_2_17_x86_64.whl", "ext.so")
     [check] = abicheck.check_wheel(ok, torch=None, guards={})
@@ -196,10 +175,22 @@ def test_a_variant_wheel_is_checked_against_the_tags_before_its_label(tmp_path: 
         abicheck.check_wheel(plain, torch=None, guards={})
 
 
-def test_wheel_without_torch_requirement_needs_target(tmp_path: Path) -> None:
-    wheel = make_wheel(tmp_path, "pkg-1.0-cp310-abi3-linux_x86_64.whl", "ext.so", requires=None)
-    with pytest.raises(ConfigError, match="pass --target"):
-        abicheck.check_wheel(wheel, torch=None, guards={})
+def test_wheel_without_torch_requirement_is_checked_against_what_its_binaries_need(
+    tmp_path: Path,
+) -> None:
+    # Issue 23: it was refused ("pass --target"); it is checked against its binaries' floor
+    # (ext.so's newest shim, torch_library_impl, arrived in 2.10) and told what to declare.
+    for requires in (None, "torch"):
+        wheel = make_wheel(
+            tmp_path, "pkg-1.0-cp310-abi3-linux_x86_64.whl", "ext.so", requires=requires
+        )
+        whole, binary = abicheck.check_wheel(wheel, torch=None, guards={})
+        assert binary.violations == () and binary.declared_torch == (2, 10)
+        [warning] = whole.violations
+        assert (warning.rule, warning.severity) == ("requirement", "warning")
+        assert "declare Requires-Dist: torch>=2.10" in warning.message
+        assert binary.wheel is not None and binary.wheel.torch_source == "inferred"
+        assert binary.wheel.allows == "torch>=2.10"
     assert abicheck.check_wheel(wheel, torch=(2, 10), guards={})[0].violations == ()
 
 

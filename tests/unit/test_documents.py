@@ -91,8 +91,10 @@ def test_inspect_document() -> None:
     reports = inspect_paths([DATA / "sm75_lz4.so", DATA / "no_cuda.so"])
     data = _valid(KINDS["inspect"], inspect_document(reports))
     assert list(data) == ["schema_version", "files"]  # no variant wheel: no "variants"
-    assert [list(f) for f in data["files"]] == [["path", "size", "fatbins"]] * 2
+    # loads_on added by issue 23 (compatible); null for a file without CUDA code.
+    assert [list(f) for f in data["files"]] == [["path", "size", "fatbins", "loads_on"]] * 2
     assert data["files"][0]["fatbins"][0]["arch"] == "sm_75"
+    assert data["files"][1]["loads_on"] is None
     check = VariantCheck(
         wheel="w.whl",
         label="abc",
@@ -129,26 +131,46 @@ def test_check_document_keeps_its_keys() -> None:
         )
     ]
     data = _valid(KINDS["check"], check_document(checks))
-    assert data == {
-        "schema_version": 1,
-        "binaries": [
+    # The keys it had keep their values; issue 23 added keys (compatible: no version bump).
+    [binary] = data["binaries"]
+    assert data["schema_version"] == 1 and data["wheels"] == []
+    assert {k: binary[k] for k in KEPT_CHECK_KEYS} == {
+        "path": "w.whl!p/_C.abi3.so",
+        "shims": ["aoti_torch_a"],
+        "newest_shim": "2.10",
+        "torch_floor": {"inferred": "2.10", "declared": "2.10"},
+        "python_symbols": ["PyModule_Create2"],
+        "python_floor": {"inferred": "3.2", "declared": "3.10"},
+        "violations": [
             {
-                "path": "w.whl!p/_C.abi3.so",
-                "shims": ["aoti_torch_a"],
-                "newest_shim": "2.10",
-                "torch_floor": {"inferred": "2.10", "declared": "2.10"},
-                "python_symbols": ["PyModule_Create2"],
-                "python_floor": {"inferred": "3.2", "declared": "3.10"},
-                "violations": [
-                    {
-                        "rule": "libtorch-symbol",
-                        "symbol": "_ZN2at6Tensor",
-                        "message": "uses at::Tensor",
-                    }
-                ],
+                "rule": "libtorch-symbol",
+                "symbol": "_ZN2at6Tensor",
+                "message": "uses at::Tensor",
+                "severity": "error",
             }
         ],
     }
+    assert set(binary) - set(KEPT_CHECK_KEYS) == {
+        "role",
+        "role_reason",
+        "verdict",
+        "torch_abi",
+        "stable_shim_count",
+        "unstable_symbols",
+        "unstable_symbol_count",
+        "allows",
+    }
+
+
+KEPT_CHECK_KEYS = (
+    "path",
+    "shims",
+    "newest_shim",
+    "torch_floor",
+    "python_symbols",
+    "python_floor",
+    "violations",
+)
 
 
 def test_variants_document_and_the_github_matrix(project: Project) -> None:
@@ -215,7 +237,7 @@ def test_cache_documents_keep_their_keys(tmp_path: Path) -> None:
     listing = CacheListing(root=tmp_path, exists=True, entries=(entry,))
     listed = _valid(KINDS["cache-list"], list_document(listing))
     assert listed == {
-        "schema_version": 1,
+        "schema_version": 2,  # 2: a torch environment's kind is "torch env" (issue 24)
         "cache": str(tmp_path),
         "exists": True,
         "entries": [
@@ -239,6 +261,7 @@ def test_cache_documents_keep_their_keys(tmp_path: Path) -> None:
         "exists",
         "dry_run",
         "unused_for_days",
+        "names",  # prune NAME... (issue 24)
         "removed",
         "busy",
         "freed",

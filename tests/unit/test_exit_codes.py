@@ -16,7 +16,8 @@ from wheelforge.configuration.archs import ArchSet, parse_arch_list
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation import errors
 from wheelforge.interface.cli import main
-from wheelforge.interface.render import check_table, variants_table
+from wheelforge.interface.render import variants_table
+from wheelforge.interface.render_check import check_table
 from wheelforge.planning import variants
 
 Project = Callable[..., Path]

@@ -451,6 +451,10 @@ def test_inspect_a_folder(tmp_path: Path) -> None:
 def test_reports_to_json() -> None:
     reports = inspect_paths([DATA / "sm75_lz4.so", DATA / "no_cuda.so"])
     document = to_document(inspect_document(reports))
+    # Issue 23 added loads_on (tests/unit/test_loads_on.py); the keys before it are unchanged.
+    loads = [f.pop("loads_on") for f in document["files"]]
+    assert loads[1] is None
+    assert [g["gpu"] for g in loads[0]["gpus"] if g["verdict"] == "sass"] == ["sm_75"]
     assert document == {
         "schema_version": 1,
         "files": [

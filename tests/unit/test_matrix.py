@@ -69,7 +69,7 @@ def test_every_error_is_reported_at_once(project: Project) -> None:
     lines = all_lines(err).strip().splitlines()
     assert len(lines) == 3, lines
     assert "matrix.yaml:3: package.version 'one' is not a PEP 440 version" in lines[0]
-    assert "(and 2 more below)" in lines[0]
+    assert "(and 2 more above)" in lines[0]
     assert (
         "matrix.yaml:9: extension: unknown key 'include-dir'; did you mean 'include-dirs'?"
         in lines[1]

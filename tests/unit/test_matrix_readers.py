@@ -38,6 +38,7 @@ EXAMPLES: dict[str, Any] = {
     "package.name": "demo-ops",
     "package.version": "1.2.0",
     "package.license": "MIT",
+    "package.urls": {"Homepage": "https://example.org/demo"},
     "package.requires-python": ">=3.10",
     "package.pyproject": False,
     "package.packages": ["demo_ops"],
@@ -47,11 +48,35 @@ EXAMPLES: dict[str, Any] = {
     "extension.library-dirs": ["csrc"],
     "extension.sources[].files": "csrc/*.cu",
     "extension.sources[].archs": "9.0a",
+    "extension.size-budget": "20MiB",
+    "extensions[].name": "demo_ops._C",
+    "extensions[].sources": ["csrc/*.cpp", "csrc/*.cu"],
+    "extensions[].include-dirs": ["csrc"],
+    "extensions[].library-dirs": ["csrc"],
+    "extensions[].size-budget": "20MiB",
+    "extensions[].sources[].files": "csrc/*.cu",
+    "extensions[].sources[].archs": "9.0a",
+    "header-libraries[].name": "cutlass",
+    "header-libraries[].path": "csrc",
+    "header-libraries[].include": ["."],
+    "header-libraries[].pypi": "nvidia-cutlass==4.2.0.0",
+    "header-libraries[].version": "4.2.0",
+    "generate[].name": "kernels",
+    "generate[].run": ["{python}", "{project}/gen.py", "{out}"],
+    "generate[].inputs": ["csrc/*.cpp"],
+    "generate[].outputs": ["k.cu"],
     "tests.path": "demo_ops",
     "tests.torch": ["2.13.0"],
     "wheel-variants.null": "default",
     "memory-limit": "24GiB",
 }
+# Keys a section's smallest good mapping needs though the model cannot say so: a header library
+# comes from one place (path or pypi), and its default include folder ('include') must exist.
+NEEDED = {"header-libraries[].path", "header-libraries[].include"}
+# Keys that stand in for another: writing one of them drops the other from GOOD_MATRIX (a matrix
+# writes 'extension' or 'extensions', never both), and a header library written with pypi has
+# no path.
+REPLACES = {"extensions": "extension", "header-libraries[].pypi": "header-libraries[].path"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,11 +149,14 @@ def value_of(section: Section, f: dataclasses.Field[Any]) -> Any:
 
 
 def smallest(section: Section) -> dict[str, Any]:
-    """The section's keys that are required or have no default, each with a good value."""
+    """The section's keys that are required, have no default or are NEEDED, each with a good
+    value."""
     return {
         schemagen.field_key(f): value_of(section, f)
         for f in schemagen.document_fields(section.model)
-        if schemagen.field_is_required(f) or schemagen.field_default(f) is dataclasses.MISSING
+        if schemagen.field_is_required(f)
+        or schemagen.field_default(f) is dataclasses.MISSING
+        or _dotted(section, f) in NEEDED
     }
 
 
@@ -151,6 +179,11 @@ def matrix_with(section: Section, key: str, value: Any) -> str:
             node[step] = smallest(here)
         node = node[step]
     node[key] = value
+    dotted = f"{section.name}.{key}" if section.path else key
+    replaced = REPLACES.get(dotted) or REPLACES.get(str(section.path[0]) if section.path else "")
+    if replaced is not None:
+        *parents, last = replaced.replace("[]", "").split(".")
+        (node if parents else document).pop(last, None)
     return yaml.safe_dump(document, sort_keys=False)
 
 
@@ -167,6 +200,8 @@ def test_the_walk_finds_every_section() -> None:
         "SourceSpec",
         "TestsConfig",
         "WheelVariantsConfig",
+        "HeaderLibraryConfig",
+        "GenerateStep",
     }
 
 

@@ -137,7 +137,7 @@ def test_reuse_stamp(tmp_path: Path) -> None:
 
 def test_first_and_rest() -> None:
     assert first_and_rest(["a"]) == ("a", None)
-    assert first_and_rest(["a", "b", "c"], prefix="v: ") == ("v: a (and 2 more below)", "b\nc")
+    assert first_and_rest(["a", "b", "c"], prefix="v: ") == ("v: a (and 2 more above)", "b\nc")
 
 
 def _check(*messages: str) -> BinaryCheck:
@@ -151,7 +151,7 @@ def _check(*messages: str) -> BinaryCheck:
 
 def test_check_verdict() -> None:
     checking.require_clean([_check()])
-    with pytest.raises(VerificationError, match=r"^one \(and 1 more below\)$") as err:
+    with pytest.raises(VerificationError, match=r"^one \(and 1 more above\)$") as err:
         checking.require_clean([_check("one"), _check("two")])
     assert err.value.details == "two"
 

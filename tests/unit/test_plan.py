@@ -23,8 +23,8 @@ Project = Callable[..., Path]
 
 def test_flags_follow_the_stable_abi_rules(project: Project, tmp_path: Path) -> None:
     plan = plan_for(load_matrix(project()), tmp_path)
-    cxx = shlex.split(plan.compile.cxx_flags)
-    nvcc = shlex.split(plan.compile.nvcc_flags)
+    cxx = shlex.split(plan.compile.flag_sets[0].cxx)
+    nvcc = shlex.split(plan.compile.flag_sets[0].nvcc)
     for flags in (cxx, nvcc):
         assert "-DTORCH_TARGET_VERSION=0x020a000000000000" in flags
         assert "-DPy_LIMITED_API=0x030a0000" in flags
@@ -79,7 +79,7 @@ def test_auto_nvcc_threads_fill_the_cores() -> None:
 
 def test_link_keeps_libtorch_and_static_cudart(project: Project, tmp_path: Path) -> None:
     plan = plan_for(load_matrix(project()), tmp_path)
-    ld = shlex.split(plan.link.ldflags)
+    ld = shlex.split(plan.links[0].ldflags)
     assert "/opt/cuda-13.0.88/lib64/libcudart_static.a" in ld
     assert ld.index("-Wl,--no-as-needed") < ld.index("-ltorch") < ld.index("-Wl,--as-needed")
     assert "-Wl,--exclude-libs,ALL" in ld
@@ -94,8 +94,8 @@ def test_steps_objects_and_generated_module_init(project: Project, tmp_path: Pat
     assert all(o.is_relative_to(plan.build_dir / "obj") for o in objects)
     init = next(g for g in plan.compile.generated if g.path.name == "_C_module_init.c")
     assert "PyInit__C" in init.text and "PyModule_Create" in init.text
-    assert plan.link.library.name == "_C.abi3.so"
-    assert plan.wheel.library_path == "demo_ops/_C.abi3.so"
+    assert plan.links[0].library.name == "_C.abi3.so"
+    assert plan.links[0].wheel_path == "demo_ops/_C.abi3.so"
     assert plan.abi.abi_tag == "cp310-abi3"
 
 
@@ -114,14 +114,14 @@ def test_nvcc_threads_and_user_flags(project: Project, tmp_path: Path) -> None:
         "include-dirs: [csrc]\n  nvcc-flags: [--use_fast_math]\n  cxx-flags: [-Wall]",
     )
     plan = plan_for(load_matrix(project(text)), tmp_path, nvcc_threads=4)
-    nvcc = shlex.split(plan.compile.nvcc_flags)
+    nvcc = shlex.split(plan.compile.flag_sets[0].nvcc)
     # --threads goes to nvcc through its environment, not the command line: neither ninja
     # nor a compile cache sees a change when the core count changes.
     assert "--threads" not in nvcc and plan.compile.nvcc_threads == 4
     env = ninja.run_env(plan)
     assert env["NVCC_APPEND_FLAGS"].endswith("--threads 4")
     assert nvcc[-1] == "--use_fast_math"
-    assert shlex.split(plan.compile.cxx_flags)[-1] == "-Wall"
+    assert shlex.split(plan.compile.flag_sets[0].cxx)[-1] == "-Wall"
 
 
 def test_ninja_file(project: Project, tmp_path: Path) -> None:

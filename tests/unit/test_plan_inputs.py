@@ -43,9 +43,10 @@ def test_launchers_come_from_the_environment_else_the_compile_cache(
     launch = ("/bin/sccache",)
     assert cached.launchers == Launchers(cxx=launch, cc=launch, cuda=launch)
     assert cached.compile_cache == sccache
-    assert "--objdir-as-tempdir" not in cached.nvcc_flags  # sccache names the temporaries
-    assert f"-ffile-prefix-map={matrix.root.resolve()}=." in cached.nvcc_flags
-    assert cached.nvcc_flags.endswith(f"--threads {cached.nvcc_threads}")  # sccache drops the env's
+    nvcc = cached.flag_sets[0].nvcc
+    assert "--objdir-as-tempdir" not in nvcc  # sccache names the temporaries
+    assert f"-ffile-prefix-map={matrix.root.resolve()}=." in nvcc
+    assert nvcc.endswith(f"--threads {cached.nvcc_threads}")  # sccache drops the env's
     compilers = dataclasses.replace(inputs.compilers, launchers=Launchers(cxx=("distcc",)))
     named = dataclasses.replace(inputs, compile_cache=sccache, compilers=compilers)
     assert _plan(named, like).compile.launchers.cxx == ("distcc",)

@@ -41,3 +41,16 @@ def test_a_terminal_and_columns_keep_their_width(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("COLUMNS", "80")
     lines = printed(Console(file=io.StringIO(), width=80))
     assert max(map(len, lines)) == 80
+
+
+def test_a_line_into_a_pipe_is_never_folded(capsys: pytest.CaptureFixture[str]) -> None:
+    """The build summary's sentences, written to a file: one line each, whatever their length
+    (rich folds at 80 columns where it sees no terminal: "... no\\nlibtorch C++ symbols")."""
+    from wheelforge.interface.render import output_console
+
+    sentence = (
+        "stable ABI ok: 62 shim functions, the newest from torch 2.10 (target 2.10), no "
+        "libtorch C++ symbols, 1 limited-API Python symbols"
+    )
+    output_console().print(sentence)
+    assert capsys.readouterr().out == sentence + "\n"

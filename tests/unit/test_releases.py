@@ -263,6 +263,12 @@ def _fake_apt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[list[str]
             for name in ("libcublas.so.12", "libcudart_static.a"):
                 (libs / name).write_text("")
 
+    def stream(cmd: list[object], **kw: object) -> provision.proc.Result:
+        # apt-get runs with its lines shown (toolchain/downloads.py)
+        run(cmd, **kw)
+        return provision.proc.Result(args=tuple(map(str, cmd)), returncode=0, stdout="", stderr="")
+
     monkeypatch.setattr(provision.proc, "run", run)
+    monkeypatch.setattr(provision.proc, "stream", stream)
     (tmp_path / "dl").mkdir()
     return ran

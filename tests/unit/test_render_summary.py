@@ -5,8 +5,12 @@ from pathlib import Path
 
 from rich.console import Console
 
+from wheelforge.binaries.facts import BinaryContents
+from wheelforge.binaries.sizecheck import check_size
+from wheelforge.binaries.verify import check_binary
+from wheelforge.configuration.archs import ArchSet, parse_arch_list
 from wheelforge.interface.render import print_build
-from wheelforge.running.build.results import BuildReport
+from wheelforge.running.build.results import BuildReport, VariantResult
 
 
 def _summary(abi: str, built_against: str) -> str:
@@ -28,3 +32,35 @@ def test_an_unstable_build_is_not_summed_up_as_stable() -> None:
     assert "unstable ABI: each wheel pinned to the torch it was built against" in text
     assert "2.13.0+cpu, 2.14.1+cu130" in text
     assert "stable-ABI target torch 2.11" in _summary("stable", "2.13.0+cpu")
+
+
+def _variant(binaries: tuple[BinaryContents, ...], owed: ArchSet | None) -> VariantResult:
+    arch_set = ArchSet("default", parse_arch_list("8.0 9.0", source="test"))
+    return VariantResult(
+        variant_id="default-cu130", arch_set=arch_set, toolkit="13.0.88", torch="2.13.0+cpu",
+        wheel=Path("dist/demo-1.0-cp310-abi3-linux_x86_64.whl"), wheel_size=4000, sha256="0" * 64,
+        sources=1, compiled=("CXX",), reused=False, binaries=binaries,
+        arch_checks=tuple(check_binary(b, owed) for b in binaries), abi_checks=(),
+        size=check_size(wheel_size=4000, budget=10**8, binaries=binaries, toolkit=(13, 0), nvcc_flags=()),
+        stages=(), seconds=1.0,
+    )  # fmt: skip
+
+
+def test_a_cpp_only_extension_is_not_shown_missing_its_archs() -> None:
+    """No .cu source: the arch set is owed by nobody (verify.compiles_device_code), so the
+    screen says so instead of listing every arch MISSING above "1 wheel(s) built"."""
+    cpp_only = BinaryContents(path="x.whl!demo/_C.abi3.so", size=100, entries=())
+    report = BuildReport(matrix=Path("matrix.yaml"), target_version=(2, 10), built_against="2.13.0+cpu",
+                         variants=(_variant((cpp_only,), None),))  # fmt: skip
+    out = io.StringIO()
+    print_build(report, Console(file=out, width=200))
+    text = out.getvalue()
+    assert "MISSING" not in text
+    assert "no device code: the extension compiles no .cu source, so arch set default" in text
+    # The same binary where device code was owed: every arch is missing, as before.
+    owed = ArchSet("default", parse_arch_list("8.0 9.0", source="test"))
+    report = BuildReport(matrix=Path("matrix.yaml"), target_version=(2, 10), built_against="2.13.0+cpu",
+                         variants=(_variant((cpp_only,), owed),))  # fmt: skip
+    out = io.StringIO()
+    print_build(report, Console(file=out, width=200))
+    assert out.getvalue().count("MISSING") == 2

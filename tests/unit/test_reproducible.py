@@ -59,7 +59,10 @@ def test_nvcc_seeds_only_where_nvcc_has_them() -> None:
 
 def test_plan_flags_map_every_input_folder(project: Project, tmp_path: Path) -> None:
     plan = plan_for(load_matrix(project()), tmp_path)
-    cxx, nvcc = shlex.split(plan.compile.cxx_flags), shlex.split(plan.compile.nvcc_flags)
+    cxx, nvcc = (
+        shlex.split(plan.compile.flag_sets[0].cxx),
+        shlex.split(plan.compile.flag_sets[0].nvcc),
+    )
     # The commands name the project relative to the build folder, and so do its maps: no map
     # holds the folder a clone lies in (a compile cache hits from any checkout); folders outside
     # the project (the toolkit) keep absolute maps. The build folder's own files need none.
@@ -91,9 +94,9 @@ def test_old_nvcc_runs_from_root_with_the_fixed_pid_library(
     assert f"build {kernel.object}: nvcc {kernel.source} | {old.compile.nvcc_preload}" in text
     # From /, relative paths would not resolve: absolute paths, and absolute prefix maps.
     root = str(tmp_path.resolve())
-    assert f"-Xcompiler=-ffile-prefix-map={root}=." in shlex.split(old.compile.nvcc_flags)
+    assert f"-Xcompiler=-ffile-prefix-map={root}=." in shlex.split(old.compile.flag_sets[0].nvcc)
     assert f"-ffile-prefix-map={old.build_dir}=wheelforge-build" in shlex.split(
-        old.compile.cxx_flags
+        old.compile.flag_sets[0].cxx
     )
 
 

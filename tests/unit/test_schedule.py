@@ -14,7 +14,7 @@ import pytest
 
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.configuration.settings import Flags, resolve
-from wheelforge.foundation import log, resources
+from wheelforge.foundation import resources
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.planning import jobcosts, ninjafile
 from wheelforge.planning.jobcosts import GIB, JobCost
@@ -267,20 +267,6 @@ def test_jobwatch_sums_each_jobs_processes(tmp_path: Path) -> None:
     assert a.cpu_seconds == pytest.approx((50 + 10) / jobwatch._HZ)
     assert jobwatch.output_of("nvcc -c x.cu -o obj/a.cu.o -O3", watch.outputs) == "obj/a.cu.o"
     assert jobwatch.output_of("nvcc -c x.cu -o obj/a.cu.o.d", watch.outputs) is None
-
-
-def test_the_progress_says_what_is_left_by_an_earlier_builds_times() -> None:
-    jobs = ["NVCC a.cu", "NVCC b.cu", "CXX c.cpp", "LINK x.so"]
-    progress = log.JobProgress(jobs, 2, {"NVCC a.cu": 100.0, "NVCC b.cu": 60.0, "CXX c.cpp": 20.0})
-    try:
-        assert progress.time_left() == 100.0  # never less than the longest left
-        progress.finished("NVCC a.cu", 99.0)
-        assert progress.time_left() == 60.0
-        progress.finished("NVCC b.cu", 61.0)
-        assert progress.time_left() == 20.0
-    finally:
-        progress.close()
-    assert log.JobProgress(["NVCC a.cu"], 2, {}).time_left() is None  # never timed: no guess
 
 
 def test_a_measured_step_carries_its_expected_time(project: Project, tmp_path: Path) -> None:

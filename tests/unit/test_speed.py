@@ -205,16 +205,22 @@ def test_provenance_is_read_back_while_the_freshness_stamp_is_unchanged(
     plan = plan_for(load_matrix(project()), tmp_path)
     made: list[int] = []
 
-    def fake(_plan: object, *_read: object) -> tuple[tuple[str, str], ...]:
+    def fake(_plan: object, *_read: object) -> provenance.Provenance:
         made.append(1)
-        return (("sboms/x.json", f"sbom {len(made)}"), ("wheelforge-build.json", "{}"))
+        files = (("sboms/x.json", f"sbom {len(made)}"), ("wheelforge-build.json", "{}"))
+        return provenance.Provenance(dist_info=files, inputs=f"{len(made)}  csrc/kernel.cu\n")
 
-    monkeypatch.setattr(provenance, "dist_info_files", fake)
+    monkeypatch.setattr(provenance, "provenance", fake)
     plan.build_dir.mkdir(parents=True)
     stamp = {"ninja": "h", "files": {}, "read": [str(tmp_path / "csrc" / "kernel.cu")]}
     (plan.build_dir / freshness.UP_TO_DATE_STAMP).write_text(json.dumps(stamp))
     first = reuse.dist_info_files(plan)
     assert reuse.dist_info_files(plan) == first and len(made) == 1
+    # The inputs list lies in the build folder, also when the stored one was read back.
+    listed = plan.build_dir / provenance.INPUTS_NAME
+    listed.unlink()
+    assert reuse.dist_info_files(plan) == first and len(made) == 1
+    assert listed.read_text() == "1  csrc/kernel.cu\n"
     assert freshness.recorded_inputs(plan) == [tmp_path / "csrc" / "kernel.cu"]
     (plan.build_dir / freshness.UP_TO_DATE_STAMP).write_text(
         json.dumps({**stamp, "ninja": "other"})

@@ -319,3 +319,40 @@ def test_a_test_run_excludes_another_test_run_but_not_builds_and_prune_skips_it(
             pass  # a build compiling against its torch does not wait
         assert env.name in _names(usercache.prune(cache, every=True).busy)
     assert env.name in _names(usercache.prune(cache, every=True).removed)
+
+
+def test_prune_removes_the_entries_named_whenever_they_were_used(cache: Path) -> None:
+    """`cache prune NAME...`: a folder name as `cache list` shows it, a pool, or a path."""
+    recent = cache / envs.ENVS / "torch-2.13.0-bbbbbbbbbb"  # used yesterday: --unused-for keeps it
+    toolkit_path = cache / toolkit.TOOLKITS / "cuda-13.1-pypi"
+    dry = usercache.prune(cache, names=[recent.name], dry_run=True)
+    assert _names(dry.removed) == {recent.name} and recent.is_dir()
+    result = usercache.prune(cache, names=[recent.name, str(toolkit_path), "probes"])
+    assert _names(result.removed) == {recent.name, toolkit_path.name, "old.json", "new.json"}
+    assert result.names == (recent.name, str(toolkit_path), "probes")
+    assert (
+        not recent.exists()
+        and not toolkit_path.exists()
+        and not (cache / "probes" / "nvcc" / "old.json").exists()
+    )
+    assert (cache / envs.ENVS / "torch-2.10.0-aaaaaaaaaa").is_dir()  # not named: kept, old or not
+
+
+def test_prune_refuses_a_name_that_is_no_entry_and_lists_those_there(cache: Path) -> None:
+    with pytest.raises(ConfigError) as err:
+        usercache.prune(cache, names=["torch-2.99.0", "cuda-13.0-pypi"])
+    message = err.value.message
+    assert "no entry named 'torch-2.99.0'" in message
+    assert "torch-2.10.0-aaaaaaaaaa" in message and "cuda-13.0-pypi" in message
+    assert (cache / toolkit.TOOLKITS / "cuda-13.0-pypi").is_dir()  # nothing removed
+
+
+def test_a_named_entry_in_use_is_skipped(cache: Path, busy: Path) -> None:
+    result = usercache.prune(cache, names=[busy.name])
+    assert _names(result.busy) == {busy.name} and busy.is_dir()
+
+
+def test_an_environment_is_a_torch_env_not_a_test_env(cache: Path) -> None:
+    """It holds one torch for the builds that compile against it as much as for tests."""
+    kinds = {e.kind for e in usercache.list_cache(cache).entries if e.path.parent.name == envs.ENVS}
+    assert kinds == {"torch env", UNFINISHED}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import zipfile
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +50,14 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
         counts["ELFFile"] += 1
         return real_elf(stream)
 
+    real_chunks = bounded.member_chunks
+
+    def chunks(zf: zipfile.ZipFile, info: zipfile.ZipInfo, display: str) -> Iterator[bytes]:
+        counts[info.filename] += 1  # ... or its one streamed inflation (stream.py)
+        return real_chunks(zf, info, display)
+
     monkeypatch.setattr(bounded, "read_member", read)
+    monkeypatch.setattr(bounded, "member_chunks", chunks)
     monkeypatch.setattr(elffile, "ELFFile", parse)  # elf.py imports it when it parses
     monkeypatch.setattr(shims, "header_guards", lambda _include: {})
     # The fatbin sample is no Python module (no PyInit__C); that rule has its own tests.

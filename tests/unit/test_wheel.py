@@ -17,8 +17,8 @@ Project = Callable[..., Path]
 
 def make_contents(project: Project, tmp_path: Path, text: str = GOOD_MATRIX) -> wheel.WheelContents:
     plan = plan_for(load_matrix(project(text)), tmp_path)
-    plan.link.library.parent.mkdir(parents=True, exist_ok=True)
-    plan.link.library.write_bytes(b"\x7fELF fake library")
+    plan.links[0].library.parent.mkdir(parents=True, exist_ok=True)
+    plan.links[0].library.write_bytes(b"\x7fELF fake library")
     pkg = tmp_path / "demo_ops"
     (pkg / "__pycache__").mkdir()
     (pkg / "__pycache__" / "x.cpython-311.pyc").write_bytes(b"junk")

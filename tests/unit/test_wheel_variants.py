@@ -83,10 +83,13 @@ def plain_wheel(folder: Path) -> Path:
     members = {"demo_ops/__init__.py": b"", "demo_ops/_C.abi3.so": b"\x7fELF..."}
     record = "".join(f"{n},sha256=x,{len(d)}\n" for n, d in members.items())
     record += "demo_ops-1.2.0.dist-info/RECORD,,\n"
+    # A fixed time: the variant wheel keeps the plain wheel's member times, and "same input,
+    # same bytes" must not depend on the two plain wheels being written in one 2-second tick.
+    when = (2020, 1, 1, 0, 0, 0)
     with zipfile.ZipFile(path, "w") as zf:
         for name, data in members.items():
-            zf.writestr(name, data)
-        zf.writestr("demo_ops-1.2.0.dist-info/RECORD", record)
+            zf.writestr(zipfile.ZipInfo(name, date_time=when), data)
+        zf.writestr(zipfile.ZipInfo("demo_ops-1.2.0.dist-info/RECORD", date_time=when), record)
     return path
 
 

@@ -4,25 +4,25 @@ export rule, reading pyproject.toml, ninja failure output, and `wheelforge init`
 from __future__ import annotations
 
 import shlex
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from wheelforge.binaries import abicheck, initexport, verify
-from wheelforge.configuration.importers import initmatrix
 from wheelforge.configuration.importers.setuppy import scan_setup_py
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.configuration.settings import Flags, resolve
 from wheelforge.foundation.errors import ConfigError, VerificationError
 from wheelforge.interface.cli import main
 from wheelforge.packaging import wheel
+from wheelforge.running import adopt
 from wheelforge.running.build import diagnose, importcheck
 from wheelforge.toolchain.toolkit import _dry_includes
 
 from .conftest import GOOD_MATRIX
-from .fakes import plan_for
-from .test_abicheck import make_wheel
+from .fakes import make_wheel, plan_for
 
 Project = Callable[..., Path]
 
@@ -74,9 +74,12 @@ def test_the_link_exports_only_pyinit_and_sources_keep_default_visibility(
     plan = plan_for(load_matrix(project()), tmp_path)
     exports = next(g for g in plan.compile.generated if g.path.name == "exports.map")
     assert "global:\n    PyInit__C;\n  local:\n    *;" in exports.text
-    assert f"-Wl,--version-script={exports.path}" in shlex.split(plan.link.ldflags)
+    assert f"-Wl,--version-script={exports.path}" in shlex.split(plan.links[0].ldflags)
     assert (
-        "visibility" not in plan.compile.cxx_flags + plan.compile.cc_flags + plan.compile.nvcc_flags
+        "visibility"
+        not in plan.compile.flag_sets[0].cxx
+        + plan.compile.flag_sets[0].cc
+        + plan.compile.flag_sets[0].nvcc
     )
 
 
@@ -87,7 +90,7 @@ def test_cpp_sources_see_python_and_the_variants_toolkit_headers(
     project: Project, tmp_path: Path
 ) -> None:
     plan = plan_for(load_matrix(project()), tmp_path)
-    cxx = shlex.split(plan.compile.cxx_flags)
+    cxx = shlex.split(plan.compile.flag_sets[0].cxx)
     assert f"-I{plan.torch.python_include}" in cxx
     for folder in plan.variant.toolkit.include_dirs:
         assert f"-I{folder}" in cxx
@@ -154,7 +157,7 @@ def test_link_flags_libraries_and_library_dirs(project: Project, tmp_path: Path)
         '  libraries: [m, cublas]\n  library-dirs: [lib]\n  link-flags: ["-Wl,-z,now"]\n',
     )
     plan = plan_for(load_matrix(project(text)), tmp_path)
-    ld = shlex.split(plan.link.ldflags)
+    ld = shlex.split(plan.links[0].ldflags)
     assert ld[-4:] == [f"-L{(tmp_path / 'lib').resolve()}", "-lm", "-lcublas", "-Wl,-z,now"]
 
 
@@ -171,8 +174,8 @@ def test_the_wheel_ships_python_files_and_declared_data_only(
         (pkg / name).parent.mkdir(parents=True, exist_ok=True)
         (pkg / name).write_text("x")
     plan = plan_for(load_matrix(project(text)), tmp_path)
-    plan.link.library.parent.mkdir(parents=True, exist_ok=True)
-    plan.link.library.write_bytes(b"\x7fELF")
+    plan.links[0].library.parent.mkdir(parents=True, exist_ok=True)
+    plan.links[0].library.write_bytes(b"\x7fELF")
     names = [arc for arc, _ in wheel.contents(plan, "linux_x86_64").files]
     assert names == [
         "demo_ops/_C.abi3.so",
@@ -220,7 +223,7 @@ def test_a_top_level_extension_module_lands_at_the_wheel_root(
 ) -> None:
     text = GOOD_MATRIX.replace("name: demo_ops._C", "name: demo_ops_cuda")
     plan = plan_for(load_matrix(project(text)), tmp_path)
-    assert plan.wheel.library_path == "demo_ops_cuda.abi3.so"
+    assert plan.links[0].wheel_path == "demo_ops_cuda.abi3.so"
 
 
 # -- pyproject.toml [project] --------------------------------------------------------------------
@@ -306,15 +309,21 @@ def test_init_reads_setup_py_without_running_it(project: Project, tmp_path: Path
     assert ext.nvcc_flags == ["-DWITH_CUDA", "-O3", "--use_fast_math"]
     assert ext.libraries == ["cublas"]
     notes = "\n".join(scan.notes)
-    for expected in ("setup(version=compute_version()) is computed", "setup(author=...)",
+    # setup(author=...) is read now: matrix.yaml has package.authors (it used to be a note).
+    assert scan.setup_args["author"] == "someone"
+    for expected in ("setup(version=compute_version()) is computed",
                      "'cc_flag' is changed in place", "threads(...) at line", "nvcc arch flags"):  # fmt: skip
         assert expected in notes, notes
     (tmp_path / "matrix.yaml").unlink()
-    result = initmatrix.write(tmp_path, force=False, torch=("2.13.0",), archs="9.0")
+    request = adopt.InitRequest(
+        root=tmp_path, torch=("2.13.0",), archs="9.0", run=False, python=Path(sys.executable)
+    )
+    result = adopt.init_project(request)
     m = load_matrix(result.path)
     assert (m.extension.name, m.abi, str(m.arch_sets[0])) == ("demo_ops._C", "unstable", "9.0")
+    assert m.package.authors == ("someone",)
     with pytest.raises(ConfigError, match="exists; pass --force"):
-        initmatrix.write(tmp_path, force=False, torch=(), archs=None)
+        adopt.init_project(request)
 
 
 def test_init_prints_what_needs_a_hand(
@@ -323,10 +332,11 @@ def test_init_prints_what_needs_a_hand(
     project()
     (tmp_path / "matrix.yaml").unlink()
     (tmp_path / "setup.py").write_text(SETUP_PY)
-    assert main(["init", str(tmp_path)]) == 0
+    assert main(["init", "--no-run", "--torch", "2.13.0", str(tmp_path)]) == 0
     err = capsys.readouterr().err
     assert "wrote" in err and "thing(s) need a hand:" in err
-    assert main(["init", str(tmp_path)]) == 2  # never overwrites without --force
+    assert "without running it (--no-run)" in " ".join(err.split())
+    assert main(["init", "--no-run", str(tmp_path)]) == 2  # never overwrites without --force
 
 
 @pytest.mark.parametrize(

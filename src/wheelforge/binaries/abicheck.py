@@ -5,18 +5,28 @@ from it: its torch floor from METADATA (unless given), its abi3 floor from its t
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
-from wheelforge.binaries import bounded, floors, registry
+from wheelforge.binaries import bounded, floors, metadata, registry
 from wheelforge.binaries.elf import ELF_MAGIC, ElfImage, open_elf_file
 from wheelforge.binaries.facts import BinaryFacts, WheelFacts, file_role
 from wheelforge.binaries.floors import python_floor, torch_floor
+from wheelforge.binaries.metadata import Declared
 from wheelforge.binaries.reader import read_binary, read_wheel
-from wheelforge.binaries.rule import CheckTarget, Flavour, Rule, RuleContext, Violation
+from wheelforge.binaries.rule import (
+    CheckTarget,
+    Flavour,
+    Rule,
+    RuleContext,
+    TorchSource,
+    Violation,
+)
 from wheelforge.binaries.symbols import demangle
 from wheelforge.foundation import log
 from wheelforge.foundation.errors import (
@@ -25,7 +35,7 @@ from wheelforge.foundation.errors import (
     VerificationError,
     first_and_rest,
 )
-from wheelforge.toolchain.shims import Version2
+from wheelforge.toolchain.shims import Version2, VersionsFile
 
 # The rules' own types, demangle() and the floors are part of this module's interface.
 __all__ = [
@@ -46,6 +56,26 @@ __all__ = [
 
 # ``wheelforge check`` is the stable-ABI check.
 CHECK_FLAVOUR: Flavour = "stable"
+# The torch a wheel that states no requirement and whose binaries use no shim is checked against:
+# the first with the stable ABI (what its binaries need of torch then is nothing of it).
+FIRST_STABLE_TORCH: Version2 = (2, 9)
+
+
+# A binary's relation to torch, in torch-abi-audit's words: stable shims only, libtorch's C++ API
+# (bound to the one torch it was built against), or no torch at all.
+TorchAbi = Literal["torch-stable", "torch-unstable", "no-torch"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class WheelSummary:
+    """What a wheel declares and what its binaries allow, shared by its binaries' checks."""
+
+    path: str
+    declared: Declared  # its METADATA's torch requirement and Requires-Python
+    tag_python: Version2 | None  # its abi3 tag's floor (cp38-abi3: 3.8)
+    torch: Version2  # the lowest torch its binaries were checked against
+    torch_source: TorchSource  # where that came from
+    allows: str | None = None  # the widest correct torch requirement its binaries allow
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,6 +88,12 @@ class BinaryCheck:
     python_floor: Version2 | None = None  # the newest limited-API version among python_symbols
     declared_torch: Version2 | None = None  # the floors it was checked against
     declared_python: Version2 | None = None
+    role: str = ""  # what it is to its wheel (roles.py), "wheel" for the wheel as a whole
+    role_reason: str = ""
+    torch_abi: TorchAbi = "no-torch"
+    libtorch_symbols: tuple[str, ...] = ()  # its undefined symbols of libtorch's C++ API, demangled
+    allows: str | None = None  # the widest correct torch requirement it allows
+    wheel: WheelSummary | None = None  # the wheel it is a member of
 
 
 def judge(
@@ -70,18 +106,26 @@ def judge(
             rule=rule.id,
             symbol=found.symbol,
             message=found.message,
-            severity=rule.severity,
+            severity=found.severity or rule.severity,
         )
         for rule in registry.for_role(rules, binary.role)
         for found in rule.check(binary, context)
     )
 
 
-def check_binary(binary: BinaryFacts, context: RuleContext, rules: Sequence[Rule]) -> BinaryCheck:
+def check_binary(
+    binary: BinaryFacts,
+    context: RuleContext,
+    rules: Sequence[Rule],
+    wheel: WheelSummary | None = None,
+) -> BinaryCheck:
     """*binary* judged by *rules*, with the floors its symbols (when read) imply."""
     undefined = binary.symbols.undefined if binary.symbols else ()
     used = floors.used_shims(undefined)
     python = floors.python_symbols(undefined)
+    cxx = tuple(name for _, name in floors.libtorch_cxx(undefined))
+    floor = floors.introduced_floor(used, context.target.guards, context.target.versions)
+    abi: TorchAbi = "torch-unstable" if cxx else "torch-stable" if used else "no-torch"
     return BinaryCheck(
         path=binary.name,
         shims=used,
@@ -91,14 +135,25 @@ def check_binary(binary: BinaryFacts, context: RuleContext, rules: Sequence[Rule
         python_floor=floors.python_floor(python),
         declared_torch=context.target.torch,
         declared_python=context.target.python,
+        role=binary.role,
+        role_reason=binary.role_reason,
+        torch_abi=abi,
+        libtorch_symbols=cxx,
+        allows=floors.allows(floor, cxx=bool(cxx)),
+        wheel=wheel,
     )
 
 
 def wheel_context(
-    wheel: WheelFacts, *, torch: Version2 | None, guards: dict[str, Version2 | None]
+    wheel: WheelFacts,
+    *,
+    torch: Version2 | None,
+    guards: dict[str, Version2 | None],
+    versions: VersionsFile | None = None,
 ) -> RuleContext:
-    """What the wheel's binaries are checked against: its tags and abi3 floor, and its torch
-    floor (*torch*, else its METADATA's)."""
+    """What the wheel's binaries are checked against: its tags and abi3 floor, its
+    Requires-Python, and its torch floor: *torch* (--target, or the build's), else its
+    requirement's, else (a wheel that states none) what its binaries need."""
     path = wheel.path
     try:
         _, _, _, tags = parse_wheel_filename(wheel.tagged_name)
@@ -106,18 +161,51 @@ def wheel_context(
         raise BinaryFormatError(str(path), None, f"not a wheel file name: {exc}") from None
     abi3 = {t.interpreter for t in tags if t.abi == "abi3" and t.interpreter.startswith("cp3")}
     python = min(((3, int(i[3:])) for i in abi3), default=None)
-    floor = torch or (torch_floor(wheel.metadata) if wheel.metadata else None)
+    said = metadata.declared(wheel.metadata)
+    source: TorchSource = "target" if torch else "requirement"
+    floor = torch or said.torch_floor
     if floor is None:
-        why = (
-            "states no torch requirement with a lower bound"
-            if wheel.metadata_member
-            else "has no .dist-info/METADATA, so it states no torch requirement"
-        )
-        raise ConfigError(f"{path}: the wheel {why}; pass --target X.Y")
+        source, floor = "inferred", inferred_torch(wheel, guards, versions) or FIRST_STABLE_TORCH
     return RuleContext(
-        target=CheckTarget(torch=floor, python=python, guards=guards),
+        target=CheckTarget(
+            torch=floor,
+            python=python,
+            guards=guards,
+            versions=versions,
+            torch_source=source,
+            requires_python=said.python_floor,
+            declared=said,
+        ),
         wheel=wheel,
         tags=frozenset(str(t) for t in tags),
+    )
+
+
+def inferred_torch(
+    wheel: WheelFacts, guards: dict[str, Version2 | None], versions: VersionsFile | None
+) -> Version2 | None:
+    """The lowest torch the wheel's own binaries load on (the newest shim any of them uses)."""
+    found = [
+        floors.introduced_floor(floors.used_shims(b.symbols.undefined), guards, versions)
+        for b in wheel.binaries
+        if b.symbols is not None and b.role != "bundled"
+    ]
+    return max((f for f in found if f is not None), default=None)
+
+
+def summary(context: RuleContext, checks: Sequence[BinaryCheck]) -> WheelSummary:
+    """What the wheel of *context* declares, and what its binaries' checks allow together."""
+    assert context.wheel is not None
+    cxx = any(c.torch_abi == "torch-unstable" for c in checks if c.role != "bundled")
+    found = [c.newest_shim for c in checks if c.role != "bundled"]
+    floor = max((f for f in found if f is not None), default=None)
+    return WheelSummary(
+        path=str(context.wheel.path),
+        declared=context.target.declared,
+        tag_python=context.target.python,
+        torch=context.target.torch,
+        torch_source=context.target.torch_source,
+        allows=floors.allows(floor, cxx=cxx),
     )
 
 
@@ -125,34 +213,51 @@ def judge_wheel(
     wheel: WheelFacts, context: RuleContext, rules: Sequence[Rule]
 ) -> list[BinaryCheck]:
     """The wheel judged by *rules*: first the rules on the wheel as a whole (when they find
-    something), then every binary read whose role some rule judges."""
+    something), then every binary read whose role some rule judges; each check carries the
+    wheel's summary (what it declares, what its binaries allow)."""
     results = [
         check_binary(b, context, rules) for b in wheel.binaries if registry.for_role(rules, b.role)
     ]
+    whole = summary(context, results)
+    results = [dataclasses.replace(c, wheel=whole) for c in results]
     subject = wheel.subject()
     violations = judge(subject, context, rules)
     if violations:
-        whole = BinaryCheck(
-            path=subject.name, shims=(), newest_shim=None, python_symbols=(), violations=violations
+        results.insert(
+            0,
+            BinaryCheck(
+                path=subject.name,
+                shims=(),
+                newest_shim=None,
+                python_symbols=(),
+                violations=violations,
+                role="wheel",
+                wheel=whole,
+            ),
         )
-        results.insert(0, whole)
     return results
 
 
 def check_wheel(
-    path: Path, *, torch: Version2 | None, guards: dict[str, Version2 | None]
+    path: Path,
+    *,
+    torch: Version2 | None,
+    guards: dict[str, Version2 | None],
+    versions: VersionsFile | None = None,
 ) -> list[BinaryCheck]:
     """Check a wheel by the rules of ``check``; *torch* overrides the floor its METADATA gives."""
     rules = registry.applicable(CHECK_FLAVOUR)
-    wheel = read_wheel(path, registry.reading(rules, metadata=torch is None))
-    return judge_wheel(wheel, wheel_context(wheel, torch=torch, guards=guards), rules)
+    wheel = read_wheel(path, registry.reading(rules, metadata=True))
+    context = wheel_context(wheel, torch=torch, guards=guards, versions=versions)
+    return judge_wheel(wheel, context, rules)
 
 
 def _check_image(image: ElfImage, target: CheckTarget) -> BinaryCheck:
     rules = registry.applicable(CHECK_FLAVOUR)
     role = file_role(image.name)
     reading = registry.reading(rules)
-    binary = read_binary(image, role, reading.of(role), reading.own_of(role))
+    facts = reading.facts_of(image.name)
+    binary = read_binary(image, role, facts, reading.own_of(role), reading=reading)
     return check_binary(binary, RuleContext(target=target), rules)
 
 
@@ -190,6 +295,7 @@ def check_paths(
     torch: Version2 | None,
     python: Version2 | None,
     guards: dict[str, Version2 | None],
+    versions: VersionsFile | None = None,
 ) -> list[BinaryCheck]:
     """Check wheels and shared objects; a bare shared object needs *torch* (``--target``)."""
     results: list[BinaryCheck] = []
@@ -199,7 +305,7 @@ def check_paths(
                 f"{path} is a folder; pass the wheels or shared objects in it, e.g. {path}/*.whl"
             )
         if path.suffix == ".whl":
-            results.extend(check_wheel(path, torch=torch, guards=guards))
+            results.extend(check_wheel(path, torch=torch, guards=guards, versions=versions))
             continue
         with open_elf_file(path) as image:  # memory-mapped: only the pages read are loaded
             if image.view[:4].tobytes() != ELF_MAGIC:
@@ -211,6 +317,6 @@ def check_paths(
                     f"{path}: a bare shared object says nothing of its torch floor; "
                     "pass --target X.Y"
                 )
-            target = CheckTarget(torch=torch, python=python, guards=guards)
+            target = CheckTarget(torch=torch, python=python, guards=guards, versions=versions)
             results.append(_check_image(image, target))
     return results

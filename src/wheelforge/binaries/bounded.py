@@ -18,6 +18,7 @@ import stat
 import struct
 import zipfile
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
@@ -139,6 +140,24 @@ def read_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, display: str) -> byt
             display, None, f"inflates to {filled} bytes, not the {info.file_size} it declares"
         )
     return buffer
+
+
+def member_chunks(zf: zipfile.ZipFile, info: zipfile.ZipInfo, display: str) -> Iterator[bytes]:
+    """A member's bytes as they inflate, in chunks, within the caps (a reader that keeps only
+    what it needs holds a chunk at a time: stream.py)."""
+    check_member_size(info, display)
+    inflated = 0
+    try:
+        with zf.open(info) as stream:
+            while chunk := stream.read(_CHUNK):  # zipfile stops at the declared size
+                inflated += len(chunk)
+                yield chunk
+    except INFLATE_ERRORS as error:
+        raise BinaryFormatError(display, None, f"cannot inflate wheel member: {error}") from error
+    if inflated != info.file_size:
+        raise BinaryFormatError(
+            display, None, f"inflates to {inflated} bytes, not the {info.file_size} it declares"
+        )
 
 
 def unsafe_member_names(names: list[str]) -> list[str]:

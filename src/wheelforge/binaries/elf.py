@@ -6,15 +6,17 @@ shown."""
 
 from __future__ import annotations
 
+import bisect
 import io
 import mmap
 import os
 import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, cast
+from typing import IO, TYPE_CHECKING, Any, Protocol, cast
 
 from wheelforge.binaries import bounded
 from wheelforge.foundation.errors import BinaryFormatError
@@ -88,33 +90,127 @@ class ViewStream:
         return data
 
 
+class NotRetained(BaseException):
+    """A reader asked for bytes the stream did not keep. A BaseException: pyelftools' parser
+    wraps every Exception raised by a read into its own (construct's FieldError)."""
+
+    def __init__(self, offset: int, size: int) -> None:
+        super().__init__(f"{size} bytes at {offset:#x} were not kept")
+        self.offset, self.size = offset, size
+
+
+@dataclass
+class Retained:
+    """The kept byte ranges of a member of *size* bytes, by offset, not overlapping."""
+
+    size: int
+    sha256: bytes | None = None  # of all its bytes, when the stream was asked for it
+    starts: list[int] = field(default_factory=list)
+    pieces: list[bytes | bytearray] = field(default_factory=list)
+
+    def add(self, offset: int, data: bytes | bytearray) -> None:
+        i = bisect.bisect(self.starts, offset)
+        self.starts.insert(i, offset)
+        self.pieces.insert(i, data)
+
+    def read(self, offset: int, size: int) -> bytes:
+        if offset < 0 or size < 0 or offset + size > self.size:
+            raise ValueError(
+                f"{size} bytes at {offset:#x} lie outside the file ({self.size} bytes)"
+            )
+        i = bisect.bisect(self.starts, offset) - 1
+        if i >= 0 and offset + size <= self.starts[i] + len(self.pieces[i]):
+            rel = offset - self.starts[i]
+            return bytes(self.pieces[i][rel : rel + size])
+        raise NotRetained(offset, size)
+
+
+class Prescanned(Protocol):
+    """A streamed member's fatbin entry headers, read on the way (fatscan.FatbinScan)."""
+
+    def entries_for(self, start: int, size: int, path: str) -> list[Any] | None: ...
+
+
+class RetainedStream(ViewStream):
+    """A read-only file over the parts of a member the stream kept (stream.py): a read of a part
+    it did not keep raises stream.NotRetained, and the walk reads the member again whole."""
+
+    def __init__(self, kept: Retained) -> None:
+        self._kept = kept
+        self._pos = 0
+        self.last_read = 0
+        self._size = kept.size
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._size}[whence]
+        if base + offset < 0:
+            raise ValueError(f"seek to negative offset {base + offset}")
+        self._pos = base + offset
+        return self._pos
+
+    def read(self, size: int = -1) -> bytes:
+        self.last_read = self._pos
+        size = max(0, min(self._size - self._pos, size if size >= 0 else self._size))
+        data = self._kept.read(self._pos, size)
+        self._pos += len(data)
+        return data
+
+
 class ElfImage:
-    """One ELF file's bytes (a mapped file or an inflated wheel member) and its headers, parsed
-    on first use and then shared. Use it as a context manager: the view it holds must be
+    """One ELF file's bytes (a mapped file, an inflated wheel member, or the parts of a streamed
+    member that were kept, with its fatbin's entry headers read on the way) and its headers,
+    parsed on first use and then shared. Use it as a context manager: the view it holds must be
     released before a mapped file is closed."""
 
-    def __init__(self, name: str, data: Buffer, *, member: str | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        data: Buffer | Retained,
+        *,
+        member: str | None = None,
+        scan: Prescanned | None = None,
+    ) -> None:
         self.name = name  # the path, or x.whl!member
         self.member = member  # the path inside the wheel, for a wheel member
-        self.view = memoryview(data)
-        self.size = len(self.view)
+        self.kept = data if isinstance(data, Retained) else None
+        self._view = memoryview(b"" if isinstance(data, Retained) else data)
+        self.size = data.size if isinstance(data, Retained) else len(self._view)
+        self.scan = scan  # the fatbin entry headers read from the stream (streamed members)
 
     def __enter__(self) -> ElfImage:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.view.release()
+        self._view.release()
+
+    @property
+    def view(self) -> memoryview:
+        """All its bytes; a streamed member has only the parts it kept, so asking for all of
+        them reads it whole (NotRetained: the walk's fallback)."""
+        if self.kept is not None:
+            raise NotRetained(0, self.size)
+        return self._view
 
     @cached_property
     def stream(self) -> ViewStream:
-        return ViewStream(self.view)
+        return RetainedStream(self.kept) if self.kept is not None else ViewStream(self._view)
+
+    def read(self, offset: int, size: int) -> bytes:
+        """*size* bytes at *offset*; a range outside the file is the file's corruption."""
+        if self.kept is not None:
+            return self.kept.read(offset, size)
+        if offset < 0 or size < 0 or offset + size > self.size:
+            raise ValueError(
+                f"{size} bytes at {offset:#x} lie outside the file ({self.size} bytes)"
+            )
+        return self._view[offset : offset + size].tobytes()
 
     @cached_property
     def elf(self) -> ELFFile:
         """The parsed headers; pyelftools errors are the caller's to name."""
         from elftools.elf.elffile import ELFFile
 
-        if self.view[:4].tobytes() != ELF_MAGIC:
+        if self.size < 4 or self.read(0, 4) != ELF_MAGIC:
             raise BinaryFormatError(self.name, 0, "not an ELF file (no \\x7fELF magic)")
         return ELFFile(cast(IO[bytes], self.stream))
 
@@ -178,17 +274,22 @@ class WheelReader:
     def elf_members(self, skip: Callable[[str], bool] = lambda _: False) -> Iterator[ElfImage]:
         """Each ELF member (sorted by name, *skip* left out), inflated once within the caps of
         bounded.py; only the first block of the others is inflated."""
-        for info in sorted(self.zip.infolist(), key=lambda info: info.filename):
-            # Not ZipInfo.is_dir(): it raises IndexError on an empty name (one starting with NUL).
-            if not info.filename or info.filename.endswith("/") or skip(info.filename):
-                continue
+        for info in self.elf_infos(skip):
             name = member_name(self.path, info.filename)
-            if not bounded.member_is_elf(self.zip, info, name):
-                continue
             with ElfImage(
                 name, bounded.read_member(self.zip, info, name), member=info.filename
             ) as image:
                 yield image
+
+    def elf_infos(self, skip: Callable[[str], bool] = lambda _: False) -> Iterator[zipfile.ZipInfo]:
+        """The ELF members (sorted by name, *skip* left out); only their first block is
+        inflated to tell."""
+        for info in sorted(self.zip.infolist(), key=lambda info: info.filename):
+            # Not ZipInfo.is_dir(): it raises IndexError on an empty name (one starting with NUL).
+            if not info.filename or info.filename.endswith("/") or skip(info.filename):
+                continue
+            if bounded.member_is_elf(self.zip, info, member_name(self.path, info.filename)):
+                yield info
 
 
 @contextmanager

@@ -16,14 +16,17 @@ from wheelforge.binaries.fatbin import FatbinEntry
 from wheelforge.binaries.initexport import InitExport
 from wheelforge.binaries.symbols import SymbolFacts
 
-# What a file is to its wheel:
+# What a file is to its wheel (roles.py infers it from the file's symbols; by name, before):
 # - extension: a Python extension module, imported by name (``*.abi3.so``, ``*.cpython-*.so``);
 # - library: any other ELF file of the wheel's own, e.g. one loaded with torch.ops.load_library;
 # - bundled: a dependency auditwheel grafted into ``<name>.libs/`` (not the wheel's own);
+# - program: an executable the wheel ships (run, not loaded);
 # - wheel: the wheel itself, the subject of the rules on the wheel as a whole.
-Role = Literal["extension", "library", "bundled", "wheel"]
+Role = Literal["extension", "library", "bundled", "program", "wheel"]
 ROLES: tuple[Role, ...] = get_args(Role)
-BINARY_ROLES: tuple[Role, ...] = ("extension", "library", "bundled")
+BINARY_ROLES: tuple[Role, ...] = ("extension", "library", "bundled", "program")
+# The roles a wheel's own file (not grafted) may turn out to have once its symbols are read.
+OWN_ROLES: tuple[Role, ...] = ("extension", "library", "program")
 # What can be read of one ELF file (the init export: of an extension module only).
 Fact = Literal["fatbins", "symbols", "init-export"]
 # A fact one rule reads itself from the parsed file: (the rule's id, its reader).
@@ -75,11 +78,30 @@ class Reading:
     facts: Mapping[Role, frozenset[Fact]] = field(default_factory=dict)
     metadata: bool = False
     unsafe_members: bool = True
+    # Whether each file's role is inferred from its symbols (roles.py): then a wheel's own file
+    # is read with what any of the roles it may have needs, and its symbols and init export.
+    roles: bool = False
     # Facts a rule reads itself (Rule.read): (rule id, reader) by role.
     own: Mapping[Role, tuple[OwnReader, ...]] = field(default_factory=dict)
 
     def reads(self, role: Role) -> bool:
         return role in self.facts
+
+    def reads_member(self, member: str) -> bool:
+        """Whether the wheel member *member* is read at all (by the roles it may have)."""
+        candidate = role_of(member)
+        if self.roles and candidate != "bundled":
+            return any(self.reads(r) for r in OWN_ROLES)
+        return self.reads(candidate)
+
+    def facts_of(self, member: str) -> frozenset[Fact]:
+        """What is read of *member* before its role is known: with role inference, what any
+        role it may have needs, and its symbols and init export."""
+        candidate = role_of(member)
+        if not self.roles or candidate == "bundled":
+            return self.of(candidate)
+        needs = frozenset[Fact]().union(*(self.of(r) for r in OWN_ROLES))
+        return needs | {"symbols", "init-export"}
 
     def of(self, role: Role) -> frozenset[Fact]:
         return self.facts.get(role, frozenset())
@@ -93,6 +115,7 @@ class Reading:
             facts={r: self.of(r) | other.of(r) for r in roles},
             metadata=self.metadata or other.metadata,
             unsafe_members=self.unsafe_members or other.unsafe_members,
+            roles=self.roles or other.roles,
             own={r: (*self.own_of(r), *other.own_of(r)) for r in roles},
         )
 
@@ -109,6 +132,7 @@ class BinaryFacts:
     member: str | None  # the path inside the wheel, for a wheel member
     role: Role
     size: int
+    role_reason: str = ""  # the evidence for the role (roles.py), "" when taken from the name
     fatbins: tuple[FatbinEntry, ...] | None = None
     symbols: SymbolFacts | None = None
     init_export: InitExport | None = None  # an extension module's PyInit_<leaf>

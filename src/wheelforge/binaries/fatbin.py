@@ -108,11 +108,19 @@ def read_fatbin_entries(data: Buffer, *, path: str) -> list[FatbinEntry]:
 
 
 def fatbin_entries(image: ElfImage) -> list[FatbinEntry]:
-    """The SASS and PTX entries of an ELF image's fatbin; [] when it has none."""
+    """The SASS and PTX entries of an ELF image's fatbin; [] when it has none. A streamed wheel
+    member's entry headers were read on the way (fatscan.py): they are taken when they fill the
+    section exactly; otherwise the section is read and parsed here."""
     bounds = _fatbin_section_bounds(image)
     if bounds is None:
         return []
     start, size = bounds
+    if image.scan is not None:
+        found: list[FatbinEntry] | None = image.scan.entries_for(start, size, image.name)
+        if found is not None:
+            return found
+    if image.kept is not None:
+        return parse_fatbin_section(image.read(start, size), path=image.name, file_offset=start)
     with image.view[start : start + size] as section:
         return parse_fatbin_section(section, path=image.name, file_offset=start)
 
@@ -336,7 +344,7 @@ def _fatbin_section_bounds(image: ElfImage) -> tuple[int, int] | None:
     from elftools.common.exceptions import ELFError
     from elftools.construct.core import ConstructError
 
-    path, view = image.name, image.view
+    path, size_of_file = image.name, image.size
     wanted = (EXECUTABLE_SECTION, RELOCATABLE_SECTION)
     found: dict[str, tuple[int, int, int, str]] = {}
     try:
@@ -359,12 +367,12 @@ def _fatbin_section_bounds(image: ElfImage) -> tuple[int, int] | None:
         if name not in found:
             continue
         where, start, size, section_type = found[name]
-        if section_type == "SHT_NOBITS" or start + size > len(view):
+        if section_type == "SHT_NOBITS" or start + size > size_of_file:
             raise BinaryFormatError(
                 path,
                 where,
                 f"section {name} ({size} bytes at {start:#x}) is not in the file "
-                f"of {len(view)} bytes",
+                f"of {size_of_file} bytes",
             )
         return start, size
     return None

@@ -1,6 +1,7 @@
 """The floors of a binary, inferred from its symbols (the lowest torch it loads on: the newest
 release that introduced one of its shim functions; the lowest Python: the newest limited-API
-version among its Python symbols), and the torch floor a wheel declares in its METADATA."""
+version among its Python symbols), its libtorch C++ symbols (which tie it to one torch), and what
+a wheel declares in its METADATA (its torch requirement and Requires-Python)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from wheelforge.binaries.rule import CheckTarget
+from wheelforge.binaries.symbols import demangle
 from wheelforge.toolchain import shims
 from wheelforge.toolchain.shims import Version2
 
@@ -28,7 +30,9 @@ def python_symbols(undefined: Sequence[str]) -> tuple[str, ...]:
 
 def torch_needed(used: Sequence[str], target: CheckTarget) -> Version2 | None:
     """The newest torch release among those that introduced the shim functions *used*."""
-    introduced = [shims.judge(n, target.torch, target.guards).introduced for n in used]
+    introduced = [
+        shims.judge(n, target.torch, target.guards, target.versions).introduced for n in used
+    ]
     return max((v for v in introduced if v is not None), default=None)
 
 
@@ -66,3 +70,80 @@ def torch_floor(metadata: str) -> Version2 | None:
             if len(parts) == 2:
                 return (parts[0], parts[1])
     return None
+
+
+# -- what a wheel declares, and what its binaries allow --------------------------------------------
+
+# libtorch's C++ namespaces: a symbol in one ties the binary to the torch it was built against.
+# torch::stable and torch::headeronly are header-only: libtorch exports nothing of them.
+_LIBTORCH_NAMESPACES = ("c10::", "at::", "torch::", "caffe2::")
+_HEADER_ONLY = ("torch::stable::", "torch::headeronly::")
+# What the demangler writes before the entity a special symbol is about.
+_SPECIAL = (
+    "vtable for ",
+    "VTT for ",
+    "construction vtable for ",
+    "typeinfo for ",
+    "typeinfo name for ",
+    "guard variable for ",
+    "non-virtual thunk to ",
+    "virtual thunk to ",
+    "covariant return thunk to ",
+    "transaction clone for ",
+)
+
+
+def owner(demangled: str) -> str:
+    """The qualified name a demangled symbol defines (``at::Tensor::add`` of
+    ``at::Tensor::add(at::Tensor const&) const``): what it is, not the types it takes or
+    returns (``facebook::torchcodec::Decoder::Decoder(torch::stable::Tensor)`` is torchcodec's)."""
+    name = demangled
+    while prefix := next((p for p in _SPECIAL if name.startswith(p)), None):
+        name = name[len(prefix) :]
+    depth, cut, space = 0, len(name), -1
+    for i, ch in enumerate(name):
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth = max(0, depth - 1)
+        elif depth == 0 and ch == "(" and not name[:i].endswith("operator"):
+            cut = i
+            break
+        elif depth == 0 and ch == " ":
+            space = i  # a template function's return type comes first
+    return name[space + 1 : cut]
+
+
+def is_libtorch(demangled: str) -> bool:
+    """Whether a demangled symbol is an entity of libtorch's C++ API (which libtorch exports)."""
+    defined = owner(demangled)
+    return defined.startswith(_LIBTORCH_NAMESPACES) and not defined.startswith(_HEADER_ONLY)
+
+
+def libtorch_cxx(undefined: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """The undefined symbols of libtorch's C++ API, each with its demangled name."""
+    found = []
+    for symbol in undefined:
+        if symbol.startswith("_Z") and is_libtorch(name := demangle(symbol)):
+            found.append((symbol, name))
+    return tuple(found)
+
+
+def introduced_floor(
+    used: Sequence[str],
+    guards: dict[str, Version2 | None],
+    versions: shims.VersionsFile | None = None,
+) -> Version2 | None:
+    """The newest release that introduced one of the shim functions *used* (the lowest torch
+    the binary loads on), whatever torch it is checked against."""
+    found = [shims.introduced(n, guards, versions) for n in used]
+    return max((v for v in found if v is not None), default=None)
+
+
+def allows(floor: Version2 | None, *, cxx: bool) -> str | None:
+    """The widest torch requirement a binary (or a wheel) is right to declare: a pin for one
+    that uses libtorch's C++ API, ``torch>=`` its floor for one on the stable ABI, none for one
+    that uses no torch."""
+    if cxx:
+        return "torch==X.Y.* (the torch it was built against)"
+    return f"torch>={floor[0]}.{floor[1]}" if floor else None

@@ -7,13 +7,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from wheelforge.binaries import elf
 from wheelforge.foundation.errors import BinaryFormatError
-
-if TYPE_CHECKING:  # pyelftools loads in ~0.05 s: the functions that parse import it
-    from elftools.elf.elffile import ELFFile
 
 # File names that only a Python extension module has (PEP 3149 / PEP 384 suffixes). A bare
 # ``name.so`` may as well be a library loaded with torch.ops.load_library: not judged.
@@ -37,34 +33,26 @@ def module_leaf(member: str) -> str | None:
     return match[1] if match else None
 
 
-def _symbol_state(parsed: ELFFile, section: str, name: str) -> str | None:
-    from elftools.elf.sections import SymbolTableSection
+def _symbol_state(image: elf.ElfImage, section: str, name: str) -> str | None:
+    from wheelforge.binaries.symbols import symbol_table
 
-    table = parsed.get_section_by_name(section)
-    if not isinstance(table, SymbolTableSection):
-        return None
-    for sym in table.get_symbol_by_name(name) or []:
-        if sym["st_shndx"] == "SHN_UNDEF":
+    for sym in symbol_table(image, section) or []:
+        if sym.name != name or not sym.defined:
             continue
-        bind = sym["st_info"]["bind"]
-        visibility = sym["st_other"]["visibility"]
-        if bind in ("STB_GLOBAL", "STB_WEAK") and visibility in ("STV_DEFAULT", "STV_PROTECTED"):
-            return "exported"
-        return "local"
+        return "exported" if sym.exported else "local"
     return None
 
 
 def init_export(image: elf.ElfImage, *, leaf: str) -> InitExport:
-    from elftools.common.exceptions import ELFError
+    from wheelforge.binaries.symbols import parse_errors
 
     try:
-        parsed = image.elf
-        dynamic = _symbol_state(parsed, ".dynsym", f"PyInit_{leaf}")
-        # .symtab (every symbol: a second slow table to index) only explains a missing export.
+        dynamic = _symbol_state(image, ".dynsym", f"PyInit_{leaf}")
+        # .symtab (every symbol, a table far larger) only explains a missing export.
         static = (
-            None if dynamic == "exported" else _symbol_state(parsed, ".symtab", f"PyInit_{leaf}")
+            None if dynamic == "exported" else _symbol_state(image, ".symtab", f"PyInit_{leaf}")
         )
-    except (ELFError, ValueError, KeyError, OSError) as exc:
+    except parse_errors() as exc:
         raise BinaryFormatError(image.name, None, f"not a readable ELF file: {exc}") from None
     return InitExport(
         leaf=leaf,

@@ -5,10 +5,13 @@ read through it, and get data back (facts.py); the rules then judge that data (a
 
 from __future__ import annotations
 
+import zipfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
-from wheelforge.binaries import bounded, initexport
-from wheelforge.binaries.elf import ElfImage, open_wheel
+from wheelforge.binaries import bounded, initexport, roles
+from wheelforge.binaries.elf import ElfImage, NotRetained, WheelReader, member_name, open_wheel
 from wheelforge.binaries.facts import (
     BinaryFacts,
     Fact,
@@ -19,20 +22,35 @@ from wheelforge.binaries.facts import (
     role_of,
 )
 from wheelforge.binaries.fatbin import fatbin_entries
+from wheelforge.binaries.stream import stream_member
 from wheelforge.binaries.symbols import parse_errors, read_symbols
 from wheelforge.foundation.errors import BinaryFormatError
 
+T = TypeVar("T")
+
 
 def read_binary(
-    image: ElfImage, role: Role, facts: frozenset[Fact], own: tuple[OwnReader, ...] = ()
+    image: ElfImage,
+    role: Role,
+    facts: frozenset[Fact],
+    own: tuple[OwnReader, ...] = (),
+    *,
+    reading: Reading | None = None,
 ) -> BinaryFacts:
     """The *facts* of one ELF image (a file or a wheel member), and what the rules that read
-    their own (*own*) read, all from its one parse."""
+    their own (*own*) read, all from its one parse. With a *reading* that infers roles, *role*
+    is only the name's and the role is inferred (roles.py); *own* then follows that role."""
+    path = image.member or image.name
     fatbins = tuple(fatbin_entries(image)) if "fatbins" in facts else None
     symbols = read_symbols(image) if "symbols" in facts else None
     init = None
-    if "init-export" in facts and (leaf := initexport.module_leaf(image.member or image.name)):
+    if "init-export" in facts and (leaf := initexport.module_leaf(path)):
         init = initexport.init_export(image, leaf=leaf)
+    reason = ""
+    if reading is not None and reading.roles:
+        verdict = roles.infer(path, symbols, init)
+        role, reason = verdict.role, verdict.reason
+        own = reading.own_of(role)
     try:
         own_facts = tuple((rule_id, read(image)) for rule_id, read in own)
     except parse_errors() as exc:
@@ -41,12 +59,32 @@ def read_binary(
         name=image.name,
         member=image.member,
         role=role,
+        role_reason=reason,
         size=image.size,
         fatbins=fatbins,
         symbols=symbols,
         init_export=init,
         own_facts=own_facts,
     )
+
+
+def read_member(
+    wheel: WheelReader, info: zipfile.ZipInfo, read: Callable[[ElfImage], T], *, fatbins: bool
+) -> T:
+    """*read* of the ELF member *info*, from one streamed pass that keeps only what readers need
+    (stream.py); when *read* asks for bytes that pass did not keep, from the member inflated
+    whole, as every member was read before."""
+    name = member_name(wheel.path, info.filename)
+    kept, scan = stream_member(wheel.zip, info, name, fatbins=fatbins)
+    try:
+        with ElfImage(name, kept, member=info.filename, scan=scan) as image:
+            return read(image)
+    except NotRetained:
+        pass
+    del kept, scan
+    whole = bounded.read_member(wheel.zip, info, name)
+    with ElfImage(name, whole, member=info.filename) as image:
+        return read(image)
 
 
 def read_wheel(path: Path, reading: Reading) -> WheelFacts:
@@ -59,12 +97,19 @@ def read_wheel(path: Path, reading: Reading) -> WheelFacts:
         unsafe = set() if reading.unsafe_members else set(bounded.unsafe_member_names(wheel.names))
 
         def skip(member: str) -> bool:
-            return member in unsafe or not reading.reads(role_of(member))
+            return member in unsafe or not reading.reads_member(member)
 
         binaries = []
-        for image in wheel.elf_members(skip=skip):
-            role = role_of(image.member or image.name)
-            binaries.append(read_binary(image, role, reading.of(role), reading.own_of(role)))
+        for info in wheel.elf_infos(skip=skip):
+            role = role_of(info.filename)
+            facts = reading.facts_of(info.filename)
+
+            def read(
+                image: ElfImage, role: Role = role, facts: frozenset[Fact] = facts
+            ) -> BinaryFacts:
+                return read_binary(image, role, facts, reading.own_of(role), reading=reading)
+
+            binaries.append(read_member(wheel, info, read, fatbins="fatbins" in facts))
         return WheelFacts(
             path=path,
             names=tuple(wheel.names),

@@ -69,7 +69,9 @@ def reading(rules: Sequence[Rule], *, metadata: bool = False) -> Reading:
         if judged:
             facts[role] = frozenset().union(*(r.needs for r in judged))
             own[role] = tuple((r.id, r.read) for r in judged if r.read)
-    return Reading(facts=facts, metadata=metadata, unsafe_members=False, own=own)
+    # A rule on an own role: each file's role is inferred from its symbols (roles.py).
+    infer = any(r in facts for r in ("extension", "library", "program"))
+    return Reading(facts=facts, metadata=metadata, unsafe_members=False, own=own, roles=infer)
 
 
 # -- the docs table ------------------------------------------------------------------------------
@@ -80,6 +82,7 @@ _ROLE_WORDS = {
     "extension": "extension modules",
     "library": "libraries",
     "bundled": "bundled libraries",
+    "program": "programs",
     "wheel": "the wheel",
 }
 

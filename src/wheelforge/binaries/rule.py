@@ -20,12 +20,18 @@ from typing import Literal
 
 from wheelforge.binaries.elf import ElfImage
 from wheelforge.binaries.facts import BINARY_ROLES, BinaryFacts, Fact, Role, WheelFacts
-from wheelforge.toolchain.shims import Version2
+from wheelforge.binaries.metadata import Declared
+from wheelforge.toolchain.shims import Version2, VersionsFile
 
 # What the ABI flavour of the wheel is (the matrix's ``abi``): a rule says which it applies to.
 Flavour = Literal["stable", "unstable"]
 # An error fails ``check`` and the build; a warning is shown and fails nothing.
 Severity = Literal["error", "warning"]
+
+
+# Where the lowest torch checked against comes from: --target (or the build's matrix), the
+# wheel's Requires-Dist on torch, or (a wheel that states none) what its binaries need.
+TorchSource = Literal["target", "requirement", "inferred"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -35,6 +41,13 @@ class CheckTarget:
     torch: Version2  # the lowest torch they must load on
     python: Version2 | None  # the abi3 floor (cp310 → (3, 10)); None: no limited-API rule
     guards: dict[str, Version2 | None]  # shim header guards of the build torch (may be empty)
+    # The torch at hand's shim_function_versions.txt, when it ships one (toolchain/shims.py).
+    versions: VersionsFile | None = None
+    torch_source: TorchSource = "target"
+    # The lowest Python the wheel's Requires-Python admits: installers keep the wheel off older
+    # ones, so a limited-API symbol above the abi3 tag but within it breaks no install.
+    requires_python: Version2 | None = None
+    declared: Declared = field(default_factory=Declared)  # the wheel's METADATA (none: empty)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,10 +67,12 @@ class RuleContext:
 @dataclass(frozen=True)
 class Finding:
     """One problem a rule found: the symbol it is about (if any) and the message, which names
-    the binary, the problem and the fix."""
+    the binary, the problem and the fix; *severity* overrides the rule's for this finding (a
+    rule whose error has a milder case, e.g. one Requires-Python covers)."""
 
     symbol: str | None
     message: str
+    severity: Severity | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,7 +84,9 @@ class Violation:
     rule: str = field(metadata={"doc": "the rule's id (docs/testing.md lists every rule)"})
     symbol: str | None
     message: str
-    severity: Severity = field(default="error", metadata={"internal": True})
+    severity: Severity = field(
+        default="error", metadata={"doc": "error: it fails the command; warning: it is shown"}
+    )
 
     @property
     def blocking(self) -> bool:

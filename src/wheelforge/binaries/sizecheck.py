@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import zipfile
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -65,8 +65,18 @@ class Lever:
 
 
 @dataclass(frozen=True, kw_only=True)
+class SharedObjectSize:
+    """One shared object of the wheel against its own budget (an extension's size-budget)."""
+
+    binary: str = field(metadata={"doc": "the shared object, as wheel.whl!member"})
+    size: int = field(metadata={"doc": "bytes of the file, as installed (uncompressed)"})
+    budget: int | None = field(metadata={"doc": "bytes allowed; null: no budget of its own"})
+    over: bool = field(metadata={"doc": "it is larger than its budget"})
+
+
+@dataclass(frozen=True, kw_only=True)
 class SizeCheck:
-    """A wheel against its size budget."""
+    """A wheel against its size budget, and each shared object against its own."""
 
     wheel_size: int = field(metadata={"doc": "bytes of the wheel file"})
     budget: int = field(metadata={"doc": "bytes allowed (size-budget / --size-budget)"})
@@ -75,6 +85,14 @@ class SizeCheck:
         metadata={"doc": "fatbin entries by binary, kind and arch, largest first"}
     )
     levers: tuple[Lever, ...] = field(metadata={"doc": "known ways to shrink it, largest first"})
+    shared_objects: tuple[SharedObjectSize, ...] = field(
+        default=(), metadata={"doc": "each shared object the build made, against its own budget"}
+    )
+
+    @property
+    def over_shared(self) -> tuple[SharedObjectSize, ...]:
+        """The shared objects over their own budgets."""
+        return tuple(s for s in self.shared_objects if s.over)
 
     def moved(self, old: Path, new: Path) -> SizeCheck:
         """The same check, its binaries named after the wheel at *new* (staging → published)."""
@@ -83,6 +101,10 @@ class SizeCheck:
             contributions=tuple(
                 dataclasses.replace(c, binary=rename_wheel(c.binary, old, new))
                 for c in self.contributions
+            ),
+            shared_objects=tuple(
+                dataclasses.replace(s, binary=rename_wheel(s.binary, old, new))
+                for s in self.shared_objects
             ),
         )
 
@@ -239,12 +261,26 @@ def check_size(
     toolkit: tuple[int, int],
     nvcc_flags: Sequence[str],
     wheel: Path | None = None,
+    budgets: Mapping[str, int | None] | None = None,
 ) -> SizeCheck:
-    """The wheel against its budget. Over it, and given the *wheel*, what each entry costs in
-    the wheel and what each lever saves are measured (a few seconds for a large wheel)."""
+    """The wheel against its budget, and each shared object named in *budgets* (its path in
+    the wheel → its budget, None for none) against its own. Over one, and given the *wheel*,
+    what each entry costs in the wheel and what each lever saves are measured (a few seconds
+    for a large wheel)."""
     parts = contributions(binaries)
+    shared = tuple(
+        SharedObjectSize(
+            binary=b.path,
+            size=b.size,
+            budget=(own := (budgets or {})[member_path(b.path)]),
+            over=own is not None and b.size > own,
+        )
+        for b in binaries
+        if member_path(b.path) in (budgets or {})
+    )
     over = wheel_size > budget
-    costs = measure(wheel, binaries) if over and wheel is not None else None
+    measured = over or any(s.over for s in shared)
+    costs = measure(wheel, binaries) if measured and wheel is not None else None
     if costs:
         parts = tuple(
             sorted(
@@ -261,4 +297,5 @@ def check_size(
         over=over,
         contributions=parts,
         levers=levers(parts, toolkit, nvcc_flags, costs),
+        shared_objects=shared,
     )

@@ -1,6 +1,8 @@
 """The dynamic symbols of one ELF file, read in-process from its (shared) parsed headers: the
-undefined names it needs, the newest glibc symbol version, its machine; and libstdc++'s own
-demangler, which the rules use to name what a symbol is."""
+undefined names it needs, the module init functions it exports, the newest glibc symbol version,
+its machine and whether it is a program; and libstdc++'s own demangler, which the rules use to
+name what a symbol is. Symbol tables are decoded with struct from the section's bytes (pyelftools
+builds an object per symbol: seconds on a large wheel), their headers by pyelftools."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import re
 import struct
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from wheelforge.binaries.elf import ElfImage
 from wheelforge.foundation.errors import BinaryFormatError
@@ -28,6 +30,15 @@ _MACHINES = {
 }
 
 
+# What Python's import looks up in an extension module (PEP 489's PyInit_, PEP 793's
+# PyModExport_, and their non-ASCII-name variants).
+MODULE_INIT_PREFIXES = ("PyInit_", "PyInitU_", "PyModExport_", "PyModExportU_")
+_SYM64 = struct.Struct("<IBBHQQ")  # st_name, st_info, st_other, st_shndx, st_value, st_size
+_SYM32 = struct.Struct("<IIIBBH")  # st_name, st_value, st_size, st_info, st_other, st_shndx
+_STB_GLOBAL, _STB_WEAK = 1, 2
+_STV_DEFAULT, _STV_PROTECTED = 0, 3
+
+
 @dataclass(frozen=True, kw_only=True)
 class SymbolFacts:
     """What the symbol-level rules need of one ELF file."""
@@ -35,6 +46,71 @@ class SymbolFacts:
     undefined: tuple[str, ...]  # the undefined dynamic symbols, sorted
     glibc: Version2 | None  # the newest GLIBC_x.y symbol version it needs
     machine: str  # x86_64, aarch64, ... (the ELF e_machine)
+    module_inits: tuple[str, ...] = ()  # exported PyInit_* / PyModExport_* it defines, sorted
+    program: bool = False  # an executable (ET_EXEC, or a program interpreter), not a library
+
+
+@dataclass(frozen=True)
+class SymbolEntry:
+    """One entry of a symbol table, as the rules need it."""
+
+    name: str
+    defined: bool  # st_shndx is not SHN_UNDEF
+    exported: bool  # global or weak binding, default or protected visibility
+
+
+def symbol_table(image: ElfImage, section: str) -> list[SymbolEntry] | None:
+    """The entries of symbol table *section* (``.dynsym``, ``.symtab``), None when the file has
+    none; the headers come from pyelftools, the entries are decoded with struct."""
+    from elftools.common.exceptions import ELFError
+
+    elf = image.elf
+    found = _section_header(elf, section)
+    if found is None or found["sh_type"] not in ("SHT_DYNSYM", "SHT_SYMTAB"):
+        return None
+    strings = elf._get_section_header(found["sh_link"]) if found["sh_link"] else None
+    if strings is None or strings["sh_type"] != "SHT_STRTAB":
+        raise ELFError(f"symbol table {section} links no string table")
+    wide = elf.elfclass == 64
+    entry = _SYM64 if wide else _SYM32
+    if not elf.little_endian:
+        entry = struct.Struct(">" + entry.format[1:])
+    if found["sh_entsize"] != entry.size:
+        raise ELFError(f"symbol table {section} has entries of {found['sh_entsize']} bytes")
+    count = found["sh_size"] // entry.size
+    table = image.read(found["sh_offset"], count * entry.size)
+    names = image.read(strings["sh_offset"], strings["sh_size"])
+    out: list[SymbolEntry] = []
+    for fields in entry.iter_unpack(table):
+        if wide:
+            name_at, info, other, shndx = fields[0], fields[1], fields[2], fields[3]
+        else:
+            name_at, info, other, shndx = fields[0], fields[3], fields[4], fields[5]
+        if not name_at:
+            continue
+        end = names.find(b"\0", name_at)
+        if name_at >= len(names) or end < 0:
+            raise ELFError(f"a symbol name of {section} lies outside its string table")
+        bind, visibility = info >> 4, other & 3
+        out.append(
+            SymbolEntry(
+                name=names[name_at:end].decode("utf-8", errors="replace"),
+                defined=shndx != 0,
+                exported=bind in (_STB_GLOBAL, _STB_WEAK)
+                and visibility in (_STV_DEFAULT, _STV_PROTECTED),
+            )
+        )
+    return out
+
+
+def _section_header(elf: ELFFile, name: str) -> Any:
+    """The header of the section named *name*, read header by header (pyelftools'
+    get_section_by_name builds every section object first)."""
+    for index in range(elf.num_sections()):
+        header = elf._get_section_header(index)
+        if elf._get_section_name(header) == name:
+            return header
+    return None
 
 
 @cache
@@ -92,23 +168,30 @@ def parse_errors() -> tuple[type[BaseException], ...]:
 
 def read_symbols(image: ElfImage) -> SymbolFacts:
     """The symbol facts of one ELF file, from its (shared) parsed headers."""
-    from elftools.elf.sections import SymbolTableSection
-
     try:
         elf = image.elf
         _check_section_bounds(elf, image.size)
-        dynsym = elf.get_section_by_name(".dynsym")
-        undefined: tuple[str, ...] = ()
-        if isinstance(dynsym, SymbolTableSection):
-            names = {
-                s.name for s in dynsym.iter_symbols() if s.name and s["st_shndx"] == "SHN_UNDEF"
-            }
-            undefined = tuple(sorted(names))
+        dynsym = symbol_table(image, ".dynsym") or []
+        undefined = tuple(sorted({s.name for s in dynsym if not s.defined}))
+        inits = {
+            s.name
+            for s in dynsym
+            if s.defined and s.exported and s.name.startswith(MODULE_INIT_PREFIXES)
+        }
         glibc = _glibc_needed(elf)
         machine = _MACHINES.get(elf["e_machine"], str(elf["e_machine"]))
+        program = elf["e_type"] == "ET_EXEC" or any(
+            segment["p_type"] == "PT_INTERP" for segment in elf.iter_segments()
+        )
     except parse_errors() as exc:
         raise BinaryFormatError(image.name, None, f"not a readable ELF file: {exc}") from None
-    return SymbolFacts(undefined=undefined, glibc=glibc, machine=machine)
+    return SymbolFacts(
+        undefined=undefined,
+        glibc=glibc,
+        machine=machine,
+        module_inits=tuple(sorted(inits)),
+        program=program,
+    )
 
 
 def _check_section_bounds(elf: ELFFile, size: int) -> None:

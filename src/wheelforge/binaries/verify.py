@@ -14,7 +14,7 @@ from wheelforge.binaries import abicheck, elf, reader, registry
 from wheelforge.binaries.facts import FATBINS, BinaryContents, WheelFacts
 from wheelforge.configuration.archs import ArchSet
 from wheelforge.foundation.errors import VerificationError
-from wheelforge.planning.plan import VariantPlan
+from wheelforge.planning.plan import LinkPlan, VariantPlan
 from wheelforge.toolchain import shims
 
 
@@ -25,59 +25,85 @@ class ArchCheck:
     missing_ptx: tuple[str, ...]
     extra_sass: tuple[str, ...]
     extra_ptx: tuple[str, ...]
+    # Whether the arch set applies: to the extension module when the plan compiles device code
+    # (.cu sources); not to a C++-only extension, nor to the wheel's other binaries.
+    applies: bool = True
 
     @property
     def ok(self) -> bool:
         return not self.missing_sass and not self.missing_ptx
 
 
-def check_binary(binary: BinaryContents, arch_set: ArchSet) -> ArchCheck:
+def check_binary(binary: BinaryContents, arch_set: ArchSet | None) -> ArchCheck:
+    """*binary*'s fatbin entries against *arch_set*; None: no arch is expected of it (what it
+    carries is listed as extra)."""
     sass = set(binary.sass_archs)
     ptx = set(binary.ptx_archs)
+    asked_sass = arch_set.sass if arch_set else ()
+    asked_ptx = arch_set.ptx if arch_set else ()
     return ArchCheck(
         binary=binary.path,
-        missing_sass=tuple(a for a in arch_set.sass if a not in sass),
-        missing_ptx=tuple(a for a in arch_set.ptx if a not in ptx),
-        extra_sass=tuple(sorted(sass - set(arch_set.sass))),
-        extra_ptx=tuple(sorted(ptx - set(arch_set.ptx))),
+        missing_sass=tuple(a for a in asked_sass if a not in sass),
+        missing_ptx=tuple(a for a in asked_ptx if a not in ptx),
+        extra_sass=tuple(sorted(sass - set(asked_sass))),
+        extra_ptx=tuple(sorted(ptx - set(asked_ptx))),
+        applies=arch_set is not None,
     )
 
 
-def extension_binaries(
-    binaries: Sequence[BinaryContents], plan: VariantPlan
-) -> list[BinaryContents]:
-    return [b for b in binaries if elf.is_member(b.path, plan.wheel.library_path)]
+def compiles_device_code(plan: VariantPlan, link: LinkPlan) -> bool:
+    """Whether an nvcc step went into *link*'s shared object: only then is the arch set owed
+    (a C++-only shared object owes none)."""
+    nvcc = {step.object for step in plan.compile.steps if step.rule == "nvcc"}
+    return not nvcc.isdisjoint(link.objects)
+
+
+def extension_binaries(binaries: Sequence[BinaryContents], link: LinkPlan) -> list[BinaryContents]:
+    """What the walk read of *link*'s shared object."""
+    return [b for b in binaries if elf.is_member(b.path, link.wheel_path)]
+
+
+def owed_archs(binary: BinaryContents, plan: VariantPlan) -> ArchSet | None:
+    """The archs *binary* must carry: the arch set, for a shared object of the plan that an
+    nvcc compile went into; None for a C++-only one and for the wheel's other binaries."""
+    for link in plan.links:
+        if elf.is_member(binary.path, link.wheel_path):
+            return plan.variant.arch_set if compiles_device_code(plan, link) else None
+    return None
 
 
 def verify_binaries(binaries: Sequence[BinaryContents], plan: VariantPlan) -> list[ArchCheck]:
-    """Raise VerificationError naming the arch and the .so when an asked-for arch is missing."""
+    """Raise VerificationError naming the arch and the .so when an asked-for arch is missing
+    from a shared object that nvcc compiled a source of."""
     arch_set = plan.variant.arch_set
-    if not any(step.rule == "nvcc" for step in plan.compile.steps):
-        return []
-    found = extension_binaries(binaries, plan)
-    if not found:
-        raise VerificationError(
-            f"variant {plan.variant.id}: the wheel has no {plan.wheel.library_path}; "
-            "the packing step lost it"
-        )
-    checks = [check_binary(b, arch_set) for b in found]
-    for check in checks:
-        if check.ok:
+    checks = []
+    for link in plan.links:
+        if not compiles_device_code(plan, link):
             continue
-        missing = [f"SASS {a}" for a in check.missing_sass] + [
-            f"PTX {a}" for a in check.missing_ptx
-        ]
-        present = (
-            ", ".join(
-                [*sorted({e.arch for b in found if b.path == check.binary for e in b.entries})]
+        found = extension_binaries(binaries, link)
+        if not found:
+            raise VerificationError(
+                f"variant {plan.variant.id}: the wheel has no {link.wheel_path}; "
+                "the packing step lost it"
             )
-            or "no CUDA code at all"
-        )
-        raise VerificationError(
-            f"variant {plan.variant.id}: {plan.wheel.library_path} lacks {', '.join(missing)} "
-            f"asked for by arch set '{arch_set.name}' ({arch_set}); it carries {present}. "
-            "Check extension.nvcc-flags for -gencode/-arch flags that override the arch set"
-        )
+        for check in (check_binary(b, arch_set) for b in found):
+            checks.append(check)
+            if check.ok:
+                continue
+            missing = [f"SASS {a}" for a in check.missing_sass] + [
+                f"PTX {a}" for a in check.missing_ptx
+            ]
+            present = (
+                ", ".join(
+                    [*sorted({e.arch for b in found if b.path == check.binary for e in b.entries})]
+                )
+                or "no CUDA code at all"
+            )
+            raise VerificationError(
+                f"variant {plan.variant.id}: {link.wheel_path} lacks {', '.join(missing)} "
+                f"asked for by arch set '{arch_set.name}' ({arch_set}); it carries {present}. "
+                "Check the extension's nvcc-flags for -gencode/-arch flags that override the arch set"
+            )
     return checks
 
 
@@ -113,7 +139,9 @@ def read_wheel(
     rules = registry.applicable(plan.abi.name)
     wheel = reader.read_wheel(wheel_path, FATBINS | registry.reading(rules))
     guards = shims.header_guards(plan.torch.include_dir)
-    context = abicheck.wheel_context(wheel, torch=plan.abi.target, guards=guards)
+    versions = shims.versions_file(plan.torch.include_dir.parent)
+    target = plan.abi.target
+    context = abicheck.wheel_context(wheel, torch=target, guards=guards, versions=versions)
     return wheel, abicheck.judge_wheel(wheel, context, rules)
 
 
@@ -126,11 +154,11 @@ def verify_wheel(wheel_path: Path, plan: VariantPlan) -> WheelVerification:
     verify_binaries(binaries, plan)
     # Named by the wheel's file name: the staging folder is gone when the error is read.
     abicheck.require_clean(checks, prefix=f"variant {plan.variant.id}: ", wheel=wheel_path)
-    arch_set = plan.variant.arch_set
     symbols_read = {b.name for b in wheel.binaries if b.symbols is not None}
     return WheelVerification(
         binaries=binaries,
-        arch_checks=tuple(check_binary(b, arch_set) for b in binaries),
+        # The arch set is owed by the plan's shared objects that nvcc compiled into.
+        arch_checks=tuple(check_binary(b, owed_archs(b, plan)) for b in binaries),
         # The stable-ABI checks: of the binaries whose symbols the rules read (none for the
         # unstable ABI, whose report says "not-checked").
         abi_checks=tuple(c for c in checks if c.path in symbols_read),

@@ -31,9 +31,6 @@ class Abi:
     # Compiled for a torch target version (-DTORCH_TARGET_VERSION): the build torch must be at
     # least the target, and torch's stable headers hide what is newer (TORCH_FEATURE_VERSION).
     torch_target: bool
-    # The sources register ops (STABLE_TORCH_LIBRARY) and define no module: `wheelforge init`
-    # writes `module-init: true` for them.
-    generates_module_init: bool
 
     def torches(self, spec: TorchSpec) -> tuple[str | None, ...]:
         """The torch versions that multiply the variants (None: one variant for every torch)."""
@@ -54,14 +51,12 @@ STABLE = Abi(
     per_torch=False,
     abi3=True,
     torch_target=True,
-    generates_module_init=True,
 )
 UNSTABLE = Abi(
     name="unstable",
     per_torch=True,
     abi3=False,
     torch_target=False,
-    generates_module_init=False,
 )
 ABIS: dict[str, Abi] = {a.name: a for a in (STABLE, UNSTABLE)}
 

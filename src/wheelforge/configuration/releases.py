@@ -169,6 +169,23 @@ def features(version: Version | str | ReleaseKey) -> Features:
     return _features(release_key(version))
 
 
+def writing_ptx_isa(isa: str) -> Release | None:
+    """The oldest release that writes PTX ISA *isa* ("8.4": CUDA 12.4): the PTX of a binary
+    says which toolkit made it, and its entry which driver can JIT it."""
+    return next((r for r in releases() if r.ptx_isa == isa), None)
+
+
+def gpu_generations(lowest: int = 70) -> tuple[int, ...]:
+    """The GPUs the table's releases build SASS for, as sm numbers from *lowest* up (70: Volta,
+    the oldest a current torch supports), oldest first: the newest release's, and those older
+    releases built below its oldest (Volta, which CUDA 13 dropped). One an older release built
+    within the newest's range but the newest does not was renamed (CUDA 13.0 calls sm_101
+    sm_110), so it is left out."""
+    newest = releases()[-1].sass
+    older = {sm for r in releases() for sm in r.sass if sm < min(newest)}
+    return tuple(sorted(sm for sm in newest | older if sm >= lowest))
+
+
 def families() -> Mapping[str, tuple[int, ...]]:
     """Family targets and the sm numbers of the GPUs one cubin of each runs on."""
     return dict(table().families)

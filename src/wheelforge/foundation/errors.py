@@ -114,14 +114,14 @@ class Terminated(Interrupted):
 def first_and_rest(
     messages: Sequence[str], *, prefix: str = "", unlisted: int = 0
 ) -> tuple[str, str | None]:
-    """Several problems as one error: the first, with "(and N more below)", then the rest as its
-    details (None when there is one). *unlisted* problems were counted but not kept: N counts
+    """Several problems as one error: the first, with "(and N more above)", then the rest as its
+    details (None when there is one), which log.error prints before it. *unlisted* problems were counted but not kept: N counts
     them, and the details end with a line that says so."""
     first, rest = messages[0], list(messages[1:])
     more = len(rest) + unlisted
     if unlisted:
         rest.append(f"... and {unlisted} more problems not listed; fix these first")
     return (
-        prefix + first + (f" (and {more} more below)" if more else ""),
+        prefix + first + (f" (and {more} more above)" if more else ""),
         "\n".join(rest) or None,
     )

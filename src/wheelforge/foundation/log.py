@@ -1,27 +1,24 @@
-"""The one logger: steps with timing, verbose command echo, warnings, compile progress, and in
-GitHub Actions its log groups and annotations. Output goes to stderr through rich, which
-honours NO_COLOR and plain (non-terminal) output; stdout is kept for machine-readable results
-such as ``--json`` and ``--report -``."""
+"""The one logger: steps with timing, verbose command echo, warnings, errors (details first,
+the verdict last), and in GitHub Actions its log groups and annotations; compile progress is
+progress.py's, on this console. Output goes to stderr through rich, which honours NO_COLOR and
+plain (non-terminal) output; stdout is kept for machine-readable results such as ``--json``
+and ``--report -``."""
 
 from __future__ import annotations
 
 import os
 import shlex
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Column
 
 from wheelforge.foundation.diagnostics import Diagnostic, relative_to
 from wheelforge.foundation.errors import WheelforgeError
-
-if TYPE_CHECKING:
-    from rich.progress import Progress
 
 CiMode = Literal["github"]
 
@@ -95,10 +92,12 @@ def warning(message: str) -> None:
 
 
 def error(message: str, details: str | None = None) -> None:
-    console.print(f"[bold red]error:[/bold red] {escape(message)}")
+    """The details first, the verdict last: however many lines of compiler output a failure
+    brings, the screen ends with the ``error:`` line (which names the log when there is one)."""
     if details:
         for line in details.splitlines():
             console.print(f"  {escape(line)}", style="dim")
+    console.print(f"[bold red]error:[/bold red] {escape(message)}")
 
 
 def command(argv: Sequence[str]) -> None:
@@ -175,79 +174,3 @@ def step(title: str) -> Iterator[None]:
         )
         raise
     detail(f"  {title}: {time.perf_counter() - start:.1f}s")
-
-
-class JobProgress:
-    """Compile jobs as they finish. At a terminal: a live bar (done/total, the jobs still
-    running, elapsed). Elsewhere (CI, a file): one line per finished job with its time."""
-
-    def __init__(
-        self, jobs: Sequence[str], parallel: int, expected: Mapping[str, float] | None = None
-    ) -> None:
-        self.left = list(jobs)  # in ninja's order: the first `parallel` of them are running
-        self.parallel = max(1, parallel)
-        # each job's time in an earlier build (planning/jobcosts.py), for what is left
-        self.expected = dict(expected or {})
-        self.total = len(jobs)
-        self.done = 0
-        self.live: Progress | None = None
-        if live_display() and not _quiet and self.total:
-            from rich.progress import (  # only a live display at a terminal needs them
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-            )
-
-            fixed = Column(no_wrap=True)
-            self.live = Progress(
-                TextColumn("  [cyan]compiling", table_column=fixed),
-                BarColumn(bar_width=20, table_column=fixed),
-                MofNCompleteColumn(table_column=fixed),
-                TimeElapsedColumn(table_column=Column(no_wrap=True, min_width=7)),
-                # The only column that gives way on a narrow terminal.
-                TextColumn(
-                    "{task.fields[running]}",
-                    table_column=Column(no_wrap=True, overflow="ellipsis", ratio=1),
-                ),
-                console=console,
-                transient=True,
-            )
-            self.task = self.live.add_task("compile", total=self.total, running=self._running())
-            self.live.start()
-
-    def _running(self) -> str:
-        # ninja starts jobs in the order of its dry run, up to -j at once; the link waits for all.
-        compiles = [job for job in self.left if not job.startswith("LINK ")] or self.left
-        names = [Path(job.split(" ", 1)[-1]).name for job in compiles[: self.parallel]]
-        return f"running: {', '.join(names)}" if names else ""
-
-    def finished(self, job: str, seconds: float | None) -> None:
-        if job in self.left:
-            self.left.remove(job)
-        self.done += 1
-        # ninja logs every job that succeeded (.ninja_log); one it did not log has failed.
-        took = f"{seconds:.1f}s" if seconds is not None else "failed"
-        left = self.time_left()
-        if left is not None and self.left:
-            took += f" (about {left:.0f}s left)"
-        if self.live is not None:
-            self.live.console.print(f"  [dim]{self.done}/{self.total}[/dim] {escape(job)} {took}")
-            self.live.update(self.task, completed=self.done, running=self._running())
-        elif not _quiet:
-            console.print(f"  [{self.done}/{self.total}] {escape(job)} {took}")
-
-    def time_left(self) -> float | None:
-        """What the jobs not yet done took in an earlier build, spread over the jobs ninja
-        runs at once (never less than the longest of them); None while one was never timed."""
-        compiles = [job for job in self.left if not job.startswith("LINK ")]
-        if not compiles or any(job not in self.expected for job in compiles):
-            return None
-        times = [self.expected[job] for job in compiles]
-        return max(*times, sum(times) / min(self.parallel, len(times)))
-
-    def close(self) -> None:
-        if self.live is not None:
-            self.live.stop()
-            self.live = None

@@ -69,12 +69,15 @@ def run(
     stream: bool = False,
     what: str | None = None,
     replace_env: bool = False,
+    timeout: float | None = None,
 ) -> Result:
     """Run a program to completion.
 
     ``hint`` says how to install the program if it is missing. With ``stream`` the output goes
     straight to the terminal instead of being captured. ``what`` names the step in the error.
     ``env`` is added to this process's environment, or replaces it with ``replace_env``.
+    ``timeout`` is a deadline in seconds: past it the tool's whole session is stopped and a
+    ToolError says so (a user's setup.py that never ends, a CMake configure that hangs).
     """
     full_env = None if env is None else dict(env) if replace_env else {**os.environ, **env}
     argv, popen = _spawn(
@@ -86,7 +89,15 @@ def run(
         stderr=None if stream else subprocess.PIPE,
     )
     try:
-        stdout, stderr = popen.communicate()
+        stdout, stderr = popen.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        stop(popen)
+        name = what or Path(argv[0]).name
+        output = "\n".join(_text(s) for s in (exc.stdout, exc.stderr) if s and _text(s).strip())
+        raise ToolError(
+            f"{name} did not finish within {timeout:g} s and was stopped: {shlex.join(argv)}",
+            details=tail(output) if output else None,
+        ) from None
     except BaseException:
         stop(popen)
         raise
@@ -106,6 +117,10 @@ def run(
     return result
 
 
+def _text(data: str | bytes) -> str:
+    return data.decode(errors="replace") if isinstance(data, bytes) else data
+
+
 def stream(
     args: Sequence[str | Path],
     *,
@@ -113,6 +128,7 @@ def stream(
     on_line: Callable[[str], None],
     env: Mapping[str, str] | None = None,
     on_start: Callable[[int], None] | None = None,
+    cwd: Path | None = None,
 ) -> Result:
     """Run a program, handing each line of its output (stderr merged into stdout) to *on_line*
     as it comes; the whole output is in the result's ``stdout``. Not checked: the caller reads
@@ -121,7 +137,13 @@ def stream(
     full_env = None if env is None else {**os.environ, **env}
     lines: list[str] = []
     argv, child = _spawn(
-        args, hint, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, bufsize=1
+        args,
+        hint,
+        cwd=cwd,
+        env=full_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        bufsize=1,
     )
     with child:
         try:

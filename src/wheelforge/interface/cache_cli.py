@@ -16,7 +16,7 @@ verbose_option = verbose_option_of("Show more detail.")
 
 @click.group(name="cache")
 def cache_group() -> None:
-    """The user cache: test environments, provisioned toolkits, kept repairs, probes."""
+    """The user cache: torch environments, provisioned toolkits, kept repairs, probes."""
 
 
 @cache_group.command(name="list")
@@ -39,6 +39,7 @@ def cache_list(cache_dir: Path | None, as_json: bool) -> None:
 
 
 @cache_group.command(name="prune")
+@click.argument("names", nargs=-1, metavar="[NAME]...")
 @cache_dir_option
 @click.option(
     "--unused-for",
@@ -47,7 +48,7 @@ def cache_list(cache_dir: Path | None, as_json: bool) -> None:
     show_default=True,
     metavar="DAYS",
     help=(
-        "Remove test environments and toolkits not used for DAYS days, and older probes and "
+        "Remove torch environments and toolkits not used for DAYS days, and older probes and "
         "repairs."
     ),
 )
@@ -56,10 +57,17 @@ def cache_list(cache_dir: Path | None, as_json: bool) -> None:
 @json_option("cache-prune")
 @verbose_option
 def cache_prune(
-    cache_dir: Path | None, unused_for: int, remove_all: bool, dry_run: bool, as_json: bool
+    *,
+    names: tuple[str, ...],
+    cache_dir: Path | None,
+    unused_for: int,
+    remove_all: bool,
+    dry_run: bool,
+    as_json: bool,
 ) -> None:
-    """Remove what has not been used for a while; an entry another wheelforge is using or
-    creating is skipped."""
+    """Remove what has not been used for a while, or the entries NAME... (a folder name as
+    'cache list' shows it, 'repairs', 'probes', or a path); an entry another wheelforge is
+    using or creating is skipped."""
     from wheelforge.configuration import settings
     from wheelforge.interface.documents import kinds
     from wheelforge.interface.documents.usercache import prune_document
@@ -71,6 +79,7 @@ def cache_prune(
         unused_for=unused_for,
         every=remove_all,
         dry_run=dry_run,
+        names=names,
     )
     if as_json:
         kinds.echo(prune_document(result))

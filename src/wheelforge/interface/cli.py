@@ -7,10 +7,9 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import click
-from rich.console import Console
 
 from wheelforge import __version__
 from wheelforge.configuration.matrix.keys import COMPILE_CACHES
@@ -180,7 +179,7 @@ def inspect(paths: tuple[Path, ...], as_json: bool) -> None:
     from wheelforge.binaries.inspection import inspect_paths
     from wheelforge.interface.documents import kinds
     from wheelforge.interface.documents.inspection import inspect_document
-    from wheelforge.interface.render import print_inspect, print_whole
+    from wheelforge.interface.render import output_console, print_inspect, print_whole
     from wheelforge.interface.render_variants import variant_checks_table
     from wheelforge.packaging.wheel_variants import check_wheels, require_agree
 
@@ -189,7 +188,7 @@ def inspect(paths: tuple[Path, ...], as_json: bool) -> None:
     if as_json:
         kinds.echo(inspect_document(reports, checks))
     else:
-        print_inspect(reports, Console())
+        print_inspect(reports, output_console())
         if checks:
             print_whole(variant_checks_table(checks))
     require_agree(checks)
@@ -278,7 +277,8 @@ def check(
     """Check wheels or shared objects against the stable-ABI rules (exit 4 on a violation)."""
     from wheelforge.interface.documents import kinds
     from wheelforge.interface.documents.check import check_document
-    from wheelforge.interface.render import check_table, print_whole
+    from wheelforge.interface.render import print_whole
+    from wheelforge.interface.render_check import check_table
     from wheelforge.running import checking
 
     results = checking.run_check(list(paths), target=target, python_abi=python_abi)
@@ -363,30 +363,73 @@ def test_command(
     "torch_versions",
     multiple=True,
     help=(
-        "A torch version to build for (repeatable) [default: >=2.10, or 2.11.0 for "
-        "torch/extension.h]."
+        "A torch version to build for (repeatable) [default: the project's stable-ABI target, "
+        "else the build Python's torch]."
     ),
 )
 @click.option(
     "--archs",
-    help='The arch set to write, e.g. "8.0 9.0+PTX" [default: none; --archs at build time].',
+    help=(
+        'The arch set to write, e.g. "8.0 9.0+PTX" [default: the project\'s arch flags, '
+        "else TORCH_CUDA_ARCH_LIST]."
+    ),
 )
+@click.option(
+    "--no-run", is_flag=True, help="Read setup.py without running it (ast; follows less of it)."
+)
+@click.option(
+    "--from",
+    "door",
+    type=click.Choice(["setup.py", "cmake", "build.toml", "sources"]),
+    help="The front door [default: build.toml, else setup.py, else CMakeLists.txt, else the sources].",
+)
+@click.option(
+    "--python",
+    "python",
+    help="The build Python that runs setup.py and configures CMake [default: this one].",
+)
+@click.option(
+    "--cmake-arg",
+    "cmake_args",
+    multiple=True,
+    help=(
+        "An argument for CMake's configure (repeatable), e.g. "
+        "-DFETCHCONTENT_SOURCE_DIR_CUTLASS=../cutlass; CMAKE_ARGS adds too."
+    ),
+)
+@cache_dir_option
 @verbose_option
 def init_command(
-    path: Path, force: bool, torch_versions: tuple[str, ...], archs: str | None
+    path: Path,
+    force: bool,
+    torch_versions: tuple[str, ...],
+    archs: str | None,
+    no_run: bool,
+    door: str | None,
+    python: str | None,
+    cmake_args: tuple[str, ...],
+    cache_dir: Path | None,
 ) -> None:
-    """Write a commented matrix.yaml for the project in PATH, from its setup.py (read, never run)
-    and pyproject.toml; print what could not be translated."""
-    from wheelforge.configuration.importers import initmatrix
+    """Write a commented matrix.yaml for the project in PATH: its setup.py run with its setup()
+    and Extension classes recording (never compiling, never downloading), its CMake project
+    configured, or its kernel-builder build.toml read; print what needs a hand."""
+    from wheelforge.configuration.settings import cache_dir as default_cache_dir
+    from wheelforge.configuration.settings import resolve_python
+    from wheelforge.interface.render_init import print_result
+    from wheelforge.running import adopt
 
-    result = initmatrix.write(path.resolve(), force=force, torch=torch_versions, archs=archs)
-    log.info(f"wrote {result.path}")
-    if result.notes:
-        log.info(f"{len(result.notes)} thing(s) need a hand:")
-        for note in result.notes:
-            log.info(f"  - {note}")
-    else:
-        log.info("everything was translated")
+    request = adopt.InitRequest(
+        root=path.resolve(),
+        force=force,
+        torch=torch_versions,
+        archs=archs,
+        run=not no_run,
+        door=cast("adopt.Door | None", door),
+        python=resolve_python(python),
+        cmake_args=cmake_args,
+        cache=default_cache_dir(cache_dir),
+    )
+    print_result(adopt.init_project(request))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -11,13 +11,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
 
 from wheelforge.configuration.settings import BuildSettings, Flags, resolve
 from wheelforge.foundation import log
 from wheelforge.foundation.errors import WheelforgeError
 from wheelforge.foundation.fsutil import write_if_changed
-from wheelforge.interface.render import print_build, print_dry_run
+from wheelforge.interface.render import output_console, print_build, print_dry_run
 from wheelforge.running.build.command import run_build
 from wheelforge.running.build.dryrun import dry_run as plan_dry_run
 from wheelforge.running.build.results import BuildReport
@@ -60,7 +59,7 @@ def build_command(options: BuildOptions) -> None:
         log.set_ci("github" if options.ci_mode == "github" else None)
     log.set_quiet(options.quiet)
     if options.dry_run:
-        print_dry_run(plan_dry_run(resolve(options.flags)), Console(stderr=False))
+        print_dry_run(plan_dry_run(resolve(options.flags)), output_console())
     else:
         build(options.flags, options.report_path)
 
@@ -83,7 +82,9 @@ def build(flags: Flags, report_path: Path | None) -> None:
             for v in result.variants:
                 click.echo(str(v.wheel))
     else:
-        print_build(result, Console(stderr=report_path is not None and str(report_path) == "-"))
+        print_build(
+            result, output_console(stderr=report_path is not None and str(report_path) == "-")
+        )
     if _report_wanted(report_path):
         _write(_report(settings, result, None, seconds), report_path)
     _raise_failures(result)

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rich.console import Console, Group, RenderableType
+from rich.console import Console, RenderableType
 from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Table
@@ -17,11 +17,12 @@ from rich.text import Text
 from wheelforge.binaries.abicheck import BinaryCheck
 from wheelforge.binaries.elf import member_path, split_member
 from wheelforge.binaries.facts import BinaryContents
+from wheelforge.binaries.loadson import LoadsOn, loads_on
 from wheelforge.configuration import abi
 from wheelforge.configuration.archs import code_sort_key, sm_range
 from wheelforge.configuration.bytesizes import format_size as human_size
 from wheelforge.configuration.matrix.model import Matrix
-from wheelforge.interface.documents.kinds import version_text
+from wheelforge.interface.render_loadson import loads_on_lines, wheel_table
 from wheelforge.interface.render_variants import variant_summary
 from wheelforge.planning.plan import wheel_version
 from wheelforge.planning.variants import Variant
@@ -44,8 +45,8 @@ def binary_tables(v: VariantResult) -> list[Table]:
     not a column."""
     tables = []
     for b, check in zip(v.binaries, v.arch_checks, strict=True):
-        if not b.entries and not v.arch_set.specs:
-            continue
+        if not b.entries and check.ok:
+            continue  # no device code, and none owed: a C++-only extension, a helper library
         table = Table(title=f"{v.variant_id}: {short_path(b)}", title_justify="left")
         for column in ("kind", "arch", "stored", "uncompressed", "status"):
             table.add_column(
@@ -68,11 +69,31 @@ def binary_tables(v: VariantResult) -> list[Table]:
                 if arch in missing or arch not in sizes:
                     table.add_row(label, arch, "-", "-", "[red]MISSING[/red]")
                     continue
-                status = "[yellow]extra[/yellow]" if arch in extra else "ok"
+                status = (
+                    "ok"
+                    if arch not in extra
+                    else "[yellow]extra[/yellow]"
+                    if check.applies
+                    else "-"
+                )
                 stored, size = sizes[arch]
                 table.add_row(label, arch, human_size(stored), human_size(size), status)
         tables.append(table)
     return tables
+
+
+def shared_object_lines(v: VariantResult) -> list[str]:
+    """One line per shared object of the wheel: its path, role, size (and budget), and what
+    the import check did with it."""
+    lines = []
+    for so in v.shared_objects:
+        role = "module" if so.role == "extension" else "op library"
+        budget = f" of {human_size(so.budget)}" if so.budget is not None else ""
+        loaded = (
+            escape(so.loaded) if so.loaded else "[yellow]not loaded[/yellow] (--no-import-check)"
+        )
+        lines.append(f"  {escape(so.path)} ({role}, {human_size(so.size)}{budget}): {loaded}")
+    return lines
 
 
 def abi_summary(checks: Sequence[BinaryCheck], target: tuple[int, int]) -> str:
@@ -89,11 +110,20 @@ def abi_summary(checks: Sequence[BinaryCheck], target: tuple[int, int]) -> str:
     )
 
 
+def output_console(*, stderr: bool = False) -> Console:
+    """The console results are printed on (stdout, or stderr when stdout carries a JSON
+    document). Into a pipe or a file, rich would fold lines at 80 columns, inside a sentence
+    ("... no\nlibtorch C++ symbols"): there a line is never folded (tables: print_whole)."""
+    console = Console(stderr=stderr)
+    console.soft_wrap = not console.is_terminal
+    return console
+
+
 def print_whole(renderable: RenderableType, console: Console | None = None) -> None:
     """Print a table on *console* (stdout's by default) whole: on a terminal, or with COLUMNS
     set, at that width; into a pipe or a CI log, where rich would assume 80 columns and fold or
     cut cells, at the table's own width."""
-    console = console or Console()
+    console = console or output_console()
     if console.is_terminal or os.environ.get("COLUMNS", "").isdigit():
         console.print(renderable)
         return
@@ -113,15 +143,29 @@ def print_build(report: BuildReport, console: Console) -> None:
     for v in report.variants:
         for table in binary_tables(v):
             print_whole(table, console)
-        console.print(f"arch set {v.arch_set.name}: {v.arch_set}; CUDA {v.toolkit}", soft_wrap=True)
+        if any(c.applies for c in v.arch_checks):
+            console.print(
+                f"arch set {v.arch_set.name}: {v.arch_set}; CUDA {v.toolkit}", soft_wrap=True
+            )
+        else:
+            console.print(
+                f"no device code: the extension compiles no .cu source, so arch set "
+                f"{v.arch_set.name} ({v.arch_set}) does not apply; CUDA {v.toolkit}",
+                soft_wrap=True,
+            )
         if v.abi_checks:
             console.print(abi_summary(v.abi_checks, report.target_version))
-        console.print(
-            f"import check: {v.import_check}"
-            if v.import_check
-            else "import check: [yellow]skipped[/yellow] (--no-import-check)",
-            soft_wrap=True,
-        )
+        if len(v.shared_objects) > 1:
+            console.print(f"{len(v.shared_objects)} shared objects:", soft_wrap=True)
+            for line in shared_object_lines(v):
+                console.print(line, soft_wrap=True, highlight=False)
+        else:
+            console.print(
+                f"import check: {'; '.join(v.import_check)}"
+                if v.import_check
+                else "import check: [yellow]skipped[/yellow] (--no-import-check)",
+                soft_wrap=True,
+            )
         if v.compile_cache is not None:
             console.print(v.compile_cache.summary(), soft_wrap=True)
         for line in compile_costs(v):
@@ -203,9 +247,11 @@ def print_inspect(reports: Sequence[BinaryContents], console: Console) -> None:
         )
         return
     shown = None
+    by_wheel: dict[str, list[LoadsOn]] = {}
     for binary in reports:
         container, member = split_member(binary.path)
         if container and container != shown:
+            _wheel_loads(by_wheel.pop(shown or "", []), shown, console)
             # A wheel's name on a line of its own (it fits 80 columns), its members below it.
             console.print(Text(Path(container).name, style="bold", overflow="fold"))
             console.print(Text(f"in {Path(container).parent}", style="dim", overflow="fold"))
@@ -239,65 +285,19 @@ def print_inspect(reports: Sequence[BinaryContents], console: Console) -> None:
             )
         if not binary.entries:
             table.add_row("-", "no CUDA code", "0", "-", "-", "-")
+        if found := loads_on(binary):  # below the table, which keeps its 80 columns
+            table.caption = "\n".join(loads_on_lines(found))
+            table.caption_justify = "left"
+            if container:
+                by_wheel.setdefault(container, []).append(found)
         print_whole(table, console)
+    _wheel_loads(by_wheel.pop(shown or "", []), shown, console)
 
 
-def check_table(checks: Sequence[BinaryCheck]) -> Group:
-    """Per wheel (or folder of shared objects): its path on a line of its own, then a table of
-    its binaries by member name, so nothing is cut at 80 columns."""
-    parts: list[RenderableType] = [Text("wheelforge check", style="italic")]
-    by_file: dict[str, list[BinaryCheck]] = {}
-    for c in checks:
-        container = split_member(c.path)[0]
-        by_file.setdefault(container or str(Path(c.path).parent), []).append(c)
-    for container, members in by_file.items():
-        # The file's name on a line of its own (a wheel's name fits 80 columns), then its folder.
-        parts.append(Text(Path(container).name, style="bold", overflow="fold"))
-        parts.append(Text(f"in {Path(container).parent}", style="dim", overflow="fold"))
-        table = Table()
-        table.add_column("binary", overflow="fold")
-        # Floors: what each binary needs (from its shims, its Python symbols), under what it declares.
-        declared = [
-            f"{what} >= {version_text(v)}"
-            for what, v in (
-                ("torch", members[0].declared_torch),
-                ("Python", members[0].declared_python),
-            )
-            if v
-        ]
-        if declared:
-            parts.append(Text(f"declares {', '.join(declared)}", style="dim"))
-        for column in ("shims", "torch floor", "Python floor", "status"):
-            table.add_column(
-                column,
-                justify="right" if column == "shims" else "left",
-                no_wrap=True,
-            )
-        for c in members:
-            status = (
-                "[green]ok[/green]"
-                if not c.violations
-                else f"[red]{len(c.violations)} violation(s)[/red]"
-            )
-            wheel, member = split_member(c.path)
-            name = member if wheel else Path(c.path).name
-            table.add_row(
-                name,
-                str(len(c.shims)),
-                _floor(c.newest_shim, c.declared_torch),
-                _floor(c.python_floor, c.declared_python),
-                status,
-            )
-        parts.append(table)
-    if not checks:
-        parts.append(Text("no ELF files to check: the wheels given hold no shared objects"))
-    return Group(*parts)
-
-
-def _floor(inferred: tuple[int, int] | None, declared: tuple[int, int] | None) -> str:
-    """The floor a binary needs; red when it is above the declared one."""
-    need = version_text(inferred) or "-"
-    return f"[red]{need}[/red]" if inferred and declared and inferred > declared else need
+def _wheel_loads(found: list[LoadsOn], container: str | None, console: Console) -> None:
+    """After a wheel's binaries, where they load together (when there are two or more)."""
+    if container and len(found) > 1:
+        print_whole(wheel_table(container, found), console)
 
 
 def variants_table(variants: Sequence[Variant], matrix: Matrix) -> Table:

@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from wheelforge.configuration.bytesizes import format_size
-from wheelforge.interface.render import print_whole
+from wheelforge.interface.render import output_console, print_whole
 from wheelforge.running.usercache import CacheEntry, CacheListing, PruneResult, pooled
 
 
@@ -48,7 +48,7 @@ def entries_table(entries: Sequence[CacheEntry], *, title: str, now: float) -> T
 
 
 def print_listing(listing: CacheListing, console: Console | None = None) -> None:
-    console = console or Console()
+    console = console or output_console()
     if not listing.exists or not listing.entries:
         what = "no cache at" if not listing.exists else "the cache is empty:"
         console.print(f"{what} {escape(str(listing.root))}", soft_wrap=True)
@@ -60,13 +60,25 @@ def print_listing(listing: CacheListing, console: Console | None = None) -> None
 
 def print_prune(result: PruneResult, console: Console | None = None) -> None:
     """What was removed (or would be), the entries skipped because they are in use, the space."""
-    console = console or Console()
+    console = console or output_console()
     if not result.exists:
         console.print(f"no cache at {escape(str(result.root))}; nothing to remove", soft_wrap=True)
         return
     verb = "would remove" if result.dry_run else "removed"
-    age = "all" if result.unused_for_days is None else f"unused for {result.unused_for_days} days"
-    if result.removed:
+    age = (
+        "as named"
+        if result.names
+        else "all"
+        if result.unused_for_days is None
+        else f"unused for {result.unused_for_days} days"
+    )
+    if result.names:
+        # The entries asked for: a line each, which fits any width (a table would fold the path).
+        for e in result.removed:
+            console.print(
+                f"{verb} {e.kind} {escape(e.name)}: {format_size(e.size)}", soft_wrap=True
+            )
+    elif result.removed:
         title = f"{verb} ({age}) from {result.root}"
         rows = pooled(result.removed, result.root)
         print_whole(entries_table(rows, title=title, now=time.time()), console)

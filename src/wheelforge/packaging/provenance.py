@@ -1,5 +1,8 @@
 """What went into a wheel, written inside it: a PEP 770 SBOM (CycloneDX JSON, in
-``.dist-info/sboms/``) and wheelforge's own build info (``.dist-info/wheelforge-build.json``).
+``.dist-info/sboms/``) and wheelforge's own build info (``.dist-info/wheelforge-build.json``);
+and beside the build, the list of every file the compiles read (``wheelforge-inputs.txt`` in
+the variant's build folder), whose sha256 the build info carries: a thousand headers' hashes
+are kilobytes in a report, not in every wheel.
 
 Both must be as reproducible as the binaries: no clock but SOURCE_DATE_EPOCH, no random
 identifiers (CycloneDX's serial number and bom-refs are derived from the content), and no
@@ -8,22 +11,45 @@ planning/reproducible.py)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shlex
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 from wheelforge import __version__
 from wheelforge.binaries.elf import open_elf_file
+from wheelforge.binaries.facts import BinaryContents
 from wheelforge.binaries.inspection import contents_of
 from wheelforge.foundation import fsutil, proc
 from wheelforge.packaging.wheel import source_date_epoch
 from wheelforge.planning import reproducible
 from wheelforge.planning.plan import VariantPlan
+from wheelforge.toolchain.headerlibs import HeaderLibrary
 
 SBOM_NAME = "sboms/wheelforge.cdx.json"  # PEP 770: any file name under .dist-info/sboms/
 BUILD_INFO_NAME = "wheelforge-build.json"
+INPUTS_NAME = "wheelforge-inputs.txt"  # in the variant's build folder
+
+
+@dataclass(frozen=True, kw_only=True)
+class Provenance:
+    """What packaging writes for a variant: the files under .dist-info, and the inputs list."""
+
+    dist_info: tuple[tuple[str, str], ...]  # (path under .dist-info, text), for wheel.contents
+    inputs: str  # inputs_list(): the build info's inputs.sha256 is its sha256
+
+
+def inputs_list(inputs: Mapping[str, str]) -> str:
+    """Every input as ``<sha256>  <name>`` lines sorted by name (sha256sum's format): one line
+    per file, so two builds' lists compare with diff, and its own sha256 is the inputs' digest."""
+    return "".join(f"{digest}  {name}\n" for name, digest in sorted(inputs.items()))
+
+
+def inputs_digest(listed: str) -> str:
+    return hashlib.sha256(listed.encode()).hexdigest()
 
 
 def compiler_version(cxx: str) -> str:
@@ -34,30 +60,51 @@ def compiler_version(cxx: str) -> str:
     return first.split(" ", 1)[1] if first.startswith("/") and " " in first else first
 
 
-def build_info(plan: VariantPlan, read: Sequence[Path], *, epoch: int) -> dict[str, object]:
-    """wheelforge's build info; *read* is every file the compiles read (sources and headers)."""
+def read_inputs(plan: VariantPlan, read: Sequence[Path]) -> dict[str, str]:
+    """The files the compiles read (*read*: sources, and the headers of ninja's deps) by their
+    path-free names (planning/reproducible.path_namer), each with its sha256."""
+    name_of = reproducible.path_namer(plan.compile.input_folders)
+    with ThreadPoolExecutor() as pool:  # ~1000 headers: hashlib and reads release the GIL
+        return dict(zip(map(name_of, read), pool.map(fsutil.sha256, read), strict=True))
+
+
+def build_info(plan: VariantPlan, *, epoch: int, inputs: Mapping[str, str]) -> dict[str, object]:
+    """The build info: what the wheel was made with, and its inputs as one digest (the list
+    itself is inputs_list(inputs), written beside the build)."""
     folders = plan.compile.input_folders
     toolkit = plan.variant.toolkit
-    with open_elf_file(plan.link.library) as image:
-        library = contents_of(image)
-    name_of = reproducible.path_namer(folders)
-    with ThreadPoolExecutor() as pool:  # ~1000 headers: hashlib and reads release the GIL
-        inputs = dict(zip(map(name_of, read), pool.map(fsutil.sha256, read), strict=True))
-    # The flags name project folders relative to the build folder (../..): those spellings too.
-    spellings = (*folders, *reproducible.spelled(dict(folders), plan.command_path).items())
+    libraries = [_contents(link.library) for link in plan.links]
+    free = _path_free(plan)
 
-    def free(text: str) -> str:
-        # The prefix maps are listed once, by name: their order follows the folders' path
-        # lengths, which differ between machines while the binaries do not.
-        words = shlex.split(reproducible.path_free_text(text, spellings))
-        return shlex.join(w for w in words if "-ffile-prefix-map=" not in w)
+    def flags(index: int) -> dict[str, str]:
+        own = plan.compile.flag_sets[index]
+        return {
+            "cxx": free(own.cxx),
+            "cc": free(own.cc),
+            "nvcc": free(own.nvcc),
+            "ldflags": free(plan.links[index].ldflags),
+        }
 
-    return {
+    several = len(plan.links) > 1
+    extensions = [
+        {
+            "name": link.extension.name,
+            "role": link.role,
+            "path": link.wheel_path,
+            "archs": {"sass": list(lib.sass_archs), "ptx": list(lib.ptx_archs)},
+            **({"flags": flags(i)} if several else {}),
+        }
+        for i, (link, lib) in enumerate(zip(plan.links, libraries, strict=True))
+    ]
+    info: dict[str, object] = {
         "wheelforge": __version__,
         "source_date_epoch": epoch,
         "variant": plan.variant.id,
         "arch_set": str(plan.variant.arch_set),
-        "archs": {"sass": list(library.sass_archs), "ptx": list(library.ptx_archs)},
+        "archs": {
+            "sass": _union(lib.sass_archs for lib in libraries),
+            "ptx": _union(lib.ptx_archs for lib in libraries),
+        },
         "toolkit": {"release": str(toolkit.version), "build": toolkit.build},
         "host_compiler": compiler_version(plan.compile.cxx),
         "nvcc_host_compiler": compiler_version(plan.compile.nvcc_host),
@@ -66,26 +113,90 @@ def build_info(plan: VariantPlan, read: Sequence[Path], *, epoch: int) -> dict[s
         "target_version": list(plan.abi.target),
         "python_abi": plan.abi.abi_tag,
         "prefix_maps": sorted({name for _, name in folders}),
-        "flags": {
-            "cxx": free(plan.compile.cxx_flags),
-            "cc": free(plan.compile.cc_flags),
-            "nvcc": free(plan.compile.nvcc_flags),
-            "gencode": plan.compile.gencode,
-            "ldflags": free(plan.link.ldflags),
+        # One extension's flags here; with several, each one's under "extensions".
+        "flags": {"gencode": plan.compile.gencode}
+        if several
+        else {**flags(0), "gencode": plan.compile.gencode},
+        "extensions": extensions,
+        "inputs": {
+            "files": len(inputs),
+            "sha256": inputs_digest(inputs_list(inputs)),
+            "list": INPUTS_NAME,
         },
-        "inputs": dict(sorted(inputs.items())),
     }
+    info |= _before_compiling(plan)
+    return info
 
 
-def dist_info_files(
-    plan: VariantPlan, read: Callable[[], Sequence[Path]]
-) -> tuple[tuple[str, str], ...]:
-    """(path under .dist-info, text) of the SBOM and the build info, for wheel.contents; *read*
+def _path_free(plan: VariantPlan) -> Callable[[str], str]:
+    """A command line without the folders it names (by their names) and without the prefix
+    maps: they are listed once, by name, as their order follows the folders' path lengths,
+    which differ between machines while the binaries do not."""
+    folders = plan.compile.input_folders
+    # The flags name project folders relative to the build folder (../..): those spellings too.
+    spellings = (*folders, *reproducible.spelled(dict(folders), plan.command_path).items())
+
+    def free(text: str) -> str:
+        words = shlex.split(reproducible.path_free_text(text, spellings))
+        return shlex.join(w for w in words if "-ffile-prefix-map=" not in w)
+
+    return free
+
+
+def _contents(library: Path) -> BinaryContents:
+    with open_elf_file(library) as image:
+        return contents_of(image)
+
+
+def _before_compiling(plan: VariantPlan) -> dict[str, object]:
+    """The header libraries and the generate steps (as matrix.yaml writes them), if any."""
+    out: dict[str, object] = {}
+    if plan.compile.header_libraries:
+        out["header_libraries"] = [header_library(lib) for lib in plan.compile.header_libraries]
+    if plan.compile.generate:
+        out["generate"] = [
+            {
+                "name": e.name,
+                "run": list(e.written),
+                "outputs": [o.relative_to(e.folder).as_posix() for o in e.outputs],
+            }
+            for e in plan.compile.generate
+        ]
+    return out
+
+
+def header_library(lib: HeaderLibrary) -> dict[str, object]:
+    """A header library as the build info records it (the SBOM names it from this)."""
+    out: dict[str, object] = {"name": lib.name, "origin": lib.origin, "version": lib.version}
+    for key, value in (
+        ("commit", lib.commit),
+        ("pinned", lib.pinned),
+        ("url", lib.url),
+        ("requirement", lib.requirement),
+        ("purl", lib.purl),
+        ("sha256", lib.digest),
+    ):
+        if value is not None:
+            out[key] = value
+    return out
+
+
+def _union(archs: Iterable[Sequence[str]]) -> list[str]:
+    """The archs of several shared objects, each once, in the order they first come."""
+    return list(dict.fromkeys(a for group in archs for a in group))
+
+
+def provenance(plan: VariantPlan, read: Callable[[], Sequence[Path]]) -> Provenance:
+    """The SBOM and the build info for the wheel's .dist-info, and the inputs list; *read*
     answers every file the compiles read (from the freshness stamp, else ninja's deps log)."""
     # cyclonedx takes ~0.1 s to import: only a build that packs a wheel loads it.
     from wheelforge.packaging import sbom
 
     epoch = source_date_epoch()
-    info = build_info(plan, read(), epoch=epoch)
-    text = sbom.sbom(plan, info, epoch=epoch, build_info_name=BUILD_INFO_NAME)
-    return ((SBOM_NAME, text), (BUILD_INFO_NAME, json.dumps(info, indent=1) + "\n"))
+    inputs = read_inputs(plan, read())
+    info = build_info(plan, epoch=epoch, inputs=inputs)
+    text = sbom.sbom(plan, info, inputs, epoch=epoch, build_info_name=BUILD_INFO_NAME)
+    return Provenance(
+        dist_info=((SBOM_NAME, text), (BUILD_INFO_NAME, json.dumps(info, indent=1) + "\n")),
+        inputs=inputs_list(inputs),
+    )

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from wheelforge.configuration import abi
+from wheelforge.configuration.matrix.keys import GENERATED_RE
 from wheelforge.configuration.matrix.model import Matrix
 from wheelforge.foundation import fsutil
 from wheelforge.foundation.errors import ConfigError
@@ -59,9 +60,20 @@ def sdist_files(matrix: Matrix, root: Path) -> list[tuple[str, Path]]:
     root = root.resolve()
     wanted: set[Path] = {root / "pyproject.toml", matrix.path}
     wanted |= {root / n for n in _PROJECT_FILES if (root / n).is_file()}
-    for spec in matrix.extension.sources:
-        wanted |= {p.resolve() for p in matrix.root.glob(spec.pattern) if p.is_file()}
-    folders = [*matrix.extension.include_dirs, *matrix.package.packages]
+    for ext in matrix.extensions:
+        for spec in ext.sources:  # a generate step's outputs are made by the build
+            if not GENERATED_RE.match(spec.pattern):
+                wanted |= {p.resolve() for p in matrix.root.glob(spec.pattern) if p.is_file()}
+    for step in matrix.generate:
+        for pattern in step.inputs:
+            if not GENERATED_RE.match(pattern):
+                wanted |= {p.resolve() for p in matrix.root.glob(pattern) if p.is_file()}
+    wanted |= set(matrix.package.modules)
+    folders = [d for ext in matrix.extensions for d in ext.include_dirs if d.is_absolute()]
+    folders += [
+        lib.path / d for lib in matrix.header_libraries if lib.path is not None for d in lib.include
+    ]
+    folders += matrix.package.packages
     if matrix.tests is not None:
         folders.append(matrix.tests.path)
     outputs = {matrix.root / d for d in _OUTPUT_DIRS}

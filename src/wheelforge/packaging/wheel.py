@@ -54,7 +54,7 @@ _MODULE_SUFFIXES = (".py", ".pyi")
 
 
 def _package_files(
-    folder: Path, skip_name_prefix: str | None, data: Sequence[str], exclude: Sequence[str]
+    folder: Path, skip_name_prefixes: Sequence[str], data: Sequence[str], exclude: Sequence[str]
 ) -> Iterator[tuple[str, Path]]:
     """The files of a package folder that go into the wheel, as setuptools would pick them:
     Python modules, plus files matching *data* (globs relative to the folder), minus *exclude*.
@@ -67,7 +67,7 @@ def _package_files(
             if path.suffix in _SKIP_SUFFIXES or not path.is_file():
                 continue
             # A stale copy of the extension (from an in-place build) must not shadow the built one.
-            if skip_name_prefix and name.startswith(skip_name_prefix) and name.endswith(".so"):
+            if name.endswith(".so") and name.startswith(tuple(skip_name_prefixes)):
                 continue
             rel = path.relative_to(folder).as_posix()
             wanted = path.suffix in _MODULE_SUFFIXES or any(fnmatch(rel, g) for g in data)
@@ -104,12 +104,26 @@ def core_metadata(
         msg["Requires-Dist"] = torch_requirement
     for dep in pkg.dependencies:
         msg["Requires-Dist"] = dep
-    # pyproject.toml's [project] fields, as pyproject-metadata wrote them (configuration/pyproject.py).
+    for header, value in _matrix_metadata(pkg):
+        msg[header] = value
+    # pyproject.toml's [project] fields, as pyproject-metadata wrote them (configuration/matrix/pyproject.py).
     for key, value in pkg.extra_metadata:
         msg[key] = value
     if pkg.description:
         msg.set_payload(pkg.description)
     return msg.as_string()
+
+
+def _matrix_metadata(pkg: PackageConfig) -> list[tuple[str, str]]:
+    """The headers of matrix.yaml's authors, urls, classifiers and keywords (core metadata 2.1)."""
+    out: list[tuple[str, str]] = []
+    for author in pkg.authors:
+        out.append(("Author-email" if "@" in author else "Author", author))
+    out += [("Project-URL", f"{label}, {url}") for label, url in pkg.urls]
+    out += [("Classifier", c) for c in pkg.classifiers]
+    if pkg.keywords:
+        out.append(("Keywords", ",".join(pkg.keywords)))
+    return out
 
 
 def metadata_text(plan: VariantPlan) -> str:
@@ -136,11 +150,12 @@ def contents(
     pkg = plan.wheel.package
     tag = f"{plan.abi.abi_tag}-{platform}"
     files: list[tuple[str, Path]] = []
+    # A stale copy of an extension (an in-place build's) must not shadow the built one.
+    leaves = [link.extension.leaf + "." for link in plan.links]
     for folder in pkg.packages:
-        files.extend(
-            _package_files(folder, plan.wheel.extension.leaf + ".", pkg.package_data, pkg.exclude)
-        )
-    files.append((plan.wheel.library_path, plan.link.library))
+        files.extend(_package_files(folder, leaves, pkg.package_data, pkg.exclude))
+    files += [(module.name, module) for module in pkg.modules]
+    files.extend((link.wheel_path, link.library) for link in plan.links)
     namever = f"{pkg.wheel_name}-{plan.wheel.version}"
     # PEP 639: License-File entries name files under .dist-info/licenses/.
     root = plan.project

@@ -1,6 +1,7 @@
 """What the ABI flavour decides once torch is probed: how sources see torch and Python, what
 the link adds, how the module and wheel are named and pinned (the AbiFlavour of a plan). What
-it decides before (configuration/abi.py) is the flavour's *kind*."""
+it decides before (configuration/abi.py) is the flavour's *kind*. What differs between the
+extensions of one wheel (their include folders, TORCH_EXTENSION_NAME) is the planner's."""
 
 from __future__ import annotations
 
@@ -18,7 +19,6 @@ Rel = Callable[[Path], str]  # a path as the compile commands name it (command_p
 def _stable_abi(matrix: Matrix, torch: TorchEnv, weak: GeneratedFile, rel: Rel) -> AbiFlavour:
     """One binary for every torch from the target up: torch's stable headers hide what is newer
     than the target, Python's limited API keeps the abi3 tag true."""
-    ext = matrix.extension
     return AbiFlavour(
         kind=abis.STABLE,
         target=matrix.torch.target,
@@ -26,12 +26,9 @@ def _stable_abi(matrix: Matrix, torch: TorchEnv, weak: GeneratedFile, rel: Rel) 
             # The stable-ABI version this binary targets: major << 56 | minor << 48 (torch/csrc/stable/version.h).
             f"-DTORCH_TARGET_VERSION={matrix.torch.target_macro}",
             f"-DPy_LIMITED_API={matrix.limited_api_macro}",
-            f"-DTORCH_EXTENSION_NAME={ext.leaf}",
         ),
         # Python's headers too: a source may include <Python.h> (Py_LIMITED_API still holds).
-        includes=tuple(
-            f"-I{rel(d)}" for d in (*ext.include_dirs, torch.include_dir, torch.python_include)
-        ),
+        includes=tuple(f"-I{rel(d)}" for d in (torch.include_dir, torch.python_include)),
         force_include=("-include", rel(weak.path)),
         generated=(weak,),
         extra_ldflags=(),
@@ -44,7 +41,6 @@ def _stable_abi(matrix: Matrix, torch: TorchEnv, weak: GeneratedFile, rel: Rel) 
 def _unstable_abi(matrix: Matrix, torch: TorchEnv, _weak: GeneratedFile, rel: Rel) -> AbiFlavour:
     """torch's full C++ API, as torch.utils.cpp_extension compiles it: every include folder,
     Python's headers (pybind11), the C++ ABI libtorch was built with; one torch, one CPython."""
-    ext = matrix.extension
     cp = "cp" + torch.python_version.replace(".", "")
     # as torch.utils.cpp_extension.CUDAExtension links them (classic extensions use c10::cuda)
     cuda_libs = ("-lc10_cuda", "-ltorch_cuda") if torch.cuda else ()
@@ -52,13 +48,10 @@ def _unstable_abi(matrix: Matrix, torch: TorchEnv, _weak: GeneratedFile, rel: Re
         kind=abis.UNSTABLE,
         target=matrix.torch.target,
         defines=(
-            f"-DTORCH_EXTENSION_NAME={ext.leaf}",
             "-DTORCH_API_INCLUDE_EXTENSION_H",
             f"-D_GLIBCXX_USE_CXX11_ABI={torch.cxx11_abi}",
         ),
-        includes=tuple(
-            f"-I{rel(d)}" for d in (*ext.include_dirs, *torch.include_dirs, torch.python_include)
-        ),
+        includes=tuple(f"-I{rel(d)}" for d in (*torch.include_dirs, torch.python_include)),
         force_include=(),
         generated=(),
         extra_ldflags=(

@@ -4,7 +4,8 @@ from PlanInputs, the variant and the torch it compiles against; nothing changes 
 is made: other inputs (the reproducibility twin's, torch's confirmed answer) make another plan.
 
 A plan's parts follow who reads them: ``compile`` (the ninja file, the freshness stamp, the build
-info), ``link``, ``wheel`` (packing, metadata, the import check) and ``abi`` (the flavour's
+info), ``links`` (one per shared object of the wheel: its objects, link flags, where it lands,
+what the import check does with it), ``wheel`` (packing, metadata) and ``abi`` (the flavour's
 decisions: tag, pin, which rules hold the binaries)."""
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from wheelforge.planning.jobcosts import JobCost
 from wheelforge.planning.parallelism import Schedule
 from wheelforge.planning.variants import Variant
 from wheelforge.toolchain.compilecache import CompileCache
+from wheelforge.toolchain.headerlibs import HeaderLibrary
 from wheelforge.toolchain.torchprobe import TorchEnv
 
 Rule = Literal["cxx", "cc", "nvcc"]
@@ -54,6 +56,9 @@ class PlanInputs:
     # what earlier builds measured of each compile step (planning/jobcosts.py), by step key
     costs: Mapping[str, JobCost] = dataclasses.field(default_factory=dict)
     cache_dir: Path | None = None  # where the probes planning asks are cached
+    # The matrix's header libraries, found (toolchain/headerlibs.resolve): folders, versions.
+    header_libraries: tuple[HeaderLibrary, ...] = ()
+    python: Path | None = None  # the build Python: what {python} runs in a generate step
 
     def twin(self, folder: Path) -> PlanInputs:
         """The inputs of ``--verify-reproducible``'s second build: in *folder*, with no compile
@@ -79,11 +84,37 @@ class CompileStep:
     arch_set: ArchSet | None = None  # for a source with arch limits: what it is compiled for
     gencode: str | None = None  # its own -gencode flags then; else the plan's (the arch set's)
     flags: str = ""  # per-source flags: the source's path-free name for seeds (reproducible.py)
+    # Which of CompilePlan.flag_sets it compiles with: the first extension's that lists it (a
+    # source two extensions compile with the same flags is compiled once).
+    flag_set: int = 0
     # its key in the job-cost history (planning/jobcosts.step_key): its name, rule, flags
     cost_key: str = ""
     heavy: bool = False  # in the heavy pool: at most schedule.heavy_depth of them at once
     # its wall time at the schedule's threads, from an earlier build; None: never measured
     expected_seconds: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class FlagSet:
+    """One extension's compile flags (without -gencode: that is per step)."""
+
+    cxx: str
+    cc: str
+    nvcc: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class GenerateEdge:
+    """A generate step as ninja runs it: its command (placeholders filled in), run in its
+    output folder, again whenever an input or the command changes."""
+
+    name: str
+    command: tuple[str, ...]
+    written: tuple[str, ...]  # the command as matrix.yaml writes it ({python}, {out}: path-free)
+    folder: Path  # its output folder (and working folder), inside the build folder
+    inputs: tuple[Path, ...]  # what it reads: a change runs it again
+    outputs: tuple[Path, ...]  # what it writes: the sources that name them wait for it
+    timeout: int  # seconds
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -103,13 +134,16 @@ class CompilePlan:
     nvcc_host: str  # the host compiler nvcc runs (-ccbin): one the toolkit accepts
     launchers: Launchers  # words run in front of each compiler (ccache, sccache, distcc)
     compile_cache: CompileCache | None  # the cache the launchers are; its session wraps ninja
-    cxx_flags: str
-    cc_flags: str
-    nvcc_flags: str
+    flag_sets: tuple[FlagSet, ...]  # one per extension, in the order of VariantPlan.links
     gencode: str  # the arch set's -gencode flags; a limited source has its own
     steps: tuple[CompileStep, ...]
     left_out: tuple[Path, ...]  # limited sources with no arch in common with the arch set
     generated: tuple[GeneratedFile, ...]
+    generate: tuple[GenerateEdge, ...]  # the matrix's generate steps, before any compile
+    header_libraries: tuple[HeaderLibrary, ...]  # their include folders are in the flags
+    # What every compile waits for and depends on besides its source: the header libraries'
+    # content stamp (a changed library recompiles what it was given to)
+    header_stamp: GeneratedFile | None
     # nvcc before CUDA 12.9: the fixed-pid library it runs with (reproducible.py); None: none
     nvcc_preload: Path | None
     # every folder the compiles read from, and its path-free name (reproducible.prefix_maps)
@@ -123,9 +157,20 @@ class CompilePlan:
 
 @dataclass(frozen=True, kw_only=True)
 class LinkPlan:
+    """One shared object of the wheel: what is linked into it, how, and where it lands."""
+
+    extension: ExtensionConfig  # its name (pkg._C), leaf (_C), kind (module or library)
+    objects: tuple[Path, ...]  # the compile steps' objects linked into it
     ldflags: str
-    library: Path  # the linked extension module in the build dir
+    library: Path  # the linked shared object in the build dir
     export_map: Path  # the linker version script (planner.export_map)
+    wheel_path: str  # where it goes inside the wheel, e.g. pkg/_C.abi3.so
+
+    @property
+    def role(self) -> Literal["extension", "library"]:
+        """What it is to the wheel, as binaries/facts.py names the roles: an ``extension``
+        module imported by name, or a ``library`` (loaded with torch.ops.load_library)."""
+        return "extension" if self.extension.kind == "module" else "library"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -134,9 +179,7 @@ class WheelPlan:
 
     package: PackageConfig  # its packages, data, metadata
     requires_python: str
-    extension: ExtensionConfig  # the module's import name (pkg._C) and leaf (_C)
     version: str  # the package's, plus the variant's local label if any (wheel_version)
-    library_path: str  # where the library goes inside the wheel, e.g. pkg/_C.abi3.so
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -149,7 +192,7 @@ class VariantPlan:
     build_dir: Path
     out_dir: Path
     compile: CompilePlan
-    link: LinkPlan
+    links: tuple[LinkPlan, ...]  # one per extension, in the matrix's order
     wheel: WheelPlan
 
     def command_path(self, path: Path) -> str:
@@ -172,8 +215,8 @@ class AbiFlavour:
 
     kind: abis.Abi
     target: tuple[int, int]  # the matrix's torch target version (its lowest torch)
-    defines: tuple[str, ...]
-    includes: tuple[str, ...]
+    defines: tuple[str, ...]  # for every extension (TORCH_EXTENSION_NAME is each one's own)
+    includes: tuple[str, ...]  # torch's and Python's, after each extension's own
     force_include: tuple[str, ...]  # -include of the weak-shims header (stable only)
     generated: tuple[GeneratedFile, ...]
     extra_ldflags: tuple[str, ...]

@@ -6,87 +6,62 @@ build calls it again with torch's confirmed answer, the twin with its own inputs
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from wheelforge.configuration import abi as abis
-from wheelforge.configuration.archs import ArchSpec
-from wheelforge.configuration.matrix.model import Matrix
+from wheelforge.configuration.matrix.keys import GENERATED_RE
+from wheelforge.configuration.matrix.model import ExtensionConfig
 from wheelforge.configuration.settings import BuildSettings
 from wheelforge.foundation import resources
-from wheelforge.foundation.errors import ConfigError, EnvironmentProblem
-from wheelforge.planning import jobcosts, reproducible, scheduling
+from wheelforge.foundation.errors import EnvironmentProblem
+from wheelforge.planning import compilesteps, generate, jobcosts, reproducible, scheduling
 from wheelforge.planning.abi import Rel
 from wheelforge.planning.abi import flavour as abi_flavour
 from wheelforge.planning.plan import (
     AbiFlavour,
     CompilePlan,
-    CompileStep,
+    FlagSet,
     GeneratedFile,
     LinkPlan,
     PlanInputs,
-    Rule,
     VariantPlan,
     WheelPlan,
     wheel_version,
 )
 from wheelforge.planning.variants import Variant
-from wheelforge.toolchain import compilecache, envs, toolkit, torchprobe
+from wheelforge.toolchain import compilecache, envs, headerlibs, toolkit, torchprobe
 from wheelforge.toolchain.compilecache import CompileCache
+from wheelforge.toolchain.headerlibs import HeaderLibrary
 from wheelforge.toolchain.torchprobe import TorchEnv
 
-_RULES: dict[str, Rule] = {".cu": "nvcc", ".cpp": "cxx", ".cc": "cxx", ".cxx": "cxx", ".c": "cc"}
+
+def _module_init(ext: ExtensionConfig, gen: Path) -> GeneratedFile | None:
+    """The generated ``PyInit_<leaf>`` of a module that does not define its own."""
+    if not ext.generates_init:
+        return None
+    return GeneratedFile(path=gen / f"{ext.leaf}_module_init.c", text=module_init_source(ext.leaf))
 
 
-def _sources(matrix: Matrix) -> dict[Path, tuple[ArchSpec, ...] | None]:
-    """Every source and its arch limits; an entry with ``archs`` wins over a plain glob."""
-    found: dict[Path, tuple[ArchSpec, ...] | None] = {}
-    limited_by: dict[Path, str] = {}
-    for spec in matrix.extension.sources:
-        matches = sorted(p.resolve() for p in matrix.root.glob(spec.pattern) if p.is_file())
-        if not matches:
-            raise ConfigError(f"{matrix.path}: extension.sources: '{spec.pattern}' matches no file")
-        for m in matches:
-            if spec.archs is None:
-                found.setdefault(m, None)
-                continue
-            if m in limited_by and limited_by[m] != spec.pattern:
-                raise ConfigError(
-                    f"{matrix.path}: extension.sources: {m.name} is limited by both '{limited_by[m]}' and "
-                    f"'{spec.pattern}'; give each source one arch limit"
-                )
-            limited_by[m] = spec.pattern
-            found[m] = spec.archs
-    return found
+def _fixed_pid(variant: Variant, gen: Path) -> GeneratedFile | None:
+    """The fixed-pid library's source, for nvcc before CUDA 12.9 (reproducible.py)."""
+    if not reproducible.needs_fixed_pid(variant.toolkit.version):
+        return None
+    preload = gen / reproducible.FIXED_PID_LIBRARY
+    return GeneratedFile(path=preload.with_suffix(".c"), text=reproducible.FIXED_PID_SOURCE)
 
 
-def _generated(
-    matrix: Matrix,
-    abi: AbiFlavour,
-    variant: Variant,
-    gen: Path,
-    *,
-    sources: dict[Path, tuple[ArchSpec, ...] | None],
-    exports: GeneratedFile,
-) -> tuple[list[GeneratedFile], Path | None]:
-    """The generated files (the ABI's, the export map, the module init, which joins *sources*,
-    and the fixed-pid library's source) and the library nvcc preloads, if any."""
-    ext = matrix.extension
-    generated = [*abi.generated, exports]
-    if ext.module_init:
-        init = GeneratedFile(
-            path=gen / f"{ext.leaf}_module_init.c", text=module_init_source(ext.leaf)
-        )
-        generated.append(init)
-        sources[init.path] = None
-    preload = None
-    if reproducible.needs_fixed_pid(variant.toolkit.version):  # nvcc before CUDA 12.9
-        preload = gen / reproducible.FIXED_PID_LIBRARY
-        generated.append(
-            GeneratedFile(path=preload.with_suffix(".c"), text=reproducible.FIXED_PID_SOURCE)
-        )
-    return generated, preload
+def header_stamp(libraries: Sequence[HeaderLibrary], gen: Path) -> GeneratedFile | None:
+    """A file whose text is the header libraries' names, versions and content digests: every
+    compile depends on it, so another commit (or an edited header ninja's depfiles would miss
+    by its mtime) recompiles, and the same content keeps the file as it is."""
+    if not libraries:
+        return None
+    lines = [f"{lib.name} {lib.version or '-'} {lib.digest or '-'}" for lib in libraries]
+    return GeneratedFile(path=gen / "header-libraries.txt", text="\n".join(lines) + "\n")
 
 
 def module_init_source(module_leaf: str) -> str:
@@ -104,19 +79,23 @@ def module_init_source(module_leaf: str) -> str:
 def _compile_flags(
     abi: AbiFlavour,
     variant: Variant,
-    matrix: Matrix,
+    ext: ExtensionConfig,
     torch: TorchEnv,
     *,
     nvcc_host: str,
     rel: Rel,
     maps: tuple[str, ...],
-    split_nvcc: bool = False,
-) -> tuple[list[str], list[str], list[str]]:
-    """The C++, C and nvcc flags (without -gencode: that is per compile step). Default
-    visibility everywhere: what the module exports is decided at link time (export_map()). The
-    prefix maps of *folders* keep them out of the binaries (reproducible.py). *split_nvcc*:
-    nvcc runs through sccache, which splits it into its steps (reproducible.split_nvcc_flags)."""
-    ext = matrix.extension
+    includes: Sequence[Path],
+    split_nvcc: Path | None = None,
+) -> FlagSet:
+    """One extension's C++, C and nvcc flags (without -gencode: that is per compile step).
+    Default visibility everywhere: what the module exports is decided at link time
+    (export_map()). The prefix maps of *folders* keep them out of the binaries
+    (reproducible.py). *includes*: the extension's include folders, then the header
+    libraries', before torch's. *split_nvcc*: the project's folder, when nvcc runs through
+    sccache, which splits it into its steps (reproducible.split_nvcc_maps)."""
+    defines = (*abi.defines, f"-DTORCH_EXTENSION_NAME={ext.leaf}")
+    own_includes = tuple(f"-I{rel(d)}" for d in includes)
     # The variant's own toolkit headers (cuda_runtime.h) for C/C++ sources, as nvcc adds them
     # for .cu ones; after the matrix's and torch's folders.
     cuda_includes = [f"-I{d}" for d in variant.toolkit.include_dirs]
@@ -125,7 +104,8 @@ def _compile_flags(
         "-O3",
         "-fPIC",
         *maps,
-        *abi.defines,
+        *defines,
+        *own_includes,
         *abi.includes,
         *cuda_includes,
         *abi.force_include,
@@ -135,7 +115,7 @@ def _compile_flags(
         "-O2",
         "-fPIC",
         *maps,
-        *abi.defines,
+        *defines,
         f"-I{rel(torch.python_include)}",
         *cuda_includes,
     ]
@@ -147,99 +127,120 @@ def _compile_flags(
         # nvcc passes these to the host compiler; -fPIC is required for a shared object.
         "-Xcompiler=-fPIC",
         *(f"-Xcompiler={m}" for m in maps),
-        *(reproducible.split_nvcc_maps(matrix.root.resolve()) if split_nvcc else ()),
+        *(reproducible.split_nvcc_maps(split_nvcc) if split_nvcc else ()),
         # The CUDA-only shim declarations (aoti_torch_get_current_cuda_stream, ...) sit behind USE_CUDA.
         "-DUSE_CUDA",
-        *abi.defines,
+        *defines,
+        *own_includes,
         *abi.includes,
         *abi.force_include,
+        *ext.nvcc_flags,
     ]
-    nvcc_flags += list(ext.nvcc_flags)
-    return cxx_flags, cc_flags, nvcc_flags
+    return FlagSet(cxx=shlex.join(cxx_flags), cc=shlex.join(cc_flags), nvcc=shlex.join(nvcc_flags))
 
 
 def _link_flags(
-    abi: AbiFlavour, variant: Variant, matrix: Matrix, torch: TorchEnv, exports: Path
-) -> str:
+    abi: AbiFlavour, variant: Variant, ext: ExtensionConfig, torch: TorchEnv, exports: Path
+) -> list[str]:
     toolkit = variant.toolkit
     if toolkit.cudart_static is None:
         raise EnvironmentProblem(
             f"CUDA {toolkit.version} at {toolkit.root} has no libcudart_static.a; install the CUDA runtime "
             "development files (PyPI: nvidia-cuda-runtime) so the extension carries its own cudart"
         )
-    ext = matrix.extension
-    return shlex.join(
-        [
-            # cudart linked statically, and its symbols kept out of our dynamic symbol table.
-            str(toolkit.cudart_static),
-            "-ldl",
-            "-lrt",
-            "-lpthread",
-            "-Wl,--exclude-libs,ALL",
-            *(f"-L{d}" for d in torch.library_dirs),
-            # Keep libtorch even though no symbol comes from it directly: on a CUDA torch it pulls in
-            # libtorch_cuda, where the CUDA shims (the current stream, ...) are defined.
-            "-Wl,--no-as-needed",
-            "-lc10",
-            "-ltorch",
-            "-ltorch_cpu",
-            "-Wl,--as-needed",
-            *abi.extra_ldflags,
-            f"-Wl,--version-script={exports}",
-            *(f"-L{d}" for d in ext.library_dirs),
-            *(f"-l{name}" for name in ext.libraries),
-            *ext.link_flags,
-        ]
-    )
+    return [
+        # cudart linked statically, and its symbols kept out of our dynamic symbol table.
+        str(toolkit.cudart_static),
+        "-ldl",
+        "-lrt",
+        "-lpthread",
+        "-Wl,--exclude-libs,ALL",
+        *(f"-L{d}" for d in torch.library_dirs),
+        # Keep libtorch even though no symbol comes from it directly: on a CUDA torch it pulls in
+        # libtorch_cuda, where the CUDA shims (the current stream, ...) are defined.
+        "-Wl,--no-as-needed",
+        "-lc10",
+        "-ltorch",
+        "-ltorch_cpu",
+        "-Wl,--as-needed",
+        *abi.extra_ldflags,
+        f"-Wl,--version-script={exports}",
+        *(f"-L{d}" for d in ext.library_dirs),
+        *(f"-l{name}" for name in ext.libraries),
+        *ext.link_flags,
+    ]
 
 
-def _compile_steps(
-    sources: dict[Path, tuple[ArchSpec, ...] | None],
-    variant: Variant,
-    matrix: Matrix,
-    build_dir: Path,
-    gen: Path,
-) -> tuple[list[CompileStep], list[Path]]:
-    """One step per source, with the -gencode flags it compiles with (the one place they are
-    decided); a limited source with no arch in common with the arch set is left out."""
-    steps = []
-    left_out = []
-    for source, limits in sources.items():
-        rule = _RULES[source.suffix]
-        obj_root = gen if source.is_relative_to(gen) else matrix.root
-        limited = variant.arch_set.limit(limits) if limits is not None and rule == "nvcc" else None
-        if limited is not None and not limited.specs:
-            left_out.append(source)
-            continue
-        name = reproducible.source_name(source, obj_root)
-        gencode = shlex.join(limited.gencode_flags()) if limited is not None else None
-        flags = (
-            reproducible.nvcc_source_flags(name, variant.toolkit.version)
-            if rule == "nvcc"
-            else reproducible.host_source_flags(name)
-        )
-        steps.append(
-            CompileStep(
-                source=source,
-                object=build_dir / "obj" / (name + ".o"),
-                rule=rule,
-                arch_set=limited,
-                gencode=gencode,
-                flags=shlex.join(flags),
-            )
-        )
-    return steps, left_out
-
-
-def export_map(module_leaf: str) -> str:
-    """A linker version script that exports ``PyInit_<leaf>`` and nothing else. Sources compile
-    with default visibility, so the export never depends on how user code spells the init
-    function (``PyMODINIT_FUNC`` or a bare ``PyObject* PyInit__C(void)``); everything else, static
-    cudart included, stays local, which is what ``-fvisibility=hidden`` was for."""
+def export_map(ext: ExtensionConfig) -> str:
+    """A linker version script that exports ``PyInit_<leaf>`` of a module and nothing else (a
+    library exports nothing: torch.ops.load_library runs its registrations as it loads).
+    Sources compile with default visibility, so the export never depends on how user code
+    spells the init function (``PyMODINIT_FUNC`` or a bare ``PyObject* PyInit__C(void)``);
+    everything else, static cudart included, stays local, which is what
+    ``-fvisibility=hidden`` was for."""
+    if ext.kind == "library":
+        return "/* Generated by wheelforge: an operator library exports nothing. */\n{\n  local:\n    *;\n};\n"
     return (
         "/* Generated by wheelforge: the extension module's only export. */\n"
-        f"{{\n  global:\n    PyInit_{module_leaf};\n  local:\n    *;\n}};\n"
+        f"{{\n  global:\n    PyInit_{ext.leaf};\n  local:\n    *;\n}};\n"
     )
+
+
+def _include_folders(
+    ext: ExtensionConfig, libraries: Sequence[HeaderLibrary], generated: Callable[[str], Path]
+) -> list[Path]:
+    """-I folders of *ext*: its own (a ``{step}`` one in the build folder), then the header
+    libraries'."""
+    own = []
+    for folder in ext.include_dirs:
+        ref = GENERATED_RE.match(folder.as_posix()) if not folder.is_absolute() else None
+        own.append(generated(ref[1]) / (ref[2] or "") if ref else folder)
+    return [*own, *(d for lib in libraries for d in lib.include_dirs)]
+
+
+def _tools(inputs: PlanInputs, variant: Variant, nvcc_host: str) -> dict[str, Any]:
+    """The compilers of a CompilePlan and what runs in front of them."""
+    return {
+        "cxx": inputs.compilers.cxx,
+        "cc": inputs.compilers.cc,
+        "nvcc": variant.toolkit.nvcc,
+        "nvcc_host": nvcc_host,
+        "launchers": compilecache.launchers(inputs.compile_cache, inputs.compilers.launchers),
+        "compile_cache": inputs.compile_cache,
+    }
+
+
+class _Extension:
+    """Where one extension's files lie in the build folder: with several extensions, each in
+    folders of its own; a matrix with one keeps the layout it had (gen/, obj/, the library at
+    the top)."""
+
+    def __init__(self, ext: ExtensionConfig, gen: Path, build: Path, *, several: bool) -> None:
+        self.ext, self.build, self.several = ext, build, several
+        self.gen = gen / ext.name if several else gen
+        self.objects = build / "obj" / ext.name if several else build / "obj"
+        self.exports = self.gen / "exports.map"
+
+    def generated(self) -> list[GeneratedFile]:
+        """Its linker version script, and the ``PyInit_<leaf>`` of a module that does not
+        define its own (a source of it)."""
+        out = [GeneratedFile(path=self.exports, text=export_map(self.ext))]
+        init = _module_init(self.ext, self.gen)
+        return [init, *out] if init is not None else out
+
+    def link(self, abi: AbiFlavour, objects: Sequence[Path], ldflags: str) -> LinkPlan:
+        ext = self.ext
+        filename = f"{ext.leaf}{abi.module_suffix if ext.kind == 'module' else '.so'}"
+        return LinkPlan(
+            extension=ext,
+            objects=tuple(objects),
+            ldflags=ldflags,
+            library=self.build / "lib" / ext.wheel_path(filename)
+            if self.several
+            else self.build / filename,
+            export_map=self.exports,
+            wheel_path=ext.wheel_path(filename),
+        )
 
 
 def make_plan(
@@ -250,27 +251,67 @@ def make_plan(
     matrix = inputs.matrix
     build_dir = (inputs.build_root / variant.id).resolve()
     gen = build_dir / "gen"
-    ext = matrix.extension
     weak = GeneratedFile(path=gen / "wheelforge_weak_shims.h", text=weak_header)
     rel: Rel = reproducible.spelling(build_dir, matrix.root.resolve(), variant.toolkit.version)
     abi = abi_flavour(matrix, torch, weak, rel)
-    exports = GeneratedFile(path=gen / "exports.map", text=export_map(ext.leaf))
-    sources = _sources(matrix)
-    generated, preload = _generated(matrix, abi, variant, gen, sources=sources, exports=exports)
-    folders = reproducible.input_folders(matrix.root.resolve(), build_dir, torch, variant.toolkit)
+    edges, generated_folder = generate.edges(inputs, build_dir)
+    libraries = inputs.header_libraries
+    generated = [*abi.generated]
+    preload = _fixed_pid(variant, gen)
+    stamp = header_stamp(libraries, gen)
+    generated += [g for g in (preload, stamp) if g is not None]
+    folders = reproducible.input_folders(
+        matrix.root.resolve(), build_dir, torch, variant.toolkit, libraries
+    )
     maps = reproducible.prefix_maps(reproducible.spelled(folders, rel))
-    split = bool(inputs.compile_cache and inputs.compile_cache.splits_nvcc)
-    each = _compile_flags(
-        abi, variant, matrix, torch, nvcc_host=nvcc_host, rel=rel, maps=maps, split_nvcc=split
+    steps = compilesteps.Steps(variant, matrix, build_dir, gen)
+    cache = inputs.compile_cache
+    split = matrix.root.resolve() if cache is not None and cache.splits_nvcc else None
+    flag_sets, links = [], []
+    for index, ext in enumerate(matrix.extensions):
+        own = _Extension(ext, gen, build_dir, several=len(matrix.extensions) > 1)
+        sources = compilesteps.sources(matrix, ext, generated_folder)
+        own_files = own.generated()
+        generated += own_files
+        sources |= {f.path: None for f in own_files if f.path.suffix == ".c"}
+        includes = _include_folders(ext, libraries, generated_folder)
+        flags = _compile_flags(
+            abi,
+            variant,
+            ext,
+            torch,
+            nvcc_host=nvcc_host,
+            rel=rel,
+            maps=maps,
+            includes=includes,
+            split_nvcc=split,
+        )
+        flag_sets.append(flags)
+        objects = steps.add(index, sources, flags, own.objects)
+        ldflags = _link_flags(abi, variant, ext, torch, own.exports)
+        links.append(own.link(abi, objects, shlex.join(ldflags)))
+    placed, timing = scheduling.scheduled(
+        inputs, variant, steps.steps, flag_sets=flag_sets, folders=tuple(folders.items())
     )
-    flags: dict[Rule, str] = dict(zip(("cxx", "cc", "nvcc"), map(shlex.join, each), strict=True))
-    steps, left_out = _compile_steps(sources, variant, matrix, build_dir, gen)
-    steps, timing = scheduling.scheduled(
-        inputs, variant, steps, flags=flags, folders=tuple(folders.items()), root=matrix.root
+    if split:  # sccache reads nvcc's threads from its command line only (split_nvcc_maps)
+        threads = f" --threads {timing.nvcc_threads}"
+        flag_sets = [dataclasses.replace(f, nvcc=f.nvcc + threads) for f in flag_sets]
+    compile_plan = CompilePlan(
+        **_tools(inputs, variant, nvcc_host),
+        flag_sets=tuple(flag_sets),
+        gencode=shlex.join(variant.arch_set.gencode_flags()),
+        steps=tuple(placed),
+        left_out=tuple(steps.left_out),
+        generated=tuple(generated),
+        generate=edges,
+        header_libraries=libraries,
+        header_stamp=stamp,
+        nvcc_preload=preload.path.with_suffix(".so") if preload else None,
+        input_folders=tuple(folders.items()),
+        jobs=timing.jobs,
+        nvcc_threads=timing.nvcc_threads,
+        schedule=timing,
     )
-    # sccache reads nvcc's threads from its command line only (reproducible.split_nvcc_maps)
-    flags["nvcc"] += f" --threads {timing.nvcc_threads}" if split else ""
-    library = build_dir / f"{ext.leaf}{abi.module_suffix}"
     return VariantPlan(
         variant=variant,
         torch=torch,
@@ -279,53 +320,34 @@ def make_plan(
         matrix_path=matrix.path,
         build_dir=build_dir,
         out_dir=inputs.out_dir,
-        compile=CompilePlan(
-            cxx=inputs.compilers.cxx,
-            cc=inputs.compilers.cc,
-            nvcc=variant.toolkit.nvcc,
-            nvcc_host=nvcc_host,
-            launchers=compilecache.launchers(inputs.compile_cache, inputs.compilers.launchers),
-            compile_cache=inputs.compile_cache,
-            cxx_flags=flags["cxx"],
-            cc_flags=flags["cc"],
-            nvcc_flags=flags["nvcc"],
-            gencode=shlex.join(variant.arch_set.gencode_flags()),
-            steps=tuple(steps),
-            left_out=tuple(left_out),
-            generated=tuple(generated),
-            nvcc_preload=preload,
-            input_folders=tuple(folders.items()),
-            jobs=timing.jobs,
-            nvcc_threads=timing.nvcc_threads,
-            schedule=timing,
+        compile=compile_plan,
+        links=tuple(links),
+        wheel=WheelPlan(
+            package=matrix.package,
+            requires_python=matrix.requires_python,
+            version=wheel_version(matrix, variant),
         ),
-        link=LinkPlan(
-            ldflags=_link_flags(abi, variant, matrix, torch, exports.path),
-            library=library,
-            export_map=exports.path,
-        ),
-        wheel=_wheel_plan(matrix, variant, library),
     )
 
 
-def _wheel_plan(matrix: Matrix, variant: Variant, library: Path) -> WheelPlan:
-    return WheelPlan(
-        package=matrix.package,
-        requires_python=matrix.requires_python,
-        extension=matrix.extension,
-        version=wheel_version(matrix, variant),
-        library_path=matrix.extension.wheel_path(library.name),
-    )
-
-
-def plan_inputs(settings: BuildSettings, compile_cache: CompileCache | None = None) -> PlanInputs:
-    """A build's planning inputs, compiling through *compile_cache* when given: the cores and
-    memory it may use (--memory-limit, else what the machine leaves) and what earlier builds
-    measured of each compile step."""
+def plan_inputs(
+    settings: BuildSettings, compile_cache: CompileCache | None = None, *, download: bool = True
+) -> PlanInputs:
+    """A build's planning inputs, compiling through *compile_cache* when given; its header
+    libraries found (a PyPI one downloaded into the cache unless not *download* or offline);
+    the cores and memory it may use (--memory-limit, else what the machine leaves) and what
+    earlier builds measured of each compile step."""
     memory = (
         resources.MemoryLimit(bytes=settings.memory_limit, source=settings.memory_limit_source)
         if settings.memory_limit is not None
         else resources.available_memory()
+    )
+    libraries = headerlibs.resolve(
+        settings.matrix.header_libraries,
+        root=settings.matrix.root,
+        cache=settings.cache_dir,
+        download=download and not settings.offline,
+        offline=settings.offline,
     )
     return PlanInputs(
         matrix=settings.matrix,
@@ -339,6 +361,8 @@ def plan_inputs(settings: BuildSettings, compile_cache: CompileCache | None = No
         memory=memory,
         costs=jobcosts.load(settings.cache_dir),
         cache_dir=settings.cache_dir,
+        header_libraries=libraries,
+        python=settings.python,
     )
 
 

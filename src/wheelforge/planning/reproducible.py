@@ -33,12 +33,13 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from packaging.version import Version
 
 from wheelforge.configuration import releases
+from wheelforge.toolchain.headerlibs import HeaderLibrary
 from wheelforge.toolchain.toolkit import Toolkit
 from wheelforge.toolchain.torchprobe import TorchEnv
 
@@ -52,6 +53,12 @@ TORCH = "torch"  # torch's package folder: torch/include/..., torch/lib
 PYTHON_INCLUDE = "python/include"
 TOOLKIT = "cuda"
 TOOLKIT_HOST = "cuda-host"  # a provisioned toolkit's own host compiler and its headers
+HEADER_LIBRARIES = "header-libraries"  # header-libraries/cutlass/include/cute/...
+
+
+def header_library_name(name: str) -> str:
+    """What a header library's folder reads as in the binaries (and in the build info)."""
+    return f"{HEADER_LIBRARIES}/{name}"
 
 
 def prefix_maps(folders: dict[Path, str]) -> tuple[str, ...]:
@@ -65,10 +72,16 @@ def prefix_maps(folders: dict[Path, str]) -> tuple[str, ...]:
 
 
 def input_folders(
-    root: Path, build_dir: Path, torch: TorchEnv, toolkit: Toolkit
+    root: Path,
+    build_dir: Path,
+    torch: TorchEnv,
+    toolkit: Toolkit,
+    libraries: Sequence[HeaderLibrary] = (),
 ) -> dict[Path, str]:
     """Every folder a compile reads from (the project, the build folder, torch's package folder,
-    Python's headers, the toolkit), and the fixed name it has in the binaries."""
+    Python's headers, the toolkit, the header libraries), and the fixed name it has in the
+    binaries. A header library is named after itself even inside the project (its folder is
+    the deeper one there)."""
     folders = {
         root: SOURCE_ROOT,
         build_dir: BUILD_DIR,
@@ -80,6 +93,8 @@ def input_folders(
         common = Path(os.path.commonpath([toolkit.root, toolkit.host_cxx]))
         if common != Path(common.anchor):
             folders.setdefault(common, TOOLKIT_HOST)
+    for lib in libraries:
+        folders[lib.root] = header_library_name(lib.name)
     return folders
 
 

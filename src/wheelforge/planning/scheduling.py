@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import dataclasses
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from wheelforge.planning import jobcosts, parallelism, reproducible
-from wheelforge.planning.plan import CompileStep, PlanInputs, Rule
+from wheelforge.planning.plan import CompileStep, FlagSet, PlanInputs
 from wheelforge.planning.variants import Variant
 
 
@@ -19,9 +19,8 @@ def scheduled(
     variant: Variant,
     steps: Sequence[CompileStep],
     *,
-    flags: Mapping[Rule, str],
+    flag_sets: Sequence[FlagSet],
     folders: tuple[tuple[Path, str], ...],
-    root: Path,
 ) -> tuple[list[CompileStep], parallelism.Schedule]:
     """Each step with its job-cost key and its place in the heavy pool, and the schedule that
     keeps the compiles within the memory (planning/parallelism.py), from what earlier builds
@@ -34,10 +33,9 @@ def scheduled(
             if step.rule == "nvcc"
             else ""
         )
-        text = reproducible.path_free_text(
-            " ".join((flags[step.rule], gencode, step.flags)), folders
-        )
-        name = reproducible.source_name(step.source, root)
+        flags = getattr(flag_sets[step.flag_set], step.rule)
+        text = reproducible.path_free_text(" ".join((flags, gencode, step.flags)), folders)
+        name = reproducible.source_name(step.source, inputs.matrix.root)
         key = jobcosts.step_key(name, step.rule, (text,))
         units = len((step.arch_set or variant.arch_set).specs) + 1 if step.rule == "nvcc" else 1
         cost = inputs.costs.get(key) or jobcosts.first_estimate(

@@ -15,11 +15,16 @@ def run_check(
     paths: Sequence[Path], *, target: str | None, python_abi: str | None
 ) -> list[abicheck.BinaryCheck]:
     """Check *paths* against the lowest torch *target* (else a wheel's Requires-Dist) and the
-    abi3 floor *python_abi* (else a wheel's tag), with the installed torch's shim guards."""
+    abi3 floor *python_abi* (else a wheel's tag), with the installed torch's shim guards and
+    its shim_function_versions.txt (when it ships one)."""
     torch = torch_floor_flag(target, "--target")
     python = python_abi_flag(python_abi, "--python-abi")
     return abicheck.check_paths(
-        list(paths), torch=torch, python=python, guards=shims.installed_torch_guards()
+        list(paths),
+        torch=torch,
+        python=python,
+        guards=shims.installed_torch_guards(),
+        versions=shims.installed_torch_versions(),
     )
 
 

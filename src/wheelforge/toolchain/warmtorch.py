@@ -5,11 +5,12 @@ Importing torch is the slowest thing a build does outside the compiler (3.5-4 s 
 machine, ~1.5 s here), and a cold build did it twice, one after the other: the probe
 (torchprobe.py) before compiling, the import check (running/importcheck.py) after packing.
 Now one child does both. It imports torch (niced, so the compiles it overlaps come first),
-prints the probe's answer, then waits on its stdin for the one module to import, the way a
-fresh ``python -c 'import torch; ...'`` would: the module is loaded in a process that has only
-imported torch, and the loader's message and exit status are that process's own. A child is
-used for one import check and then ends: two variants' modules register the same operator
-namespace, which one process refuses, and a crash while loading ends only that child.
+prints the probe's answer, then waits on its stdin for the wheel's shared objects to load, the
+way a fresh ``python -c 'import torch; ...'`` would: they are loaded in a process that has only
+imported torch, and the loaders' messages and exit status are that process's own. A child is
+used for one import check (one wheel: all its extensions, in the matrix's order) and then ends:
+two variants' modules register the same operator namespace, which one process refuses, and a
+crash while loading ends only that child.
 
 ``warm(python)`` starts one in the background (when a build is about to compile, so torch is
 imported while nvcc runs); ``probe`` and ``import_module`` use the warm one or start it. A
@@ -24,7 +25,7 @@ import json
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -59,17 +60,23 @@ request = sys.stdin.readline()
 if not request:
     sys.exit(0)
 import importlib.util
-name, path = json.loads(request)
-# Loads the module file directly (not through its package), so the package's own imports and
-# dependencies are not needed, and the loader's message is the one a user would see.
-try:
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-except Exception as exc:
-    print(json.dumps(f"{type(exc).__name__}: {exc}"))
-else:
-    print(json.dumps(None))
+answers = []
+for kind, name, path in json.loads(request):
+    # A module file is loaded directly (not through its package), so the package's own imports
+    # and dependencies are not needed, and the loader's message is the one a user would see; a
+    # library of operators the way its package loads it, with torch.ops.load_library.
+    try:
+        if kind == "library":
+            torch.ops.load_library(path)
+        else:
+            spec = importlib.util.spec_from_file_location(name, path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+    except Exception as exc:
+        answers.append(f"{type(exc).__name__}: {exc}")
+    else:
+        answers.append(None)
+print(json.dumps(answers))
 """
 
 _HINT = "point --python at an interpreter with torch"
@@ -161,13 +168,19 @@ def probe(python: Path) -> proc.Result:
         child.close()
 
 
-def import_module(python: Path, name: str, path: Path) -> proc.Result:
-    """Import the extension module file *path* as *name* in a child of *python* that imported
-    torch first; its output's last line is JSON: null, or the loader's message."""
+# What to load in the warm child: ("module", import name, file) for an extension module,
+# ("library", name, file) for a library loaded with torch.ops.load_library.
+Load = tuple[str, str, Path]
+
+
+def import_modules(python: Path, loads: Sequence[Load]) -> proc.Result:
+    """Load each of *loads*, in order, in one child of *python* that imported torch first (the
+    wheel's shared objects, as one process of its user loads them); its output's last line is
+    JSON: a list with, per load, null or the loader's message."""
     warm(python)
     child = _WARM.pop(python)
     try:
-        return child.finish(json.dumps([name, str(path)]))
+        return child.finish(json.dumps([[kind, name, str(path)] for kind, name, path in loads]))
     finally:
         child.close()
 

@@ -7,4 +7,7 @@ gcc -O1 -shared -fPIC -o newer_shim.so newer_shim.c
 g++ -O1 -shared -fPIC -o cxx_symbol.so cxx_symbol.cpp
 gcc -O1 -shared -fPIC -o glibc234.so glibc234.c
 gcc -O1 -shared -fPIC -fvisibility=hidden -o hidden_init.so hidden_init.c
-strip --strip-unneeded ./*.so
+gcc -O1 -shared -fPIC -o oplib.so oplib.c
+gcc -O1 -shared -fPIC -o own_cxx.so own_cxx.c
+gcc -O1 -o program program.c
+strip --strip-unneeded ./*.so program

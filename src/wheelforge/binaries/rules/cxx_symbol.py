@@ -3,14 +3,12 @@ change with every torch release, so a binary that needs one fails to load on the
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
+from wheelforge.binaries import floors
 from wheelforge.binaries.facts import BinaryFacts
 from wheelforge.binaries.rule import Finding, Rule, RuleContext
-from wheelforge.binaries.symbols import demangle
 
-_LIBTORCH_CXX_RE = re.compile(r"(?<![\w:])(c10|at|torch|caffe2)::")
 _HINTS = {
     "torch::Library": "TORCH_LIBRARY from torch/library.h; use STABLE_TORCH_LIBRARY from "
     "torch/csrc/stable/library.h",
@@ -24,12 +22,7 @@ _HINTS = {
 
 def check(binary: BinaryFacts, context: RuleContext) -> Iterator[Finding]:
     path = binary.name
-    for symbol in binary.need_symbols().undefined:
-        if not symbol.startswith("_Z"):
-            continue
-        name = demangle(symbol)
-        if not _LIBTORCH_CXX_RE.search(name):
-            continue
+    for symbol, name in floors.libtorch_cxx(binary.need_symbols().undefined):
         hint = next((h for key, h in _HINTS.items() if key in name), None)
         fix = (
             f"it comes from {hint}"
@@ -46,7 +39,9 @@ def check(binary: BinaryFacts, context: RuleContext) -> Iterator[Finding]:
 RULE = Rule(
     id="cxx-symbol",
     doc="no libtorch C++: undefined symbols that demangle (libstdc++'s own `__cxa_demangle`) "
-    "into `c10::`, `at::`, `torch::`, `caffe2::`",
+    "into an entity of `c10::`, `at::`, `torch::`, `caffe2::` (not `torch::stable::`, which is "
+    "header-only; a function of the wheel's own that takes a `torch::stable::Tensor` is not "
+    "libtorch's)",
     source="the binary",
     flavours=frozenset({"stable"}),
     roles=frozenset({"extension", "library"}),

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from wheelforge.binaries import floors
 from wheelforge.binaries.facts import BinaryFacts
 from wheelforge.binaries.rule import Finding, Rule, RuleContext
+from wheelforge.binaries.rules.python_api import above_tag
 
 
 def check(binary: BinaryFacts, context: RuleContext) -> Iterator[Finding]:
@@ -26,12 +27,7 @@ def check(binary: BinaryFacts, context: RuleContext) -> Iterator[Finding]:
             f"build for {have} so the headers hide the newer shims",
         )
     if python is not None and target.python is not None and python > target.python:
-        tag, need = f"cp{target.python[0]}{target.python[1]}", f"{python[0]}.{python[1]}"
-        yield Finding(
-            None,
-            f"{path} is tagged {tag}-abi3, but its Python symbols need the limited API of "
-            f"Python {need}; raise python-abi to cp{python[0]}{python[1]}",
-        )
+        yield above_tag(path, "its Python symbols", python, context)
 
 
 RULE = Rule(

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from wheelforge.binaries import floors
 from wheelforge.binaries.facts import BinaryFacts
 from wheelforge.binaries.rule import Finding, Rule, RuleContext
+from wheelforge.toolchain.shims import Version2
 
 
 def check(binary: BinaryFacts, context: RuleContext) -> Iterator[Finding]:
@@ -27,17 +28,41 @@ def check(binary: BinaryFacts, context: RuleContext) -> Iterator[Finding]:
                 "tag is wrong; build with -DPy_LIMITED_API and avoid that function",
             )
         elif member.added > PyVersion(*floor):
-            added = member.added
-            yield Finding(
-                name,
-                f"{path} uses {name}, in the limited API only since Python {added}, but the "
-                f"wheel is tagged {tag}-abi3; raise python-abi to cp{added.major}{added.minor}",
-            )
+            added = (member.added.major, member.added.minor)
+            yield above_tag(path, name, added, context)
+
+
+def above_tag(path: str, what: str, added: Version2, context: RuleContext) -> Finding:
+    """*what* (a symbol, or "its Python symbols") needs the limited API of Python *added*, newer
+    than the abi3 tag: an error, unless the wheel's Requires-Python keeps it off every Python
+    older than that (a warning naming both: it loads wherever it installs, the tag overstates)."""
+    target = context.target
+    assert target.python is not None
+    tag, need = f"cp{target.python[0]}{target.python[1]}", f"{added[0]}.{added[1]}"
+    fix = f"raise python-abi to cp{added[0]}{added[1]}"
+    symbol = what if not what.startswith("its ") else None
+    uses = f"uses {what}, in the limited API only since" if symbol else "needs the limited API of"
+    requires = target.declared.requires_python
+    if target.requires_python is not None and target.requires_python >= added:
+        return Finding(
+            symbol,
+            f"{path} {uses} Python {need}, above the wheel's {tag}-abi3 tag; its Requires-Python "
+            f"({requires}) keeps it off older Pythons, so it loads wherever it installs; {fix} so "
+            "the tag says so",
+            severity="warning",
+        )
+    admits = f" and Requires-Python ({requires}) admits older ones" if requires else ""
+    return Finding(
+        symbol,
+        f"{path} {uses} Python {need}, but the wheel is tagged {tag}-abi3{admits}, where it fails "
+        f"to load; {fix}",
+    )
 
 
 RULE = Rule(
     id="python-api",
-    doc="limited Python API: every `Py*` symbol, against the wheel's `cp3X-abi3` tag",
+    doc="limited Python API: every `Py*` symbol, against the wheel's `cp3X-abi3` tag; one newer "
+    "than the tag but within the wheel's `Requires-Python` is a warning naming both",
     source="`abi3info` (CPython's own limited-API manifest, with the version that added each "
     "symbol)",
     flavours=frozenset({"stable"}),

@@ -15,7 +15,7 @@ def check(binary: BinaryFacts, context: RuleContext) -> Iterator[Finding]:
     target = context.target
     major, minor = target.torch
     for name in floors.used_shims(binary.need_symbols().undefined):
-        verdict = shims.judge(name, target.torch, target.guards)
+        verdict = shims.judge(name, target.torch, target.guards, target.versions)
         if verdict.ok:
             continue
         if verdict.introduced is None:
@@ -41,7 +41,8 @@ RULE = Rule(
     "needs",
     source="`src/wheelforge/data/shim_exports.json`: what libtorch_cpu.so and libtorch_cuda.so "
     "of torch 2.9 to 2.14 really export (add a release: see below); for newer versions, the "
-    "`TORCH_FEATURE_VERSION` guards in the build torch's shim headers",
+    "torch at hand's `torch/csrc/stable/c/shim_function_versions.txt` when it ships one, else "
+    "the `TORCH_FEATURE_VERSION` guards in its shim headers",
     flavours=frozenset({"stable"}),
     roles=frozenset({"extension", "library"}),
     needs=frozenset({"symbols"}),

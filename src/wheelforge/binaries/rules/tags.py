@@ -37,7 +37,8 @@ def check(binary: BinaryFacts, context: RuleContext) -> Iterator[Finding]:
             yield Finding(
                 None, f"{wheel} is tagged {platform}, but {member} is built for {facts.machine}"
             )
-    if context.target.python is not None and _ONE_CPYTHON_RE.search(member):
+    # Only what Python imports is looked up by that name; a library may be named anything.
+    if binary.role == "extension" and context.target.python and _ONE_CPYTHON_RE.search(member):
         yield Finding(
             None,
             f"{wheel} is an abi3 wheel, but {member} is named for one CPython; name it *.abi3.so",
@@ -47,10 +48,10 @@ def check(binary: BinaryFacts, context: RuleContext) -> Iterator[Finding]:
 RULE = Rule(
     id="tags",
     doc="tags agree with binaries: glibc symbol versions vs the `manylinux_X_Y` tag, ELF machine "
-    "vs the platform tag, `*.cpython-3XX-*.so` names inside an abi3 wheel",
+    "vs the platform tag, extension modules named `*.cpython-3XX-*.so` inside an abi3 wheel",
     source="the binary, the wheel name",
     flavours=frozenset({"stable"}),
-    roles=frozenset({"extension", "library"}),
+    roles=frozenset({"extension", "library", "program"}),
     needs=frozenset({"symbols"}),
     order=60,
     check=check,

@@ -17,7 +17,11 @@ EXTENSION_CALLS = ("CUDAExtension", "CppExtension")
 _ARCH_FLAGS = ("-gencode", "--generate-code", "-arch", "--gpu-architecture", "-code")
 _IDENTITY_CALLS = {"abspath", "realpath", "Path", "str", "normpath", "fspath"}
 # setup() arguments matrix.yaml has no key for: they belong in pyproject.toml [project].
-_PYPROJECT_ONLY = ("author", "author_email", "url", "classifiers", "long_description", "keywords")
+_PYPROJECT_ONLY = ("long_description",)
+_SETUP_ARGS = (
+    "name", "version", "description", "install_requires", "python_requires", "license", "author",
+    "author_email", "url", "project_urls", "classifiers", "keywords", "py_modules",
+)  # fmt: skip
 
 
 class Untranslatable(Exception):
@@ -285,14 +289,7 @@ def _setup_args(call: ast.Call, ev: _Evaluator, notes: list[str]) -> dict[str, o
                 f"setup({kw.arg}=...): matrix.yaml has no key for it; give it in pyproject.toml [project]"
             )
             continue
-        if kw.arg not in (
-            "name",
-            "version",
-            "description",
-            "install_requires",
-            "python_requires",
-            "license",
-        ):
+        if kw.arg not in _SETUP_ARGS:
             continue
         try:
             out[kw.arg] = ev.value(kw.value)

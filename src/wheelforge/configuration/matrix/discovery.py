@@ -31,15 +31,18 @@ def is_package(folder: Path) -> bool:
     )
 
 
-def discover_packages(root: Path, extension: str) -> tuple[Path, ...]:
-    """``package.packages`` when not given: the extension module's own top-level package, else
+def discover_packages(root: Path, *extensions: str) -> tuple[Path, ...]:
+    """``package.packages`` when not given: the extension modules' own top-level packages, else
     every top-level package folder of *root* (or *root*/src)."""
     layouts = [root, root / "src"]
-    top = extension.split(".", 1)[0]
-    if "." in extension:
-        own = [(d / top).resolve() for d in layouts if is_package(d / top)]
-        if own:
-            return (own[0],)
+    own: list[Path] = []
+    for extension in extensions:
+        top = extension.split(".", 1)[0]
+        found = [(d / top).resolve() for d in layouts if "." in extension and is_package(d / top)]
+        if found and found[0] not in own:
+            own.append(found[0])
+    if own:
+        return tuple(own)
     for layout in layouts:
         found = [
             init.parent.resolve()

@@ -15,6 +15,10 @@ MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 ARCH_SET_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.]*$")
 PYTHON_ABI_RE = re.compile(r"^cp3(\d{1,2})$")
 CUDA_RE = re.compile(r"^\d+\.\d+$")
+HEADER_LIBRARY_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
+STEP_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+# A path that starts in a generate step's output folder: ``{kernels}/flash_*.cu``.
+GENERATED_RE = re.compile(r"^\{([a-z][a-z0-9_]*)\}(?:/(.*))?$")
 # What a source file may end in (extension.sources).
 SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx", ".c")
 

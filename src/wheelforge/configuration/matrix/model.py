@@ -1,5 +1,6 @@
 """The matrix.yaml model: frozen dataclasses for what a matrix says (the top level, package,
-extension and its sources, tests, wheel-variants), and the one description of its keys. Each
+the extensions and their sources, header libraries, generate steps, tests, wheel-variants), and
+the one description of its keys. Each
 field's metadata (matrix/keys.key) names its YAML key, its shape in YAML when that differs from
 the Python type, its default and a one-line doc; matrix/reader.py reads the file by these fields,
 matrix/schema.py turns them into data/matrix.schema.json and the key tables of docs/matrix.md.
@@ -20,10 +21,12 @@ from wheelforge.configuration.matrix.keys import (
     ARCH_LIST_REF,
     ARCH_SET_NAME_RE,
     COMPILE_CACHES,
+    HEADER_LIBRARY_RE,
     INTERNAL,
     MODULE_RE,
     NAME_RE,
     PYTHON_ABI_RE,
+    STEP_NAME_RE,
     Scalar,
     Scalars,
     Strings,
@@ -66,12 +69,41 @@ class PackageConfig:
         default=(),
         metadata=key("extra `Requires-Dist` entries; torch must not be listed", shape=Strings),
     )
+    authors: tuple[str, ...] = field(
+        default=(),
+        metadata=key(
+            "METADATA `Author-email` entries, `Name <email>` (or `Author` for a name alone), as setup(author=, author_email=) gives them",
+            shape=Strings,
+        ),
+    )
+    urls: tuple[tuple[str, str], ...] = field(
+        default=(),
+        metadata=key(
+            "METADATA `Project-URL` entries: labels to URLs (`Homepage: https://...`)",
+            shape={"type": "object", "additionalProperties": {"type": "string"}},
+            words="mapping of labels to URLs",
+        ),
+    )
+    classifiers: tuple[str, ...] = field(
+        default=(), metadata=key("METADATA `Classifier` entries (trove classifiers)", shape=Strings)
+    )
+    keywords: tuple[str, ...] = field(
+        default=(), metadata=key("METADATA `Keywords`", shape=Strings)
+    )
     packages: tuple[Path, ...] = field(
         default=(),
         metadata=key(
             "Python packages (an `__init__.py`, or a namespace package holding one); their `.py`/`.pyi` files and `package-data` go into the wheel",
             shape=Strings,
             default_words="the extension's top-level package, else every top-level package folder",
+        ),
+    )
+    modules: tuple[Path, ...] = field(
+        default=(),
+        metadata=key(
+            "top-level Python modules (`.py` files) shipped at the wheel's root, as setup(py_modules=...) ships them",
+            shape=Strings,
+            words="list of files",
         ),
     )
     package_data: tuple[str, ...] = field(
@@ -128,27 +160,42 @@ class SourceSpec:
 _SOURCES = Strings | tuple[str | SourceSpec, ...]
 
 
+# What a shared object is to Python: a module imported by name (``import pkg._C`` runs its
+# PyInit), or a library of operators loaded with ``torch.ops.load_library`` (no PyInit).
+ExtensionKind = Literal["module", "library"]
+
+
 @dataclass(frozen=True, kw_only=True)
 class ExtensionConfig:
-    """The compiled module: its name, sources and flags."""
+    """One compiled shared object of the wheel: its name, kind, sources and flags."""
 
     name: str = field(  # dotted module name, e.g. wheelforge_kernels._C
         metadata=key(
-            "where the module lands: `pkg._C` → `pkg/_C.abi3.so`; a top-level name lands at the wheel's root",
+            "where it lands: `pkg._C` → `pkg/_C.abi3.so` (a `library`: `pkg/_C.so`); a top-level name lands at the wheel's root",
             shape=pattern_schema(MODULE_RE),
             words="module name",
         )
     )
+    kind: ExtensionKind = field(
+        default="module",
+        metadata=key(
+            "`module`: imported by name (`import pkg._C`); `library`: a library of operators loaded with `torch.ops.load_library` (no `PyInit`), named `<leaf>.so`"
+        ),
+    )
     sources: tuple[SourceSpec, ...] = field(
         metadata=key(
-            "each glob must match at least one file, all of them sources; `archs` limits a source to those archs (rule in toolkits.md)",
+            "each glob must match at least one file, all of them sources; `archs` limits a source to those archs (rule in toolkits.md); `{step}/GLOB` names outputs of a `generate` step",
             shape=_SOURCES,
             words="list of globs, or `{files: GLOB, archs: LIST}`",
         )
     )
     include_dirs: tuple[Path, ...] = field(
         default=(),
-        metadata=key("`-I` for every compile", name="include-dirs", shape=Strings),
+        metadata=key(
+            "`-I` for every compile of this extension (before the header libraries' and torch's); `{step}` names a `generate` step's output folder",
+            name="include-dirs",
+            shape=Strings,
+        ),
     )
     cxx_flags: tuple[str, ...] = field(
         default=(),
@@ -179,14 +226,34 @@ class ExtensionConfig:
     module_init: bool = field(
         default=True,
         metadata=key(
-            "compile a generated `PyInit_<leaf>` (limited API) so `import pkg._C` loads the library and runs its `STABLE_TORCH_LIBRARY` registrations; `false` if your sources define it",
+            "compile a generated `PyInit_<leaf>` (limited API) so `import pkg._C` loads the library and runs its `STABLE_TORCH_LIBRARY` registrations; `false` if your sources define it; a `library` has none",
             name="module-init",
+        ),
+    )
+    size_budget: int | None = field(
+        default=None,
+        metadata=key(
+            "the largest this shared object may be, as a file in the wheel (uncompressed): `20MiB`, `450MB` or bytes; over it fails the variant (exit 4), like the wheel's `size-budget`",
+            name="size-budget",
+            shape={
+                "anyOf": [
+                    {"type": "string", "pattern": SIZE_PATTERN},
+                    {"type": "number", "exclusiveMinimum": 0},
+                ]
+            },
+            words="size",
         ),
     )
 
     @property
     def leaf(self) -> str:
         return self.name.rsplit(".", 1)[-1]
+
+    @property
+    def generates_init(self) -> bool:
+        """Whether wheelforge compiles a ``PyInit_<leaf>`` into it (a module, unless its
+        sources define one)."""
+        return self.kind == "module" and self.module_init
 
     @property
     def package_path(self) -> str:
@@ -196,6 +263,100 @@ class ExtensionConfig:
 
     def wheel_path(self, filename: str) -> str:
         return f"{self.package_path}/{filename}" if self.package_path else filename
+
+
+@dataclass(frozen=True, kw_only=True)
+class HeaderLibraryConfig:
+    """A header library the sources include (CUTLASS/CuTe, ...): from a folder of the project
+    (a git submodule's commit is read from its checkout) or from a PyPI package that ships the
+    headers. Its include folders join every compile; its version or commit goes into the SBOM
+    and the build info; a change to its content recompiles what includes it."""
+
+    name: str = field(
+        metadata=key(
+            "what the SBOM and the build info call it (`cutlass`)",
+            shape=pattern_schema(HEADER_LIBRARY_RE),
+        )
+    )
+    path: Path | None = field(
+        default=None,
+        metadata=key(
+            "its folder, relative to matrix.yaml (a git submodule such as `csrc/cutlass`: its commit is read from the checkout, no network)",
+            shape=str,
+            words="folder",
+        ),
+    )
+    pypi: str | None = field(
+        default=None,
+        metadata=key(
+            'a PyPI requirement pinned with `==` whose wheel ships the headers (`"nvidia-cutlass==4.2.0.0"`); downloaded once into the user cache (not with `--offline`)',
+            shape=str,
+            words="requirement",
+        ),
+    )
+    include: tuple[str, ...] = field(
+        default=("include",),
+        metadata=key(
+            "its include folders, relative to `path` (or to the unpacked wheel: `cutlass_library/source/include`); each must exist",
+            shape=Strings,
+            words="list of folders",
+        ),
+    )
+    version: str | None = field(
+        default=None,
+        metadata=key(
+            "its version as the SBOM names it (`3.9.2`); default: the git commit of `path`, the pinned version of `pypi`",
+            shape=Scalar,
+            words="version",
+        ),
+    )
+
+
+DEFAULT_GENERATE_TIMEOUT = 600  # seconds one generate step may run
+
+
+@dataclass(frozen=True, kw_only=True)
+class GenerateStep:
+    """A program that writes sources before anything compiles (FA3's generate_kernels.py,
+    vLLM's marlin generators): a ninja edge of its own, run in its output folder inside the
+    variant's build folder, and again only when an input or the command changes."""
+
+    name: str = field(
+        metadata=key(
+            "the step's name: sources and include-dirs name its output folder as `{name}`",
+            shape=pattern_schema(STEP_NAME_RE),
+        )
+    )
+    run: tuple[str, ...] = field(
+        metadata=key(
+            "the command, one word each; `{python}` is the build Python, `{project}` the folder of matrix.yaml, `{out}` this step's output folder (its working folder), `{other}` another step's",
+            shape=Strings,
+            words="list of words",
+        )
+    )
+    inputs: tuple[str, ...] = field(
+        default=(),
+        metadata=key(
+            "files (globs relative to matrix.yaml, or `{other}/FILE` of another step) whose change runs it again; list the generator script and what it reads",
+            shape=Strings,
+            words="list of globs",
+        ),
+    )
+    outputs: tuple[str, ...] = field(
+        metadata=key(
+            "the files it writes, relative to its output folder (no globs: ninja must know them before it runs); a declared output it does not write fails the step",
+            shape=Strings,
+            words="list of files",
+        )
+    )
+    timeout: int = field(
+        default=DEFAULT_GENERATE_TIMEOUT,
+        metadata=key(
+            "seconds it may run; past them it is stopped and the build fails naming it",
+            shape={"type": "integer", "minimum": 1},
+            words="seconds",
+        ),
+    )
 
 
 DEFAULT_TEST_COMMAND: tuple[str, ...] = (
@@ -289,7 +450,8 @@ _ARCH_SETS: dict[str, Any] = {
 
 @dataclass(frozen=True, kw_only=True)
 class Matrix:
-    """The wheels to build of one extension (docs/matrix.md)."""
+    """The wheels to build of one project (docs/matrix.md): ``extensions`` holds every shared
+    object, whether matrix.yaml wrote ``extension`` or ``extensions``."""
 
     path: Path = field(metadata=INTERNAL)
     root: Path = field(metadata=INTERNAL)  # the folder matrix.yaml is in; relative paths start here
@@ -300,7 +462,41 @@ class Matrix:
             required=False,
         )
     )
-    extension: ExtensionConfig = field(metadata=key("the compiled module", words="mapping"))
+    extension: ExtensionConfig | None = field(
+        default=None,
+        metadata=key(
+            "the compiled module, when the wheel has one (the same as `extensions` with one entry); write `extension` or `extensions`",
+            shape=ExtensionConfig,
+            words="mapping",
+            default_words="-",
+        ),
+    )
+    extensions: tuple[ExtensionConfig, ...] = field(
+        default=(),
+        metadata=key(
+            "the wheel's shared objects, each with its own name, sources and flags, all built for the same arch sets, toolkits and torch (one build.ninja per variant compiles them all)",
+            shape=tuple[ExtensionConfig, ...],
+            words="list of mappings",
+            default_words="`[extension]`",
+        ),
+    )
+    header_libraries: tuple[HeaderLibraryConfig, ...] = field(
+        default=(),
+        metadata=key(
+            "header libraries the sources include (CUTLASS, ...): their include folders join every compile, their version or commit the SBOM",
+            name="header-libraries",
+            shape=tuple[HeaderLibraryConfig, ...],
+            words="list of mappings",
+        ),
+    )
+    generate: tuple[GenerateStep, ...] = field(
+        default=(),
+        metadata=key(
+            "programs that write sources before compiling, in the build folder, run again only when their inputs change",
+            shape=tuple[GenerateStep, ...],
+            words="list of mappings",
+        ),
+    )
     torch: TorchSpec = field(
         metadata=key(
             "the torch versions the wheel is for: a version, a range, or a list; the lowest is the stable-ABI target",
@@ -395,6 +591,10 @@ class Matrix:
             default="auto",
         ),
     )
+
+    def step(self, name: str) -> GenerateStep | None:
+        """The generate step called *name*."""
+        return next((s for s in self.generate if s.name == name), None)
 
     @property
     def variant_wheels(self) -> bool:

@@ -191,6 +191,23 @@ class ModelReader:
         """A section of its own (a mapping read by *model*'s fields)."""
         return lambda node, where: self.build(model, self.section(node, model, where))
 
+    def section_list(self, model: type[T]) -> Callable[[yaml.Node, str], tuple[T, ...] | None]:
+        """A list of sections (mappings read by *model*'s fields), each named ``where[i]``;
+        the good ones, or None when the value is not a list."""
+
+        def read(node: yaml.Node, where: str) -> tuple[T, ...] | None:
+            if not isinstance(node, yaml.SequenceNode):
+                self.problems.add(node, f"{where} must be a list of mappings")
+                return None
+            out = []
+            for i, item in enumerate(node.value):
+                built = self.build(model, self.section(item, model, f"{where}[{i}]"))
+                if built is not None:
+                    out.append(built)
+            return tuple(out)
+
+        return read
+
     # -- helpers of explicit readers ----------------------------------------------------------
 
     def checked_scalar(

@@ -29,6 +29,11 @@ _FROM_PROJECT: dict[str, Callable[[str, str], bool]] = {
 }
 
 
+# Metadata matrix.yaml takes for a project without [project] (what setup() gave): with a
+# pyproject.toml [project], it belongs there.
+_ONLY_ONE_PLACE = ("authors", "urls", "classifiers", "keywords")
+
+
 class PackageReader(ModelReader):
     """The package section's keys."""
 
@@ -47,7 +52,12 @@ class PackageReader(ModelReader):
             "version": self.version,
             "requires_python": self.requires_python,
             "dependencies": self.checked_list(self.dependency),
+            "authors": self.strings,
+            "urls": self.urls,
+            "classifiers": self.strings,
+            "keywords": self.strings,
             "packages": self.checked_list(self.package_folder),
+            "modules": self.checked_list(self.module_file),
             "package_data": self.flag_list,
             "exclude": self.flag_list,
             "pyproject": lambda _n, _w: None,  # read before everything else: project_for()
@@ -110,6 +120,12 @@ class PackageReader(ModelReader):
                 read.items["license"][1],
                 f"package.license '{license_}' conflicts with the license in {project.path} [project]; keep it in one place",
             )
+        for key in _ONLY_ONE_PLACE:
+            if key in read.items:
+                self.problems.add(
+                    read.items[key][1],
+                    f"package.{key}: pyproject.toml [project] gives the metadata ({project.path}); keep {key} there and remove it here",
+                )
         if "dependencies" not in read.items:
             read.values["dependencies"] = project.dependencies
         elif project.dependencies and set(project.dependencies) != set(
@@ -119,6 +135,21 @@ class PackageReader(ModelReader):
                 read.items["dependencies"][1],
                 f"package.dependencies conflicts with dependencies in {project.path} [project]; keep them in one place (pyproject.toml)",
             )
+
+    def urls(self, node: yaml.Node, where: str) -> tuple[tuple[str, str], ...]:
+        """``urls``: labels to URLs, in order."""
+        if not isinstance(node, yaml.MappingNode):
+            self.problems.add(
+                node, f"{where} must be a mapping of labels to URLs (Homepage: https://...)"
+            )
+            return ()
+        out = []
+        for key_node, value_node in node.value:
+            label = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+            value = self.scalar(value_node, f"{where}.{label}")
+            if isinstance(label, str) and value is not None:
+                out.append((label, value))
+        return tuple(out)
 
     def version(self, node: yaml.Node, where: str) -> str | None:
         value = self.scalar(node, where)
@@ -160,3 +191,13 @@ class PackageReader(ModelReader):
             )
             return None
         return folder
+
+    def module_file(self, node: yaml.Node, value: str, where: str) -> Path | None:
+        path = (self.root / value).resolve()
+        if path.suffix != ".py" or not path.is_file():
+            self.problems.add(
+                node,
+                f"{where}: '{value}' is not a .py file (paths are relative to {self.problems.display}); name a top-level module's file",
+            )
+            return None
+        return path

@@ -15,21 +15,26 @@ import yaml
 from packaging.version import InvalidVersion, Version
 
 from wheelforge.configuration.abi import ABIS
-from wheelforge.configuration.archs import ArchSet, ArchSpec, parse_arch_list
-from wheelforge.configuration.bytesizes import parse_size
+from wheelforge.configuration.archs import ArchSet, parse_arch_list
 from wheelforge.configuration.matrix import yamlio
 from wheelforge.configuration.matrix.discovery import discover_packages
+from wheelforge.configuration.matrix.extensions import ExtensionsReader
 from wheelforge.configuration.matrix.keys import (
     ARCH_SET_NAME_RE,
     CUDA_RE,
-    MODULE_RE,
     PYTHON_ABI_RE,
-    SOURCE_SUFFIXES,
 )
-from wheelforge.configuration.matrix.model import ExtensionConfig, Matrix, SourceSpec, TestsConfig
+from wheelforge.configuration.matrix.model import (
+    ExtensionConfig,
+    GenerateStep,
+    HeaderLibraryConfig,
+    Matrix,
+    TestsConfig,
+)
 from wheelforge.configuration.matrix.modelreader import KeyReader
 from wheelforge.configuration.matrix.packagereader import PackageReader
 from wheelforge.configuration.matrix.pyproject import project_for
+from wheelforge.configuration.matrix.steps import StepsReader
 from wheelforge.configuration.matrix.torchspec import (
     OLDEST_STABLE_TARGET,
     TorchSpec,
@@ -42,13 +47,14 @@ from wheelforge.foundation.errors import ConfigError
 OLDEST_PYTHON_MINOR = 10
 
 
-class MatrixReader(PackageReader):
+class MatrixReader(ExtensionsReader, StepsReader, PackageReader):
     """Turns the node tree into the model, collecting problems."""
 
     def __init__(self, path: Path, display: str) -> None:
         super().__init__(yamlio.Problems(path, display), path.parent)
         self.path = path
         self.torch_read: tuple[yaml.Node, TorchSpec | None] | None = None
+        self.generated_refs = []
 
     def readers(self, model: type) -> Mapping[str, KeyReader]:
         """The keys whose conversion is special; the rest (summary, license, module-init, a
@@ -62,26 +68,13 @@ class MatrixReader(PackageReader):
                 "python_abi": self.python_abi,
                 "tests": self.tests,
                 "cuda": self.cuda,
-                "size_budget": self.parsed(lambda text, w: parse_size(text, where=w)),
-                "memory_limit": self.parsed(lambda text, w: parse_size(text, where=w)),
+                "size_budget": self.size,
+                "memory_limit": self.size,
                 "compile_cache": self.scalar,  # its values: settings.py, with the environment's
+                "extensions": self.section_list(ExtensionConfig),
+                "header_libraries": self.section_list(HeaderLibraryConfig),
+                "generate": self.section_list(GenerateStep),
             }
-        if model is ExtensionConfig:
-            return {
-                "name": self.checked_scalar(
-                    lambda v: bool(MODULE_RE.match(v)),
-                    "must be a module name, e.g. 'mypkg._C' (or 'mypkg_cuda' at the top level)",
-                ),
-                "sources": self.sources,
-                "include_dirs": self.checked_list(self.folder),
-                "cxx_flags": self.flag_list,
-                "nvcc_flags": self.flag_list,
-                "link_flags": self.flag_list,
-                "libraries": self.flag_list,
-                "library_dirs": self.checked_list(self.folder),
-            }
-        if model is SourceSpec:
-            return {"archs": self.parsed(lambda text, w: parse_arch_list(text, source=w))}
         if model is TestsConfig:
             return {
                 "path": self.test_path,
@@ -90,56 +83,6 @@ class MatrixReader(PackageReader):
                 "command": self.test_command,
             }
         return super().readers(model)
-
-    def sources(self, node: yaml.Node, where: str) -> tuple[SourceSpec, ...] | None:
-        """Each glob must match files, all of them sources; None if none is good."""
-        out = []
-        for item, pattern, archs in self.source_entries(node, where):
-            if Path(pattern).is_absolute():
-                self.problems.add(
-                    item, f"{where}: '{pattern}' must be relative to {self.problems.display}"
-                )
-                continue
-            matches = list(self.root.glob(pattern))
-            if not matches:
-                self.problems.add(item, f"{where}: '{pattern}' matches no file")
-                continue
-            if not any(m.is_file() for m in matches):
-                self.problems.add(
-                    item,
-                    f"{where}: '{pattern}' names a folder, not source files; "
-                    f"write a glob such as '{pattern.rstrip('/')}/*.cu'",
-                )
-                continue
-            bad = [m for m in matches if m.is_file() and m.suffix not in SOURCE_SUFFIXES]
-            if bad:
-                self.problems.add(
-                    item,
-                    f"{where}: '{pattern}' matches {bad[0].name}, which is not a source ({', '.join(SOURCE_SUFFIXES)})",
-                )
-                continue
-            out.append(SourceSpec(pattern=pattern, archs=archs))
-        return tuple(out) or None
-
-    def source_entries(
-        self, node: yaml.Node, where: str
-    ) -> list[tuple[yaml.Node, str, tuple[ArchSpec, ...] | None]]:
-        """``sources``: globs, or mappings ``{files: GLOB, archs: LIST}`` limiting their archs."""
-        if not isinstance(node, yaml.SequenceNode):
-            return [(n, v, None) for n, v in yamlio.string_list(node, self.problems, where)]
-        out: list[tuple[yaml.Node, str, tuple[ArchSpec, ...] | None]] = []
-        for i, item in enumerate(node.value):
-            entry_where = f"{where}[{i}]"
-            if not isinstance(item, yaml.MappingNode):
-                value = self.scalar(item, entry_where)
-                if value is not None:
-                    out.append((item, value, None))
-                continue
-            read = self.section(item, SourceSpec, entry_where)
-            spec = self.build(SourceSpec, read)
-            if read is not None and spec is not None:
-                out.append((read.items["files"][1], spec.pattern, spec.archs))
-        return out
 
     # -- the top level ------------------------------------------------------------------------
 
@@ -298,19 +241,25 @@ class MatrixReader(PackageReader):
             self.problems.add(
                 node, "the top level needs 'package' (or a pyproject.toml with [project])"
             )
-        package, extension = read.values.get("package"), read.values.get("extension")
-        if package is not None and extension is not None and not package.packages:
-            package = dataclasses.replace(
-                package, packages=discover_packages(self.root, extension.name)
-            )
+        extensions = self.extension_list(node, read)
+        package = read.values.get("package")
+        if package is not None and extensions and not package.packages:
+            names = [e.name for e in extensions]
+            package = dataclasses.replace(package, packages=discover_packages(self.root, *names))
             read.values["package"] = package
-        if package is not None and extension is not None and "." in extension.name:
+        key = "extension" if "extension" in read.items else "extensions"
+        for i, extension in enumerate(extensions):
+            if package is None or "." not in extension.name:
+                continue
             top = extension.name.split(".", 1)[0]
             if top not in {p.name for p in package.packages}:
+                where = "extension" if key == "extension" else f"extensions[{i}]"
                 self.problems.add(
-                    read.items["extension"][1],
-                    f"extension.name '{extension.name}' is not inside any of package.packages ({', '.join(p.name for p in package.packages) or 'none'}); put the module in one of them",
+                    read.items[key][1],
+                    f"{where}.name '{extension.name}' is not inside any of package.packages ({', '.join(p.name for p in package.packages) or 'none'}); put the module in one of them",
                 )
+        self.check_steps(read, extensions)
+        self.check_header_libraries(read)
         variants = read.values.get("wheel_variants")
         problem = variants.null_problem(read.values.get("arch_sets") or ()) if variants else None
         if problem is not None:

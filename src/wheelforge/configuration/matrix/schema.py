@@ -31,6 +31,8 @@ SECTIONS: dict[str, type] = {
     "package": model.PackageConfig,
     "extension": model.ExtensionConfig,
     "sources": model.SourceSpec,
+    "headers": model.HeaderLibraryConfig,
+    "generate": model.GenerateStep,
     "tests": model.TestsConfig,
     "variants": model.WheelVariantsConfig,
 }

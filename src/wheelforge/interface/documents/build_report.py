@@ -32,6 +32,7 @@ from wheelforge.planning.parallelism import Schedule
 from wheelforge.running.build.results import (
     BuildReport,
     JobReport,
+    SharedObject,
     VariantFailure,
     VariantResult,
 )
@@ -96,12 +97,19 @@ class WheelDoc:
     import_check: str | None = field(
         default=None,
         metadata=doc(
-            "the import of its extension module before publishing; null: --no-import-check"
+            "the import of its shared objects before publishing, one per shared object joined by '; '; null: --no-import-check"
         ),
     )
     reproducible: str | None = field(
         default=None,
         metadata=doc("sha256 of the identical rebuild in another folder (--verify-reproducible)"),
+    )
+    inputs: str | None = field(
+        default=None,
+        metadata=doc(
+            "the list of every file the compiles read, with its sha256 (beside the build); "
+            "its own sha256 is inputs.sha256 in the wheel's wheelforge-build.json"
+        ),
     )
 
 
@@ -124,6 +132,9 @@ class CompileDoc:
     sources: int
     compiled: int = field(metadata=doc("sources compiled in this run"))
     up_to_date: int = field(metadata=doc("sources ninja found up to date and skipped"))
+    generated: int = field(
+        default=0, metadata=doc("generate steps ninja ran (their inputs or command changed)")
+    )
     cache: CacheStats | None = field(
         default=None,
         metadata=doc(
@@ -164,8 +175,17 @@ class VariantDoc:
     error: ErrorDoc | None
     wheel: WheelDoc | None
     binaries: tuple[BinaryDoc, ...]
+    shared_objects: tuple[SharedObject, ...] = field(
+        metadata=doc(
+            "the wheel's own shared objects (matrix.yaml's extensions), each with its role, size, budget and import check"
+        )
+    )
     abi: AbiDoc | None
-    size: SizeCheck | None = field(metadata=doc("the wheel against its size budget, per arch"))
+    size: SizeCheck | None = field(
+        metadata=doc(
+            "the wheel against its size budget, per arch; each shared object against its own"
+        )
+    )
     compile: CompileDoc | None
     stages: tuple[StageDoc, ...]
     seconds: float
@@ -234,6 +254,7 @@ def _failed(v: VariantFailure) -> VariantDoc:
         error=error_doc(v.error),
         wheel=None,
         binaries=(),
+        shared_objects=(),
         abi=None,
         size=v.size,
         compile=None,
@@ -251,13 +272,15 @@ def variant_doc(v: VariantResult | VariantFailure, target: Version2) -> VariantD
         sha256=v.sha256,
         tags=_tags(v.wheel, v.variant_label),
         reused=v.reused,
-        import_check=v.import_check,
+        import_check="; ".join(v.import_check) if v.import_check is not None else None,
         reproducible=v.reproducible,
+        inputs=str(v.inputs) if v.inputs else None,
     )
     compiled = CompileDoc(
         sources=v.sources,
         compiled=len(v.compiled),
         up_to_date=v.sources - len(v.compiled),
+        generated=v.generated,
         cache=v.compile_cache,
         jobs=v.jobs,
         peak_memory=v.peak_memory,
@@ -272,6 +295,7 @@ def variant_doc(v: VariantResult | VariantFailure, target: Version2) -> VariantD
         error=None,
         wheel=wheel,
         binaries=tuple(binary_doc(b) for b in v.binaries),
+        shared_objects=v.shared_objects,
         abi=_abi(v.abi_checks, target),
         size=v.size,
         compile=compiled,

@@ -1,15 +1,21 @@
-"""``wheelforge check --json``: each binary's stable-ABI facts (shims, limited-API symbols), its
-floors inferred and declared, and its violations."""
+"""``wheelforge check --json``: each binary's role, torch ABI verdict and stable-ABI facts (shims,
+libtorch C++ symbols, limited-API symbols), its floors inferred and declared, what it allows, and
+its violations; each wheel's requirements, what it was checked against and what its binaries
+allow. It carries what torch-abi-audit's JSON carries, so a CI that gates on one can switch
+(docs/stable-abi.md sets the two side by side)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from wheelforge.binaries.abicheck import BinaryCheck, Violation
+from wheelforge.binaries.abicheck import BinaryCheck, TorchAbi, Violation, WheelSummary
+from wheelforge.binaries.rule import TorchSource
 from wheelforge.interface.documents.kinds import DocumentKind, doc, schema_version, version_text
 
 VERSION = 1
+# A wheel's torch ABI: its binaries' worst (torch-abi-audit rolls a package up the same way).
+TORCH_ABIS: tuple[TorchAbi, ...] = ("torch-unstable", "torch-stable", "no-torch")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -21,9 +27,31 @@ class FloorDoc:
 @dataclass(frozen=True, kw_only=True)
 class CheckedBinaryDoc:
     path: str = field(metadata=doc("a file, or a wheel member written x.whl!pkg/_C.abi3.so"))
+    role: str | None = field(
+        metadata=doc(
+            "what it is to its wheel: extension (a Python module), library (an op library or "
+            "one its other binaries load), bundled, program, or wheel (the wheel's own findings)"
+        )
+    )
+    role_reason: str | None = field(metadata=doc("the evidence for the role"))
+    verdict: str = field(metadata=doc("ok, warning (only warnings) or error (it fails check)"))
+    torch_abi: TorchAbi = field(
+        metadata=doc(
+            "torch-stable (shims only), torch-unstable (libtorch's C++ API) or no-torch, as "
+            "torch-abi-audit names them"
+        )
+    )
     shims: tuple[str, ...] = field(metadata=doc("the torch C shim functions it uses"))
+    stable_shim_count: int = field(metadata=doc("how many (torch-abi-audit's stable_shim_count)"))
+    unstable_symbols: tuple[str, ...] = field(
+        metadata=doc("the libtorch C++ symbols it needs, demangled")
+    )
+    unstable_symbol_count: int = field(metadata=doc("how many"))
     newest_shim: str | None = field(metadata=doc("the torch version of the newest shim used"))
     torch_floor: FloorDoc
+    allows: str | None = field(
+        metadata=doc("the widest torch requirement it is right to declare; null: no torch use")
+    )
     python_symbols: tuple[str, ...] = field(metadata=doc("the limited-API symbols it uses"))
     python_floor: FloorDoc
     violations: tuple[Violation, ...] = field(
@@ -32,33 +60,113 @@ class CheckedBinaryDoc:
 
 
 @dataclass(frozen=True, kw_only=True)
+class RequiresDoc:
+    torch: str | None = field(metadata=doc("its Requires-Dist on torch; null: none"))
+    torch_pin: str | None = field(metadata=doc("the version it pins with ==, if it pins one"))
+    python: str | None = field(metadata=doc("its Requires-Python"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class CheckedAgainstDoc:
+    torch: str = field(metadata=doc("the lowest torch its binaries were checked against"))
+    source: TorchSource = field(
+        metadata=doc(
+            "target (--target), requirement (its Requires-Dist), inferred (it states none: what "
+            "its binaries need)",
+            key="from",
+        )
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class CheckedWheelDoc:
+    path: str
+    verdict: str = field(metadata=doc("ok, warning or error, over all its binaries"))
+    torch_abi: TorchAbi = field(
+        metadata=doc("torch-unstable if any binary is, else torch-stable if any is")
+    )
+    min_torch: str | None = field(metadata=doc("the newest floor among its binaries"))
+    allows: str | None = field(
+        metadata=doc("the widest correct torch requirement its binaries allow together")
+    )
+    requires: RequiresDoc
+    abi3_floor: str | None = field(metadata=doc("the floor its cp3X-abi3 tag states"))
+    checked_against: CheckedAgainstDoc
+
+
+@dataclass(frozen=True, kw_only=True)
 class CheckDocument:
     """wheelforge check --json."""
 
     schema_version: int = schema_version(VERSION)
     binaries: tuple[CheckedBinaryDoc, ...]
+    wheels: tuple[CheckedWheelDoc, ...] = field(
+        default=(), metadata=doc("each wheel checked, with what it declares and allows")
+    )
 
 
 KIND = DocumentKind("check", CheckDocument, VERSION, "wheelforge check --json")
 
 
+def _verdict(checks: Sequence[BinaryCheck]) -> str:
+    found = [v for c in checks for v in c.violations]
+    if any(v.blocking for v in found):
+        return "error"
+    return "warning" if found else "ok"
+
+
+def binary_doc(c: BinaryCheck) -> CheckedBinaryDoc:
+    return CheckedBinaryDoc(
+        path=c.path,
+        role=c.role or None,
+        role_reason=c.role_reason or None,
+        verdict=_verdict([c]),
+        torch_abi=c.torch_abi,
+        shims=c.shims,
+        stable_shim_count=len(c.shims),
+        unstable_symbols=c.libtorch_symbols,
+        unstable_symbol_count=len(c.libtorch_symbols),
+        newest_shim=version_text(c.newest_shim),
+        torch_floor=FloorDoc(
+            inferred=version_text(c.newest_shim), declared=version_text(c.declared_torch)
+        ),
+        allows=c.allows,
+        python_symbols=c.python_symbols,
+        python_floor=FloorDoc(
+            inferred=version_text(c.python_floor), declared=version_text(c.declared_python)
+        ),
+        violations=c.violations,
+    )
+
+
+def wheel_doc(wheel: WheelSummary, members: Sequence[BinaryCheck]) -> CheckedWheelDoc:
+    own = [c for c in members if c.role not in ("wheel", "bundled")]
+    abis = {c.torch_abi for c in own}
+    abi: TorchAbi = next((a for a in TORCH_ABIS if a in abis), "no-torch")
+    return CheckedWheelDoc(
+        path=wheel.path,
+        verdict=_verdict(members),
+        torch_abi=abi,
+        min_torch=version_text(max((c.newest_shim for c in own if c.newest_shim), default=None)),
+        allows=wheel.allows,
+        requires=RequiresDoc(
+            torch=wheel.declared.torch,
+            torch_pin=wheel.declared.torch_pin,
+            python=wheel.declared.requires_python,
+        ),
+        abi3_floor=version_text(wheel.tag_python),
+        checked_against=CheckedAgainstDoc(
+            torch=version_text(wheel.torch) or "", source=wheel.torch_source
+        ),
+    )
+
+
 def check_document(checks: Sequence[BinaryCheck]) -> CheckDocument:
+    wheels: dict[str, tuple[WheelSummary, list[BinaryCheck]]] = {}
+    for c in checks:
+        if c.wheel is not None:
+            wheels.setdefault(c.wheel.path, (c.wheel, []))[1].append(c)
     return CheckDocument(
-        binaries=tuple(
-            CheckedBinaryDoc(
-                path=c.path,
-                shims=c.shims,
-                newest_shim=version_text(c.newest_shim),
-                torch_floor=FloorDoc(
-                    inferred=version_text(c.newest_shim), declared=version_text(c.declared_torch)
-                ),
-                python_symbols=c.python_symbols,
-                python_floor=FloorDoc(
-                    inferred=version_text(c.python_floor),
-                    declared=version_text(c.declared_python),
-                ),
-                violations=c.violations,
-            )
-            for c in checks
-        )
+        binaries=tuple(binary_doc(c) for c in checks),
+        wheels=tuple(wheel_doc(w, members) for w, members in wheels.values()),
     )

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from wheelforge.binaries.facts import BinaryContents
 from wheelforge.binaries.fatbin import FatbinEntry
+from wheelforge.binaries.loadson import LoadsOn, loads_on
 from wheelforge.interface.documents.kinds import DocumentKind, doc, schema_version
 from wheelforge.packaging.wheel_variants import VariantCheck
 
@@ -21,6 +22,13 @@ class BinaryDoc:
     path: str = field(metadata=doc("a file, or a wheel member written x.whl!pkg/_C.abi3.so"))
     size: int = field(metadata=doc("bytes (a wheel member: uncompressed)"))
     fatbins: tuple[FatbinEntry, ...]
+    loads_on: LoadsOn | None = field(
+        default=None,
+        metadata=doc(
+            "per GPU generation: SASS, PTX JIT or no kernel image; the PTX ISA and the driver "
+            "its JIT needs; null: no CUDA code"
+        ),
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,7 +51,9 @@ KIND = DocumentKind("inspect", InspectDocument, VERSION, "wheelforge inspect --j
 
 
 def binary_doc(binary: BinaryContents) -> BinaryDoc:
-    return BinaryDoc(path=binary.path, size=binary.size, fatbins=binary.entries)
+    return BinaryDoc(
+        path=binary.path, size=binary.size, fatbins=binary.entries, loads_on=loads_on(binary)
+    )
 
 
 def inspect_document(

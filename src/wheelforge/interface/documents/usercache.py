@@ -9,12 +9,13 @@ from datetime import datetime, timezone
 from wheelforge.interface.documents.kinds import DocumentKind, doc, schema_version
 from wheelforge.running.usercache import CacheEntry, CacheListing, PruneResult
 
-VERSION = 1
+# 2: an environment's kind is "torch env" (it was "test env"); prune says the names asked for.
+VERSION = 2
 
 
 @dataclass(frozen=True, kw_only=True)
 class CacheEntryDoc:
-    kind: str = field(metadata=doc("test env, toolkit, repairs, probes, unfinished"))
+    kind: str = field(metadata=doc("torch env, toolkit, repairs, probes, unfinished"))
     name: str
     path: str
     size: int = field(metadata=doc("bytes on disk (symlinks not followed, hard links once)"))
@@ -40,7 +41,8 @@ class CachePruneDocument:
     cache: str = field(metadata=doc("the cache folder"))
     exists: bool
     dry_run: bool = field(metadata=doc("true: nothing was removed; removed says what would be"))
-    unused_for_days: int | None = field(metadata=doc("--unused-for; null with --all"))
+    unused_for_days: int | None = field(metadata=doc("--unused-for; null with --all or names"))
+    names: tuple[str, ...] = field(metadata=doc("the entries asked for by name (prune NAME...)"))
     removed: tuple[CacheEntryDoc, ...] = field(
         metadata=doc("each entry removed; each kept repair and probe file is its own entry")
     )
@@ -76,6 +78,7 @@ def prune_document(result: PruneResult) -> CachePruneDocument:
         exists=result.exists,
         dry_run=result.dry_run,
         unused_for_days=result.unused_for_days,
+        names=result.names,
         removed=tuple(entry_doc(e) for e in result.removed),
         busy=tuple(entry_doc(e) for e in result.busy),
         freed=result.freed,

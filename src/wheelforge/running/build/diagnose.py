@@ -7,12 +7,15 @@ import re
 from dataclasses import dataclass
 
 from wheelforge.planning.plan import VariantPlan
+from wheelforge.running.build import genstep
 from wheelforge.toolchain.featureguards import feature_guards
 
 # How many lines of the failing command's output an error shows, from its first error on.
 FIRST_LINES = 30
 _NEXT_STEP_RE = re.compile(r"^(\[wheelforge \d+/\d+\] |FAILED: |ninja: )")
 _ERROR_RE = re.compile(r"\berror\b", re.IGNORECASE)
+# A compiler's diagnostic: "x.cu(12): error: ...", "x.cpp:3:1: error: ...", "... fatal error: ...".
+_ERROR_LINE_RE = re.compile(r":\s*(?:fatal )?error\b|\berror:", re.IGNORECASE)
 _MULTIPLE_INIT_RE = re.compile(r"multiple definition of [`‘'\"](PyInit_\w+)")
 # gcc and nvcc (EDG) spell "no such member" differently; each names the member and its scope.
 _MISSING_RES = (
@@ -45,6 +48,22 @@ def failures(output: str) -> list[Failure]:
             body.append(following)
         found.append(Failure(failed=line, output=tuple(body)))
     return found
+
+
+def generate_failure(failure: Failure) -> str | None:
+    """The one line a failed generate step ended with (running/build/genstep.py), if the
+    failed job is one."""
+    return next(
+        (ln.strip() for ln in reversed(failure.output) if ln.startswith(genstep.FAILED_MARK)),
+        None,
+    )
+
+
+def first_error_line(failure: Failure) -> str | None:
+    """The failing command's first line that names an error (``x.cu(12): error: ...``)."""
+    return next((ln for ln in failure.output if _ERROR_LINE_RE.search(ln)), None) or next(
+        (ln for ln in failure.output if _ERROR_RE.search(ln)), None
+    )
 
 
 def first_errors(failure: Failure, limit: int = FIRST_LINES) -> str:

@@ -47,7 +47,8 @@ def dry_run(settings: BuildSettings) -> list[PlannedVariant]:
         if note:
             planned.append(PlannedVariant(**common, torch=v.torch, commands=(), note=note))
             continue
-        [plan] = plan_all(settings, [v], plan_inputs(settings))  # no compile cache
+        # No compile cache; a PyPI header library is named where it will be, not downloaded.
+        [plan] = plan_all(settings, [v], plan_inputs(settings, download=False))
         with tempfile.TemporaryDirectory(prefix="wheelforge-dry-run-") as tmp:
             # The build.ninja the build would write, rendered elsewhere: ninja lists its commands.
             (Path(tmp) / "build.ninja").write_text(ninjafile.render(plan), encoding="utf-8")

@@ -82,10 +82,14 @@ def record(plan: VariantPlan, ninja_text: str, started_ns: int) -> None:
     read = headers | {str(s.source) for s in plan.compile.steps}
     inputs = read | {str(g.path) for g in plan.compile.generated}
     inputs |= {plan.compile.cxx, plan.compile.cc, plan.compile.nvcc_host, str(plan.compile.nvcc)}
-    watched = probecache.fingerprint(sorted(inputs))
+    # What the generate steps read; their outputs (written during this build) are outputs.
+    inputs |= {str(i) for edge in plan.compile.generate for i in edge.inputs}
+    written = {str(o) for edge in plan.compile.generate for o in edge.outputs}
+    watched = probecache.fingerprint(sorted(inputs - written))
     if any(st is None or st[1] > started_ns for st in watched.values()):
         return
-    outputs = [*(s.object for s in plan.compile.steps), plan.link.library]
+    outputs = [*(s.object for s in plan.compile.steps), *(k.library for k in plan.links)]
+    outputs += [Path(o) for o in sorted(written)]
     watched |= probecache.fingerprint(outputs)
     # "read": what the compiles read, for the wheel's provenance (no second ninja -t deps)
     stamp = {"ninja": ninja_hash(ninja_text), "files": watched, "read": sorted(read)}

@@ -1,7 +1,8 @@
-"""The import check: before a wheel is published, load its extension module the way Python will,
-in a child process of the build Python (torch imported first, as the package's ``__init__.py``
-should), so a wheel that cannot be imported never reaches the output folder. The child imported
-torch while the build compiled (toolchain/warmtorch.py)."""
+"""The import check: before a wheel is published, load each of its shared objects the way its
+user will, in one child process of the build Python (torch imported first, as the package's
+``__init__.py`` should): a module by ``import``, a library of operators by
+``torch.ops.load_library``; a wheel that cannot be loaded never reaches the output folder. The
+child imported torch while the build compiled (toolchain/warmtorch.py)."""
 
 from __future__ import annotations
 
@@ -13,80 +14,113 @@ import zipfile
 from pathlib import Path
 
 from wheelforge.binaries.abicheck import demangle
+from wheelforge.configuration.matrix.model import ExtensionConfig
 from wheelforge.foundation import log, proc
 from wheelforge.foundation.errors import VerificationError
 from wheelforge.packaging import stamp
-from wheelforge.planning.plan import VariantPlan
+from wheelforge.planning.plan import LinkPlan, VariantPlan
 from wheelforge.toolchain import probecache, torchprobe, warmtorch
 
 _UNDEFINED_RE = re.compile(r"undefined symbol: (\S+)")
 
 
-def _hint(message: str, plan: VariantPlan) -> str:
-    leaf = plan.wheel.extension.leaf
+def _hint(message: str, link: LinkPlan) -> str:
+    leaf = link.extension.leaf
     if "does not define module export function" in message:
         return (
-            f"the library has no exported PyInit_{leaf}: with extension.module-init: false the "
+            f"the library has no exported PyInit_{leaf}: with module-init: false the "
             "sources must define it (PYBIND11_MODULE or PyMODINIT_FUNC)"
         )
     if match := _UNDEFINED_RE.search(message):
         return (
             f"{demangle(match[1])} is defined by no library the module loads: add the library that "
-            "has it (extension.libraries, extension.library-dirs) or the source that defines it"
+            "has it (the extension's libraries, library-dirs) or the source that defines it"
         )
     return "run the same import in the build Python to see more"
 
 
-def check_import(wheel: Path, plan: VariantPlan, *, cache_dir: Path | None = None) -> str:
-    """Import the wheel's extension module under *plan*'s build torch (in a warm child that
-    imported torch first: toolchain/warmtorch.py); returns what ran, or raises
-    VerificationError with the loader's message. A success is remembered in *cache_dir* for these
-    wheel bytes and this torch while the files torch's probe watches are unchanged: a fresh
-    clone that builds the same wheel does not import it again."""
-    module = plan.wheel.extension.name
+def _what(link: LinkPlan) -> str:
+    """What the check does with a shared object, in the words of its user."""
+    if link.extension.kind == "library":
+        return f"torch.ops.load_library('{link.wheel_path}')"
+    return f"import {link.extension.name}"
+
+
+def check_import(
+    wheel: Path, plan: VariantPlan, *, cache_dir: Path | None = None
+) -> tuple[str, ...]:
+    """Load every shared object of the wheel under *plan*'s build torch, in one warm child that
+    imported torch first (toolchain/warmtorch.py): a module imported by name, a library with
+    torch.ops.load_library; returns what ran, one line each, or raises VerificationError with
+    the first failing loader's message. A success is remembered in *cache_dir* for these wheel
+    bytes and this torch while the files torch's probe watches are unchanged: a fresh clone
+    that builds the same wheel does not import it again."""
     key = {
         "wheel": stamp.sha256(wheel),
-        "module": module,
+        "loads": [[link.extension.kind, link.extension.name] for link in plan.links],
         **torchprobe.probe_key(plan.torch.python),
     }
     found = probecache.lookup(cache_dir, "import-check", key)
-    if found is not None and isinstance(found.get("ran"), str):
-        return str(found["ran"])
-    ran = _import(wheel, plan, module)
+    ran = found.get("ran") if found is not None else None
+    if isinstance(ran, list) and all(isinstance(r, str) for r in ran):
+        return tuple(ran)
+    done = _import(wheel, plan)
     if plan.torch.watch:  # nothing to watch: nothing that says when the verdict goes stale
-        probecache.store(cache_dir, "import-check", key, {"ran": ran}, plan.torch.watch)
-    return ran
+        probecache.store(cache_dir, "import-check", key, {"ran": list(done)}, plan.torch.watch)
+    return done
 
 
-def _import(wheel: Path, plan: VariantPlan, module: str) -> str:
+def _import(wheel: Path, plan: VariantPlan) -> tuple[str, ...]:
     python = plan.torch.python
     with tempfile.TemporaryDirectory(prefix="import-", dir=plan.build_dir) as tmp:
         site = Path(tmp) / "site"
         with zipfile.ZipFile(wheel) as zf:
             zf.extractall(site)
-        result = warmtorch.import_module(python, module, site / plan.wheel.library_path)
+        loads = [
+            (link.extension.kind, link.extension.name, site / link.wheel_path)
+            for link in plan.links
+        ]
+        result = warmtorch.import_modules(python, loads)
     lines = result.stdout.strip().splitlines()
     try:
-        error = json.loads(lines[-1]) if lines else "the child process printed nothing"
+        answers = json.loads(lines[-1]) if lines else None
     except ValueError:
-        error = lines[-1]
-    if result.returncode != 0 and error is None:
-        error = f"the child process exited with code {result.returncode}"
-    if result.returncode != 0 or error is not None:
+        answers = None
+    if not isinstance(answers, list) or len(answers) != len(plan.links):
+        # The child died (or printed something else last): name the first shared object.
+        error = lines[-1] if lines else "the child process printed nothing"
+        if result.returncode != 0:
+            error = f"the child process exited with code {result.returncode}"
+        answers = [error, *([None] * (len(plan.links) - 1))]
+    for link, error in zip(plan.links, answers, strict=True):
+        if error is None:
+            continue
         detail = str(error or proc.tail(result.stderr))
         raise VerificationError(
-            f"variant {plan.variant.id}: 'import {module}' fails under torch {plan.torch.label} "
+            f"variant {plan.variant.id}: '{_what(link)}' fails under torch {plan.torch.label} "
             f"({python}): {detail.splitlines()[0] if detail else 'no message'}; "
-            f"{_hint(detail, plan)}. The wheel was not published (--no-import-check skips this)",
+            f"{_hint(detail, link)}. The wheel was not published (--no-import-check skips this)",
             details=proc.tail(result.stderr) or None,
         )
-    return f"import {module} ok under torch {plan.torch.label}"
+    if result.returncode != 0:
+        raise VerificationError(
+            f"variant {plan.variant.id}: loading the wheel's shared objects under torch "
+            f"{plan.torch.label} ended with exit code {result.returncode} ({python}); "
+            "The wheel was not published (--no-import-check skips this)",
+            details=proc.tail(result.stderr) or None,
+        )
+    return tuple(f"{_what(link)} ok under torch {plan.torch.label}" for link in plan.links)
 
 
 def warn_if_torch_not_imported_first(plan: VariantPlan) -> None:
-    """The package's ``__init__.py`` must import torch before the extension: the module needs
+    """The package's ``__init__.py`` must import torch before an extension: the module needs
     libc10.so and friends, which only an imported torch makes loadable. Read with ``ast``."""
-    ext = plan.wheel.extension
+    for link in plan.links:
+        if link.extension.kind == "module":
+            _warn_for(link.extension, plan)
+
+
+def _warn_for(ext: ExtensionConfig, plan: VariantPlan) -> None:
     if "." not in ext.name:
         return
     parent = ext.name.rsplit(".", 1)[0]

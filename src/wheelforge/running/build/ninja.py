@@ -5,27 +5,24 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import ninja as ninja_pkg
 
-from wheelforge.foundation import fsutil, log, proc
+from wheelforge.foundation import fsutil, log, proc, proctree
 from wheelforge.foundation.diagnostics import Diagnostic, parse_compiler_output
 from wheelforge.foundation.errors import BuildError, EnvironmentProblem
+from wheelforge.foundation.progress import JobProgress
 from wheelforge.planning.parallelism import default_parallelism
 from wheelforge.planning.plan import VariantPlan
 from wheelforge.running.build import diagnose, jobwatch
+from wheelforge.toolchain import ninjafeed
 
 NINJA_HINT = "pip install ninja"
-# ninja prints this before each command it runs; we count the compile steps from it.
-# Without a terminal, ninja prints it when each job ends (status.cc BuildEdgeFinished).
-_STATUS = "[wheelforge %f/%t] "
-_LOG_RETRIES = 40
-_STATUS_RE = re.compile(r"^\[wheelforge (\d+)/\d+\] (.+)$")
+_STATUS = ninjafeed.STATUS
+_STATUS_RE = ninjafeed.STATUS_RE
 
 
 def executable() -> Path:
@@ -57,6 +54,7 @@ def _jobs_flag(plan: VariantPlan) -> list[str]:
 
 
 _VERBS = ("CXX", "CC", "NVCC", "LINK")
+GENERATE = "GENERATE"  # a generate step's job: GENERATE <its name>
 
 
 def _job_name(description: str, plan: VariantPlan) -> str:
@@ -66,47 +64,33 @@ def _job_name(description: str, plan: VariantPlan) -> str:
     if verb in _VERBS:
         # The build file names paths relative to the build folder (plan.command_path).
         return f"{verb} {_display(Path(os.path.normpath(plan.build_dir / target)), plan)}"
+    if verb == GENERATE:
+        return description
     for step in plan.compile.steps:
         names = (plan.command_path(step.object), str(step.object))
         if any(f" {name} " in f" {description} " for name in names):
             return f"{step.rule.upper()} {_display(step.source, plan)}"
-    library = plan.command_path(plan.link.library)
-    return f"LINK {_display(plan.link.library, plan)}" if library in description else description
+    for link in plan.links:
+        if plan.command_path(link.library) in description:
+            return f"LINK {_display(link.library, plan)}"
+    for edge in plan.compile.generate:
+        if f" --name {edge.name} " in f" {description} ":
+            return f"{GENERATE} {edge.name}"
+    return description
 
 
-class _NinjaLog:
-    """Job durations from ``.ninja_log``, which ninja appends to (and flushes) as each job ends:
-    ``start_ms<TAB>end_ms<TAB>mtime<TAB>output<TAB>hash`` (build_log.cc)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.offset = path.stat().st_size if path.is_file() else 0
-        self.seconds: dict[str, float] = {}
-
-    def read(self) -> None:
-        try:
-            with self.path.open("rb") as file:
-                file.seek(self.offset)
-                data = file.read()
-        except OSError:
-            return
-        complete = data.rfind(b"\n") + 1
-        self.offset += complete
-        for line in data[:complete].decode(errors="replace").splitlines():
-            fields = line.split("\t")
-            if len(fields) >= 4 and fields[0].isdigit() and fields[1].isdigit():
-                self.seconds[fields[3]] = (int(fields[1]) - int(fields[0])) / 1000
-
-    def duration(self, output: str) -> float | None:
-        # ninja prints a job's status line just before it logs the job (build.cc FinishCommand):
-        # give it a few milliseconds.
-        for _ in range(_LOG_RETRIES):
-            if output in self.seconds:
-                break
-            self.read()
-            if output not in self.seconds:
-                time.sleep(0.005)
-        return self.seconds.get(output)
+def _outputs(plan: VariantPlan) -> dict[str, str]:
+    """Each job's output as .ninja_log names it (for its duration)."""
+    outputs = {
+        f"{s.rule.upper()} {_display(s.source, plan)}": plan.command_path(s.object)
+        for s in plan.compile.steps
+    }
+    for link in plan.links:
+        outputs[f"LINK {_display(link.library, plan)}"] = plan.command_path(link.library)
+    for edge in plan.compile.generate:
+        if edge.outputs:
+            outputs[f"{GENERATE} {edge.name}"] = plan.command_path(edge.outputs[0])
+    return outputs
 
 
 def run_env(plan: VariantPlan) -> dict[str, str]:
@@ -134,48 +118,56 @@ class NinjaRun:
 
 def run(plan: VariantPlan, *, env: dict[str, str] | None = None) -> NinjaRun:
     """Run ninja for the variant, with *env* added to the compilers' environment, showing each
-    job as it finishes and measuring what each costs (running/build/jobwatch.py)."""
+    job as it runs and finishes (toolchain/ninjafeed.py), and measuring what each costs
+    (running/build/jobwatch.py)."""
     todo = pending_jobs(plan)
     args: list[str | Path] = [executable(), "-C", plan.build_dir, *_jobs_flag(plan)]
     if log.verbosity() >= 2:
         args.append("-v")
-    outputs = {
-        f"{s.rule.upper()} {_display(s.source, plan)}": plan.command_path(s.object)
-        for s in plan.compile.steps
-    }
-    ninja_log = _NinjaLog(plan.build_dir / ".ninja_log")
+    outputs = _outputs(plan)
+
+    def output_of(job: str) -> str:
+        return outputs.get(job, plan.command_path(plan.links[-1].library))
+
+    ninja_log = ninjafeed.NinjaLog(plan.build_dir / ".ninja_log")
     expected = {
-        f"{s.rule.upper()} {_display(s.source, plan)}": s.expected_seconds
-        for s in plan.compile.steps
-        if s.expected_seconds is not None
+        job: ninja_log.before[output_of(job)] for job in todo if output_of(job) in ninja_log.before
     }
-    progress = log.JobProgress(todo, plan.compile.jobs or default_parallelism(), expected)
-    if (left := progress.time_left()) is not None:
-        log.info(f"  about {left:.0f}s of compiling, by an earlier build's times")
+    # A build folder with no log of its own (a fresh clone, another variant): the times of the
+    # same steps in earlier builds (planning/jobcosts.py), for the progress's estimate.
+    for step in plan.compile.steps:
+        job = f"{step.rule.upper()} {_display(step.source, plan)}"
+        if step.expected_seconds is not None and job in todo:
+            expected.setdefault(job, step.expected_seconds)
+    progress = JobProgress(
+        todo,
+        plan.compile.jobs or default_parallelism(),
+        expected=expected,
+        build_log=plan.build_dir / "build.log",
+    )
     watch = jobwatch.JobWatch(outputs=tuple(outputs.values()))
-    ran: list[str] = []
 
-    def on_line(line: str) -> None:
-        m = _STATUS_RE.match(line)
-        if m is None:
-            if log.verbosity() >= 1:
-                log.detail(line)
-            return
-        job = _job_name(m[2], plan)
+    def command(description: str) -> None:
         if log.verbosity() >= 2:
-            log.detail(m[2])  # the full command line (ninja -v)
-        ran.append(job)
-        output = outputs.get(job, plan.command_path(plan.link.library))
-        progress.finished(job, ninja_log.duration(output))
+            log.detail(description)  # the full command line (ninja -v)
 
+    feed = ninjafeed.Feed(
+        progress,
+        ninja_log,
+        name_of=lambda d: _job_name(d, plan),
+        output_of=output_of,
+        on_command=command,
+    )
     try:
-        result = proc.stream(
-            args,
-            hint=NINJA_HINT,
-            env={**run_env(plan), **(env or {})},
-            on_line=on_line,
-            on_start=watch.start,
-        )
+        with feed.ticking(lambda: _ninja_pid(plan)):
+            result = proc.stream(
+                args,
+                hint=NINJA_HINT,
+                env={**run_env(plan), **(env or {})},
+                on_line=feed.line,
+                on_start=watch.start,
+            )
+        feed.close()
     finally:
         watch.stop()
         progress.close()
@@ -185,22 +177,44 @@ def run(plan: VariantPlan, *, env: dict[str, str] | None = None) -> NinjaRun:
         raise _failure(plan, result.stdout)
     ninja_log.read()
     return NinjaRun(
-        ran=tuple(job.split(" ", 1)[0] for job in ran),
+        ran=tuple(job.split(" ", 1)[0] for job in feed.ran),
         seconds=dict(ninja_log.seconds),
         measured=dict(watch.jobs),
         peak=watch.peak,
     )
 
 
+def _ninja_pid(plan: VariantPlan) -> int | None:
+    """The ninja this process runs for *plan* (one at a time), once it has started."""
+    exe = str(executable())
+    build_dir = str(plan.build_dir)
+    for child in proctree.children(os.getpid()):
+        if child.argv[:1] == (exe,) and build_dir in child.argv:
+            return child.pid
+    return None
+
+
 def _failure(plan: VariantPlan, output: str) -> BuildError:
     found = diagnose.failures(output)
     failed = found[0].failed if found else ""
     step = next((s for s in plan.compile.steps if plan.command_path(s.object) in failed), None)
+    link = next((k for k in plan.links if plan.command_path(k.library) in failed), None)
+    generated = diagnose.generate_failure(found[0]) if found else None
+    if generated is not None:
+        # The step's own line says what happened (its exit code, its deadline, an output it
+        # did not write); its output is above, and in build.log.
+        return BuildError(
+            f"variant {plan.variant.id}: {generated}; its output is above, the whole log is "
+            f"{plan.build_dir / 'build.log'}",
+            details=diagnose.first_errors(found[0]),
+        )
     what = (
         f"compiling {_display(step.source, plan)} failed"
         if step
+        else f"linking {link.wheel_path} failed"
+        if link and len(plan.links) > 1
         else "linking failed"
-        if plan.command_path(plan.link.library) in failed
+        if link
         else "the build failed"
     )
     # ninja's own status lines are noise in the compiler's output.
@@ -208,9 +222,13 @@ def _failure(plan: VariantPlan, output: str) -> BuildError:
     # The failing command's first errors (not the tail of everything), then known causes.
     first = diagnose.first_errors(found[0]) if found else proc.tail(shown)
     hints = diagnose.hints("\n".join(found[0].output) if found else shown, plan)
+    # The verdict comes last, after its details (log.error): the failing command's first
+    # error line, and where the whole log is, stay on the screen however long the rest is.
+    error = diagnose.first_error_line(found[0]) if found else None
     return BuildError(
-        f"variant {plan.variant.id}: {what}; its first errors are below, the whole log is "
-        f"{plan.build_dir / 'build.log'}",
+        f"variant {plan.variant.id}: {what}"
+        + (f": {error.strip()}" if error else "")
+        + f"; the first errors are above, the whole log is {plan.build_dir / 'build.log'}",
         details="\n".join([first, *hints]),
         diagnostics=tuple(_from_build_dir(d, plan) for d in parse_compiler_output(shown)),
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from wheelforge.binaries.abicheck import BinaryCheck
 from wheelforge.binaries.facts import BinaryContents
@@ -36,6 +37,25 @@ class JobReport:
 
 
 @dataclass(frozen=True, kw_only=True)
+class SharedObject:
+    """One shared object of a built wheel: what it is, its size against its budget, and what
+    the import check did with it."""
+
+    name: str = field(metadata={"doc": "the extension's name in matrix.yaml (pkg._C)"})
+    role: Literal["extension", "library"] = field(
+        metadata={
+            "doc": "extension: a module imported by name; library: loaded with torch.ops.load_library"
+        }
+    )
+    path: str = field(metadata={"doc": "its path inside the wheel (pkg/_C.abi3.so)"})
+    size: int = field(metadata={"doc": "bytes of the file, as installed"})
+    budget: int | None = field(metadata={"doc": "its own size budget in bytes; null: none"})
+    loaded: str | None = field(
+        metadata={"doc": "what the import check ran for it; null: --no-import-check"}
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
 class VariantResult:
     variant_id: str
     arch_set: ArchSet
@@ -53,8 +73,9 @@ class VariantResult:
     size: SizeCheck
     stages: tuple[tuple[str, float], ...]  # (stage, seconds): compile, package, verify, publish
     seconds: float
-    # What the import check ran ("import pkg._C ok under torch 2.13.0+cpu"); None: skipped.
-    import_check: str | None = None
+    # What the import check ran, one line per shared object ("import pkg._C ok under torch
+    # 2.13.0+cpu", "torch.ops.load_library('pkg/_ops.so') ok ..."); None: skipped.
+    import_check: tuple[str, ...] | None = None
     # PEP 825 variant wheels only: the label, the properties in variant.json, and the null
     # variant published from the same build, if this is the one the matrix names.
     variant_label: str | None = None
@@ -65,6 +86,11 @@ class VariantResult:
     jobs: tuple[JobReport, ...] = ()  # each compile this run ran, with its cost
     peak_memory: int | None = None  # bytes: the compiles' largest resident memory at once
     schedule: Schedule | None = None  # how -j, nvcc threads and the heavy pool were chosen
+    shared_objects: tuple[SharedObject, ...] = ()  # the wheel's own, in the matrix's order
+    generated: int = 0  # generate steps ninja ran
+    # The list of every file the compiles read (packaging/provenance.py), beside the build: its
+    # sha256 is the one in the wheel's build info.
+    inputs: Path | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

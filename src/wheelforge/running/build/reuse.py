@@ -17,14 +17,16 @@ from wheelforge.packaging import provenance, stamp, wheel
 from wheelforge.planning.plan import VariantPlan
 from wheelforge.running.build import freshness, ninja
 
-# The SBOM and build info of the last build, and the freshness stamp they were made under.
+# The SBOM, build info and inputs list of the last build, and the freshness stamp they were
+# made under.
 PROVENANCE = "provenance.json"
 
 
 def dist_info_files(plan: VariantPlan) -> tuple[tuple[str, str], ...]:
-    """provenance.dist_info_files, stored beside the freshness stamp: while the stamp is the
-    same (no input, output or command changed) they are read back, so a no-op starts no
-    process (``ninja -t deps``, ``c++ --version``) for them."""
+    """provenance.provenance, stored beside the freshness stamp: while the stamp is the same
+    (no input, output or command changed) it is read back, so a no-op starts no process
+    (``ninja -t deps``, ``c++ --version``) for it. The inputs list is written into the build
+    folder either way (provenance.INPUTS_NAME); the .dist-info files are returned."""
     text = freshness.stamp_text(plan)
     key = [
         __version__,
@@ -32,19 +34,27 @@ def dist_info_files(plan: VariantPlan) -> tuple[tuple[str, str], ...]:
         text and hashlib.sha256(text.encode()).hexdigest(),
     ]
     stored = plan.build_dir / PROVENANCE
-    if text is not None:
-        try:
-            data = json.loads(stored.read_text(encoding="utf-8"))
-            if data["key"] == key:
-                return tuple((str(name), str(body)) for name, body in data["files"])
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
-    files = provenance.dist_info_files(
-        plan, lambda: freshness.recorded_inputs(plan) or ninja.inputs(plan)
-    )
-    if text is not None:
-        fsutil.write_if_changed(stored, json.dumps({"key": key, "files": files}) + "\n")
-    return files
+    made = _stored(stored, key) if text is not None else None
+    if made is None:
+        made = provenance.provenance(
+            plan, lambda: freshness.recorded_inputs(plan) or ninja.inputs(plan)
+        )
+        if text is not None:
+            document = {"key": key, "files": made.dist_info, "inputs": made.inputs}
+            fsutil.write_if_changed(stored, json.dumps(document) + "\n")
+    fsutil.write_if_changed(plan.build_dir / provenance.INPUTS_NAME, made.inputs)
+    return made.dist_info
+
+
+def _stored(path: Path, key: list[object]) -> provenance.Provenance | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data["key"] != key:
+            return None
+        files = tuple((str(name), str(body)) for name, body in data["files"])
+        return provenance.Provenance(dist_info=files, inputs=str(data["inputs"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 # What verify_wheel found in the wheel the reuse stamp names, so an unchanged wheel is not read
@@ -53,7 +63,7 @@ VERIFIED = "wheel-verified.pickle"
 
 
 def remember_verification(
-    published: Path, plan: VariantPlan, found: WheelVerification, imported: str | None
+    published: Path, plan: VariantPlan, found: WheelVerification, imported: tuple[str, ...] | None
 ) -> None:
     data = (__version__, stamp.sha256(published), found, imported)
     (plan.build_dir / VERIFIED).write_bytes(pickle.dumps(data))
@@ -61,7 +71,7 @@ def remember_verification(
 
 def verified_before(
     published: Path, plan: VariantPlan
-) -> tuple[WheelVerification, str | None] | None:
+) -> tuple[WheelVerification, tuple[str, ...] | None] | None:
     """The findings (and the import check's verdict) stored when this very wheel was published
     by this wheelforge. The pickle is wheelforge's own, in its own build folder."""
     try:
@@ -69,4 +79,5 @@ def verified_before(
     except Exception:  # missing, truncated, from another layout: verify again
         return None
     ok = version == __version__ and sha == stamp.sha256(published)
+    ok = ok and (imported is None or isinstance(imported, tuple))
     return (found, imported) if ok and isinstance(found, WheelVerification) else None

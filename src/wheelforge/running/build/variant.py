@@ -27,13 +27,13 @@ from wheelforge.foundation.errors import (
     SizeBudgetError,
     WheelforgeError,
 )
-from wheelforge.packaging import repair, stamp, wheel, wheel_variants
+from wheelforge.packaging import provenance, repair, stamp, wheel, wheel_variants
 from wheelforge.planning.plan import PlanInputs, VariantPlan
 from wheelforge.planning.planner import plan_variant
-from wheelforge.running.build import importcheck, reuse
+from wheelforge.running.build import importcheck, ninja, reuse
 from wheelforge.running.build.compiling import Compiled, compile_variant
 from wheelforge.running.build.preflight import describe_os_error
-from wheelforge.running.build.results import VariantFailure, VariantResult
+from wheelforge.running.build.results import SharedObject, VariantFailure, VariantResult
 from wheelforge.toolchain import torchprobe, warmtorch
 
 
@@ -91,7 +91,7 @@ def build_variant(
 class _Published:
     wheel: Path
     found: WheelVerification
-    import_check: str | None = None  # what the import check ran; None: skipped
+    import_check: tuple[str, ...] | None = None  # what the import check ran; None: skipped
     variant_properties: tuple[str, ...] = ()
     null_wheel: Path | None = None
 
@@ -111,8 +111,8 @@ def _build_variant(
     with log.group(title), log.step(title), stages.stage("compile"):
         plan, made = _compile(plan, inputs, settings)
         compiled = [s for s in made.ran if s in ("CXX", "CC", "NVCC")]
-        counted = f"compiled {len(compiled)} of {len(plan.compile.steps)} sources"
-        log.info(f"  {counted if compiled else 'nothing to compile: up to date'}")
+        generated = made.ran.count(ninja.GENERATE)
+        log.info(f"  {_compiled_words(plan, len(compiled), generated)}")
 
     contents = wheel.contents(plan, repair.build_platform(), reuse.dist_info_files(plan))
     digest = contents.digest()
@@ -155,7 +155,40 @@ def _build_variant(
         jobs=made.jobs,
         peak_memory=made.peak,
         schedule=plan.compile.schedule,
+        shared_objects=_shared_objects(plan, stages.size, done.import_check),
+        generated=generated,
+        inputs=plan.build_dir / provenance.INPUTS_NAME,
     )
+
+
+def _shared_objects(
+    plan: VariantPlan, size: SizeCheck, imported: tuple[str, ...] | None
+) -> tuple[SharedObject, ...]:
+    """Each shared object the plan made, as the wheel holds it."""
+    sizes = {elf.member_path(s.binary): s for s in size.shared_objects}
+    out = []
+    for i, link in enumerate(plan.links):
+        found = sizes.get(link.wheel_path)
+        out.append(
+            SharedObject(
+                name=link.extension.name,
+                role=link.role,
+                path=link.wheel_path,
+                size=found.size if found else 0,
+                budget=link.extension.size_budget,
+                loaded=imported[i] if imported and i < len(imported) else None,
+            )
+        )
+    return tuple(out)
+
+
+def _compiled_words(plan: VariantPlan, compiled: int, generated: int) -> str:
+    if not compiled and not generated:
+        return "nothing to compile: up to date"
+    words = f"compiled {compiled} of {len(plan.compile.steps)} sources"
+    if generated:
+        words += f", ran {generated} of {len(plan.compile.generate)} generate steps"
+    return words
 
 
 def _reuse(
@@ -217,7 +250,9 @@ def _preload() -> None:
     from wheelforge.packaging import sbom  # noqa: F401
 
 
-def _import_check(wheel_path: Path, plan: VariantPlan, settings: BuildSettings) -> str | None:
+def _import_check(
+    wheel_path: Path, plan: VariantPlan, settings: BuildSettings
+) -> tuple[str, ...] | None:
     if not settings.import_check:
         return None
     return importcheck.check_import(wheel_path, plan, cache_dir=settings.cache_dir)
@@ -239,10 +274,11 @@ def _check(
         binaries=found.binaries,
         toolkit=(plan.variant.toolkit.version.major, plan.variant.toolkit.version.minor),
         # the flags nvcc compiled with, the matrix's among them: which levers are pulled already
-        nvcc_flags=shlex.split(plan.compile.nvcc_flags),
+        nvcc_flags=[f for flags in plan.compile.flag_sets for f in shlex.split(flags.nvcc)],
         wheel=wheel_path,
+        budgets={link.wheel_path: link.extension.size_budget for link in plan.links},
     )
-    if stages.size.over:
+    if stages.size.over or stages.size.over_shared:
         raise _over_budget(
             plan, wheel_path, stages.size, published=wheel_path.parent == plan.out_dir
         )
@@ -276,11 +312,24 @@ def _over_budget(
     biggest = (
         ", ".join(f"{c.arch} {format_size(c.in_wheel or c.stored)}" for c in top[:3]) or "no fatbin"
     )
+    published_words = (
+        "it was published by an earlier build; " if published else "nothing was published; "
+    )
+    if not size.over:  # a shared object over its own budget (the wheel is within its)
+        shared = size.over_shared[0]
+        member = elf.member_path(shared.binary)
+        own = [c for c in size.contributions if c.binary == shared.binary][:3]
+        largest = ", ".join(f"{c.arch} {format_size(c.in_wheel or c.stored)}" for c in own)
+        index = next(i for i, k in enumerate(plan.links) if k.wheel_path == member)
+        return SizeBudgetError(
+            f"variant {plan.variant.id}: {member} is {format_size(shared.size)}, over its size "
+            f"budget of {format_size(shared.budget or 0)}; {published_words}largest: "
+            f"{largest or 'no fatbin'} (extensions[{index}].size-budget in matrix.yaml raises it)",
+            details="\n".join(lines),
+        )
     return SizeBudgetError(
         f"variant {plan.variant.id}: {wheel_path.name} is {format_size(size.wheel_size)}, over "
-        f"its size budget of {format_size(size.budget)}; "
-        + ("it was published by an earlier build; " if published else "nothing was published; ")
-        + "largest: "
+        f"its size budget of {format_size(size.budget)}; " + published_words + "largest: "
         f"{biggest} (size-budget in matrix.yaml or --size-budget raises the budget)",
         details="\n".join(lines),
     )

@@ -1,0 +1,81 @@
+"""What a wheel's METADATA declares of torch and Python: its Requires-Dist on torch (as written,
+its lowest torch, the version it pins) and its Requires-Python (as written, its lowest Python).
+The rules weigh the binaries against it (floor, python-api, requirement)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from email.parser import HeaderParser
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
+
+from wheelforge.toolchain.shims import Version2
+
+_PYTHON_MINORS = range(0, 100)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Declared:
+    """What a wheel's METADATA says of torch and Python, as written and as floors."""
+
+    torch: str | None = None  # its Requires-Dist on torch ("torch==2.14.0"); None: it has none
+    torch_floor: Version2 | None = None  # the lowest torch that requirement admits
+    torch_pin: str | None = None  # the version it pins with == (2.14.0), if it pins one
+    requires_python: str | None = None  # Requires-Python as written (">=3.11")
+    python_floor: Version2 | None = None  # the lowest Python 3 it admits
+
+
+def declared(metadata: str | None) -> Declared:
+    """The torch requirement (a requirement that applies only with an extra is not the wheel's)
+    and Requires-Python of a wheel's METADATA."""
+    if not metadata:
+        return Declared()
+    message = HeaderParser().parsestr(metadata)
+    torch = floor = pin = None
+    for value in message.get_all("Requires-Dist") or []:
+        try:
+            req = Requirement(value)
+        except InvalidRequirement:
+            continue
+        if canonicalize_name(req.name) != "torch" or (req.marker and "extra" in str(req.marker)):
+            continue
+        torch = f"{req.name}{req.specifier}"
+        floor = _lowest(req.specifier)
+        pin = next((s.version for s in req.specifier if s.operator in ("==", "===")), None)
+        break
+    python = message.get("Requires-Python")
+    python_floor = None
+    if python:
+        try:
+            spec = SpecifierSet(str(python))
+        except InvalidSpecifier:
+            spec = None
+        if spec is not None:
+            python_floor = next(((3, m) for m in _PYTHON_MINORS if _admits(spec, f"3.{m}")), None)
+    return Declared(
+        torch=torch,
+        torch_floor=floor,
+        torch_pin=pin,
+        requires_python=str(python) if python else None,
+        python_floor=python_floor,
+    )
+
+
+def _lowest(spec: SpecifierSet) -> Version2 | None:
+    lows = [s.version for s in spec if s.operator in (">=", "==", "~=", ">", "===")]
+    if not lows:
+        return None
+    parts = _numbers(max(lows, key=_numbers))[:2]
+    return (parts[0], parts[1]) if len(parts) == 2 else None
+
+
+def _admits(spec: SpecifierSet, minor: str) -> bool:
+    """Whether *spec* admits some release of the minor version *minor* (3.11: 3.11.0 ...)."""
+    return any(spec.contains(f"{minor}.{patch}", prereleases=True) for patch in (0, 99))
+
+
+def _numbers(version: str) -> list[int]:
+    return [int(p) for p in re.findall(r"\d+", version)]

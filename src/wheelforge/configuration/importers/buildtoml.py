@@ -1,0 +1,280 @@
+"""The kernel-builder front door: a Hugging Face ``build.toml`` (huggingface/kernels,
+docs/source/builder/writing-kernels.md; the kernels of huggingface/kernels-community).
+
+What kernel-builder's CMake templates do for a CUDA build, translated: the ``[torch]`` sources
+and every ``backend = "cuda"`` kernel's make one extension (``<name>._<name>_cuda``, the Python
+package in ``torch-ext/<name>``); a kernel's ``cuda-capabilities`` become its sources' archs
+(kernel-builder's loose intersection is wheelforge's per-source rule); ``cuda-flags`` and
+``cxx-flags`` go to the compilers; the defines its preamble adds (``USE_CUDA``,
+``CUDA_KERNEL``), torch's nvcc flags as kernel-builder keeps them, ``-fno-gnu-unique``; the
+stable-ABI version becomes the torch floor. The two files kernel-builder generates at build time,
+``registration.h`` (its op-registration macros) and the package's ``_ops.py`` (the op namespace),
+are written by init. ``depends`` other than torch (CUTLASS …) are header libraries the project
+has to provide."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from wheelforge.configuration.archs import ArchSpec, parse_arch_list
+from wheelforge.configuration.importers.captured import (
+    CapturedBuild,
+    CapturedExtension,
+    CapturedSource,
+    GeneratedFile,
+    ProjectMetadata,
+)
+from wheelforge.configuration.importers.flags import merge_archs, sort_flags
+from wheelforge.configuration.matrix.keys import SOURCE_SUFFIXES
+from wheelforge.foundation.errors import ConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+# kernel-builder's preamble.cmake for CUDA: its defines, and torch's COMMON_NVCC_FLAGS less the
+# half-precision guards it removes (utils.cmake get_torch_gpu_compiler_flags, CUDA 11.8+).
+_DEFINES = ("-DUSE_CUDA=1", "-DCUDA_KERNEL")
+_NVCC_FLAGS = ("--expt-relaxed-constexpr", "-DENABLE_FP8")
+_CXX_FLAGS = ("-fno-gnu-unique",)
+# preamble.cmake's CUDA_DEFAULT_KERNEL_ARCHS for CUDA 13.0+: what a kernel without
+# cuda-capabilities is built for.
+DEFAULT_CAPABILITIES = "7.5 8.0 8.6 8.7 8.9 9.0 10.0 11.0 12.0 12.1+PTX"
+
+# kernel-builder's templates/torch/registration.h (vLLM's csrc/core/registration.h).
+REGISTRATION_H = """\
+// Written by 'wheelforge init': the registration macros kernel-builder generates
+// (huggingface/kernels templates/torch/registration.h, from vLLM's csrc/core/registration.h).
+#pragma once
+
+#include <Python.h>
+
+#define _CONCAT(A, B) A##B
+#define CONCAT(A, B) _CONCAT(A, B)
+
+#define _STRINGIFY(A) #A
+#define STRINGIFY(A) _STRINGIFY(A)
+
+#define TORCH_LIBRARY_EXPAND(NAME, MODULE) TORCH_LIBRARY(NAME, MODULE)
+#define STABLE_TORCH_LIBRARY_EXPAND(NAME, MODULE) STABLE_TORCH_LIBRARY(NAME, MODULE)
+#define TORCH_LIBRARY_IMPL_EXPAND(NAME, DEVICE, MODULE) TORCH_LIBRARY_IMPL(NAME, DEVICE, MODULE)
+#define STABLE_TORCH_LIBRARY_IMPL_EXPAND(NAME, DEVICE, MODULE) \\
+  STABLE_TORCH_LIBRARY_IMPL(NAME, DEVICE, MODULE)
+
+// REGISTER_EXTENSION: the module's init function, so `import` loads the library.
+#define REGISTER_EXTENSION(NAME)                                               \\
+  PyMODINIT_FUNC CONCAT(PyInit_, NAME)() {                                     \\
+    static struct PyModuleDef module = {PyModuleDef_HEAD_INIT,                 \\
+                                        STRINGIFY(NAME), nullptr, 0, nullptr}; \\
+    return PyModule_Create(&module);                                           \\
+  }
+"""
+
+_OPS_PY = '''\
+# Written by 'wheelforge init': the module kernel-builder generates (templates/torch/_ops.py.in).
+import torch
+
+from . import {ops}
+
+ops = torch.ops.{ops}
+
+
+def add_op_namespace_prefix(op_name: str) -> str:
+    """Prefix op by namespace."""
+    return f"{ops}::{{op_name}}"
+'''
+
+
+def is_kernel_builder(path: Path) -> bool:
+    """Whether *path* is a kernel-builder build.toml (a [general] table naming backends)."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return False
+    general = data.get("general")
+    return isinstance(general, dict) and "name" in general and ("kernel" in data or "torch" in data)
+
+
+def _strings(table: Mapping[str, Any], key: str) -> list[str]:
+    value = table.get(key) or []
+    return [str(v) for v in value] if isinstance(value, list) else [str(value)]
+
+
+def _stable_target(torch: Mapping[str, Any]) -> str | None:
+    stable = torch.get("stable-abi")
+    if isinstance(stable, str):
+        return stable
+    if isinstance(stable, dict) and isinstance(stable.get("cuda"), str):
+        return str(stable["cuda"])
+    return None
+
+
+class _Kernels:
+    """The CUDA build's parts: the [torch] sources and each CUDA kernel's."""
+
+    def __init__(self, root: Path, torch: Mapping[str, Any]) -> None:
+        self.root = root
+        self.sources: list[CapturedSource] = []
+        self.missing: list[str] = []
+        self.includes: list[str] = _strings(torch, "include")
+        self.cuda_flags: dict[str, tuple[str, ...]] = {}
+        self.cxx_flags: list[str] = []
+        self.capabilities: list[tuple[ArchSpec, ...] | None] = []
+        self.depends: set[str] = set()
+        self.done: list[str] = []
+        self.add(_strings(torch, "src"), None)
+
+    def add(self, files: list[str], archs: tuple[ArchSpec, ...] | None) -> None:
+        for file in files:
+            if Path(file).suffix not in SOURCE_SUFFIXES:
+                continue  # headers: kernel-builder lists them for its file sets
+            if not (self.root / file).is_file():
+                self.missing.append(file)
+            self.sources.append(CapturedSource(path=file, archs=archs))
+
+    def kernel(self, name: str, kernel: Mapping[str, Any]) -> None:
+        where = f"build.toml [kernel.{name}]"
+        caps = _strings(kernel, "cuda-capabilities")
+        archs = (
+            parse_arch_list(" ".join(caps), source=f"{where} cuda-capabilities") if caps else None
+        )
+        self.capabilities.append(archs)
+        self.add(_strings(kernel, "src"), archs)
+        self.includes += _strings(kernel, "include")
+        self.cuda_flags[name] = tuple(_strings(kernel, "cuda-flags"))
+        self.cxx_flags += _strings(kernel, "cxx-flags")
+        self.depends.update(d for d in _strings(kernel, "depends") if d != "torch")
+        if kernel.get("cuda-minver"):
+            self.done.append(
+                f"{where}: cuda-minver {kernel['cuda-minver']}: build it with that CUDA or newer"
+            )
+
+    def archs(self) -> tuple[ArchSpec, ...]:
+        """The arch set: the kernels' capabilities, or kernel-builder's default when one has none."""
+        if all(self.capabilities):
+            return merge_archs(*(a for a in self.capabilities if a))
+        self.done.append(
+            f"arch-sets: kernel-builder's default capabilities for CUDA 13 ({DEFAULT_CAPABILITIES}): a kernel without cuda-capabilities is built for all of them"
+        )
+        return parse_arch_list(DEFAULT_CAPABILITIES, source="kernel-builder's default capabilities")
+
+
+def _load(path: Path) -> dict[str, Any]:
+    try:
+        data: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path} could not be read: {exc}") from None
+    return data
+
+
+def _cuda_kernels(
+    path: Path, data: Mapping[str, Any], done: list[str]
+) -> dict[str, dict[str, Any]]:
+    kernels = {k: v for k, v in (data.get("kernel") or {}).items() if isinstance(v, dict)}
+    cuda = {
+        k: v for k, v in kernels.items() if v.get("backend", v.get("language")) in ("cuda", None)
+    }
+    others = sorted(f"{k} ({v.get('backend')})" for k, v in kernels.items() if k not in cuda)
+    if others:
+        done.append(f"build.toml: left out the kernels of other backends: {', '.join(others)}")
+    if not cuda:
+        raise ConfigError(
+            f'{path}: no kernel with backend = "cuda"; wheelforge builds CUDA extensions'
+        )
+    return cuda
+
+
+def _nvcc_flags(parts: _Kernels, hand: list[str]) -> tuple[str, ...]:
+    if len(set(parts.cuda_flags.values())) > 1:
+        hand.append(
+            "build.toml: the CUDA kernels have different cuda-flags ("
+            + "; ".join(f"{k}: {' '.join(v) or 'none'}" for k, v in parts.cuda_flags.items())
+            + "); matrix.yaml has one nvcc-flags list: wrote their union"
+        )
+    given = list(dict.fromkeys(f for flags in parts.cuda_flags.values() for f in flags))
+    return tuple(dict.fromkeys([*_NVCC_FLAGS, *sort_flags(given).kept]))
+
+
+def _extension(
+    parts: _Kernels, name: str, torch: Mapping[str, Any], hand: list[str]
+) -> CapturedExtension:
+    for dep in sorted(parts.depends):
+        hand.append(
+            f"build.toml depends on {dep} (a header library kernel-builder provides); "
+            "put its headers in the project (a git submodule) and add the include folder to include-dirs"
+        )
+    archs = parts.archs()
+    if "csrc" not in parts.includes and (parts.root / "csrc").is_dir():
+        parts.includes.append("csrc")  # define_gpu_extension_target adds it
+    return CapturedExtension(
+        name=name,
+        kind="kernel-builder",
+        where="build.toml",
+        sources=tuple(
+            CapturedSource(path=s.path, archs=s.archs if s.archs and s.archs != archs else None)
+            for s in parts.sources
+        ),
+        include_dirs=tuple(dict.fromkeys(parts.includes)),
+        defines=_DEFINES,
+        cxx_flags=tuple(dict.fromkeys([*_CXX_FLAGS, *parts.cxx_flags])),
+        nvcc_flags=_nvcc_flags(parts, hand),
+        archs=archs,
+        torch_target=_stable_target(torch),
+        stable=_stable_target(torch) is not None,
+    )
+
+
+def read_build_toml(root: Path) -> CapturedBuild:
+    path = root / "build.toml"
+    data = _load(path)
+    general = data.get("general") or {}
+    python_name = str(general.get("name") or root.name).replace("-", "_")
+    torch = data.get("torch")
+    if not isinstance(torch, dict):
+        what = (
+            "a [torch-noarch] kernel: nothing is compiled"
+            if "torch-noarch" in data
+            else "no [torch] table"
+        )
+        raise ConfigError(f"{path}: {what}; wheelforge builds compiled extensions")
+    hand: list[str] = []
+    parts = _Kernels(root, torch)
+    for name, kernel in _cuda_kernels(path, data, parts.done).items():
+        parts.kernel(name, kernel)
+    package, leaf = f"torch-ext/{python_name}", f"_{python_name}_cuda"
+    extension = _extension(parts, f"{python_name}.{leaf}", torch, hand)
+    if not (root / package / "__init__.py").is_file():
+        hand.append(f"build.toml: the Python package {package} has no __init__.py")
+    parts.done.append(
+        f"wrote {package}/_ops.py and torch-ext/registration.h, which kernel-builder generates at build time (the op namespace is {leaf})"
+    )
+    tests = "tests" if (root / "tests").is_dir() else None
+    if tests:
+        hand.append(
+            "tests: kernel-builder's tests load the kernel with kernels.get_kernel(...) from the Hub "
+            "or LOCAL_KERNELS; to test the installed wheel, import the package instead"
+        )
+    return CapturedBuild(
+        root=root,
+        front_door="build.toml",
+        extensions=(extension,),
+        metadata=ProjectMetadata(
+            name=python_name,
+            version="0.1.0",  # what kernel-builder's pyproject.toml template writes
+            license=str(general["license"]) if general.get("license") else None,
+            url=str(general["upstream"]) if general.get("upstream") else None,
+        ),
+        packages=(package,),
+        tests=tests,
+        generated=(
+            GeneratedFile(path="torch-ext/registration.h", text=REGISTRATION_H),
+            GeneratedFile(path=f"{package}/_ops.py", text=_OPS_PY.format(ops=leaf)),
+        ),
+        missing=tuple(parts.missing),
+        hand=tuple(hand),
+        done=tuple(parts.done),
+    )

@@ -1,0 +1,363 @@
+"""The CMake front door: the project configured only (``cmake -S . -B <a folder wheelforge
+owns>``, never built), ``compile_commands.json`` read for each source's flags and archs, and
+CMake's file API (codemodel-v2) for the targets: which are Python modules, what each links.
+
+Configuring runs the project's CMake code; downloads are refused (``FETCHCONTENT_FULLY_DISCONNECTED``,
+and every proxy variable points at a closed port, so ``file(DOWNLOAD)`` and git clones fail
+fast): a dependency CMake would fetch is named, with the flag that gives its folder instead.
+torch's CMake files come from the build Python (``torch.utils.cmake_prefix_path``)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import shutil
+import sys
+import tempfile
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from wheelforge.configuration.importers.captured import (
+    CapturedBuild,
+    CapturedExtension,
+    CapturedSource,
+    Refusal,
+)
+from wheelforge.configuration.importers.flags import merge_archs, sort_flags
+from wheelforge.configuration.matrix.keys import SOURCE_SUFFIXES
+from wheelforge.foundation import proc
+from wheelforge.foundation.errors import ToolError
+
+DEADLINE_S = 600.0
+_CLOSED = "http://127.0.0.1:9"  # the discard port: nothing listens, a download fails at once
+# Flags of a compile command that are CMake's plumbing, not the project's choices: with a value…
+_PLUMBING_WITH_VALUE = ("-o", "-MT", "-MF", "-MQ", "-x", "--options-file", "-Xcompiler=-MD")
+# … and alone (position-independent code and dependency files are wheelforge's too).
+_PLUMBING = ("-c", "-MD", "-MMD", "-fPIC", "-Xcompiler=-fPIC", "-forward-unknown-to-host-compiler")
+_INCLUDE_RE = re.compile(r"^-(I|isystem)(.*)$")
+_IMPORT_RE = r"^\s*(?:from\s+(\.?)\s*import\s+{leaf}\b|import\s+{leaf}\b|from\s+{leaf}\s+import)"
+
+
+@dataclass(frozen=True, kw_only=True)
+class CMakeContext:
+    python: Path
+    nvcc: Path | None = None
+    archs: str | None = None  # TORCH_CUDA_ARCH_LIST for torch's CMake files
+    args: tuple[str, ...] = ()  # --cmake-arg, $CMAKE_ARGS
+    deadline_s: float = DEADLINE_S
+
+
+def _torch_prefix(python: Path) -> str | None:
+    result = proc.run(
+        [python, "-c", "import torch.utils; print(torch.utils.cmake_prefix_path)"],
+        hint="pass --python with the interpreter that has torch",
+        check=False,
+    )
+    lines = result.stdout.strip().splitlines()
+    return lines[-1] if result.returncode == 0 and lines else None
+
+
+def _configure(root: Path, build: Path, context: CMakeContext) -> str:
+    query = build / ".cmake" / "api" / "v1" / "query"
+    query.mkdir(parents=True)
+    (query / "codemodel-v2").write_text("")
+    python = str(context.python)
+    args: list[str | Path] = [
+        "cmake", "-S", root, "-B", build, "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
+        "-DCMAKE_BUILD_TYPE=Release", "-DFETCHCONTENT_FULLY_DISCONNECTED=ON",
+        f"-DPython_EXECUTABLE={python}", f"-DPython3_EXECUTABLE={python}",
+        f"-DPYTHON_EXECUTABLE={python}",
+    ]  # fmt: skip
+    if shutil.which("ninja"):
+        args += ["-G", "Ninja"]
+    if context.nvcc is not None:
+        # The toolkit wheelforge builds with, for CMake's CUDA language and for torch's Caffe2
+        # CMake files (FindCUDA reads CUDA_TOOLKIT_ROOT_DIR, else takes nvcc's folder on the
+        # PATH, a wrapper script's here).
+        root_dir = context.nvcc.parent.parent
+        args += [
+            f"-DCMAKE_CUDA_COMPILER={context.nvcc}",
+            f"-DCUDA_TOOLKIT_ROOT_DIR={root_dir}",
+            f"-DCUDAToolkit_ROOT={root_dir}",
+        ]
+    prefix = _torch_prefix(context.python)
+    if prefix:
+        args.append(f"-DCMAKE_PREFIX_PATH={prefix}")
+    args += list(context.args)
+    env = dict.fromkeys(("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"), _CLOSED)  # fmt: skip
+    env |= {"no_proxy": "", "NO_PROXY": "", "GIT_TERMINAL_PROMPT": "0"}
+    if context.archs:
+        env["TORCH_CUDA_ARCH_LIST"] = context.archs
+    result = proc.run(
+        args,
+        hint="install CMake 3.18 or newer (pip install cmake)",
+        env=env,
+        check=False,
+        what="cmake (configure only)",
+        timeout=context.deadline_s,
+    )
+    output = result.stdout + result.stderr
+    if result.returncode != 0:
+        unfetched = _unfetched(build)
+        error = re.search(r"CMake Error[^\n]*\n((?:[ \t]+\S[^\n]*\n?){1,3})", output)
+        said = " ".join(error[1].split()) if error else "see its output below"
+        fix = (
+            "it needs downloads init never makes: give "
+            + ", ".join(f"-DFETCHCONTENT_SOURCE_DIR_{n.upper()}=<folder>" for n in unfetched)
+            + " with --cmake-arg"
+            if unfetched
+            else "fix what it needs (--cmake-arg -DNAME=VALUE, CMAKE_ARGS, --python with torch)"
+        )
+        raise ToolError(
+            f"{root / 'CMakeLists.txt'}: CMake's configure failed ({said[:200]}); {fix}",
+            details=proc.tail(output),
+        )
+    return output
+
+
+def _unfetched(build: Path) -> list[str]:
+    """The FetchContent dependencies the configure reached (each gets a FETCHCONTENT_SOURCE_DIR_
+    cache entry) that were neither given a folder nor downloaded."""
+    try:
+        cache = (build / "CMakeCache.txt").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    return [
+        name
+        for name, folder in re.findall(r"^FETCHCONTENT_SOURCE_DIR_(\w+):PATH=(.*)$", cache, re.M)
+        if not folder.strip() and not any((build / "_deps" / f"{name.lower()}-src").glob("*"))
+    ]
+
+
+def _targets(build: Path) -> dict[str, dict[str, Any]]:
+    """The codemodel's targets by id (CMake's file API reply)."""
+    reply = build / ".cmake" / "api" / "v1" / "reply"
+    index = max(reply.glob("index-*.json"), default=None)
+    if index is None:
+        return {}
+    objects = json.loads(index.read_text())["objects"]
+    model = next((o for o in objects if o["kind"] == "codemodel"), None)
+    if model is None:
+        return {}
+    codemodel = json.loads((reply / model["jsonFile"]).read_text())
+    targets = {}
+    for entry in codemodel["configurations"][0]["targets"]:
+        target = json.loads((reply / entry["jsonFile"]).read_text())
+        targets[target["id"]] = target
+    return targets
+
+
+@dataclass(frozen=True)
+class _Command:
+    flags: tuple[str, ...]
+    includes: tuple[str, ...]
+    cuda: bool
+
+
+def _command(entry: Mapping[str, Any]) -> _Command:
+    """One compile command without CMake's plumbing: its flags and include folders."""
+    argv = list(entry.get("arguments") or shlex.split(entry["command"]))
+    directory = Path(entry["directory"])
+    source = (directory / entry["file"]).resolve()
+    flags: list[str] = []
+    includes: list[str] = []
+    i = 1  # argv[0] is the compiler
+    while i < len(argv):
+        arg = argv[i]
+        i += 1
+        if arg in _PLUMBING_WITH_VALUE:
+            i += 1
+        elif (
+            arg in _PLUMBING
+            or arg.startswith(("-MF", "-MT", "-MQ"))
+            or (arg.startswith("-o") and len(arg) > 2)
+            or (not arg.startswith("-") and (directory / arg).resolve() == source)
+        ):
+            continue
+        elif m := _INCLUDE_RE.match(arg):
+            value = m[2].removeprefix("=")
+            if not value and i < len(argv):
+                value, i = argv[i], i + 1
+            includes.append(str((directory / value).resolve()))
+        else:
+            flags.append(arg)
+    return _Command(tuple(flags), tuple(includes), entry["file"].endswith(".cu"))
+
+
+def _common(lists: Iterable[tuple[str, ...]]) -> tuple[str, ...]:
+    lists = list(lists)
+    if not lists:
+        return ()
+    counts = Counter(f for flags in lists for f in dict.fromkeys(flags))
+    return tuple(f for f in dict.fromkeys(lists[0]) if counts[f] == len(lists))
+
+
+def _module_name(root: Path, leaf: str) -> str:
+    """Where the package imports the module from: ``pkg.leaf`` for ``from . import leaf``
+    in pkg/, else the top-level ``leaf``."""
+    pattern = re.compile(_IMPORT_RE.format(leaf=re.escape(leaf)), re.M)
+    for path in sorted(root.rglob("*.py"))[:2000]:
+        if "build" in path.relative_to(root).parts:
+            continue
+        m = pattern.search(path.read_text(encoding="utf-8", errors="replace"))
+        if m and m[1]:
+            parts = path.parent.relative_to(root).parts
+            return ".".join((*parts, leaf))
+    return leaf
+
+
+class _Reader:
+    def __init__(self, root: Path, build: Path) -> None:
+        self.root = root.resolve()
+        self.build = build.resolve()
+        self.hand: list[str] = []
+        self.done: list[str] = []
+        commands = json.loads((build / "compile_commands.json").read_text())
+        self.commands = {
+            str(Path(e["directory"], e["file"]).resolve()): _command(e) for e in commands
+        }
+
+    def rel(self, path: str) -> str | None:
+        p = Path(path).resolve()
+        return p.relative_to(self.root).as_posix() or "." if p.is_relative_to(self.root) else None
+
+    def sources(
+        self, target: Mapping[str, Any], targets: Mapping[str, dict[str, Any]]
+    ) -> list[str]:
+        """A module's own sources and those of the project libraries it links."""
+        found = [s["path"] for s in target.get("sources", []) if not s.get("isGenerated")]
+        for dep in target.get("dependencies", []):
+            linked = targets.get(dep["id"])
+            if linked and linked["type"] in ("STATIC_LIBRARY", "SHARED_LIBRARY", "OBJECT_LIBRARY"):
+                found += [s["path"] for s in linked.get("sources", []) if not s.get("isGenerated")]
+                self.done.append(
+                    f"CMake target {target['name']}: the sources of {linked['name']} ({linked['type'].lower()}), which it links, are compiled into it"
+                )
+        return [str((self.root / p).resolve()) for p in dict.fromkeys(found)]
+
+    def extension(
+        self, target: Mapping[str, Any], targets: Mapping[str, dict[str, Any]], name: str
+    ) -> CapturedExtension:
+        label = f"CMake target {target['name']}"
+        paths = [p for p in self.sources(target, targets) if Path(p).suffix in SOURCE_SUFFIXES]
+        missing = [p for p in paths if p not in self.commands]
+        if missing:
+            self.hand.append(f"{label}: no compile command for {', '.join(missing[:3])}")
+        commands = {p: self.commands[p] for p in paths if p in self.commands}
+        sorted_by = {p: sort_flags(c.flags) for p, c in commands.items()}
+        cxx = [sorted_by[p].kept for p, c in commands.items() if not c.cuda]
+        nvcc = [sorted_by[p].kept for p, c in commands.items() if c.cuda]
+        cxx_common, nvcc_common = _common(cxx), _common(nvcc)
+        for p, c in commands.items():
+            extra = [
+                f for f in sorted_by[p].kept if f not in (nvcc_common if c.cuda else cxx_common)
+            ]
+            if extra:
+                self.hand.append(
+                    f"{label}: {self.rel(p)} alone gets {' '.join(extra)}; matrix.yaml's flags are per extension"
+                )
+        archs_by = {p: sorted_by[p].archs for p, c in commands.items() if c.cuda}
+        union = merge_archs(*archs_by.values())
+        includes: list[str] = []
+        for c in commands.values():
+            for inc in c.includes:
+                rel = self.rel(inc)
+                if rel is not None and rel not in includes:
+                    includes.append(rel)
+        owned = sorted({f for s in sorted_by.values() for f in s.owned})
+        if owned:
+            self.done.append(
+                f"{label}: left out {', '.join(owned)}: wheelforge sets these itself (from the matrix)"
+            )
+        defines = [f for f in _common([*cxx, *nvcc]) if f.startswith(("-D", "-U"))]
+        drop = set(defines)
+        return CapturedExtension(
+            name=name,
+            kind=f"CMake {target['type'].lower()}",
+            where=f"CMake target {target['name']}",
+            sources=tuple(
+                CapturedSource(path=r, archs=(a if (a := archs_by.get(p)) and a != union else None))
+                for p in commands
+                if (r := self.rel(p)) is not None
+            ),
+            include_dirs=tuple(includes),
+            defines=tuple(defines),
+            cxx_flags=tuple(f for f in cxx_common if f not in drop),
+            nvcc_flags=tuple(f for f in nvcc_common if f not in drop),
+            archs=union,
+            link_flags=self.link_flags(target),
+        )
+
+    def link_flags(self, target: Mapping[str, Any]) -> tuple[str, ...]:
+        """The link's own flags: not its libraries from torch, Python, CUDA or the build."""
+        out = []
+        for fragment in (target.get("link") or {}).get("commandFragments", []):
+            if fragment.get("role") != "flags":
+                continue
+            for flag in shlex.split(fragment["fragment"]):
+                if flag.startswith("-Wl,-rpath") or flag in ("-shared",):
+                    continue
+                out.append(flag)
+        return tuple(out)
+
+
+def capture_cmake(
+    root: Path, context: CMakeContext, *, modules: Mapping[str, str] | None = None
+) -> CapturedBuild:
+    """Configure *root* and read its targets. *modules* maps a target's file stem to the module
+    name setup.py gives it (a setup.py that drives CMake, as vLLM's and fast_rnnt's do)."""
+    with tempfile.TemporaryDirectory(prefix="wheelforge-cmake-") as tmp:
+        build = Path(tmp)
+        output = _configure(root, build, context)
+        unfetched = _unfetched(build)
+        flags = ", ".join(f"-DFETCHCONTENT_SOURCE_DIR_{n.upper()}=<folder>" for n in unfetched)
+        if not (build / "compile_commands.json").is_file():
+            raise ToolError(
+                f"{root / 'CMakeLists.txt'}: CMake's configure wrote no compile commands (it compiles nothing as configured)"
+                + (
+                    f"; it declares downloads init does not make ({', '.join(unfetched)}): give {flags} with --cmake-arg"
+                    if unfetched
+                    else ""
+                )
+            )
+        targets = _targets(build)
+        reader = _Reader(root, build)
+        python_modules = [t for t in targets.values() if t["type"] == "MODULE_LIBRARY"]
+        chosen = python_modules or [t for t in targets.values() if t["type"] == "SHARED_LIBRARY"]
+        if not python_modules and chosen:
+            reader.hand.append(
+                "CMake builds no Python module (MODULE library), only shared libraries: "
+                + ", ".join(t["name"] for t in chosen)
+                + "; each was written as an extension, check how the package loads it"
+            )
+        linked = {d["id"] for t in python_modules for d in t.get("dependencies", [])}
+        extensions = []
+        for target in chosen:
+            if target["id"] in linked:
+                continue
+            stem = str(target.get("nameOnDisk") or target["name"]).split(".")[0]
+            stem = stem.removeprefix("lib") if not python_modules else stem
+            name = (modules or {}).get(stem) or _module_name(root, stem)
+            extensions.append(reader.extension(target, targets, name))
+    refusals = [
+        Refusal(what="network", detail=m.strip()[:160], where="CMake", attempted=True)
+        for m in dict.fromkeys(re.findall(r"^.*(?:Downloading|Cloning into)[^\n]*", output, re.M))
+    ]
+    if unfetched:
+        reader.hand.append(
+            f"CMake declares downloads init does not make ({', '.join(unfetched)}); if the build needs them, give {flags} with --cmake-arg"
+        )
+    if sys.platform != "linux":  # pragma: no cover - wheelforge builds Linux wheels
+        reader.hand.append("CMake was configured on a platform wheelforge does not build for")
+    return CapturedBuild(
+        root=root,
+        front_door="CMake",
+        extensions=tuple(extensions),
+        refusals=tuple(refusals),
+        hand=tuple(reader.hand),
+        done=tuple(reader.done),
+    )

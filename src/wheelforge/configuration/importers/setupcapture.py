@@ -1,0 +1,112 @@
+"""The setup.py front door: the project's setup.py run in a child process of the build Python
+(setup_child.py, through foundation/proc with a deadline), recording what ``setup()`` and the
+Extension classes are given; setuprecord.py reads the record into a CapturedBuild.
+
+The child runs the user's own code: init says so on the screen, and ``--no-run`` reads setup.py
+without running it instead (staticsetup.py)."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from wheelforge.configuration.importers.captured import CapturedBuild
+from wheelforge.configuration.importers.setuprecord import read_record
+from wheelforge.foundation import proc
+from wheelforge.foundation.errors import ToolError
+
+CHILD = Path(__file__).with_name("setup_child.py")
+# A setup.py that neither ends nor fails within this is stopped (FlashAttention-3's, torch
+# imported, takes a few seconds; one that waits on the network would wait forever).
+DEADLINE_S = 300.0
+# What a failure that asks the GPU looks like: CPU torch's and the driver's words.
+_NO_GPU = ("get_device_capability", "Found no NVIDIA driver", "Torch not compiled with CUDA")
+
+
+@dataclass(frozen=True, kw_only=True)
+class CaptureContext:
+    """What the child is told: the toolkit a CUDA build would use, the torch the stand-in
+    reports when the build Python has none, and what goes into its environment."""
+
+    python: Path
+    cuda_home: Path | None = None
+    cuda_version: str | None = None  # "13.0"
+    torch_version: str = "2.10.0"  # the stand-in torch's version
+    env: tuple[tuple[str, str], ...] = ()  # added to the child's environment
+    deadline_s: float = DEADLINE_S
+    stand_in: bool = False  # the stand-in torch even when the build Python has one
+
+
+def run_setup(root: Path, context: CaptureContext) -> dict[str, Any]:
+    """The child's record for *root*/setup.py (the raw JSON document)."""
+    with tempfile.TemporaryDirectory(prefix="wheelforge-init-") as tmp:
+        out = Path(tmp) / "record.json"
+        given = {
+            "setup": str(root / "setup.py"),
+            "root": str(root),
+            "out": str(out),
+            "tmp": tmp,
+            "cuda_home": str(context.cuda_home) if context.cuda_home else None,
+            "cuda_version": context.cuda_version,
+            "torch_version": context.torch_version,
+            "stand_in": context.stand_in,
+        }
+        (Path(tmp) / "context.json").write_text(json.dumps(given), encoding="utf-8")
+        result = proc.run(
+            [context.python, CHILD, Path(tmp) / "context.json"],
+            hint="pass --python with the interpreter that builds the project",
+            cwd=root,
+            # Deterministic set and dict order in setup.py (a list built from a set).
+            env={"PYTHONHASHSEED": "0", **dict(context.env)},
+            check=False,
+            what="setup.py",
+            timeout=context.deadline_s,
+        )
+        if not out.is_file():
+            raise ToolError(
+                f"{root / 'setup.py'} could not be run by {context.python} (exit code {result.returncode}); "
+                "read it without running it with 'wheelforge init --no-run'",
+                details=proc.tail(result.stdout + result.stderr) or None,
+            )
+        record: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    record["output"] = result.stdout + result.stderr
+    record["python"] = str(context.python)
+    return record
+
+
+def context_python(record: dict[str, Any]) -> str:
+    return str(record.get("python") or "the build Python")
+
+
+def _failure(root: Path, record: dict[str, Any]) -> ToolError:
+    error = record["error"] or {}
+    where = error.get("where") or "setup.py"
+    file, _, line = where.partition(":")
+    message = f"{root / file} failed{' at line ' + line if line else ''}: {error.get('type')}: {error.get('message')}"
+    text = error.get("traceback", "") or error.get("message", "")
+    if "No module named 'setuptools'" in text:
+        return ToolError(
+            f"{root / 'setup.py'} needs setuptools, which {context_python(record)} lacks (pip installs it "
+            "from [build-system] requires in an isolated build); install it there or pass --python"
+        )
+    if any(words in text for words in _NO_GPU):
+        fix = "it asks the GPU for its archs and there is none here: give them with --archs (init sets TORCH_CUDA_ARCH_LIST for setup.py) or TORCH_CUDA_ARCH_LIST"
+    else:
+        fix = "fix what it needs (an environment variable, a submodule, a package in --python), or read it without running it: 'wheelforge init --no-run'"
+    return ToolError(f"{message}; {fix}", details=proc.tail(text) or None)
+
+
+def capture_setup(root: Path, context: CaptureContext) -> CapturedBuild:
+    record = run_setup(root, context)
+    if not record["setup_calls"]:
+        if record.get("error"):
+            raise _failure(root, record)
+        raise ToolError(
+            f"{root / 'setup.py'} ran to its end without calling setup(); "
+            "read it without running it with 'wheelforge init --no-run'",
+            details=proc.tail(record.get("output", "")) or None,
+        )
+    return read_record(root, record, front_door="setup.py")

@@ -1,0 +1,374 @@
+"""What a setup.py gave ``setup()`` and its Extension classes (recorded by setup_child.py, or
+read statically by staticsetup.py), as a CapturedBuild: the extensions' sources, folders and
+flags sorted (flags.py), per-source archs from a replaced ninja writer, the packages, the
+metadata, and what the script tried that init refused."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+from wheelforge.configuration.archs import ArchSpec
+from wheelforge.configuration.importers.buildsteps import BuildSteps, ninja_rules
+from wheelforge.configuration.importers.captured import (
+    CapturedBuild,
+    CapturedExtension,
+    CapturedSource,
+    FrontDoor,
+    ProjectMetadata,
+)
+from wheelforge.configuration.importers.flags import SortedFlags, arch_text, merge_archs, sort_flags
+from wheelforge.configuration.importers.testsuite import find_tests
+
+_DEFINE_RE = re.compile(r"^-[DU]\w")
+
+
+def _rel(root: Path, value: str) -> tuple[str | None, bool]:
+    """*value* relative to *root* (posix), and whether it stays inside it."""
+    path = Path(os.path.normpath(root / value))
+    if not path.is_relative_to(root):
+        return str(path), False
+    return path.relative_to(root).as_posix() or ".", True
+
+
+def _package_dir(args: Mapping[str, Any]) -> dict[str, Any]:
+    value = args.get("package_dir")
+    return value if isinstance(value, dict) else {}
+
+
+def _strings(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    return [str(v) for v in value if isinstance(v, str | int | float)]
+
+
+class _Reading:
+    def __init__(self, root: Path, record: Mapping[str, Any]) -> None:
+        self.root = root
+        self.record = record
+        self.hand: list[str] = []
+        self.done: list[str] = []
+        self.missing: list[str] = []
+        self.package_folders: dict[str, str] = {}
+
+    # -- extensions ------------------------------------------------------------------------
+
+    def paths(self, values: Iterable[str], what: str, *, must_exist: bool) -> list[str]:
+        out = []
+        for value in values:
+            rel, inside = _rel(self.root, value)
+            if not inside and rel is not None and Path(rel).exists():
+                outside = Path(os.path.relpath(rel, self.root)).as_posix()
+                self.done.append(
+                    f"{what}: '{outside}' lies outside the project folder: a build reads it there, an sdist cannot carry it"
+                )
+                out.append(outside)
+                continue
+            if not inside:
+                self.hand.append(
+                    f"{what}: '{value}' is outside the project folder and does not exist; copy it in or install it and name it here"
+                )
+                continue
+            assert rel is not None
+            if must_exist and not (self.root / rel).exists():
+                self.missing.append(rel)
+            out.append(rel)
+        return out
+
+    def check_sources(self, label: str, sources: list[str]) -> None:
+        """What an extension's sources say about the capture: no CUDA where the project has
+        it (a setup.py that asks for a GPU), none at all (another tool builds it)."""
+        project_cu = (p for p in self.root.glob("**/*.cu") if "hip" not in p.as_posix())
+        if sources and not cuda_sources(sources) and any(project_cu):
+            self.hand.append(
+                f"{label} compiles no CUDA source, though the project has .cu files: its setup.py may choose "
+                "CUDA by asking for a GPU (torch.cuda.is_available()); set the switch it reads (FORCE_CUDA=1, "
+                "or --archs, which sets TORCH_CUDA_ARCH_LIST for it) and run init again"
+            )
+        if not sources and (self.root / "CMakeLists.txt").is_file():
+            self.done.append(
+                f"{label} has no sources: setup.py hands its build to CMake (CMakeLists.txt)"
+            )
+        elif not sources:
+            self.hand.append(
+                f"{label} has no sources: its build is driven by another tool; write extension.sources"
+            )
+
+    def include_dirs(self, ext: Mapping[str, Any], label: str) -> list[str]:
+        folders = self.paths(
+            _strings(ext.get("include_dirs")), f"{label}: include_dirs", must_exist=False
+        )
+        for folder in folders:
+            if not (self.root / folder).is_dir():
+                self.hand.append(
+                    f"{label}: include folder '{folder}' does not exist (a git submodule not checked out? "
+                    "'git submodule update --init'); the build needs it"
+                )
+        return folders
+
+    def flags(
+        self, ext: Mapping[str, Any], label: str, sources: list[str]
+    ) -> tuple[SortedFlags, SortedFlags, list[str]]:
+        """The C++ and nvcc flags sorted (torch's own nvcc flags first, as BuildExtension puts
+        them), and the defines both compilers get."""
+        kind = ext.get("kind")
+        macros = [
+            f"-D{m[0]}" + (f"={m[1]}" if len(m) > 1 and m[1] is not None else "")
+            for m in ext.get("define_macros") or []
+            if isinstance(m, list) and m
+        ] + [f"-U{m}" for m in _strings(ext.get("undef_macros"))]
+        args = ext.get("extra_compile_args") or []
+        cxx_raw = _strings(args.get("cxx")) if isinstance(args, dict) else _strings(args)
+        nvcc_raw = _strings(args.get("nvcc")) if isinstance(args, dict) else _strings(args)
+        cuda = kind == "CUDAExtension" or bool(cuda_sources(sources))
+        torch_flags = (
+            _strings(self.record.get("torch_nvcc_flags")) if kind == "CUDAExtension" else []
+        )
+        if torch_flags and cuda_sources(sources):
+            self.done.append(
+                f"{label}: kept {' '.join(torch_flags)}: torch's BuildExtension puts them before every nvcc compile"
+            )
+        cxx, nvcc = sort_flags(cxx_raw), sort_flags([*torch_flags, *nvcc_raw] if cuda else [])
+        self.say_sorted(label, nvcc, cxx)
+        shared = (f for f in cxx.kept if _DEFINE_RE.match(f) and (f in nvcc.kept or not cuda))
+        return cxx, nvcc, list(dict.fromkeys([*macros, *shared]))
+
+    def link_inputs(self, ext: Mapping[str, Any], label: str) -> None:
+        for key, why in (("extra_objects", "objects linked in"), ("runtime_library_dirs", "run-time library folders")):  # fmt: skip
+            if ext.get(key):
+                self.hand.append(
+                    f"{label}: {key} ({why}) {ext[key]}: add them to link-flags if the build needs them"
+                )
+        if ext.get("dlink"):
+            self.hand.append(
+                f"{label}: dlink=True asks for a device-link step, which wheelforge does not run"
+            )
+
+    def extension(self, ext: Mapping[str, Any], ninja: str | None) -> CapturedExtension:
+        kind, where = ext.get("kind") or "Extension", ext.get("where") or "setup.py"
+        label = f"{kind} {ext.get('name')} ({where})"
+        sources = self.paths(_strings(ext.get("sources")), f"{label}: sources", must_exist=True)
+        self.check_sources(label, sources)
+        cxx, nvcc, defines = self.flags(ext, label, sources)
+        per_source = self.ninja_archs(ninja, label) if ninja else {}
+        archs = merge_archs(nvcc.archs, *per_source.values()) if per_source else nvcc.archs
+        self.link_inputs(ext, label)
+        return CapturedExtension(
+            name=ext.get("name"),
+            kind=kind,
+            where=where,
+            sources=tuple(
+                CapturedSource(path=s, archs=self.own_archs(per_source.get(s), archs))
+                for s in sources
+            ),
+            include_dirs=tuple(self.include_dirs(ext, label)),
+            defines=tuple(defines),
+            cxx_flags=tuple(f for f in cxx.kept if f not in defines),
+            nvcc_flags=tuple(f for f in nvcc.kept if f not in defines),
+            archs=archs,
+            libraries=tuple(_strings(ext.get("libraries"))),
+            library_dirs=tuple(
+                self.paths(
+                    _strings(ext.get("library_dirs")), f"{label}: library_dirs", must_exist=False
+                )
+            ),
+            link_flags=tuple(_strings(ext.get("extra_link_args"))),
+            torch_target=nvcc.torch_target or cxx.torch_target,
+            limited_api=cxx.limited_api or nvcc.limited_api,
+        )
+
+    def say_sorted(self, label: str, nvcc: SortedFlags, cxx: SortedFlags) -> None:
+        if nvcc.archs:
+            self.done.append(
+                f"{label}: its nvcc arch flags name {arch_text(nvcc.archs)}: written as archs (arch-sets, unless --archs), not as nvcc flags"
+            )
+        owned = list(dict.fromkeys([*nvcc.owned, *cxx.owned]))
+        if owned:
+            self.done.append(
+                f"{label}: left out {', '.join(owned)}: wheelforge sets these itself (from the matrix)"
+            )
+        for flag in dict.fromkeys([*nvcc.problems, *cxx.problems]):
+            self.hand.append(
+                f"{label}: '{flag}' names no fixed arch (it depends on the machine or the toolkit); choose the arch sets"
+            )
+        if nvcc.ptx_only:
+            self.done.append(
+                f"{label}: {', '.join(nvcc.ptx_only)} (PTX without SASS) written as +PTX entries, which add SASS too"
+            )
+
+    def ninja_archs(self, ninja: str, label: str) -> dict[str, tuple[ArchSpec, ...]]:
+        """Each source's archs from the rules of the project's own ninja writer."""
+        per_source = ninja_rules(ninja)
+        out: dict[str, tuple[ArchSpec, ...]] = {}
+        for source, command in per_source.items():
+            rel, inside = _rel(self.root, source)
+            if inside and rel is not None and rel.endswith(".cu"):  # archs are nvcc's alone
+                out[rel] = sort_flags(command).archs
+        if out:
+            where = self.record.get("ninja_replaced_at") or "setup.py"
+            self.done.append(
+                f"{label}: setup.py replaces torch's ninja writer ({where}); each source's archs were read from the rules it writes"
+            )
+        return out
+
+    @staticmethod
+    def own_archs(
+        mine: tuple[ArchSpec, ...] | None, everyone: tuple[ArchSpec, ...]
+    ) -> tuple[ArchSpec, ...] | None:
+        return mine if mine and mine != everyone else None
+
+    # -- setup() -----------------------------------------------------------------------------
+
+    def metadata(self, args: Mapping[str, Any]) -> ProjectMetadata:
+        deps, torch_req = [], None
+        for line in _strings(args.get("install_requires")):
+            dep = line.split(" #", 1)[0].strip()
+            if not dep or dep.startswith("#"):
+                continue  # setuptools skips blank and comment lines (a requirements.txt read whole)
+            try:
+                req = Requirement(dep)
+            except InvalidRequirement:
+                self.hand.append(f"install_requires: '{dep}' is not a requirement; left out")
+                continue
+            if canonicalize_name(req.name) == "torch":
+                torch_req = dep
+            else:
+                deps.append(dep)
+        version = args.get("version")
+        urls = args.get("project_urls") or {}
+        keywords = args.get("keywords")
+        extras = args.get("extras_require") or {}
+        return ProjectMetadata(
+            name=args.get("name") if isinstance(args.get("name"), str) else None,
+            version=str(version) if isinstance(version, str | int | float) else None,
+            summary=args.get("description") if isinstance(args.get("description"), str) else None,
+            license=args.get("license") if isinstance(args.get("license"), str) else None,
+            requires_python=args.get("python_requires")
+            if isinstance(args.get("python_requires"), str)
+            else None,
+            dependencies=tuple(deps),
+            torch_requirement=torch_req,
+            author=args.get("author") if isinstance(args.get("author"), str) else None,
+            author_email=args.get("author_email")
+            if isinstance(args.get("author_email"), str)
+            else None,
+            url=args.get("url") if isinstance(args.get("url"), str) else None,
+            project_urls=tuple((str(k), str(v)) for k, v in urls.items())
+            if isinstance(urls, dict)
+            else (),
+            classifiers=tuple(_strings(args.get("classifiers"))),
+            keywords=tuple(
+                k.strip() for k in keywords.split(",") if k.strip()
+            )  # setuptools splits a string on commas
+            if isinstance(keywords, str)
+            else tuple(_strings(keywords)),
+            extras=tuple((str(k), tuple(_strings(v))) for k, v in extras.items())
+            if isinstance(extras, dict)
+            else (),
+        )
+
+    def modules(self, args: Mapping[str, Any]) -> tuple[str, ...]:
+        """setup(py_modules=...): each module's file, where setuptools finds it."""
+        dirs = _package_dir(args)
+        base = str(dirs.get("", "."))
+        out = []
+        for name in _strings(args.get("py_modules")):
+            rel, inside = _rel(self.root, os.path.join(base, *name.split(".")) + ".py")  # noqa: PTH118
+            if inside and rel is not None and (self.root / rel).is_file():
+                out.append(rel)
+            else:
+                self.hand.append(
+                    f"py_modules: '{name}' has no file at {rel}; name it in package.modules"
+                )
+        return tuple(out)
+
+    def packages(self, args: Mapping[str, Any]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The top-level package folders and the package-data globs."""
+        names = _strings(args.get("packages"))
+        dirs = _package_dir(args)
+        base = str(dirs.get("", "."))
+        folders: dict[str, str] = {}
+        for name in names:
+            if name.rpartition(".")[0] in names:
+                continue  # a subpackage: wheelforge packs a package's folder whole
+            folder = str(dirs.get(name, os.path.join(base, *name.split("."))))  # noqa: PTH118
+            rel, inside = _rel(self.root, folder)
+            if not inside or rel is None or not (self.root / rel / "__init__.py").is_file():
+                self.hand.append(
+                    f"packages: '{name}' has no folder with an __init__.py at {folder}; name its folder"
+                )
+                continue
+            folders[name] = rel
+        self.package_folders = folders
+        data: list[str] = []
+        for pkg, globs in (args.get("package_data") or {}).items():
+            top = next((t for t in folders if pkg == t or pkg.startswith(t + ".")), None)
+            prefix = "/".join(pkg.split(".")[1:]) if top and pkg != top else ""
+            data += [f"{prefix}/{g}" if prefix else g for g in _strings(globs)]
+        for key, why in (
+            ("entry_points", "entry points"),
+            ("scripts", "scripts"), ("data_files", "data files outside the packages"),
+        ):  # fmt: skip
+            if args.get(key):
+                self.hand.append(
+                    f"setup({key}={args[key]!r}): matrix.yaml has no key for {why}; leave them out or move them into a package"
+                )
+        return tuple(folders.values()), tuple(dict.fromkeys(data))
+
+
+def cuda_sources(sources: Iterable[str]) -> list[str]:
+    return [s for s in sources if s.endswith(".cu")]
+
+
+def read_record(root: Path, record: Mapping[str, Any], *, front_door: FrontDoor) -> CapturedBuild:
+    """A CapturedBuild from the child's record (or the static reading's, in the same shape)."""
+    reading = _Reading(root, record)
+    args = record["setup_calls"][-1] if record["setup_calls"] else {}
+    ninja = record.get("ninja") or {}
+    extensions = tuple(reading.extension(e, ninja.get(e.get("name"))) for e in record["extensions"])
+    packages, package_data = reading.packages(args)
+    steps = BuildSteps(root, record)
+    generated = steps.extra_files(reading.package_folders, extensions)
+    package_data += tuple(
+        g.path.rpartition("/")[2] for g in generated if not g.path.endswith(".py")
+    )
+    torch = record.get("torch") or {}
+    if torch.get("shown_as"):
+        reading.done.append(
+            f"torch {torch['version']} (a CPU build) was shown to setup.py as {torch['shown_as']}, the CUDA build wheelforge compiles with"
+        )
+    if torch and not torch.get("real"):
+        reading.done.append(
+            f"the build Python has no torch: setup.py saw wheelforge's stand-in torch {torch['version']}"
+            + (f" ({record['torch_error']})" if record.get("torch_error") else "")
+        )
+    for name in dict.fromkeys(record.get("stub_missing") or []):
+        reading.hand.append(
+            f"setup.py asked for {name}, which the stand-in torch lacks; pass --python with a Python that has torch"
+        )
+    for written in record.get("writes") or []:
+        reading.done.append(f"setup.py wrote {written} (as it does under pip)")
+    return CapturedBuild(
+        root=root,
+        front_door=front_door,
+        extensions=extensions,
+        metadata=reading.metadata(args),
+        packages=packages,
+        package_data=package_data,
+        modules=reading.modules(args),
+        torch_seen=str(torch["version"]).split("+")[0] if torch.get("real") else None,
+        tests=find_tests(root),
+        refusals=tuple(steps.refusals()),
+        generated=tuple(generated),
+        missing=tuple(dict.fromkeys(reading.missing)),
+        hand=tuple(reading.hand + steps.hand),
+        done=tuple(reading.done + steps.done),
+    )

@@ -1,0 +1,166 @@
+"""Reading the extensions: ``extension`` (one) or ``extensions`` (a list), never both, and each
+one's keys whose conversion is special (its name, sources and their arch limits, include
+folders, flags, size budget); the checks across the list (no two shared objects at one path, no
+module init for a library). The rest of matrix.yaml is read by matrix/reader.py, which builds
+on this."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import yaml
+
+from wheelforge.configuration.archs import ArchSpec, parse_arch_list
+from wheelforge.configuration.bytesizes import parse_size
+from wheelforge.configuration.matrix import yamlio
+from wheelforge.configuration.matrix.keys import GENERATED_RE, MODULE_RE, SOURCE_SUFFIXES
+from wheelforge.configuration.matrix.model import ExtensionConfig, SourceSpec
+from wheelforge.configuration.matrix.modelreader import KeyReader, ModelReader, Section
+
+
+class ExtensionsReader(ModelReader):
+    """The extensions' keys, and the list's checks."""
+
+    # Globs of generate steps' outputs ({step}/GLOB) the sources name: (node, glob, where),
+    # collected while the extensions are read, checked once the steps are (steps.py).
+    generated_refs: list[tuple[yaml.Node, str, str]]
+
+    def readers(self, model: type) -> Mapping[str, KeyReader]:
+        if model is ExtensionConfig:
+            return {
+                "name": self.checked_scalar(
+                    lambda v: bool(MODULE_RE.match(v)),
+                    "must be a module name, e.g. 'mypkg._C' (or 'mypkg_cuda' at the top level)",
+                ),
+                "sources": self.sources,
+                "include_dirs": self.checked_list(self.include_folder),
+                "size_budget": self.size,
+                "cxx_flags": self.flag_list,
+                "nvcc_flags": self.flag_list,
+                "link_flags": self.flag_list,
+                "libraries": self.flag_list,
+                "library_dirs": self.checked_list(self.folder),
+            }
+        if model is SourceSpec:
+            return {"archs": self.parsed(lambda text, w: parse_arch_list(text, source=w))}
+        return super().readers(model)
+
+    def size(self, node: yaml.Node, where: str) -> int | None:
+        return self.parsed(lambda text, w: parse_size(text, where=w))(node, where)
+
+    def include_folder(self, node: yaml.Node, value: str, where: str) -> Path | None:
+        """A folder of the project, or ``{step}`` (a generate step's output folder, checked
+        against the steps once all are read): kept relative, as written."""
+        if GENERATED_RE.match(value):
+            return Path(value)
+        return self.folder(node, value, where)
+
+    def sources(self, node: yaml.Node, where: str) -> tuple[SourceSpec, ...] | None:
+        """Each glob must match files, all of them sources; None if none is good. A glob of a
+        generate step's outputs (``{step}/GLOB``) is checked once the steps are read."""
+        out = []
+        for item, pattern, archs in self.source_entries(node, where):
+            if GENERATED_RE.match(pattern):
+                self.generated_refs.append((item, pattern, where))
+                out.append(SourceSpec(pattern=pattern, archs=archs))
+                continue
+            if Path(pattern).is_absolute():
+                self.problems.add(
+                    item, f"{where}: '{pattern}' must be relative to {self.problems.display}"
+                )
+                continue
+            matches = list(self.root.glob(pattern))
+            if not matches:
+                self.problems.add(item, f"{where}: '{pattern}' matches no file")
+                continue
+            if not any(m.is_file() for m in matches):
+                self.problems.add(
+                    item,
+                    f"{where}: '{pattern}' names a folder, not source files; "
+                    f"write a glob such as '{pattern.rstrip('/')}/*.cu'",
+                )
+                continue
+            bad = [m for m in matches if m.is_file() and m.suffix not in SOURCE_SUFFIXES]
+            if bad:
+                self.problems.add(
+                    item,
+                    f"{where}: '{pattern}' matches {bad[0].name}, which is not a source ({', '.join(SOURCE_SUFFIXES)})",
+                )
+                continue
+            out.append(SourceSpec(pattern=pattern, archs=archs))
+        return tuple(out) or None
+
+    def source_entries(
+        self, node: yaml.Node, where: str
+    ) -> list[tuple[yaml.Node, str, tuple[ArchSpec, ...] | None]]:
+        """``sources``: globs, or mappings ``{files: GLOB, archs: LIST}`` limiting their archs."""
+        if not isinstance(node, yaml.SequenceNode):
+            return [(n, v, None) for n, v in yamlio.string_list(node, self.problems, where)]
+        out: list[tuple[yaml.Node, str, tuple[ArchSpec, ...] | None]] = []
+        for i, item in enumerate(node.value):
+            entry_where = f"{where}[{i}]"
+            if not isinstance(item, yaml.MappingNode):
+                value = self.scalar(item, entry_where)
+                if value is not None:
+                    out.append((item, value, None))
+                continue
+            read = self.section(item, SourceSpec, entry_where)
+            spec = self.build(SourceSpec, read)
+            if read is not None and spec is not None:
+                out.append((read.items["files"][1], spec.pattern, spec.archs))
+        return out
+
+    def extension_list(self, node: yaml.Node, read: Section) -> tuple[ExtensionConfig, ...]:
+        """``extension`` (one) or ``extensions`` (a list), never both: what goes into the
+        model's ``extensions``. Two of them may not share a name nor land at one path."""
+        one, many = read.values.get("extension"), read.values.get("extensions")
+        if "extension" in read.items and "extensions" in read.items:
+            self.problems.add(
+                read.items["extensions"][0],
+                "the top level has both 'extension' and 'extensions'; write one extension under "
+                "'extension', or every one of them as a list under 'extensions'",
+            )
+            return ()
+        if "extension" not in read.items and "extensions" not in read.items:
+            self.problems.add(
+                node,
+                "the top level needs 'extensions' (a list of shared objects) or 'extension' (one)",
+            )
+            return ()
+        found: tuple[ExtensionConfig, ...] = (one,) if one is not None else (many or ())
+        if "extensions" in read.items and not many and not self.problems.items:
+            self.problems.add(
+                read.items["extensions"][1], "extensions is empty; list at least one extension"
+            )
+        self.check_libraries_have_no_init(read, found)
+        seen: dict[str, int] = {}
+        for i, extension in enumerate(found):
+            wheel_path = extension.wheel_path(extension.leaf)
+            if wheel_path in seen:
+                self.problems.add(
+                    read.items["extensions"][1],
+                    f"extensions[{i}]: '{extension.name}' lands where extensions[{seen[wheel_path]}] "
+                    f"does ({wheel_path}.*); give each shared object its own name",
+                )
+            seen.setdefault(wheel_path, i)
+        read.values["extensions"] = found
+        return found
+
+    def check_libraries_have_no_init(
+        self, read: Section, found: tuple[ExtensionConfig, ...]
+    ) -> None:
+        """``module-init: true`` on a library of operators asks for what it cannot have."""
+        key = "extension" if "extension" in read.items else "extensions"
+        node = read.items[key][1]
+        items = node.value if isinstance(node, yaml.SequenceNode) else [node]
+        for i, (item, extension) in enumerate(zip(items, found, strict=False)):
+            init = yamlio.key_node(item, "module-init")
+            if extension.kind == "library" and init is not None and extension.module_init:
+                where = key if key == "extension" else f"extensions[{i}]"
+                self.problems.add(
+                    init,
+                    f"{where}.module-init: a library (kind: library) is loaded with "
+                    "torch.ops.load_library and has no PyInit; remove module-init, or make it "
+                    "kind: module",
+                )

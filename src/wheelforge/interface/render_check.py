@@ -1,0 +1,148 @@
+"""``wheelforge check``'s table: per wheel what it declares, per binary its role, floors and
+status, then what the binaries allow (its --json document: documents/check.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from wheelforge.binaries.abicheck import BinaryCheck, WheelSummary
+from wheelforge.binaries.elf import split_member
+from wheelforge.interface.documents.kinds import version_text
+
+
+def check_table(checks: Sequence[BinaryCheck]) -> Group:
+    """Per wheel (or folder of shared objects): its path on a line of its own, what it declares,
+    then a table of its binaries by member name (so nothing is cut at 80 columns), then what its
+    binaries allow."""
+    parts: list[RenderableType] = [Text("wheelforge check", style="italic")]
+    by_file: dict[str, list[BinaryCheck]] = {}
+    for c in checks:
+        container = split_member(c.path)[0] or (c.path if c.role == "wheel" else "")
+        by_file.setdefault(container or str(Path(c.path).parent), []).append(c)
+    for container, members in by_file.items():
+        # The file's name on a line of its own (a wheel's name fits 80 columns), then its folder.
+        parts.append(Text(Path(container).name, style="bold", overflow="fold"))
+        parts.append(Text(f"in {Path(container).parent}", style="dim", overflow="fold"))
+        wheel = members[0].wheel
+        declared = _declares(wheel) if wheel else _declares_file(members[0])
+        if declared:
+            parts.append(Text(declared, style="dim", overflow="fold"))
+        table = Table()
+        table.add_column("binary", overflow="fold")
+        # Floors: the lowest torch and Python each binary needs (from its shims, its Python
+        # symbols), red above what its wheel declares.
+        for column in ("role", "shims", "torch", "Python", "status"):
+            table.add_column(column, justify="right" if column == "shims" else "left", no_wrap=True)
+        for c in members:
+            if c.role == "wheel":
+                name = "(the wheel)"
+            else:
+                wheel_path, member = split_member(c.path)
+                name = member if wheel_path else Path(c.path).name
+            table.add_row(
+                name,
+                c.role or "-",
+                str(len(c.shims)),
+                _floor(c.newest_shim, c.declared_torch),
+                _floor(
+                    c.python_floor,
+                    c.declared_python,
+                    wheel.declared.python_floor if wheel else None,
+                ),
+                _status(c),
+            )
+        parts.append(table)
+        if wheel is not None and (allows := _allows(wheel, members)):
+            parts.append(Text(allows, overflow="fold"))
+    if not checks:
+        parts.append(Text("no ELF files to check: the wheels given hold no shared objects"))
+    return Group(*parts)
+
+
+def _status(c: BinaryCheck) -> str:
+    errors = sum(1 for v in c.violations if v.blocking)
+    warnings = len(c.violations) - errors
+    shown = []
+    if errors:
+        shown.append(f"[red]{errors} violation(s)[/red]")
+    if warnings:
+        shown.append(f"[yellow]{warnings} warning(s)[/yellow]")
+    return ", ".join(shown) or "[green]ok[/green]"
+
+
+def _declares(wheel: WheelSummary) -> str:
+    """What a wheel declares of torch and Python, and what it was checked against."""
+    said = wheel.declared
+    torch = _version(wheel.torch)
+    if wheel.torch_source == "target":
+        first = f"checked against torch >= {torch} (--target)"
+        if said.torch:
+            first += f"; requires {said.torch}"
+    elif wheel.torch_source == "requirement":
+        first = f"requires {said.torch}"
+    else:
+        first = (
+            f"requires {said.torch} (no lower bound)"
+            if said.torch
+            else "states no torch requirement"
+        )
+        first += f": checked against torch {torch}, what its binaries need"
+    python = []
+    if said.requires_python:
+        python.append(f"Requires-Python {said.requires_python}")
+    if wheel.tag_python:
+        python.append(f"tagged cp{wheel.tag_python[0]}{wheel.tag_python[1]}-abi3")
+    return "; ".join([first, *python])
+
+
+def _declares_file(c: BinaryCheck) -> str:
+    declared = [
+        f"{what} >= {_version(v)}"
+        for what, v in (("torch", c.declared_torch), ("Python", c.declared_python))
+        if v
+    ]
+    return f"checked against {', '.join(declared)}" if declared else ""
+
+
+def _allows(wheel: WheelSummary, members: Sequence[BinaryCheck]) -> str | None:
+    """What the binaries allow, against what the wheel requires."""
+    if wheel.allows is None:
+        return None
+    said = wheel.declared.torch
+    if wheel.allows.startswith("torch>="):
+        need = wheel.allows.removeprefix("torch>=")
+        binaries = "its binaries load on torch >= " + need
+        if said is None or wheel.torch_source == "inferred":
+            return f"{binaries}: declare Requires-Dist: {wheel.allows}"
+        floor = wheel.declared.torch_floor
+        if wheel.declared.torch_pin:
+            return f"{binaries}; the wheel pins {said} (the widest correct: {wheel.allows})"
+        if floor is not None and _version(floor) == need:
+            return f"{binaries}, as the wheel requires ({said})"
+        return f"{binaries}; the wheel requires {said} (the widest correct: {wheel.allows})"
+    unstable = [c for c in members if c.torch_abi == "torch-unstable"]
+    return (
+        f"{len(unstable)} binar{'y' if len(unstable) == 1 else 'ies'} use libtorch's C++ API: the "
+        f"wheel loads only on the torch it was built against; it requires {said or 'no torch'}"
+    )
+
+
+_version = version_text
+
+
+def _floor(
+    inferred: tuple[int, int] | None,
+    declared: tuple[int, int] | None,
+    covered: tuple[int, int] | None = None,
+) -> str:
+    """The floor a binary needs; red when it is above the declared one, yellow when something
+    else the wheel declares (its Requires-Python) covers it."""
+    need = _version(inferred) or "-"
+    if not (inferred and declared and inferred > declared):
+        return need
+    return f"[yellow]{need}[/yellow]" if covered and inferred <= covered else f"[red]{need}[/red]"

@@ -1,0 +1,328 @@
+"""wheelforge init's front doors on real tools (issue 19): setup.py run in a child of the build
+Python with its setup() and Extension classes recording (most with the stand-in torch, one with
+the real one), CMake configured only, and a captured project built, as a user would."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.integration.helpers import needs_nvcc, only_wheel, wheelforge
+from wheelforge.configuration.archs import parse_arch_list
+from wheelforge.configuration.importers.setupcapture import CaptureContext, capture_setup
+from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.foundation.errors import ToolError
+
+
+def archs(text: str) -> tuple[object, ...]:
+    return parse_arch_list(text, source="test")
+
+
+MEGABLOCKS_LIKE = """\
+import os
+from setuptools import find_packages, setup
+import torch
+from torch.utils.cpp_extension import CUDA_HOME, BuildExtension, CUDAExtension
+
+version_globals = {}
+with open(os.path.join("demo", "_version.py")) as f:
+    exec(f.read(), version_globals)
+
+nvcc_flags = ["--ptxas-options=-v", "--optimize=2"]
+if os.environ.get("DEMO_CC"):
+    cc = os.environ["DEMO_CC"]
+    nvcc_flags.append(f"--generate-code=arch=compute_{cc},code=sm_{cc}")
+sources = ["csrc/ops.cu"] + ([] if os.environ.get("DEMO_NO_EXTRA") else ["csrc/extra.cu"])
+ext_modules = []
+if "cu" in torch.__version__ and CUDA_HOME is not None:
+    ext_modules = [CUDAExtension("demo_ops", sources, include_dirs=["csrc"],
+                                 extra_compile_args={"cxx": ["-fopenmp"], "nvcc": nvcc_flags})]
+setup(
+    name="demo",
+    version=version_globals["__version__"],
+    author="A. Author",
+    author_email="a@example.com",
+    url="https://example.com/demo",
+    classifiers=["Programming Language :: Python :: 3"],
+    packages=find_packages(exclude=["tests*"]),
+    package_data={"demo": ["py.typed"]},
+    install_requires=["numpy", "torch>=2.7.0,<2.7.1"],
+    ext_modules=ext_modules,
+    cmdclass={"build_ext": BuildExtension},
+)
+"""
+
+
+def demo_project(root: Path, setup_py: str = MEGABLOCKS_LIKE) -> Path:
+    for name, text in {
+        "setup.py": setup_py,
+        "demo/__init__.py": "import torch\n",
+        "demo/_version.py": "__version__ = '0.7.1'\n",
+        "demo/py.typed": "",
+        "csrc/ops.cu": "#include <torch/extension.h>\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {}\n",
+        "csrc/extra.cu": "// extra\n",
+        "tests/test_demo.py": "def test_it():\n    pass\n",
+    }.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+def context(**env: str) -> CaptureContext:
+    return CaptureContext(
+        python=Path(sys.executable),
+        cuda_home=Path("/usr/local/cuda"),
+        cuda_version="13.0",
+        torch_version="2.13.0",
+        env=tuple(env.items()),
+        stand_in=True,
+    )
+
+
+def test_setup_py_runs_and_records_what_setup_and_the_extension_get(tmp_path: Path) -> None:
+    build = capture_setup(demo_project(tmp_path), context(DEMO_CC="90"))
+    [ext] = build.extensions
+    assert (ext.name, ext.kind) == ("demo_ops", "CUDAExtension")
+    assert [s.path for s in ext.sources] == ["csrc/ops.cu", "csrc/extra.cu"]
+    assert ext.archs == archs("9.0")  # the --generate-code append, followed
+    assert "--generate-code" not in " ".join(ext.nvcc_flags)
+    assert ext.cxx_flags == ("-fopenmp",)
+    assert "--expt-relaxed-constexpr" in ext.nvcc_flags  # torch's BuildExtension adds it
+    meta = build.metadata
+    assert (meta.version, meta.author, meta.url) == (
+        "0.7.1",
+        "A. Author",
+        "https://example.com/demo",
+    )
+    assert meta.classifiers == ("Programming Language :: Python :: 3",)
+    assert (meta.dependencies, meta.torch_requirement) == (("numpy",), "torch>=2.7.0,<2.7.1")
+    assert (build.packages, build.package_data, build.tests) == (("demo",), ("py.typed",), "tests")
+
+
+def test_the_users_environment_switches_choose_the_sources(tmp_path: Path) -> None:
+    build = capture_setup(demo_project(tmp_path), context(DEMO_NO_EXTRA="1"))
+    assert [s.path for s in build.extensions[0].sources] == ["csrc/ops.cu"]
+
+
+FETCHING = """\
+import os, subprocess, urllib.request
+from pathlib import Path
+from setuptools import setup
+from setuptools.command.build_py import build_py
+from torch.utils.cpp_extension import CppExtension
+
+class Fetching(build_py):
+    def run(self):
+        urllib.request.urlretrieve("https://example.com/prebuilt.whl", "prebuilt.whl")
+
+try:
+    urllib.request.urlopen("https://example.com/toolkit.tar.xz", timeout=5)
+except OSError:
+    pass
+subprocess.run(["git", "submodule", "update", "--init", "third_party/x"])
+status = os.system("pip download somepackage")
+version = subprocess.check_output(["uname", "-s"], text=True).strip()
+try:
+    Path(os.environ["OUTSIDE"]).write_text("x")
+except PermissionError:
+    pass
+Path("generated.py").write_text("X = 1\\n")
+setup(name="fetching", version="1.0", ext_modules=[CppExtension("fetching._C", ["op.cpp"])],
+      cmdclass={"build_py": Fetching}, description=version + f" {status}")
+"""
+
+
+def test_downloads_and_commands_are_refused_and_reported(tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "setup.py").write_text(FETCHING)
+    (root / "op.cpp").write_text("// op\n")
+    outside = Path.home() / ".wheelforge-init-test-must-not-be-written"
+    build = capture_setup(root, context(OUTSIDE=str(outside)))
+    assert not outside.exists()
+    tried = {(r.what, r.where): r.detail for r in build.refusals if r.attempted}
+    assert "example.com:443" in tried[("network", "setup.py:12")]
+    assert tried[("command", "setup.py:15")] == "git submodule update --init third_party/x"
+    assert tried[("command", "setup.py:16")] == "pip download somepackage"
+    assert tried[("write", "setup.py:19")] == str(outside)
+    # a read-only query runs; os.system's refusal is exit status 1
+    assert build.metadata.summary == "Linux 256"
+    held = [r for r in build.refusals if not r.attempted]
+    assert any("cmdclass build_py=Fetching fetches (urlretrieve" in r.detail for r in held)
+    assert any("setup.py wrote generated.py" in d for d in build.done)
+
+
+NINJA_REPLACED = """\
+import torch.utils.cpp_extension as ce
+from setuptools import setup
+from torch.utils.cpp_extension import CUDAExtension
+
+def _write_ninja_file(path, cflags, post_cflags, cuda_cflags, cuda_post_cflags, cuda_dlink_post_cflags,
+                      sources, objects, ldflags, library_target, with_cuda, **kwargs):
+    sm80 = [f if f != "arch=compute_90a,code=sm_90a" else "arch=compute_80,code=sm_80" for f in cuda_post_cflags]
+    lines = ["ninja_required_version = 1.3", "nvcc = nvcc",
+             "cuda_post_cflags = " + " ".join(cuda_post_cflags),
+             "cuda_post_cflags_sm80 = " + " ".join(sm80), "",
+             "rule cuda_compile", "  command = $nvcc -c $in -o $out $cuda_post_cflags",
+             "rule cuda_compile_sm80", "  command = $nvcc -c $in -o $out $cuda_post_cflags_sm80", ""]
+    for source, obj in zip(sources, objects):
+        rule = "cuda_compile_sm80" if source.endswith("_sm80.cu") else "cuda_compile"
+        lines.append(f"build {obj}: {rule} {source}")
+    with open(path, "w") as f:
+        f.write("\\n".join(lines) + "\\n")
+
+ce._write_ninja_file = _write_ninja_file
+setup(name="hopperish", version="3.0.0", ext_modules=[CUDAExtension(
+    "hopperish._C", ["api.cpp", "k_sm90.cu", "k_sm80.cu"],
+    extra_compile_args={"cxx": [], "nvcc": ["-gencode", "arch=compute_90a,code=sm_90a"]})])
+"""
+
+
+def test_a_replaced_ninja_writer_gives_each_source_its_archs(tmp_path: Path) -> None:
+    (tmp_path / "setup.py").write_text(NINJA_REPLACED)
+    for name in ("api.cpp", "k_sm90.cu", "k_sm80.cu"):
+        (tmp_path / name).write_text("// x\n")
+    [ext] = capture_setup(tmp_path, context()).extensions
+    assert ext.archs == archs("8.0 9.0a")
+    assert {s.path: s.archs for s in ext.sources} == {
+        "api.cpp": None,
+        "k_sm90.cu": archs("9.0a"),
+        "k_sm80.cu": archs("8.0"),
+    }
+
+
+def test_a_failing_setup_py_names_its_line_and_how_to_fix_it(tmp_path: Path) -> None:
+    (tmp_path / "setup.py").write_text(
+        "import torch\ncc = torch.cuda.get_device_capability()\nfrom setuptools import setup\nsetup()\n"
+    )
+    with pytest.raises(ToolError) as err:
+        capture_setup(tmp_path, context())
+    assert "setup.py failed at line 2: RuntimeError" in err.value.message
+    assert "give them with --archs" in err.value.message
+
+
+def test_the_stand_in_torch_says_which_name_it_lacks(tmp_path: Path) -> None:
+    (tmp_path / "setup.py").write_text(
+        "from setuptools import setup\nfrom torch.utils.cpp_extension import _no_such_helper\nsetup()\n"
+    )
+    with pytest.raises(ToolError, match="_no_such_helper"):
+        capture_setup(tmp_path, context())
+
+
+# -- the real torch, the command line, and a build of what init wrote -------------------------------
+
+STABLE_OP = """\
+#include <torch/csrc/stable/library.h>
+#include <torch/csrc/stable/ops.h>
+#include <torch/csrc/stable/tensor.h>
+
+static torch::stable::Tensor twice(torch::stable::Tensor x) { return torch::stable::empty_like(x); }
+
+STABLE_TORCH_LIBRARY(twiceops, m) { m.def("twice(Tensor x) -> Tensor"); }
+STABLE_TORCH_LIBRARY_IMPL(twiceops, CPU, m) { m.impl("twice", TORCH_BOX(&twice)); }
+"""
+
+STABLE_SETUP = """\
+import os
+from setuptools import setup
+from torch.utils.cpp_extension import BuildExtension, CppExtension
+
+flags = ["-O2", "-DTORCH_TARGET_VERSION=0x020a000000000000"]
+if os.environ.get("TWICE_FAST") == "1":
+    flags.append("-DTWICE_FAST")
+setup(
+    name="twiceops", version="0.2.0", author="Some One", url="https://example.org/twice",
+    packages=["twiceops"],
+    ext_modules=[CppExtension("twiceops._C", ["twiceops/csrc/op.cpp"], extra_compile_args={"cxx": flags},
+                              py_limited_api=True)],
+    cmdclass={"build_ext": BuildExtension},
+)
+"""
+
+
+@needs_nvcc
+def test_init_with_the_real_torch_then_build_and_check_with_no_edit(tmp_path: Path) -> None:
+    (tmp_path / "twiceops" / "csrc").mkdir(parents=True)
+    (tmp_path / "twiceops" / "__init__.py").write_text("import torch\nfrom . import _C\n")
+    (tmp_path / "twiceops" / "csrc" / "op.cpp").write_text(STABLE_OP)
+    (tmp_path / "setup.py").write_text(STABLE_SETUP)
+    run = wheelforge("init", "--archs", "9.0", cwd=tmp_path, env={"TWICE_FAST": "1"})
+    assert run.code == 0, run.err
+    err = " ".join(run.err.split())
+    assert "this runs the project's own code" in err and "nothing needs a hand" in err
+    written = yaml.safe_load((tmp_path / "matrix.yaml").read_text())
+    assert sorted(written["extension"]["cxx-flags"]) == [
+        "-DTWICE_FAST",
+        "-O2",
+    ]  # the switch honoured
+    assert (written["abi"], written["torch"]) == ("stable", ">=2.10")
+    assert (tmp_path / "matrix.yaml").read_text().endswith("\n")
+    build = wheelforge("build", cwd=tmp_path)
+    assert build.code == 0, build.err
+    wheel = only_wheel(tmp_path / "dist")
+    assert wheelforge("check", wheel, cwd=tmp_path).code == 0
+    with zipfile.ZipFile(wheel) as zf:
+        metadata = zf.read("twiceops-0.2.0.dist-info/METADATA").decode()
+    assert (
+        "Author: Some One" in metadata
+        and "Project-URL: Homepage, https://example.org/twice" in metadata
+    )
+
+
+CMAKE_PROJECT = """\
+cmake_minimum_required(VERSION 3.18)
+project(cmk LANGUAGES CXX CUDA)
+set(CMAKE_CXX_STANDARD 14)
+add_library(core STATIC core/core.cu)
+target_compile_definitions(core PRIVATE CORE_FAST)
+add_library(_cmk MODULE python/module.cpp)
+target_link_libraries(_cmk PRIVATE core)
+set_target_properties(_cmk PROPERTIES PREFIX "")
+set_property(TARGET core PROPERTY CUDA_ARCHITECTURES 80-real 90-real 90-virtual)
+target_compile_options(core PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr>)
+"""
+
+
+@pytest.mark.skipif(
+    shutil.which("nvcc") is None or shutil.which("cmake") is None, reason="needs nvcc and cmake"
+)
+def test_cmake_is_configured_only_and_its_compile_commands_read(tmp_path: Path) -> None:
+    for name, text in {
+        "CMakeLists.txt": CMAKE_PROJECT,
+        "core/core.cu": "__global__ void k() {}\n",
+        "python/module.cpp": "// module\n",
+        "cmk/__init__.py": "from . import _cmk\n",
+    }.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    run = wheelforge("init", "--torch", "2.13.0", cwd=tmp_path)
+    assert run.code == 0, run.err
+    assert "configure only" in run.err
+    assert not (tmp_path / "build").exists()  # configured in a folder wheelforge owns, then gone
+    written = yaml.safe_load((tmp_path / "matrix.yaml").read_text())
+    ext = written["extension"]
+    assert ext["name"] == "cmk._cmk"  # where the package imports it from
+    assert sorted(str(s) for s in ext["sources"]) == ["core/core.cu", "python/module.cpp"]
+    assert written["arch-sets"] == {"default": "8.0 9.0+PTX"}
+    assert "--expt-relaxed-constexpr" in ext["nvcc-flags"]
+    assert not any("std=c++14" in f for f in ext.get("cxx-flags", []))
+    assert load_matrix(tmp_path / "matrix.yaml").extension.name == "cmk._cmk"
+
+
+def test_cmakes_downloads_are_refused_with_the_flag_that_replaces_them(tmp_path: Path) -> None:
+    if shutil.which("cmake") is None:
+        pytest.skip("needs cmake")
+    (tmp_path / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.18)\nproject(dl LANGUAGES CXX)\ninclude(FetchContent)\n"
+        "FetchContent_Declare(zlibby URL https://example.com/zlibby.tar.gz)\n"
+        "FetchContent_MakeAvailable(zlibby)\n"
+    )
+    run = wheelforge("init", "--from", "cmake", cwd=tmp_path)
+    assert run.code == ToolError.exit_code, run.err
+    assert "-DFETCHCONTENT_SOURCE_DIR_ZLIBBY=<folder>" in " ".join(run.err.split())
+    assert not (tmp_path / "matrix.yaml").exists()

@@ -1,0 +1,324 @@
+"""wheelforge init's front doors (issue 19) without a process: the flags sorted into archs and
+what stays, the one writer, kernel-builder's build.toml, CMake's compile commands read. The
+setup.py capture (a child process) and CMake's configure are in
+tests/integration/test_init_front_doors.py."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+from wheelforge.configuration.archs import parse_arch_list
+from wheelforge.configuration.importers import buildtoml, cmake
+from wheelforge.configuration.importers.captured import (
+    CapturedBuild,
+    CapturedExtension,
+    CapturedSource,
+    ProjectMetadata,
+)
+from wheelforge.configuration.importers.flags import sort_flags
+from wheelforge.configuration.importers.writer import InitChoices, render
+from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.foundation.errors import ConfigError
+from wheelforge.packaging.wheel import core_metadata
+from wheelforge.running import adopt
+
+
+def archs(text: str) -> tuple[object, ...]:
+    return parse_arch_list(text, source="test")
+
+
+# -- flags ----------------------------------------------------------------------------------------
+
+
+def test_arch_flags_become_archs_in_every_spelling_nvcc_takes() -> None:
+    flags = [
+        "-O3",
+        "-gencode", "arch=compute_80,code=sm_80",
+        "-gencode=arch=compute_90a,code=sm_90a",
+        "--generate-code=arch=compute_100,code=[compute_100,sm_100]",
+        "--use_fast_math",
+    ]  # fmt: skip
+    sorted_ = sort_flags(flags)
+    assert sorted_.archs == archs("8.0 9.0a 10.0+PTX")
+    assert sorted_.kept == ("-O3", "--use_fast_math")
+    assert sort_flags(["-arch=sm_86"]).archs == archs("8.6+PTX")  # nvcc: SASS and PTX
+    assert sort_flags(["-arch=compute_80", "-code=sm_80,sm_86"]).archs == archs("8.0 8.6")
+    only_ptx = sort_flags(["-gencode", "arch=compute_90,code=compute_90"])
+    assert (only_ptx.archs, only_ptx.ptx_only) == (archs("9.0+PTX"), ("compute_90",))
+
+
+def test_flags_wheelforge_sets_are_left_out_and_named() -> None:
+    sorted_ = sort_flags([
+        "--threads", "4", "-DTORCH_TARGET_VERSION=0x0209000000000000", "-DPy_LIMITED_API=0x03090000",
+        "-std=c++14", "-Xcompiler=-fvisibility=hidden", "-DUSE_DISTRIBUTED", "-DKEEP=1", "-std=c++20",
+    ])  # fmt: skip
+    assert sorted_.kept == ("-DKEEP=1", "-std=c++20")
+    assert (sorted_.torch_target, sorted_.limited_api) == ("2.9", "3.9")
+    assert sorted_.owned[0] == "--threads 4 (nvcc's threads)"
+    assert any("-std=c++14 (C++17 at least" in o for o in sorted_.owned)
+
+
+def test_an_arch_that_depends_on_the_machine_is_a_choice() -> None:
+    assert sort_flags(["-arch=native"]).problems == ("-arch=native",)
+    assert sort_flags(["-arch=native"]).archs == ()
+
+
+# -- the writer -----------------------------------------------------------------------------------
+
+
+def captured(root: Path, **ext: object) -> CapturedBuild:
+    """A build as the setup.py door gives it (MegaBlocks' shape), without running anything."""
+    for name, text in {
+        "demo/__init__.py": "import torch\n",
+        "csrc/ops.cu": "#include <torch/extension.h>\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {}\n",
+        "tests/test_demo.py": "def test_it():\n    pass\n",
+    }.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    extension = CapturedExtension(
+        name="demo_ops", kind="CUDAExtension", where="setup.py:30",
+        sources=(CapturedSource(path="csrc/ops.cu"),), include_dirs=("csrc",),
+        cxx_flags=("-fopenmp",), nvcc_flags=("--optimize=2",), archs=archs("9.0"),
+    )  # fmt: skip
+    return CapturedBuild(
+        root=root, front_door="setup.py", extensions=(dataclasses.replace(extension, **ext),),
+        metadata=ProjectMetadata(
+            name="demo", version="0.7.1", author="A. Author", author_email="a@example.com",
+            url="https://example.com/demo", classifiers=("Programming Language :: Python :: 3",),
+            dependencies=("numpy",), torch_requirement="torch>=2.7.0,<2.7.1",
+        ),
+        packages=("demo",), tests="tests",
+    )  # fmt: skip
+
+
+def test_init_writes_the_build_pythons_torch_tests_and_a_final_newline(tmp_path: Path) -> None:
+    result = render(captured(tmp_path), InitChoices(build_torch="2.13.0"))
+    assert result.text.endswith("\n") and not result.text.endswith("\n\n")
+    written = yaml.safe_load(result.text)
+    assert written["torch"] == ["2.13.0"]
+    assert written["tests"]["path"] == "tests"
+    assert written["extension"]["module-init"] is False  # PYBIND11_MODULE in the sources
+    assert written["arch-sets"] == {"default": "9.0"}
+    assert any("asks for 'torch>=2.7.0,<2.7.1'" in h for h in result.hand)
+    (tmp_path / "matrix.yaml").write_text(result.text)
+    matrix = load_matrix(tmp_path / "matrix.yaml")
+    assert matrix.package.authors == ("A. Author <a@example.com>",)
+    assert matrix.package.urls == (("Homepage", "https://example.com/demo"),)
+    metadata = core_metadata(
+        matrix.package, matrix.requires_python, version="0.7.1", torch_requirement="torch==2.13.*"
+    )
+    assert "Author-email: A. Author <a@example.com>" in metadata
+    assert "Project-URL: Homepage, https://example.com/demo" in metadata
+    assert "Classifier: Programming Language :: Python :: 3" in metadata
+
+
+def test_archs_come_from_archs_then_the_project_then_torch_cuda_arch_list(tmp_path: Path) -> None:
+    build = captured(tmp_path)
+
+    def arch_set(choices: InitChoices, b: CapturedBuild = build) -> object:
+        return yaml.safe_load(render(b, choices).text).get("arch-sets")
+
+    assert arch_set(InitChoices(torch=("2.13.0",), archs="8.0")) == {"default": "8.0"}
+    assert arch_set(InitChoices(torch=("2.13.0",), env_archs="7.5")) == {"default": "9.0"}
+    bare = dataclasses.replace(
+        build, extensions=(dataclasses.replace(build.extensions[0], archs=()),)
+    )
+    assert arch_set(InitChoices(torch=("2.13.0",), env_archs="7.5"), bare) == {"default": "7.5"}
+    assert arch_set(InitChoices(torch=("2.13.0",)), bare) is None  # a comment says how
+
+
+def test_a_folders_files_are_written_as_one_glob_only_when_it_names_exactly_them(
+    tmp_path: Path,
+) -> None:
+    build = captured(tmp_path)
+
+    def sources(b: CapturedBuild) -> object:
+        return yaml.safe_load(render(b, InitChoices(torch=("2.13.0",))).text)["extension"][
+            "sources"
+        ]
+
+    assert sources(build) == ["csrc/ops.cu"]
+    for name in ("k_sm90.cu", "l_sm90.cu", "m.cu"):
+        (tmp_path / "csrc" / name).write_text("// k\n")
+    hopper = archs("9.0a")
+    ext = dataclasses.replace(build.extensions[0], sources=(
+        CapturedSource(path="csrc/ops.cu"), CapturedSource(path="csrc/m.cu"),
+        CapturedSource(path="csrc/k_sm90.cu", archs=hopper), CapturedSource(path="csrc/l_sm90.cu", archs=hopper),
+    ))  # fmt: skip
+    assert sources(dataclasses.replace(build, extensions=(ext,))) == [
+        "csrc/ops.cu", "csrc/m.cu", {"files": "csrc/*_sm90.cu", "archs": "9.0a"},
+    ]  # fmt: skip
+
+
+def test_a_stable_abi_target_in_the_flags_becomes_the_torch_floor(tmp_path: Path) -> None:
+    build = captured(tmp_path, torch_target="2.9", limited_api="3.9")
+    (tmp_path / "csrc" / "ops.cu").write_text("#include <torch/csrc/stable/library.h>\n")
+    result = render(build, InitChoices())
+    written = yaml.safe_load(result.text)
+    assert (written["abi"], written["torch"]) == ("stable", ">=2.9")
+    assert written["extension"]["module-init"] is True
+    assert "python-abi" not in written  # Py_LIMITED_API 3.9 is older than torch's CPython
+    assert any("python-abi: cp310, not the project's Py_LIMITED_API 3.9" in d for d in result.done)
+
+
+# -- kernel-builder's build.toml ----------------------------------------------------------------
+
+BUILD_TOML = """\
+[general]
+name = "my-act"
+version = 1
+license = "Apache-2.0"
+backends = ["cuda", "metal"]
+
+[torch]
+src = ["torch-ext/torch_binding.cpp", "torch-ext/torch_binding.h"]
+
+[torch.stable-abi]
+cuda = "2.10"
+
+[kernel.act]
+backend = "cuda"
+depends = ["torch"]
+src = ["act/act.cu", "act/act.h"]
+
+[kernel.act_hopper]
+backend = "cuda"
+depends = ["torch", "cutlass_3_8"]
+cuda-capabilities = ["9.0a"]
+src = ["act/act_sm90.cu"]
+
+[kernel.act_metal]
+backend = "metal"
+depends = ["torch"]
+src = ["act_metal/act.mm"]
+"""
+
+
+def kernel_project(root: Path) -> Path:
+    for name in ("torch-ext/torch_binding.cpp", "act/act.cu", "act/act_sm90.cu", "torch-ext/my_act/__init__.py"):  # fmt: skip
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text("// x\n")
+    (root / "build.toml").write_text(BUILD_TOML)
+    return root
+
+
+def test_a_build_toml_gives_sources_archs_torch_and_the_generated_files(tmp_path: Path) -> None:
+    root = kernel_project(tmp_path)
+    assert buildtoml.is_kernel_builder(root / "build.toml")
+    build = buildtoml.read_build_toml(root)
+    [ext] = build.extensions
+    assert ext.name == "my_act._my_act_cuda"
+    assert {s.path: s.archs for s in ext.sources} == {
+        "torch-ext/torch_binding.cpp": None,
+        "act/act.cu": None,
+        "act/act_sm90.cu": archs("9.0a"),
+    }
+    assert ext.torch_target == "2.10"
+    assert "-DCUDA_KERNEL" in ext.defines and "--expt-relaxed-constexpr" in ext.nvcc_flags
+    assert [g.path for g in build.generated] == [
+        "torch-ext/registration.h",
+        "torch-ext/my_act/_ops.py",
+    ]
+    assert "ops = torch.ops._my_act_cuda" in build.generated[1].text
+    assert any("cutlass_3_8" in h for h in build.hand)
+    assert any("act_metal (metal)" in d for d in build.done)
+    result = render(build, InitChoices())
+    written = yaml.safe_load(result.text)
+    assert written["torch"] == ">=2.10"
+    assert {"files": "act/act_sm90.cu", "archs": "9.0a"} in written["extension"]["sources"]
+
+
+def test_init_writes_a_build_tomls_generated_files_once(tmp_path: Path) -> None:
+    root = kernel_project(tmp_path)
+    request = adopt.InitRequest(root=root, python=Path(sys.executable))
+    result = adopt.init_project(request)
+    assert result.front_door == "build.toml"
+    assert (root / "torch-ext" / "registration.h").read_text() == buildtoml.REGISTRATION_H
+    load_matrix(root / "matrix.yaml")  # the package folder, sources and keys all read
+    (root / "torch-ext" / "registration.h").write_text("// mine\n")
+    (root / "matrix.yaml").unlink()
+    with pytest.raises(ConfigError, match="registration.h exists and differs"):
+        adopt.init_project(request)
+    assert not (root / "matrix.yaml").exists()
+
+
+# -- CMake's compile commands -------------------------------------------------------------------
+
+
+def test_a_compile_command_without_cmakes_plumbing(tmp_path: Path) -> None:
+    entry = {
+        "directory": str(tmp_path / "build"),
+        "file": str(tmp_path / "src" / "k.cu"),
+        "command": f"/usr/bin/nvcc -forward-unknown-to-host-compiler -DFOO -I{tmp_path}/include "
+        f"-isystem=/opt/torch/include -O3 --generate-code=arch=compute_90,code=[compute_90,sm_90] "
+        f"-Xcompiler=-fPIC -std=c++17 -MD -MT k.o -MF k.o.d -x cu -c {tmp_path}/src/k.cu -o k.o",
+    }
+    command = cmake._command(entry)
+    assert command.flags == ("-DFOO", "-O3", "--generate-code=arch=compute_90,code=[compute_90,sm_90]", "-std=c++17")  # fmt: skip
+    assert command.includes == (str(tmp_path / "include"), "/opt/torch/include")
+    assert command.cuda
+
+
+def test_the_module_of_a_cmake_target_is_where_the_package_imports_it(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("from . import _ops\n")
+    assert cmake._module_name(tmp_path, "_ops") == "pkg._ops"
+    assert cmake._module_name(tmp_path, "_other") == "_other"
+
+
+def test_choose_door(tmp_path: Path) -> None:
+    assert adopt.choose_door(tmp_path) == "sources"
+    (tmp_path / "CMakeLists.txt").write_text("project(x)\n")
+    assert adopt.choose_door(tmp_path) == "cmake"
+    (tmp_path / "setup.py").write_text("")
+    assert adopt.choose_door(tmp_path) == "setup.py"
+    kernel_project(tmp_path)
+    assert adopt.choose_door(tmp_path) == "build.toml"
+
+
+def test_a_captured_build_with_nothing_to_compile_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="builds no extension"):
+        render(CapturedBuild(root=tmp_path, front_door="setup.py", extensions=()), InitChoices())
+
+
+def test_the_package_modules_key_ships_top_level_modules(tmp_path: Path) -> None:
+    root = captured(tmp_path).root
+    (root / "helpers.py").write_text("X = 1\n")
+    (root / "matrix.yaml").write_text(
+        textwrap.dedent("""\
+        package: {name: demo, version: '1.0', packages: [demo], modules: [helpers.py]}
+        extension: {name: demo._C, sources: [csrc/ops.cu]}
+        torch: ">=2.10"
+    """)
+    )
+    assert [p.name for p in load_matrix(root / "matrix.yaml").package.modules] == ["helpers.py"]
+    (root / "matrix.yaml").write_text(
+        (root / "matrix.yaml").read_text().replace("helpers.py", "nope.py")
+    )
+    with pytest.raises(ConfigError, match="'nope.py' is not a .py file"):
+        load_matrix(root / "matrix.yaml")
+
+
+def test_what_the_tests_import_becomes_their_requirements(tmp_path: Path) -> None:
+    build = captured(tmp_path)
+    (tmp_path / "tests" / "test_demo.py").write_text(
+        "import os\nimport einops\nimport composer\nimport demo\nfrom tests.helpers import x\n"
+        "try:\n    import mtia\nexcept ImportError:\n    mtia = None\n"
+        "def test_on_mtia():\n    import mtia.device\n"
+    )
+    (tmp_path / "tests" / "helpers.py").write_text("x = 1\n")
+    with_extra = dataclasses.replace(
+        build,
+        metadata=dataclasses.replace(build.metadata, extras=(("testing", ("composer>=0.2",)),)),
+    )
+    result = render(with_extra, InitChoices(torch=("2.13.0",)))
+    assert yaml.safe_load(result.text)["tests"]["requires"] == ["pytest", "composer>=0.2", "einops"]
+    assert not any("mtia" in h for h in result.hand)  # its try/except ImportError guards it
+    result = render(build, InitChoices(torch=("2.13.0",)))
+    assert "tests: they import composer; add the distributions" in " ".join(result.hand)

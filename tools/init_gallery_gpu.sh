@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# On the H200 (Python 3.12, torch 2.11.0+cu130, no network): the gallery's wheels (built with
+# wheelforge init + build; docs/your-extension.md) installed into a venv that sees the machine's
+# torch, then the projects' own tests from the built wheels (smoke runs where their tests need
+# what the machine cannot install). BUNDLE holds wheels/ (the six wheels, einops, numpy) and the
+# projects' test files (fa3/, fht/, fast_rnnt/, xformers/tests/), as tools/init_gallery.sh and
+# the report describe:
+#
+#     bash tools/init_gallery_gpu.sh BUNDLE
+set -u
+cd "${1:?the bundle folder}"
+HERE=$(pwd)
+python3 -m venv --system-site-packages /tmp/wf-gallery-venv
+. /tmp/wf-gallery-venv/bin/activate
+python -c 'import torch; print("torch", torch.__version__, "gpu", torch.cuda.get_device_name(0))'
+pip install --no-index --no-deps --quiet wheels/*.whl || exit 1
+pip list 2>/dev/null | grep -iE "^(flash.attn.3|fast.hadamard|activation|xformers|einops|pytest) "
+
+echo "== FlashAttention-3 (sm90, forward, hdim 128, bf16): its test_flash_attn.py, the build's switches"
+for s in BACKWARD SPLIT PAGEDKV APPENDKV LOCAL SOFTCAP PACKGQA FP16 FP8 VARLEN CLUSTER \
+         HDIM64 HDIM96 HDIM192 HDIM256 SM80 HDIMDIFF64 HDIMDIFF192; do
+    export "FLASH_ATTENTION_DISABLE_$s=TRUE"
+done
+(cd "$HERE/fa3" && python -m pytest -q -rs -p no:cacheprovider --maxfail=20 test_flash_attn.py -k "test_flash_attn_output") 2>&1 | tail -15
+for s in BACKWARD SPLIT PAGEDKV APPENDKV LOCAL SOFTCAP PACKGQA FP16 FP8 VARLEN CLUSTER \
+         HDIM64 HDIM96 HDIM192 HDIM256 SM80 HDIMDIFF64 HDIMDIFF192; do
+    unset "FLASH_ATTENTION_DISABLE_$s"
+done
+
+echo "== fast-hadamard-transform (unstable ABI, torch 2.11, cp312): its tests"
+(cd "$HERE/fht" && python -m pytest -q -rs -p no:cacheprovider tests) 2>&1 | tail -8
+
+echo "== fast_rnnt (CMake, unstable ABI, torch 2.11, cp312): its tests (CPU and CUDA devices)"
+(cd "$HERE/fast_rnnt" && python -m pytest -q -rs -p no:cacheprovider mutual_information_test.py rnnt_loss_test.py) 2>&1 | tail -8
+
+echo "== MegaBlocks (unstable ABI, CUDA 12.4, torch 2.11, cp312): its CUB ops against torch (its tests need composer and stanford-stk)"
+python - <<'PY'
+import torch
+import megablocks_ops
+x = torch.randint(0, 64, (4, 4096), device="cuda", dtype=torch.int32)
+hist = megablocks_ops.histogram(x, 64)
+ref = torch.stack([torch.bincount(r, minlength=64) for r in x]).to(hist.dtype)
+assert torch.equal(hist, ref), (hist, ref)
+out = torch.empty_like(x)
+megablocks_ops.exclusive_cumsum(x, 1, out)
+assert torch.equal(out, torch.cumsum(x, 1) - x)
+print("megablocks_ops.histogram and exclusive_cumsum match torch on", torch.cuda.get_device_name(0))
+PY
+
+echo "== kernels-community activation (stable ABI): a smoke run (its own tests load kernels from the Hub)"
+python - <<'PY'
+import torch
+import torch.nn.functional as F
+import activation
+x = torch.randn(64, 2 * 512, device="cuda", dtype=torch.bfloat16)
+out = torch.empty(64, 512, device="cuda", dtype=torch.bfloat16)
+activation.silu_and_mul(out, x)
+ref = F.silu(x[:, :512]) * x[:, 512:]
+torch.testing.assert_close(out, ref, atol=2e-2, rtol=2e-2)
+print("activation.silu_and_mul on", torch.cuda.get_device_name(0), "matches torch")
+PY
+
+echo "== xformers (stable ABI): its sparse24 tests (the CUDA sources this wheel carries)"
+python -c 'import torch, xformers._cpp_lib as lib; print("xformers _C loaded:", lib._cpp_library_load_exception is None, [n for n in ("sparse24_sparsify_both_ways", "sparse24_apply", "sparse24_largest_mask_2d") if hasattr(torch.ops.xformers, n)])'
+(cd "$HERE/xformers" && python -m pytest -q -rs -p no:cacheprovider --maxfail=20 tests/test_sparsity24.py) 2>&1 | tail -12
+
+echo "== MegaBlocks' setup.py on a GPU machine, through init (needs wheelforge importable by PY): the --generate-code append it makes for the local GPU becomes the arch set"
+PY=${PY:-}
+if [ -n "$PY" ]; then
+    (cd "$HERE/megablocks-src" && "$PY" -m wheelforge init --force --python python3 . 2>&1 | tail -8; grep -A1 "arch-sets" matrix.yaml)
+else
+    echo "skipped: set PY to a Python with wheelforge installed (the device's venv)"
+fi
