@@ -25,7 +25,7 @@ from wheelforge.planning.parallelism import (
     schedule,
     simulate,
 )
-from wheelforge.running.build import compiling, jobwatch
+from wheelforge.running.build import compiling, jobwatch, ninja
 from wheelforge.running.build.results import JobReport
 
 from .fakes import plan_for, plan_inputs
@@ -281,3 +281,34 @@ def test_a_measured_step_carries_its_expected_time(project: Project, tmp_path: P
     again = plan_for(matrix, tmp_path, inputs=inputs)
     assert all(s.expected_seconds == 12.0 for s in again.compile.steps if s.rule != "nvcc")
     assert again.compile.schedule.measured == len(again.compile.steps)
+
+
+def test_the_progress_expects_the_folders_log_first_then_the_history(
+    project: Project, tmp_path: Path
+) -> None:
+    matrix = load_matrix(project())
+    first = plan_for(matrix, tmp_path)
+    costs = {
+        s.cost_key: JobCost(seconds=12.0, cpu_seconds=12.0, peak=GIB, largest=GIB, threads=1)
+        for s in first.compile.steps
+    }
+    inputs = dataclasses.replace(plan_inputs(matrix, tmp_path), costs=costs)
+    plan = plan_for(matrix, tmp_path, inputs=inputs)
+    jobs = {
+        f"{s.rule.upper()} {s.source.relative_to(plan.project)}": plan.command_path(s.object)
+        for s in plan.compile.steps
+    }
+    todo = [*jobs, "LINK x.so"]
+    logged, *rest = jobs
+    # A fresh folder (no .ninja_log): every compile from the history, the link unknown.
+    fresh = ninja.expected_times(plan, todo, {}, lambda j: jobs.get(j, "x.so"))
+    assert set(fresh) == set(jobs)
+    assert all(
+        fresh[j] == s.expected_seconds for j, s in zip(jobs, plan.compile.steps, strict=True)
+    )
+    # The folder's own last build wins where it has the job; a job not pending is left out.
+    again = ninja.expected_times(
+        plan, [logged, "LINK x.so"], {jobs[logged]: 3.0, "x.so": 1.5}, lambda j: jobs.get(j, "x.so")
+    )
+    assert again == {logged: 3.0, "LINK x.so": 1.5}
+    assert rest  # the project has more than one compile, so the history part was exercised

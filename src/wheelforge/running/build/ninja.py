@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -130,19 +130,10 @@ def run(plan: VariantPlan, *, env: dict[str, str] | None = None) -> NinjaRun:
         return outputs.get(job, plan.command_path(plan.links[-1].library))
 
     ninja_log = ninjafeed.NinjaLog(plan.build_dir / ".ninja_log")
-    expected = {
-        job: ninja_log.before[output_of(job)] for job in todo if output_of(job) in ninja_log.before
-    }
-    # A build folder with no log of its own (a fresh clone, another variant): the times of the
-    # same steps in earlier builds (planning/jobcosts.py), for the progress's estimate.
-    for step in plan.compile.steps:
-        job = f"{step.rule.upper()} {_display(step.source, plan)}"
-        if step.expected_seconds is not None and job in todo:
-            expected.setdefault(job, step.expected_seconds)
     progress = JobProgress(
         todo,
         plan.compile.jobs or default_parallelism(),
-        expected=expected,
+        expected=expected_times(plan, todo, ninja_log.before, output_of),
         build_log=plan.build_dir / "build.log",
     )
     watch = jobwatch.JobWatch(outputs=tuple(outputs.values()))
@@ -182,6 +173,24 @@ def run(plan: VariantPlan, *, env: dict[str, str] | None = None) -> NinjaRun:
         measured=dict(watch.jobs),
         peak=watch.peak,
     )
+
+
+def expected_times(
+    plan: VariantPlan,
+    todo: list[str],
+    before: Mapping[str, float],
+    output_of: Callable[[str], str],
+) -> dict[str, float]:
+    """Each pending job's expected seconds for the progress's estimate: its time in this build
+    folder's last build (*before*: .ninja_log, by output), else, in a folder with no log of its
+    own (a fresh clone, another variant), the same step's time in earlier builds anywhere
+    (the plan's expected_seconds, from planning/jobcosts.py). A job with neither is absent."""
+    expected = {job: before[output_of(job)] for job in todo if output_of(job) in before}
+    for step in plan.compile.steps:
+        job = f"{step.rule.upper()} {_display(step.source, plan)}"
+        if step.expected_seconds is not None and job in todo:
+            expected.setdefault(job, step.expected_seconds)
+    return expected
 
 
 def _ninja_pid(plan: VariantPlan) -> int | None:
