@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -113,7 +114,8 @@ class Project:
 
 PROJECTS = {
     "fa3": Project("fa3", "flash-attention", "8.0 9.0a", "hopper", "hopper/instantiations/*.cu"),
-    "fa2": Project("fa2", "flash-attn2", "8.0", ".", "flash_attn/src/*.cu"),
+    # sm_90: the H200's own (an sm_80 cubin does not run on sm_90), so its test runs there
+    "fa2": Project("fa2", "flash-attn2", "9.0", ".", "flash_attn/src/*.cu"),
 }
 
 
@@ -141,6 +143,7 @@ def prepare_fa3(work: Path, subset: int | None) -> None:
         ["include", "LICENSE.txt"],
         root / "csrc/cutlass",
     )
+    _fa3_package(root)
     kernels = sorted(
         p.relative_to(root).as_posix()
         for p in (root / "hopper/instantiations").glob("flash_fwd_hdim128_bf16*_sm90.cu")
@@ -188,6 +191,34 @@ def prepare_fa3(work: Path, subset: int | None) -> None:
     )
 
 
+def _fa3_package(root: Path) -> None:
+    """hopper/setup.py ships its Python API as two top-level modules (``py_modules``:
+    flash_attn_interface, and flash_attn_config, which it writes from its switches), and
+    ``flash_attn_3/`` re-exports them; a matrix packages folders only, so the bench puts both
+    inside ``flash_attn_3/`` (the config written as setup.py would, for these switches). Python
+    files only: nothing compiled changes, and setup.py's own build is unaffected."""
+    hopper = root / "hopper"
+    interface = (hopper / "flash_attn_interface.py").read_text(encoding="utf-8")
+    anchor = "from flash_attn_config import CONFIG"
+    assert anchor in interface, "hopper/flash_attn_interface.py changed: its config import"
+    pkg = hopper / "flash_attn_3"
+    (pkg / "flash_attn_interface.py").write_text(
+        interface.replace(anchor, "from flash_attn_3.flash_attn_config import CONFIG"),
+        encoding="utf-8",
+    )
+    text = (hopper / "setup.py").read_text(encoding="utf-8")
+    names = re.findall(r'"(FLASH_?ATTENTION_(?:DISABLE|ENABLE)_\w+)": \w+,', text)
+    assert names, "hopper/setup.py changed: its create_build_config_file flags"
+    switched = {f"FLASH_ATTENTION_DISABLE_{s}" for s in FA3_SWITCHES}
+    flags = {n: n.replace("FLASHATTENTION_", "FLASH_ATTENTION_") in switched for n in names}
+    flags["FLASHATTENTION_DISABLE_SM8x"] = True  # its DISABLE_SM80 switch
+    (pkg / "flash_attn_config.py").write_text(
+        "# bench/bigbuild.py: as hopper/setup.py writes it, for the bench's switches\n"
+        f"CONFIG = {{'build_flags': {flags!r}}}\n",
+        encoding="utf-8",
+    )
+
+
 FA2_REGISTRATION = """\
 // bench/bigbuild.py: the registration macros kernel-builder generates (huggingface/kernels).
 #pragma once
@@ -225,7 +256,60 @@ FA2_NVCC = [
 ]
 
 
-def prepare_fa2(work: Path, subset: int | None) -> None:
+_FA2_SOURCE_RE = re.compile(
+    r"flash_(?:fwd|bwd|fwd_split)_hdim(\d+)_(fp16|bf16)(?:_causal)?_sm80\.cu$"
+)
+
+
+def _fa2_reduce(
+    root: Path, cu: list[str], hdims: tuple[int, ...], dtypes: tuple[str, ...]
+) -> list[str]:
+    """FlashAttention-2 reduced to some head dims and dtypes, the way its own switches would if it
+    had them: the other kernels' sources deleted (both builders compile what is left), and
+    static_switch.h's HEADDIM_SWITCH / FP16_SWITCH dispatching only to the kept ones (a head
+    dim up to the next kept one, as before; anything else raises), so the library links whole."""
+    kept = []
+    for source in cu:
+        m = _FA2_SOURCE_RE.search(source)
+        assert m, f"flash-attn2 has a source the bench does not know: {source}"
+        if (not hdims or int(m[1]) in hdims) and (not dtypes or m[2] in dtypes):
+            kept.append(source)
+        else:
+            (root / source).unlink()
+    header = root / "flash_attn/src/static_switch.h"
+    text = header.read_text(encoding="utf-8")
+    fp16 = re.search(r"#define FP16_SWITCH\(COND, \.\.\.\).*?\}\(\)\n", text, re.S)
+    hdim = re.search(r"#define HEADDIM_SWITCH\(HEADDIM, \.\.\.\).*?\}\(\)\n", text, re.S)
+    assert fp16 and hdim, "static_switch.h changed: FP16_SWITCH / HEADDIM_SWITCH not found"
+    if hdims:
+        chain = "".join(
+            f"    if (HEADDIM <= {h}) {{ constexpr static int kHeadDim = {h}; return __VA_ARGS__(); }} \\\n"
+            for h in sorted(hdims)
+        )
+        text = text.replace(
+            hdim[0],
+            "#define HEADDIM_SWITCH(HEADDIM, ...) \\\n  [&] { \\\n"
+            + chain
+            + f'    throw std::runtime_error("built for head dims {sorted(hdims)} only (bench/bigbuild.py)"); \\\n'
+            "  }()\n",
+        )
+    if dtypes and set(dtypes) != {"fp16", "bf16"}:
+        (only,) = dtypes
+        elem = {"fp16": "cutlass::half_t", "bf16": "cutlass::bfloat16_t"}[only]
+        wrong = "!(COND)" if only == "fp16" else "(COND)"  # COND: fp16 (FP16_SWITCH(!is_bf16))
+        text = text.replace(
+            fp16[0],
+            "#define FP16_SWITCH(COND, ...) \\\n  [&] { \\\n"
+            f'    if ({wrong}) throw std::runtime_error("built for {only} only (bench/bigbuild.py)"); \\\n'
+            f"    using elem_type = {elem}; \\\n    return __VA_ARGS__(); \\\n  }}()\n",
+        )
+    header.write_text("#include <stdexcept>\n" + text, encoding="utf-8")
+    return kept
+
+
+def prepare_fa2(
+    work: Path, subset: int | None, hdims: tuple[int, ...] = (), dtypes: tuple[str, ...] = ()
+) -> None:
     root = work / "flash-attn2"
     shutil.rmtree(root, ignore_errors=True)
     kc = MIRRORS / "huggingface+kernels-community/repo"
@@ -243,6 +327,8 @@ def prepare_fa2(work: Path, subset: int | None) -> None:
     (root / "torch-ext/registration.h").write_text(FA2_REGISTRATION, encoding="utf-8")
     (root / "torch-ext/flash_attn2/_ops.py").write_text(FA2_OPS, encoding="utf-8")
     cu = sorted(p.relative_to(root).as_posix() for p in (root / "flash_attn/src").glob("*.cu"))
+    if hdims or dtypes:
+        cu = _fa2_reduce(root, cu, hdims, dtypes)
     if subset:
         for extra in cu[subset:]:
             (root / extra).unlink()
@@ -258,7 +344,7 @@ def prepare_fa2(work: Path, subset: int | None) -> None:
         + f"  include-dirs: {json.dumps(includes)}\n"
         + "  nvcc-flags:\n"
         + _yaml_list(FA2_NVCC, 4)
-        + f'abi: stable\ntorch: ">=2.10"\narch-sets:\n  sm80: "{PROJECTS["fa2"].archs}"\n',
+        + f'abi: stable\ntorch: ">=2.10"\narch-sets:\n  fa2: "{PROJECTS["fa2"].archs}"\n',
         encoding="utf-8",
     )
     # Its own build: the port ships none (kernel-builder is Nix), so a plain
@@ -425,6 +511,8 @@ def run_steps(args: argparse.Namespace) -> None:
     if args.no_import_check:  # a --subset build lacks the kernels its API calls
         wf.append("--no-import-check")
     own_env = dict(env, MAX_JOBS=str(args.jobs or cores), FLASH_ATTENTION_FORCE_BUILD="TRUE")
+    if project.name == "fa2":  # the stand-in setup.py: cpp_extension's archs (else the GPU's)
+        own_env["TORCH_CUDA_ARCH_LIST"] = project.archs
     for switch in FA3_SWITCHES:
         own_env[f"FLASH_ATTENTION_DISABLE_{switch}"] = "TRUE"
     own = [python, "setup.py", "bdist_wheel"]
@@ -481,6 +569,8 @@ def run_steps(args: argparse.Namespace) -> None:
 
     wanted = args.steps.split(",")
     report = work / f"{project.name}-wf-cold.json"
+    _forget_lost(results, project.name, wanted, root, work / "own" / project.root / project.own_dir)
+    results.put(project.name, "machine", _machine(cores))
     for name in wanted:
         if deadline and time.time() > deadline - 5:
             print("the budget is spent: run again to go on")
@@ -522,21 +612,67 @@ def run_steps(args: argparse.Namespace) -> None:
                 _touch(own_root / touched["source"], 2)
             step(name, own, own_root / project.own_dir, own_env)
         elif name == "test":
-            test_fa(project, work, python, env)
+            done = results.get(project.name, "test")
+            if done and done.get("complete"):
+                print(f"{project.name} test: done before ({done['output']})")
+                continue
+            results.put(project.name, "test", test_fa(project, work, python, env))
+            print(f"{project.name} test: {results.get(project.name, 'test')}", flush=True)
         else:
             raise SystemExit(f"unknown step {name}")
 
 
-def test_fa(project: Project, work: Path, python: str, env: dict[str, str]) -> None:
+_WF_STEPS = ("wf-cold", "wf-noop", "wf-touch", "wf-clone", "floor", "touched", "test")
+_OWN_STEPS = ("own-cold", "own-noop", "own-touch")
+
+
+def _forget_lost(
+    results: Results, project: str, wanted: list[str], wf_root: Path, own_dir: Path
+) -> None:
+    """A second call on a fresh machine (the results carried, the build folders gone): a group
+    of steps this call runs whose build folder is not here is run again from its cold build
+    (wheelforge's steps need its build folder and ccache, setup.py's its build/); a group this
+    call does not run keeps its results (the other call's)."""
+    for steps, folder in ((_WF_STEPS, wf_root / "build"), (_OWN_STEPS, own_dir / "build")):
+        if not any(s in wanted for s in steps):
+            continue
+        if any(results.get(project, s) for s in steps) and not folder.is_dir():
+            print(f"{project}: {folder} is not here (a fresh machine): {', '.join(steps)} again")
+            for step in steps:
+                results.data.get(project, {}).pop(step, None)
+
+
+def _machine(cores: int) -> dict:
+    """What the table names the machine by: cores, memory, the versions, the memory limit."""
+    meminfo = dict(
+        line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines() if ":" in line
+    )
+    nvcc = subprocess.run(["nvcc", "--version"], capture_output=True, text=True).stdout
+    return {
+        "cores": cores,
+        "mem_total": meminfo.get("MemTotal", "").strip(),
+        "mem_available": meminfo.get("MemAvailable", "").strip(),
+        "memory_limit": os.environ.get("WHEELFORGE_MEMORY_LIMIT", "(the machine's)"),
+        "nvcc": nvcc.strip().splitlines()[-1] if nvcc.strip() else "?",
+        "python": sys.version.split()[0],
+    }
+
+
+def test_fa(project: Project, work: Path, python: str, env: dict[str, str]) -> dict:
     """Import the project from wheelforge's wheel, in a folder of its own, and compare its
     attention with PyTorch's on the GPU (bf16, hdim 128)."""
-    wheels = sorted((work / project.root / "dist").glob("*.whl"))
+    wheels = sorted((work / project.root / "dist").rglob("*.whl"))
+    if not wheels:
+        return {"complete": False, "output": "no wheel from wheelforge's build"}
     site = work / "test-site"
     shutil.rmtree(site, ignore_errors=True)
-    subprocess.run(
+    pip = subprocess.run(
         [python, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(wheels[-1])],
-        check=True,
+        capture_output=True,
+        text=True,
     )
+    if pip.returncode != 0:
+        return {"complete": False, "output": f"pip install failed: {pip.stderr.strip()[-300:]}"}
     module, call = {
         "fa3": ("flash_attn_3.flash_attn_interface", "flash_attn_func(q, k, v, causal=True)"),
         "fa2": ("flash_attn2", "flash_attn_func(q, k, v, causal=True)"),
@@ -554,9 +690,20 @@ print("max abs error vs torch sdpa:", err)
 assert err < 2e-2, err
 print("TEST OK")
 """
-    subprocess.run(
-        [python, "-c", script], cwd=site, env=dict(env, PYTHONPATH=str(site)), check=True
+    ran = subprocess.run(
+        [python, "-c", script],
+        cwd=site,
+        env=dict(env, PYTHONPATH=str(site)),
+        capture_output=True,
+        text=True,
     )
+    lines = (ran.stdout + ran.stderr).strip().splitlines()
+    return {
+        "complete": ran.returncode == 0,
+        "output": " / ".join(ln for ln in lines if "error" in ln.lower() or "OK" in ln)[-400:]
+        or (lines[-1] if lines else ""),
+        "wheel": wheels[-1].name,
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -610,6 +757,18 @@ def table(work: Path) -> str:
             )
         if "touched" in steps:
             lines += ["", f"Touched: `{steps['touched']['source']}`."]
+        if "test" in steps:
+            test = steps["test"]
+            verdict = "passed" if test["complete"] else "FAILED"
+            lines += ["", f"GPU test from wheelforge's wheel: {verdict}: {test['output']}"]
+        if "machine" in steps:
+            m = steps["machine"]
+            lines += [
+                "",
+                f"Machine: {m['cores']} cores, MemTotal {m['mem_total']} (MemAvailable "
+                f"{m['mem_available']}) at the start, wheelforge's memory limit "
+                f"{m['memory_limit']}, {m['nvcc']}, Python {m['python']}.",
+            ]
         lines.append("")
     return "\n".join(lines)
 
@@ -620,9 +779,13 @@ def main() -> None:
     parser.add_argument("project", nargs="?", choices=sorted(PROJECTS))
     parser.add_argument("--work", type=Path, default=REPO / ".bench")
     parser.add_argument(
-        "--steps", default="wf-cold,wf-noop,wf-touch,wf-clone,own-cold,own-noop,own-touch"
+        "--steps", default="wf-cold,wf-noop,wf-touch,wf-clone,test,own-cold,own-noop,own-touch"
     )
     parser.add_argument("--subset", type=int, help="prepare: keep this many .cu sources")
+    parser.add_argument(
+        "--hdims", help="prepare fa2: keep these head dims' kernels (128,256) [all]"
+    )
+    parser.add_argument("--dtypes", help="prepare fa2: keep these dtypes' kernels (bf16) [both]")
     parser.add_argument("--python", help="the Python whose torch the builds use [this one]")
     parser.add_argument("--jobs", type=int, help="setup.py's MAX_JOBS [the cores]")
     parser.add_argument("--budget", type=float, help="seconds this call may run; then it stops")
@@ -646,7 +809,12 @@ def main() -> None:
     if args.project is None:
         parser.error("name the project: fa3 or fa2")
     if args.action == "prepare":
-        {"fa3": prepare_fa3, "fa2": prepare_fa2}[args.project](args.work, args.subset)
+        if args.project == "fa3":
+            prepare_fa3(args.work, args.subset)
+        else:
+            hdims = tuple(int(h) for h in args.hdims.split(",")) if args.hdims else ()
+            dtypes = tuple(args.dtypes.split(",")) if args.dtypes else ()
+            prepare_fa2(args.work, args.subset, hdims, dtypes)
         root = args.work / PROJECTS[args.project].root
         pristine = args.work / "pristine" / PROJECTS[args.project].root
         _copy_project(root, pristine)
