@@ -249,6 +249,9 @@ ops = torch.ops._flash_attn2_wf
 def add_op_namespace_prefix(op_name: str) -> str:
     return f"_flash_attn2_wf::{op_name}"
 """
+# kernel-builder's define for a CUDA backend: torch_binding_stable.cpp (the ops and the module's
+# PyInit) is inside #if defined(CUDA_KERNEL)
+FA2_CXX = ["-DCUDA_KERNEL"]
 FA2_NVCC = [
     "--expt-relaxed-constexpr",
     "--expt-extended-lambda",
@@ -342,6 +345,8 @@ def prepare_fa2(
         "extension:\n  name: flash_attn2._flash_attn2_wf\n  module-init: false\n  sources:\n"
         + _yaml_list(sources, 4)
         + f"  include-dirs: {json.dumps(includes)}\n"
+        + "  cxx-flags:\n"
+        + _yaml_list(FA2_CXX, 4)
         + "  nvcc-flags:\n"
         + _yaml_list(FA2_NVCC, 4)
         + f'abi: stable\ntorch: ">=2.10"\narch-sets:\n  fa2: "{PROJECTS["fa2"].archs}"\n',
@@ -355,6 +360,7 @@ def prepare_fa2(
         "import os\nfrom setuptools import setup\n"
         "from torch.utils.cpp_extension import BuildExtension, CUDAExtension\n"
         "here = os.path.dirname(os.path.abspath(__file__))\n"
+        f"FA2_CXX = {FA2_CXX!r}\n"
         "setup(name='flash_attn2', version='2.8.3', packages=['flash_attn2'],\n"
         "      package_dir={'flash_attn2': 'torch-ext/flash_attn2'},\n"
         "      ext_modules=[CUDAExtension('flash_attn2._flash_attn2_wf',\n"
@@ -362,7 +368,7 @@ def prepare_fa2(
         f"          include_dirs=[os.path.join(here, d) for d in {includes!r}],\n"
         "          py_limited_api=True,\n"
         "          extra_compile_args={'cxx': ['-O3', '-std=c++17', '-DTORCH_TARGET_VERSION=0x020a000000000000',\n"
-        "                                      '-DPy_LIMITED_API=0x030a0000'],\n"
+        "                                      '-DPy_LIMITED_API=0x030a0000', *FA2_CXX],\n"
         "                              'nvcc': ['-O3', '-std=c++17', '-DTORCH_TARGET_VERSION=0x020a000000000000',\n"
         f"                                       *{FA2_NVCC!r}]}})],\n"
         "      cmdclass={'build_ext': BuildExtension}, options={'bdist_wheel': {'py_limited_api': 'cp310'}})\n",
