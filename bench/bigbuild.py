@@ -594,7 +594,9 @@ def run_steps(args: argparse.Namespace) -> None:
         elif name == "wf-noop":
             step(name, [*wf, "--report", str(work / f"{project.name}-wf-noop.json")], root, env)
         elif name == "wf-touch":
-            touched = results.get(project.name, "touched") or {"source": _cheapest_cu(report)}
+            touched = results.get(project.name, "touched") or {
+                "source": args.touch or _cheapest_cu(report)
+            }
             if results.get(project.name, name) is None:
                 _touch(root / touched["source"], 1)
                 results.put(project.name, "touched", touched)
@@ -614,7 +616,9 @@ def run_steps(args: argparse.Namespace) -> None:
                 # its own folder (build/ is setup.py's too), the sources wheelforge's cold had
                 _copy_project(work / "pristine" / project.root, own_root)
             if name == "own-touch" and results.get(project.name, name) is None:
-                touched = results.get(project.name, "touched") or {"source": _cheapest_cu(report)}
+                touched = results.get(project.name, "touched") or {
+                    "source": args.touch or _cheapest_cu(report)
+                }
                 _touch(own_root / touched["source"], 2)
             step(name, own, own_root / project.own_dir, own_env)
         elif name == "test":
@@ -794,6 +798,9 @@ def main() -> None:
     parser.add_argument("--dtypes", help="prepare fa2: keep these dtypes' kernels (bf16) [both]")
     parser.add_argument("--python", help="the Python whose torch the builds use [this one]")
     parser.add_argument("--jobs", type=int, help="setup.py's MAX_JOBS [the cores]")
+    parser.add_argument(
+        "--touch", help="run: the source the touch steps change [the cold build's cheapest .cu]"
+    )
     parser.add_argument("--budget", type=float, help="seconds this call may run; then it stops")
     parser.add_argument(
         "--cpu-torch",
