@@ -5,6 +5,7 @@
 #
 #   bash bench/h200_bigbuild.sh fa3 [BUDGET_S] [STEPS]
 #
+# BIGBUILD_ARGS: more options for bench/bigbuild.py run (FA2: --touch flash_attn/flash_api.cpp).
 # BUDGET_S (540): seconds from this script's start after which the step running is stopped
 # (ninja keeps what it compiled; the results so far are in .bench/results.json and $OUT).
 # STEPS: bench/bigbuild.py's --steps (all of them, wheelforge's first, then the test, then
@@ -44,7 +45,9 @@ export WHEELFORGE_MEMORY_LIMIT=${WHEELFORGE_MEMORY_LIMIT:-120GiB}
     git rev-parse HEAD 2>/dev/null || echo "(no git here)"
 } 2>&1 | tee "$OUT/machine.txt"
 LEFT=$((BUDGET - ($(date +%s) - START)))
-python3 bench/bigbuild.py run "$PROJECT" --work .bench --steps "$STEPS" --budget "$LEFT" 2>&1 |
+# shellcheck disable=SC2086  # BIGBUILD_ARGS: words
+python3 bench/bigbuild.py run "$PROJECT" --work .bench --steps "$STEPS" --budget "$LEFT" \
+    ${BIGBUILD_ARGS:-} 2>&1 |
     tee "$OUT/run-$PROJECT.log"
 echo "== the tables"
 python3 bench/bigbuild.py table --work .bench | tee "$OUT/table.md"
