@@ -528,12 +528,14 @@ def run_steps(args: argparse.Namespace) -> None:
             "sys.argv = ['setup.py', 'bdist_wheel']; runpy.run_path('setup.py', run_name='__main__')"
         )
         own = [python, "-c", shim]
-        # ... and the toolkit's headers, which cpp_extension adds to C++ files for a CUDA torch
-        nvcc = shutil.which("nvcc")
-        if nvcc:
-            cuda_include = Path(nvcc).resolve().parent.parent / "include"
+        # ... and the toolkit's headers, which cpp_extension adds to C++ files for a CUDA torch.
+        # torch finds the toolkit as CUDA_HOME, else nvcc's folder's parent: wrong where nvcc
+        # on the PATH is a wrapper script (/usr/local/bin/nvcc here), so CUDA_HOME is given.
+        home = os.environ.get("CUDA_HOME") or "/usr/local/cuda"
+        if (Path(home) / "include/cuda_runtime_api.h").is_file():
+            own_env["CUDA_HOME"] = home
             own_env["CPATH"] = os.pathsep.join(
-                filter(None, [str(cuda_include), own_env.get("CPATH")])
+                filter(None, [str(Path(home) / "include"), own_env.get("CPATH")])
             )
 
     def step(
@@ -543,7 +545,9 @@ def run_steps(args: argparse.Namespace) -> None:
         if done and done.get("complete"):
             print(f"{project.name} {name}: done before ({done['seconds']:.1f} s)")
             return done
-        if done is None:  # a step that began before resumes where ninja stopped
+        if done is not None and not done.get("stopped"):
+            done = None  # it failed before (not stopped at the budget): from the start again
+        if done is None:  # a step stopped at the budget resumes where ninja stopped
             for path in fresh:
                 shutil.rmtree(path, ignore_errors=True)
         timed = run_measured(
@@ -556,6 +560,7 @@ def run_steps(args: argparse.Namespace) -> None:
             "attempts": before["attempts"] + 1,
             "complete": timed.returncode == 0 and not timed.timed_out,
             "returncode": timed.returncode,
+            "stopped": timed.timed_out,
         }
         results.put(project.name, name, value)
         report_file = work / f"{project.name}-{name}.json"
@@ -729,7 +734,9 @@ def _cell(steps: dict, step: str) -> str:
 
 def _ratio(steps: dict, a: str, b: str) -> str:
     x, y = steps.get(a), steps.get(b)
-    return f"{y['seconds'] / x['seconds']:.2f}×" if x and y and x["seconds"] else "-"
+    if not (x and y and x["complete"] and y["complete"] and x["seconds"]):
+        return "-"
+    return f"{y['seconds'] / x['seconds']:.2f}×"
 
 
 def _peak(steps: dict, step: str) -> str:
