@@ -27,12 +27,13 @@ PROJECT=${1:?name the project: fa3 or fa2}
 BUDGET=${2:-540}
 STEPS=${3:-wf-cold,wf-noop,wf-touch,wf-clone,test,own-cold,own-noop,own-touch}
 START=$(date +%s)
+SITE=${SITE:-/tmp/site}  # where the carried wheels are installed
 OUT=${OUT:-$REPO/.bench/out}
 mkdir -p "$OUT" .bench
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$REPO/src PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1 COLUMNS=160
-python3 -m compileall -q /tmp/site src >/dev/null  # what pip install does; else every run does it
+    --target "$SITE" .whl/*.whl || exit 1
+export PYTHONPATH=$SITE:$REPO/src PATH=$SITE/bin:$PATH PYTHONUNBUFFERED=1 COLUMNS=160
+python3 -m compileall -q "$SITE" src >/dev/null  # what pip install does; else every run does it
 # The machine's memory grows as it is used (KINDS.md: size from the kind's 128 GiB, not from
 # MemTotal, which starts far lower): wheelforge is told the kind's memory, less room for the OS.
 export WHEELFORGE_MEMORY_LIMIT=${WHEELFORGE_MEMORY_LIMIT:-120GiB}
