@@ -226,10 +226,22 @@ def test_a_build_toml_gives_sources_archs_torch_and_the_generated_files(tmp_path
         "torch-ext/my_act/_ops.py",
     ]
     assert "ops = torch.ops._my_act_cuda" in build.generated[1].text
-    assert any("cutlass_3_8" in h for h in build.hand)
+    # kernel-builder's cutlass_3_8 is CUTLASS 3.8.0, released on PyPI as nvidia-cutlass 3.8.0.0
+    assert [lib.pypi for lib in build.header_libraries] == ["nvidia-cutlass==3.8.0.0"]
+    assert not any("cutlass" in h for h in build.hand)
     assert any("act_metal (metal)" in d for d in build.done)
     result = render(build, InitChoices())
     written = yaml.safe_load(result.text)
+    assert written["header-libraries"] == [
+        {
+            "name": "cutlass",
+            "pypi": "nvidia-cutlass==3.8.0.0",
+            "include": [
+                "cutlass_library/source/include",
+                "cutlass_library/source/tools/util/include",
+            ],
+        }
+    ]
     assert written["torch"] == ">=2.10"
     assert {"files": "act/act_sm90.cu", "archs": "9.0a"} in written["extension"]["sources"]
 

@@ -15,6 +15,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from wheelforge.configuration.archs import ArchSpec
+from wheelforge.configuration.importers import generators
 from wheelforge.configuration.importers.buildsteps import BuildSteps, ninja_rules
 from wheelforge.configuration.importers.captured import (
     CapturedBuild,
@@ -334,6 +335,8 @@ def read_record(root: Path, record: Mapping[str, Any], *, front_door: FrontDoor)
     args = record["setup_calls"][-1] if record["setup_calls"] else {}
     ninja = record.get("ninja") or {}
     extensions = tuple(reading.extension(e, ninja.get(e.get("name"))) for e in record["extensions"])
+    generated_sources = generators.from_record(root, record, extensions)
+    extensions = generated_sources.extensions
     packages, package_data = reading.packages(args)
     steps = BuildSteps(root, record)
     generated = steps.extra_files(reading.package_folders, extensions)
@@ -354,8 +357,7 @@ def read_record(root: Path, record: Mapping[str, Any], *, front_door: FrontDoor)
         reading.hand.append(
             f"setup.py asked for {name}, which the stand-in torch lacks; pass --python with a Python that has torch"
         )
-    for written in record.get("writes") or []:
-        reading.done.append(f"setup.py wrote {written} (as it does under pip)")
+    reading.done += generators.writes_said(record)
     return CapturedBuild(
         root=root,
         front_door=front_door,
@@ -369,6 +371,7 @@ def read_record(root: Path, record: Mapping[str, Any], *, front_door: FrontDoor)
         refusals=tuple(steps.refusals()),
         generated=tuple(generated),
         missing=tuple(dict.fromkeys(reading.missing)),
-        hand=tuple(reading.hand + steps.hand),
-        done=tuple(reading.done + steps.done),
+        steps=generated_sources.steps,
+        hand=tuple(reading.hand + steps.hand) + generated_sources.hand,
+        done=tuple(reading.done + steps.done) + generated_sources.done,
     )
