@@ -49,9 +49,23 @@ def prepare(build: CapturedBuild) -> tuple[CapturedBuild, list[str]]:
     return build, notes
 
 
+class _Flow(list[str]):
+    """A list written on one line: a command, ``run: ["{python}", gen.py, -o, "{out}"]``."""
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+_Dumper.add_representer(
+    _Flow,
+    lambda dumper, data: dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=True),
+)
+
+
 def _dump(key: str, value: object) -> str:
     return yaml.dump(
-        {key: value}, Dumper=yaml.SafeDumper, sort_keys=False, default_flow_style=False, width=100
+        {key: value}, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=100
     )
 
 
@@ -88,7 +102,7 @@ def generate_text(steps: Sequence[CapturedStep]) -> str:
     if not steps:
         return ""
     entries = [
-        {"name": s.name, "run": list(s.run), "inputs": list(s.inputs), "outputs": list(s.outputs)}
+        {"name": s.name, "run": _Flow(s.run), "inputs": _Flow(s.inputs), "outputs": list(s.outputs)}
         for s in steps
     ]
     return (

@@ -109,7 +109,7 @@ def _call_run(entry: Mapping[str, Any], by: str, root: Path, out: Path) -> tuple
         return None
     base = parents[depth - 1].as_posix()
     words = tuple(_word(str(a), root, root, out) for a in args)
-    if "{out}" not in words:
+    if not any("{out}" in w for w in words):
         return None
     code = (
         f"import sys; sys.path.insert(0, sys.argv[1]); from {module} import {function}; "
@@ -167,7 +167,7 @@ def from_record(
             run = _call_run(first.get("entry") or {}, by, real, out)
             entry = first.get("entry") or {}
             how = f"setup.py calls {entry.get('module')}.{entry.get('function')}()"
-        if run is None or "{out}" not in run:
+        if run is None or not any("{out}" in w for w in run):
             hand.append(
                 f"generate: {how}, which writes {len(sources)} source(s) into {folder}/; no argument names that "
                 "folder, so wheelforge cannot run it in its build folder: the sources are written as files (the run "

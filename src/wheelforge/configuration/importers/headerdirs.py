@@ -142,8 +142,16 @@ def with_header_libraries(build: CapturedBuild) -> tuple[CapturedBuild, list[str
         dataclasses.replace(e, include_dirs=_own_includes(root, e, libraries))
         for e in build.extensions
     )
+    taken = {f for e in build.extensions for f in e.include_dirs} - {
+        f for e in extensions for f in e.include_dirs
+    }
+    done = tuple(  # a folder above the project is said once, as its library's
+        d for d in build.done if not any(f"'{f}' lies outside" in d for f in taken)
+    )
     return (
-        dataclasses.replace(build, extensions=extensions, header_libraries=(*found_libs, *given)),
+        dataclasses.replace(
+            build, extensions=extensions, header_libraries=(*found_libs, *given), done=done
+        ),
         notes,
     )
 
