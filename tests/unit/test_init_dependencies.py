@@ -214,6 +214,17 @@ def test_include_folders_in_a_git_submodule_become_a_header_library(tmp_path: Pa
     assert lib.path == tmp_path / "third_party" / "cutlass"
 
 
+def test_a_project_that_is_itself_a_submodule_is_no_header_library_of_its_own(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / ".git").mkdir()
+    files(tmp_path, {".gitmodules": '[submodule "k"]\n\tpath = kernels/mine\n\turl = x\n'})
+    root = files(tmp_path / "kernels" / "mine", {"demo/__init__.py": "", "csrc/ops.cpp": STABLE})
+    data, _ = written(build_of(root, ext("demo._C", "csrc/ops.cpp", include_dirs=(".", "csrc"))))
+    assert "header-libraries" not in data
+    assert data["extension"]["include-dirs"] == [".", "csrc"]  # type: ignore[index]
+
+
 def test_a_vendored_cutlass_above_the_project_folder_is_read_there_and_refused_by_the_sdist(
     tmp_path: Path,
 ) -> None:

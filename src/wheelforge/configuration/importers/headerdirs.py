@@ -65,10 +65,14 @@ class _Finder:
         if self.top is not None and include.is_relative_to(self.top):
             rel = include.relative_to(self.top).as_posix()
             for path in self.submodules:
-                if rel == path or rel.startswith(path + "/"):
-                    folder = self.top / path
+                folder = self.top / path
+                if (rel == path or rel.startswith(path + "/")) and not self.root.is_relative_to(
+                    folder
+                ):
                     return folder, _known(folder) or _name(path), "a git submodule"
         for folder in [include, *include.parents][: _UP + 1]:
+            if self.root.is_relative_to(folder):
+                break  # the project itself (or a folder holding it) is no library of it
             name = _known(folder)
             if name is not None:
                 return folder, name, f"a vendored {name} tree"
