@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from wheelforge.configuration.archs import parse_arch_list
-from wheelforge.configuration.importers import buildtoml, generators
+from wheelforge.configuration.importers import buildtoml, generators, writer
 from wheelforge.configuration.importers.captured import (
     CapturedBuild,
     CapturedExtension,
@@ -21,6 +21,7 @@ from wheelforge.configuration.importers.captured import (
     CapturedStep,
     ProjectMetadata,
 )
+from wheelforge.configuration.importers.setuprecord import read_record
 from wheelforge.configuration.importers.writer import InitChoices, render
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation import gitfiles
@@ -471,3 +472,60 @@ def test_generated_sources_are_globbed_over_the_steps_outputs(tmp_path: Path) ->
 def test_a_steps_name_comes_from_its_folder(folder: str, name: str) -> None:
     assert generators.step_name(folder, ()) == name
     assert generators.step_name(folder, (name,)) == f"{name}2"
+
+
+def test_a_pyinit_only_windows_compiles_makes_no_module_and_two_strings_name_the_leaf(
+    tmp_path: Path,
+) -> None:
+    """torch_scatter 2.1.2: ``PyInit__scatter_cpu`` under ``#ifdef _WIN32`` only, and the
+    package loads ``f"{library}_cpu"`` for each name of a list."""
+    root = files(
+        tmp_path,
+        {
+            "torch_scatter/__init__.py": textwrap.dedent("""\
+                import importlib, os.path as osp
+                import torch
+                for library in ['_version', '_scatter']:
+                    spec = importlib.machinery.PathFinder().find_spec(f'{library}_cpu', [osp.dirname(__file__)])
+                    torch.ops.load_library(spec.origin)
+                """),
+            "csrc/scatter.cpp": textwrap.dedent("""\
+                #include <torch/script.h>
+                #ifdef _WIN32
+                #ifdef WITH_PYTHON
+                PyMODINIT_FUNC PyInit__scatter_cpu(void) { return NULL; }
+                #endif
+                #else
+                static int linux_only = 1;
+                #endif
+                """),
+        },
+    )
+    build = CapturedBuild(
+        root=root,
+        front_door="setup.py",
+        extensions=(ext("torch_scatter._scatter_cpu", "csrc/scatter.cpp"),),
+        packages=("torch_scatter",),
+    )
+    data, _ = written(build, torch=("2.13.0",))
+    assert data["extension"]["kind"] == "library"  # type: ignore[index]
+    assert "module-init" not in data["extension"]  # type: ignore[operator]
+    assert writer.linux_text("#if defined(_WIN32)\nA\n#elif X\nB\n#endif\nC") == "B\nC"
+
+
+def test_no_cuda_anywhere_is_said_once_for_the_build_not_per_extension(tmp_path: Path) -> None:
+    root = files(tmp_path, {"csrc/a.cpp": "", "csrc/b.cpp": "", "csrc/k.cu": ""})
+
+    def record(*extensions: dict[str, object]) -> dict[str, object]:
+        return {"setup_calls": [{"name": "demo"}], "extensions": list(extensions)}
+
+    cpp = {"name": "demo._a", "kind": "CUDAExtension", "sources": ["csrc/a.cpp"]}
+    cuda = {"name": "demo._k", "kind": "CUDAExtension", "sources": ["csrc/b.cpp", "csrc/k.cu"]}
+    both = read_record(root, record(cpp, cuda), front_door="setup.py")
+    assert not any("no CUDA source" in h for h in both.hand)  # _a is C++ beside a CUDA one
+    alone = read_record(root, record(cpp), front_door="setup.py")
+    assert [h for h in alone.hand if "no CUDA source" in h] == [
+        "demo._a compile(s) no CUDA source, though the project has .cu files: its setup.py may choose "
+        "CUDA by asking for a GPU (torch.cuda.is_available()); set the switch it reads (FORCE_CUDA=1, "
+        "or --archs, which sets TORCH_CUDA_ARCH_LIST for it) and run init again"
+    ]

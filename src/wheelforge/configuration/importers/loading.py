@@ -1,7 +1,8 @@
 """How the project's Python loads its shared objects: a ``torch.ops.load_library(...)`` call in a
 package's modules, read with ast (never imported), and the names it loads, as the strings of the
 function (or module) that calls it spell them: ``"_C"`` (xformers' ``find_spec("_C")``),
-``"_C*.so"`` (torchao's glob), ``os.path.join(here, "_ops.so")``.
+``"_C*.so"`` (torchao's glob), ``os.path.join(here, "_ops.so")``, or two of them joined
+(torch_scatter's ``for library in ["_scatter", ...]: find_spec(f"{library}_cpu")``).
 
 An extension the package loads this way and whose sources define no ``PyInit_*`` is an operator
 library (matrix.yaml's ``kind: library``, ``<leaf>.so``), not a Python module."""
@@ -18,6 +19,7 @@ from pathlib import Path
 # Bounds on what is read: a package's modules, not a vendored tree's.
 _MAX_FILES = 2000
 _MAX_BYTES = 1 << 20
+_MAX_PIECES = 200
 _SKIP = frozenset({"build", "dist", "tests", "test", "third_party", "__pycache__", ".git"})
 
 
@@ -85,9 +87,15 @@ def load_calls(root: Path, folders: Iterable[str]) -> list[LoadCall]:
 
 def loaded_at(leaf: str, calls: Iterable[LoadCall]) -> str | None:
     """Where a call loads the shared object named *leaf* (``_C``): one of its strings is the
-    leaf, or names it as a file (``_C.so``, ``_C*.so``, ``lib/_C.so``)."""
+    leaf, or names it as a file (``_C.so``, ``_C*.so``, ``lib/_C.so``), or two of them make it
+    (torch_scatter's ``'_scatter'`` in a list and ``f'{library}_cpu'``)."""
     pattern = re.compile(rf"(?:^|[/\\]){re.escape(leaf)}(?:[.*]|$)")
     for call in calls:
         if any(pattern.search(word) for word in call.words):
+            return call.where
+        pieces = sorted(
+            w for w in call.words if 2 <= len(w) <= len(leaf) - 2 and leaf.startswith(w)
+        )[:_MAX_PIECES]
+        if any(leaf[len(head) :] in call.words for head in pieces):
             return call.where
     return None

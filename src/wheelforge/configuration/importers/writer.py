@@ -86,11 +86,40 @@ def _dump(key: str, value: object) -> str:
     )
 
 
+# A preprocessor block only Windows compiles (torch_scatter's PyInit stubs live in one).
+_WINDOWS_IF_RE = re.compile(
+    r"^\s*#\s*if(?:def\s+(?:_WIN32|_MSC_VER|_WIN64)\b|\s+defined\s*\(?\s*(?:_WIN32|_MSC_VER)\b)"
+)
+_IF_RE = re.compile(r"^\s*#\s*if")
+_ELSE_RE = re.compile(r"^\s*#\s*(?:else|elif)\b")
+_ENDIF_RE = re.compile(r"^\s*#\s*endif\b")
+
+
+def linux_text(text: str) -> str:
+    """*text* without the blocks only Windows compiles (``#ifdef _WIN32`` up to its ``#else``
+    or ``#endif``), which a Linux build never sees."""
+    kept: list[str] = []
+    stack: list[bool] = []  # per open #if: does it hide its lines (a Windows branch)?
+    for line in text.splitlines():
+        if _IF_RE.match(line):
+            stack.append(bool(_WINDOWS_IF_RE.match(line)))
+            continue
+        if stack and _ELSE_RE.match(line):
+            stack[-1] = False
+            continue
+        if stack and _ENDIF_RE.match(line):
+            stack.pop()
+            continue
+        if not any(stack):
+            kept.append(line)
+    return "\n".join(kept)
+
+
 def _text(root: Path, sources: Iterable[CapturedSource]) -> Iterable[str]:
     for source in sources:
         path = root / source.path
         if path.is_file():
-            yield path.read_text(encoding="utf-8", errors="replace")
+            yield linux_text(path.read_text(encoding="utf-8", errors="replace"))
 
 
 def abi_of(root: Path, ext: CapturedExtension) -> Abi:
