@@ -4,7 +4,7 @@
 ``pyproject.toml``::
 
     [build-system]
-    requires = ["wheelforge"]
+    requires = ["wheelforge-cuda"]   # the distribution; the module is wheelforge
     build-backend = "wheelforge.build_meta"
 
     [tool.wheelforge]

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 import sysconfig
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
-from tests.integration.test_build import Run, wheelforge
+from tests.integration.helpers import REPO, Run, needs_local_torch_wheel, needs_nvcc, wheelforge
 
-pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
+pytestmark = needs_nvcc
 
 CPU_SOURCES = ("ops.cpp", "activation_cpu.cpp", "norm_cpu.cpp")
 
@@ -95,13 +93,14 @@ def test_check_command_on_a_wheel_built_for_a_newer_target(tmp_path: Path) -> No
     assert bad.err.splitlines()[-1].startswith("error: ") and "which torch 2.10 lacks" in bad.err
 
 
-@pytest.mark.skipif(
-    sys.version_info[:2] != (3, 11), reason="the torch 2.13.0 wheel on this machine's disk is cp311"
-)
-def test_wheelforge_test_runs_the_suite_in_an_isolated_env(tmp_path: Path) -> None:
+@pytest.mark.slow  # creates a torch 2.13 environment: a minute or more of pip, ~1 GB
+@needs_local_torch_wheel
+def test_wheelforge_test_runs_the_suite_in_an_isolated_env(
+    tmp_path: Path, shared_cache: Path
+) -> None:
     root = cpu_project(tmp_path / "p")
     assert wheelforge("build", cwd=root).code == 0
-    run = wheelforge("test", "--json", "--cache-dir", tmp_path / "cache", cwd=root)
+    run = wheelforge("test", "--json", "--cache-dir", shared_cache, cwd=root)
     assert run.code == 0, run.err
     [outcome] = json.loads(run.out)["runs"]
     assert outcome["status"] == "passed" and outcome["torch"].startswith("2.13.0")
@@ -112,7 +111,7 @@ def test_wheelforge_test_runs_the_suite_in_an_isolated_env(tmp_path: Path) -> No
         (root / "tests" / "test_ops.py").read_text()
         + "\n\ndef test_planted_failure():\n    assert False\n"
     )
-    again: Run = wheelforge("test", "--cache-dir", tmp_path / "cache", cwd=root)
+    again: Run = wheelforge("test", "--cache-dir", shared_cache, cwd=root)
     assert again.code == 4
     assert "create the torch" not in again.err
     assert "1 failed" in again.out

@@ -9,18 +9,17 @@ import shutil
 import subprocess
 import sys
 import zipfile
-from dataclasses import dataclass
 from pathlib import Path
 
 import jsonschema
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from tests.conftest import REPO
+from tests.integration.helpers import REPO, Run, copy_kernels, needs_nvcc, only_wheel, wheelforge
 from wheelforge.configuration.archs import ArchSet
 from wheelforge.interface.documents.build_report import KIND
 
-pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
+pytestmark = needs_nvcc
 
 packaged_schema = KIND.packaged_schema
 
@@ -29,42 +28,15 @@ WHEEL_RE = re.compile(r"^wheelforge_kernels-0\.1\.0-cp310-abi3-manylinux_\d+_\d+
 ARCHS = "7.5 9.0+PTX"
 
 
-@dataclass
-class Run:
-    code: int
-    out: str
-    err: str
-
-
-def wheelforge(*args: str | Path, cwd: Path, env: dict[str, str] | None = None) -> Run:
-    proc = subprocess.run(
-        [sys.executable, "-m", "wheelforge", *map(str, args)],
-        cwd=cwd, capture_output=True, text=True, env={**os.environ, "COLUMNS": "200", **(env or {})},
-    )  # fmt: skip
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return Run(proc.returncode, proc.stdout, proc.stderr)
-
-
 @pytest.fixture(scope="session")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A copy of the repository's payload, so builds never touch the checkout."""
-    root = tmp_path_factory.mktemp("project")
-    shutil.copytree(
-        REPO / "kernels", root / "kernels", ignore=shutil.ignore_patterns("__pycache__")
-    )
-    shutil.copy(REPO / "matrix.yaml", root / "matrix.yaml")
-    return root
+    return copy_kernels(tmp_path_factory.mktemp("project"))
 
 
 @pytest.fixture(scope="session")
 def first_build(project: Path) -> Run:
     return wheelforge("build", "--archs", ARCHS, cwd=project)
-
-
-def only_wheel(folder: Path) -> Path:
-    wheels = sorted(folder.glob("*.whl"))
-    assert len(wheels) == 1, wheels
-    return wheels[0]
 
 
 def extension_elf(wheel: Path, tmp_path: Path) -> Path:
@@ -219,13 +191,27 @@ def test_compile_error_shows_compiler_output(tmp_path: Path) -> None:
 
 
 def test_missing_arch_in_the_binary_fails_the_build(
-    project: Path,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """Simulate nvcc flags that lose an arch: the fatbin check must refuse the wheel."""
+    """Simulate nvcc flags that lose an arch: the fatbin check must refuse the wheel. One small
+    kernel under the payload's extension name (the check reads the binary, whatever it holds)."""
     from wheelforge.interface.cli import main
+
+    project = tmp_path / "project"
+    (project / "pkg" / "wheelforge_kernels").mkdir(parents=True)
+    (project / "pkg" / "wheelforge_kernels" / "__init__.py").write_text("")
+    (project / "csrc").mkdir()
+    (project / "csrc" / "scale.cu").write_text(
+        "__global__ void scale(float* x, float a) { x[threadIdx.x] *= a; }\n"
+        'extern "C" void launch(float* x) { scale<<<1, 32>>>(x, 2.0f); }\n'
+    )
+    (project / "matrix.yaml").write_text(
+        "package: {name: one-kernel, version: '1.0', packages: [pkg/wheelforge_kernels]}\n"
+        "extension: {name: wheelforge_kernels._C, sources: [csrc/scale.cu]}\n"
+        "torch: '>=2.10'\n"
+    )
 
     real = ArchSet.gencode_flags
 

@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
+from tests.integration.helpers import needs_nvcc
+
+pytestmark = needs_nvcc
 
 BIN = Path(sys.executable).parent
 KERNEL = """\

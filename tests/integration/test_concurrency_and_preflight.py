@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -15,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_build import wheelforge
+from tests.integration.helpers import needs_nvcc, wheelforge
 from wheelforge.foundation.errors import EnvironmentProblem
 
-pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
+pytestmark = needs_nvcc
 
 # A compiler launcher that holds the first compile while the file $WF_HOLD exists.
 HOLDING_CXX = """\

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.integration.test_build import only_wheel, wheelforge
+from tests.integration.helpers import needs_nvcc, only_wheel, wheelforge
 from wheelforge.configuration.archs import parse_arch_list
 from wheelforge.configuration.importers.setupcapture import CaptureContext, capture_setup
 from wheelforge.configuration.matrix.reader import load_matrix
@@ -246,7 +246,7 @@ setup(
 """
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
+@needs_nvcc
 def test_init_with_the_real_torch_then_build_and_check_with_no_edit(tmp_path: Path) -> None:
     (tmp_path / "twiceops" / "csrc").mkdir(parents=True)
     (tmp_path / "twiceops" / "__init__.py").write_text("import torch\nfrom . import _C\n")

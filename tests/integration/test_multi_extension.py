@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.integration.helpers import REPO, needs_nvcc
 
-pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
+pytestmark = needs_nvcc
 PROJECT = Path(__file__).parent / "projects" / "vllmlike"
 
 

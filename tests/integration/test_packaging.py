@@ -1,5 +1,6 @@
-"""The bundled kernels as a PEP 517 project (pip wheel, python -m build --sdist), and PEP 825
-variant wheels built from them, with the real nvcc, ninja, auditwheel and pip.
+"""The bundled kernels as a PEP 517 project (pip wheel, python -m build --sdist), PEP 825
+variant wheels built from them, and a project taking the backend through build isolation by its
+distribution name, with the real nvcc, ninja, auditwheel and pip.
 
 One arch (sm_75) keeps the compile short; the variant build reuses the objects of the pip build
 (same variant id, same build folder), so it only packs."""
@@ -7,8 +8,10 @@ One arch (sm_75) keeps the compile short; the variant build reuses the objects o
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -18,10 +21,17 @@ from pathlib import Path
 import pytest
 from variantlib.variant_dist_info import VariantDistInfo
 
-from tests.conftest import REPO
-from wheelforge import build_meta
+from tests.integration.helpers import (
+    REPO,
+    TINY_ARCH_ENV,
+    TINY_PYPROJECT,
+    needs_nvcc,
+    only_wheel,
+    tiny,
+)
+from wheelforge import DISTRIBUTION, __version__, build_meta
 
-pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
+pytestmark = needs_nvcc
 
 ARCHS = "7.5"
 PIP = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
@@ -206,18 +216,51 @@ def test_variant_wheels_from_binary_truth(pip_wheel: Path, kernels: Path) -> Non
     assert "Traceback" not in flagged.stderr
 
 
-@pytest.mark.network
-@pytest.mark.slow
-def test_pip_wheel_with_build_isolation(kernels: Path, tmp_path: Path) -> None:
-    """Build isolation: wheelforge from a local wheel (--find-links), torch from the index, as
-    get_requires_for_build_wheel asks for it."""
-    links = tmp_path / "links"
-    made = run([*PIP, "wheel", "--no-deps", "-w", links, REPO], cwd=tmp_path)
-    assert made.returncode == 0, made.stderr
-    proc = run([*PIP, "wheel", "--no-deps", "--find-links", links, "-w", tmp_path / "out", kernels],
-               cwd=tmp_path, TORCH_CUDA_ARCH_LIST=ARCHS)  # fmt: skip
-    if proc.returncode != 0 and "Could not find a version" in proc.stdout + proc.stderr:
+def _wheelforge_dists(folder: Path) -> Path:
+    """wheelforge's own sdist and wheel, built from a copy of the checkout (the build writes
+    egg-info and build/ beside the sources), into *folder*: what an index would serve."""
+    source = folder.parent / "wheelforge-source"
+    shutil.copytree(REPO / "src", source / "src",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))  # fmt: skip
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, source / name)
+    made = run([sys.executable, "-m", "build", "--outdir", folder, source], cwd=folder.parent)
+    assert made.returncode == 0, (made.stdout + made.stderr)[-3000:]
+    return folder
+
+
+@pytest.mark.network  # wheelforge's own dependencies come from the package index
+def test_pip_wheel_with_build_isolation(tmp_path: Path) -> None:
+    """A project naming the backend by its distribution, ``requires = ["wheelforge-cuda"]``,
+    built by pip with build isolation: wheelforge from its own sdist and wheel in a folder
+    (--find-links), torch (which get_requires_for_build_wheel asks for) pinned to this suite's,
+    as a user pins a build dependency (PIP_CONSTRAINT), so the isolated environment installs the
+    torch on disk rather than the newest CUDA one."""
+    links = _wheelforge_dists(tmp_path / "links")
+    assert sorted(p.name for p in links.iterdir()) == [
+        f"{DISTRIBUTION.replace('-', '_')}-{__version__}-py3-none-any.whl",
+        f"{DISTRIBUTION.replace('-', '_')}-{__version__}.tar.gz",
+    ]
+    backend = f'[build-system]\nrequires = ["{DISTRIBUTION}"]\nbuild-backend = "wheelforge.build_meta"\n\n'
+    root = tiny(tmp_path / "tinyext", pyproject=backend + TINY_PYPROJECT)
+    pin = tmp_path / "constraints.txt"
+    pin.write_text(f"torch=={importlib.metadata.version('torch').split('+')[0]}\n")
+    proc = run([*PIP, "wheel", "-v", "--no-deps", "--find-links", links, "-w", tmp_path / "out", root],
+               cwd=tmp_path, PIP_CONSTRAINT=str(pin), XDG_CACHE_HOME=str(tmp_path / "cache"),
+               **TINY_ARCH_ENV)  # fmt: skip
+    output = proc.stdout + proc.stderr
+    if proc.returncode != 0 and "Could not find a version" in output:
         pytest.skip("no package index reachable")
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
-    [wheel] = (tmp_path / "out").glob("*.whl")
-    assert wheel.name.startswith("wheelforge_kernels-0.1.0-cp310-abi3-")
+    assert proc.returncode == 0, output[-4000:]
+    # ours, not an index's (pip shows the path relative to its working folder)
+    assert re.search(
+        rf"Processing \S*links/{DISTRIBUTION.replace('-', '_')}-{__version__}-", output
+    )
+    wheel = only_wheel(tmp_path / "out")
+    assert wheel.name.startswith("tinyext-0.3.0-cp310-abi3-manylinux_"), wheel.name
+    with zipfile.ZipFile(wheel) as zf:
+        info = json.loads(zf.read("tinyext-0.3.0.dist-info/wheelforge-build.json"))
+    torch_version = importlib.metadata.version("torch")
+    assert info["torch"] == {"headers_of": torch_version, "requirement": "torch>=2.10"}
+    checked = run([sys.executable, "-m", "wheelforge", "check", wheel], cwd=tmp_path)
+    assert checked.returncode == 0, checked.stderr

@@ -5,10 +5,11 @@ copied into this repository), with the matrices in tests/integration/projects/ w
 - causal-conv1d: a classic torch/extension.h CUDAExtension, unstable ABI, one wheel per torch.
 
 Fetching runs each sdist's metadata hook (pip has no way around it); the projects' skip
-variables keep that from compiling anything. witwin-radar's build (one stable-ABI wheel, a
-minute or so) and `wheelforge init` on each checkout run by default; causal-conv1d's build needs
-two multi-GB CUDA torches and many minutes of nvcc, so it is `slow` (run it with
-`pytest -m "slow and network" tests/integration/test_real_projects.py`). All skip cleanly offline.
+variables keep that from compiling anything. All of it is `network`: out of the default run, in
+CI's network step (witwin-radar's build and test, and `wheelforge init` on each checkout);
+causal-conv1d's build needs two multi-GB CUDA torches and many minutes of nvcc, so it is a
+`sweep` (run it with `pytest -m sweep tests/integration/test_real_projects.py`). All skip
+cleanly offline.
 """
 
 from __future__ import annotations
@@ -24,12 +25,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_build import wheelforge
+from tests.integration.helpers import needs_nvcc, wheelforge
 from wheelforge.configuration.matrix.reader import load_matrix
 
 pytestmark = [
     pytest.mark.network,
-    pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH"),
+    needs_nvcc,
 ]
 
 PROJECTS = Path(__file__).resolve().parent / "projects"
@@ -156,7 +157,7 @@ def test_init_on_witwin_radar_guesses_the_module_and_says_so(witwin: Path, tmp_p
     ]
 
 
-# In every CI run: one stable-ABI build of a real project (about 3 minutes here).
+# In CI's network step: one stable-ABI build of a real project (about 3 minutes here).
 def test_witwin_radar_builds_on_the_stable_abi_and_passes_under_two_torches(
     witwin: Path, tmp_path: Path
 ) -> None:
@@ -171,7 +172,7 @@ def test_witwin_radar_builds_on_the_stable_abi_and_passes_under_two_torches(
     assert [(r["status"], r["passed"]) for r in runs] == [("passed", 3), ("passed", 3)], test.err
 
 
-@pytest.mark.slow
+@pytest.mark.sweep
 def test_causal_conv1d_builds_on_the_unstable_abi_one_wheel_per_torch(
     causal: Path, tmp_path: Path
 ) -> None:

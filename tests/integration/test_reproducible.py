@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 import zipfile
 from pathlib import Path
 
 import pytest
 
-from tests.integration.test_build import only_wheel, wheelforge
+from tests.integration.helpers import needs_nvcc, only_wheel, wheelforge
 
-pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
+pytestmark = needs_nvcc
 
 # An anonymous namespace in a .cu file (nvcc mangles it with a hash of the source path and a
 # random number) and __FILE__ (an absolute path unless mapped): the two classic leaks.

@@ -5,7 +5,6 @@ half-made is kept, one line is printed, the exit code is 130 / 143, and a rerun 
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -15,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
+from tests.integration.helpers import needs_nvcc
+
+pytestmark = needs_nvcc
 
 # A compiler launcher that, while the file named by $WF_SLOW exists, hangs on slow.cpp the way a
 # long compile does (in a grandchild, so the whole tree has to be stopped).

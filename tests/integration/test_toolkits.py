@@ -15,10 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
-from tests.integration.test_build import wheelforge
+from tests.integration.helpers import copy_kernels, needs_local_torch_wheel, needs_nvcc, wheelforge
 
-pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
+pytestmark = needs_nvcc
 
 KERNEL = """\
 #include <cuda_runtime.h>
@@ -45,9 +44,11 @@ def tiny_project(root: Path, sources: str, extra: str = "") -> Path:
     return root
 
 
-@pytest.fixture(scope="session")
-def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("cache")
+@pytest.fixture
+def cache(shared_cache: Path) -> Path:
+    """The session's cache: CUDA 13.1 is provisioned once, the torch 2.13 environment (of the
+    unstable-ABI builds and of `wheelforge test`) made once."""
+    return shared_cache
 
 
 def test_two_toolkits_two_arch_sets_make_four_distinct_wheels(tmp_path: Path, cache: Path) -> None:
@@ -144,6 +145,7 @@ def test_offline_seed_command_says_how_to_get_a_toolkit(tmp_path: Path, cache: P
     assert "run 'wheelforge toolkit install 11.8'" in run.err
 
 
+@pytest.mark.network  # CUDA 11.8 from Debian: about 900 MB on first use
 @pytest.mark.skipif(
     shutil.which("apt-get") is None, reason="provisioning CUDA 11.8 needs Debian's apt-get"
 )
@@ -151,12 +153,9 @@ def test_seed_command_builds_sm70_with_a_provisioned_toolkit(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     """`wheelforge build --archs "7.0 8.0 9.0+PTX"` on the bundled kernels: CUDA 13 can't build
-    sm_70, so wheelforge provisions CUDA 11.8 (into the default per-user cache, reused later)."""
-    root = tmp_path_factory.mktemp("seed")
-    shutil.copytree(
-        REPO / "kernels", root / "kernels", ignore=shutil.ignore_patterns("__pycache__")
-    )
-    shutil.copy(REPO / "matrix.yaml", root / "matrix.yaml")
+    sm_70, so wheelforge provisions CUDA 11.8 (into the default per-user cache, reused later),
+    or takes a CUDA 12 that builds sm_70 when one is installed there (cuda-releases.toml)."""
+    root = copy_kernels(tmp_path_factory.mktemp("seed"))
     run = wheelforge("build", "--archs", "7.0 8.0 9.0+PTX", cwd=root)
     assert run.code == 0, run.err
     [wheel] = (root / "dist").glob("*.whl")
@@ -168,7 +167,9 @@ def test_seed_command_builds_sm70_with_a_provisioned_toolkit(
         ("sass", "sm_90"),
         ("ptx", "compute_90"),
     }
-    assert "CUDA 11.8" in run.err
+    assert re.search(r"compile for 7\.0 8\.0 9\.0\+PTX with CUDA (11\.8|12\.\d+)\.", run.err), (
+        run.err
+    )
 
 
 LEGACY_OP = """\
@@ -186,9 +187,8 @@ def test_twice():
 """
 
 
-@pytest.mark.skipif(
-    sys.version_info[:2] != (3, 11), reason="the torch 2.13.0 wheel on this machine's disk is cp311"
-)
+@pytest.mark.slow  # compiles against a torch 2.13 environment (made once: shared_cache)
+@needs_local_torch_wheel
 def test_unstable_abi_builds_one_pinned_wheel_per_torch(tmp_path: Path, cache: Path) -> None:
     root = tiny_project(
         tmp_path,
@@ -227,24 +227,25 @@ exec "$@"
 """
 
 
-@pytest.mark.skipif(
-    sys.version_info[:2] != (3, 11), reason="the torch 2.13.0 wheel on this machine's disk is cp311"
-)
+@pytest.mark.slow  # compiles against a torch 2.13 environment (made once: shared_cache)
+@needs_local_torch_wheel
 def test_cache_prune_all_skips_the_toolkit_and_env_a_running_build_uses(
     tmp_path: Path, cache: Path
 ) -> None:
     """A build compiling with a provisioned CUDA 13.1 and a cached torch 2.13 environment (the
     unstable ABI) holds both shared: `cache prune --all`, run meanwhile, skips them and removes
     the rest, and the build completes."""
+    # Unstable ABI: the build compiles against a cached torch environment (the one of the
+    # tests above: same torch, same test requirements), which it holds while compiling.
     root = tiny_project(
         tmp_path / "project",
-        "[csrc/hold.cpp, csrc/legacy.cpp, csrc/common.cu]",
-        "abi: unstable\ncuda: ['13.1']\narch-sets: '8.0'\n",
+        "[csrc/hold.cpp, csrc/common.cu]",
+        "abi: unstable\ncuda: ['13.1']\narch-sets: '8.0'\ntests: {path: tests, torch: ['2.13.0']}\n",
     )
     (root / "matrix.yaml").write_text(
         (root / "matrix.yaml").read_text().replace("torch: '>=2.10'", "torch: ['2.13.0']")
     )
-    (root / "csrc" / "legacy.cpp").write_text(LEGACY_OP)
+    (root / "tests").mkdir()
     (root / "csrc" / "hold.cpp").write_text("int held() { return 3; }\n")
     stale = cache / "envs" / "torch-2.10.0-0000000000"  # not in use: prune takes it
     stale.mkdir(parents=True, exist_ok=True)

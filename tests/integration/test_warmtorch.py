@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.helpers import TINY_ARCH_ENV, tiny
 from tests.unit.fakes import plan_for
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation.errors import VerificationError
@@ -164,7 +165,6 @@ def test_torchs_files_read_as_torch_itself_answers(tmp_path: Path) -> None:
 def test_a_wrong_early_answer_is_compiled_again_with_torchs_own(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from tests.integration.test_your_extension import ARCH_ENV, tiny
     from wheelforge.interface.cli import main
 
     real = torchprobe._layout
@@ -178,7 +178,7 @@ def test_a_wrong_early_answer_is_compiled_again_with_torchs_own(
     monkeypatch.setattr(torchprobe, "_layout", misread)
     root = tiny(tmp_path / "project")
     monkeypatch.chdir(root)
-    for name, value in {**ARCH_ENV, "XDG_CACHE_HOME": str(tmp_path / "cache")}.items():
+    for name, value in {**TINY_ARCH_ENV, "XDG_CACHE_HOME": str(tmp_path / "cache")}.items():
         monkeypatch.setenv(name, value)
     code = main(["build"])
     err = capsys.readouterr().err

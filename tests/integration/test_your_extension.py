@@ -6,94 +6,27 @@ message each must give. C++ only (no nvcc run): every build here takes seconds."
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
-import pytest
+from tests.integration.helpers import (
+    TINY_ARCH_ENV,
+    TINY_MATRIX,
+    TINY_OP_CPP,
+    Run,
+    needs_nvcc,
+    only_wheel,
+    tiny,
+    wheelforge,
+)
 
-from tests.integration.test_build import Run, only_wheel, wheelforge
-
-pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
-
-ARCH_ENV = {"TORCH_CUDA_ARCH_LIST": "9.0"}  # the matrices below name no arch-sets
-
-OP_CPP = """\
-#include <Python.h>
-#ifdef TINY_WITH_CUDA
-#include <cuda_runtime.h>  // from the variant's toolkit, in a .cpp (defect 3)
-#endif
-#include <torch/csrc/stable/library.h>
-#include <torch/csrc/stable/ops.h>
-#include <torch/csrc/stable/tensor.h>
-#include <cmath>
-
-// The module init function, written by hand without PyMODINIT_FUNC (defect 1).
-static struct PyModuleDef tiny_module = {PyModuleDef_HEAD_INIT, "_C", nullptr, -1, nullptr};
-extern "C" PyObject* PyInit__C(void) { return PyModule_Create(&tiny_module); }
-
-#ifdef TINY_WITH_CUDA
-extern "C" int tiny_cudart_version(void) { cudaStream_t s = nullptr; (void)s; return CUDART_VERSION; }
-#endif
-
-static torch::stable::Tensor cosine(torch::stable::Tensor x) {
-  torch::stable::Tensor out = torch::stable::empty_like(x);
-  const float* in = static_cast<const float*>(x.data_ptr());
-  float* o = static_cast<float*>(out.data_ptr());
-  for (int64_t i = 0; i < x.numel(); ++i) o[i] = std::cos(in[i]);
-  return out;
-}
-
-STABLE_TORCH_LIBRARY(tinyext, m) { m.def("cosine(Tensor x) -> Tensor"); }
-STABLE_TORCH_LIBRARY_IMPL(tinyext, CPU, m) { m.impl("cosine", TORCH_BOX(&cosine)); }
-"""
-
-PYPROJECT = """\
-[project]
-name = "tinyext"
-version = "0.3.0"
-description = "A tiny stable-ABI extension"
-readme = "README.md"
-license = "MIT"
-authors = [{name = "A. Person", email = "a.person@example.org"}]
-classifiers = ["Programming Language :: Python :: 3"]
-dependencies = ["numpy>=1.26", "torch>=2.10"]
-
-[project.optional-dependencies]
-test = ["pytest"]
-
-[project.urls]
-Homepage = "https://example.org/tinyext"
-"""
-
-MATRIX = """\
-extension:
-  name: tinyext._C
-  sources: [tinyext/csrc/*.cpp]
-  module-init: false
-  cxx-flags: [-DTINY_WITH_CUDA{extra_flags}]
-  libraries: [m]
-  link-flags: ["-Wl,-z,now"]  # quoted: a comma would split a YAML flow list
-torch: ">=2.10"
-"""
-
-
-def tiny(root: Path, source: str = OP_CPP, *, matrix: str = MATRIX, extra_flags: str = "") -> Path:
-    """A project as a user would lay it out: sources inside the package, pyproject.toml."""
-    pkg = root / "tinyext"
-    (pkg / "csrc").mkdir(parents=True)
-    (pkg / "__init__.py").write_text("import torch\n\nfrom . import _C\n")
-    (pkg / "csrc" / "op.cpp").write_text(source)
-    (root / "README.md").write_text("# tinyext\n\nThe long description.\n")
-    (root / "pyproject.toml").write_text(PYPROJECT)
-    (root / "matrix.yaml").write_text(matrix.format(extra_flags=extra_flags))
-    return root
+pytestmark = needs_nvcc
 
 
 def build(root: Path, *args: str) -> Run:
-    return wheelforge("build", *args, cwd=root, env=ARCH_ENV)
+    return wheelforge("build", *args, cwd=root, env=TINY_ARCH_ENV)
 
 
 def test_the_common_shapes_build_import_and_carry_pyproject_metadata(tmp_path: Path) -> None:
@@ -148,7 +81,7 @@ def test_hidden_pyinit_is_refused_before_publishing(tmp_path: Path) -> None:
 
 
 def test_import_check_refuses_an_unloadable_module(tmp_path: Path) -> None:
-    source = OP_CPP.replace(
+    source = TINY_OP_CPP.replace(
         "static torch::stable::Tensor cosine",
         'extern "C" int tiny_missing(void);\nextern "C" int tiny_use(void) { return tiny_missing(); }\n'
         "static torch::stable::Tensor cosine",
@@ -182,7 +115,7 @@ def test_a_compile_error_shows_its_first_errors_and_the_log(tmp_path: Path) -> N
 
 
 def test_a_defined_pyinit_with_module_init_on_gets_a_hint(tmp_path: Path) -> None:
-    root = tiny(tmp_path, matrix=MATRIX.replace("  module-init: false\n", ""))
+    root = tiny(tmp_path, matrix=TINY_MATRIX.replace("  module-init: false\n", ""))
     run = build(root)
     assert run.code != 0
     assert "multiple definition of" in run.err
@@ -190,7 +123,7 @@ def test_a_defined_pyinit_with_module_init_on_gets_a_hint(tmp_path: Path) -> Non
 
 
 def test_a_name_the_target_version_hides_gets_a_hint(tmp_path: Path) -> None:
-    source = OP_CPP + "\nstatic torch::stable::Generator* tiny_generator = nullptr;\n"
+    source = TINY_OP_CPP + "\nstatic torch::stable::Generator* tiny_generator = nullptr;\n"
     root = tiny(tmp_path, source)
     run = build(root)
     assert run.code != 0
@@ -200,7 +133,7 @@ def test_a_name_the_target_version_hides_gets_a_hint(tmp_path: Path) -> None:
 
 
 def test_flags_given_as_a_string_name_the_key_and_line(tmp_path: Path) -> None:
-    root = tiny(tmp_path, matrix=MATRIX.replace("[-DTINY_WITH_CUDA{extra_flags}]", "-O3 -DX"))
+    root = tiny(tmp_path, matrix=TINY_MATRIX.replace("[-DTINY_WITH_CUDA{extra_flags}]", "-O3 -DX"))
     run = build(root)
     assert run.code == 2
     assert "matrix.yaml:5: extension.cxx-flags must be a list of strings" in run.err

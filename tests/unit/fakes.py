@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zipfile
 from pathlib import Path
 
 from packaging.version import Version
@@ -98,3 +99,28 @@ def plan_inputs(matrix: Matrix, tmp: Path, nvcc_threads: int | None = None) -> P
         compilers=Compilers(cxx="/usr/bin/g++", cc="/usr/bin/gcc"),
         nvcc_threads=nvcc_threads,
     )
+
+
+ABICHECK_DATA = Path(__file__).resolve().parents[1] / "data" / "abicheck"
+
+
+def make_wheel(
+    tmp_path: Path,
+    name: str,
+    so: str,
+    requires: str | None = "torch>=2.10",
+    member: str = "pkg/_C.abi3.so",
+    variant_json: bool = False,
+) -> Path:
+    """A wheel named *name* holding one of tests/data/abicheck's binaries as *member*."""
+    path = tmp_path / name
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr(member, (ABICHECK_DATA / so).read_bytes())
+        if variant_json:
+            zf.writestr("pkg-1.0.dist-info/variant.json", "{}")
+        zf.writestr("pkg/__init__.py", "")
+        metadata = "Metadata-Version: 2.1\nName: pkg\nVersion: 1.0\n" + (
+            f"Requires-Dist: {requires}\n" if requires else ""
+        )
+        zf.writestr("pkg-1.0.dist-info/METADATA", metadata)
+    return path

@@ -1,10 +1,10 @@
 from __future__ import annotations
 
-import zipfile
 from pathlib import Path
 
 import pytest
 
+from tests.unit.fakes import make_wheel
 from wheelforge.binaries import abicheck
 from wheelforge.foundation.errors import BinaryFormatError, ConfigError
 from wheelforge.toolchain import shims
@@ -136,27 +136,6 @@ def test_header_guards_from_text(tmp_path: Path) -> None:
         "torch_eleven": (2, 11),
         "torch_before_eleven": None,
     }
-
-
-def make_wheel(
-    tmp_path: Path,
-    name: str,
-    so: str,
-    requires: str | None = "torch>=2.10",
-    member: str = "pkg/_C.abi3.so",
-    variant_json: bool = False,
-) -> Path:
-    path = tmp_path / name
-    with zipfile.ZipFile(path, "w") as zf:
-        zf.writestr(member, (DATA / so).read_bytes())
-        if variant_json:
-            zf.writestr("pkg-1.0.dist-info/variant.json", "{}")
-        zf.writestr("pkg/__init__.py", "")
-        metadata = "Metadata-Version: 2.1\nName: pkg\nVersion: 1.0\n" + (
-            f"Requires-Dist: {requires}\n" if requires else ""
-        )
-        zf.writestr("pkg-1.0.dist-info/METADATA", metadata)
-    return path
 
 
 def test_wheel_floor_comes_from_metadata(tmp_path: Path) -> None:

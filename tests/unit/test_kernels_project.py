@@ -6,7 +6,8 @@ from __future__ import annotations
 import dataclasses
 import sys
 
-from tests.conftest import REPO
+from tests import REPO
+from wheelforge import DISTRIBUTION
 from wheelforge.configuration.matrix.reader import load_matrix
 
 if sys.version_info >= (3, 11):
@@ -33,5 +34,5 @@ def test_kernels_pyproject_names_the_backend_and_the_matrix() -> None:
     with (REPO / "kernels" / "pyproject.toml").open("rb") as f:
         pyproject = tomllib.load(f)
     assert pyproject["build-system"]["build-backend"] == "wheelforge.build_meta"
-    assert "wheelforge" in pyproject["build-system"]["requires"]
+    assert DISTRIBUTION in pyproject["build-system"]["requires"]
     assert (REPO / "kernels" / pyproject["tool"]["wheelforge"]["matrix"]).is_file()

@@ -3,6 +3,7 @@ wheel, the narrowed matrix, the local GPU's answer, the metadata and the build r
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
@@ -15,6 +16,7 @@ from wheelforge.foundation.errors import ConfigError, VerificationError
 from wheelforge.running import pep517
 from wheelforge.toolchain import gpu
 
+from . import fakes
 from .conftest import GOOD_MATRIX
 
 Project = Callable[..., Path]
@@ -55,6 +57,27 @@ def test_one_variant_matrix(project: Project) -> None:
     assert [str(a) for a in local.arch_sets] == ["8.6"]
     with pytest.raises(ConfigError, match="-C archs"):
         pep517.one_variant_matrix(matrix, "8.6 banana", "-C archs")
+
+
+def test_an_arch_list_from_the_environment_needs_no_arch_sets_in_the_matrix(
+    project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pip wheel with TORCH_CUDA_ARCH_LIST (or -C archs) of a matrix that names no arch-sets, as
+    `wheelforge build` takes it: the list given is the wheel's."""
+    matrix = project(GOOD_MATRIX.split("arch-sets:")[0])
+    monkeypatch.setattr(pep517.toolkit, "discover", lambda cache: [fakes.toolkit()])
+    monkeypatch.setattr(pep517.gpu, "local_capabilities", lambda python: None)  # no GPU here
+    options = pep517.BackendOptions(matrix=matrix)
+    for env, config, source in (
+        ({"TORCH_CUDA_ARCH_LIST": "9.0"}, None, "TORCH_CUDA_ARCH_LIST"),
+        ({}, "9.0", "-C archs"),
+    ):
+        options = dataclasses.replace(options, archs=config)
+        settings = pep517.backend_settings(options, tmp_path / "out", env=env)
+        assert [str(s) for a in settings.matrix.arch_sets for s in a.specs] == ["9.0"]
+        assert settings.arch_source == source
+    with pytest.raises(ConfigError, match="names no archs"):
+        pep517.backend_settings(dataclasses.replace(options, archs=None), tmp_path / "out", env={})
 
 
 def test_config_settings(project: Project) -> None:

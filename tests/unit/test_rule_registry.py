@@ -22,8 +22,7 @@ from wheelforge.interface.cli import main
 from wheelforge.toolchain import shims
 
 from .conftest import GOOD_MATRIX
-from .fakes import plan_for
-from .test_abicheck import make_wheel
+from .fakes import make_wheel, plan_for
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "testing.md"
 RULES = Path(registry.__file__).parent / "rules"

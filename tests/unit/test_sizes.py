@@ -1,32 +1,22 @@
-"""Small modules and short functions (docs/architecture.md): no module in src/ over 400 lines,
-no function over 60, except those listed here with the reason.
+"""Small modules and short functions (docs/architecture.md): a module in src/ over 400 lines or
+a function over 60 is reported as a warning (in pytest's warnings summary), not a failure.
+Ownership decides where a module is cut; the caps only point at places worth a second look.
 
 Run ``python tests/unit/test_sizes.py`` to print every module's and long function's size."""
 
 from __future__ import annotations
 
 import ast
+import warnings
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "wheelforge"
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
-# module (relative to src/wheelforge) → why it may be longer
-MODULE_EXCEPTIONS: dict[str, str] = {
-    "configuration/matrix/model.py": "the matrix model: every key of matrix.yaml, one owner (it "
-    "was split in two only for the cap)",
-    "interface/cli.py": "the commands and their options, one line per argument as ruff formats "
-    "them (the 23 '# fmt: skip' packs are gone); issue 18 makes the cap a warning",
-}
-# "module:function" → why it may be longer
-FUNCTION_EXCEPTIONS: dict[str, str] = {
-    "interface/cli.py:init_command": "its decorators count: one line per option argument as ruff "
-    "formats them (init's front doors and their flags)",
-    "interface/cli.py:build": "its decorators count: one line per option argument as ruff formats "
-    "them; issue 18 makes the cap a warning and groups build's options",
-    "planning/planner.py:make_plan": "every part of a variant's plan made in one place, now with "
-    "several extensions, generate steps and header libraries; issue 18 makes the cap a warning",
-}
+
+
+class SizeWarning(UserWarning):
+    """A module or function longer than its cap."""
 
 
 def module_sizes() -> dict[str, int]:
@@ -50,20 +40,38 @@ def function_sizes() -> dict[str, int]:
     return sizes
 
 
-def test_no_module_is_too_long() -> None:
-    long = {m: n for m, n in module_sizes().items() if n > MAX_MODULE_LINES}
-    assert set(long) <= set(MODULE_EXCEPTIONS), long
+def over(sizes: dict[str, int], cap: int) -> dict[str, int]:
+    return {name: n for name, n in sizes.items() if n > cap}
 
 
-def test_no_function_is_too_long() -> None:
-    long = {f: n for f, n in function_sizes().items() if n > MAX_FUNCTION_LINES}
-    assert set(long) <= set(FUNCTION_EXCEPTIONS), long
+def test_long_modules_are_reported() -> None:
+    modules = module_sizes()
+    assert "build_meta.py" in modules, "the measure found no modules"
+    for module, lines in sorted(over(modules, MAX_MODULE_LINES).items()):
+        warnings.warn(
+            SizeWarning(f"{module}: {lines} lines (cap {MAX_MODULE_LINES})"), stacklevel=1
+        )
 
 
-def test_exceptions_are_still_needed() -> None:
-    modules, functions = module_sizes(), function_sizes()
-    assert all(modules.get(m, 0) > MAX_MODULE_LINES for m in MODULE_EXCEPTIONS)
-    assert all(functions.get(f, 0) > MAX_FUNCTION_LINES for f in FUNCTION_EXCEPTIONS)
+def test_long_functions_are_reported() -> None:
+    functions = function_sizes()
+    assert "build_meta.py:build_wheel" in functions, "the measure found no functions"
+    for function, lines in sorted(over(functions, MAX_FUNCTION_LINES).items()):
+        warnings.warn(
+            SizeWarning(f"{function}: {lines} lines (cap {MAX_FUNCTION_LINES})"), stacklevel=1
+        )
+
+
+def test_the_measure_counts_lines_and_warns_past_the_cap() -> None:
+    """The measure itself: decorators and docstring count, and only lines past the cap warn."""
+    assert over({"a.py": MAX_MODULE_LINES, "b.py": MAX_MODULE_LINES + 1}, MAX_MODULE_LINES) == {
+        "b.py": MAX_MODULE_LINES + 1
+    }
+    functions = function_sizes()
+    source = (SRC / "build_meta.py").read_text(encoding="utf-8").splitlines()
+    start = next(i for i, line in enumerate(source) if line.startswith("def build_wheel("))
+    end = next(i for i, line in enumerate(source) if line.startswith("def build_sdist("))
+    assert functions["build_meta.py:build_wheel"] == len(source[start:end]) - 2  # 2 blank lines
 
 
 if __name__ == "__main__":

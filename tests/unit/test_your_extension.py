@@ -22,8 +22,7 @@ from wheelforge.running.build import diagnose, importcheck
 from wheelforge.toolchain.toolkit import _dry_includes
 
 from .conftest import GOOD_MATRIX
-from .fakes import plan_for
-from .test_abicheck import make_wheel
+from .fakes import make_wheel, plan_for
 
 Project = Callable[..., Path]
 

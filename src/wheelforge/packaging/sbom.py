@@ -17,7 +17,7 @@ from cyclonedx.model.tool import ToolRepository
 from cyclonedx.output.json import JsonV1Dot6
 from packageurl import PackageURL
 
-from wheelforge import __version__
+from wheelforge import DISTRIBUTION, __version__
 from wheelforge.planning import reproducible
 from wheelforge.planning.plan import VariantPlan
 from wheelforge.toolchain.headerlibs import HeaderLibrary
@@ -123,7 +123,7 @@ def sbom(
             _component(
                 "wheelforge",
                 __version__,
-                PackageURL(type="pypi", name="wheelforge", version=__version__),
+                PackageURL(type="pypi", name=DISTRIBUTION, version=__version__),
                 ComponentType.APPLICATION,
             ),
             _component(

@@ -150,15 +150,17 @@ def backend_settings(
     env = os.environ if env is None else env
     python = Path(sys.executable)
     archs, source = choose_archs(env, options.archs, lambda: gpu.local_capabilities(python))
+    # The arch list was chosen above (a matrix without arch-sets needs one); it replaces the
+    # matrix's own arch sets.
     flags = Flags(
         matrix=options.matrix,
+        archs=archs,
         out=out_dir,
         build_dir=options.build_dir,
         jobs=options.jobs,
         python=str(python),
         offline=options.offline,
     )
-    # The arch list was chosen above; the matrix's own arch sets are replaced, not overridden.
     settings = resolve(flags, {k: v for k, v in env.items() if k != "TORCH_CUDA_ARCH_LIST"})
     matrix = one_variant_matrix(settings.matrix, archs, source)
     expanded = variants.expand(matrix, toolkit.discover(cache=settings.cache_dir))

