@@ -377,7 +377,7 @@ for _lib in glob.glob(os.path.join(os.path.dirname(__file__), "_ops*.so")):
 }
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
+@needs_nvcc
 def test_two_shared_objects_a_vendored_cutlass_and_a_generator_init_then_build(
     tmp_path: Path,
 ) -> None:
