@@ -140,9 +140,9 @@ def test_arch_the_toolkit_cannot_build_fails_before_compiling(
         "--out", tmp_path / "out", "--build-dir", tmp_path / "build", cwd=project,
     )  # fmt: skip
     assert run.code == 5  # an environment problem: the toolkit is not installed
-    assert "needs CUDA 11.8, which is not installed" in run.err
+    assert "needs CUDA 12.4, which is not installed" in run.err
     assert "for 7.0 (sm_70), which none of them builds" in run.err
-    assert "wheelforge toolkit install 11.8" in run.err
+    assert "wheelforge toolkit install 12.4" in run.err
     assert not (tmp_path / "build").exists() and not (tmp_path / "out").exists()
 
 

@@ -7,6 +7,7 @@ import pytest
 from tests.unit.fakes import make_wheel
 from wheelforge.binaries import abicheck
 from wheelforge.foundation.errors import BinaryFormatError, ConfigError
+from wheelforge.interface.cli import main
 from wheelforge.toolchain import shims
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "abicheck"
@@ -216,3 +217,45 @@ def test_torch_floor() -> None:
     )
     assert abicheck.torch_floor("Requires-Dist: torch==2.12.1\n") == (2, 12)
     assert abicheck.torch_floor("Requires-Dist: torch\n") is None
+
+
+# -- issue 20: check knows the flavour -------------------------------------------------------
+
+CLASSIC = "pkg-1.0-cp311-cp311-manylinux_2_17_x86_64.whl"  # one CPython: the unstable ABI
+CLASSIC_MEMBER = "pkg/_C.cpython-311-x86_64-linux-gnu.so"
+
+
+def test_a_classic_wheel_is_checked_by_the_unstable_abis_rules(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """torch's C++ API (a libtorch symbol) is what a classic extension is for: the stable-ABI
+    rules don't apply; its init export, tags and pin do, and the pin is shown as a pin."""
+    wheel = make_wheel(tmp_path, CLASSIC, "cxx_symbol.so", requires="torch==2.13.*", member=CLASSIC_MEMBER)  # fmt: skip
+    [check] = abicheck.check_wheel(wheel, torch=None, guards={})
+    assert check.flavour == "unstable" and check.violations == ()
+    assert check.rules == ("module-init", "tags", "layout", "torch-pin")  # its own, the wheel's
+    assert check.wheel is not None and check.wheel.declared.torch == "torch==2.13.*"
+    assert main(["check", str(wheel)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "unstable ABI (one CPython, one torch): declares torch==2.13.*" in out
+    assert "unstable-ABI rules applied: module-init, tags, layout, torch-pin" in out
+    assert "torch floor" not in out  # a classic extension's torch is a pin, not a floor
+    assert "torch >=" not in out
+    # The same binary judged as a stable-ABI one (--abi stable) breaks its rules.
+    [stable] = abicheck.check_wheel(wheel, torch=None, guards={}, flavour="stable")
+    assert "cxx-symbol" in [v.rule for v in stable.violations]
+
+
+def test_a_wheel_of_libtorch_symbols_without_a_pin(tmp_path: Path) -> None:
+    """One CPython, libtorch's C++ API, but a range of torch: the stable rules say what is
+    wrong (its libtorch symbols against the range); judged as a classic one (--abi unstable),
+    the missing pin is the violation."""
+    wheel = make_wheel(tmp_path, CLASSIC, "cxx_symbol.so", requires="torch>=2.13", member=CLASSIC_MEMBER)  # fmt: skip
+    [binary] = abicheck.check_wheel(wheel, torch=None, guards={})
+    assert binary.flavour == "stable" and "cxx-symbol" in [v.rule for v in binary.violations]
+    whole, classic = abicheck.check_wheel(wheel, torch=None, guards={}, flavour="unstable")
+    assert [v.rule for v in whole.violations] == ["torch-pin"] and classic.violations == ()
+    assert (
+        "declares torch>=2.13; pin the torch release it was built against"
+        in whole.violations[0].message
+    )

@@ -159,6 +159,8 @@ def test_check_document_keeps_its_keys() -> None:
         "unstable_symbols",
         "unstable_symbol_count",
         "allows",
+        "abi",  # issue 20: which ABI's rules judged it, and which rules
+        "rules",
     }
 
 
@@ -188,12 +190,13 @@ def test_variants_document_and_the_github_matrix(project: Project) -> None:
         "cuda": "13.0",
         "provisioned": False,
         "local_label": "default.cu130",
+        "index": None,  # one CUDA major: the output folder itself
     }
     github = to_document(github_matrix(listed))
     assert github == {
         "include": [
-            {"variant": "default-cu130", "archs": "8.0 9.0+PTX", "cuda": "13.0"},
-            {"variant": "big-cu130", "archs": "10.0", "cuda": "13.0"},
+            {"variant": "default-cu130", "archs": "8.0 9.0+PTX", "cuda": "13.0", "index": ""},
+            {"variant": "big-cu130", "archs": "10.0", "cuda": "13.0", "index": ""},
         ]
     }
 

@@ -36,7 +36,7 @@ def test_exit_code_is_a_class_attribute(cls: type[errors.WheelforgeError], code:
 def test_no_toolkit_is_an_environment_problem_exit_5(
     capsys: pytest.CaptureFixture[str], project: Project, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("wheelforge.toolchain.toolkit.discover", lambda cache: [])
+    monkeypatch.setattr("wheelforge.toolchain.toolkit.discover", lambda cache, pythons=(): [])
     assert main(["build", "--matrix", str(project()), "--offline"]) == 5
     err = capsys.readouterr().err
     assert "which is not installed (found: none)" in err and "wheelforge toolkit install" in err

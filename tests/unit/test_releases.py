@@ -180,46 +180,32 @@ def test_a_bad_entry_is_refused_with_one_line_naming_it(text: str, message: str)
         releases.parse(text, source="t")
 
 
-# --- a new kind of recipe is one entry --------------------------------------------------------
-
-TRIXIE_12_4 = """
-[[release.provision]]
-source = "debian"
-suite = "trixie"
-components = ["main", "contrib", "non-free"]
-packages = ["nvidia-cuda-toolkit=12.4.131~12.4.1-1", "nvidia-cuda-dev=12.4.131~12.4.1-1", "g++-13"]
-host-cxx = "usr/bin/g++-13"
-prune = ["libcublas", "libcufft"]
-download = "about 1 GB"
-"""
+# --- a Debian recipe is one entry --------------------------------------------------------
 
 
-def _with_trixie() -> releases.Table:
-    """The shipped table with a provision entry added to its 12.4 release: the shape issue 20's
-    entry takes (its package versions here are placeholders)."""
-    head, sep, tail = SHIPPED.partition('version = "12.4"\n')
-    block, nxt, rest = tail.partition("\n[[release]]")
-    return releases.parse(head + sep + block + TRIXIE_12_4 + nxt + rest, source="t")
-
-
-def test_a_debian_trixie_recipe_is_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    table = _with_trixie()
-    (recipe,) = [r for r in provision.recipes_of(table.releases) if r.release == "12.4"]
+def test_the_debian_trixie_recipe_is_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 20's 12.4 recipe is one provision entry in the table (it was a placeholder here
+    before the entry was shipped)."""
+    (recipe,) = [r for r in provision.recipes_of(releases.releases()) if r.release == "12.4"]
     assert recipe.folder == "cuda-12.4-debian" and recipe.supports(Arch(7, 0))
     assert recipe.describe() == "CUDA 12.4 from Debian trixie non-free (sm_50 to sm_90, about 1 GB)"
     assert not recipe.supports(Arch(9, 0, "f"))
     ran = _fake_apt(tmp_path, monkeypatch)
     info = provision._fetch(recipe, tmp_path / "prefix", tmp_path / "dl")
-    assert info["host_cxx"] == "usr/bin/g++-13"
+    assert info["host_cxx"] is None  # the system's g++ (12.4 accepts GCC up to 13)
     assert info["nvcc"] == "usr/lib/nvidia-cuda-toolkit/bin/nvcc"
     download = next(c for c in ran if "download" in c)
-    assert download[-3:] == [
-        "nvidia-cuda-toolkit=12.4.131~12.4.1-1",
-        "nvidia-cuda-dev=12.4.131~12.4.1-1",
-        "g++-13",
+    assert download[-7:] == [
+        "nvidia-cuda-toolkit=12.4.131~12.4.1-2",
+        "libnvvm4=12.4.131~12.4.1-2",
+        "nvidia-cuda-dev=12.4.127~12.4.1-2",
+        "libcudart12=12.4.127~12.4.1-2",
+        "libthrust-dev=2.3.2-2",
+        "libcub-dev=2.3.2-2",
+        "libcu++-dev=2.3.2-2",
     ]
     sources = (tmp_path / "dl" / "apt" / "sources.list").read_text()
-    assert sources.endswith(" http://deb.debian.org/debian trixie main contrib non-free\n")
+    assert sources.endswith(" http://deb.debian.org/debian trixie main non-free\n")
     libs = sorted(p.name for p in (tmp_path / "prefix/usr/lib/x86_64-linux-gnu").iterdir())
     assert libs == ["libcudart_static.a"]  # libcublas.so.12 pruned
 

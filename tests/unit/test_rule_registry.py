@@ -54,17 +54,18 @@ def test_flavours_and_roles_filter_the_rules() -> None:
     unstable = registry.applicable("unstable")
     today = ["floor", "cxx-symbol", "shim-version", "python-api", "module-init", "tags", "layout"]
     assert [r.id for r in stable if r.id in today] == today
-    assert [r.id for r in unstable if r.id in today] == ["module-init", "layout"]
+    # issue 20: a classic (unstable-ABI) wheel's tags are checked too (glibc, machine)
+    assert [r.id for r in unstable if r.id in today] == ["module-init", "tags", "layout"]
     assert [r.id for r in registry.for_role(stable, "wheel") if r.id in today] == ["layout"]
     known = [r for r in stable if r.id in today]
     assert registry.for_role(known, "bundled") == ()  # a grafted dependency is not the wheel's
-    # What the walk reads follows: nothing of a bundled library for check, no symbols for an
-    # unstable-ABI build.
+    # What the walk reads follows: nothing of a bundled library for check; for an unstable-ABI
+    # build the symbols the tags rule reads (glibc versions) and the init export.
     assert not registry.reading(known).reads("bundled")
     assert registry.reading(known).of("library") == {"symbols"}
     unstable_known = [r for r in unstable if r.id in today]
-    assert registry.reading(unstable_known).of("extension") == {"init-export"}
-    assert not registry.reading(unstable_known).reads("library")
+    assert registry.reading(unstable_known).of("extension") == {"init-export", "symbols"}
+    assert registry.reading(unstable_known).of("library") == {"symbols"}
     assert not registry.reading(known).metadata and registry.reading(known, metadata=True).metadata
 
 

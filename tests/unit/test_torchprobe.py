@@ -7,7 +7,7 @@ from packaging.version import Version
 
 from wheelforge.foundation.errors import EnvironmentProblem
 from wheelforge.toolchain.shims import cuda_only_shims
-from wheelforge.toolchain.torchprobe import check_target, weak_shims_header
+from wheelforge.toolchain.torchprobe import check_target, torch_source_facts, weak_shims_header
 
 from .fakes import torch_env
 
@@ -69,3 +69,40 @@ def test_generated_cuda_ops_are_cuda_only(tmp_path: Path) -> None:
     header.parent.mkdir(parents=True)
     header.write_text("AOTI_TORCH_EXPORT AOTITorchError aoti_torch_cuda_mm_out(int);\n")
     assert cuda_only_shims(tmp_path) == ("aoti_torch_cuda_mm_out",)
+
+
+def _torch_tree(site: Path, *, flags: str, guard: str) -> Path:
+    torch = site / "torch"
+    (torch / "utils").mkdir(parents=True)
+    (torch / "include" / "ATen").mkdir(parents=True)
+    (torch / "__init__.py").write_text("")
+    (torch / "utils" / "cpp_extension.py").write_text(flags)
+    (torch / "include" / "ATen" / "ATen.h").write_text(guard)
+    return torch / "__init__.py"
+
+
+def test_the_cxx_standard_is_the_one_torchs_cpp_extension_passes(tmp_path: Path) -> None:
+    """torch 2.14's headers `#error C++20 or later` (ATen.h); its cpp_extension passes
+    -std=c++20, as 2.12's and 2.13's already did while its headers needed C++17 only."""
+    cpp20 = _torch_tree(tmp_path / "a", flags="cflags = common + ['-fPIC', '-std=c++20']\n",
+                        guard="#if !defined(_MSC_VER) && __cplusplus < 201703L\n")  # fmt: skip
+    assert torch_source_facts(str(cpp20))["cxx_std"] == 20
+    floor = _torch_tree(tmp_path / "b", flags="cflags.append('-std=c++17')\n",
+                        guard="#if !defined(_MSC_VER) && __cplusplus < 202002L\n#error C++20\n")  # fmt: skip
+    assert torch_source_facts(str(floor))["cxx_std"] == 20  # the headers' floor wins
+    # torch 2.11: -std=c++17 passed in eight places, -std=c++20 in a docstring's example
+    example = "...  extra_compile_args={'cxx': ['-g', '-std=c++20', '-fPIC']})\n"
+    old = _torch_tree(tmp_path / "c", flags=example + "cflags.append('-std=c++17')\n" * 2, guard="")
+    assert torch_source_facts(str(old))["cxx_std"] == 17
+    assert torch_source_facts(str(tmp_path / "none" / "torch" / "__init__.py"))["cxx_std"] == 17
+
+
+def test_pips_cuda_header_folders_beside_torch(tmp_path: Path) -> None:
+    init = _torch_tree(tmp_path, flags="", guard="")
+    for folder in ("nvidia/cu13/include", "nvidia/cudnn/include", "nvidia/cu13/lib"):
+        (tmp_path / folder).mkdir(parents=True)
+    (tmp_path / "nvidia" / "nccl").mkdir()  # no include folder
+    assert torch_source_facts(str(init))["cuda_include_dirs"] == [
+        str(tmp_path / "nvidia/cu13/include"),
+        str(tmp_path / "nvidia/cudnn/include"),
+    ]

@@ -37,7 +37,8 @@ def _env(cache: Path, key: str, torch: str, *, days: float) -> Path:
     path = cache / envs.ENVS / key
     (path / "lib").mkdir(parents=True)
     (path / "lib" / "torch.so").write_bytes(os.urandom(64 * 1024))
-    info = {"spec": torch, "torch": f"{torch}+cpu", "cuda": False, "python": "3.12"}
+    info = {"spec": torch, "torch": f"{torch}+cpu", "cuda": False, "python": "3.12",
+            "made_from": envs._made_from(envs.EnvSpec(torch=torch))}  # fmt: skip
     (path / envs.MARKER).write_text(json.dumps(info))
     _age(path, days * DAY)
     return path
@@ -221,7 +222,7 @@ def test_bad_input_and_a_missing_cache(tmp_path: Path) -> None:
 
 def test_using_an_env_or_a_provisioned_toolkit_marks_it_used(tmp_path: Path) -> None:
     spec = envs.EnvSpec(torch="2.10.0")
-    env = _env(tmp_path, envs._key(spec), "2.10.0", days=40)
+    env = _env(tmp_path, envs._name(spec, "2.10.0+cpu"), "2.10.0", days=40)
     assert envs.ensure_env(spec, tmp_path).created is False
     assert (env / envs.MARKER).stat().st_mtime == pytest.approx(time.time(), abs=60)
 

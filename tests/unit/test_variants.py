@@ -32,8 +32,12 @@ def test_auto_takes_the_newest_found_that_builds_every_arch() -> None:
 
 def test_auto_falls_back_to_a_recipe() -> None:
     choice = variants.choose("auto", arch_set("7.0 8.0 9.0+PTX"), [T13])
-    assert choice.toolkit is None and choice.recipe is not None and choice.release == "11.8"
-    assert choice.short == "cu118" and "to be provisioned" in choice.describe()
+    # sm_70: the newest release that builds it (12.4), not the oldest (11.8)
+    assert choice.toolkit is None and choice.recipe is not None and choice.release == "12.4"
+    assert choice.short == "cu124" and "to be provisioned" in choice.describe()
+    assert "Debian trixie non-free" in choice.describe()
+    kepler = variants.choose("auto", arch_set("3.5 7.0"), [T13])  # sm_35: only 11.8 builds it
+    assert kepler.release == "11.8" and "Debian bookworm non-free" in kepler.describe()
 
 
 def test_explicit_release_that_cannot_build_an_arch_names_one_that_can() -> None:
@@ -42,7 +46,7 @@ def test_explicit_release_that_cannot_build_an_arch_names_one_that_can() -> None
     message = err.value.message
     assert "arch set 'custom': CUDA 13.0.88 at /opt/cuda-13.0.88 can't build 7.0 (sm_70)" in message
     assert "it builds sm_75 to sm_121" in message
-    assert "CUDA 11.8 builds it: run 'wheelforge toolkit install 11.8'" in message
+    assert "CUDA 12.4 builds it: run 'wheelforge toolkit install 12.4'" in message
 
 
 def test_arch_newer_than_the_toolkit_names_the_found_one() -> None:
@@ -60,8 +64,8 @@ def test_mixed_arch_set_is_refused_with_a_split() -> None:
 
 
 def test_unknown_releases() -> None:
-    with pytest.raises(EnvironmentProblem, match="CUDA 12.4 was not found .* no recipe"):
-        variants.choose("12.4", arch_set("8.0"), [T13])
+    with pytest.raises(EnvironmentProblem, match="CUDA 12.2 was not found .* no recipe"):
+        variants.choose("12.2", arch_set("8.0"), [T13])
     recipe = variants.choose("13.1", arch_set("8.0"), [T13])
     assert recipe.toolkit is None and recipe.release == "13.1"
     with pytest.raises(ConfigError, match="CUDA 13.1 can't build 7.0"):
@@ -79,6 +83,7 @@ def two_by_two(matrix: Matrix) -> Matrix:
 def test_expand_ids_labels_and_only(project: Project) -> None:
     matrix = two_by_two(load_matrix(project()))
     expanded = variants.expand(matrix, [T131, T13])
+    assert {v.index for v in expanded} == {None}  # one CUDA major: one folder (cuda-index: auto)
     assert [(v.id, v.local_label, v.choice.release) for v in expanded] == [
         ("default-cu130", "default.cu130", "13.0"),
         ("default-cu131", "default.cu131", "13.1"),
@@ -135,3 +140,49 @@ def test_wheel_variants_label_instead_of_local_version(project: Project) -> None
         variants.null_variant(expanded, by_set)
     # --only may leave the null variant out: then there is none to write.
     assert variants.null_variant(expanded[2:], matrix) is None
+
+
+def test_two_majors_build_each_arch_set_once_per_release_that_builds_it(project: Project) -> None:
+    """cuda: ["12.4", "13.0"]: an arch set both build gets a variant per release; one only 12.4
+    builds (sm_70, which CUDA 13 dropped) gets 12.4 once, not a refusal. (Issue 20.)"""
+    matrix = dataclasses.replace(
+        load_matrix(project()),
+        cuda=("12.4", "13.0"),
+        arch_sets=(arch_set("8.0 9.0+PTX", "default"), arch_set("7.0 8.0", "volta")),
+    )
+    expanded = variants.expand(matrix, [T13])
+    assert [(v.id, v.choice.release) for v in expanded] == [
+        ("default-cu124", "12.4"),
+        ("default-cu130", "13.0"),
+        ("volta-cu124", "12.4"),
+    ]
+    assert expanded[0].choice.toolkit is None  # 12.4 is provisioned when built
+    # Two CUDA majors: a folder per release (an index each, as torch publishes cu126/, cu130/);
+    # a local label only where a folder holds several wheels of the version.
+    assert [(v.index, v.local_label) for v in expanded] == [
+        ("cu124", "default"), ("cu130", None), ("cu124", "volta"),
+    ]  # fmt: skip
+    asked = dataclasses.replace(matrix, cuda_index="local-version")  # one folder, +cu124 labels
+    assert [(v.index, v.local_label) for v in variants.expand(asked, [T13])] == [
+        (None, "default.cu124"), (None, "default.cu130"), (None, "volta.cu124"),
+    ]  # fmt: skip
+    # No listed release builds sm_35: the refusal names one that does.
+    kepler = dataclasses.replace(matrix, arch_sets=(arch_set("3.5", "kepler"),))
+    with pytest.raises(ConfigError, match="CUDA 12.4 can't build 3.5 .*CUDA 11.8 builds it"):
+        variants.expand(kepler, [T13])
+
+
+def test_the_matrix_table_says_which_index_each_wheel_goes_to(project: Project) -> None:
+    import io
+
+    from rich.console import Console
+
+    from wheelforge.interface.render import variants_table
+
+    matrix = dataclasses.replace(load_matrix(project()), cuda=("12.4", "13.0"))
+    out = io.StringIO()
+    table = variants_table(variants.expand(matrix, [T13]), matrix, Path("/srv/dist"))
+    Console(file=out, width=100).print(table)
+    text = out.getvalue()
+    assert "cu124/" in text and "cu130/" in text
+    assert "pip install --index-url file:///srv/dist/cu124 demo-ops" in " ".join(text.split())

@@ -28,6 +28,7 @@ from wheelforge.binaries.rule import (
     Violation,
 )
 from wheelforge.binaries.symbols import demangle
+from wheelforge.configuration import abi as abis
 from wheelforge.foundation import log
 from wheelforge.foundation.errors import (
     BinaryFormatError,
@@ -52,9 +53,10 @@ __all__ = [
     "require_clean",
     "torch_floor",
     "wheel_context",
+    "wheel_flavour",
 ]
 
-# ``wheelforge check`` is the stable-ABI check.
+# ``wheelforge check`` of a file given on its own (no tags to tell): the stable-ABI check.
 CHECK_FLAVOUR: Flavour = "stable"
 # The torch a wheel that states no requirement and whose binaries use no shim is checked against:
 # the first with the stable ABI (what its binaries need of torch then is nothing of it).
@@ -94,6 +96,8 @@ class BinaryCheck:
     libtorch_symbols: tuple[str, ...] = ()  # its undefined symbols of libtorch's C++ API, demangled
     allows: str | None = None  # the widest correct torch requirement it allows
     wheel: WheelSummary | None = None  # the wheel it is a member of
+    flavour: Flavour = "stable"  # the ABI whose rules judged it
+    rules: tuple[str, ...] = ()  # the ids of the rules that judged it (its own, its wheel's)
 
 
 def judge(
@@ -118,8 +122,10 @@ def check_binary(
     context: RuleContext,
     rules: Sequence[Rule],
     wheel: WheelSummary | None = None,
+    flavour: Flavour = "stable",
 ) -> BinaryCheck:
-    """*binary* judged by *rules*, with the floors its symbols (when read) imply."""
+    """*binary* judged by *rules* (those of *flavour*), with the floors its symbols (when read)
+    imply."""
     undefined = binary.symbols.undefined if binary.symbols else ()
     used = floors.used_shims(undefined)
     python = floors.python_symbols(undefined)
@@ -141,7 +147,30 @@ def check_binary(
         libtorch_symbols=cxx,
         allows=floors.allows(floor, cxx=bool(cxx)),
         wheel=wheel,
+        flavour=flavour,
+        rules=tuple(r.id for r in registry.for_role(rules, binary.role)),
     )
+
+
+def wheel_flavour(wheel: WheelFacts) -> Flavour:
+    """The ABI a wheel was built for: a classic (unstable-ABI) extension's when it is tagged for
+    one CPython (cp311-cp311: the full Python C API), a binary of its own uses libtorch's C++
+    API and it pins torch (torch==2.13.*), as a classic build's wheel is; else the stable ABI's,
+    whose rules say what is wrong with a wheel that uses libtorch's C++ API and claims a range
+    of torch (or is abi3). torchaudio's cp312-cp312 wheel uses the shims only: stable."""
+    try:
+        _, _, _, tags = parse_wheel_filename(wheel.tagged_name)
+    except InvalidWheelFilename:
+        return CHECK_FLAVOUR  # wheel_context refuses the name, in its words
+    abi3 = any(t.abi == "abi3" for t in tags)
+    cxx = any(
+        floors.libtorch_cxx(b.symbols.undefined)
+        for b in wheel.binaries
+        if b.symbols is not None and b.role != "bundled"
+    )
+    pinned = metadata.declared(wheel.metadata).torch_pin is not None
+    classic = not abi3 and cxx and pinned
+    return next(a.name for a in abis.ABIS.values() if a.per_torch == classic)
 
 
 def wheel_context(
@@ -210,16 +239,20 @@ def summary(context: RuleContext, checks: Sequence[BinaryCheck]) -> WheelSummary
 
 
 def judge_wheel(
-    wheel: WheelFacts, context: RuleContext, rules: Sequence[Rule]
+    wheel: WheelFacts, context: RuleContext, rules: Sequence[Rule], flavour: Flavour = "stable"
 ) -> list[BinaryCheck]:
-    """The wheel judged by *rules*: first the rules on the wheel as a whole (when they find
-    something), then every binary read whose role some rule judges; each check carries the
-    wheel's summary (what it declares, what its binaries allow)."""
+    """The wheel judged by *rules* (*flavour*'s): first the rules on the wheel as a whole (when
+    they find something), then every binary read whose role some rule judges; each check
+    carries the wheel's summary (what it declares, what its binaries allow) and the rules that
+    judged the wheel holding it (layout, torch-pin)."""
+    whole_rules = tuple(r.id for r in registry.for_role(rules, "wheel"))
     results = [
-        check_binary(b, context, rules) for b in wheel.binaries if registry.for_role(rules, b.role)
+        check_binary(b, context, rules, flavour=flavour)
+        for b in wheel.binaries
+        if registry.for_role(rules, b.role)
     ]
     whole = summary(context, results)
-    results = [dataclasses.replace(c, wheel=whole) for c in results]
+    results = [dataclasses.replace(c, wheel=whole, rules=c.rules + whole_rules) for c in results]
     subject = wheel.subject()
     violations = judge(subject, context, rules)
     if violations:
@@ -233,6 +266,8 @@ def judge_wheel(
                 violations=violations,
                 role="wheel",
                 wheel=whole,
+                flavour=flavour,
+                rules=whole_rules,
             ),
         )
     return results
@@ -244,27 +279,32 @@ def check_wheel(
     torch: Version2 | None,
     guards: dict[str, Version2 | None],
     versions: VersionsFile | None = None,
+    flavour: Flavour | None = None,
 ) -> list[BinaryCheck]:
-    """Check a wheel by the rules of ``check``; *torch* overrides the floor its METADATA gives."""
-    rules = registry.applicable(CHECK_FLAVOUR)
-    wheel = read_wheel(path, registry.reading(rules, metadata=True))
+    """Check a wheel by the rules of its ABI flavour (*flavour*, else its tags say: an abi3
+    wheel's is the stable ABI); *torch* overrides the floor its METADATA gives."""
+    wheel = read_wheel(path, registry.reading(registry.all_rules(), metadata=True))
+    flavour = flavour or wheel_flavour(wheel)
+    rules = registry.applicable(flavour)
     context = wheel_context(wheel, torch=torch, guards=guards, versions=versions)
-    return judge_wheel(wheel, context, rules)
+    return judge_wheel(wheel, context, rules, flavour)
 
 
-def _check_image(image: ElfImage, target: CheckTarget) -> BinaryCheck:
-    rules = registry.applicable(CHECK_FLAVOUR)
+def _check_image(image: ElfImage, target: CheckTarget, flavour: Flavour) -> BinaryCheck:
+    rules = registry.applicable(flavour)
     role = file_role(image.name)
     reading = registry.reading(rules)
     facts = reading.facts_of(image.name)
     binary = read_binary(image, role, facts, reading.own_of(role), reading=reading)
-    return check_binary(binary, RuleContext(target=target), rules)
+    return check_binary(binary, RuleContext(target=target), rules, flavour=flavour)
 
 
-def check_elf(data: bytes, *, path: str, target: CheckTarget) -> BinaryCheck:
+def check_elf(
+    data: bytes, *, path: str, target: CheckTarget, flavour: Flavour = CHECK_FLAVOUR
+) -> BinaryCheck:
     """Check one ELF file's bytes, as a file given on its own."""
     with ElfImage(path, data) as image:
-        return _check_image(image, target)
+        return _check_image(image, target, flavour)
 
 
 def require_clean(
@@ -296,8 +336,11 @@ def check_paths(
     python: Version2 | None,
     guards: dict[str, Version2 | None],
     versions: VersionsFile | None = None,
+    flavour: Flavour | None = None,
 ) -> list[BinaryCheck]:
-    """Check wheels and shared objects; a bare shared object needs *torch* (``--target``)."""
+    """Check wheels and shared objects by the rules of *flavour* (else a wheel's tags say, and
+    a bare shared object is checked for the stable ABI); a bare shared object needs *torch*
+    (``--target``)."""
     results: list[BinaryCheck] = []
     for path in paths:
         if bounded.classify(path, accepts=ACCEPTS) == "folder":
@@ -305,7 +348,9 @@ def check_paths(
                 f"{path} is a folder; pass the wheels or shared objects in it, e.g. {path}/*.whl"
             )
         if path.suffix == ".whl":
-            results.extend(check_wheel(path, torch=torch, guards=guards, versions=versions))
+            results.extend(
+                check_wheel(path, torch=torch, guards=guards, versions=versions, flavour=flavour)
+            )
             continue
         with open_elf_file(path) as image:  # memory-mapped: only the pages read are loaded
             if image.view[:4].tobytes() != ELF_MAGIC:
@@ -318,5 +363,5 @@ def check_paths(
                     "pass --target X.Y"
                 )
             target = CheckTarget(torch=torch, python=python, guards=guards, versions=versions)
-            results.append(_check_image(image, target))
+            results.append(_check_image(image, target, flavour or CHECK_FLAVOUR))
     return results

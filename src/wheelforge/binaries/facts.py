@@ -28,7 +28,7 @@ BINARY_ROLES: tuple[Role, ...] = ("extension", "library", "bundled", "program")
 # The roles a wheel's own file (not grafted) may turn out to have once its symbols are read.
 OWN_ROLES: tuple[Role, ...] = ("extension", "library", "program")
 # What can be read of one ELF file (the init export: of an extension module only).
-Fact = Literal["fatbins", "symbols", "init-export"]
+Fact = Literal["fatbins", "symbols", "init-export", "metadata"]
 # A fact one rule reads itself from the parsed file: (the rule's id, its reader).
 OwnReader = tuple[str, Callable[[ElfImage], object]]
 

@@ -71,7 +71,9 @@ def reading(rules: Sequence[Rule], *, metadata: bool = False) -> Reading:
             own[role] = tuple((r.id, r.read) for r in judged if r.read)
     # A rule on an own role: each file's role is inferred from its symbols (roles.py).
     infer = any(r in facts for r in ("extension", "library", "program"))
-    return Reading(facts=facts, metadata=metadata, unsafe_members=False, own=own, roles=infer)
+    # A wheel-level rule reads METADATA (the torch pin of an unstable-ABI wheel).
+    wanted = metadata or any("metadata" in r.needs for r in for_role(rules, "wheel"))
+    return Reading(facts=facts, metadata=wanted, unsafe_members=False, own=own, roles=infer)
 
 
 # -- the docs table ------------------------------------------------------------------------------

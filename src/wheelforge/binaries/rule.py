@@ -121,8 +121,10 @@ class Rule:
     def __post_init__(self) -> None:
         if "wheel" in self.roles and len(self.roles) > 1:
             raise ValueError(f"rule {self.id}: a rule on the wheel judges no binary role too")
-        if "wheel" in self.roles and (self.needs or self.read):
+        if "wheel" in self.roles and (self.needs - {"metadata"} or self.read):
             raise ValueError(f"rule {self.id}: the wheel itself has no ELF facts to read")
+        if "metadata" in self.needs and set(self.roles) != {"wheel"}:
+            raise ValueError(f"rule {self.id}: METADATA is the wheel's, not a binary's")
         if "init-export" in self.needs and set(self.roles) - {"extension"}:
             raise ValueError(f"rule {self.id}: only an extension module has an init export")
 

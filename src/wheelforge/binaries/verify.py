@@ -12,6 +12,7 @@ from pathlib import Path
 
 from wheelforge.binaries import abicheck, elf, reader, registry
 from wheelforge.binaries.facts import FATBINS, BinaryContents, WheelFacts
+from wheelforge.configuration import abi as abis
 from wheelforge.configuration.archs import ArchSet
 from wheelforge.foundation.errors import VerificationError
 from wheelforge.planning.plan import LinkPlan, VariantPlan
@@ -142,7 +143,7 @@ def read_wheel(
     versions = shims.versions_file(plan.torch.include_dir.parent)
     target = plan.abi.target
     context = abicheck.wheel_context(wheel, torch=target, guards=guards, versions=versions)
-    return wheel, abicheck.judge_wheel(wheel, context, rules)
+    return wheel, abicheck.judge_wheel(wheel, context, rules, plan.abi.name)
 
 
 def verify_wheel(wheel_path: Path, plan: VariantPlan) -> WheelVerification:
@@ -161,5 +162,7 @@ def verify_wheel(wheel_path: Path, plan: VariantPlan) -> WheelVerification:
         arch_checks=tuple(check_binary(b, owed_archs(b, plan)) for b in binaries),
         # The stable-ABI checks: of the binaries whose symbols the rules read (none for the
         # unstable ABI, whose report says "not-checked").
-        abi_checks=tuple(c for c in checks if c.path in symbols_read),
+        abi_checks=tuple(
+            c for c in checks if c.path in symbols_read and abis.of(c.flavour).torch_target
+        ),
     )

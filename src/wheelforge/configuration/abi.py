@@ -43,6 +43,8 @@ class Abi:
 
     def build_requirement(self, spec: TorchSpec) -> str:
         """The torch a build environment without one installs (the PEP 517 backend)."""
+        if spec.installed:  # `torch: installed`: whichever torch the environment holds
+            return "torch"
         return f"torch=={spec.versions[0]}" if self.per_torch else spec.requirement
 
 

@@ -80,7 +80,9 @@ class DebianSource:
     suite: str  # bookworm, trixie
     components: tuple[str, ...]
     packages: tuple[str, ...]  # apt names, =VERSION where pinned
-    host_cxx: str  # the host compiler among the packages, relative to the unpacked tree
+    # the host compiler among the packages, relative to the unpacked tree; None: the system's
+    # (found by toolkit.host_compiler among those the release accepts)
+    host_cxx: str | None
     prune: tuple[str, ...]  # prefixes of libraries removed after unpacking
     download: str
     kind: Literal["debian"] = "debian"
@@ -328,7 +330,7 @@ def _source(entry: Any, where: str) -> Source:
         raise ConfigError(
             f"{where}: 'source' must be one of {', '.join(_SOURCE_KEYS)}, not {kind!r}"
         )
-    _keys(entry, _SOURCE_KEYS[kind], set(), where)
+    _keys(entry, _SOURCE_KEYS[kind], {"host-cxx"}, where)
     packages = _strings(entry["packages"], f"{where}: packages")
     if kind == "pypi":
         return PypiSource(packages=packages, nvcc=entry["nvcc"], download=entry["download"])
@@ -339,7 +341,7 @@ def _source(entry: Any, where: str) -> Source:
         suite=entry["suite"],
         components=components,
         packages=packages,
-        host_cxx=entry["host-cxx"],
+        host_cxx=entry.get("host-cxx"),
         prune=_strings(entry["prune"], f"{where}: prune"),
         download=entry["download"],
     )

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from wheelforge.configuration import abi
 from wheelforge.configuration.archs import ArchSet, arch_list_id, parse_arch_list
 from wheelforge.configuration.bytesizes import parse_size
 from wheelforge.configuration.matrix.keys import COMPILE_CACHES, PYTHON_ABI_RE
@@ -47,6 +48,7 @@ class Flags:
     wheel_variants: bool = False  # --wheel-variants: PEP 825 variant wheels (else the matrix's key)
     verify_reproducible: bool = False
     compile_cache: str | None = None  # auto, sccache, ccache, none
+    torch_from: str | None = None  # --torch-from: a path or a command name
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,6 +89,10 @@ class BuildSettings:
     wait: bool = True  # for another build's lock on the build folder
     verify_reproducible: bool = False  # build each variant twice, in two folders, and compare
     compile_cache: str = "auto"  # auto, sccache, ccache, none (toolchain/compilecache.py)
+    # The interpreter whose own torch an unstable-ABI build compiles against, no pip and no
+    # network: --torch-from, or `torch: installed` (then the build Python). None: the matrix's
+    # torch versions, each in an environment of its own.
+    torch_from: Path | None = None
 
 
 def default_cache() -> Path:
@@ -273,7 +279,20 @@ def resolve(flags: Flags, env: Mapping[str, str] | None = None) -> BuildSettings
         wait=flags.wait,
         verify_reproducible=flags.verify_reproducible,
         compile_cache=_compile_cache(flags, matrix, env),
+        torch_from=_torch_from(flags, matrix),
     )
+
+
+def _torch_from(flags: Flags, matrix: Matrix) -> Path | None:
+    """--torch-from's interpreter, else the build Python for `torch: installed`."""
+    if flags.torch_from is not None:
+        if not abi.of(matrix.abi).per_torch:
+            raise ConfigError(
+                f"--torch-from {flags.torch_from}: a stable-ABI build compiles against the torch of "
+                "--python (one binary for every torch); --torch-from is for abi: unstable"
+            )
+        return resolve_python(flags.torch_from, "--torch-from")
+    return resolve_python(flags.python) if matrix.torch.installed else None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -318,7 +337,9 @@ def resolve_test(flags: TestFlags) -> TestSettings:
         tests=matrix.tests,
         wheels=flags.wheels,
         torch=flags.torch or (() if flags.torch_from else matrix.tests.torch),
-        torch_from=tuple(resolve_python(v, "--torch-from") for v in flags.torch_from),
+        # `torch: installed`: the torch of this Python, unless --torch or --torch-from says
+        torch_from=tuple(resolve_python(v, "--torch-from") for v in flags.torch_from)
+        or ((Path(sys.executable),) if matrix.torch.installed and not flags.torch else ()),
         out_dir=out_dir(matrix, flags.out),
         build_root=build_root(matrix, flags.build_dir),
         cache_dir=cache_dir(flags.cache_dir),

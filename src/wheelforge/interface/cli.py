@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import click
 
@@ -98,7 +98,17 @@ def cli() -> None:
     metavar="ID",
     help="Build only this variant (repeatable); 'wheelforge matrix' lists them.",
 )
-@click.option("--offline", is_flag=True, help="Never download a CUDA toolkit; fail instead.")
+@click.option(
+    "--torch-from",
+    metavar="PY",
+    help="Unstable ABI: build against the torch of this Python (a path or a command on the PATH), "
+    "no pip and no network, instead of the matrix's torch versions.",
+)
+@click.option(
+    "--offline",
+    is_flag=True,
+    help="Never download a CUDA toolkit or run pip for a torch; fail instead.",
+)
 @compile_cache_option
 @no_import_check_option
 @no_wait_option
@@ -195,17 +205,20 @@ def matrix_command(
     from wheelforge.interface.documents import kinds
     from wheelforge.interface.documents.variants import github_matrix, variants_document
     from wheelforge.interface.render import print_whole, variants_table
-    from wheelforge.planning import variants
     from wheelforge.toolchain import toolkit
 
     settings = resolve(Flags(matrix=matrix_path, archs=archs, cache_dir=cache_dir))
-    listed = variants.expand(settings.matrix, toolkit.discover(cache=settings.cache_dir))
+    from wheelforge.running.build.prepare import selected
+
+    listed = selected(
+        settings, toolkit.discover(cache=settings.cache_dir, pythons=(settings.python,))
+    )
     if github:  # one line: it goes into $GITHUB_OUTPUT
         click.echo(json.dumps(to_document(github_matrix(listed))))
     elif as_json:
         kinds.echo(variants_document(listed))
     else:
-        print_whole(variants_table(listed, settings.matrix))
+        print_whole(variants_table(listed, settings.matrix, settings.out_dir))
 
 
 @cli.group(name="toolkit")
@@ -252,19 +265,29 @@ cli.add_command(cache_group)
 @click.option(
     "--python-abi", help="abi3 floor of bare shared objects, e.g. cp310 [default: a wheel's tag]."
 )
+@click.option(
+    "--abi",
+    type=click.Choice(["stable", "unstable"]),
+    help="Whose rules apply [default: a wheel's tags say (abi3: stable; one CPython: unstable); "
+    "stable for bare shared objects].",
+)
 @json_option("check")
 @verbose_option
 def check(
-    paths: tuple[Path, ...], target: str | None, python_abi: str | None, as_json: bool
+    paths: tuple[Path, ...],
+    target: str | None,
+    python_abi: str | None,
+    abi: Literal["stable", "unstable"] | None,
+    as_json: bool,
 ) -> None:
-    """Check wheels or shared objects against the stable-ABI rules (exit 4 on a violation)."""
+    """Check wheels or shared objects against the rules of their ABI (exit 4 on a violation)."""
     from wheelforge.interface.documents import kinds
     from wheelforge.interface.documents.check import check_document
     from wheelforge.interface.render import print_whole
     from wheelforge.interface.render_check import check_table
     from wheelforge.running import checking
 
-    results = checking.run_check(list(paths), target=target, python_abi=python_abi)
+    results = checking.run_check(list(paths), target=target, python_abi=python_abi, abi=abi)
     if as_json:
         kinds.echo(check_document(results))
     else:

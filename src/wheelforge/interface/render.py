@@ -273,11 +273,16 @@ def _wheel_loads(found: list[LoadsOn], container: str | None, console: Console) 
         print_whole(wheel_table(container, found), console)
 
 
-def variants_table(variants: Sequence[Variant], matrix: Matrix) -> Table:
+def variants_table(
+    variants: Sequence[Variant], matrix: Matrix, out_dir: Path | None = None
+) -> Table:
     """Fits 80 columns: the toolkit is named by version (``wheelforge toolkit list`` says where
-    it is), and the arch list wraps between archs, never inside one."""
+    it is), and the arch list wraps between archs, never inside one. With an index folder per
+    CUDA release (cuda-index), the folder each wheel goes to, below the output folder."""
     table = Table(title=f"variants of {matrix.path}", title_justify="left")
-    for column in ("id", "arch set", "archs", "CUDA", "wheel version"):
+    folders = any(v.index for v in variants)
+    columns = ("id", "arch set", "archs", "CUDA", "wheel version", *(("index",) if folders else ()))
+    for column in columns:
         table.add_column(column, overflow="fold", no_wrap=column in ("id", "CUDA"))
     for v in variants:
         version = wheel_version(matrix, v)
@@ -288,7 +293,16 @@ def variants_table(variants: Sequence[Variant], matrix: Matrix) -> Table:
             if v.choice.toolkit
             else f"{v.choice.release} (to provision)"
         )
-        table.add_row(v.id, v.arch_set.name, str(v.arch_set), cuda, version)
+        index = (f"{v.index}/",) if folders else ()
+        table.add_row(v.id, v.arch_set.name, str(v.arch_set), cuda, version, *index)
+    if folders:
+        first = next(v.index for v in variants if v.index)
+        where = f"file://{out_dir / first}" if out_dir else f"<output folder>/{first}"
+        table.caption = (
+            f"each index folder is a package index: pip install --index-url {where} "
+            f"{matrix.package.name}"
+        )
+        table.caption_justify = "left"
     return table
 
 

@@ -12,6 +12,7 @@ from rich.text import Text
 
 from wheelforge.binaries.abicheck import BinaryCheck, WheelSummary
 from wheelforge.binaries.elf import split_member
+from wheelforge.configuration import abi
 from wheelforge.interface.documents.kinds import version_text
 
 
@@ -29,14 +30,15 @@ def check_table(checks: Sequence[BinaryCheck]) -> Group:
         parts.append(Text(Path(container).name, style="bold", overflow="fold"))
         parts.append(Text(f"in {Path(container).parent}", style="dim", overflow="fold"))
         wheel = members[0].wheel
-        declared = _declares(wheel) if wheel else _declares_file(members[0])
-        if declared:
-            parts.append(Text(declared, style="dim", overflow="fold"))
+        # A classic (unstable-ABI) extension's torch is a pin, not a floor: no floor columns.
+        floors = abi.of(members[0].flavour).torch_target
+        parts += [Text(line, style="dim", overflow="fold") for line in _header(members)]
         table = Table()
         table.add_column("binary", overflow="fold")
         # Floors: the lowest torch and Python each binary needs (from its shims, its Python
         # symbols), red above what its wheel declares.
-        for column in ("role", "shims", "torch", "Python", "status"):
+        columns = ("role", "shims", "torch", "Python", "status") if floors else ("role", "status")
+        for column in columns:
             table.add_column(column, justify="right" if column == "shims" else "left", no_wrap=True)
         for c in members:
             if c.role == "wheel":
@@ -44,6 +46,9 @@ def check_table(checks: Sequence[BinaryCheck]) -> Group:
             else:
                 wheel_path, member = split_member(c.path)
                 name = member if wheel_path else Path(c.path).name
+            if not floors:
+                table.add_row(name, c.role or "-", _status(c))
+                continue
             table.add_row(
                 name,
                 c.role or "-",
@@ -62,6 +67,21 @@ def check_table(checks: Sequence[BinaryCheck]) -> Group:
     if not checks:
         parts.append(Text("no ELF files to check: the wheels given hold no shared objects"))
     return Group(*parts)
+
+
+def _header(members: Sequence[BinaryCheck]) -> list[str]:
+    """What the wheel (or file) declares, and which ABI's rules judged it."""
+    first, wheel = members[0], members[0].wheel
+    if abi.of(first.flavour).per_torch:
+        pin = wheel.declared.torch if wheel and wheel.declared.torch else "no torch requirement"
+        lines = [f"unstable ABI (one CPython, one torch): declares {pin}"]
+    else:
+        declared = _declares(wheel) if wheel else _declares_file(first)
+        lines = [declared] if declared else []
+    applied = list(dict.fromkeys(r for c in members for r in c.rules))
+    if applied:
+        lines.append(f"{first.flavour}-ABI rules applied: {', '.join(applied)}")
+    return lines
 
 
 def _status(c: BinaryCheck) -> str:

@@ -22,6 +22,7 @@ class Stamp:
     wheel: str  # the wheel's file name in the output folder
     digest: str  # of the inputs the wheel was made from (packaging/wheel.py)
     sha256: str  # of the wheel as published
+    index: str = ""  # the index folder (cu124) inside the output folder it was published to, if any
 
 
 def read(build_dir: Path) -> Stamp | None:
@@ -32,13 +33,16 @@ def read(build_dir: Path) -> Stamp | None:
             wheel=str(data["wheel"]),
             digest=str(data.get("digest", "")),
             sha256=str(data.get("sha256", "")),
+            index=str(data.get("index", "")),
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
 
-def write(build_dir: Path, *, digest: str, wheel: Path) -> None:
+def write(build_dir: Path, *, digest: str, wheel: Path, index: str | None = None) -> None:
     stamp = {"digest": digest, "wheel": wheel.name, "sha256": sha256(wheel)}
+    if index:
+        stamp["index"] = index
     fsutil.write_if_changed(build_dir / REUSE_STAMP, json.dumps(stamp, indent=2) + "\n")
 
 
@@ -48,7 +52,8 @@ def forget(build_dir: Path) -> None:
 
 
 def reusable(build_dir: Path, out_dir: Path, digest: str) -> Path | None:
-    """The wheel already in the output folder, if it was made from exactly these inputs."""
+    """The wheel already in the output folder *out_dir* (its index folder, when it has one), if
+    it was made from exactly these inputs."""
     stamp = read(build_dir)
     if stamp is None or stamp.digest != digest:
         return None

@@ -61,6 +61,11 @@ def _unstable_abi(matrix: Matrix, torch: TorchEnv, _weak: GeneratedFile, rel: Re
         abi_tag=f"{cp}-{cp}",  # the full Python C API: one CPython only
         module_suffix=torch.ext_suffix,
         torch_requirement=f"torch=={torch.version.major}.{torch.version.minor}.*",
+        # as torch.utils.cpp_extension of that torch compiles (torch 2.14's headers #error below C++20)
+        cxx_std=torch.cxx_std,
+        # A provisioned toolkit holds the compiler, not cusparse.h and its kind: those of the
+        # torch environment's CUDA, after the toolkit's own (its cuda_runtime.h wins).
+        system_includes=tuple(w for d in torch.cuda_include_dirs for w in ("-isystem", rel(d))),
     )
 
 

@@ -204,6 +204,12 @@ class AbiFlavour:
     abi_tag: str  # cp310-abi3, or cp311-cp311
     module_suffix: str  # .abi3.so, or CPython's extension suffix
     torch_requirement: str
+    # The C++ standard the sources compile with (-std=c++17): the unstable ABI's is the one the
+    # torch it compiles against passes in its cpp_extension (c++20 from torch 2.12)
+    cxx_std: int = 17
+    # Searched after the toolkit's own headers (-isystem): the CUDA headers pip installed beside
+    # a CUDA build of torch (cusparse.h, which ATen/cuda/CUDAContextLight.h includes)
+    system_includes: tuple[str, ...] = ()
 
     @property
     def name(self) -> abis.AbiName:

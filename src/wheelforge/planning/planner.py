@@ -17,7 +17,7 @@ from wheelforge.configuration.matrix.keys import GENERATED_RE
 from wheelforge.configuration.matrix.model import ExtensionConfig
 from wheelforge.configuration.settings import BuildSettings
 from wheelforge.foundation.errors import EnvironmentProblem
-from wheelforge.planning import compilesteps, generate, parallelism, reproducible
+from wheelforge.planning import buildtorch, compilesteps, generate, parallelism, reproducible
 from wheelforge.planning.abi import Rel
 from wheelforge.planning.abi import flavour as abi_flavour
 from wheelforge.planning.plan import (
@@ -33,7 +33,7 @@ from wheelforge.planning.plan import (
     wheel_version,
 )
 from wheelforge.planning.variants import Variant
-from wheelforge.toolchain import compilecache, envs, headerlibs, toolkit, torchprobe
+from wheelforge.toolchain import compilecache, headerlibs, toolkit, torchprobe
 from wheelforge.toolchain.compilecache import CompileCache
 from wheelforge.toolchain.headerlibs import HeaderLibrary
 from wheelforge.toolchain.torchprobe import TorchEnv
@@ -95,10 +95,11 @@ def _compile_flags(
     defines = (*abi.defines, f"-DTORCH_EXTENSION_NAME={ext.leaf}")
     own_includes = tuple(f"-I{rel(d)}" for d in includes)
     # The variant's own toolkit headers (cuda_runtime.h) for C/C++ sources, as nvcc adds them
-    # for .cu ones; after the matrix's and torch's folders.
-    cuda_includes = [f"-I{d}" for d in variant.toolkit.include_dirs]
+    # for .cu ones, after the matrix's and torch's folders; then the torch environment's (-isystem).
+    cuda_includes = [*(f"-I{d}" for d in variant.toolkit.include_dirs), *abi.system_includes]
+    cxx_std, nvcc_std = _standards(abi, ext)
     cxx_flags = [
-        "-std=c++17",
+        *cxx_std,
         "-O3",
         "-fPIC",
         *maps,
@@ -118,7 +119,7 @@ def _compile_flags(
         *cuda_includes,
     ]
     nvcc_flags = [
-        "-std=c++17",
+        *nvcc_std,
         "-O3",
         f"-ccbin={nvcc_host}",
         *reproducible.NVCC_FLAGS,
@@ -130,10 +131,21 @@ def _compile_flags(
         *defines,
         *own_includes,
         *abi.includes,
+        *abi.system_includes,
         *abi.force_include,
         *ext.nvcc_flags,
     ]
     return FlagSet(cxx=shlex.join(cxx_flags), cc=shlex.join(cc_flags), nvcc=shlex.join(nvcc_flags))
+
+
+def _standards(abi: AbiFlavour, ext: ExtensionConfig) -> tuple[list[str], list[str]]:
+    """The flavour's C++ standard for the C++ and the nvcc compiles, unless the extension's
+    flags name one (as cpp_extension leaves a -std= in extra_compile_args alone: nvcc refuses
+    two)."""
+    std = f"-std=c++{abi.cxx_std}"
+    cxx = [] if any(f.startswith("-std=") for f in ext.cxx_flags) else [std]
+    nvcc = [] if any(f.startswith(("-std=", "--std")) for f in ext.nvcc_flags) else [std]
+    return cxx, nvcc
 
 
 def _link_flags(
@@ -310,7 +322,8 @@ def make_plan(
         project=matrix.root,
         matrix_path=matrix.path,
         build_dir=build_dir,
-        out_dir=inputs.out_dir,
+        # the variant's index folder (cu124/) when each CUDA release's wheels have their own
+        out_dir=inputs.out_dir / variant.index if variant.index else inputs.out_dir,
         compile=compile_plan,
         links=tuple(links),
         wheel=WheelPlan(
@@ -363,30 +376,21 @@ def plan_variant(inputs: PlanInputs, variant: Variant, torch: TorchEnv) -> Varia
     )
 
 
-def _build_torch(variant: Variant, settings: BuildSettings, *, early: bool) -> TorchEnv:
-    tests = settings.matrix.tests
-    return envs.build_torch(
-        variant.torch,
-        python=settings.python,
-        requires=tests.requires if tests else (),
-        cache=settings.cache_dir,
-        early=early,
-    )
-
-
 def plan_all(
     settings: BuildSettings, chosen: Sequence[Variant], inputs: PlanInputs, *, early: bool = False
 ) -> list[VariantPlan]:
     """A plan per variant of *chosen* (each with its toolkit on disk), torch probed once per
-    torch. *early*: torch may be read from its files, to be confirmed before packing
-    (torchprobe.probe_torch); a build does that, a dry run does not."""
+    torch (buildtorch.build_torch). *early*: torch may be read from its files, to be confirmed
+    before packing (torchprobe.probe_torch); a build does that, a dry run does not. An
+    unstable-ABI variant of another CUDA major than its torch is left out or refused
+    (buildtorch.pairs)."""
     flavour = abis.of(settings.matrix.abi)
-    plans = []
-    probed: dict[str | None, TorchEnv] = {}
+    probed: dict[buildtorch.TorchKey, TorchEnv] = {}
     for variant in chosen:
-        if variant.torch not in probed:
-            torch = probed[variant.torch] = _build_torch(variant, settings, early=early)
+        key = buildtorch.torch_key(variant)
+        if key not in probed:
+            torch = probed[key] = buildtorch.build_torch(variant, settings, early=early)
             if flavour.torch_target:
                 torchprobe.check_target(torch, settings.matrix.torch.lowest)
-        plans.append(plan_variant(inputs, variant, probed[variant.torch]))
-    return plans
+    kept = buildtorch.pairs(chosen, probed) if flavour.per_torch else list(chosen)
+    return [plan_variant(inputs, v, probed[buildtorch.torch_key(v)]) for v in kept]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from wheelforge.configuration import abi
 from wheelforge.configuration.archs import Arch, ArchSet
@@ -30,8 +31,13 @@ class Variant:
     choice: ToolkitChoice
     local_label: str | None  # the wheel's local version label when the matrix has several variants
     torch: str | None = None  # unstable ABI only: the torch version this variant builds against
+    # unstable ABI, --torch-from / `torch: installed`: the interpreter whose own torch (of
+    # version *torch*) it compiles against, no environment made; None: an environment's
+    torch_from: Path | None = None
     # PEP 825 variant label (wheel-variants only): the id in the label alphabet, [0-9a-z_.]
     variant_label: str | None = None
+    # The index folder its wheel goes to inside the output folder (cuda-index: folders): "cu124"
+    index: str | None = None
 
     @property
     def toolkit(self) -> Toolkit:
@@ -104,21 +110,57 @@ def choose(entry: str, arch_set: ArchSet, found: Sequence[Toolkit]) -> ToolkitCh
     )
 
 
-def expand(matrix: Matrix, found: Sequence[Toolkit]) -> tuple[Variant, ...]:
+def _builds(entry: str, arch_set: ArchSet, found: Sequence[Toolkit]) -> bool:
+    """Whether the release *entry* ("X.Y": the one found, else its recipe) builds every arch
+    of *arch_set*; an entry wheelforge can neither find nor provision counts as building it, so
+    that choose() refuses it in its own words."""
+    matching = [t for t in found if t.release == entry]
+    if matching:
+        return all(matching[0].supports(a) for a in arch_set.archs)
+    recipe = recipe_for(entry)
+    return recipe is None or all(recipe.supports(a) for a in arch_set.archs)
+
+
+def _entries_for(entries: Sequence[str], arch_set: ArchSet, found: Sequence[Toolkit]) -> list[str]:
+    """The matrix's ``cuda`` entries *arch_set* is built with: each listed release, where a
+    release that can't build it (sm_70 under 13.0) is replaced by the newest listed release
+    that can (12.4), so an arch set is built once per release that builds it. With no listed
+    release able to, the entries stay: choose() refuses the first, naming one that would."""
+    listed = [e for e in entries if e != "auto"]
+    able = sorted(
+        (e for e in listed if _builds(e, arch_set, found)), key=_release_key, reverse=True
+    )
+    if not able:
+        return list(entries)
+    return list(dict.fromkeys(e if e == "auto" or e in able else able[0] for e in entries))
+
+
+def _release_key(entry: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in entry.split(".") if p.isdigit())
+
+
+def expand(
+    matrix: Matrix, found: Sequence[Toolkit], installed: tuple[str, Path] | None = None
+) -> tuple[Variant, ...]:
     """All variants of the matrix, in matrix order, without provisioning anything."""
     with fsutil.gc_paused():
-        return _expand(matrix, found)
+        return _expand(matrix, found, installed)
 
 
-def _expand(matrix: Matrix, found: Sequence[Toolkit]) -> tuple[Variant, ...]:
+def _expand(
+    matrix: Matrix, found: Sequence[Toolkit], installed: tuple[str, Path] | None
+) -> tuple[Variant, ...]:
     # The unstable ABI ties a binary to one torch: one more dimension, torch version.
-    torches = abi.of(matrix.abi).torches(matrix.torch)
+    flavour = abi.of(matrix.abi)
+    # *installed*: the one torch (version, interpreter) of --torch-from / `torch: installed`
+    torches = (installed[0],) if installed and flavour.per_torch else flavour.torches(matrix.torch)
+    torch_from = installed[1] if installed and flavour.per_torch else None
     combos: dict[str, tuple[ArchSet, ToolkitChoice, str | None]] = {}
     # Arch sets repeat arch lists; the choice depends on the list only (a refusal, which names
     # the set, is raised at the first set that has the list).
     chosen: dict[tuple[str, tuple[Arch, ...]], tuple[ToolkitChoice, str]] = {}
     for arch_set in matrix.arch_sets:
-        for entry in matrix.cuda:
+        for entry in _entries_for(matrix.cuda, arch_set, found):
             key = (entry, arch_set.archs)
             if key not in chosen:
                 choice = choose(entry, arch_set, found)
@@ -129,18 +171,47 @@ def _expand(matrix: Matrix, found: Sequence[Toolkit]) -> tuple[Variant, ...]:
                 combos.setdefault(f"{arch_set.name}-{short}{suffix}", (arch_set, choice, torch))
     # Variant wheels of one release share its version: the variant label tells them apart.
     labelled = matrix.variant_wheels
-    several = len(combos) > 1 and not labelled
-    return tuple(
-        Variant(
-            id=vid,
-            arch_set=arch_set,
-            choice=choice,
-            local_label=vid.replace("-", ".").replace("_", ".") if several else None,
-            torch=torch,
-            variant_label=vid.replace("-", "_") if labelled else None,
+    folders = not labelled and _index_folders(matrix, [c for _, c, _ in combos.values()])
+    # Within one output folder (or index folder), a local label tells the wheels apart.
+    shared: dict[str | None, int] = {}
+    for _, choice, _ in combos.values():
+        folder = choice.short if folders else None
+        shared[folder] = shared.get(folder, 0) + 1
+    variants = []
+    for vid, (arch_set, choice, torch) in combos.items():
+        index = choice.short if folders else None
+        several = shared[index] > 1 and not labelled
+        variants.append(
+            Variant(
+                id=vid,
+                arch_set=arch_set,
+                choice=choice,
+                local_label=_label(vid, index) if several else None,
+                torch=torch,
+                torch_from=torch_from,
+                variant_label=vid.replace("-", "_") if labelled else None,
+                index=index,
+            )
         )
-        for vid, (arch_set, choice, torch) in combos.items()
-    )
+    return tuple(variants)
+
+
+def _index_folders(matrix: Matrix, choices: Sequence[ToolkitChoice]) -> bool:
+    """Whether each CUDA release's wheels go to an index folder of their own (cu124/, cu130/):
+    ``cuda-index: folders``, or ``auto`` with toolkits of several CUDA majors (a binary of one
+    major can't serve the other's torch, so both are published, side by side, as torch is)."""
+    if matrix.cuda_index != "auto":
+        return matrix.cuda_index == "folders"
+    return len({c.release.split(".")[0] for c in choices}) > 1
+
+
+def _label(vid: str, folder: str | None) -> str:
+    """The local version label of variant *vid*: its id in PEP 440's alphabet, less the CUDA
+    release when the release has its own index folder (*folder*)."""
+    words = vid.split("-")
+    if folder is not None:
+        words = [w for w in words if w != folder]
+    return ".".join(words).replace("_", ".")
 
 
 def select(variants: Sequence[Variant], only: Sequence[str]) -> list[Variant]:

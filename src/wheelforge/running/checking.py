@@ -1,5 +1,6 @@
-"""``wheelforge check``: the stable-ABI rules on wheels and shared objects given by the user,
-and the verdict (a violation fails the command after the results are shown)."""
+"""``wheelforge check``: the rules of their ABI (stable, or a classic extension's unstable one)
+on wheels and shared objects given by the user, and the verdict (a violation fails the
+command after the results are shown)."""
 
 from __future__ import annotations
 
@@ -7,16 +8,22 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from wheelforge.binaries import abicheck
+from wheelforge.binaries.rule import Flavour
 from wheelforge.configuration.settings import python_abi_flag, torch_floor_flag
 from wheelforge.toolchain import shims
 
 
 def run_check(
-    paths: Sequence[Path], *, target: str | None, python_abi: str | None
+    paths: Sequence[Path],
+    *,
+    target: str | None,
+    python_abi: str | None,
+    abi: Flavour | None = None,
 ) -> list[abicheck.BinaryCheck]:
-    """Check *paths* against the lowest torch *target* (else a wheel's Requires-Dist) and the
-    abi3 floor *python_abi* (else a wheel's tag), with the installed torch's shim guards and
-    its shim_function_versions.txt (when it ships one)."""
+    """Check *paths* by the rules of *abi* (else what a wheel's tags say) against the lowest
+    torch *target* (else a wheel's Requires-Dist) and the abi3 floor *python_abi* (else a
+    wheel's tag), with the installed torch's shim guards and its shim_function_versions.txt
+    (when it ships one)."""
     torch = torch_floor_flag(target, "--target")
     python = python_abi_flag(python_abi, "--python-abi")
     return abicheck.check_paths(
@@ -25,6 +32,7 @@ def run_check(
         python=python,
         guards=shims.installed_torch_guards(),
         versions=shims.installed_torch_versions(),
+        flavour=abi,
     )
 
 

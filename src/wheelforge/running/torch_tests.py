@@ -63,14 +63,15 @@ def built_wheels(
         return [BuiltWheel(variant=p.name, path=p) for p in explicit]
     found: list[BuiltWheel] = []
     for stamp in reuse_stamp.stamps(build_root):
-        wheel = out_dir / stamp.wheel
+        wheel = out_dir / stamp.index / stamp.wheel
         if wheel.is_file():
             found.append(BuiltWheel(variant=stamp.build_dir.name, path=wheel))
     names = tuple(f"{a.name}-" for a in matrix.arch_sets)
     found = [w for w in found if w.variant.startswith(names)] or found
     if not found:
         prefix = matrix.package.wheel_name + "-"
-        found = [BuiltWheel(variant=p.name, path=p) for p in sorted(out_dir.glob(f"{prefix}*.whl"))]
+        found = [BuiltWheel(variant=p.name, path=p) for p in sorted(out_dir.glob(f"{prefix}*.whl"))
+                 + sorted(out_dir.glob(f"cu[0-9]*/{prefix}*.whl"))]  # fmt: skip
     if not found:
         raise ConfigError(
             f"no built wheel of {matrix.package.name} in {out_dir}; run 'wheelforge build' first or pass --wheel"

@@ -1,4 +1,5 @@
-"""Isolated, cached Python environments that hold one torch, for testing built wheels.
+"""Isolated, cached Python environments that hold one torch: the build's torch for the unstable
+ABI and the test runs' (one environment per torch build, shared by both).
 
 Two kinds: one installs ``torch==VERSION`` with pip (from whatever indexes pip is configured
 with), the other borrows the torch of an existing interpreter (``--torch-from``, for machines
@@ -6,8 +7,13 @@ whose torch comes with the image and that can't download one): a venv of that in
 ``.pth`` file appends the interpreter's site-packages, so torch is importable and pip sees it
 as installed, while everything wheelforge installs stays in the venv.
 
-Environments live in ``<cache>/envs/<key>``; one is built in a temporary folder and renamed into
-place only once it works, so an interrupted build never leaves a half-made environment behind.
+Environments live in ``<cache>/envs/<name>``, named by the torch build they really hold
+(``torch-2.14.1+cu130-<base Python>``): which build pip gives depends on its configuration (a
+CPU build first on some machines), so a request (``torch 2.14.1``, a CUDA build) is answered by
+reading the markers, not by a name computed from the request. The test runs' requirements are
+installed into the environment beside torch when first asked for, never replacing torch (a pip
+constraint pins it). One is built in a temporary folder and renamed into place only once it
+works, so an interrupted build never leaves a half-made environment behind.
 """
 
 from __future__ import annotations
@@ -16,23 +22,28 @@ import contextlib
 import hashlib
 import json
 import os
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from wheelforge.foundation import fsutil, locks, log, proc
-from wheelforge.foundation.errors import ToolError
-from wheelforge.foundation.progress import clock
-from wheelforge.toolchain import downloads, torchprobe
+from packaging.version import InvalidVersion, Version
 
-ENVS = "envs"  # <cache>/envs/<key>
+from wheelforge.foundation import fsutil, locks, log, proc
+from wheelforge.foundation.errors import EnvironmentProblem, ToolError
+from wheelforge.foundation.progress import clock
+from wheelforge.toolchain import downloads
+
+ENVS = "envs"  # <cache>/envs/<name>
 MARKER = "wheelforge-env.json"  # written last: an environment without it is not (yet) one; its mtime: last used
 PIP_HINT = "pip ships with Python; python -m ensurepip"
 _PROBE = (
     "import json, sys, torch; print(json.dumps({'torch': torch.__version__, "
-    "'cuda': torch.cuda.is_available(), 'python': '%d.%d' % sys.version_info[:2]}))"
+    "'cuda_build': torch.version.cuda, 'cuda': torch.cuda.is_available(), "
+    "'python': '%d.%d' % sys.version_info[:2]}))"
 )
 _SITE_DIRS = "import json, sysconfig; p = sysconfig.get_paths(); print(json.dumps([p['purelib'], p['platlib']]))"
 
@@ -43,11 +54,14 @@ class TorchUnavailable(ToolError):
 
 @dataclass(frozen=True, kw_only=True)
 class EnvSpec:
-    """``torch`` to install, or ``torch_from``: the interpreter whose torch to borrow."""
+    """``torch`` to install, or ``torch_from``: the interpreter whose torch to borrow;
+    ``requires``: installed beside it; ``cuda``: a CUDA build of torch is needed (an extension
+    with ``.cu`` sources compiles against torch's CUDA headers and links libc10_cuda)."""
 
     torch: str | None = None
     torch_from: Path | None = None
     requires: tuple[str, ...] = ()
+    cuda: bool = False
 
     @property
     def label(self) -> str:
@@ -62,6 +76,7 @@ class TestEnv:
     torch: str  # the torch version it really has, e.g. 2.13.0+cpu
     cuda: bool  # whether torch sees a GPU there
     created: bool
+    cuda_build: str | None = None  # the CUDA release torch was built with (torch.version.cuda)
 
 
 def _made_from(spec: EnvSpec) -> str:
@@ -73,11 +88,58 @@ def _made_from(spec: EnvSpec) -> str:
     return f"{sys.base_prefix} {sys.version}"
 
 
+def _digest(spec: EnvSpec) -> str:
+    return hashlib.sha256(_made_from(spec).encode()).hexdigest()[:10]
+
+
 def _key(spec: EnvSpec) -> str:
-    blob = json.dumps([spec.torch, str(spec.torch_from), sorted(spec.requires), _made_from(spec)])
-    digest = hashlib.sha256(blob.encode()).hexdigest()[:10]
-    name = f"torch-{spec.torch}" if spec.torch else "torch-from"
-    return f"{name}-{digest}"
+    """The folder of a borrowed torch (one per interpreter), or the stem of a pip-installed
+    one's: ``torch-<build>-<digest>`` once pip said which build it is (_name)."""
+    if spec.torch_from is not None:
+        return f"torch-from-{_digest(spec)}"
+    return f"torch-{spec.torch}-{_digest(spec)}"
+
+
+def _name(spec: EnvSpec, torch: str) -> str:
+    return _key(spec) if spec.torch_from is not None else f"torch-{torch}-{_digest(spec)}"
+
+
+def _satisfies(info: dict[str, object], spec: EnvSpec) -> bool:
+    """Whether an environment's marker *info* answers *spec*: made from the same Python (or
+    interpreter), holding the asked-for torch release (any build of it, unless the spec names a
+    local label), a CUDA build where one is needed."""
+    if info.get("made_from") != _made_from(spec):
+        return False
+    if spec.cuda and not info.get("cuda_build"):
+        return False
+    if spec.torch is None:
+        return True
+    try:
+        held, wanted = Version(str(info.get("torch"))), Version(spec.torch)
+    except InvalidVersion:
+        return False
+    return held == wanted if wanted.local else held.public == wanted.public
+
+
+def _read_marker(path: Path) -> dict[str, object] | None:
+    try:
+        info = json.loads((path / MARKER).read_text())
+    except (OSError, ValueError):
+        return None
+    return info if isinstance(info, dict) else None
+
+
+def find(spec: EnvSpec, cache: Path) -> Path | None:
+    """The cached environment that answers *spec*, if any: a CUDA build first (it serves a
+    test as well as a build), then the most recently used."""
+    envs = cache / ENVS
+    pattern = _key(spec) if spec.torch_from is not None else f"torch-*-{_digest(spec)}"
+    found = []
+    for path in envs.glob(pattern):
+        info = _read_marker(path)
+        if info is not None and _satisfies(info, spec):
+            found.append((bool(info.get("cuda_build")), (path / MARKER).stat().st_mtime, path))
+    return max(found)[2] if found else None
 
 
 def _pip(env_python: Path) -> list[str | Path]:
@@ -99,7 +161,8 @@ def _probe(python: Path) -> dict[str, object]:
     return dict(json.loads(out.strip().splitlines()[-1]))
 
 
-def _create(spec: EnvSpec, tmp: Path) -> None:
+def _create(spec: EnvSpec, tmp: Path) -> dict[str, object]:
+    """A venv in *tmp* with the torch of *spec*; torch's answer about itself."""
     base = spec.torch_from or Path(sys.executable)
     proc.run(
         [base, "-m", "venv", "--without-pip", tmp],
@@ -114,41 +177,66 @@ def _create(spec: EnvSpec, tmp: Path) -> None:
         (site / "_wheelforge_torch_from.pth").write_text(
             "".join(f"{d}\n" for d in dict.fromkeys(dirs))
         )
-    packages = ([f"torch=={spec.torch}"] if spec.torch else []) + list(spec.requires)
-    if packages:
-        try:
-            # torch with CUDA is gigabytes: pip's own progress is shown (toolchain/downloads.py).
-            downloads.pip(
-                [*_pip(python), "install", *packages],
-                hint=PIP_HINT,
-                what=f"pip install into the {spec.label} environment",
-                target=tmp,
+        info = _probe(python)
+        if spec.cuda and not info.get("cuda_build"):
+            raise EnvironmentProblem(
+                f"the torch of {spec.torch_from} is {info['torch']}, a CPU build, but the extension has "
+                ".cu sources and compiles against a CUDA build of torch; name a Python whose torch is one"
             )
-        except ToolError as exc:
-            text = exc.details or ""
-            if spec.torch and (
-                "No matching distribution found for torch" in text
-                or "Could not find a version" in text
-            ):
-                raise TorchUnavailable(
-                    f"torch {spec.torch} can't be installed here: pip found no matching distribution"
-                ) from None
-            raise
+        return info
+    assert spec.torch is not None
+    _pip_torch(spec, python, f"torch=={spec.torch}")
+    info = _probe(python)
+    if spec.cuda and not info.get("cuda_build") and not Version(spec.torch).local:
+        # pip's configuration offered a CPU build first (a local +cpu wheel sorts above the
+        # plain release): ask for the plain release, which is PyPI's CUDA build.
+        log.warning(
+            f"pip gave torch {info['torch']}, a CPU build; the extension has .cu sources, so "
+            f"wheelforge asks for torch==={spec.torch} (PyPI's CUDA build) instead"
+        )
+        _pip_torch(spec, python, f"torch==={spec.torch}")
+        info = _probe(python)
+    if spec.cuda and not info.get("cuda_build"):
+        raise EnvironmentProblem(
+            f"pip gives torch {info['torch']} here, a CPU build, but the extension has .cu sources and "
+            "compiles against a CUDA build of torch; point pip at one (e.g. PIP_INDEX_URL="
+            "https://download.pytorch.org/whl/cu130) or use --torch-from with a Python whose torch is one"
+        )
+    return info
+
+
+def _pip_torch(spec: EnvSpec, python: Path, requirement: str) -> None:
+    try:
+        # torch with CUDA is gigabytes: pip's own progress is shown (toolchain/downloads.py).
+        downloads.pip(
+            [*_pip(python), "install", requirement],
+            hint=PIP_HINT,
+            what=f"pip install into the {spec.label} environment",
+            target=python.parent.parent,
+        )
+    except ToolError as exc:
+        text = exc.details or ""
+        if "No matching distribution found for torch" in text or "Could not find a version" in text:
+            raise TorchUnavailable(
+                f"torch {spec.torch} can't be installed here: pip found no matching distribution"
+            ) from None
+        raise
 
 
 def ensure_env(spec: EnvSpec, cache: Path) -> TestEnv:
-    """The environment for *spec*, built on first use and reused afterwards."""
-    path = cache / ENVS / _key(spec)
-    marker = path / MARKER
+    """The environment for *spec*, built on first use and reused afterwards (with *spec*'s
+    requirements added when it lacks them)."""
+    path = find(spec, cache)
     created = False
-    if not marker.is_file():
-        with writing(path):
-            if not marker.is_file():  # another process may have made it while this one waited
-                _build(spec, path)
+    if path is None:
+        with locks.hold(_request_lock(spec, cache), what=f"the {spec.label} environment"):
+            path = find(spec, cache)  # another process may have made it while this one waited
+            if path is None:
+                path = _build(spec, cache)
                 created = True
-    info = json.loads(marker.read_text())
+    info = _with_requires(path, spec)
     with contextlib.suppress(OSError):  # last used, for `wheelforge cache prune`
-        os.utime(marker)
+        os.utime(path / MARKER)
     # Re-probe a borrowed torch: the interpreter it comes from may have changed.
     if spec.torch_from is not None and not created:
         info = {**info, **_probe(_env_python(path))}
@@ -159,7 +247,43 @@ def ensure_env(spec: EnvSpec, cache: Path) -> TestEnv:
         torch=str(info["torch"]),
         cuda=bool(info["cuda"]),
         created=created,
+        cuda_build=str(info["cuda_build"]) if info.get("cuda_build") else None,
     )
+
+
+def _request_lock(spec: EnvSpec, cache: Path) -> Path:
+    """Held while an environment for *spec* is made: the name of the one made is known only
+    once pip has said which build it installed."""
+    return cache / ENVS / f".{_key(spec)}.creating.lock"
+
+
+def _with_requires(path: Path, spec: EnvSpec) -> dict[str, object]:
+    """The marker of *path*, after installing the requirements of *spec* it lacks (alone in the
+    environment meanwhile; torch pinned so that no requirement replaces it)."""
+    info = _read_marker(path) or {}
+    held = info.get("requires")
+    missing = [r for r in spec.requires if not isinstance(held, list) or r not in held]
+    if not missing:
+        return info
+    with writing(path):
+        info = _read_marker(path) or {}
+        held = info.get("requires")
+        had = [str(r) for r in held] if isinstance(held, list) else []
+        missing = [r for r in spec.requires if r not in had]
+        if missing:
+            with log.step(f"install {', '.join(missing)} into {path}"):
+                _pip_pinned(_env_python(path), str(info.get("torch")), missing)
+            info = {**info, "requires": [*had, *missing]}
+            fsutil.write_if_changed(path / MARKER, json.dumps(info))
+    return info
+
+
+def _pip_pinned(python: Path, torch: str, requirements: Sequence[str]) -> None:
+    with tempfile.TemporaryDirectory(prefix="wheelforge-pin-") as folder:
+        constraint = Path(folder) / "torch.txt"
+        constraint.write_text(f"torch=={torch}\n")
+        pip(python, "install", "--quiet", "-c", constraint, *requirements,
+            what=f"pip install {' '.join(requirements)}")  # fmt: skip
 
 
 def writing(path: Path) -> contextlib.AbstractContextManager[None]:
@@ -203,18 +327,31 @@ def describe(path: Path) -> str | None:
         return None
 
 
-def _build(spec: EnvSpec, path: Path) -> None:
-    """Create the environment in a temporary folder and rename it into place once it works."""
+def _build(spec: EnvSpec, cache: Path) -> Path:
+    """Create an environment in a temporary folder and rename it into place, under the name
+    of the torch build it holds, once it works."""
+    envs = cache / ENVS
+    envs.mkdir(parents=True, exist_ok=True)
+    tmp = envs / f".{_key(spec)}.{os.getpid()}{fsutil.STAGED_SUFFIX}"
+    shutil.rmtree(tmp, ignore_errors=True)
     start = time.monotonic()
-    with (
-        fsutil.staged_folder(path) as tmp,
-        log.step(f"create the {spec.label} environment in {path}"),
-    ):
-        _create(spec, tmp)
-        info = _probe(_env_python(tmp))
-        (tmp / MARKER).write_text(json.dumps({"spec": spec.torch or str(spec.torch_from), **info}))
-    took = clock(time.monotonic() - start)
-    log.info(f"  torch {info['torch']}, Python {info['python']}: made in {took}")
+    try:
+        with log.step(f"create the {spec.label} environment in {envs}"):
+            info = _create(spec, tmp)
+        log.info(
+            f"  torch {info['torch']}, Python {info['python']}: made in {clock(time.monotonic() - start)}"
+        )
+        final = envs / _name(spec, str(info["torch"]))
+        with writing(final):
+            if _read_marker(final) is not None:  # the same build, made under another request
+                return final
+            marker = {"spec": spec.torch or str(spec.torch_from), "made_from": _made_from(spec), "requires": [], **info}  # fmt: skip
+            (tmp / MARKER).write_text(json.dumps(marker))
+            shutil.rmtree(final, ignore_errors=True)
+            tmp.replace(final)
+        return final
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def install_wheel(env: TestEnv, wheel: Path, dist_name: str) -> None:
@@ -222,15 +359,3 @@ def install_wheel(env: TestEnv, wheel: Path, dist_name: str) -> None:
     earlier build of the same distribution."""
     pip(env.python, "uninstall", "--yes", "--quiet", dist_name, what="pip uninstall")
     pip(env.python, "install", "--quiet", wheel, what=f"pip install {wheel.name}")
-
-
-def build_torch(
-    torch: str | None, *, python: Path, requires: Sequence[str], cache: Path, early: bool = False
-) -> torchprobe.TorchEnv:
-    """The torch a variant compiles against: *python*'s for the stable ABI (*torch* None); for
-    the unstable ABI, an isolated environment with exactly that torch (built on first use, shared
-    with ``wheelforge test``, so *requires* are the tests' requirements). *early*: see
-    torchprobe.probe_torch."""
-    if torch is not None:
-        python = ensure_env(EnvSpec(torch=torch, requires=tuple(requires)), cache).python
-    return torchprobe.probe_torch(python, cache=cache, early=early)

@@ -11,8 +11,10 @@ data/cuda-releases.toml); this module knows how each kind of source is installed
   (nvidia-cuda-nvcc-cu12) holds no nvcc driver, so there is no PyPI recipe for 12.x.
 - ``debian``: Debian's nvidia-cuda-toolkit and friends from a suite's non-free, unpacked with
   dpkg-deb into the cache (no root, no system change), with the host compiler the release
-  accepts (CUDA 11.8 from bookworm, with g++ 11: it refuses GCC newer than 11; it builds sm_35
-  to sm_90, so it covers the archs CUDA 13 dropped, Kepler to Volta).
+  accepts (CUDA 11.8 from bookworm, with g++ 11: it refuses GCC newer than 11; CUDA 12.4 from
+  trixie accepts GCC up to 13, which covers bookworm's own g++ 12, so it brings none: trixie's
+  g++ 13 needs a newer glibc than bookworm's). They cover the archs CUDA 13 dropped (11.8:
+  Kepler to Volta, 12.4: Maxwell to Volta).
 """
 
 from __future__ import annotations
@@ -161,21 +163,27 @@ def _debian(release: str, how: DebianSource, prefix: Path, fetched: Path) -> dic
         log.info(f"  [3/3] unpack {i}/{len(debs)} {deb.name} ({downloads.si(deb.stat().st_size)})")
         proc.run(["dpkg-deb", "-x", deb, prefix], hint="dpkg-deb", what=f"dpkg-deb -x {deb.name}")
         files.append({"file": deb.name, "sha256": fsutil.sha256(deb)})
+    return {**relocate_debian(prefix, how.prune), "host_cxx": how.host_cxx, "files": files}
+
+
+def relocate_debian(prefix: Path, prune: tuple[str, ...]) -> dict[str, str]:
+    """Make the Debian toolkit unpacked into *prefix* work from there: Debian's compiler
+    wrappers and its link to /etc/nvcc.profile replaced, the libraries starting with *prune*
+    removed. Nothing outside *prefix* is read or written. Returns where nvcc is."""
     bin_dir = prefix / _DEBIAN_NVCC_DIR
-    # Debian's g++/gcc wrappers there look for a system g++-N; the provisioned one is named instead.
+    # Debian's g++/gcc wrappers there look for a system g++-N; the host compiler is named instead.
     for wrapper in ("g++", "gcc"):
         (bin_dir / wrapper).unlink(missing_ok=True)
     for lib in (prefix / "usr" / "lib" / "x86_64-linux-gnu").glob("*"):
-        if lib.name.startswith(how.prune):
+        if lib.name.startswith(prune):
             lib.unlink()
-    # Debian's nvcc reads /etc/nvcc.profile; this one points at the unpacked tree instead, relative
-    # to nvcc itself (usr/lib/nvidia-cuda-toolkit/bin), so the folder can move.
-    (bin_dir / "nvcc.profile").write_text(DEBIAN_NVCC_PROFILE)
-    return {
-        "nvcc": str((bin_dir / "nvcc").relative_to(prefix)),
-        "host_cxx": how.host_cxx,
-        "files": files,
-    }
+    # Debian's nvcc.profile is a link to /etc/nvcc.profile: removed first (writing through it
+    # would write /etc), then one pointing at the unpacked tree, relative to nvcc itself
+    # (usr/lib/nvidia-cuda-toolkit/bin), so the folder can move.
+    profile = bin_dir / "nvcc.profile"
+    profile.unlink(missing_ok=True)
+    profile.write_text(DEBIAN_NVCC_PROFILE)
+    return {"nvcc": str((bin_dir / "nvcc").relative_to(prefix))}
 
 
 def _fetch(recipe: Recipe, prefix: Path, fetched: Path) -> dict[str, object]:

@@ -1,5 +1,11 @@
 """CUDA toolkits: finding every nvcc on the machine (and in wheelforge's cache), asking each one
-which archs it builds and which host compilers it accepts, and choosing one per arch set."""
+which archs it builds and which host compilers it accepts, and choosing one per arch set.
+
+Where toolkits are looked for: ``$CUDA_HOME``, ``$CUDA_PATH``, the PATH, NVIDIA's and the
+distributions' folders (``/usr/local/cuda-12.4``, ...), conda-style prefixes (``$CONDA_PREFIX``
+and ``/opt/conda``: ``bin/nvcc`` with the headers and libraries under ``targets/x86_64-linux``),
+NVIDIA's PyPI layout in a Python's site-packages (``nvidia/cu13/bin/nvcc``: the
+``nvidia-cuda-nvcc`` wheels of CUDA 13), and the toolkits wheelforge provisioned."""
 
 from __future__ import annotations
 
@@ -10,7 +16,8 @@ import os
 import re
 import shlex
 import shutil
-from collections.abc import Iterable, Mapping
+import sys
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,14 +45,22 @@ _DRY_VAR_RE = {
 }
 # crt/host_config.h: `#if __GNUC__ > 11` ... `#error -- unsupported GNU version!`
 _GCC_MAX_RE = re.compile(r"#if\s+__GNUC__\s*>\s*(\d+)")
-# Where toolkits usually live, besides $CUDA_HOME, $CUDA_PATH and PATH.
+# Where toolkits usually live, besides $CUDA_HOME, $CUDA_PATH, $CONDA_PREFIX and PATH.
 STANDARD_GLOBS = (
     "/usr/local/cuda/bin/nvcc",
     "/usr/local/cuda-*/bin/nvcc",
     "/opt/cuda*/bin/nvcc",
     "/opt/nvidia/cuda*/bin/nvcc",
     "/usr/lib/nvidia-cuda-toolkit/bin/nvcc",
+    "/opt/conda/bin/nvcc",  # conda-based images (the conda-forge cuda-nvcc package)
+    "/opt/conda/envs/*/bin/nvcc",
 )
+# NVIDIA's PyPI wheels of CUDA 13 (nvidia-cuda-nvcc) put nvcc here, under site-packages; pip's
+# CUDA torch builds install their CUDA libraries beside it (nvidia/cu13/lib, nvidia/cu13/include).
+PYPI_NVCC = "nvidia/cu*/bin/nvcc"
+# A Python's site-packages, found from the interpreter's path without running it: a venv's and
+# a prefix install's (lib/python3.X/site-packages), Debian's (dist-packages).
+_SITE_GLOBS = ("lib/python3*/site-packages", "lib/python3*/dist-packages")
 
 
 def release_builds(release: Version, sass: frozenset[int], arch: Arch) -> bool:
@@ -96,16 +111,32 @@ class Toolkit:
         return f"CUDA {self.version} ({self.describe_range()}) at {self.root}"
 
 
-def _nvcc_candidates(env: Mapping[str, str], extra: Iterable[Path]) -> list[tuple[Path, str]]:
+def site_packages(python: Path) -> list[Path]:
+    """The site-packages folders of the interpreter *python*, from its path alone (a venv's
+    bin/python: <venv>/lib/python3.X/site-packages); nothing is run."""
+    prefix = Path(os.path.abspath(python)).parent.parent  # noqa: PTH100 - a venv's python is a link: not resolved
+    return [Path(p) for pattern in _SITE_GLOBS for p in sorted(glob.glob(str(prefix / pattern)))]  # noqa: PTH207
+
+
+def _nvcc_candidates(
+    env: Mapping[str, str],
+    extra: Iterable[Path],
+    pythons: Iterable[Path] = (),
+    globs: Iterable[str] = STANDARD_GLOBS,
+) -> list[tuple[Path, str]]:
     found: list[tuple[Path, str]] = []
-    for var in ("CUDA_HOME", "CUDA_PATH"):
+    for var in ("CUDA_HOME", "CUDA_PATH", "CONDA_PREFIX"):
         if env.get(var):
             found.append((Path(env[var]) / "bin" / "nvcc", f"${var}"))
     for folder in env.get("PATH", "").split(os.pathsep):
         if folder:
             found.append((Path(folder) / "nvcc", "PATH"))
-    for pattern in STANDARD_GLOBS:
+    for pattern in globs:
         found += [(Path(p), pattern) for p in sorted(glob.glob(pattern))]  # noqa: PTH207 - absolute patterns
+    for python in dict.fromkeys(pythons):
+        for site in site_packages(python):
+            nvccs = sorted(glob.glob(str(site / PYPI_NVCC)))  # noqa: PTH207
+            found += [(Path(p), f"PyPI ({site})") for p in nvccs]
     found += [(p, "provisioned") for p in extra]
     return found
 
@@ -288,14 +319,22 @@ def _check_named(env: Mapping[str, str]) -> None:
         )
 
 
-def discover(env: Mapping[str, str] | None = None, *, cache: Path | None = None) -> list[Toolkit]:
-    """Every distinct toolkit found, newest first."""
+def discover(
+    env: Mapping[str, str] | None = None,
+    *,
+    cache: Path | None = None,
+    pythons: Sequence[Path] = (),
+    globs: Iterable[str] = STANDARD_GLOBS,
+) -> list[Toolkit]:
+    """Every distinct toolkit found, newest first: *pythons* (the build Python; wheelforge's own
+    is always looked at) for NVIDIA's PyPI layout; *globs*: where toolkits usually live."""
     env = os.environ if env is None else env
     _check_named(env)
     extra = provisioned(cache) if cache is not None else []
     host = {str(n): c for n, c in extra}
     seen: dict[Path, Toolkit] = {}
-    for nvcc, origin in _nvcc_candidates(env, [n for n, _ in extra]):
+    everywhere = [*pythons, Path(sys.executable)]
+    for nvcc, origin in _nvcc_candidates(env, [n for n, _ in extra], everywhere, globs):
         if not (nvcc.is_file() and os.access(nvcc, os.X_OK)):
             continue
         try:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,16 @@ from packaging.version import InvalidVersion, Version
 from wheelforge.foundation import proc
 from wheelforge.foundation.errors import EnvironmentProblem
 from wheelforge.toolchain import probecache, shims, warmtorch
+
+# The C++ standard torch's cpp_extension passes ("-std=c++20"), and the floor its headers check
+# (ATen/ATen.h: `#if !defined(_MSC_VER) && __cplusplus < 202002L` / `#error C++20 or later ...`).
+_STD_FLAG_RE = re.compile(r"-std=c\+\+(\d\d)\b")
+_STD_GUARD_RE = re.compile(r"__cplusplus\s*<\s*\d\d(\d\d)\d\dL")
+DEFAULT_CXX_STD = 17  # what torch's headers needed before 2.14 (and wheelforge passed)
+# Where pip's CUDA builds of torch put the CUDA libraries' headers (cusparse.h, cublas_v2.h, ...
+# that ATen/cuda/CUDAContextLight.h includes), beside torch in site-packages: CUDA 13's wheels
+# in one folder (nvidia/cu13/include), CUDA 12's one folder per library (nvidia/cusparse/include).
+_PIP_CUDA_INCLUDES = ("nvidia/cu[0-9]*/include", "nvidia/*/include")
 
 # What steers which torch an interpreter imports, besides its own files.
 _PYTHON_ENV = ("PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE", "PYTHONUSERBASE", "PYTHONSAFEPATH")
@@ -34,6 +46,9 @@ class TorchEnv:
     python_version: str
     ext_suffix: str  # e.g. .cpython-311-x86_64-linux-gnu.so
     cxx11_abi: int
+    cxx_std: int = DEFAULT_CXX_STD  # the C++ standard torch's cpp_extension compiles with: 17, 20
+    # The CUDA headers pip installed beside a CUDA build of torch (torch_source_facts).
+    cuda_include_dirs: tuple[Path, ...] = ()
     # What the answer depends on (probecache's watch list): a verdict about this torch (the
     # import check's) is cached as long as these keep their size and mtime.
     # Not compared: importing torch adds folders to sys.path (setuptools/_vendor, ...), so
@@ -53,6 +68,36 @@ def _watched(python: Path, info: dict[str, Any]) -> list[str | Path]:
     paths += [p for p in info.get("sys_path", []) if p]  # '' is the caller's folder: not torch's
     paths += [torch_dir, torch_dir / "version.py", torch_dir / "__init__.py"]
     return paths
+
+
+def torch_source_facts(torch_file: str) -> dict[str, Any]:
+    """What torch's files say about compiling against it, read without importing torch (so
+    the early guess and torch's own answer agree): the C++ standard its cpp_extension passes
+    (at least the floor its headers check), and pip's CUDA header folders beside it."""
+    root = Path(torch_file).parent
+    try:
+        source = (root / "utils" / "cpp_extension.py").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        source = ""
+    try:
+        header = (root / "include" / "ATen" / "ATen.h").read_text(
+            encoding="utf-8", errors="replace"
+        )
+    except OSError:
+        header = ""
+    # The standard cpp_extension passes is the one it names most often: its docstrings also
+    # show other flags (2.11's: "extra_compile_args={'cxx': ['-g', '-std=c++20', ...]}").
+    passed = Counter(int(m) for m in _STD_FLAG_RE.findall(source)).most_common()
+    stds = [max(n for n, c in passed if c == passed[0][1])] if passed else []
+    stds += [int(m) for m in _STD_GUARD_RE.findall(header)]
+    site = root.parent
+    folders = [
+        p for pattern in _PIP_CUDA_INCLUDES for p in sorted(site.glob(pattern)) if p.is_dir()
+    ]
+    return {
+        "cxx_std": max([DEFAULT_CXX_STD, *stds]),
+        "cuda_include_dirs": [str(p) for p in dict.fromkeys(folders)],
+    }
 
 
 def _ask(python: Path) -> tuple[dict[str, Any], list[str | Path]]:
@@ -76,6 +121,7 @@ def _ask(python: Path) -> tuple[dict[str, Any], list[str | Path]]:
         info = json.loads(lines[-1])
         Version(info["version"])
         watch = _watched(python, info)
+        info.update(torch_source_facts(info["torch_file"]))
     except (ValueError, KeyError, TypeError, InvalidVersion):
         raise EnvironmentProblem(
             f"{python} printed {lines[-1][:80]!r} where a Python with torch prints torch's "
@@ -144,6 +190,7 @@ def _layout(python: Path) -> dict[str, Any] | None:
     try:
         info = json.loads(result.stdout.strip().splitlines()[-1])
         Version(info["version"])
+        info.update(torch_source_facts(info["torch_file"]))
     except (ValueError, IndexError, KeyError, TypeError, InvalidVersion):
         return None  # no torch, or not a Python: the full probe says which, in its words
     return info if isinstance(info, dict) and result.returncode == 0 else None
@@ -185,6 +232,8 @@ def _env(python: Path, info: dict[str, Any]) -> TorchEnv:
         python_version=info["python_version"],
         ext_suffix=info["ext_suffix"],
         cxx11_abi=int(info["cxx11_abi"]),
+        cxx_std=int(info.get("cxx_std", DEFAULT_CXX_STD)),
+        cuda_include_dirs=tuple(Path(p) for p in info.get("cuda_include_dirs", [])),
         watch=tuple(str(p) for p in _watched(python, info)),
     )
 

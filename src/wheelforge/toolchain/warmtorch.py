@@ -43,12 +43,19 @@ try:
 except OSError:
     pass
 import torch
-from torch.utils import cpp_extension as ce
+try:
+    from torch.utils import cpp_extension as ce
+    include_dirs, library_dirs = ce.include_paths("cpu"), ce.library_paths("cpu")
+except ImportError:  # torch 2.10's cpp_extension imports setuptools, which may not be there
+    root = os.path.dirname(torch.__file__)
+    include = os.path.join(root, "include")
+    include_dirs = [include, os.path.join(include, "torch", "csrc", "api", "include")]
+    library_dirs = [os.path.join(root, "lib")]
 print(sys.argv[2] + json.dumps({
     "version": torch.__version__,
     "cuda": torch.version.cuda,
-    "include_dirs": ce.include_paths("cpu"),
-    "library_dirs": ce.library_paths("cpu"),
+    "include_dirs": include_dirs,
+    "library_dirs": library_dirs,
     "python_include": sysconfig.get_paths()["include"],
     "python_version": "%d.%d" % sys.version_info[:2],
     "ext_suffix": sysconfig.get_config_var("EXT_SUFFIX"),

@@ -1,6 +1,6 @@
 """A wheel's tags agree with its binaries: the glibc symbol versions they need are within the
 manylinux tag, their machine is the platform tag's, and an abi3 wheel names its modules
-``*.abi3.so``."""
+``*.abi3.so``. (Wheels of both ABIs: an unstable-ABI wheel's one-CPython tag has no abi3 floor.)"""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ RULE = Rule(
     doc="tags agree with binaries: glibc symbol versions vs the `manylinux_X_Y` tag, ELF machine "
     "vs the platform tag, extension modules named `*.cpython-3XX-*.so` inside an abi3 wheel",
     source="the binary, the wheel name",
-    flavours=frozenset({"stable"}),
+    flavours=frozenset({"stable", "unstable"}),  # an unstable wheel's tags are no abi3 ones
     roles=frozenset({"extension", "library", "program"}),
     needs=frozenset({"symbols"}),
     order=60,

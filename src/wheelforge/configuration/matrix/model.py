@@ -499,9 +499,9 @@ class Matrix:
     )
     torch: TorchSpec = field(
         metadata=key(
-            "the torch versions the wheel is for: a version, a range, or a list; the lowest is the stable-ABI target",
+            "the torch versions the wheel is for: a version, a range, or a list; the lowest is the stable-ABI target; `installed` (unstable ABI): the build Python's own torch, no pip",
             shape=Scalars,
-            words="version, range or list",
+            words="version, range, list or `installed`",
         )
     )
     arch_sets: tuple[ArchSet, ...] = field(
@@ -540,6 +540,18 @@ class Matrix:
             shape=Scalars,
             words="`auto` or list of releases",
             default="auto",
+        ),
+    )
+    # where the wheels of several CUDA releases go ("auto": CUDA_INDEX_AUTO)
+    cuda_index: Literal["auto", "folders", "local-version"] = field(
+        default="auto",
+        metadata=key(
+            "where wheels of several CUDA releases go: `folders` (one index folder per release, "
+            "`dist/cu124/`, `dist/cu130/`, as torch publishes), `local-version` (one folder, the "
+            "release in each wheel's local version, `+cu124`), `auto` (folders when the matrix's "
+            "toolkits span CUDA majors, else local-version) (docs/toolkits.md)",
+            name="cuda-index",
+            words="`auto`, `folders` or `local-version`",
         ),
     )
     size_budget: int = field(  # bytes per wheel

@@ -31,7 +31,7 @@ from wheelforge.configuration.matrix.model import (
     Matrix,
     TestsConfig,
 )
-from wheelforge.configuration.matrix.modelreader import KeyReader
+from wheelforge.configuration.matrix.modelreader import KeyReader, Section
 from wheelforge.configuration.matrix.packagereader import PackageReader
 from wheelforge.configuration.matrix.pyproject import project_for
 from wheelforge.configuration.matrix.steps import StepsReader
@@ -40,11 +40,13 @@ from wheelforge.configuration.matrix.torchspec import (
     TorchSpec,
     parse_torch_spec,
 )
-from wheelforge.foundation import fsutil
+from wheelforge.foundation import fsutil, log
 from wheelforge.foundation.errors import ConfigError
 
-# torch needs CPython 3.10 or newer (torch 2.9+), so no abi3 floor below cp310 makes sense.
+# torch needs CPython 3.10 or newer (torch 2.9+): an abi3 floor below cp310 is valid, but warned of.
 OLDEST_PYTHON_MINOR = 10
+# The limited API (abi3) began with CPython 3.2 (PEP 384): the oldest floor a wheel can name.
+OLDEST_LIMITED_API_MINOR = 2
 
 
 class MatrixReader(ExtensionsReader, StepsReader, PackageReader):
@@ -168,10 +170,11 @@ class MatrixReader(ExtensionsReader, StepsReader, PackageReader):
         value = self.choice(tuple(ABIS))(node, where)
         if value is not None and ABIS[value].per_torch and self.torch_read is not None:
             torch_node, torch = self.torch_read
-            if torch is not None and not torch.versions:
+            if torch is not None and not torch.versions and not torch.installed:
                 self.problems.add(
                     torch_node,
-                    "torch: an unstable-ABI matrix builds once per torch version, so list them, e.g. ['2.13.0', '2.14.1']",
+                    "torch: an unstable-ABI matrix builds once per torch version, so list them, e.g. "
+                    "['2.13.0', '2.14.1'], or write 'installed' for the build Python's torch",
                 )
         return value
 
@@ -184,12 +187,24 @@ class MatrixReader(ExtensionsReader, StepsReader, PackageReader):
                 f"{where} must name the oldest CPython of the abi3 wheel, like 'cp310', got '{value}'",
             )
             return None
-        if value is not None and match is not None and int(match[1]) < OLDEST_PYTHON_MINOR:
+        if value is None or match is None:
+            return value
+        minor = int(match[1])
+        if minor < OLDEST_LIMITED_API_MINOR:
             self.problems.add(
                 node,
-                f"{where} '{value}' is older than any Python torch runs on (3.{OLDEST_PYTHON_MINOR}+); use 'cp3{OLDEST_PYTHON_MINOR}'",
+                f"{where} '{value}' is older than the limited API (CPython 3.{OLDEST_LIMITED_API_MINOR}, PEP 384); "
+                f"write 'cp3{OLDEST_LIMITED_API_MINOR}' or newer, e.g. 'cp3{OLDEST_PYTHON_MINOR}'",
             )
             return None
+        if minor < OLDEST_PYTHON_MINOR:
+            # Valid (pytorch/extension-cpp writes Py_LIMITED_API=0x03090000) and harmless: the
+            # wheel's tag admits Pythons torch itself does not install on.
+            line = node.start_mark.line + 1
+            log.warning(
+                f"{self.problems.display}:{line}: {where} '{value}' is older than any Python torch runs on "
+                f"(3.{OLDEST_PYTHON_MINOR}+): the wheel is tagged {value}-abi3, but only 3.{OLDEST_PYTHON_MINOR}+ can install torch"
+            )
         return value
 
     def tests(self, node: yaml.Node, where: str) -> TestsConfig | None:
@@ -197,7 +212,9 @@ class MatrixReader(ExtensionsReader, StepsReader, PackageReader):
         torch = self.torch_read[1] if self.torch_read is not None else None
         if read is not None and "torch" not in read.values:
             # the default: the matrix's torch list, or the lowest version of its range
+            # (none for `torch: installed`: the test runs borrow a torch, --torch-from)
             default = [str(v) for v in torch.versions] or [str(torch.lowest)] if torch else []
+            default = [] if torch and torch.installed else default
             read.values["torch"] = tuple(default)
         return self.build(TestsConfig, read)
 
@@ -218,6 +235,19 @@ class MatrixReader(ExtensionsReader, StepsReader, PackageReader):
             self.problems.add(node, f"{where} must contain {{path}}, where the test folder goes")
         return words or None
 
+    def installed_needs_unstable(self, read: Section) -> None:
+        """`torch: installed` names no version to target: the unstable ABI's only."""
+        torch = read.values.get("torch")
+        flavour = ABIS.get(str(read.values.get("abi") or "stable"))
+        if flavour is None or flavour.per_torch or not isinstance(torch, TorchSpec):
+            return
+        if torch.installed:
+            self.problems.add(
+                read.items["torch"][1],
+                "torch: 'installed' is for the unstable ABI (abi: unstable); a stable-ABI wheel "
+                "targets a version: write the lowest torch it loads on, e.g. '>=2.10'",
+            )
+
     def read(self, node: yaml.Node | None) -> Matrix:
         if node is None:
             raise ConfigError(f"{self.problems.display} is empty; see docs/matrix.md for its keys")
@@ -227,6 +257,7 @@ class MatrixReader(ExtensionsReader, StepsReader, PackageReader):
         if read is None:
             self.problems.raise_if_any()
             raise AssertionError  # unreachable: mapping() recorded a problem
+        self.installed_needs_unstable(read)
         flavour = ABIS.get(str(read.values.get("abi")))
         if flavour is not None and not flavour.abi3 and "python-abi" in read.items:
             self.problems.add(

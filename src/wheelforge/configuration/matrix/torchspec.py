@@ -9,6 +9,9 @@ from packaging.version import InvalidVersion, Version
 
 # The oldest torch whose headers support TORCH_TARGET_VERSION (torch/csrc/stable/version.h).
 OLDEST_STABLE_TARGET = Version("2.9")
+# `torch: installed`: an unstable-ABI build compiles against the build Python's own torch (no pip,
+# no network), as a release box or a Docker image with torch baked in has it.
+INSTALLED = "installed"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -19,6 +22,7 @@ class TorchSpec:
     specifier: SpecifierSet
     versions: tuple[Version, ...]
     lowest: Version
+    installed: bool = False  # `torch: installed`: the build Python's torch, whichever it is
 
     @property
     def target(self) -> tuple[int, int]:
@@ -41,7 +45,8 @@ class TorchSpec:
 
 
 def parse_torch_spec(value: str | list[str]) -> TorchSpec:
-    """Parse ``">=2.10"`` / ``">=2.10,<2.15"`` / ``"2.10"`` or a list of versions.
+    """Parse ``">=2.10"`` / ``">=2.10,<2.15"`` / ``"2.10"``, a list of versions, or
+    ``installed`` (the build Python's torch, for the unstable ABI).
     Raises ValueError with a message that says what to write instead."""
     if isinstance(value, list):
         if not value:
@@ -60,6 +65,10 @@ def parse_torch_spec(value: str | list[str]) -> TorchSpec:
         spec = SpecifierSet(f">={ordered[0]}")
         return TorchSpec(text=", ".join(value), specifier=spec, versions=ordered, lowest=ordered[0])
     text = value.strip()
+    if text == INSTALLED:
+        # No version to target: the reader refuses it for the stable ABI.
+        return TorchSpec(text=text, specifier=SpecifierSet(), versions=(),
+                         lowest=OLDEST_STABLE_TARGET, installed=True)  # fmt: skip
     try:
         single = Version(text)
     except InvalidVersion:

@@ -109,6 +109,13 @@ class WheelDoc:
             "its own sha256 is inputs.sha256 in the wheel's wheelforge-build.json"
         ),
     )
+    index: str | None = field(
+        default=None,
+        metadata=doc(
+            "the index folder it went to in the output folder (cuda-index), the package index it "
+            "belongs in: cu124; null: the output folder itself"
+        ),
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -254,6 +261,7 @@ def variant_doc(v: VariantResult | VariantFailure, target: Version2) -> VariantD
         import_check="; ".join(v.import_check) if v.import_check is not None else None,
         reproducible=v.reproducible,
         inputs=str(v.inputs) if v.inputs else None,
+        index=v.index,
     )
     compiled = CompileDoc(
         sources=v.sources,

@@ -57,6 +57,11 @@ class CheckedBinaryDoc:
     violations: tuple[Violation, ...] = field(
         metadata=doc("each as binaries/rule.Violation writes itself (the build report's too)")
     )
+    abi: str = field(
+        default="stable",
+        metadata=doc("whose rules judged it: stable, or unstable (a classic extension's wheel)"),
+    )
+    rules: tuple[str, ...] = field(default=(), metadata=doc("the ids of the rules applied"))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -136,6 +141,8 @@ def binary_doc(c: BinaryCheck) -> CheckedBinaryDoc:
             inferred=version_text(c.python_floor), declared=version_text(c.declared_python)
         ),
         violations=c.violations,
+        abi=c.flavour,
+        rules=c.rules,
     )
 
 

@@ -21,7 +21,14 @@ class VariantDoc:
     cuda: str = field(metadata=doc("the CUDA release: 13.0"))
     provisioned: bool = field(metadata=doc("the toolkit is to be provisioned (none was found)"))
     local_label: str | None = field(
-        metadata=doc("the wheel's local version label; null: the matrix has one variant")
+        metadata=doc("the wheel's local version label; null: the only wheel of its folder")
+    )
+    index: str | None = field(
+        default=None,
+        metadata=doc(
+            "the index folder its wheel goes to inside the output folder (cuda-index): cu124; "
+            "null: the output folder itself"
+        ),
     )
 
 
@@ -41,6 +48,7 @@ class GithubJob:
     variant: str
     archs: str
     cuda: str
+    index: str  # the index folder (cu124), "" for the output folder itself
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,6 +69,7 @@ def variants_document(variants: Sequence[Variant]) -> VariantsDocument:
                 cuda=v.choice.release,
                 provisioned=v.choice.toolkit is None,
                 local_label=v.local_label,
+                index=v.index,
             )
             for v in variants
         )
@@ -70,6 +79,9 @@ def variants_document(variants: Sequence[Variant]) -> VariantsDocument:
 def github_matrix(variants: Sequence[Variant]) -> GithubMatrix:
     return GithubMatrix(
         include=tuple(
-            GithubJob(variant=v.id, archs=str(v.arch_set), cuda=v.choice.release) for v in variants
+            GithubJob(
+                variant=v.id, archs=str(v.arch_set), cuda=v.choice.release, index=v.index or ""
+            )
+            for v in variants
         )
     )

@@ -9,7 +9,7 @@ import time
 from wheelforge.configuration import abi
 from wheelforge.configuration.settings import BuildSettings
 from wheelforge.foundation import locks, log
-from wheelforge.packaging import wheel_variants
+from wheelforge.packaging import simpleindex, wheel_variants
 from wheelforge.planning import variants
 from wheelforge.planning.planner import plan_all, plan_inputs
 from wheelforge.planning.variants import Variant
@@ -59,6 +59,9 @@ def _run_build(settings: BuildSettings, chosen: list[Variant], start: float) -> 
                 reproduce.verify(o, p, inputs, settings) if isinstance(o, VariantResult) else o
                 for o, p in zip(outcomes, plans, strict=True)
             ]
+    # Each CUDA release's index folder (cuda-index: folders) is a package index pip can use.
+    for folder in sorted({p.out_dir for p in plans if p.variant.index}):
+        simpleindex.write(folder, m.package.name, m.package.wheel_name)
     index = None
     if m.variant_wheels:
         # The whole output folder: variants built by other jobs and collected here count too.

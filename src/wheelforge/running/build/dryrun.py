@@ -27,7 +27,9 @@ class PlannedVariant:
 
 
 def dry_run(settings: BuildSettings) -> list[PlannedVariant]:
-    chosen = selected(settings, toolkit.discover(cache=settings.cache_dir))
+    chosen = selected(
+        settings, toolkit.discover(cache=settings.cache_dir, pythons=(settings.python,))
+    )
     planned = []
     for v in chosen:
         common = {

@@ -8,13 +8,14 @@ import contextlib
 from collections.abc import Sequence
 from pathlib import Path
 
+from wheelforge.configuration import abi
 from wheelforge.configuration.settings import BuildSettings
 from wheelforge.foundation import locks
-from wheelforge.planning import variants
+from wheelforge.planning import buildtorch, variants
 from wheelforge.planning.plan import VariantPlan
 from wheelforge.planning.variants import Variant
 from wheelforge.running.build.preflight import preflight
-from wheelforge.toolchain import envs, provision, toolkit
+from wheelforge.toolchain import envs, provision, toolkit, torchprobe
 from wheelforge.toolchain.choice import ensure_toolkit
 
 
@@ -32,7 +33,7 @@ def resolve_variants(settings: BuildSettings, *, probe: bool = False) -> list[Va
     that can be refused without a compiler is refused here, before anything is downloaded or
     compiled; with *probe*, the folders the build writes are then probed (preflight.py), still
     before any download."""
-    found = toolkit.discover(cache=settings.cache_dir)
+    found = toolkit.discover(cache=settings.cache_dir, pythons=(settings.python,))
     chosen = selected(settings, found)
 
     def ready(v: Variant) -> Variant:
@@ -54,8 +55,24 @@ def resolve_variants(settings: BuildSettings, *, probe: bool = False) -> list[Va
 
 
 def selected(settings: BuildSettings, found: Sequence[toolkit.Toolkit]) -> list[Variant]:
-    """The matrix's variants that ``--only`` keeps, each with a toolkit in *found* or a recipe."""
-    return variants.select(variants.expand(settings.matrix, found), settings.only)
+    """The matrix's variants that ``--only`` keeps, each with a toolkit in *found* or a recipe.
+    With an installed torch (--torch-from, `torch: installed`), the variants for its version,
+    less those of another CUDA major than it (buildtorch.pairs), before anything is provisioned."""
+    torch = installed_torch(settings)
+    installed = (str(torch.version), settings.torch_from) if torch and settings.torch_from else None
+    chosen = variants.select(variants.expand(settings.matrix, found, installed), settings.only)
+    if installed is None or torch is None or not abi.of(settings.matrix.abi).per_torch:
+        return chosen
+    return buildtorch.pairs(chosen, {installed: torch})
+
+
+def installed_torch(settings: BuildSettings) -> torchprobe.TorchEnv | None:
+    """The torch an unstable-ABI build borrows (--torch-from, `torch: installed`), None when
+    the build makes environments of its own. The answer is cached while the interpreter's files
+    are unchanged (torchprobe)."""
+    if settings.torch_from is None:
+        return None
+    return torchprobe.probe_torch(settings.torch_from, cache=settings.cache_dir)
 
 
 def using_cached(plans: Sequence[VariantPlan], cache_dir: Path) -> contextlib.ExitStack:

@@ -69,6 +69,9 @@ class VariantResult:
     # The list of every file the compiles read (packaging/provenance.py), beside the build: its
     # sha256 is the one in the wheel's build info.
     inputs: Path | None = None
+    index: str | None = (
+        None  # the index folder it was published to (cu124); None: the output folder
+    )
 
 
 @dataclass(frozen=True, kw_only=True)

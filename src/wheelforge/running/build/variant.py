@@ -126,11 +126,12 @@ def _build_variant(
         title = f"{plan.variant.id}: pack, repair and check the wheel"
         with log.group(title), log.step(title):
             done = _pack_and_publish(plan, contents, settings, stages, null=null, kept=kept)
-        stamp.write(plan.build_dir, digest=digest, wheel=done.wheel)
+        stamp.write(plan.build_dir, digest=digest, wheel=done.wheel, index=plan.variant.index)
         reuse.remember_verification(done.wheel, plan, done.found, done.import_check)
     published, found, reused = done.wheel, done.found, reusable is not None
     assert stages.size is not None  # _check sets it
     return VariantResult(
+        index=variant.index,
         variant_id=variant.id,
         arch_set=variant.arch_set,
         toolkit=str(variant.toolkit.version),
