@@ -3,12 +3,14 @@
 # its own repository (fetched mirrors: `fetch github:OWNER/NAME` gives /work/.mirror/OWNER+NAME/repo),
 # then built and checked with no edit. One project per call, into a scratch folder:
 #
-#     bash tools/init_gallery.sh fa3|xformers|activation|punica|fht|megablocks|fast_rnnt  [SCRATCH]
+#     bash tools/init_gallery.sh fa3|xformers|activation|punica|scatter|fht|megablocks|fast_rnnt  [SCRATCH]
 #
 # fa3 and xformers are git clones with their CUTLASS submodule checked out (sparse: the mirrors
 # lack some media blobs), so init finds CUTLASS as a header library and the build reads its
 # commit; fa3 drops hopper/instantiations/*.cu first (FA3_GENERATED=keep keeps them), so init
 # finds generate_kernels.py writes them and makes it a generate step.
+#
+# BUILD=0 runs init only (what it writes and its "needs a hand" list).
 #
 # WF: the wheelforge to run (default: .venv/bin/wheelforge); WF312: a wheelforge installed in a
 # Python 3.12 venv with setuptools and wheel and no torch (fht and fast_rnnt build for torch
@@ -51,7 +53,8 @@ submodule() {  # submodule CHECKOUT PATH MIRROR-NAME SPARSE-PATHS...: PATH at th
     git -C "$top/$path" checkout -q "$(git -C "$top" ls-tree HEAD "$path" | awk '{print $3}')"
 }
 
-build_and_check() {  # in the project folder
+build_and_check() {  # in the project folder; BUILD=0: init only
+    [ "${BUILD:-1}" = 0 ] && return 0
     time "$@" build
     "$@" check dist/*.whl || echo "check: exit $?"
 }
@@ -90,11 +93,22 @@ punica)
     "$WF" init --archs 9.0 .
     build_and_check "$WF"
     ;;
+scatter)
+    # several shared objects in one wheel: torch_scatter's four CUDA operator libraries
+    # (FORCE_ONLY_CUDA=1: its switch for the CUDA ones only), each kind: library; unstable ABI:
+    # the build uses the CUDA torch 2.13 environment of the cache
+    pip download -q --no-deps --no-binary :all: -d "$SCRATCH" torch-scatter==2.1.2
+    rm -rf "$SCRATCH/torch_scatter-2.1.2"
+    tar -xzf "$SCRATCH/torch_scatter-2.1.2.tar.gz" -C "$SCRATCH"
+    cd "$SCRATCH/torch_scatter-2.1.2"
+    FORCE_ONLY_CUDA=1 "$WF" init --archs 9.0 .
+    build_and_check "$WF"
+    ;;
 fht)
     checkout Dao-AILab+fast-hadamard-transform e7706fa "$SCRATCH/fht"
     cd "$SCRATCH/fht"
     "$WF312" init --torch 2.11.0 --archs 9.0 .
-    time env -u PIP_FIND_LINKS "$WF312" build --cache-dir "$CACHE"
+    [ "${BUILD:-1}" = 0 ] || time env -u PIP_FIND_LINKS "$WF312" build --cache-dir "$CACHE"
     ;;
 megablocks)
     checkout databricks+megablocks 78eea65 "$SCRATCH/megablocks"
@@ -105,7 +119,7 @@ megablocks)
     # A CUDA 12.4 provisioned in the user cache, seen from $CACHE (which holds the CUDA torch).
     mkdir -p "$CACHE/toolkits"
     ln -sfn ~/.cache/wheelforge/toolkits/cuda-12.4-debian "$CACHE/toolkits/cuda-12.4-debian"
-    time env -u PIP_FIND_LINKS "$WF312" build --cache-dir "$CACHE"
+    [ "${BUILD:-1}" = 0 ] || time env -u PIP_FIND_LINKS "$WF312" build --cache-dir "$CACHE"
     ;;
 fast_rnnt)
     checkout k2-fsa+fast_rnnt 83e4637 "$SCRATCH/fast_rnnt"
@@ -118,10 +132,10 @@ fast_rnnt)
         --cmake-arg=-DFT_BUILD_TESTS=OFF \
         --cmake-arg=-DFETCHCONTENT_SOURCE_DIR_PYBIND11="$SCRATCH/pybind11-2.6.0" \
         --cmake-arg=-DCUDA_nvrtc_LIBRARY="$NVRTC" .
-    time env -u PIP_FIND_LINKS "$WF312" build --cache-dir "$CACHE"
+    [ "${BUILD:-1}" = 0 ] || time env -u PIP_FIND_LINKS "$WF312" build --cache-dir "$CACHE"
     ;;
 *)
-    echo "usage: $0 fa3|xformers|activation|punica|fht|megablocks|fast_rnnt [SCRATCH]" >&2
+    echo "usage: $0 fa3|xformers|activation|punica|scatter|fht|megablocks|fast_rnnt [SCRATCH]" >&2
     exit 2
     ;;
 esac
