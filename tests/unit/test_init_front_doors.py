@@ -246,6 +246,16 @@ def test_a_build_toml_gives_sources_archs_torch_and_the_generated_files(tmp_path
     assert {"files": "act/act_sm90.cu", "archs": "9.0a"} in written["extension"]["sources"]
 
 
+def test_archs_replace_kernel_builders_default_capabilities_and_their_note(tmp_path: Path) -> None:
+    build = buildtoml.read_build_toml(kernel_project(tmp_path))
+    default = render(build, InitChoices())
+    assert any(d.startswith("arch-sets: kernel-builder's default") for d in default.done)
+    assert yaml.safe_load(default.text)["arch-sets"]["default"] != "9.0"
+    chosen = render(build, InitChoices(archs="9.0"))
+    assert yaml.safe_load(chosen.text)["arch-sets"] == {"default": "9.0"}
+    assert not any(d.startswith("arch-sets:") for d in chosen.done)
+
+
 def test_init_writes_a_build_tomls_generated_files_once(tmp_path: Path) -> None:
     root = kernel_project(tmp_path)
     request = adopt.InitRequest(root=root, python=Path(sys.executable))

@@ -220,6 +220,8 @@ class _Writer:
 
     def arch_sets(self) -> str:
         if self.choices.archs:
+            # --archs replaces the arch set the project gave: its front door's account goes
+            self.done[:] = [d for d in self.done if not d.startswith("arch-sets:")]
             return "\n" + _dump("arch-sets", {"default": self.choices.archs})
         found = merge_archs(*(e.archs for e in self.build.extensions))
         if found:
