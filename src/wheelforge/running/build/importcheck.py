@@ -121,33 +121,40 @@ def warn_if_torch_not_imported_first(plan: VariantPlan) -> None:
 
 
 def _warn_for(ext: ExtensionConfig, plan: VariantPlan) -> None:
-    if "." not in ext.name:
-        return
-    parent = ext.name.rsplit(".", 1)[0]
-    init = next(
-        (
-            folder.parent / parent.replace(".", "/") / "__init__.py"
+    """A module inside a package is checked in its package's ``__init__.py``; a top-level one
+    (fast_rnnt's ``_fast_rnnt``, imported by ``fast_rnnt/__init__.py``) in every package's."""
+    if "." in ext.name:
+        parent = ext.name.rsplit(".", 1)[0]
+        inits = [
+            (folder.parent / parent.replace(".", "/") / "__init__.py", parent)
             for folder in plan.wheel.package.packages
             if folder.name == parent.split(".")[0]
-        ),
-        None,
-    )
-    if init is None or not init.is_file():
-        return
+        ][:1]
+    else:
+        inits = [(folder / "__init__.py", folder.name) for folder in plan.wheel.package.packages]
+    for init, package in inits:
+        if _warned(init, package, ext):
+            return
+
+
+def _warned(init: Path, package: str, ext: ExtensionConfig) -> bool:
+    if not init.is_file():
+        return False
     try:
         tree = ast.parse(init.read_text(encoding="utf-8"))
     except (SyntaxError, OSError, UnicodeDecodeError):
-        return
+        return False
     for node in tree.body:
         names = _imported(node)
         if "torch" in names:
-            return
+            return False
         if ext.leaf in names or ext.name in names:
             log.warning(
-                f"{init} imports {ext.name} before torch: 'import {parent}' will fail with "
-                "'libc10.so: cannot open shared object file'; put 'import torch' first"
+                f"{init} imports {ext.name} before torch: 'import {package}' will fail "
+                "with 'libc10.so: cannot open shared object file'; put 'import torch' first"
             )
-            return
+            return True
+    return False
 
 
 def _imported(node: ast.stmt) -> set[str]:
