@@ -329,6 +329,33 @@ def test_cmakes_downloads_are_refused_with_the_flag_that_replaces_them(tmp_path:
     assert not (tmp_path / "matrix.yaml").exists()
 
 
+def test_a_download_message_for_a_dependency_given_a_folder_is_not_reported(tmp_path: Path) -> None:
+    # fast_rnnt's cmake/pybind11.cmake: message("Downloading pybind11") before a populate that
+    # takes the folder given with -DFETCHCONTENT_SOURCE_DIR_PYBIND11
+    if shutil.which("cmake") is None:
+        pytest.skip("needs cmake")
+    project, dep = tmp_path / "proj", tmp_path / "dep"
+    for name, text in {
+        "proj/CMakeLists.txt": "cmake_minimum_required(VERSION 3.18)\nproject(dl LANGUAGES CXX)\n"
+        "include(FetchContent)\nFetchContent_Declare(dep URL https://example.com/dep.tar.gz)\n"
+        "FetchContent_GetProperties(dep)\nif(NOT dep_POPULATED)\n"
+        '  message(STATUS "Downloading dep")\n  FetchContent_Populate(dep)\nendif()\n'
+        'add_library(_dl MODULE m.cpp)\nset_target_properties(_dl PROPERTIES PREFIX "")\n',
+        "proj/m.cpp": "// module\n",
+        "proj/dl/__init__.py": "from . import _dl\n",
+        "dep/README": "the dependency's sources\n",
+    }.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    run = wheelforge(
+        "init", "--from", "cmake", "--torch", "2.13.0", f"--cmake-arg=-DFETCHCONTENT_SOURCE_DIR_DEP={dep}",
+        cwd=project,
+    )  # fmt: skip
+    assert run.code == 0, run.err
+    assert "Downloading dep" not in run.out + run.err
+    assert yaml.safe_load((project / "matrix.yaml").read_text())["extension"]["name"] == "dl._dl"
+
+
 # -- several shared objects, a header library and a generator, captured then built ----------------
 
 TRIO_SETUP = """\

@@ -273,6 +273,15 @@ def test_init_writes_a_build_tomls_generated_files_once(tmp_path: Path) -> None:
 # -- CMake's compile commands -------------------------------------------------------------------
 
 
+def test_a_download_message_for_a_dependency_given_a_folder_is_no_refusal() -> None:
+    output = "-- Downloading pybind11\n-- pybind11 is downloaded to /src/pybind11\n-- Downloading cutlass\n"
+    assert cmake.download_lines(output, {"pybind11"}) == ["-- Downloading cutlass"]
+    assert cmake.download_lines(output, set()) == [
+        "-- Downloading pybind11",
+        "-- Downloading cutlass",
+    ]
+
+
 def test_a_compile_command_without_cmakes_plumbing(tmp_path: Path) -> None:
     entry = {
         "directory": str(tmp_path / "build"),
