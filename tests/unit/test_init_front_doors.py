@@ -15,6 +15,7 @@ import yaml
 
 from wheelforge.configuration.archs import parse_arch_list
 from wheelforge.configuration.importers import buildtoml, cmake
+from wheelforge.configuration.importers.buildsteps import BuildSteps
 from wheelforge.configuration.importers.captured import (
     CapturedBuild,
     CapturedExtension,
@@ -353,3 +354,14 @@ def test_what_the_tests_import_becomes_their_requirements(tmp_path: Path) -> Non
     assert not any("mtia" in h for h in result.hand)  # its try/except ImportError guards it
     result = render(build, InitChoices(torch=("2.13.0",)))
     assert "tests: they import composer; add the distributions" in " ".join(result.hand)
+
+
+def test_a_cmdclass_that_fetches_is_named_with_its_call_closed(tmp_path: Path) -> None:
+    source = "class Fetching:\n    def run(self):\n        urllib.request.urlretrieve(url, name)\n"
+    record = {
+        "cmdclass": [
+            {"name": "bdist_wheel", "class": "Fetching", "overrides": ["run"], "source": source}
+        ]
+    }
+    [refusal] = BuildSteps(tmp_path, record).commands()
+    assert refusal.detail == "cmdclass bdist_wheel=Fetching fetches (urlretrieve(...))"
