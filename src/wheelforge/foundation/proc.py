@@ -127,11 +127,13 @@ def stream(
     hint: str,
     on_line: Callable[[str], None],
     env: Mapping[str, str] | None = None,
+    on_start: Callable[[int], None] | None = None,
     cwd: Path | None = None,
 ) -> Result:
     """Run a program, handing each line of its output (stderr merged into stdout) to *on_line*
     as it comes; the whole output is in the result's ``stdout``. Not checked: the caller reads
-    the exit code, as a failing compile needs its own message."""
+    the exit code, as a failing compile needs its own message. *on_start* gets the program's
+    pid, which is also its session's id (everything it starts stays in that session)."""
     full_env = None if env is None else {**os.environ, **env}
     lines: list[str] = []
     argv, child = _spawn(
@@ -145,6 +147,8 @@ def stream(
     )
     with child:
         try:
+            if on_start is not None:
+                on_start(child.pid)
             assert child.stdout is not None  # stdout=PIPE above
             for line in child.stdout:
                 lines.append(line)
