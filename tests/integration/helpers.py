@@ -170,3 +170,32 @@ def tiny(
     (root / "pyproject.toml").write_text(pyproject)
     (root / "matrix.yaml").write_text(matrix.format(extra_flags=extra_flags))
     return root
+
+
+# The compile-cache tests' project (test_compile_cache.py, test_sccache_dist.py): one kernel,
+# one C++ file, the module init.
+ONE_KERNEL = """\
+#include <cstdio>
+__global__ void scale(float* x, float a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] *= a;
+}
+void launch_scale(float* x, float a, int n) { scale<<<(n + 255) / 256, 256>>>(x, a, n); }
+"""
+ONE_KERNEL_MATRIX = """\
+package: {name: tiny, version: '1.0', packages: [tiny]}
+extension: {name: tiny._C, sources: [csrc/*.cpp, csrc/*.cu]}
+torch: '>=2.10'
+arch-sets: '8.0'
+"""
+
+
+def one_kernel_project(root: Path) -> Path:
+    """A one-kernel project: a fresh clone of the same sources wherever it is written."""
+    (root / "tiny").mkdir(parents=True)
+    (root / "tiny" / "__init__.py").write_text("")
+    (root / "csrc").mkdir()
+    (root / "csrc" / "scale.cu").write_text(ONE_KERNEL)
+    (root / "csrc" / "ops.cpp").write_text("int tiny_answer() { return 42; }\n")
+    (root / "matrix.yaml").write_text(ONE_KERNEL_MATRIX)
+    return root

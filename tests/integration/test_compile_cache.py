@@ -3,6 +3,7 @@ server as the remote cache of sccache and ccache, and the freshness stamp."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -15,46 +16,25 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.helpers import needs_nvcc
+from tests.integration.helpers import ONE_KERNEL, needs_nvcc
+from tests.integration.helpers import one_kernel_project as tiny_project
 
 pytestmark = needs_nvcc
 
 BIN = Path(sys.executable).parent
-KERNEL = """\
-#include <cstdio>
-__global__ void scale(float* x, float a, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) x[i] *= a;
-}
-void launch_scale(float* x, float a, int n) { scale<<<(n + 255) / 256, 256>>>(x, a, n); }
-"""
-MATRIX = """\
-package: {name: tiny, version: '1.0', packages: [tiny]}
-extension: {name: tiny._C, sources: [csrc/*.cpp, csrc/*.cu]}
-torch: '>=2.10'
-arch-sets: '8.0'
-"""
 STATS_RE = re.compile(r"compile cache (\w+): (\d+) hit\(s\), (\d+) miss\(es\).* for (\d+) compile")
-
-
-def tiny_project(root: Path) -> Path:
-    """A one-kernel project: a fresh clone of the same sources wherever it is written."""
-    (root / "tiny").mkdir(parents=True)
-    (root / "tiny" / "__init__.py").write_text("")
-    (root / "csrc").mkdir()
-    (root / "csrc" / "scale.cu").write_text(KERNEL)
-    (root / "csrc" / "ops.cpp").write_text("int tiny_answer() { return 42; }\n")
-    (root / "matrix.yaml").write_text(MATRIX)
-    return root
 
 
 def build(
     root: Path, *args: str, env: dict[str, str]
 ) -> tuple[str, tuple[str, int, int, int] | None]:
     proc = subprocess.run(
-        [sys.executable, "-m", "wheelforge", "build", *args], cwd=root, capture_output=True,
-        text=True, env={**os.environ, "COLUMNS": "300", **env},
-    )  # fmt: skip
+        [sys.executable, "-m", "wheelforge", "build", *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "300", **env},
+    )
     assert proc.returncode == 0, proc.stderr
     out = proc.stderr + proc.stdout  # steps on stderr, the summary on stdout
     m = STATS_RE.search(out)
@@ -82,7 +62,7 @@ def test_ccache_serves_a_fresh_clone_in_another_folder(tmp_path: Path) -> None:
 def test_no_op_stamp_sees_a_changed_header(tmp_path: Path) -> None:
     root = tiny_project(tmp_path / "p")
     (root / "csrc" / "scale.h").write_text("#pragma once\n")
-    (root / "csrc" / "scale.cu").write_text('#include "scale.h"\n' + KERNEL)
+    (root / "csrc" / "scale.cu").write_text('#include "scale.h"\n' + ONE_KERNEL)
     env = {"WHEELFORGE_COMPILE_CACHE": "none"}
     build(root, env=env)
     err, _ = build(root, env=env)
@@ -102,10 +82,26 @@ def redis_url(tmp_path: Path) -> Iterator[str]:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     proc = subprocess.Popen(
-        [server, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no",
-         "--maxmemory", "256mb", "--maxmemory-policy", "allkeys-lru", "--dir", str(tmp_path)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        [
+            server,
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--maxmemory",
+            "256mb",
+            "--maxmemory-policy",
+            "allkeys-lru",
+            "--dir",
+            str(tmp_path),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 10
         while True:
@@ -158,26 +154,65 @@ def test_remote_redis_cache_feeds_clones_with_an_empty_local_cache(
     assert c_cold == ("ccache", 0, 3, 3) and c_warm == ("ccache", 3, 0, 3)
     assert wheel_bytes(a) == wheel_bytes(b)
     with capsys.disabled():
-        print(f"\nsccache+redis: cold {cold} in {cold_s:.1f}s, clone {warm} in {warm_s:.1f}s; "
-              f"ccache+redis: cold {c_cold} in {c_cold_s:.1f}s, clone {c_warm} in {c_warm_s:.1f}s")  # fmt: skip
+        print(
+            f"\nsccache+redis: cold {cold} in {cold_s:.1f}s, clone {warm} in {warm_s:.1f}s; "
+            f"ccache+redis: cold {c_cold} in {c_cold_s:.1f}s, clone {c_warm} in {c_warm_s:.1f}s"
+        )
+
+
+def _cache_detail(report: Path) -> dict[str, int]:
+    (variant,) = json.loads(report.read_text())["variants"]
+    return dict(variant["compile"]["cache"]["detail"])
 
 
 def test_sccache_adding_an_arch_compiles_only_that_arch(tmp_path: Path) -> None:
     root = tiny_project(tmp_path / "p")
     env = {"SCCACHE_DIR": str(tmp_path / "sccache")}
     build(root, "--archs", "8.0", "--compile-cache", "sccache", env=env)
-    err, stats = build(root, "--archs", "8.0 9.0", "--compile-cache", "sccache", env=env)
-    # Another arch list is another variant, in its own build folder: ninja compiles all three
-    # sources. The C++ and C objects hit; the nvcc compile bypasses sccache (its step-wise
-    # nvcc compile is incompatible with --objdir-as-tempdir and would change .symtab,
-    # running/incremental.launchers), so the wheel is the one an uncached build makes.
+    report = tmp_path / "report.json"
+    err, _ = build(
+        root, "--archs", "8.0 9.0", "--compile-cache", "sccache", "--report", str(report), env=env
+    )
+    # Another arch list is another variant, in its own build folder: ninja runs all three
+    # compiles. nvcc runs through sccache (issue 22), split into its steps: sm_80's cicc and
+    # ptxas hit, and cudafe++; only sm_90's run, and the host compile that embeds the fatbin.
     assert "compiled 3 of 3 sources" in err
-    assert stats == ("sccache", 2, 0, 2)
+    detail = _cache_detail(report)
+    assert detail.get("hit ptx [cicc]") == 1 and detail.get("miss ptx [cicc]") == 1, detail
+    assert detail.get("hit cubin [ptxas]") == 1 and detail.get("miss cubin [ptxas]") == 1, detail
+    assert detail.get("hit cuda [cudafe++]") == 1, detail
     cached = {w.read_bytes() for w in (root / "dist").glob("*.whl")}
-    build(root, "--archs", "8.0 9.0", "--compile-cache", "none", "--build-dir",
-          str(tmp_path / "plain"), "--out", str(tmp_path / "plain-dist"), env=env)  # fmt: skip
-    (plain,) = (tmp_path / "plain-dist").glob("*.whl")
+    # The same bytes as that arch set built alone, on an empty cache.
+    alone = {"SCCACHE_DIR": str(tmp_path / "empty")}
+    build(
+        root,
+        "--archs",
+        "8.0 9.0",
+        "--compile-cache",
+        "sccache",
+        "--build-dir",
+        str(tmp_path / "alone"),
+        "--out",
+        str(tmp_path / "alone-dist"),
+        env=alone,
+    )
+    (plain,) = (tmp_path / "alone-dist").glob("*.whl")
     assert plain.read_bytes() in cached
+
+
+def test_an_sccache_build_is_reproducible_through_a_private_sccache(tmp_path: Path) -> None:
+    """sccache names nvcc's temporaries its own way, so the twin compiles through sccache too,
+    on an empty cache of its own (PlanInputs.twin): a real rebuild, the same bytes."""
+    root = tiny_project(tmp_path / "p")
+    out, stats = build(
+        root,
+        "--compile-cache",
+        "sccache",
+        "--verify-reproducible",
+        env={"SCCACHE_DIR": str(tmp_path / "sccache")},
+    )
+    assert stats is not None and stats[0] == "sccache"
+    assert "reproducible: a rebuild in another folder is identical" in out
 
 
 def test_a_clone_packing_the_same_bytes_reuses_the_kept_repair(tmp_path: Path) -> None:

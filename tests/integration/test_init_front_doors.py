@@ -4,6 +4,7 @@ the real one), CMake configured only, and a captured project built, as a user wo
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 import zipfile
@@ -326,3 +327,121 @@ def test_cmakes_downloads_are_refused_with_the_flag_that_replaces_them(tmp_path:
     assert run.code == ToolError.exit_code, run.err
     assert "-DFETCHCONTENT_SOURCE_DIR_ZLIBBY=<folder>" in " ".join(run.err.split())
     assert not (tmp_path / "matrix.yaml").exists()
+
+
+def test_a_download_message_for_a_dependency_given_a_folder_is_not_reported(tmp_path: Path) -> None:
+    # fast_rnnt's cmake/pybind11.cmake: message("Downloading pybind11") before a populate that
+    # takes the folder given with -DFETCHCONTENT_SOURCE_DIR_PYBIND11
+    if shutil.which("cmake") is None:
+        pytest.skip("needs cmake")
+    project, dep = tmp_path / "proj", tmp_path / "dep"
+    for name, text in {
+        "proj/CMakeLists.txt": "cmake_minimum_required(VERSION 3.18)\nproject(dl LANGUAGES CXX)\n"
+        "include(FetchContent)\nFetchContent_Declare(dep URL https://example.com/dep.tar.gz)\n"
+        "FetchContent_GetProperties(dep)\nif(NOT dep_POPULATED)\n"
+        '  message(STATUS "Downloading dep")\n  FetchContent_Populate(dep)\nendif()\n'
+        'add_library(_dl MODULE m.cpp)\nset_target_properties(_dl PROPERTIES PREFIX "")\n',
+        "proj/m.cpp": "// module\n",
+        "proj/dl/__init__.py": "from . import _dl\n",
+        "dep/README": "the dependency's sources\n",
+    }.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    run = wheelforge(
+        "init", "--from", "cmake", "--torch", "2.13.0", f"--cmake-arg=-DFETCHCONTENT_SOURCE_DIR_DEP={dep}",
+        cwd=project,
+    )  # fmt: skip
+    assert run.code == 0, run.err
+    assert "Downloading dep" not in run.out + run.err
+    assert yaml.safe_load((project / "matrix.yaml").read_text())["extension"]["name"] == "dl._dl"
+
+
+# -- several shared objects, a header library and a generator, captured then built ----------------
+
+TRIO_SETUP = """\
+import subprocess, sys
+from setuptools import setup
+from torch.utils.cpp_extension import BuildExtension, CppExtension
+
+subprocess.run([sys.executable, "tools/gen_answer.py", "--out-dir", "gen"], check=True)
+flags = ["-O2", "-DTORCH_TARGET_VERSION=0x020a000000000000"]
+setup(
+    name="trio", version="0.3.0", packages=["trio"],
+    ext_modules=[
+        CppExtension("trio._C", ["trio/csrc/op.cpp"], include_dirs=["third_party/cutlass/include"],
+                     extra_compile_args={"cxx": flags}, py_limited_api=True),
+        CppExtension("trio._ops", ["trio/csrc/lib.cpp", "gen/answer.cpp"],
+                     extra_compile_args={"cxx": [*flags, "-DTRIO_LIB"]}, py_limited_api=True),
+    ],
+    cmdclass={"build_ext": BuildExtension},
+)
+"""
+
+TRIO = {
+    "setup.py": TRIO_SETUP,
+    "tools/gen_answer.py": """\
+import argparse, pathlib
+parser = argparse.ArgumentParser()
+parser.add_argument("--out-dir", default="gen")
+out = pathlib.Path(parser.parse_args().out_dir)
+out.mkdir(parents=True, exist_ok=True)
+(out / "answer.cpp").write_text("int trio_answer() { return 42; }\\n")
+""",
+    "trio/__init__.py": """\
+import glob, os
+import torch
+from . import _C
+for _lib in glob.glob(os.path.join(os.path.dirname(__file__), "_ops*.so")):
+    torch.ops.load_library(_lib)
+""",
+    "trio/csrc/op.cpp": '#include "cutlass/cutlass.h"\n' + STABLE_OP.replace("twiceops", "trio"),
+    "trio/csrc/lib.cpp": STABLE_OP.replace("twiceops", "trio_ops")
+    + "int trio_answer();\nstatic int answer = trio_answer();\n",
+    "third_party/cutlass/include/cutlass/cutlass.h": "#pragma once\n#define TRIO_HEADERS 1\n",
+    "third_party/cutlass/include/cutlass/version.h": (
+        "#define CUTLASS_MAJOR 3\n#define CUTLASS_MINOR 9\n#define CUTLASS_PATCH 2\n"
+    ),
+}
+
+
+@needs_nvcc
+def test_two_shared_objects_a_vendored_cutlass_and_a_generator_init_then_build(
+    tmp_path: Path,
+) -> None:
+    for name, text in TRIO.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    run = wheelforge("init", "--archs", "9.0", cwd=tmp_path)
+    assert run.code == 0, run.err
+    assert "nothing needs a hand" in " ".join(run.err.split())
+    written = yaml.safe_load((tmp_path / "matrix.yaml").read_text())
+    assert "extension" not in written
+    module, library = written["extensions"]
+    assert (module["name"], library["name"], library["kind"]) == ("trio._C", "trio._ops", "library")
+    assert library["sources"] == ["trio/csrc/lib.cpp", "{gen}/answer.cpp"]
+    assert "-DTRIO_LIB" in library["cxx-flags"] and "-DTRIO_LIB" not in module["cxx-flags"]
+    assert written["header-libraries"] == [
+        {"name": "cutlass", "path": "third_party/cutlass", "version": "3.9.2"}
+    ]
+    assert written["generate"] == [
+        {
+            "name": "gen",
+            "run": ["{python}", "{project}/tools/gen_answer.py", "--out-dir", "{out}"],
+            "inputs": ["tools/gen_answer.py"],
+            "outputs": ["answer.cpp"],
+        }
+    ]
+    shutil.rmtree(tmp_path / "gen")  # what setup.py's run wrote: the build makes its own
+    build = wheelforge("build", cwd=tmp_path)
+    assert build.code == 0, build.err
+    out = " ".join((build.out + build.err).split())
+    assert "GENERATE gen" in out and "2 shared objects:" in out
+    assert "torch.ops.load_library('trio/_ops.so') ok" in out
+    wheel = only_wheel(tmp_path / "dist")
+    assert wheelforge("check", wheel, cwd=tmp_path).code == 0
+    with zipfile.ZipFile(wheel) as zf:
+        names = zf.namelist()
+        sbom = json.loads(zf.read(next(n for n in names if n.endswith("wheelforge.cdx.json"))))
+    assert {"trio/_C.abi3.so", "trio/_ops.so"} <= set(names)
+    [cutlass] = [c for c in sbom["components"] if c["name"] == "cutlass"]
+    assert cutlass["version"] == "3.9.2"

@@ -16,6 +16,7 @@ from wheelforge.planning.plan import PlanInputs, VariantPlan
 from wheelforge.planning.planner import make_plan
 from wheelforge.planning.variants import Variant
 from wheelforge.running.build import variant
+from wheelforge.running.build.compiling import Compiled
 from wheelforge.toolchain import torchprobe
 from wheelforge.toolchain.torchprobe import TorchEnv
 
@@ -45,18 +46,18 @@ def test_torchs_answer_is_planned_again_through_the_planning_call(
 
     compiled: list[VariantPlan] = []
 
-    def compile_variant(p: VariantPlan, **_: object) -> tuple[list[str], None]:
+    def compile_variant(p: VariantPlan, **_: object) -> Compiled:
         compiled.append(p)
-        return ["NVCC"], None
+        return Compiled(ran=("NVCC",))
 
     monkeypatch.setattr(variant, "plan_variant", plan_variant)
     monkeypatch.setattr(variant, "compile_variant", compile_variant)
     monkeypatch.setattr(torchprobe, "confirm", lambda _torch, cache=None: confirmed)
     settings = types.SimpleNamespace(cache_dir=tmp_path / "cache", import_check=False)
-    made, steps, _ = variant._compile(plan, inputs, settings)  # type: ignore[arg-type]
+    made, ran = variant._compile(plan, inputs, settings)  # type: ignore[arg-type]
     assert planned == [(inputs, plan.variant, confirmed)] and made.torch is confirmed
     assert made is not plan and plan.torch is not confirmed  # the first plan is left as made
-    assert steps == (["NVCC"] if answer == "same" else ["NVCC", "NVCC"])
+    assert list(ran.ran) == (["NVCC"] if answer == "same" else ["NVCC", "NVCC"])
     assert compiled == ([plan] if answer == "same" else [plan, made])
 
 
@@ -65,8 +66,8 @@ def test_a_torch_that_was_not_a_guess_keeps_its_plan(
 ) -> None:
     matrix = load_matrix(project())
     plan = plan_for(matrix, tmp_path)
-    monkeypatch.setattr(variant, "compile_variant", lambda p, **_: ([], None))
+    monkeypatch.setattr(variant, "compile_variant", lambda p, **_: Compiled())
     monkeypatch.setattr(variant, "plan_variant", lambda *_: pytest.fail("planned again"))
     settings = types.SimpleNamespace(cache_dir=None, import_check=False)
-    made, steps, _ = variant._compile(plan, plan_inputs(matrix, tmp_path), settings)  # type: ignore[arg-type]
-    assert made is plan and steps == []
+    made, ran = variant._compile(plan, plan_inputs(matrix, tmp_path), settings)  # type: ignore[arg-type]
+    assert made is plan and list(ran.ran) == []

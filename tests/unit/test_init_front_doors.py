@@ -15,6 +15,7 @@ import yaml
 
 from wheelforge.configuration.archs import parse_arch_list
 from wheelforge.configuration.importers import buildtoml, cmake
+from wheelforge.configuration.importers.buildsteps import BuildSteps
 from wheelforge.configuration.importers.captured import (
     CapturedBuild,
     CapturedExtension,
@@ -226,12 +227,34 @@ def test_a_build_toml_gives_sources_archs_torch_and_the_generated_files(tmp_path
         "torch-ext/my_act/_ops.py",
     ]
     assert "ops = torch.ops._my_act_cuda" in build.generated[1].text
-    assert any("cutlass_3_8" in h for h in build.hand)
+    # kernel-builder's cutlass_3_8 is CUTLASS 3.8.0, released on PyPI as nvidia-cutlass 3.8.0.0
+    assert [lib.pypi for lib in build.header_libraries] == ["nvidia-cutlass==3.8.0.0"]
+    assert not any("cutlass" in h for h in build.hand)
     assert any("act_metal (metal)" in d for d in build.done)
     result = render(build, InitChoices())
     written = yaml.safe_load(result.text)
+    assert written["header-libraries"] == [
+        {
+            "name": "cutlass",
+            "pypi": "nvidia-cutlass==3.8.0.0",
+            "include": [
+                "cutlass_library/source/include",
+                "cutlass_library/source/tools/util/include",
+            ],
+        }
+    ]
     assert written["torch"] == ">=2.10"
     assert {"files": "act/act_sm90.cu", "archs": "9.0a"} in written["extension"]["sources"]
+
+
+def test_archs_replace_kernel_builders_default_capabilities_and_their_note(tmp_path: Path) -> None:
+    build = buildtoml.read_build_toml(kernel_project(tmp_path))
+    default = render(build, InitChoices())
+    assert any(d.startswith("arch-sets: kernel-builder's default") for d in default.done)
+    assert yaml.safe_load(default.text)["arch-sets"]["default"] != "9.0"
+    chosen = render(build, InitChoices(archs="9.0"))
+    assert yaml.safe_load(chosen.text)["arch-sets"] == {"default": "9.0"}
+    assert not any(d.startswith("arch-sets:") for d in chosen.done)
 
 
 def test_init_writes_a_build_tomls_generated_files_once(tmp_path: Path) -> None:
@@ -249,6 +272,15 @@ def test_init_writes_a_build_tomls_generated_files_once(tmp_path: Path) -> None:
 
 
 # -- CMake's compile commands -------------------------------------------------------------------
+
+
+def test_a_download_message_for_a_dependency_given_a_folder_is_no_refusal() -> None:
+    output = "-- Downloading pybind11\n-- pybind11 is downloaded to /src/pybind11\n-- Downloading cutlass\n"
+    assert cmake.download_lines(output, {"pybind11"}) == ["-- Downloading cutlass"]
+    assert cmake.download_lines(output, set()) == [
+        "-- Downloading pybind11",
+        "-- Downloading cutlass",
+    ]
 
 
 def test_a_compile_command_without_cmakes_plumbing(tmp_path: Path) -> None:
@@ -342,3 +374,23 @@ def test_a_failing_setup_py_is_shown_in_short_lines_without_a_traceback_header(
     assert "Traceback (most recent call last)" not in failure.details
     assert max(len(line) for line in failure.details.splitlines()) < 300
     assert "(400,024 characters)" in failure.details  # its frame line, cut
+
+
+def test_a_cmdclass_that_fetches_is_named_with_its_call_closed(tmp_path: Path) -> None:
+    source = "class Fetching:\n    def run(self):\n        urllib.request.urlretrieve(url, name)\n"
+    record = {
+        "cmdclass": [
+            {"name": "bdist_wheel", "class": "Fetching", "overrides": ["run"], "source": source}
+        ]
+    }
+    [refusal] = BuildSteps(tmp_path, record).commands()
+    assert refusal.detail == "cmdclass bdist_wheel=Fetching fetches (urlretrieve(...))"
+
+
+@pytest.mark.parametrize("flag", ["-std=c++" + "1" * 5000, "-std=c++²", "-std=c++١٤"])
+def test_a_standard_flag_of_other_digits_or_5000_digits_is_kept_not_a_traceback(flag: str) -> None:
+    """Issue 21's integers: the C++ standard of a captured flag is ASCII digits, bounded (int()
+    of 5,000 digits, or of '²', raised ValueError)."""
+    from wheelforge.configuration.importers import flags
+
+    assert flags._owner(flag) is None  # not a standard wheelforge sets: the flag is kept

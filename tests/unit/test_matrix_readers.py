@@ -68,6 +68,7 @@ EXAMPLES: dict[str, Any] = {
     "tests.path": "demo_ops",
     "tests.torch": ["2.13.0"],
     "wheel-variants.null": "default",
+    "memory-limit": "24GiB",
 }
 # Keys a section's smallest good mapping needs though the model cannot say so: a header library
 # comes from one place (path or pypi), and its default include folder ('include') must exist.

@@ -11,7 +11,7 @@ from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.configuration.settings import Launchers
 from wheelforge.planning.plan import PlanInputs, VariantPlan
 from wheelforge.planning.planner import make_plan
-from wheelforge.toolchain.compilecache import CompileCache
+from wheelforge.toolchain.compilecache import CompileCache, Dist
 
 from .fakes import plan_for, plan_inputs
 
@@ -39,9 +39,14 @@ def test_launchers_come_from_the_environment_else_the_compile_cache(
     inputs = plan_inputs(matrix, tmp_path)
     sccache = CompileCache(tool="sccache", exe=Path("/bin/sccache"), base=tmp_path)
     cached = _plan(dataclasses.replace(inputs, compile_cache=sccache), like).compile
-    # nvcc bypasses sccache (its temporaries would differ from an uncached build's)
-    assert cached.launchers == Launchers(cxx=("/bin/sccache",), cc=("/bin/sccache",))
+    # nvcc runs through sccache too, which splits it into its steps (issue 22)
+    launch = ("/bin/sccache",)
+    assert cached.launchers == Launchers(cxx=launch, cc=launch, cuda=launch)
     assert cached.compile_cache == sccache
+    nvcc = cached.flag_sets[0].nvcc
+    assert "--objdir-as-tempdir" not in nvcc  # sccache names the temporaries
+    assert f"-ffile-prefix-map={matrix.root.resolve()}=." in nvcc
+    assert nvcc.endswith(f"--threads {cached.nvcc_threads}")  # sccache drops the env's
     compilers = dataclasses.replace(inputs.compilers, launchers=Launchers(cxx=("distcc",)))
     named = dataclasses.replace(inputs, compile_cache=sccache, compilers=compilers)
     assert _plan(named, like).compile.launchers.cxx == ("distcc",)
@@ -67,3 +72,20 @@ def test_the_twin_is_planned_elsewhere_without_cache_or_launcher(
     first = _plan(inputs, like)
     assert (twin.compile.gencode, twin.wheel) == (first.compile.gencode, first.wheel)
     assert twin.abi.abi_tag == first.abi.abi_tag
+
+
+def test_an_sccache_twin_compiles_through_a_cache_of_its_own(
+    project: Project, tmp_path: Path
+) -> None:
+    matrix = load_matrix(project())
+    like = plan_for(matrix, tmp_path)
+    dist = Dist(scheduler="http://127.0.0.1:10600", token="secret")
+    sccache = CompileCache(tool="sccache", exe=Path("/bin/sccache"), base=tmp_path, dist=dist)
+    inputs = dataclasses.replace(plan_inputs(matrix, tmp_path), compile_cache=sccache)
+    twin = _plan(inputs.twin(tmp_path / "twin"), like)
+    # The same split of nvcc (the same bytes), but nothing but its own compiles can answer it.
+    assert twin.compile.compile_cache == dataclasses.replace(
+        sccache, private=tmp_path / "twin" / "sccache", dist=None
+    )
+    assert twin.compile.launchers.cuda == ("/bin/sccache",)
+    assert "secret" not in repr(sccache)

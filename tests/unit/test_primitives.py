@@ -323,6 +323,15 @@ ALLOWED = {
     ("foundation/proctree.py", '(entry / "cmdline").open("rb")'): (
         "the kernel's /proc/<pid>/cmdline of a process wheelforge started"
     ),
+    ("foundation/resources.py", 'return path.read_text(encoding="ascii"'): (
+        "the kernel's /proc and cgroup files (meminfo, cpu.max, memory.max), a few bytes each"
+    ),
+    ("running/build/jobwatch.py", 'Path(entry.path, "stat").read_text('): (
+        "the kernel's /proc/<pid>/stat, read as proctree reads it"
+    ),
+    ("running/build/jobwatch.py", '(proc / str(pid) / "cmdline").open("rb")'): (
+        "the kernel's /proc/<pid>/cmdline, read within 1 MiB"
+    ),
     ("running/build/genstep.py", "subprocess.Popen(command"): (
         "the generate step's wrapper, ninja's command: its own deadline, stopped by proc.stop"
     ),

@@ -245,3 +245,53 @@ def test_ccache_does_not_rewrite_absolute_commands(
         assert env["CCACHE_BASEDIR"] == ""
     with compilecache.session(cache, tmp_path) as (env, _):
         assert env["CCACHE_BASEDIR"] == "/"  # relative commands: the user's value wins
+
+
+def test_sccache_dist_counts_and_configuration(tmp_path: Path, project: Project) -> None:
+    doc = {
+        "stats": {
+            "compile_requests": 3,
+            "cache_misses": {"adv_counts": {"ptx [cicc]": 2, "c++ [gcc]": 1}},
+            "dist_compiles": {"127.0.0.1:10501": 2, "127.0.0.1:10502": 1},
+            "dist_errors": 0,
+        },
+        "cache_location": "Local disk",
+    }
+    stats = compilecache.sccache_stats(json.dumps(doc))
+    assert stats.distributed == {"127.0.0.1:10501": 2, "127.0.0.1:10502": 1}
+    assert "sccache-dist ran 127.0.0.1:10501 2, 127.0.0.1:10502 1" in stats.summary()
+    dist = compilecache.Dist(scheduler="http://127.0.0.1:10600", token='a "token"')
+    text = compilecache.dist_config(dist)
+    assert 'scheduler_url = "http://127.0.0.1:10600"' in text and 'token = "a \\"token\\""' in text
+    env = _tools(tmp_path, "sccache")
+    for mode in ("auto", "sccache"):
+        found = compilecache.resolve(mode, tmp_path, env, dist=dist)
+        assert found is not None and found.tool == "sccache" and found.dist == dist
+    with pytest.raises(ConfigError, match="sccache-dist is sccache's"):
+        compilecache.resolve("ccache", tmp_path, env, dist=dist)
+    with pytest.raises(ConfigError, match="SCCACHE_CONF"):
+        compilecache.resolve("auto", tmp_path, {**env, "SCCACHE_CONF": "/x"}, dist=dist)
+    path = project()
+    given = resolve(
+        Flags(matrix=path, dist_scheduler="http://h:10600"), {"WHEELFORGE_DIST_TOKEN": "t"}
+    )
+    assert (given.dist_scheduler, given.dist_token) == ("http://h:10600", "t")
+    assert "'t'" not in repr(given)
+    with pytest.raises(ConfigError, match="WHEELFORGE_DIST_TOKEN is not set"):
+        resolve(Flags(matrix=path), {"WHEELFORGE_DIST_SCHEDULER": "http://h:10600"})
+    with pytest.raises(ConfigError, match="is no URL"):
+        resolve(Flags(matrix=path, dist_scheduler="h:10600"), {"WHEELFORGE_DIST_TOKEN": "t"})
+
+
+def test_a_private_sccache_server_reads_nothing_of_the_environments_caches(tmp_path: Path) -> None:
+    cache = compilecache.CompileCache(tool="sccache", exe=Path("/bin/sccache"), base=tmp_path)
+    private = cache.alone(tmp_path / "own")
+    os.environ["SCCACHE_REDIS_ENDPOINT"] = "redis://elsewhere"
+    try:
+        env = compilecache._server_env(private, tmp_path, {"SCCACHE_SERVER_UDS": "s"})
+        shared = compilecache._server_env(cache, tmp_path, {"SCCACHE_SERVER_UDS": "s"})
+    finally:
+        del os.environ["SCCACHE_REDIS_ENDPOINT"]
+    assert "SCCACHE_REDIS_ENDPOINT" not in env and env["SCCACHE_DIR"] == str(tmp_path / "own")
+    assert (tmp_path / "none.toml").read_text() == "" and env["SCCACHE_SERVER_UDS"] == "s"
+    assert shared["SCCACHE_REDIS_ENDPOINT"] == "redis://elsewhere"

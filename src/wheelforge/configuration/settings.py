@@ -1,6 +1,7 @@
 """One precedence chain for every command's settings: defaults, then matrix.yaml, then the
 environment (TORCH_CUDA_ARCH_LIST, MAX_JOBS, NVCC_THREADS, CXX, CC, compiler launchers,
-SOURCE_DATE_EPOCH, XDG_CACHE_HOME, WHEELFORGE_COMPILE_CACHE), then command-line flags. The default folders (dist/,
+SOURCE_DATE_EPOCH, XDG_CACHE_HOME, WHEELFORGE_COMPILE_CACHE, WHEELFORGE_MEMORY_LIMIT, WHEELFORGE_DIST_SCHEDULER and _TOKEN), then
+command-line flags. The default folders (dist/,
 build/wheelforge/, the cache) are decided here and nowhere else; flag values the CLI passes
 through raw (--target, --python-abi, --python) are parsed here too.
 
@@ -17,7 +18,7 @@ import shlex
 import shutil
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from wheelforge.configuration import abi
@@ -49,6 +50,8 @@ class Flags:
     wheel_variants: bool = False  # --wheel-variants: PEP 825 variant wheels (else the matrix's key)
     verify_reproducible: bool = False
     compile_cache: str | None = None  # auto, sccache, ccache, none
+    memory_limit: str | None = None  # as written: 24GiB
+    dist_scheduler: str | None = None  # sccache-dist's scheduler URL
     torch_from: str | None = None  # --torch-from: a path or a command name
 
 
@@ -90,6 +93,12 @@ class BuildSettings:
     wait: bool = True  # for another build's lock on the build folder
     verify_reproducible: bool = False  # build each variant twice, in two folders, and compare
     compile_cache: str = "auto"  # auto, sccache, ccache, none (toolchain/compilecache.py)
+    # the memory the compiles may use (planning/parallelism.py); None: what the machine leaves
+    memory_limit: int | None = None
+    memory_limit_source: str = ""  # where it was given: --memory-limit, ..., matrix.yaml
+    # sccache-dist (toolchain/compilecache.Dist): the scheduler's URL and the client token
+    dist_scheduler: str | None = None
+    dist_token: str | None = field(default=None, repr=False)
     # The interpreter whose own torch an unstable-ABI build compiles against, no pip and no
     # network: --torch-from, or `torch: installed` (then the build Python). None: the matrix's
     # torch versions, each in an environment of its own.
@@ -237,6 +246,38 @@ def _compile_cache(flags: Flags, matrix: Matrix, env: Mapping[str, str]) -> str:
     return "auto"
 
 
+def _memory_limit(flags: Flags, matrix: Matrix, env: Mapping[str, str]) -> tuple[int | None, str]:
+    """--memory-limit, else $WHEELFORGE_MEMORY_LIMIT, else matrix.yaml's memory-limit, else
+    None (the machine's available memory, read when the build is planned)."""
+    if flags.memory_limit is not None:
+        return parse_size(flags.memory_limit, where="--memory-limit"), "--memory-limit"
+    if env.get("WHEELFORGE_MEMORY_LIMIT"):
+        given = env["WHEELFORGE_MEMORY_LIMIT"]
+        return parse_size(given, where="WHEELFORGE_MEMORY_LIMIT"), "WHEELFORGE_MEMORY_LIMIT"
+    if matrix.memory_limit is not None:
+        return matrix.memory_limit, f"{matrix.path.name} memory-limit"
+    return None, ""
+
+
+def _dist(flags: Flags, env: Mapping[str, str]) -> tuple[str | None, str | None]:
+    """--dist-scheduler, else $WHEELFORGE_DIST_SCHEDULER; the token from
+    $WHEELFORGE_DIST_TOKEN only (a secret has no place on a command line or in a file that is
+    committed)."""
+    scheduler = flags.dist_scheduler or env.get("WHEELFORGE_DIST_SCHEDULER") or None
+    if scheduler is None:
+        return None, None
+    where = "--dist-scheduler" if flags.dist_scheduler else "WHEELFORGE_DIST_SCHEDULER"
+    if not scheduler.startswith(("http://", "https://")):
+        raise ConfigError(f"{where} {scheduler!r} is no URL: write it like http://10.0.0.5:10600")
+    token = env.get("WHEELFORGE_DIST_TOKEN")
+    if not token:
+        raise ConfigError(
+            f"{where} names a scheduler but WHEELFORGE_DIST_TOKEN is not set: set it to the "
+            "client token of the scheduler's [client_auth]"
+        )
+    return scheduler, token
+
+
 def resolve(flags: Flags, env: Mapping[str, str] | None = None) -> BuildSettings:
     env = os.environ if env is None else env
     matrix = load_matrix(flags.matrix)
@@ -260,6 +301,8 @@ def resolve(flags: Flags, env: Mapping[str, str] | None = None) -> BuildSettings
     jobs = flags.jobs if flags.jobs is not None else _positive_int(env.get("MAX_JOBS"), "MAX_JOBS")
     cxx_launcher, cxx = _compiler(env, "CXX", "c++")
     cc_launcher, cc = _compiler(env, "CC", "cc")
+    memory_limit, memory_limit_source = _memory_limit(flags, matrix, env)
+    dist_scheduler, dist_token = _dist(flags, env)
     return BuildSettings(
         matrix=matrix,
         arch_source=arch_source,
@@ -290,6 +333,10 @@ def resolve(flags: Flags, env: Mapping[str, str] | None = None) -> BuildSettings
         wait=flags.wait,
         verify_reproducible=flags.verify_reproducible,
         compile_cache=_compile_cache(flags, matrix, env),
+        memory_limit=memory_limit,
+        memory_limit_source=memory_limit_source,
+        dist_scheduler=dist_scheduler,
+        dist_token=dist_token,
         torch_from=_torch_from(flags, matrix),
     )
 

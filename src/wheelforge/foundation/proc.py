@@ -204,18 +204,22 @@ def stream(
     on_line: Callable[[str], None],
     timeout: float,
     env: Mapping[str, str] | None = None,
+    on_start: Callable[[int], None] | None = None,
     cwd: Path | None = None,
 ) -> Result:
     """Run a program within *timeout* seconds, handing each line of its output (stderr merged
     into stdout) to *on_line* as it comes; the result's ``stdout`` keeps the last STREAM_KEPT
     bytes of it (a line of the earlier ones says how many were dropped). Not checked: the
-    caller reads the exit code, as a failing compile needs its own message."""
+    caller reads the exit code, as a failing compile needs its own message. *on_start* gets the
+    program's pid, which is also its session's id (everything it starts stays in that session)."""
     full_env = None if env is None else {**os.environ, **env}
     lines = _Lines(on_line)
     argv, child = _spawn(
         args, hint, cwd=cwd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
     )
     try:
+        if on_start is not None:
+            on_start(child.pid)
         _collect(child, Path(argv[0]).name, argv, timeout=timeout, on_data=lines.feed, cap=None)
         lines.feed(b"", end=True)
     except BaseException:

@@ -124,6 +124,23 @@ def cli() -> None:
     ),
 )
 @click.option(
+    "--memory-limit",
+    metavar="SIZE",
+    help=(
+        "Memory the compiles may use at once, e.g. 24GiB; the schedule keeps each moment's "
+        "compiles under it [default: WHEELFORGE_MEMORY_LIMIT, else memory-limit of the matrix, "
+        "else what the machine and its cgroups leave]."
+    ),
+)
+@click.option(
+    "--dist-scheduler",
+    metavar="URL",
+    help=(
+        "Spread the compiles over sccache-dist's build servers through this scheduler (its "
+        "client token in WHEELFORGE_DIST_TOKEN) [default: WHEELFORGE_DIST_SCHEDULER]."
+    ),
+)
+@click.option(
     "--report",
     "report_path",
     metavar="PATH",

@@ -169,6 +169,8 @@ def print_build(report: BuildReport, console: Console) -> None:
             )
         if v.compile_cache is not None:
             console.print(v.compile_cache.summary(), soft_wrap=True)
+        for line in compile_costs(v):
+            console.print(escape(line), soft_wrap=True, highlight=False)
         budget = f", budget {human_size(v.size.budget)}" if v.size else ""
         reused = " (up to date)" if v.reused else ""
         console.print(f"[green]wheel[/green] {escape(str(v.wheel))}", soft_wrap=True)
@@ -188,12 +190,37 @@ def print_build(report: BuildReport, console: Console) -> None:
         console.print(
             f"[red]failed[/red] {f.variant_id}: {f.error.kind} error (below)", soft_wrap=True
         )
+    if report.no_compile_cache:
+        console.print(f"compile cache: none ({escape(report.no_compile_cache)})", soft_wrap=True)
     major, minor = report.target_version
     if abi.of(report.abi).per_torch:
         how = f"unstable ABI: each wheel pinned to the torch it was built against ({report.built_against})"
     else:
         how = f"stable-ABI target torch {major}.{minor}, built against torch {report.built_against}"
     console.print(f"{len(report.variants)} wheel(s) built, {len(report.failures)} failed; {how}")
+
+
+SLOWEST = 5  # compiles named in the summary; the report has them all
+
+
+def compile_costs(v: VariantResult) -> list[str]:
+    """What this run's compiles cost: their number, CPU time and the peak memory of the whole
+    compile, the slowest ones (wall, CPU, peak memory each), and the schedule when memory
+    held it back. The JSON report has every compile."""
+    lines = []
+    if v.jobs:
+        cpu = sum(j.cpu_seconds or 0.0 for j in v.jobs)
+        peak = f", at most {human_size(v.peak_memory)} in use at once" if v.peak_memory else ""
+        lines.append(f"compiles: {len(v.jobs)}, {cpu:.1f} s of CPU{peak}; the slowest:")
+        for job in sorted(v.jobs, key=lambda j: -j.seconds)[:SLOWEST]:
+            cpu_text = f"{job.cpu_seconds:.1f} s CPU" if job.cpu_seconds is not None else "- CPU"
+            mem = human_size(job.peak) if job.peak is not None else "-"
+            hit = ", cached" if job.cached else ""
+            lines.append(f"  {job.seconds:7.1f} s  {cpu_text}, {mem}{hit}  {job.source}")
+    schedule = v.schedule
+    if v.jobs and schedule is not None and (schedule.heavy_depth is not None or schedule.reduced):
+        lines.append(schedule.summary())
+    return lines
 
 
 def print_dry_run(planned: Sequence[PlannedVariant], console: Console) -> None:

@@ -70,6 +70,7 @@ def sdist_files(matrix: Matrix, root: Path) -> list[tuple[str, Path]]:
                 wanted |= {p.resolve() for p in matrix.root.glob(pattern) if p.is_file()}
     wanted |= set(matrix.package.modules)
     folders = [d for ext in matrix.extensions for d in ext.include_dirs if d.is_absolute()]
+    _refuse_outside_libraries(matrix, root)
     folders += [
         lib.path / d for lib in matrix.header_libraries if lib.path is not None for d in lib.include
     ]
@@ -91,6 +92,19 @@ def sdist_files(matrix: Matrix, root: Path) -> list[tuple[str, Path]]:
                 f"carry it; move it (and {matrix.path.name}'s path to it) under {root}"
             ) from None
     return sorted(files)
+
+
+def _refuse_outside_libraries(matrix: Matrix, root: Path) -> None:
+    """A header library above the sdist's folder (FlashAttention-3's ``hopper/`` includes the
+    repository's ``../csrc/cutlass``): a build reads it there, an sdist cannot carry it."""
+    for i, lib in enumerate(matrix.header_libraries):
+        if lib.path is not None and not lib.path.resolve().is_relative_to(root):
+            raise ConfigError(
+                f"header-libraries[{i}] ({lib.name}): {lib.path} lies outside {root}, the folder of "
+                "pyproject.toml, so an sdist cannot carry it; build wheels from the checkout, or put "
+                "pyproject.toml and matrix.yaml at the repository's top (where the library lies "
+                "inside), or take the headers from PyPI (header-libraries[].pypi)"
+            )
 
 
 def _member(name: str, size: int, executable: bool, mtime: int) -> tarfile.TarInfo:

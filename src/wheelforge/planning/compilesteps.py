@@ -52,15 +52,6 @@ def sources(
     return found
 
 
-def _object_name(source: Path, root: Path) -> str:
-    """The source's path in the project (its object's name, and its seed name)."""
-    try:
-        rel = source.relative_to(root)
-    except ValueError:
-        rel = Path("_abs", *source.parts[1:])
-    return rel.as_posix()
-
-
 _StepKey = tuple[Path, str, str, str | None]  # source, rule, its flags, its -gencode
 
 
@@ -101,7 +92,7 @@ class Steps:
             if (known := self.by_key.get(key)) is not None:
                 linked.append(known.object)
                 continue
-            name = _object_name(source, self._root_of(source))
+            name = reproducible.source_name(source, self._root_of(source))
             seeds = (
                 reproducible.nvcc_source_flags(name, variant.toolkit.version)
                 if rule == "nvcc"

@@ -16,6 +16,7 @@ from ninja.ninja_syntax import Writer, escape
 
 from wheelforge.foundation import fsutil
 from wheelforge.foundation.errors import ConfigError
+from wheelforge.planning.parallelism import HEAVY_POOL
 from wheelforge.planning.plan import VariantPlan
 
 # What runs a generate step (running/build/genstep.py): it gives the step its deadline, checks
@@ -139,12 +140,19 @@ def _variables(w: Writer, plan: VariantPlan) -> None:
 def _compiles(w: Writer, plan: VariantPlan, preload: list[str], generated: list[str]) -> None:
     """One edge per compile step. Every compile depends on the header libraries' stamp
     (another commit recompiles) and waits for the generate steps (a source or header may be
-    one of their outputs)."""
+    one of their outputs). The memory-heavy ones are in the heavy pool
+    (planning/parallelism.py), at most its depth of them at once."""
     path = plan.command_path
     stamp = plan.compile.header_stamp
     depends = [path(stamp.path)] if stamp is not None else []
+    depth = plan.compile.schedule.heavy_depth
+    if depth is not None:
+        w.pool(HEAVY_POOL, depth)
+        w.newline()
     for step in plan.compile.steps:
         own = {"source_flags": escape(step.flags)}
+        if step.heavy and depth is not None:
+            own["pool"] = HEAVY_POOL
         if step.flag_set:
             for rule in ("cxx", "cc", "nvcc"):
                 own[f"{rule}_flags"] = f"${_prefix(step.flag_set)}{rule}_flags"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -23,7 +23,10 @@ from wheelforge.configuration import abi as abis
 from wheelforge.configuration.archs import ArchSet
 from wheelforge.configuration.matrix.model import ExtensionConfig, Matrix, PackageConfig
 from wheelforge.configuration.settings import Compilers, Launchers
+from wheelforge.foundation.resources import MemoryLimit
 from wheelforge.planning import reproducible
+from wheelforge.planning.jobcosts import JobCost
+from wheelforge.planning.parallelism import Schedule
 from wheelforge.planning.variants import Variant
 from wheelforge.toolchain.compilecache import CompileCache
 from wheelforge.toolchain.headerlibs import HeaderLibrary
@@ -46,7 +49,12 @@ class PlanInputs:
     compile_cache: CompileCache | None = None
     jobs: int | None = None  # ninja -j; None: ninja's default
     nvcc_threads: int | None = None  # NVCC_THREADS; None: as many as fill the cores
-    cores: int = 1  # the cores the build may use (os.sched_getaffinity)
+    cores: int = 1  # the cores the build may use (foundation/resources.cores)
+    # the memory the compiles may use: --memory-limit, else what the machine and its cgroups
+    # leave (foundation/resources.available_memory); None: not known, the cores decide
+    memory: MemoryLimit | None = None
+    # what earlier builds measured of each compile step (planning/jobcosts.py), by step key
+    costs: Mapping[str, JobCost] = dataclasses.field(default_factory=dict)
     cache_dir: Path | None = None  # where the probes planning asks are cached
     # The matrix's header libraries, found (toolchain/headerlibs.resolve): folders, versions.
     header_libraries: tuple[HeaderLibrary, ...] = ()
@@ -55,12 +63,15 @@ class PlanInputs:
     def twin(self, folder: Path) -> PlanInputs:
         """The inputs of ``--verify-reproducible``'s second build: in *folder*, with no compile
         cache and no launcher at all (a cache hit would hand it the first build's objects,
-        identical by construction)."""
+        identical by construction). Where nvcc runs through sccache, whose split of an nvcc
+        compile names its temporaries its own way (toolchain/compilecache.py), the twin's
+        nvcc runs through it too, on an empty cache of its own that nothing else reaches."""
+        cache = self.compile_cache
         return dataclasses.replace(
             self,
             build_root=folder / "build",
             out_dir=folder / "dist",
-            compile_cache=None,
+            compile_cache=cache.alone(folder / "sccache") if cache and cache.splits_nvcc else None,
             compilers=dataclasses.replace(self.compilers, launchers=Launchers()),
         )
 
@@ -76,6 +87,11 @@ class CompileStep:
     # Which of CompilePlan.flag_sets it compiles with: the first extension's that lists it (a
     # source two extensions compile with the same flags is compiled once).
     flag_set: int = 0
+    # its key in the job-cost history (planning/jobcosts.step_key): its name, rule, flags
+    cost_key: str = ""
+    heavy: bool = False  # in the heavy pool: at most schedule.heavy_depth of them at once
+    # its wall time at the schedule's threads, from an earlier build; None: never measured
+    expected_seconds: float | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -134,6 +150,9 @@ class CompilePlan:
     input_folders: tuple[tuple[Path, str], ...]
     jobs: int | None  # ninja -j; None: ninja's default
     nvcc_threads: int  # nvcc --threads, given through NVCC_APPEND_FLAGS (running/build/ninja.py)
+    # how -j, the threads and the heavy pool were chosen (planning/parallelism.py), with the
+    # memory they keep to and the compiles' expected time
+    schedule: Schedule
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -6,7 +6,7 @@ build calls it again with torch's confirmed answer, the twin with its own inputs
 
 from __future__ import annotations
 
-import os
+import dataclasses
 import shlex
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -16,14 +16,21 @@ from wheelforge.configuration import abi as abis
 from wheelforge.configuration.matrix.keys import GENERATED_RE
 from wheelforge.configuration.matrix.model import ExtensionConfig
 from wheelforge.configuration.settings import BuildSettings
+from wheelforge.foundation import resources
 from wheelforge.foundation.errors import EnvironmentProblem
-from wheelforge.planning import buildtorch, compilesteps, generate, parallelism, reproducible
+from wheelforge.planning import (
+    buildtorch,
+    compilesteps,
+    generate,
+    jobcosts,
+    reproducible,
+    scheduling,
+)
 from wheelforge.planning.abi import Rel
 from wheelforge.planning.abi import flavour as abi_flavour
 from wheelforge.planning.plan import (
     AbiFlavour,
     CompilePlan,
-    CompileStep,
     FlagSet,
     GeneratedFile,
     LinkPlan,
@@ -86,12 +93,14 @@ def _compile_flags(
     rel: Rel,
     maps: tuple[str, ...],
     includes: Sequence[Path],
+    split_nvcc: Path | None = None,
 ) -> FlagSet:
     """One extension's C++, C and nvcc flags (without -gencode: that is per compile step).
     Default visibility everywhere: what the module exports is decided at link time
     (export_map()). The prefix maps of *folders* keep them out of the binaries
     (reproducible.py). *includes*: the extension's include folders, then the header
-    libraries', before torch's."""
+    libraries', before torch's. *split_nvcc*: the project's folder, when nvcc runs through
+    sccache, which splits it into its steps (reproducible.split_nvcc_maps)."""
     defines = (*abi.defines, f"-DTORCH_EXTENSION_NAME={ext.leaf}")
     own_includes = tuple(f"-I{rel(d)}" for d in includes)
     # The variant's own toolkit headers (cuda_runtime.h) for C/C++ sources, as nvcc adds them
@@ -122,10 +131,11 @@ def _compile_flags(
         *nvcc_std,
         "-O3",
         f"-ccbin={nvcc_host}",
-        *reproducible.NVCC_FLAGS,
+        *(() if split_nvcc else reproducible.NVCC_FLAGS),
         # nvcc passes these to the host compiler; -fPIC is required for a shared object.
         "-Xcompiler=-fPIC",
         *(f"-Xcompiler={m}" for m in maps),
+        *(reproducible.split_nvcc_maps(split_nvcc) if split_nvcc else ()),
         # The CUDA-only shim declarations (aoti_torch_get_current_cuda_stream, ...) sit behind USE_CUDA.
         "-DUSE_CUDA",
         *defines,
@@ -207,17 +217,6 @@ def _include_folders(
     return [*own, *(d for lib in libraries for d in lib.include_dirs)]
 
 
-def _nvcc_threads(inputs: PlanInputs, variant: Variant, steps: Sequence[CompileStep]) -> int:
-    """NVCC_THREADS when given, else enough nvcc threads for the nvcc jobs to fill the cores."""
-    if inputs.nvcc_threads is not None:
-        return inputs.nvcc_threads
-    nvcc = [s for s in steps if s.rule == "nvcc"]
-    targets = max((len((s.arch_set or variant.arch_set).specs) for s in nvcc), default=1)
-    return parallelism.auto_nvcc_threads(
-        cores=inputs.cores, jobs=inputs.jobs, nvcc_sources=len(nvcc), targets=targets
-    )
-
-
 def _tools(inputs: PlanInputs, variant: Variant, nvcc_host: str) -> dict[str, Any]:
     """The compilers of a CompilePlan and what runs in front of them."""
     return {
@@ -285,6 +284,8 @@ def make_plan(
     )
     maps = reproducible.prefix_maps(reproducible.spelled(folders, rel))
     steps = compilesteps.Steps(variant, matrix, build_dir, gen)
+    cache = inputs.compile_cache
+    split = matrix.root.resolve() if cache is not None and cache.splits_nvcc else None
     flag_sets, links = [], []
     for index, ext in enumerate(matrix.extensions):
         own = _Extension(ext, gen, build_dir, several=len(matrix.extensions) > 1)
@@ -294,17 +295,31 @@ def make_plan(
         sources |= {f.path: None for f in own_files if f.path.suffix == ".c"}
         includes = _include_folders(ext, libraries, generated_folder)
         flags = _compile_flags(
-            abi, variant, ext, torch, nvcc_host=nvcc_host, rel=rel, maps=maps, includes=includes
+            abi,
+            variant,
+            ext,
+            torch,
+            nvcc_host=nvcc_host,
+            rel=rel,
+            maps=maps,
+            includes=includes,
+            split_nvcc=split,
         )
         flag_sets.append(flags)
         objects = steps.add(index, sources, flags, own.objects)
         ldflags = _link_flags(abi, variant, ext, torch, own.exports)
         links.append(own.link(abi, objects, shlex.join(ldflags)))
+    placed, timing = scheduling.scheduled(
+        inputs, variant, steps.steps, flag_sets=flag_sets, folders=tuple(folders.items())
+    )
+    if split:  # sccache reads nvcc's threads from its command line only (split_nvcc_maps)
+        threads = f" --threads {timing.nvcc_threads}"
+        flag_sets = [dataclasses.replace(f, nvcc=f.nvcc + threads) for f in flag_sets]
     compile_plan = CompilePlan(
         **_tools(inputs, variant, nvcc_host),
         flag_sets=tuple(flag_sets),
         gencode=shlex.join(variant.arch_set.gencode_flags()),
-        steps=tuple(steps.steps),
+        steps=tuple(placed),
         left_out=tuple(steps.left_out),
         generated=tuple(generated),
         generate=edges,
@@ -312,8 +327,9 @@ def make_plan(
         header_stamp=stamp,
         nvcc_preload=preload.path.with_suffix(".so") if preload else None,
         input_folders=tuple(folders.items()),
-        jobs=inputs.jobs,
-        nvcc_threads=_nvcc_threads(inputs, variant, steps.steps),
+        jobs=timing.jobs,
+        nvcc_threads=timing.nvcc_threads,
+        schedule=timing,
     )
     return VariantPlan(
         variant=variant,
@@ -338,7 +354,14 @@ def plan_inputs(
     settings: BuildSettings, compile_cache: CompileCache | None = None, *, download: bool = True
 ) -> PlanInputs:
     """A build's planning inputs, compiling through *compile_cache* when given; its header
-    libraries found (a PyPI one downloaded into the cache unless not *download* or offline)."""
+    libraries found (a PyPI one downloaded into the cache unless not *download* or offline);
+    the cores and memory it may use (--memory-limit, else what the machine leaves) and what
+    earlier builds measured of each compile step."""
+    memory = (
+        resources.MemoryLimit(bytes=settings.memory_limit, source=settings.memory_limit_source)
+        if settings.memory_limit is not None
+        else resources.available_memory()
+    )
     libraries = headerlibs.resolve(
         settings.matrix.header_libraries,
         root=settings.matrix.root,
@@ -354,7 +377,9 @@ def plan_inputs(
         compile_cache=compile_cache,
         jobs=settings.jobs,
         nvcc_threads=settings.nvcc_threads,
-        cores=len(os.sched_getaffinity(0)),
+        cores=resources.cores(),
+        memory=memory,
+        costs=jobcosts.load(settings.cache_dir),
         cache_dir=settings.cache_dir,
         header_libraries=libraries,
         python=settings.python,

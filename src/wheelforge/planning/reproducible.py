@@ -160,6 +160,16 @@ def path_free_text(text: str, folders: tuple[tuple[Path, str], ...]) -> str:
     return text
 
 
+def source_name(source: Path, root: Path) -> str:
+    """A source's path in the project: its object's name, its seeds' name, and its key in the
+    job-cost history; a source outside the project reads as ``_abs/<its absolute path>``."""
+    try:
+        rel = source.relative_to(root)
+    except ValueError:
+        rel = Path("_abs", *source.parts[1:])
+    return rel.as_posix()
+
+
 def host_source_flags(name: str) -> tuple[str, ...]:
     """Per-source flags for the host compiler; *name* is the source's path in the project. GCC
     uses its random seed only for LTO and a few internal names; fixing it costs nothing."""
@@ -176,6 +186,19 @@ def nvcc_source_flags(name: str, toolkit: Version) -> tuple[str, ...]:
 
 # nvcc's temporaries beside the object file, named after it: no pid in any symbol.
 NVCC_FLAGS = ("--objdir-as-tempdir",)
+
+
+def split_nvcc_maps(root: Path) -> tuple[str, ...]:
+    """The prefix map an nvcc run through sccache needs besides the others. sccache splits the
+    compile into nvcc's own steps (``nvcc --dryrun``), which it runs in a temporary folder of
+    its own, naming the temporaries ``x_0.cudafe1.cpp``... (no pid, no folder: they need no
+    ``--objdir-as-tempdir``, which it does not support), and it hands the steps the source by
+    its absolute path (it canonicalises it), so ``__FILE__`` in the project's files reads
+    ``/clone/kernels/x.h`` however the command spells it: the project's absolute path is mapped
+    too. Its threads come from the command line alone: sccache drops ``NVCC_APPEND_FLAGS``
+    (and the thread count from its cache keys). Measured on CUDA 13.0 with sccache 0.16: the
+    same objects from two folders, cached or not."""
+    return (f"-Xcompiler=-ffile-prefix-map={root}={SOURCE_ROOT}",)
 
 
 def needs_fixed_pid(toolkit: Version) -> bool:

@@ -62,7 +62,7 @@ def _toolkit(env: Mapping[str, str], cache: Path | None) -> Toolkit | None:
 def _build_torch(request: InitRequest, build: CapturedBuild) -> str | None:
     """The build Python's torch: as setup.py saw it, else asked when the matrix needs it (an
     unstable-ABI build without --torch)."""
-    unstable = any(abi_of(build.root, e).per_torch for e in build.extensions[:1])
+    unstable = any(abi_of(build.root, e).per_torch for e in build.extensions)
     if build.torch_seen or request.torch or not unstable:
         return build.torch_seen
     try:

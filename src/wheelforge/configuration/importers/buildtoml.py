@@ -9,8 +9,9 @@ package in ``torch-ext/<name>``); a kernel's ``cuda-capabilities`` become its so
 ``CUDA_KERNEL``), torch's nvcc flags as kernel-builder keeps them, ``-fno-gnu-unique``; the
 stable-ABI version becomes the torch floor. The two files kernel-builder generates at build time,
 ``registration.h`` (its op-registration macros) and the package's ``_ops.py`` (the op namespace),
-are written by init. ``depends`` other than torch (CUTLASS …) are header libraries the project
-has to provide."""
+are written by init. A ``cutlass_X_Y`` dependency is the header library nvidia-cutlass X.Y.Z.0
+from PyPI where that release exists (kernel-builder's version table below), unless the project
+has CUTLASS itself (a submodule its include folders name); other ``depends`` need a hand."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from wheelforge.configuration.archs import ArchSpec, parse_arch_list
 from wheelforge.configuration.importers.captured import (
     CapturedBuild,
     CapturedExtension,
+    CapturedHeaderLibrary,
     CapturedSource,
     GeneratedFile,
     ProjectMetadata,
@@ -45,6 +47,24 @@ _CXX_FLAGS = ("-fno-gnu-unique",)
 # preamble.cmake's CUDA_DEFAULT_KERNEL_ARCHS for CUDA 13.0+: what a kernel without
 # cuda-capabilities is built for.
 DEFAULT_CAPABILITIES = "7.5 8.0 8.6 8.7 8.9 9.0 10.0 11.0 12.0 12.1+PTX"
+
+# kernel-builder's CUTLASS dependencies and the release each is (huggingface/kernels
+# nix-builder/pkgs/cutlass/default.nix: tag v<version> of NVIDIA/cutlass, headers only).
+KERNEL_BUILDER_CUTLASS = {
+    "cutlass_2_10": "2.10.0", "cutlass_3_5": "3.5.1", "cutlass_3_6": "3.6.0",
+    "cutlass_3_8": "3.8.0", "cutlass_3_9": "3.9.2", "cutlass_4_0": "4.0.0",
+    "cutlass_4_4": "4.4.2", "cutlass_4_5": "4.5.2",
+}  # fmt: skip
+# The nvidia-cutlass releases on PyPI whose wheel ships CUTLASS's headers (under
+# cutlass_library/source/), as pip lists them (checked for 3.5.1.0, 3.6.0.0, 3.8.0.0, 4.2.0.0).
+NVIDIA_CUTLASS_RELEASES = (
+    "3.3.0.0", "3.4.0.0", "3.4.1.0", "3.5.0.0", "3.5.1.0", "3.6.0.0", "3.7.0.0", "3.8.0.0",
+    "4.2.0.0",
+)  # fmt: skip
+NVIDIA_CUTLASS_INCLUDE = (
+    "cutlass_library/source/include",
+    "cutlass_library/source/tools/util/include",
+)
 
 # kernel-builder's templates/torch/registration.h (vLLM's csrc/core/registration.h).
 REGISTRATION_H = """\
@@ -200,14 +220,53 @@ def _nvcc_flags(parts: _Kernels, hand: list[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys([*_NVCC_FLAGS, *sort_flags(given).kept]))
 
 
+def header_libraries(
+    depends: set[str], hand: list[str], done: list[str]
+) -> tuple[CapturedHeaderLibrary, ...]:
+    """build.toml's ``cutlass_X_Y`` as the nvidia-cutlass release of that version on PyPI;
+    one with no such release (or another dependency) needs a hand. A git submodule or vendored
+    tree the include folders name takes the place of the PyPI one (writer.py)."""
+    out: list[CapturedHeaderLibrary] = []
+    for dep in sorted(depends):
+        version = KERNEL_BUILDER_CUTLASS.get(dep)
+        release = f"{version}.0" if version else None
+        if release in NVIDIA_CUTLASS_RELEASES and out:
+            hand.append(
+                f"build.toml depends on {dep} besides {out[0].found.rsplit(' ', 1)[-1]}: one CUTLASS "
+                f"compiles every source; wrote {out[0].pypi}"
+            )
+        elif release in NVIDIA_CUTLASS_RELEASES:
+            out.append(
+                CapturedHeaderLibrary(
+                    name="cutlass",
+                    pypi=f"nvidia-cutlass=={release}",
+                    include=NVIDIA_CUTLASS_INCLUDE,
+                    found=f"build.toml depends on {dep}",
+                )
+            )
+            done.append(
+                f"header-libraries: build.toml's {dep} is CUTLASS {version} (kernel-builder's); wrote "
+                f"pypi: nvidia-cutlass=={release}, whose wheel ships those headers (downloaded once into the cache)"
+            )
+        elif version:
+            hand.append(
+                f"build.toml depends on {dep}, CUTLASS {version} in kernel-builder, which has no nvidia-cutlass "
+                f"release on PyPI ({', '.join(NVIDIA_CUTLASS_RELEASES[-3:])}, ...): add CUTLASS v{version} as a git "
+                "submodule (git submodule add https://github.com/NVIDIA/cutlass third_party/cutlass; git -C "
+                f"third_party/cutlass checkout v{version}) and write header-libraries: [{{name: cutlass, path: "
+                "third_party/cutlass, include: [include, tools/util/include]}]"
+            )
+        else:
+            hand.append(
+                f"build.toml depends on {dep} (a dependency kernel-builder provides); put it in the project "
+                "(a git submodule) and name it under header-libraries, or its include folder in include-dirs"
+            )
+    return tuple(out)
+
+
 def _extension(
     parts: _Kernels, name: str, torch: Mapping[str, Any], hand: list[str]
 ) -> CapturedExtension:
-    for dep in sorted(parts.depends):
-        hand.append(
-            f"build.toml depends on {dep} (a header library kernel-builder provides); "
-            "put its headers in the project (a git submodule) and add the include folder to include-dirs"
-        )
     archs = parts.archs()
     if "csrc" not in parts.includes and (parts.root / "csrc").is_dir():
         parts.includes.append("csrc")  # define_gpu_extension_target adds it
@@ -248,6 +307,7 @@ def read_build_toml(root: Path) -> CapturedBuild:
         parts.kernel(name, kernel)
     package, leaf = f"torch-ext/{python_name}", f"_{python_name}_cuda"
     extension = _extension(parts, f"{python_name}.{leaf}", torch, hand)
+    libraries = header_libraries(parts.depends, hand, parts.done)
     if not (root / package / "__init__.py").is_file():
         hand.append(f"build.toml: the Python package {package} has no __init__.py")
     parts.done.append(
@@ -275,6 +335,7 @@ def read_build_toml(root: Path) -> CapturedBuild:
             GeneratedFile(path="torch-ext/registration.h", text=REGISTRATION_H),
             GeneratedFile(path=f"{package}/_ops.py", text=_OPS_PY.format(ops=leaf)),
         ),
+        header_libraries=libraries,
         missing=tuple(parts.missing),
         hand=tuple(hand),
         done=tuple(parts.done),

@@ -8,11 +8,14 @@ from __future__ import annotations
 import builtins
 import io
 import os
+import re
+import runpy
 import shlex
 import socket
 import subprocess
 import sys
 import tempfile
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -33,13 +36,29 @@ _QUERIES = frozenset(
 _GIT_READS = frozenset({"rev-parse", "describe", "log", "status", "show", "ls-files", "rev-list"})
 
 
-class Guards:
-    """Installed once, before setup.py runs."""
+# A command that runs a Python script of the project (a generator): python gen.py -o out.
+_PYTHON_RE = re.compile(r"^python(\d+(\.\d+)?)?$")
+# At most this many files written are recorded, each with who wrote it.
+_MAX_WRITTEN = 20000
 
-    def __init__(self, record: dict[str, Any], root: str, where: Callable[[], str]) -> None:
+
+class Guards:
+    """Installed once, before setup.py runs. Files written are recorded with the project's
+    module that wrote them (for a generate step); a project's Python script that setup.py runs
+    as a command runs in this process, under these guards. *skip*: wheelforge's own files."""
+
+    def __init__(
+        self,
+        record: dict[str, Any],
+        root: str,
+        where: Callable[[], str],
+        *,
+        skip: tuple[str, ...] = (),
+    ) -> None:
         self.record = record
         self.root = root
         self.where = where
+        self.skip = frozenset({os.path.abspath(__file__), *skip})  # noqa: PTH100
         self.real_open = builtins.open
 
     def in_root(self, path: str) -> bool:
@@ -78,10 +97,22 @@ class Guards:
         real_popen: Any = subprocess.Popen
         record, where = self.record, self.where
 
+        guards = self
+
         class GuardedPopen(real_popen):  # type: ignore[misc]
             def __init__(self, args: Any, *rest: Any, **kwargs: Any) -> None:
                 argv = _argv(args, bool(kwargs.get("shell")))
-                if not allowed(argv):
+                cwd = os.fsdecode(kwargs.get("cwd") or os.getcwd())  # noqa: PTH109
+                if guards.project_script(argv, cwd):
+                    code = guards.generator(argv, cwd)
+                    args, kwargs["shell"] = (
+                        [sys.executable, "-c", f"import sys; sys.exit({code})"],
+                        False,
+                    )
+                    kwargs.pop("executable", None)
+                    kwargs.pop("cwd", None)
+                    rest = ()
+                elif not allowed(argv):
                     record["refused"].append({"detail": shlex.join(argv), "where": where()})
                     args, kwargs["shell"] = _REFUSED, False
                     kwargs.pop("executable", None)
@@ -93,7 +124,11 @@ class Guards:
         real_system = os.system
 
         def system(command: str) -> int:
-            if allowed(shlex.split(command)):
+            argv = shlex.split(command)
+            here = os.getcwd()  # noqa: PTH109
+            if self.project_script(argv, here):
+                return (self.generator(argv, here) & 0xFF) << 8
+            if allowed(argv):
                 return real_system(command)
             record["refused"].append({"detail": command, "where": where()})
             return 256  # exit status 1, as os.system encodes it
@@ -112,7 +147,10 @@ class Guards:
                 rel = os.path.relpath(path, self.root)
                 if rel not in self.record["writes"]:
                     self.record["writes"].append(rel)
-            elif not (path == temp or path.startswith(temp + os.sep)):
+                self.written(path)
+            elif path == temp or path.startswith(temp + os.sep):
+                self.written(path)
+            else:
                 self.record["refused"].append({"detail": f"write {path}", "where": self.where()})
                 raise PermissionError(
                     13, "wheelforge init lets setup.py write only inside the project folder", path
@@ -121,6 +159,87 @@ class Guards:
 
         builtins.open = guarded
         io.open = guarded
+
+    def written(self, path: str) -> None:
+        if len(self.record["written"]) < _MAX_WRITTEN:
+            self.record["written"].append({"path": path, **(self.writer() or {})})
+
+    def writer(self) -> dict[str, Any] | None:
+        """Which of the project's modules is writing a file, and the call setup.py made into
+        it: ``{"by": "gen/kernels.py", "entry": {"function": "main", "module": "gen.kernels",
+        "args": ["out"]}}``; ``by`` is setup.py when setup.py writes itself. None: no project
+        code is writing."""
+        frames: list[types.FrameType] = []
+        frame: types.FrameType | None = sys._getframe(1)
+        while frame is not None:
+            frames.append(frame)
+            frame = frame.f_back
+        frames.reverse()  # the outermost first
+        project = []
+        for i, f in enumerate(frames):
+            name = os.path.abspath(f.f_code.co_filename)  # noqa: PTH100
+            if name not in self.skip and self.in_root(name) and "site-packages" not in name:
+                project.append((i, name))
+        if not project:
+            return None
+        by = project[-1][1]
+        entry = frames[next(i for i, name in project if name == by)]
+        code = entry.f_code
+        args = [_word(entry.f_locals.get(n)) for n in code.co_varnames[: code.co_argcount]]
+        return {
+            "by": os.path.relpath(by, self.root),
+            "entry": {
+                "function": code.co_name,
+                "module": str(entry.f_globals.get("__name__", "")),
+                "args": args,
+            },
+        }
+
+    def run_script(self, argv: list[str], cwd: str) -> int:
+        """A project's Python script run in this process (``python gen.py -o out``, as setup.py
+        runs it, or a generator init tries): its exit code."""
+        script = os.path.realpath(os.path.join(cwd, argv[1]))  # noqa: PTH118
+        saved = (list(sys.argv), os.getcwd(), list(sys.path))  # noqa: PTH109
+        os.chdir(cwd)
+        sys.argv = list(argv[1:])
+        sys.path.insert(0, os.path.dirname(script))  # noqa: PTH120
+        code: int = 0
+        try:
+            runpy.run_path(script, run_name="__main__")
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        except Exception as exc:
+            code = 1
+            self.record.setdefault("generator_errors", []).append(
+                f"{argv[1]}: {type(exc).__name__}: {exc}"[:500]
+            )
+        finally:
+            sys.argv, sys.path[:] = saved[0], saved[2]
+            os.chdir(saved[1])
+        return code
+
+    def project_script(self, argv: list[str], cwd: str) -> bool:
+        """Whether *argv* runs a Python script of the project: ``python gen.py ...``."""
+        if len(argv) < 2 or not argv[1].endswith(".py"):
+            return False
+        program = argv[0]
+        is_python = _PYTHON_RE.match(os.path.basename(program)) is not None  # noqa: PTH119
+        if not is_python and os.path.realpath(program) != os.path.realpath(sys.executable):
+            return False
+        script = os.path.realpath(os.path.join(cwd, argv[1]))  # noqa: PTH118
+        return self.in_root(script) and os.path.isfile(script)  # noqa: PTH113
+
+    def generator(self, argv: list[str], cwd: str) -> int:
+        """Run the project's script *argv* here, under these guards (what it writes is recorded
+        with who wrote it), as pip's build would run it; recorded as a generator."""
+        where = self.where()
+        code = self.run_script(argv, cwd)
+        script = os.path.realpath(os.path.join(cwd, argv[1]))  # noqa: PTH118
+        self.record["generators"].append({
+            "argv": argv, "cwd": os.path.realpath(cwd), "script": os.path.relpath(script, self.root),
+            "where": where, "exit": code,
+        })  # fmt: skip
+        return code
 
 
 def allowed(argv: list[str]) -> bool:
@@ -151,3 +270,13 @@ def _argv(args: object, shell: bool) -> list[str]:
 
 
 _REFUSED = [sys.executable, "-c", "import sys; sys.exit(1)"]
+
+
+def _word(value: object) -> object:
+    """An argument as the record keeps it: a string, a path as its string, a number; else its
+    type's name (a generate step's command cannot pass it)."""
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    return {"type": type(value).__name__}

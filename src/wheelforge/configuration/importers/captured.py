@@ -5,7 +5,9 @@ matrix.yaml.
 
 What could not be captured, or is a choice the user has to make, is a ``hand`` note; what was
 translated in a way worth knowing (a flag left out because wheelforge sets it, an arch flag
-turned into an arch set) is a ``done`` note. A download or a command the build script tried and
+turned into an arch set) is a ``done`` note. A build has one extension per shared object, the
+header libraries its include folders lie in (or build.toml depends on), and the programs that
+write its sources first (``steps``). A download or a command the build script tried and
 wheelforge refused is a :class:`Refusal`."""
 
 from __future__ import annotations
@@ -47,6 +49,9 @@ class CapturedExtension:
     torch_target: str | None = None  # the stable-ABI target its flags name ("2.9")
     stable: bool | None = None  # the ABI its build declares (build.toml's stable-abi), if it does
     limited_api: str | None = None  # the Py_LIMITED_API its flags name ("3.9")
+    # Where the project's Python loads it with torch.ops.load_library ("pkg/_lib.py:12"), as
+    # the writer reads it (an operator library, ``kind: library``, when it defines no PyInit).
+    loaded_at: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,6 +92,34 @@ class GeneratedFile:
 
 
 @dataclass(frozen=True, kw_only=True)
+class CapturedHeaderLibrary:
+    """A header library the build includes (CUTLASS/CuTe ...): a folder (a git submodule, a
+    vendored tree; relative to the project folder, ``../`` when it lies above it) or a PyPI
+    package that ships the headers."""
+
+    name: str
+    path: str | None = None
+    pypi: str | None = None  # "nvidia-cutlass==3.8.0.0"
+    include: tuple[str, ...] = ("include",)  # relative to path (or to the unpacked wheel)
+    version: str | None = None  # written only where nothing else names it (no git checkout)
+    pinned: str | None = None  # the commit the superproject's gitlink pins (said, not written)
+    commit: str | None = None  # the commit its own checkout has (read by the build too)
+    found: str = ""  # what named it: "include_dirs (a git submodule)", "build.toml depends"
+
+
+@dataclass(frozen=True, kw_only=True)
+class CapturedStep:
+    """A program the build runs to write sources before compiling (FA3's generate_kernels.py):
+    matrix.yaml's ``generate`` step. Sources written ``{name}/...`` are among its outputs."""
+
+    name: str
+    run: tuple[str, ...]  # with {python}, {project}, {out}
+    inputs: tuple[str, ...]  # relative to the project folder
+    outputs: tuple[str, ...]  # relative to its output folder
+    found: str  # how it was found: "setup.py:498 runs it", "the sources it writes were missing"
+
+
+@dataclass(frozen=True, kw_only=True)
 class CapturedBuild:
     root: Path
     front_door: FrontDoor
@@ -98,6 +131,8 @@ class CapturedBuild:
     torch_seen: str | None = None  # the torch the build script saw ("2.13.0"), if a real one
     tests: str | None = None  # the test folder (or file)
     generated: tuple[GeneratedFile, ...] = ()
+    header_libraries: tuple[CapturedHeaderLibrary, ...] = ()  # beside those in include dirs
+    steps: tuple[CapturedStep, ...] = ()  # generate steps
     refusals: tuple[Refusal, ...] = ()
     missing: tuple[str, ...] = ()  # sources the build names that match no file
     hand: tuple[str, ...] = ()  # what needs a hand: real choices, or what could not be read

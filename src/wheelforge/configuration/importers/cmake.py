@@ -134,6 +134,33 @@ def _unfetched(build: Path) -> list[str]:
     ]
 
 
+def _given_sources(build: Path) -> set[str]:
+    """The FetchContent dependencies given a folder (``-DFETCHCONTENT_SOURCE_DIR_X=<folder>``),
+    lower case."""
+    try:
+        cache = readers.read_text(build / "CMakeCache.txt", cap=readers.STATE_CAP, errors="replace")
+    except (OSError, readers.FileRefused):
+        return set()
+    return {
+        name.lower()
+        for name, folder in re.findall(r"^FETCHCONTENT_SOURCE_DIR_(\w+):PATH=(.*)$", cache, re.M)
+        if folder.strip()
+    }
+
+
+def download_lines(output: str, given: set[str]) -> list[str]:
+    """The configure's lines that tell of a download (``Downloading X``, ``Cloning into``), but
+    for a dependency given a folder: fast_rnnt's own ``message("Downloading pybind11")`` comes
+    before a FetchContent_Populate that takes ``FETCHCONTENT_SOURCE_DIR_PYBIND11``."""
+    lines = []
+    for line in dict.fromkeys(re.findall(r"^.*(?:Downloading|Cloning into)[^\n]*", output, re.M)):
+        named = re.search(r"Downloading\s+['\"]?([\w.-]+)", line)
+        if named and named[1].lower() in given:
+            continue
+        lines.append(line.strip())
+    return lines
+
+
 def _targets(build: Path) -> dict[str, dict[str, Any]]:
     """The codemodel's targets by id (CMake's file API reply)."""
     reply = build / ".cmake" / "api" / "v1" / "reply"
@@ -317,6 +344,7 @@ def capture_cmake(
         build = Path(tmp)
         output = _configure(root, build, context)
         unfetched = _unfetched(build)
+        given = _given_sources(build)
         flags = ", ".join(f"-DFETCHCONTENT_SOURCE_DIR_{n.upper()}=<folder>" for n in unfetched)
         if not (build / "compile_commands.json").is_file():
             raise ToolError(
@@ -347,8 +375,8 @@ def capture_cmake(
             name = (modules or {}).get(stem) or _module_name(root, stem)
             extensions.append(reader.extension(target, targets, name))
     refusals = [
-        Refusal(what="network", detail=m.strip()[:160], where="CMake", attempted=True)
-        for m in dict.fromkeys(re.findall(r"^.*(?:Downloading|Cloning into)[^\n]*", output, re.M))
+        Refusal(what="network", detail=line[:160], where="CMake", attempted=True)
+        for line in download_lines(output, given)
     ]
     if unfetched:
         reader.hand.append(

@@ -97,7 +97,8 @@ def _requires_python(build: CapturedBuild, hand: list[str], done: list[str]) -> 
     floors = [Version(s.version) for s in spec if s.operator in (">=", ">", "~=", "==")]
     if floors and max(floors) < OLDEST_PYTHON:
         done.append(
-            f"requires-python: left '{asked}' out: the wheel is cp310-abi3 or newer (python-abi), so Python 3.10+"
+            f"requires-python: left '{asked}' out: the wheels are for CPython 3.10 or newer "
+            "(cp310-abi3 and up for the stable ABI, the build Python's for the unstable), as their tags say"
         )
         return None
     return asked

@@ -44,6 +44,8 @@ RECORD: dict[str, Any] = {
     "network": [],
     "refused": [],
     "writes": [],
+    "written": [],
+    "generators": [],
     "stub_missing": [],
     "torch": None,
     "ninja": {},
@@ -345,7 +347,14 @@ def main(context_path: str) -> int:
         standin = _sibling("capture_standin")
         _patch_cpp_extension(standin.install(_CONTEXT, RECORD, _REAL_OPEN, _cuda_label()))
     original = RECORD.pop("ninja_writer", None)
-    _sibling("capture_guards").Guards(RECORD, _CONTEXT["root"], _where).install()
+    guards = _sibling("capture_guards").Guards(RECORD, _CONTEXT["root"], _where, skip=(_THIS,))
+    guards.install()
+    if _CONTEXT.get("generator"):  # a generator init tries: run it alone, into a temp folder
+        given = _CONTEXT["generator"]
+        RECORD["generator_exit"] = guards.run_script(given["argv"], given["cwd"])
+        with _REAL_OPEN(str(_CONTEXT["out"]), "w") as f:
+            json.dump(RECORD, f, default=str)
+        return 0
     _run(_CONTEXT["setup"])
     if RECORD["setup_calls"]:
         _replaced_ninja(original)

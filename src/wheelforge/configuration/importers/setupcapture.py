@@ -7,16 +7,18 @@ without running it instead (staticsetup.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from wheelforge.configuration.importers import generators
 from wheelforge.configuration.importers.captured import CapturedBuild
 from wheelforge.configuration.importers.setuppy import parse_setup_py
 from wheelforge.configuration.importers.setuprecord import read_record
-from wheelforge.foundation import proc, readers, writers
+from wheelforge.foundation import log, proc, readers, writers
 from wheelforge.foundation.errors import ToolError
 
 CHILD = Path(__file__).with_name("setup_child.py")
@@ -41,8 +43,11 @@ class CaptureContext:
     stand_in: bool = False  # the stand-in torch even when the build Python has one
 
 
-def run_setup(root: Path, context: CaptureContext) -> dict[str, Any]:
-    """The child's record for *root*/setup.py (the raw JSON document)."""
+def run_setup(
+    root: Path, context: CaptureContext, generator: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The child's record for *root*/setup.py (the raw JSON document); with *generator*
+    (``{"argv": [python, script, ...], "cwd": folder}``), that script run alone instead."""
     with tempfile.TemporaryDirectory(prefix="wheelforge-init-") as tmp:
         out = Path(tmp) / "record.json"
         given = {
@@ -54,6 +59,7 @@ def run_setup(root: Path, context: CaptureContext) -> dict[str, Any]:
             "cuda_version": context.cuda_version,
             "torch_version": context.torch_version,
             "stand_in": context.stand_in,
+            "generator": generator,
         }
         writers.write_atomic(Path(tmp) / "context.json", json.dumps(given))
         result = proc.run(
@@ -74,6 +80,7 @@ def run_setup(root: Path, context: CaptureContext) -> dict[str, Any]:
             )
         record: dict[str, Any] = json.loads(readers.read_text(out, cap=readers.STATE_CAP))
     record["output"] = result.stdout + result.stderr
+    record["root"], record["setup"] = str(root.resolve()), "setup.py"
     record["python"] = str(context.python)
     return record
 
@@ -132,4 +139,44 @@ def capture_setup(root: Path, context: CaptureContext) -> CapturedBuild:
             "read it without running it with 'wheelforge init --no-run'",
             details=proc.tail(record.get("output", "")) or None,
         )
-    return read_record(root, record, front_door="setup.py")
+    build = read_record(root, record, front_door="setup.py")
+    return _generated_missing(root, context, build) if build.missing else build
+
+
+def _generated_missing(root: Path, context: CaptureContext, build: CapturedBuild) -> CapturedBuild:
+    """Sources setup.py names that do not exist, written by a generator of the project: each
+    candidate run once into a temporary folder (under the child's guards), the sources it
+    writes there become a generate step's outputs."""
+    for script, option in generators.candidates(root):
+        log.info(
+            f"{len(build.missing)} source(s) setup.py names do not exist: running {root / script} "
+            f"{option} <a temporary folder> to see whether it writes them"
+        )
+        with tempfile.TemporaryDirectory(prefix="wheelforge-gen-") as tmp:
+            out = Path(tmp).resolve()
+            argv = [str(context.python), str(root / script), option, str(out)]
+            record = run_setup(root, context, {"argv": argv, "cwd": str(root)})
+            written = [
+                Path(item["path"]).relative_to(out).as_posix()
+                for item in record.get("written") or []
+                if Path(item["path"]).is_relative_to(out)
+            ]
+        found = generators.from_trial(
+            build.missing,
+            build.extensions,
+            script=script,
+            option=option,
+            written=written,
+            taken=[s.name for s in build.steps],
+        )
+        if found.steps:
+            build = dataclasses.replace(
+                build,
+                extensions=found.extensions,
+                steps=build.steps + found.steps,
+                missing=found.missing,
+                done=build.done + found.done,
+            )
+        if not build.missing:
+            break
+    return build

@@ -15,6 +15,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from wheelforge.configuration.archs import ArchSpec
+from wheelforge.configuration.importers import generators
 from wheelforge.configuration.importers.buildsteps import BuildSteps, ninja_rules
 from wheelforge.configuration.importers.captured import (
     CapturedBuild,
@@ -83,16 +84,22 @@ class _Reading:
             out.append(rel)
         return out
 
-    def check_sources(self, label: str, sources: list[str]) -> None:
-        """What an extension's sources say about the capture: no CUDA where the project has
-        it (a setup.py that asks for a GPU), none at all (another tool builds it)."""
-        project_cu = (p for p in self.root.glob("**/*.cu") if "hip" not in p.as_posix())
-        if sources and not cuda_sources(sources) and any(project_cu):
+    def check_cuda(self, extensions: Iterable[CapturedExtension]) -> None:
+        """No extension compiles CUDA though the project has .cu files: a setup.py that asks
+        for a GPU before it builds its CUDA extensions."""
+        built = [e for e in extensions if e.sources]
+        if not built or any(cuda_sources(s.path for s in e.sources) for e in built):
+            return
+        if any(p for p in self.root.glob("**/*.cu") if "hip" not in p.as_posix()):
+            names = ", ".join(str(e.name) for e in built)
             self.hand.append(
-                f"{label} compiles no CUDA source, though the project has .cu files: its setup.py may choose "
+                f"{names} compile(s) no CUDA source, though the project has .cu files: its setup.py may choose "
                 "CUDA by asking for a GPU (torch.cuda.is_available()); set the switch it reads (FORCE_CUDA=1, "
                 "or --archs, which sets TORCH_CUDA_ARCH_LIST for it) and run init again"
             )
+
+    def check_sources(self, label: str, sources: list[str]) -> None:
+        """An extension with no sources: another tool builds it."""
         if not sources and (self.root / "CMakeLists.txt").is_file():
             self.done.append(
                 f"{label} has no sources: setup.py hands its build to CMake (CMakeLists.txt)"
@@ -334,6 +341,9 @@ def read_record(root: Path, record: Mapping[str, Any], *, front_door: FrontDoor)
     args = record["setup_calls"][-1] if record["setup_calls"] else {}
     ninja = record.get("ninja") or {}
     extensions = tuple(reading.extension(e, ninja.get(e.get("name"))) for e in record["extensions"])
+    reading.check_cuda(extensions)
+    generated_sources = generators.from_record(root, record, extensions)
+    extensions = generated_sources.extensions
     packages, package_data = reading.packages(args)
     steps = BuildSteps(root, record)
     generated = steps.extra_files(reading.package_folders, extensions)
@@ -354,8 +364,7 @@ def read_record(root: Path, record: Mapping[str, Any], *, front_door: FrontDoor)
         reading.hand.append(
             f"setup.py asked for {name}, which the stand-in torch lacks; pass --python with a Python that has torch"
         )
-    for written in record.get("writes") or []:
-        reading.done.append(f"setup.py wrote {written} (as it does under pip)")
+    reading.done += generators.writes_said(record)
     return CapturedBuild(
         root=root,
         front_door=front_door,
@@ -369,6 +378,7 @@ def read_record(root: Path, record: Mapping[str, Any], *, front_door: FrontDoor)
         refusals=tuple(steps.refusals()),
         generated=tuple(generated),
         missing=tuple(dict.fromkeys(reading.missing)),
-        hand=tuple(reading.hand + steps.hand),
-        done=tuple(reading.done + steps.done),
+        steps=generated_sources.steps,
+        hand=tuple(reading.hand + steps.hand) + generated_sources.hand,
+        done=tuple(reading.done + steps.done) + generated_sources.done,
     )

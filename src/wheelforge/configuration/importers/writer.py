@@ -10,10 +10,8 @@ refused with the list, before anything is written."""
 
 from __future__ import annotations
 
-import os
 import re
-from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +20,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
 from wheelforge.configuration.abi import STABLE, UNSTABLE, Abi
-from wheelforge.configuration.archs import ArchSpec
+from wheelforge.configuration.importers import buildparts
 from wheelforge.configuration.importers.captured import (
     CapturedBuild,
     CapturedExtension,
@@ -36,6 +34,7 @@ from wheelforge.configuration.importers.packagesection import (
     OLDEST_PYTHON,
     package_section,
 )
+from wheelforge.configuration.importers.sourceglobs import OneLine, sources_entries
 from wheelforge.configuration.importers.testsuite import tests_section
 from wheelforge.configuration.matrix.keys import SOURCE_SUFFIXES
 from wheelforge.foundation import readers
@@ -72,16 +71,12 @@ class InitResult:
     summary: str = ""  # one line: what was written
 
 
-class _OneLine(dict[str, str]):
-    """A mapping written on one line: a source with its archs, ``{files: x.cu, archs: 9.0a}``."""
-
-
 class _Dumper(yaml.SafeDumper):
     pass
 
 
 _Dumper.add_representer(
-    _OneLine,
+    OneLine,
     lambda dumper, data: dumper.represent_mapping("tag:yaml.org,2002:map", data, flow_style=True),
 )
 
@@ -92,60 +87,40 @@ def _dump(key: str, value: object) -> str:
     )
 
 
+# A preprocessor block only Windows compiles (torch_scatter's PyInit stubs live in one).
+_WINDOWS_IF_RE = re.compile(
+    r"^\s*#\s*if(?:def\s+(?:_WIN32|_MSC_VER|_WIN64)\b|\s+defined\s*\(?\s*(?:_WIN32|_MSC_VER)\b)"
+)
+_IF_RE = re.compile(r"^\s*#\s*if")
+_ELSE_RE = re.compile(r"^\s*#\s*(?:else|elif)\b")
+_ENDIF_RE = re.compile(r"^\s*#\s*endif\b")
+
+
+def linux_text(text: str) -> str:
+    """*text* without the blocks only Windows compiles (``#ifdef _WIN32`` up to its ``#else``
+    or ``#endif``), which a Linux build never sees."""
+    kept: list[str] = []
+    stack: list[bool] = []  # per open #if: does it hide its lines (a Windows branch)?
+    for line in text.splitlines():
+        if _IF_RE.match(line):
+            stack.append(bool(_WINDOWS_IF_RE.match(line)))
+            continue
+        if stack and _ELSE_RE.match(line):
+            stack[-1] = False
+            continue
+        if stack and _ENDIF_RE.match(line):
+            stack.pop()
+            continue
+        if not any(stack):
+            kept.append(line)
+    return "\n".join(kept)
+
+
 def _text(root: Path, sources: Iterable[CapturedSource]) -> Iterable[str]:
     for source in sources:
         path = root / source.path
         if path.is_file():
-            yield readers.read_text(path, cap=readers.CONFIG_CAP, errors="replace")
-
-
-def _patterns(members: list[str]) -> list[str]:
-    """Globs that could name *members* (files of one folder): ``*.cu``, then ``*_sm90.cu`` from
-    the names' common ending."""
-    names = [Path(m).name for m in members]
-    suffix = Path(names[0]).suffix
-    ending = os.path.commonprefix([n[::-1] for n in names])[::-1]  # noqa: RUF071 - the names' common ending, characters
-    cut = ending.find("_")
-    out = [f"*{suffix}"]
-    if cut >= 0 and ending[cut:] != suffix:
-        out.append(f"*{ending[cut:]}")
-    return out
-
-
-def _globbed(root: Path, paths: list[str], *, single: bool) -> list[str]:
-    """*paths* with a folder's files written as one glob (``folder/*.cu``, ``folder/*_sm90.cu``)
-    when the glob names exactly those files; *single*: a glob for one file too."""
-    by_folder: dict[tuple[str, str], list[str]] = defaultdict(list)
-    for path in paths:
-        p = Path(path)
-        by_folder[(p.parent.as_posix(), p.suffix)].append(path)
-    out: list[str] = []
-    for (folder, _), members in by_folder.items():
-        chosen = None
-        if len(members) > 1 or single:
-            for pattern in _patterns(members):
-                on_disk = {
-                    (Path(folder) / f.name).as_posix().removeprefix("./")
-                    for f in (root / folder).glob(pattern)
-                    if f.is_file()
-                }
-                if on_disk == set(members):
-                    chosen = f"{folder}/{pattern}".removeprefix("./")
-                    break
-        out.extend([chosen] if chosen else members)
-    return out
-
-
-def _sources(root: Path, ext: CapturedExtension) -> list[object]:
-    compiled = [s for s in ext.sources if Path(s.path).suffix in SOURCE_SUFFIXES]
-    groups: dict[tuple[ArchSpec, ...] | None, list[str]] = defaultdict(list)
-    for source in compiled:
-        groups[source.archs].append(source.path)
-    out: list[object] = []
-    for archs, paths in groups.items():
-        for entry in _globbed(root, paths, single=ext.kind == "guessed"):
-            out.append(entry if archs is None else _OneLine(files=entry, archs=arch_text(archs)))
-    return out
+            yield linux_text(readers.read_text(path, cap=readers.CONFIG_CAP, errors="replace"))
 
 
 def abi_of(root: Path, ext: CapturedExtension) -> Abi:
@@ -166,11 +141,21 @@ class _Writer:
         self.hand = list(build.hand)
         self.done = list(build.done)
 
-    def extension(self, ext: CapturedExtension, abi: Abi) -> dict[str, object]:
+    def extension(self, ext: CapturedExtension, abi: Abi, where: str) -> dict[str, object]:
         root = self.build.root
-        out: dict[str, object] = {"name": ext.name or "TODO.name", "sources": _sources(root, ext)}
+        outputs = {s.name: s.outputs for s in self.build.steps}
+        out: dict[str, object] = {"name": ext.name or "TODO.name"}
         if not ext.name:
-            self.hand.append(f"{ext.kind} ({ext.where}) has no module name; write extension.name")
+            self.hand.append(f"{ext.kind} ({ext.where}) has no module name; write {where}.name")
+        own_init = any(_OWN_INIT_RE.search(t) for t in _text(root, ext.sources))
+        library = ext.loaded_at is not None and not own_init
+        if library:
+            out["kind"] = "library"
+            self.done.append(
+                f"{ext.name}: kind: library (<leaf>.so, no PyInit): {ext.loaded_at} loads it with "
+                "torch.ops.load_library, and no source defines a module init"
+            )
+        out["sources"] = sources_entries(root, ext, outputs)
         cuda = any(s.path.endswith(".cu") for s in ext.sources)
         for key, value in (
             ("include-dirs", ext.include_dirs),
@@ -182,7 +167,8 @@ class _Writer:
         ):
             if value:
                 out[key] = list(value)
-        own_init = any(_OWN_INIT_RE.search(t) for t in _text(root, ext.sources))
+        if library:
+            return out
         out["module-init"] = not own_init
         if abi.per_torch and not own_init:  # a classic extension defines its module
             self.hand.append(
@@ -235,6 +221,8 @@ class _Writer:
 
     def arch_sets(self) -> str:
         if self.choices.archs:
+            # --archs replaces the arch set the project gave: its front door's account goes
+            self.done[:] = [d for d in self.done if not d.startswith("arch-sets:")]
             return "\n" + _dump("arch-sets", {"default": self.choices.archs})
         found = merge_archs(*(e.archs for e in self.build.extensions))
         if found:
@@ -296,6 +284,43 @@ def _refuse_missing(build: CapturedBuild) -> None:
     )
 
 
+def _abi(writer: _Writer, extensions: Sequence[CapturedExtension]) -> Abi:
+    """One ABI for the matrix: the extensions', or the unstable one when they differ (code
+    written for the stable ABI builds under it too)."""
+    abis = {ext.name: writer.abi(ext) for ext in extensions}
+    if len({a.name for a in abis.values()}) == 1:
+        return next(iter(abis.values()))
+    stable = ", ".join(str(n) for n, a in abis.items() if not a.per_torch)
+    writer.done.append(
+        f"abi: unstable: {stable} use(s) the stable ABI, the others torch/extension.h; a matrix has one ABI, "
+        "and the stable ABI's code builds under the unstable one"
+    )
+    return UNSTABLE
+
+
+def _targeted(extensions: Sequence[CapturedExtension]) -> CapturedExtension:
+    """The extension whose stable-ABI target is the newest (the torch floor of all of them)."""
+    return max(
+        extensions, key=lambda e: Version(e.torch_target) if e.torch_target else Version("0")
+    )
+
+
+def _summary(build: CapturedBuild, abi: Abi) -> str:
+    parts = [
+        f"{e.name}: {len([s for s in e.sources if Path(s.path).suffix in SOURCE_SUFFIXES])} source(s)"
+        for e in build.extensions
+    ]
+    extra = (
+        [
+            f"{len(build.header_libraries)} header librar{'y' if len(build.header_libraries) == 1 else 'ies'}"
+        ]
+        if build.header_libraries
+        else []
+    )
+    extra += [f"{len(build.steps)} generate step(s)"] if build.steps else []
+    return "; ".join(parts) + f", abi {abi.name}" + "".join(f", {e}" for e in extra)
+
+
 def render(build: CapturedBuild, choices: InitChoices) -> InitResult:
     """The matrix text for a captured build, and what needs a hand."""
     _refuse_missing(build)
@@ -303,32 +328,38 @@ def render(build: CapturedBuild, choices: InitChoices) -> InitResult:
         raise ConfigError(
             f"{build.root}: {build.front_door} builds no extension; write matrix.yaml from docs/your-extension.md"
         )
+    build, notes = buildparts.prepare(build)
     writer = _Writer(build, choices)
-    ext, *others = build.extensions
-    if others:
-        names = ", ".join(str(e.name) for e in others)
-        writer.hand.append(
-            f"{build.front_door} builds {len(build.extensions)} extensions; only {ext.name} is written (also: {names})"
+    writer.done += notes
+    extensions = build.extensions
+    abi = _abi(writer, extensions)
+    if len(extensions) == 1:
+        section = _dump("extension", writer.extension(extensions[0], abi, "extension"))
+    else:
+        section = _dump(
+            "extensions",
+            [writer.extension(e, abi, f"extensions[{i}]") for i, e in enumerate(extensions)],
         )
-    abi = writer.abi(ext)
     parts = [
         f"# Written by 'wheelforge init' from {build.front_door}; see docs/matrix.md and docs/your-extension.md.\n",
         writer.package(),
-        "\n" + _dump("extension", writer.extension(ext, abi)),
+        buildparts.header_libraries_text(build.header_libraries),
+        buildparts.generate_text(build.steps),
+        "\n" + section,
     ]
+    torch = writer.torch(abi, _targeted(extensions))
     if abi.per_torch:
         parts.append(
             "\n# torch/extension.h: one build per torch version below (a CUDA build of torch).\n"
         )
-        parts.append(f"abi: {abi.name}\n" + _dump("torch", writer.torch(abi, ext)))
+        parts.append(f"abi: {abi.name}\n" + _dump("torch", torch))
     else:
-        parts.append(f"\nabi: {abi.name}\n" + _dump("torch", writer.torch(abi, ext)))
-    parts.append(writer.python_abi(ext))
+        parts.append(f"\nabi: {abi.name}\n" + _dump("torch", torch))
+    parts.append(writer.python_abi(next((e for e in extensions if e.limited_api), extensions[0])))
     parts.append(writer.arch_sets())
     parts.append(writer.tests())
     text = "".join(parts)
     text = text if text.endswith("\n") else text + "\n"
-    sources = len([s for s in ext.sources if Path(s.path).suffix in SOURCE_SUFFIXES])
     return InitResult(
         path=build.root / "matrix.yaml",
         text=text,
@@ -337,5 +368,5 @@ def render(build: CapturedBuild, choices: InitChoices) -> InitResult:
         done=tuple(dict.fromkeys(writer.done)),
         refusals=build.refusals,
         generated=build.generated,
-        summary=f"{ext.name}: {sources} source(s), abi {abi.name}",
+        summary=_summary(build, abi),
     )

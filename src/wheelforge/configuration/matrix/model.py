@@ -569,6 +569,20 @@ class Matrix:
             default="100MiB",
         ),
     )
+    memory_limit: int | None = field(  # bytes the compiles may use at once
+        default=None,
+        metadata=key(
+            "the memory the compiles may use at once: `24GiB`, `16GB` or bytes; the schedule keeps each moment's compiles under it (docs/performance.md); default: what the machine and its cgroups leave; `WHEELFORGE_MEMORY_LIMIT` and `--memory-limit` override it",
+            name="memory-limit",
+            shape={
+                "anyOf": [
+                    {"type": "string", "pattern": SIZE_PATTERN},
+                    {"type": "number", "exclusiveMinimum": 0},
+                ]
+            },
+            words="size",
+        ),
+    )
     wheel_variants: WheelVariantsConfig | None = field(
         default=None,
         metadata=key(

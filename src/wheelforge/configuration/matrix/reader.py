@@ -71,6 +71,7 @@ class MatrixReader(ExtensionsReader, StepsReader, PackageReader):
                 "tests": self.tests,
                 "cuda": self.cuda,
                 "size_budget": self.size,
+                "memory_limit": self.size,
                 "compile_cache": self.scalar,  # its values: settings.py, with the environment's
                 "extensions": self.section_list(ExtensionConfig),
                 "header_libraries": self.section_list(HeaderLibraryConfig),

@@ -28,8 +28,10 @@ from wheelforge.interface.documents.kinds import (
     version_text,
 )
 from wheelforge.packaging import wheel_variants
+from wheelforge.planning.parallelism import Schedule
 from wheelforge.running.build.results import (
     BuildReport,
+    JobReport,
     SharedObject,
     VariantFailure,
     VariantResult,
@@ -146,6 +148,22 @@ class CompileDoc:
             "the compile cache's counts for this run (ccache or sccache); null: no cache, or nothing was compiled"
         ),
     )
+    jobs: tuple[JobReport, ...] = field(
+        default=(),
+        metadata=doc(
+            "each compile this run ran: wall and CPU seconds, peak memory (bytes: the sum of its processes' resident memory at its peak; largest: its largest process), nvcc threads, whether the cache answered it (null: the cache does not say)"
+        ),
+    )
+    peak_memory: int | None = field(
+        default=None,
+        metadata=doc("bytes: the compiles' largest resident memory at one moment; null: none ran"),
+    )
+    schedule: Schedule | None = field(
+        default=None,
+        metadata=doc(
+            "how -j, the nvcc threads and the heavy pool were chosen: the memory kept to (bytes, and what set it), the heavy steps and how many of them run at once, the expected peak and seconds, how many steps earlier builds measured"
+        ),
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -196,6 +214,9 @@ class BuildReportDocument:
     built_against: str | None = field(metadata=doc("the torch the extension was compiled against"))
     variants: tuple[VariantDoc, ...]
     seconds: float
+    no_compile_cache: str | None = field(
+        default=None, metadata=doc("why no compile cache was used; null: one was, or none ran")
+    )
 
 
 KIND = DocumentKind("build-report", BuildReportDocument, VERSION, "wheelforge build report")
@@ -269,6 +290,9 @@ def variant_doc(v: VariantResult | VariantFailure, target: Version2) -> VariantD
         up_to_date=v.sources - len(v.compiled),
         generated=v.generated,
         cache=v.compile_cache,
+        jobs=v.jobs,
+        peak_memory=v.peak_memory,
+        schedule=v.schedule,
     )
     return VariantDoc(
         id=v.variant_id,
@@ -339,4 +363,5 @@ def build_report(
         built_against=result.built_against if result else None,
         variants=tuple(variant_doc(v, target) for v in outcomes),
         seconds=round(seconds, 3),
+        no_compile_cache=result.no_compile_cache if result else None,
     )

@@ -48,7 +48,10 @@ def _sweep(settings: BuildSettings) -> None:
 
 def _run_build(settings: BuildSettings, chosen: list[Variant], start: float) -> BuildReport:
     _sweep(settings)
-    compile_cache = compilecache.resolve(settings.compile_cache, settings.matrix.root)
+    dist = None
+    if settings.dist_scheduler and settings.dist_token:
+        dist = compilecache.Dist(scheduler=settings.dist_scheduler, token=settings.dist_token)
+    compile_cache = compilecache.resolve(settings.compile_cache, settings.matrix.root, dist=dist)
     inputs = plan_inputs(settings, compile_cache)
     plans = plan_all(settings, chosen, inputs, early=True)
     m = settings.matrix
@@ -92,4 +95,7 @@ def _run_build(settings: BuildSettings, chosen: list[Variant], start: float) -> 
         failures=tuple(o for o in outcomes if isinstance(o, VariantFailure)),
         seconds=time.perf_counter() - start,
         variants_json=index,
+        no_compile_cache=(
+            compilecache.none_reason(settings.compile_cache) if compile_cache is None else None
+        ),
     )

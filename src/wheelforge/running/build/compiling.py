@@ -1,30 +1,50 @@
 """Bringing a variant's objects and library up to date: the generated files and build.ninja
 written, the freshness stamp asked first (an unchanged build starts no ninja), the compile
-cache's session around the ninja run (its environment and this build's counts)."""
+cache's session around the ninja run (its environment and this build's counts), and what each
+compile cost, reported and kept in the job-cost history for the next build's schedule
+(planning/jobcosts.py)."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 
 from wheelforge.foundation import fsutil
-from wheelforge.planning import ninjafile, reproducible
+from wheelforge.planning import jobcosts, ninjafile, reproducible
 from wheelforge.planning.plan import VariantPlan
 from wheelforge.running.build import freshness, ninja
+from wheelforge.running.build.results import JobReport
 from wheelforge.toolchain import compilecache
 
 
+@dataclass(frozen=True, kw_only=True)
+class Compiled:
+    """What bringing a variant up to date did."""
+
+    ran: tuple[str, ...] = ()  # the steps ninja ran (CXX, NVCC, LINK); empty: up to date
+    cache: compilecache.CacheStats | None = None  # the compile cache's counts for them
+    jobs: tuple[JobReport, ...] = ()  # each compile ninja ran, with what it cost
+    peak: int | None = None  # bytes: the compiles' largest resident memory at one moment
+
+
 def compile_variant(
-    plan: VariantPlan, *, before_ninja: Callable[[], None] | None = None
-) -> tuple[list[str], compilecache.CacheStats | None]:
+    plan: VariantPlan,
+    *,
+    before_ninja: Callable[[], None] | None = None,
+    history: Path | None = None,
+) -> Compiled:
     """Bring the objects and the library up to date: the steps ninja ran (none, and no ninja
-    process, when the freshness stamp says nothing changed) and the compile cache's counts.
-    *before_ninja* runs when ninja is about to (what can overlap the compile starts there)."""
+    process, when the freshness stamp says nothing changed), the compile cache's counts and each
+    compile's cost, added to the job-cost history in the cache folder *history*. *before_ninja*
+    runs when ninja is about to (what can overlap the compile starts there)."""
     for generated in plan.compile.generated:
         fsutil.write_if_changed(generated.path, generated.text)
     text = ninjafile.write(plan)
     if freshness.up_to_date(plan, text):
-        return [], None
+        return Compiled()
     freshness.forget(plan)
     if before_ninja is not None:
         before_ninja()
@@ -32,7 +52,7 @@ def compile_variant(
     stats = None
     compile_cache = plan.compile.compile_cache
     if compile_cache is None:
-        steps = ninja.run(plan)
+        run = ninja.run(plan)
     else:
         root = plan.project.resolve()
         version = plan.variant.toolkit.version
@@ -41,7 +61,71 @@ def compile_variant(
             env,
             found,
         ):
-            steps = ninja.run(plan, env=env)
+            run = ninja.run(plan, env=env)
         stats = found[0] if found else None
     freshness.record(plan, text, started)
-    return steps, stats
+    jobs = job_reports(plan, run, stats)
+    remember(history, jobs)
+    return Compiled(ran=run.ran, cache=stats, jobs=jobs, peak=run.peak)
+
+
+def job_reports(
+    plan: VariantPlan, run: ninja.NinjaRun, stats: compilecache.CacheStats | None
+) -> tuple[JobReport, ...]:
+    """Each compile step ninja ran, with its wall time (ninja's log), its CPU time and peak
+    memory (jobwatch), its nvcc threads, and whether the compile cache answered it (known for
+    ccache, whose log names each source; None for a tool that does not say)."""
+    hits = set(stats.hit_sources) if stats is not None else set()
+    per_source = stats is not None and stats.tool == "ccache"
+    launched = bool(plan.compile.launchers.cxx or plan.compile.launchers.cuda)
+    found = []
+    for step in plan.compile.steps:
+        output = plan.command_path(step.object)
+        if output not in run.seconds:
+            continue
+        seen = run.measured.get(output)
+        cached: bool | None = (
+            os.path.normpath(step.source) in hits if per_source else None if launched else False
+        )
+        found.append(
+            JobReport(
+                source=_display(step.source, plan),
+                rule=step.rule,
+                seconds=round(run.seconds[output], 3),
+                cpu_seconds=round(seen.cpu_seconds, 2) if seen and seen.samples else None,
+                peak=seen.peak if seen and seen.samples else None,
+                largest=seen.largest if seen and seen.samples else None,
+                threads=plan.compile.nvcc_threads if step.rule == "nvcc" else 1,
+                cached=cached,
+                cost_key=step.cost_key,
+            )
+        )
+    return tuple(found)
+
+
+def remember(history: Path | None, jobs: tuple[JobReport, ...]) -> None:
+    """This build's costs into the history: a compile the cache answered says nothing of what
+    compiling costs and is left out; one it may have answered (a cache that does not say) only
+    ever raises what the history holds."""
+    measured = {}
+    raise_only = set()
+    for job in jobs:
+        if job.cached or job.peak is None or job.largest is None or job.cpu_seconds is None:
+            continue
+        measured[job.cost_key] = jobcosts.JobCost(
+            seconds=job.seconds,
+            cpu_seconds=job.cpu_seconds,
+            peak=job.peak,
+            largest=job.largest,
+            threads=job.threads,
+        )
+        if job.cached is None:
+            raise_only.add(job.cost_key)
+    jobcosts.record(history, measured, raise_only=raise_only)
+
+
+def _display(source: Path, plan: VariantPlan) -> str:
+    try:
+        return str(source.relative_to(plan.project))
+    except ValueError:
+        return str(source)

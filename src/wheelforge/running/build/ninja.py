@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import ninja as ninja_pkg
@@ -15,7 +17,7 @@ from wheelforge.foundation.errors import BuildError, EnvironmentProblem
 from wheelforge.foundation.progress import JobProgress
 from wheelforge.planning.parallelism import default_parallelism
 from wheelforge.planning.plan import VariantPlan
-from wheelforge.running.build import diagnose
+from wheelforge.running.build import diagnose, jobwatch
 from wheelforge.toolchain import ninjafeed
 
 NINJA_HINT = "pip install ninja"
@@ -97,7 +99,8 @@ def _outputs(plan: VariantPlan) -> dict[str, str]:
 
 def run_env(plan: VariantPlan) -> dict[str, str]:
     env = {"NINJA_STATUS": _STATUS}
-    if plan.compile.nvcc_threads:
+    cache = plan.compile.compile_cache
+    if plan.compile.nvcc_threads and not (cache and cache.splits_nvcc):  # else on the command
         # In nvcc's environment rather than on its command line: --threads changes how nvcc
         # schedules, never its output, so it must not change the ninja file (a rebuild) or a
         # compile cache's key (a miss on a machine with another core count).
@@ -106,10 +109,21 @@ def run_env(plan: VariantPlan) -> dict[str, str]:
     return env
 
 
-def run(plan: VariantPlan, *, env: dict[str, str] | None = None) -> list[str]:
+@dataclass(frozen=True, kw_only=True)
+class NinjaRun:
+    """What one ninja run did: the steps it ran (``CXX``, ``NVCC``, ``LINK``), and what each
+    compile cost, by its output as the commands spell it."""
+
+    ran: tuple[str, ...]
+    seconds: Mapping[str, float]  # wall time, from .ninja_log
+    measured: Mapping[str, jobwatch.Measured]  # memory and CPU, from /proc (jobwatch.py)
+    peak: int  # bytes: the whole build's largest resident memory at one moment
+
+
+def run(plan: VariantPlan, *, env: dict[str, str] | None = None) -> NinjaRun:
     """Run ninja for the variant, with *env* added to the compilers' environment, showing each
-    job as it runs and finishes (toolchain/ninjafeed.py); returns the build steps it ran
-    (``CXX a.cpp`` …)."""
+    job as it runs and finishes (toolchain/ninjafeed.py), and measuring what each costs
+    (running/build/jobwatch.py)."""
     todo = pending_jobs(plan)
     args: list[str | Path] = [executable(), "-C", plan.build_dir, *_jobs_flag(plan)]
     if log.verbosity() >= 2:
@@ -120,15 +134,13 @@ def run(plan: VariantPlan, *, env: dict[str, str] | None = None) -> list[str]:
         return outputs.get(job, plan.command_path(plan.links[-1].library))
 
     ninja_log = ninjafeed.NinjaLog(plan.build_dir / ".ninja_log")
-    expected = {
-        job: ninja_log.before[output_of(job)] for job in todo if output_of(job) in ninja_log.before
-    }
     progress = JobProgress(
         todo,
         plan.compile.jobs or default_parallelism(),
-        expected=expected,
+        expected=expected_times(plan, todo, ninja_log.before, output_of),
         build_log=plan.build_dir / "build.log",
     )
+    watch = jobwatch.JobWatch(outputs=tuple(outputs.values()))
 
     def command(description: str) -> None:
         if log.verbosity() >= 2:
@@ -149,15 +161,41 @@ def run(plan: VariantPlan, *, env: dict[str, str] | None = None) -> list[str]:
                 env={**run_env(plan), **(env or {})},
                 on_line=feed.line,
                 timeout=proc.BUILD_S,
+                on_start=watch.start,
             )
         feed.close()
     finally:
+        watch.stop()
         progress.close()
     # Every variant's full log at a stable path, whether the build passed or not.
     fsutil.write_if_changed(plan.build_dir / "build.log", result.stdout)
     if result.returncode != 0:
         raise _failure(plan, result.stdout)
-    return [job.split(" ", 1)[0] for job in feed.ran]
+    ninja_log.read()
+    return NinjaRun(
+        ran=tuple(job.split(" ", 1)[0] for job in feed.ran),
+        seconds=dict(ninja_log.seconds),
+        measured=dict(watch.jobs),
+        peak=watch.peak,
+    )
+
+
+def expected_times(
+    plan: VariantPlan,
+    todo: list[str],
+    before: Mapping[str, float],
+    output_of: Callable[[str], str],
+) -> dict[str, float]:
+    """Each pending job's expected seconds for the progress's estimate: its time in this build
+    folder's last build (*before*: .ninja_log, by output), else, in a folder with no log of its
+    own (a fresh clone, another variant), the same step's time in earlier builds anywhere
+    (the plan's expected_seconds, from planning/jobcosts.py). A job with neither is absent."""
+    expected = {job: before[output_of(job)] for job in todo if output_of(job) in before}
+    for step in plan.compile.steps:
+        job = f"{step.rule.upper()} {_display(step.source, plan)}"
+        if step.expected_seconds is not None and job in todo:
+            expected.setdefault(job, step.expected_seconds)
+    return expected
 
 
 def _ninja_pid(plan: VariantPlan) -> int | None:

@@ -14,7 +14,26 @@ from wheelforge.binaries.verify import ArchCheck
 from wheelforge.configuration.abi import AbiName
 from wheelforge.configuration.archs import ArchSet
 from wheelforge.foundation.errors import WheelforgeError
+from wheelforge.planning.parallelism import Schedule
 from wheelforge.toolchain.compilecache import CacheStats
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobReport:
+    """One compile this run ran, and what it cost (running/build/jobwatch.py)."""
+
+    source: str  # its path in the project
+    rule: str  # nvcc, cxx, cc
+    seconds: float  # wall time (ninja's log)
+    # user + system time of all its processes, and bytes: the largest sum of their resident
+    # memory at one moment, the largest single one; None: it ended before /proc was read
+    cpu_seconds: float | None
+    peak: int | None
+    largest: int | None
+    threads: int  # nvcc --threads it ran with (1 for a C/C++ compile)
+    cached: bool | None  # the compile cache answered it; None: the cache does not say
+    # its key in the job-cost history (planning/jobcosts.py)
+    cost_key: str = field(default="", metadata={"internal": True})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,6 +83,9 @@ class VariantResult:
     null_wheel: Path | None = None
     reproducible: str | None = None  # sha256 of the identical rebuild (--verify-reproducible)
     compile_cache: CacheStats | None = None  # None: no cache, or nothing was compiled
+    jobs: tuple[JobReport, ...] = ()  # each compile this run ran, with its cost
+    peak_memory: int | None = None  # bytes: the compiles' largest resident memory at once
+    schedule: Schedule | None = None  # how -j, nvcc threads and the heavy pool were chosen
     shared_objects: tuple[SharedObject, ...] = ()  # the wheel's own, in the matrix's order
     generated: int = 0  # generate steps ninja ran
     # The list of every file the compiles read (packaging/provenance.py), beside the build: its
@@ -98,6 +120,8 @@ class BuildReport:
     failures: tuple[VariantFailure, ...] = ()
     seconds: float = 0.0
     variants_json: Path | None = None  # the index-level {name}-{version}-variants.json
+    # why no compile cache was used (toolchain/compilecache.none_reason); None: one was
+    no_compile_cache: str | None = None
 
     @property
     def first_error(self) -> WheelforgeError | None:

@@ -33,10 +33,10 @@ from wheelforge.packaging import provenance, repair, stamp, wheel, wheel_variant
 from wheelforge.planning.plan import PlanInputs, VariantPlan
 from wheelforge.planning.planner import plan_variant
 from wheelforge.running.build import importcheck, ninja, reuse
-from wheelforge.running.build.compiling import compile_variant
+from wheelforge.running.build.compiling import Compiled, compile_variant
 from wheelforge.running.build.preflight import describe_os_error
 from wheelforge.running.build.results import SharedObject, VariantFailure, VariantResult
-from wheelforge.toolchain import compilecache, torchprobe, warmtorch
+from wheelforge.toolchain import torchprobe, warmtorch
 
 
 class _Stages:
@@ -119,9 +119,9 @@ def _build_variant(
     variant = plan.variant
     title = f"{variant.id}: compile for {variant.arch_set} with CUDA {variant.toolkit.version}"
     with log.group(title), log.step(title), stages.stage("compile"):
-        plan, steps, cache_stats = _compile(plan, inputs, settings)
-        compiled = [s for s in steps if s in ("CXX", "CC", "NVCC")]
-        generated = steps.count(ninja.GENERATE)
+        plan, made = _compile(plan, inputs, settings)
+        compiled = [s for s in made.ran if s in ("CXX", "CC", "NVCC")]
+        generated = made.ran.count(ninja.GENERATE)
         log.info(f"  {_compiled_words(plan, len(compiled), generated)}")
 
     contents = wheel.contents(plan, repair.build_platform(), reuse.dist_info_files(plan))
@@ -162,7 +162,10 @@ def _build_variant(
         variant_label=variant.variant_label,
         variant_properties=done.variant_properties,
         null_wheel=done.null_wheel,
-        compile_cache=cache_stats,
+        compile_cache=made.cache,
+        jobs=made.jobs,
+        peak_memory=made.peak,
+        schedule=plan.compile.schedule,
         shared_objects=_shared_objects(plan, stages.size, done.import_check),
         generated=generated,
         inputs=plan.build_dir / provenance.INPUTS_NAME,
@@ -216,27 +219,28 @@ def _reuse(
 
 def _compile(
     plan: VariantPlan, inputs: PlanInputs, settings: BuildSettings
-) -> tuple[VariantPlan, list[str], compilecache.CacheStats | None]:
+) -> tuple[VariantPlan, Compiled]:
     """Compile; when the plan's torch was read from torch's files (torchprobe.probe_torch's
     *early*), torch's own answer, awaited now (or when the compile failed), decides: the plan is
     made again from *inputs* with that answer, and compiled again if it differs, so neither a
     wheel nor an error rests on the guess."""
-    steps: list[str] = []
-    stats = None
+    made = Compiled()
+    history = settings.cache_dir
     try:
-        steps, stats = compile_variant(plan, before_ninja=_before_ninja(plan, settings))
+        made = compile_variant(plan, before_ninja=_before_ninja(plan, settings), history=history)
     except BuildError:
         if torchprobe.confirm(plan.torch, cache=settings.cache_dir) == plan.torch:
             raise
     torch = torchprobe.confirm(plan.torch, cache=settings.cache_dir)
     if torch is plan.torch:  # not a guess: the plan was made with torch's answer
-        return plan, steps, stats
+        return plan, made
     confirmed = plan_variant(inputs, plan.variant, torch)  # the same torch keeps its watch list
     if torch == plan.torch:
-        return confirmed, steps, stats
+        return confirmed, made
     log.warning(f"torch {torch.label} answered otherwise than its files read: compiling again")
-    again, stats = compile_variant(confirmed)
-    return confirmed, steps + again, stats
+    again = compile_variant(confirmed, history=history)
+    both = dataclasses.replace(again, ran=made.ran + again.ran, jobs=made.jobs + again.jobs)
+    return confirmed, both
 
 
 def _before_ninja(plan: VariantPlan, settings: BuildSettings) -> Callable[[], None]:

@@ -1,0 +1,71 @@
+"""A plan's compile steps as the schedule sees them (planning/parallelism.py): each step's key
+in the job-cost history (planning/jobcosts.py), its cost there or the first-time estimate, how
+many processes it can run side by side, and which steps the schedule puts in the heavy pool."""
+
+from __future__ import annotations
+
+import dataclasses
+import shlex
+from collections.abc import Sequence
+from pathlib import Path
+
+from wheelforge.planning import jobcosts, parallelism, reproducible
+from wheelforge.planning.plan import CompileStep, FlagSet, PlanInputs
+from wheelforge.planning.variants import Variant
+
+
+def scheduled(
+    inputs: PlanInputs,
+    variant: Variant,
+    steps: Sequence[CompileStep],
+    *,
+    flag_sets: Sequence[FlagSet],
+    folders: tuple[tuple[Path, str], ...],
+) -> tuple[list[CompileStep], parallelism.Schedule]:
+    """Each step with its job-cost key and its place in the heavy pool, and the schedule that
+    keeps the compiles within the memory (planning/parallelism.py), from what earlier builds
+    measured of each step (inputs.costs) or the first-time estimate."""
+    keyed = []
+    loads = []
+    for step in steps:
+        gencode = (
+            (step.gencode or shlex.join(variant.arch_set.gencode_flags()))
+            if step.rule == "nvcc"
+            else ""
+        )
+        flags = getattr(flag_sets[step.flag_set], step.rule)
+        text = reproducible.path_free_text(" ".join((flags, gencode, step.flags)), folders)
+        name = reproducible.source_name(step.source, inputs.matrix.root)
+        key = jobcosts.step_key(name, step.rule, (text,))
+        units = len((step.arch_set or variant.arch_set).specs) + 1 if step.rule == "nvcc" else 1
+        cost = inputs.costs.get(key) or jobcosts.first_estimate(
+            nvcc=step.rule == "nvcc", units=units, threads=inputs.nvcc_threads or units
+        )
+        keyed.append(dataclasses.replace(step, cost_key=key))
+        loads.append(
+            parallelism.StepLoad(name=name, cost=cost, units=units, nvcc=step.rule == "nvcc")
+        )
+    memory = inputs.memory
+    found = parallelism.schedule(
+        loads,
+        cores=inputs.cores,
+        memory=memory.bytes if memory else None,
+        memory_source=memory.source if memory else "",
+        jobs=inputs.jobs,
+        threads=inputs.nvcc_threads,
+    )
+    heavy = set(found.heavy)
+    threads = found.nvcc_threads
+    placed = [
+        dataclasses.replace(
+            s,
+            heavy=load.name in heavy,
+            expected_seconds=(
+                load.cost.seconds_at(threads if load.nvcc else 1, load.units)
+                if load.cost.measured
+                else None
+            ),
+        )
+        for s, load in zip(keyed, loads, strict=True)
+    ]
+    return placed, found

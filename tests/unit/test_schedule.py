@@ -1,0 +1,314 @@
+"""The memory-aware schedule (issue 22): the machine's memory read from /proc and cgroups, each
+step's cost from the history or a first estimate, the heavy pool that keeps the compiles under
+the limit, -j and NVCC_THREADS as overrides, the pool in build.ninja, and what a build
+measured going back into the history."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.configuration.settings import Flags, resolve
+from wheelforge.foundation import resources
+from wheelforge.foundation.errors import ConfigError
+from wheelforge.planning import jobcosts, ninjafile
+from wheelforge.planning.jobcosts import GIB, JobCost
+from wheelforge.planning.parallelism import (
+    Schedule,
+    StepLoad,
+    default_parallelism,
+    schedule,
+    simulate,
+)
+from wheelforge.running.build import compiling, jobwatch, ninja
+from wheelforge.running.build.results import JobReport
+
+from .fakes import plan_for, plan_inputs
+
+Project = Callable[..., Path]
+
+
+def _load(name: str, peak: float, *, seconds: float = 100.0, nvcc: bool = True) -> StepLoad:
+    cost = JobCost(
+        seconds=seconds,
+        cpu_seconds=seconds * 1.2,
+        peak=int(peak * GIB),
+        largest=int(peak * GIB * 0.6),
+        threads=2,
+    )
+    return StepLoad(name=name, cost=cost, units=2 if nvcc else 1, nvcc=nvcc)
+
+
+def _worst(loads: list[StepLoad], found: Schedule, cores: int) -> int:
+    """The largest memory any set of steps the schedule lets run at once can need."""
+    jobs = found.jobs or default_parallelism(cores)
+    depth, heavy, t = found.heavy_depth, set(found.heavy), found.nvcc_threads
+    peaks = {s.name: s.cost.peak_at(t if s.nvcc else 1, s.units) for s in loads}
+    worst = 0
+    for n in range(1, min(jobs, len(loads)) + 1):
+        for chosen in itertools.combinations(peaks, n):
+            if depth is not None and sum(1 for c in chosen if c in heavy) > depth:
+                continue
+            worst = max(worst, sum(peaks[c] for c in chosen))
+    return worst
+
+
+def test_plentiful_memory_leaves_the_cores_schedule_alone() -> None:
+    loads = [_load(f"k{i}.cu", 3.3) for i in range(12)]
+    found = schedule(loads, cores=16, memory=120 * GIB, memory_source="MemAvailable")
+    assert found.heavy_depth is None and found.jobs is None and not found.reduced
+    assert found.nvcc_threads == 2  # 16 cores over 12 jobs: two threads each, as before
+
+
+def test_a_limit_the_naive_schedule_exceeds_is_kept() -> None:
+    # Twelve 6 GiB compiles and a light one on 2 cores, 8 GiB allowed: -j 4 of them would need 24.
+    loads = [_load(f"k{i}.cu", 6.0) for i in range(12)] + [_load("api.cpp", 0.5, nvcc=False)]
+    naive = sum(sorted((s.cost.peak for s in loads), reverse=True)[:4])
+    assert naive > 8 * GIB
+    found = schedule(loads, cores=2, memory=8 * GIB, memory_source="--memory-limit")
+    assert found.peak <= 8 * GIB and _worst(loads, found, 2) <= 8 * GIB
+    assert found.heavy_depth is not None or found.reduced
+    assert "8.0 GiB (--memory-limit)" in found.summary()
+
+
+def test_the_pool_holds_only_the_heavy_steps_back() -> None:
+    loads = [_load(f"big{i}.cu", 6.0) for i in range(4)] + [
+        _load(f"s{i}.cu", 0.5) for i in range(8)
+    ]
+    found = schedule(loads, cores=4, memory=14 * GIB, threads=2)  # -j 6: 2 heavy + 4 light
+    assert set(found.heavy) == {f"big{i}.cu" for i in range(4)}
+    assert found.heavy_depth == 2 and found.jobs is None  # the light ones still fill the cores
+    assert _worst(loads, found, 4) <= 14 * GIB
+
+
+def test_overrides_are_kept_and_the_pool_still_keeps_the_memory() -> None:
+    loads = [_load(f"k{i}.cu", 6.0) for i in range(6)]
+    found = schedule(loads, cores=16, memory=13 * GIB, jobs=6, threads=2)
+    assert found.nvcc_threads == 2 and found.heavy_depth == 2
+    assert _worst(loads, found, 16) <= 13 * GIB
+
+
+def test_one_thread_per_job_is_chosen_when_it_ends_first_under_a_limit() -> None:
+    # A job whose second thread costs as much again: under 8 GiB one thread packs twice the jobs.
+    cost = JobCost(seconds=100, cpu_seconds=150, peak=8 * GIB, largest=4 * GIB, threads=2)
+    loads = [StepLoad(name=f"k{i}.cu", cost=cost, units=2, nvcc=True) for i in range(8)]
+    found = schedule(loads, cores=16, memory=8 * GIB)
+    assert found.nvcc_threads == 1 and _worst(loads, found, 16) <= 8 * GIB
+
+
+def test_a_step_heavier_than_the_limit_runs_alone_and_says_so() -> None:
+    loads = [_load("huge.cu", 20.0), _load("small.cu", 1.0)]
+    found = schedule(loads, cores=4, memory=4 * GIB, threads=1)
+    assert found.jobs == 1 and "runs alone" in found.summary()
+
+
+def test_the_simulation_shares_the_cores() -> None:
+    seconds = {"a": 10.0, "b": 10.0}
+    assert simulate(["a", "b"], seconds, {"a": 1, "b": 1}, cores=2, jobs=2) == pytest.approx(10.0)
+    assert simulate(["a", "b"], seconds, {"a": 1, "b": 1}, cores=1, jobs=2) == pytest.approx(20.0)
+    one = simulate(
+        ["a", "b"], seconds, {"a": 1, "b": 1}, cores=2, jobs=2, heavy=frozenset({"a", "b"}), depth=1
+    )
+    assert one == pytest.approx(20.0)
+
+
+def test_peak_and_time_at_other_threads() -> None:
+    cost = JobCost(seconds=100, cpu_seconds=180, peak=6 * GIB, largest=4 * GIB, threads=2)
+    assert cost.peak_at(2, 3) == 6 * GIB
+    assert cost.peak_at(1, 3) == 4 * GIB  # never below its largest process
+    assert cost.peak_at(3, 3) == 10 * GIB  # one more process as large as the largest
+    assert cost.peak_at(8, 3) == 10 * GIB  # no more than its units
+    assert cost.seconds_at(1, 3) == 180  # one thread: about its CPU time
+    assert cost.seconds_at(3, 3) == pytest.approx(66.7, abs=0.1)
+
+
+def test_the_first_estimate_is_fa2s_five_gib_per_arch_at_once() -> None:
+    nvcc = jobcosts.first_estimate(nvcc=True, units=3, threads=2)  # two archs, two threads
+    assert nvcc.peak == 10 * GIB and not nvcc.measured
+    assert nvcc.peak_at(3, 3) == 11 * GIB  # a third thread for the host side: 1 GiB more
+    assert nvcc.peak_at(1, 3) == 5 * GIB
+    one = jobcosts.first_estimate(nvcc=True, units=2, threads=2)  # FA3's sm_90a kernels
+    assert one.peak == 6 * GIB
+    assert jobcosts.first_estimate(nvcc=False, units=1, threads=4).peak == GIB
+
+
+def test_meminfo_and_cgroups_give_the_tightest_room(tmp_path: Path) -> None:
+    files = {
+        Path("/proc/meminfo"): "MemTotal: 24684084 kB\nMemAvailable:   16000000 kB\n",
+        Path("/proc/self/cgroup"): "0::/ci.slice/job\n4:memory:/docker/abc\n",
+        tmp_path / "ci.slice/job/memory.max": "max\n",
+        tmp_path / "ci.slice/job/memory.current": "100\n",
+        tmp_path / "ci.slice/memory.max": str(8 * GIB) + "\n",
+        tmp_path / "ci.slice/memory.current": str(GIB) + "\n",
+        tmp_path / "memory/docker/abc/memory.limit_in_bytes": "9223372036854771712\n",
+        tmp_path / "memory/docker/abc/memory.usage_in_bytes": "5\n",
+        tmp_path / "ci.slice/job/cpu.max": "150000 100000\n",
+    }
+    found = resources.available_memory(files.get, tmp_path)
+    assert found == resources.MemoryLimit(
+        bytes=7 * GIB, source=f"cgroup {tmp_path / 'ci.slice'} memory.max"
+    )
+    files[tmp_path / "ci.slice/memory.max"] = "max\n"
+    found = resources.available_memory(files.get, tmp_path)
+    assert found == resources.MemoryLimit(bytes=16000000 * 1024, source="MemAvailable")
+    assert resources.available_memory(lambda _p: None, tmp_path) is None
+    assert resources.cores(files.get, tmp_path) <= 2  # a 1.5-core quota keeps two busy
+
+
+def test_memory_limit_flag_env_and_matrix(project: Project) -> None:
+    path = project()
+    assert resolve(Flags(matrix=path), {}).memory_limit is None
+    given = resolve(Flags(matrix=path, memory_limit="8GiB"), {"WHEELFORGE_MEMORY_LIMIT": "2GiB"})
+    assert (given.memory_limit, given.memory_limit_source) == (8 * GIB, "--memory-limit")
+    env = resolve(Flags(matrix=path), {"WHEELFORGE_MEMORY_LIMIT": "2GiB"})
+    assert (env.memory_limit, env.memory_limit_source) == (2 * GIB, "WHEELFORGE_MEMORY_LIMIT")
+    text = path.read_text() + "memory-limit: 12GiB\n"
+    path.write_text(text)
+    assert resolve(Flags(matrix=path), {}).memory_limit == 12 * GIB
+    with pytest.raises(ConfigError, match="--memory-limit"):
+        resolve(Flags(matrix=path, memory_limit="lots"), {})
+
+
+def test_the_plan_puts_heavy_steps_in_a_pool_and_build_ninja_names_it(
+    project: Project, tmp_path: Path
+) -> None:
+    path = project()
+    (path.parent / "csrc" / "other.cu").write_text("// another kernel\n")
+    matrix = load_matrix(path)
+    first = plan_for(matrix, tmp_path)
+    assert first.compile.schedule.heavy_depth is None  # no memory known: the cores decide
+    assert "pool" not in ninjafile.render(first)
+    # 6 GiB for a build whose nvcc steps cost 5 GiB a thread the first time: one at a time.
+    limited = dataclasses.replace(
+        plan_inputs(matrix, tmp_path),
+        cores=4,
+        memory=resources.MemoryLimit(bytes=6 * GIB, source="test"),
+    )
+    plan = plan_for(matrix, tmp_path, inputs=limited)
+    assert len([s for s in plan.compile.steps if s.rule == "nvcc"]) == 2
+    text = ninjafile.render(plan)
+    assert "pool heavy\n  depth = 1\n" in text
+    assert text.count("  pool = heavy\n") == len([s for s in plan.compile.steps if s.heavy])
+    assert all(s.cost_key for s in plan.compile.steps)
+    # The same source and flags in another clone: the same history key.
+    assert {s.cost_key for s in plan.compile.steps} == {s.cost_key for s in first.compile.steps}
+
+
+def test_history_round_trip_and_cache_hits_left_out(tmp_path: Path) -> None:
+    def job(key: str, peak: int, cached: bool | None) -> JobReport:
+        return JobReport(
+            source=key,
+            rule="nvcc",
+            seconds=10.0,
+            cpu_seconds=12.0,
+            peak=peak,
+            largest=peak,
+            threads=2,
+            cached=cached,
+            cost_key=key,
+        )
+
+    compiling.remember(tmp_path, (job("a", 3 * GIB, False), job("b", 10, True)))
+    found = jobcosts.load(tmp_path)
+    assert set(found) == {"a"} and found["a"].peak == 3 * GIB and found["a"].measured
+    # A compile a cache may have answered (it does not say) only raises what is kept.
+    compiling.remember(tmp_path, (job("a", GIB, None),))
+    assert jobcosts.load(tmp_path)["a"].peak == 3 * GIB
+    compiling.remember(tmp_path, (job("a", GIB, False),))  # compiled: the new figure wins
+    assert jobcosts.load(tmp_path)["a"].peak == GIB
+    (tmp_path / jobcosts.HISTORY).write_text("{broken")
+    assert jobcosts.load(tmp_path) == {}
+
+
+def test_jobwatch_sums_each_jobs_processes(tmp_path: Path) -> None:
+    stat = (
+        "{pid} (x y) S {ppid} 1 {sid} 0 0 0 0 0 0 0 {ut} {st} {cut} {cst} 20 0 1 0 0 1000 {rss} x"
+    )
+    page = jobwatch._PAGE
+
+    def sample(
+        pid: int, ppid: int, rss_pages: int, ticks: int = 10, sid: int = 100
+    ) -> jobwatch.Sample:
+        text = stat.format(pid=pid, ppid=ppid, sid=sid, ut=ticks, st=0, cut=0, cst=0, rss=rss_pages)
+        found = jobwatch.parse_stat(pid, text)
+        assert found is not None
+        return found
+
+    watch = jobwatch.JobWatch(outputs=("obj/a.cu.o", "obj/b.cpp.o"), proc=tmp_path)
+    watch._session = 100
+    for pid, cmd in (
+        (201, "/bin/sh -c nvcc -c ../a.cu -o obj/a.cu.o"),
+        (202, "c++ -o obj/b.cpp.o"),
+    ):
+        (tmp_path / str(pid)).mkdir()
+        (tmp_path / str(pid) / "cmdline").write_bytes(cmd.replace(" ", "\0").encode())
+    # ninja (100), a job (201) with nvcc (301) running cicc (401) and ptxas (402), another job
+    watch.sample(
+        [
+            sample(100, 1, 10),
+            sample(201, 100, 1),
+            sample(301, 201, 5),
+            sample(401, 301, 1000),
+            sample(402, 301, 300),
+            sample(202, 100, 200),
+            sample(999, 1, 5000, sid=7),
+        ]
+    )
+    watch.sample([sample(201, 100, 1, ticks=50), sample(301, 201, 5)])
+    a, b = watch.jobs["obj/a.cu.o"], watch.jobs["obj/b.cpp.o"]
+    assert a.peak == 1306 * page and a.largest == 1000 * page and a.samples == 2
+    assert b.peak == 200 * page
+    assert watch.peak == (10 + 1 + 5 + 1000 + 300 + 200) * page  # another session's is not ours
+    assert a.cpu_seconds == pytest.approx((50 + 10) / jobwatch._HZ)
+    assert jobwatch.output_of("nvcc -c x.cu -o obj/a.cu.o -O3", watch.outputs) == "obj/a.cu.o"
+    assert jobwatch.output_of("nvcc -c x.cu -o obj/a.cu.o.d", watch.outputs) is None
+
+
+def test_a_measured_step_carries_its_expected_time(project: Project, tmp_path: Path) -> None:
+    matrix = load_matrix(project())
+    first = plan_for(matrix, tmp_path)
+    assert all(s.expected_seconds is None for s in first.compile.steps)
+    costs = {
+        s.cost_key: JobCost(seconds=12.0, cpu_seconds=12.0, peak=GIB, largest=GIB, threads=1)
+        for s in first.compile.steps
+    }
+    inputs = dataclasses.replace(plan_inputs(matrix, tmp_path), costs=costs)
+    again = plan_for(matrix, tmp_path, inputs=inputs)
+    assert all(s.expected_seconds == 12.0 for s in again.compile.steps if s.rule != "nvcc")
+    assert again.compile.schedule.measured == len(again.compile.steps)
+
+
+def test_the_progress_expects_the_folders_log_first_then_the_history(
+    project: Project, tmp_path: Path
+) -> None:
+    matrix = load_matrix(project())
+    first = plan_for(matrix, tmp_path)
+    costs = {
+        s.cost_key: JobCost(seconds=12.0, cpu_seconds=12.0, peak=GIB, largest=GIB, threads=1)
+        for s in first.compile.steps
+    }
+    inputs = dataclasses.replace(plan_inputs(matrix, tmp_path), costs=costs)
+    plan = plan_for(matrix, tmp_path, inputs=inputs)
+    jobs = {
+        f"{s.rule.upper()} {s.source.relative_to(plan.project)}": plan.command_path(s.object)
+        for s in plan.compile.steps
+    }
+    todo = [*jobs, "LINK x.so"]
+    logged, *rest = jobs
+    # A fresh folder (no .ninja_log): every compile from the history, the link unknown.
+    fresh = ninja.expected_times(plan, todo, {}, lambda j: jobs.get(j, "x.so"))
+    assert set(fresh) == set(jobs)
+    assert all(
+        fresh[j] == s.expected_seconds for j, s in zip(jobs, plan.compile.steps, strict=True)
+    )
+    # The folder's own last build wins where it has the job; a job not pending is left out.
+    again = ninja.expected_times(
+        plan, [logged, "LINK x.so"], {jobs[logged]: 3.0, "x.so": 1.5}, lambda j: jobs.get(j, "x.so")
+    )
+    assert again == {logged: 3.0, "LINK x.so": 1.5}
+    assert rest  # the project has more than one compile, so the history part was exercised
