@@ -16,11 +16,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from wheelforge.foundation import fsutil, locks, readers
+from wheelforge.foundation import fsutil, locks, numbers, readers
 
 GIB = 1 << 30
 HISTORY = "job-costs.json"
@@ -107,18 +108,32 @@ def step_key(name: str, rule: str, flags: Iterable[str]) -> str:
 
 
 def _cost(data: object) -> JobCost | None:
+    """An entry of the history as the JobCost it records; None for one of another shape: a
+    missing key, a string, a bool, a negative number, NaN, or an infinity (JSON's Infinity and
+    1e999 read as one, and int() of it raised OverflowError in every later build)."""
     if not isinstance(data, dict):
         return None
     try:
         return JobCost(
-            seconds=float(data["seconds"]),
-            cpu_seconds=float(data["cpu_seconds"]),
-            peak=int(data["peak"]),
-            largest=int(data["largest"]),
-            threads=int(data["threads"]),
+            seconds=_number(data["seconds"]),
+            cpu_seconds=_number(data["cpu_seconds"]),
+            peak=int(_number(data["peak"])),
+            largest=int(_number(data["largest"])),
+            threads=int(_number(data["threads"])),
         )
     except (KeyError, TypeError, ValueError):
         return None
+
+
+def _number(value: object) -> float:
+    """A number the history may hold: finite, from 0 to numbers.MAX_BYTES."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(value)
+    if not 0 <= value <= numbers.MAX_BYTES:  # an int of 400 digits: compared, never a float
+        raise ValueError(value)
+    return float(value)
 
 
 def _entries(path: Path) -> object:
