@@ -11,8 +11,8 @@ its own setup.py with the same archs, in one run:
   cold build filled (setup.py has no cache: its clone is a cold build, not run);
 - the peak memory of each whole build (the sum of its processes' resident memory, read from
   /proc four times a second, the same way for both);
-- the floor of any schedule that compiles each source in one job: the longest job alone (its
-  CPU time over the nvcc threads it had) and the CPU time of every job over the cores.
+- the floor of any schedule that compiles each source in one job: the longest job (its wall
+  time as it ran) and the CPU time of every job over the cores.
 
 Steps (run in this order; each is kept in ``--results`` when it ends, so a second call goes on
 where the first stopped, and a step cut short by a time limit resumes: ninja keeps what it
@@ -472,10 +472,14 @@ def _cheapest_cu(report: Path) -> str:
 
 
 def _floor(report: Path, cores: int) -> dict:
+    """The longest job as it ran (its wall time: an upper bound of it alone, and close to it
+    where its CPU ÷ wall is about its threads; dividing its CPU by the nvcc threads it was given
+    would be wrong for a one-arch source, which nvcc's --threads do not split: FA3's and FA2's
+    kernels ran at CPU ÷ wall = 1.0 on the H200), and every job's CPU over the cores."""
     doc = json.loads(report.read_text())
     jobs = [j for v in doc["variants"] for j in v["compile"]["jobs"]]
     cpu = [j["cpu_seconds"] or 0.0 for j in jobs]
-    alone = max(((j["cpu_seconds"] or 0.0) / max(1, j["threads"]), j["source"]) for j in jobs)
+    alone = max((j["seconds"], j["source"]) for j in jobs)
     return {
         "longest_alone": alone[0],
         "longest": alone[1],
@@ -768,7 +772,7 @@ def table(work: Path) -> str:
         if floor:
             share = f"cold = {cold['seconds'] / floor['floor']:.2f}× the floor" if cold else ""
             lines.append(
-                f"| floor: max(longest job alone, Σ CPU ÷ cores) | {floor['floor']:.1f} s "
+                f"| floor: max(longest job, Σ CPU ÷ cores) | {floor['floor']:.1f} s "
                 f"(longest {floor['longest_alone']:.1f} s; {floor['sum_cpu']:.0f} s of CPU ÷ "
                 f"cores) | | {share} |"
             )
