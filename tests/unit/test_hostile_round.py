@@ -768,9 +768,30 @@ def test_member_names_of_classic_wheels_and_huge_names_are_shown_as_short_text(
     assert len((out + err).splitlines()) < 100  # a name folded over the table: 1,442 lines
 
 
+# Folder names in the cache are names from files too: `cache list` showed them raw.
+CACHE_NAMES = {
+    "cache-env-escape": "envs/torch-x\x1b[31mred",
+    "cache-toolkit-escape": "toolkits/cuda\x1b[2J",
+    "cache-env-markup": "envs/x[bold]y[/bold]",
+}
+
+
+@pytest.mark.parametrize("name", list(CACHE_NAMES))
+def test_cache_folder_names_are_shown_as_text(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from wheelforge.interface.cli import main
+
+    (tmp_path / "c" / CACHE_NAMES[name]).mkdir(parents=True)
+    assert main(["cache", "list", "--cache-dir", str(tmp_path / "c")]) == 0
+    out, err = capsys.readouterr()
+    assert "\x1b" not in out + err and "Traceback" not in out + err
+    assert CACHE_NAMES[name].split("/")[1].replace("\x1b", "\\x1b") in " ".join(out.split())
+
+
 def terminal_cases() -> int:
-    """How many member-name cases this module runs (each name through inspect and check)."""
-    return 2 * (len(TERMINAL) + len(MORE_NAMES))
+    """How many name cases this module runs (each member name through inspect and check)."""
+    return 2 * (len(TERMINAL) + len(MORE_NAMES)) + len(CACHE_NAMES)
 
 
 def test_every_class_is_counted() -> None:
