@@ -791,7 +791,7 @@ def test_cache_folder_names_are_shown_as_text(
 
 def terminal_cases() -> int:
     """How many name cases this module runs (each member name through inspect and check)."""
-    return 2 * (len(TERMINAL) + len(MORE_NAMES)) + len(CACHE_NAMES)
+    return 2 * (len(TERMINAL) + len(MORE_NAMES)) + len(CACHE_NAMES) + 1  # and a toolkit folder
 
 
 def test_every_class_is_counted() -> None:
@@ -811,3 +811,22 @@ def test_docs_robustness_counts_are_current() -> None:
     spec.loader.exec_module(module)
     made = module.section(module._load(module.BEFORE), module._load(module.AFTER))
     assert made in module.DOC.read_text(encoding="utf-8"), "run: python tools/robustness_table.py"
+
+
+def test_a_toolkit_folder_of_escapes_and_markup_is_shown_as_text() -> None:
+    """`toolkit list` shows where each toolkit was found ($CUDA_HOME, the PATH): a folder
+    named with ESC or markup in it is text (it was markup parsed, and the ESC raw)."""
+    import dataclasses
+    import io
+
+    from rich.console import Console
+
+    from tests.unit import fakes
+    from wheelforge.interface.render import toolkits_table
+
+    odd = Path("/opt/cuda\x1b[2J[/]x[bold]")
+    found = dataclasses.replace(fakes.toolkit(), root=odd, nvcc=odd / "bin" / "nvcc")
+    console = Console(file=io.StringIO(), width=200)
+    console.print(toolkits_table([found]))
+    shown = console.file.getvalue()  # type: ignore[attr-defined]
+    assert "\x1b" not in shown and "\\x1b[2J[/]x[bold]" in shown

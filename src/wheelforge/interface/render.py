@@ -342,9 +342,9 @@ def toolkits_table(found: Sequence[Toolkit]) -> Table:
     for column in ("CUDA", "archs", "host g++ up to", "found at", "how"):
         table.add_column(column)
     for t in found:
-        table.add_row(
-            str(t.version), t.describe_range(), str(t.gcc_max or "-"), str(t.root), t.origin
-        )
+        # The folder comes from $CUDA_HOME, the PATH or the cache: text, never markup or ESC.
+        root = Text(printable(str(t.root)))
+        table.add_row(str(t.version), t.describe_range(), str(t.gcc_max or "-"), root, t.origin)
     for r in RECIPES:
         if not any(t.release == r.release for t in found):
             table.add_row(
