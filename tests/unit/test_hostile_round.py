@@ -791,7 +791,8 @@ def test_cache_folder_names_are_shown_as_text(
 
 def terminal_cases() -> int:
     """How many name cases this module runs (each member name through inspect and check)."""
-    return 2 * (len(TERMINAL) + len(MORE_NAMES)) + len(CACHE_NAMES) + 1  # and a toolkit folder
+    # and a toolkit folder (toolkit list), a dry run's commands
+    return 2 * (len(TERMINAL) + len(MORE_NAMES)) + len(CACHE_NAMES) + 2
 
 
 def test_every_class_is_counted() -> None:
@@ -830,3 +831,28 @@ def test_a_toolkit_folder_of_escapes_and_markup_is_shown_as_text() -> None:
     console.print(toolkits_table([found]))
     shown = console.file.getvalue()  # type: ignore[attr-defined]
     assert "\x1b" not in shown and "\\x1b[2J[/]x[bold]" in shown
+
+
+def test_a_dry_runs_commands_show_the_projects_file_names_as_text() -> None:
+    """A source named with ESC (a glob of the project's folder matched it) reached the terminal
+    raw in `build --dry-run`'s commands; '[/]' in a toolkit's folder was markup."""
+    import io
+
+    from rich.console import Console
+
+    from wheelforge.interface.render import print_dry_run
+    from wheelforge.running.build.dryrun import PlannedVariant
+
+    planned = PlannedVariant(
+        variant_id="sm80-cu130",
+        arch_set="default",
+        archs="8.0",
+        toolkit="CUDA 13.0 at /opt/cuda[/]x",
+        torch=None,
+        commands=("nvcc -c csrc/\x1b[2Jk.cu -o k.o",),
+        note="",
+    )
+    console = Console(file=io.StringIO(), width=200)
+    print_dry_run([planned], console)
+    shown = console.file.getvalue()  # type: ignore[attr-defined]
+    assert "\x1b" not in shown and "csrc/\\x1b[2Jk.cu" in shown and "/opt/cuda[/]x" in shown

@@ -173,7 +173,7 @@ def print_build(report: BuildReport, console: Console) -> None:
             console.print(escape(line), soft_wrap=True, highlight=False)
         budget = f", budget {human_size(v.size.budget)}" if v.size else ""
         reused = " (up to date)" if v.reused else ""
-        console.print(f"[green]wheel[/green] {escape(str(v.wheel))}", soft_wrap=True)
+        console.print(f"[green]wheel[/green] {_text(str(v.wheel))}", soft_wrap=True)
         console.print(f"  {human_size(v.wheel_size)}{budget}{reused}", soft_wrap=True)
         if v.reproducible:
             console.print(
@@ -184,7 +184,7 @@ def print_build(report: BuildReport, console: Console) -> None:
             console.print(escape(variant_summary(v)), soft_wrap=True, highlight=False)
     if report.variants_json is not None:
         console.print(
-            f"index-level variant metadata: {escape(str(report.variants_json))}", soft_wrap=True
+            f"index-level variant metadata: {_text(str(report.variants_json))}", soft_wrap=True
         )
     for f in report.failures:
         console.print(
@@ -223,6 +223,12 @@ def compile_costs(v: VariantResult) -> list[str]:
     return lines
 
 
+def _text(line: str) -> str:
+    """One line of names from files (paths, commands) for console.print: no markup, no
+    escape sequences (log.printable)."""
+    return escape(printable(line))
+
+
 def print_dry_run(planned: Sequence[PlannedVariant], console: Console) -> None:
     """The plan: each variant's toolkit and archs, then the exact commands ninja would run."""
     for p in planned:
@@ -230,12 +236,13 @@ def print_dry_run(planned: Sequence[PlannedVariant], console: Console) -> None:
             f"[bold]{escape(p.variant_id)}[/bold]: arch set {p.arch_set} ({p.archs})",
             soft_wrap=True,
         )
-        console.print(f"  toolkit: {escape(p.toolkit)}", soft_wrap=True)
+        console.print(f"  toolkit: {_text(p.toolkit)}", soft_wrap=True)
         console.print(f"  torch: {p.torch or '-'}", soft_wrap=True)
         if p.note:
             console.print(f"  [yellow]{escape(p.note)}[/yellow]", soft_wrap=True)
         for command in p.commands:
-            console.print(escape(command), soft_wrap=True, highlight=False)
+            # The project's file names are in them: text, never escape sequences.
+            console.print(_text(command), soft_wrap=True, highlight=False)
     console.print(f"dry run: {len(planned)} variant(s); nothing was compiled or downloaded")
 
 
