@@ -202,7 +202,9 @@ def test_counts() -> list[str]:
         f"{total} cases beyond the issue's list, each exactly one `error:` line naming the bad "
         "thing with its class's exit code and no traceback (terminal: member names with control, "
         "bidirectional or zero-width characters, of a classic wheel, or of 60,000 characters, "
-        "each through `inspect` and `check`, shown escaped and short):",
+        "each through `inspect` and `check`, cache folders through `cache list`, a toolkit "
+        "folder through `toolkit list`, a source in a dry run's commands: shown escaped and "
+        "short):",
         "",
         "| class | cases |",
         "| --- | ---: |",
