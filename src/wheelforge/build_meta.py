@@ -64,7 +64,8 @@ def build_wheel(
     config_settings: ConfigSettings = None,
     metadata_directory: str | None = None,
 ) -> str:
-    return _hook(lambda: pep517.build_wheel(_options(config_settings), Path(wheel_directory)))
+    meta = Path(metadata_directory) if metadata_directory else None
+    return _hook(lambda: pep517.build_wheel(_options(config_settings), Path(wheel_directory), meta))
 
 
 def build_sdist(sdist_directory: str, config_settings: ConfigSettings = None) -> str:

@@ -123,4 +123,30 @@ def make_wheel(
             f"Requires-Dist: {requires}\n" if requires else ""
         )
         zf.writestr("pkg-1.0.dist-info/METADATA", metadata)
+    return with_record(path)  # a whole wheel: the layout rule reads RECORD (issue 21)
+
+
+def with_record(path: Path) -> Path:
+    """The zip at *path* rewritten with a RECORD that lists its members (as a wheel builder
+    writes it: sha256 and size, RECORD itself without), so a hand-made test wheel is a whole
+    wheel to the layout rule."""
+    import base64
+    import hashlib
+    import zipfile
+
+    with zipfile.ZipFile(path) as zf:
+        members = [(i, zf.read(i)) for i in zf.infolist() if not i.filename.endswith("/RECORD")]
+    dist_info = next(
+        (i.filename.split("/")[0] for i, _ in members if ".dist-info/" in i.filename),
+        "demo-1.0.dist-info",
+    )
+    rows = []
+    for info, data in members:
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        rows.append(f"{info.filename},sha256={digest},{len(data)}\n")
+    rows.append(f"{dist_info}/RECORD,,\n")
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for info, data in members:
+            zf.writestr(info, data)
+        zf.writestr(f"{dist_info}/RECORD", "".join(rows))
     return path

@@ -219,6 +219,50 @@ def test_torch_floor() -> None:
     assert abicheck.torch_floor("Requires-Dist: torch\n") is None
 
 
+def _elf_with_version_needs(sections: int, entries: int, aux: int = 1) -> bytes:
+    """A minimal ELF64 shared object whose only contents are *sections* .gnu.version_r
+    sections, each claiming *entries* version needs (sh_info) of *aux* auxiliaries, all one
+    entry repeated by zero vn_next and vna_next (what a hostile file does)."""
+    import struct
+
+    shstr = b"\0.shstrtab\0.dynstr\0.gnu.version_r\0"
+    dynstr = b"\0libc.so.6\0GLIBC_2.17\0"
+    need = struct.pack("<HHIII", 1, aux, 1, 16, 0) + struct.pack("<IHHII", 0, 0, 2, 11, 0)
+    data = shstr + dynstr + need
+    shoff = 64 + len(data)
+    headers = [bytes(64)]
+    headers.append(struct.pack("<IIQQQQIIQQ", 1, 3, 0, 0, 64, len(shstr), 0, 0, 1, 0))
+    headers.append(
+        struct.pack("<IIQQQQIIQQ", 11, 3, 0, 0, 64 + len(shstr), len(dynstr), 0, 0, 1, 0)
+    )
+    need_at = 64 + len(shstr) + len(dynstr)
+    for _ in range(sections):
+        headers.append(
+            struct.pack("<IIQQQQIIQQ", 19, 0x6FFFFFFE, 2, 0, need_at, len(need), 2, entries, 8, 0)
+        )
+    ident = b"\x7fELF" + bytes([2, 1, 1, 0]) + bytes(8)
+    header = ident + struct.pack(
+        "<HHIQQQIHHHHHH", 3, 62, 1, 0, 0, shoff, 0, 64, 56, 0, 64, len(headers), 1
+    )
+    return header + data + b"".join(headers)
+
+
+@pytest.mark.parametrize(
+    ("sections", "entries", "aux"), [(1000, 4096, 1), (1, 4096, 65535), (5, 1, 1)]
+)
+def test_version_needs_are_bounded_in_all(sections: int, entries: int, aux: int) -> None:
+    """Issue 21: 1,000 version-need sections each claiming 4096 entries took `check` over 150 s
+    on a 1 MB file; one entry claiming 65535 auxiliaries repeats as badly."""
+    data = _elf_with_version_needs(sections, entries, aux)
+    with pytest.raises(BinaryFormatError, match="implausible count of version"):
+        abicheck.check_elf(data, path="hostile.so", target=target((2, 10)))
+
+
+def test_one_plausible_version_need_section_is_read() -> None:
+    check = abicheck.check_elf(_elf_with_version_needs(1, 1), path="ok.so", target=target((2, 10)))
+    assert check.path == "ok.so"  # read, not refused: a real library's one section passes
+
+
 # -- issue 20: check knows the flavour -------------------------------------------------------
 
 CLASSIC = "pkg-1.0-cp311-cp311-manylinux_2_17_x86_64.whl"  # one CPython: the unstable ABI

@@ -16,6 +16,8 @@ from wheelforge.binaries.abicheck import BinaryCheck
 from wheelforge.foundation.errors import VerificationError
 from wheelforge.interface.cli import main
 
+from .fakes import with_record
+
 DATA = Path(__file__).resolve().parents[1] / "data"
 RELEASED = DATA / "released"
 ABI = DATA / "abicheck"
@@ -41,7 +43,7 @@ def wheel(
         for member, source in members.items():
             zf.writestr(member, source.read_bytes())
         zf.writestr(f"{dist}.dist-info/METADATA", "\n".join(lines) + "\n")
-    return path
+    return with_record(path)  # a whole wheel: the layout rule reads RECORD (issue 21)
 
 
 def by_member(checks: list[BinaryCheck]) -> dict[str, BinaryCheck]:

@@ -128,3 +128,149 @@ def test_unsafe_member_names() -> None:
         "C:/x",
         "\\\\server\\x",
     ]
+
+
+# --- issue 21: the text parsers and the stored-entry reader, fuzzed ------------------------------
+# Texts that hit the classes: other scripts' digits, digit runs beyond int()'s limit, line
+# breaks of every kind, NULs, escapes, surrogates written as their UTF-8 bytes.
+_HOSTILE = st.sampled_from(
+    [
+        "٤",
+        "８",
+        "²",
+        "9" * 5000,
+        "0" * 5000 + "1",
+        "\u2028",
+        "\r\n",
+        "\0",
+        "\x1b[2J",
+        "\x9b31m",  # C1 CSI
+        "\u202e",  # right-to-left override (Trojan Source)
+        "\u2066",  # left-to-right isolate
+        "\u200b",  # zero-width space
+        "x" * 140_000,  # a field beyond csv's limit (128 KiB), a name a zip allows
+        "\ud800",
+        ".",
+        "+",
+        "-",
+        " ",
+        "e",
+        "KiB",
+        "+PTX",
+        "sm_",
+        ">=",
+        "torch",
+        "[",
+        "]",
+    ]
+)
+texts = st.lists(st.one_of(_HOSTILE, st.text(max_size=8)), max_size=6).map("".join)
+
+
+def _raw(text: str) -> bytes:
+    """*text* as a file would hold it: a lone surrogate becomes bytes that are not UTF-8."""
+    return text.encode("utf-8", "surrogatepass")
+
+
+@FUZZ
+@given(texts)
+def test_number_parsers(text: str) -> None:
+    from packaging.requirements import InvalidRequirement
+    from packaging.specifiers import InvalidSpecifier
+    from packaging.version import InvalidVersion
+
+    from wheelforge.foundation import numbers
+
+    value = numbers.whole(text, low=1, high=numbers.MAX_JOBS)
+    assert value is None or (1 <= value <= numbers.MAX_JOBS and text.strip().isascii())
+    with contextlib.suppress(InvalidVersion):
+        numbers.version(text)
+    with contextlib.suppress(InvalidSpecifier):
+        numbers.specifier(text)
+    with contextlib.suppress(InvalidRequirement):
+        numbers.requirement(text)
+
+
+@FUZZ
+@given(texts)
+def test_value_parsers_of_flags_and_matrix(text: str) -> None:
+    from wheelforge.configuration import settings
+    from wheelforge.configuration.archs import parse_arch_list
+    from wheelforge.configuration.bytesizes import parse_size
+    from wheelforge.configuration.matrix.torchspec import parse_torch_spec
+
+    with contextlib.suppress(ConfigError):
+        parse_arch_list(text, source="--archs")
+    with contextlib.suppress(ConfigError):
+        parse_size(text, where="--size-budget")
+    with contextlib.suppress(ConfigError):
+        settings.torch_floor_flag(text)
+    with contextlib.suppress(ConfigError):
+        settings.source_date_epoch(text)
+    with contextlib.suppress(ValueError):  # parse_torch_spec's documented error
+        parse_torch_spec(text)
+
+
+@pytest.fixture(scope="module")
+def entry_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("fuzz") / "entry.json"
+
+
+@FUZZ
+@given(st.one_of(st.binary(max_size=256), texts.map(_raw), st.just(b"[" * 5000 + b"]" * 5000)))
+def test_stored_entries(entry_path: Path, data: bytes) -> None:
+    """Whatever a stored entry holds, reading it gives a value of its shape or None."""
+    from wheelforge.foundation import cachefiles
+
+    entry_path.write_bytes(data)
+    shape = {"watch": {str: ([int], None)}, "value": {"version": str}}
+    value = cachefiles.load(entry_path, shape, what="a fuzzed entry", within=entry_path.parent)
+    assert value is None or cachefiles.fits(value, shape)
+
+
+@pytest.fixture(scope="module")
+def setup_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("fuzz") / "setup.py"
+
+
+@FUZZ
+@given(st.one_of(texts, st.binary(max_size=128).map(lambda b: b.decode("latin-1"))))
+def test_setup_py_reader(setup_path: Path, text: str) -> None:
+    from wheelforge.configuration.importers.setuppy import scan_setup_py
+
+    setup_path.write_bytes(_raw("from setuptools import setup\nsetup(name=" + text + ")\n"))
+    with contextlib.suppress(ConfigError):
+        scan = scan_setup_py(setup_path)
+        assert all("\n" not in n and len(n) < 400 for n in scan.notes)
+
+
+def _recorded_wheel(member: bytes, record: bytes) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("demo-1.0.dist-info/METADATA", "Name: demo\nRequires-Dist: torch>=2.10\n")
+        zf.writestr("demo/_C.abi3.so", member)
+        zf.writestr("demo-1.0.dist-info/RECORD", record)
+    return buffer.getvalue()
+
+
+@FUZZ
+@given(binaries, texts)
+def test_record_rule_on_fuzzed_records(wheel_path: Path, member: bytes, record: str) -> None:
+    """The layout rule reads RECORD as data: any text there is findings, never an exception."""
+    wheel_path.write_bytes(_recorded_wheel(member, _raw(record + "\n" + record.replace(",", "\n"))))
+    with contextlib.suppress(BinaryFormatError, ConfigError):
+        abicheck.check_paths([wheel_path], torch=None, python=None, guards={})
+
+
+@FUZZ
+@given(texts)
+def test_printable_leaves_nothing_a_terminal_acts_on(text: str) -> None:
+    """log.printable, which every name from a file goes through before the terminal: no control
+    or invisible format character left, and no run without a space over its cap."""
+    import re
+
+    from wheelforge.foundation import log
+
+    shown = log.printable(text)
+    assert not log._CONTROL_RE.search(shown)
+    assert all(len(run) <= log.RUN_CAP for run in re.findall(r"\S+", shown))

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.foundation import gitfiles
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.packaging import provenance
 from wheelforge.planning import ninjafile
@@ -96,7 +97,7 @@ def test_a_submodule_names_its_git_folder_and_its_url(
 ) -> None:
     """A submodule's .git is a file naming .git/modules/<path> of the superproject (with no git
     installed: the gitlink it pins is then not asked)."""
-    monkeypatch.setattr(headerlibs.shutil, "which", lambda _name: None)
+    monkeypatch.setattr(gitfiles.shutil, "which", lambda _name: None)
     lib = _cutlass(tmp_path)
     modules = tmp_path / ".git" / "modules" / "third_party" / "cutlass"
     modules.mkdir(parents=True)

@@ -356,6 +356,26 @@ def test_what_the_tests_import_becomes_their_requirements(tmp_path: Path) -> Non
     assert "tests: they import composer; add the distributions" in " ".join(result.hand)
 
 
+def test_a_failing_setup_py_is_shown_in_short_lines_without_a_traceback_header(
+    tmp_path: Path,
+) -> None:
+    """Issue 21: a setup.py with a 400 kB literal printed that line whole; its own traceback
+    is the project's, shown as its frames and error, each line cut."""
+    from wheelforge.configuration.importers import setupcapture
+
+    trace = (
+        'Traceback (most recent call last):\n  File "setup.py", line 2, in <module>\n'
+        f"    setup(version=v('{'a' * 400_000}'))\nNameError: name 'v' is not defined\n"
+    )
+    error = {"type": "NameError", "message": "name 'v' is not defined", "where": "setup.py:2"}
+    failure = setupcapture._failure(tmp_path, {"error": {**error, "traceback": trace}})
+    assert "setup.py failed at line 2: NameError" in failure.message
+    assert failure.details is not None
+    assert "Traceback (most recent call last)" not in failure.details
+    assert max(len(line) for line in failure.details.splitlines()) < 300
+    assert "(400,024 characters)" in failure.details  # its frame line, cut
+
+
 def test_a_cmdclass_that_fetches_is_named_with_its_call_closed(tmp_path: Path) -> None:
     source = "class Fetching:\n    def run(self):\n        urllib.request.urlretrieve(url, name)\n"
     record = {
@@ -365,3 +385,12 @@ def test_a_cmdclass_that_fetches_is_named_with_its_call_closed(tmp_path: Path) -
     }
     [refusal] = BuildSteps(tmp_path, record).commands()
     assert refusal.detail == "cmdclass bdist_wheel=Fetching fetches (urlretrieve(...))"
+
+
+@pytest.mark.parametrize("flag", ["-std=c++" + "1" * 5000, "-std=c++²", "-std=c++١٤"])
+def test_a_standard_flag_of_other_digits_or_5000_digits_is_kept_not_a_traceback(flag: str) -> None:
+    """Issue 21's integers: the C++ standard of a captured flag is ASCII digits, bounded (int()
+    of 5,000 digits, or of '²', raised ValueError)."""
+    from wheelforge.configuration.importers import flags
+
+    assert flags._owner(flag) is None  # not a standard wheelforge sets: the flag is kept

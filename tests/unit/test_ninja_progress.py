@@ -234,3 +234,14 @@ def test_the_process_tree_is_read_from_proc(tmp_path: Path) -> None:
     assert sorted(p.pid for p in found) == [100, 101, 102]
     assert [p.pid for p in proctree.descendants(100, found)] == [101, 102]
     assert [p.program for p in proctree.children(100, tmp_path)] == ["sh"]
+
+
+def test_a_fresh_ninja_log_starts_with_its_header(tmp_path: Path) -> None:
+    """The first build of a folder reads .ninja_log from its start: the header line has one
+    field (a ValueError once, when the lines' fields were unpacked before being counted)."""
+    log_file = tmp_path / ".ninja_log"
+    reader = ninjafeed.NinjaLog(log_file)
+    log_file.write_text("# ninja log v7\n10\t2510\t0\t/b/a.o\tdef\n٤\t5\t0\t/b/c.o\tx\n")
+    reader.read()
+    assert reader.seconds.get("/b/a.o") == 2.5
+    assert "/b/c.o" not in reader.seconds  # not ASCII digits: no time, no traceback

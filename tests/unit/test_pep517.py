@@ -109,6 +109,37 @@ def test_matrix_from_pyproject(project: Project) -> None:
         pep517.parse_config_settings({}, root)
 
 
+@pytest.mark.parametrize(
+    ("pyproject", "needle"),
+    [
+        (
+            '[tool]\nwheelforge = "text"\n',
+            "tool.wheelforge must be a table ([tool.wheelforge]), not str",
+        ),
+        ("tool = 3\n", "tool.wheelforge must be a table ([tool.wheelforge]), not int"),
+        ("[tool.wheelforge\n", "pyproject.toml could not be read: "),
+        (b"\xff", "pyproject.toml could not be read: it is not UTF-8 text"),
+    ],
+)
+def test_a_hostile_pyproject_is_one_line(
+    project: Project, pyproject: str | bytes, needle: str
+) -> None:
+    """Issue 21: `[tool] wheelforge = "text"` was an AttributeError traceback."""
+    root = project().parent
+    path = root / "pyproject.toml"
+    path.write_bytes(pyproject if isinstance(pyproject, bytes) else pyproject.encode())
+    with pytest.raises(ConfigError) as caught:
+        pep517.parse_config_settings({}, root)
+    assert needle in caught.value.message and "\n" not in caught.value.message
+
+
+@pytest.mark.parametrize("jobs", ["²", "٤", "9" * 5000, "-1", "1.5"])
+def test_jobs_setting_is_ascii_digits_and_bounded(project: Project, jobs: str) -> None:
+    """Issue 21: `-C jobs=²` passed isdigit() and failed int() with a traceback."""
+    with pytest.raises(ConfigError, match="-C jobs=.*must be a positive whole number"):
+        pep517.parse_config_settings({"jobs": jobs}, project().parent)
+
+
 def test_metadata_without_compiling(project: Project, tmp_path: Path) -> None:
     options = pep517.BackendOptions(matrix=project())
     name = pep517.prepare_metadata(options, tmp_path / "meta")
@@ -150,3 +181,31 @@ def test_a_failed_wheel_is_one_line_not_a_traceback(
     err = capsys.readouterr().err
     assert err.startswith("error: variant sm80-cu130: the wheel lacks SASS sm_80")
     assert "Traceback" not in err
+
+
+def test_a_wheel_must_have_the_metadata_prepared_for_it(tmp_path: Path) -> None:
+    """Issue 21: build_wheel ignored a metadata_directory whose metadata differs from what it
+    builds; PEP 517 says the wheel must have that metadata."""
+    import zipfile
+
+    wheel = tmp_path / "demo_ops-1.2.0-cp310-abi3-linux_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.writestr("demo_ops-1.2.0.dist-info/METADATA", "Name: demo-ops\nVersion: 1.2.0\n")
+    meta = tmp_path / "meta" / "demo_ops-1.2.0.dist-info"
+    meta.mkdir(parents=True)
+    (meta / "METADATA").write_text("Name: demo-ops\nVersion: 1.2.0\n")
+    pep517.same_metadata(wheel, meta)  # the same: fine
+    pep517.same_metadata(wheel, meta.parent)  # a frontend passing the folder above: fine too
+    (meta / "METADATA").write_text("Name: demo-ops\nVersion: 1.3.0\n")
+    with pytest.raises(
+        ConfigError, match=r"METADATA differs .*'Version: 1.2.0' where it said 'Version: 1.3.0'"
+    ):
+        pep517.same_metadata(wheel, meta)
+
+
+def test_the_backend_names_its_own_settings_in_errors() -> None:
+    """Issue 21: -C errors named CLI flags (--only) instead of -C only."""
+    from wheelforge.planning import variants
+
+    with pytest.raises(ConfigError, match="^-C only nope: no such variant"):
+        variants.select([], ("nope",), flag="-C only")

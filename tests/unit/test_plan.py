@@ -203,3 +203,28 @@ def test_local_label_goes_into_the_version(project: Project, tmp_path: Path) -> 
         nvcc_host="c++",
     )
     assert labelled.wheel.version == "1.2.0+hopper.cu131"
+
+
+def test_a_line_break_in_a_path_or_flag_is_one_line_not_an_assertion(
+    tmp_path: Path,
+) -> None:
+    """Issue 21: a newline in the project path ended in an AssertionError from ninja_syntax."""
+    import pytest
+
+    from wheelforge.configuration.matrix.reader import load_matrix
+    from wheelforge.foundation.errors import ConfigError
+    from wheelforge.planning import ninjafile
+
+    from .conftest import GOOD_MATRIX
+    from .fakes import plan_for
+
+    root = tmp_path / "my\nproject"
+    (root / "demo_ops").mkdir(parents=True)
+    (root / "demo_ops" / "__init__.py").write_text("")
+    (root / "csrc").mkdir()
+    for name in ("ops.cpp", "kernel.cu", "ops.h"):
+        (root / "csrc" / name).write_text("//\n")
+    (root / "matrix.yaml").write_text(GOOD_MATRIX)
+    plan = plan_for(load_matrix(root / "matrix.yaml"), tmp_path)
+    with pytest.raises(ConfigError, match="holds a line break, which a ninja file cannot express"):
+        ninjafile.render(plan)

@@ -22,7 +22,7 @@ from wheelforge.interface.cli import main
 from wheelforge.toolchain import shims
 
 from .conftest import GOOD_MATRIX
-from .fakes import make_wheel, plan_for
+from .fakes import make_wheel, plan_for, with_record
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "testing.md"
 RULES = Path(registry.__file__).parent / "rules"
@@ -113,7 +113,7 @@ def _wheel_with_helper(tmp_path: Path) -> Path:
     with zipfile.ZipFile(wheel, "a") as zf:
         # An op library (no PyInit): a file's role comes from what it exports, not its name.
         zf.writestr("pkg/libhelper.so", (ABI / "oplib.so").read_bytes())
-    return wheel
+    return with_record(wheel)
 
 
 def test_a_registered_rule_runs_in_check(
@@ -150,7 +150,7 @@ def _fatbin_wheel(tmp_path: Path, *, metadata: bool = True, bundled: bool = Fals
                 "demo_ops-1.2.0.dist-info/METADATA",
                 "Metadata-Version: 2.1\nName: demo-ops\nVersion: 1.2.0\nRequires-Dist: torch>=2.10\n",
             )
-    return path
+    return with_record(path) if metadata else path
 
 
 @pytest.fixture

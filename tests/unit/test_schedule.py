@@ -312,3 +312,16 @@ def test_the_progress_expects_the_folders_log_first_then_the_history(
     )
     assert again == {logged: 3.0, "LINK x.so": 1.5}
     assert rest  # the project has more than one compile, so the history part was exercised
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["Infinity", "-Infinity", "NaN", "1e999", "-1", "true", '"5"', "1" + "0" * 400, "null"],
+)
+def test_a_history_entry_of_another_shape_is_left_out(tmp_path: Path, value: str) -> None:
+    """Issue 21's cache entries: the job-cost history is wheelforge's own file; an entry whose
+    peak is Infinity (JSON's, or 1e999) raised OverflowError in every later build."""
+    good = '{"seconds": 1.0, "cpu_seconds": 1.0, "peak": 1024, "largest": 1024, "threads": 1}'
+    bad = good.replace('"peak": 1024', f'"peak": {value}')
+    (tmp_path / jobcosts.HISTORY).write_text(f'{{"entries": {{"a": {good}, "b": {bad}}}}}')
+    assert list(jobcosts.load(tmp_path)) == ["a"]

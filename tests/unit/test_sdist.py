@@ -83,3 +83,20 @@ def test_the_kernels_project_sdist_lists_its_sources() -> None:
     assert {"pyproject.toml", "matrix.yaml", "csrc/norm_cuda.cu", "csrc/common.h",
             "wheelforge_kernels/__init__.py", "tests/test_ops.py"} <= set(files)  # fmt: skip
     assert not [n for n in files if n.startswith(("build/", "dist/")) or n.endswith(".so")]
+
+
+def test_symlinks_agree_with_the_wheel(project: Project, tmp_path: Path) -> None:
+    """A link inside the project is carried by content (the sdist skipped it, so a wheel built
+    from the sdist lacked the file); one leading outside is refused, as the wheel refuses it."""
+    path = project()
+    root = path.parent
+    (root / "pyproject.toml").write_text("")
+    (root / "shared.py").write_text("X = 1\n")
+    (root / "demo_ops" / "inside.py").symlink_to(root / "shared.py")
+    names = [n for n, _ in sdist.sdist_files(load_matrix(path), root)]
+    assert "demo_ops/inside.py" in names
+    outside = tmp_path.parent / f"{tmp_path.name}-secret.txt"
+    outside.write_text("secret")
+    (root / "demo_ops" / "notes.py").symlink_to(outside)
+    with pytest.raises(ConfigError, match=r"notes.py is a symbolic link to .*outside the project"):
+        sdist.sdist_files(load_matrix(path), root)

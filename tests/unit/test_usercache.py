@@ -136,9 +136,12 @@ def test_sizes_count_blocks_once_per_inode_and_never_follow_symlinks(tmp_path: P
 def test_prune_removes_what_was_not_used_and_skips_a_busy_entry(cache: Path, busy: Path) -> None:
     result = usercache.prune(cache, unused_for=30, now=NOW)
     assert _names(result.removed) == {
-        "torch-2.10.0-aaaaaaaaaa", "cuda-13.0-pypi", ".cuda-11.8-debian.4242.tmp",
-        "old0", "old.json",
-    }  # fmt: skip
+        "torch-2.10.0-aaaaaaaaaa",
+        "cuda-13.0-pypi",
+        ".cuda-11.8-debian.4242.tmp",
+        "old0",
+        "old.json",
+    }
     assert _names(result.busy) == {busy.name}
     assert busy.is_dir()
     assert result.freed == sum(e.size for e in result.removed)
@@ -357,3 +360,63 @@ def test_an_environment_is_a_torch_env_not_a_test_env(cache: Path) -> None:
     """It holds one torch for the builds that compile against it as much as for tests."""
     kinds = {e.kind for e in usercache.list_cache(cache).entries if e.path.parent.name == envs.ENVS}
     assert kinds == {"torch env", UNFINISHED}
+
+
+@pytest.mark.parametrize("linked", ["envs", "toolkits", "repairs", "probes", "probes/nvcc"])
+def test_prune_never_follows_a_symlinked_folder_out_of_the_cache(
+    tmp_path: Path, linked: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 21: `probes/<kind> -> elsewhere/` emptied elsewhere/, and `envs -> elsewhere/` had
+    its folders removed as incomplete environments and lock files written beside them."""
+    root = tmp_path / "cache"
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "project" / "src").mkdir(parents=True)
+    (elsewhere / "project" / "src" / "main.c").write_text("int main() {}\n")
+    (elsewhere / "notes.json").write_text("{}")
+    _age(elsewhere, 400 * DAY)
+    before = sorted(p.relative_to(elsewhere) for p in elsewhere.rglob("*"))
+    (root / linked).parent.mkdir(parents=True, exist_ok=True)
+    (root / linked).symlink_to(elsewhere)
+    result = usercache.prune(root, every=True)
+    assert sorted(p.relative_to(elsewhere) for p in elsewhere.rglob("*")) == before
+    assert (root / linked).is_symlink()
+    assert not {e.path for e in result.removed} & {root / linked}
+    if "/" not in linked:
+        assert f"{root / linked} is a symbolic link" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("damage", ["truncate", "sha256", "flip"])
+def test_a_damaged_kept_repair_is_discarded_not_copied(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damage: str
+) -> None:
+    """Issue 21: a truncated wheel in the repairs cache failed every later build, naming a
+    deleted staging path and never the cache."""
+    import zipfile
+
+    from wheelforge.packaging import repair
+
+    wheel = tmp_path / "demo-1.0-cp310-abi3-linux_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("demo/__init__.py", "x = 1\n" * 1000)
+    kept = repair._kept_folder(wheel, 0, tmp_path)
+    assert kept is not None
+    repair._keep(wheel, kept)
+    hit = kept / wheel.name
+    data = hit.read_bytes()
+    if damage == "truncate":
+        hit.write_bytes(data[: len(data) // 2])
+    elif damage == "sha256":
+        (kept / "sha256").unlink()  # an entry kept before the sha256 was: its CRCs decide
+        hit.write_bytes(data[:60] + bytes([data[60] ^ 0xFF]) + data[61:])
+    else:
+        hit.write_bytes(data[:60] + bytes([data[60] ^ 0xFF]) + data[61:])
+    ran = []
+
+    def auditwheel(wheel: Path, dest_dir: Path, _epoch: int) -> Path:
+        ran.append(wheel)
+        return Path(shutil.copy2(wheel, dest_dir / wheel.name))
+
+    monkeypatch.setattr(repair, "_run_auditwheel", auditwheel)
+    got = repair.repair(wheel, tmp_path / "out", source_date_epoch=0, cache=tmp_path)
+    assert ran == [wheel] and got.read_bytes() == wheel.read_bytes()
+    assert (kept / "sha256").is_file()  # kept again, whole

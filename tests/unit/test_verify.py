@@ -17,7 +17,7 @@ from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation.errors import VerificationError
 from wheelforge.toolchain import shims
 
-from .fakes import plan_for
+from .fakes import plan_for, with_record
 
 FATBIN = Path(__file__).resolve().parents[1] / "data" / "fatbin"
 WHEEL = "demo_ops-1.2.0-cp310-abi3-linux_x86_64.whl"
@@ -32,7 +32,7 @@ def make_wheel(folder: Path) -> Path:
             "demo_ops-1.2.0.dist-info/METADATA",
             "Metadata-Version: 2.1\nName: demo-ops\nVersion: 1.2.0\nRequires-Dist: torch>=2.10\n",
         )
-    return path
+    return with_record(path)  # a whole wheel: the layout rule reads RECORD (issue 21)
 
 
 @pytest.fixture

@@ -70,3 +70,42 @@ def test_digest_changes_with_inputs(project: Project, tmp_path: Path) -> None:
     before = c.digest()
     (tmp_path / "demo_ops" / "__init__.py").write_text("changed")
     assert c.digest() != before
+
+
+def test_symlinks_leading_out_of_the_project_are_refused_not_packed(
+    project: Project, tmp_path: Path
+) -> None:
+    """Issue 21: `notes.txt -> /etc/shadow` (package-data) and `helpers.py -> /etc/passwd` put
+    those files into the wheel, silently. A link inside the project is followed, as before."""
+    import pytest
+
+    from wheelforge.foundation.errors import ConfigError
+
+    secret = tmp_path.parent / f"{tmp_path.name}-secret.txt"
+    secret.write_text("root:x:0:0\n")
+    (tmp_path / "shared.py").write_text("X = 1\n")
+    (tmp_path / "demo_ops").mkdir(exist_ok=True)
+    (tmp_path / "demo_ops" / "inside.py").symlink_to(tmp_path / "shared.py")
+    (tmp_path / "demo_ops" / "helpers.py").symlink_to(secret)
+    with pytest.raises(
+        ConfigError, match=r"helpers.py is a symbolic link to .*secret.txt, outside the project"
+    ):
+        make_contents(project, tmp_path)
+    (tmp_path / "demo_ops" / "helpers.py").unlink()
+    c = wheel.contents(plan_for(load_matrix(tmp_path / "matrix.yaml"), tmp_path), "linux_x86_64")
+    assert "demo_ops/inside.py" in [arc for arc, _ in c.files]
+
+
+def test_a_license_of_several_lines_keeps_metadata_whole(project: Project, tmp_path: Path) -> None:
+    """Issue 21: a multi-line license: ended the headers, and every parser then lost
+    Requires-Dist and Requires-Python (the build exited 0; `wheelforge check` failed it)."""
+    from packaging.metadata import parse_email
+
+    text = GOOD_MATRIX.replace(
+        "  summary: demo", '  summary: demo\n  license: "MIT License\\n\\nCopyright (c) 2026 x\\n"'
+    )
+    c = wheel.contents(plan_for(load_matrix(project(text)), tmp_path), "linux_x86_64")
+    raw, unparsed = parse_email(c.metadata)
+    assert raw.get("requires_dist") == ["torch>=2.10"] and raw.get("requires_python") == ">=3.10"
+    assert not unparsed
+    assert raw.get("license", "").split() == ["MIT", "License", "Copyright", "(c)", "2026", "x"]

@@ -29,7 +29,7 @@ from wheelforge.binaries.rule import (
 )
 from wheelforge.binaries.symbols import demangle
 from wheelforge.configuration import abi as abis
-from wheelforge.foundation import log
+from wheelforge.foundation import log, numbers
 from wheelforge.foundation.errors import (
     BinaryFormatError,
     ConfigError,
@@ -189,7 +189,8 @@ def wheel_context(
     except InvalidWheelFilename as exc:
         raise BinaryFormatError(str(path), None, f"not a wheel file name: {exc}") from None
     abi3 = {t.interpreter for t in tags if t.abi == "abi3" and t.interpreter.startswith("cp3")}
-    python = min(((3, int(i[3:])) for i in abi3), default=None)
+    minors = (numbers.whole(i[3:], high=numbers.MAX_MINOR) for i in abi3)
+    python = min(((3, m) for m in minors if m is not None), default=None)
     said = metadata.declared(wheel.metadata)
     source: TorchSource = "target" if torch else "requirement"
     floor = torch or said.torch_floor

@@ -13,6 +13,8 @@ Caps (environment variables, for the rare legitimate giant):
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import os
 import stat
 import struct
@@ -22,6 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
+from wheelforge.foundation import numbers
 from wheelforge.foundation.errors import BinaryFormatError, ConfigError
 
 DEFAULT_MAX_MEMBER_BYTES = 2 << 30
@@ -60,9 +63,14 @@ def _env_cap(name: str, default: int) -> int:
     value = os.environ.get(name)
     if not value:
         return default
-    if not value.isdigit() or int(value) < 1:
-        raise ConfigError(f"{name}={value!r} must be a positive whole number; unset it or fix it")
-    return int(value)
+    cap = numbers.whole(value, low=1, high=numbers.MAX_BYTES)
+    if cap is None:
+        shown = repr(value) if len(value) <= 40 else repr(value[:37] + "...")
+        raise ConfigError(
+            f"{name}={shown} must be a positive whole number (ASCII digits, at most "
+            f"{numbers.MAX_BYTES}); unset it or fix it"
+        )
+    return cap
 
 
 def max_member_bytes() -> int:
@@ -158,6 +166,31 @@ def member_chunks(zf: zipfile.ZipFile, info: zipfile.ZipInfo, display: str) -> I
         raise BinaryFormatError(
             display, None, f"inflates to {inflated} bytes, not the {info.file_size} it declares"
         )
+
+
+def member_digest(zf: zipfile.ZipFile, info: zipfile.ZipInfo, display: str) -> tuple[str, int]:
+    """A member's ``sha256=<urlsafe base64>`` (as RECORD writes it) and size, inflated in chunks
+    within the caps, never held whole."""
+    check_member_size(info, display)
+    digest = hashlib.sha256()
+    size = 0
+    try:
+        with zf.open(info) as stream:
+            while chunk := stream.read(_CHUNK):
+                digest.update(chunk)
+                size += len(chunk)
+    except INFLATE_ERRORS as error:
+        raise BinaryFormatError(display, None, f"cannot inflate wheel member: {error}") from error
+    return _as_record(digest), size
+
+
+def record_digest_of(sha256: bytes) -> str:
+    """``sha256=<urlsafe base64>`` of a sha256 already computed (stream.py's one pass)."""
+    return f"sha256={base64.urlsafe_b64encode(sha256).rstrip(b'=').decode()}"
+
+
+def _as_record(digest: hashlib._Hash) -> str:
+    return record_digest_of(digest.digest())
 
 
 def unsafe_member_names(names: list[str]) -> list[str]:

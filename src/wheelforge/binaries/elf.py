@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Protocol, cast
 
 from wheelforge.binaries import bounded
+from wheelforge.foundation import readers
 from wheelforge.foundation.errors import BinaryFormatError
 
 if TYPE_CHECKING:  # pyelftools loads in ~0.05 s: the functions that parse import it
@@ -219,7 +220,7 @@ class ElfImage:
 def open_elf_file(path: Path) -> Iterator[ElfImage]:
     """An ELF file on disk, memory-mapped: only the pages read are loaded."""
     try:
-        with path.open("rb") as file:
+        with readers.open_regular(path) as file:
             if os.fstat(file.fileno()).st_size == 0:
                 with ElfImage(str(path), b"") as image:
                     yield image

@@ -29,6 +29,9 @@ BINARY_ROLES: tuple[Role, ...] = ("extension", "library", "bundled", "program")
 OWN_ROLES: tuple[Role, ...] = ("extension", "library", "program")
 # What can be read of one ELF file (the init export: of an extension module only).
 Fact = Literal["fatbins", "symbols", "init-export", "metadata"]
+# What can be read of a wheel as a whole besides its names and METADATA: its RECORD, with every
+# member's sha256 and size (each member inflated within the caps of bounded.py).
+WheelFact = Literal["record"]
 # A fact one rule reads itself from the parsed file: (the rule's id, its reader).
 OwnReader = tuple[str, Callable[[ElfImage], object]]
 
@@ -81,6 +84,7 @@ class Reading:
     # Whether each file's role is inferred from its symbols (roles.py): then a wheel's own file
     # is read with what any of the roles it may have needs, and its symbols and init export.
     roles: bool = False
+    record: bool = False  # RECORD and every member's hash (RecordFacts)
     # Facts a rule reads itself (Rule.read): (rule id, reader) by role.
     own: Mapping[Role, tuple[OwnReader, ...]] = field(default_factory=dict)
 
@@ -116,6 +120,7 @@ class Reading:
             metadata=self.metadata or other.metadata,
             unsafe_members=self.unsafe_members or other.unsafe_members,
             roles=self.roles or other.roles,
+            record=self.record or other.record,
             own={r: (*self.own_of(r), *other.own_of(r)) for r in roles},
         )
 
@@ -161,6 +166,16 @@ class BinaryFacts:
 
 
 @dataclass(frozen=True, kw_only=True)
+class RecordFacts:
+    """A wheel's RECORD as the walk read it, and what its members really are."""
+
+    member: str | None  # <name>.dist-info/RECORD, if the wheel has one
+    text: str | None  # its text
+    digests: tuple[tuple[str, str, int], ...]  # (member, sha256=<urlsafe b64>, size) of each file
+    duplicates: tuple[str, ...]  # member names the zip lists more than once
+
+
+@dataclass(frozen=True, kw_only=True)
 class WheelFacts:
     """A wheel as the walk read it: its member names, METADATA, and its ELF members."""
 
@@ -170,6 +185,7 @@ class WheelFacts:
     metadata_member: str | None  # <name>.dist-info/METADATA, if it has one
     metadata: str | None  # its text, when the Reading asked for it
     binaries: tuple[BinaryFacts, ...]
+    record: RecordFacts | None = None  # when the Reading asked for it
 
     def subject(self) -> BinaryFacts:
         """The wheel as the subject of the rules on the wheel as a whole (role ``wheel``)."""

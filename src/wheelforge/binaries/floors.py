@@ -5,15 +5,16 @@ a wheel declares in its METADATA (its torch requirement and Requires-Python)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from email.parser import HeaderParser
 
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import InvalidRequirement
 from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
 
 from wheelforge.binaries.rule import CheckTarget
 from wheelforge.binaries.symbols import demangle
+from wheelforge.foundation import numbers
 from wheelforge.toolchain import shims
 from wheelforge.toolchain.shims import Version2
 
@@ -50,25 +51,24 @@ def python_floor(symbols: Sequence[str]) -> Version2 | None:
     return max(added, default=None)
 
 
-def _numbers(version: str) -> list[int]:
-    return [int(p) for p in re.findall(r"\d+", version)]
-
-
 def torch_floor(metadata: str) -> Version2 | None:
     """The lowest torch a wheel's METADATA accepts (its Requires-Dist on torch), if any."""
     message = HeaderParser().parsestr(metadata)
     for value in message.get_all("Requires-Dist") or []:
         try:
-            req = Requirement(value)
+            req = numbers.requirement(value)  # a 5,000-digit version: invalid, not a traceback
         except InvalidRequirement:
             continue
         if canonicalize_name(req.name) != "torch":
             continue
-        lows = [s.version for s in req.specifier if s.operator in (">=", "==", "~=", ">", "===")]
-        if lows:
-            parts = _numbers(max(lows, key=_numbers))[:2]
-            if len(parts) == 2:
-                return (parts[0], parts[1])
+        lows = [
+            v.release
+            for s in req.specifier
+            if s.operator in (">=", "==", "~=", ">", "===")
+            and (v := _version(s.version.removesuffix(".*"))) is not None
+        ]
+        if lows and len(low := max(lows)) >= 2 and max(low[:2]) <= numbers.MAX_MINOR:
+            return (low[0], low[1])
     return None
 
 
@@ -147,3 +147,10 @@ def allows(floor: Version2 | None, *, cxx: bool) -> str | None:
     if cxx:
         return "torch==X.Y.* (the torch it was built against)"
     return f"torch>={floor[0]}.{floor[1]}" if floor else None
+
+
+def _version(text: str) -> Version | None:
+    try:
+        return numbers.version(text)
+    except InvalidVersion:
+        return None

@@ -17,6 +17,7 @@ from wheelforge.binaries import bounded
 from wheelforge.binaries.elf import ELF_MAGIC, ElfImage, open_elf_file
 from wheelforge.binaries.facts import FATBINS, BinaryContents, file_role
 from wheelforge.binaries.reader import read_binary, read_wheel
+from wheelforge.foundation import readers
 from wheelforge.foundation.errors import BinaryFormatError
 
 FileKind = Literal["elf", "wheel"]
@@ -70,7 +71,7 @@ def _inspect_file(path: Path, kind: FileKind | None) -> list[BinaryContents]:
 
 def _file_kind(path: Path) -> FileKind | None:
     try:
-        with path.open("rb") as file:
+        with readers.open_regular(path) as file:
             head = file.read(4)
     except OSError as error:
         raise BinaryFormatError(str(path), None, f"cannot read: {error.strerror}") from error

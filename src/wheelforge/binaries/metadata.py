@@ -4,14 +4,15 @@ The rules weigh the binaries against it (floor, python-api, requirement)."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from email.parser import HeaderParser
 
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import InvalidRequirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
 
+from wheelforge.foundation import numbers
 from wheelforge.toolchain.shims import Version2
 
 _PYTHON_MINORS = range(0, 100)
@@ -37,7 +38,7 @@ def declared(metadata: str | None) -> Declared:
     torch = floor = pin = None
     for value in message.get_all("Requires-Dist") or []:
         try:
-            req = Requirement(value)
+            req = numbers.requirement(value)  # a 5,000-digit version: invalid, not a traceback
         except InvalidRequirement:
             continue
         if canonicalize_name(req.name) != "torch" or (req.marker and "extra" in str(req.marker)):
@@ -50,7 +51,7 @@ def declared(metadata: str | None) -> Declared:
     python_floor = None
     if python:
         try:
-            spec = SpecifierSet(str(python))
+            spec = numbers.specifier(str(python))
         except InvalidSpecifier:
             spec = None
         if spec is not None:
@@ -65,17 +66,24 @@ def declared(metadata: str | None) -> Declared:
 
 
 def _lowest(spec: SpecifierSet) -> Version2 | None:
-    lows = [s.version for s in spec if s.operator in (">=", "==", "~=", ">", "===")]
-    if not lows:
+    lows = [
+        v.release
+        for s in spec
+        if s.operator in (">=", "==", "~=", ">", "===")
+        and (v := _version(s.version.removesuffix(".*"))) is not None
+    ]
+    if not lows or len(low := max(lows)) < 2 or max(low[:2]) > numbers.MAX_MINOR:
         return None
-    parts = _numbers(max(lows, key=_numbers))[:2]
-    return (parts[0], parts[1]) if len(parts) == 2 else None
+    return (low[0], low[1])
+
+
+def _version(text: str) -> Version | None:
+    try:
+        return numbers.version(text)
+    except InvalidVersion:
+        return None
 
 
 def _admits(spec: SpecifierSet, minor: str) -> bool:
     """Whether *spec* admits some release of the minor version *minor* (3.11: 3.11.0 ...)."""
     return any(spec.contains(f"{minor}.{patch}", prereleases=True) for patch in (0, 99))
-
-
-def _numbers(version: str) -> list[int]:
-    return [int(p) for p in re.findall(r"\d+", version)]

@@ -6,6 +6,7 @@ read through it, and get data back (facts.py); the rules then judge that data (a
 from __future__ import annotations
 
 import zipfile
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -17,6 +18,7 @@ from wheelforge.binaries.facts import (
     Fact,
     OwnReader,
     Reading,
+    RecordFacts,
     Role,
     WheelFacts,
     role_of,
@@ -69,13 +71,21 @@ def read_binary(
 
 
 def read_member(
-    wheel: WheelReader, info: zipfile.ZipInfo, read: Callable[[ElfImage], T], *, fatbins: bool
+    wheel: WheelReader,
+    info: zipfile.ZipInfo,
+    read: Callable[[ElfImage], T],
+    *,
+    fatbins: bool,
+    digests: dict[str, tuple[str, int]] | None = None,
 ) -> T:
     """*read* of the ELF member *info*, from one streamed pass that keeps only what readers need
     (stream.py); when *read* asks for bytes that pass did not keep, from the member inflated
-    whole, as every member was read before."""
+    whole, as every member was read before. With *digests*, the member's RECORD digest and size
+    go there, from the same pass."""
     name = member_name(wheel.path, info.filename)
-    kept, scan = stream_member(wheel.zip, info, name, fatbins=fatbins)
+    kept, scan = stream_member(wheel.zip, info, name, fatbins=fatbins, digest=digests is not None)
+    if digests is not None and kept.sha256 is not None:
+        digests[info.filename] = (bounded.record_digest_of(kept.sha256), kept.size)
     try:
         with ElfImage(name, kept, member=info.filename, scan=scan) as image:
             return read(image)
@@ -100,6 +110,7 @@ def read_wheel(path: Path, reading: Reading) -> WheelFacts:
             return member in unsafe or not reading.reads_member(member)
 
         binaries = []
+        inflated: dict[str, tuple[str, int]] | None = {} if reading.record else None
         for info in wheel.elf_infos(skip=skip):
             role = role_of(info.filename)
             facts = reading.facts_of(info.filename)
@@ -109,7 +120,9 @@ def read_wheel(path: Path, reading: Reading) -> WheelFacts:
             ) -> BinaryFacts:
                 return read_binary(image, role, facts, reading.own_of(role), reading=reading)
 
-            binaries.append(read_member(wheel, info, read, fatbins="fatbins" in facts))
+            binaries.append(
+                read_member(wheel, info, read, fatbins="fatbins" in facts, digests=inflated)
+            )
         return WheelFacts(
             path=path,
             names=tuple(wheel.names),
@@ -117,4 +130,27 @@ def read_wheel(path: Path, reading: Reading) -> WheelFacts:
             metadata_member=metadata_member,
             metadata=metadata,
             binaries=tuple(binaries),
+            record=_record(wheel, inflated) if inflated is not None else None,
         )
+
+
+def _record(wheel: WheelReader, inflated: dict[str, tuple[str, int]]) -> RecordFacts:
+    """RECORD's text and what every member hashes to (within the caps), for the layout rule;
+    the ELF members were inflated once already (*inflated*), the others are hashed now."""
+    member = wheel.dist_info_member("RECORD")
+    text = wheel.read_text(member) if member else None
+    digests = []
+    for info in wheel.zip.infolist():
+        if info.filename.endswith("/"):
+            continue
+        known = inflated.get(info.filename)
+        name = member_name(wheel.path, info.filename)
+        digest, size = known or bounded.member_digest(wheel.zip, info, name)
+        digests.append((info.filename, digest, size))
+    counts = Counter(wheel.names)
+    return RecordFacts(
+        member=member,
+        text=text,
+        digests=tuple(digests),
+        duplicates=tuple(sorted(n for n, c in counts.items() if c > 1)),
+    )

@@ -23,6 +23,7 @@ from pathlib import Path
 from wheelforge.binaries import rules as rules_package
 from wheelforge.binaries.facts import BINARY_ROLES, Fact, OwnReader, Reading, Role
 from wheelforge.binaries.rule import Flavour, Rule
+from wheelforge.foundation import readers, writers
 
 
 @cache
@@ -71,9 +72,12 @@ def reading(rules: Sequence[Rule], *, metadata: bool = False) -> Reading:
             own[role] = tuple((r.id, r.read) for r in judged if r.read)
     # A rule on an own role: each file's role is inferred from its symbols (roles.py).
     infer = any(r in facts for r in ("extension", "library", "program"))
+    record = any("record" in r.wheel_needs for r in rules)
     # A wheel-level rule reads METADATA (the torch pin of an unstable-ABI wheel).
     wanted = metadata or any("metadata" in r.needs for r in for_role(rules, "wheel"))
-    return Reading(facts=facts, metadata=wanted, unsafe_members=False, own=own, roles=infer)
+    return Reading(
+        facts=facts, metadata=wanted, unsafe_members=False, own=own, roles=infer, record=record
+    )
 
 
 # -- the docs table ------------------------------------------------------------------------------
@@ -115,7 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m wheelforge.binaries.registry")
     parser.add_argument("--docs", type=Path, default=DOCS)
     args = parser.parse_args(argv)
-    args.docs.write_text(render_docs(args.docs.read_text("utf-8")), encoding="utf-8")
+    text = readers.read_text(args.docs, cap=readers.CONFIG_CAP)
+    writers.write_atomic(args.docs, render_docs(text))
     print(f"wrote the rules table of {args.docs}")
     return 0
 

@@ -18,6 +18,7 @@ from wheelforge.binaries.fatbin import (
     entry_payload,
     read_fatbin_entries,
 )
+from wheelforge.foundation import fsutil
 from wheelforge.foundation.errors import BinaryFormatError, VerificationError, first_and_rest
 
 if TYPE_CHECKING:  # pyelftools loads in ~0.05 s: the functions that parse import it
@@ -126,7 +127,7 @@ def diff_wheels(first: Path, second: Path) -> list[MemberDifference]:
 
 def require_identical(first: Path, second: Path, *, what: str) -> None:
     """Raise, naming every difference, unless the two wheels are the same bytes."""
-    if first.read_bytes() == second.read_bytes():
+    if fsutil.sha256(first) == fsutil.sha256(second):  # streamed: wheels of 100s of MB
         return
     found = diff_wheels(first, second)
     if first.name != second.name:

@@ -19,7 +19,14 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from wheelforge.binaries.elf import ElfImage
-from wheelforge.binaries.facts import BINARY_ROLES, BinaryFacts, Fact, Role, WheelFacts
+from wheelforge.binaries.facts import (
+    BINARY_ROLES,
+    BinaryFacts,
+    Fact,
+    Role,
+    WheelFact,
+    WheelFacts,
+)
 from wheelforge.binaries.metadata import Declared
 from wheelforge.toolchain.shims import Version2, VersionsFile
 
@@ -108,6 +115,7 @@ class Rule:
     flavours: frozenset[Flavour]
     roles: frozenset[Role]  # the roles it judges; ("wheel",) for a rule on the wheel as a whole
     needs: frozenset[Fact] = frozenset()  # what the walk must read of each binary it judges
+    wheel_needs: frozenset[WheelFact] = frozenset()  # what it reads of the wheel (role wheel)
     severity: Severity = "error"
     # Where its findings (and its docs row) come among the others', lowest first: a binary's
     # violations are listed by it, so the first one (the one an error shows) is the most telling.
@@ -123,6 +131,8 @@ class Rule:
             raise ValueError(f"rule {self.id}: a rule on the wheel judges no binary role too")
         if "wheel" in self.roles and (self.needs - {"metadata"} or self.read):
             raise ValueError(f"rule {self.id}: the wheel itself has no ELF facts to read")
+        if self.wheel_needs and "wheel" not in self.roles:
+            raise ValueError(f"rule {self.id}: only a rule on the wheel reads the wheel's facts")
         if "metadata" in self.needs and set(self.roles) != {"wheel"}:
             raise ValueError(f"rule {self.id}: METADATA is the wheel's, not a binary's")
         if "init-export" in self.needs and set(self.roles) - {"extension"}:

@@ -21,7 +21,9 @@ if TYPE_CHECKING:  # pyelftools loads in ~0.05 s: the functions that parse impor
     from elftools.elf.elffile import ELFFile
 
 _MAX_VERSION_ENTRIES = 4096  # libraries need a handful of sonames; glibc itself has ~40
-_GLIBC_RE = re.compile(r"^GLIBC_(\d+)\.(\d+)")
+# ASCII digits, at most 4 (numbers.py): a hostile name must not reach int() with 5,000.
+_MAX_VERSION_SECTIONS = 4  # one per file; room for a linker's oddity
+_GLIBC_RE = re.compile(r"^GLIBC_([0-9]{1,4})\.([0-9]{1,4})")
 _MACHINES = {
     "EM_X86_64": "x86_64",
     "EM_AARCH64": "aarch64",
@@ -217,15 +219,22 @@ def _glibc_needed(elf: ELFFile) -> Version2 | None:
     from elftools.elf.gnuversions import GNUVerNeedSection
 
     glibc: Version2 | None = None
-    for section in elf.iter_sections():
-        if not isinstance(section, GNUVerNeedSection):
-            continue
+    sections = [s for s in elf.iter_sections() if isinstance(s, GNUVerNeedSection)]
+    # A linker writes one .gnu.version_r; a thousand of them, each claiming 4096 entries, kept
+    # `check` busy for minutes on a 1 MB file (the per-section cap alone did not bound it).
+    if len(sections) > _MAX_VERSION_SECTIONS:
+        raise ELFError(f"implausible count of version-need sections: {len(sections)}")
+    seen = 0
+    for section in sections:
         # The entry count comes from the header (sh_info, up to 2**32) and a zero vn_next
         # repeats one entry: a corrupt count must not become an endless loop.
         if section.num_versions() > _MAX_VERSION_ENTRIES:
             raise ELFError(f"implausible count of version needs: {section.num_versions()}")
         for _, auxiliaries in section.iter_versions():
             for aux in auxiliaries:
+                seen += 1  # vn_cnt (up to 65535) per entry, and a zero vna_next repeats too
+                if seen > _MAX_VERSION_ENTRIES:
+                    raise ELFError(f"implausible count of version needs: over {seen - 1}")
                 if m := _GLIBC_RE.match(aux.name):
                     version = (int(m[1]), int(m[2]))
                     glibc = version if glibc is None else max(glibc, version)

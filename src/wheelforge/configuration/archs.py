@@ -56,15 +56,16 @@ def known_arches() -> tuple[tuple[int, int], ...]:
 
 
 _SUFFIX_ORDER = {"": 0, "a": 1, "f": 2}
-_CODE_RE = re.compile(r"^(?:sm|compute)_(?P<sm>\d+)(?P<suffix>[af]?)$")
-_ENTRY_RE = re.compile(r"^(?P<major>\d+)\.(?P<minor>\d)(?P<suffix>[af]?)(?P<ptx>\+PTX)?$")
+# ASCII digits only (torch's parser rejects '８.０'), never more than int() can take quickly.
+_CODE_RE = re.compile(r"^(?:sm|compute)_(?P<sm>[0-9]{1,4})(?P<suffix>[af]?)$")
+_ENTRY_RE = re.compile(r"^(?P<major>[0-9]{1,3})\.(?P<minor>[0-9])(?P<suffix>[af]?)(?P<ptx>\+PTX)?$")
 _SEPARATORS = re.compile(r"[;,\s]+")
-_ARCH_LIST_ID_RE = re.compile(r"^sm\d")  # arch_list_id's spelling
+_ARCH_LIST_ID_RE = re.compile(r"^sm[0-9]")  # arch_list_id's spelling
 # Spellings people reach for that are not in the grammar: sm_90a, compute_90, 90, 9.0+ptx.
 _LOOSE_RE = re.compile(
     r"^(?:(?P<kind>sm|compute)_?)?(?P<major>\d{1,2}?)\.?(?P<minor>\d)(?P<suffix>[af]?)"
     r"(?P<ptx>\+ptx)?$",
-    re.IGNORECASE,
+    re.IGNORECASE | re.ASCII,
 )
 
 

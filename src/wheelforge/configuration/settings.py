@@ -27,6 +27,7 @@ from wheelforge.configuration.bytesizes import parse_size
 from wheelforge.configuration.matrix.keys import COMPILE_CACHES, PYTHON_ABI_RE
 from wheelforge.configuration.matrix.model import Matrix, TestsConfig, WheelVariantsConfig
 from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.foundation import fsutil, numbers
 from wheelforge.foundation.errors import ConfigError
 
 
@@ -111,25 +112,34 @@ def default_cache() -> Path:
 
 def cache_dir(flag: Path | None) -> Path:
     """--cache-dir, else the default cache."""
-    return (flag or default_cache()).resolve()
+    return fsutil.resolved(flag or default_cache())
 
 
 def out_dir(matrix: Matrix, flag: Path | None) -> Path:
     """--out, else dist/ beside the matrix."""
-    return (flag or matrix.root / "dist").resolve()
+    return fsutil.resolved(flag or matrix.root / "dist")
 
 
 def build_root(matrix: Matrix, flag: Path | None) -> Path:
     """--build-dir, else build/wheelforge/ beside the matrix."""
-    return (flag or matrix.root / "build" / "wheelforge").resolve()
+    return fsutil.resolved(flag or matrix.root / "build" / "wheelforge")
+
+
+def _shown(value: str) -> str:
+    """A value as an error quotes it: 5,000 digits are named, not printed."""
+    return repr(value) if len(value) <= 40 else repr(value[:37] + "...")
 
 
 def _positive_int(value: str | None, name: str) -> int | None:
     if value is None or value == "":
         return None
-    if not value.isdigit() or int(value) < 1:
-        raise ConfigError(f"{name}={value!r} must be a positive whole number; unset it or fix it")
-    return int(value)
+    number = numbers.whole(value, low=1, high=numbers.MAX_JOBS)
+    if number is None:
+        raise ConfigError(
+            f"{name}={_shown(value)} must be a positive whole number (ASCII digits, at most "
+            f"{numbers.MAX_JOBS}); unset it or fix it"
+        )
+    return number
 
 
 def _program(name: str, what: str, where: str, fix: str) -> str:
@@ -184,12 +194,13 @@ def source_date_epoch(value: str | None) -> int | None:
     """``SOURCE_DATE_EPOCH`` (reproducible-builds.org): whole seconds since 1970, or unset."""
     if value is None or value == "":
         return None
-    if not value.isdigit():
+    seconds = numbers.whole(value, high=numbers.MAX_EPOCH)
+    if seconds is None:
         raise ConfigError(
-            f"SOURCE_DATE_EPOCH={value!r} must be whole seconds since 1970 (e.g. $(git log -1 "
-            "--format=%ct)); unset it or fix it"
+            f"SOURCE_DATE_EPOCH={_shown(value)} must be whole seconds since 1970, before 2108 "
+            "(a wheel's zip dates end in 2107; e.g. $(git log -1 --format=%ct)); unset it or fix it"
         )
-    return int(value)
+    return seconds
 
 
 def resolve_python(value: str | None, flag: str = "--python") -> Path:
@@ -400,10 +411,11 @@ def torch_floor_flag(value: str | None, flag: str = "--target") -> Version2 | No
     """A torch version flag like 2.10, as (2, 10)."""
     if value is None:
         return None
-    parts = value.split(".")
-    if len(parts) < 2 or not all(p.isdigit() for p in parts[:2]):
-        raise ConfigError(f"Invalid value for '{flag}': '{value}' is not a torch version like 2.10")
-    return (int(parts[0]), int(parts[1]))
+    parts = [numbers.whole(p, high=numbers.MAX_MINOR) for p in value.split(".")[:2]]
+    if len(parts) < 2 or parts[0] is None or parts[1] is None:
+        shown = _shown(value)[1:-1]
+        raise ConfigError(f"Invalid value for '{flag}': '{shown}' is not a torch version like 2.10")
+    return (parts[0], parts[1])
 
 
 def python_abi_flag(value: str | None, flag: str = "--python-abi") -> Version2 | None:

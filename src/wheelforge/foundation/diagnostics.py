@@ -12,13 +12,13 @@ Severity = Literal["error", "warning"]
 
 # gcc and clang: "src/a.cpp:12:5: error: ..." (the column is optional; "fatal error" too).
 _GCC_RE = re.compile(
-    r"^(?P<file>[^\s:][^:]*):(?P<line>\d+):(?:(?P<col>\d+):)? "
+    r"^(?P<file>[^\s:][^:]*):(?P<line>[0-9]{1,9}):(?:(?P<col>[0-9]{1,9}):)? "
     r"(?:fatal )?(?P<sev>error|warning): (?P<msg>.+)$"
 )
 # nvcc's front end (cudafe++): "src/k.cu(12): error: ..." and, with --display_error_number,
 # "src/k.cu(12): error #20-D: ...".
 _NVCC_RE = re.compile(
-    r"^(?P<file>[^\s(][^(]*)\((?P<line>\d+)\): (?P<sev>error|warning)(?: #[\w-]+)?: (?P<msg>.+)$"
+    r"^(?P<file>[^\s(][^(]*)\((?P<line>[0-9]{1,9})\): (?P<sev>error|warning)(?: #[\w-]+)?: (?P<msg>.+)$"
 )
 
 

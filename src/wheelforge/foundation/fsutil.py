@@ -8,66 +8,36 @@ import gc
 import hashlib
 import os
 import re
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+
+from wheelforge.foundation import readers, removal, writers
+
+
+def resolved(path: Path) -> Path:
+    """*path* absolute with every symlink followed, like Path.resolve(), but a symlink loop
+    (``m.yaml -> m.yaml``) is left as it is for the reader to name (ELOOP), instead of the
+    RuntimeError that Path.resolve() raises."""
+    return Path(os.path.realpath(path))
 
 
 def sha256(path: Path) -> str:
     """The hex sha256 of a file, read in blocks (a wheel or a toolkit archive is never held
     whole in memory)."""
     digest = hashlib.sha256()
-    with path.open("rb") as file:
+    with readers.open_regular(path) as file:
         for block in iter(lambda: file.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
 
 
-def write_if_changed(path: Path, text: str) -> bool:
-    """Write *text* atomically unless the file already holds it (keeps mtimes, so ninja
-    sees nothing new). Returns whether it wrote."""
-    try:
-        if path.read_text(encoding="utf-8") == text:
-            return False
-    except FileNotFoundError:
-        pass
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        Path(tmp).replace(path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            Path(tmp).unlink()
-        raise
-    return True
-
-
-def publish(src: Path, dest_dir: Path) -> Path:
-    """Move *src* into *dest_dir* atomically: readers see the old file or the whole new one,
-    never a partial one, even across filesystems."""
-    dest_dir.mkdir(parents=True, exist_ok=True)
-    dest = dest_dir / src.name
-    fd, tmp = tempfile.mkstemp(dir=dest_dir, prefix=f".{src.name}.", suffix=".part")
-    os.close(fd)
-    try:
-        shutil.copyfile(src, tmp)
-        # mkstemp makes the file private; published files get the usual mode under the umask.
-        umask = os.umask(0)
-        os.umask(umask)
-        Path(tmp).chmod(0o666 & ~umask)
-        Path(tmp).replace(dest)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            Path(tmp).unlink()
-        raise
-    return dest
+# The writer's (foundation/writers.py), named here for the callers that always used them.
+write_if_changed = writers.write_if_changed
+publish = writers.publish
 
 
 STAGED_SUFFIX = ".tmp"
-_STAGED_RE = re.compile(r"\.(.+)\.(\d+)" + re.escape(STAGED_SUFFIX))
+_STAGED_RE = re.compile(r"\.(.+)\.([0-9]+)" + re.escape(STAGED_SUFFIX))
 
 
 def staged_target(name: str) -> str | None:
@@ -83,13 +53,13 @@ def staged_folder(final: Path) -> Iterator[Path]:
     completes; an interrupted or failed block leaves no half-made *final* and no temporary."""
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = final.parent / f".{final.name}.{os.getpid()}{STAGED_SUFFIX}"
-    shutil.rmtree(tmp, ignore_errors=True)
+    removal.remove(tmp, within=final.parent)
     try:
         yield tmp
-        shutil.rmtree(final, ignore_errors=True)
+        removal.remove(final, within=final.parent)
         tmp.replace(final)
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        removal.remove(tmp, within=final.parent)
 
 
 @contextlib.contextmanager

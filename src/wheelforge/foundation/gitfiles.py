@@ -9,7 +9,7 @@ import configparser
 import shutil
 from pathlib import Path
 
-from wheelforge.foundation import proc
+from wheelforge.foundation import fsutil, proc, readers
 
 _HEX = frozenset("0123456789abcdef")
 
@@ -23,12 +23,12 @@ def git_dir(folder: Path) -> Path | None:
     if not dotgit.is_file():
         return None
     try:
-        text = dotgit.read_text(encoding="utf-8", errors="replace").strip()
-    except OSError:
+        text = readers.read_text(dotgit, cap=readers.STATE_CAP, errors="replace").strip()
+    except (OSError, readers.FileRefused):
         return None
     if not text.startswith("gitdir:"):
         return None
-    found = (folder / text.removeprefix("gitdir:").strip()).resolve()
+    found = fsutil.resolved(folder / text.removeprefix("gitdir:").strip())
     return found if found.is_dir() else None
 
 
@@ -39,32 +39,41 @@ def git_commit(folder: Path) -> str | None:
     if gitdir is None:
         return None
     try:
-        head = (gitdir / "HEAD").read_text(encoding="utf-8").strip()
-    except OSError:
+        head = _read(gitdir / "HEAD").strip()
+    except (OSError, readers.FileRefused):
         return None
     if not head.startswith("ref:"):
         return head if _is_commit(head) else None
     ref = head.removeprefix("ref:").strip()
     common = gitdir
     if (gitdir / "commondir").is_file():  # a worktree: refs live in the main git folder
-        common = (gitdir / (gitdir / "commondir").read_text(encoding="utf-8").strip()).resolve()
+        try:
+            common = fsutil.resolved(gitdir / _read(gitdir / "commondir").strip())
+        except (OSError, readers.FileRefused):
+            return None
     for base in (gitdir, common):
         try:
-            value = (base / ref).read_text(encoding="utf-8").strip()
-        except OSError:
+            value = _read(base / ref).strip()
+        except (OSError, readers.FileRefused):
             continue
         if _is_commit(value):
             return value
     for base in (gitdir, common):
         try:
-            packed = (base / "packed-refs").read_text(encoding="utf-8")
-        except OSError:
+            packed = _read(base / "packed-refs")
+        except (OSError, readers.FileRefused):
             continue
         for line in packed.splitlines():
             sha, _, name = line.partition(" ")
             if name == ref and _is_commit(sha):
                 return sha
     return None
+
+
+def _read(path: Path) -> str:
+    """One of git's small files, through the bounded reader (a FIFO, a device or a huge file
+    there is refused, never waited on)."""
+    return readers.read_text(path, cap=readers.STATE_CAP, errors="replace")
 
 
 def _is_commit(text: str) -> bool:
@@ -77,7 +86,10 @@ def gitlink(top: Path, path: str) -> str | None:
     if not shutil.which("git"):
         return None
     result = proc.run(
-        ["git", "-C", top, "ls-files", "--stage", "--", path], hint="install git", check=False
+        ["git", "-C", top, "ls-files", "--stage", "--", path],
+        hint="install git",
+        check=False,
+        timeout=proc.PROBE_S,
     )
     words = result.stdout.split()
     if result.returncode == 0 and len(words) >= 2 and words[0] == "160000":
@@ -92,8 +104,8 @@ def submodules(top: Path) -> dict[str, str | None]:
         return {}
     parser = configparser.ConfigParser()
     try:
-        parser.read(modules, encoding="utf-8")
-    except (configparser.Error, UnicodeDecodeError):
+        parser.read_string(readers.read_text(modules, cap=readers.CONFIG_CAP), str(modules))
+    except (configparser.Error, OSError, readers.FileRefused):
         return {}
     out: dict[str, str | None] = {}
     for section in parser.sections():

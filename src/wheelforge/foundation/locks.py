@@ -26,7 +26,7 @@ def hold(path: Path, *, what: str, wait: bool = True) -> Iterator[None]:
     path.parent.mkdir(parents=True, exist_ok=True)
     lock = FileLock(path)
     try:
-        lock.acquire(timeout=0)
+        _acquire(lock, path, what, timeout=0)
     except Timeout:
         if not wait:
             raise EnvironmentProblem(
@@ -35,11 +35,29 @@ def hold(path: Path, *, what: str, wait: bool = True) -> Iterator[None]:
             ) from None
         log.info(f"waiting for another wheelforge that is using {what} (lock {path})")
         # Polls with sleep: SIGINT and SIGTERM still end the wait.
-        lock.acquire()
+        _acquire(lock, path, what, timeout=-1)
     try:
         yield
     finally:
         lock.release()
+
+
+def _acquire(lock: FileLock, path: Path, what: str, *, timeout: float) -> None:
+    """Take *lock*; a lock file that cannot be one (a symlink, which filelock refuses with
+    ELOOP; a folder; no permission) is an EnvironmentProblem naming it, not a traceback."""
+    try:
+        lock.acquire(timeout=timeout)
+    except Timeout:
+        raise
+    except OSError as exc:
+        raise _unusable(path, what, exc) from None
+
+
+def _unusable(path: Path, what: str, exc: OSError) -> EnvironmentProblem:
+    kind = "a symbolic link" if path.is_symlink() else exc.strerror
+    return EnvironmentProblem(
+        f"the lock {path} of {what} cannot be taken ({kind}); remove it, wheelforge makes it again"
+    )
 
 
 @contextmanager
@@ -48,7 +66,7 @@ def attempt(path: Path) -> Iterator[bool]:
     (``wheelforge cache prune`` skips an entry another wheelforge holds)."""
     lock = FileLock(path)
     try:
-        lock.acquire(timeout=0)
+        _acquire(lock, path, "a cache entry", timeout=0)
     except Timeout:
         yield False
         return
@@ -65,7 +83,10 @@ def share(path: Path, *, what: str) -> Iterator[None]:
     `cache prune`) wait or give up. flock(2) itself: filelock has no shared mode (its
     ReadWriteLock is SQLite's, which flock's holders would not see)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:  # O_NOFOLLOW: a symlink there must not create or lock a file elsewhere
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        raise _unusable(path, what, exc) from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)

@@ -7,6 +7,7 @@ and ``--report -``."""
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import time
 from collections.abc import Iterator, Sequence
@@ -72,15 +73,54 @@ def live_display() -> bool:
     )
 
 
+# What a terminal would act on instead of showing: C0 and C1 control characters and DEL (an
+# ESC in a wheel member's name cleared the screen or recoloured it; 0x9b is CSI to a terminal
+# that reads 8-bit controls), a newline too (one line); and the invisible format characters
+# that reorder or hide what it shows: bidirectional marks, embeddings, overrides and isolates
+# (Trojan Source, CVE-2021-42574), zero-width characters, line and paragraph separators, the BOM.
+_CONTROL_RE = re.compile(
+    "[\x00-\x08\x0a-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]"
+)
+
+
+# A run of characters without a space longer than this is shown cut in its middle: a wheel
+# member's name can be 65,535 characters, a literal in setup.py 400 kB; no command argument or
+# path is this long.
+RUN_CAP = 1000
+_RUN_RE = re.compile(rf"\S{{{RUN_CAP + 1},}}")
+
+
+def printable(text: str) -> str:
+    """*text* with every control character written as ``\\xNN`` and every invisible format
+    character as ``\\uNNNN``, so names that come from files (wheel members, paths) reach the
+    terminal as text, never as escape sequences or reordered; a run of over RUN_CAP characters
+    without a space is cut in its middle, its length said."""
+    return _RUN_RE.sub(_cut, _CONTROL_RE.sub(_escaped, text))
+
+
+def _cut(match: re.Match[str]) -> str:
+    run = match[0]
+    return f"{run[:120]}…{run[-60:]} ({len(run):,} characters)"
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match[0])
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def _shown(message: str) -> str:
+    return escape(printable(message))
+
+
 def info(message: str) -> None:
     if not _quiet:
-        console.print(escape(message))
+        console.print(_shown(message))
 
 
 def detail(message: str) -> None:
     """Shown with -v."""
     if _verbosity >= 1:
-        console.print(f"[dim]{escape(message)}[/dim]")
+        console.print(f"[dim]{_shown(message)}[/dim]")
 
 
 def warning(message: str) -> None:
@@ -88,7 +128,7 @@ def warning(message: str) -> None:
         # The runner shows the annotation as a "Warning:" line in the log and on the run's page.
         annotate(Diagnostic(file="", severity="warning", message=message))
     else:
-        console.print(f"[yellow]warning:[/yellow] {escape(message)}")
+        console.print(f"[yellow]warning:[/yellow] {_shown(message)}")
 
 
 def error(message: str, details: str | None = None) -> None:
@@ -96,14 +136,14 @@ def error(message: str, details: str | None = None) -> None:
     brings, the screen ends with the ``error:`` line (which names the log when there is one)."""
     if details:
         for line in details.splitlines():
-            console.print(f"  {escape(line)}", style="dim")
-    console.print(f"[bold red]error:[/bold red] {escape(message)}")
+            console.print(f"  {_shown(line)}", style="dim")
+    console.print(f"[bold red]error:[/bold red] {_shown(message)}")
 
 
 def command(argv: Sequence[str]) -> None:
     """Echo a command about to run (with -v)."""
     if _verbosity >= 1:
-        console.print(f"[dim]$ {escape(shlex.join(argv))}[/dim]")
+        console.print(f"[dim]$ {_shown(shlex.join(argv))}[/dim]")
 
 
 def _escape_data(text: str) -> str:
@@ -164,13 +204,13 @@ def group(title: str) -> Iterator[None]:
 def step(title: str) -> Iterator[None]:
     """A named step: prints its start and, when it ends, how long it took."""
     if not _quiet:
-        console.print(f"[bold cyan]▸[/bold cyan] {escape(title)}")
+        console.print(f"[bold cyan]▸[/bold cyan] {_shown(title)}")
     start = time.perf_counter()
     try:
         yield
     except BaseException:
         console.print(
-            f"  [red]✗[/red] {escape(title)} failed after {time.perf_counter() - start:.1f}s"
+            f"  [red]✗[/red] {_shown(title)} failed after {time.perf_counter() - start:.1f}s"
         )
         raise
     detail(f"  {title}: {time.perf_counter() - start:.1f}s")

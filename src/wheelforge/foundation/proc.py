@@ -11,14 +11,17 @@ orphan nvcc, cicc and ptxas. They stay in the session, which only an explicit se
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
+import selectors
 import shlex
 import shutil
 import signal
 import subprocess
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -31,6 +34,19 @@ OUTPUT_TAIL_LINES = 40
 # How long a stopped tool gets to end on SIGTERM before its session gets SIGKILL: ninja uses it to
 # stop its commands and delete their half-written outputs.
 STOP_GRACE_S = 5.0
+# Every tool runs within a deadline, by what it is asked to do (docs/robustness.md): a question
+# (--version, -dumpversion, a python -c probe), a job (auditwheel, a venv, dpkg-deb), a download
+# (pip install torch, apt-get download), a build (ninja, a test suite).
+PROBE_S = 90.0
+TOOL_S = 3600.0
+DOWNLOAD_S = 4 * 3600.0
+BUILD_S = 24 * 3600.0
+# What run() keeps of a tool's output: no answer wheelforge parses is near it, and a tool that
+# prints without end is stopped there. stream() keeps the last STREAM_KEPT bytes of its lines.
+OUTPUT_CAP = 16 << 20
+STREAM_KEPT = 16 << 20
+LINE_CAP = 1 << 20
+_BLOCK = 1 << 16
 _PROC = Path("/proc")
 
 
@@ -63,15 +79,17 @@ def run(
     args: Sequence[str | Path],
     *,
     hint: str,
+    timeout: float,
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
     check: bool = True,
     stream: bool = False,
     what: str | None = None,
     replace_env: bool = False,
-    timeout: float | None = None,
 ) -> Result:
-    """Run a program to completion.
+    """Run a program to completion within *timeout* seconds (PROBE_S, TOOL_S, DOWNLOAD_S,
+    BUILD_S), its captured output within OUTPUT_CAP; past either it is stopped and a ToolError
+    says which.
 
     ``hint`` says how to install the program if it is missing. With ``stream`` the output goes
     straight to the terminal instead of being captured. ``what`` names the step in the error.
@@ -80,45 +98,103 @@ def run(
     ToolError says so (a user's setup.py that never ends, a CMake configure that hangs).
     """
     full_env = None if env is None else dict(env) if replace_env else {**os.environ, **env}
-    argv, popen = _spawn(
-        args,
-        hint,
-        cwd=cwd,
-        env=full_env,
-        stdout=None if stream else subprocess.PIPE,
-        stderr=None if stream else subprocess.PIPE,
-    )
+    pipe = None if stream else subprocess.PIPE
+    argv, popen = _spawn(args, hint, cwd=cwd, env=full_env, stdout=pipe, stderr=pipe)
+    name = what or Path(argv[0]).name
     try:
-        stdout, stderr = popen.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired as exc:
-        stop(popen)
-        name = what or Path(argv[0]).name
-        output = "\n".join(_text(s) for s in (exc.stdout, exc.stderr) if s and _text(s).strip())
-        raise ToolError(
-            f"{name} did not finish within {timeout:g} s and was stopped: {shlex.join(argv)}",
-            details=tail(output) if output else None,
-        ) from None
+        outputs = _collect(popen, name, argv, timeout=timeout, cap=OUTPUT_CAP)
     except BaseException:
         stop(popen)
         raise
     result = Result(
         args=tuple(argv),
         returncode=popen.returncode,
-        stdout=stdout or "",
-        stderr=stderr or "",
+        stdout=_text(outputs.get(popen.stdout)),
+        stderr=_text(outputs.get(popen.stderr)),
     )
     if check and result.returncode != 0:
-        name = what or Path(argv[0]).name
         output = "\n".join(s for s in (result.stdout, result.stderr) if s.strip())
+        cause = known_cause(output)
+        command = shlex.join(argv)
+        shown = command if len(command) <= _COMMAND_SHOWN else command[: _COMMAND_SHOWN - 3] + "..."
         raise ToolError(
-            f"{name} failed with exit code {result.returncode}: {shlex.join(argv)}",
-            details=tail(output) if output else None,
+            f"{name} failed with exit code {result.returncode}"
+            + (f": {cause}" if cause else "")
+            + f": {shown}",
+            details="\n".join(x for x in (command if shown != command else "", tail(output)) if x)
+            or None,
         )
     return result
 
 
-def _text(data: str | bytes) -> str:
-    return data.decode(errors="replace") if isinstance(data, bytes) else data
+# What a tool's output says that names the cause better than its exit code; said in the
+# one-line message (a full disk read as "compiling k.cu failed", ENOSPC only in the details).
+_CAUSES = (
+    ("No space left on device", "the disk is full (No space left on device)"),
+    ("Disk quota exceeded", "the disk quota is exceeded"),
+    ("Read-only file system", "a folder it writes is on a read-only file system"),
+)
+_COMMAND_SHOWN = 200  # of a command in a one-line message (the whole one is in the details)
+
+
+def known_cause(output: str) -> str | None:
+    """The cause a tool's *output* names, when it is one of _CAUSES."""
+    return next((cause for needle, cause in _CAUSES if needle in output), None)
+
+
+def _text(data: bytearray | None) -> str:
+    return data.decode("utf-8", errors="replace") if data else ""
+
+
+def _collect(
+    popen: subprocess.Popen[bytes],
+    name: str,
+    argv: Sequence[str],
+    *,
+    timeout: float,
+    on_data: Callable[[bytes], None] | None = None,
+    cap: int | None = None,
+) -> dict[object, bytearray]:
+    """Read the tool's pipes until they close and it ends, within *timeout*; with *on_data*
+    each block read is handed on instead of kept. More than *cap* bytes kept: ToolError."""
+    deadline = time.monotonic() + timeout
+    kept: dict[object, bytearray] = {}
+    with selectors.DefaultSelector() as selector:
+        for pipe in (popen.stdout, popen.stderr):
+            if pipe is not None:
+                selector.register(pipe, selectors.EVENT_READ)
+                kept[pipe] = bytearray()
+        total = 0
+        while selector.get_map():
+            for key, _ in selector.select(_left(deadline, timeout, name, argv)):
+                block = os.read(key.fd, _BLOCK)
+                if not block:
+                    selector.unregister(key.fileobj)
+                elif on_data is not None:
+                    on_data(block)
+                else:
+                    kept[key.fileobj] += block
+                    total += len(block)
+                    if cap is not None and total > cap:
+                        raise ToolError(
+                            f"{name} printed more than {cap >> 20} MiB, which no answer of it "
+                            f"needs; stopped it: {shlex.join(argv)}"
+                        )
+    try:
+        popen.wait(timeout=_left(deadline, timeout, name, argv))
+    except subprocess.TimeoutExpired:
+        _left(0.0, timeout, name, argv)
+    return kept
+
+
+def _left(deadline: float, timeout: float, name: str, argv: Sequence[str]) -> float:
+    """Seconds left until *deadline*; none left: the ToolError of a tool that ran past it."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise ToolError(
+            f"{name} did not finish within {timeout:.0f} s; stopped it: {shlex.join(argv)}"
+        )
+    return left
 
 
 def stream(
@@ -126,38 +202,66 @@ def stream(
     *,
     hint: str,
     on_line: Callable[[str], None],
+    timeout: float,
     env: Mapping[str, str] | None = None,
     on_start: Callable[[int], None] | None = None,
     cwd: Path | None = None,
 ) -> Result:
-    """Run a program, handing each line of its output (stderr merged into stdout) to *on_line*
-    as it comes; the whole output is in the result's ``stdout``. Not checked: the caller reads
-    the exit code, as a failing compile needs its own message. *on_start* gets the program's
-    pid, which is also its session's id (everything it starts stays in that session)."""
+    """Run a program within *timeout* seconds, handing each line of its output (stderr merged
+    into stdout) to *on_line* as it comes; the result's ``stdout`` keeps the last STREAM_KEPT
+    bytes of it (a line of the earlier ones says how many were dropped). Not checked: the
+    caller reads the exit code, as a failing compile needs its own message. *on_start* gets the
+    program's pid, which is also its session's id (everything it starts stays in that session)."""
     full_env = None if env is None else {**os.environ, **env}
-    lines: list[str] = []
+    lines = _Lines(on_line)
     argv, child = _spawn(
-        args,
-        hint,
-        cwd=cwd,
-        env=full_env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        bufsize=1,
+        args, hint, cwd=cwd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
     )
-    with child:
-        try:
-            if on_start is not None:
-                on_start(child.pid)
-            assert child.stdout is not None  # stdout=PIPE above
-            for line in child.stdout:
-                lines.append(line)
-                on_line(line.rstrip("\n"))
-            returncode = child.wait()
-        except BaseException:
-            stop(child)
-            raise
-    return Result(args=tuple(argv), returncode=returncode, stdout="".join(lines), stderr="")
+    try:
+        if on_start is not None:
+            on_start(child.pid)
+        _collect(child, Path(argv[0]).name, argv, timeout=timeout, on_data=lines.feed, cap=None)
+        lines.feed(b"", end=True)
+    except BaseException:
+        stop(child)
+        raise
+    return Result(args=tuple(argv), returncode=child.returncode, stdout=lines.text(), stderr="")
+
+
+class _Lines:
+    """Blocks of output cut into lines for on_line, the last STREAM_KEPT bytes of them kept; a
+    line longer than LINE_CAP is cut there (a tool that prints no newline cannot grow one line
+    without end)."""
+
+    def __init__(self, on_line: Callable[[str], None]) -> None:
+        self.on_line = on_line
+        self.pending = bytearray()
+        self.kept: collections.deque[str] = collections.deque()
+        self.size = 0
+        self.dropped = 0
+
+    def feed(self, block: bytes, *, end: bool = False) -> None:
+        self.pending += block
+        while (cut := self.pending.find(b"\n")) >= 0 or len(self.pending) > LINE_CAP:
+            stop_at = cut + 1 if 0 <= cut < LINE_CAP else LINE_CAP
+            self._line(bytes(self.pending[:stop_at]))
+            del self.pending[:stop_at]
+        if end and self.pending:
+            self._line(bytes(self.pending))
+            self.pending.clear()
+
+    def _line(self, raw: bytes) -> None:
+        line = raw.decode("utf-8", errors="replace")
+        self.on_line(line.rstrip("\n"))
+        self.kept.append(line)
+        self.size += len(line)
+        while self.size > STREAM_KEPT and len(self.kept) > 1:
+            self.size -= len(self.kept.popleft())
+            self.dropped += 1
+
+    def text(self) -> str:
+        head = f"... ({self.dropped} earlier lines not kept)\n" if self.dropped else ""
+        return head + "".join(self.kept)
 
 
 def start(
@@ -167,22 +271,66 @@ def start(
     its stderr into *stderr*, in a session of its own like every tool; stop() ends it, closing
     its stdin lets it end by itself."""
     stdio = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": stderr}
-    return _spawn(args, hint, cwd=cwd, bufsize=1, **stdio)[1]
+    return _spawn(args, hint, cwd=cwd, bufsize=1, text=True, **stdio)[1]
+
+
+@contextlib.contextmanager
+def watchdog(popen: subprocess.Popen[Any], seconds: float, *, what: str) -> Iterator[None]:
+    """The deadline of a helper started with start(): if the block runs past *seconds*, the
+    helper is stopped (its pipes close, so a read waiting on it ends) and ToolError says so."""
+    fired = threading.Event()
+
+    def fire() -> None:
+        fired.set()
+        stop(popen)
+
+    timer = threading.Timer(seconds, fire)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    except Exception:
+        if not fired.is_set():
+            raise
+    finally:
+        timer.cancel()
+    if fired.is_set():
+        raise ToolError(f"{what} did not answer within {seconds:.0f} s; stopped it")
 
 
 def _spawn(
-    args: Sequence[str | Path], hint: str, **popen: Any
-) -> tuple[list[str], subprocess.Popen[str]]:
+    args: Sequence[str | Path], hint: str, *, text: bool = False, **popen: Any
+) -> tuple[list[str], subprocess.Popen[Any]]:
     """The program found (or *hint* in the error), the command logged, and the process started
-    as text, in a session of its own (see the module's docstring)."""
+    in a session of its own (see the module's docstring); its pipes are bytes unless *text*."""
     argv = [str(a) for a in args]
     argv[0] = which(argv[0], hint=hint)
     log.command(argv)
+    if text:
+        popen |= {"text": True, "errors": "replace"}
     try:
-        child = subprocess.Popen(argv, text=True, errors="replace", start_new_session=True, **popen)
+        child: subprocess.Popen[Any] = subprocess.Popen(argv, start_new_session=True, **popen)
     except OSError as exc:
         raise ToolError(f"could not run {shlex.join(argv)}: {exc.strerror}") from exc
     return argv, child
+
+
+def _drain(popen: subprocess.Popen[Any], seconds: float) -> None:
+    """Read and drop what the stopping tool still prints, for at most *seconds* or until it
+    closes its outputs, so a chatty tool can't block on a full pipe (nor fill memory: nothing
+    is kept)."""
+    with contextlib.suppress(OSError, ValueError):
+        if popen.stdin is not None:
+            popen.stdin.close()
+    pipes = [p for p in (popen.stdout, popen.stderr) if p is not None and not p.closed]
+    end = time.monotonic() + seconds
+    with contextlib.suppress(OSError, ValueError), selectors.DefaultSelector() as selector:
+        for pipe in pipes:
+            selector.register(pipe, selectors.EVENT_READ)
+        while selector.get_map() and (left := end - time.monotonic()) > 0:
+            for key, _ in selector.select(left):
+                if not os.read(key.fd, _BLOCK):
+                    selector.unregister(key.fileobj)
 
 
 def session_members(sid: int) -> list[int]:
@@ -202,15 +350,14 @@ def session_members(sid: int) -> list[int]:
     return members
 
 
-def stop(popen: subprocess.Popen[str]) -> None:
+def stop(popen: subprocess.Popen[Any]) -> None:
     """Stop a tool and everything it started: SIGTERM to its process group (ninja passes it on
     to its commands and removes their partial outputs), then SIGKILL to whatever of its session
     is left, until nothing is."""
     sid = popen.pid  # start_new_session: the tool leads its session and its group
     with contextlib.suppress(ProcessLookupError):
         os.killpg(sid, signal.SIGTERM)
-    with contextlib.suppress(subprocess.TimeoutExpired, ValueError, OSError):
-        popen.communicate(timeout=STOP_GRACE_S)  # drained, so a chatty tool can't block on a pipe
+    _drain(popen, STOP_GRACE_S)
     deadline = time.monotonic() + STOP_GRACE_S
     while (members := session_members(sid)) and time.monotonic() < deadline:
         for pid in members:

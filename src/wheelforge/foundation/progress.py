@@ -280,7 +280,9 @@ class JobProgress:
             count = f"{self._index.get(job, self.done)}/{self.total}"
             head = f"  [dim]{count}[/dim] " if self.live else f"  [{count}] "
             self._print(
-                head + escape(f"{job} ") + (f"[{style}]{took}[/{style}]" if style else took)
+                head
+                + escape(log.printable(f"{job} "))
+                + (f"[{style}]{took}[/{style}]" if style else took)
             )
             if ok:
                 self._output(output)
@@ -288,7 +290,7 @@ class JobProgress:
     def _output(self, output: Sequence[str]) -> None:
         shown = list(output) if log.verbosity() >= 1 else list(output[:OUTPUT_LINES])
         for text in shown:
-            self._print(f"[dim]    {escape(text)}[/dim]")
+            self._print(f"[dim]    {escape(log.printable(text))}[/dim]")
         if len(output) > len(shown):
             where = f" in {self.build_log}" if self.build_log else ""
             self._print(
@@ -299,7 +301,7 @@ class JobProgress:
         """A line a job printed after its own line was shown."""
         with self._lock:
             if not log.quiet() and log.verbosity() >= 1:
-                self._print(f"[dim]    {escape(text)}[/dim]")
+                self._print(f"[dim]    {escape(log.printable(text))}[/dim]")
 
     def running(self, jobs: Sequence[Running]) -> None:
         """What runs now (from the jobs' processes); without a terminal, a line per job that
@@ -316,7 +318,11 @@ class JobProgress:
                 phase = f", {r.phase} now" if r.phase else ""
                 last = self.expected.get(r.job)
                 before = f"; {clock(last)} in the last build" if last is not None else ""
-                self._print(escape(f"  … {r.job}: running for {clock(r.seconds)}{phase}{before}"))
+                self._print(
+                    escape(
+                        log.printable(f"  … {r.job}: running for {clock(r.seconds)}{phase}{before}")
+                    )
+                )
 
     def _print(self, markup: str) -> None:
         console = self.live.console if self.live is not None else log.console

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from wheelforge.interface.options import cache_dir_option, json_option
+from wheelforge.interface.options import WholeNumber, cache_dir_option, json_option
 from wheelforge.interface.options import verbose_option as verbose_option_of
 
 verbose_option = verbose_option_of("Show more detail.")
@@ -43,7 +43,7 @@ def cache_list(cache_dir: Path | None, as_json: bool) -> None:
 @cache_dir_option
 @click.option(
     "--unused-for",
-    type=int,
+    type=WholeNumber(low=-100_000, high=100_000),  # negative: prune says how to write it
     default=30,
     show_default=True,
     metavar="DAYS",

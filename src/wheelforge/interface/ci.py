@@ -11,8 +11,9 @@ from wheelforge.binaries.elf import member_path
 from wheelforge.binaries.sizecheck import LEVERS_SHOWN
 from wheelforge.configuration.archs import code_sort_key
 from wheelforge.configuration.bytesizes import format_size
-from wheelforge.foundation import log
+from wheelforge.foundation import log, writers
 from wheelforge.foundation.diagnostics import relative_to
+from wheelforge.foundation.errors import WheelforgeError
 from wheelforge.interface.documents.build_report import BuildReportDocument, VariantDoc
 
 
@@ -163,9 +164,8 @@ def append_step_summary(markdown: str) -> Path | None:
         return None
     path = Path(target)
     try:
-        with path.open("a", encoding="utf-8") as file:
-            file.write(markdown + "\n")
-    except OSError as exc:
-        log.warning(f"could not write the step summary to {path}: {exc.strerror}")
+        writers.append_text(path, markdown + "\n", what=f"$GITHUB_STEP_SUMMARY {path}")
+    except WheelforgeError as exc:
+        log.warning(f"could not write the step summary: {exc.message}")
         return None
     return path

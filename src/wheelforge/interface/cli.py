@@ -13,10 +13,11 @@ import click
 
 from wheelforge import __version__
 from wheelforge.configuration.matrix.keys import COMPILE_CACHES
-from wheelforge.foundation import log
+from wheelforge.foundation import fsutil, log, numbers
 from wheelforge.foundation.errors import WheelforgeError
 from wheelforge.interface.cache_cli import cache_group
 from wheelforge.interface.options import (
+    WholeNumber,
     build_dir_option,
     cache_dir_option,
     json_option,
@@ -84,7 +85,7 @@ def cli() -> None:
 @click.option(
     "-j",
     "--jobs",
-    type=click.IntRange(min=1),
+    type=WholeNumber(low=1, high=numbers.MAX_JOBS),
     help="Parallel compile jobs (else MAX_JOBS, else ninja's default).",
 )
 @click.option(
@@ -442,7 +443,7 @@ def init_command(
     from wheelforge.running import adopt
 
     request = adopt.InitRequest(
-        root=path.resolve(),
+        root=fsutil.resolved(path),
         force=force,
         torch=torch_versions,
         archs=archs,

@@ -9,7 +9,35 @@ from typing import Any
 
 import click
 
-from wheelforge.foundation import log
+from wheelforge.foundation import log, numbers, readers
+
+
+class WholeNumber(click.ParamType[int, Any]):
+    """A whole number of ASCII digits from *low* to *high*, parsed by foundation/numbers (click's
+    INT takes '٤' as 4 and prints a 5,000-digit value back)."""
+
+    name = "integer"
+
+    def __init__(self, *, low: int, high: int) -> None:
+        self.low, self.high = low, high
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            return value
+        text = str(value).strip()
+        if self.low < 0 and text.startswith("-"):  # a negative one, for the command to word
+            magnitude = numbers.whole(text[1:], high=-self.low)
+            number = None if magnitude is None else -magnitude
+        else:
+            number = numbers.whole(text, low=max(self.low, 0), high=self.high)
+        if number is None:
+            shown = str(value) if len(str(value)) <= 40 else str(value)[:37] + "..."
+            self.fail(
+                f"'{shown}' is not a valid integer from {self.low} to {self.high} (ASCII digits)",
+                param,
+                ctx,
+            )
+        return number
 
 
 def _verbosity(_ctx: click.Context, _param: click.Parameter, value: int) -> int:
@@ -46,8 +74,9 @@ def json_option(document: str) -> Callable[[Any], Any]:
 
 def _cache_folder(_ctx: click.Context, _param: click.Parameter, value: Path | None) -> Path | None:
     if value is not None and value.exists() and not value.is_dir():
+        kind = readers.kind_of(value.stat().st_mode) or "a file"
         raise click.BadParameter(
-            f"{value} is a file, not a folder; pass --cache-dir a folder (or remove the file)"
+            f"{value} is {kind}, not a folder; pass --cache-dir a folder (or remove the file)"
         )
     return value
 

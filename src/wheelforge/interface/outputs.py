@@ -13,9 +13,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from wheelforge.configuration.settings import BuildSettings, Flags, resolve
-from wheelforge.foundation import log
+from wheelforge.foundation import log, writers
 from wheelforge.foundation.errors import WheelforgeError
-from wheelforge.foundation.fsutil import write_if_changed
 from wheelforge.interface.render import output_console, print_build, print_dry_run
 from wheelforge.running.build.command import run_build
 from wheelforge.running.build.dryrun import dry_run as plan_dry_run
@@ -68,13 +67,27 @@ def build(flags: Flags, report_path: Path | None) -> None:
     """Resolve, build, then write every output; the first failure is raised at the end (the
     CLI prints it and exits with its code), after the report says what failed and why."""
     start = time.perf_counter()
+    report = None
+    if report_path is not None and str(report_path) != "-":
+        # Refused now, not after the build: a device, a FIFO nobody reads, a file of the kernel.
+        report = writers.open_output(report_path, what=f"--report {report_path}")
+    try:
+        _build(flags, report_path, report, start)
+    finally:
+        if report is not None:
+            report.close()
+
+
+def _build(
+    flags: Flags, report_path: Path | None, report: writers.Output | None, start: float
+) -> None:
     settings: BuildSettings | None = None
     try:
         settings = resolve(flags)
         result = run_build(settings)
     except WheelforgeError as exc:
         if _report_wanted(report_path):
-            _write(_report(settings, None, exc, time.perf_counter() - start), report_path)
+            _write(_report(settings, None, exc, time.perf_counter() - start), report_path, report)
         raise
     seconds = time.perf_counter() - start
     if log.quiet():
@@ -86,7 +99,7 @@ def build(flags: Flags, report_path: Path | None) -> None:
             result, output_console(stderr=report_path is not None and str(report_path) == "-")
         )
     if _report_wanted(report_path):
-        _write(_report(settings, result, None, seconds), report_path)
+        _write(_report(settings, result, None, seconds), report_path, report)
     _raise_failures(result)
 
 
@@ -117,7 +130,9 @@ def _raise_failures(result: BuildReport) -> None:
     raise first.error
 
 
-def _write(report: BuildReportDocument, report_path: Path | None) -> None:
+def _write(
+    report: BuildReportDocument, report_path: Path | None, output: writers.Output | None
+) -> None:
     from wheelforge.interface import ci
     from wheelforge.interface.documents.kinds import document_text
 
@@ -126,9 +141,9 @@ def _write(report: BuildReportDocument, report_path: Path | None) -> None:
         if str(report_path) == "-":
             sys.stdout.write(text)
             sys.stdout.flush()
-        else:
-            write_if_changed(report_path.absolute(), text)
-            log.info(f"report: {report_path.absolute()}")
+        elif output is not None:
+            written = output.write(text)
+            log.info(f"report: {written or report_path}")
     if log.ci() == "github":
         written = ci.append_step_summary(ci.step_summary(report))
         if written is not None:

@@ -22,6 +22,7 @@ from wheelforge.configuration import abi
 from wheelforge.configuration.archs import code_sort_key, sm_range
 from wheelforge.configuration.bytesizes import format_size as human_size
 from wheelforge.configuration.matrix.model import Matrix
+from wheelforge.foundation.log import printable
 from wheelforge.interface.render_loadson import loads_on_lines, wheel_table
 from wheelforge.interface.render_variants import variant_summary
 from wheelforge.planning.plan import wheel_version
@@ -172,7 +173,7 @@ def print_build(report: BuildReport, console: Console) -> None:
             console.print(escape(line), soft_wrap=True, highlight=False)
         budget = f", budget {human_size(v.size.budget)}" if v.size else ""
         reused = " (up to date)" if v.reused else ""
-        console.print(f"[green]wheel[/green] {escape(str(v.wheel))}", soft_wrap=True)
+        console.print(f"[green]wheel[/green] {_text(str(v.wheel))}", soft_wrap=True)
         console.print(f"  {human_size(v.wheel_size)}{budget}{reused}", soft_wrap=True)
         if v.reproducible:
             console.print(
@@ -183,7 +184,7 @@ def print_build(report: BuildReport, console: Console) -> None:
             console.print(escape(variant_summary(v)), soft_wrap=True, highlight=False)
     if report.variants_json is not None:
         console.print(
-            f"index-level variant metadata: {escape(str(report.variants_json))}", soft_wrap=True
+            f"index-level variant metadata: {_text(str(report.variants_json))}", soft_wrap=True
         )
     for f in report.failures:
         console.print(
@@ -222,6 +223,12 @@ def compile_costs(v: VariantResult) -> list[str]:
     return lines
 
 
+def _text(line: str) -> str:
+    """One line of names from files (paths, commands) for console.print: no markup, no
+    escape sequences (log.printable)."""
+    return escape(printable(line))
+
+
 def print_dry_run(planned: Sequence[PlannedVariant], console: Console) -> None:
     """The plan: each variant's toolkit and archs, then the exact commands ninja would run."""
     for p in planned:
@@ -229,12 +236,13 @@ def print_dry_run(planned: Sequence[PlannedVariant], console: Console) -> None:
             f"[bold]{escape(p.variant_id)}[/bold]: arch set {p.arch_set} ({p.archs})",
             soft_wrap=True,
         )
-        console.print(f"  toolkit: {escape(p.toolkit)}", soft_wrap=True)
+        console.print(f"  toolkit: {_text(p.toolkit)}", soft_wrap=True)
         console.print(f"  torch: {p.torch or '-'}", soft_wrap=True)
         if p.note:
             console.print(f"  [yellow]{escape(p.note)}[/yellow]", soft_wrap=True)
         for command in p.commands:
-            console.print(escape(command), soft_wrap=True, highlight=False)
+            # The project's file names are in them: text, never escape sequences.
+            console.print(_text(command), soft_wrap=True, highlight=False)
     console.print(f"dry run: {len(planned)} variant(s); nothing was compiled or downloaded")
 
 
@@ -253,11 +261,14 @@ def print_inspect(reports: Sequence[BinaryContents], console: Console) -> None:
         if container and container != shown:
             _wheel_loads(by_wheel.pop(shown or "", []), shown, console)
             # A wheel's name on a line of its own (it fits 80 columns), its members below it.
-            console.print(Text(Path(container).name, style="bold", overflow="fold"))
-            console.print(Text(f"in {Path(container).parent}", style="dim", overflow="fold"))
+            console.print(Text(printable(Path(container).name), style="bold", overflow="fold"))
+            console.print(
+                Text(printable(f"in {Path(container).parent}"), style="dim", overflow="fold")
+            )
             shown = container
         title = f"{member if container else binary.path} ({human_size(binary.size)})"
-        table = Table(title=title, title_justify="left")
+        # Text, not a string: a member's name is data, never markup or escape sequences.
+        table = Table(title=Text(printable(title)), title_justify="left")
         for column in ("kind", "arch", "entries", "stored", "decompressed", "compression"):
             table.add_column(
                 column,
@@ -338,9 +349,9 @@ def toolkits_table(found: Sequence[Toolkit]) -> Table:
     for column in ("CUDA", "archs", "host g++ up to", "found at", "how"):
         table.add_column(column)
     for t in found:
-        table.add_row(
-            str(t.version), t.describe_range(), str(t.gcc_max or "-"), str(t.root), t.origin
-        )
+        # The folder comes from $CUDA_HOME, the PATH or the cache: text, never markup or ESC.
+        root = Text(printable(str(t.root)))
+        table.add_row(str(t.version), t.describe_range(), str(t.gcc_max or "-"), root, t.origin)
     for r in RECIPES:
         if not any(t.release == r.release for t in found):
             table.add_row(

@@ -8,10 +8,12 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from rich.console import Console
-from rich.markup import escape
+from rich.markup import escape as _escape
 from rich.table import Table
+from rich.text import Text
 
 from wheelforge.configuration.bytesizes import format_size
+from wheelforge.foundation.log import printable
 from wheelforge.interface.render import output_console, print_whole
 from wheelforge.running.usercache import CacheEntry, CacheListing, PruneResult, pooled
 
@@ -28,9 +30,15 @@ def last_used(when: float, now: float) -> str:
     return f"{datetime.fromtimestamp(when).strftime('%Y-%m-%d')} ({how})"  # local time
 
 
+def escape(text: str) -> str:
+    """A name or path from the cache folder as text: no markup, no escape sequences (a folder
+    named with ESC in it recoloured the terminal in `cache list`)."""
+    return _escape(printable(text))
+
+
 def entries_table(entries: Sequence[CacheEntry], *, title: str, now: float) -> Table:
     """One row per entry, and the total in the footer."""
-    table = Table(title=title, title_justify="left", show_footer=len(entries) > 1)
+    table = Table(title=Text(printable(title)), title_justify="left", show_footer=len(entries) > 1)
     table.add_column("kind", footer="total")
     table.add_column("name")
     table.add_column("size", justify="right", footer=format_size(sum(e.size for e in entries)))

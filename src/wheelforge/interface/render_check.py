@@ -13,6 +13,7 @@ from rich.text import Text
 from wheelforge.binaries.abicheck import BinaryCheck, WheelSummary
 from wheelforge.binaries.elf import split_member
 from wheelforge.configuration import abi
+from wheelforge.foundation.log import printable
 from wheelforge.interface.documents.kinds import version_text
 
 
@@ -27,8 +28,8 @@ def check_table(checks: Sequence[BinaryCheck]) -> Group:
         by_file.setdefault(container or str(Path(c.path).parent), []).append(c)
     for container, members in by_file.items():
         # The file's name on a line of its own (a wheel's name fits 80 columns), then its folder.
-        parts.append(Text(Path(container).name, style="bold", overflow="fold"))
-        parts.append(Text(f"in {Path(container).parent}", style="dim", overflow="fold"))
+        parts.append(Text(printable(Path(container).name), style="bold", overflow="fold"))
+        parts.append(Text(printable(f"in {Path(container).parent}"), style="dim", overflow="fold"))
         wheel = members[0].wheel
         # A classic (unstable-ABI) extension's torch is a pin, not a floor: no floor columns.
         floors = abi.of(members[0].flavour).torch_target
@@ -47,10 +48,10 @@ def check_table(checks: Sequence[BinaryCheck]) -> Group:
                 wheel_path, member = split_member(c.path)
                 name = member if wheel_path else Path(c.path).name
             if not floors:
-                table.add_row(name, c.role or "-", _status(c))
+                table.add_row(Text(printable(name)), c.role or "-", _status(c))
                 continue
             table.add_row(
-                name,
+                Text(printable(name)),  # data: never markup, never escape sequences
                 c.role or "-",
                 str(len(c.shims)),
                 _floor(c.newest_shim, c.declared_torch),

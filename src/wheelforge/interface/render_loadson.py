@@ -8,8 +8,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rich.table import Table
+from rich.text import Text
 
 from wheelforge.binaries.loadson import LoadsOn
+from wheelforge.foundation.log import printable
 
 _SAID = (
     ("sass", "runs SASS on"),
@@ -52,7 +54,7 @@ def wheel_table(container: str, found: Sequence[LoadsOn]) -> Table:
     """A wheel's binaries together, one row per GPU generation: how many run SASS there, JIT
     PTX, run only some kernels, have no kernel image (the names when few)."""
     title = f"{Path(container).name}: where its {len(found)} CUDA binaries load"
-    table = Table(title=title, title_justify="left")
+    table = Table(title=Text(printable(title)), title_justify="left")
     for column in ("GPU", "SASS", "PTX JIT", "partial", "no image"):
         table.add_column(column, justify="left" if column in ("GPU", "no image") else "right")
     for row, gpu in enumerate(found[0].gpus):
@@ -63,5 +65,6 @@ def wheel_table(container: str, found: Sequence[LoadsOn]) -> Table:
         names = ", ".join(missing)
         if not missing or len(names) > 40:  # a count keeps the table within 80 columns
             names = str(len(missing))
-        table.add_row(gpu.gpu, *(str(verdicts.count(v)) for v in ("sass", "ptx", "partial")), names)
+        counts = (str(verdicts.count(v)) for v in ("sass", "ptx", "partial"))
+        table.add_row(gpu.gpu, *counts, Text(printable(names)))
     return table

@@ -54,7 +54,7 @@ def inputs_digest(listed: str) -> str:
 
 def compiler_version(cxx: str) -> str:
     """The first line of ``<cxx> --version``, e.g. 'c++ (Debian 12.2.0-14+deb12u1) 12.2.0'."""
-    out = proc.run([cxx, "--version"], hint="install g++").stdout
+    out = proc.run([cxx, "--version"], hint="install g++", timeout=proc.PROBE_S).stdout
     first = out.splitlines()[0] if out else ""
     # The line starts with the name it was called by (a path for a provisioned GCC).
     return first.split(" ", 1)[1] if first.startswith("/") and " " in first else first

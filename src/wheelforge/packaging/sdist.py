@@ -16,9 +16,9 @@ from pathlib import Path
 from wheelforge.configuration import abi
 from wheelforge.configuration.matrix.keys import GENERATED_RE
 from wheelforge.configuration.matrix.model import Matrix
-from wheelforge.foundation import fsutil
+from wheelforge.foundation import fsutil, readers
 from wheelforge.foundation.errors import ConfigError
-from wheelforge.packaging.wheel import core_metadata, source_date_epoch
+from wheelforge.packaging.wheel import core_metadata, followed, source_date_epoch
 
 _SKIP_DIRS = {"__pycache__", ".git", ".venv"}
 # Beside the matrix: wheelforge's own build folder and output (defaults), never sources.
@@ -41,7 +41,7 @@ def sdist_name(matrix: Matrix) -> str:
     return f"{matrix.package.wheel_name}-{matrix.package.version}"
 
 
-def _tree(folder: Path, outputs: set[Path]) -> Iterator[Path]:
+def _tree(folder: Path, outputs: set[Path], project: Path) -> Iterator[Path]:
     for root, dirs, names in os.walk(folder):
         dirs[:] = sorted(
             d
@@ -50,8 +50,8 @@ def _tree(folder: Path, outputs: set[Path]) -> Iterator[Path]:
         )
         for name in sorted(names):
             path = Path(root, name)
-            if path.suffix not in _SKIP_SUFFIXES and path.is_file() and not path.is_symlink():
-                yield path
+            if path.suffix not in _SKIP_SUFFIXES and path.is_file():
+                yield followed(path, project)
 
 
 def sdist_files(matrix: Matrix, root: Path) -> list[tuple[str, Path]]:
@@ -79,11 +79,13 @@ def sdist_files(matrix: Matrix, root: Path) -> list[tuple[str, Path]]:
         folders.append(matrix.tests.path)
     outputs = {matrix.root / d for d in _OUTPUT_DIRS}
     for folder in folders:
-        wanted |= set(_tree(folder, outputs))
+        wanted |= set(_tree(folder, outputs, root))
     files = []
     for path in sorted(wanted):
         try:
-            files.append((path.resolve().relative_to(root).as_posix(), path))
+            # Named where it is found (a link by its own name), the folders on the way resolved.
+            where = fsutil.resolved(path.parent) / path.name
+            files.append((where.relative_to(root).as_posix(), path))
         except ValueError:
             raise ConfigError(
                 f"{path} lies outside {root}, the folder of pyproject.toml, so an sdist cannot "
@@ -138,7 +140,9 @@ def write_sdist(matrix: Matrix, root: Path, dest_dir: Path) -> Path:
         ):
             entries = [(f"{base}/PKG-INFO", None), *members]
             for name, path in sorted(entries, key=lambda e: e[0]):
-                data = pkg_info if path is None else path.read_bytes()
+                data = (
+                    pkg_info if path is None else readers.read_bytes(path, cap=readers.PACKED_CAP)
+                )
                 executable = path is not None and os.access(path, os.X_OK)
                 tar.addfile(_member(name, len(data), executable, epoch), io.BytesIO(data))
         return fsutil.publish(target, dest_dir)

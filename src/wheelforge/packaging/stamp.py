@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from wheelforge.foundation import fsutil
+from wheelforge.foundation import cachefiles, fsutil, removal
 
 REUSE_STAMP = "wheel.json"  # names the published wheel a build may reuse
 sha256 = fsutil.sha256  # a wheel's, as the stamp records it (its callers in running/ name it so)
@@ -22,21 +22,36 @@ class Stamp:
     wheel: str  # the wheel's file name in the output folder
     digest: str  # of the inputs the wheel was made from (packaging/wheel.py)
     sha256: str  # of the wheel as published
+    failed: str | None = None  # the last build of the variant failed: its error (wheel: "")
     index: str = ""  # the index folder (cu124) inside the output folder it was published to, if any
+
+    def published(self, out_dir: Path) -> Path | None:
+        """The wheel in *out_dir* (its index folder, when it has one) this stamp names, if it is
+        still the one published (another build may have replaced it since: then it is no longer
+        this variant's)."""
+        wheel = out_dir / self.wheel
+        if self.failed is not None or not self.wheel or not wheel.is_file():
+            return None
+        return wheel if sha256(wheel) == self.sha256 else None
+
+
+_SHAPE = {"wheel": str, "digest?": str, "sha256?": str, "failed?": (str, None), "index?": str}
 
 
 def read(build_dir: Path) -> Stamp | None:
-    try:
-        data = json.loads((build_dir / REUSE_STAMP).read_text(encoding="utf-8"))
-        return Stamp(
-            build_dir=build_dir,
-            wheel=str(data["wheel"]),
-            digest=str(data.get("digest", "")),
-            sha256=str(data.get("sha256", "")),
-            index=str(data.get("index", "")),
-        )
-    except (OSError, ValueError, KeyError, TypeError):
+    data = cachefiles.load(
+        build_dir / REUSE_STAMP, _SHAPE, what="the reuse stamp", within=build_dir
+    )
+    if data is None:
         return None
+    return Stamp(
+        build_dir=build_dir,
+        wheel=data["wheel"],
+        digest=data.get("digest", ""),
+        sha256=data.get("sha256", ""),
+        failed=data.get("failed"),
+        index=data.get("index", ""),
+    )
 
 
 def write(build_dir: Path, *, digest: str, wheel: Path, index: str | None = None) -> None:
@@ -46,9 +61,17 @@ def write(build_dir: Path, *, digest: str, wheel: Path, index: str | None = None
     fsutil.write_if_changed(build_dir / REUSE_STAMP, json.dumps(stamp, indent=2) + "\n")
 
 
+def fail(build_dir: Path, error: str) -> None:
+    """Record that the last build of the variant failed (*error*): the wheel an earlier build
+    published is no longer its wheel, and `wheelforge test` says so instead of testing it."""
+    build_dir.mkdir(parents=True, exist_ok=True)
+    stamp = {"wheel": "", "failed": error}
+    fsutil.write_if_changed(build_dir / REUSE_STAMP, json.dumps(stamp, indent=2) + "\n")
+
+
 def forget(build_dir: Path) -> None:
     """Drop the stamp: the published wheel is no longer this build's to reuse."""
-    (build_dir / REUSE_STAMP).unlink(missing_ok=True)
+    removal.remove(build_dir / REUSE_STAMP, within=build_dir)
 
 
 def reusable(build_dir: Path, out_dir: Path, digest: str) -> Path | None:
@@ -57,10 +80,20 @@ def reusable(build_dir: Path, out_dir: Path, digest: str) -> Path | None:
     stamp = read(build_dir)
     if stamp is None or stamp.digest != digest:
         return None
-    published = out_dir / stamp.wheel
-    if not published.is_file():
-        return None
-    return published if sha256(published) == stamp.sha256 else None
+    return stamp.published(out_dir)
+
+
+def publisher(wheel: Path, build_root: Path, *, besides: Path) -> Stamp | None:
+    """The stamp of another variant (not *besides*, a build folder) under *build_root* whose
+    published wheel *wheel* still is."""
+    return next(
+        (
+            s
+            for s in stamps(build_root)
+            if s.build_dir != besides and s.published(wheel.parent) == wheel
+        ),
+        None,
+    )
 
 
 def stamps(build_root: Path) -> Iterator[Stamp]:

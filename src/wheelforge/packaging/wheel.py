@@ -17,7 +17,10 @@ from pathlib import Path
 
 from wheelforge import __version__
 from wheelforge.configuration import settings
+from wheelforge.configuration.matrix.keys import LINE_BREAK_RE
 from wheelforge.configuration.matrix.model import PackageConfig
+from wheelforge.foundation import fsutil, readers
+from wheelforge.foundation.errors import ConfigError
 from wheelforge.planning.plan import VariantPlan
 
 _SKIP_DIRS = {"__pycache__"}
@@ -40,7 +43,7 @@ class WheelContents:
         h = hashlib.sha256()
         for arcname, path in self.files:
             h.update(arcname.encode())
-            h.update(hashlib.sha256(path.read_bytes()).digest())
+            h.update(bytes.fromhex(fsutil.sha256(path)))
         h.update(self.metadata.encode())
         h.update(self.wheel.encode())
         for name, text in self.extra:
@@ -53,12 +56,32 @@ class WheelContents:
 _MODULE_SUFFIXES = (".py", ".pyi")
 
 
+def followed(path: Path, root: Path) -> Path:
+    """A file found in the project, as a wheel or an sdist carries it: a symlink is followed
+    when it leads to a file inside the project *root*; one that leads outside is refused, as
+    ``notes.txt -> /etc/shadow`` would put that file into the wheel (the sdist and the wheel
+    once disagreed: one skipped every symlink, the other packed any)."""
+    if not path.is_symlink():
+        return path
+    target = fsutil.resolved(path)
+    if not target.is_relative_to(fsutil.resolved(root)):
+        raise ConfigError(
+            f"{path} is a symbolic link to {target}, outside the project {root}: a wheel or an "
+            "sdist would carry that file; copy it into the project, or exclude it"
+        )
+    return path
+
+
 def _package_files(
-    folder: Path, skip_name_prefixes: Sequence[str], data: Sequence[str], exclude: Sequence[str]
+    folder: Path,
+    skip_name_prefixes: Sequence[str],
+    data: Sequence[str],
+    exclude: Sequence[str],
+    project: Path,
 ) -> Iterator[tuple[str, Path]]:
     """The files of a package folder that go into the wheel, as setuptools would pick them:
     Python modules, plus files matching *data* (globs relative to the folder), minus *exclude*.
-    Sources (.cpp, .cu), build leftovers and the like stay out."""
+    Sources (.cpp, .cu), build leftovers and the like stay out; a symlink: see followed()."""
     base = folder.parent
     for root, dirs, names in os.walk(folder):
         dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
@@ -72,7 +95,14 @@ def _package_files(
             rel = path.relative_to(folder).as_posix()
             wanted = path.suffix in _MODULE_SUFFIXES or any(fnmatch(rel, g) for g in data)
             if wanted and not any(fnmatch(rel, g) for g in exclude):
-                yield path.relative_to(base).as_posix(), path
+                yield path.relative_to(base).as_posix(), followed(path, project)
+
+
+def _folded(value: str) -> str:
+    """A header value of several lines as core metadata writes it (setuptools'
+    rfc822_escape): each line after the first indented, so it continues the header instead of
+    ending the headers (a License text spread over lines)."""
+    return "\n        ".join(LINE_BREAK_RE.split(value.strip().replace("\r\n", "\n")))
 
 
 def core_metadata(
@@ -98,7 +128,7 @@ def core_metadata(
     if pkg.summary:
         msg["Summary"] = pkg.summary
     if pkg.license:
-        msg["License"] = pkg.license
+        msg["License"] = _folded(pkg.license)
     msg["Requires-Python"] = requires_python
     if torch_requirement is not None:
         msg["Requires-Dist"] = torch_requirement
@@ -153,7 +183,7 @@ def contents(
     # A stale copy of an extension (an in-place build's) must not shadow the built one.
     leaves = [link.extension.leaf + "." for link in plan.links]
     for folder in pkg.packages:
-        files.extend(_package_files(folder, leaves, pkg.package_data, pkg.exclude))
+        files.extend(_package_files(folder, leaves, pkg.package_data, pkg.exclude, plan.project))
     files += [(module.name, module) for module in pkg.modules]
     files.extend((link.wheel_path, link.library) for link in plan.links)
     namever = f"{pkg.wheel_name}-{plan.wheel.version}"
@@ -208,7 +238,7 @@ def pack(wheel: WheelContents, dest_dir: Path, *, compress: bool = True) -> Path
         with WheelFile(target, "w") as wf:
             for arcname, path in wheel.files:
                 info = member_info(arcname, executable=arcname.endswith(".so"), compress=compress)
-                wf.writestr(info, path.read_bytes())
+                wf.writestr(info, readers.read_bytes(path, cap=readers.PACKED_CAP))
             for name, text in (("METADATA", wheel.metadata), ("WHEEL", wheel.wheel), *wheel.extra):
                 info = member_info(f"{wheel.dist_info}/{name}", executable=False, compress=compress)
                 wf.writestr(info, text)

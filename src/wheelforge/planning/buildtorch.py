@@ -11,7 +11,7 @@ from pathlib import Path
 
 from wheelforge.configuration.matrix.model import Matrix
 from wheelforge.configuration.settings import BuildSettings
-from wheelforge.foundation import log
+from wheelforge.foundation import log, numbers
 from wheelforge.foundation.errors import EnvironmentProblem
 from wheelforge.planning.variants import Variant
 from wheelforge.toolchain import envs, torchprobe
@@ -100,7 +100,7 @@ def torch_key(variant: Variant) -> TorchKey:
 
 
 def _cuda_major(torch: TorchEnv) -> int | None:
-    return int(torch.cuda.split(".")[0]) if torch.cuda else None
+    return numbers.whole(torch.cuda.split(".")[0], high=numbers.MAX_MINOR) if torch.cuda else None
 
 
 def pairs(chosen: Sequence[Variant], probed: Mapping[TorchKey, TorchEnv]) -> list[Variant]:

@@ -16,11 +16,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from wheelforge.foundation import fsutil, locks
+from wheelforge.foundation import fsutil, locks, numbers, readers
 
 GIB = 1 << 30
 HISTORY = "job-costs.json"
@@ -107,18 +108,38 @@ def step_key(name: str, rule: str, flags: Iterable[str]) -> str:
 
 
 def _cost(data: object) -> JobCost | None:
+    """An entry of the history as the JobCost it records; None for one of another shape: a
+    missing key, a string, a bool, a negative number, NaN, or an infinity (JSON's Infinity and
+    1e999 read as one, and int() of it raised OverflowError in every later build)."""
     if not isinstance(data, dict):
         return None
     try:
         return JobCost(
-            seconds=float(data["seconds"]),
-            cpu_seconds=float(data["cpu_seconds"]),
-            peak=int(data["peak"]),
-            largest=int(data["largest"]),
-            threads=int(data["threads"]),
+            seconds=_number(data["seconds"]),
+            cpu_seconds=_number(data["cpu_seconds"]),
+            peak=int(_number(data["peak"])),
+            largest=int(_number(data["largest"])),
+            threads=int(_number(data["threads"])),
         )
     except (KeyError, TypeError, ValueError):
         return None
+
+
+def _number(value: object) -> float:
+    """A number the history may hold: finite, from 0 to numbers.MAX_BYTES."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(value)
+    if not 0 <= value <= numbers.MAX_BYTES:  # an int of 400 digits: compared, never a float
+        raise ValueError(value)
+    return float(value)
+
+
+def _entries(path: Path) -> object:
+    """The history's entries, read through the bounded reader (a FIFO or a huge file there is
+    refused, never waited on); KeyError or TypeError when the file has another shape."""
+    return json.loads(readers.read_text(path, cap=readers.STATE_CAP))["entries"]
 
 
 def load(cache_dir: Path | None) -> dict[str, JobCost]:
@@ -126,8 +147,8 @@ def load(cache_dir: Path | None) -> dict[str, JobCost]:
     if cache_dir is None:
         return {}
     try:
-        entries = json.loads((cache_dir / HISTORY).read_text(encoding="utf-8"))["entries"]
-    except (OSError, ValueError, KeyError, TypeError):
+        entries = _entries(cache_dir / HISTORY)
+    except (OSError, ValueError, KeyError, TypeError, RecursionError, readers.FileRefused):
         return {}
     found = {}
     for key, data in entries.items() if isinstance(entries, dict) else ():
@@ -151,10 +172,10 @@ def record(
     cache_dir.mkdir(parents=True, exist_ok=True)
     with locks.hold(path.with_suffix(".lock"), what=f"the job-cost history {path}"):
         try:
-            entries = json.loads(path.read_text(encoding="utf-8"))["entries"]
+            entries = _entries(path)
             if not isinstance(entries, dict):
                 entries = {}
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, RecursionError, readers.FileRefused):
             entries = {}
         for key, cost in measured.items():
             data = asdict(cost)

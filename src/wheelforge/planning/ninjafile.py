@@ -4,13 +4,18 @@ does. Running it is running/build/ninja.py."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
+import re
 import shlex
 import sys
+from collections.abc import Iterator
+from pathlib import Path
 
 from ninja.ninja_syntax import Writer, escape
 
 from wheelforge.foundation import fsutil
+from wheelforge.foundation.errors import ConfigError
 from wheelforge.planning.parallelism import HEAVY_POOL
 from wheelforge.planning.plan import VariantPlan
 
@@ -19,11 +24,52 @@ from wheelforge.planning.plan import VariantPlan
 GENSTEP = "wheelforge.running.build.genstep"
 
 
+# The text fields a ninja file is written from (paths are checked wherever they are): flags,
+# compilers, launchers, commands; never a generated file's or a stamp's contents.
+_WRITTEN = re.compile(r"(flags|gencode|cxx|cc|nvcc|nvcc_host|launchers?|cuda|command|args|name)$")
+
+
+def _line_breaks(value: object, seen: set[int], written: bool = True) -> Iterator[str]:
+    """Every path in *value* (and the dataclasses, tuples and mappings in it) that holds a line
+    break, and every such text of the fields build.ninja is written from (_WRITTEN)."""
+    if id(value) in seen:
+        return
+    seen.add(id(value))
+    if isinstance(value, Path) or (written and isinstance(value, str)):
+        if "\n" in str(value) or "\r" in str(value):
+            yield str(value)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            yield from _line_breaks(getattr(value, f.name), seen, bool(_WRITTEN.search(f.name)))
+    elif isinstance(value, tuple | list | frozenset | set):
+        for item in value:
+            yield from _line_breaks(item, seen, written)
+    elif isinstance(value, dict):
+        for item in value.items():
+            yield from _line_breaks(item, seen, written)
+
+
+def _refuse_line_breaks(plan: VariantPlan) -> None:
+    """A path or flag with a line break (a project in a folder named so) cannot be written into
+    build.ninja: ninja's syntax has no way to (ninja_syntax asserted, a traceback). What the
+    file is made of: the compile and link plans (of the files the plan generates, their paths:
+    their text goes into them, not into build.ninja), the build folder."""
+    compile_plan = dataclasses.replace(plan.compile, generated=())
+    written = [compile_plan, plan.links, plan.build_dir, *(g.path for g in plan.compile.generated)]
+    if (broken := next(_line_breaks(written, set()), None)) is not None:
+        raise ConfigError(
+            f"variant {plan.variant.id}: {broken!r} holds a line break, which a ninja file cannot "
+            "express; rename the folder or file, or fix the flag"
+        )
+
+
 def render(plan: VariantPlan) -> str:
     """The build.ninja text for one variant. Flags live in the rules, so ninja recompiles a
     source when its command line changes, not only when a file does. The first extension's
     flags are the file's ``cxx_flags`` (and so on); another's are ``ext<N>_cxx_flags``, which
-    its compile steps take as their ``cxx_flags``."""
+    its compile steps take as their ``cxx_flags``. A line break in what it writes is refused
+    (_refuse_line_breaks)."""
+    _refuse_line_breaks(plan)
     buf = io.StringIO()
     # No wrapping: one command per line reads better. (ninja's stub types `output` as str.)
     w = Writer(buf, width=1 << 16)  # type: ignore[arg-type]

@@ -17,7 +17,7 @@ from pathlib import Path
 from wheelforge.configuration import abi
 from wheelforge.configuration.archs import Arch, ArchSet
 from wheelforge.configuration.matrix.model import Matrix
-from wheelforge.foundation import fsutil
+from wheelforge.foundation import fsutil, numbers
 from wheelforge.foundation.errors import ConfigError, EnvironmentProblem
 from wheelforge.toolchain.choice import ToolkitChoice
 from wheelforge.toolchain.provision import RECIPES, recipe_for
@@ -136,7 +136,9 @@ def _entries_for(entries: Sequence[str], arch_set: ArchSet, found: Sequence[Tool
 
 
 def _release_key(entry: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in entry.split(".") if p.isdigit())
+    # ASCII digits, bounded (numbers.whole): "²".isdigit() is true and int() of it fails.
+    found = (numbers.whole(p, high=numbers.MAX_MINOR) for p in entry.split("."))
+    return tuple(n for n in found if n is not None)
 
 
 def expand(
@@ -214,15 +216,18 @@ def _label(vid: str, folder: str | None) -> str:
     return ".".join(words).replace("_", ".")
 
 
-def select(variants: Sequence[Variant], only: Sequence[str]) -> list[Variant]:
-    """The variants named by --only (all of them when none is named)."""
+def select(
+    variants: Sequence[Variant], only: Sequence[str], *, flag: str = "--only"
+) -> list[Variant]:
+    """The variants named by *flag* (--only; -C only for the PEP 517 backend), all of them when
+    none is named."""
     if not only:
         return list(variants)
     ids = [v.id for v in variants]
     unknown = [o for o in only if o not in ids]
     if unknown:
         raise ConfigError(
-            f"--only {unknown[0]}: no such variant; the matrix has {', '.join(ids)} ('wheelforge matrix' lists them)"
+            f"{flag} {unknown[0]}: no such variant; the matrix has {', '.join(ids)} ('wheelforge matrix' lists them)"
         )
     return [v for v in variants if v.id in only]
 

@@ -19,7 +19,7 @@ from wheelforge.configuration.importers import buildtoml, cmake, setupcapture, s
 from wheelforge.configuration.importers.captured import CapturedBuild
 from wheelforge.configuration.importers.staticsetup import read_setup
 from wheelforge.configuration.importers.writer import InitChoices, InitResult, abi_of, render
-from wheelforge.foundation import fsutil, log
+from wheelforge.foundation import fsutil, log, readers
 from wheelforge.foundation.errors import ConfigError, EnvironmentProblem, ToolError
 from wheelforge.toolchain import torchprobe
 from wheelforge.toolchain.toolkit import Toolkit, discover
@@ -44,7 +44,7 @@ class InitRequest:
 def choose_door(root: Path) -> Door:
     if buildtoml.is_kernel_builder(root / "build.toml"):
         return "build.toml"
-    if (root / "setup.py").is_file():
+    if os.path.lexists(root / "setup.py"):  # a FIFO or a device there is refused by name
         return "setup.py"
     if (root / "CMakeLists.txt").is_file():
         return "cmake"
@@ -83,8 +83,10 @@ def capture(request: InitRequest, door: Door, env: Mapping[str, str]) -> Capture
                 "ops (STABLE_TORCH_LIBRARY, PYBIND11_MODULE); write matrix.yaml from docs/your-extension.md"
             )
         return build
-    if door == "setup.py" and not (root / "setup.py").is_file():
+    if door == "setup.py" and not os.path.lexists(root / "setup.py"):
         raise ConfigError(f"{root}: --from setup.py, but there is no setup.py")
+    if door == "setup.py":  # what setup.py is, before anything reads or runs it
+        readers.read_bytes(root / "setup.py", cap=readers.CONFIG_CAP)
     if door == "setup.py" and not request.run:
         return read_setup(root)
     toolkit = _toolkit(env, request.cache)
@@ -163,7 +165,8 @@ def init_project(request: InitRequest, env: Mapping[str, str] | None = None) -> 
     for generated in result.generated:
         path = request.root / generated.path
         differs = (
-            path.exists() and path.read_text(encoding="utf-8", errors="replace") != generated.text
+            path.exists()
+            and readers.read_text(path, cap=readers.CONFIG_CAP, errors="replace") != generated.text
         )
         if differs and not request.force:
             raise ConfigError(

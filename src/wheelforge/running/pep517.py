@@ -23,19 +23,15 @@ from pathlib import Path
 from wheelforge.configuration import abi
 from wheelforge.configuration.archs import ArchSet, arch_list_id, parse_arch_list
 from wheelforge.configuration.matrix.model import Matrix
+from wheelforge.configuration.matrix.pyproject import load_toml
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.configuration.settings import BuildSettings, Flags, resolve
-from wheelforge.foundation import log
+from wheelforge.foundation import fsutil, log, numbers, readers, writers
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.packaging import sdist, wheel
 from wheelforge.planning import variants
 from wheelforge.running.build.command import run_build
 from wheelforge.toolchain import gpu, toolkit
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 # -C KEY=VALUE settings the backend takes, with what each does (the error for an unknown key
 # lists them).
@@ -74,18 +70,18 @@ def _one(key: str, value: str | list[str]) -> str:
 def _matrix_path(root: Path, given: str | None) -> Path:
     """-C matrix, else ``[tool.wheelforge] matrix`` of pyproject.toml, else matrix.yaml."""
     if given is None:
-        try:
-            with (root / "pyproject.toml").open("rb") as f:
-                table = tomllib.load(f).get("tool", {}).get("wheelforge", {})
-        except FileNotFoundError:
-            table = {}
-        except (OSError, tomllib.TOMLDecodeError) as error:
-            raise ConfigError(f"{root / 'pyproject.toml'}: cannot read it: {error}") from error
+        pyproject = root / "pyproject.toml"
+        tables = load_toml(pyproject) or {}
+        tool = tables.get("tool", {})
+        table = tool.get("wheelforge", {}) if isinstance(tool, dict) else None
+        if not isinstance(table, dict):
+            raise ConfigError(
+                f"{pyproject}: tool.wheelforge must be a table ([tool.wheelforge]), "
+                f"not {type(table if isinstance(tool, dict) else tool).__name__}"
+            )
         given = table.get("matrix", "matrix.yaml")
         if not isinstance(given, str):
-            raise ConfigError(
-                f"{root / 'pyproject.toml'}: tool.wheelforge.matrix must be a path string"
-            )
+            raise ConfigError(f"{pyproject}: tool.wheelforge.matrix must be a path string")
     return root / given
 
 
@@ -106,8 +102,12 @@ def parse_config_settings(
     if offline not in _TRUE | _FALSE:
         raise ConfigError(f"-C offline={values['offline']}: write true or false")
     jobs = values.get("jobs")
-    if jobs is not None and (not jobs.isdigit() or int(jobs) < 1):
-        raise ConfigError(f"-C jobs={jobs}: must be a positive whole number")
+    jobs_n = numbers.whole(jobs, low=1, high=numbers.MAX_JOBS) if jobs is not None else None
+    if jobs is not None and jobs_n is None:
+        shown = jobs if len(jobs) <= 40 else jobs[:37] + "..."
+        raise ConfigError(
+            f"-C jobs={shown}: must be a positive whole number (ASCII digits, at most {numbers.MAX_JOBS})"
+        )
     build_dir = values.get("build-dir")
     return BackendOptions(
         matrix=_matrix_path(root, values.get("matrix")),
@@ -115,7 +115,7 @@ def parse_config_settings(
         only=values.get("only") or None,
         offline=offline in _TRUE,
         build_dir=(root / build_dir) if build_dir else None,
-        jobs=int(jobs) if jobs else None,
+        jobs=jobs_n,
     )
 
 
@@ -164,7 +164,11 @@ def backend_settings(
     settings = resolve(flags, {k: v for k, v in env.items() if k != "TORCH_CUDA_ARCH_LIST"})
     matrix = one_variant_matrix(settings.matrix, archs, source)
     expanded = variants.expand(matrix, toolkit.discover(cache=settings.cache_dir))
-    chosen = variants.select(expanded, (options.only,))[0] if options.only else expanded[0]
+    chosen = (
+        variants.select(expanded, (options.only,), flag="-C only")[0]
+        if options.only
+        else expanded[0]
+    )
     if not abi.of(matrix.abi).per_torch:
         # One toolkit: one variant, so the wheel's version is the package's (no local label),
         # as prepare_metadata_for_build_wheel said.
@@ -178,12 +182,51 @@ def backend_settings(
     )
 
 
-def build_wheel(options: BackendOptions, wheel_directory: Path) -> str:
-    settings = backend_settings(options, wheel_directory.resolve())
+def build_wheel(
+    options: BackendOptions, wheel_directory: Path, metadata_directory: Path | None = None
+) -> str:
+    settings = backend_settings(options, fsutil.resolved(wheel_directory))
     report = run_build(settings)
     if report.first_error is not None:  # a failed variant is data in the report, not raised
         raise report.first_error
-    return report.variants[0].wheel.name
+    built = report.variants[0].wheel
+    if metadata_directory is not None:
+        same_metadata(built, metadata_directory)
+    return built.name
+
+
+def same_metadata(wheel_path: Path, metadata_directory: Path) -> None:
+    """PEP 517: given the metadata_directory of prepare_metadata_for_build_wheel, the wheel must
+    have that metadata. One that differs (the project changed between the two hooks) is an
+    error naming the first line that differs; it was ignored."""
+    given_path = metadata_directory / "METADATA"
+    if not given_path.is_file():
+        found = sorted(metadata_directory.glob("*.dist-info/METADATA"))
+        given_path = found[0] if found else given_path
+    try:
+        given = readers.read_text(given_path, cap=readers.CONFIG_CAP)
+    except FileNotFoundError:
+        raise ConfigError(
+            f"metadata_directory {metadata_directory} holds no METADATA; the frontend passed a "
+            "folder prepare_metadata_for_build_wheel did not write"
+        ) from None
+    with zipfile.ZipFile(wheel_path) as zf:
+        name = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
+        made = zf.read(name).decode("utf-8", errors="replace")
+    if made != given:
+        differ = next(
+            (
+                f"{a!r} where it said {b!r}"
+                for a, b in zip(made.splitlines(), given.splitlines(), strict=False)
+                if a != b
+            ),
+            "other lines",
+        )
+        raise ConfigError(
+            f"the wheel's METADATA differs from the one prepare_metadata_for_build_wheel wrote in "
+            f"{metadata_directory} ({differ[:160]}); the project changed between the two hooks: "
+            "build again"
+        )
 
 
 def torch_requires(options: BackendOptions) -> list[str]:
@@ -197,7 +240,7 @@ def torch_requires(options: BackendOptions) -> list[str]:
 
 def build_sdist(root: Path, options: BackendOptions, sdist_directory: Path) -> str:
     matrix = load_matrix(options.matrix)
-    return sdist.write_sdist(matrix, root, sdist_directory.resolve()).name
+    return sdist.write_sdist(matrix, root, fsutil.resolved(sdist_directory)).name
 
 
 def prepare_metadata(options: BackendOptions, metadata_directory: Path) -> str:
@@ -214,7 +257,7 @@ def prepare_metadata(options: BackendOptions, metadata_directory: Path) -> str:
     text = wheel.core_metadata(
         pkg, matrix.requires_python, version=pkg.version, torch_requirement=requirement
     )
-    (dist_info / "METADATA").write_text(text, encoding="utf-8")
+    writers.write_atomic(dist_info / "METADATA", text)
     return dist_info.name
 
 

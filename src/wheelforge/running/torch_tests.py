@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import tempfile
 import time
 import xml.etree.ElementTree as ET
@@ -15,12 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import InvalidRequirement
 from packaging.specifiers import SpecifierSet
 
 from wheelforge.configuration.matrix.model import Matrix, TestsConfig
 from wheelforge.configuration.settings import TestSettings
-from wheelforge.foundation import log, proc
+from wheelforge.foundation import log, numbers, proc, readers, writers
 from wheelforge.foundation.errors import ConfigError, ToolError, VerificationError
 from wheelforge.packaging import stamp as reuse_stamp
 from wheelforge.packaging import wheel_variants
@@ -32,7 +31,8 @@ Status = Literal["passed", "failed", "error", "unavailable"]
 @dataclass(frozen=True, kw_only=True)
 class BuiltWheel:
     variant: str
-    path: Path
+    path: Path | None  # None: its last build failed (failed says why), there is no wheel to test
+    failed: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -57,14 +57,18 @@ def built_wheels(
     published (their stamps; any variant's if none of those), else every wheel of the package
     in the output folder."""
     if explicit:
-        missing = [p for p in explicit if not p.is_file()]
-        if missing:
-            raise ConfigError(f"--wheel {missing[0]}: no such file")
+        for path in explicit:
+            if not path.exists():
+                raise ConfigError(f"--wheel {path}: no such file")
+            if (kind := readers.kind_of(path.stat().st_mode)) is not None:
+                raise ConfigError(f"--wheel {path} is {kind}, not a wheel file; name a .whl file")
         return [BuiltWheel(variant=p.name, path=p) for p in explicit]
     found: list[BuiltWheel] = []
     for stamp in reuse_stamp.stamps(build_root):
-        wheel = out_dir / stamp.index / stamp.wheel
-        if wheel.is_file():
+        if stamp.failed is not None:  # an older wheel of it may be there: never tested as its
+            found.append(BuiltWheel(variant=stamp.build_dir.name, path=None, failed=stamp.failed))
+        # A wheel replaced since is not its wheel.
+        elif (wheel := stamp.published(out_dir / stamp.index)) is not None:
             found.append(BuiltWheel(variant=stamp.build_dir.name, path=wheel))
     names = tuple(f"{a.name}-" for a in matrix.arch_sets)
     found = [w for w in found if w.variant.startswith(names)] or found
@@ -90,7 +94,7 @@ def _torch_pin(wheel: Path) -> SpecifierSet | None:
     for line in text.splitlines():
         if line.startswith("Requires-Dist:"):
             try:
-                req = Requirement(line.split(":", 1)[1].strip())
+                req = numbers.requirement(line.split(":", 1)[1].strip())
             except InvalidRequirement:
                 continue
             if req.name == "torch":
@@ -107,11 +111,16 @@ def _counts(junit: Path) -> tuple[int, int, int, int] | None:
     suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
     total = failed = skipped = errors = 0
     for suite in suites:
-        total += int(suite.get("tests", 0))
-        failed += int(suite.get("failures", 0))
-        skipped += int(suite.get("skipped", 0))
-        errors += int(suite.get("errors", 0))
+        total += _count(suite.get("tests"))
+        failed += _count(suite.get("failures"))
+        skipped += _count(suite.get("skipped"))
+        errors += _count(suite.get("errors"))
     return total - failed - skipped - errors, failed, skipped, errors
+
+
+def _count(value: str | None) -> int:
+    """A count of a JUnit report's attribute; anything but ASCII digits (or absent) is 0."""
+    return numbers.whole(value or "0", high=10**9) or 0
 
 
 def run_suite(env: envs.TestEnv, tests: TestsConfig, *, variant: str) -> Outcome:
@@ -129,6 +138,7 @@ def run_suite(env: envs.TestEnv, tests: TestsConfig, *, variant: str) -> Outcome
             env={**clean, "PYTHONNOUSERSITE": "1"},
             check=False,
             replace_env=True,
+            timeout=proc.BUILD_S,
         )
         counts = _counts(junit)
     output = proc.tail(result.stdout + result.stderr, 30)
@@ -165,8 +175,20 @@ def _installable(wheel: Path) -> Iterator[Path]:
         return
     with tempfile.TemporaryDirectory(prefix="wheelforge-variant-") as tmp:
         plain = Path(tmp) / wheel_variants.plain_name(wheel)
-        shutil.copyfile(wheel, plain)
+        writers.copy(wheel, plain)
         yield plain
+
+
+def _unbuilt(spec: envs.EnvSpec, env: envs.TestEnv, wheel: BuiltWheel) -> Outcome:
+    """The outcome of a variant whose last build failed: an error, never an older wheel's pass."""
+    return Outcome(
+        env=spec.label,
+        torch=env.torch,
+        cuda=env.cuda,
+        variant=wheel.variant,
+        status="error",
+        detail=f"its last build failed ({wheel.failed}); build it again, or pass --wheel",
+    )
 
 
 def run_tests(
@@ -214,7 +236,10 @@ def _not_run(
 def _test_wheel(
     spec: envs.EnvSpec, env: envs.TestEnv, w: BuiltWheel, matrix: Matrix, tests: TestsConfig
 ) -> Outcome:
-    """Install *w* into *env* and run the matrix's tests there."""
+    """Install *w* into *env* and run the matrix's tests there; a variant whose last build
+    failed is an error, never an older wheel's pass."""
+    if w.path is None:
+        return _unbuilt(spec, env, w)
     pin = _torch_pin(w.path)
     if pin is not None and not pin.contains(env.torch.split("+")[0], prereleases=True):
         return _not_run(spec, env, w, "unavailable", f"the wheel needs torch{pin}")
@@ -246,9 +271,13 @@ def require_passed(outcomes: Sequence[Outcome]) -> None:
     bad = [o for o in outcomes if o.status in ("failed", "error")]
     if bad:
         first = bad[0]
+        # A one-line reason (its last build failed) belongs in the line; a test log below it.
+        one_line = first.detail is not None and "\n" not in first.detail.strip()
+        why = f" ({first.detail})" if one_line else ""
         raise VerificationError(
-            f"{len(bad)} of {len(outcomes)} test runs did not pass; first: {first.variant} under {first.env}: {first.status}",
-            details=first.detail,
+            f"{len(bad)} of {len(outcomes)} test runs did not pass; first: {first.variant} under "
+            f"{first.env}: {first.status}{why}",
+            details=None if one_line else first.detail,
         )
     if not any(o.status == "passed" for o in outcomes):
         raise VerificationError(

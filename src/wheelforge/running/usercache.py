@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import stat
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from wheelforge.foundation import fsutil, locks
+from wheelforge.foundation import fsutil, locks, log, removal
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.packaging.repair import REPAIRS
 from wheelforge.toolchain import envs, provision, toolkit
@@ -105,7 +104,7 @@ def _mtime(path: Path) -> float | None:
 
 
 def _entries(
-    folder: Path,
+    folder: Path | None,
     kind: str,
     *,
     marker: str,
@@ -115,8 +114,9 @@ def _entries(
 ) -> Iterator[_Item]:
     """The entries of *folder* (envs/ or toolkits/): whole ones by their *marker*, and the
     temporary folders of creations (``.<name>.<pid>.tmp``) and of removals."""
-    children = sorted(folder.iterdir()) if folder.is_dir() else []
-    for child in children:
+    if folder is None or not folder.is_dir():
+        return
+    for child in sorted(folder.iterdir()):
         if child.is_symlink() or not child.is_dir():
             continue  # the lock files; nothing wheelforge makes
         size, newest = _usage(child, seen)
@@ -141,11 +141,31 @@ def _entries(
         )
 
 
-def _files(folder: Path, kind: str, depth: int, seen: set[tuple[int, int]]) -> Iterator[_Item]:
-    """Kept repairs (folders, *depth* 1) or probe results (files, *depth* 2), one item each."""
-    for child in sorted(folder.glob("/".join("*" * depth))) if folder.is_dir() else []:
+def _children(folder: Path | None, depth: int) -> Iterator[Path]:
+    """What lies *depth* levels below *folder*, sorted, never through a symlink (a glob would
+    follow ``probes/<kind> -> elsewhere/`` and list what is there)."""
+    if folder is None:
+        return
+    try:
+        children = sorted(folder.iterdir())
+    except OSError:
+        return
+    for child in children:
         if child.is_symlink():
             continue
+        if depth == 1:
+            yield child
+        elif child.is_dir():
+            yield from _children(child, depth - 1)
+
+
+def _files(
+    folder: Path | None, kind: str, depth: int, seen: set[tuple[int, int]]
+) -> Iterator[_Item]:
+    """Kept repairs (folders, *depth* 1) or probe results (files, *depth* 2), one item each."""
+    if folder is None:
+        return
+    for child in _children(folder, depth):
         size, newest = _usage(child, seen)
         name = child.relative_to(folder).as_posix()
         yield _Item(
@@ -163,10 +183,24 @@ def _check_root(root: Path) -> bool:
     return root.exists()
 
 
+def _own(root: Path, name: str) -> Path | None:
+    """The folder *name* of the cache, or a path that does not exist when it is a symlink: a
+    folder linked in from elsewhere is not the cache's to list or to prune (once, a prune
+    followed ``envs -> elsewhere/`` and removed what was there)."""
+    folder = root / name
+    if folder.is_symlink():
+        log.warning(
+            f"{folder} is a symbolic link (to {folder.readlink()}); wheelforge leaves it and "
+            "what it points to alone: replace it by a folder"
+        )
+        return None
+    return folder
+
+
 def _items(root: Path) -> list[_Item]:
     seen: set[tuple[int, int]] = set()
     env_entries = _entries(
-        root / envs.ENVS,
+        _own(root, envs.ENVS),
         ENV,
         marker=envs.MARKER,
         describe=envs.describe,
@@ -174,7 +208,7 @@ def _items(root: Path) -> list[_Item]:
         seen=seen,
     )
     toolkit_entries = _entries(
-        root / toolkit.TOOLKITS,
+        _own(root, toolkit.TOOLKITS),
         TOOLKIT,
         marker=toolkit.TOOLKIT_JSON,
         describe=toolkit.describe_provisioned,
@@ -184,8 +218,8 @@ def _items(root: Path) -> list[_Item]:
     return [
         *env_entries,
         *toolkit_entries,
-        *_files(root / REPAIRS, REPAIR, 1, seen),
-        *_files(root / PROBES, PROBE, 2, seen),
+        *_files(_own(root, REPAIRS), REPAIR, 1, seen),
+        *_files(_own(root, PROBES), PROBE, 2, seen),
     ]
 
 
@@ -274,7 +308,7 @@ def prune(
         # --all: every entry, but an unfinished folder only once it is an hour old
         if (unused_for_days is not None or entry.kind == UNFINISHED) and entry.last_used >= stale:
             continue
-        outcome = _remove(item, dry_run=dry_run, stale=stale, every=unused_for_days is None)
+        outcome = _remove(item, root, dry_run=dry_run, stale=stale, every=unused_for_days is None)
         if outcome is not None:
             (removed if outcome else busy).append(entry)
     return PruneResult(
@@ -295,7 +329,7 @@ def _prune_named(root: Path, names: Sequence[str], *, dry_run: bool) -> PruneRes
     removed: list[CacheEntry] = []
     busy: list[CacheEntry] = []
     for item in named(_items(root), names, root):
-        outcome = _remove(item, dry_run=dry_run, stale=0.0, every=True)
+        outcome = _remove(item, root, dry_run=dry_run, stale=0.0, every=True)
         (removed if outcome else busy).append(item.entry)
     return PruneResult(
         root=root,
@@ -308,7 +342,7 @@ def _prune_named(root: Path, names: Sequence[str], *, dry_run: bool) -> PruneRes
     )
 
 
-def _remove(item: _Item, *, dry_run: bool, stale: float, every: bool) -> bool | None:
+def _remove(item: _Item, root: Path, *, dry_run: bool, stale: float, every: bool) -> bool | None:
     """Remove *item* under its lock: True when removed (or it would be), False when its lock is
     held, None when it was used after all (its marker touched since it was listed)."""
     entry = item.entry
@@ -322,20 +356,22 @@ def _remove(item: _Item, *, dry_run: bool, stale: float, every: bool) -> bool | 
             if (_mtime(entry.path / marker) or 0.0) >= stale:
                 return None
         if not dry_run:
-            _discard(entry.path)
+            _discard(entry.path, root)
     return True
 
 
-def _discard(path: Path) -> None:
-    """Remove *path*. A folder is first renamed aside (one atomic step), so no later run finds
-    half an entry in its place; an interrupted removal leaves a ``.removing`` folder that the
-    next prune removes."""
-    if not path.is_dir():
-        path.unlink(missing_ok=True)
+def _discard(path: Path, root: Path) -> None:
+    """Remove *path*, confined to the cache *root* (removal.remove). A folder is first renamed
+    aside (one atomic step), so no later run finds half an entry in its place; an interrupted
+    removal leaves a ``.removing`` folder that the next prune removes."""
+    if path.is_symlink() or not path.is_dir():
+        removal.remove(path, within=root)
         return
     aside = path.with_name(
         path.name if path.name.endswith(_REMOVING) else f".{path.name}.{os.getpid()}{_REMOVING}"
     )
+    if not removal.confined(aside, within=root):
+        removal.remove(aside, within=root)  # refused, naming where it leads
     with contextlib.suppress(FileNotFoundError):
         path.rename(aside)
-    shutil.rmtree(aside, ignore_errors=True)
+    removal.remove(aside, within=root)

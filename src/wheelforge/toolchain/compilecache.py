@@ -26,7 +26,7 @@ from typing import Literal
 
 from wheelforge import DISTRIBUTION
 from wheelforge.configuration.settings import Launchers
-from wheelforge.foundation import proc
+from wheelforge.foundation import log, proc, readers, removal, writers
 from wheelforge.foundation.errors import ConfigError
 
 CACHE_HINT = (
@@ -199,12 +199,20 @@ def _ccache(
     compile_cache: CompileCache, build_dir: Path, absolute: bool
 ) -> Iterator[tuple[dict[str, str], list[CacheStats]]]:
     log_file = build_dir / "ccache-stats.log"
-    with contextlib.suppress(FileNotFoundError):
-        log_file.unlink()
+    removal.remove(log_file, within=build_dir)
     # ccache's base_dir rewrites the absolute paths under it to relative ones in the command it
     # runs: an absolute prefix map then misses (__FILE__ = ../../elsewhere/csrc/x.cu) and the
     # wheel depends on the folders. Off ("") for absolute commands, whatever the environment says.
     base = "" if absolute else os.environ.get("CCACHE_BASEDIR", str(compile_cache.base))
+    if any(c in base for c in ":$"):
+        # ccache reads base_dir as a list (':') with variables ('$'): "not an absolute path: b"
+        # failed every compile, reported as "compiling op.cpp failed".
+        log.warning(
+            f"the project folder {base} holds ':' or '$', which ccache reads as a list or a "
+            "variable in CCACHE_BASEDIR; ccache runs without a base folder (its hits stay "
+            "with builds in this very folder)"
+        )
+        base = ""
     env = {
         "CCACHE_BASEDIR": base,
         # The working directory is hashed only for debug info (-g); our objects carry none.
@@ -213,17 +221,35 @@ def _ccache(
         "CCACHE_STATSLOG": str(log_file),
     }
     stats: list[CacheStats] = []
-    yield env, stats
     location = proc.run(
-        [compile_cache.exe, "--get-config", "cache_dir"], hint=CACHE_HINT, check=False
-    )
-    stats.append(ccache_stats(_read(log_file), location.stdout.strip(), build_dir))
+        [compile_cache.exe, "--get-config", "cache_dir"],
+        hint=CACHE_HINT,
+        check=False,
+        timeout=proc.PROBE_S,
+    ).stdout.strip()
+    if location and not _writable(Path(location)):
+        # A read-only HOME (or CCACHE_DIR) failed every compile as "compiling op.cpp failed".
+        log.warning(
+            f"ccache cannot write its cache folder {location}; compiling without it (set "
+            "CCACHE_DIR to a writable folder, or pass --compile-cache none)"
+        )
+        env["CCACHE_DISABLE"] = "1"
+    yield env, stats
+    stats.append(ccache_stats(_read(log_file), location, build_dir))
+
+
+def _writable(folder: Path) -> bool:
+    """Whether *folder*, or the nearest folder above it that exists, can be written to."""
+    for candidate in (folder, *folder.parents):
+        if candidate.exists():
+            return os.access(candidate, os.W_OK | os.X_OK) and candidate.is_dir()
+    return False
 
 
 def _read(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        return readers.read_text(path, cap=readers.STATE_CAP, errors="replace")
+    except (OSError, readers.FileRefused):
         return ""
 
 
@@ -275,15 +301,25 @@ def _sccache(compile_cache: CompileCache) -> Iterator[tuple[dict[str, str], list
             env=server,
             replace_env=True,
             what="sccache --start-server",
+            timeout=proc.PROBE_S,
         )
         yield env, stats
         shown = proc.run(
-            [compile_cache.exe, "--show-stats", "--stats-format=json"], hint=CACHE_HINT, env=env
+            [compile_cache.exe, "--show-stats", "--stats-format=json"],
+            hint=CACHE_HINT,
+            env=env,
+            timeout=proc.PROBE_S,
         )
         stats.append(sccache_stats(shown.stdout))
     finally:
-        proc.run([compile_cache.exe, "--stop-server"], hint=CACHE_HINT, env=env, check=False)
-        shutil.rmtree(folder, ignore_errors=True)
+        proc.run(
+            [compile_cache.exe, "--stop-server"],
+            hint=CACHE_HINT,
+            env=env,
+            check=False,
+            timeout=proc.PROBE_S,
+        )
+        removal.remove(Path(folder), within=Path(folder).parent)
 
 
 def _server_env(compile_cache: CompileCache, folder: Path, env: dict[str, str]) -> dict[str, str]:
@@ -296,11 +332,11 @@ def _server_env(compile_cache: CompileCache, folder: Path, env: dict[str, str]) 
         server = {k: v for k, v in server.items() if not k.startswith("SCCACHE_")} | env
         server["SCCACHE_DIR"] = str(compile_cache.private)
         server["SCCACHE_CONF"] = str(folder / "none.toml")  # not ~/.config/sccache/config
-        (folder / "none.toml").write_text("", encoding="utf-8")
+        writers.write_atomic(folder / "none.toml", "")
     elif compile_cache.dist is not None:
         conf = folder / "dist.toml"
-        conf.write_text(dist_config(compile_cache.dist), encoding="utf-8")
-        conf.chmod(0o600)
+        # The token inside: 0600 from its first byte (the temporary file is made so).
+        writers.write_atomic(conf, dist_config(compile_cache.dist), mode=0o600)
         server["SCCACHE_CONF"] = str(conf)
     return server
 
@@ -320,7 +356,7 @@ def dist_config(dist: Dist) -> str:
 
 def _total(counter: object) -> tuple[int, dict[str, int]]:
     counts = counter.get("adv_counts") or counter.get("counts") if isinstance(counter, dict) else {}
-    counts = {str(k): int(v) for k, v in (counts or {}).items()}
+    counts = {str(k): v for k, v in (counts or {}).items() if isinstance(v, int)}
     return sum(counts.values()), counts
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import re
 import shlex
-import shutil
 import tempfile
 import threading
 import time
@@ -23,7 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from wheelforge.foundation import log, proc
+from wheelforge.foundation import log, proc, removal
 from wheelforge.foundation.errors import ToolError
 from wheelforge.foundation.progress import clock, shorten
 
@@ -212,7 +211,7 @@ def pip(
     """Run pip (its command line in *args*, from the interpreter on) with its downloads shown,
     and its install into *target*; a ToolError with the tail of its output when it fails."""
     if log.quiet():
-        return proc.run([*args, "--quiet"], hint=hint, what=what)
+        return proc.run([*args, "--quiet"], hint=hint, what=what, timeout=proc.DOWNLOAD_S)
     folder = Path(tempfile.mkdtemp(prefix="wheelforge-pip-"))
     progress = PipProgress(folder, target)
     try:
@@ -222,23 +221,25 @@ def pip(
                 hint=hint,
                 on_line=progress.line,
                 env={"TMPDIR": str(folder)},
+                timeout=proc.DOWNLOAD_S,
             )
     finally:
         progress.close()
-        shutil.rmtree(folder, ignore_errors=True)
+        removal.remove(folder, within=folder.parent)
     return _checked(result, what)
 
 
 def apt_get(args: Sequence[str | Path], *, what: str, cwd: Path | None = None) -> proc.Result:
     """Run apt-get with its lines of what it fetched (and the total's rate) passed through."""
     if log.quiet():
-        return proc.run([*args, "-q"], hint="apt-get", what=what, cwd=cwd)
+        return proc.run([*args, "-q"], hint="apt-get", what=what, cwd=cwd, timeout=proc.DOWNLOAD_S)
 
     def on_line(line: str) -> None:
         if _APT_SHOWN.match(line):
             log.console.print(f"    {line.strip()}", markup=False, highlight=False, soft_wrap=True)
 
-    return _checked(proc.stream(args, hint="apt-get", on_line=on_line, cwd=cwd), what)
+    streamed = proc.stream(args, hint="apt-get", on_line=on_line, cwd=cwd, timeout=proc.DOWNLOAD_S)
+    return _checked(streamed, what)
 
 
 def _checked(result: proc.Result, what: str) -> proc.Result:

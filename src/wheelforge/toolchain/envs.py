@@ -22,7 +22,6 @@ import contextlib
 import hashlib
 import json
 import os
-import shutil
 import sys
 import tempfile
 import time
@@ -32,7 +31,7 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from wheelforge.foundation import fsutil, locks, log, proc
+from wheelforge.foundation import cachefiles, fsutil, locks, log, proc, readers, removal, writers
 from wheelforge.foundation.errors import EnvironmentProblem, ToolError
 from wheelforge.foundation.progress import clock
 from wheelforge.toolchain import downloads
@@ -121,12 +120,26 @@ def _satisfies(info: dict[str, object], spec: EnvSpec) -> bool:
     return held == wanted if wanted.local else held.public == wanted.public
 
 
+# The marker's shape (written last by _build; the keys older wheelforges did not write are
+# optional): an environment whose marker has another shape is not one, and is made again.
+_MARKER_SHAPE = {
+    "torch": str,
+    "cuda": bool,
+    "python": str,
+    "spec?": str,
+    "made_from?": str,
+    "requires?": [str],
+    "cuda_build?": (str, None),
+}
+
+
 def _read_marker(path: Path) -> dict[str, object] | None:
-    try:
-        info = json.loads((path / MARKER).read_text())
-    except (OSError, ValueError):
-        return None
-    return info if isinstance(info, dict) else None
+    """The marker of the environment *path*, None when it has none; a malformed one is
+    discarded with a note (cachefiles.load), so the environment is made again."""
+    info: dict[str, object] | None = cachefiles.load(
+        path / MARKER, _MARKER_SHAPE, what="the test environment's marker", within=path.parent
+    )
+    return info
 
 
 def find(spec: EnvSpec, cache: Path) -> Path | None:
@@ -149,7 +162,7 @@ def _pip(env_python: Path) -> list[str | Path]:
 
 
 def pip(env_python: Path, *args: str | Path, what: str) -> proc.Result:
-    return proc.run([*_pip(env_python), *args], hint=PIP_HINT, what=what)
+    return proc.run([*_pip(env_python), *args], hint=PIP_HINT, what=what, timeout=proc.DOWNLOAD_S)
 
 
 def _env_python(path: Path) -> Path:
@@ -157,8 +170,20 @@ def _env_python(path: Path) -> Path:
 
 
 def _probe(python: Path) -> dict[str, object]:
-    out = proc.run([python, "-c", _PROBE], hint=PIP_HINT, what="the environment's torch").stdout
-    return dict(json.loads(out.strip().splitlines()[-1]))
+    out = proc.run(
+        [python, "-c", _PROBE], hint=PIP_HINT, what="the environment's torch", timeout=proc.PROBE_S
+    ).stdout
+    try:
+        info = json.loads(out.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        info = None
+    if not cachefiles.fits(
+        info, {"torch": str, "cuda_build": (str, None), "cuda": bool, "python": str}
+    ):
+        raise ToolError(
+            f"{python} printed {out.strip()[-80:]!r} where its torch's version was asked for"
+        )
+    return dict(info)
 
 
 def _create(spec: EnvSpec, tmp: Path) -> dict[str, object]:
@@ -168,14 +193,23 @@ def _create(spec: EnvSpec, tmp: Path) -> dict[str, object]:
         [base, "-m", "venv", "--without-pip", tmp],
         hint="install Python's venv module",
         what="python -m venv",
+        timeout=proc.TOOL_S,
     )
     python = _env_python(tmp)
     if spec.torch_from is not None:
-        dirs = json.loads(proc.run([spec.torch_from, "-c", _SITE_DIRS], hint=PIP_HINT).stdout)
-        site = Path(json.loads(proc.run([python, "-c", _SITE_DIRS], hint=PIP_HINT).stdout)[0])
+        dirs = json.loads(
+            proc.run(
+                [spec.torch_from, "-c", _SITE_DIRS], hint=PIP_HINT, timeout=proc.PROBE_S
+            ).stdout
+        )
+        site = Path(
+            json.loads(
+                proc.run([python, "-c", _SITE_DIRS], hint=PIP_HINT, timeout=proc.PROBE_S).stdout
+            )[0]
+        )
         # Appended after the venv's own site-packages: the venv's packages win.
-        (site / "_wheelforge_torch_from.pth").write_text(
-            "".join(f"{d}\n" for d in dict.fromkeys(dirs))
+        writers.write_atomic(
+            site / "_wheelforge_torch_from.pth", "".join(f"{d}\n" for d in dict.fromkeys(dirs))
         )
         info = _probe(python)
         if spec.cuda and not info.get("cuda_build"):
@@ -281,7 +315,7 @@ def _with_requires(path: Path, spec: EnvSpec) -> dict[str, object]:
 def _pip_pinned(python: Path, torch: str, requirements: Sequence[str]) -> None:
     with tempfile.TemporaryDirectory(prefix="wheelforge-pin-") as folder:
         constraint = Path(folder) / "torch.txt"
-        constraint.write_text(f"torch=={torch}\n")
+        writers.write_atomic(constraint, f"torch=={torch}\n")
         pip(python, "install", "--quiet", "-c", constraint, *requirements,
             what=f"pip install {' '.join(requirements)}")  # fmt: skip
 
@@ -319,12 +353,14 @@ def lock_path(path: Path) -> Path:
 
 def describe(path: Path) -> str | None:
     """What the environment *path* holds, from its marker ("torch 2.13.0+cpu, Python 3.12"),
-    else None (no marker, or an unreadable one)."""
+    else None (no marker, or one of another shape: never removed here, `cache list` only looks)."""
     try:
-        info = json.loads((path / MARKER).read_text())
-        return f"torch {info['torch']}, Python {info['python']}"
-    except (OSError, ValueError, KeyError, TypeError):
+        info = json.loads(readers.read_text(path / MARKER, cap=readers.STATE_CAP))
+    except (OSError, ValueError, RecursionError, readers.FileRefused):
         return None
+    if not cachefiles.fits(info, _MARKER_SHAPE):
+        return None
+    return f"torch {info['torch']}, Python {info['python']}"
 
 
 def _build(spec: EnvSpec, cache: Path) -> Path:
@@ -333,7 +369,7 @@ def _build(spec: EnvSpec, cache: Path) -> Path:
     envs = cache / ENVS
     envs.mkdir(parents=True, exist_ok=True)
     tmp = envs / f".{_key(spec)}.{os.getpid()}{fsutil.STAGED_SUFFIX}"
-    shutil.rmtree(tmp, ignore_errors=True)
+    removal.remove(tmp, within=envs)
     start = time.monotonic()
     try:
         with log.step(f"create the {spec.label} environment in {envs}"):
@@ -346,12 +382,12 @@ def _build(spec: EnvSpec, cache: Path) -> Path:
             if _read_marker(final) is not None:  # the same build, made under another request
                 return final
             marker = {"spec": spec.torch or str(spec.torch_from), "made_from": _made_from(spec), "requires": [], **info}  # fmt: skip
-            (tmp / MARKER).write_text(json.dumps(marker))
-            shutil.rmtree(final, ignore_errors=True)
+            writers.write_atomic(tmp / MARKER, json.dumps(marker))
+            removal.remove(final, within=envs)
             tmp.replace(final)
         return final
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        removal.remove(tmp, within=envs)
 
 
 def install_wheel(env: TestEnv, wheel: Path, dist_name: str) -> None:

@@ -9,6 +9,7 @@ import re
 from functools import cache
 from pathlib import Path
 
+from wheelforge.foundation import readers
 from wheelforge.toolchain.shims import ELSE_RE, ENDIF_RE, GUARD_RE, IF_RE, Version2
 
 _HEADER_DIRS = ("torch/csrc/stable", "torch/headeronly")
@@ -50,5 +51,7 @@ def feature_guards(include_dir: Path) -> dict[str, Version2]:
     plain: set[str] = set()
     for rel in _HEADER_DIRS:
         for header in sorted((include_dir / rel).rglob("*.h")):
-            _scan(header.read_text(encoding="utf-8", errors="replace"), guarded, plain)
+            _scan(
+                readers.read_text(header, cap=readers.HEADER_CAP, errors="replace"), guarded, plain
+            )
     return {name: v for name, v in guarded.items() if name not in plain}

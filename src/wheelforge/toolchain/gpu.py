@@ -15,7 +15,7 @@ _PROBE = (
     "n = torch.cuda.device_count() if torch.cuda.is_available() else 0\n"
     "print(' '.join('%d.%d' % torch.cuda.get_device_capability(i) for i in range(n)))\n"
 )
-_CAPABILITY_RE = re.compile(r"^\d{1,2}\.\d$")
+_CAPABILITY_RE = re.compile(r"^[0-9]{1,2}\.[0-9]$")
 
 
 def parse_capabilities(text: str) -> str | None:
@@ -29,7 +29,9 @@ def parse_capabilities(text: str) -> str | None:
 
 def local_capabilities(python: Path) -> str | None:
     """The local GPUs' capabilities as an arch list ("9.0"), or None where no GPU is visible."""
-    result = proc.run([python, "-c", _PROBE], hint="the build Python", check=False)
+    result = proc.run(
+        [python, "-c", _PROBE], hint="the build Python", check=False, timeout=proc.PROBE_S
+    )
     if result.returncode == 0 and (found := parse_capabilities(result.stdout)):
         return found
     if shutil.which("nvidia-smi") is None:
@@ -38,5 +40,6 @@ def local_capabilities(python: Path) -> str | None:
         ["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"],
         hint="part of the NVIDIA driver",
         check=False,
+        timeout=proc.PROBE_S,
     )
     return parse_capabilities(smi.stdout) if smi.returncode == 0 else None

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import sys
 import tempfile
 import zipfile
@@ -31,7 +30,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from wheelforge.configuration.matrix.model import HeaderLibraryConfig
-from wheelforge.foundation import fsutil, locks, log, proc
+from wheelforge.foundation import fsutil, locks, log, proc, removal, writers
 from wheelforge.foundation.errors import ConfigError, EnvironmentProblem
 from wheelforge.foundation.gitfiles import git_commit, git_dir, gitlink, submodules
 from wheelforge.toolchain import probecache
@@ -169,6 +168,11 @@ def _files(folders: Sequence[Path]) -> list[Path]:
     return sorted(found)
 
 
+# The largest file an include folder may hold (CUTLASS's largest header is ~1 MiB; a 100 GB
+# file there was hashed for minutes before any compile).
+FILE_CAP = 256 << 20
+
+
 def content_digest(folders: Sequence[Path], *, cache: Path | None) -> str:
     """sha256 of every file under *folders*: its path relative to its folder and its own
     sha256. Cached by every file's size and mtime (probecache): a build whose library is
@@ -176,7 +180,14 @@ def content_digest(folders: Sequence[Path], *, cache: Path | None) -> str:
     files = _files(folders)
     stats = hashlib.sha256()
     for path in files:
-        stats.update(f"{path}\0{probecache.stat_of(path)}\n".encode())
+        stat = probecache.stat_of(path)
+        if stat is not None and stat[0] > FILE_CAP:
+            raise ConfigError(
+                f"{path} is {stat[0] >> 20:,} MiB, in the include folder of a header library "
+                f"(wheelforge hashes every file there, each at most {FILE_CAP >> 20} MiB); "
+                "move it out of the include folder"
+            )
+        stats.update(f"{path}\0{stat}\n".encode())
     key = {"stats": stats.hexdigest()}
 
     def probe() -> tuple[dict[str, object], list[Path]]:
@@ -241,6 +252,7 @@ def _download(requirement: str, folder: Path, where: str) -> None:
                 [*pip, "--disable-pip-version-check", "--quiet", "-d", tmp, requirement],
                 hint="pip ships with Python",
                 what=f"pip download of {requirement}",
+                timeout=proc.DOWNLOAD_S,
             )
             wheels = sorted(Path(tmp).glob("*.whl"))
             if not wheels:
@@ -255,7 +267,9 @@ def _download(requirement: str, folder: Path, where: str) -> None:
                             "outside its folder; not unpacked"
                         )
                     zf.extract(info, staged)
-            (staged / _COMPLETE).write_text(f"{wheels[0].name} {fsutil.sha256(wheels[0])}\n")
+            writers.write_atomic(
+                staged / _COMPLETE, f"{wheels[0].name} {fsutil.sha256(wheels[0])}\n"
+            )
             if folder.exists():
-                shutil.rmtree(folder)
+                removal.remove(folder, within=folder.parent)
             staged.rename(folder)

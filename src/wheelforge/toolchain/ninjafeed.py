@@ -27,14 +27,14 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wheelforge.foundation import proctree
+from wheelforge.foundation import numbers, proctree, readers
 from wheelforge.foundation.progress import JobProgress, Running
 
 # ninja prints this for each job (NINJA_STATUS); without a terminal, when the job ends.
 STATUS = "[wheelforge %f/%t] "
-STATUS_RE = re.compile(r"^\[wheelforge (\d+)/\d+\] (.+)$")
+STATUS_RE = re.compile(r"^\[wheelforge (\d+)/\d+\] (.+)$", re.ASCII)
 # ninja 1.12 and newer name the exit code; older ones print "FAILED: <outputs>".
-FAILED_RE = re.compile(r"^FAILED: (?:\[code=(\d+)\] )?")
+FAILED_RE = re.compile(r"^FAILED: (?:\[code=([0-9]{1,9})\] )?")
 TICK_S = 0.5
 # How long the end waits for ninja's log of the last job: ninja has exited by then.
 _END_WAIT_S = 1.0
@@ -55,17 +55,20 @@ class NinjaLog:
 
     def read(self) -> None:
         try:
-            with self.path.open("rb") as file:
+            with readers.open_regular(self.path) as file:
                 file.seek(self.offset)
-                data = file.read()
-        except OSError:
+                data = file.read(readers.STATE_CAP)  # what ninja appended since
+        except (OSError, readers.FileRefused):
             return
         complete = data.rfind(b"\n") + 1
         self.offset += complete
         for line in data[:complete].decode(errors="replace").splitlines():
             fields = line.split("\t")
-            if len(fields) >= 4 and fields[0].isdigit() and fields[1].isdigit():
-                self.seconds[fields[3]] = (int(fields[1]) - int(fields[0])) / 1000
+            if len(fields) < 4:
+                continue  # the "# ninja log v5" header
+            start, end = (numbers.whole(f, high=numbers.MAX_EPOCH * 1000) for f in fields[:2])
+            if start is not None and end is not None:
+                self.seconds[fields[3]] = (end - start) / 1000
 
 
 _DEVICE_ARCH_RE = re.compile(r"^-?-arch(?:=|$)")

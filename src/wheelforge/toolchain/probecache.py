@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from wheelforge import __version__
-from wheelforge.foundation import fsutil
+from wheelforge.foundation import cachefiles, fsutil
 
 PROBES = "probes"  # <cache>/probes/<kind>/<key>.json
 # Bumped when the shape of a probe's value changes, so old entries are never misread.
@@ -55,20 +55,24 @@ def _entry_path(cache: Path, kind: str, key: Mapping[str, object]) -> Path:
     return cache / PROBES / kind / (hashlib.sha256(text.encode()).hexdigest()[:24] + ".json")
 
 
-def lookup(cache: Path | None, kind: str, key: Mapping[str, object]) -> dict[str, Any] | None:
-    """The cached value for *key*, if its watched files are unchanged."""
+# An entry's watch list: path → [size, mtime_ns], or None (the path did not exist).
+_WATCHED = {str: ([int], None)}
+
+
+def lookup(
+    cache: Path | None, kind: str, key: Mapping[str, object], shape: cachefiles.Shape = dict
+) -> dict[str, Any] | None:
+    """The cached value for *key*, if its watched files are unchanged; an entry that is not of
+    the shape written (its value of *shape*) is discarded with a note (cachefiles.load)."""
     if cache is None:
         return None
     path = _entry_path(cache, kind, key)
-    try:
-        entry = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    entry = cachefiles.load(
+        path, {"watch": _WATCHED, "value": shape}, what="the probe result", within=cache
+    )
+    if entry is None or not unchanged(entry["watch"]):
         return None
-    if not isinstance(entry, dict) or not unchanged(entry.get("watch", {})):
-        return None
-    value = entry.get("value")
-    if not isinstance(value, dict):
-        return None
+    value: dict[str, Any] = entry["value"]
     with contextlib.suppress(OSError):  # last used, for `wheelforge cache prune`
         os.utime(path)
     return value
@@ -94,9 +98,12 @@ def cached(
     kind: str,
     key: Mapping[str, object],
     probe: Callable[[], tuple[dict[str, Any], Iterable[str | Path]]],
+    *,
+    shape: cachefiles.Shape = dict,
 ) -> dict[str, Any]:
-    """The value for *key*: from the cache, else from *probe* (which also names what to watch)."""
-    hit = lookup(cache, kind, key)
+    """The value for *key*: from the cache (when it has *shape*, cachefiles.fits), else from
+    *probe* (which also names what to watch)."""
+    hit = lookup(cache, kind, key, shape)
     if hit is not None:
         return hit
     value, watch = probe()

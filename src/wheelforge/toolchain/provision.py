@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import stat
 import sys
 import zipfile
@@ -34,7 +33,7 @@ from packaging.version import Version
 from wheelforge.configuration import releases
 from wheelforge.configuration.archs import Arch, sm_range
 from wheelforge.configuration.releases import DebianSource, PypiSource, Release, Source
-from wheelforge.foundation import fsutil, locks, log, proc
+from wheelforge.foundation import fsutil, locks, log, proc, removal, writers
 from wheelforge.foundation.errors import ConfigError, ToolError
 from wheelforge.toolchain import downloads
 from wheelforge.toolchain.toolkit import TOOLKIT_JSON, TOOLKITS, release_builds
@@ -145,7 +144,7 @@ def _debian(release: str, how: DebianSource, prefix: Path, fetched: Path) -> dic
     apt = fetched / "apt"
     (apt / "lists" / "partial").mkdir(parents=True)
     (apt / "cache" / "archives" / "partial").mkdir(parents=True)
-    (apt / "sources.list").write_text(apt_sources(how))
+    writers.write_atomic(apt / "sources.list", apt_sources(how))
     # A private apt configuration: nothing of the system's apt state is read or changed.
     options = [
         f"-oDir::Etc::SourceList={apt / 'sources.list'}", "-oDir::Etc::SourceParts=/dev/null",
@@ -155,13 +154,21 @@ def _debian(release: str, how: DebianSource, prefix: Path, fetched: Path) -> dic
     log.info(f"  [1/3] read Debian {how.suite}'s package lists")
     downloads.apt_get(["apt-get", *options, "update"], what=f"apt-get update (Debian {how.suite})")
     log.info(f"  [2/3] download {len(how.packages)} packages: {', '.join(how.packages)}")
-    downloads.apt_get(["apt-get", *options, "download", *how.packages], cwd=fetched,
-                      what=f"apt-get download of CUDA {release}")  # fmt: skip
+    downloads.apt_get(
+        ["apt-get", *options, "download", *how.packages],
+        cwd=fetched,
+        what=f"apt-get download of CUDA {release}",
+    )
     files = []
     debs = sorted(fetched.glob("*.deb"))
     for i, deb in enumerate(debs, 1):
         log.info(f"  [3/3] unpack {i}/{len(debs)} {deb.name} ({downloads.si(deb.stat().st_size)})")
-        proc.run(["dpkg-deb", "-x", deb, prefix], hint="dpkg-deb", what=f"dpkg-deb -x {deb.name}")
+        proc.run(
+            ["dpkg-deb", "-x", deb, prefix],
+            hint="dpkg-deb",
+            what=f"dpkg-deb -x {deb.name}",
+            timeout=proc.TOOL_S,
+        )
         files.append({"file": deb.name, "sha256": fsutil.sha256(deb)})
     return {**relocate_debian(prefix, how.prune), "host_cxx": how.host_cxx, "files": files}
 
@@ -173,16 +180,17 @@ def relocate_debian(prefix: Path, prune: tuple[str, ...]) -> dict[str, str]:
     bin_dir = prefix / _DEBIAN_NVCC_DIR
     # Debian's g++/gcc wrappers there look for a system g++-N; the host compiler is named instead.
     for wrapper in ("g++", "gcc"):
-        (bin_dir / wrapper).unlink(missing_ok=True)
+        removal.remove(bin_dir / wrapper, within=prefix)
     for lib in (prefix / "usr" / "lib" / "x86_64-linux-gnu").glob("*"):
         if lib.name.startswith(prune):
-            lib.unlink()
-    # Debian's nvcc.profile is a link to /etc/nvcc.profile: removed first (writing through it
-    # would write /etc), then one pointing at the unpacked tree, relative to nvcc itself
-    # (usr/lib/nvidia-cuda-toolkit/bin), so the folder can move.
+            removal.remove(lib, within=prefix)
+    # Debian's nvcc.profile is a link to /etc/nvcc.profile: removed first (the writer keeps a
+    # link and replaces what it points to: that would write /etc), then one pointing at the
+    # unpacked tree, relative to nvcc itself (usr/lib/nvidia-cuda-toolkit/bin), so the folder
+    # can move.
     profile = bin_dir / "nvcc.profile"
-    profile.unlink(missing_ok=True)
-    profile.write_text(DEBIAN_NVCC_PROFILE)
+    removal.remove(profile, within=prefix)
+    writers.write_atomic(profile, DEBIAN_NVCC_PROFILE)
     return {"nvcc": str((bin_dir / "nvcc").relative_to(prefix))}
 
 
@@ -220,20 +228,21 @@ def _install(recipe: Recipe, final: Path) -> Path:
         fetched = prefix / ".downloads"
         fetched.mkdir(parents=True)
         info = _fetch(recipe, prefix, fetched)
-        shutil.rmtree(fetched)
+        removal.remove(fetched, within=prefix)
         size = sum(
             f.stat().st_size for f in prefix.rglob("*") if f.is_file() and not f.is_symlink()
         )
         log.info(f"  CUDA {recipe.release}: {downloads.si(size)} in {final}")
-        (prefix / TOOLKIT_JSON).write_text(
+        writers.write_atomic(
+            prefix / TOOLKIT_JSON,
             json.dumps({"release": recipe.release, "source": recipe.source, **info}, indent=1)
-            + "\n"
+            + "\n",
         )
     return final
 
 
 def install_release(release: str, cache: Path) -> Path:
-    if not re.fullmatch(r"\d+\.\d+", release):
+    if not re.fullmatch(r"[0-9]{1,3}\.[0-9]{1,3}", release):
         raise ConfigError(
             f"'{release}' is a malformed CUDA release; write MAJOR.MINOR, e.g. 13.0 or 11.8"
         )

@@ -29,6 +29,8 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
+from wheelforge.foundation import readers
+
 Version2 = tuple[int, int]
 
 SHIM_DIRS = (
@@ -41,7 +43,9 @@ _EXPORT_RE = re.compile(r"AOTI_TORCH_EXPORT\b[^;{(]*?\b((?:aoti_torch|torch)_\w+
 IF_RE = re.compile(r"^\s*#\s*(if|ifdef|ifndef)\b(.*)$")
 ELSE_RE = re.compile(r"^\s*#\s*(else|elif)\b")
 ENDIF_RE = re.compile(r"^\s*#\s*endif\b")
-GUARD_RE = re.compile(r"TORCH_FEATURE_VERSION\s*>=\s*TORCH_VERSION_(\d+)_(\d+)_\d+")
+GUARD_RE = re.compile(
+    r"TORCH_FEATURE_VERSION\s*>=\s*TORCH_VERSION_([0-9]{1,4})_([0-9]{1,4})_[0-9]+"
+)
 SHIM_PREFIXES = ("aoti_torch_", "torch_")
 
 
@@ -92,7 +96,7 @@ def versions_file(torch_dir: Path) -> VersionsFile | None:
     for rel in VERSIONS_FILE:
         path = torch_dir / rel
         try:
-            with path.open("rb") as file:
+            with readers.open_regular(path) as file:
                 data = file.read(_VERSIONS_FILE_CAP + 1)
         except OSError:
             continue
@@ -144,7 +148,7 @@ def declarations(include_dir: Path) -> list[Declaration]:
         folder = include_dir / rel
         if folder.is_dir():
             for header in sorted(folder.glob("*.h")):
-                text = header.read_text(encoding="utf-8", errors="replace")
+                text = readers.read_text(header, cap=readers.HEADER_CAP, errors="replace")
                 found += _declarations(text, cuda_header=header.name == "c_shim_cuda.h")
     return found
 

@@ -26,7 +26,7 @@ from packaging.version import Version
 
 from wheelforge.configuration import releases
 from wheelforge.configuration.archs import Arch, sm_range
-from wheelforge.foundation import proc
+from wheelforge.foundation import cachefiles, numbers, proc, readers
 from wheelforge.foundation.errors import ConfigError, EnvironmentProblem, ToolError
 from wheelforge.toolchain import probecache
 
@@ -36,7 +36,7 @@ NVCC_HINT = (
 TOOLKITS = "toolkits"  # <cache>/toolkits/<recipe folder>: provisioned toolkits
 # Written last into provisioned toolkits (provision.py); its mtime: when a build last used it.
 TOOLKIT_JSON = "toolkit.json"
-_VERSION_RE = re.compile(r"release (\d+\.\d+), V(\d+\.\d+\.\d+)")
+_VERSION_RE = re.compile(r"release ([0-9]{1,3}\.[0-9]{1,3}), V([0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,6})")
 # "Build cuda_13.0.r13.0/compiler.36424714_0": NVIDIA's build of the compiler, path-free.
 _BUILD_RE = re.compile(r"^Build (\S+)", re.MULTILINE)
 _DRY_VAR_RE = {
@@ -44,7 +44,7 @@ _DRY_VAR_RE = {
     for name in ("_HERE_", "TOP", "INCLUDES", "SYSTEM_INCLUDES")
 }
 # crt/host_config.h: `#if __GNUC__ > 11` ... `#error -- unsupported GNU version!`
-_GCC_MAX_RE = re.compile(r"#if\s+__GNUC__\s*>\s*(\d+)")
+_GCC_MAX_RE = re.compile(r"#if\s+__GNUC__\s*>\s*([0-9]{1,3})\b")
 # Where toolkits usually live, besides $CUDA_HOME, $CUDA_PATH, $CONDA_PREFIX and PATH.
 STANDARD_GLOBS = (
     "/usr/local/cuda/bin/nvcc",
@@ -145,7 +145,7 @@ def _host_gcc_max(root: Path) -> int | None:
     for rel in ("include/crt/host_config.h", "targets/x86_64-linux/include/crt/host_config.h"):
         header = root / rel
         if header.is_file():
-            text = header.read_text(encoding="utf-8", errors="replace")
+            text = readers.read_text(header, cap=readers.HEADER_CAP, errors="replace")
             match = _GCC_MAX_RE.search(
                 text[text.find("__GNUC__") - 200 :] if "__GNUC__" in text else ""
             )
@@ -166,17 +166,20 @@ def _libdirs(root: Path) -> list[Path]:
 
 def _ask(nvcc: Path) -> tuple[dict[str, Any], list[str | Path]]:
     """nvcc's version, the archs it builds and where it really lives, and the files to watch."""
-    version_out = proc.run([nvcc, "--version"], hint=NVCC_HINT).stdout
+    version_out = proc.run([nvcc, "--version"], hint=NVCC_HINT, timeout=proc.PROBE_S).stdout
     match = _VERSION_RE.search(version_out)
     if match is None:
         raise ToolError(f"{nvcc} --version printed no CUDA release; is it a real nvcc?")
-    codes = proc.run([nvcc, "--list-gpu-code"], hint=NVCC_HINT).stdout.split()
+    codes = proc.run([nvcc, "--list-gpu-code"], hint=NVCC_HINT, timeout=proc.PROBE_S).stdout.split()
     sass = sorted(
         {a.sm for c in codes if (a := Arch.from_code(c)) is not None and c.startswith("sm_")}
     )
     # nvcc may be a wrapper script; its dry run names the real install (TOP) and driver (_HERE_).
     dry = proc.run(
-        [nvcc, "--dryrun", "-x", "cu", "-E", os.devnull], hint=NVCC_HINT, check=False
+        [nvcc, "--dryrun", "-x", "cu", "-E", os.devnull],
+        hint=NVCC_HINT,
+        check=False,
+        timeout=proc.PROBE_S,
     ).stderr
     here = _DRY_VAR_RE["_HERE_"].search(dry)
     top = _DRY_VAR_RE["TOP"].search(dry)
@@ -189,15 +192,32 @@ def _ask(nvcc: Path) -> tuple[dict[str, Any], list[str | Path]]:
     include_roots = [root, root.parent.parent]  # Debian: headers in <prefix>/usr/include
     gcc_max = next((g for r in include_roots if (g := _host_gcc_max(r)) is not None), None)
     info = {
-        "nvcc": str(real), "root": str(root), "version": match[2], "sass": sass,
-        "cudart_static": str(static) if static else None, "gcc_max": gcc_max,
+        "nvcc": str(real),
+        "root": str(root),
+        "version": match[2],
+        "sass": sass,
+        "cudart_static": str(static) if static else None,
+        "gcc_max": gcc_max,
         "include_dirs": [str(d) for d in _dry_includes(dry)],
         "build": b[1] if (b := _BUILD_RE.search(version_out)) else "",
-    }  # fmt: skip
+    }
     # An update in place changes the driver, version.json or the library folders.
     watch: list[str | Path] = [nvcc, real, root / "version.json", root / "bin", *libdirs]
     watch += [r / "include" / "crt" / "host_config.h" for r in include_roots]
     return info, watch
+
+
+# What _ask answers (and the probe cache holds): an entry of another shape is asked again.
+_NVCC = {
+    "nvcc": str,
+    "root": str,
+    "version": numbers.is_version,
+    "sass": [int],
+    "cudart_static": (str, None),
+    "gcc_max": (int, None),
+    "include_dirs?": [str],
+    "build?": str,
+}
 
 
 def probe_toolkit(
@@ -205,7 +225,7 @@ def probe_toolkit(
 ) -> Toolkit:
     """Ask *nvcc* for its version, the archs it builds and where it really lives (or reuse the
     answer cached in *cache* while none of its files changed)."""
-    info = probecache.cached(cache, "nvcc", {"nvcc": str(nvcc)}, lambda: _ask(nvcc))
+    info = probecache.cached(cache, "nvcc", {"nvcc": str(nvcc)}, lambda: _ask(nvcc), shape=_NVCC)
     return Toolkit(
         nvcc=Path(info["nvcc"]),
         root=Path(info["root"]),
@@ -239,13 +259,18 @@ def _dry_includes(dry: str) -> tuple[Path, ...]:
 
 def _provisioned_tools(folder: Path) -> tuple[Path, Path | None] | None:
     """(nvcc, host compiler) that provision.py recorded in *folder*, if it holds a whole toolkit."""
-    try:
-        info = json.loads((folder / TOOLKIT_JSON).read_text())
-        nvcc = folder / info["nvcc"]
-        cxx = folder / info["host_cxx"] if info.get("host_cxx") else None
-    except (ValueError, KeyError, OSError):
+    info = cachefiles.load(
+        folder / TOOLKIT_JSON, _TOOLKIT_JSON, what="the provisioned toolkit's", within=folder
+    )
+    if info is None:
         return None
+    nvcc = folder / info["nvcc"]
+    cxx = folder / info["host_cxx"] if info.get("host_cxx") else None
     return (nvcc, cxx) if nvcc.is_file() else None
+
+
+# What provision.py writes into toolkit.json (the keys read back here and by `cache list`).
+_TOOLKIT_JSON = {"nvcc": str, "host_cxx?": (str, None), "release?": str, "source?": str}
 
 
 def provisioned(cache: Path) -> list[tuple[Path, Path | None]]:
@@ -260,10 +285,12 @@ def provisioned(cache: Path) -> list[tuple[Path, Path | None]]:
 def describe_provisioned(folder: Path) -> str | None:
     """What the provisioned toolkit *folder* is ("CUDA 13.0 from pypi"), from its toolkit.json."""
     try:
-        info = json.loads((folder / TOOLKIT_JSON).read_text())
-        return f"CUDA {info['release']} from {info['source']}"
-    except (OSError, ValueError, KeyError, TypeError):
+        info = json.loads(readers.read_text(folder / TOOLKIT_JSON, cap=readers.STATE_CAP))
+    except (OSError, ValueError, readers.FileRefused):
         return None
+    if not cachefiles.fits(info, {"release": str, "source": str}):
+        return None
+    return f"CUDA {info['release']} from {info['source']}"
 
 
 def provisioned_folder(toolkit: Toolkit, cache: Path) -> Path | None:
@@ -319,6 +346,9 @@ def _check_named(env: Mapping[str, str]) -> None:
         )
 
 
+_NAMED = ("$CUDA_HOME", "$CUDA_PATH")  # the origins of toolkits the environment names
+
+
 def discover(
     env: Mapping[str, str] | None = None,
     *,
@@ -339,7 +369,14 @@ def discover(
             continue
         try:
             toolkit = probe_toolkit(nvcc, origin=origin, host_cxx=host.get(str(nvcc)), cache=cache)
-        except ToolError:
+        except ToolError as exc:
+            if origin in _NAMED:  # the user named it: no silent fallback to another toolkit
+                var = origin[1:]
+                raise ConfigError(
+                    f"{var}={env[var]}: its bin/nvcc does not answer as nvcc does "
+                    f"({exc.message}); point {var} at a working CUDA toolkit or unset it",
+                    details=exc.details,
+                ) from None
             continue
         key = toolkit.nvcc.resolve()
         if key not in seen:
@@ -349,12 +386,16 @@ def discover(
 
 def _gcc_major(cxx: str, cache: Path | None) -> int | None:
     def ask() -> tuple[dict[str, Any], list[str | Path]]:
-        result = proc.run([cxx, "-dumpversion"], hint="install g++", check=False)
+        result = proc.run(
+            [cxx, "-dumpversion"], hint="install g++", check=False, timeout=proc.PROBE_S
+        )
         head = result.stdout.strip().split(".")[0]
-        major = int(head) if result.returncode == 0 and head.isdigit() else None
+        major = numbers.whole(head, high=numbers.MAX_MINOR) if result.returncode == 0 else None
         return {"major": major}, [cxx]
 
-    major = probecache.cached(cache, "cxx", {"cxx": cxx}, ask)["major"]
+    major = probecache.cached(cache, "cxx", {"cxx": cxx}, ask, shape={"major": (int, None)})[
+        "major"
+    ]
     return major if isinstance(major, int) else None
 
 

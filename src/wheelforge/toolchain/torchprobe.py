@@ -13,14 +13,14 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from wheelforge.foundation import proc
+from wheelforge.foundation import cachefiles, numbers, proc, readers
 from wheelforge.foundation.errors import EnvironmentProblem
 from wheelforge.toolchain import probecache, shims, warmtorch
 
 # The C++ standard torch's cpp_extension passes ("-std=c++20"), and the floor its headers check
 # (ATen/ATen.h: `#if !defined(_MSC_VER) && __cplusplus < 202002L` / `#error C++20 or later ...`).
-_STD_FLAG_RE = re.compile(r"-std=c\+\+(\d\d)\b")
-_STD_GUARD_RE = re.compile(r"__cplusplus\s*<\s*\d\d(\d\d)\d\dL")
+_STD_FLAG_RE = re.compile(r"-std=c\+\+([0-9]{2})\b")
+_STD_GUARD_RE = re.compile(r"__cplusplus\s*<\s*[0-9]{2}([0-9]{2})[0-9]{2}L")
 DEFAULT_CXX_STD = 17  # what torch's headers needed before 2.14 (and wheelforge passed)
 # Where pip's CUDA builds of torch put the CUDA libraries' headers (cusparse.h, cublas_v2.h, ...
 # that ATen/cuda/CUDAContextLight.h includes), beside torch in site-packages: CUDA 13's wheels
@@ -60,6 +60,22 @@ class TorchEnv:
         return f"{self.version}+{self.local}" if self.local else str(self.version)
 
 
+# What a torch probe answers (and the probe cache holds); an entry of another shape is asked
+# again. The warm child's answer (warmtorch.py) has the same keys.
+TORCH_SHAPE = {
+    "version": numbers.is_version,
+    "cuda": (str, None),
+    "include_dirs": lambda v: bool(v) and cachefiles.fits(v, [str]),
+    "library_dirs": [str],
+    "python_include": str,
+    "python_version": str,
+    "ext_suffix": str,
+    "cxx11_abi": (int, bool),
+    "torch_file": str,
+    "sys_path?": [str],
+}
+
+
 def _watched(python: Path, info: dict[str, Any]) -> list[str | Path]:
     """What would change the answer: the interpreter, its venv, every folder on its sys.path
     (installing or removing a package changes the folder's mtime) and torch's version files."""
@@ -75,16 +91,8 @@ def torch_source_facts(torch_file: str) -> dict[str, Any]:
     the early guess and torch's own answer agree): the C++ standard its cpp_extension passes
     (at least the floor its headers check), and pip's CUDA header folders beside it."""
     root = Path(torch_file).parent
-    try:
-        source = (root / "utils" / "cpp_extension.py").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        source = ""
-    try:
-        header = (root / "include" / "ATen" / "ATen.h").read_text(
-            encoding="utf-8", errors="replace"
-        )
-    except OSError:
-        header = ""
+    source = _torch_text(root / "utils" / "cpp_extension.py")
+    header = _torch_text(root / "include" / "ATen" / "ATen.h")
     # The standard cpp_extension passes is the one it names most often: its docstrings also
     # show other flags (2.11's: "extra_compile_args={'cxx': ['-g', '-std=c++20', ...]}").
     passed = Counter(int(m) for m in _STD_FLAG_RE.findall(source)).most_common()
@@ -98,6 +106,14 @@ def torch_source_facts(torch_file: str) -> dict[str, Any]:
         "cxx_std": max([DEFAULT_CXX_STD, *stds]),
         "cuda_include_dirs": [str(p) for p in dict.fromkeys(folders)],
     }
+
+
+def _torch_text(path: Path) -> str:
+    """One of torch's files, as text (bounded, regular files only); "" when it can't be read."""
+    try:
+        return readers.read_text(path, cap=readers.HEADER_CAP, errors="replace")
+    except (OSError, readers.FileRefused):
+        return ""
 
 
 def _ask(python: Path) -> tuple[dict[str, Any], list[str | Path]]:
@@ -174,7 +190,7 @@ def probe_torch(python: Path, *, cache: Path | None = None, early: bool = False)
     takes seconds) while a warm child imports torch in the background; the build compiles with
     that answer and calls confirm() before packing, which waits for torch's own answer."""
     key = probe_key(python)
-    hit = probecache.lookup(cache, "torch", key)
+    hit = probecache.lookup(cache, "torch", key, TORCH_SHAPE)
     if hit is None and early:
         guessed = _layout(python)
         if guessed is not None:
@@ -182,11 +198,19 @@ def probe_torch(python: Path, *, cache: Path | None = None, early: bool = False)
             env = _env(python, guessed)
             _GUESSED[python] = (key, env, None)
             return env
-    return _env(python, hit or probecache.cached(cache, "torch", key, lambda: _ask(python)))
+    return _env(
+        python,
+        hit or probecache.cached(cache, "torch", key, lambda: _ask(python), shape=TORCH_SHAPE),
+    )
 
 
 def _layout(python: Path) -> dict[str, Any] | None:
-    result = proc.run([python, "-c", _LAYOUT], hint="point --python at an interpreter", check=False)
+    result = proc.run(
+        [python, "-c", _LAYOUT],
+        hint="point --python at an interpreter",
+        check=False,
+        timeout=proc.PROBE_S,
+    )
     try:
         info = json.loads(result.stdout.strip().splitlines()[-1])
         Version(info["version"])
@@ -205,7 +229,7 @@ def confirm(torch: TorchEnv, *, cache: Path | None = None) -> TorchEnv:
         return torch
     key, _, confirmed = guessed
     if confirmed is None:
-        info = probecache.cached(cache, "torch", key, lambda: _ask(torch.python))
+        info = probecache.cached(cache, "torch", key, lambda: _ask(torch.python), shape=TORCH_SHAPE)
         confirmed = _env(torch.python, info)
         _GUESSED[torch.python] = (key, torch, confirmed)  # the next variant's plan holds it too
     return confirmed
@@ -257,7 +281,9 @@ def cuda_only_shims(include_dir: Path, *, cache: Path | None = None) -> tuple[st
         headers = [h for f in folders if f.is_dir() for h in sorted(f.glob("*.h"))]
         return {"names": list(shims.cuda_only_shims(include_dir))}, [*folders, *headers]
 
-    value = probecache.cached(cache, "cuda-shims", {"include": str(include_dir)}, parse)
+    value = probecache.cached(
+        cache, "cuda-shims", {"include": str(include_dir)}, parse, shape={"names": [str]}
+    )
     return tuple(value["names"])
 
 

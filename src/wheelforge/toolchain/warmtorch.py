@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -30,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from wheelforge.foundation import proc
+from wheelforge.foundation import proc, removal
 
 _PROBE_MARK = "wheelforge-torch-probe: "
 _NICENESS = 5
@@ -99,39 +98,47 @@ class _Child:
 
     def read_probe(self) -> str | None:
         assert self.popen.stdout is not None  # stdout=PIPE
-        while self.probe_line is None:
-            line = self.popen.stdout.readline()
-            if not line:
-                return None
-            if line.startswith(_PROBE_MARK):
-                self.probe_line = line[len(_PROBE_MARK) :].strip()
-            else:
-                self.before_probe.append(line)
+        kept = sum(len(line) for line in self.before_probe)
+        with proc.watchdog(self.popen, proc.PROBE_S, what="the build Python, importing torch,"):
+            while self.probe_line is None:
+                line = self.popen.stdout.readline(proc.LINE_CAP)
+                if not line:
+                    return None
+                if line.startswith(_PROBE_MARK):
+                    self.probe_line = line[len(_PROBE_MARK) :].strip()
+                elif kept < proc.OUTPUT_CAP:  # what it prints before: kept within the cap
+                    self.before_probe.append(line)
+                    kept += len(line)
         return self.probe_line
 
     def finish(self, request: str | None) -> proc.Result:
         """Send *request* (or nothing: close its stdin), wait for its end, and return all it
-        printed after the probe, its stderr and its exit status."""
+        printed after the probe (within proc.OUTPUT_CAP), its stderr and its exit status."""
         assert self.popen.stdin is not None and self.popen.stdout is not None
-        with contextlib.suppress(BrokenPipeError):  # it ended already: its status says why
-            if request is not None:
-                self.popen.stdin.write(request + "\n")
-            self.popen.stdin.close()
-        rest = self.popen.stdout.read()
-        returncode = self.popen.wait()
+        with proc.watchdog(
+            self.popen, proc.PROBE_S, what="the build Python, importing the extension,"
+        ):
+            with contextlib.suppress(BrokenPipeError):  # it ended already: its status says why
+                if request is not None:
+                    self.popen.stdin.write(request + "\n")
+                self.popen.stdin.close()
+            rest = self.popen.stdout.read(proc.OUTPUT_CAP)
+            if len(rest) == proc.OUTPUT_CAP:
+                proc.stop(self.popen)
+            returncode = self.popen.wait()
         self.stderr.seek(0)
         return proc.Result(
             args=tuple(str(a) for a in self.popen.args),  # type: ignore[union-attr]
             returncode=returncode,
             stdout="".join(self.before_probe) + rest,
-            stderr=self.stderr.read(),
+            stderr=self.stderr.read(proc.OUTPUT_CAP),
         )
 
     def close(self) -> None:
         if self.popen.poll() is None:
             proc.stop(self.popen)
         self.stderr.close()
-        shutil.rmtree(self.folder, ignore_errors=True)
+        removal.remove(self.folder, within=self.folder.parent)
 
 
 _WARM: dict[Path, _Child] = {}
@@ -149,7 +156,7 @@ def _start(python: Path) -> _Child:
         )
     except BaseException:
         stderr.close()
-        shutil.rmtree(folder, ignore_errors=True)
+        removal.remove(folder, within=folder.parent)
         raise
     return _Child(folder=folder, stderr=stderr, popen=popen)
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from wheelforge.configuration.importers.captured import CapturedExtension, GeneratedFile, Refusal
+from wheelforge.foundation import readers
 
 # A line of setup.py that fetches something (a prebuilt wheel, a toolkit, a submodule).
 _FETCH_RE = re.compile(
@@ -114,7 +115,7 @@ class BuildSteps:
         attempted = {r.where for r in out}
         setup = self.root / "setup.py"
         if setup.is_file():
-            for number, line in enumerate(setup.read_text(encoding="utf-8", errors="replace").splitlines(), 1):  # fmt: skip
+            for number, line in enumerate(readers.read_text(setup, cap=readers.CONFIG_CAP, errors="replace").splitlines(), 1):  # fmt: skip
                 where = f"setup.py:{number}"
                 if (
                     where not in attempted

@@ -31,6 +31,7 @@ from wheelforge.configuration.importers.captured import (
 )
 from wheelforge.configuration.importers.flags import merge_archs, sort_flags
 from wheelforge.configuration.matrix.keys import SOURCE_SUFFIXES
+from wheelforge.foundation import readers
 from wheelforge.foundation.errors import ConfigError
 
 if sys.version_info >= (3, 11):
@@ -112,7 +113,7 @@ def add_op_namespace_prefix(op_name: str) -> str:
 def is_kernel_builder(path: Path) -> bool:
     """Whether *path* is a kernel-builder build.toml (a [general] table naming backends)."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(readers.read_text(path, cap=readers.CONFIG_CAP))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return False
     general = data.get("general")
@@ -185,7 +186,7 @@ class _Kernels:
 
 def _load(path: Path) -> dict[str, Any]:
     try:
-        data: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
+        data: dict[str, Any] = tomllib.loads(readers.read_text(path, cap=readers.CONFIG_CAP))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path} could not be read: {exc}") from None
     return data

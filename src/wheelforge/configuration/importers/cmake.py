@@ -29,7 +29,7 @@ from wheelforge.configuration.importers.captured import (
 )
 from wheelforge.configuration.importers.flags import merge_archs, sort_flags
 from wheelforge.configuration.matrix.keys import SOURCE_SUFFIXES
-from wheelforge.foundation import proc
+from wheelforge.foundation import proc, readers, writers
 from wheelforge.foundation.errors import ToolError
 
 DEADLINE_S = 600.0
@@ -56,6 +56,7 @@ def _torch_prefix(python: Path) -> str | None:
         [python, "-c", "import torch.utils; print(torch.utils.cmake_prefix_path)"],
         hint="pass --python with the interpreter that has torch",
         check=False,
+        timeout=proc.PROBE_S,
     )
     lines = result.stdout.strip().splitlines()
     return lines[-1] if result.returncode == 0 and lines else None
@@ -64,7 +65,7 @@ def _torch_prefix(python: Path) -> str | None:
 def _configure(root: Path, build: Path, context: CMakeContext) -> str:
     query = build / ".cmake" / "api" / "v1" / "query"
     query.mkdir(parents=True)
-    (query / "codemodel-v2").write_text("")
+    writers.write_atomic(query / "codemodel-v2", "")
     python = str(context.python)
     args: list[str | Path] = [
         "cmake", "-S", root, "-B", build, "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
@@ -123,7 +124,7 @@ def _unfetched(build: Path) -> list[str]:
     """The FetchContent dependencies the configure reached (each gets a FETCHCONTENT_SOURCE_DIR_
     cache entry) that were neither given a folder nor downloaded."""
     try:
-        cache = (build / "CMakeCache.txt").read_text(encoding="utf-8", errors="replace")
+        cache = readers.read_text(build / "CMakeCache.txt", cap=readers.STATE_CAP, errors="replace")
     except OSError:
         return []
     return [
@@ -137,8 +138,8 @@ def _given_sources(build: Path) -> set[str]:
     """The FetchContent dependencies given a folder (``-DFETCHCONTENT_SOURCE_DIR_X=<folder>``),
     lower case."""
     try:
-        cache = (build / "CMakeCache.txt").read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        cache = readers.read_text(build / "CMakeCache.txt", cap=readers.STATE_CAP, errors="replace")
+    except (OSError, readers.FileRefused):
         return set()
     return {
         name.lower()
@@ -166,14 +167,14 @@ def _targets(build: Path) -> dict[str, dict[str, Any]]:
     index = max(reply.glob("index-*.json"), default=None)
     if index is None:
         return {}
-    objects = json.loads(index.read_text())["objects"]
+    objects = json.loads(readers.read_text(index, cap=readers.STATE_CAP))["objects"]
     model = next((o for o in objects if o["kind"] == "codemodel"), None)
     if model is None:
         return {}
-    codemodel = json.loads((reply / model["jsonFile"]).read_text())
+    codemodel = json.loads(readers.read_text(reply / model["jsonFile"], cap=readers.STATE_CAP))
     targets = {}
     for entry in codemodel["configurations"][0]["targets"]:
-        target = json.loads((reply / entry["jsonFile"]).read_text())
+        target = json.loads(readers.read_text(reply / entry["jsonFile"], cap=readers.STATE_CAP))
         targets[target["id"]] = target
     return targets
 
@@ -230,7 +231,7 @@ def _module_name(root: Path, leaf: str) -> str:
     for path in sorted(root.rglob("*.py"))[:2000]:
         if "build" in path.relative_to(root).parts:
             continue
-        m = pattern.search(path.read_text(encoding="utf-8", errors="replace"))
+        m = pattern.search(readers.read_text(path, cap=readers.CONFIG_CAP, errors="replace"))
         if m and m[1]:
             parts = path.parent.relative_to(root).parts
             return ".".join((*parts, leaf))
@@ -243,7 +244,9 @@ class _Reader:
         self.build = build.resolve()
         self.hand: list[str] = []
         self.done: list[str] = []
-        commands = json.loads((build / "compile_commands.json").read_text())
+        commands = json.loads(
+            readers.read_text(build / "compile_commands.json", cap=readers.STATE_CAP)
+        )
         self.commands = {
             str(Path(e["directory"], e["file"]).resolve()): _command(e) for e in commands
         }

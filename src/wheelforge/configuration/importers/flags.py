@@ -39,7 +39,7 @@ _MACHINE_ARCHS = ("native", "all", "all-major")
 _VISIBILITY_RE = re.compile(r"^(?:-Xcompiler=)?-fvisibility(?:-inlines-hidden|=\w+)$")
 # CMake's own define for a shared library's sources.
 _EXPORTS_RE = re.compile(r"^-D\w+_EXPORTS$")
-_STD_RE = re.compile(r"^(?:-Xcompiler=)?-std=(?:c|gnu)\+\+(\d+)$")
+_STD_RE = re.compile(r"^(?:-Xcompiler=)?-std=(?:c|gnu)\+\+([0-9]{1,4})$")
 _MACRO_RE = re.compile(r"^-D(?P<name>\w+)(?:=(?P<value>.*))?$")
 
 

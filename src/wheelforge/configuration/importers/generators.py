@@ -4,7 +4,7 @@ compile, run by wheelforge before compiling, in the build folder.
 
 Two ways one is found:
 
-- **setup.py runs it**: as a command (``subprocess.run([sys.executable, "gen.py", "-o", "out"])``)
+- **setup.py runs it**: as a command (``subprocess.run`` of ``[sys.executable, "gen.py", "-o", "out"]``)
   or by importing and calling it (``from gen import main; main("out")``). The capture child runs
   it as pip would, under its guards, and records who wrote each file (setup_child.py); the
   sources a project module other than setup.py wrote are that step's outputs, and the argument
@@ -36,6 +36,7 @@ from wheelforge.configuration.importers.captured import (
     CapturedStep,
 )
 from wheelforge.configuration.matrix.keys import SOURCE_SUFFIXES, STEP_NAME_RE
+from wheelforge.foundation import readers
 
 _RESERVED = frozenset({"python", "project", "out"})
 _NAME_RE = re.compile(r"gen|codegen", re.I)
@@ -263,9 +264,9 @@ def candidates(root: Path) -> list[tuple[str, str]]:
     out = []
     for path in _scripts(root):
         try:
-            text = path.read_text(encoding="utf-8", errors="replace")
+            text = readers.read_text(path, cap=readers.CONFIG_CAP, errors="replace")
             tree = ast.parse(text)
-        except (OSError, SyntaxError, ValueError):
+        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError, readers.FileRefused):
             continue
         option = _output_option(tree) if "__main__" in text else None
         if option is not None:

@@ -24,7 +24,7 @@ from wheelforge.configuration.importers.captured import (
     CapturedHeaderLibrary,
 )
 from wheelforge.configuration.matrix.keys import HEADER_LIBRARY_RE
-from wheelforge.foundation import gitfiles
+from wheelforge.foundation import gitfiles, readers
 
 # Header libraries known by a file under their folder, whatever the folder is called.
 KNOWN = {"cutlass": "include/cutlass/cutlass.h"}
@@ -45,8 +45,10 @@ def _name(path: str) -> str:
 def cutlass_version(folder: Path) -> str | None:
     """CUTLASS's version from its include/cutlass/version.h (``3.9.2``)."""
     try:
-        text = (folder / "include/cutlass/version.h").read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        text = readers.read_text(
+            folder / "include/cutlass/version.h", cap=readers.HEADER_CAP, errors="replace"
+        )
+    except (OSError, readers.FileRefused):
         return None
     parts = dict(_VERSION_RE.findall(text))
     if not {"MAJOR", "MINOR", "PATCH"} <= parts.keys():

@@ -16,6 +16,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from wheelforge.foundation import readers
+
 # Bounds on what is read: a package's modules, not a vendored tree's.
 _MAX_FILES = 2000
 _MAX_BYTES = 1 << 20
@@ -60,8 +62,8 @@ def _calls(path: Path, root: Path) -> Iterator[LoadCall]:
     try:
         if path.stat().st_size > _MAX_BYTES:
             return
-        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, SyntaxError, ValueError):
+        tree = ast.parse(readers.read_text(path, cap=readers.CONFIG_CAP, errors="replace"))
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError, readers.FileRefused):
         return
     scopes: list[ast.AST] = [tree]
     scopes += [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]

@@ -76,6 +76,8 @@ def _in_root(path: str) -> bool:
 def _where() -> str:
     """``setup.py:123``: the innermost frame of the project's own code."""
     for frame in reversed(traceback.extract_stack()):
+        if frame.filename.startswith("<"):  # <frozen runpy>, <string>: no file of the project
+            continue
         name = os.path.abspath(frame.filename)  # noqa: PTH100
         if name != _THIS and _in_root(name) and "site-packages" not in name:
             return f"{os.path.relpath(name, _CONTEXT['root'])}:{frame.lineno}"
@@ -85,6 +87,8 @@ def _where() -> str:
 def _where_in(tb: types.TracebackType | None) -> str:
     where = ""
     for frame in traceback.extract_tb(tb):
+        if frame.filename.startswith("<"):  # <frozen runpy>, <string>: no file of the project
+            continue
         name = os.path.abspath(frame.filename)  # noqa: PTH100
         if name != _THIS and _in_root(name) and "site-packages" not in name:
             where = f"{os.path.relpath(name, _CONTEXT['root'])}:{frame.lineno}"

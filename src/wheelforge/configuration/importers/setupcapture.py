@@ -16,8 +16,9 @@ from typing import Any
 
 from wheelforge.configuration.importers import generators
 from wheelforge.configuration.importers.captured import CapturedBuild
+from wheelforge.configuration.importers.setuppy import parse_setup_py
 from wheelforge.configuration.importers.setuprecord import read_record
-from wheelforge.foundation import log, proc
+from wheelforge.foundation import log, proc, readers, writers
 from wheelforge.foundation.errors import ToolError
 
 CHILD = Path(__file__).with_name("setup_child.py")
@@ -60,7 +61,7 @@ def run_setup(
             "stand_in": context.stand_in,
             "generator": generator,
         }
-        (Path(tmp) / "context.json").write_text(json.dumps(given), encoding="utf-8")
+        writers.write_atomic(Path(tmp) / "context.json", json.dumps(given))
         result = proc.run(
             [context.python, CHILD, Path(tmp) / "context.json"],
             hint="pass --python with the interpreter that builds the project",
@@ -77,7 +78,7 @@ def run_setup(
                 "read it without running it with 'wheelforge init --no-run'",
                 details=proc.tail(result.stdout + result.stderr) or None,
             )
-        record: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+        record: dict[str, Any] = json.loads(readers.read_text(out, cap=readers.STATE_CAP))
     record["output"] = result.stdout + result.stderr
     record["root"], record["setup"] = str(root.resolve()), "setup.py"
     record["python"] = str(context.python)
@@ -103,10 +104,32 @@ def _failure(root: Path, record: dict[str, Any]) -> ToolError:
         fix = "it asks the GPU for its archs and there is none here: give them with --archs (init sets TORCH_CUDA_ARCH_LIST for setup.py) or TORCH_CUDA_ARCH_LIST"
     else:
         fix = "fix what it needs (an environment variable, a submodule, a package in --python), or read it without running it: 'wheelforge init --no-run'"
-    return ToolError(f"{message}; {fix}", details=proc.tail(text) or None)
+    return ToolError(f"{message}; {fix}", details=_shown_traceback(text) or None)
+
+
+# A line of setup.py's traceback shown at most this long (a 400 kB literal was printed whole).
+_LINE_CAP = 200
+
+
+def _shown_traceback(text: str) -> str:
+    """The tail of setup.py's own traceback as details: its frames and error, each line cut to
+    _LINE_CAP characters, without Python's header (the traceback is the project's, not
+    wheelforge's)."""
+    lines = [ln for ln in text.splitlines() if ln.strip() != "Traceback (most recent call last):"]
+    cut = [
+        ln if len(ln) <= _LINE_CAP else f"{ln[:_LINE_CAP]}… ({len(ln):,} characters)"
+        for ln in lines
+    ]
+    return proc.tail("\n".join(cut))
 
 
 def capture_setup(root: Path, context: CaptureContext) -> CapturedBuild:
+    # A setup.py Python cannot parse cannot run either: one line naming its line, before any
+    # child starts (its traceback located the error in runpy, '<frozen runpy> failed at 259').
+    parse_setup_py(
+        root / "setup.py",
+        fix="fix it, or write matrix.yaml from docs/your-extension.md",
+    )
     record = run_setup(root, context)
     if not record["setup_calls"]:
         if record.get("error"):

@@ -12,6 +12,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from wheelforge.foundation import readers
+from wheelforge.foundation.errors import ConfigError
+
 EXTENSION_CALLS = ("CUDAExtension", "CppExtension")
 # Flags wheelforge sets from the matrix (arch sets, threads): dropped from nvcc's list, noted.
 _ARCH_FLAGS = ("-gencode", "--generate-code", "-arch", "--gpu-architecture", "-code")
@@ -130,7 +133,7 @@ class _Evaluator:
             return _parent(self.value(node.value))
         if isinstance(node, ast.Call):
             return self.call(node)
-        raise Untranslatable(ast.unparse(node))
+        raise Untranslatable(_shown(node))
 
     def binop(self, node: ast.BinOp) -> object:
         left, right = self.value(node.left), self.value(node.right)
@@ -140,7 +143,7 @@ class _Evaluator:
             return left + right
         if isinstance(node.op, ast.Add) and isinstance(left, str) and isinstance(right, str):
             return _Here(left + right) if isinstance(left, _Here) else left + right
-        raise Untranslatable(ast.unparse(node))
+        raise Untranslatable(_shown(node))
 
     def call(self, node: ast.Call) -> object:
         func = node.func
@@ -167,15 +170,32 @@ class _Evaluator:
             inner = self.value(node.args[0])
             if isinstance(inner, list):
                 self.notes.append(
-                    f"{ast.unparse(func)}(...) at line {node.lineno} was not run; used its list argument as is"
+                    f"{_shown(func)}(...) at line {node.lineno} was not run; used its list argument as is"
                 )
                 return inner
-        raise Untranslatable(ast.unparse(node))
+        raise Untranslatable(_shown(node))
+
+
+# How much of an expression a note shows: a 400 kB literal is named, not printed.
+_SHOWN_CHARS = 80
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 3] + "..."
+
+
+def _shown(node: ast.AST) -> str:
+    """An expression of setup.py as a note shows it: its source, cut to _SHOWN_CHARS."""
+    try:
+        return _short(ast.unparse(node))
+    except RecursionError:
+        return f"<an expression nested too deeply, line {getattr(node, 'lineno', '?')}>"
 
 
 def _parent(value: object) -> str:
     if not isinstance(value, str):
-        raise Untranslatable(f"the parent of {value!r}")
+        raise Untranslatable(f"the parent of {_short(repr(value))}")
     parent = os.path.dirname(value)  # noqa: PTH120 - a relative string, not a Path on disk
     return _Here(parent or ".") if isinstance(value, _Here) else parent
 
@@ -192,7 +212,7 @@ def _strings(value: object, what: str, notes: list[str]) -> list[str]:
         if isinstance(item, str | int | float):
             out.append(str(item))
         else:
-            notes.append(f"{what}: {item!r} is not a string; left out")
+            notes.append(f"{what}: {_short(repr(item))} is not a string; left out")
     return out
 
 
@@ -251,7 +271,7 @@ def _extension(call: ast.Call, kind: str, ev: _Evaluator, notes: list[str]) -> E
             return ev.value(node)
         except Untranslatable as exc:
             notes.append(
-                f"{where}: {key}={ast.unparse(node)} needs a hand ({exc} is computed when setup.py runs)"
+                f"{where}: {key}={_shown(node)} needs a hand ({exc} is computed when setup.py runs)"
             )
             return None
 
@@ -294,13 +314,39 @@ def _setup_args(call: ast.Call, ev: _Evaluator, notes: list[str]) -> dict[str, o
         try:
             out[kw.arg] = ev.value(kw.value)
         except Untranslatable:
-            notes.append(f"setup({kw.arg}={ast.unparse(kw.value)}) is computed when setup.py runs")
+            notes.append(f"setup({kw.arg}={_shown(kw.value)}) is computed when setup.py runs")
     return out
 
 
+_FIX = "init reads it without running it; fix it, or write matrix.yaml from docs/your-extension.md"
+
+
 def scan_setup_py(path: Path) -> SetupScan:
-    """The extensions and setup() arguments of *path*, read without running it."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    """The extensions and setup() arguments of *path*, read without running it (within
+    readers.CONFIG_CAP, UTF-8); a file Python cannot parse is one ConfigError naming it."""
+    tree, fix = parse_setup_py(path), _FIX
+    try:
+        return _scan(tree)
+    except RecursionError:
+        raise ConfigError(f"{path}: its expressions are nested too deeply to read; {fix}") from None
+
+
+def parse_setup_py(path: Path, *, fix: str = _FIX) -> ast.Module:
+    """*path* parsed (within readers.CONFIG_CAP, UTF-8): a file Python cannot parse, and so
+    cannot run either, is one ConfigError naming it and its line (*fix*: what to do)."""
+    text = readers.read_text(path, cap=readers.CONFIG_CAP)
+    try:
+        return ast.parse(text, filename=str(path))
+    except SyntaxError as exc:
+        where = f"{path}:{exc.lineno}" if exc.lineno else str(path)
+        raise ConfigError(f"{where}: not valid Python ({_short(str(exc.msg))}); {fix}") from None
+    except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes; nesting too deep
+        raise ConfigError(
+            f"{path}: cannot be parsed as Python ({_short(str(exc)) or type(exc).__name__}); {fix}"
+        ) from None
+
+
+def _scan(tree: ast.Module) -> SetupScan:
     scan = SetupScan()
     ev = _Evaluator(tree, scan.notes)
     for node in ast.walk(tree):

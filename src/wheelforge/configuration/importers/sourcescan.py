@@ -12,6 +12,7 @@ from wheelforge.configuration.importers.captured import (
     CapturedSource,
 )
 from wheelforge.configuration.matrix.keys import SOURCE_SUFFIXES
+from wheelforge.foundation import readers
 
 _LIBRARY_RE = re.compile(r"STABLE_TORCH_LIBRARY\s*\(\s*(\w+)")
 _SKIP_DIRS = {"build", "dist", "tests", "test", "docs", "examples", "benchmarks", "third_party"}
@@ -32,7 +33,7 @@ def _found_sources(root: Path) -> list[Path]:
 def guess_extension(root: Path) -> CapturedBuild | None:
     """The sources of the one folder that registers ops, or None when none does."""
     sources = _found_sources(root)
-    text = {p: p.read_text(encoding="utf-8", errors="replace") for p in sources}
+    text = {p: readers.read_text(p, cap=readers.CONFIG_CAP, errors="replace") for p in sources}
     registering = [
         p for p in sources if _LIBRARY_RE.search(text[p]) or "PYBIND11_MODULE" in text[p]
     ]

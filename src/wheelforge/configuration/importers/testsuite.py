@@ -13,6 +13,7 @@ from packaging.utils import canonicalize_name
 
 from wheelforge.configuration.importers.captured import CapturedBuild
 from wheelforge.configuration.matrix.model import DEFAULT_TEST_COMMAND
+from wheelforge.foundation import readers
 
 
 def find_tests(root: Path) -> str | None:
@@ -80,7 +81,7 @@ def test_imports(root: Path, tests: str, build: CapturedBuild) -> list[str]:
     found: dict[str, None] = {}
     for path in files:
         try:
-            tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+            tree = ast.parse(readers.read_text(path, cap=readers.CONFIG_CAP, errors="replace"))
         except SyntaxError:
             continue
         optional = _optional(tree)

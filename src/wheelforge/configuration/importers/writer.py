@@ -37,6 +37,7 @@ from wheelforge.configuration.importers.packagesection import (
 from wheelforge.configuration.importers.sourceglobs import OneLine, sources_entries
 from wheelforge.configuration.importers.testsuite import tests_section
 from wheelforge.configuration.matrix.keys import SOURCE_SUFFIXES
+from wheelforge.foundation import readers
 from wheelforge.foundation.errors import ConfigError
 
 _STABLE_RE = re.compile(r"torch/csrc/stable/|STABLE_TORCH_LIBRARY")
@@ -119,7 +120,7 @@ def _text(root: Path, sources: Iterable[CapturedSource]) -> Iterable[str]:
     for source in sources:
         path = root / source.path
         if path.is_file():
-            yield linux_text(path.read_text(encoding="utf-8", errors="replace"))
+            yield linux_text(readers.read_text(path, cap=readers.CONFIG_CAP, errors="replace"))
 
 
 def abi_of(root: Path, ext: CapturedExtension) -> Abi:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from wheelforge.foundation import fsutil
+
 # Folders setuptools' automatic discovery never takes for packages (FlatLayoutPackageFinder).
 _NOT_PACKAGES = frozenset(
     [
@@ -38,14 +40,16 @@ def discover_packages(root: Path, *extensions: str) -> tuple[Path, ...]:
     own: list[Path] = []
     for extension in extensions:
         top = extension.split(".", 1)[0]
-        found = [(d / top).resolve() for d in layouts if "." in extension and is_package(d / top)]
+        found = [
+            fsutil.resolved(d / top) for d in layouts if "." in extension and is_package(d / top)
+        ]
         if found and found[0] not in own:
             own.append(found[0])
     if own:
         return tuple(own)
     for layout in layouts:
         found = [
-            init.parent.resolve()
+            fsutil.resolved(init.parent)
             for init in sorted(layout.glob("*/__init__.py"))
             if init.parent.name not in _NOT_PACKAGES and init.parent.name.isidentifier()
         ]

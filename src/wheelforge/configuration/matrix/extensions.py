@@ -6,6 +6,7 @@ on this."""
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from wheelforge.configuration.matrix import yamlio
 from wheelforge.configuration.matrix.keys import GENERATED_RE, MODULE_RE, SOURCE_SUFFIXES
 from wheelforge.configuration.matrix.model import ExtensionConfig, SourceSpec
 from wheelforge.configuration.matrix.modelreader import KeyReader, ModelReader, Section
+from wheelforge.foundation import readers
 
 
 class ExtensionsReader(ModelReader):
@@ -79,6 +81,14 @@ class ExtensionsReader(ModelReader):
                     item,
                     f"{where}: '{pattern}' names a folder, not source files; "
                     f"write a glob such as '{pattern.rstrip('/')}/*.cu'",
+                )
+                continue
+            if odd := next(((m, k) for m in matches if (k := _not_regular(m))), None):
+                # A compiler given a FIFO waits for the build's whole deadline, a device never ends.
+                self.problems.add(
+                    item,
+                    f"{where}: '{pattern}' matches {odd[0].name}, which is {odd[1]}; "
+                    "sources must be regular files",
                 )
                 continue
             bad = [m for m in matches if m.is_file() and m.suffix not in SOURCE_SUFFIXES]
@@ -164,3 +174,13 @@ class ExtensionsReader(ModelReader):
                     "torch.ops.load_library and has no PyInit; remove module-init, or make it "
                     "kind: module",
                 )
+
+
+def _not_regular(path: Path) -> str | None:
+    """What *path* is when it is neither a regular file nor a folder (a FIFO, a device, a
+    socket, a link to nothing), else None."""
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        return f"unreadable ({exc.strerror or exc})"
+    return None if stat.S_ISDIR(mode) else readers.kind_of(mode)

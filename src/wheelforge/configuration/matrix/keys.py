@@ -13,8 +13,10 @@ from typing import Any
 NAME_RE = re.compile(r"^([A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9])$")  # PEP 508
 MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 ARCH_SET_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.]*$")
-PYTHON_ABI_RE = re.compile(r"^cp3(\d{1,2})$")
-CUDA_RE = re.compile(r"^\d+\.\d+$")
+PYTHON_ABI_RE = re.compile(r"^cp3([0-9]{1,2})$")
+CUDA_RE = re.compile(r"^[0-9]{1,3}\.[0-9]{1,3}$")
+# What ends a line for some parser: email's (\r, \n) and str.splitlines' others.
+LINE_BREAK_RE = re.compile("[\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 HEADER_LIBRARY_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 STEP_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 # A path that starts in a generate step's output folder: ``{kernels}/flash_*.cu``.

@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import yaml
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import InvalidRequirement
 
 from wheelforge.configuration.matrix import yamlio
 from wheelforge.configuration.matrix.keys import Scalar, Scalars, Strings
-from wheelforge.foundation import schemagen
+from wheelforge.foundation import fsutil, numbers, schemagen
 from wheelforge.foundation.errors import ConfigError
 
 T = TypeVar("T")
@@ -268,7 +268,7 @@ class ModelReader:
         return self.strings(node, where)
 
     def folder(self, node: yaml.Node, value: str, where: str) -> Path | None:
-        folder = (self.root / value).resolve()
+        folder = fsutil.resolved(self.root / value)
         if not folder.is_dir():
             self.problems.add(
                 node,
@@ -280,7 +280,7 @@ class ModelReader:
     def requirement(self, example: str) -> Callable[[yaml.Node, str, str], str | None]:
         def convert(node: yaml.Node, value: str, where: str) -> str | None:
             try:
-                Requirement(value)
+                numbers.requirement(value)
             except InvalidRequirement:
                 self.problems.add(
                     node, f"{where}: '{value}' is not a requirement; write e.g. '{example}'"

@@ -15,10 +15,11 @@ from packaging.version import InvalidVersion, Version
 
 from wheelforge.configuration.matrix import yamlio
 from wheelforge.configuration.matrix.discovery import is_package
-from wheelforge.configuration.matrix.keys import NAME_RE
+from wheelforge.configuration.matrix.keys import LINE_BREAK_RE, NAME_RE
 from wheelforge.configuration.matrix.model import PackageConfig
 from wheelforge.configuration.matrix.modelreader import KeyReader, ModelReader, Section
 from wheelforge.configuration.matrix.pyproject import ProjectMetadata
+from wheelforge.foundation import numbers
 
 # package keys pyproject.toml's [project] may give instead: attribute → how two values compare.
 _FROM_PROJECT: dict[str, Callable[[str, str], bool]] = {
@@ -50,6 +51,7 @@ class PackageReader(ModelReader):
                 "is not a valid distribution name; use letters, digits, '-', '_' and '.'",
             ),
             "version": self.version,
+            "summary": self.one_line,
             "requires_python": self.requires_python,
             "dependencies": self.checked_list(self.dependency),
             "authors": self.strings,
@@ -151,12 +153,25 @@ class PackageReader(ModelReader):
                 out.append((label, value))
         return tuple(out)
 
+    def one_line(self, node: yaml.Node, where: str) -> str | None:
+        """A value that becomes one METADATA header line (Summary): a line break in it would end
+        the header and start garbage that every parser reads as the body, losing Requires-Dist."""
+        value = self.scalar(node, where)
+        if value is not None and LINE_BREAK_RE.search(value):
+            self.problems.add(
+                node,
+                f"{where} must be one line (it is METADATA's Summary header); put longer text "
+                "in the readme ([project] readme in pyproject.toml)",
+            )
+            return None
+        return value
+
     def version(self, node: yaml.Node, where: str) -> str | None:
         value = self.scalar(node, where)
         if value is None:
             return None
         try:
-            return str(Version(value))
+            return str(numbers.version(value))
         except InvalidVersion:
             self.problems.add(
                 node, f"{where} '{value}' is not a PEP 440 version; write e.g. '1.2.0'"
@@ -167,7 +182,7 @@ class PackageReader(ModelReader):
         value = self.scalar(node, where)
         if value is not None:
             try:
-                SpecifierSet(value)
+                numbers.specifier(value)
             except InvalidSpecifier:
                 self.problems.add(
                     node, f"{where} '{value}' is not a version range; write e.g. '>=3.10'"

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import email.parser
 import email.policy
 import sys
@@ -14,6 +15,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from wheelforge.configuration.matrix import yamlio
+from wheelforge.foundation import readers
 from wheelforge.foundation.errors import ConfigError
 
 if sys.version_info >= (3, 11):
@@ -40,14 +42,20 @@ class ProjectMetadata:
     license_files: tuple[Path, ...]
 
 
-def _load(path: Path) -> dict[str, object] | None:
+def load_toml(path: Path) -> dict[str, object] | None:
+    """pyproject.toml's tables (read within readers.CONFIG_CAP), None when there is none."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        tables: dict[str, object] = tomllib.loads(readers.read_text(path, cap=readers.CONFIG_CAP))
     except FileNotFoundError:
         return None
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+    except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path} could not be read: {exc}") from None
-    return data if "project" in data else None
+    return tables
+
+
+def _load(path: Path) -> dict[str, object] | None:
+    data = load_toml(path)
+    return data if data is not None and "project" in data else None
 
 
 def read_project(path: Path) -> ProjectMetadata | None:
@@ -58,6 +66,7 @@ def read_project(path: Path) -> ProjectMetadata | None:
         return None
     import pyproject_metadata  # ~0.03 s: only a project with a [project] table loads it
 
+    _check_read_files(data, root)
     try:
         meta = pyproject_metadata.StandardMetadata.from_pyproject(
             data, project_dir=root, allow_extra_keys=True
@@ -92,6 +101,26 @@ def read_project(path: Path) -> ProjectMetadata | None:
         metadata_version=str(parsed["Metadata-Version"] or "2.1"),
         license_files=tuple(root / p for p in (meta.license_files or ())),
     )
+
+
+def _check_read_files(data: dict[str, object], root: Path) -> None:
+    """The files [project] names that pyproject-metadata reads whole (the readme, a license
+    file) are first read through the bounded reader: a FIFO, a device or a 3 GB readme is one
+    line naming it (the library waited, or ran out of memory); one that is missing is the
+    library's to name."""
+    project = data.get("project")
+    if not isinstance(project, dict):
+        return
+    readme, license_ = project.get("readme"), project.get("license")
+    named = [
+        readme if isinstance(readme, str) else None,
+        readme.get("file") if isinstance(readme, dict) else None,
+        license_.get("file") if isinstance(license_, dict) else None,
+    ]
+    for name in named:
+        if isinstance(name, str):
+            with contextlib.suppress(FileNotFoundError):
+                readers.read_text(root / name, cap=readers.CONFIG_CAP)
 
 
 def project_for(

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import yaml
-from packaging.version import InvalidVersion, Version
+from packaging.version import InvalidVersion
 
 from wheelforge.configuration.abi import ABIS
 from wheelforge.configuration.archs import ArchSet, parse_arch_list
@@ -40,7 +40,7 @@ from wheelforge.configuration.matrix.torchspec import (
     TorchSpec,
     parse_torch_spec,
 )
-from wheelforge.foundation import fsutil, log
+from wheelforge.foundation import fsutil, log, numbers
 from wheelforge.foundation.errors import ConfigError
 
 # torch needs CPython 3.10 or newer (torch 2.9+): an abi3 floor below cp310 is valid, but warned of.
@@ -225,7 +225,7 @@ class MatrixReader(ExtensionsReader, StepsReader, PackageReader):
 
     def test_torch(self, node: yaml.Node, value: str, where: str) -> str | None:
         try:
-            return str(Version(value))
+            return str(numbers.version(value))
         except InvalidVersion:
             self.problems.add(node, f"{where}: '{value}' is not a version; write e.g. '2.13.0'")
             return None
@@ -303,6 +303,6 @@ class MatrixReader(ExtensionsReader, StepsReader, PackageReader):
 
 def load_matrix(path: Path) -> Matrix:
     display = str(path)
-    reader = MatrixReader(path.resolve(), display)
+    reader = MatrixReader(fsutil.resolved(path), display)
     with fsutil.gc_paused():
         return reader.read(yamlio.load(path, display))

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from wheelforge.configuration.matrix import keys, model
-from wheelforge.foundation import schemagen
+from wheelforge.foundation import readers, schemagen, writers
 
 SCHEMA_FILE = "matrix.schema.json"
 TITLE = "wheelforge matrix.yaml"
@@ -116,10 +116,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--docs", type=Path, default=Path(__file__).parents[4] / "docs/matrix.md")
     args = parser.parse_args(argv)
     target = Path(__file__).parents[2] / "data" / SCHEMA_FILE
-    target.write_text(schema_text(), encoding="utf-8")
+    writers.write_atomic(target, schema_text())
     print(f"wrote {target}")
     if args.docs.is_file():
-        args.docs.write_text(render_docs(args.docs.read_text("utf-8")), encoding="utf-8")
+        text = readers.read_text(args.docs, cap=readers.CONFIG_CAP)
+        writers.write_atomic(args.docs, render_docs(text))
         print(f"wrote the key tables of {args.docs}")
     return 0
 

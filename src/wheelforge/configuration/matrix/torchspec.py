@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from wheelforge.foundation import numbers
+
 # The oldest torch whose headers support TORCH_TARGET_VERSION (torch/csrc/stable/version.h).
 OLDEST_STABLE_TARGET = Version("2.9")
 # `torch: installed`: an unstable-ABI build compiles against the build Python's own torch (no pip,
@@ -56,7 +58,7 @@ def parse_torch_spec(value: str | list[str]) -> TorchSpec:
         versions = []
         for item in value:
             try:
-                versions.append(Version(item))
+                versions.append(numbers.version(item))
             except InvalidVersion:
                 raise ValueError(
                     f"'{item}' is not a version; write e.g. '2.10' or '2.11.0'"
@@ -70,7 +72,7 @@ def parse_torch_spec(value: str | list[str]) -> TorchSpec:
         return TorchSpec(text=text, specifier=SpecifierSet(), versions=(),
                          lowest=OLDEST_STABLE_TARGET, installed=True)  # fmt: skip
     try:
-        single = Version(text)
+        single = numbers.version(text)
     except InvalidVersion:
         single = None
     if single is not None:
@@ -78,7 +80,7 @@ def parse_torch_spec(value: str | list[str]) -> TorchSpec:
             text=text, specifier=SpecifierSet(f">={single}"), versions=(single,), lowest=single
         )
     try:
-        spec = SpecifierSet(text)
+        spec = numbers.specifier(text)
     except InvalidSpecifier:
         raise ValueError(
             f"'{text}' is neither a version nor a range; write e.g. '>=2.10' or '>=2.10,<2.15'"

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import yaml
 
+from wheelforge.foundation import readers
 from wheelforge.foundation.diagnostics import Diagnostic
 from wheelforge.foundation.errors import ConfigError, first_and_rest
 
@@ -61,13 +62,11 @@ class Problems:
 def load(path: Path, display: str) -> yaml.Node | None:
     """Parse *path* into a node tree; syntax errors become a ConfigError with the line."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = readers.read_text(path, cap=readers.CONFIG_CAP, display=display)
     except FileNotFoundError:
         raise ConfigError(
             f"{display} was not found; pass --matrix PATH or run in a folder that has one"
         ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{display} could not be read: {exc}") from None
     try:
         return yaml.compose(text, Loader=_LOADER)
     except yaml.MarkedYAMLError as exc:

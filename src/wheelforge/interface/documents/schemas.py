@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from wheelforge.foundation import writers
 from wheelforge.interface.documents import (
     build_report,
     check,
@@ -35,7 +36,7 @@ def main() -> int:
     data = Path(__file__).parents[2] / "data"
     for kind in KINDS:
         target = data / kind.schema_file
-        target.write_text(kind.schema_text(), encoding="utf-8")
+        writers.write_atomic(target, kind.schema_text())
         print(f"wrote {target}")
     return 0
 

@@ -4,11 +4,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 from wheelforge.configuration import abi
 from wheelforge.configuration.settings import BuildSettings
-from wheelforge.foundation import locks, log
+from wheelforge.foundation import locks, log, removal
 from wheelforge.packaging import simpleindex, wheel_variants
 from wheelforge.planning import variants
 from wheelforge.planning.planner import plan_all, plan_inputs
@@ -32,7 +33,21 @@ def run_build(settings: BuildSettings) -> BuildReport:
             return _run_build(settings, chosen, start)
 
 
+def _sweep(settings: BuildSettings) -> None:
+    """Remove what runs killed while packing or publishing left (staging folders of 2x the
+    wheel, hidden ``.part`` files): under the build folder's lock, nothing of another build's
+    is there; in the output folder, only leftovers whose process is gone (removal.sweep)."""
+    removed = removal.sweep(settings.out_dir, within=settings.out_dir)
+    with contextlib.suppress(OSError):
+        for folder in settings.build_root.iterdir():
+            if folder.is_dir() and not folder.is_symlink():
+                removed += removal.sweep(folder, within=settings.build_root)
+    if removed:
+        log.info(f"removed {len(removed)} leftover(s) of an interrupted build, e.g. {removed[0]}")
+
+
 def _run_build(settings: BuildSettings, chosen: list[Variant], start: float) -> BuildReport:
+    _sweep(settings)
     dist = None
     if settings.dist_scheduler and settings.dist_token:
         dist = compilecache.Dist(scheduler=settings.dist_scheduler, token=settings.dist_token)

@@ -12,7 +12,7 @@ from wheelforge.toolchain.featureguards import feature_guards
 
 # How many lines of the failing command's output an error shows, from its first error on.
 FIRST_LINES = 30
-_NEXT_STEP_RE = re.compile(r"^(\[wheelforge \d+/\d+\] |FAILED: |ninja: )")
+_NEXT_STEP_RE = re.compile(r"^(\[wheelforge \d+/\d+\] |FAILED: |ninja: )", re.ASCII)
 _ERROR_RE = re.compile(r"\berror\b", re.IGNORECASE)
 # A compiler's diagnostic: "x.cu(12): error: ...", "x.cpp:3:1: error: ...", "... fatal error: ...".
 _ERROR_LINE_RE = re.compile(r":\s*(?:fatal )?error\b|\berror:", re.IGNORECASE)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wheelforge.configuration.settings import BuildSettings
+from wheelforge.foundation import writers
 from wheelforge.planning import ninjafile
 from wheelforge.planning.planner import plan_all, plan_inputs
 from wheelforge.running.build import ninja
@@ -53,7 +54,7 @@ def dry_run(settings: BuildSettings) -> list[PlannedVariant]:
         [plan] = plan_all(settings, [v], plan_inputs(settings, download=False))
         with tempfile.TemporaryDirectory(prefix="wheelforge-dry-run-") as tmp:
             # The build.ninja the build would write, rendered elsewhere: ninja lists its commands.
-            (Path(tmp) / "build.ninja").write_text(ninjafile.render(plan), encoding="utf-8")
+            writers.write_atomic(Path(tmp) / "build.ninja", ninjafile.render(plan))
             commands = tuple(ninja.commands(Path(tmp)))
         planned.append(PlannedVariant(**common, torch=plan.torch.label, commands=commands, note=""))
     return planned

@@ -13,12 +13,11 @@ between versions (v3 → v4), so it is not parsed here.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 from pathlib import Path
 
-from wheelforge.foundation import fsutil
+from wheelforge.foundation import fsutil, readers, removal
 from wheelforge.planning.plan import VariantPlan
 from wheelforge.running.build import ninja
 from wheelforge.toolchain import probecache
@@ -37,8 +36,8 @@ def _stamp_path(plan: VariantPlan) -> Path:
 def up_to_date(plan: VariantPlan, ninja_text: str) -> bool:
     """Whether the last build of exactly this ninja file left nothing to do."""
     try:
-        stamp = json.loads(_stamp_path(plan).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        stamp = json.loads(readers.read_text(_stamp_path(plan), cap=readers.STATE_CAP))
+    except (OSError, ValueError, readers.FileRefused):
         return False
     return (
         isinstance(stamp, dict)
@@ -50,8 +49,8 @@ def up_to_date(plan: VariantPlan, ninja_text: str) -> bool:
 def stamp_text(plan: VariantPlan) -> str | None:
     """The stamp as written (None: there is none): it changes whenever an input or output does."""
     try:
-        return _stamp_path(plan).read_text(encoding="utf-8")
-    except OSError:
+        return readers.read_text(_stamp_path(plan), cap=readers.STATE_CAP)
+    except (OSError, readers.FileRefused):
         return None
 
 
@@ -68,8 +67,7 @@ def recorded_inputs(plan: VariantPlan) -> list[Path] | None:
 
 def forget(plan: VariantPlan) -> None:
     """Drop the stamp before ninja runs, so a failed or interrupted build leaves none behind."""
-    with contextlib.suppress(FileNotFoundError):
-        _stamp_path(plan).unlink()
+    removal.remove(_stamp_path(plan), within=plan.build_dir)
 
 
 def record(plan: VariantPlan, ninja_text: str, started_ns: int) -> None:

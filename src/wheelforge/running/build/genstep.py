@@ -54,14 +54,14 @@ def run(argv: Sequence[str]) -> int:
     try:
         code = child.wait(timeout=args.timeout)
     except subprocess.TimeoutExpired:
-        proc.stop(child)  # type: ignore[arg-type]  # a text or bytes Popen stops alike
+        proc.stop(child)
         print(
             f"{name} ran past its deadline of {args.timeout} s (generate[].timeout) and was stopped",
             flush=True,
         )
         return TIMED_OUT
     except BaseException:
-        proc.stop(child)  # type: ignore[arg-type]
+        proc.stop(child)
         raise
     if code != 0:
         print(f"{name} failed with exit code {code}: {shlex.join(command)}", flush=True)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from wheelforge.binaries.abicheck import demangle
 from wheelforge.configuration.matrix.model import ExtensionConfig
-from wheelforge.foundation import log, proc
+from wheelforge.foundation import log, proc, readers
 from wheelforge.foundation.errors import VerificationError
 from wheelforge.packaging import stamp
 from wheelforge.planning.plan import LinkPlan, VariantPlan
@@ -141,8 +141,8 @@ def _warned(init: Path, package: str, ext: ExtensionConfig) -> bool:
     if not init.is_file():
         return False
     try:
-        tree = ast.parse(init.read_text(encoding="utf-8"))
-    except (SyntaxError, OSError, UnicodeDecodeError):
+        tree = ast.parse(readers.read_text(init, cap=readers.CONFIG_CAP))
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OSError, readers.FileRefused):
         return False
     for node in tree.body:
         names = _imported(node)

@@ -36,7 +36,7 @@ def pending_jobs(plan: VariantPlan) -> list[str]:
     """The steps ninja would run now (``NVCC kernels/csrc/x.cu``), in its order: a dry run
     (``-n``), which runs nothing and writes no log."""
     args: list[str | Path] = [executable(), "-C", plan.build_dir, "-n", *_jobs_flag(plan)]
-    result = proc.run(args, hint=NINJA_HINT, env={"NINJA_STATUS": _STATUS})
+    result = proc.run(args, hint=NINJA_HINT, env={"NINJA_STATUS": _STATUS}, timeout=proc.PROBE_S)
     return [
         _job_name(m[2], plan) for ln in result.stdout.splitlines() if (m := _STATUS_RE.match(ln))
     ]
@@ -44,7 +44,11 @@ def pending_jobs(plan: VariantPlan) -> list[str]:
 
 def commands(build_ninja_dir: Path) -> list[str]:
     """Every command of a build.ninja, as ninja would run it (``ninja -t commands``)."""
-    result = proc.run([executable(), "-C", build_ninja_dir, "-t", "commands"], hint=NINJA_HINT)
+    result = proc.run(
+        [executable(), "-C", build_ninja_dir, "-t", "commands"],
+        hint=NINJA_HINT,
+        timeout=proc.PROBE_S,
+    )
     return result.stdout.splitlines()
 
 
@@ -156,6 +160,7 @@ def run(plan: VariantPlan, *, env: dict[str, str] | None = None) -> NinjaRun:
                 hint=NINJA_HINT,
                 env={**run_env(plan), **(env or {})},
                 on_line=feed.line,
+                timeout=proc.BUILD_S,
                 on_start=watch.start,
             )
         feed.close()
@@ -226,6 +231,8 @@ def _failure(plan: VariantPlan, output: str) -> BuildError:
         if link
         else "the build failed"
     )
+    if cause := proc.known_cause(output):  # the disk is full: said first, not in the details
+        what += f": {cause}"
     # ninja's own status lines are noise in the compiler's output.
     shown = "\n".join(ln for ln in output.splitlines() if not _STATUS_RE.match(ln))
     # The failing command's first errors (not the tail of everything), then known causes.
@@ -248,7 +255,7 @@ def deps(plan: VariantPlan, *, check: bool) -> dict[str, list[str]] | None:
     view of it: the binary ``.ninja_deps`` format is private to ninja), by target; None when
     ninja fails and not *check*."""
     args: list[str | Path] = [executable(), "-C", plan.build_dir, "-t", "deps"]
-    result = proc.run(args, hint=NINJA_HINT, check=check)
+    result = proc.run(args, hint=NINJA_HINT, check=check, timeout=proc.PROBE_S)
     return parse_deps(result.stdout, plan.build_dir) if result.returncode == 0 else None
 
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 from wheelforge.configuration.matrix.model import Matrix
-from wheelforge.foundation import fsutil
+from wheelforge.foundation import fsutil, readers, removal
 from wheelforge.foundation.errors import ConfigError, EnvironmentProblem
 
 # What the probe writes: enough to fail on a full file system rather than on its last block.
@@ -32,6 +33,11 @@ def describe_os_error(exc: OSError) -> str:
 
 def probe_folder(path: Path, flag: str) -> None:
     """Create *path* and write a probe file into it; any failure names *flag* and the path."""
+    with contextlib.suppress(OSError):  # what is there, links followed: a folder, or refused
+        mode = path.stat().st_mode
+        if not stat.S_ISDIR(mode):
+            kind = readers.kind_of(mode) or "a file"
+            raise EnvironmentProblem(f"{flag} {path} is {kind}, not a folder; name a folder")
     try:
         path.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path, prefix=".wheelforge-probe-")
@@ -42,7 +48,7 @@ def probe_folder(path: Path, flag: str) -> None:
                 os.fsync(f.fileno())
         finally:
             with contextlib.suppress(OSError):
-                Path(tmp).unlink()
+                removal.remove(Path(tmp), within=path)
     except OSError as exc:
         where = Path(exc.filename) if exc.filename else path
         raise EnvironmentProblem(
@@ -54,7 +60,7 @@ def refuse_packed(matrix: Matrix, folders: dict[str, Path]) -> None:
     """Refuse output and build folders inside a package folder that goes into the wheel."""
     for flag, folder in folders.items():
         for package in matrix.package.packages:
-            if folder.resolve().is_relative_to(package.resolve()):
+            if fsutil.resolved(folder).is_relative_to(fsutil.resolved(package)):
                 raise ConfigError(
                     f"{flag} {folder} lies inside the package folder {package}, which is packed "
                     "into the wheel, so the next wheel would carry this folder's files; choose a "

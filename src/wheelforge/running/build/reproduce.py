@@ -12,7 +12,7 @@ from pathlib import Path
 
 from wheelforge.binaries import reprodiff
 from wheelforge.configuration.settings import BuildSettings
-from wheelforge.foundation import log
+from wheelforge.foundation import log, removal
 from wheelforge.foundation.errors import VerificationError
 from wheelforge.packaging import stamp
 from wheelforge.planning.plan import PlanInputs, VariantPlan
@@ -39,7 +39,7 @@ def verify(
                 result.wheel, again.wheel, what=f"variant {plan.variant.id}"
             )
         except VerificationError as exc:
-            result.wheel.unlink(missing_ok=True)
+            removal.remove(result.wheel, within=plan.out_dir)
             stamp.forget(plan.build_dir)
             return VariantFailure(
                 variant_id=result.variant_id,

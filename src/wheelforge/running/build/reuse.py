@@ -12,7 +12,7 @@ from pathlib import Path
 
 from wheelforge import __version__
 from wheelforge.binaries.verify import WheelVerification
-from wheelforge.foundation import fsutil
+from wheelforge.foundation import fsutil, readers, writers
 from wheelforge.packaging import provenance, stamp, wheel
 from wheelforge.planning.plan import VariantPlan
 from wheelforge.running.build import freshness, ninja
@@ -48,12 +48,12 @@ def dist_info_files(plan: VariantPlan) -> tuple[tuple[str, str], ...]:
 
 def _stored(path: Path, key: list[object]) -> provenance.Provenance | None:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(readers.read_text(path, cap=readers.STATE_CAP))
         if data["key"] != key:
             return None
         files = tuple((str(name), str(body)) for name, body in data["files"])
         return provenance.Provenance(dist_info=files, inputs=str(data["inputs"]))
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, readers.FileRefused):
         return None
 
 
@@ -66,7 +66,7 @@ def remember_verification(
     published: Path, plan: VariantPlan, found: WheelVerification, imported: tuple[str, ...] | None
 ) -> None:
     data = (__version__, stamp.sha256(published), found, imported)
-    (plan.build_dir / VERIFIED).write_bytes(pickle.dumps(data))
+    writers.write_atomic(plan.build_dir / VERIFIED, pickle.dumps(data))
 
 
 def verified_before(
@@ -75,7 +75,8 @@ def verified_before(
     """The findings (and the import check's verdict) stored when this very wheel was published
     by this wheelforge. The pickle is wheelforge's own, in its own build folder."""
     try:
-        version, sha, found, imported = pickle.loads((plan.build_dir / VERIFIED).read_bytes())
+        stored = readers.read_bytes(plan.build_dir / VERIFIED, cap=readers.STATE_CAP)
+        version, sha, found, imported = pickle.loads(stored)
     except Exception:  # missing, truncated, from another layout: verify again
         return None
     ok = version == __version__ and sha == stamp.sha256(published)

@@ -4,9 +4,10 @@ import), then an atomic move into the output folder. A failed variant is data, n
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import os
 import shlex
-import shutil
 import tempfile
 import threading
 import time
@@ -19,9 +20,10 @@ from wheelforge.binaries.sizecheck import LEVERS_SHOWN, TOP_CONTRIBUTORS, SizeCh
 from wheelforge.binaries.verify import WheelVerification, verify_wheel
 from wheelforge.configuration.bytesizes import format_size
 from wheelforge.configuration.settings import BuildSettings
-from wheelforge.foundation import fsutil, log
+from wheelforge.foundation import fsutil, log, removal
 from wheelforge.foundation.errors import (
     BuildError,
+    ConfigError,
     EnvironmentProblem,
     Interrupted,
     SizeBudgetError,
@@ -71,10 +73,18 @@ def build_variant(
     variant = plan.variant
     try:
         kept = settings.cache_dir if keep_repairs else None
-        return _build_variant(plan, inputs, settings, stages, start, null=null, kept=kept)
+        try:
+            return _build_variant(plan, inputs, settings, stages, start, null=null, kept=kept)
+        except FileNotFoundError as exc:  # a source, a package file removed while it ran
+            raise BuildError(
+                f"variant {variant.id}: {exc.filename or exc} was removed while the build ran; "
+                "run the build again once it is back"
+            ) from None
     except Interrupted:
         raise  # SIGINT or SIGTERM ends the whole build, not one variant
     except WheelforgeError as exc:
+        with contextlib.suppress(OSError):  # `wheelforge test` must not test an older wheel
+            stamp.fail(plan.build_dir, exc.message)
         return VariantFailure(
             variant_id=variant.id,
             arch_set=variant.arch_set,
@@ -347,7 +357,8 @@ def _pack_and_publish(
 ) -> _Published:
     """Pack, repair, check and import in a staging folder; only a wheel that passed reaches the
     output."""
-    stage = Path(tempfile.mkdtemp(prefix="stage-", dir=plan.build_dir))
+    # stage-<pid>-…: a run killed while packing leaves it; the next build sweeps it (_sweep).
+    stage = Path(tempfile.mkdtemp(prefix=f"stage-{os.getpid()}-", dir=plan.build_dir))
     try:
         with stages.stage("package"):
             raw = wheel.pack(contents, stage / "raw", compress=False)  # repair deflates
@@ -364,11 +375,7 @@ def _pack_and_publish(
                     plan, repaired, found.binaries, stage, null=null
                 )
             for made in outputs:
-                previous = plan.out_dir / made.name
-                if previous.is_file() and stamp.sha256(previous) != stamp.sha256(made):
-                    log.warning(
-                        f"replacing {previous}: same name, other content (another arch set or toolkit?)"
-                    )
+                _refuse_to_replace(plan.out_dir / made.name, made, plan)
             try:
                 done = [fsutil.publish(made, plan.out_dir) for made in outputs]
             except OSError as exc:
@@ -377,7 +384,7 @@ def _pack_and_publish(
                 ) from None
             published = done[0]
     finally:
-        shutil.rmtree(stage, ignore_errors=True)
+        removal.remove(stage, within=plan.build_dir)
 
     # Name what was read after the published wheel, not the staging copy.
     stages.size = stages.size and stages.size.moved(repaired, published)
@@ -388,3 +395,22 @@ def _pack_and_publish(
         variant_properties=props,
         null_wheel=done[1] if len(done) > 1 else None,
     )
+
+
+def _refuse_to_replace(previous: Path, made: Path, plan: VariantPlan) -> None:
+    """A wheel of the same name in the output folder: another variant's (its stamp says so) is
+    never replaced silently, as builds with different --archs into one --out did; any other
+    is replaced with a warning."""
+    if not previous.is_file() or stamp.sha256(previous) == stamp.sha256(made):
+        return
+    own = stamp.read(plan.build_dir)
+    if own is not None and own.published(plan.out_dir) == previous:
+        return  # this variant's own earlier wheel: a rebuild replaces it, as it always has
+    other = stamp.publisher(previous, plan.build_dir.parent, besides=plan.build_dir)
+    if other is not None:
+        raise ConfigError(
+            f"--out {plan.out_dir}: {made.name} is the wheel variant {other.build_dir.name} "
+            f"published, and variant {plan.variant.id} makes one of the same name; build it into "
+            f"another --out, or remove {previous} to replace it"
+        )
+    log.warning(f"replacing {previous}: same name, other content (another arch set or toolkit?)")

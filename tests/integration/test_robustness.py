@@ -1,0 +1,112 @@
+"""Issue 21 with real processes: every tool call has a deadline and an output cap, a toolkit the
+environment names is never silently replaced by another, and a build's leftovers of killed runs
+are swept. The tools are small shell scripts in a temporary folder; the CLI runs in-process so
+the deadlines can be made short (proc.PROBE_S)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from wheelforge.foundation import proc
+from wheelforge.interface.cli import main
+
+pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
+
+NVCC = {
+    "garbage": "echo 'Cuda compiler driver, release banana'",
+    "segfault": "kill -SEGV $$",
+    "silent": "exit 0",
+    "hang": "exec sleep 600",
+    "chatty": "exec yes 'nvcc: still talking'",
+}
+
+
+def _tool(folder: Path, name: str, body: str) -> Path:
+    path = folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"#!/bin/sh\n{body}\n")
+    path.chmod(0o755)
+    return path
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str], str]:
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    return code, [ln for ln in err.splitlines() if ln.startswith("error:")], err
+
+
+@pytest.mark.parametrize("kind", list(NVCC))
+def test_a_broken_cuda_home_is_an_error_never_a_fallback(
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: its probe failed, discover() moved on to /usr/local/cuda, and the build exited 0."""
+    monkeypatch.setattr(proc, "PROBE_S", 3.0)
+    monkeypatch.setattr(proc, "OUTPUT_CAP", 1 << 20)
+    _tool(tmp_path / "cuda", "bin/nvcc", NVCC[kind])
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path / "cuda"))
+    code, errors, err = _run(["toolkit", "list", "--cache-dir", str(tmp_path / "cache")], capsys)
+    assert code == 2, err
+    assert len(errors) == 1 and f"CUDA_HOME={tmp_path / 'cuda'}: its bin/nvcc" in errors[0], err
+    if kind == "hang":
+        assert "did not finish within 3 s" in errors[0]
+    if kind == "chatty":
+        assert "printed more than 1 MiB" in errors[0]
+
+
+def test_a_compiler_that_hangs_on_dumpversion_meets_the_deadline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(proc, "PROBE_S", 40.0)  # torch's import, a probe too, must fit in it
+    cxx = _tool(
+        tmp_path / "bin", "g++", 'case "$1" in -dumpversion) exec sleep 600;; esac\nexec c++ "$@"'
+    )
+    monkeypatch.setenv("CXX", str(cxx))
+    monkeypatch.delenv("CUDA_HOME", raising=False)
+    (tmp_path / "p" / "demo").mkdir(parents=True)
+    (tmp_path / "p" / "demo" / "__init__.py").write_text("")
+    (tmp_path / "p" / "k.cu").write_text("__global__ void k() {}\n")
+    (tmp_path / "p" / "matrix.yaml").write_text(
+        "package: {name: demo, version: '1.0', packages: [demo]}\n"
+        "extension: {name: demo._C, sources: [k.cu]}\ntorch: '>=2.10'\narch-sets: '8.0'\n"
+    )
+    code, errors, err = _run(
+        [
+            "build",
+            "--dry-run",
+            "--matrix",
+            str(tmp_path / "p" / "matrix.yaml"),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+        ],
+        capsys,
+    )
+    assert code == 3, err
+    assert len(errors) == 1 and "g++ did not finish within 40 s" in errors[0], err
+
+
+def test_deadline_and_cap_of_the_one_wrapper(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from wheelforge.foundation.errors import ToolError
+
+    hang = _tool(tmp_path, "hang", "exec sleep 600")
+    with pytest.raises(ToolError, match="did not finish within 1 s"):
+        proc.run([hang], hint="-", timeout=1.0)
+    chatty = _tool(tmp_path, "chatty", "exec yes")
+    monkeypatch.setattr(proc, "OUTPUT_CAP", 1 << 20)
+    with pytest.raises(ToolError, match="printed more than 1 MiB"):
+        proc.run([chatty], hint="-", timeout=60.0)
+    full = _tool(tmp_path, "full", "echo 'write: No space left on device' >&2; exit 1")
+    with pytest.raises(
+        ToolError, match=r"full failed with exit code 1: the disk is full"
+    ) as caught:
+        proc.run([full, *["--a-long-argument"] * 40], hint="-", timeout=60.0)
+    assert len(caught.value.message) < 300 and "--a-long-argument" in (caught.value.details or "")
+    lines: list[str] = []
+    noline = _tool(tmp_path, "noline", "head -c 3000000 /dev/zero | tr '\\0' x")
+    result = proc.stream([noline], hint="-", on_line=lines.append, timeout=60.0)
+    assert result.returncode == 0 and len(lines) == 3  # cut at LINE_CAP, never one endless line
