@@ -239,11 +239,13 @@ def _family_levers(sass: dict[str, int]) -> list[Lever]:
     for family, members in releases.families().items():
         present = {a: s for a, s in sass.items() if _family_member(a, members)}
         if len(present) >= 2:
-            found.append(Lever(
-                change=f"build {family} instead of {' '.join(sorted(present))}",
-                saves=sum(present.values()) - max(present.values()),
-                note="one family cubin instead of one per GPU (estimate: the largest is kept)",
-            ))  # fmt: skip
+            found.append(
+                Lever(
+                    change=f"build {family} instead of {' '.join(sorted(present))}",
+                    saves=sum(present.values()) - max(present.values()),
+                    note="one family cubin instead of one per GPU (estimate: the largest is kept)",
+                )
+            )
     return found
 
 

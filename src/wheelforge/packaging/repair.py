@@ -98,8 +98,16 @@ def _kept_folder(wheel: Path, source_date_epoch: int, cache: Path | None) -> Pat
         auditwheel = importlib.metadata.version("auditwheel")
     except importlib.metadata.PackageNotFoundError:
         return None  # the repair itself will say how to install it
-    key = json.dumps([fsutil.sha256(wheel), wheel.name, auditwheel,
-                      EXCLUDES, source_date_epoch, platform.machine()])  # fmt: skip
+    key = json.dumps(
+        [
+            fsutil.sha256(wheel),
+            wheel.name,
+            auditwheel,
+            EXCLUDES,
+            source_date_epoch,
+            platform.machine(),
+        ]
+    )
     return cache / REPAIRS / hashlib.sha256(key.encode()).hexdigest()[:32]
 
 

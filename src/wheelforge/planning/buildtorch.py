@@ -124,10 +124,13 @@ def pairs(chosen: Sequence[Variant], probed: Mapping[TorchKey, TorchEnv]) -> lis
             kept.append(v)
             continue
         other = next(
-            (o for o in chosen
-             if matches(o) and o.arch_set == v.arch_set and torch_key(o) == torch_key(v)),
+            (
+                o
+                for o in chosen
+                if matches(o) and o.arch_set == v.arch_set and torch_key(o) == torch_key(v)
+            ),
             None,
-        )  # fmt: skip
+        )
         if other is not None:
             log.info(
                 f"variant {v.id} left out: torch {torch.label} is CUDA {torch.cuda}'s, its nvcc "

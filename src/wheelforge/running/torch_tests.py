@@ -74,8 +74,11 @@ def built_wheels(
     found = [w for w in found if w.variant.startswith(names)] or found
     if not found:
         prefix = matrix.package.wheel_name + "-"
-        found = [BuiltWheel(variant=p.name, path=p) for p in sorted(out_dir.glob(f"{prefix}*.whl"))
-                 + sorted(out_dir.glob(f"cu[0-9]*/{prefix}*.whl"))]  # fmt: skip
+        found = [
+            BuiltWheel(variant=p.name, path=p)
+            for p in sorted(out_dir.glob(f"{prefix}*.whl"))
+            + sorted(out_dir.glob(f"cu[0-9]*/{prefix}*.whl"))
+        ]
     if not found:
         raise ConfigError(
             f"no built wheel of {matrix.package.name} in {out_dir}; run 'wheelforge build' first or pass --wheel"

@@ -316,8 +316,15 @@ def _pip_pinned(python: Path, torch: str, requirements: Sequence[str]) -> None:
     with tempfile.TemporaryDirectory(prefix="wheelforge-pin-") as folder:
         constraint = Path(folder) / "torch.txt"
         writers.write_atomic(constraint, f"torch=={torch}\n")
-        pip(python, "install", "--quiet", "-c", constraint, *requirements,
-            what=f"pip install {' '.join(requirements)}")  # fmt: skip
+        pip(
+            python,
+            "install",
+            "--quiet",
+            "-c",
+            constraint,
+            *requirements,
+            what=f"pip install {' '.join(requirements)}",
+        )
 
 
 def writing(path: Path) -> contextlib.AbstractContextManager[None]:
@@ -381,7 +388,12 @@ def _build(spec: EnvSpec, cache: Path) -> Path:
         with writing(final):
             if _read_marker(final) is not None:  # the same build, made under another request
                 return final
-            marker = {"spec": spec.torch or str(spec.torch_from), "made_from": _made_from(spec), "requires": [], **info}  # fmt: skip
+            marker = {
+                "spec": spec.torch or str(spec.torch_from),
+                "made_from": _made_from(spec),
+                "requires": [],
+                **info,
+            }
             writers.write_atomic(tmp / MARKER, json.dumps(marker))
             removal.remove(final, within=envs)
             tmp.replace(final)

@@ -50,8 +50,9 @@ def unchanged(watched: Mapping[str, Any]) -> bool:
 
 
 def _entry_path(cache: Path, kind: str, key: Mapping[str, object]) -> Path:
-    text = json.dumps({"kind": kind, "key": key, "format": _FORMAT, "wheelforge": __version__},
-                      sort_keys=True)  # fmt: skip
+    text = json.dumps(
+        {"kind": kind, "key": key, "format": _FORMAT, "wheelforge": __version__}, sort_keys=True
+    )
     return cache / PROBES / kind / (hashlib.sha256(text.encode()).hexdigest()[:24] + ".json")
 
 

@@ -102,11 +102,21 @@ def recipe_for(release: str) -> Recipe | None:
 def _pypi(release: str, how: PypiSource, prefix: Path, fetched: Path) -> dict[str, object]:
     log.info(f"  [1/2] download {len(how.packages)} packages from PyPI: {', '.join(how.packages)}")
     downloads.pip(
-        [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-         "--disable-pip-version-check", "-d", fetched,
-         *(f"{n}=={release}.*" for n in how.packages)],
-        hint="pip ships with Python", what=f"pip download of CUDA {release}",
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--disable-pip-version-check",
+            "-d",
+            fetched,
+            *(f"{n}=={release}.*" for n in how.packages),
+        ],
+        hint="pip ships with Python",
+        what=f"pip download of CUDA {release}",
+    )
     files = []
     wheels = sorted(fetched.glob("*.whl"))
     for i, wheel in enumerate(wheels, 1):
@@ -147,10 +157,13 @@ def _debian(release: str, how: DebianSource, prefix: Path, fetched: Path) -> dic
     writers.write_atomic(apt / "sources.list", apt_sources(how))
     # A private apt configuration: nothing of the system's apt state is read or changed.
     options = [
-        f"-oDir::Etc::SourceList={apt / 'sources.list'}", "-oDir::Etc::SourceParts=/dev/null",
-        f"-oDir::State::Lists={apt / 'lists'}", f"-oDir::Cache={apt / 'cache'}", "-oDir::State::Status=/dev/null",
+        f"-oDir::Etc::SourceList={apt / 'sources.list'}",
+        "-oDir::Etc::SourceParts=/dev/null",
+        f"-oDir::State::Lists={apt / 'lists'}",
+        f"-oDir::Cache={apt / 'cache'}",
+        "-oDir::State::Status=/dev/null",
         "-oAPT::Sandbox::User=root" if os.geteuid() == 0 else "-oDebug::NoLocking=1",
-    ]  # fmt: skip
+    ]
     log.info(f"  [1/3] read Debian {how.suite}'s package lists")
     downloads.apt_get(["apt-get", *options, "update"], what=f"apt-get update (Debian {how.suite})")
     log.info(f"  [2/3] download {len(how.packages)} packages: {', '.join(how.packages)}")

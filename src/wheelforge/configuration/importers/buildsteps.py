@@ -88,7 +88,14 @@ class BuildSteps:
             where = command.get("where") or "setup.py"
             fetch = _FETCH_RE.search(command.get("source") or "")
             if fetch:
-                refusals.append(Refusal(what="network", detail=f"cmdclass {name}={cls} fetches ({_call(fetch[0])})", where=where, attempted=False))  # fmt: skip
+                refusals.append(
+                    Refusal(
+                        what="network",
+                        detail=f"cmdclass {name}={cls} fetches ({_call(fetch[0])})",
+                        where=where,
+                        attempted=False,
+                    )
+                )
             elif name == "bdist_wheel":
                 self.done.append(
                     f"cmdclass bdist_wheel={cls} ({where}) is not run: wheelforge decides the wheel's tags"
@@ -105,24 +112,37 @@ class BuildSteps:
         return refusals
 
     def refusals(self) -> list[Refusal]:
-        out = [Refusal(what="network", detail=n["detail"], where=n["where"]) for n in self.record.get("network") or []]  # fmt: skip
+        out = [
+            Refusal(what="network", detail=n["detail"], where=n["where"])
+            for n in self.record.get("network") or []
+        ]
         for item in self.record.get("refused") or []:
             what: Literal["write", "command"] = (
                 "write" if item["detail"].startswith("write ") else "command"
             )
-            out.append(Refusal(what=what, detail=item["detail"].removeprefix("write "), where=item["where"]))  # fmt: skip
+            out.append(
+                Refusal(
+                    what=what, detail=item["detail"].removeprefix("write "), where=item["where"]
+                )
+            )
         out += self.commands()
         attempted = {r.where for r in out}
         setup = self.root / "setup.py"
         if setup.is_file():
-            for number, line in enumerate(readers.read_text(setup, cap=readers.CONFIG_CAP, errors="replace").splitlines(), 1):  # fmt: skip
+            for number, line in enumerate(
+                readers.read_text(setup, cap=readers.CONFIG_CAP, errors="replace").splitlines(), 1
+            ):
                 where = f"setup.py:{number}"
                 if (
                     where not in attempted
                     and _FETCH_RE.search(line)
                     and not line.lstrip().startswith("#")
                 ):
-                    out.append(Refusal(what="network", detail=line.strip()[:120], where=where, attempted=False))  # fmt: skip
+                    out.append(
+                        Refusal(
+                            what="network", detail=line.strip()[:120], where=where, attempted=False
+                        )
+                    )
         return out
 
 

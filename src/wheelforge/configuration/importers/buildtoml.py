@@ -51,16 +51,28 @@ DEFAULT_CAPABILITIES = "7.5 8.0 8.6 8.7 8.9 9.0 10.0 11.0 12.0 12.1+PTX"
 # kernel-builder's CUTLASS dependencies and the release each is (huggingface/kernels
 # nix-builder/pkgs/cutlass/default.nix: tag v<version> of NVIDIA/cutlass, headers only).
 KERNEL_BUILDER_CUTLASS = {
-    "cutlass_2_10": "2.10.0", "cutlass_3_5": "3.5.1", "cutlass_3_6": "3.6.0",
-    "cutlass_3_8": "3.8.0", "cutlass_3_9": "3.9.2", "cutlass_4_0": "4.0.0",
-    "cutlass_4_4": "4.4.2", "cutlass_4_5": "4.5.2",
-}  # fmt: skip
+    "cutlass_2_10": "2.10.0",
+    "cutlass_3_5": "3.5.1",
+    "cutlass_3_6": "3.6.0",
+    "cutlass_3_8": "3.8.0",
+    "cutlass_3_9": "3.9.2",
+    "cutlass_4_0": "4.0.0",
+    "cutlass_4_4": "4.4.2",
+    "cutlass_4_5": "4.5.2",
+}
 # The nvidia-cutlass releases on PyPI whose wheel ships CUTLASS's headers (under
 # cutlass_library/source/), as pip lists them (checked for 3.5.1.0, 3.6.0.0, 3.8.0.0, 4.2.0.0).
 NVIDIA_CUTLASS_RELEASES = (
-    "3.3.0.0", "3.4.0.0", "3.4.1.0", "3.5.0.0", "3.5.1.0", "3.6.0.0", "3.7.0.0", "3.8.0.0",
+    "3.3.0.0",
+    "3.4.0.0",
+    "3.4.1.0",
+    "3.5.0.0",
+    "3.5.1.0",
+    "3.6.0.0",
+    "3.7.0.0",
+    "3.8.0.0",
     "4.2.0.0",
-)  # fmt: skip
+)
 NVIDIA_CUTLASS_INCLUDE = (
     "cutlass_library/source/include",
     "cutlass_library/source/tools/util/include",

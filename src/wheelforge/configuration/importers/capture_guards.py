@@ -22,17 +22,47 @@ from typing import Any
 # Read-only queries a setup.py may run: compilers and tools asked their version, git asked
 # about the checkout, the GPUs asked what they are.
 _VERSION_ARGS = frozenset(
-    {"-V", "--version", "-version", "-dumpversion", "-dumpfullversion", "--list-gpu-arch",
-     "--list-gpu-code", "-v"}
-)  # fmt: skip
+    {
+        "-V",
+        "--version",
+        "-version",
+        "-dumpversion",
+        "-dumpfullversion",
+        "--list-gpu-arch",
+        "--list-gpu-code",
+        "-v",
+    }
+)
 _ASKED_VERSION = frozenset(
-    {"nvcc", "hipcc", "gcc", "g++", "cc", "c++", "clang", "clang++", "cmake", "ninja", "hipconfig",
-     "ptxas", "nvidia-smi"}
-)  # fmt: skip
+    {
+        "nvcc",
+        "hipcc",
+        "gcc",
+        "g++",
+        "cc",
+        "c++",
+        "clang",
+        "clang++",
+        "cmake",
+        "ninja",
+        "hipconfig",
+        "ptxas",
+        "nvidia-smi",
+    }
+)
 _QUERIES = frozenset(
-    {"nvidia-smi", "rocminfo", "rocm_agent_enumerator", "uname", "which", "nproc", "lscpu",
-     "getconf", "hipconfig"}
-)  # fmt: skip
+    {
+        "nvidia-smi",
+        "rocminfo",
+        "rocm_agent_enumerator",
+        "uname",
+        "which",
+        "nproc",
+        "lscpu",
+        "getconf",
+        "hipconfig",
+    }
+)
 _GIT_READS = frozenset({"rev-parse", "describe", "log", "status", "show", "ls-files", "rev-list"})
 
 
@@ -235,10 +265,15 @@ class Guards:
         where = self.where()
         code = self.run_script(argv, cwd)
         script = os.path.realpath(os.path.join(cwd, argv[1]))  # noqa: PTH118
-        self.record["generators"].append({
-            "argv": argv, "cwd": os.path.realpath(cwd), "script": os.path.relpath(script, self.root),
-            "where": where, "exit": code,
-        })  # fmt: skip
+        self.record["generators"].append(
+            {
+                "argv": argv,
+                "cwd": os.path.realpath(cwd),
+                "script": os.path.relpath(script, self.root),
+                "where": where,
+                "exit": code,
+            }
+        )
         return code
 
 

@@ -71,19 +71,34 @@ def _cpp_extension(cuda_home: str | None, real_open: Callable[..., Any]) -> dict
             f.write(content)
 
     return {
-        "BuildExtension": BuildExtension, "CUDA_HOME": cuda_home, "ROCM_HOME": None,
-        "HIP_HOME": None, "SYCL_HOME": None, "IS_HIP_EXTENSION": False, "IS_WINDOWS": False,
-        "IS_MACOS": False, "SUBPROCESS_DECODE_ARGS": (), "COMMON_HIP_FLAGS": [],
-        "COMMON_HIPCC_FLAGS": [], "COMMON_MSVC_FLAGS": [],
-        "COMMON_NVCC_FLAGS": ["-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__",
-                              "-D__CUDA_NO_BFLOAT16_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__",
-                              "--expt-relaxed-constexpr"],
-        "include_paths": lambda *a, **k: [], "library_paths": lambda *a, **k: [],
+        "BuildExtension": BuildExtension,
+        "CUDA_HOME": cuda_home,
+        "ROCM_HOME": None,
+        "HIP_HOME": None,
+        "SYCL_HOME": None,
+        "IS_HIP_EXTENSION": False,
+        "IS_WINDOWS": False,
+        "IS_MACOS": False,
+        "SUBPROCESS_DECODE_ARGS": (),
+        "COMMON_HIP_FLAGS": [],
+        "COMMON_HIPCC_FLAGS": [],
+        "COMMON_MSVC_FLAGS": [],
+        "COMMON_NVCC_FLAGS": [
+            "-D__CUDA_NO_HALF_OPERATORS__",
+            "-D__CUDA_NO_HALF_CONVERSIONS__",
+            "-D__CUDA_NO_BFLOAT16_CONVERSIONS__",
+            "-D__CUDA_NO_HALF2_OPERATORS__",
+            "--expt-relaxed-constexpr",
+        ],
+        "include_paths": lambda *a, **k: [],
+        "library_paths": lambda *a, **k: [],
         "get_cxx_compiler": lambda: os.environ.get("CXX", "c++"),
         "_is_cuda_file": lambda p: os.path.splitext(p)[1] in (".cu", ".cuh"),  # noqa: PTH122
-        "_join_cuda_home": join_cuda_home, "_join_rocm_home": join_cuda_home,
-        "_maybe_write": maybe_write, "_write_ninja_file": lambda *a, **k: None,
-    }  # fmt: skip
+        "_join_cuda_home": join_cuda_home,
+        "_join_rocm_home": join_cuda_home,
+        "_maybe_write": maybe_write,
+        "_write_ninja_file": lambda *a, **k: None,
+    }
 
 
 def install(

@@ -68,11 +68,18 @@ def _configure(root: Path, build: Path, context: CMakeContext) -> str:
     writers.write_atomic(query / "codemodel-v2", "")
     python = str(context.python)
     args: list[str | Path] = [
-        "cmake", "-S", root, "-B", build, "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
-        "-DCMAKE_BUILD_TYPE=Release", "-DFETCHCONTENT_FULLY_DISCONNECTED=ON",
-        f"-DPython_EXECUTABLE={python}", f"-DPython3_EXECUTABLE={python}",
+        "cmake",
+        "-S",
+        root,
+        "-B",
+        build,
+        "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
+        "-DCMAKE_BUILD_TYPE=Release",
+        "-DFETCHCONTENT_FULLY_DISCONNECTED=ON",
+        f"-DPython_EXECUTABLE={python}",
+        f"-DPython3_EXECUTABLE={python}",
         f"-DPYTHON_EXECUTABLE={python}",
-    ]  # fmt: skip
+    ]
     if shutil.which("ninja"):
         args += ["-G", "Ninja"]
     if context.nvcc is not None:
@@ -89,7 +96,10 @@ def _configure(root: Path, build: Path, context: CMakeContext) -> str:
     if prefix:
         args.append(f"-DCMAKE_PREFIX_PATH={prefix}")
     args += list(context.args)
-    env = dict.fromkeys(("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"), _CLOSED)  # fmt: skip
+    env = dict.fromkeys(
+        ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"),
+        _CLOSED,
+    )
     env |= {"no_proxy": "", "NO_PROXY": "", "GIT_TERMINAL_PROMPT": "0"}
     if context.archs:
         env["TORCH_CUDA_ARCH_LIST"] = context.archs

@@ -25,15 +25,25 @@ _OWNED_WITH_VALUE = ("--threads", "-t", "-ccbin", "--compiler-bindir")
 # Macros torch's CMake targets carry (TorchConfig's INTERFACE_COMPILE_DEFINITIONS): torch's, not
 # the project's; torch.utils.cpp_extension does not pass them either.
 _TORCH_TARGET_MACROS = (
-    "USE_C10D_GLOO", "USE_C10D_NCCL", "USE_C10D_MPI", "USE_C10D_UCC", "USE_DISTRIBUTED",
-    "USE_RPC", "USE_TENSORPIPE", "USE_NVSHMEM", "ONNX_NAMESPACE", "USE_EXTERNAL_MZCRC",
-)  # fmt: skip
+    "USE_C10D_GLOO",
+    "USE_C10D_NCCL",
+    "USE_C10D_MPI",
+    "USE_C10D_UCC",
+    "USE_DISTRIBUTED",
+    "USE_RPC",
+    "USE_TENSORPIPE",
+    "USE_NVSHMEM",
+    "ONNX_NAMESPACE",
+    "USE_EXTERNAL_MZCRC",
+)
 # Macros wheelforge defines itself (planning/plan.py AbiFlavour), and from what.
 _MACRO_OWNER = {
-    "TORCH_EXTENSION_NAME": "the module's name", "TORCH_API_INCLUDE_EXTENSION_H": "the ABI",
-    "_GLIBCXX_USE_CXX11_ABI": "torch's C++ ABI", "TORCH_TARGET_VERSION": "the torch key",
+    "TORCH_EXTENSION_NAME": "the module's name",
+    "TORCH_API_INCLUDE_EXTENSION_H": "the ABI",
+    "_GLIBCXX_USE_CXX11_ABI": "torch's C++ ABI",
+    "TORCH_TARGET_VERSION": "the torch key",
     "Py_LIMITED_API": "python-abi",
-}  # fmt: skip
+}
 _MACHINE_ARCHS = ("native", "all", "all-major")
 # What the module exports is wheelforge's (a linker version script exports PyInit_<leaf>).
 _VISIBILITY_RE = re.compile(r"^(?:-Xcompiler=)?-fvisibility(?:-inlines-hidden|=\w+)$")
@@ -176,7 +186,9 @@ class _Sorter:
             value, flag = self.arch
             number = value.removeprefix("sm_").removeprefix("compute_")
             machine = value in _MACHINE_ARCHS
-            self.collector.add([value] if machine else [f"sm_{number}", f"compute_{number}"], f"{flag}={value}")  # fmt: skip
+            self.collector.add(
+                [value] if machine else [f"sm_{number}", f"compute_{number}"], f"{flag}={value}"
+            )
 
 
 def sort_flags(flags: Sequence[str]) -> SortedFlags:

@@ -132,10 +132,20 @@ def _extension_factory(kind: str) -> Callable[..., Any]:
 
 
 _EXT_FIELDS = (
-    "sources", "include_dirs", "define_macros", "undef_macros", "library_dirs", "libraries",
-    "runtime_library_dirs", "extra_objects", "extra_compile_args", "extra_link_args", "depends",
-    "language", "py_limited_api",
-)  # fmt: skip
+    "sources",
+    "include_dirs",
+    "define_macros",
+    "undef_macros",
+    "library_dirs",
+    "libraries",
+    "runtime_library_dirs",
+    "extra_objects",
+    "extra_compile_args",
+    "extra_link_args",
+    "depends",
+    "language",
+    "py_limited_api",
+)
 
 
 def _describe_extension(ext: Any) -> dict[str, Any]:
@@ -274,12 +284,21 @@ def _ninja_of(writer: Callable[..., Any], ext: dict[str, Any], folder: str) -> s
     sources = [os.path.abspath(s) for s in ext["sources"]]  # noqa: PTH100
     given = {
         "path": os.path.join(folder, "build.ninja"),  # noqa: PTH118
-        "cflags": [], "post_cflags": list(cxx), "cuda_cflags": [], "cuda_post_cflags": list(nvcc),
-        "cuda_dlink_post_cflags": [], "sycl_cflags": [], "sycl_post_cflags": [],
-        "sycl_dlink_post_cflags": [], "sources": sources,
+        "cflags": [],
+        "post_cflags": list(cxx),
+        "cuda_cflags": [],
+        "cuda_post_cflags": list(nvcc),
+        "cuda_dlink_post_cflags": [],
+        "sycl_cflags": [],
+        "sycl_post_cflags": [],
+        "sycl_dlink_post_cflags": [],
+        "sources": sources,
         "objects": [os.path.join(folder, f"{i}.o") for i in range(len(sources))],  # noqa: PTH118
-        "ldflags": [], "library_target": None, "with_cuda": True, "with_sycl": False,
-    }  # fmt: skip
+        "ldflags": [],
+        "library_target": None,
+        "with_cuda": True,
+        "with_sycl": False,
+    }
     params = inspect.signature(writer).parameters
     takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
     kwargs = {k: v for k, v in given.items() if takes_any or k in params}
@@ -317,14 +336,21 @@ def _run(setup: str) -> None:
         runpy.run_path(setup, run_name="__main__")
     except SystemExit as exc:
         if exc.code not in (None, 0):
-            RECORD["error"] = {"type": "SystemExit", "message": str(exc.code), "where": _where_in(exc.__traceback__), "traceback": ""}  # fmt: skip
+            RECORD["error"] = {
+                "type": "SystemExit",
+                "message": str(exc.code),
+                "where": _where_in(exc.__traceback__),
+                "traceback": "",
+            }
     except BaseException as exc:
         RECORD["error"] = {
             "type": type(exc).__name__,
             "message": str(exc)[:2000],
             "where": _where_in(exc.__traceback__),
-            "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-6000:],
-        }  # fmt: skip
+            "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[
+                -6000:
+            ],
+        }
 
 
 def main(context_path: str) -> int:

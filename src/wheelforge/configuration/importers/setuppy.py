@@ -22,9 +22,20 @@ _IDENTITY_CALLS = {"abspath", "realpath", "Path", "str", "normpath", "fspath"}
 # setup() arguments matrix.yaml has no key for: they belong in pyproject.toml [project].
 _PYPROJECT_ONLY = ("long_description",)
 _SETUP_ARGS = (
-    "name", "version", "description", "install_requires", "python_requires", "license", "author",
-    "author_email", "url", "project_urls", "classifiers", "keywords", "py_modules",
-)  # fmt: skip
+    "name",
+    "version",
+    "description",
+    "install_requires",
+    "python_requires",
+    "license",
+    "author",
+    "author_email",
+    "url",
+    "project_urls",
+    "classifiers",
+    "keywords",
+    "py_modules",
+)
 
 
 class Untranslatable(Exception):

@@ -149,7 +149,10 @@ class _Reading:
         return cxx, nvcc, list(dict.fromkeys([*macros, *shared]))
 
     def link_inputs(self, ext: Mapping[str, Any], label: str) -> None:
-        for key, why in (("extra_objects", "objects linked in"), ("runtime_library_dirs", "run-time library folders")):  # fmt: skip
+        for key, why in (
+            ("extra_objects", "objects linked in"),
+            ("runtime_library_dirs", "run-time library folders"),
+        ):
             if ext.get(key):
                 self.hand.append(
                     f"{label}: {key} ({why}) {ext[key]}: add them to link-flags if the build needs them"
@@ -322,8 +325,9 @@ class _Reading:
             data += [f"{prefix}/{g}" if prefix else g for g in _strings(globs)]
         for key, why in (
             ("entry_points", "entry points"),
-            ("scripts", "scripts"), ("data_files", "data files outside the packages"),
-        ):  # fmt: skip
+            ("scripts", "scripts"),
+            ("data_files", "data files outside the packages"),
+        ):
             if args.get(key):
                 self.hand.append(
                     f"setup({key}={args[key]!r}): matrix.yaml has no key for {why}; leave them out or move them into a package"

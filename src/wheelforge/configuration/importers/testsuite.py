@@ -33,13 +33,28 @@ def find_tests(root: Path) -> str | None:
 # by import name. Any other import is left for the user to name (an unknown name may be some
 # other project's on PyPI).
 KNOWN_TEST_DISTRIBUTIONS = {
-    "einops": "einops", "scipy": "scipy", "pandas": "pandas", "transformers": "transformers",
-    "accelerate": "accelerate", "datasets": "datasets", "safetensors": "safetensors",
-    "huggingface_hub": "huggingface-hub", "hypothesis": "hypothesis", "parameterized": "parameterized",
-    "expecttest": "expecttest", "packaging": "packaging", "tqdm": "tqdm", "matplotlib": "matplotlib",
-    "tabulate": "tabulate", "absl": "absl-py", "yaml": "PyYAML", "PIL": "Pillow",
-    "sklearn": "scikit-learn", "cv2": "opencv-python", "numpy": "numpy",
-}  # fmt: skip
+    "einops": "einops",
+    "scipy": "scipy",
+    "pandas": "pandas",
+    "transformers": "transformers",
+    "accelerate": "accelerate",
+    "datasets": "datasets",
+    "safetensors": "safetensors",
+    "huggingface_hub": "huggingface-hub",
+    "hypothesis": "hypothesis",
+    "parameterized": "parameterized",
+    "expecttest": "expecttest",
+    "packaging": "packaging",
+    "tqdm": "tqdm",
+    "matplotlib": "matplotlib",
+    "tabulate": "tabulate",
+    "absl": "absl-py",
+    "yaml": "PyYAML",
+    "PIL": "Pillow",
+    "sklearn": "scikit-learn",
+    "cv2": "opencv-python",
+    "numpy": "numpy",
+}
 _NOT_REQUIREMENTS = {"torch", "pytest", "triton"}  # torch's own, or the runner
 
 

@@ -209,7 +209,11 @@ class _Writer:
             )
         if asked and asked != "torch":
             try:
-                fits = all(SpecifierSet(str(s)).contains(v) for s in [asked.removeprefix("torch")] for v in versions)  # fmt: skip
+                fits = all(
+                    SpecifierSet(str(s)).contains(v)
+                    for s in [asked.removeprefix("torch")]
+                    for v in versions
+                )
             except InvalidSpecifier:
                 fits = False
             if not fits:

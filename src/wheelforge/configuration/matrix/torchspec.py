@@ -69,8 +69,13 @@ def parse_torch_spec(value: str | list[str]) -> TorchSpec:
     text = value.strip()
     if text == INSTALLED:
         # No version to target: the reader refuses it for the stable ABI.
-        return TorchSpec(text=text, specifier=SpecifierSet(), versions=(),
-                         lowest=OLDEST_STABLE_TARGET, installed=True)  # fmt: skip
+        return TorchSpec(
+            text=text,
+            specifier=SpecifierSet(),
+            versions=(),
+            lowest=OLDEST_STABLE_TARGET,
+            installed=True,
+        )
     try:
         single = numbers.version(text)
     except InvalidVersion:
