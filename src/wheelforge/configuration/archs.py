@@ -261,7 +261,8 @@ def _parse_entry(token: str, source: str) -> ArchSpec:
         raise ConfigError(f"{source}: '{token}' is not a known CUDA arch; {fix}")
     first, kind = _SUFFIX_FROM[arch.suffix]
     raise ConfigError(
-        f"{source}: '{token}': {kind} '{arch.suffix}' variants exist from {first}.0 on; use '{base}'"
+        f"{source}: '{token}': {kind} '{arch.suffix}' variants exist from {first}.0 on; use "
+        f"'{base}'"
     )
 
 
@@ -302,7 +303,8 @@ def parse_arch_list(text: str, *, source: str) -> tuple[ArchSpec, ...]:
         )
     if any(t.lower() == "native" for t in tokens):
         raise ConfigError(
-            f"{source}: 'native' needs the GPUs of the build machine; name the archs to build, e.g. '8.0 9.0+PTX'"
+            f"{source}: 'native' needs the GPUs of the build machine; name the archs to build, "
+            "e.g. '8.0 9.0+PTX'"
         )
     merged: dict[Arch, bool] = {}
     for token in _expand(tokens):

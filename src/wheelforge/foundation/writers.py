@@ -184,7 +184,8 @@ def _write_all(fd: int, blob: bytes, what: str) -> None:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([], [fd], [], left)[1]:
                 raise EnvironmentProblem(
-                    f"{what}: its reader stopped reading for {STALL_S:.0f} s; the output is incomplete"
+                    f"{what}: its reader stopped reading for {STALL_S:.0f} s; the output is "
+                    "incomplete"
                 ) from None
             continue
         except OSError as exc:

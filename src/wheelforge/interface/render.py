@@ -177,7 +177,10 @@ def print_build(report: BuildReport, console: Console) -> None:
         console.print(f"  {human_size(v.wheel_size)}{budget}{reused}", soft_wrap=True)
         if v.reproducible:
             console.print(
-                f"  reproducible: a rebuild in another folder is identical (sha256 {v.reproducible})",
+                (
+                    "  reproducible: a rebuild in another folder is identical (sha256 "
+                    f"{v.reproducible})"
+                ),
                 soft_wrap=True,
             )
         if v.variant_label:

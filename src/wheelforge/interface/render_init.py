@@ -15,13 +15,15 @@ def print_result(result: InitResult) -> None:
     found = [r for r in result.refusals if not r.attempted]
     if attempted:
         log.info(
-            f"refused {len(attempted)} thing(s) the build script tried (init never downloads or builds):"
+            f"refused {len(attempted)} thing(s) the build script tried (init never downloads or"
+            " builds):"
         )
         for r in attempted:
             log.info(f"  - {r.what} {r.detail}" + (f" ({r.where})" if r.where else ""))
     if found:
         log.info(
-            f"{len(found)} download(s) in the build script, not reached in this run (init would refuse them):"
+            f"{len(found)} download(s) in the build script, not reached in this run (init would"
+            " refuse them):"
         )
         for r in found:
             log.info(f"  - {r.where}: {r.detail}")

@@ -297,7 +297,8 @@ def write_index_json(out_dir: Path, wheel_name: str, version: str) -> Path | Non
             merged.merge(info)
         except ValidationError as error:
             raise VerificationError(
-                f"{wheel.name}: its {VARIANT_DIST_INFO_FILENAME} does not merge with the other variants: {error}"
+                f"{wheel.name}: its {VARIANT_DIST_INFO_FILENAME} does not merge with the other "
+                f"variants: {error}"
             ) from error
     if merged is None:
         return None

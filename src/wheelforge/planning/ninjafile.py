@@ -92,7 +92,10 @@ def render(plan: VariantPlan) -> str:
     w.rule(
         "nvcc",
         # nvcc writes a make-style depfile while it compiles (CUDA >= 10.2).
-        "$nvcc_launch$cuda_launcher $nvcc --generate-dependencies-with-compile --dependency-output $out.d $nvcc_flags $gencode $source_flags -c $in -o $out",
+        (
+            "$nvcc_launch$cuda_launcher $nvcc --generate-dependencies-with-compile "
+            "--dependency-output $out.d $nvcc_flags $gencode $source_flags -c $in -o $out"
+        ),
         depfile="$out.d",
         deps="gcc",
         description="NVCC $in",

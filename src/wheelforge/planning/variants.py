@@ -84,7 +84,8 @@ def choose(entry: str, arch_set: ArchSet, found: Sequence[Toolkit]) -> ToolkitCh
         bad = [a for a in archs if not recipe.supports(a)]
         if bad:
             raise ConfigError(
-                f"arch set '{arch_set.name}': CUDA {entry} can't build {bad[0]} ({bad[0].sass}); {_who_builds(bad[0], found)}"
+                f"arch set '{arch_set.name}': CUDA {entry} can't build {bad[0]} "
+                f"({bad[0].sass}); {_who_builds(bad[0], found)}"
             )
         return ToolkitChoice(toolkit=None, recipe=recipe)
     for toolkit in found:  # newest first
@@ -100,7 +101,8 @@ def choose(entry: str, arch_set: ArchSet, found: Sequence[Toolkit]) -> ToolkitCh
     if unbuildable:
         a = unbuildable[0]
         raise EnvironmentProblem(
-            f"arch set '{arch_set.name}': no toolkit builds {a} ({a.sass}) (found: {_found_list(found)}); {_who_builds(a, found)}"
+            f"arch set '{arch_set.name}': no toolkit builds {a} ({a.sass}) (found: "
+            f"{_found_list(found)}); {_who_builds(a, found)}"
         )
     lo = min(archs, key=Arch.sort_key)
     hi = max(archs, key=Arch.sort_key)
@@ -227,7 +229,8 @@ def select(
     unknown = [o for o in only if o not in ids]
     if unknown:
         raise ConfigError(
-            f"{flag} {unknown[0]}: no such variant; the matrix has {', '.join(ids)} ('wheelforge matrix' lists them)"
+            f"{flag} {unknown[0]}: no such variant; the matrix has {', '.join(ids)} "
+            "('wheelforge matrix' lists them)"
         )
     return [v for v in variants if v.id in only]
 

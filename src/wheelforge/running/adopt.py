@@ -98,7 +98,8 @@ def capture(request: InitRequest, door: Door, env: Mapping[str, str]) -> Capture
     )
     if door == "cmake":
         log.info(
-            f"configuring {root / 'CMakeLists.txt'} (configure only: the project's CMake code runs, nothing is built or downloaded)"
+            f"configuring {root / 'CMakeLists.txt'} (configure only: the project's CMake code "
+            "runs, nothing is built or downloaded)"
         )
         return cmake.capture_cmake(root, cmake_context)
     added = {}
@@ -125,7 +126,8 @@ def capture(request: InitRequest, door: Door, env: Mapping[str, str]) -> Capture
         and (root / "CMakeLists.txt").is_file()
     ):
         log.info(
-            f"setup.py hands its extensions to CMake: configuring {root / 'CMakeLists.txt'} (configure only)"
+            f"setup.py hands its extensions to CMake: configuring {root / 'CMakeLists.txt'} "
+            "(configure only)"
         )
         modules = {str(e.name).rsplit(".", 1)[-1]: str(e.name) for e in build.extensions if e.name}
         return _with_cmake(build, cmake.capture_cmake(root, cmake_context, modules=modules))

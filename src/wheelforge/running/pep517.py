@@ -106,7 +106,8 @@ def parse_config_settings(
     if jobs is not None and jobs_n is None:
         shown = jobs if len(jobs) <= 40 else jobs[:37] + "..."
         raise ConfigError(
-            f"-C jobs={shown}: must be a positive whole number (ASCII digits, at most {numbers.MAX_JOBS})"
+            f"-C jobs={shown}: must be a positive whole number (ASCII digits, at most "
+            f"{numbers.MAX_JOBS})"
         )
     build_dir = values.get("build-dir")
     return BackendOptions(

@@ -81,7 +81,8 @@ def built_wheels(
         ]
     if not found:
         raise ConfigError(
-            f"no built wheel of {matrix.package.name} in {out_dir}; run 'wheelforge build' first or pass --wheel"
+            f"no built wheel of {matrix.package.name} in {out_dir}; run 'wheelforge build' "
+            "first or pass --wheel"
         )
     return found
 
@@ -204,7 +205,8 @@ def run_tests(
     tests = matrix.tests
     if tests is None:
         raise ConfigError(
-            f"{matrix.path} has no 'tests' section; add one naming the test folder (see docs/matrix.md)"
+            f"{matrix.path} has no 'tests' section; add one naming the test folder (see "
+            "docs/matrix.md)"
         )
     outcomes: list[Outcome] = []
     for spec in specs:
@@ -255,7 +257,8 @@ def _test_wheel(
             return _not_run(spec, env, w, "error", f"{exc.message}\n{exc.details or ''}")
         outcome = run_suite(env, tests, variant=w.variant)
     log.info(
-        f"  {outcome.status}: {outcome.passed} passed, {outcome.failed} failed, {outcome.skipped} skipped"
+        f"  {outcome.status}: {outcome.passed} passed, {outcome.failed} failed, "
+        f"{outcome.skipped} skipped"
     )
     return outcome
 

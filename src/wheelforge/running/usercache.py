@@ -178,7 +178,8 @@ def _check_root(root: Path) -> bool:
     """Whether the cache exists; a file in its place is refused."""
     if root.exists() and not root.is_dir():
         raise ConfigError(
-            f"the cache {root} is a file, not a folder; pass --cache-dir a folder (or remove the file)"
+            f"the cache {root} is a file, not a folder; pass --cache-dir a folder (or remove "
+            "the file)"
         )
     return root.exists()
 

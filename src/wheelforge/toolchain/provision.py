@@ -263,6 +263,7 @@ def install_release(release: str, cache: Path) -> Path:
     if recipe is None:
         known = ", ".join(r.release for r in RECIPES)
         raise ConfigError(
-            f"wheelforge has no recipe for CUDA {release} (it can provision {known}); install it yourself and set CUDA_HOME"
+            f"wheelforge has no recipe for CUDA {release} (it can provision {known}); install "
+            "it yourself and set CUDA_HOME"
         )
     return install(recipe, cache)

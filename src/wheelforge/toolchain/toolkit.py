@@ -318,7 +318,8 @@ def load_provisioned(folder: Path, *, cache: Path | None = None) -> Toolkit:
     tools = _provisioned_tools(folder)
     if tools is None:
         raise ToolError(
-            f"{folder} holds no usable toolkit ({TOOLKIT_JSON} or nvcc missing); delete it and provision again"
+            f"{folder} holds no usable toolkit ({TOOLKIT_JSON} or nvcc missing); delete it and "
+            "provision again"
         )
     nvcc, host = tools
     return probe_toolkit(nvcc, origin="provisioned", host_cxx=host, cache=cache)

@@ -240,7 +240,8 @@ def _env(python: Path, info: dict[str, Any]) -> TorchEnv:
     include = Path(info["include_dirs"][0])
     if not (include / "torch" / "csrc" / "stable").is_dir():
         raise EnvironmentProblem(
-            f"torch {full} at {include} has no stable-ABI headers (torch/csrc/stable); use torch >= 2.9"
+            f"torch {full} at {include} has no stable-ABI headers (torch/csrc/stable); use "
+            "torch >= 2.9"
         )
     return TorchEnv(
         python=python,

@@ -98,11 +98,13 @@ class BuildSteps:
                 )
             elif name == "bdist_wheel":
                 self.done.append(
-                    f"cmdclass bdist_wheel={cls} ({where}) is not run: wheelforge decides the wheel's tags"
+                    f"cmdclass bdist_wheel={cls} ({where}) is not run: wheelforge decides the "
+                    "wheel's tags"
                 )
             elif cls in self.generated_for:
                 self.done.append(
-                    f"cmdclass {name}={cls} ({where}) overrides {', '.join(overrides)}: not run; the files it writes were written by init"
+                    f"cmdclass {name}={cls} ({where}) overrides {', '.join(overrides)}: not "
+                    "run; the files it writes were written by init"
                 )
             else:
                 self.hand.append(

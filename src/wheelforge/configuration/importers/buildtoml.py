@@ -191,7 +191,9 @@ class _Kernels:
         if all(self.capabilities):
             return merge_archs(*(a for a in self.capabilities if a))
         self.done.append(
-            f"arch-sets: kernel-builder's default capabilities for CUDA 13 ({DEFAULT_CAPABILITIES}): a kernel without cuda-capabilities is built for all of them"
+            "arch-sets: kernel-builder's default capabilities for CUDA 13 "
+            f"({DEFAULT_CAPABILITIES}): a kernel without cuda-capabilities is built for all of "
+            "them"
         )
         return parse_arch_list(DEFAULT_CAPABILITIES, source="kernel-builder's default capabilities")
 
@@ -323,7 +325,8 @@ def read_build_toml(root: Path) -> CapturedBuild:
     if not (root / package / "__init__.py").is_file():
         hand.append(f"build.toml: the Python package {package} has no __init__.py")
     parts.done.append(
-        f"wrote {package}/_ops.py and torch-ext/registration.h, which kernel-builder generates at build time (the op namespace is {leaf})"
+        f"wrote {package}/_ops.py and torch-ext/registration.h, which kernel-builder generates "
+        f"at build time (the op namespace is {leaf})"
     )
     tests = "tests" if (root / "tests").is_dir() else None
     if tests:

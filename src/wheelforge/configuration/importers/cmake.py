@@ -275,7 +275,8 @@ class _Reader:
             if linked and linked["type"] in ("STATIC_LIBRARY", "SHARED_LIBRARY", "OBJECT_LIBRARY"):
                 found += [s["path"] for s in linked.get("sources", []) if not s.get("isGenerated")]
                 self.done.append(
-                    f"CMake target {target['name']}: the sources of {linked['name']} ({linked['type'].lower()}), which it links, are compiled into it"
+                    f"CMake target {target['name']}: the sources of {linked['name']} "
+                    f"({linked['type'].lower()}), which it links, are compiled into it"
                 )
         return [str((self.root / p).resolve()) for p in dict.fromkeys(found)]
 
@@ -298,7 +299,8 @@ class _Reader:
             ]
             if extra:
                 self.hand.append(
-                    f"{label}: {self.rel(p)} alone gets {' '.join(extra)}; matrix.yaml's flags are per extension"
+                    f"{label}: {self.rel(p)} alone gets {' '.join(extra)}; matrix.yaml's flags "
+                    "are per extension"
                 )
         archs_by = {p: sorted_by[p].archs for p, c in commands.items() if c.cuda}
         union = merge_archs(*archs_by.values())
@@ -311,7 +313,8 @@ class _Reader:
         owned = sorted({f for s in sorted_by.values() for f in s.owned})
         if owned:
             self.done.append(
-                f"{label}: left out {', '.join(owned)}: wheelforge sets these itself (from the matrix)"
+                f"{label}: left out {', '.join(owned)}: wheelforge sets these itself (from the "
+                "matrix)"
             )
         defines = [f for f in _common([*cxx, *nvcc]) if f.startswith(("-D", "-U"))]
         drop = set(defines)
@@ -390,7 +393,8 @@ def capture_cmake(
     ]
     if unfetched:
         reader.hand.append(
-            f"CMake declares downloads init does not make ({', '.join(unfetched)}); if the build needs them, give {flags} with --cmake-arg"
+            f"CMake declares downloads init does not make ({', '.join(unfetched)}); if the "
+            f"build needs them, give {flags} with --cmake-arg"
         )
     if sys.platform != "linux":  # pragma: no cover - wheelforge builds Linux wheels
         reader.hand.append("CMake was configured on a platform wheelforge does not build for")

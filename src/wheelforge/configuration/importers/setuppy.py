@@ -110,12 +110,14 @@ class _Evaluator:
             raise Untranslatable(f"'{node.id}' is not assigned in setup.py")
         if node.id in self.mutated:
             self.notes.append(
-                f"'{node.id}' is changed in place (.append/.extend) in setup.py; those changes were not followed"
+                f"'{node.id}' is changed in place (.append/.extend) in setup.py; those changes "
+                "were not followed"
             )
             self.mutated.discard(node.id)
         if len(chosen) > 1:
             self.notes.append(
-                f"'{node.id}' is assigned {len(chosen)} times; used the first (line {chosen[0].lineno})"
+                f"'{node.id}' is assigned {len(chosen)} times; used the first (line "
+                f"{chosen[0].lineno})"
             )
         return self.value(chosen[0])
 
@@ -181,7 +183,8 @@ class _Evaluator:
             inner = self.value(node.args[0])
             if isinstance(inner, list):
                 self.notes.append(
-                    f"{_shown(func)}(...) at line {node.lineno} was not run; used its list argument as is"
+                    f"{_shown(func)}(...) at line {node.lineno} was not run; used its list "
+                    "argument as is"
                 )
                 return inner
         raise Untranslatable(_shown(node))
@@ -317,7 +320,8 @@ def _setup_args(call: ast.Call, ev: _Evaluator, notes: list[str]) -> dict[str, o
     for kw in call.keywords:
         if kw.arg in _PYPROJECT_ONLY:
             notes.append(
-                f"setup({kw.arg}=...): matrix.yaml has no key for it; give it in pyproject.toml [project]"
+                f"setup({kw.arg}=...): matrix.yaml has no key for it; give it in pyproject.toml"
+                " [project]"
             )
             continue
         if kw.arg not in _SETUP_ARGS:

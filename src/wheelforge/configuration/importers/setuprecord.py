@@ -69,13 +69,15 @@ class _Reading:
             if not inside and rel is not None and Path(rel).exists():
                 outside = Path(os.path.relpath(rel, self.root)).as_posix()
                 self.done.append(
-                    f"{what}: '{outside}' lies outside the project folder: a build reads it there, an sdist cannot carry it"
+                    f"{what}: '{outside}' lies outside the project folder: a build reads it "
+                    "there, an sdist cannot carry it"
                 )
                 out.append(outside)
                 continue
             if not inside:
                 self.hand.append(
-                    f"{what}: '{value}' is outside the project folder and does not exist; copy it in or install it and name it here"
+                    f"{what}: '{value}' is outside the project folder and does not exist; copy "
+                    "it in or install it and name it here"
                 )
                 continue
             assert rel is not None
@@ -106,7 +108,8 @@ class _Reading:
             )
         elif not sources:
             self.hand.append(
-                f"{label} has no sources: its build is driven by another tool; write extension.sources"
+                f"{label} has no sources: its build is driven by another tool; write "
+                "extension.sources"
             )
 
     def include_dirs(self, ext: Mapping[str, Any], label: str) -> list[str]:
@@ -141,7 +144,8 @@ class _Reading:
         )
         if torch_flags and cuda_sources(sources):
             self.done.append(
-                f"{label}: kept {' '.join(torch_flags)}: torch's BuildExtension puts them before every nvcc compile"
+                f"{label}: kept {' '.join(torch_flags)}: torch's BuildExtension puts them "
+                "before every nvcc compile"
             )
         cxx, nvcc = sort_flags(cxx_raw), sort_flags([*torch_flags, *nvcc_raw] if cuda else [])
         self.say_sorted(label, nvcc, cxx)
@@ -155,7 +159,8 @@ class _Reading:
         ):
             if ext.get(key):
                 self.hand.append(
-                    f"{label}: {key} ({why}) {ext[key]}: add them to link-flags if the build needs them"
+                    f"{label}: {key} ({why}) {ext[key]}: add them to link-flags if the build "
+                    "needs them"
                 )
         if ext.get("dlink"):
             self.hand.append(
@@ -198,20 +203,24 @@ class _Reading:
     def say_sorted(self, label: str, nvcc: SortedFlags, cxx: SortedFlags) -> None:
         if nvcc.archs:
             self.done.append(
-                f"{label}: its nvcc arch flags name {arch_text(nvcc.archs)}: written as archs (arch-sets, unless --archs), not as nvcc flags"
+                f"{label}: its nvcc arch flags name {arch_text(nvcc.archs)}: written as archs "
+                "(arch-sets, unless --archs), not as nvcc flags"
             )
         owned = list(dict.fromkeys([*nvcc.owned, *cxx.owned]))
         if owned:
             self.done.append(
-                f"{label}: left out {', '.join(owned)}: wheelforge sets these itself (from the matrix)"
+                f"{label}: left out {', '.join(owned)}: wheelforge sets these itself (from the "
+                "matrix)"
             )
         for flag in dict.fromkeys([*nvcc.problems, *cxx.problems]):
             self.hand.append(
-                f"{label}: '{flag}' names no fixed arch (it depends on the machine or the toolkit); choose the arch sets"
+                f"{label}: '{flag}' names no fixed arch (it depends on the machine or the "
+                "toolkit); choose the arch sets"
             )
         if nvcc.ptx_only:
             self.done.append(
-                f"{label}: {', '.join(nvcc.ptx_only)} (PTX without SASS) written as +PTX entries, which add SASS too"
+                f"{label}: {', '.join(nvcc.ptx_only)} (PTX without SASS) written as +PTX "
+                "entries, which add SASS too"
             )
 
     def ninja_archs(self, ninja: str, label: str) -> dict[str, tuple[ArchSpec, ...]]:
@@ -225,7 +234,8 @@ class _Reading:
         if out:
             where = self.record.get("ninja_replaced_at") or "setup.py"
             self.done.append(
-                f"{label}: setup.py replaces torch's ninja writer ({where}); each source's archs were read from the rules it writes"
+                f"{label}: setup.py replaces torch's ninja writer ({where}); each source's "
+                "archs were read from the rules it writes"
             )
         return out
 
@@ -313,7 +323,8 @@ class _Reading:
             rel, inside = _rel(self.root, folder)
             if not inside or rel is None or not (self.root / rel / "__init__.py").is_file():
                 self.hand.append(
-                    f"packages: '{name}' has no folder with an __init__.py at {folder}; name its folder"
+                    f"packages: '{name}' has no folder with an __init__.py at {folder}; name "
+                    "its folder"
                 )
                 continue
             folders[name] = rel
@@ -330,7 +341,8 @@ class _Reading:
         ):
             if args.get(key):
                 self.hand.append(
-                    f"setup({key}={args[key]!r}): matrix.yaml has no key for {why}; leave them out or move them into a package"
+                    f"setup({key}={args[key]!r}): matrix.yaml has no key for {why}; leave them "
+                    "out or move them into a package"
                 )
         return tuple(folders.values()), tuple(dict.fromkeys(data))
 
@@ -357,7 +369,8 @@ def read_record(root: Path, record: Mapping[str, Any], *, front_door: FrontDoor)
     torch = record.get("torch") or {}
     if torch.get("shown_as"):
         reading.done.append(
-            f"torch {torch['version']} (a CPU build) was shown to setup.py as {torch['shown_as']}, the CUDA build wheelforge compiles with"
+            f"torch {torch['version']} (a CPU build) was shown to setup.py as "
+            f"{torch['shown_as']}, the CUDA build wheelforge compiles with"
         )
     if torch and not torch.get("real"):
         reading.done.append(
@@ -366,7 +379,8 @@ def read_record(root: Path, record: Mapping[str, Any], *, front_door: FrontDoor)
         )
     for name in dict.fromkeys(record.get("stub_missing") or []):
         reading.hand.append(
-            f"setup.py asked for {name}, which the stand-in torch lacks; pass --python with a Python that has torch"
+            f"setup.py asked for {name}, which the stand-in torch lacks; pass --python with a "
+            "Python that has torch"
         )
     reading.done += generators.writes_said(record)
     return CapturedBuild(

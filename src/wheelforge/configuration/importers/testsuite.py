@@ -151,7 +151,8 @@ def _requirements(build: CapturedBuild, tests: str, hand: list[str], done: list[
         done.append(f"tests.requires: {', '.join(found)}, which the tests import")
     if unknown:
         hand.append(
-            f"tests: they import {', '.join(unknown)}; add the distributions that provide them to tests.requires"
+            f"tests: they import {', '.join(unknown)}; add the distributions that provide them "
+            "to tests.requires"
         )
     return found
 

@@ -200,7 +200,8 @@ class _Writer:
         versions = list(given) or ([build_torch] if build_torch else [])
         if not versions:
             self.hand.append(
-                "torch: the build Python has no torch; list the torch versions to build for (--torch 2.13.0)"
+                "torch: the build Python has no torch; list the torch versions to build for "
+                "(--torch 2.13.0)"
             )
             return ["2.13.0"]
         if not given:
@@ -270,7 +271,8 @@ class _Writer:
         version = Version(ext.limited_api)
         if version < OLDEST_PYTHON:
             self.done.append(
-                f"python-abi: cp310, not the project's Py_LIMITED_API {ext.limited_api}: torch runs on CPython 3.10+"
+                f"python-abi: cp310, not the project's Py_LIMITED_API {ext.limited_api}: torch "
+                "runs on CPython 3.10+"
             )
             return ""
         return f"python-abi: cp3{version.minor}\n"
@@ -330,7 +332,8 @@ def render(build: CapturedBuild, choices: InitChoices) -> InitResult:
     _refuse_missing(build)
     if not build.extensions:
         raise ConfigError(
-            f"{build.root}: {build.front_door} builds no extension; write matrix.yaml from docs/your-extension.md"
+            f"{build.root}: {build.front_door} builds no extension; write matrix.yaml from "
+            "docs/your-extension.md"
         )
     build, notes = buildparts.prepare(build)
     writer = _Writer(build, choices)
@@ -345,7 +348,10 @@ def render(build: CapturedBuild, choices: InitChoices) -> InitResult:
             [writer.extension(e, abi, f"extensions[{i}]") for i, e in enumerate(extensions)],
         )
     parts = [
-        f"# Written by 'wheelforge init' from {build.front_door}; see docs/matrix.md and docs/your-extension.md.\n",
+        (
+            f"# Written by 'wheelforge init' from {build.front_door}; see docs/matrix.md and "
+            "docs/your-extension.md.\n"
+        ),
         writer.package(),
         buildparts.header_libraries_text(build.header_libraries),
         buildparts.generate_text(build.steps),

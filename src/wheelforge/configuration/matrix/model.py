@@ -42,7 +42,10 @@ class PackageConfig:
 
     name: str = field(
         metadata=key(
-            "the distribution name (letters, digits, `-`, `_`, `.`); required unless pyproject.toml [project] gives it",
+            (
+                "the distribution name (letters, digits, `-`, `_`, `.`); required unless "
+                "pyproject.toml [project] gives it"
+            ),
             shape=pattern_schema(NAME_RE),
             required=False,
         )
@@ -72,7 +75,10 @@ class PackageConfig:
     authors: tuple[str, ...] = field(
         default=(),
         metadata=key(
-            "METADATA `Author-email` entries, `Name <email>` (or `Author` for a name alone), as setup(author=, author_email=) gives them",
+            (
+                "METADATA `Author-email` entries, `Name <email>` (or `Author` for a name alone), as"
+                " setup(author=, author_email=) gives them"
+            ),
             shape=Strings,
         ),
     )
@@ -93,7 +99,10 @@ class PackageConfig:
     packages: tuple[Path, ...] = field(
         default=(),
         metadata=key(
-            "Python packages (an `__init__.py`, or a namespace package holding one); their `.py`/`.pyi` files and `package-data` go into the wheel",
+            (
+                "Python packages (an `__init__.py`, or a namespace package holding one); their "
+                "`.py`/`.pyi` files and `package-data` go into the wheel"
+            ),
             shape=Strings,
             default_words="the extension's top-level package, else every top-level package folder",
         ),
@@ -101,7 +110,10 @@ class PackageConfig:
     modules: tuple[Path, ...] = field(
         default=(),
         metadata=key(
-            "top-level Python modules (`.py` files) shipped at the wheel's root, as setup(py_modules=...) ships them",
+            (
+                "top-level Python modules (`.py` files) shipped at the wheel's root, as "
+                "setup(py_modules=...) ships them"
+            ),
             shape=Strings,
             words="list of files",
         ),
@@ -171,7 +183,10 @@ class ExtensionConfig:
 
     name: str = field(  # dotted module name, e.g. wheelforge_kernels._C
         metadata=key(
-            "where it lands: `pkg._C` → `pkg/_C.abi3.so` (a `library`: `pkg/_C.so`); a top-level name lands at the wheel's root",
+            (
+                "where it lands: `pkg._C` → `pkg/_C.abi3.so` (a `library`: `pkg/_C.so`); a "
+                "top-level name lands at the wheel's root"
+            ),
             shape=pattern_schema(MODULE_RE),
             words="module name",
         )
@@ -179,12 +194,17 @@ class ExtensionConfig:
     kind: ExtensionKind = field(
         default="module",
         metadata=key(
-            "`module`: imported by name (`import pkg._C`); `library`: a library of operators loaded with `torch.ops.load_library` (no `PyInit`), named `<leaf>.so`"
+            "`module`: imported by name (`import pkg._C`); `library`: a library of operators "
+            "loaded with `torch.ops.load_library` (no `PyInit`), named `<leaf>.so`"
         ),
     )
     sources: tuple[SourceSpec, ...] = field(
         metadata=key(
-            "each glob must match at least one file, all of them sources; `archs` limits a source to those archs (rule in toolkits.md); `{step}/GLOB` names outputs of a `generate` step",
+            (
+                "each glob must match at least one file, all of them sources; `archs` limits a "
+                "source to those archs (rule in toolkits.md); `{step}/GLOB` names outputs of a "
+                "`generate` step"
+            ),
             shape=_SOURCES,
             words="list of globs, or `{files: GLOB, archs: LIST}`",
         )
@@ -192,7 +212,10 @@ class ExtensionConfig:
     include_dirs: tuple[Path, ...] = field(
         default=(),
         metadata=key(
-            "`-I` for every compile of this extension (before the header libraries' and torch's); `{step}` names a `generate` step's output folder",
+            (
+                "`-I` for every compile of this extension (before the header libraries' and "
+                "torch's); `{step}` names a `generate` step's output folder"
+            ),
             name="include-dirs",
             shape=Strings,
         ),
@@ -226,14 +249,22 @@ class ExtensionConfig:
     module_init: bool = field(
         default=True,
         metadata=key(
-            "compile a generated `PyInit_<leaf>` (limited API) so `import pkg._C` loads the library and runs its `STABLE_TORCH_LIBRARY` registrations; `false` if your sources define it; a `library` has none",
+            (
+                "compile a generated `PyInit_<leaf>` (limited API) so `import pkg._C` loads the "
+                "library and runs its `STABLE_TORCH_LIBRARY` registrations; `false` if your sources"
+                " define it; a `library` has none"
+            ),
             name="module-init",
         ),
     )
     size_budget: int | None = field(
         default=None,
         metadata=key(
-            "the largest this shared object may be, as a file in the wheel (uncompressed): `20MiB`, `450MB` or bytes; over it fails the variant (exit 4), like the wheel's `size-budget`",
+            (
+                "the largest this shared object may be, as a file in the wheel (uncompressed): "
+                "`20MiB`, `450MB` or bytes; over it fails the variant (exit 4), like the wheel's "
+                "`size-budget`"
+            ),
             name="size-budget",
             shape={
                 "anyOf": [
@@ -281,7 +312,10 @@ class HeaderLibraryConfig:
     path: Path | None = field(
         default=None,
         metadata=key(
-            "its folder, relative to matrix.yaml (a git submodule such as `csrc/cutlass`: its commit is read from the checkout, no network)",
+            (
+                "its folder, relative to matrix.yaml (a git submodule such as `csrc/cutlass`: its "
+                "commit is read from the checkout, no network)"
+            ),
             shape=str,
             words="folder",
         ),
@@ -297,7 +331,10 @@ class HeaderLibraryConfig:
     include: tuple[str, ...] = field(
         default=("include",),
         metadata=key(
-            "its include folders, relative to `path` (or to the unpacked wheel: `cutlass_library/source/include`); each must exist",
+            (
+                "its include folders, relative to `path` (or to the unpacked wheel: "
+                "`cutlass_library/source/include`); each must exist"
+            ),
             shape=Strings,
             words="list of folders",
         ),
@@ -305,7 +342,10 @@ class HeaderLibraryConfig:
     version: str | None = field(
         default=None,
         metadata=key(
-            "its version as the SBOM names it (`3.9.2`); default: the git commit of `path`, the pinned version of `pypi`",
+            (
+                "its version as the SBOM names it (`3.9.2`); default: the git commit of `path`, the"
+                " pinned version of `pypi`"
+            ),
             shape=Scalar,
             words="version",
         ),
@@ -329,7 +369,11 @@ class GenerateStep:
     )
     run: tuple[str, ...] = field(
         metadata=key(
-            "the command, one word each; `{python}` is the build Python, `{project}` the folder of matrix.yaml, `{out}` this step's output folder (its working folder), `{other}` another step's",
+            (
+                "the command, one word each; `{python}` is the build Python, `{project}` the "
+                "folder of matrix.yaml, `{out}` this step's output folder (its working folder), "
+                "`{other}` another step's"
+            ),
             shape=Strings,
             words="list of words",
         )
@@ -337,14 +381,20 @@ class GenerateStep:
     inputs: tuple[str, ...] = field(
         default=(),
         metadata=key(
-            "files (globs relative to matrix.yaml, or `{other}/FILE` of another step) whose change runs it again; list the generator script and what it reads",
+            (
+                "files (globs relative to matrix.yaml, or `{other}/FILE` of another step) whose "
+                "change runs it again; list the generator script and what it reads"
+            ),
             shape=Strings,
             words="list of globs",
         ),
     )
     outputs: tuple[str, ...] = field(
         metadata=key(
-            "the files it writes, relative to its output folder (no globs: ninja must know them before it runs); a declared output it does not write fails the step",
+            (
+                "the files it writes, relative to its output folder (no globs: ninja must know them"
+                " before it runs); a declared output it does not write fails the step"
+            ),
             shape=Strings,
             words="list of files",
         )
@@ -416,7 +466,11 @@ class WheelVariantsConfig:
     null: str | None = field(
         default=None,
         metadata=key(
-            "an arch set (with one variant; `--archs 7.5 9.0+PTX` builds one named `sm75-90ptx`) or a variant id whose build is also published as the null variant (label `null`, no properties)",
+            (
+                "an arch set (with one variant; `--archs 7.5 9.0+PTX` builds one named "
+                "`sm75-90ptx`) or a variant id whose build is also published as the null variant "
+                "(label `null`, no properties)"
+            ),
             shape=str,
         ),
     )
@@ -465,7 +519,10 @@ class Matrix:
     extension: ExtensionConfig | None = field(
         default=None,
         metadata=key(
-            "the compiled module, when the wheel has one (the same as `extensions` with one entry); write `extension` or `extensions`",
+            (
+                "the compiled module, when the wheel has one (the same as `extensions` with one "
+                "entry); write `extension` or `extensions`"
+            ),
             shape=ExtensionConfig,
             words="mapping",
             default_words="-",
@@ -474,7 +531,11 @@ class Matrix:
     extensions: tuple[ExtensionConfig, ...] = field(
         default=(),
         metadata=key(
-            "the wheel's shared objects, each with its own name, sources and flags, all built for the same arch sets, toolkits and torch (one build.ninja per variant compiles them all)",
+            (
+                "the wheel's shared objects, each with its own name, sources and flags, all built "
+                "for the same arch sets, toolkits and torch (one build.ninja per variant compiles "
+                "them all)"
+            ),
             shape=tuple[ExtensionConfig, ...],
             words="list of mappings",
             default_words="`[extension]`",
@@ -483,7 +544,10 @@ class Matrix:
     header_libraries: tuple[HeaderLibraryConfig, ...] = field(
         default=(),
         metadata=key(
-            "header libraries the sources include (CUTLASS, ...): their include folders join every compile, their version or commit the SBOM",
+            (
+                "header libraries the sources include (CUTLASS, ...): their include folders join "
+                "every compile, their version or commit the SBOM"
+            ),
             name="header-libraries",
             shape=tuple[HeaderLibraryConfig, ...],
             words="list of mappings",
@@ -492,14 +556,21 @@ class Matrix:
     generate: tuple[GenerateStep, ...] = field(
         default=(),
         metadata=key(
-            "programs that write sources before compiling, in the build folder, run again only when their inputs change",
+            (
+                "programs that write sources before compiling, in the build folder, run again only "
+                "when their inputs change"
+            ),
             shape=tuple[GenerateStep, ...],
             words="list of mappings",
         ),
     )
     torch: TorchSpec = field(
         metadata=key(
-            "the torch versions the wheel is for: a version, a range, or a list; the lowest is the stable-ABI target; `installed` (unstable ABI): the build Python's own torch, no pip",
+            (
+                "the torch versions the wheel is for: a version, a range, or a list; the lowest is "
+                "the stable-ABI target; `installed` (unstable ABI): the build Python's own torch, "
+                "no pip"
+            ),
             shape=Scalars,
             words="version, range, list or `installed`",
         )
@@ -507,7 +578,11 @@ class Matrix:
     arch_sets: tuple[ArchSet, ...] = field(
         default=(),
         metadata=key(
-            "one wheel variant per arch set: a mapping of names to arch lists, or one arch list (named `default`); optional when `--archs` or `TORCH_CUDA_ARCH_LIST` gives the archs",
+            (
+                "one wheel variant per arch set: a mapping of names to arch lists, or one arch list"
+                " (named `default`); optional when `--archs` or `TORCH_CUDA_ARCH_LIST` gives the "
+                "archs"
+            ),
             name="arch-sets",
             shape=_ARCH_SETS,
             words="arch list, or mapping of names to arch lists",
@@ -557,7 +632,10 @@ class Matrix:
     size_budget: int = field(  # bytes per wheel
         default=DEFAULT_SIZE_BUDGET,
         metadata=key(
-            "the largest wheel allowed: `100MiB`, `450MB`, `100KiB` or bytes; a wheel over it fails its variant (exit 4); `--size-budget` overrides it",
+            (
+                "the largest wheel allowed: `100MiB`, `450MB`, `100KiB` or bytes; a wheel over it "
+                "fails its variant (exit 4); `--size-budget` overrides it"
+            ),
             name="size-budget",
             shape={
                 "anyOf": [
@@ -572,7 +650,12 @@ class Matrix:
     memory_limit: int | None = field(  # bytes the compiles may use at once
         default=None,
         metadata=key(
-            "the memory the compiles may use at once: `24GiB`, `16GB` or bytes; the schedule keeps each moment's compiles under it (docs/performance.md); default: what the machine and its cgroups leave; `WHEELFORGE_MEMORY_LIMIT` and `--memory-limit` override it",
+            (
+                "the memory the compiles may use at once: `24GiB`, `16GB` or bytes; the schedule "
+                "keeps each moment's compiles under it (docs/performance.md); default: what the "
+                "machine and its cgroups leave; `WHEELFORGE_MEMORY_LIMIT` and `--memory-limit` "
+                "override it"
+            ),
             name="memory-limit",
             shape={
                 "anyOf": [
@@ -586,7 +669,10 @@ class Matrix:
     wheel_variants: WheelVariantsConfig | None = field(
         default=None,
         metadata=key(
-            "**experimental** PEP 825 variant wheels instead of local version labels (docs/packaging.md)",
+            (
+                "**experimental** PEP 825 variant wheels instead of local version labels "
+                "(docs/packaging.md)"
+            ),
             name="wheel-variants",
             shape=WheelVariantsConfig,
             words="mapping",
@@ -596,7 +682,11 @@ class Matrix:
     compile_cache: str | None = field(
         default=None,  # settings.py defaults it, with the environment's
         metadata=key(
-            "the compile cache in front of every compiler: `auto` (ccache, else sccache, else none), `sccache`, `ccache` or `none`; `WHEELFORGE_COMPILE_CACHE` and `--compile-cache` override it (docs/performance.md)",
+            (
+                "the compile cache in front of every compiler: `auto` (ccache, else sccache, else "
+                "none), `sccache`, `ccache` or `none`; `WHEELFORGE_COMPILE_CACHE` and "
+                "`--compile-cache` override it (docs/performance.md)"
+            ),
             name="compile-cache",
             shape={"enum": list(COMPILE_CACHES)},
             words="`auto`, `sccache`, `ccache` or `none`",

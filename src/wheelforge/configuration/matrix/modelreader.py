@@ -262,7 +262,10 @@ class ModelReader:
             example = ", ".join(str(node.value).split())
             self.problems.add(
                 node,
-                f"{where} must be a list of strings, got the string '{node.value}'; write [{example}]",
+                (
+                    f"{where} must be a list of strings, got the string '{node.value}'; write "
+                    f"[{example}]"
+                ),
             )
             return ()
         return self.strings(node, where)
@@ -272,7 +275,10 @@ class ModelReader:
         if not folder.is_dir():
             self.problems.add(
                 node,
-                f"{where}: '{value}' is not a folder (paths are relative to {self.problems.display})",
+                (
+                    f"{where}: '{value}' is not a folder (paths are relative to "
+                    f"{self.problems.display})"
+                ),
             )
             return None
         return folder

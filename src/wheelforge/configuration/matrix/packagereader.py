@@ -120,13 +120,19 @@ class PackageReader(ModelReader):
         if license_ is not None and theirs is not None and license_ != theirs:
             self.problems.add(
                 read.items["license"][1],
-                f"package.license '{license_}' conflicts with the license in {project.path} [project]; keep it in one place",
+                (
+                    f"package.license '{license_}' conflicts with the license in {project.path} "
+                    "[project]; keep it in one place"
+                ),
             )
         for key in _ONLY_ONE_PLACE:
             if key in read.items:
                 self.problems.add(
                     read.items[key][1],
-                    f"package.{key}: pyproject.toml [project] gives the metadata ({project.path}); keep {key} there and remove it here",
+                    (
+                        f"package.{key}: pyproject.toml [project] gives the metadata "
+                        f"({project.path}); keep {key} there and remove it here"
+                    ),
                 )
         if "dependencies" not in read.items:
             read.values["dependencies"] = project.dependencies
@@ -135,7 +141,10 @@ class PackageReader(ModelReader):
         ):
             self.problems.add(
                 read.items["dependencies"][1],
-                f"package.dependencies conflicts with dependencies in {project.path} [project]; keep them in one place (pyproject.toml)",
+                (
+                    f"package.dependencies conflicts with dependencies in {project.path} [project];"
+                    " keep them in one place (pyproject.toml)"
+                ),
             )
 
     def urls(self, node: yaml.Node, where: str) -> tuple[tuple[str, str], ...]:
@@ -212,7 +221,10 @@ class PackageReader(ModelReader):
         if path.suffix != ".py" or not path.is_file():
             self.problems.add(
                 node,
-                f"{where}: '{value}' is not a .py file (paths are relative to {self.problems.display}); name a top-level module's file",
+                (
+                    f"{where}: '{value}' is not a .py file (paths are relative to "
+                    f"{self.problems.display}); name a top-level module's file"
+                ),
             )
             return None
         return path

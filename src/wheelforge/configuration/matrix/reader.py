@@ -121,7 +121,10 @@ class MatrixReader(ExtensionsReader, StepsReader, PackageReader):
         if spec.lowest < OLDEST_STABLE_TARGET:
             self.problems.add(
                 node,
-                f"{where}: the stable ABI needs torch >= {OLDEST_STABLE_TARGET}, but the lowest version here is {spec.lowest}; raise it",
+                (
+                    f"{where}: the stable ABI needs torch >= {OLDEST_STABLE_TARGET}, but the lowest"
+                    f" version here is {spec.lowest}; raise it"
+                ),
             )
             return None
         return spec
@@ -185,7 +188,10 @@ class MatrixReader(ExtensionsReader, StepsReader, PackageReader):
         if value is not None and match is None:
             self.problems.add(
                 node,
-                f"{where} must name the oldest CPython of the abi3 wheel, like 'cp310', got '{value}'",
+                (
+                    f"{where} must name the oldest CPython of the abi3 wheel, like 'cp310', got "
+                    f"'{value}'"
+                ),
             )
             return None
         if value is None or match is None:
@@ -287,7 +293,11 @@ class MatrixReader(ExtensionsReader, StepsReader, PackageReader):
                 where = "extension" if key == "extension" else f"extensions[{i}]"
                 self.problems.add(
                     read.items[key][1],
-                    f"{where}.name '{extension.name}' is not inside any of package.packages ({', '.join(p.name for p in package.packages) or 'none'}); put the module in one of them",
+                    (
+                        f"{where}.name '{extension.name}' is not inside any of package.packages "
+                        f"({', '.join(p.name for p in package.packages) or 'none'}); put the module"
+                        " in one of them"
+                    ),
                 )
         self.check_steps(read, extensions)
         self.check_header_libraries(read)

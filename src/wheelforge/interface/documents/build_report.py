@@ -97,7 +97,8 @@ class WheelDoc:
     import_check: str | None = field(
         default=None,
         metadata=doc(
-            "the import of its shared objects before publishing, one per shared object joined by '; '; null: --no-import-check"
+            "the import of its shared objects before publishing, one per shared object joined "
+            "by '; '; null: --no-import-check"
         ),
     )
     reproducible: str | None = field(
@@ -145,13 +146,16 @@ class CompileDoc:
     cache: CacheStats | None = field(
         default=None,
         metadata=doc(
-            "the compile cache's counts for this run (ccache or sccache); null: no cache, or nothing was compiled"
+            "the compile cache's counts for this run (ccache or sccache); null: no cache, or "
+            "nothing was compiled"
         ),
     )
     jobs: tuple[JobReport, ...] = field(
         default=(),
         metadata=doc(
-            "each compile this run ran: wall and CPU seconds, peak memory (bytes: the sum of its processes' resident memory at its peak; largest: its largest process), nvcc threads, whether the cache answered it (null: the cache does not say)"
+            "each compile this run ran: wall and CPU seconds, peak memory (bytes: the sum of "
+            "its processes' resident memory at its peak; largest: its largest process), nvcc "
+            "threads, whether the cache answered it (null: the cache does not say)"
         ),
     )
     peak_memory: int | None = field(
@@ -161,7 +165,9 @@ class CompileDoc:
     schedule: Schedule | None = field(
         default=None,
         metadata=doc(
-            "how -j, the nvcc threads and the heavy pool were chosen: the memory kept to (bytes, and what set it), the heavy steps and how many of them run at once, the expected peak and seconds, how many steps earlier builds measured"
+            "how -j, the nvcc threads and the heavy pool were chosen: the memory kept to "
+            "(bytes, and what set it), the heavy steps and how many of them run at once, the "
+            "expected peak and seconds, how many steps earlier builds measured"
         ),
     )
 
@@ -184,7 +190,8 @@ class VariantDoc:
     binaries: tuple[BinaryDoc, ...]
     shared_objects: tuple[SharedObject, ...] = field(
         metadata=doc(
-            "the wheel's own shared objects (matrix.yaml's extensions), each with its role, size, budget and import check"
+            "the wheel's own shared objects (matrix.yaml's extensions), each with its role, "
+            "size, budget and import check"
         )
     )
     abi: AbiDoc | None

@@ -56,7 +56,10 @@ def run(argv: Sequence[str]) -> int:
     except subprocess.TimeoutExpired:
         proc.stop(child)
         print(
-            f"{name} ran past its deadline of {args.timeout} s (generate[].timeout) and was stopped",
+            (
+                f"{name} ran past its deadline of {args.timeout} s (generate[].timeout) and was "
+                "stopped"
+            ),
             flush=True,
         )
         return TIMED_OUT

@@ -380,7 +380,8 @@ def _pack_and_publish(
                 done = [fsutil.publish(made, plan.out_dir) for made in outputs]
             except OSError as exc:
                 raise EnvironmentProblem(
-                    f"--out {plan.out_dir}: cannot write {outputs[0].name}: {describe_os_error(exc)}"
+                    f"--out {plan.out_dir}: cannot write {outputs[0].name}: "
+                    f"{describe_os_error(exc)}"
                 ) from None
             published = done[0]
     finally:
