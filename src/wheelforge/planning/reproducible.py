@@ -124,7 +124,7 @@ def spelled(folders: dict[Path, str], spell: Callable[[Path], str]) -> dict[Path
     """*folders* as the compile commands spell them (plan.command_path): a folder they name
     relative to the build folder is mapped under that relative spelling (``../..=.`` for the
     project), so no map holds the folder a clone lies in and a compile cache keyed on the
-    command line hits from any checkout (issue 10). The build folder itself (``.``) needs no
+    command line hits from any checkout (a fresh clone in another folder). The build folder itself (``.``) needs no
     map: its files are named ``gen/…``, ``obj/…``. Folders outside the project stay absolute."""
     out: dict[Path, str] = {}
     for folder, name in folders.items():
