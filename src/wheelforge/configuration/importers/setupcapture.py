@@ -101,9 +101,15 @@ def _failure(root: Path, record: dict[str, Any]) -> ToolError:
             "from [build-system] requires in an isolated build); install it there or pass --python"
         )
     if any(words in text for words in _NO_GPU):
-        fix = "it asks the GPU for its archs and there is none here: give them with --archs (init sets TORCH_CUDA_ARCH_LIST for setup.py) or TORCH_CUDA_ARCH_LIST"
+        fix = (
+            "it asks the GPU for its archs and there is none here: give them with --archs (init "
+            "sets TORCH_CUDA_ARCH_LIST for setup.py) or TORCH_CUDA_ARCH_LIST"
+        )
     else:
-        fix = "fix what it needs (an environment variable, a submodule, a package in --python), or read it without running it: 'wheelforge init --no-run'"
+        fix = (
+            "fix what it needs (an environment variable, a submodule, a package in --python), or "
+            "read it without running it: 'wheelforge init --no-run'"
+        )
     return ToolError(f"{message}; {fix}", details=_shown_traceback(text) or None)
 
 

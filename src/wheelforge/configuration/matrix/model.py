@@ -323,7 +323,10 @@ class HeaderLibraryConfig:
     pypi: str | None = field(
         default=None,
         metadata=key(
-            'a PyPI requirement pinned with `==` whose wheel ships the headers (`"nvidia-cutlass==4.2.0.0"`); downloaded once into the user cache (not with `--offline`)',
+            (
+                'a PyPI requirement pinned with `==` whose wheel ships the headers (`"nvidia-cutlass'
+                '==4.2.0.0"`); downloaded once into the user cache (not with `--offline`)'
+            ),
             shape=str,
             words="requirement",
         ),
