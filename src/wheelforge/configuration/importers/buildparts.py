@@ -17,6 +17,7 @@ from wheelforge.configuration.importers.captured import (
     CapturedStep,
 )
 from wheelforge.configuration.importers.headerdirs import with_header_libraries
+from wheelforge.configuration.importers.sourceglobs import OneLine
 
 
 def _package_folders(build: CapturedBuild) -> list[str]:
@@ -54,16 +55,22 @@ class _Flow(list[str]):
 
 
 class _Dumper(yaml.SafeDumper):
-    pass
+    """init's one YAML style: block layout, with a command (_Flow) and a source with its own
+    archs (OneLine) each kept on one line."""
 
 
 _Dumper.add_representer(
     _Flow,
     lambda dumper, data: dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=True),
 )
+_Dumper.add_representer(
+    OneLine,
+    lambda dumper, data: dumper.represent_mapping("tag:yaml.org,2002:map", data, flow_style=True),
+)
 
 
-def _dump(key: str, value: object) -> str:
+def dump(key: str, value: object) -> str:
+    """``{key: value}`` as matrix.yaml writes it (every section init writes goes through here)."""
     return yaml.dump(
         {key: value}, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=100
     )
@@ -94,7 +101,7 @@ def header_libraries_text(libraries: Sequence[CapturedHeaderLibrary]) -> str:
     return (
         "\n# The header libraries the sources include (docs/matrix.md#header-libraries).\n"
         + "".join(comments)
-        + _dump("header-libraries", entries)
+        + dump("header-libraries", entries)
     )
 
 
@@ -107,5 +114,5 @@ def generate_text(steps: Sequence[CapturedStep]) -> str:
     ]
     return (
         "\n# Programs that write sources before compiling, in the build folder; `{name}/...` in sources names\n"
-        "# their outputs (docs/matrix.md#generate).\n" + _dump("generate", entries)
+        "# their outputs (docs/matrix.md#generate).\n" + dump("generate", entries)
     )

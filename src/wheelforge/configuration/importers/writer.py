@@ -15,7 +15,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
@@ -34,7 +33,7 @@ from wheelforge.configuration.importers.packagesection import (
     OLDEST_PYTHON,
     package_section,
 )
-from wheelforge.configuration.importers.sourceglobs import OneLine, sources_entries
+from wheelforge.configuration.importers.sourceglobs import sources_entries
 from wheelforge.configuration.importers.testsuite import tests_section
 from wheelforge.configuration.matrix.keys import SOURCE_SUFFIXES
 from wheelforge.foundation import readers
@@ -69,22 +68,6 @@ class InitResult:
     refusals: tuple[Refusal, ...] = ()
     generated: tuple[GeneratedFile, ...] = ()  # written beside matrix.yaml
     summary: str = ""  # one line: what was written
-
-
-class _Dumper(yaml.SafeDumper):
-    pass
-
-
-_Dumper.add_representer(
-    OneLine,
-    lambda dumper, data: dumper.represent_mapping("tag:yaml.org,2002:map", data, flow_style=True),
-)
-
-
-def _dump(key: str, value: object) -> str:
-    return yaml.dump(
-        {key: value}, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=100
-    )
 
 
 # A preprocessor block only Windows compiles (torch_scatter's PyInit stubs live in one).
@@ -228,13 +211,13 @@ class _Writer:
         if self.choices.archs:
             # --archs replaces the arch set the project gave: its front door's account goes
             self.done[:] = [d for d in self.done if not d.startswith("arch-sets:")]
-            return "\n" + _dump("arch-sets", {"default": self.choices.archs})
+            return "\n" + buildparts.dump("arch-sets", {"default": self.choices.archs})
         found = merge_archs(*(e.archs for e in self.build.extensions))
         if found:
-            return "\n" + _dump("arch-sets", {"default": arch_text(found)})
+            return "\n" + buildparts.dump("arch-sets", {"default": arch_text(found)})
         if self.choices.env_archs:
             self.done.append(f"arch-sets: from TORCH_CUDA_ARCH_LIST '{self.choices.env_archs}'")
-            return "\n" + _dump("arch-sets", {"default": self.choices.env_archs})
+            return "\n" + buildparts.dump("arch-sets", {"default": self.choices.env_archs})
         return (
             "\n# No arch-sets: give them here, or with --archs / TORCH_CUDA_ARCH_LIST.\n"
             '# arch-sets:\n#   default: "8.0 9.0+PTX"\n'
@@ -244,7 +227,7 @@ class _Writer:
         section = package_section(self.build, self.hand, self.done)
         if section is None:
             return FROM_PYPROJECT
-        return (FROM_PYPROJECT if section.pop("from_pyproject", False) else "") + _dump(
+        return (FROM_PYPROJECT if section.pop("from_pyproject", False) else "") + buildparts.dump(
             "package", section
         )
 
@@ -262,7 +245,7 @@ class _Writer:
         return (
             head
             + (comment and "# The project's optional requirements:\n" + comment)
-            + _dump("tests", section)
+            + buildparts.dump("tests", section)
         )
 
     def python_abi(self, ext: CapturedExtension) -> str:
@@ -341,9 +324,9 @@ def render(build: CapturedBuild, choices: InitChoices) -> InitResult:
     extensions = build.extensions
     abi = _abi(writer, extensions)
     if len(extensions) == 1:
-        section = _dump("extension", writer.extension(extensions[0], abi, "extension"))
+        section = buildparts.dump("extension", writer.extension(extensions[0], abi, "extension"))
     else:
-        section = _dump(
+        section = buildparts.dump(
             "extensions",
             [writer.extension(e, abi, f"extensions[{i}]") for i, e in enumerate(extensions)],
         )
@@ -362,9 +345,9 @@ def render(build: CapturedBuild, choices: InitChoices) -> InitResult:
         parts.append(
             "\n# torch/extension.h: one build per torch version below (a CUDA build of torch).\n"
         )
-        parts.append(f"abi: {abi.name}\n" + _dump("torch", torch))
+        parts.append(f"abi: {abi.name}\n" + buildparts.dump("torch", torch))
     else:
-        parts.append(f"\nabi: {abi.name}\n" + _dump("torch", torch))
+        parts.append(f"\nabi: {abi.name}\n" + buildparts.dump("torch", torch))
     parts.append(writer.python_abi(next((e for e in extensions if e.limited_api), extensions[0])))
     parts.append(writer.arch_sets())
     parts.append(writer.tests())
