@@ -66,22 +66,6 @@ def cgroup(limit: int) -> Iterator[tuple[Path, str]]:
                 time.sleep(0.2)
 
 
-def tree_rss(root: int) -> int:
-    """The resident memory of *root* and everything below it (wheelforge starts ninja in a
-    session of its own, so the tree, not the session, is the build)."""
-    found = jobwatch.read_samples()
-    by_parent: dict[int, list[jobwatch.Sample]] = {}
-    for p in found:
-        by_parent.setdefault(p.ppid, []).append(p)
-    total = sum(p.rss for p in found if p.pid == root)
-    todo = [root]
-    while todo:
-        for child in by_parent.get(todo.pop(), []):
-            total += child.rss
-            todo.append(child.pid)
-    return total
-
-
 def run(
     cmd: list[str], *, cwd: Path, env: dict[str, str], log: Path, group: tuple[Path, str] | None
 ) -> dict:
@@ -103,7 +87,7 @@ def run(
 
         def watch() -> None:
             while not done.is_set():
-                peak[0] = max(peak[0], tree_rss(child.pid))
+                peak[0] = max(peak[0], jobwatch.tree_rss(child.pid))
                 done.wait(0.25)
 
         thread = threading.Thread(target=watch, daemon=True)

@@ -325,3 +325,15 @@ def test_a_history_entry_of_another_shape_is_left_out(tmp_path: Path, value: str
     bad = good.replace('"peak": 1024', f'"peak": {value}')
     (tmp_path / jobcosts.HISTORY).write_text(f'{{"entries": {{"a": {good}, "b": {bad}}}}}')
     assert list(jobcosts.load(tmp_path)) == ["a"]
+
+
+def test_tree_rss_sums_a_process_and_everything_below_it() -> None:
+    """The benchmarks' whole-build peak: the root's tree only, not its parent's or a sibling's."""
+
+    def p(pid: int, ppid: int, rss: int) -> jobwatch.Sample:
+        return jobwatch.Sample(pid=pid, ppid=ppid, session=1, rss=rss, ticks=0)
+
+    found = [p(1, 0, 1000), p(10, 1, 5), p(11, 10, 7), p(12, 11, 11), p(20, 1, 100)]
+    assert jobwatch.tree_rss(10, found) == 5 + 7 + 11
+    assert jobwatch.tree_rss(12, found) == 11
+    assert jobwatch.tree_rss(99, found) == 0

@@ -158,6 +158,17 @@ class JobWatch:
             job.samples += 1
 
 
+def tree_rss(root: int, processes: list[Sample] | None = None) -> int:
+    """The resident memory of the process *root* and everything below it, from one reading of
+    /proc (*processes*, else read now); 0 when it is gone. The benchmarks' whole-build peak."""
+    found = read_samples() if processes is None else processes
+    by_parent: dict[int, list[Sample]] = {}
+    for p in found:
+        by_parent.setdefault(p.ppid, []).append(p)
+    top = next((p for p in found if p.pid == root), None)
+    return 0 if top is None else sum(p.rss for p in _subtree(top, by_parent))
+
+
 def _subtree(root: Sample, by_parent: Mapping[int, list[Sample]]) -> list[Sample]:
     found = [root]
     todo = [root]
