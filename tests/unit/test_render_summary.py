@@ -64,3 +64,24 @@ def test_a_cpp_only_extension_is_not_shown_missing_its_archs() -> None:
     out = io.StringIO()
     print_build(report, Console(file=out, width=200))
     assert out.getvalue().count("MISSING") == 2
+
+
+def test_a_binary_table_keeps_its_title_on_one_line() -> None:
+    """An unstable build's module name is long (grouped_gemm_backend.cpython-311-x86_64-linux-
+    gnu.so): as a rich table title it was folded to the table's width, mid-name, at 80 and 100
+    columns and in a file alike. It is a line of its own above the table now."""
+    so = BinaryContents(path="x.whl!grouped_gemm_backend.cpython-311-x86_64-linux-gnu.so",
+                        size=100, entries=())  # fmt: skip
+    owed = ArchSet("default", parse_arch_list("9.0", source="test"))
+    report = BuildReport(matrix=Path("matrix.yaml"), target_version=(2, 10), built_against="2.13.0+cpu",
+                         variants=(_variant((so,), owed),))  # fmt: skip
+    title = "default-cu130: grouped_gemm_backend.cpython-311-x86_64-linux-gnu.so"
+    for console in (
+        Console(file=io.StringIO(), width=80),  # a file or a CI log
+        Console(file=io.StringIO(), width=80, force_terminal=True, color_system=None),
+        Console(file=io.StringIO(), width=100, force_terminal=True, color_system=None),
+    ):
+        print_build(report, console)
+        lines = [line.rstrip() for line in console.file.getvalue().splitlines()]  # type: ignore[attr-defined]
+        assert title in lines, lines[:4]
+        assert "MISSING" in console.file.getvalue()  # type: ignore[attr-defined]

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rich.console import Console, RenderableType
+from rich.console import Console, Group, RenderableType
 from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Table
@@ -40,15 +40,16 @@ def short_path(binary: BinaryContents) -> str:
     return member_path(binary.path)
 
 
-def binary_tables(v: VariantResult) -> list[Table]:
+def binary_tables(v: VariantResult) -> list[RenderableType]:
     """One table per binary: each kind and arch, stored and uncompressed, and whether it was
-    asked for (the binary's ArchCheck). Narrow enough for 80 columns: the binary is the title,
-    not a column."""
-    tables = []
+    asked for (the binary's ArchCheck). Narrow enough for 80 columns: the binary is not a
+    column but a line of its own above the table (as the table's title rich would fold it to
+    the table's width, mid-name: ``grouped_gemm_backend.cpython-311-x86_64-linux-gnu.so``)."""
+    tables: list[RenderableType] = []
     for b, check in zip(v.binaries, v.arch_checks, strict=True):
         if not b.entries and check.ok:
             continue  # no device code, and none owed: a C++-only extension, a helper library
-        table = Table(title=f"{v.variant_id}: {short_path(b)}", title_justify="left")
+        table = Table()
         for column in ("kind", "arch", "stored", "uncompressed", "status"):
             table.add_column(
                 column,
@@ -79,7 +80,7 @@ def binary_tables(v: VariantResult) -> list[Table]:
                 )
                 stored, size = sizes[arch]
                 table.add_row(label, arch, human_size(stored), human_size(size), status)
-        tables.append(table)
+        tables.append(Group(Text(printable(f"{v.variant_id}: {short_path(b)}")), table))
     return tables
 
 
