@@ -16,7 +16,8 @@ from wheelforge.configuration.archs import ArchSet, parse_arch_list
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.configuration.settings import Flags, resolve
 from wheelforge.foundation.errors import EnvironmentProblem
-from wheelforge.planning import buildtorch, variants
+from wheelforge.packaging import provenance, sbom
+from wheelforge.planning import buildtorch, reproducible, variants
 from wheelforge.planning.planner import make_plan
 from wheelforge.planning.variants import Variant
 from wheelforge.toolchain import envs
@@ -166,3 +167,27 @@ def test_an_installed_torch_leaves_out_the_other_major_before_provisioning(
         "13.0",
         settings.python,
     )
+
+
+def test_the_torch_environments_cuda_headers_have_a_path_free_name(
+    project: Project, tmp_path: Path
+) -> None:
+    """pip's CUDA headers beside a CUDA torch (site-packages/nvidia/cu13/include) are an input
+    folder of their own: mapped in the binaries and named "nvidia" in the build info's flags and
+    inputs list. Without it the user's cache path (…/envs/torch-2.12.0+cu130-…/) was in
+    grouped_gemm's wheelforge-build.json (15 times) and in its inputs digest."""
+    matrix = load_matrix(project(CLASSIC))
+    torch = _cuda_torch(tmp_path, "2.14.1", "13.0", 20)
+    plan = make_plan(fakes.plan_inputs(matrix, tmp_path), _variant("13.0.88", "2.14.1"), torch,
+                     weak_header="", nvcc_host="/usr/bin/g++")  # fmt: skip
+    nvidia = tmp_path / "site-2.14.1" / "nvidia"
+    assert (nvidia, "nvidia") in plan.compile.input_folders
+    maps = [f for f in shlex.split(plan.compile.flag_sets[0].cxx) if "-ffile-prefix-map=" in f]
+    assert any(m.endswith("site-2.14.1/nvidia=nvidia") for m in maps), maps
+    free = provenance._path_free(plan)(plan.compile.flag_sets[0].nvcc)  # as build info has it
+    assert "-isystem nvidia/cu13/include" in free and "site-2.14.1" not in free, free
+    name = reproducible.path_namer(plan.compile.input_folders)
+    assert name(nvidia / "cu13" / "include" / "cusparse.h") == "nvidia/cu13/include/cusparse.h"
+    # …and the SBOM does not take them for the project's own files.
+    own = sbom._project_files({"nvidia/cu13/include/cusparse.h": "0" * 64, "csrc/ops.cu": "1" * 64})
+    assert [c.name for c in own] == ["csrc/ops.cu"]

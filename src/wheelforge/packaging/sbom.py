@@ -31,6 +31,7 @@ _NOT_PROJECT = tuple(
         reproducible.TOOLKIT,
         reproducible.TOOLKIT_HOST,
         reproducible.TORCH,
+        reproducible.TORCH_CUDA,
         reproducible.PYTHON_INCLUDE,
         reproducible.HEADER_LIBRARIES,
     )

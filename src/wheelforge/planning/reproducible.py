@@ -50,6 +50,7 @@ SYSTEM = "system"
 SOURCE_ROOT = "."
 BUILD_DIR = "wheelforge-build"
 TORCH = "torch"  # torch's package folder: torch/include/..., torch/lib
+TORCH_CUDA = "nvidia"  # pip's CUDA headers beside a CUDA torch: nvidia/cu13/include/...
 PYTHON_INCLUDE = "python/include"
 TOOLKIT = "cuda"
 TOOLKIT_HOST = "cuda-host"  # a provisioned toolkit's own host compiler and its headers
@@ -79,9 +80,9 @@ def input_folders(
     libraries: Sequence[HeaderLibrary] = (),
 ) -> dict[Path, str]:
     """Every folder a compile reads from (the project, the build folder, torch's package folder,
-    Python's headers, the toolkit, the header libraries), and the fixed name it has in the
-    binaries. A header library is named after itself even inside the project (its folder is
-    the deeper one there)."""
+    pip's CUDA headers beside a CUDA torch, Python's headers, the toolkit, the header
+    libraries), and the fixed name it has in the binaries. A header library is named after
+    itself even inside the project (its folder is the deeper one there)."""
     folders = {
         root: SOURCE_ROOT,
         build_dir: BUILD_DIR,
@@ -89,6 +90,11 @@ def input_folders(
         torch.python_include: PYTHON_INCLUDE,
         toolkit.root: TOOLKIT,
     }
+    # site-packages/nvidia/<cu13 or a library>/include (torchprobe): without a name of its own,
+    # the torch environment's path (the user's cache) would be in the build info's flags and
+    # inputs list, and so in the wheel.
+    for include in torch.cuda_include_dirs:
+        folders.setdefault(include.parents[1], TORCH_CUDA)
     if toolkit.host_cxx is not None:  # a provisioned toolkit: its GCC's own headers lie beside it
         common = Path(os.path.commonpath([toolkit.root, toolkit.host_cxx]))
         if common != Path(common.anchor):
