@@ -70,6 +70,24 @@ def test_progress_without_a_terminal_is_one_line_per_job(
         log.set_quiet(False)
 
 
+def test_without_a_terminal_the_first_running_lines_come_after_a_minute(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A minute after ninja started, its first jobs have run a moment less (0:59): they are
+    reported then, not a minute later (seen in a CI log of grouped_gemm: first line at 1:59)."""
+    progress = JobProgress(["NVCC csrc/a.cu", "NVCC csrc/b.cu", "LINK _C.abi3.so"], parallel=2)
+    progress.running([Running(job="NVCC csrc/a.cu", seconds=10.0)])
+    assert capsys.readouterr().err == ""  # not a minute yet
+    progress.start -= 60
+    progress._reported -= 60  # a minute later
+    progress.running([Running(job="NVCC csrc/a.cu", seconds=59.6, phase="cicc compute_90"),
+                      Running(job="NVCC csrc/b.cu", seconds=20.0)])  # fmt: skip
+    assert capsys.readouterr().err.splitlines() == [
+        "  … NVCC csrc/a.cu: running for 0:59, cicc compute_90 now"
+    ]
+    progress.close()
+
+
 def _feed(tmp_path: Path, jobs: list[str]) -> tuple[ninjafeed.Feed, JobProgress, Path]:
     log_file = tmp_path / ".ninja_log"
     log_file.write_text("# ninja log v7\n")

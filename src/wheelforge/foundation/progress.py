@@ -31,6 +31,9 @@ if TYPE_CHECKING:
 OUTPUT_LINES = 8
 # Without a terminal: a line per job still running after this long, and again as often.
 REPORT_AFTER_S = 60.0
+# ...counting a job that started this much after ninja as running that long: at the first
+# report the first jobs have run a moment less than ninja (0:59), and would wait another minute.
+_STARTED_AFTER_S = 10.0
 _LINK = "LINK "
 
 
@@ -313,7 +316,7 @@ class JobProgress:
                 return
             self._reported = now
             for r in self._seen:
-                if r.seconds < REPORT_AFTER_S:
+                if r.seconds < REPORT_AFTER_S - _STARTED_AFTER_S:
                     continue
                 phase = f", {r.phase} now" if r.phase else ""
                 last = self.expected.get(r.job)
