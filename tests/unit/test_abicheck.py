@@ -285,6 +285,7 @@ def test_a_classic_wheel_is_checked_by_the_unstable_abis_rules(
     assert "unstable-ABI rules applied: module-init, tags, layout, torch-pin" in out
     assert "torch floor" not in out  # a classic extension's torch is a pin, not a floor
     assert "torch >=" not in out
+    assert "1 binary uses libtorch's C++ API: the wheel loads only on the torch it was" in out
     # The same binary judged as a stable-ABI one (--abi stable) breaks its rules.
     [stable] = abicheck.check_wheel(wheel, torch=None, guards={}, flavour="stable")
     assert "cxx-symbol" in [v.rule for v in stable.violations]

@@ -148,7 +148,8 @@ def _allows(wheel: WheelSummary, members: Sequence[BinaryCheck]) -> str | None:
         return f"{binaries}; the wheel requires {said} (the widest correct: {wheel.allows})"
     unstable = [c for c in members if c.torch_abi == "torch-unstable"]
     return (
-        f"{len(unstable)} binar{'y' if len(unstable) == 1 else 'ies'} use libtorch's C++ API: the "
+        f"{len(unstable)} {'binary uses' if len(unstable) == 1 else 'binaries use'} libtorch's C++"
+        " API: the "
         f"wheel loads only on the torch it was built against; it requires {said or 'no torch'}"
     )
 
