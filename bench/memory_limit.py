@@ -18,6 +18,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -92,9 +93,13 @@ def run(
 
         thread = threading.Thread(target=watch, daemon=True)
         thread.start()
-        child.wait()
-        done.set()
-        thread.join()
+        try:
+            child.wait()
+        finally:  # stopped (SIGTERM, Ctrl-C): the build's whole tree goes too
+            if child.poll() is None:
+                _stop_build(child, group)
+            done.set()
+            thread.join()
     result = {
         "seconds": round(time.perf_counter() - start, 1),
         "returncode": child.returncode,
@@ -180,5 +185,28 @@ def main() -> None:
         )
 
 
+def _stop_build(child: subprocess.Popen, group: tuple[Path, str] | None) -> None:
+    """wheelforge stops its own jobs on SIGTERM; whatever is left after 10 s (the jobs run in
+    process groups of their own) is killed by the cgroup's member list, so the cgroup can go."""
+    child.terminate()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        child.wait(10)
+    for _ in range(3):
+        pids = [child.pid]
+        if group is not None:
+            with contextlib.suppress(OSError):
+                pids += [int(p) for p in (group[0] / "cgroup.procs").read_text().split()]
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.5)
+    child.wait()
+
+
+def _stop(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)  # unwinds: the build is killed and the cgroup removed
+
+
 if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, _stop)
     main()
