@@ -27,6 +27,7 @@ from wheelforge.planning.parallelism import (
 )
 from wheelforge.running.build import compiling, jobwatch, ninja
 from wheelforge.running.build.results import JobReport
+from wheelforge.toolchain import compilecache
 
 from .fakes import plan_for, plan_inputs
 
@@ -337,3 +338,20 @@ def test_tree_rss_sums_a_process_and_everything_below_it() -> None:
     assert jobwatch.tree_rss(10, found) == 5 + 7 + 11
     assert jobwatch.tree_rss(12, found) == 11
     assert jobwatch.tree_rss(99, found) == 0
+
+
+def test_compile_cache_says_who_asked_for_none(project: Project) -> None:
+    """The summary's "compile cache: none" names the one place that asked for it."""
+    path = project()
+    flag = resolve(Flags(matrix=path, compile_cache="none"), {"WHEELFORGE_COMPILE_CACHE": "ccache"})
+    assert (flag.compile_cache, flag.compile_cache_source) == ("none", "--compile-cache none")
+    env = resolve(Flags(matrix=path), {"WHEELFORGE_COMPILE_CACHE": "none"})
+    assert env.compile_cache_source == "WHEELFORGE_COMPILE_CACHE=none"
+    assert compilecache.none_reason("none", env.compile_cache_source) == (
+        "asked for by WHEELFORGE_COMPILE_CACHE=none"
+    )
+    path.write_text(path.read_text() + "compile-cache: none\n")
+    matrix = resolve(Flags(matrix=path), {})
+    assert matrix.compile_cache_source == f"{path.name}'s compile-cache: none"
+    auto = resolve(Flags(matrix=path), {"WHEELFORGE_COMPILE_CACHE": "auto"})
+    assert auto.compile_cache_source == "WHEELFORGE_COMPILE_CACHE=auto"  # the first place wins

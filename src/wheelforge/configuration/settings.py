@@ -93,6 +93,7 @@ class BuildSettings:
     wait: bool = True  # for another build's lock on the build folder
     verify_reproducible: bool = False  # build each variant twice, in two folders, and compare
     compile_cache: str = "auto"  # auto, sccache, ccache, none (toolchain/compilecache.py)
+    compile_cache_source: str = ""  # where it was given: "--compile-cache none", ...; "": auto
     # the memory the compiles may use (planning/parallelism.py); None: what the machine leaves
     memory_limit: int | None = None
     memory_limit_source: str = ""  # where it was given: --memory-limit, ..., matrix.yaml
@@ -224,26 +225,33 @@ def resolve_python(value: str | None, flag: str = "--python") -> Path:
     return path.absolute()
 
 
-def _compile_cache(flags: Flags, matrix: Matrix, env: Mapping[str, str]) -> str:
-    """--compile-cache, else $WHEELFORGE_COMPILE_CACHE, else matrix.yaml's compile-cache, else auto."""
+def _compile_cache(flags: Flags, matrix: Matrix, env: Mapping[str, str]) -> tuple[str, str]:
+    """--compile-cache, else $WHEELFORGE_COMPILE_CACHE, else matrix.yaml's compile-cache, else
+    auto; and where it was given (the summary names it)."""
     if flags.compile_cache is not None:
-        return flags.compile_cache  # click checked it
+        return flags.compile_cache, f"--compile-cache {flags.compile_cache}"  # click checked it
     given = (
         (
             env.get("WHEELFORGE_COMPILE_CACHE"),
             "WHEELFORGE_COMPILE_CACHE={!r}",
             "unset it or fix it",
+            "WHEELFORGE_COMPILE_CACHE={}",
         ),
-        (matrix.compile_cache, f"{matrix.path}: compile-cache {{!r}}", "fix it in the matrix"),
+        (
+            matrix.compile_cache,
+            f"{matrix.path}: compile-cache {{!r}}",
+            "fix it in the matrix",
+            f"{matrix.path.name}'s compile-cache: {{}}",
+        ),
     )
-    for value, where, fix in given:
+    for value, where, fix, said in given:
         if value and value not in COMPILE_CACHES:
             raise ConfigError(
                 f"{where.format(value)} must be one of {', '.join(COMPILE_CACHES)}; {fix}"
             )
         if value:
-            return value
-    return "auto"
+            return value, said.format(value)
+    return "auto", ""
 
 
 def _memory_limit(flags: Flags, matrix: Matrix, env: Mapping[str, str]) -> tuple[int | None, str]:
@@ -302,6 +310,7 @@ def resolve(flags: Flags, env: Mapping[str, str] | None = None) -> BuildSettings
     cxx_launcher, cxx = _compiler(env, "CXX", "c++")
     cc_launcher, cc = _compiler(env, "CC", "cc")
     memory_limit, memory_limit_source = _memory_limit(flags, matrix, env)
+    compile_cache, compile_cache_source = _compile_cache(flags, matrix, env)
     dist_scheduler, dist_token = _dist(flags, env)
     return BuildSettings(
         matrix=matrix,
@@ -332,7 +341,8 @@ def resolve(flags: Flags, env: Mapping[str, str] | None = None) -> BuildSettings
         import_check=flags.import_check,
         wait=flags.wait,
         verify_reproducible=flags.verify_reproducible,
-        compile_cache=_compile_cache(flags, matrix, env),
+        compile_cache=compile_cache,
+        compile_cache_source=compile_cache_source,
         memory_limit=memory_limit,
         memory_limit_source=memory_limit_source,
         dist_scheduler=dist_scheduler,

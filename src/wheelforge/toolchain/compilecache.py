@@ -164,10 +164,11 @@ def resolve(
     return None
 
 
-def none_reason(mode: str) -> str:
-    """Why a build asking for *mode* compiles through no cache (the summary says it)."""
+def none_reason(mode: str, source: str = "") -> str:
+    """Why a build asking for *mode* (given by *source*: "--compile-cache none", ...) compiles
+    through no cache (the summary says it)."""
     if mode == "none":
-        return "asked for: --compile-cache, WHEELFORGE_COMPILE_CACHE or matrix.yaml's compile-cache"
+        return f"asked for by {source}" if source else "asked for"
     return f"neither ccache nor sccache was found on the PATH or beside this Python; {CACHE_HINT}"
 
 

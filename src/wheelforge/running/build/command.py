@@ -96,6 +96,8 @@ def _run_build(settings: BuildSettings, chosen: list[Variant], start: float) -> 
         seconds=time.perf_counter() - start,
         variants_json=index,
         no_compile_cache=(
-            compilecache.none_reason(settings.compile_cache) if compile_cache is None else None
+            compilecache.none_reason(settings.compile_cache, settings.compile_cache_source)
+            if compile_cache is None
+            else None
         ),
     )
