@@ -68,7 +68,7 @@ def test_an_environment_is_found_by_the_build_it_holds(tmp_path: Path) -> None:
 
 
 def test_a_cpu_build_from_pip_is_replaced_by_the_plain_release(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """pip prefers a local 2.13.0+cpu wheel to PyPI's 2.13.0 (a local label sorts higher);
     with .cu sources wheelforge asks for torch===2.13.0, PyPI's CUDA build, and names the
@@ -86,6 +86,8 @@ def test_a_cpu_build_from_pip_is_replaced_by_the_plain_release(
     assert asked == ["torch==2.13.0", "torch===2.13.0"]
     assert env.created and env.torch == "2.13.0+cu130" and env.cuda_build == "13.0"
     assert env.path.name.startswith("torch-2.13.0+cu130-")
+    said = " ".join("".join(capsys.readouterr()).split())
+    assert f"torch 2.13.0+cu130, Python 3.11: made in 0:00, {env.path.name}" in said  # its folder
     again = envs.ensure_env(envs.EnvSpec(torch="2.13.0"), tmp_path)  # a test run: the same one
     assert again.path == env.path and not again.created
 

@@ -381,10 +381,11 @@ def _build(spec: EnvSpec, cache: Path) -> Path:
     try:
         with log.step(f"create the {spec.label} environment in {envs}"):
             info = _create(spec, tmp)
+        final = envs / _name(spec, str(info["torch"]))  # named by the torch build it holds
         log.info(
-            f"  torch {info['torch']}, Python {info['python']}: made in {clock(time.monotonic() - start)}"
+            f"  torch {info['torch']}, Python {info['python']}: made in "
+            f"{clock(time.monotonic() - start)}, {final.name}"
         )
-        final = envs / _name(spec, str(info["torch"]))
         with writing(final):
             if _read_marker(final) is not None:  # the same build, made under another request
                 return final
