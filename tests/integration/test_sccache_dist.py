@@ -140,6 +140,8 @@ def test_compiles_spread_over_two_build_servers_give_the_local_wheel(
             "4",
             "--report",
             str(report),
+            "--cache-dir",
+            str(tmp_path / "wf-cache"),
         ],
         cwd=root,
         env=env,
@@ -153,6 +155,8 @@ def test_compiles_spread_over_two_build_servers_give_the_local_wheel(
     assert set(spread) <= set(servers) and sum(spread.values()) > 0, cache
     assert cache["dist_errors"] == 0
     assert "sccache-dist ran" in built.stdout
+    # sccache's client packs the toolchain for the servers into wheelforge's cache, not ~/.cache
+    assert any((tmp_path / "wf-cache" / "sccache-dist-client").iterdir())
     # The same sources through a local sccache, no scheduler, an empty cache: the same bytes.
     local = subprocess.run(
         [

@@ -263,6 +263,9 @@ def test_sccache_dist_counts_and_configuration(tmp_path: Path, project: Project)
     dist = compilecache.Dist(scheduler="http://127.0.0.1:10600", token='a "token"')
     text = compilecache.dist_config(dist)
     assert 'scheduler_url = "http://127.0.0.1:10600"' in text and 'token = "a \\"token\\""' in text
+    assert "cache_dir" not in text  # sccache's own default, for a Dist made without a cache
+    mine = compilecache.Dist(scheduler="http://h:1", token="t", toolchains=tmp_path / "tc")
+    assert f"cache_dir = {json.dumps(str(tmp_path / 'tc'))}\n" in compilecache.dist_config(mine)
     env = _tools(tmp_path, "sccache")
     for mode in ("auto", "sccache"):
         found = compilecache.resolve(mode, tmp_path, env, dist=dist)

@@ -51,6 +51,9 @@ _SCCACHE_REMOTE = (
 Tool = Literal["sccache", "ccache"]
 
 
+DIST_TOOLCHAINS = "sccache-dist-client"  # in the user cache: Dist.toolchains
+
+
 @dataclass(frozen=True, kw_only=True)
 class Dist:
     """sccache-dist: the scheduler that spreads compiles over its build servers, and the
@@ -58,6 +61,9 @@ class Dist:
 
     scheduler: str  # http(s)://host:port
     token: str = field(repr=False)
+    # sccache's client-side toolchain packages (~100 MB per toolkit): in wheelforge's user
+    # cache (its `cache` command lists and prunes them), not sccache's ~/.cache default
+    toolchains: Path | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -348,7 +354,8 @@ def dist_config(dist: Dist) -> str:
     return (
         "[dist]\n"
         f"scheduler_url = {json.dumps(dist.scheduler)}\n"
-        "toolchains = []\n"
+        + (f"cache_dir = {json.dumps(str(dist.toolchains))}\n" if dist.toolchains else "")
+        + "toolchains = []\n"
         "[dist.auth]\n"
         'type = "token"\n'
         f"token = {json.dumps(dist.token)}\n"

@@ -50,7 +50,11 @@ def _run_build(settings: BuildSettings, chosen: list[Variant], start: float) -> 
     _sweep(settings)
     dist = None
     if settings.dist_scheduler and settings.dist_token:
-        dist = compilecache.Dist(scheduler=settings.dist_scheduler, token=settings.dist_token)
+        dist = compilecache.Dist(
+            scheduler=settings.dist_scheduler,
+            token=settings.dist_token,
+            toolchains=settings.cache_dir / compilecache.DIST_TOOLCHAINS,
+        )
     compile_cache = compilecache.resolve(settings.compile_cache, settings.matrix.root, dist=dist)
     inputs = plan_inputs(settings, compile_cache)
     plans = plan_all(settings, chosen, inputs, early=True)
