@@ -113,13 +113,17 @@ fht)
 megablocks)
     checkout databricks+megablocks 78eea65 "$SCRATCH/megablocks"
     cd "$SCRATCH/megablocks"
-    "$WF312" init --torch 2.11.0 --archs 9.0 .
+    # torch 2.10.0: PyPI's build of it is CUDA 12.8's, the last torch of CUDA 12; a classic
+    # extension is built with its torch's CUDA major (issue 20), and CUDA 13's CCCL 3 breaks it
+    "$WF" init --torch 2.10.0 --archs 9.0 .
     # The one edit: CUDA 13's CCCL 3 changed cub::DeviceScan (csrc/cumsum.h:34); CUDA 12 builds it.
     printf '\ncuda: ["12.4"]\n' >> matrix.yaml
     # A CUDA 12.4 provisioned in the user cache, seen from $CACHE (which holds the CUDA torch).
     mkdir -p "$CACHE/toolkits"
-    ln -sfn ~/.cache/wheelforge/toolkits/cuda-12.4-debian "$CACHE/toolkits/cuda-12.4-debian"
-    [ "${BUILD:-1}" = 0 ] || time env -u PIP_FIND_LINKS "$WF312" build --cache-dir "$CACHE"
+    [ -e "$CACHE/toolkits/cuda-12.4-debian" ] ||
+        ln -s ~/.cache/wheelforge/toolkits/cuda-12.4-debian "$CACHE/toolkits/cuda-12.4-debian"
+    [ "${BUILD:-1}" = 0 ] || time env -u PIP_FIND_LINKS "$WF" build --cache-dir "$CACHE"
+    "$WF" check dist/*.whl || echo "check: exit $?"
     ;;
 fast_rnnt)
     checkout k2-fsa+fast_rnnt 83e4637 "$SCRATCH/fast_rnnt"
