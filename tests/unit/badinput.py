@@ -149,8 +149,15 @@ def _materialize(root: Path, files: dict[str, object]) -> None:
             path.symlink_to(content.target.replace("{root}", str(root)))
             continue
         if content is SOCKET:
-            with socket.socket(socket.AF_UNIX) as sock:
-                sock.bind(str(path))
+            # bound by its name from its folder: a socket's path is capped at 107 bytes, which a
+            # long temporary root (PYTEST_DEBUG_TEMPROOT, TMPDIR) passes
+            here = Path.cwd()
+            os.chdir(path.parent)
+            try:
+                with socket.socket(socket.AF_UNIX) as sock:
+                    sock.bind(path.name)
+            finally:
+                os.chdir(here)
             continue
         data = content() if callable(content) else content
         if isinstance(data, str):
