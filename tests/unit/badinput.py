@@ -204,3 +204,24 @@ def run_case(
     assert case.needle.replace("{root}", str(root)) in errors[0], err
     expected = case.error if isinstance(case.error, int) else case.error.exit_code
     assert code == expected, err
+
+
+def shown_member(
+    command: str,
+    member: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    *,
+    wheel_name: str = WHEEL,
+    options: tuple[str, ...] = (),
+) -> str:
+    """What `inspect` or `check` (*command*, with *options*) prints for a wheel holding one
+    extension named *member*: stdout and stderr together, with no traceback in them."""
+    monkeypatch.setenv("WF_CORPUS_TMP", str(tmp_path))
+    path = tmp_path / wheel_name
+    path.write_bytes(wheel(METADATA, (member, ELF)))
+    main([command, *options, str(path)])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    return out + err

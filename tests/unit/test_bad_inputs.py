@@ -27,6 +27,7 @@ from tests.unit.badinput import (
     record_row,
     recorded,
     run_case,
+    shown_member,
     tampered,
     wheel,
 )
@@ -37,7 +38,6 @@ from wheelforge.foundation.errors import (
     EnvironmentProblem,
     VerificationError,
 )
-from wheelforge.interface.cli import main
 
 CASES: dict[str, Case] = {
     # --- arch lists: flag, environment, matrix -------------------------------------------
@@ -952,11 +952,7 @@ def test_member_names_reach_the_terminal_as_text(
 ) -> None:
     """Issue 21: escape sequences in wheel member names reached the terminal raw in inspect and
     check; a name that reads as rich markup ([/]) must not be a markup error either."""
-    monkeypatch.setenv("WF_CORPUS_TMP", str(tmp_path))
-    path = tmp_path / WHEEL
-    path.write_bytes(wheel(METADATA, (name, ELF)))
-    main([command, str(path)])
-    out, err = capsys.readouterr()
-    assert "\x1b" not in out + err and "Traceback" not in out + err
+    shown = shown_member(command, name, tmp_path, monkeypatch, capsys)
+    assert "\x1b" not in shown
     if "\x1b" in name:
-        assert "\\x1b[2J" in out + err
+        assert "\\x1b[2J" in shown

@@ -25,6 +25,7 @@ from tests.unit.badinput import (
     record_row,
     recorded,
     run_case,
+    shown_member,
     wheel,
 )
 from tests.unit.conftest import GOOD_MATRIX
@@ -720,17 +721,10 @@ def test_control_and_bidi_characters_in_member_names_are_shown_escaped(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from wheelforge.interface.cli import main
-
     member = TERMINAL[name]
-    monkeypatch.setenv("WF_CORPUS_TMP", str(tmp_path))
-    path = tmp_path / WHEEL
-    path.write_bytes(wheel(METADATA, (member, ELF)))
-    main([command, str(path)])
-    out, err = capsys.readouterr()
-    assert "Traceback" not in out + err
+    shown = shown_member(command, member, tmp_path, monkeypatch, capsys)
     raw = [c for c in member if not c.isprintable()]
-    assert raw and not [c for c in raw if c in out + err], out + err
+    assert raw and not [c for c in raw if c in shown], shown
 
 
 # A classic (one-CPython) wheel's table has its own row (no floor columns); a 60,000-character
@@ -752,20 +746,16 @@ def test_member_names_of_classic_wheels_and_huge_names_are_shown_as_short_text(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from wheelforge.interface.cli import main
-
     wheel_name, member = MORE_NAMES[name]
-    monkeypatch.setenv("WF_CORPUS_TMP", str(tmp_path))
     monkeypatch.setenv("COLUMNS", "100")
-    path = tmp_path / wheel_name
-    path.write_bytes(wheel(METADATA, (member, ELF)))
     # --abi unstable: judged as a classic extension, whose table row has no floor columns.
-    classic = ["--abi", "unstable"] if command == "check" and wheel_name == CLASSIC_WHEEL else []
-    main([command, *classic, str(path)])
-    out, err = capsys.readouterr()
-    assert "Traceback" not in out + err and "\x1b" not in out + err
-    assert max(len(line) for line in (out + err).splitlines()) < 3000
-    assert len((out + err).splitlines()) < 100  # a name folded over the table: 1,442 lines
+    classic = ("--abi", "unstable") if command == "check" and wheel_name == CLASSIC_WHEEL else ()
+    shown = shown_member(
+        command, member, tmp_path, monkeypatch, capsys, wheel_name=wheel_name, options=classic
+    )
+    assert "\x1b" not in shown
+    assert max(len(line) for line in shown.splitlines()) < 3000
+    assert len(shown.splitlines()) < 100  # a name folded over the table: 1,442 lines
 
 
 # Folder names in the cache are names from files too: `cache list` showed them raw.
