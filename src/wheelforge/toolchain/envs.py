@@ -29,6 +29,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from wheelforge.foundation import cachefiles, fsutil, locks, log, proc, readers, removal, writers
@@ -404,7 +406,56 @@ def _build(spec: EnvSpec, cache: Path) -> Path:
 
 
 def install_wheel(env: TestEnv, wheel: Path, dist_name: str) -> None:
-    """Put *wheel* into *env* the ordinary way (dependencies resolved by pip), replacing any
-    earlier build of the same distribution."""
+    """Put *wheel* into *env*, replacing any earlier build of the same distribution.
+
+    In an environment wheelforge made, the ordinary way: pip resolves the dependencies. In a
+    borrowed one (--torch-from) the interpreter's packages are the user's, taken as they are: pip
+    walks the dependencies of everything already installed, so a torch whose own requirement is
+    unmet there (an image's torch beside setuptools 82, say) would send it to an index the
+    machine may not have. So the wheel goes in without dependencies, and pip is asked only for
+    those of the wheel's own requirements the environment does not satisfy."""
     pip(env.python, "uninstall", "--yes", "--quiet", dist_name, what="pip uninstall")
-    pip(env.python, "install", "--quiet", wheel, what=f"pip install {wheel.name}")
+    if env.spec.torch_from is None:
+        pip(env.python, "install", "--quiet", wheel, what=f"pip install {wheel.name}")
+        return
+    pip(env.python, "install", "--quiet", "--no-deps", wheel, what=f"pip install {wheel.name}")
+    unmet = unmet_requirements(env.python, dist_name)
+    if unmet:
+        pip(env.python, "install", "--quiet", *unmet, what=f"pip install {' '.join(unmet)}")
+
+
+def unmet_requirements(env_python: Path, dist_name: str) -> list[str]:
+    """*dist_name*'s requirements (Requires-Dist, markers evaluated for *env_python*) that no
+    distribution installed there satisfies, read from ``pip inspect``."""
+    out = pip(env_python, "inspect", what="pip inspect").stdout
+    try:
+        report = json.loads(out)
+        installed = {
+            canonicalize_name(d["metadata"]["name"]): d["metadata"] for d in report["installed"]
+        }
+        environment = dict(report["environment"])
+    except (ValueError, KeyError, TypeError) as e:
+        raise ToolError(f"pip inspect printed no report wheelforge can read ({e})") from e
+    own = installed.get(canonicalize_name(dist_name))
+    if own is None:
+        raise ToolError(f"pip installed {dist_name}, but pip inspect does not list it")
+    unmet: list[str] = []
+    for line in own.get("requires_dist") or ():
+        try:
+            req = Requirement(line)
+        except InvalidRequirement as e:
+            raise ToolError(
+                f"{dist_name}'s METADATA has a Requires-Dist pip accepted but packaging does not: {e}"
+            ) from e
+        if req.marker is not None and not req.marker.evaluate({**environment, "extra": ""}):
+            continue
+        have = installed.get(canonicalize_name(req.name))
+        try:
+            met = have is not None and req.specifier.contains(
+                Version(have["version"]), prereleases=True
+            )
+        except InvalidVersion:
+            met = False  # a legacy version no specifier can match: pip decides
+        if not met:
+            unmet.append(str(req))
+    return unmet
