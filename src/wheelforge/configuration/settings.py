@@ -230,28 +230,18 @@ def _compile_cache(flags: Flags, matrix: Matrix, env: Mapping[str, str]) -> tupl
     auto; and where it was given (the summary names it)."""
     if flags.compile_cache is not None:
         return flags.compile_cache, f"--compile-cache {flags.compile_cache}"  # click checked it
-    given = (
-        (
-            env.get("WHEELFORGE_COMPILE_CACHE"),
-            "WHEELFORGE_COMPILE_CACHE={!r}",
-            "unset it or fix it",
-            "WHEELFORGE_COMPILE_CACHE={}",
-        ),
-        (
-            matrix.compile_cache,
-            f"{matrix.path}: compile-cache {{!r}}",
-            "fix it in the matrix",
-            f"{matrix.path.name}'s compile-cache: {{}}",
-        ),
-    )
-    for value, where, fix, said in given:
-        if value and value not in COMPILE_CACHES:
-            raise ConfigError(
-                f"{where.format(value)} must be one of {', '.join(COMPILE_CACHES)}; {fix}"
-            )
-        if value:
-            return value, said.format(value)
+    if given := env.get("WHEELFORGE_COMPILE_CACHE"):
+        _known_cache(f"WHEELFORGE_COMPILE_CACHE={given!r}", given, "unset it or fix it")
+        return given, f"WHEELFORGE_COMPILE_CACHE={given}"
+    if given := matrix.compile_cache:
+        _known_cache(f"{matrix.path}: compile-cache {given!r}", given, "fix it in the matrix")
+        return given, f"{matrix.path.name}'s compile-cache: {given}"
     return "auto", ""
+
+
+def _known_cache(where: str, value: str, fix: str) -> None:
+    if value not in COMPILE_CACHES:
+        raise ConfigError(f"{where} must be one of {', '.join(COMPILE_CACHES)}; {fix}")
 
 
 def _memory_limit(flags: Flags, matrix: Matrix, env: Mapping[str, str]) -> tuple[int | None, str]:

@@ -147,10 +147,10 @@ def _allows(wheel: WheelSummary, members: Sequence[BinaryCheck]) -> str | None:
             return f"{binaries}, as the wheel requires ({said})"
         return f"{binaries}; the wheel requires {said} (the widest correct: {wheel.allows})"
     unstable = [c for c in members if c.torch_abi == "torch-unstable"]
+    uses = "binary uses" if len(unstable) == 1 else "binaries use"
     return (
-        f"{len(unstable)} {'binary uses' if len(unstable) == 1 else 'binaries use'} libtorch's C++"
-        " API: the "
-        f"wheel loads only on the torch it was built against; it requires {said or 'no torch'}"
+        f"{len(unstable)} {uses} libtorch's C++ API: the wheel loads only on the torch it was "
+        f"built against; it requires {said or 'no torch'}"
     )
 
 
