@@ -355,3 +355,47 @@ def test_compile_cache_says_who_asked_for_none(project: Project) -> None:
     assert matrix.compile_cache_source == f"{path.name}'s compile-cache: none"
     auto = resolve(Flags(matrix=path), {"WHEELFORGE_COMPILE_CACHE": "auto"})
     assert auto.compile_cache_source == "WHEELFORGE_COMPILE_CACHE=auto"  # the first place wins
+
+
+@pytest.mark.parametrize("tool", ["ccache", "sccache"])
+def test_what_sccaches_server_compiled_is_unmeasured_not_its_clients_cost(
+    project: Project, tmp_path: Path, tool: str
+) -> None:
+    """jobwatch sees the processes of ninja's job. Through ccache the compiler runs there; through
+    sccache the client hands the compile to its server, so the job's tiny figures are not the
+    compile's: unknown (None), left out of the history, and the summary says why."""
+    from wheelforge.interface import render
+    from wheelforge.running.build.results import VariantResult
+
+    matrix = load_matrix(project())
+    exe = tmp_path / tool
+    cache = compilecache.CompileCache(tool=tool, exe=exe, base=tmp_path)  # type: ignore[arg-type]
+    inputs = dataclasses.replace(plan_inputs(matrix, tmp_path), compile_cache=cache)
+    plan = plan_for(matrix, tmp_path, inputs=inputs)
+    outputs = [plan.command_path(s.object) for s in plan.compile.steps]
+    client = jobwatch.Measured(peak=9 << 20, largest=8 << 20, cpu_seconds=0.01, samples=40)
+    run = ninja.NinjaRun(
+        ran=("NVCC",),
+        seconds=dict.fromkeys(outputs, 30.0),
+        measured=dict.fromkeys(outputs, client),
+        peak=65 << 20,
+    )
+    stats = compilecache.CacheStats(
+        tool=tool, requests=1, hits=0, misses=1, uncached=0, location="x", detail={}
+    )  # type: ignore[arg-type]
+    jobs = compiling.job_reports(plan, run, stats)
+    assert "nvcc" in {j.rule for j in jobs}
+    if tool == "ccache":
+        assert all(j.cpu_seconds == 0.01 and j.peak == 9 << 20 for j in jobs)
+        return
+    assert all(j.cpu_seconds is None and j.peak is None and j.largest is None for j in jobs)
+    compiling.remember(tmp_path, jobs)
+    assert jobcosts.load(tmp_path) == {}  # nothing said of what compiling costs
+    fields = {f.name for f in dataclasses.fields(VariantResult)}
+    result = VariantResult.__new__(VariantResult)
+    for name in fields:
+        object.__setattr__(result, name, None)
+    object.__setattr__(result, "jobs", jobs)
+    object.__setattr__(result, "compile_cache", stats)
+    (line, *_) = render.compile_costs(result)
+    assert "not measured (sccache's server ran them)" in line and "0.0 s of CPU" not in line

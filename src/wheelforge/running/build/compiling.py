@@ -66,7 +66,18 @@ def compile_variant(
     freshness.record(plan, text, started)
     jobs = job_reports(plan, run, stats)
     remember(history, jobs)
-    return Compiled(ran=run.ran, cache=stats, jobs=jobs, peak=run.peak)
+    served = any(served_elsewhere(plan, step.rule) for step in plan.compile.steps)
+    return Compiled(ran=run.ran, cache=stats, jobs=jobs, peak=None if served else run.peak)
+
+
+def served_elsewhere(plan: VariantPlan, rule: str) -> bool:
+    """Whether a compile of *rule* runs in sccache's server rather than under ninja's job."""
+    cache = plan.compile.compile_cache
+    if cache is None or cache.tool != "sccache":
+        return False
+    launchers = plan.compile.launchers
+    words = {"nvcc": launchers.cuda, "cxx": launchers.cxx, "cc": launchers.cc}.get(rule, ())
+    return bool(words) and words[0] == str(cache.exe)
 
 
 def job_reports(
@@ -83,7 +94,9 @@ def job_reports(
         output = plan.command_path(step.object)
         if output not in run.seconds:
             continue
-        seen = run.measured.get(output)
+        # sccache's client hands the compile to its server, a daemon outside the job's
+        # processes: what jobwatch saw is the client's, not the compile's (unknown, not 0)
+        seen = None if served_elsewhere(plan, step.rule) else run.measured.get(output)
         cached: bool | None = (
             os.path.normpath(step.source) in hits if per_source else None if launched else False
         )
