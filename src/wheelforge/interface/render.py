@@ -215,12 +215,12 @@ def compile_costs(v: VariantResult) -> list[str]:
     if v.jobs:
         served = v.compile_cache is not None and v.compile_cache.tool == "sccache"
         if served and all(j.cpu_seconds is None for j in v.jobs):
-            cost = "CPU time and memory not measured (sccache's server ran them)"
+            cost = " in sccache's server (CPU, memory not measured)"
         else:
             cpu = sum(j.cpu_seconds or 0.0 for j in v.jobs)
             peak = f", at most {human_size(v.peak_memory)} in use at once" if v.peak_memory else ""
-            cost = f"{cpu:.1f} s of CPU{peak}"
-        lines.append(f"compiles: {len(v.jobs)}, {cost}; the slowest:")
+            cost = f", {cpu:.1f} s of CPU{peak}"
+        lines.append(f"compiles: {len(v.jobs)}{cost}; the slowest:")
         for job in sorted(v.jobs, key=lambda j: -j.seconds)[:SLOWEST]:
             cpu_text = f"{job.cpu_seconds:.1f} s CPU" if job.cpu_seconds is not None else "- CPU"
             mem = human_size(job.peak) if job.peak is not None else "-"
