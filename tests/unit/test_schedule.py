@@ -385,18 +385,18 @@ def test_what_sccaches_server_compiled_is_unmeasured_not_its_clients_cost(
     )  # type: ignore[arg-type]
     jobs = compiling.job_reports(plan, run, stats)
     assert "nvcc" in {j.rule for j in jobs}
-    if tool == "ccache":
-        assert all(j.cpu_seconds == 0.01 and j.peak == 9 << 20 for j in jobs)
-        return
-    assert all(j.cpu_seconds is None and j.peak is None and j.largest is None for j in jobs)
-    compiling.remember(tmp_path, jobs)
-    assert jobcosts.load(tmp_path) == {}  # nothing said of what compiling costs
-    fields = {f.name for f in dataclasses.fields(VariantResult)}
     result = VariantResult.__new__(VariantResult)
-    for name in fields:
+    for name in {f.name for f in dataclasses.fields(VariantResult)}:
         object.__setattr__(result, name, None)
     object.__setattr__(result, "jobs", jobs)
     object.__setattr__(result, "compile_cache", stats)
     (line, *_) = render.compile_costs(result)
+    if tool == "ccache":
+        assert all(j.cpu_seconds == 0.01 and j.peak == 9 << 20 for j in jobs)
+        assert line == f"compiles: {len(jobs)}, {0.01 * len(jobs):.1f} s of CPU; the slowest:"
+        return
+    assert all(j.cpu_seconds is None and j.peak is None and j.largest is None for j in jobs)
+    compiling.remember(tmp_path, jobs)
+    assert jobcosts.load(tmp_path) == {}  # nothing said of what compiling costs
     assert line.endswith("in sccache's server (CPU, memory not measured); the slowest:")
     assert "s of CPU" not in line
