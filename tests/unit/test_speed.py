@@ -298,3 +298,23 @@ def test_a_private_sccache_server_reads_nothing_of_the_environments_caches(tmp_p
     assert "SCCACHE_REDIS_ENDPOINT" not in env and env["SCCACHE_DIR"] == str(tmp_path / "own")
     assert (tmp_path / "none.toml").read_text() == "" and env["SCCACHE_SERVER_UDS"] == "s"
     assert shared["SCCACHE_REDIS_ENDPOINT"] == "redis://elsewhere"
+
+
+def test_the_builds_sccache_server_never_times_out_while_compiles_run(tmp_path: Path) -> None:
+    """sccache 0.16's server exits after SCCACHE_IDLE_TIMEOUT (600 s by default) even while an
+    nvcc compile it split is running (measured: a 34 s nvcc compile under a 3 s timeout printed
+    "The server looks like it shut down unexpectedly, compiling locally instead"; with 0, one
+    request and 7 steps through the cache). Two FA2 kernels on a loaded 2-core machine
+    outlasted 600 s, were compiled outside the cache, and gave a wheel whose host objects
+    named nvcc's pid. The build's own server (stopped when the build ends) has no idle
+    timeout, private cache or not, whatever the environment says."""
+    cache = compilecache.CompileCache(tool="sccache", exe=Path("/bin/sccache"), base=tmp_path)
+    os.environ["SCCACHE_IDLE_TIMEOUT"] = "600"
+    try:
+        for each in (cache, cache.alone(tmp_path / "own")):
+            env = compilecache.session_env(each, tmp_path)
+            server = compilecache._server_env(each, tmp_path, env)
+            assert env["SCCACHE_IDLE_TIMEOUT"] == server["SCCACHE_IDLE_TIMEOUT"] == "0"
+            assert env["SCCACHE_SERVER_UDS"] == str(tmp_path / "server.sock")
+    finally:
+        del os.environ["SCCACHE_IDLE_TIMEOUT"]

@@ -295,10 +295,7 @@ def _sccache(compile_cache: CompileCache) -> Iterator[tuple[dict[str, str], list
     # starts with this process's environment (SCCACHE_DIR, the remote backend's variables),
     # unless the cache is private (the twin's: an empty folder of its own, nothing else read).
     folder = Path(tempfile.mkdtemp(prefix="wf-sccache-"))  # short: a socket path has ~100 bytes
-    env = {
-        "SCCACHE_SERVER_UDS": str(folder / "server.sock"),
-        "SCCACHE_BASEDIRS": os.environ.get("SCCACHE_BASEDIRS", str(compile_cache.base)),
-    }
+    env = session_env(compile_cache, folder)
     server = _server_env(compile_cache, folder, env)
     stats: list[CacheStats] = []
     try:
@@ -327,6 +324,19 @@ def _sccache(compile_cache: CompileCache) -> Iterator[tuple[dict[str, str], list
             timeout=proc.PROBE_S,
         )
         removal.remove(Path(folder), within=Path(folder).parent)
+
+
+def session_env(compile_cache: CompileCache, folder: Path) -> dict[str, str]:
+    """What ninja's compiles and the server of one build share: the server's private socket in
+    *folder*, the base folders, and no idle timeout. sccache's server exits when no new request
+    came for SCCACHE_IDLE_TIMEOUT (600 s by default), even with compiles in flight: a CUTLASS
+    kernel on a loaded machine outlasts that, and the client then compiles it "locally instead",
+    outside the cache and the reproducible names. This server is stopped when the build ends."""
+    return {
+        "SCCACHE_SERVER_UDS": str(folder / "server.sock"),
+        "SCCACHE_BASEDIRS": os.environ.get("SCCACHE_BASEDIRS", str(compile_cache.base)),
+        "SCCACHE_IDLE_TIMEOUT": "0",
+    }
 
 
 def _server_env(compile_cache: CompileCache, folder: Path, env: dict[str, str]) -> dict[str, str]:
