@@ -28,6 +28,7 @@ from wheelforge.interface.render_variants import variant_summary
 from wheelforge.planning.plan import wheel_version
 from wheelforge.planning.variants import Variant
 from wheelforge.running.build.results import BuildReport, VariantResult
+from wheelforge.toolchain import compilecache
 from wheelforge.toolchain.provision import RECIPES
 from wheelforge.toolchain.toolkit import Toolkit
 
@@ -213,7 +214,7 @@ def compile_costs(v: VariantResult) -> list[str]:
     held it back. The JSON report has every compile."""
     lines = []
     if v.jobs:
-        served = v.compile_cache is not None and v.compile_cache.tool == "sccache"
+        served = v.compile_cache is not None and compilecache.in_server(v.compile_cache.tool)
         if served and all(j.cpu_seconds is None for j in v.jobs):
             cost = " in sccache's server (CPU, memory not measured)"
         else:

@@ -87,9 +87,20 @@ class CompileCache:
         none. ccache runs nvcc whole."""
         return self.tool == "sccache"
 
+    @property
+    def compiles_in_server(self) -> bool:
+        """The compiles run in the cache's server, a daemon outside ninja's jobs (sccache's
+        client hands them over), so what a job's processes cost is not what its compile cost."""
+        return in_server(self.tool)
+
     def alone(self, folder: Path) -> CompileCache:
         """This cache, but empty and reaching nothing else (see *private*)."""
         return dataclasses.replace(self, private=folder, dist=None)
+
+
+def in_server(tool: Tool) -> bool:
+    """Whether *tool* compiles in a server of its own (sccache) rather than in the job (ccache)."""
+    return tool == "sccache"
 
 
 @dataclass(frozen=True, kw_only=True)

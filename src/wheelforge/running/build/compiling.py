@@ -66,18 +66,19 @@ def compile_variant(
     freshness.record(plan, text, started)
     jobs = job_reports(plan, run, stats)
     remember(history, jobs)
-    served = any(served_elsewhere(plan, step.rule) for step in plan.compile.steps)
-    return Compiled(ran=run.ran, cache=stats, jobs=jobs, peak=None if served else run.peak)
+    peak = None if served_rules(plan) else run.peak
+    return Compiled(ran=run.ran, cache=stats, jobs=jobs, peak=peak)
 
 
-def served_elsewhere(plan: VariantPlan, rule: str) -> bool:
-    """Whether a compile of *rule* runs in sccache's server rather than under ninja's job."""
+def served_rules(plan: VariantPlan) -> frozenset[str]:
+    """The rules whose compiles run in the compile cache's server, not under ninja's job: those
+    it launches, when it compiles in a server (sccache)."""
     cache = plan.compile.compile_cache
-    if cache is None or cache.tool != "sccache":
-        return False
+    if cache is None or not cache.compiles_in_server:
+        return frozenset()
     launchers = plan.compile.launchers
-    words = {"nvcc": launchers.cuda, "cxx": launchers.cxx, "cc": launchers.cc}.get(rule, ())
-    return bool(words) and words[0] == str(cache.exe)
+    words = {"nvcc": launchers.cuda, "cxx": launchers.cxx, "cc": launchers.cc}
+    return frozenset(rule for rule, w in words.items() if w and w[0] == str(cache.exe))
 
 
 def job_reports(
@@ -89,6 +90,7 @@ def job_reports(
     hits = set(stats.hit_sources) if stats is not None else set()
     per_source = stats is not None and stats.tool == "ccache"
     launched = bool(plan.compile.launchers.cxx or plan.compile.launchers.cuda)
+    served = served_rules(plan)
     found = []
     for step in plan.compile.steps:
         output = plan.command_path(step.object)
@@ -96,7 +98,7 @@ def job_reports(
             continue
         # sccache's client hands the compile to its server, a daemon outside the job's
         # processes: what jobwatch saw is the client's, not the compile's (unknown, not 0)
-        seen = None if served_elsewhere(plan, step.rule) else run.measured.get(output)
+        seen = None if step.rule in served else run.measured.get(output)
         cached: bool | None = (
             os.path.normpath(step.source) in hits if per_source else None if launched else False
         )
