@@ -43,22 +43,21 @@ def project(dest: Path, *, cccl_off: bool, arch_sets: dict[str, str], source: Pa
         shutil.copytree(source, dest, ignore=skip, symlinks=True)
     else:
         shutil.copytree(REPO / "kernels", dest / "kernels", ignore=skip)
-    text = ((source or REPO) / "matrix.yaml").read_text(encoding="utf-8")
+    given = (source or REPO) / "matrix.yaml"
+    text = given.read_text(encoding="utf-8")
     text = (
         text.split("arch-sets:")[0]
         + "arch-sets:\n"
         + "".join(f'  {name}: "{archs}"\n' for name, archs in arch_sets.items())
     )
-    flags = "".join(f"    - {f}\n" for f in CCCL_OFF)
-    if cccl_off and source is not None:
+    if cccl_off:
+        if source is None:  # the bundled matrix has no nvcc-flags: list: one after include-dirs
+            dirs = "  include-dirs: [kernels/csrc]\n"
+            text = text.replace(dirs, dirs + "  nvcc-flags:\n")
         if "  nvcc-flags:\n" not in text:
-            raise SystemExit(f"{source / 'matrix.yaml'}: no `  nvcc-flags:` list to add to")
+            raise SystemExit(f"{given}: no `  nvcc-flags:` list to add to")
+        flags = "".join(f"    - {f}\n" for f in CCCL_OFF)
         text = text.replace("  nvcc-flags:\n", "  nvcc-flags:\n" + flags, 1)
-    elif cccl_off:
-        text = text.replace(
-            "  include-dirs: [kernels/csrc]\n",
-            "  include-dirs: [kernels/csrc]\n  nvcc-flags:\n" + flags,
-        )
     (dest / "matrix.yaml").write_text(text, encoding="utf-8")
     return dest
 

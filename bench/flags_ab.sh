@@ -22,35 +22,37 @@ KIND=fa3
 case ${1:-} in fa3 | fa2) KIND=$1 && shift ;; esac
 P=$(cd "${1:?the project folder}" && pwd)
 SHIMS=$(realpath "${2:?a wheelforge_weak_shims.h}")
-if [ "$KIND" = fa2 ]; then SRC=${3:-flash_attn/src/flash_fwd_split_hdim128_bf16_sm80.cu}; else
-    SRC=${3:-hopper/flash_fwd_combine.cu}; fi
 PY=${PYTHON:-python3}
 T=$("$PY" -c 'import os, torch; print(os.path.dirname(torch.__file__))')
 PYI=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
 CUDA=$(dirname "$(dirname "$(command -v nvcc)")")
 W=$(mktemp -d /tmp/wheelforge-flags-ab.XXXXXX)
-FEATURES=""
-for f in BACKWARD FP16 FP8 HDIM64 HDIM96 HDIM192 HDIM256 SM8x HDIMDIFF64 HDIMDIFF192; do
-    FEATURES+=" -DFLASHATTENTION_DISABLE_$f"
-done
-COMMON="-std=c++17 -O3 -ccbin=/usr/bin/c++ -Xcompiler=-fPIC -DUSE_CUDA -DTORCH_TARGET_VERSION=0x0209000000000000
+case $KIND in
+fa3)  # hopper/setup.py's flags for sm_90a and the switches bench/bigbuild.py sets
+    SRC=${3:-hopper/flash_fwd_combine.cu}
+    FEATURES=""
+    for f in BACKWARD FP16 FP8 HDIM64 HDIM96 HDIM192 HDIM256 SM8x HDIMDIFF64 HDIMDIFF192; do
+        FEATURES+=" -DFLASHATTENTION_DISABLE_$f"
+    done
+    COMMON="-std=c++17 -O3 -ccbin=/usr/bin/c++ -Xcompiler=-fPIC -DUSE_CUDA -DTORCH_TARGET_VERSION=0x0209000000000000
  -DPy_LIMITED_API=0x030a0000 -DTORCH_EXTENSION_NAME=_C -I$P/hopper -I$P/csrc/cutlass/include -I$T/include -I$PYI
  --ftemplate-backtrace-limit=0 --use_fast_math -lineinfo -DCUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED
  -DCUTLASS_ENABLE_GDC_FOR_SM90 -DCUTLASS_DEBUG_TRACE_LEVEL=0 -DNDEBUG --expt-relaxed-constexpr
  --expt-extended-lambda -D__CUDA_NO_HALF_OPERATORS__ -D__CUDA_NO_HALF_CONVERSIONS__
  -D__CUDA_NO_BFLOAT16_CONVERSIONS__ -D__CUDA_NO_HALF2_OPERATORS__ $FEATURES -gencode=arch=compute_90a,code=sm_90a"
-WF="--objdir-as-tempdir -Xcompiler=-ffile-prefix-map=$P=. -Xcompiler=-ffile-prefix-map=$CUDA=cuda
- -Xcompiler=-ffile-prefix-map=$PYI=python/include -Xcompiler=-ffile-prefix-map=$T=torch -include $SHIMS
- -Xcudafe=--orig_src_path_name=$SRC --frandom-seed=$SRC"
-OWN="--threads 2"
-if [ "$KIND" = fa2 ]; then  # the port's build.toml flags, as bench/bigbuild.py's matrix.yaml has them
+    OWN="--threads 2" ;;
+fa2)  # the port's build.toml flags, as bench/bigbuild.py's matrix.yaml has them, for sm_90
+    SRC=${3:-flash_attn/src/flash_fwd_split_hdim128_bf16_sm80.cu}
     COMMON="-std=c++17 -O3 -ccbin=/usr/bin/c++ -Xcompiler=-fPIC -DUSE_CUDA -DTORCH_TARGET_VERSION=0x020a000000000000
  -DPy_LIMITED_API=0x030a0000 -DTORCH_EXTENSION_NAME=_flash_attn2_wf -I$P/flash_attn -I$P/flash_attn/src -I$P/torch-ext
  -I$P/cutlass/include -I$T/include -I$PYI --expt-relaxed-constexpr --expt-extended-lambda --use_fast_math
  -gencode=arch=compute_90,code=sm_90"
     OWN="-D__CUDA_NO_HALF_OPERATORS__ -D__CUDA_NO_HALF_CONVERSIONS__ -D__CUDA_NO_BFLOAT16_CONVERSIONS__
- -D__CUDA_NO_HALF2_OPERATORS__ -DTORCH_API_INCLUDE_EXTENSION_H"
-fi
+ -D__CUDA_NO_HALF2_OPERATORS__ -DTORCH_API_INCLUDE_EXTENSION_H" ;;
+esac
+WF="--objdir-as-tempdir -Xcompiler=-ffile-prefix-map=$P=. -Xcompiler=-ffile-prefix-map=$CUDA=cuda
+ -Xcompiler=-ffile-prefix-map=$PYI=python/include -Xcompiler=-ffile-prefix-map=$T=torch -include $SHIMS
+ -Xcudafe=--orig_src_path_name=$SRC --frandom-seed=$SRC"
 one() {  # one() NAME EXTRA-FLAGS
     mkdir -p "$W/$1"
     # shellcheck disable=SC2086  # the flag lists: words
