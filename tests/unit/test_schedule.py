@@ -383,7 +383,7 @@ def test_what_sccaches_server_compiled_is_unmeasured_not_its_clients_cost(
     stats = compilecache.CacheStats(
         tool=tool, requests=1, hits=0, misses=1, uncached=0, location="x", detail={}
     )  # type: ignore[arg-type]
-    jobs = compiling.job_reports(plan, run, stats)
+    jobs = compiling.job_reports(plan, run, stats, compiling.served_rules(plan))
     assert "nvcc" in {j.rule for j in jobs}
     result = VariantResult.__new__(VariantResult)
     for name in {f.name for f in dataclasses.fields(VariantResult)}:

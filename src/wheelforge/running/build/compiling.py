@@ -64,9 +64,10 @@ def compile_variant(
             run = ninja.run(plan, env=env)
         stats = found[0] if found else None
     freshness.record(plan, text, started)
-    jobs = job_reports(plan, run, stats)
+    served = served_rules(plan)
+    jobs = job_reports(plan, run, stats, served)
     remember(history, jobs)
-    peak = None if served_rules(plan) else run.peak
+    peak = None if served else run.peak
     return Compiled(ran=run.ran, cache=stats, jobs=jobs, peak=peak)
 
 
@@ -82,15 +83,18 @@ def served_rules(plan: VariantPlan) -> frozenset[str]:
 
 
 def job_reports(
-    plan: VariantPlan, run: ninja.NinjaRun, stats: compilecache.CacheStats | None
+    plan: VariantPlan,
+    run: ninja.NinjaRun,
+    stats: compilecache.CacheStats | None,
+    served: frozenset[str],
 ) -> tuple[JobReport, ...]:
     """Each compile step ninja ran, with its wall time (ninja's log), its CPU time and peak
-    memory (jobwatch), its nvcc threads, and whether the compile cache answered it (known for
-    ccache, whose log names each source; None for a tool that does not say)."""
+    memory (jobwatch; unknown for the *served* rules, see served_rules), its nvcc threads, and
+    whether the compile cache answered it (known for ccache, whose log names each source; None
+    for a tool that does not say)."""
     hits = set(stats.hit_sources) if stats is not None else set()
     per_source = stats is not None and stats.tool == "ccache"
     launched = bool(plan.compile.launchers.cxx or plan.compile.launchers.cuda)
-    served = served_rules(plan)
     found = []
     for step in plan.compile.steps:
         output = plan.command_path(step.object)
