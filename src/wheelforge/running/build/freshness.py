@@ -56,7 +56,7 @@ def stamp_text(plan: VariantPlan) -> str | None:
 
 def recorded_inputs(plan: VariantPlan) -> list[Path] | None:
     """Every file the last build read (sources and the headers ninja recorded), from the stamp;
-    None without one (then ``ninja -t deps`` answers, planning/ninja.py inputs())."""
+    None without one (then ``ninja -t deps`` answers, running/build/ninja.py inputs())."""
     text = stamp_text(plan)
     try:
         read = json.loads(text)["read"] if text else None
