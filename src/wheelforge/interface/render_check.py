@@ -99,7 +99,7 @@ def _status(c: BinaryCheck) -> str:
 def _declares(wheel: WheelSummary) -> str:
     """What a wheel declares of torch and Python, and what it was checked against."""
     said = wheel.declared
-    torch = _version(wheel.torch)
+    torch = version_text(wheel.torch)
     if wheel.torch_source == "target":
         first = f"checked against torch >= {torch} (--target)"
         if said.torch:
@@ -123,7 +123,7 @@ def _declares(wheel: WheelSummary) -> str:
 
 def _declares_file(c: BinaryCheck) -> str:
     declared = [
-        f"{what} >= {_version(v)}"
+        f"{what} >= {version_text(v)}"
         for what, v in (("torch", c.declared_torch), ("Python", c.declared_python))
         if v
     ]
@@ -143,7 +143,7 @@ def _allows(wheel: WheelSummary, members: Sequence[BinaryCheck]) -> str | None:
         floor = wheel.declared.torch_floor
         if wheel.declared.torch_pin:
             return f"{binaries}; the wheel pins {said} (the widest correct: {wheel.allows})"
-        if floor is not None and _version(floor) == need:
+        if floor is not None and version_text(floor) == need:
             return f"{binaries}, as the wheel requires ({said})"
         return f"{binaries}; the wheel requires {said} (the widest correct: {wheel.allows})"
     unstable = [c for c in members if c.torch_abi == "torch-unstable"]
@@ -154,9 +154,6 @@ def _allows(wheel: WheelSummary, members: Sequence[BinaryCheck]) -> str | None:
     )
 
 
-_version = version_text
-
-
 def _floor(
     inferred: tuple[int, int] | None,
     declared: tuple[int, int] | None,
@@ -164,7 +161,7 @@ def _floor(
 ) -> str:
     """The floor a binary needs; red when it is above the declared one, yellow when something
     else the wheel declares (its Requires-Python) covers it."""
-    need = _version(inferred) or "-"
+    need = version_text(inferred) or "-"
     if not (inferred and declared and inferred > declared):
         return need
     return f"[yellow]{need}[/yellow]" if covered and inferred <= covered else f"[red]{need}[/red]"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ninja.ninja_syntax import Writer, escape
 
-from wheelforge.foundation import fsutil
+from wheelforge.foundation import writers
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.planning.parallelism import HEAVY_POOL
 from wheelforge.planning.plan import VariantPlan
@@ -229,5 +229,5 @@ def _preload(w: Writer, plan: VariantPlan) -> list[str]:
 def write(plan: VariantPlan) -> str:
     """Write build.ninja (untouched when unchanged) and return its text."""
     text = render(plan)
-    fsutil.write_if_changed(plan.build_dir / "build.ninja", text)
+    writers.write_if_changed(plan.build_dir / "build.ninja", text)
     return text

@@ -310,7 +310,7 @@ def _with_requires(path: Path, spec: EnvSpec) -> dict[str, object]:
             with log.step(f"install {', '.join(missing)} into {path}"):
                 _pip_pinned(_env_python(path), str(info.get("torch")), missing)
             info = {**info, "requires": [*had, *missing]}
-            fsutil.write_if_changed(path / MARKER, json.dumps(info))
+            writers.write_if_changed(path / MARKER, json.dumps(info))
     return info
 
 

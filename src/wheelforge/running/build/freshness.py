@@ -17,7 +17,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from wheelforge.foundation import fsutil, readers, removal
+from wheelforge.foundation import readers, removal, writers
 from wheelforge.planning.plan import VariantPlan
 from wheelforge.running.build import ninja
 from wheelforge.toolchain import probecache
@@ -91,4 +91,4 @@ def record(plan: VariantPlan, ninja_text: str, started_ns: int) -> None:
     watched |= probecache.fingerprint(outputs)
     # "read": what the compiles read, for the wheel's provenance (no second ninja -t deps)
     stamp = {"ninja": ninja_hash(ninja_text), "files": watched, "read": sorted(read)}
-    fsutil.write_if_changed(_stamp_path(plan), json.dumps(stamp, indent=1) + "\n")
+    writers.write_if_changed(_stamp_path(plan), json.dumps(stamp, indent=1) + "\n")

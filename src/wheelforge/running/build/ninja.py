@@ -11,7 +11,7 @@ from pathlib import Path
 
 import ninja as ninja_pkg
 
-from wheelforge.foundation import fsutil, log, proc, proctree
+from wheelforge.foundation import log, proc, proctree, writers
 from wheelforge.foundation.diagnostics import Diagnostic, parse_compiler_output
 from wheelforge.foundation.errors import BuildError, EnvironmentProblem
 from wheelforge.foundation.progress import JobProgress
@@ -21,8 +21,6 @@ from wheelforge.running.build import diagnose, jobwatch
 from wheelforge.toolchain import ninjafeed
 
 NINJA_HINT = "pip install ninja"
-_STATUS = ninjafeed.STATUS
-_STATUS_RE = ninjafeed.STATUS_RE
 
 
 def executable() -> Path:
@@ -36,9 +34,13 @@ def pending_jobs(plan: VariantPlan) -> list[str]:
     """The steps ninja would run now (``NVCC kernels/csrc/x.cu``), in its order: a dry run
     (``-n``), which runs nothing and writes no log."""
     args: list[str | Path] = [executable(), "-C", plan.build_dir, "-n", *_jobs_flag(plan)]
-    result = proc.run(args, hint=NINJA_HINT, env={"NINJA_STATUS": _STATUS}, timeout=proc.PROBE_S)
+    result = proc.run(
+        args, hint=NINJA_HINT, env={"NINJA_STATUS": ninjafeed.STATUS}, timeout=proc.PROBE_S
+    )
     return [
-        _job_name(m[2], plan) for ln in result.stdout.splitlines() if (m := _STATUS_RE.match(ln))
+        _job_name(m[2], plan)
+        for ln in result.stdout.splitlines()
+        if (m := ninjafeed.STATUS_RE.match(ln))
     ]
 
 
@@ -98,7 +100,7 @@ def _outputs(plan: VariantPlan) -> dict[str, str]:
 
 
 def run_env(plan: VariantPlan) -> dict[str, str]:
-    env = {"NINJA_STATUS": _STATUS}
+    env = {"NINJA_STATUS": ninjafeed.STATUS}
     cache = plan.compile.compile_cache
     if plan.compile.nvcc_threads and not (cache and cache.splits_nvcc):  # else on the command
         # In nvcc's environment rather than on its command line: --threads changes how nvcc
@@ -168,7 +170,7 @@ def run(plan: VariantPlan, *, env: dict[str, str] | None = None) -> NinjaRun:
         watch.stop()
         progress.close()
     # Every variant's full log at a stable path, whether the build passed or not.
-    fsutil.write_if_changed(plan.build_dir / "build.log", result.stdout)
+    writers.write_if_changed(plan.build_dir / "build.log", result.stdout)
     if result.returncode != 0:
         raise _failure(plan, result.stdout)
     ninja_log.read()
@@ -234,7 +236,7 @@ def _failure(plan: VariantPlan, output: str) -> BuildError:
     if cause := proc.known_cause(output):  # the disk is full: said first, not in the details
         what += f": {cause}"
     # ninja's own status lines are noise in the compiler's output.
-    shown = "\n".join(ln for ln in output.splitlines() if not _STATUS_RE.match(ln))
+    shown = "\n".join(ln for ln in output.splitlines() if not ninjafeed.STATUS_RE.match(ln))
     # The failing command's first errors (not the tail of everything), then known causes.
     first = diagnose.first_errors(found[0]) if found else proc.tail(shown)
     hints = diagnose.hints("\n".join(found[0].output) if found else shown, plan)

@@ -20,7 +20,7 @@ from wheelforge.binaries.sizecheck import LEVERS_SHOWN, TOP_CONTRIBUTORS, SizeCh
 from wheelforge.binaries.verify import WheelVerification, verify_wheel
 from wheelforge.configuration.bytesizes import format_size
 from wheelforge.configuration.settings import BuildSettings
-from wheelforge.foundation import fsutil, log, removal
+from wheelforge.foundation import fsutil, log, removal, writers
 from wheelforge.foundation.errors import (
     BuildError,
     ConfigError,
@@ -148,7 +148,7 @@ def _build_variant(
         torch=plan.torch.label,
         wheel=published,
         wheel_size=published.stat().st_size,
-        sha256=stamp.sha256(published),
+        sha256=fsutil.sha256(published),
         sources=len(plan.compile.steps),
         compiled=tuple(compiled),
         reused=reused,
@@ -377,7 +377,7 @@ def _pack_and_publish(
             for made in outputs:
                 _refuse_to_replace(plan.out_dir / made.name, made, plan)
             try:
-                done = [fsutil.publish(made, plan.out_dir) for made in outputs]
+                done = [writers.publish(made, plan.out_dir) for made in outputs]
             except OSError as exc:
                 raise EnvironmentProblem(
                     f"--out {plan.out_dir}: cannot write {outputs[0].name}: "
@@ -402,7 +402,7 @@ def _refuse_to_replace(previous: Path, made: Path, plan: VariantPlan) -> None:
     """A wheel of the same name in the output folder: another variant's (its stamp says so) is
     never replaced silently, as builds with different --archs into one --out did; any other
     is replaced with a warning."""
-    if not previous.is_file() or stamp.sha256(previous) == stamp.sha256(made):
+    if not previous.is_file() or fsutil.sha256(previous) == fsutil.sha256(made):
         return
     own = stamp.read(plan.build_dir)
     if own is not None and own.published(plan.out_dir) == previous:
