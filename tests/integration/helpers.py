@@ -3,10 +3,11 @@ running wheelforge as a user runs it, the marks that skip a test when a tool it 
 missing, the bundled payload copied out of the checkout, and the small example projects more
 than one module builds. Import from here, never from a test module.
 
-Markers (pyproject.toml [tool.pytest.ini_options]; docs/testing.md says what each costs):
-``network`` (downloads: PyPI sdists, build isolation, CUDA 11.8) and ``slow`` (minutes each:
-torch environments) leave the default run and run in CI by name (.ci/run); ``sweep`` tests
-(every torch release, multi-GB CUDA torches) run only when asked for. A session-wide
+The integration tests run by path (``pytest tests/integration``; the default run is the unit
+tests). Markers (pyproject.toml [tool.pytest.ini_options]; docs/testing.md says what each
+costs): ``network`` (downloads: PyPI sdists, build isolation, CUDA 13.1 from PyPI, CUDA 11.8)
+and ``slow`` (minutes each: torch environments) leave that run and run in CI by marker
+(.ci/run); ``sweep`` tests (every torch release, multi-GB CUDA torches) run only when asked for. A session-wide
 ``--cache-dir`` for torch environments and toolkits is the ``shared_cache`` fixture
 (tests/integration/conftest.py).
 """

@@ -86,30 +86,38 @@ def _is_module(dotted: str) -> bool:
 def reached_through(path: Path) -> Iterator[str]:
     """Each place *path* imports a name from, or reads it as an attribute of, a module that
     only imported it (``line: what (its owner)``)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    text = path.read_text(encoding="utf-8")
+    if "wheelforge" not in text:
+        return
     modules: dict[str, str] = {}  # a name bound to a wheelforge module → that module
-    for node in ast.walk(tree):
-        if not isinstance(node, (ast.Import, ast.ImportFrom)):
-            continue
-        for name, dotted in _wheelforge_import(node):
-            if _is_module(dotted):
-                modules[name] = dotted
-            else:
+    attributes: list[ast.Attribute] = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Attribute):
+            attributes.append(node)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for name, dotted in _wheelforge_import(node):
+                if _is_module(dotted):
+                    modules[name] = dotted
+                    continue
                 owner, _, leaf = dotted.rpartition(".")
                 source = borrowed(owner).get(leaf) if owner in MODULES else None
                 if source and not _is_module(source):
                     yield f"{node.lineno}: from {owner} import {leaf} ({source})"
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if _is_module(alias.name) and not alias.asname:
-                    modules[alias.name] = alias.name
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute):
-            base = ast.unparse(node.value)
-            module = modules.get(base)
-            owner = borrowed(module).get(node.attr) if module else None
-            if owner and not _is_module(owner):
-                yield f"{node.lineno}: {base}.{node.attr} ({owner})"
+            if isinstance(node, ast.Import):
+                modules.update((a.name, a.name) for a in node.names if _is_module(a.name))
+    for node in attributes:
+        value = node.value
+        if isinstance(value, ast.Name):
+            base = value.id
+        # after `import wheelforge.foundation.proc`: `wheelforge.foundation.proc.run`
+        elif isinstance(value, ast.Attribute):
+            base = ast.unparse(value)
+        else:
+            continue
+        module = modules.get(base)
+        owner = borrowed(module).get(node.attr) if module else None
+        if owner and not _is_module(owner):
+            yield f"{node.lineno}: {base}.{node.attr} ({owner})"
 
 
 def test_no_module_gives_another_modules_name_a_second_home() -> None:
