@@ -89,7 +89,7 @@ def is_integration(item: pytest.Item) -> bool:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Marks tests/integration's tests `integration`, and runs the unit tests first, then the
-    integration tests (the README's order; each keeps its own order), however pytest is called."""
+    integration tests (each keeps its own order) where a run holds both (`pytest tests -m ...`)."""
     for item in items:
         if is_integration(item):
             item.add_marker(pytest.mark.integration)
