@@ -25,6 +25,7 @@ class WheelforgeError(Exception):
         *,
         details: str | None = None,
         diagnostics: tuple[Diagnostic, ...] = (),
+        problems: tuple[str, ...] = (),
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -32,6 +33,9 @@ class WheelforgeError(Exception):
         self.details = details
         # Where in which file the problem is (matrix.yaml lines, compiler errors): CI annotations.
         self.diagnostics = diagnostics
+        # Several errors of one file, in its line order: each an ``error:`` line of its own,
+        # before *message*, which then counts them (Problems.raise_if_any).
+        self.problems = problems
 
 
 class ConfigError(WheelforgeError):

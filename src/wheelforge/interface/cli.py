@@ -470,8 +470,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 standalone_mode=False,
             )
     except WheelforgeError as exc:
-        log.error(exc.message, exc.details)
-        log.annotate_error(exc)
+        log.failed(exc)
         return exc.exit_code
     except click.exceptions.Abort:
         log.error("interrupted")

@@ -234,7 +234,8 @@ def error_doc(exc: WheelforgeError) -> ErrorDoc:
         kind=exc.kind,
         exit_code=exc.exit_code,
         message=exc.message,
-        details=exc.details,
+        # Several problems of one file (matrix.yaml's) are the lines the message counts.
+        details=exc.details or ("\n".join(exc.problems) or None),
         diagnostics=exc.diagnostics,
     )
 

@@ -235,12 +235,17 @@ def _failure(plan: VariantPlan, output: str) -> BuildError:
         what += f": {cause}"
     # ninja's own status lines are noise in the compiler's output.
     shown = "\n".join(ln for ln in output.splitlines() if not _STATUS_RE.match(ln))
-    # The failing command's first errors (not the tail of everything), then known causes.
-    first = diagnose.first_errors(found[0]) if found else proc.tail(shown)
+    # The failing command's first errors (not the tail of everything), then known causes; the
+    # files in them named as the project names them, not from the build folder (../../../).
+    first = diagnose.project_paths(
+        diagnose.first_errors(found[0]) if found else proc.tail(shown), plan
+    )
     hints = diagnose.hints("\n".join(found[0].output) if found else shown, plan)
     # The verdict comes last, after its details (log.error): the failing command's first
     # error line, and where the whole log is, stay on the screen however long the rest is.
     error = diagnose.first_error_line(found[0]) if found else None
+    if error:
+        error = diagnose.project_paths(error, plan)
     return BuildError(
         f"variant {plan.variant.id}: {what}"
         + (f": {error.strip()}" if error else "")

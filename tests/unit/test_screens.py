@@ -1,0 +1,136 @@
+"""What a person sees (issue 33): paths never broken inside a word at a terminal and never folded
+in a pipe, matrix errors in line order each with ``error:``, compile errors naming files as the
+project does. Rendered on recording consoles at 80 columns."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from tests.unit.conftest import GOOD_MATRIX
+from tests.unit.fakes import plan_for
+from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.foundation import log
+from wheelforge.interface.cli import main
+from wheelforge.running.build import diagnose
+
+Project = Callable[..., Path]
+LONG = "/work/scratch/someone/projects/grouped_gemm-0.3.0/build/wheelforge/default-cu130/build.log"
+
+
+def terminal(width: int = 80) -> tuple[Console, io.StringIO]:
+    out = io.StringIO()
+    return Console(file=out, width=width, force_terminal=True, color_system=None), out
+
+
+def pipe() -> tuple[Console, io.StringIO]:
+    out = io.StringIO()
+    return Console(file=out, width=80, force_terminal=False, color_system=None), out
+
+
+@pytest.fixture
+def on_console(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Console], None]]:
+    def use(console: Console) -> None:
+        monkeypatch.setattr(log, "console", console)
+
+    yield use
+
+
+def test_a_path_is_never_broken_inside_a_word_at_a_terminal(
+    on_console: Callable[[Console], None],
+) -> None:
+    console, out = terminal(80)
+    on_console(console)
+    log.error(f"variant default-cu130: compiling csrc/bad.cu failed; the whole log is {LONG}")
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("error: variant default-cu130")
+    assert all(len(line) <= 80 for line in lines[:-1])
+    # The path is a line of its own (it is wider than the rest of the first line).
+    assert LONG in lines, lines
+    # Every word is whole on one of the lines.
+    words = f"error: variant default-cu130: compiling csrc/bad.cu failed; the whole log is {LONG}"
+    assert " ".join(lines).split() == words.split()
+
+
+def test_a_path_that_fits_the_width_stays_on_one_line_with_its_indent(
+    on_console: Callable[[Console], None],
+) -> None:
+    console, out = terminal(80)
+    on_console(console)
+    path = "/root/.cache/wheelforge/envs/torch-2.13.0+cu130-304385668f"
+    log.info(f"  torch 2.13.0+cu130, Python 3.11: made in 1:09 in {path}")
+    lines = out.getvalue().splitlines()
+    assert lines == ["  torch 2.13.0+cu130, Python 3.11: made in 1:09 in", f"  {path}"]
+
+
+def test_piped_a_line_is_never_folded(on_console: Callable[[Console], None]) -> None:
+    console, out = pipe()
+    on_console(console)
+    message = f"variant default-cu130: compiling csrc/bad.cu failed; the whole log is {LONG}"
+    log.error(message)
+    log.warning(message)
+    log.info(message)
+    assert out.getvalue().splitlines() == [
+        f"error: {message}",
+        f"warning: {message}",
+        message,
+    ]
+
+
+def test_words_wrapped_keeps_the_style_of_each_word() -> None:
+    console, _ = terminal(20)
+    text = console.render_str("[red]error:[/red] one two three four five six")
+    wrapped = log.words_wrapped(text, 20)
+    assert wrapped.plain.splitlines() == ["error: one two three", "four five six"]
+    assert [wrapped.plain[s.start : s.end] for s in wrapped.spans] == ["error:"]
+
+
+def test_matrix_errors_are_each_an_error_line_in_line_order(
+    project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 33: the matrix's errors came out with the first one last (the rest above it, as
+    dim details without 'error:'), and '8.o' suggested 8.9."""
+    text = (
+        GOOD_MATRIX.replace("version: 1.2.0", "version: one")
+        .replace("include-dirs: [csrc]", "include-dir: [csrc]")
+        .replace('"8.0 9.0+PTX"', '"8.o 9.0+PTX"')
+    )
+    path = project(text)
+    monkeypatch.chdir(path.parent)
+    monkeypatch.setattr(log, "console", Console(stderr=True, width=80, color_system=None))
+    assert main(["matrix"]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert all(line.startswith("error: ") for line in lines), lines
+    numbers = [int(m[1]) for line in lines if (m := re.match(r"error: matrix\.yaml:(\d+): ", line))]
+    assert numbers == sorted(numbers) and len(numbers) == 3, lines
+    assert "'8.o' is not a CUDA arch; did you mean '8.0'?" in lines[2]
+    assert lines[-1] == "error: matrix.yaml: 3 problems, above in line order"
+
+
+def test_compile_errors_name_files_relative_to_the_project(
+    project: Project, tmp_path: Path
+) -> None:
+    plan = plan_for(load_matrix(project()), tmp_path)
+    rel = os.path.relpath(tmp_path, plan.build_dir)  # ../../.., as ninja's commands name files
+    from_build = f"{rel}/csrc/kernel.cu"
+    assert (plan.build_dir / from_build).resolve() == (tmp_path / "csrc" / "kernel.cu").resolve()
+    output = (
+        f"In file included from {rel}/csrc/ops.h:3,\n"
+        f'{from_build}(12): error: identifier "x" is undefined\n'
+        f"{tmp_path}/csrc/ops.cpp:3:5: error: 'y' was not declared in this scope\n"
+        "/usr/include/c++/12/bits/stl_vector.h:10:1: note: declared here\n"
+        f"{rel}/../../../outside.h:1:1: warning: outside the project\n"
+    )
+    shown = diagnose.project_paths(output, plan).splitlines()
+    assert shown[0] == "In file included from csrc/ops.h:3,"
+    assert shown[1] == 'csrc/kernel.cu(12): error: identifier "x" is undefined'
+    assert shown[2] == "csrc/ops.cpp:3:5: error: 'y' was not declared in this scope"
+    assert shown[3].startswith("/usr/include/c++/12/bits/stl_vector.h:10:1")
+    outside = (plan.build_dir / rel / "../../../outside.h").resolve()
+    assert shown[4] == f"{outside}:1:1: warning: outside the project"
