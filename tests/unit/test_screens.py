@@ -17,8 +17,10 @@ from tests.unit.conftest import GOOD_MATRIX
 from tests.unit.fakes import plan_for
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation import log
+from wheelforge.foundation.progress import JobProgress
 from wheelforge.interface.cli import main
 from wheelforge.running.build import diagnose
+from wheelforge.toolchain import ninjafeed
 
 Project = Callable[..., Path]
 LONG = "/work/scratch/someone/projects/grouped_gemm-0.3.0/build/wheelforge/default-cu130/build.log"
@@ -134,3 +136,29 @@ def test_compile_errors_name_files_relative_to_the_project(
     assert shown[3].startswith("/usr/include/c++/12/bits/stl_vector.h:10:1")
     outside = (plan.build_dir / rel / "../../../outside.h").resolve()
     assert shown[4] == f"{outside}:1:1: warning: outside the project"
+
+
+def test_a_step_of_wheelforges_own_is_no_job_on_the_screen(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before CUDA 12.9 ninja first builds the fixed-pid library (PRELOAD fixedpid.so): the
+    screen listed it as job 1 of the project's compiles."""
+    log_file = tmp_path / ".ninja_log"
+    log_file.write_text("# ninja log v5\n")
+    jobs = ["NVCC ops.cu", "LINK x.so"]  # what ninja.run gives the progress: no PRELOAD
+    progress = JobProgress(jobs, parallel=1)
+    outputs = {"NVCC ops.cu": "obj/ops.cu.o", "LINK x.so": "x.so"}
+    feed = ninjafeed.Feed(
+        progress,
+        ninjafeed.NinjaLog(log_file),
+        name_of=lambda d: d,
+        output_of=lambda job: outputs.get(job, "gen/fixedpid.so"),
+    )
+    feed.line("[wheelforge 1/3] PRELOAD gen/fixedpid.so")
+    feed.line("[wheelforge 2/3] NVCC ops.cu")
+    feed.line("[wheelforge 3/3] LINK x.so")
+    feed.close()
+    progress.close()
+    err = capsys.readouterr().err
+    assert "PRELOAD" not in err
+    assert err.splitlines() == ["  [1/2] NVCC ops.cu ", "  [2/2] LINK x.so "]

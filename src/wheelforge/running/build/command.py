@@ -99,6 +99,7 @@ def _run_build(settings: BuildSettings, chosen: list[Variant], start: float) -> 
         failures=tuple(o for o in outcomes if isinstance(o, VariantFailure)),
         seconds=time.perf_counter() - start,
         variants_json=index,
+        test_torches=m.tests.torch if m.tests is not None else None,
         no_compile_cache=(
             compilecache.none_reason(settings.compile_cache, settings.compile_cache_source)
             if compile_cache is None

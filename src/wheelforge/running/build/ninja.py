@@ -15,6 +15,7 @@ from wheelforge.foundation import fsutil, log, proc, proctree
 from wheelforge.foundation.diagnostics import Diagnostic, parse_compiler_output
 from wheelforge.foundation.errors import BuildError, EnvironmentProblem
 from wheelforge.foundation.progress import JobProgress
+from wheelforge.planning import ninjafile
 from wheelforge.planning.parallelism import default_parallelism
 from wheelforge.planning.plan import VariantPlan
 from wheelforge.running.build import diagnose, jobwatch
@@ -124,7 +125,10 @@ def run(plan: VariantPlan, *, env: dict[str, str] | None = None) -> NinjaRun:
     """Run ninja for the variant, with *env* added to the compilers' environment, showing each
     job as it runs and finishes (toolchain/ninjafeed.py), and measuring what each costs
     (running/build/jobwatch.py)."""
-    todo = pending_jobs(plan)
+    # The fixed-pid library (planning/reproducible.py) is wheelforge's, not a job of the
+    # project's: ninja builds it, the screen does not list it (JobProgress ignores a job it was
+    # not given).
+    todo = [job for job in pending_jobs(plan) if not job.startswith(f"{ninjafile.PRELOAD} ")]
     args: list[str | Path] = [executable(), "-C", plan.build_dir, *_jobs_flag(plan)]
     if log.verbosity() >= 2:
         args.append("-v")
