@@ -20,7 +20,7 @@ from wheelforge.foundation import log
 from wheelforge.foundation.progress import JobProgress
 from wheelforge.interface.cli import main
 from wheelforge.running.build import diagnose
-from wheelforge.toolchain import ninjafeed
+from wheelforge.toolchain import envs, ninjafeed
 
 Project = Callable[..., Path]
 LONG = "/work/scratch/someone/projects/grouped_gemm-0.3.0/build/wheelforge/default-cu130/build.log"
@@ -162,3 +162,36 @@ def test_a_step_of_wheelforges_own_is_no_job_on_the_screen(
     err = capsys.readouterr().err
     assert "PRELOAD" not in err
     assert err.splitlines() == ["  [1/2] NVCC ops.cu ", "  [2/2] LINK x.so "]
+
+
+def test_a_torch_download_is_announced_with_its_size_and_the_way_around_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before pip fetches a CUDA torch (gigabytes) into a new environment, the screen says so,
+    how much, and how to use an installed torch instead; a cached one is not announced."""
+    order: list[str] = []
+    monkeypatch.setattr(envs.proc, "run", lambda argv, **k: Path(argv[-1]).mkdir(parents=True))
+    monkeypatch.setattr(
+        envs,
+        "_pip_torch",
+        lambda spec, python, req: order.append(f"pip {req} after: {capsys.readouterr().err}"),
+    )
+    monkeypatch.setattr(
+        envs,
+        "_probe",
+        lambda python: {
+            "torch": "2.13.0+cu130",
+            "cuda_build": "13.0",
+            "cuda": False,
+            "python": "3.11",
+        },
+    )
+    envs.ensure_env(envs.EnvSpec(torch="2.13.0", cuda=True), tmp_path)
+    [first] = order
+    said = " ".join(first.split())
+    assert said.startswith("pip torch==2.13.0 after: warning: torch 2.13.0 is not in the cache")
+    assert "a CUDA build of torch is needed" in said
+    assert "about 2.5 GB to download" in said and "--torch-from PYTHON" in said
+    capsys.readouterr()
+    envs.ensure_env(envs.EnvSpec(torch="2.13.0"), tmp_path)  # found: nothing to download
+    assert "warning" not in capsys.readouterr().err and len(order) == 1

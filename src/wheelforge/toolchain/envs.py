@@ -241,6 +241,29 @@ def _create(spec: EnvSpec, tmp: Path) -> dict[str, object]:
     return info
 
 
+# What a torch costs to download, measured (docs/terminal-output.md): PyPI's Linux wheel of
+# torch is its CUDA build, which brings the nvidia-* wheels (torch 2.12.0: 29 packages, about
+# 2.5 GB downloaded, 4.9 GB installed); a CPU build (download.pytorch.org/whl/cpu) ~0.2 GB.
+CUDA_TORCH_DOWNLOAD = "about 2.5 GB to download and 5 GB on disk"
+CPU_TORCH_DOWNLOAD = "about 0.2 GB"
+
+
+def download_warning(spec: EnvSpec, envs: Path) -> str:
+    """Said before pip installs a torch into a new environment: what it may download, and the
+    ways to do without (pip's own cache or local indexes may make it less: pip decides)."""
+    which = (
+        "a CUDA build of torch is needed (the extension has .cu sources)"
+        if spec.cuda
+        else "pip takes PyPI's CUDA build on Linux unless its index says otherwise"
+    )
+    return (
+        f"torch {spec.torch} is not in the cache ({envs}): pip installs it into a new environment "
+        f"there, and {which}: {CUDA_TORCH_DOWNLOAD} with its nvidia-* wheels (a CPU build: "
+        f"{CPU_TORCH_DOWNLOAD}). To use a torch already installed instead: --torch-from PYTHON "
+        "(build and test), or torch: installed in matrix.yaml (build)"
+    )
+
+
 def _pip_torch(spec: EnvSpec, python: Path, requirement: str) -> None:
     try:
         # torch with CUDA is gigabytes: pip's own progress is shown (toolchain/downloads.py).
@@ -380,6 +403,8 @@ def _build(spec: EnvSpec, cache: Path) -> Path:
     tmp = envs / f".{_key(spec)}.{os.getpid()}{fsutil.STAGED_SUFFIX}"
     removal.remove(tmp, within=envs)
     start = time.monotonic()
+    if spec.torch_from is None:
+        log.warning(download_warning(spec, envs))
     try:
         with log.step(f"create the {spec.label} environment in {envs}"):
             info = _create(spec, tmp)
