@@ -195,3 +195,17 @@ def test_a_torch_download_is_announced_with_its_size_and_the_way_around_it(
     capsys.readouterr()
     envs.ensure_env(envs.EnvSpec(torch="2.13.0"), tmp_path)  # found: nothing to download
     assert "warning" not in capsys.readouterr().err and len(order) == 1
+
+
+@pytest.mark.parametrize("width", [20, 33, 40, 64, 79, 80, 100])
+def test_no_folded_line_is_wider_than_the_terminal(width: int) -> None:
+    words = (
+        "  - CUDAExtension myops._C (setup.py:9): its nvcc arch flags name 8.0: written as "
+        "archs (arch-sets, unless --archs), not as nvcc flags in /tmp/scr/proj/matrix.yaml"
+    )
+    console, _ = terminal(width)
+    lines = log.words_wrapped(console.render_str(words), width).plain.splitlines()
+    assert all(len(line) <= width or " " not in line.strip() for line in lines), lines
+    assert " ".join(lines).split() == words.split()
+    if width >= 40:  # a list item's continuation lines up with its text
+        assert all(line.startswith("    ") for line in lines[1:]), lines

@@ -115,7 +115,7 @@ def _shown(message: str) -> str:
 
 
 _WORD_RE = re.compile(r"\S+\s*")
-_INDENT_RE = re.compile(r"^ *")
+_INDENT_RE = re.compile(r"^ *(?:- )?")  # a list item's continuation aligns with its text
 
 
 def words_wrapped(text: Text, width: int) -> Text:
@@ -128,11 +128,10 @@ def words_wrapped(text: Text, width: int) -> Text:
         if n:
             out.append("\n")
         plain = line.plain
-        indent = _INDENT_RE.match(plain)[0]  # type: ignore[index]  # always matches
-        if len(indent) * 2 >= width:
-            indent = ""
+        lead = _INDENT_RE.match(plain)[0]  # type: ignore[index]  # always matches
+        indent = " " * len(lead) if len(lead) * 2 < width else ""
         breaks: list[int] = []
-        column = 0
+        column = len(plain) - len(plain.lstrip(" "))  # where the first word starts
         for word in _WORD_RE.finditer(plain):
             if column > len(indent) and column + cell_len(word[0].rstrip()) > width:
                 breaks.append(word.start())

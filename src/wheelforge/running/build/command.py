@@ -69,7 +69,7 @@ def _run_build(settings: BuildSettings, chosen: list[Variant], start: float) -> 
         )
     else:
         how = f"for torch {', '.join(labels)} (unstable ABI: one build each)"
-    what = f"{len(plans)} variant(s) of {m.package.name} {m.package.version}"
+    what = f"{len(plans)} variant{'' if len(plans) == 1 else 's'} of {m.package.name} {m.package.version}"
     log.info(f"building {what} {how}; archs from {settings.arch_source}")
     if plans:
         importcheck.warn_if_torch_not_imported_first(plans[0])
