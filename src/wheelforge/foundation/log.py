@@ -181,8 +181,8 @@ def error(message: str, details: str | None = None, problems: Sequence[str] = ()
     """The details first, the verdict last: however many lines of compiler output a failure
     brings, the screen ends with the ``error:`` line (which names the log when there is one).
     *problems* (several errors of one file, in its line order) are each an ``error:`` line of
-    their own, before the verdict that counts them."""
-    if details:
+    their own, before the verdict that counts them (in place of *details*, which repeat them)."""
+    if details and not problems:
         for line in details.splitlines():
             console.print(f"  {_shown(line)}", style="dim")
     for problem in problems:

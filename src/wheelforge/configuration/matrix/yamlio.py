@@ -65,7 +65,7 @@ class Problems:
             if self.dropped
             else f"{self.display}: {total} problems, above in line order"
         )
-        raise ConfigError(message, diagnostics=where, problems=lines)
+        raise ConfigError(message, details="\n".join(lines), diagnostics=where, problems=lines)
 
 
 def load(path: Path, display: str) -> yaml.Node | None:

@@ -234,8 +234,7 @@ def error_doc(exc: WheelforgeError) -> ErrorDoc:
         kind=exc.kind,
         exit_code=exc.exit_code,
         message=exc.message,
-        # Several problems of one file (matrix.yaml's) are the lines the message counts.
-        details=exc.details or ("\n".join(exc.problems) or None),
+        details=exc.details,
         diagnostics=exc.diagnostics,
     )
 
