@@ -15,11 +15,17 @@ from rich.console import Console
 
 from tests.unit.conftest import GOOD_MATRIX
 from tests.unit.fakes import plan_for
+from wheelforge.binaries.abicheck import BinaryCheck
+from wheelforge.binaries.facts import BinaryContents
+from wheelforge.binaries.verify import check_binary
+from wheelforge.configuration.archs import ArchSet, parse_arch_list
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation import log
 from wheelforge.foundation.progress import JobProgress
 from wheelforge.interface.cli import main
+from wheelforge.interface.render import abi_summary, print_build
 from wheelforge.running.build import diagnose
+from wheelforge.running.build.results import BuildReport, VariantResult
 from wheelforge.toolchain import envs, ninjafeed
 
 Project = Callable[..., Path]
@@ -209,3 +215,52 @@ def test_no_folded_line_is_wider_than_the_terminal(width: int) -> None:
     assert " ".join(lines).split() == words.split()
     if width >= 40:  # a list item's continuation lines up with its text
         assert all(line.startswith("    ") for line in lines[1:]), lines
+
+
+def _report(*, reused: bool, tests: tuple[str, ...] | None) -> BuildReport:
+    binary = BinaryContents(path="x.whl!demo/_C.abi3.so", size=100, entries=())
+    variant = VariantResult(
+        variant_id="default-cu130", arch_set=ArchSet("default", parse_arch_list("8.0", source="t")),
+        toolkit="13.0.88", torch="2.13.0+cpu", wheel=Path(LONG).with_name("demo-1.0-cp310-abi3-linux_x86_64.whl"),
+        wheel_size=4000, sha256="0" * 64, sources=1, compiled=(), reused=reused, binaries=(binary,),
+        arch_checks=(check_binary(binary, None),), abi_checks=(), size=None, stages=(), seconds=1.0,
+    )  # fmt: skip
+    return BuildReport(matrix=Path("matrix.yaml"), target_version=(2, 10), built_against="2.13.0+cpu",
+                       variants=(variant,), test_torches=tests)  # fmt: skip
+
+
+@pytest.mark.parametrize("reused", [True, False])
+def test_the_build_summary_says_built_or_reused_and_the_next_step(reused: bool) -> None:
+    console, out = terminal(80)
+    print_build(_report(reused=reused, tests=("2.13.0", "2.14.1")), console)
+    lines = out.getvalue().splitlines()
+    wheel = str(Path(LONG).with_name("demo-1.0-cp310-abi3-linux_x86_64.whl"))
+    assert wheel in lines  # whole, on a line of its own: it can be copied
+    assert all(len(line) <= 80 for line in lines if line != wheel)
+    text = " ".join(out.getvalue().split())
+    if reused:
+        assert "reused: an earlier build made it from the same inputs" in text
+        assert "0 wheels built, 1 reused (up to date), 0 failed" in text
+    else:
+        assert "built by this run" in text and "1 wheel built, 0 failed" in text
+    assert text.endswith(
+        "next: wheelforge test installs each wheel under torch 2.13.0, 2.14.1 and runs the "
+        "matrix's tests (--torch-from PYTHON: under a torch already installed)"
+    )
+    console, out = terminal(80)
+    print_build(_report(reused=reused, tests=None), console)  # no tests section: install it
+    assert " ".join(out.getvalue().split()).endswith(
+        f"next: pip install {wheel} (a 'tests' section in the matrix lets 'wheelforge test' run "
+        "your tests)"
+    )
+
+
+def test_the_abi_line_is_in_plain_words() -> None:
+    check = BinaryCheck(
+        path="x.so", shims=("aoti_torch_a", "aoti_torch_b"), newest_shim=(2, 10),
+        python_symbols=("PyModule_Create2",), violations=(),
+    )  # fmt: skip
+    line = abi_summary([check], (2, 10))
+    assert "shim" not in line and "(s)" not in line
+    assert "calls 2 functions of torch's stable C API, the newest from torch 2.10" in line
+    assert "1 function of Python's limited C API (abi3)" in line
