@@ -264,3 +264,56 @@ def test_the_abi_line_is_in_plain_words() -> None:
     assert "shim" not in line and "(s)" not in line
     assert "calls 2 functions of torch's stable C API, the newest from torch 2.10" in line
     assert "1 function of Python's limited C API (abi3)" in line
+
+
+def test_a_binary_that_needs_only_the_first_limited_api_reads_any_python() -> None:
+    """check's Python column said 3.2 (the limited API's first release) beside a cp310 wheel."""
+    from wheelforge.interface.render_check import check_table
+
+    def row(floor: tuple[int, int]) -> str:
+        check = BinaryCheck(
+            path="/d/x.abi3.so", shims=(), newest_shim=(2, 10), python_symbols=("PyModule_Create2",),
+            violations=(), python_floor=floor, role="extension",
+        )  # fmt: skip
+        console, out = terminal(80)
+        console.print(check_table([check]))
+        [line] = [ln for ln in out.getvalue().splitlines() if "x.abi3.so" in ln]
+        return line
+
+    assert "│ any " in row((3, 2)) and "3.2" not in row((3, 2))
+    assert "│ 3.10 " in row((3, 10))
+
+
+def test_the_compile_line_tells_cache_hits_from_compiles(project: Project, tmp_path: Path) -> None:
+    from wheelforge.running.build.compiling import Compiled
+    from wheelforge.running.build.results import JobReport
+    from wheelforge.running.build.variant import _compiled_words
+    from wheelforge.toolchain.compilecache import CacheStats
+
+    plan = plan_for(load_matrix(project()), tmp_path)
+    total = len(plan.compile.steps)
+
+    def made(*cached: bool | None) -> Compiled:
+        jobs = tuple(
+            JobReport(source=f"csrc/{i}.cpp", rule="cxx", seconds=1.0, cpu_seconds=None, peak=None,
+                      largest=None, threads=1, cached=c)
+            for i, c in enumerate(cached)
+        )  # fmt: skip
+        hits = sum(1 for c in cached if c)
+        stats = CacheStats(tool="ccache", requests=len(cached), hits=hits, misses=len(cached) - hits,
+                           uncached=0, location="/c", detail={})  # fmt: skip
+        return Compiled(ran=("CXX",) * len(cached), cache=stats, jobs=jobs)
+
+    assert _compiled_words(plan, made(True, True), 2, 0) == (
+        f"2 of {total} sources from the compile cache (ccache), none compiled"
+    )
+    assert _compiled_words(plan, made(True, False), 2, 0) == (
+        f"compiled 1 of {total} sources, 1 more from the compile cache (ccache)"
+    )
+    assert _compiled_words(plan, made(False, False), 2, 0) == f"compiled 2 of {total} sources"
+    assert _compiled_words(plan, Compiled(), 0, 0) == "nothing to compile: up to date"
+    summary = made(True, False).cache.summary()  # type: ignore[union-attr]
+    assert (
+        summary
+        == "compile cache ccache (/c): of 2 compiles, 1 from the cache (hits), 1 compiled (misses)"
+    )

@@ -252,11 +252,15 @@ def compile_costs(v: VariantResult) -> list[str]:
             cpu = sum(j.cpu_seconds or 0.0 for j in v.jobs)
             peak = f", at most {human_size(v.peak_memory)} in use at once" if v.peak_memory else ""
             cost = f", {cpu:.1f} s of CPU{peak}"
-        lines.append(f"compiles: {len(v.jobs)}{cost}; the slowest:")
+        hits = sum(1 for j in v.jobs if j.cached)
+        answered = (
+            f" ({hits} from the compile cache, {len(v.jobs) - hits} compiled)" if hits else ""
+        )
+        lines.append(f"compiles: {len(v.jobs)}{answered}{cost}; the slowest:")
         for job in sorted(v.jobs, key=lambda j: -j.seconds)[:SLOWEST]:
             cpu_text = f"{job.cpu_seconds:.1f} s CPU" if job.cpu_seconds is not None else "- CPU"
             mem = human_size(job.peak) if job.peak is not None else "-"
-            hit = ", cached" if job.cached else ""
+            hit = ", from the compile cache" if job.cached else ""
             lines.append(f"  {job.seconds:7.1f} s  {cpu_text}, {mem}{hit}  {job.source}")
     schedule = v.schedule
     if v.jobs and schedule is not None and (schedule.heavy_depth is not None or schedule.reduced):
