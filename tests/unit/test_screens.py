@@ -317,3 +317,23 @@ def test_the_compile_line_tells_cache_hits_from_compiles(project: Project, tmp_p
         summary
         == "compile cache ccache (/c): of 2 compiles, 1 from the cache (hits), 1 compiled (misses)"
     )
+
+
+def test_a_job_whose_shell_execd_its_command_is_found(tmp_path: Path) -> None:
+    """dash execs a lone simple command: ninja's child is then ``ccache nvcc ... -o obj/x.o``
+    itself, not ``sh -c '...'``; the job is still found by the output its words name."""
+    from wheelforge.foundation import proctree
+
+    log_file = tmp_path / ".ninja_log"
+    log_file.write_text("# ninja log v5\n")
+    progress = JobProgress(["NVCC x.cu", "LINK x.so"], parallel=1)
+    feed = ninjafeed.Feed(progress, ninjafeed.NinjaLog(log_file), name_of=lambda d: d,
+                          output_of={"NVCC x.cu": "obj/x.cu.o", "LINK x.so": "x.so"}.__getitem__)  # fmt: skip
+    execd = proctree.Process(
+        pid=2, ppid=1, argv=("ccache", "nvcc", "-o", "obj/x.cu.o", "-c", "x.cu")
+    )
+    shell = proctree.Process(
+        pid=3, ppid=1, argv=("/bin/sh", "-c", "cd / && nvcc -c x.cu -o obj/x.cu.o")
+    )
+    assert feed._job_of(execd) == "NVCC x.cu"
+    assert feed._job_of(shell) == "NVCC x.cu"
