@@ -337,3 +337,21 @@ def test_a_job_whose_shell_execd_its_command_is_found(tmp_path: Path) -> None:
     )
     assert feed._job_of(execd) == "NVCC x.cu"
     assert feed._job_of(shell) == "NVCC x.cu"
+
+
+def test_toolkit_list_shows_folders_and_the_install_command_whole_at_80_columns() -> None:
+    """The table's 'found at' cell cut the folder (/usr/local/cud…), its 'how' cell folded
+    'wheelforge toolkit install 13.5' over three lines."""
+    import dataclasses
+
+    from tests.unit import fakes
+    from wheelforge.interface.render import print_toolkits
+
+    folder = Path("/opt/nvidia/hpc_sdk/Linux_x86_64/25.9/cuda/13.0")
+    found = dataclasses.replace(fakes.toolkit(), root=folder, origin="$CUDA_HOME")
+    console, out = terminal(80)
+    print_toolkits([found], console)
+    lines = out.getvalue().splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    assert f"CUDA {found.version} ($CUDA_HOME): {folder}" in lines
+    assert "provision one: wheelforge toolkit install RELEASE" in lines
