@@ -241,10 +241,12 @@ def _create(spec: EnvSpec, tmp: Path) -> dict[str, object]:
     return info
 
 
-# What a torch costs to download, measured (docs/terminal-output.md): PyPI's Linux wheel of
-# torch is its CUDA build, which brings the nvidia-* wheels (torch 2.12.0: 29 packages, about
-# 2.5 GB downloaded, 4.9 GB installed); a CPU build (download.pytorch.org/whl/cpu) ~0.2 GB.
-CUDA_TORCH_DOWNLOAD = "about 2.5 GB to download and 5 GB on disk"
+# What a torch costs (docs/terminal-output.md): PyPI's Linux wheel of torch is its CUDA build,
+# which brings the nvidia-* wheels (torch 2.12.0: 29 packages, 4.9 GB installed; its torch,
+# cudnn, nccl and triton wheels alone 1.3 GB to download); a CPU build (download.pytorch.org/
+# whl/cpu) is one 0.2 GB wheel. pip says no size before it downloads, nor does the index
+# without a query of its own per file: the order of size is said instead.
+CUDA_TORCH_DOWNLOAD = "2 to 3 GB to download and about 5 GB on disk"
 CPU_TORCH_DOWNLOAD = "about 0.2 GB"
 
 
