@@ -169,6 +169,13 @@ def test_compile_error_shows_compiler_output(tmp_path: Path) -> None:
     assert run.code == 3  # a compile failure
     assert "variant default-cu130: compiling csrc/bad.cu failed" in run.err
     assert 'bad.cu(4): error: identifier "undefined_thing" is undefined' in run.err
+    # The file as the project names it, in the compiler's lines and the verdict (issue 33: the
+    # command's ../../../csrc/bad.cu, relative to the build folder).
+    said = " ".join(run.err.split())
+    assert (
+        'compiling csrc/bad.cu failed: csrc/bad.cu(4): error: identifier "undefined_thing"' in said
+    )
+    assert "../" not in run.err
     assert not (tmp_path / "dist").exists() or not list((tmp_path / "dist").iterdir())
     # GitHub Actions: the stage in a group, the compiler's error as an annotation on its line.
     lines = run.err.splitlines()
