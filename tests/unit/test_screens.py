@@ -196,7 +196,7 @@ def test_a_torch_download_is_announced_with_its_size_and_the_way_around_it(
     [first] = order
     said = " ".join(first.split())
     assert said.startswith("pip torch==2.13.0 after: warning: torch 2.13.0 is not in the cache")
-    assert "a CUDA build of torch is needed" in said
+    assert "pip will install it into a new environment there, a CUDA build" in said
     assert "2 to 3 GB to download" in said and "--torch-from PYTHON" in said
     capsys.readouterr()
     envs.ensure_env(envs.EnvSpec(torch="2.13.0"), tmp_path)  # found: nothing to download

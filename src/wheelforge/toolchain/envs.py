@@ -246,7 +246,7 @@ def _create(spec: EnvSpec, tmp: Path) -> dict[str, object]:
 # cudnn, nccl and triton wheels alone 1.3 GB to download); a CPU build (download.pytorch.org/
 # whl/cpu) is one 0.2 GB wheel. pip says no size before it downloads, nor does the index
 # without a query of its own per file: the order of size is said instead.
-CUDA_TORCH_DOWNLOAD = "2 to 3 GB to download and about 5 GB on disk"
+CUDA_TORCH_DOWNLOAD = "2 to 3 GB to download with its nvidia-* wheels, about 5 GB on disk"
 CPU_TORCH_DOWNLOAD = "about 0.2 GB"
 
 
@@ -254,15 +254,15 @@ def download_warning(spec: EnvSpec, envs: Path) -> str:
     """Said before pip installs a torch into a new environment: what it may download, and the
     ways to do without (pip's own cache or local indexes may make it less: pip decides)."""
     which = (
-        "a CUDA build of torch is needed (the extension has .cu sources)"
+        "a CUDA build (the extension has .cu sources)"
         if spec.cuda
-        else "pip takes PyPI's CUDA build on Linux unless its index says otherwise"
+        else f"PyPI's CUDA build unless pip's index gives a CPU one ({CPU_TORCH_DOWNLOAD})"
     )
     return (
-        f"torch {spec.torch} is not in the cache ({envs}): pip installs it into a new environment "
-        f"there, and {which}: {CUDA_TORCH_DOWNLOAD} with its nvidia-* wheels (a CPU build: "
-        f"{CPU_TORCH_DOWNLOAD}). To use a torch already installed instead: --torch-from PYTHON "
-        "(build and test), or torch: installed in matrix.yaml (build)"
+        f"torch {spec.torch} is not in the cache ({envs}): pip will install it into a new "
+        f"environment there, {which}: {CUDA_TORCH_DOWNLOAD}. To use "
+        "a torch already installed instead: --torch-from PYTHON (build and test), or torch: "
+        "installed in matrix.yaml (build)"
     )
 
 
