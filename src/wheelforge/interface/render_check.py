@@ -59,6 +59,7 @@ def check_table(checks: Sequence[BinaryCheck]) -> Group:
                     c.python_floor,
                     c.declared_python,
                     wheel.declared.python_floor if wheel else None,
+                    shown="any" if c.python_floor == LIMITED_API_FIRST else None,
                 ),
                 _status(c),
             )
@@ -154,14 +155,21 @@ def _allows(wheel: WheelSummary, members: Sequence[BinaryCheck]) -> str | None:
     )
 
 
+# The limited API's first release (PEP 384): a binary that needs only it runs on any Python 3
+# with abi3, which its Python cell says in words ("3.2" read as an old Python to ask for).
+LIMITED_API_FIRST = (3, 2)
+
+
 def _floor(
     inferred: tuple[int, int] | None,
     declared: tuple[int, int] | None,
     covered: tuple[int, int] | None = None,
+    *,
+    shown: str | None = None,
 ) -> str:
-    """The floor a binary needs; red when it is above the declared one, yellow when something
-    else the wheel declares (its Requires-Python) covers it."""
-    need = version_text(inferred) or "-"
+    """The floor a binary needs (*shown*: in other words); red when it is above the declared
+    one, yellow when something else the wheel declares (its Requires-Python) covers it."""
+    need = shown or version_text(inferred) or "-"
     if not (inferred and declared and inferred > declared):
         return need
     return f"[yellow]{need}[/yellow]" if covered and inferred <= covered else f"[red]{need}[/red]"

@@ -122,7 +122,7 @@ def _build_variant(
         plan, made = _compile(plan, inputs, settings)
         compiled = [s for s in made.ran if s in ("CXX", "CC", "NVCC")]
         generated = made.ran.count(ninja.GENERATE)
-        log.info(f"  {_compiled_words(plan, len(compiled), generated)}")
+        log.info(f"  {_compiled_words(plan, made, len(compiled), generated)}")
 
     contents = wheel.contents(plan, repair.build_platform(), reuse.dist_info_files(plan))
     digest = contents.digest()
@@ -193,10 +193,23 @@ def _shared_objects(
     return tuple(out)
 
 
-def _compiled_words(plan: VariantPlan, compiled: int, generated: int) -> str:
+def _compiled_words(plan: VariantPlan, made: Compiled, compiled: int, generated: int) -> str:
+    """What the compile did: sources compiled, those the compile cache answered (its hits: no
+    compiler ran for them), generate steps run."""
     if not compiled and not generated:
         return "nothing to compile: up to date"
-    words = f"compiled {compiled} of {len(plan.compile.steps)} sources"
+    total = len(plan.compile.steps)
+    hits = sum(1 for job in made.jobs if job.cached)
+    tool = made.cache.tool if made.cache is not None else "the compile cache"
+    if hits and hits >= compiled:
+        words = f"{hits} of {total} sources from the compile cache ({tool}), none compiled"
+    elif hits:
+        words = f"compiled {compiled - hits} of {total} sources, {hits} more from the compile cache ({tool})"
+    elif any(job.cached is None for job in made.jobs) and made.cache is not None:
+        # sccache does not say which compiles it answered, only how many (its line below)
+        words = f"compiled {compiled} of {total} sources or took them from {tool} (counts below)"
+    else:
+        words = f"compiled {compiled} of {total} sources"
     if generated:
         words += f", ran {generated} of {len(plan.compile.generate)} generate steps"
     return words
