@@ -64,6 +64,11 @@ def test_the_abi3_tag_still_binds_a_classic_wheels_python_symbols(tmp_path: Path
     [check] = abicheck.check_wheel(wheel, torch=None, guards={})
     assert check.flavour == "unstable"
     assert [(v.rule, v.symbol) for v in check.violations] == [("python-api", "PyUnicode_AsUTF8")]
+    # A kind with one finding is said as itself: its symbol, its own fix.
+    assert abicheck.said([check]) == list(check.violations)
+    assert "uses PyUnicode_AsUTF8, which is not in Python's limited API, so the cp39-abi3" in (
+        check.violations[0].message
+    )
     # The same binary in a one-CPython wheel: no abi3 floor, nothing to say.
     one = make_wheel(
         tmp_path,
@@ -123,15 +128,15 @@ def test_a_classic_abi3_wheel_without_a_pin_is_an_error_in_one_line(
     assert listed.count("_ZN2at6TensorD1Ev") == 2 and listed.count("_ZN3c105ErrorC1EPKc") == 2
 
 
-def test_one_symbol_keeps_its_own_message(tmp_path: Path) -> None:
-    """A group of one is said as itself (its symbol, its own fix)."""
+def test_a_file_given_on_its_own_is_said_in_one_line_too(tmp_path: Path) -> None:
+    """A bare shared object's libtorch symbols: one line for the file, no wheel to pin."""
     data = (DATA / "cxx_symbol.so").read_bytes()
     check = abicheck.check_elf(
         data, path="c.so", target=abicheck.CheckTarget(torch=(2, 10), python=None, guards={})
     )
     said = abicheck.said([check])
     assert len(said) == 1 and "2 C++ symbols of libtorch" in said[0].message
-    assert said[0].message.startswith("c.so: 1 binary use")
+    assert said[0].message.startswith("c.so: 1 binary uses 2 C++ symbols of libtorch")
 
 
 def test_checked_against_a_torch_only_where_inferred(
@@ -213,3 +218,32 @@ def test_piped_output_is_never_cut(
     out = capsys.readouterr().out
     assert str(deep) in out and so.name in out and "…" not in out
     assert os.environ["COLUMNS"] == columns
+
+
+def test_python_symbols_outside_the_limited_api_in_one_line() -> None:
+    """python-api's summary: the count, by binary, a few names, the tag that is wrong."""
+    from wheelforge.binaries.metadata import Declared
+    from wheelforge.binaries.rule import Violation, WheelSummary
+    from wheelforge.binaries.rules import python_api
+
+    found = [
+        Violation(
+            binary=f"w.whl!pkg/{so}",
+            rule="python-api",
+            symbol=name,
+            message="m",
+            kind=python_api.KIND,
+        )
+        for so, name in [
+            ("a.abi3.so", "PyUnicode_AsUTF8"),
+            ("a.abi3.so", "_PyObject_GC_New"),
+            ("b.abi3.so", "PyFrame_GetCode"),
+        ]
+    ]
+    wheel = WheelSummary(
+        path="w.whl", declared=Declared(), tag_python=(3, 9), torch=(2, 9), torch_source="assumed"
+    )
+    line = python_api.summary("w.whl", found, wheel)
+    assert line.startswith("w.whl: 2 binaries use 3 Python symbols outside the limited API")
+    assert "pkg/a.abi3.so 2, pkg/b.abi3.so 1" in line
+    assert "e.g. PyUnicode_AsUTF8, _PyObject_GC_New, PyFrame_GetCode, so the cp39-abi3 tag" in line

@@ -135,7 +135,7 @@ def check_binary(
         role_reason=binary.role_reason,
         torch_abi=abi,
         libtorch_symbols=cxx,
-        allows=floors.allows(floor, cxx=bool(cxx)),
+        allows=floors.allows(floor, cxx=bool(cxx), declared=context.target.declared),
         wheel=wheel,
         flavour=flavour,
         rules=tuple(r.id for r in registry.for_role(rules, binary.role)),
@@ -329,7 +329,7 @@ def said(checks: Sequence[BinaryCheck]) -> list[Violation]:
             continue
         summary = rules[item[1]].summary
         assert summary is not None
-        wheel = next((w for b, w in wheels.items() if b in {v.binary for v in members}), None)
+        wheel = wheels.get(members[0].binary)
         out.append(
             dataclasses.replace(
                 members[0], symbol=None, message=summary(item[0], members, wheel), binary=item[0]

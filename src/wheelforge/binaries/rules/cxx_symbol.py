@@ -68,7 +68,7 @@ def summary(container: str, found: Sequence[Violation], wheel: WheelSummary | No
         said = f"declares {wheel.declared.torch}" if wheel.declared.torch else "states no torch"
         classic = f", or keep the C++ API: the wheel {said}; {floors.pin_advice(wheel.declared)}"
     return (
-        f"{container}: {len(binaries)} binar{'ies' if len(binaries) > 1 else 'y'} use "
+        f"{container}: {len(binaries)} binar{'ies use' if len(binaries) > 1 else 'y uses'} "
         f"{len(found)} C++ symbols of libtorch ({', '.join(f'{k} {n}' for k, n in spaces.most_common())}"
         f"; {where}), e.g. {examples}: {held} load only on the torch they were built against "
         f"('undefined symbol' on others); build on the stable ABI (only torch/csrc/stable and "

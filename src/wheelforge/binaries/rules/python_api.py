@@ -51,7 +51,7 @@ def summary(container: str, found: Sequence[Violation], wheel: WheelSummary | No
         else "abi3"
     )
     return (
-        f"{container}: {len(binaries)} binar{'ies' if len(binaries) > 1 else 'y'} use "
+        f"{container}: {len(binaries)} binar{'ies use' if len(binaries) > 1 else 'y uses'} "
         f"{len(found)} Python symbols outside the limited API ({where}), e.g. {examples}, so "
         f"the {tag} tag is wrong; build with -DPy_LIMITED_API and avoid them; every symbol: "
         "wheelforge check --json"
