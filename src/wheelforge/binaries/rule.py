@@ -14,7 +14,7 @@ the rule's id and severity and the binary's name, so a rule cannot misname itsel
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -37,8 +37,10 @@ Severity = Literal["error", "warning"]
 
 
 # Where the lowest torch checked against comes from: --target (or the build's matrix), the
-# wheel's Requires-Dist on torch, or (a wheel that states none) what its binaries need.
-TorchSource = Literal["target", "requirement", "inferred"]
+# wheel's Requires-Dist on torch, or (a wheel that states none) what its binaries need
+# (inferred from their shims), or, where they use no shim to infer it from, the first torch with
+# the stable ABI (assumed: nothing of theirs depends on it).
+TorchSource = Literal["target", "requirement", "inferred", "assumed"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,6 +82,21 @@ class Finding:
     symbol: str | None
     message: str
     severity: Severity | None = None
+    # The class of what it is about ("libtorch-cxx": a C++ symbol of libtorch): findings of one
+    # class in one wheel are said in one line with a count (the rule's summary), not one a symbol.
+    kind: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class WheelSummary:
+    """What a wheel declares and what its binaries allow, shared by its binaries' checks."""
+
+    path: str
+    declared: Declared  # its METADATA's torch requirement and Requires-Python
+    tag_python: Version2 | None  # its abi3 tag's floor (cp38-abi3: 3.8)
+    torch: Version2  # the lowest torch its binaries were checked against
+    torch_source: TorchSource  # where that came from
+    allows: str | None = None  # the widest correct torch requirement its binaries allow
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -94,6 +111,13 @@ class Violation:
     severity: Severity = field(
         default="error", metadata={"doc": "error: it fails the command; warning: it is shown"}
     )
+    kind: str | None = field(
+        default=None,
+        metadata={
+            "doc": "the class of what it is about (libtorch-cxx, python-non-limited): those of "
+            "one class in one wheel are said in one line with a count; null: its own line"
+        },
+    )
 
     @property
     def blocking(self) -> bool:
@@ -102,6 +126,9 @@ class Violation:
 
 
 Check = Callable[[BinaryFacts, RuleContext], Iterable[Finding]]
+# A rule's one line for its violations of one kind in one wheel (or file): the container's name,
+# the violations (two or more), and the wheel's summary (None for a file given on its own).
+Summary = Callable[[str, Sequence[Violation], WheelSummary | None], str]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -125,6 +152,8 @@ class Rule:
     # in the walk from the one parse of each binary it judges; check finds it with
     # binary.own(id). Its pyelftools errors are reported as the file being unreadable.
     read: Callable[[ElfImage], object] | None = None
+    # How several of its violations of one kind are said in one line (Finding.kind).
+    summary: Summary | None = None
 
     def __post_init__(self) -> None:
         if "wheel" in self.roles and len(self.roles) > 1:

@@ -286,8 +286,9 @@ cli.add_command(cache_group)
 @click.option(
     "--abi",
     type=click.Choice(["stable", "unstable"]),
-    help="Whose rules apply [default: a wheel's tags say (abi3: stable; one CPython: unstable); "
-    "stable for bare shared objects].",
+    help="Whose rules apply [default: a wheel's binaries and requirement say (libtorch C++ "
+    "symbols and an exact torch pin: unstable; else stable), whatever its tag; stable for bare "
+    "shared objects].",
 )
 @json_option("check")
 @verbose_option

@@ -3,7 +3,6 @@ interface/documents/). Reads result data from the lower layers; decides nothing.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -129,11 +128,12 @@ def output_console(*, stderr: bool = False) -> Console:
 
 
 def print_whole(renderable: RenderableType, console: Console | None = None) -> None:
-    """Print a table on *console* (stdout's by default) whole: on a terminal, or with COLUMNS
-    set, at that width; into a pipe or a CI log, where rich would assume 80 columns and fold or
-    cut cells, at the table's own width."""
+    """Print a table on *console* (stdout's by default) whole: on a terminal at its width; into
+    a pipe or a CI log, where rich would fold or cut cells at 80 columns (or COLUMNS), at the
+    table's own width when it is wider: a piped line is never cut, nor a path in it folded
+    mid-name (``xformers/flash_attn_`` / ``3/_C.so``); COLUMNS only widens it."""
     console = console or output_console()
-    if console.is_terminal or os.environ.get("COLUMNS", "").isdigit():
+    if console.is_terminal:
         console.print(renderable)
         return
     unbounded = console.options.update(max_width=1 << 16)

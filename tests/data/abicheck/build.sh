@@ -5,6 +5,7 @@ cd "$(dirname "$0")"
 gcc -O1 -shared -fPIC -o ext.so ext.c
 gcc -O1 -shared -fPIC -o newer_shim.so newer_shim.c
 g++ -O1 -shared -fPIC -o cxx_symbol.so cxx_symbol.cpp
+g++ -O1 -shared -fPIC -o classic_py.so classic_py.cpp
 gcc -O1 -shared -fPIC -o glibc234.so glibc234.c
 gcc -O1 -shared -fPIC -fvisibility=hidden -o hidden_init.so hidden_init.c
 gcc -O1 -shared -fPIC -o oplib.so oplib.c

@@ -77,7 +77,8 @@ class CheckedAgainstDoc:
     source: TorchSource = field(
         metadata=doc(
             "target (--target), requirement (its Requires-Dist), inferred (it states none: what "
-            "its binaries need)",
+            "its binaries' shims need), assumed (it states none and its binaries use no shim: "
+            "the first torch with the stable ABI, nothing inferred)",
             key="from",
         )
     )
