@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.unit.fakes import make_wheel, with_record
-from wheelforge.binaries import abicheck
+from wheelforge.binaries import abicheck, rule
 from wheelforge.binaries.inspection import inspect_paths
 from wheelforge.interface.cli import main
 
@@ -132,7 +132,7 @@ def test_a_file_given_on_its_own_is_said_in_one_line_too(tmp_path: Path) -> None
     """A bare shared object's libtorch symbols: one line for the file, no wheel to pin."""
     data = (DATA / "cxx_symbol.so").read_bytes()
     check = abicheck.check_elf(
-        data, path="c.so", target=abicheck.CheckTarget(torch=(2, 10), python=None, guards={})
+        data, path="c.so", target=rule.CheckTarget(torch=(2, 10), python=None, guards={})
     )
     said = abicheck.said([check])
     assert len(said) == 1 and "2 C++ symbols of libtorch" in said[0].message

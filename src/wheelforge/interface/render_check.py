@@ -11,8 +11,9 @@ from rich.table import Table
 from rich.text import Text
 
 from wheelforge.binaries import floors as floors_of
-from wheelforge.binaries.abicheck import BinaryCheck, WheelSummary
+from wheelforge.binaries.abicheck import BinaryCheck
 from wheelforge.binaries.elf import split_member
+from wheelforge.binaries.rule import WheelSummary
 from wheelforge.configuration import abi
 from wheelforge.foundation.log import printable
 from wheelforge.interface.documents.kinds import version_text
