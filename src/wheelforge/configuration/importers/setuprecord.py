@@ -24,15 +24,37 @@ from wheelforge.configuration.importers.captured import (
     FrontDoor,
     ProjectMetadata,
 )
-from wheelforge.configuration.importers.flags import SortedFlags, arch_text, merge_archs, sort_flags
+from wheelforge.configuration.importers.flags import (
+    LIBRARY_FLAGS,
+    SortedFlags,
+    arch_text,
+    merge_archs,
+    sort_flags,
+    split_folders,
+)
 from wheelforge.configuration.importers.testsuite import find_tests
+from wheelforge.foundation import gitfiles
 
 _DEFINE_RE = re.compile(r"^-[DU]\w")
+# Folders wheelforge passes itself, known by a file in them: the toolkit's, torch's, Python's.
+_PROVIDED = (
+    ("cuda_runtime.h", "the CUDA toolkit's include folder"),
+    ("libcudart.so", "the CUDA toolkit's library folder"),
+    ("torch/extension.h", "torch's include folder"),
+    ("torch/headeronly/macros/Macros.h", "torch's include folder"),
+    ("torch/csrc/api/include/torch/all.h", "torch's include folder"),
+    ("torch/all.h", "torch's C++ API include folder"),
+    ("libtorch.so", "torch's library folder"),
+    ("Python.h", "Python's include folder"),
+)
 
 
 def _rel(root: Path, value: str) -> tuple[str | None, bool]:
     """*value* relative to *root* (posix), and whether it stays inside it."""
     path = Path(os.path.normpath(root / value))
+    real = Path(os.path.realpath(root))  # the child names folders under setup.py's real path
+    if not path.is_relative_to(root) and path.is_relative_to(real):
+        root = real
     if not path.is_relative_to(root):
         return str(path), False
     return path.relative_to(root).as_posix() or ".", True
@@ -59,6 +81,7 @@ class _Reading:
         self.done: list[str] = []
         self.missing: list[str] = []
         self.package_folders: dict[str, str] = {}
+        self.top = gitfiles.superproject(Path(os.path.realpath(root)))  # the checkout it is in
 
     # -- extensions ------------------------------------------------------------------------
 
@@ -67,12 +90,7 @@ class _Reading:
         for value in values:
             rel, inside = _rel(self.root, value)
             if not inside and rel is not None and Path(rel).exists():
-                outside = Path(os.path.relpath(rel, self.root)).as_posix()
-                self.done.append(
-                    f"{what}: '{outside}' lies outside the project folder: a build reads it "
-                    "there, an sdist cannot carry it"
-                )
-                out.append(outside)
+                self.outside(Path(rel), what, out)
                 continue
             if not inside:
                 self.hand.append(
@@ -85,6 +103,32 @@ class _Reading:
                 self.missing.append(rel)
             out.append(rel)
         return out
+
+    def outside(self, folder: Path, what: str, out: list[str]) -> None:
+        """A folder outside the project: left out when wheelforge passes it itself (the
+        toolkit's, torch's, Python's); relative when it lies in the project's git checkout (a
+        copy of the checkout builds); else absolute, and said."""
+        owner = next((who for marker, who in _PROVIDED if (folder / marker).is_file()), None)
+        if owner is not None:
+            self.done.append(
+                f"{what}: left out '{folder}', {owner}: wheelforge passes the one of the toolkit "
+                "and torch it builds with"
+            )
+            return
+        if self.top is not None and folder.is_relative_to(self.top):
+            outside = Path(os.path.relpath(folder, self.root)).as_posix()
+            self.done.append(
+                f"{what}: '{outside}' lies outside the project folder: a build reads it "
+                "there, an sdist cannot carry it"
+            )
+            out.append(outside)
+            return
+        self.hand.append(
+            f"{what}: '{folder}' lies outside the project and its checkout: written as this "
+            "absolute path, which every machine that builds it needs; copy it into the project "
+            "or give it as a header library"
+        )
+        out.append(folder.as_posix())
 
     def check_cuda(self, extensions: Iterable[CapturedExtension]) -> None:
         """No extension compiles CUDA though the project has .cu files: a setup.py that asks
@@ -112,10 +156,19 @@ class _Reading:
                 "extension.sources"
             )
 
-    def include_dirs(self, ext: Mapping[str, Any], label: str) -> list[str]:
-        folders = self.paths(
+    def include_dirs(self, ext: Mapping[str, Any], label: str, flagged: list[str]) -> list[str]:
+        """Its include_dirs and the folders its compile flags name with ``-I``, relative to the
+        project (a copy of it in another folder builds)."""
+        given = self.paths(
             _strings(ext.get("include_dirs")), f"{label}: include_dirs", must_exist=False
         )
+        from_flags = self.paths(flagged, f"{label}: -I", must_exist=False)
+        if from_flags:
+            self.done.append(
+                f"{label}: the -I folders of its compile flags ({', '.join(flagged[:3])}"
+                f"{' ...' if len(flagged) > 3 else ''}) written as include-dirs, relative to the project"
+            )
+        folders = list(dict.fromkeys([*given, *from_flags]))
         for folder in folders:
             if not (self.root / folder).is_dir():
                 self.hand.append(
@@ -126,9 +179,9 @@ class _Reading:
 
     def flags(
         self, ext: Mapping[str, Any], label: str, sources: list[str]
-    ) -> tuple[SortedFlags, SortedFlags, list[str]]:
+    ) -> tuple[SortedFlags, SortedFlags, list[str], list[str]]:
         """The C++ and nvcc flags sorted (torch's own nvcc flags first, as BuildExtension puts
-        them), and the defines both compilers get."""
+        them), the defines both compilers get, and the include folders the flags name."""
         kind = ext.get("kind")
         macros = [
             f"-D{m[0]}" + (f"={m[1]}" if len(m) > 1 and m[1] is not None else "")
@@ -138,6 +191,8 @@ class _Reading:
         args = ext.get("extra_compile_args") or []
         cxx_raw = _strings(args.get("cxx")) if isinstance(args, dict) else _strings(args)
         nvcc_raw = _strings(args.get("nvcc")) if isinstance(args, dict) else _strings(args)
+        cxx_includes, cxx_raw = split_folders(cxx_raw)
+        nvcc_includes, nvcc_raw = split_folders(nvcc_raw)
         cuda = kind == "CUDAExtension" or bool(cuda_sources(sources))
         torch_flags = (
             _strings(self.record.get("torch_nvcc_flags")) if kind == "CUDAExtension" else []
@@ -150,7 +205,8 @@ class _Reading:
         cxx, nvcc = sort_flags(cxx_raw), sort_flags([*torch_flags, *nvcc_raw] if cuda else [])
         self.say_sorted(label, nvcc, cxx)
         shared = (f for f in cxx.kept if _DEFINE_RE.match(f) and (f in nvcc.kept or not cuda))
-        return cxx, nvcc, list(dict.fromkeys([*macros, *shared]))
+        includes = list(dict.fromkeys([*cxx_includes, *(nvcc_includes if cuda else [])]))
+        return cxx, nvcc, list(dict.fromkeys([*macros, *shared])), includes
 
     def link_inputs(self, ext: Mapping[str, Any], label: str) -> None:
         for key, why in (
@@ -172,7 +228,8 @@ class _Reading:
         label = f"{kind} {ext.get('name')} ({where})"
         sources = self.paths(_strings(ext.get("sources")), f"{label}: sources", must_exist=True)
         self.check_sources(label, sources)
-        cxx, nvcc, defines = self.flags(ext, label, sources)
+        cxx, nvcc, defines, flagged = self.flags(ext, label, sources)
+        link_dirs, link_flags = split_folders(_strings(ext.get("extra_link_args")), LIBRARY_FLAGS)
         per_source = self.ninja_archs(ninja, label) if ninja else {}
         archs = merge_archs(nvcc.archs, *per_source.values()) if per_source else nvcc.archs
         self.link_inputs(ext, label)
@@ -184,18 +241,22 @@ class _Reading:
                 CapturedSource(path=s, archs=self.own_archs(per_source.get(s), archs))
                 for s in sources
             ),
-            include_dirs=tuple(self.include_dirs(ext, label)),
+            include_dirs=tuple(self.include_dirs(ext, label, flagged)),
             defines=tuple(defines),
             cxx_flags=tuple(f for f in cxx.kept if f not in defines),
             nvcc_flags=tuple(f for f in nvcc.kept if f not in defines),
             archs=archs,
             libraries=tuple(_strings(ext.get("libraries"))),
             library_dirs=tuple(
-                self.paths(
-                    _strings(ext.get("library_dirs")), f"{label}: library_dirs", must_exist=False
+                dict.fromkeys(
+                    self.paths(
+                        [*_strings(ext.get("library_dirs")), *link_dirs],
+                        f"{label}: library_dirs",
+                        must_exist=False,
+                    )
                 )
             ),
-            link_flags=tuple(_strings(ext.get("extra_link_args"))),
+            link_flags=tuple(link_flags),
             torch_target=nvcc.torch_target or cxx.torch_target,
             limited_api=cxx.limited_api or nvcc.limited_api,
         )
