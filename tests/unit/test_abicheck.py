@@ -277,12 +277,20 @@ def test_a_classic_wheel_is_checked_by_the_unstable_abis_rules(
     wheel = make_wheel(tmp_path, CLASSIC, "cxx_symbol.so", requires="torch==2.13.*", member=CLASSIC_MEMBER)  # fmt: skip
     [check] = abicheck.check_wheel(wheel, torch=None, guards={})
     assert check.flavour == "unstable" and check.violations == ()
-    assert check.rules == ("module-init", "tags", "layout", "torch-pin")  # its own, the wheel's
+    assert check.rules == (
+        "unresolved-symbol",
+        "module-init",
+        "tags",
+        "layout",
+        "torch-pin",
+    )  # its own, the wheel's
     assert check.wheel is not None and check.wheel.declared.torch == "torch==2.13.*"
     assert main(["check", str(wheel)]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "unstable ABI (one CPython, one torch): declares torch==2.13.*" in out
-    assert "unstable-ABI rules applied: module-init, tags, layout, torch-pin" in out
+    assert (
+        "unstable-ABI rules applied: unresolved-symbol, module-init, tags, layout, torch-pin" in out
+    )
     assert "torch floor" not in out  # a classic extension's torch is a pin, not a floor
     assert "torch >=" not in out
     assert "1 binary uses libtorch's C++ API: the wheel loads only on the torch it was" in out

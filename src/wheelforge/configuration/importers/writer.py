@@ -140,6 +140,8 @@ class _Writer:
             )
         out["sources"] = sources_entries(root, ext, outputs)
         cuda = any(s.path.endswith(".cu") for s in ext.sources)
+        if cuda and ext.archs and self.own_archs():
+            out["archs"] = arch_text(ext.archs)
         for key, value in (
             ("include-dirs", ext.include_dirs),
             ("cxx-flags", [*ext.defines, *ext.cxx_flags]),
@@ -159,6 +161,13 @@ class _Writer:
                 "(PYBIND11_MODULE); module-init: true makes wheelforge generate it"
             )
         return out
+
+    def own_archs(self) -> bool:
+        """Whether each extension keeps its own archs (``extensions[].archs``): the project's
+        flags name different archs for different shared objects, and --archs does not replace
+        them all."""
+        named = {e.archs for e in self.build.extensions if e.archs and _cuda(e)}
+        return len(named) > 1 and not self.choices.archs
 
     def abi(self, ext: CapturedExtension) -> Abi:
         return abi_of(self.build.root, ext)
@@ -213,6 +222,16 @@ class _Writer:
             self.done[:] = [d for d in self.done if not d.startswith("arch-sets:")]
             return "\n" + buildparts.dump("arch-sets", {"default": self.choices.archs})
         found = merge_archs(*(e.archs for e in self.build.extensions))
+        if found and self.own_archs():
+            self.done.append(
+                "archs: the extensions' flags name different archs ("
+                + "; ".join(
+                    f"{e.name}: {arch_text(e.archs)}"
+                    for e in self.build.extensions
+                    if e.archs and _cuda(e)
+                )
+                + f"): each keeps its own (extensions[].archs), the arch set is all of them ({arch_text(found)})"
+            )
         if found:
             return "\n" + buildparts.dump("arch-sets", {"default": arch_text(found)})
         if self.choices.env_archs:
@@ -259,6 +278,10 @@ class _Writer:
             )
             return ""
         return f"python-abi: cp3{version.minor}\n"
+
+
+def _cuda(ext: CapturedExtension) -> bool:
+    return any(s.path.endswith(".cu") for s in ext.sources)
 
 
 def _refuse_missing(build: CapturedBuild) -> None:
