@@ -9,5 +9,8 @@ gcc -O1 -shared -fPIC -o glibc234.so glibc234.c
 gcc -O1 -shared -fPIC -fvisibility=hidden -o hidden_init.so hidden_init.c
 gcc -O1 -shared -fPIC -o oplib.so oplib.c
 gcc -O1 -shared -fPIC -o own_cxx.so own_cxx.c
+gcc -O1 -shared -fPIC -o unresolved_oplib.so unresolved_oplib.c
+gcc -O1 -shared -fPIC -Wl,-soname,libhelper.so -o libhelper.so helper.c
+gcc -O1 -shared -fPIC -o linked_oplib.so unresolved_oplib.c -L. -lhelper
 gcc -O1 -o program program.c
 strip --strip-unneeded ./*.so program
