@@ -90,7 +90,10 @@ def test_a_library_of_the_wheel_that_defines_it_but_is_not_linked_is_named(
 ) -> None:
     path = wheel(
         tmp_path,
-        {"demo/_ops.abi3.so": ABI / "unresolved_oplib.so", "demo/libhelper.so": ABI / "libhelper.so"},
+        {
+            "demo/_ops.abi3.so": ABI / "unresolved_oplib.so",
+            "demo/libhelper.so": ABI / "libhelper.so",
+        },
     )
     [(symbol, severity, message)] = unresolved(abicheck.check_wheel(path, torch=None, guards={}))[
         "demo/_ops.abi3.so"
@@ -115,7 +118,10 @@ def test_a_needed_library_the_wheel_lacks_makes_it_a_warning_naming_that_library
 def test_a_library_auditwheel_grafted_is_taken_to_provide_what_it_needs(tmp_path: Path) -> None:
     path = wheel(
         tmp_path,
-        {"demo/_ops.abi3.so": ABI / "linked_oplib.so", "demo.libs/libhelper.so": ABI / "libhelper.so"},
+        {
+            "demo/_ops.abi3.so": ABI / "linked_oplib.so",
+            "demo.libs/libhelper.so": ABI / "libhelper.so",
+        },
     )
     assert unresolved(abicheck.check_wheel(path, torch=None, guards={}))["demo/_ops.abi3.so"] == []
 

@@ -165,8 +165,9 @@ class _Reading:
         from_flags = self.paths(flagged, f"{label}: -I", must_exist=False)
         if from_flags:
             self.done.append(
-                f"{label}: the -I folders of its compile flags ({', '.join(flagged[:3])}"
-                f"{' ...' if len(flagged) > 3 else ''}) written as include-dirs, relative to the project"
+                f"{label}: the -I folders of its compile flags written as include-dirs "
+                f"({', '.join(from_flags[:3])}{' ...' if len(from_flags) > 3 else ''}), relative "
+                "to the project"
             )
         folders = list(dict.fromkeys([*given, *from_flags]))
         for folder in folders:
