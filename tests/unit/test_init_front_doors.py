@@ -168,6 +168,52 @@ def test_a_stable_abi_target_in_the_flags_becomes_the_torch_floor(tmp_path: Path
     assert any("python-abi: cp310, not the project's Py_LIMITED_API 3.9" in d for d in result.done)
 
 
+def two_extensions(root: Path, **second: object) -> CapturedBuild:
+    """Two stable extensions of one setup.py (issue 32): the second differs by *second*."""
+    build = captured(root, torch_target="2.10", limited_api="3.10")
+    (root / "csrc" / "ops.cu").write_text("#include <torch/csrc/stable/library.h>\n")
+    (root / "csrc" / "hopper.cu").write_text("#include <torch/csrc/stable/library.h>\n")
+    other = dataclasses.replace(
+        build.extensions[0],
+        name="demo_hopper",
+        sources=(CapturedSource(path="csrc/hopper.cu"),),
+        **second,
+    )
+    return dataclasses.replace(build, extensions=(build.extensions[0], other))
+
+
+def test_extensions_whose_flags_name_different_archs_keep_them_each(tmp_path: Path) -> None:
+    build = two_extensions(tmp_path, archs=archs("9.0a+PTX"))
+    result = render(build, InitChoices())
+    written = yaml.safe_load(result.text)
+    assert [e.get("archs") for e in written["extensions"]] == ["9.0", "9.0a+PTX"]
+    assert written["arch-sets"] == {"default": "9.0 9.0a+PTX"}
+    assert any("each keeps its own (extensions[].archs)" in d for d in result.done)
+    (tmp_path / "demo" / "__init__.py").write_text("import torch\n")
+    (tmp_path / "matrix.yaml").write_text(result.text)
+    matrix = load_matrix(tmp_path / "matrix.yaml")  # what init wrote, read back
+    assert [str(e.archs[0]) for e in matrix.extensions if e.archs] == ["9.0", "9.0a+PTX"]
+    # --archs replaces the project's archs for every extension: none keeps its own
+    chosen = yaml.safe_load(render(build, InitChoices(archs="8.0 9.0")).text)
+    assert [e.get("archs") for e in chosen["extensions"]] == [None, None]
+    # the same archs for both: the arch set alone says them
+    same = yaml.safe_load(render(two_extensions(tmp_path), InitChoices()).text)
+    assert [e.get("archs") for e in same["extensions"]] == [None, None]
+
+
+def test_the_newest_target_and_limited_api_of_the_extensions_is_the_floor(tmp_path: Path) -> None:
+    build = two_extensions(tmp_path, torch_target="2.11", limited_api="3.12")
+    result = render(build, InitChoices())
+    written = yaml.safe_load(result.text)
+    assert (written["torch"], written["python-abi"]) == (">=2.11", "cp312")
+    said = " ".join(result.done)
+    assert (
+        "the extensions name different -DTORCH_TARGET_VERSION (demo_ops: 2.10, demo_hopper: 2.11)"
+        in said
+    )
+    assert "different Py_LIMITED_API (demo_ops: 3.10, demo_hopper: 3.12)" in said
+
+
 # -- kernel-builder's build.toml ----------------------------------------------------------------
 
 BUILD_TOML = """\

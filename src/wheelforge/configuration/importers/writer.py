@@ -310,11 +310,38 @@ def _abi(writer: _Writer, extensions: Sequence[CapturedExtension]) -> Abi:
     return UNSTABLE
 
 
-def _targeted(extensions: Sequence[CapturedExtension]) -> CapturedExtension:
-    """The extension whose stable-ABI target is the newest (the torch floor of all of them)."""
-    return max(
+def _targeted(writer: _Writer, extensions: Sequence[CapturedExtension]) -> CapturedExtension:
+    """The extension whose stable-ABI target is the newest: the torch floor of all of them (a
+    wheel loads where every shared object in it loads; the lower target's code builds under the
+    newer one, whose headers only add)."""
+    chosen = max(
         extensions, key=lambda e: Version(e.torch_target) if e.torch_target else Version("0")
     )
+    _said_per_extension(writer, extensions, "torch_target", "-DTORCH_TARGET_VERSION", "torch")
+    return chosen
+
+
+def _limited(writer: _Writer, extensions: Sequence[CapturedExtension]) -> CapturedExtension:
+    """The extension whose Py_LIMITED_API is the newest: the abi3 floor of the wheel."""
+    chosen = max(
+        extensions, key=lambda e: Version(e.limited_api) if e.limited_api else Version("0")
+    )
+    _said_per_extension(writer, extensions, "limited_api", "Py_LIMITED_API", "python-abi")
+    return chosen
+
+
+def _said_per_extension(
+    writer: _Writer, extensions: Sequence[CapturedExtension], attr: str, flag: str, key: str
+) -> None:
+    named = {str(e.name): getattr(e, attr) for e in extensions if getattr(e, attr)}
+    if len(set(named.values())) > 1:
+        newest = max(named.values(), key=Version)
+        writer.done.append(
+            f"{key}: the extensions name different {flag} ("
+            + ", ".join(f"{n}: {v}" for n, v in named.items())
+            + f"); one wheel loads only where all of them do, so the newest, {newest}, is the "
+            "floor of all (the older one's code builds under it)"
+        )
 
 
 def _summary(build: CapturedBuild, abi: Abi) -> str:
@@ -363,7 +390,7 @@ def render(build: CapturedBuild, choices: InitChoices) -> InitResult:
         buildparts.generate_text(build.steps),
         "\n" + section,
     ]
-    torch = writer.torch(abi, _targeted(extensions))
+    torch = writer.torch(abi, _targeted(writer, extensions))
     if abi.per_torch:
         parts.append(
             "\n# torch/extension.h: one build per torch version below (a CUDA build of torch).\n"
@@ -371,7 +398,7 @@ def render(build: CapturedBuild, choices: InitChoices) -> InitResult:
         parts.append(f"abi: {abi.name}\n" + buildparts.dump("torch", torch))
     else:
         parts.append(f"\nabi: {abi.name}\n" + buildparts.dump("torch", torch))
-    parts.append(writer.python_abi(next((e for e in extensions if e.limited_api), extensions[0])))
+    parts.append(writer.python_abi(_limited(writer, extensions)))
     parts.append(writer.arch_sets())
     parts.append(writer.tests())
     text = "".join(parts)
