@@ -6,6 +6,7 @@ real ones built by tests/data/abicheck/build.sh (unresolved_oplib.c, helper.c)."
 from __future__ import annotations
 
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,9 +16,12 @@ from wheelforge.binaries.abicheck import BinaryCheck
 from wheelforge.binaries.elf import open_elf_file
 from wheelforge.binaries.symbols import read_linkage
 from wheelforge.foundation.errors import VerificationError
+from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.interface.cli import main
+from wheelforge.running.build import importcheck
 
-from .fakes import with_record
+from .conftest import GOOD_MATRIX
+from .fakes import plan_for, with_record
 
 ABI = Path(__file__).resolve().parents[1] / "data" / "abicheck"
 RELEASED = Path(__file__).resolve().parents[1] / "data" / "released"
@@ -138,3 +142,17 @@ def test_a_library_auditwheel_grafted_is_taken_to_provide_what_it_needs(tmp_path
 def test_released_binaries_have_no_unresolved_symbol(tmp_path: Path, member: str) -> None:
     path = wheel(tmp_path, {f"demo/{member}": RELEASED / member})
     assert unresolved(abicheck.check_wheel(path, torch=None, guards={})) == {f"demo/{member}": []}
+
+
+def test_the_import_check_names_the_symbol_a_library_lacks(
+    project: Callable[[str], Path], tmp_path: Path
+) -> None:
+    """What torch.ops.load_library raised (dlopen's words) becomes a hint naming the symbol,
+    demangled, and what to add (running/build/importcheck.py)."""
+    text = GOOD_MATRIX.replace("name: demo_ops._C", "name: demo_ops._ops\n  kind: library")
+    [link] = plan_for(load_matrix(project(text)), tmp_path).links
+    said = importcheck._hint(
+        "OSError: /tmp/x/site/demo_ops/_ops.so: undefined symbol: _Z10scale_rowsPvi", link
+    )
+    assert said.startswith("scale_rows(void*, int) (_Z10scale_rowsPvi) is defined by no library")
+    assert "the library loads" in said
