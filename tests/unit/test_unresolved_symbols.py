@@ -15,8 +15,8 @@ from wheelforge.binaries import abicheck
 from wheelforge.binaries.abicheck import BinaryCheck
 from wheelforge.binaries.elf import open_elf_file
 from wheelforge.binaries.symbols import read_linkage
-from wheelforge.foundation.errors import VerificationError
 from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.foundation.errors import VerificationError
 from wheelforge.interface.cli import main
 from wheelforge.running.build import importcheck
 
@@ -156,3 +156,21 @@ def test_the_import_check_names_the_symbol_a_library_lacks(
     )
     assert said.startswith("scale_rows(void*, int) (_Z10scale_rowsPvi) is defined by no library")
     assert "the library loads" in said
+
+
+def test_a_binary_linking_torch_is_judged_by_what_torchs_libraries_export(tmp_path: Path) -> None:
+    """torch_oplib.so links libc10.so, as the stable ABI's builds link torch's libraries: with a
+    torch at hand its libraries' exports decide; without one, their namespaces (scale_rows is
+    in none of them)."""
+    path = wheel(tmp_path, {"demo/_ops.abi3.so": ABI / "torch_oplib.so"})
+
+    def found(exports: frozenset[str] | None) -> list[tuple[str | None, str, str]]:
+        checks = abicheck.check_wheel(path, torch=None, guards={}, torch_exports=exports)
+        return unresolved(checks)["demo/_ops.abi3.so"]
+
+    [(symbol, severity, message)] = found(None)
+    assert (symbol, severity) == ("scale_rows", "error")
+    assert "no torch here to read its libraries" in message
+    [(symbol, _, message)] = found(frozenset({"c10_stub"}))
+    assert symbol == "scale_rows" and "no torch here" not in message
+    assert found(frozenset({"scale_rows"})) == []

@@ -50,6 +50,8 @@ class CheckTarget:
     guards: dict[str, Version2 | None]  # shim header guards of the build torch (may be empty)
     # The torch at hand's shim_function_versions.txt, when it ships one (toolchain/shims.py).
     versions: VersionsFile | None = None
+    # What the libraries of the torch at hand export (libtorch*, libc10*): None when none is.
+    torch_exports: frozenset[str] | None = None
     torch_source: TorchSource = "target"
     # The lowest Python the wheel's Requires-Python admits: installers keep the wheel off older
     # ones, so a limited-API symbol above the abi3 tag but within it breaks no install.

@@ -9,8 +9,10 @@ from __future__ import annotations
 import ctypes
 import re
 import struct
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from wheelforge.binaries.elf import ElfImage
@@ -321,3 +323,40 @@ def _symbol_versions(image: ElfImage, limit: int) -> dict[int, int]:
     fmt = "<" if elf.little_endian else ">"
     data = image.read(found["sh_offset"], count * 2)
     return {i: v & 0x7FFF for i, (v,) in enumerate(struct.iter_unpack(fmt + "H", data))}
+
+
+# torch's own libraries in its lib folder: what an extension that links them may bind to.
+_TORCH_LIBRARY_RE = re.compile(r"^lib(?:torch|c10|shm)[\w-]*\.so(?:\.[0-9.]+)?$")
+
+
+def library_exports(folders: Iterable[Path]) -> frozenset[str] | None:
+    """What torch's libraries (libtorch*, libc10*, libshm) in *folders* export, read from their
+    .dynsym (mapped: only the table's pages are read); None when no folder holds one."""
+    found = tuple(
+        sorted(
+            p
+            for folder in folders
+            if folder.is_dir()
+            for p in folder.iterdir()
+            if _TORCH_LIBRARY_RE.match(p.name) and p.is_file()
+        )
+    )
+    if not found:
+        return None
+    return _exports(tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in found))
+
+
+@cache
+def _exports(files: tuple[tuple[str, int, int], ...]) -> frozenset[str]:
+    from wheelforge.binaries.elf import open_elf_file
+
+    out: set[str] = set()
+    for name, _, _ in files:
+        try:
+            with open_elf_file(Path(name)) as image:
+                out |= {
+                    s.name for s in symbol_table(image, ".dynsym") or [] if s.defined and s.exported
+                }
+        except (BinaryFormatError, *parse_errors()):
+            continue  # an unreadable library of torch's: its symbols count as unknown
+    return frozenset(out)

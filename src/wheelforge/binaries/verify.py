@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from wheelforge.binaries import abicheck, elf, reader, registry
+from wheelforge.binaries import abicheck, elf, reader, registry, symbols
 from wheelforge.binaries.facts import FATBINS, BinaryContents, WheelFacts
 from wheelforge.configuration import abi as abis
 from wheelforge.configuration.archs import Arch, ArchSet, ArchSpec
@@ -153,7 +153,10 @@ def read_wheel(
     guards = shims.header_guards(plan.torch.include_dir)
     versions = shims.versions_file(plan.torch.include_dir.parent)
     target = plan.abi.target
-    context = abicheck.wheel_context(wheel, torch=target, guards=guards, versions=versions)
+    exports = symbols.library_exports(plan.torch.library_dirs)
+    context = abicheck.wheel_context(
+        wheel, torch=target, guards=guards, versions=versions, torch_exports=exports
+    )
     return wheel, abicheck.judge_wheel(wheel, context, rules, plan.abi.name)
 
 

@@ -5,10 +5,11 @@ fails ``torch.ops.load_library`` with "undefined symbol", on every machine.
 Known without torch loaded: a versioned symbol names its library (``GLIBC_2.17``,
 ``libcudart.so.12``); an unversioned one must come from a library the binary needs (DT_NEEDED)
 that the wheel ships (its exports are read here), from the Python interpreter (``Py*``), from
-torch (a C shim, or a libtorch C++ entity: torch imported first has them loaded, and the
-shim-version and cxx-symbol rules judge those; any C++ symbol when it links torch's libraries, which export
-std:: instantiations too), or from CUDA's libraries, by their prefixes (``cuda*``, ``cublas*``:
-torch imported first loads them globally). A library it needs that is none of these may provide the symbol:
+torch (a C shim, or a libtorch C++ entity: the shim-version and cxx-symbol rules judge those;
+when it links torch's libraries, what they export: read from the torch at hand, the build's or
+the one importable here, else by their namespaces), from libstdc++ (``std::``), or from CUDA's
+libraries, by their prefixes (``cuda*``, ``cublas*``: torch imported first loads them
+globally). A library it needs that is none of these may provide the symbol:
 then the finding is a warning naming that library, not an error.
 """
 
@@ -51,20 +52,40 @@ _CUDA = (
 # RTLD_GLOBAL): nvcc's registration calls (__cudaRegisterFatBinary) and the runtime's functions
 # resolve there even in a binary that links none of them.
 _CUDA_PREFIXES = tuple(prefix for _, prefixes in _CUDA for prefix in prefixes)
-# What torch_python and libtorch export beyond their namespaces (pybind11 casters of torch's
-# types, THPVariable_Wrap).
+# What torch_python and libtorch export beyond libtorch's namespaces: THPVariable_Wrap and its
+# kind, the C shims; and the namespaces of what they vendor (fmt, kineto, gloo, oneDNN, ...).
 _TORCH_C_PREFIXES = ("THP", "torch_", "aoti_", "c10_")
+_TORCH_NAMESPACES = (
+    "c10::",
+    "c10d::",
+    "at::",
+    "torch::",
+    "caffe2::",
+    "fmt::",
+    "libkineto::",
+    "gloo::",
+    "tensorpipe::",
+    "dnnl::",
+    "onnx_torch::",
+    "google::",
+    "sleef_",
+)
+# libstdc++'s own: an unversioned reference binds to its default version.
+_LIBSTDCXX = ("std::", "__gnu_cxx::", "__cxxabiv1::")
 
 
 def _base(soname: str) -> str:
     return soname.rsplit("/", 1)[-1]
 
 
-def _libtorch(symbol: str) -> bool:
-    """Whether torch's libraries may export *symbol*: any C++ symbol (besides libtorch's own
-    entities they export std:: instantiations, to which a link binds unversioned) and their C
-    functions; their tables are not read here, so this is what they could provide."""
-    return symbol.startswith(("_Z", *_TORCH_C_PREFIXES))
+def _owner(symbol: str) -> str:
+    return floors.owner(demangle(symbol)) if symbol.startswith("_Z") else symbol
+
+
+def _torch_may_export(symbol: str) -> bool:
+    """Whether torch's libraries may export *symbol*, when there is no torch here to read their
+    tables: their C functions and the C++ of their own namespaces and vendored libraries."""
+    return _owner(symbol).startswith((*_TORCH_C_PREFIXES, *_TORCH_NAMESPACES))
 
 
 class _Providers:
@@ -93,6 +114,7 @@ class _Providers:
         members = {_base(n) for n in context.wheel.names} if context.wheel else set()
         self.unread = any(n in members and n not in shipped for n in linkage.needed)
         self.torch = any(_TORCH_RE.match(n) for n in linkage.needed)
+        self.torch_exports = context.target.torch_exports
         self.unknown = tuple(
             n
             for n in linkage.needed
@@ -104,15 +126,21 @@ class _Providers:
         )
 
     def provides(self, symbol: str) -> bool:
-        return (
+        if (
             self.unread
             or symbol in self.exports
-            or symbol.startswith(("Py", "_Py"))
+            or symbol.startswith(("Py", "_Py", *_CUDA_PREFIXES))
             or shims.is_shim(symbol)
-            or (self.torch and _libtorch(symbol))
-            or (symbol.startswith("_Z") and floors.is_libtorch(demangle(symbol)))
-            or symbol.startswith(_CUDA_PREFIXES)
-        )
+        ):
+            return True
+        owner = _owner(symbol)
+        if owner.startswith(_LIBSTDCXX) or floors.is_libtorch(demangle(symbol)):
+            return True  # libtorch's C++: the cxx-symbol rule judges it (the stable ABI)
+        if not self.torch:
+            return False
+        if self.torch_exports is not None:
+            return symbol in self.torch_exports
+        return _torch_may_export(symbol)
 
     def elsewhere(self, symbol: str) -> str | None:
         """A library of the wheel that defines *symbol* but is not linked."""
@@ -156,10 +184,15 @@ def check(binary: BinaryFacts, context: RuleContext) -> Iterator[Finding]:
             severity="warning",
         )
         return
+    unread = (
+        " (no torch here to read its libraries; none of their namespaces holds it)"
+        if providers.torch and providers.torch_exports is None
+        else ""
+    )
     yield Finding(
         first,
         f"{binary.display} needs {_shown(missing)}, which nothing it loads defines (it needs "
-        f"{needs}): {loader} fails with 'undefined symbol: {first}'; add the source that "
+        f"{needs}{unread}): {loader} fails with 'undefined symbol: {first}'; add the source that "
         "defines it to the extension's sources, or the library that has it to its libraries",
     )
 
@@ -172,11 +205,12 @@ RULE = Rule(
     id=ID,
     doc="every undefined symbol is provided: an unversioned, strong undefined symbol must be "
     "exported by a library of the wheel the binary links (DT_NEEDED), or be the interpreter's "
-    "(`Py*`), torch's (a C shim; libtorch's C++ when it links torch) or a CUDA library's it "
-    "links (by prefix); a library it links that the wheel lacks and nothing here knows makes it "
-    "a warning (one auditwheel grafted into `.libs/` is taken to provide what it needs)",
-    source="the binary's `.dynsym`, `.gnu.version` and `.dynamic`, and those of the wheel's "
-    "other binaries",
+    "(`Py*`), libstdc++'s (`std::`), CUDA's (by prefix), torch's (a C shim, libtorch's C++; and, "
+    "when it links torch's libraries, what they export: read from the build's torch or the one "
+    "importable here, else judged by their namespaces); a library it links that the wheel lacks "
+    "and nothing here knows makes it a warning (one grafted into `.libs/` provides what it needs)",
+    source="the binary's `.dynsym`, `.gnu.version` and `.dynamic`, the wheel's other binaries', "
+    "torch's `libtorch*`/`libc10*` `.dynsym` when a torch is at hand",
     flavours=frozenset({"stable", "unstable"}),
     roles=frozenset({"extension", "library"}),
     needs=frozenset({"symbols"}),
