@@ -351,12 +351,13 @@ def _exports(files: tuple[tuple[str, int, int], ...]) -> frozenset[str]:
     from wheelforge.binaries.elf import open_elf_file
 
     out: set[str] = set()
+    unreadable: tuple[type[BaseException], ...] = (BinaryFormatError, *parse_errors())
     for name, _, _ in files:
         try:
             with open_elf_file(Path(name)) as image:
                 out |= {
                     s.name for s in symbol_table(image, ".dynsym") or [] if s.defined and s.exported
                 }
-        except (BinaryFormatError, *parse_errors()):
+        except unreadable:
             continue  # an unreadable library of torch's: its symbols count as unknown
     return frozenset(out)

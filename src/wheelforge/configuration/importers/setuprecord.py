@@ -86,7 +86,7 @@ class _Reading:
     # -- extensions ------------------------------------------------------------------------
 
     def paths(self, values: Iterable[str], what: str, *, must_exist: bool) -> list[str]:
-        out = []
+        out: list[str] = []
         for value in values:
             rel, inside = _rel(self.root, value)
             if not inside and rel is not None and Path(rel).exists():
