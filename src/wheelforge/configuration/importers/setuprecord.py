@@ -32,32 +32,10 @@ from wheelforge.configuration.importers.flags import (
     sort_flags,
     split_folders,
 )
+from wheelforge.configuration.importers.projectpaths import ProjectPaths, rel_to
 from wheelforge.configuration.importers.testsuite import find_tests
-from wheelforge.foundation import gitfiles
 
 _DEFINE_RE = re.compile(r"^-[DU]\w")
-# Folders wheelforge passes itself, known by a file in them: the toolkit's, torch's, Python's.
-_PROVIDED = (
-    ("cuda_runtime.h", "the CUDA toolkit's include folder"),
-    ("libcudart.so", "the CUDA toolkit's library folder"),
-    ("torch/extension.h", "torch's include folder"),
-    ("torch/headeronly/macros/Macros.h", "torch's include folder"),
-    ("torch/csrc/api/include/torch/all.h", "torch's include folder"),
-    ("torch/all.h", "torch's C++ API include folder"),
-    ("libtorch.so", "torch's library folder"),
-    ("Python.h", "Python's include folder"),
-)
-
-
-def _rel(root: Path, value: str) -> tuple[str | None, bool]:
-    """*value* relative to *root* (posix), and whether it stays inside it."""
-    path = Path(os.path.normpath(root / value))
-    real = Path(os.path.realpath(root))  # the child names folders under setup.py's real path
-    if not path.is_relative_to(root) and path.is_relative_to(real):
-        root = real
-    if not path.is_relative_to(root):
-        return str(path), False
-    return path.relative_to(root).as_posix() or ".", True
 
 
 def _package_dir(args: Mapping[str, Any]) -> dict[str, Any]:
@@ -81,54 +59,12 @@ class _Reading:
         self.done: list[str] = []
         self.missing: list[str] = []
         self.package_folders: dict[str, str] = {}
-        self.top = gitfiles.superproject(Path(os.path.realpath(root)))  # the checkout it is in
+        self.folders = ProjectPaths(root, hand=self.hand, done=self.done, missing=self.missing)
 
     # -- extensions ------------------------------------------------------------------------
 
     def paths(self, values: Iterable[str], what: str, *, must_exist: bool) -> list[str]:
-        out: list[str] = []
-        for value in values:
-            rel, inside = _rel(self.root, value)
-            if not inside and rel is not None and Path(rel).exists():
-                self.outside(Path(rel), what, out)
-                continue
-            if not inside:
-                self.hand.append(
-                    f"{what}: '{value}' is outside the project folder and does not exist; copy "
-                    "it in or install it and name it here"
-                )
-                continue
-            assert rel is not None
-            if must_exist and not (self.root / rel).exists():
-                self.missing.append(rel)
-            out.append(rel)
-        return out
-
-    def outside(self, folder: Path, what: str, out: list[str]) -> None:
-        """A folder outside the project: left out when wheelforge passes it itself (the
-        toolkit's, torch's, Python's); relative when it lies in the project's git checkout (a
-        copy of the checkout builds); else absolute, and said."""
-        owner = next((who for marker, who in _PROVIDED if (folder / marker).is_file()), None)
-        if owner is not None:
-            self.done.append(
-                f"{what}: left out '{folder}', {owner}: wheelforge passes the one of the toolkit "
-                "and torch it builds with"
-            )
-            return
-        if self.top is not None and folder.is_relative_to(self.top):
-            outside = Path(os.path.relpath(folder, self.root)).as_posix()
-            self.done.append(
-                f"{what}: '{outside}' lies outside the project folder: a build reads it "
-                "there, an sdist cannot carry it"
-            )
-            out.append(outside)
-            return
-        self.hand.append(
-            f"{what}: '{folder}' lies outside the project and its checkout: written as this "
-            "absolute path, which every machine that builds it needs; copy it into the project "
-            "or give it as a header library"
-        )
-        out.append(folder.as_posix())
+        return self.folders.paths(values, what, must_exist=must_exist)
 
     def check_cuda(self, extensions: Iterable[CapturedExtension]) -> None:
         """No extension compiles CUDA though the project has .cu files: a setup.py that asks
@@ -290,7 +226,7 @@ class _Reading:
         per_source = ninja_rules(ninja)
         out: dict[str, tuple[ArchSpec, ...]] = {}
         for source, command in per_source.items():
-            rel, inside = _rel(self.root, source)
+            rel, inside = rel_to(self.root, source)
             if inside and rel is not None and rel.endswith(".cu"):  # archs are nvcc's alone
                 out[rel] = sort_flags(command).archs
         if out:
@@ -363,7 +299,7 @@ class _Reading:
         base = str(dirs.get("", "."))
         out = []
         for name in _strings(args.get("py_modules")):
-            rel, inside = _rel(self.root, os.path.join(base, *name.split(".")) + ".py")  # noqa: PTH118
+            rel, inside = rel_to(self.root, os.path.join(base, *name.split(".")) + ".py")  # noqa: PTH118
             if inside and rel is not None and (self.root / rel).is_file():
                 out.append(rel)
             else:
@@ -382,7 +318,7 @@ class _Reading:
             if name.rpartition(".")[0] in names:
                 continue  # a subpackage: wheelforge packs a package's folder whole
             folder = str(dirs.get(name, os.path.join(base, *name.split("."))))  # noqa: PTH118
-            rel, inside = _rel(self.root, folder)
+            rel, inside = rel_to(self.root, folder)
             if not inside or rel is None or not (self.root / rel / "__init__.py").is_file():
                 self.hand.append(
                     f"packages: '{name}' has no folder with an __init__.py at {folder}; name "
