@@ -197,7 +197,7 @@ def test_init_never_reports_a_matrix_its_validator_rejects(tmp_path: Path) -> No
     run = wheelforge("init", "--archs", "9.0", cwd=tmp_path)
     assert run.code == 2, run.err
     err = " ".join(run.err.split())
-    assert "the matrix it made is not valid, so nothing was written" in err
+    assert "the matrix.yaml it would write is not valid, so nothing was written" in err
     assert "extension.include-dirs: 'third_party/cutlass/include' is not a folder" in err
     assert "git submodule update --init" in err  # what needs a hand, under the validator's line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["csrc", "setup.py"]

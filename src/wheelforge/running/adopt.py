@@ -198,8 +198,8 @@ def _validate(result: InitResult) -> None:
             part for part in (exc.details, hand and "what needs a hand:\n" + hand) if part
         )
         raise ConfigError(
-            f"init read {result.front_door}, but the matrix it made is not valid, so nothing was "
-            f"written: {exc.message}",
+            f"init read {result.front_door}, but the matrix.yaml it would write is not valid, so "
+            f"nothing was written: {exc.message}",
             details=rejected or None,
             diagnostics=tuple(
                 dataclasses.replace(d, file=str(result.path))

@@ -98,7 +98,7 @@ class _Reading:
         given = self.paths(
             _strings(ext.get("include_dirs")), f"{label}: include_dirs", must_exist=False
         )
-        from_flags = self.paths(flagged, f"{label}: -I", must_exist=False)
+        from_flags = self.paths(flagged, f"{label}: its -I flags", must_exist=False)
         if from_flags:
             self.done.append(
                 f"{label}: the -I folders of its compile flags written as include-dirs "
