@@ -161,7 +161,9 @@ def test_init_on_causal_conv1d_writes_its_folders_relative_so_a_copy_reads_them(
     copy = copy_of(root, tmp_path / "elsewhere")
     shutil.rmtree(root)
     moved = load_matrix(copy / "matrix.yaml")
-    folders = [(copy / d).resolve().relative_to(copy.resolve()) for d in moved.extension.include_dirs]
+    folders = [
+        (copy / d).resolve().relative_to(copy.resolve()) for d in moved.extension.include_dirs
+    ]
     assert [f.as_posix() for f in folders] == ["csrc"]
 
 
