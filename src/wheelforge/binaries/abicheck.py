@@ -27,7 +27,7 @@ from wheelforge.binaries.rule import (
     TorchSource,
     Violation,
 )
-from wheelforge.binaries.symbols import demangle
+from wheelforge.binaries.symbols import LibraryExports, demangle
 from wheelforge.configuration import abi as abis
 from wheelforge.foundation import log, numbers
 from wheelforge.foundation.errors import (
@@ -179,7 +179,7 @@ def wheel_context(
     torch: Version2 | None,
     guards: dict[str, Version2 | None],
     versions: VersionsFile | None = None,
-    torch_exports: frozenset[str] | None = None,
+    torch_exports: LibraryExports | frozenset[str] | None = None,
 ) -> RuleContext:
     """What the wheel's binaries are checked against: its tags and abi3 floor, its
     Requires-Python, and its torch floor: *torch* (--target, or the build's), else its
@@ -283,7 +283,7 @@ def check_wheel(
     guards: dict[str, Version2 | None],
     versions: VersionsFile | None = None,
     flavour: Flavour | None = None,
-    torch_exports: frozenset[str] | None = None,
+    torch_exports: LibraryExports | frozenset[str] | None = None,
 ) -> list[BinaryCheck]:
     """Check a wheel by the rules of its ABI flavour (*flavour*, else its tags say: an abi3
     wheel's is the stable ABI); *torch* overrides the floor its METADATA gives."""
@@ -343,7 +343,7 @@ def check_paths(
     guards: dict[str, Version2 | None],
     versions: VersionsFile | None = None,
     flavour: Flavour | None = None,
-    torch_exports: frozenset[str] | None = None,
+    torch_exports: LibraryExports | frozenset[str] | None = None,
 ) -> list[BinaryCheck]:
     """Check wheels and shared objects by the rules of *flavour* (else a wheel's tags say, and
     a bare shared object is checked for the stable ABI); a bare shared object needs *torch*

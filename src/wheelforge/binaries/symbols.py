@@ -329,6 +329,17 @@ def _symbol_versions(image: ElfImage, limit: int) -> dict[int, int]:
 _TORCH_LIBRARY_RE = re.compile(r"^lib(?:torch|c10|shm)[\w-]*\.so(?:\.[0-9.]+)?$")
 
 
+@dataclass(frozen=True)
+class LibraryExports:
+    """What torch's libraries in *folders* export, read only when a rule first asks (a torch's
+    tables take seconds to read; most binaries never need them)."""
+
+    folders: tuple[Path, ...]
+
+    def get(self) -> frozenset[str] | None:
+        return library_exports(self.folders)
+
+
 def library_exports(folders: Iterable[Path]) -> frozenset[str] | None:
     """What torch's libraries (libtorch*, libc10*, libshm) in *folders* export, read from their
     .dynsym (mapped: only the table's pages are read); None when no folder holds one."""

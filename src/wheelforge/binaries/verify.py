@@ -153,7 +153,7 @@ def read_wheel(
     guards = shims.header_guards(plan.torch.include_dir)
     versions = shims.versions_file(plan.torch.include_dir.parent)
     target = plan.abi.target
-    exports = symbols.library_exports(plan.torch.library_dirs)
+    exports = symbols.LibraryExports(plan.torch.library_dirs)
     context = abicheck.wheel_context(
         wheel, torch=target, guards=guards, versions=versions, torch_exports=exports
     )

@@ -15,6 +15,7 @@ then the finding is a warning naming that library, not an error.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator, Sequence
 
@@ -22,7 +23,7 @@ from wheelforge.binaries import floors
 from wheelforge.binaries.elf import ElfImage
 from wheelforge.binaries.facts import BinaryFacts
 from wheelforge.binaries.rule import Finding, Rule, RuleContext
-from wheelforge.binaries.symbols import Linkage, demangle, read_linkage
+from wheelforge.binaries.symbols import LibraryExports, Linkage, demangle, read_linkage
 from wheelforge.toolchain import shims
 
 ID = "unresolved-symbol"
@@ -114,7 +115,7 @@ class _Providers:
         members = {_base(n) for n in context.wheel.names} if context.wheel else set()
         self.unread = any(n in members and n not in shipped for n in linkage.needed)
         self.torch = any(_TORCH_RE.match(n) for n in linkage.needed)
-        self.torch_exports = context.target.torch_exports
+        self.given = context.target.torch_exports
         self.unknown = tuple(
             n
             for n in linkage.needed
@@ -141,6 +142,12 @@ class _Providers:
         if self.torch_exports is not None:
             return symbol in self.torch_exports
         return _torch_may_export(symbol)
+
+    @functools.cached_property
+    def torch_exports(self) -> frozenset[str] | None:
+        """What the torch at hand's libraries export, read on the first symbol that needs it."""
+        given = self.given
+        return given.get() if isinstance(given, LibraryExports) else given
 
     def elsewhere(self, symbol: str) -> str | None:
         """A library of the wheel that defines *symbol* but is not linked."""
