@@ -440,3 +440,62 @@ def test_a_standard_flag_of_other_digits_or_5000_digits_is_kept_not_a_traceback(
     from wheelforge.configuration.importers import flags
 
     assert flags._owner(flag) is None  # not a standard wheelforge sets: the flag is kept
+
+
+# -- folders a setup.py names (issue 32) --------------------------------------------------------
+
+
+def test_include_and_library_folders_are_split_out_of_flags_in_every_spelling() -> None:
+    from wheelforge.configuration.importers.flags import LIBRARY_FLAGS, split_folders
+
+    flags = [
+        "-O3",
+        "-I/p/a",
+        "-I",
+        "/p/b",
+        "--include-path=/p/c",
+        "-isystem",
+        "/p/d",
+        "-include",
+        "x.h",
+    ]
+    assert split_folders(flags) == (["/p/a", "/p/b", "/p/c", "/p/d"], ["-O3", "-include", "x.h"])
+    assert split_folders(["-L/p/lib", "-lfoo", "--library-path", "/q"], LIBRARY_FLAGS) == (
+        ["/p/lib", "/q"],
+        ["-lfoo"],
+    )
+
+
+def test_folders_are_written_relative_to_the_project_or_its_checkout_or_said(
+    tmp_path: Path,
+) -> None:
+    from wheelforge.configuration.importers.projectpaths import ProjectPaths
+
+    checkout = tmp_path / "repo"
+    (checkout / ".git").mkdir(parents=True)
+    (checkout / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    project = checkout / "hopper"
+    for folder in ("csrc", "../csrc/cutlass/include", "../../elsewhere/inc", "../../cuda/include"):
+        (project / folder).mkdir(parents=True, exist_ok=True)
+    (tmp_path / "cuda" / "include" / "cuda_runtime.h").write_text("")
+    hand: list[str] = []
+    done: list[str] = []
+    paths = ProjectPaths(project, hand=hand, done=done, missing=[])
+    given = [
+        str(project / "csrc"),  # absolute, inside: relative
+        "csrc/../csrc",
+        str(checkout / "csrc" / "cutlass" / "include"),  # above it, in its checkout: ../
+        str(tmp_path / "elsewhere" / "inc"),  # outside both: absolute, and said
+        str(tmp_path / "cuda" / "include"),  # the toolkit's: left out
+    ]
+    assert paths.paths(given, "include_dirs", must_exist=False) == [
+        "csrc",
+        "csrc",
+        "../csrc/cutlass/include",
+        str(tmp_path / "elsewhere" / "inc"),
+    ]
+    assert any("the CUDA toolkit's include folder" in d for d in done)
+    assert any(
+        "lies outside the project and its checkout: written as this absolute path" in h
+        for h in hand
+    )
