@@ -275,14 +275,24 @@ def test_a_classic_wheel_is_checked_by_the_unstable_abis_rules(
     [check] = abicheck.check_wheel(wheel, torch=None, guards={})
     assert check.flavour == "unstable" and check.violations == ()
     # its own, the wheel's (python-api says nothing: a one-CPython tag has no abi3 floor)
-    assert check.rules == ("python-api", "module-init", "tags", "layout", "torch-pin")
+    assert check.rules == (
+        "unresolved-symbol",
+        "python-api",
+        "module-init",
+        "tags",
+        "layout",
+        "torch-pin",
+    )
     assert check.wheel is not None and check.wheel.declared.torch == "torch==2.13.*"
     assert main(["check", str(wheel)]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert (
         "unstable ABI (libtorch's C++ API: one torch; one CPython): declares torch==2.13.*" in out
     )
-    assert "unstable-ABI rules applied: python-api, module-init, tags, layout, torch-pin" in out
+    assert (
+        "unstable-ABI rules applied: unresolved-symbol, python-api, module-init, tags, layout,"
+        " torch-pin" in out
+    )
     assert "torch floor" not in out  # a classic extension's torch is a pin, not a floor
     assert "torch >=" not in out
     assert "1 binary uses libtorch's C++ API: the wheel loads only on the torch it was" in out

@@ -27,7 +27,7 @@ from wheelforge.binaries.rule import (
     Violation,
     WheelSummary,
 )
-from wheelforge.binaries.symbols import demangle
+from wheelforge.binaries.symbols import LibraryExports, demangle
 from wheelforge.configuration import abi as abis
 from wheelforge.foundation import log, numbers
 from wheelforge.foundation.errors import (
@@ -166,6 +166,7 @@ def wheel_context(
     torch: Version2 | None,
     guards: dict[str, Version2 | None],
     versions: VersionsFile | None = None,
+    torch_exports: LibraryExports | frozenset[str] | None = None,
 ) -> RuleContext:
     """What the wheel's binaries are checked against: its tags and abi3 floor, its
     Requires-Python, and its torch floor: *torch* (--target, or the build's), else its
@@ -191,6 +192,7 @@ def wheel_context(
             python=python,
             guards=guards,
             versions=versions,
+            torch_exports=torch_exports,
             torch_source=source,
             requires_python=said.python_floor,
             declared=said,
@@ -270,13 +272,16 @@ def check_wheel(
     guards: dict[str, Version2 | None],
     versions: VersionsFile | None = None,
     flavour: Flavour | None = None,
+    torch_exports: LibraryExports | frozenset[str] | None = None,
 ) -> list[BinaryCheck]:
     """Check a wheel by the rules of its ABI flavour (*flavour*, else its tags say: an abi3
     wheel's is the stable ABI); *torch* overrides the floor its METADATA gives."""
     wheel = read_wheel(path, registry.reading(registry.all_rules(), metadata=True))
     flavour = flavour or wheel_flavour(wheel)
     rules = registry.applicable(flavour)
-    context = wheel_context(wheel, torch=torch, guards=guards, versions=versions)
+    context = wheel_context(
+        wheel, torch=torch, guards=guards, versions=versions, torch_exports=torch_exports
+    )
     return judge_wheel(wheel, context, rules, flavour)
 
 
@@ -368,6 +373,7 @@ def check_paths(
     guards: dict[str, Version2 | None],
     versions: VersionsFile | None = None,
     flavour: Flavour | None = None,
+    torch_exports: LibraryExports | frozenset[str] | None = None,
 ) -> list[BinaryCheck]:
     """Check wheels and shared objects by the rules of *flavour* (else a wheel's tags say, and
     a bare shared object is checked for the stable ABI); a bare shared object needs *torch*
@@ -380,7 +386,14 @@ def check_paths(
             )
         if path.suffix == ".whl":
             results.extend(
-                check_wheel(path, torch=torch, guards=guards, versions=versions, flavour=flavour)
+                check_wheel(
+                    path,
+                    torch=torch,
+                    guards=guards,
+                    versions=versions,
+                    flavour=flavour,
+                    torch_exports=torch_exports,
+                )
             )
             continue
         with open_elf_file(path) as image:  # memory-mapped: only the pages read are loaded
@@ -393,6 +406,12 @@ def check_paths(
                     f"{path}: a bare shared object says nothing of its torch floor; "
                     "pass --target X.Y"
                 )
-            target = CheckTarget(torch=torch, python=python, guards=guards, versions=versions)
+            target = CheckTarget(
+                torch=torch,
+                python=python,
+                guards=guards,
+                versions=versions,
+                torch_exports=torch_exports,
+            )
             results.append(_check_image(image, target, flavour or CHECK_FLAVOUR))
     return results

@@ -28,6 +28,7 @@ from wheelforge.binaries.facts import (
     WheelFacts,
 )
 from wheelforge.binaries.metadata import Declared
+from wheelforge.binaries.symbols import LibraryExports
 from wheelforge.toolchain.shims import Version2, VersionsFile
 
 # What the ABI flavour of the wheel is (the matrix's ``abi``): a rule says which it applies to.
@@ -52,6 +53,9 @@ class CheckTarget:
     guards: dict[str, Version2 | None]  # shim header guards of the build torch (may be empty)
     # The torch at hand's shim_function_versions.txt, when it ships one (toolchain/shims.py).
     versions: VersionsFile | None = None
+    # What the libraries of the torch at hand export (libtorch*, libc10*), read when first
+    # asked; None when no torch is at hand.
+    torch_exports: LibraryExports | frozenset[str] | None = None
     torch_source: TorchSource = "target"
     # The lowest Python the wheel's Requires-Python admits: installers keep the wheel off older
     # ones, so a limited-API symbol above the abi3 tag but within it breaks no install.

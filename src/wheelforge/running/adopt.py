@@ -19,7 +19,8 @@ from wheelforge.configuration.importers import buildtoml, cmake, setupcapture, s
 from wheelforge.configuration.importers.captured import CapturedBuild
 from wheelforge.configuration.importers.staticsetup import read_setup
 from wheelforge.configuration.importers.writer import InitChoices, InitResult, abi_of, render
-from wheelforge.foundation import log, readers, writers
+from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.foundation import log, readers, removal, writers
 from wheelforge.foundation.errors import ConfigError, EnvironmentProblem, ToolError
 from wheelforge.toolchain import torchprobe
 from wheelforge.toolchain.toolkit import Toolkit, discover
@@ -174,9 +175,38 @@ def init_project(request: InitRequest, env: Mapping[str, str] | None = None) -> 
             raise ConfigError(
                 f"{path} exists and differs from what init writes; pass --force to replace it"
             )
+    _validate(result)
     for generated in result.generated:
         path = request.root / generated.path
         path.parent.mkdir(parents=True, exist_ok=True)
         writers.write_if_changed(path, generated.text)
     writers.write_if_changed(result.path, result.text)
     return result
+
+
+def _validate(result: InitResult) -> None:
+    """What init writes, read back first by the matrix validator (load_matrix) under a staged
+    name beside matrix.yaml (relative paths start there): init never reports success for a
+    matrix ``build`` would refuse, and a refused one leaves nothing behind."""
+    staged = result.path.with_name(f".{result.path.name}.{os.getpid()}.init")
+    try:
+        writers.write_atomic(staged, result.text)
+        load_matrix(staged, display=str(result.path))
+    except ConfigError as exc:
+        hand = "\n".join(f"  - {note}" for note in result.hand)
+        rejected = "\n".join(
+            part for part in (exc.details, hand and "what needs a hand:\n" + hand) if part
+        )
+        raise ConfigError(
+            f"init read {result.front_door}, but the matrix.yaml it would write is not valid, so "
+            f"nothing was written: {exc.message}",
+            details=rejected or None,
+            diagnostics=tuple(
+                dataclasses.replace(d, file=str(result.path))
+                if Path(d.file).name == staged.name
+                else d
+                for d in exc.diagnostics
+            ),
+        ) from None
+    finally:
+        removal.remove(staged, within=result.path.parent)

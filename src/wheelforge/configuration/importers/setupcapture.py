@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,13 +74,16 @@ def run_setup(
             timeout=context.deadline_s,
         )
         if not out.is_file():
+            said = last_words(result.stderr) or last_words(result.stdout)
             raise ToolError(
-                f"{root / 'setup.py'} could not be run by {context.python} (exit code {result.returncode}); "
-                "read it without running it with 'wheelforge init --no-run'",
+                f"{root / 'setup.py'} could not be run by {context.python} (exit code {result.returncode})"
+                + (f": {said}" if said else "")
+                + "; read it without running it with 'wheelforge init --no-run'",
                 details=proc.tail(result.stdout + result.stderr) or None,
             )
         record: dict[str, Any] = json.loads(readers.read_text(out, cap=readers.STATE_CAP))
     record["output"] = result.stdout + result.stderr
+    record["stderr"] = result.stderr
     record["root"], record["setup"] = str(root.resolve()), "setup.py"
     record["python"] = str(context.python)
     return record
@@ -89,11 +93,39 @@ def context_python(record: dict[str, Any]) -> str:
     return str(record.get("python") or "the build Python")
 
 
+# A traceback's own lines, which are not what the script said.
+_FRAME_RE = re.compile(r"^(?:Traceback \(most recent call last\):|\s+File \"|\s+\^+\s*$)")
+
+
+def last_words(output: str) -> str | None:
+    """The last line a failing setup.py printed (``print("CUDA_HOME not set", file=sys.stderr);
+    sys.exit(1)``), cut to _LINE_CAP characters; None when it printed nothing."""
+    for line in reversed(output.splitlines()):
+        if line.strip() and not _FRAME_RE.match(line):
+            text = line.strip()
+            return text if len(text) <= _LINE_CAP else f"{text[:_LINE_CAP]}…"
+    return None
+
+
+def _what_failed(record: dict[str, Any]) -> str:
+    """setup.py's own words for its failure: the exception and its message, or, for a bare
+    ``sys.exit(1)`` or an exception without a message, the last line it printed (stderr first)."""
+    error = record["error"] or {}
+    kind, message = error.get("type"), str(error.get("message") or "").strip()
+    exit_code = kind == "SystemExit" and (not message or message.lstrip("-").isdigit())
+    if message and not exit_code:
+        return f"{kind}: {message}"
+    said = last_words(record.get("stderr") or "") or last_words(record.get("output") or "")
+    if exit_code:
+        return f"sys.exit({message or ''})" + (f" after printing: {said}" if said else "")
+    return f"{kind}" + (f" (it printed: {said})" if said else "")
+
+
 def _failure(root: Path, record: dict[str, Any]) -> ToolError:
     error = record["error"] or {}
     where = error.get("where") or "setup.py"
     file, _, line = where.partition(":")
-    message = f"{root / file} failed{' at line ' + line if line else ''}: {error.get('type')}: {error.get('message')}"
+    message = f"{root / file} failed{' at line ' + line if line else ''}: {_what_failed(record)}"
     text = error.get("traceback", "") or error.get("message", "")
     if "No module named 'setuptools'" in text:
         return ToolError(
@@ -110,7 +142,9 @@ def _failure(root: Path, record: dict[str, Any]) -> ToolError:
             "fix what it needs (an environment variable, a submodule, a package in --python), or "
             "read it without running it: 'wheelforge init --no-run'"
         )
-    return ToolError(f"{message}; {fix}", details=_shown_traceback(text) or None)
+    # A bare sys.exit(1) has no traceback: what setup.py printed before it says why.
+    shown = text if error.get("traceback") else record.get("output") or text
+    return ToolError(f"{message}; {fix}", details=_shown_traceback(shown) or None)
 
 
 # A line of setup.py's traceback shown at most this long (a 400 kB literal was printed whole).

@@ -24,18 +24,18 @@ from wheelforge.configuration.importers.captured import (
     FrontDoor,
     ProjectMetadata,
 )
-from wheelforge.configuration.importers.flags import SortedFlags, arch_text, merge_archs, sort_flags
+from wheelforge.configuration.importers.flags import (
+    LIBRARY_FLAGS,
+    SortedFlags,
+    arch_text,
+    merge_archs,
+    sort_flags,
+    split_folders,
+)
+from wheelforge.configuration.importers.projectpaths import ProjectPaths, rel_to
 from wheelforge.configuration.importers.testsuite import find_tests
 
 _DEFINE_RE = re.compile(r"^-[DU]\w")
-
-
-def _rel(root: Path, value: str) -> tuple[str | None, bool]:
-    """*value* relative to *root* (posix), and whether it stays inside it."""
-    path = Path(os.path.normpath(root / value))
-    if not path.is_relative_to(root):
-        return str(path), False
-    return path.relative_to(root).as_posix() or ".", True
 
 
 def _package_dir(args: Mapping[str, Any]) -> dict[str, Any]:
@@ -59,32 +59,12 @@ class _Reading:
         self.done: list[str] = []
         self.missing: list[str] = []
         self.package_folders: dict[str, str] = {}
+        self.folders = ProjectPaths(root, hand=self.hand, done=self.done, missing=self.missing)
 
     # -- extensions ------------------------------------------------------------------------
 
     def paths(self, values: Iterable[str], what: str, *, must_exist: bool) -> list[str]:
-        out = []
-        for value in values:
-            rel, inside = _rel(self.root, value)
-            if not inside and rel is not None and Path(rel).exists():
-                outside = Path(os.path.relpath(rel, self.root)).as_posix()
-                self.done.append(
-                    f"{what}: '{outside}' lies outside the project folder: a build reads it "
-                    "there, an sdist cannot carry it"
-                )
-                out.append(outside)
-                continue
-            if not inside:
-                self.hand.append(
-                    f"{what}: '{value}' is outside the project folder and does not exist; copy "
-                    "it in or install it and name it here"
-                )
-                continue
-            assert rel is not None
-            if must_exist and not (self.root / rel).exists():
-                self.missing.append(rel)
-            out.append(rel)
-        return out
+        return self.folders.paths(values, what, must_exist=must_exist)
 
     def check_cuda(self, extensions: Iterable[CapturedExtension]) -> None:
         """No extension compiles CUDA though the project has .cu files: a setup.py that asks
@@ -112,10 +92,20 @@ class _Reading:
                 "extension.sources"
             )
 
-    def include_dirs(self, ext: Mapping[str, Any], label: str) -> list[str]:
-        folders = self.paths(
+    def include_dirs(self, ext: Mapping[str, Any], label: str, flagged: list[str]) -> list[str]:
+        """Its include_dirs and the folders its compile flags name with ``-I``, relative to the
+        project (a copy of it in another folder builds)."""
+        given = self.paths(
             _strings(ext.get("include_dirs")), f"{label}: include_dirs", must_exist=False
         )
+        from_flags = self.paths(flagged, f"{label}: its -I flags", must_exist=False)
+        if from_flags:
+            self.done.append(
+                f"{label}: the -I folders of its compile flags written as include-dirs "
+                f"({', '.join(from_flags[:3])}{' ...' if len(from_flags) > 3 else ''}), relative "
+                "to the project"
+            )
+        folders = list(dict.fromkeys([*given, *from_flags]))
         for folder in folders:
             if not (self.root / folder).is_dir():
                 self.hand.append(
@@ -126,9 +116,9 @@ class _Reading:
 
     def flags(
         self, ext: Mapping[str, Any], label: str, sources: list[str]
-    ) -> tuple[SortedFlags, SortedFlags, list[str]]:
+    ) -> tuple[SortedFlags, SortedFlags, list[str], list[str]]:
         """The C++ and nvcc flags sorted (torch's own nvcc flags first, as BuildExtension puts
-        them), and the defines both compilers get."""
+        them), the defines both compilers get, and the include folders the flags name."""
         kind = ext.get("kind")
         macros = [
             f"-D{m[0]}" + (f"={m[1]}" if len(m) > 1 and m[1] is not None else "")
@@ -138,6 +128,8 @@ class _Reading:
         args = ext.get("extra_compile_args") or []
         cxx_raw = _strings(args.get("cxx")) if isinstance(args, dict) else _strings(args)
         nvcc_raw = _strings(args.get("nvcc")) if isinstance(args, dict) else _strings(args)
+        cxx_includes, cxx_raw = split_folders(cxx_raw)
+        nvcc_includes, nvcc_raw = split_folders(nvcc_raw)
         cuda = kind == "CUDAExtension" or bool(cuda_sources(sources))
         torch_flags = (
             _strings(self.record.get("torch_nvcc_flags")) if kind == "CUDAExtension" else []
@@ -150,7 +142,8 @@ class _Reading:
         cxx, nvcc = sort_flags(cxx_raw), sort_flags([*torch_flags, *nvcc_raw] if cuda else [])
         self.say_sorted(label, nvcc, cxx)
         shared = (f for f in cxx.kept if _DEFINE_RE.match(f) and (f in nvcc.kept or not cuda))
-        return cxx, nvcc, list(dict.fromkeys([*macros, *shared]))
+        includes = list(dict.fromkeys([*cxx_includes, *(nvcc_includes if cuda else [])]))
+        return cxx, nvcc, list(dict.fromkeys([*macros, *shared])), includes
 
     def link_inputs(self, ext: Mapping[str, Any], label: str) -> None:
         for key, why in (
@@ -172,7 +165,8 @@ class _Reading:
         label = f"{kind} {ext.get('name')} ({where})"
         sources = self.paths(_strings(ext.get("sources")), f"{label}: sources", must_exist=True)
         self.check_sources(label, sources)
-        cxx, nvcc, defines = self.flags(ext, label, sources)
+        cxx, nvcc, defines, flagged = self.flags(ext, label, sources)
+        link_dirs, link_flags = split_folders(_strings(ext.get("extra_link_args")), LIBRARY_FLAGS)
         per_source = self.ninja_archs(ninja, label) if ninja else {}
         archs = merge_archs(nvcc.archs, *per_source.values()) if per_source else nvcc.archs
         self.link_inputs(ext, label)
@@ -184,18 +178,22 @@ class _Reading:
                 CapturedSource(path=s, archs=self.own_archs(per_source.get(s), archs))
                 for s in sources
             ),
-            include_dirs=tuple(self.include_dirs(ext, label)),
+            include_dirs=tuple(self.include_dirs(ext, label, flagged)),
             defines=tuple(defines),
             cxx_flags=tuple(f for f in cxx.kept if f not in defines),
             nvcc_flags=tuple(f for f in nvcc.kept if f not in defines),
             archs=archs,
             libraries=tuple(_strings(ext.get("libraries"))),
             library_dirs=tuple(
-                self.paths(
-                    _strings(ext.get("library_dirs")), f"{label}: library_dirs", must_exist=False
+                dict.fromkeys(
+                    self.paths(
+                        [*_strings(ext.get("library_dirs")), *link_dirs],
+                        f"{label}: library_dirs",
+                        must_exist=False,
+                    )
                 )
             ),
-            link_flags=tuple(_strings(ext.get("extra_link_args"))),
+            link_flags=tuple(link_flags),
             torch_target=nvcc.torch_target or cxx.torch_target,
             limited_api=cxx.limited_api or nvcc.limited_api,
         )
@@ -228,7 +226,7 @@ class _Reading:
         per_source = ninja_rules(ninja)
         out: dict[str, tuple[ArchSpec, ...]] = {}
         for source, command in per_source.items():
-            rel, inside = _rel(self.root, source)
+            rel, inside = rel_to(self.root, source)
             if inside and rel is not None and rel.endswith(".cu"):  # archs are nvcc's alone
                 out[rel] = sort_flags(command).archs
         if out:
@@ -301,7 +299,7 @@ class _Reading:
         base = str(dirs.get("", "."))
         out = []
         for name in _strings(args.get("py_modules")):
-            rel, inside = _rel(self.root, os.path.join(base, *name.split(".")) + ".py")  # noqa: PTH118
+            rel, inside = rel_to(self.root, os.path.join(base, *name.split(".")) + ".py")  # noqa: PTH118
             if inside and rel is not None and (self.root / rel).is_file():
                 out.append(rel)
             else:
@@ -320,7 +318,7 @@ class _Reading:
             if name.rpartition(".")[0] in names:
                 continue  # a subpackage: wheelforge packs a package's folder whole
             folder = str(dirs.get(name, os.path.join(base, *name.split("."))))  # noqa: PTH118
-            rel, inside = _rel(self.root, folder)
+            rel, inside = rel_to(self.root, folder)
             if not inside or rel is None or not (self.root / rel / "__init__.py").is_file():
                 self.hand.append(
                     f"packages: '{name}' has no folder with an __init__.py at {folder}; name "

@@ -36,6 +36,7 @@ class ExtensionsReader(ModelReader):
                     "must be a module name, e.g. 'mypkg._C' (or 'mypkg_cuda' at the top level)",
                 ),
                 "sources": self.sources,
+                "archs": self.parsed(lambda text, w: parse_arch_list(text, source=w)),
                 "include_dirs": self.checked_list(self.include_folder),
                 "size_budget": self.size,
                 "cxx_flags": self.flag_list,
