@@ -166,6 +166,8 @@ def init_project(request: InitRequest, env: Mapping[str, str] | None = None) -> 
     result = render(build, choices)
     for generated in result.generated:
         path = request.root / generated.path
+        if (target := fsutil.escapes(path, request.root)) is not None:  # never written outside
+            raise ConfigError(fsutil.escape_message("init", path, target, request.root))
         differs = (
             path.exists()
             and readers.read_text(path, cap=readers.CONFIG_CAP, errors="replace") != generated.text

@@ -19,7 +19,7 @@ from wheelforge.configuration.matrix.keys import LINE_BREAK_RE, NAME_RE
 from wheelforge.configuration.matrix.model import PackageConfig
 from wheelforge.configuration.matrix.modelreader import KeyReader, ModelReader, Section
 from wheelforge.configuration.matrix.pyproject import ProjectMetadata
-from wheelforge.foundation import numbers
+from wheelforge.foundation import fsutil, numbers
 
 # package keys pyproject.toml's [project] may give instead: attribute → how two values compare.
 _FROM_PROJECT: dict[str, Callable[[str, str], bool]] = {
@@ -207,6 +207,8 @@ class PackageReader(ModelReader):
 
     def package_folder(self, node: yaml.Node, value: str, where: str) -> Path | None:
         folder = self.folder(node, value, where)
+        if folder is not None and self.escapes(node, self.root / value, where):
+            return None
         if folder is not None and not is_package(folder):
             self.problems.add(
                 node,
@@ -217,7 +219,10 @@ class PackageReader(ModelReader):
         return folder
 
     def module_file(self, node: yaml.Node, value: str, where: str) -> Path | None:
-        path = (self.root / value).resolve()
+        """A top-level module's file, named where it is found (a link by its own name: the
+        wheel carries ``mod.py``, not the name of the file it leads to)."""
+        link = self.root / value
+        path = fsutil.resolved(link.parent) / link.name
         if path.suffix != ".py" or not path.is_file():
             self.problems.add(
                 node,
@@ -227,4 +232,4 @@ class PackageReader(ModelReader):
                 ),
             )
             return None
-        return path
+        return None if self.escapes(node, link, where) else path

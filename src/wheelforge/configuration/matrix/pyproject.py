@@ -15,7 +15,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from wheelforge.configuration.matrix import yamlio
-from wheelforge.foundation import readers
+from wheelforge.foundation import fsutil, readers
 from wheelforge.foundation.errors import ConfigError
 
 if sys.version_info >= (3, 11):
@@ -66,7 +66,7 @@ def read_project(path: Path) -> ProjectMetadata | None:
         return None
     import pyproject_metadata  # ~0.03 s: only a project with a [project] table loads it
 
-    _check_read_files(data, root)
+    _check_read_files(data, path)
     try:
         meta = pyproject_metadata.StandardMetadata.from_pyproject(
             data, project_dir=root, allow_extra_keys=True
@@ -99,11 +99,22 @@ def read_project(path: Path) -> ProjectMetadata | None:
         headers=tuple(headers),
         description=body if isinstance(body, str) and body.strip() else None,
         metadata_version=str(parsed["Metadata-Version"] or "2.1"),
-        license_files=tuple(root / p for p in (meta.license_files or ())),
+        license_files=_inside(path, "license-files", [root / p for p in meta.license_files or ()]),
     )
 
 
-def _check_read_files(data: dict[str, object], root: Path) -> None:
+def _inside(path: Path, key: str, files: list[Path]) -> tuple[Path, ...]:
+    """*files* (of [project] *key*), each refused when it leads out of the project: a readme
+    linked to ``~/.ssh/id_rsa`` would become METADATA's body, a license file a wheel member."""
+    for file in files:
+        target = fsutil.escapes(file, path.parent)
+        if target is not None:
+            what = f"{path}: [project] {key}"
+            raise ConfigError(fsutil.escape_message(what, file, target, path.parent))
+    return tuple(files)
+
+
+def _check_read_files(data: dict[str, object], path: Path) -> None:
     """The files [project] names that pyproject-metadata reads whole (the readme, a license
     file) are first read through the bounded reader: a FIFO, a device or a 3 GB readme is one
     line naming it (the library waited, or ran out of memory); one that is missing is the
@@ -113,14 +124,15 @@ def _check_read_files(data: dict[str, object], root: Path) -> None:
         return
     readme, license_ = project.get("readme"), project.get("license")
     named = [
-        readme if isinstance(readme, str) else None,
-        readme.get("file") if isinstance(readme, dict) else None,
-        license_.get("file") if isinstance(license_, dict) else None,
+        ("readme", readme if isinstance(readme, str) else None),
+        ("readme", readme.get("file") if isinstance(readme, dict) else None),
+        ("license", license_.get("file") if isinstance(license_, dict) else None),
     ]
-    for name in named:
+    for key, name in named:
         if isinstance(name, str):
+            _inside(path, key, [path.parent / name])
             with contextlib.suppress(FileNotFoundError):
-                readers.read_text(root / name, cap=readers.CONFIG_CAP)
+                readers.read_text(path.parent / name, cap=readers.CONFIG_CAP)
 
 
 def project_for(
