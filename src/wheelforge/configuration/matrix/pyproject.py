@@ -130,9 +130,9 @@ def _check_read_files(data: dict[str, object], path: Path) -> None:
     ]
     for key, name in named:
         if isinstance(name, str):
-            _inside(path, key, [path.parent / name])
             with contextlib.suppress(FileNotFoundError):
                 readers.read_text(path.parent / name, cap=readers.CONFIG_CAP)
+            _inside(path, key, [path.parent / name])
 
 
 def project_for(
