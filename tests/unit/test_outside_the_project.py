@@ -20,7 +20,28 @@ from wheelforge.running import adopt
 
 from .conftest import GOOD_MATRIX
 from .fakes import plan_for
-from .test_init_front_doors import kernel_project
+
+BUILD_TOML = """\
+[general]
+name = "my-act"
+backends = ["cuda"]
+
+[torch]
+src = ["torch-ext/torch_binding.cpp"]
+
+[kernel.act]
+backend = "cuda"
+depends = ["torch"]
+src = ["act/act.cu"]
+"""
+
+
+def kernel_project(root: Path) -> None:
+    """A kernel-builder project (build.toml, its sources and package folder)."""
+    for name in ("torch-ext/torch_binding.cpp", "act/act.cu", "torch-ext/my_act/__init__.py"):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text("// x\n")
+    (root / "build.toml").write_text(BUILD_TOML)
 
 Project = Callable[..., Path]
 
@@ -125,7 +146,19 @@ def test_a_readme_and_license_linked_inside_the_project_are_read(
     assert "demo_ops-1.2.0.dist-info/licenses/LICENSE" in wheel_members(path, tmp_path)
 
 
-@pytest.mark.parametrize("member", ["README.md", "LICENSE", "csrc/extra.cu", "tests/test_x.py"])
+def test_a_default_license_file_linked_out_of_the_project_is_refused(
+    project: Project, tmp_path: Path, secret: Path
+) -> None:
+    """No license-files given: setuptools' default globs (LICEN[CS]E*, COPYING*, ...) pick
+    LICENSE up, so a LICENSE linked to elsewhere is refused as an explicit one is."""
+    (tmp_path / "COPYING").symlink_to(secret)
+    with pytest.raises(ConfigError) as refused:
+        load_matrix(project())
+    assert "license file COPYING (the default globs LICEN[CS]E*, COPYING*" in refused.value.message
+    assert f"{tmp_path / 'COPYING'} is a symbolic link to {secret}" in refused.value.message
+
+
+@pytest.mark.parametrize("member", ["README.md", "README.rst", "csrc/extra.cu", "tests/test_x.py"])
 def test_an_sdist_member_linked_out_of_the_project_is_refused(
     project: Project, tmp_path: Path, secret: Path, member: str
 ) -> None:

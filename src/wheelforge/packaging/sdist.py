@@ -68,7 +68,7 @@ def sdist_files(matrix: Matrix, root: Path) -> list[tuple[str, Path]]:
         for pattern in step.inputs:
             if not GENERATED_RE.match(pattern):
                 wanted |= {p.resolve() for p in matrix.root.glob(pattern) if p.is_file()}
-    wanted |= set(matrix.package.modules)
+    wanted |= set(matrix.package.modules) | set(matrix.package.license_files)
     folders = [d for ext in matrix.extensions for d in ext.include_dirs if d.is_absolute()]
     _refuse_outside_libraries(matrix, root)
     folders += [

@@ -18,7 +18,8 @@ from wheelforge.configuration.matrix.discovery import is_package
 from wheelforge.configuration.matrix.keys import LINE_BREAK_RE, NAME_RE
 from wheelforge.configuration.matrix.model import PackageConfig
 from wheelforge.configuration.matrix.modelreader import KeyReader, ModelReader, Section
-from wheelforge.configuration.matrix.pyproject import ProjectMetadata
+from wheelforge.configuration.matrix.pyproject import ProjectMetadata, default_license_files
+from wheelforge.foundation.errors import ConfigError
 from wheelforge.foundation import fsutil, numbers
 
 # package keys pyproject.toml's [project] may give instead: attribute → how two values compare.
@@ -84,15 +85,32 @@ class PackageReader(ModelReader):
                 self.problems.add(node, f"{where} needs '{key}'{how}")
         if read.values.get("name") is None or read.values.get("version") is None:
             return None  # the problem is recorded
-        if project is None:
-            return self.build(PackageConfig, read)
+        if project is not None and project.license_files is not None:
+            return self.build(
+                PackageConfig,
+                read,
+                extra_metadata=project.headers,
+                description=project.description,
+                metadata_version=project.metadata_version,
+                license_files=project.license_files,
+            )
+        # No license-files given: setuptools' default globs, with their License-File headers
+        # (core metadata 2.4), as a setuptools wheel of the project carries them.
+        root = project.path.parent if project is not None else self.root
+        try:
+            licenses = default_license_files(root)
+        except ConfigError as exc:
+            self.problems.add(node, exc.message)
+            return None
+        headers = tuple(("License-File", p.relative_to(root).as_posix()) for p in licenses)
+        version = project.metadata_version if project is not None else "2.1"
         return self.build(
             PackageConfig,
             read,
-            extra_metadata=project.headers,
-            description=project.description,
-            metadata_version=project.metadata_version,
-            license_files=project.license_files,
+            extra_metadata=(project.headers if project is not None else ()) + headers,
+            description=project.description if project is not None else None,
+            metadata_version="2.4" if licenses else version,
+            license_files=licenses,
         )
 
     def merge_project(self, read: Section, project: ProjectMetadata) -> None:

@@ -39,7 +39,7 @@ class ProjectMetadata:
     headers: tuple[tuple[str, str], ...]  # the other core-metadata headers, in order
     description: str | None  # the readme's text
     metadata_version: str
-    license_files: tuple[Path, ...]
+    license_files: tuple[Path, ...] | None  # None: [project] has no license-files key
 
 
 def load_toml(path: Path) -> dict[str, object] | None:
@@ -99,8 +99,29 @@ def read_project(path: Path) -> ProjectMetadata | None:
         headers=tuple(headers),
         description=body if isinstance(body, str) and body.strip() else None,
         metadata_version=str(parsed["Metadata-Version"] or "2.1"),
-        license_files=_inside(path, "license-files", [root / p for p in meta.license_files or ()]),
+        license_files=None
+        if meta.license_files is None
+        else _inside(path, "license-files", [root / p for p in meta.license_files]),
     )
+
+
+# What setuptools (and hatchling, and wheel before them) ship from the project's folder when
+# no license-files are given (setuptools' Distribution._finalize_license_files).
+DEFAULT_LICENSE_GLOBS = ("LICEN[CS]E*", "COPYING*", "NOTICE*", "AUTHORS*")
+
+
+def default_license_files(root: Path) -> tuple[Path, ...]:
+    """The files of *root* (its own, not its subfolders') that DEFAULT_LICENSE_GLOBS match, in
+    setuptools' order: by pattern, then by name; editor backups (``~``) left out."""
+    found: list[Path] = []
+    for pattern in DEFAULT_LICENSE_GLOBS:
+        found += sorted(p for p in root.glob(pattern) if p.is_file() and not p.name.endswith("~"))
+    for file in dict.fromkeys(found):
+        target = fsutil.escapes(file, root)
+        if target is not None:
+            what = f"license file {file.name} (the default globs {', '.join(DEFAULT_LICENSE_GLOBS)})"
+            raise ConfigError(fsutil.escape_message(what, file, target, root))
+    return tuple(dict.fromkeys(found))
 
 
 def _inside(path: Path, key: str, files: list[Path]) -> tuple[Path, ...]:
