@@ -514,13 +514,19 @@ def test_package_data_is_what_setuptools_ships_with_manifest_in(tmp_path: Path) 
     build = capture_setup(root, context())
     assert build.packages == ("exlike",)
     assert set(build.package_data) == {"py.typed", "ext/ext_bindings.cpp", "ext/q.cu", "hadamard/*"}
-    members = {arc for arc, _ in packer._package_files(root / "exlike", [], build.package_data, (), root)}
+    members = {
+        arc for arc, _ in packer._package_files(root / "exlike", [], build.package_data, (), root)
+    }
     # What setuptools itself copies into the wheel's tree (build_py: the modules and package
     # data; the extension aside), with torch's classes standing in as setuptools' own.
     made = subprocess.run([sys.executable, "-c", SETUPTOOLS_BUILD_PY, str(tmp_path / "lib")],
                           cwd=root, capture_output=True, text=True)  # fmt: skip
     assert made.returncode == 0, made.stderr
-    theirs = {p.relative_to(tmp_path / "lib").as_posix() for p in (tmp_path / "lib").rglob("*") if p.is_file()}
+    theirs = {
+        p.relative_to(tmp_path / "lib").as_posix()
+        for p in (tmp_path / "lib").rglob("*")
+        if p.is_file()
+    }
     assert members == theirs
 
 
@@ -554,7 +560,9 @@ def test_a_pypi_projects_package_data_and_licenses_match_its_setuptools_wheel(
     build = capture_setup(root, context())
     ours = {arc for folder in build.packages
             for arc, _ in packer._package_files(root / folder, [], build.package_data, (), root)}  # fmt: skip
-    licenses = {f"certifi-2025.8.3.dist-info/licenses/{p.name}" for p in default_license_files(root)}
+    licenses = {
+        f"certifi-2025.8.3.dist-info/licenses/{p.name}" for p in default_license_files(root)
+    }
     with zipfile.ZipFile(theirs) as zf:
         names = set(zf.namelist())
     assert ours == {n for n in names if ".dist-info/" not in n}

@@ -53,11 +53,16 @@ def test_a_wheel_another_build_folders_variant_published_is_never_replaced(
     plan = plan_for(load_matrix(project(GOOD_MATRIX)), tmp_path)  # arch set 8.0 9.0+PTX
     name = "demo_ops-1.2.0-cp310-abi3-linux_x86_64.whl"
     theirs = built_wheel(plan.out_dir / name, plan.variant.id, "7.5", b"theirs")
-    ours = built_wheel(tmp_path / "stage" / name, plan.variant.id, str(plan.variant.arch_set), b"ours")
+    ours = built_wheel(
+        tmp_path / "stage" / name, plan.variant.id, str(plan.variant.arch_set), b"ours"
+    )
     with pytest.raises(ConfigError) as refused:
         variant._refuse_to_replace(theirs, ours, plan)
     message = refused.value.message
-    assert f"--out {plan.out_dir}: {name} is the wheel of variant {plan.variant.id} (arch set 7.5)" in message
+    assert (
+        f"--out {plan.out_dir}: {name} is the wheel of variant {plan.variant.id} (arch set 7.5)"
+        in message
+    )
     assert "built from another build folder" in message and "another --out" in message
     # The same variant's wheel (a rebuild from another build folder) is replaced, as before.
     built_wheel(theirs, plan.variant.id, str(plan.variant.arch_set), b"older")
@@ -93,7 +98,10 @@ def test_two_publishers_into_one_out_folder_take_turns(tmp_path: Path) -> None:
         ({"--out": "d", "--build-dir": "d/build"}, "--build-dir {d/build} lies inside --out {d}"),
         ({"--out": "c/dist", "--cache-dir": "c"}, "--out {c/dist} lies inside --cache-dir {c}"),
         ({"--out": "d", "--cache-dir": "d/cache"}, "--cache-dir {d/cache} lies inside --out {d}"),
-        ({"--build-dir": "c/b", "--cache-dir": "c"}, "--build-dir {c/b} lies inside --cache-dir {c}"),
+        (
+            {"--build-dir": "c/b", "--cache-dir": "c"},
+            "--build-dir {c/b} lies inside --cache-dir {c}",
+        ),
     ],
 )
 def test_output_build_and_cache_folders_never_nest(
@@ -114,7 +122,9 @@ def test_an_out_or_build_folder_inside_another_builds_folder_is_refused(tmp_path
     for flag in ("--out", "--build-dir"):
         folders = {"--out": tmp_path / "dist", "--build-dir": tmp_path / "build"}
         folders[flag] = other / "default-cu130" / "x"
-        with pytest.raises(ConfigError, match=f"{flag} .* lies inside {other}, another build's folder"):
+        with pytest.raises(
+            ConfigError, match=f"{flag} .* lies inside {other}, another build's folder"
+        ):
             preflight.refuse_nested(folders)
     preflight.refuse_nested({"--out": tmp_path / "dist", "--build-dir": tmp_path / "build",
                              "--cache-dir": tmp_path / "build" / "cache"})  # fmt: skip

@@ -43,6 +43,7 @@ def kernel_project(root: Path) -> None:
         (root / name).write_text("// x\n")
     (root / "build.toml").write_text(BUILD_TOML)
 
+
 Project = Callable[..., Path]
 
 
@@ -63,7 +64,9 @@ def wheel_members(matrix_path: Path, tmp_path: Path) -> list[str]:
 
 
 def with_modules(text: str, *modules: str) -> str:
-    return text.replace("  packages: [demo_ops]", f"  packages: [demo_ops]\n  modules: [{', '.join(modules)}]")
+    return text.replace(
+        "  packages: [demo_ops]", f"  packages: [demo_ops]\n  modules: [{', '.join(modules)}]"
+    )
 
 
 def test_a_module_linked_out_of_the_project_is_refused_naming_the_key_and_link(
@@ -73,13 +76,18 @@ def test_a_module_linked_out_of_the_project_is_refused_naming_the_key_and_link(
     with pytest.raises(ConfigError) as refused:
         load_matrix(project(with_modules(GOOD_MATRIX, "helpers.py")))
     message = refused.value.message
-    assert "package.modules: " in message and f"{tmp_path / 'helpers.py'} is a symbolic link" in message
+    assert (
+        "package.modules: " in message
+        and f"{tmp_path / 'helpers.py'} is a symbolic link" in message
+    )
     assert str(secret) in message and "outside the project" in message
     assert len(message.splitlines()) == 1
     (tmp_path / "helpers.py").unlink()
     (tmp_path / "ok.py").write_text("")
     up = f"../{secret.parent.name}/id_rsa.py"  # no link: a path that leaves the project
-    with pytest.raises(ConfigError, match=r"package.modules: .*id_rsa.py leads to .*outside the project"):
+    with pytest.raises(
+        ConfigError, match=r"package.modules: .*id_rsa.py leads to .*outside the project"
+    ):
         load_matrix(project(with_modules(GOOD_MATRIX, "ok.py", up)))
 
 
@@ -172,7 +180,9 @@ def test_an_sdist_member_linked_out_of_the_project_is_refused(
     with pytest.raises(ConfigError) as refused:
         sdist.sdist_files(load_matrix(path), tmp_path)
     message = refused.value.message
-    assert message.startswith(f"sdist member {member}: {tmp_path / member} is a symbolic link to {secret}")
+    assert message.startswith(
+        f"sdist member {member}: {tmp_path / member} is a symbolic link to {secret}"
+    )
     (tmp_path / member).unlink()
     (tmp_path / member).symlink_to(tmp_path / "csrc" / "ops.h")  # inside: carried by content
     assert member in dict(sdist.sdist_files(load_matrix(path), tmp_path))
@@ -187,7 +197,9 @@ def test_a_build_toml_name_that_is_a_path_is_refused_before_anything_is_written(
     kernel_project(root)
     text = (root / "build.toml").read_text().replace('name = "my-act"', f'name = "{name}"')
     (root / "build.toml").write_text(text)
-    with pytest.raises(ConfigError, match=r"build.toml: \[general\] name .* is not a Python package name"):
+    with pytest.raises(
+        ConfigError, match=r"build.toml: \[general\] name .* is not a Python package name"
+    ):
         buildtoml.read_build_toml(root)
     request = adopt.InitRequest(root=root, python=Path(sys.executable))
     with pytest.raises(WheelforgeError):

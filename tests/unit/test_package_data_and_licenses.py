@@ -39,7 +39,13 @@ def test_license_files_by_setuptools_default_globs(project: Project, tmp_path: P
     assert licenses == sorted(base + n for n in ("LICENSE", "LICENCE.md", "COPYING.LESSER", "NOTICE", "AUTHORS.rst"))  # fmt: skip
     meta = Metadata.from_email(made.metadata)  # validates: License-File needs 2.4
     assert meta.metadata_version == "2.4"
-    assert meta.license_files == ["LICENCE.md", "LICENSE", "COPYING.LESSER", "NOTICE", "AUTHORS.rst"]
+    assert meta.license_files == [
+        "LICENCE.md",
+        "LICENSE",
+        "COPYING.LESSER",
+        "NOTICE",
+        "AUTHORS.rst",
+    ]
     files = dict(sdist.sdist_files(load_matrix(tmp_path / "matrix.yaml"), tmp_path))
     assert {"LICENCE.md", "COPYING.LESSER", "AUTHORS.rst"} <= set(files)
 
@@ -54,8 +60,12 @@ def test_license_files_given_in_pyproject_replace_the_defaults(
     project: Project, tmp_path: Path
 ) -> None:
     (tmp_path / "LICENSE").write_text("MIT\n")
-    (tmp_path / "pyproject.toml").write_text('[project]\nname = "demo-ops"\nversion = "1.2.0"\nlicense-files = []\n')
-    made = contents(project(GOOD_MATRIX.replace("  name: demo-ops\n  version: 1.2.0\n", "")), tmp_path)
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "demo-ops"\nversion = "1.2.0"\nlicense-files = []\n'
+    )
+    made = contents(
+        project(GOOD_MATRIX.replace("  name: demo-ops\n  version: 1.2.0\n", "")), tmp_path
+    )
     assert not [arc for arc, _ in made.files if "/licenses/" in arc]
 
 

@@ -451,7 +451,9 @@ def test_what_wheelforge_writes_is_its_own_and_a_users_folder_is_not(tmp_path: P
     for folder in look_alikes:
         folder.mkdir(parents=True)
         (folder / "mine.txt").write_text("keep me")
-    (look_alikes[1] / envs.MARKER).symlink_to(root / envs.ENVS / "torch-2.13.0-bbbbbbbbbb" / envs.MARKER)
+    (look_alikes[1] / envs.MARKER).symlink_to(
+        root / envs.ENVS / "torch-2.13.0-bbbbbbbbbb" / envs.MARKER
+    )
     kinds = {e.path: e.kind for e in usercache.entries(root)}
     assert kinds[kept] == REPAIR and kinds[next((root / "probes" / "nvcc").glob("*.json"))] == PROBE
     assert {p for p, k in kinds.items() if k == usercache.FOREIGN} == set(look_alikes)

@@ -182,7 +182,8 @@ def contents(
     for folder in pkg.packages:
         files.extend(_package_files(folder, leaves, pkg.package_data, pkg.exclude, plan.project))
     files += [
-        (module.name, followed(module, plan.project, what="package.modules")) for module in pkg.modules
+        (module.name, followed(module, plan.project, what="package.modules"))
+        for module in pkg.modules
     ]
     files.extend((link.wheel_path, link.library) for link in plan.links)
     namever = f"{pkg.wheel_name}-{plan.wheel.version}"
@@ -194,8 +195,8 @@ def contents(
             if license_file.is_relative_to(root)
             else license_file.name
         )
-        license_file = followed(license_file, root, what="[project] license-files")
-        files.append((f"{namever}.dist-info/licenses/{Path(rel).as_posix()}", license_file))
+        shipped = followed(license_file, root, what="license file")
+        files.append((f"{namever}.dist-info/licenses/{Path(rel).as_posix()}", shipped))
     files.sort()
     return WheelContents(
         filename=f"{namever}-{tag}.whl",

@@ -166,8 +166,9 @@ def init_project(request: InitRequest, env: Mapping[str, str] | None = None) -> 
     result = render(build, choices)
     for generated in result.generated:
         path = request.root / generated.path
-        if (target := fsutil.escapes(path, request.root)) is not None:  # never written outside
-            raise ConfigError(fsutil.escape_message("init", path, target, request.root))
+        outside = fsutil.escapes(path, request.root)
+        if outside is not None:  # never written outside the project
+            raise ConfigError(fsutil.escape_message("init", path, outside, request.root))
         differs = (
             path.exists()
             and readers.read_text(path, cap=readers.CONFIG_CAP, errors="replace") != generated.text

@@ -70,7 +70,9 @@ class PruneResult:
     removed: tuple[CacheEntry, ...]  # (with dry_run: that would be removed)
     busy: tuple[CacheEntry, ...]  # skipped: another wheelforge holds its lock
     names: tuple[str, ...] = ()
-    foreign: tuple[CacheEntry, ...] = ()  # skipped: wheelforge did not make it (no marker)  # the entries asked for by name (then unused_for_days is None)
+    foreign: tuple[
+        CacheEntry, ...
+    ] = ()  # skipped: wheelforge did not make it (no marker)  # the entries asked for by name (then unused_for_days is None)
 
     @property
     def freed(self) -> int:
@@ -219,7 +221,9 @@ def _not_kept_repair(path: Path) -> str | None:
         inside = list(path.iterdir())
     except OSError as exc:
         return f"unreadable ({exc.strerror})"
-    odd = [p.name for p in inside if not _regular(p) or not (p.suffix == ".whl" or p.name == "sha256")]
+    odd = [
+        p.name for p in inside if not _regular(p) or not (p.suffix == ".whl" or p.name == "sha256")
+    ]
     return f"holds {odd[0]}, which wheelforge does not keep there" if odd else None
 
 

@@ -15,6 +15,7 @@ so in MANIFEST.in or package_data. Like setup_child.py, it imports nothing from 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import io
 import os
 import tempfile
@@ -39,21 +40,18 @@ _KEYS = (
 def _no_file_finders() -> Iterator[None]:
     """egg_info asks the ``setuptools.file_finders`` plugins (setuptools-scm runs git) for
     files: none here (see the module's docstring)."""
-    from setuptools.command import egg_info
-
+    egg_info: Any = importlib.import_module("setuptools.command.egg_info")
     saved = egg_info.walk_revctrl
-    egg_info.walk_revctrl = lambda dirname="": iter(())  # type: ignore[assignment]
+    egg_info.walk_revctrl = lambda dirname="": iter(())
     try:
         yield
     finally:
-        egg_info.walk_revctrl = saved  # type: ignore[assignment]
+        egg_info.walk_revctrl = saved
 
 
 def _build_py_data_files(given: dict[str, Any], scratch: str) -> list[Any]:
     """build_py's data_files for setup(**given) in the current folder, egg-info in *scratch*."""
-    from setuptools.dist import Distribution
-
-    dist = Distribution(given)
+    dist = importlib.import_module("setuptools.dist").Distribution(given)
     dist.script_name = "setup.py"
     dist.script_args = []
     with contextlib.suppress(Exception):  # a config setup() would refuse: setup.py's error
@@ -77,14 +75,14 @@ def _build_py_data_files(given: dict[str, Any], scratch: str) -> list[Any]:
 def data_files(attrs: dict[str, Any], extensions: list[Any], root: str) -> list[str]:
     """The package data files (paths relative to *root*, posix) that setuptools' build_py
     would ship for setup(**attrs) with *extensions*; raises what setuptools raises."""
-    from setuptools import Extension
+    extension: Any = importlib.import_module("setuptools").Extension
 
     given = {k: attrs[k] for k in _KEYS if k in attrs}
     given["ext_modules"] = [
-        Extension(str(getattr(e, "name", "ext")), list(getattr(e, "sources", None) or []))
+        extension(str(getattr(e, "name", "ext")), list(getattr(e, "sources", None) or []))
         for e in extensions
     ]
-    cwd = os.getcwd()
+    cwd = os.getcwd()  # noqa: PTH109 - plain os calls: this file runs in the child, any Python
     with tempfile.TemporaryDirectory(prefix="wheelforge-egg-info-") as scratch:
         try:
             os.chdir(root)

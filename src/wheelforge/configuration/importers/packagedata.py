@@ -9,7 +9,7 @@ from __future__ import annotations
 import glob
 import os
 from collections.abc import Iterable, Mapping
-from pathlib import PurePosixPath
+from pathlib import Path
 
 from wheelforge.foundation import fsutil
 
@@ -25,9 +25,8 @@ def _tree(folder: str) -> list[str]:
     for here, dirs, names in os.walk(folder):
         dirs[:] = [d for d in dirs if d not in _SKIP_DIRS]
         for name in names:
-            rel = os.path.relpath(os.path.join(here, name), folder)  # noqa: PTH118
             if not name.endswith(_SKIP_SUFFIXES + _MODULE_SUFFIXES):
-                out.append(PurePosixPath(*rel.split(os.sep)).as_posix())
+                out.append(Path(here, name).relative_to(folder).as_posix())
     return out
 
 
@@ -39,7 +38,9 @@ def _globs(present: list[str], shipped: set[str], under: str = "") -> list[str]:
     if under and here and all(p in shipped for p in here):
         return [f"{glob.escape(under)}/*"]
     out = [glob.escape(p) for p in here if "/" not in p[len(prefix) :] and p in shipped]
-    subfolders = sorted({p[len(prefix) :].split("/", 1)[0] for p in here if "/" in p[len(prefix) :]})
+    subfolders = sorted(
+        {p[len(prefix) :].split("/", 1)[0] for p in here if "/" in p[len(prefix) :]}
+    )
     for sub in subfolders:
         out += _globs(present, shipped, f"{prefix}{sub}")
     return out
@@ -63,6 +64,6 @@ def package_data_globs(
             shipped.setdefault(top, set()).add(rel)
     out: list[str] = []
     for top, names in sorted(shipped.items()):
-        present = _tree(str(fsutil.resolved(os.path.join(root, top))))  # noqa: PTH118
+        present = _tree(str(fsutil.resolved(Path(root, top))))
         out += _globs(sorted(set(present) | names), names)
     return tuple(dict.fromkeys(out)), tuple(elsewhere)

@@ -360,7 +360,7 @@ def _package_files() -> None:
     import io
 
     guarded = builtins.open, io.open
-    builtins.open = io.open = _REAL_OPEN  # type: ignore[assignment]
+    builtins.open = io.open = _REAL_OPEN
     try:
         exts = [types.SimpleNamespace(**e) for e in RECORD["extensions"]]
         RECORD["package_files"] = _sibling("capture_packagedata").data_files(
@@ -369,7 +369,7 @@ def _package_files() -> None:
     except Exception as exc:  # setuptools refused the arguments: the static reading stands
         RECORD["package_files_error"] = f"{type(exc).__name__}: {exc}"[:500]
     finally:
-        builtins.open, io.open = guarded  # type: ignore[assignment]
+        builtins.open, io.open = guarded
 
 
 def main(context_path: str) -> int:

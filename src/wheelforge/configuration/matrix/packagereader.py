@@ -19,8 +19,8 @@ from wheelforge.configuration.matrix.keys import LINE_BREAK_RE, NAME_RE
 from wheelforge.configuration.matrix.model import PackageConfig
 from wheelforge.configuration.matrix.modelreader import KeyReader, ModelReader, Section
 from wheelforge.configuration.matrix.pyproject import ProjectMetadata, default_license_files
-from wheelforge.foundation.errors import ConfigError
 from wheelforge.foundation import fsutil, numbers
+from wheelforge.foundation.errors import ConfigError
 
 # package keys pyproject.toml's [project] may give instead: attribute → how two values compare.
 _FROM_PROJECT: dict[str, Callable[[str, str], bool]] = {

@@ -119,7 +119,9 @@ def default_license_files(root: Path) -> tuple[Path, ...]:
     for file in dict.fromkeys(found):
         target = fsutil.escapes(file, root)
         if target is not None:
-            what = f"license file {file.name} (the default globs {', '.join(DEFAULT_LICENSE_GLOBS)})"
+            what = (
+                f"license file {file.name} (the default globs {', '.join(DEFAULT_LICENSE_GLOBS)})"
+            )
             raise ConfigError(fsutil.escape_message(what, file, target, root))
     return tuple(dict.fromkeys(found))
 
