@@ -215,8 +215,10 @@ def _files(
 def _not_kept_repair(path: Path) -> str | None:
     """Why *path* is not a repair wheelforge kept (``<32 hex>/`` holding ``*.whl`` and
     ``sha256``), None when it is one."""
-    if not _REPAIR_RE.fullmatch(path.name) or path.is_symlink() or not path.is_dir():
-        return "not a kept repair's name (32 hex digits, a folder)"
+    if not _REPAIR_RE.fullmatch(path.name):
+        return "not named like a kept repair, 32 hex digits"
+    if path.is_symlink() or not path.is_dir():
+        return "not a folder, as a kept repair is"
     try:
         inside = list(path.iterdir())
     except OSError as exc:
@@ -231,7 +233,7 @@ def _not_probe(path: Path) -> str | None:
     """Why *path* is not a probe result wheelforge wrote (``<kind>/<24 hex>.json``)."""
     if _PROBE_RE.fullmatch(path.name) and _regular(path):
         return None
-    return "not a probe result's name (24 hex digits .json, a file)"
+    return "not a probe result: those are files named <24 hex digits>.json"
 
 
 def _check_root(root: Path) -> bool:
