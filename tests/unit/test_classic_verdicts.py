@@ -204,7 +204,10 @@ def test_piped_output_is_never_cut(
     assert main(["check", str(wheel)]) == 0
     out = capsys.readouterr().out
     assert member in out  # never folded mid-name
-    assert "unstable-ABI rules applied: unresolved-symbol, python-api, module-init, tags, layout, torch-pin" in out
+    assert (
+        "unstable-ABI rules applied: unresolved-symbol, python-api, module-init, tags, layout, torch-pin"
+        in out
+    )
     assert (
         "1 binary uses libtorch's C++ API: the wheel loads only on the torch it was built "
         "against (torch 2.8.0, its pin); it requires torch==2.8.0" in out

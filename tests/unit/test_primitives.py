@@ -277,6 +277,12 @@ ALLOWED = {
         "Path(folder).rmdir()",
     ): "only empty folders a refused build made (rmdir removes nothing else)",
     ("foundation/locks.py", "fd = os.open(path,"): "the lock file itself, O_NOFOLLOW",
+    ("foundation/locks.py", "fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY"): (
+        "the --out folder itself, opened read-only to flock it"
+    ),
+    ("configuration/importers/capture_packagedata.py", "tempfile.TemporaryDirectory("): (
+        "runs inside the capture child: egg_info's folder, made and removed by the stdlib"
+    ),
     (
         "interface/documents/kinds.py",
         "data.read_text(encoding",

@@ -70,7 +70,9 @@ def build(flags: Flags, report_path: Path | None) -> None:
     report = None
     if report_path is not None and str(report_path) != "-":
         # Refused now, not after the build: a device, a FIFO nobody reads, a file of the kernel.
-        report = writers.open_output(report_path, what=f"--report {report_path}")
+        # Nor the matrix the build reads, nor its pyproject.toml, however spelled or linked.
+        reads = (flags.matrix, flags.matrix.parent / "pyproject.toml")
+        report = writers.open_output(report_path, what=f"--report {report_path}", reads=reads)
     try:
         _build(flags, report_path, report, start)
     finally:

@@ -14,16 +14,19 @@ from __future__ import annotations
 import hashlib
 import json
 import shlex
+import zipfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from wheelforge import __version__
+from wheelforge.binaries import bounded
 from wheelforge.binaries.elf import open_elf_file
 from wheelforge.binaries.facts import BinaryContents
 from wheelforge.binaries.inspection import contents_of
-from wheelforge.foundation import fsutil, proc
+from wheelforge.foundation import fsutil, proc, readers
+from wheelforge.foundation.errors import WheelforgeError
 from wheelforge.packaging.wheel import source_date_epoch
 from wheelforge.planning import reproducible
 from wheelforge.planning.plan import VariantPlan
@@ -200,3 +203,23 @@ def provenance(plan: VariantPlan, read: Callable[[], Sequence[Path]]) -> Provena
         dist_info=((SBOM_NAME, text), (BUILD_INFO_NAME, json.dumps(info, indent=1) + "\n")),
         inputs=inputs_list(inputs),
     )
+
+
+def published_variant(wheel: Path) -> tuple[str, str] | None:
+    """(variant id, arch set) of the wheelforge build that made *wheel*, from its build info;
+    None for a wheel without one (another tool's, or unreadable)."""
+    try:
+        with zipfile.ZipFile(wheel) as zf:
+            info = next(
+                (i for i in zf.infolist() if i.filename.endswith(f".dist-info/{BUILD_INFO_NAME}")),
+                None,
+            )
+            if info is None or info.file_size > readers.STATE_CAP:
+                return None
+            data = json.loads(bytes(bounded.read_member(zf, info, str(wheel))))
+    except (OSError, ValueError, zipfile.BadZipFile, WheelforgeError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    variant, arch_set = data.get("variant"), data.get("arch_set")
+    return (variant, arch_set) if isinstance(variant, str) and isinstance(arch_set, str) else None

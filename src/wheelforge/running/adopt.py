@@ -20,7 +20,7 @@ from wheelforge.configuration.importers.captured import CapturedBuild
 from wheelforge.configuration.importers.staticsetup import read_setup
 from wheelforge.configuration.importers.writer import InitChoices, InitResult, abi_of, render
 from wheelforge.configuration.matrix.reader import load_matrix
-from wheelforge.foundation import log, readers, removal, writers
+from wheelforge.foundation import fsutil, log, readers, removal, writers
 from wheelforge.foundation.errors import ConfigError, EnvironmentProblem, ToolError
 from wheelforge.toolchain import torchprobe
 from wheelforge.toolchain.toolkit import Toolkit, discover
@@ -167,6 +167,9 @@ def init_project(request: InitRequest, env: Mapping[str, str] | None = None) -> 
     result = render(build, choices)
     for generated in result.generated:
         path = request.root / generated.path
+        outside = fsutil.escapes(path, request.root)
+        if outside is not None:  # never written outside the project
+            raise ConfigError(fsutil.escape_message("init", path, outside, request.root))
         differs = (
             path.exists()
             and readers.read_text(path, cap=readers.CONFIG_CAP, errors="replace") != generated.text

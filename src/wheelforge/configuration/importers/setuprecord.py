@@ -15,7 +15,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from wheelforge.configuration.archs import ArchSpec
-from wheelforge.configuration.importers import generators
+from wheelforge.configuration.importers import generators, packagedata
 from wheelforge.configuration.importers.buildsteps import BuildSteps, ninja_rules
 from wheelforge.configuration.importers.captured import (
     CapturedBuild,
@@ -327,11 +327,45 @@ class _Reading:
                 continue
             folders[name] = rel
         self.package_folders = folders
+        shipped = self.record.get("package_files")
+        if isinstance(shipped, list):  # setuptools' own build_py listed them: exactly those
+            data_globs, elsewhere = packagedata.package_data_globs(
+                str(self.root), folders, [str(f) for f in shipped]
+            )
+            if data_globs:
+                self.done.append(
+                    f"package-data: the {len(shipped)} files setuptools ships beside the modules "
+                    "(package_data, MANIFEST.in with include_package_data), as its build_py "
+                    "lists them"
+                )
+            for file in elsewhere[:3]:
+                self.hand.append(
+                    f"package data {file} lies in no package folder of package.packages; name "
+                    "its package's folder there"
+                )
+            self._unsupported(args)
+            return tuple(folders.values()), data_globs
+        if self.record.get("package_files_error"):
+            self.hand.append(
+                "package data: setuptools could not list it "
+                f"({self.record['package_files_error']}); package-data has setup(package_data=) "
+                "only: check what the wheel needs"
+            )
         data: list[str] = []
         for pkg, globs in (args.get("package_data") or {}).items():
             top = next((t for t in folders if pkg == t or pkg.startswith(t + ".")), None)
             prefix = "/".join(pkg.split(".")[1:]) if top and pkg != top else ""
             data += [f"{prefix}/{g}" if prefix else g for g in _strings(globs)]
+        if args.get("include_package_data") and (self.root / "MANIFEST.in").is_file():
+            self.hand.append(
+                "include_package_data: the files MANIFEST.in adds to the packages were not "
+                "listed (setup.py was not run); add them to package-data"
+            )
+        self._unsupported(args)
+        return tuple(folders.values()), tuple(dict.fromkeys(data))
+
+    def _unsupported(self, args: Mapping[str, Any]) -> None:
+        """The setup() arguments matrix.yaml has no key for, each a note for the hand."""
         for key, why in (
             ("entry_points", "entry points"),
             ("scripts", "scripts"),
@@ -342,7 +376,6 @@ class _Reading:
                     f"setup({key}={args[key]!r}): matrix.yaml has no key for {why}; leave them "
                     "out or move them into a package"
                 )
-        return tuple(folders.values()), tuple(dict.fromkeys(data))
 
 
 def cuda_sources(sources: Iterable[str]) -> list[str]:

@@ -20,7 +20,7 @@ from wheelforge.binaries.sizecheck import LEVERS_SHOWN, TOP_CONTRIBUTORS, SizeCh
 from wheelforge.binaries.verify import WheelVerification, verify_wheel
 from wheelforge.configuration.bytesizes import format_size
 from wheelforge.configuration.settings import BuildSettings
-from wheelforge.foundation import fsutil, log, removal, writers
+from wheelforge.foundation import fsutil, locks, log, removal, writers
 from wheelforge.foundation.errors import (
     BuildError,
     ConfigError,
@@ -387,15 +387,17 @@ def _pack_and_publish(
                 outputs, props = wheel_variants.for_plan(
                     plan, repaired, found.binaries, stage, null=null
                 )
-            for made in outputs:
-                _refuse_to_replace(plan.out_dir / made.name, made, plan)
-            try:
-                done = [writers.publish(made, plan.out_dir) for made in outputs]
-            except OSError as exc:
-                raise EnvironmentProblem(
-                    f"--out {plan.out_dir}: cannot write {outputs[0].name}: "
-                    f"{describe_os_error(exc)}"
-                ) from None
+            # One build at a time checks and publishes into one --out, whatever its build folder.
+            with locks.hold_folder(plan.out_dir, what=f"--out {plan.out_dir}"):
+                for made in outputs:
+                    _refuse_to_replace(plan.out_dir / made.name, made, plan)
+                try:
+                    done = [writers.publish(made, plan.out_dir) for made in outputs]
+                except OSError as exc:
+                    raise EnvironmentProblem(
+                        f"--out {plan.out_dir}: cannot write {outputs[0].name}: "
+                        f"{describe_os_error(exc)}"
+                    ) from None
             published = done[0]
     finally:
         removal.remove(stage, within=plan.build_dir)
@@ -426,5 +428,15 @@ def _refuse_to_replace(previous: Path, made: Path, plan: VariantPlan) -> None:
             f"--out {plan.out_dir}: {made.name} is the wheel variant {other.build_dir.name} "
             f"published, and variant {plan.variant.id} makes one of the same name; build it into "
             f"another --out, or remove {previous} to replace it"
+        )
+    theirs = provenance.published_variant(previous)
+    ours = (plan.variant.id, str(plan.variant.arch_set))
+    if theirs is not None and theirs != ours:
+        # Another build folder's variant (its stamp is not under this one): its build info says.
+        raise ConfigError(
+            f"--out {plan.out_dir}: {made.name} is the wheel of variant {theirs[0]} (arch set "
+            f"{theirs[1]}), built from another build folder, and variant {ours[0]} (arch set "
+            f"{ours[1]}) makes one of the same name; build it into another --out, or remove "
+            f"{previous} to replace it"
         )
     log.warning(f"replacing {previous}: same name, other content (another arch set or toolkit?)")
