@@ -222,7 +222,9 @@ def test_an_unusable_tmpdir_is_named_before_any_download(
     monkeypatch.setenv("TMPDIR", value.get(kind, "relative/tmp"))
     code, errors, err = _build(tmp_path, capsys)
     assert downloads == [] and code == 2, err
-    assert len(errors) == 1 and errors[0].startswith(f"error: TMPDIR={value.get(kind, 'relative/tmp')}"), err
+    assert len(errors) == 1 and errors[0].startswith(
+        f"error: TMPDIR={value.get(kind, 'relative/tmp')}"
+    ), err
 
 
 def test_provisioning_says_why_before_it_downloads(
@@ -233,7 +235,7 @@ def test_provisioning_says_why_before_it_downloads(
 ) -> None:
     """Nothing found and the matrix needs a release: the one case that provisions, said first."""
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
-    code, _, err = _build(tmp_path, capsys)
+    _, _, err = _build(tmp_path, capsys)
     assert len(downloads) == 1, err
     said = " ".join(err.split())
     assert "which no toolkit found builds (found: none): provisioning CUDA" in said, err

@@ -85,13 +85,13 @@ def check_temp_folder(env: Mapping[str, str] | None = None) -> None:
     folder = value or "/tmp"
     named = f"TMPDIR={value}" if value else "/tmp (TMPDIR is not set)"
     fix = "set TMPDIR to a folder you can write to (or unset it to use /tmp)"
-    if value and not os.path.isabs(value):
+    if value and not Path(value).is_absolute():
         raise ConfigError(
             f"{named} is a relative path: tools run in other folders would each read it "
             f"differently; {fix}"
         )
     try:
-        st = os.stat(folder)
+        st = Path(folder).stat()
     except OSError as exc:
         raise ConfigError(f"{named}: {exc.strerror}; {fix}") from None
     if not stat.S_ISDIR(st.st_mode):

@@ -295,4 +295,4 @@ def probe(folder: Path, size: int) -> None:
             os.fsync(f.fileno())
     finally:
         with contextlib.suppress(OSError):
-            os.unlink(tmp)
+            Path(tmp).unlink()

@@ -356,7 +356,7 @@ def path_nvcc(env: Mapping[str, str]) -> Path | None:
     be run is refused by name (the shell would say 'Permission denied')."""
     found = shutil.which("nvcc", path=env.get("PATH", ""))
     if found is not None:
-        return Path(os.path.abspath(found))  # noqa: PTH100 - a link to nvcc: kept as named
+        return Path(found).absolute()  # not resolved: a link to nvcc is kept as named
     for folder in env.get("PATH", "").split(os.pathsep):
         nvcc = Path(folder) / "nvcc" if folder else None
         if nvcc is not None and nvcc.is_file():
@@ -411,7 +411,7 @@ def discover(
         try:
             toolkit = probe_toolkit(nvcc, origin=origin, host_cxx=host.get(str(nvcc)), cache=cache)
         except ToolError as exc:
-            if origin in _NAMED or (origin == "PATH" and Path(os.path.abspath(nvcc)) == named_by_path):  # noqa: PTH100
+            if origin in _NAMED or (origin == "PATH" and nvcc.absolute() == named_by_path):
                 _refuse_named(nvcc, origin, env, exc)
             log.warning(f"skipped the nvcc at {nvcc} (found by {origin}): {exc.message}")
             continue
