@@ -75,10 +75,11 @@ _FLAG_FAMILY_SPECIFIC = 0x200000
 Compression = Literal["none", "lz4", "zstd"]
 
 
+# Slots, and its strings interned: a fatbin may hold a million entries (about 150 bytes each
+# held, 330 before; issue 32).
 @dataclass(frozen=True, slots=True)
 class FatbinEntry:
-    """One SASS or PTX image in a fatbin. Slots, and its strings interned: a fatbin may hold
-    a million entries (about 150 bytes each held, 330 before; issue 32)."""
+    """One SASS or PTX image in a fatbin."""
 
     kind: Literal["sass", "ptx"]
     arch: str  # sm_90, sm_90a, sm_100f for SASS; compute_90, compute_90a, compute_100f for PTX
