@@ -240,3 +240,21 @@ def test_provisioning_says_why_before_it_downloads(
     said = " ".join(err.split())
     assert "which no toolkit found builds (found: none): provisioning CUDA" in said, err
     assert said.index("provisioning CUDA") < said.index("test: provisioning"), err
+
+
+@pytest.mark.parametrize("kind", ["garbage", "hang"])
+def test_a_broken_cuda_home_fails_the_build_before_any_download(
+    kind: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    downloads: list[str],
+) -> None:
+    """The build, not only `toolkit list`: the recorder of provisioning stays empty."""
+    monkeypatch.setattr(proc, "PROBE_S", 3.0)
+    _tool(tmp_path / "cuda", "bin/nvcc", NVCC[kind])
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path / "cuda"))
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    code, errors, err = _build(tmp_path, capsys)
+    assert downloads == [] and code == 2, err
+    assert len(errors) == 1 and f"CUDA_HOME={tmp_path / 'cuda'}: its bin/nvcc" in errors[0], err
