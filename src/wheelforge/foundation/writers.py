@@ -307,3 +307,17 @@ def append_text(path: Path, text: str, *, what: str) -> None:
         _write_all(fd, text.encode(), what)
     finally:
         os.close(fd)
+
+
+def probe(folder: Path, size: int) -> None:
+    """Write *size* bytes into a new file in *folder*, synced, and remove it: OSError when the
+    folder cannot take them (EACCES, EROFS, ENOSPC, a quota), nothing left behind either way."""
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".wheelforge-probe-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(b"\0" * size)
+            f.flush()
+            os.fsync(f.fileno())
+    finally:
+        with contextlib.suppress(OSError):
+            Path(tmp).unlink()

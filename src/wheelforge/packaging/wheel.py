@@ -92,7 +92,21 @@ def _package_files(
             wanted = path.suffix in _MODULE_SUFFIXES or any(fnmatch(rel, g) for g in data)
             if wanted and not any(fnmatch(rel, g) for g in exclude):
                 what = f"package.packages '{folder.name}'"
-                yield path.relative_to(base).as_posix(), followed(path, project, what=what)
+                yield _utf8(path.relative_to(base).as_posix(), path), followed(path, project, what=what)
+
+
+def _utf8(arcname: str, path: Path) -> str:
+    """*arcname*, when it can be a member name: zip and RECORD write names as UTF-8, and a file
+    name of other bytes (os.walk's surrogate escapes) cannot be written (a traceback, before)."""
+    try:
+        arcname.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = os.fsencode(path).decode("utf-8", errors="backslashreplace")
+        raise ConfigError(
+            f"{shown}: the file's name is not UTF-8 (the bytes written \\xNN), and a wheel's "
+            "member names are; rename it, or leave it out with package.exclude"
+        ) from None
+    return arcname
 
 
 def _folded(value: str) -> str:

@@ -221,6 +221,7 @@ def install(recipe: Recipe, cache: Path) -> Path:
     final = cache / TOOLKITS / recipe.folder
     if (final / TOOLKIT_JSON).is_file():
         return final
+    proc.check_temp_folder()  # pip and apt-get download through it: refused before they start
     with locks.hold(lock_path(final), what=f"the toolkit folder {final}"):
         if (final / TOOLKIT_JSON).is_file():
             return final

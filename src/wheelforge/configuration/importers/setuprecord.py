@@ -34,6 +34,7 @@ from wheelforge.configuration.importers.flags import (
 )
 from wheelforge.configuration.importers.projectpaths import ProjectPaths, rel_to
 from wheelforge.configuration.importers.testsuite import find_tests
+from wheelforge.foundation.errors import ConfigError
 
 _DEFINE_RE = re.compile(r"^-[DU]\w")
 
@@ -382,8 +383,57 @@ def cuda_sources(sources: Iterable[str]) -> list[str]:
     return [s for s in sources if s.endswith(".cu")]
 
 
+# Extension arguments setuptools takes as lists of strings (a string is read as one), and the
+# one it also takes as a dict of such lists by compiler (torch's BuildExtension: cxx, nvcc).
+_LIST_FIELDS = (
+    "sources",
+    "include_dirs",
+    "undef_macros",
+    "library_dirs",
+    "libraries",
+    "runtime_library_dirs",
+    "extra_objects",
+    "extra_link_args",
+    "depends",
+)
+
+
+def _not_strings(value: Any) -> bool:
+    return value is not None and not isinstance(value, str | list)
+
+
+def _refuse_shapes(record: Mapping[str, Any]) -> None:
+    """An Extension argument of a type setuptools cannot use (``extra_compile_args=42``), named
+    with its extension and where the script made it; the reading below iterates over them."""
+    for ext in record["extensions"]:
+        label = (
+            f"{ext.get('kind') or 'Extension'} {ext.get('name')} ({ext.get('where') or 'setup.py'})"
+        )
+        args = ext.get("extra_compile_args")
+        bad = [(key, ext.get(key)) for key in _LIST_FIELDS if _not_strings(ext.get(key))]
+        if isinstance(ext.get("define_macros"), str) or _not_strings(ext.get("define_macros")):
+            bad.append(("define_macros", ext.get("define_macros")))
+        if isinstance(args, dict) and "repr" not in args:
+            bad += [(f"extra_compile_args['{k}']", v) for k, v in args.items() if _not_strings(v)]
+        elif _not_strings(args):
+            bad.append(("extra_compile_args", args))
+        for key, value in bad[:1]:
+            shown = value["repr"] if isinstance(value, dict) and "repr" in value else repr(value)
+            shown = shown if len(shown) <= 60 else shown[:57] + "..."
+            also = (
+                " or a dict of them by compiler ('cxx', 'nvcc')"
+                if key == "extra_compile_args"
+                else ""
+            )
+            raise ConfigError(
+                f"{label}: {key} is {shown}, where setuptools takes a list of strings"
+                f"{also}; fix setup.py and run init again"
+            )
+
+
 def read_record(root: Path, record: Mapping[str, Any], *, front_door: FrontDoor) -> CapturedBuild:
     """A CapturedBuild from the child's record (or the static reading's, in the same shape)."""
+    _refuse_shapes(record)
     reading = _Reading(root, record)
     args = record["setup_calls"][-1] if record["setup_calls"] else {}
     ninja = record.get("ninja") or {}
