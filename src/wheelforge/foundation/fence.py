@@ -1,0 +1,256 @@
+"""The sandbox around a project's own code (init's setup.py child, a generator it tries,
+CMake's configure, and whatever they start: a shell, git with the project's hooks, a compiled
+program): an OS-level fence that holds whatever the code does, where the Python guards of the
+setup.py child (capture_guards.py) only record what it tried.
+
+Inside the fence:
+
+- the whole file system is read-only, but the folders it is given as writable (the project,
+  a scratch folder wheelforge owns); ``/tmp``, ``/var/tmp``, ``/run`` and ``/dev/shm`` are
+  empty, private tmpfs (the sockets there, a D-Bus or a Docker socket, are out of reach), with
+  the folders it must read (the build Python, the toolkit) shown again where they lie under one;
+  ``/dev`` holds only null, zero, full, random, urandom, tty and the NVIDIA devices;
+- no network: a network namespace of its own (not even the host's loopback);
+- a PID namespace whose init is the command itself: when it ends, the kernel kills every
+  process left in it (forked children, setsid daemons, a child holding its stdout), and when
+  wheelforge stops the fence (a deadline, Ctrl-C) the command dies with it (die-with-parent);
+- no capabilities (root runs it as root without them), no new privileges.
+
+Two ways to build it: bubblewrap (``bwrap``, the field's tool: Flatpak's), else util-linux's
+``unshare`` with fence_init.py setting up the mounts inside the namespaces and ``setpriv``
+dropping the capabilities. Neither usable: init refuses with the fix (EnvironmentProblem),
+never runs unfenced, unless ``--sandbox off`` says so."""
+
+from __future__ import annotations
+
+import functools
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from wheelforge.foundation import log
+from wheelforge.foundation.errors import ConfigError, EnvironmentProblem
+
+Kind = Literal["bwrap", "unshare"]
+Choice = Literal["auto", "bwrap", "unshare", "off"]
+CHOICES: tuple[Choice, ...] = ("auto", "bwrap", "unshare", "off")
+INIT = Path(__file__).with_name("fence_init.py")
+# Emptied inside the fence: what lives there (sockets, other programs' temporary files) is no
+# part of a build.
+HIDDEN = ("/tmp", "/var/tmp", "/run", "/dev/shm")
+# The device nodes a program may need (bwrap's --dev gives these), and the GPU's.
+DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
+GPU_DEVICES = ("/dev/nvidia*", "/dev/nvidia-caps", "/dev/dri")
+# How long asking whether a fence works may take (it starts `true` inside one).
+_PROBE_S = 30.0
+FIX = (
+    "install bubblewrap (apt-get install bubblewrap, dnf install bubblewrap), or read setup.py "
+    "without running it: 'wheelforge init --no-run'"
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Fence:
+    """One fenced run's view of the machine: *writable* folders (the project, a scratch), and
+    *readable* ones that must stay visible though they may lie in a hidden folder."""
+
+    kind: Kind
+    writable: tuple[Path, ...]
+    readable: tuple[Path, ...] = ()
+    gpus: tuple[str, ...] = ()  # device nodes shown: /dev/nvidia0, /dev/nvidiactl, ...
+
+    def argv(self, command: Sequence[str | Path], *, cwd: Path) -> list[str]:
+        """*command* run in the fence, from *cwd* (inside a writable or readable folder)."""
+        words = [str(c) for c in command]
+        if self.kind == "bwrap":
+            return self._bwrap(words, cwd)
+        return self._unshare(words, cwd)
+
+    def shown(self) -> list[str]:
+        """The readable folders that lie under a hidden one (the rest stay visible, read-only)."""
+        return [
+            str(p)
+            for p in dict.fromkeys(self.readable)
+            if any(_under(str(p), hidden) for hidden in HIDDEN) and os.path.isdir(p)  # noqa: PTH112
+        ]
+
+    def _bwrap(self, command: list[str], cwd: Path) -> list[str]:
+        # --unshare-user and --cap-drop ALL: run as root, bwrap keeps every capability in the
+        # sandbox unless told not to, and CAP_SYS_ADMIN remounts / read-write (bwrap(1)).
+        argv = [
+            "bwrap",
+            "--unshare-all",
+            "--unshare-user",
+            "--cap-drop",
+            "ALL",
+            "--die-with-parent",
+            "--new-session",  # no TIOCSTI into the user's terminal (CVE-2017-5226)
+            "--as-pid-1",  # the command is the namespace's init: its end kills the rest
+            "--ro-bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+        ]
+        for node in self.gpus:
+            argv += ["--dev-bind-try", node, node]
+        for hidden in HIDDEN:
+            if os.path.isdir(hidden) and not os.path.islink(hidden):  # noqa: PTH112, PTH114
+                argv += ["--tmpfs", hidden]
+        for folder in self.shown():
+            argv += ["--ro-bind", folder, folder]
+        for folder in dict.fromkeys(self.writable):
+            argv += ["--bind", str(folder), str(folder)]
+        return [*argv, "--chdir", str(cwd), "--", *command]
+
+    def _unshare(self, command: list[str], cwd: Path) -> list[str]:
+        plan = {
+            "writable": [str(p) for p in dict.fromkeys(self.writable)],
+            "readable": self.shown(),
+            "hidden": [h for h in HIDDEN if os.path.isdir(h) and not os.path.islink(h)],  # noqa: PTH112, PTH114
+            "devices": [f"/dev/{d}" for d in DEVICES],
+            "gpus": list(self.gpus),
+            "cwd": str(cwd),
+        }
+        return [
+            "unshare",
+            "--user",
+            "--map-root-user",  # root inside, to mount; setpriv drops every capability after
+            "--mount",
+            "--pid",
+            "--net",
+            "--ipc",
+            "--uts",
+            "--fork",
+            "--kill-child",  # unshare's end (a deadline, Ctrl-C) kills the namespace's init
+            "--",
+            sys.executable,
+            "-I",
+            "-S",
+            str(INIT),
+            json.dumps(plan),
+            "--",
+            *command,
+        ]
+
+
+def _under(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def gpu_nodes() -> tuple[str, ...]:
+    """This machine's GPU device nodes, shown inside the fence (a setup.py asks torch for the
+    GPU's arch, as it would under pip)."""
+    return tuple(sorted({n for pattern in GPU_DEVICES for n in glob.glob(pattern)}))
+
+
+def python_folders(python: Path) -> tuple[Path, ...]:
+    """What a build Python needs to read: its prefix (a venv's, and the interpreter's that a
+    venv's pyvenv.cfg names)."""
+    out = [Path(os.path.abspath(python)).parent.parent, Path(os.path.realpath(python)).parent.parent]  # noqa: PTH100
+    cfg = out[0] / "pyvenv.cfg"
+    try:
+        lines = cfg.read_text(errors="replace").splitlines()[:50] if cfg.is_file() else []
+    except OSError:
+        lines = []
+    for line in lines:
+        key, _, value = line.partition("=")
+        if key.strip() == "home" and value.strip():
+            out.append(Path(value.strip()).parent)
+    return tuple(dict.fromkeys(out))
+
+
+def program_folders(program: str | Path) -> tuple[Path, ...]:
+    """The prefix of a program found on the PATH (a pip-installed cmake in a venv)."""
+    found = shutil.which(str(program))
+    if found is None:
+        return ()
+    return tuple(dict.fromkeys(Path(p).parent.parent for p in (found, os.path.realpath(found))))
+
+
+def env_folders(env: Mapping[str, str]) -> tuple[Path, ...]:
+    """The folders PYTHONPATH names: setup.py imports from them as it would under pip."""
+    return tuple(Path(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p)
+
+
+@functools.cache
+def _works(kind: Kind) -> str | None:
+    """Why a fence of *kind* cannot run here, or None when `true` runs inside one."""
+    program = "bwrap" if kind == "bwrap" else "unshare"
+    if shutil.which(program) is None:
+        return f"{program} is not installed"
+    if kind == "unshare" and shutil.which("setpriv") is None:
+        return "setpriv (util-linux) is not installed"
+    true = shutil.which("true") or "/bin/true"
+    argv = Fence(kind=kind, writable=()).argv([true], cwd=Path("/"))
+    argv[0] = shutil.which(argv[0]) or argv[0]
+    try:
+        # Not foundation/proc: this asks a question of the machine, no tool of the project's.
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=_PROBE_S, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{program} could not start: {exc}"
+    if done.returncode == 0:
+        return None
+    said = next((ln for ln in done.stderr.splitlines() if ln.strip()), f"exit code {done.returncode}")
+    return f"{program} fails here ({said.strip()[:200]})"
+
+
+def choose(choice: Choice, *, what: str) -> Kind | None:
+    """The fence *choice* asks for (``--sandbox``), if it works here; None for ``off`` (said on
+    the screen). ``auto``: bubblewrap, else unshare; neither: EnvironmentProblem with the fix."""
+    if choice not in CHOICES:
+        raise ConfigError(f"--sandbox {choice}: not one of {', '.join(CHOICES)}")
+    if choice == "off":
+        log.warning(
+            f"--sandbox off: {what} runs UNFENCED, with every right you have (it can write and "
+            "delete anywhere you can, use the network, and leave processes running)"
+        )
+        return None
+    kinds: tuple[Kind, ...] = ("bwrap", "unshare") if choice == "auto" else (choice,)
+    reasons = []
+    for kind in kinds:
+        reason = _works(kind)
+        if reason is None:
+            return kind
+        reasons.append(reason)
+    raise EnvironmentProblem(
+        f"init runs {what} only inside a sandbox, and none works here ({'; '.join(reasons)}): "
+        + (FIX if choice == "auto" else f"use --sandbox auto, or {FIX}")
+    )
+
+
+def describe(kind: Kind | None) -> str:
+    """The fence as the screen names it."""
+    if kind is None:
+        return "unfenced (--sandbox off)"
+    tool = "bubblewrap" if kind == "bwrap" else "unshare"
+    return f"in a {tool} sandbox: only the project and a scratch folder writable, no network"
+
+
+def wrap(
+    kind: Kind | None,
+    command: Sequence[str | Path],
+    *,
+    cwd: Path,
+    writable: Iterable[Path],
+    readable: Iterable[Path] = (),
+) -> list[str]:
+    """*command* as it runs: inside a fence of *kind*, or as it is (``--sandbox off``)."""
+    if kind is None:
+        return [str(c) for c in command]
+    fence = Fence(
+        kind=kind,
+        writable=tuple(Path(os.path.realpath(p)) for p in writable),
+        readable=tuple(Path(os.path.realpath(p)) for p in readable),
+        gpus=gpu_nodes(),
+    )
+    return fence.argv(command, cwd=cwd)
