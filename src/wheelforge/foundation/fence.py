@@ -24,7 +24,6 @@ never runs unfenced, unless ``--sandbox off`` says so."""
 from __future__ import annotations
 
 import functools
-import glob
 import json
 import os
 import shutil
@@ -35,7 +34,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from wheelforge.foundation import log
 from wheelforge.foundation.errors import ConfigError, EnvironmentProblem
 
 Kind = Literal["bwrap", "unshare"]
@@ -47,7 +45,7 @@ INIT = Path(__file__).with_name("fence_init.py")
 HIDDEN = ("/tmp", "/var/tmp", "/run", "/dev/shm")
 # The device nodes a program may need (bwrap's --dev gives these), and the GPU's.
 DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
-GPU_DEVICES = ("/dev/nvidia*", "/dev/nvidia-caps", "/dev/dri")
+GPU_DEVICES = ("nvidia*", "dri")  # under /dev: nvidia0, nvidiactl, nvidia-uvm, nvidia-caps/
 # How long asking whether a fence works may take (it starts `true` inside one).
 _PROBE_S = 30.0
 FIX = (
@@ -65,6 +63,7 @@ class Fence:
     writable: tuple[Path, ...]
     readable: tuple[Path, ...] = ()
     gpus: tuple[str, ...] = ()  # device nodes shown: /dev/nvidia0, /dev/nvidiactl, ...
+    hidden: tuple[str, ...] = HIDDEN  # those of HIDDEN that are folders here
 
     def argv(self, command: Sequence[str | Path], *, cwd: Path) -> list[str]:
         """*command* run in the fence, from *cwd* (inside a writable or readable folder)."""
@@ -78,7 +77,7 @@ class Fence:
         return [
             str(p)
             for p in dict.fromkeys(self.readable)
-            if any(_under(str(p), hidden) for hidden in HIDDEN) and os.path.isdir(p)  # noqa: PTH112
+            if any(_under(str(p), hidden) for hidden in self.hidden)
         ]
 
     def _bwrap(self, command: list[str], cwd: Path) -> list[str]:
@@ -103,11 +102,10 @@ class Fence:
         ]
         for node in self.gpus:
             argv += ["--dev-bind-try", node, node]
-        for hidden in HIDDEN:
-            if os.path.isdir(hidden) and not os.path.islink(hidden):  # noqa: PTH112, PTH114
-                argv += ["--tmpfs", hidden]
-        for folder in self.shown():
-            argv += ["--ro-bind", folder, folder]
+        for hidden in self.hidden:
+            argv += ["--tmpfs", hidden]
+        for shown in self.shown():
+            argv += ["--ro-bind", shown, shown]
         for folder in dict.fromkeys(self.writable):
             argv += ["--bind", str(folder), str(folder)]
         return [*argv, "--chdir", str(cwd), "--", *command]
@@ -116,7 +114,7 @@ class Fence:
         plan = {
             "writable": [str(p) for p in dict.fromkeys(self.writable)],
             "readable": self.shown(),
-            "hidden": [h for h in HIDDEN if os.path.isdir(h) and not os.path.islink(h)],  # noqa: PTH112, PTH114
+            "hidden": list(self.hidden),
             "devices": [f"/dev/{d}" for d in DEVICES],
             "gpus": list(self.gpus),
             "cwd": str(cwd),
@@ -147,16 +145,24 @@ def _under(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
+def hidden_folders() -> tuple[str, ...]:
+    """Those of HIDDEN that are folders here (/var/run is mostly a link to /run)."""
+    return tuple(h for h in HIDDEN if Path(h).is_dir() and not Path(h).is_symlink())
+
+
 def gpu_nodes() -> tuple[str, ...]:
     """This machine's GPU device nodes, shown inside the fence (a setup.py asks torch for the
     GPU's arch, as it would under pip)."""
-    return tuple(sorted({n for pattern in GPU_DEVICES for n in glob.glob(pattern)}))
+    return tuple(sorted({str(n) for pattern in GPU_DEVICES for n in Path("/dev").glob(pattern)}))
 
 
 def python_folders(python: Path) -> tuple[Path, ...]:
     """What a build Python needs to read: its prefix (a venv's, and the interpreter's that a
     venv's pyvenv.cfg names)."""
-    out = [Path(os.path.abspath(python)).parent.parent, Path(os.path.realpath(python)).parent.parent]  # noqa: PTH100
+    out = [
+        Path(os.path.abspath(python)).parent.parent,  # noqa: PTH100 - a venv's python is a link
+        Path(os.path.realpath(python)).parent.parent,
+    ]
     cfg = out[0] / "pyvenv.cfg"
     try:
         lines = cfg.read_text(errors="replace").splitlines()[:50] if cfg.is_file() else []
@@ -191,7 +197,9 @@ def _works(kind: Kind) -> str | None:
     if kind == "unshare" and shutil.which("setpriv") is None:
         return "setpriv (util-linux) is not installed"
     true = shutil.which("true") or "/bin/true"
-    argv = Fence(kind=kind, writable=()).argv([true], cwd=Path("/"))
+    argv = Fence(kind=kind, writable=(), hidden=hidden_folders(), gpus=gpu_nodes()).argv(
+        [true], cwd=Path("/")
+    )
     argv[0] = shutil.which(argv[0]) or argv[0]
     try:
         # Not foundation/proc: this asks a question of the machine, no tool of the project's.
@@ -200,20 +208,19 @@ def _works(kind: Kind) -> str | None:
         return f"{program} could not start: {exc}"
     if done.returncode == 0:
         return None
-    said = next((ln for ln in done.stderr.splitlines() if ln.strip()), f"exit code {done.returncode}")
+    said = next(
+        (ln for ln in done.stderr.splitlines() if ln.strip()), f"exit code {done.returncode}"
+    )
     return f"{program} fails here ({said.strip()[:200]})"
 
 
 def choose(choice: Choice, *, what: str) -> Kind | None:
-    """The fence *choice* asks for (``--sandbox``), if it works here; None for ``off`` (said on
-    the screen). ``auto``: bubblewrap, else unshare; neither: EnvironmentProblem with the fix."""
+    """The fence *choice* asks for (``--sandbox``), if it works here; None for ``off``.
+    ``auto``: bubblewrap, else unshare; neither: EnvironmentProblem naming the fix (*what*: the
+    code that would run, as the line names it)."""
     if choice not in CHOICES:
         raise ConfigError(f"--sandbox {choice}: not one of {', '.join(CHOICES)}")
     if choice == "off":
-        log.warning(
-            f"--sandbox off: {what} runs UNFENCED, with every right you have (it can write and "
-            "delete anywhere you can, use the network, and leave processes running)"
-        )
         return None
     kinds: tuple[Kind, ...] = ("bwrap", "unshare") if choice == "auto" else (choice,)
     reasons = []
@@ -225,15 +232,28 @@ def choose(choice: Choice, *, what: str) -> Kind | None:
     raise EnvironmentProblem(
         f"init runs {what} only inside a sandbox, and none works here ({'; '.join(reasons)}): "
         + (FIX if choice == "auto" else f"use --sandbox auto, or {FIX}")
+        + " ('--sandbox off' runs it unfenced)"
     )
+
+
+def failure(output: str) -> str | None:
+    """The line in which the fence itself said it could not be set up (bwrap's, fence_init's),
+    if *output* holds one."""
+    for line in output.splitlines():
+        if line.startswith(("bwrap: ", "wheelforge fence: ", "unshare: ", "setpriv: ")):
+            return line.strip()[:300]
+    return None
 
 
 def describe(kind: Kind | None) -> str:
     """The fence as the screen names it."""
     if kind is None:
-        return "unfenced (--sandbox off)"
+        return (
+            "UNFENCED (--sandbox off): it can write and delete anywhere you can, use the network "
+            "and leave processes running"
+        )
     tool = "bubblewrap" if kind == "bwrap" else "unshare"
-    return f"in a {tool} sandbox: only the project and a scratch folder writable, no network"
+    return f"in a sandbox ({tool}: only the project and a scratch folder writable, no network)"
 
 
 def wrap(
@@ -250,7 +270,8 @@ def wrap(
     fence = Fence(
         kind=kind,
         writable=tuple(Path(os.path.realpath(p)) for p in writable),
-        readable=tuple(Path(os.path.realpath(p)) for p in readable),
+        readable=tuple(Path(os.path.realpath(p)) for p in readable if Path(p).is_dir()),
         gpus=gpu_nodes(),
+        hidden=hidden_folders(),
     )
     return fence.argv(command, cwd=cwd)

@@ -18,6 +18,7 @@ code 125 and one ``wheelforge fence:`` line on stderr, before the command ever r
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import json
@@ -34,7 +35,9 @@ class Failed(Exception):
     pass
 
 
-def mount(source: str, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+def mount(
+    source: str, target: str, fstype: str | None, flags: int, data: str | None = None
+) -> None:
     code = _LIBC.mount(
         source.encode(),
         target.encode(),
@@ -115,13 +118,11 @@ def _dev(devices: dict[str, int], gpus: dict[str, int]) -> None:
         ("stderr", "/proc/self/fd/2"),
         ("ptmx", "pts/ptmx"),
     ):
-        os.symlink(target, f"/dev/{name}")
+        os.symlink(target, f"/dev/{name}")  # noqa: PTH211
     for folder in ("/dev/pts", "/dev/shm"):
         _makedirs(folder)
-    try:  # a terminal inside is a nicety (script(1), a pty test): not needed to fence
+    with contextlib.suppress(Failed):  # a terminal inside is a nicety, not needed to fence
         mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666")
-    except Failed:
-        pass
     mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")
 
 
