@@ -120,6 +120,13 @@ class Fence:
             "cwd": str(cwd),
         }
         return [
+            # unshare ignores SIGTERM while it waits, and has no --die-with-parent: setpriv gives
+            # it a parent-death signal, so wheelforge's end (even SIGKILL) ends it, and
+            # --kill-child then the namespace.
+            "setpriv",
+            "--pdeathsig",
+            "KILL",
+            "--",
             "unshare",
             "--user",
             "--map-root-user",  # root inside, to mount; setpriv drops every capability after
@@ -192,10 +199,9 @@ def env_folders(env: Mapping[str, str]) -> tuple[Path, ...]:
 def _works(kind: Kind) -> str | None:
     """Why a fence of *kind* cannot run here, or None when `true` runs inside one."""
     program = "bwrap" if kind == "bwrap" else "unshare"
-    if shutil.which(program) is None:
-        return f"{program} is not installed"
-    if kind == "unshare" and shutil.which("setpriv") is None:
-        return "setpriv (util-linux) is not installed"
+    for needed in (program, "setpriv") if kind == "unshare" else (program,):
+        if shutil.which(needed) is None:
+            return f"{needed} is not installed"
     true = shutil.which("true") or "/bin/true"
     argv = Fence(kind=kind, writable=(), hidden=hidden_folders(), gpus=gpu_nodes()).argv(
         [true], cwd=Path("/")

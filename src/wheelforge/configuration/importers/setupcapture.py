@@ -141,6 +141,12 @@ def _failure(root: Path, record: dict[str, Any]) -> ToolError:
             "it asks the GPU for its archs and there is none here: give them with --archs (init "
             "sets TORCH_CUDA_ARCH_LIST for setup.py) or TORCH_CUDA_ARCH_LIST"
         )
+    elif "Read-only file system" in text:
+        fix = (
+            "it changes something outside the project folder, which init's sandbox keeps "
+            "read-only (only the project and a scratch folder are writable); or read it "
+            "without running it: 'wheelforge init --no-run'"
+        )
     else:
         fix = (
             "fix what it needs (an environment variable, a submodule, a package in --python), or "
