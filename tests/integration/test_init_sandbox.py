@@ -32,17 +32,17 @@ from tests import REPO
 from wheelforge.configuration.importers import cmake
 from wheelforge.foundation import fence, gitfiles
 
-KINDS = ("bwrap", "unshare")
+KINDS: tuple[fence.Kind, ...] = ("bwrap", "unshare")
 # Past this the test stops waiting: init would wait for setup.py's deadline (300 s) if a child
 # held its stdout, and "did not finish within" is a failure of its own.
 WAIT_S = 240
 
 
-def _usable(kind: str) -> str | None:
-    return fence._works(kind)  # type: ignore[arg-type]
+def _usable(kind: fence.Kind) -> str | None:
+    return fence._works(kind)
 
 
-def needs(kind: str) -> pytest.MarkDecorator:
+def needs(kind: fence.Kind) -> pytest.MarkDecorator:
     reason = _usable(kind)
     return pytest.mark.skipif(
         reason is not None,
@@ -161,7 +161,7 @@ CASES: dict[str, tuple[str, str]] = {
     ),
     "execv": (
         "os.execv('/bin/sh', ['sh', '-c', 'touch {out}/made; rm -f {out}/victim.txt'])",
-        False,
+        "gone",
     ),
 }
 

@@ -13,12 +13,15 @@ from wheelforge.foundation import fence, fence_init
 from wheelforge.foundation.errors import ConfigError, EnvironmentProblem
 from wheelforge.interface.cli import main
 
-FENCE = {
-    "writable": (Path("/work/proj"), Path("/tmp/wheelforge-init-x")),
-    "readable": (Path("/tmp/venv"), Path("/usr/local/cuda"), Path("/run/user/1/py")),
-    "gpus": ("/dev/nvidia0", "/dev/nvidiactl"),
-    "hidden": ("/tmp", "/var/tmp", "/run", "/dev/shm"),
-}
+
+def _fence(kind: fence.Kind) -> fence.Fence:
+    return fence.Fence(
+        kind=kind,
+        writable=(Path("/work/proj"), Path("/tmp/wheelforge-init-x")),
+        readable=(Path("/tmp/venv"), Path("/usr/local/cuda"), Path("/run/user/1/py")),
+        gpus=("/dev/nvidia0", "/dev/nvidiactl"),
+        hidden=("/tmp", "/var/tmp", "/run", "/dev/shm"),
+    )
 
 
 def _pairs(argv: list[str], flag: str) -> list[str]:
@@ -26,7 +29,7 @@ def _pairs(argv: list[str], flag: str) -> list[str]:
 
 
 def test_bwrap_is_told_every_namespace_no_capabilities_and_to_end_with_its_command() -> None:
-    argv = fence.Fence(kind="bwrap", **FENCE).argv(["python", "child.py"], cwd=Path("/work/proj"))
+    argv = _fence("bwrap").argv(["python", "child.py"], cwd=Path("/work/proj"))
     head = argv[: argv.index("--")]
     for flag in ("--unshare-all", "--unshare-user", "--die-with-parent", "--new-session"):
         assert flag in head
@@ -39,7 +42,7 @@ def test_bwrap_is_told_every_namespace_no_capabilities_and_to_end_with_its_comma
 
 
 def test_bwrap_mounts_read_only_root_then_hidden_then_the_folders_shown_and_writable() -> None:
-    argv = fence.Fence(kind="bwrap", **FENCE).argv(["true"], cwd=Path("/"))
+    argv = _fence("bwrap").argv(["true"], cwd=Path("/"))
     mounts = [
         (a, argv[i + 1])
         for i, a in enumerate(argv)
@@ -57,7 +60,7 @@ def test_bwrap_mounts_read_only_root_then_hidden_then_the_folders_shown_and_writ
 
 
 def test_the_unshare_fallback_sets_up_in_its_namespaces_and_hands_fence_init_the_plan() -> None:
-    argv = fence.Fence(kind="unshare", **FENCE).argv(["python", "child.py"], cwd=Path("/work/proj"))
+    argv = _fence("unshare").argv(["python", "child.py"], cwd=Path("/work/proj"))
     argv, wrapper = argv[4:], argv[:4]
     assert wrapper == ["setpriv", "--pdeathsig", "KILL", "--"]  # wheelforge's end ends unshare
     first = argv.index("--")
