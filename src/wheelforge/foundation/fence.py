@@ -27,14 +27,14 @@ import functools
 import json
 import os
 import shutil
-import subprocess
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from wheelforge.foundation.errors import ConfigError, EnvironmentProblem
+from wheelforge.foundation import proc, readers
+from wheelforge.foundation.errors import ConfigError, EnvironmentProblem, WheelforgeError
 
 Kind = Literal["bwrap", "unshare"]
 Choice = Literal["auto", "bwrap", "unshare", "off"]
@@ -172,9 +172,10 @@ def python_folders(python: Path) -> tuple[Path, ...]:
     ]
     cfg = out[0] / "pyvenv.cfg"
     try:
-        lines = cfg.read_text(errors="replace").splitlines()[:50] if cfg.is_file() else []
-    except OSError:
-        lines = []
+        text = readers.read_text(cfg, cap=readers.CONFIG_CAP, errors="replace")
+    except (OSError, readers.FileRefused):
+        text = ""
+    lines = text.splitlines()
     for line in lines:
         key, _, value = line.partition("=")
         if key.strip() == "home" and value.strip():
@@ -206,17 +207,14 @@ def _works(kind: Kind) -> str | None:
     argv = Fence(kind=kind, writable=(), hidden=hidden_folders(), gpus=gpu_nodes()).argv(
         [true], cwd=Path("/")
     )
-    argv[0] = shutil.which(argv[0]) or argv[0]
     try:
-        # Not foundation/proc: this asks a question of the machine, no tool of the project's.
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=_PROBE_S, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"{program} could not start: {exc}"
+        done = proc.run(argv, hint=FIX, check=False, timeout=_PROBE_S, what=f"a {kind} sandbox")
+    except WheelforgeError as exc:
+        return f"{program} could not start: {exc.message}"
     if done.returncode == 0:
         return None
-    said = next(
-        (ln for ln in done.stderr.splitlines() if ln.strip()), f"exit code {done.returncode}"
-    )
+    output = done.stderr + done.stdout
+    said = next((ln for ln in output.splitlines() if ln.strip()), f"exit code {done.returncode}")
     return f"{program} fails here ({said.strip()[:200]})"
 
 
