@@ -115,6 +115,7 @@ def _configure(root: Path, build: Path, context: CMakeContext) -> str:
         *fence.program_folders("ninja"),
         *([context.nvcc.parent.parent] if context.nvcc is not None else []),
         *([Path(prefix)] if prefix else []),
+        *_named_folders(context.args),
     )
     result = proc.run(
         fence.wrap(kind, args, cwd=build, writable=(root, build), readable=readable),
@@ -147,6 +148,17 @@ def _configure(root: Path, build: Path, context: CMakeContext) -> str:
             details=proc.tail(output),
         )
     return output
+
+
+def _named_folders(args: Iterable[str]) -> list[Path]:
+    """The folders --cmake-arg / CMAKE_ARGS name (``-DFETCHCONTENT_SOURCE_DIR_X=../x``): shown
+    inside the sandbox, read-only, wherever they lie."""
+    found = []
+    for arg in args:
+        value = arg.partition("=")[2] if arg.startswith("-D") else ""
+        if value and (folder := Path(value).absolute()).is_dir():
+            found.append(folder)
+    return found
 
 
 def _unfetched(build: Path) -> list[str]:
