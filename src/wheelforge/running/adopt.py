@@ -90,6 +90,8 @@ def capture(request: InitRequest, door: Door, env: Mapping[str, str]) -> Capture
         readers.read_bytes(root / "setup.py", cap=readers.CONFIG_CAP)
     if door == "setup.py" and not request.run:
         return read_setup(root)
+    if door == "setup.py":
+        setupcapture.check_parses(root)  # before the sandbox is asked for: no process at all
     # The sandbox chosen (or refused with its fix) before any of the project's code runs.
     kind = fence.choose(request.sandbox, what=f"the project's code ({root})")
     if kind is None:

@@ -171,13 +171,17 @@ def _shown_traceback(text: str) -> str:
     return proc.tail("\n".join(cut))
 
 
-def capture_setup(root: Path, context: CaptureContext) -> CapturedBuild:
-    # A setup.py Python cannot parse cannot run either: one line naming its line, before any
-    # child starts (its traceback located the error in runpy, '<frozen runpy> failed at 259').
+def check_parses(root: Path) -> None:
+    """A setup.py Python cannot parse cannot run either: one line naming its line, before any
+    child (or sandbox) starts (its traceback located the error in runpy, '<frozen runpy>
+    failed at 259')."""
     parse_setup_py(
-        root / "setup.py",
-        fix="fix it, or write matrix.yaml from docs/your-extension.md",
+        root / "setup.py", fix="fix it, or write matrix.yaml from docs/your-extension.md"
     )
+
+
+def capture_setup(root: Path, context: CaptureContext) -> CapturedBuild:
+    check_parses(root)
     record = run_setup(root, context)
     if not record["setup_calls"]:
         if record.get("error"):
