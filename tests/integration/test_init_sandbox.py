@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -293,3 +294,31 @@ def test_wheelforges_own_git_question_runs_no_fsmonitor_hook(scene: Scene) -> No
     before = scene.snapshot()
     assert gitfiles.gitlink(scene.project, "setup.py") is None  # a file, not a gitlink
     assert scene.snapshot() == before
+
+
+@pytest.mark.parametrize("kind", KIND_PARAMS)
+def test_killing_wheelforge_mid_setup_py_ends_every_process_in_the_fence(
+    scene: Scene, kind: str
+) -> None:
+    """SIGKILL leaves wheelforge no time to stop anything: the fence ends with it (bwrap's
+    --die-with-parent, setpriv --pdeathsig for unshare), and the PID namespace with its init."""
+    body = CASES["daemons"][0].format(marker=scene.marker, py=sys.executable, out="", port=0)
+    (scene.project / "setup.py").write_text(PRELUDE + body + "time.sleep(600)\n" + SETUP_TAIL)
+    started = subprocess.Popen(
+        [sys.executable, "-m", "wheelforge", "init", "--python", _build_python(), "--sandbox", kind, str(scene.project)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        for _ in range(WAIT_S * 10):
+            if len(_marked(scene.marker)) >= 2 or started.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert len(_marked(scene.marker)) >= 2, "setup.py's two processes never started"
+    finally:
+        started.kill()
+        started.wait()
+    for _ in range(WAIT_S * 10):  # the kernel tears the namespace down: poll until it has
+        if not _marked(scene.marker):
+            break
+        time.sleep(0.1)
+    assert _marked(scene.marker) == [], "a process of the fence outlived wheelforge's SIGKILL"
