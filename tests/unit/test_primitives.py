@@ -302,6 +302,15 @@ ALLOWED = {
     ("configuration/importers/capture_guards.py", "class GuardedPopen("): (
         "runs inside the capture child that runs setup.py, guarding what it starts"
     ),
+    ("foundation/fence_init.py", 'open("/proc/self/mountinfo")'): (
+        "runs inside the fence's namespaces before the command (stdlib only): the mount table"
+    ),
+    ("foundation/fence_init.py", 'open(target, "w")'): (
+        "runs inside the fence's namespaces: an empty file in its own tmpfs /dev, a mount point"
+    ),
+    ("foundation/fence_init.py", "os.open(path, os.O_PATH"): (
+        "runs inside the fence's namespaces: O_PATH, a folder held (not read) to bind it back"
+    ),
     ("configuration/importers/setup_child.py", "tempfile.mkdtemp("): (
         "runs inside the capture child, in its own temporary folder"
     ),

@@ -86,7 +86,9 @@ def gitlink(top: Path, path: str) -> str | None:
     if not shutil.which("git"):
         return None
     result = proc.run(
-        ["git", "-C", top, "ls-files", "--stage", "--", path],
+        # core.fsmonitor off: a checkout's .git/config names a program that git runs on every
+        # index read (ls-files too), and the checkout is the project's, not wheelforge's.
+        ["git", "-c", "core.fsmonitor=false", "-C", top, "ls-files", "--stage", "--", path],
         hint="install git",
         check=False,
         timeout=proc.PROBE_S,

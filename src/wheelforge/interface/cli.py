@@ -13,7 +13,7 @@ import click
 
 from wheelforge import __version__
 from wheelforge.configuration.matrix.keys import COMPILE_CACHES
-from wheelforge.foundation import fsutil, log, numbers
+from wheelforge.foundation import fence, fsutil, log, numbers
 from wheelforge.foundation.errors import WheelforgeError
 from wheelforge.interface.cache_cli import cache_group
 from wheelforge.interface.options import (
@@ -403,6 +403,16 @@ def test_command(
     "--no-run", is_flag=True, help="Read setup.py without running it (ast; follows less of it)."
 )
 @click.option(
+    "--sandbox",
+    type=click.Choice(["auto", "bwrap", "unshare", "off"]),
+    default="auto",
+    show_default=True,
+    help=(
+        "What fences the project's code init runs (setup.py, CMake): bubblewrap, else "
+        "unshare's namespaces; 'off' runs it UNFENCED, with all your rights."
+    ),
+)
+@click.option(
     "--from",
     "door",
     type=click.Choice(["setup.py", "cmake", "build.toml", "sources"]),
@@ -430,6 +440,7 @@ def init_command(
     torch_versions: tuple[str, ...],
     archs: str | None,
     no_run: bool,
+    sandbox: str,
     door: str | None,
     python: str | None,
     cmake_args: tuple[str, ...],
@@ -453,6 +464,7 @@ def init_command(
         python=resolve_python(python),
         cmake_args=cmake_args,
         cache=default_cache_dir(cache_dir),
+        sandbox=cast("fence.Choice", sandbox),
     )
     print_result(adopt.init_project(request))
 

@@ -92,7 +92,10 @@ def _package_files(
             wanted = path.suffix in _MODULE_SUFFIXES or any(fnmatch(rel, g) for g in data)
             if wanted and not any(fnmatch(rel, g) for g in exclude):
                 what = f"package.packages '{folder.name}'"
-                yield _utf8(path.relative_to(base).as_posix(), path), followed(path, project, what=what)
+                yield (
+                    _utf8(path.relative_to(base).as_posix(), path),
+                    followed(path, project, what=what),
+                )
 
 
 def _utf8(arcname: str, path: Path) -> str:
