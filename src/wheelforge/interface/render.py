@@ -14,26 +14,23 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from wheelforge.binaries.abicheck import BinaryCheck
 from wheelforge.binaries.elf import member_path, split_member
 from wheelforge.binaries.facts import BinaryContents
-from wheelforge.binaries.loadson import LoadsOn, loads_on
 from wheelforge.configuration import abi
 from wheelforge.configuration.archs import code_sort_key, sm_range
 from wheelforge.configuration.bytesizes import format_size as human_size
 from wheelforge.configuration.matrix.model import Matrix
 from wheelforge.foundation.log import printable
-from wheelforge.interface.render_loadson import loads_on_lines, wheel_table
-from wheelforge.interface.render_variants import variant_summary
 from wheelforge.planning.plan import wheel_version
 from wheelforge.planning.variants import Variant
 from wheelforge.running.build.results import BuildReport, VariantResult
 from wheelforge.toolchain import compilecache
-from wheelforge.toolchain.provision import RECIPES
-from wheelforge.toolchain.toolkit import Toolkit
 
-if TYPE_CHECKING:  # `build` loads neither
+if TYPE_CHECKING:  # a no-op `build` loads none of these (its start-up time)
+    from wheelforge.binaries.abicheck import BinaryCheck
+    from wheelforge.binaries.loadson import LoadsOn
     from wheelforge.running.build.dryrun import PlannedVariant
+    from wheelforge.toolchain.toolkit import Toolkit
 
 
 def short_path(binary: BinaryContents) -> str:
@@ -186,6 +183,8 @@ def print_build(report: BuildReport, console: Console) -> None:
                 soft_wrap=True,
             )
         if v.variant_label:
+            from wheelforge.interface.render_variants import variant_summary
+
             console.print(escape(variant_summary(v)), soft_wrap=True, highlight=False)
     if report.variants_json is not None:
         console.print(
@@ -258,6 +257,9 @@ def print_dry_run(planned: Sequence[PlannedVariant], console: Console) -> None:
 
 def print_inspect(reports: Sequence[BinaryContents], console: Console) -> None:
     """One table per binary: its archs grouped by kind, with sizes."""
+    from wheelforge.binaries.loadson import loads_on
+    from wheelforge.interface.render_loadson import loads_on_lines
+
     if not reports:
         console.print(
             "no ELF files found: the files, wheels and folders given hold no shared objects or "
@@ -318,6 +320,8 @@ def print_inspect(reports: Sequence[BinaryContents], console: Console) -> None:
 def _wheel_loads(found: list[LoadsOn], container: str | None, console: Console) -> None:
     """After a wheel's binaries, where they load together (when there are two or more)."""
     if container and len(found) > 1:
+        from wheelforge.interface.render_loadson import wheel_table
+
         print_whole(wheel_table(container, found), console)
 
 
@@ -355,6 +359,8 @@ def variants_table(
 
 
 def toolkits_table(found: Sequence[Toolkit]) -> Table:
+    from wheelforge.toolchain.provision import RECIPES
+
     table = Table(title="CUDA toolkits", title_justify="left")
     for column in ("CUDA", "archs", "host g++ up to", "found at", "how"):
         table.add_column(column)

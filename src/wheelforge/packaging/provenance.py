@@ -15,7 +15,6 @@ import hashlib
 import json
 import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,6 +62,8 @@ def compiler_version(cxx: str) -> str:
 def read_inputs(plan: VariantPlan, read: Sequence[Path]) -> dict[str, str]:
     """The files the compiles read (*read*: sources, and the headers of ninja's deps) by their
     path-free names (planning/reproducible.path_namer), each with its sha256."""
+    from concurrent.futures import ThreadPoolExecutor
+
     name_of = reproducible.path_namer(plan.compile.input_folders)
     with ThreadPoolExecutor() as pool:  # ~1000 headers: hashlib and reads release the GIL
         return dict(zip(map(name_of, read), pool.map(fsutil.sha256, read), strict=True))
