@@ -21,7 +21,6 @@ from pathlib import Path
 from wheelforge import __version__
 from wheelforge.binaries.elf import open_elf_file
 from wheelforge.binaries.facts import BinaryContents
-from wheelforge.binaries.inspection import contents_of
 from wheelforge.foundation import fsutil, proc
 from wheelforge.packaging.wheel import source_date_epoch
 from wheelforge.planning import reproducible
@@ -145,6 +144,8 @@ def _path_free(plan: VariantPlan) -> Callable[[str], str]:
 
 
 def _contents(library: Path) -> BinaryContents:
+    from wheelforge.binaries.inspection import contents_of
+
     with open_elf_file(library) as image:
         return contents_of(image)
 

@@ -83,9 +83,9 @@ def _run_build(settings: BuildSettings, chosen: list[Variant], start: float) -> 
                 for o, p in zip(outcomes, plans, strict=True)
             ]
     # Each CUDA release's index folder (cuda-index: folders) is a package index pip can use.
-    from wheelforge.packaging import simpleindex
-
     for folder in sorted({p.out_dir for p in plans if p.variant.index}):
+        from wheelforge.packaging import simpleindex
+
         simpleindex.write(folder, m.package.name, m.package.wheel_name)
     index = None
     if m.variant_wheels:
