@@ -35,8 +35,6 @@ from packaging.version import InvalidVersion, Version
 
 from wheelforge.foundation import cachefiles, fsutil, locks, log, proc, readers, removal, writers
 from wheelforge.foundation.errors import EnvironmentProblem, ToolError
-from wheelforge.foundation.progress import clock
-from wheelforge.toolchain import downloads
 
 ENVS = "envs"  # <cache>/envs/<name>
 MARKER = "wheelforge-env.json"  # written last: an environment without it is not (yet) one; its mtime: last used
@@ -242,6 +240,8 @@ def _create(spec: EnvSpec, tmp: Path) -> dict[str, object]:
 
 
 def _pip_torch(spec: EnvSpec, python: Path, requirement: str) -> None:
+    from wheelforge.toolchain import downloads  # pip's progress: only when an environment is made
+
     try:
         # torch with CUDA is gigabytes: pip's own progress is shown (toolchain/downloads.py).
         downloads.pip(
@@ -379,6 +379,8 @@ def _build(spec: EnvSpec, cache: Path) -> Path:
     envs.mkdir(parents=True, exist_ok=True)
     tmp = envs / f".{_key(spec)}.{os.getpid()}{fsutil.STAGED_SUFFIX}"
     removal.remove(tmp, within=envs)
+    from wheelforge.foundation.progress import clock
+
     start = time.monotonic()
     try:
         with log.step(f"create the {spec.label} environment in {envs}"):
