@@ -19,17 +19,15 @@ from wheelforge.binaries.facts import BinaryContents
 from wheelforge.configuration import abi
 from wheelforge.configuration.archs import code_sort_key, sm_range
 from wheelforge.configuration.bytesizes import format_size as human_size
-from wheelforge.configuration.matrix.model import Matrix
 from wheelforge.foundation.log import printable
-from wheelforge.planning.plan import wheel_version
-from wheelforge.planning.variants import Variant
-from wheelforge.running.build.results import BuildReport, VariantResult
-from wheelforge.toolchain import compilecache
 
-if TYPE_CHECKING:  # a no-op `build` loads none of these (its start-up time)
+if TYPE_CHECKING:  # a no-op `build` loads none of these, `inspect` no matrix and no plan
     from wheelforge.binaries.abicheck import BinaryCheck
     from wheelforge.binaries.loadson import LoadsOn
+    from wheelforge.configuration.matrix.model import Matrix
+    from wheelforge.planning.variants import Variant
     from wheelforge.running.build.dryrun import PlannedVariant
+    from wheelforge.running.build.results import BuildReport, VariantResult
     from wheelforge.toolchain.toolkit import Toolkit
 
 
@@ -213,6 +211,8 @@ def compile_costs(v: VariantResult) -> list[str]:
     held it back. The JSON report has every compile."""
     lines = []
     if v.jobs:
+        from wheelforge.toolchain import compilecache
+
         served = v.compile_cache is not None and compilecache.in_server(v.compile_cache.tool)
         if served and all(j.cpu_seconds is None for j in v.jobs):
             cost = " in sccache's server (CPU, memory not measured)"
@@ -337,6 +337,8 @@ def variants_table(
     for column in columns:
         table.add_column(column, overflow="fold", no_wrap=column in ("id", "CUDA"))
     for v in variants:
+        from wheelforge.planning.plan import wheel_version
+
         version = wheel_version(matrix, v)
         if v.variant_label:
             version += f" (variant {v.variant_label})"
