@@ -6,7 +6,7 @@ Not run for real here, only --help or the syntax check, because they need what C
 (bench_kernels.py, gpu_backend.sh), the H200 machine (h200_*.sh), network downloads of big
 projects or released wheels (bigbuild.py, fa3_cutlass.sh, flags_ab.sh, audit_gallery.py with
 torch-abi-audit and abi3audit), root for a cgroup (memory_limit.py), NVIDIA's large library
-wheels on disk (bench_inspect.py, which skips each one it cannot find). Times are never asserted:
+wheels on disk (bench_inspect.py's default list; here it reads a wheel the test builds). Times are never asserted:
 a smoke run shows that the bench runs, not how fast anything is.
 """
 
@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -134,8 +135,9 @@ def test_arch_union_tiny(tmp_path: Path) -> None:
 
 @pytest.mark.bench_smoke
 @needs_nvcc
-def test_loads_on_vs_cuobjdump_tiny(tmp_path: Path) -> None:
-    """The loads-on table of a wheel the test builds, checked against cuobjdump."""
+def test_wheel_benches_tiny(tmp_path: Path) -> None:
+    """The loads-on table of a wheel the test builds, checked against cuobjdump; then its
+    extension module read by wheelforge and by cuobjdump (bench_inspect.py --library)."""
     project = one_kernel_project(tmp_path / "project")
     built = subprocess.run([sys.executable, "-m", "wheelforge", "build", "--no-import-check"],
                            cwd=project, env=ENV, capture_output=True, text=True)  # fmt: skip
@@ -146,3 +148,10 @@ def test_loads_on_vs_cuobjdump_tiny(tmp_path: Path) -> None:
         pytest.skip(done.stderr.strip())
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "sm_80" in done.stdout
+    # bench_inspect.py on that wheel's extension module, instead of NVIDIA's libraries
+    with zipfile.ZipFile(wheels[0]) as zf:
+        (member,) = [n for n in zf.namelist() if n.endswith(".so")]
+        library = Path(zf.extract(member, tmp_path / "unpacked"))
+    done = bench(BENCH / "bench_inspect.py", "--library", library, "--repeat", "1")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert f"| {library.name} |" in done.stdout
