@@ -151,7 +151,7 @@ def test_wheel_benches_tiny(tmp_path: Path) -> None:
     assert "sm_80" in done.stdout
     # bench_inspect.py on that wheel's extension module, instead of NVIDIA's libraries
     with zipfile.ZipFile(wheels[0]) as zf:
-        (member,) = [n for n in zf.namelist() if n.endswith(".so")]
+        (member,) = [n for n in zf.namelist() if n.endswith(".abi3.so")]
         library = Path(zf.extract(member, tmp_path / "unpacked"))
     done = bench(BENCH / "bench_inspect.py", "--library", library, "--repeat", "1")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
