@@ -3,10 +3,11 @@ running wheelforge as a user runs it, the marks that skip a test when a tool it 
 missing, the bundled payload copied out of the checkout, and the small example projects more
 than one module builds. Import from here, never from a test module.
 
-Markers (pyproject.toml [tool.pytest.ini_options]; docs/testing.md says what each costs):
-``network`` (downloads: PyPI sdists, build isolation, CUDA 11.8) and ``slow`` (minutes each:
-torch environments) leave the default run and run in CI by name (.ci/run); ``sweep`` tests
-(every torch release, multi-GB CUDA torches) run only when asked for. A session-wide
+The integration tests run by path (``pytest tests/integration``; the default run is the unit
+tests). Markers (pyproject.toml [tool.pytest.ini_options]; docs/testing.md says what each
+costs): ``network`` (downloads: PyPI sdists, build isolation, CUDA 13.1 from PyPI, CUDA 11.8)
+and ``slow`` (minutes each: torch environments) leave that run and run in CI by marker
+(.ci/run); ``sweep`` tests (every torch release, multi-GB CUDA torches) run only when asked for. A session-wide
 ``--cache-dir`` for torch environments and toolkits is the ``shared_cache`` fixture
 (tests/integration/conftest.py).
 """
@@ -14,6 +15,7 @@ torch environments) leave the default run and run in CI by name (.ci/run); ``swe
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -199,3 +201,21 @@ def one_kernel_project(root: Path) -> Path:
     (root / "csrc" / "ops.cpp").write_text("int tiny_answer() { return 42; }\n")
     (root / "matrix.yaml").write_text(ONE_KERNEL_MATRIX)
     return root
+
+
+_BROUGHT_RE = re.compile(
+    r"compiled (?P<compiled>\d+) of (?P<total>\d+) sources(?:, (?P<more>\d+) more from the "
+    r"compile cache)?|(?P<cached>\d+) of (?P<all>\d+) sources from the compile cache"
+)
+
+
+def brought_up_to_date(err: str) -> tuple[int, int] | None:
+    """(sources compiled or answered by the compile cache, sources) from the compile step's
+    line (running/build/variant._compiled_words): a warm ~/.cache/ccache answers the same
+    sources in another run of the suite, so a test counts both."""
+    m = _BROUGHT_RE.search(err)
+    if m is None:
+        return None
+    if m["cached"] is not None:
+        return int(m["cached"]), int(m["all"])
+    return int(m["compiled"]) + int(m["more"] or 0), int(m["total"])

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from wheelforge.configuration.matrix.model import HeaderLibraryConfig
+from wheelforge.foundation import gitfiles
 from wheelforge.toolchain import headerlibs
 
 
@@ -34,7 +35,7 @@ def test_the_gitlink_the_superproject_pins_is_named_when_it_differs(tmp_path: Pa
     checkout = top / "csrc" / "sub"
     (checkout / "include" / "a.h").write_text("2\n")
     subprocess.run([*git, "-C", str(checkout), "commit", "-qam", "two"], check=True)
-    second = headerlibs.git_commit(checkout)
+    second = gitfiles.git_commit(checkout)
     assert second is not None and second != first
     url, pinned = headerlibs._superproject_facts(checkout, top, second, "header-libraries[0]")
     assert pinned == first and url == str(sub)

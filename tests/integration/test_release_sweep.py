@@ -1,6 +1,6 @@
 """Proof across releases: one wheel of the bundled kernels, its CPU tests under every torch the
 stable-ABI target admits. Slow (five torch environments of ~3 GB each on first use, reused from
-~/.cache/wheelforge afterwards): deselected by default and in CI, run with `pytest -m sweep`."""
+~/.cache/wheelforge afterwards): deselected by default and in CI, run with `pytest tests -m sweep`."""
 
 from __future__ import annotations
 

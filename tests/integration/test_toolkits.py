@@ -51,6 +51,9 @@ def cache(shared_cache: Path) -> Path:
     return shared_cache
 
 
+# CUDA 13.1 from PyPI (about 110 MB): two real toolkits, each compiling its own wheels; the
+# provisioning itself runs offline in test_provision_index.py, from a package index it builds.
+@pytest.mark.network
 def test_two_toolkits_two_arch_sets_make_four_distinct_wheels(tmp_path: Path, cache: Path) -> None:
     root = tiny_project(
         tmp_path,
@@ -230,6 +233,7 @@ exec "$@"
 
 
 @pytest.mark.slow  # compiles against a torch 2.13 environment (made once: shared_cache)
+@pytest.mark.network  # CUDA 13.1 from PyPI, unless the test above provisioned it this session
 @needs_local_torch_wheel
 def test_cache_prune_all_skips_the_toolkit_and_env_a_running_build_uses(
     tmp_path: Path, cache: Path

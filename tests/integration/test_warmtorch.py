@@ -1,6 +1,6 @@
 """Warm torch children (toolchain/warmtorch.py): one torch import answers the probe and one
 import check; each check gets a process of its own; unused children are stopped; and the
-import check's cache (running/importcheck.py)."""
+import check's cache (running/build/importcheck.py)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,9 @@ from pathlib import Path
 import pytest
 
 from tests.unit.fakes import make_wheel
-from wheelforge.binaries import abicheck
+from wheelforge.binaries import abicheck, floors
+from wheelforge.binaries.rule import CheckTarget
+from wheelforge.binaries.symbols import demangle
 from wheelforge.foundation.errors import BinaryFormatError, ConfigError
 from wheelforge.interface.cli import main
 from wheelforge.toolchain import shims
@@ -13,10 +15,8 @@ from wheelforge.toolchain import shims
 DATA = Path(__file__).resolve().parents[1] / "data" / "abicheck"
 
 
-def target(
-    torch: tuple[int, int], python: tuple[int, int] | None = (3, 10)
-) -> abicheck.CheckTarget:
-    return abicheck.CheckTarget(torch=torch, python=python, guards={})
+def target(torch: tuple[int, int], python: tuple[int, int] | None = (3, 10)) -> CheckTarget:
+    return CheckTarget(torch=torch, python=python, guards={})
 
 
 def rules(check: abicheck.BinaryCheck) -> list[tuple[str, str | None]]:
@@ -75,8 +75,8 @@ def test_inferred_floors() -> None:
     # Declaring a higher floor than needed is allowed; the binary's own floor is still reported.
     assert clean.violations == () and clean.newest_shim == (2, 10)
     assert clean.python_floor == (3, 10)  # PyUnicode_AsUTF8AndSize joined the limited API in 3.10
-    assert abicheck.python_floor(["PyObject_GetBuffer", "PyModule_Create2"]) == (3, 11)
-    assert abicheck.python_floor(["PyUnicode_AsUTF8"]) is None  # not in the limited API at all
+    assert floors.python_floor(["PyObject_GetBuffer", "PyModule_Create2"]) == (3, 11)
+    assert floors.python_floor(["PyUnicode_AsUTF8"]) is None  # not in the limited API at all
 
 
 def test_libtorch_cxx_symbols_are_demangled() -> None:
@@ -94,12 +94,9 @@ def test_libtorch_cxx_symbols_are_demangled() -> None:
 
 
 def test_demangle() -> None:
-    assert (
-        abicheck.demangle("_ZNK5torch8autograd4Node4nameEv")
-        == "torch::autograd::Node::name() const"
-    )
-    assert abicheck.demangle("not_mangled") == "not_mangled"
-    assert abicheck.demangle("_Zgarbage") == "_Zgarbage"
+    assert demangle("_ZNK5torch8autograd4Node4nameEv") == "torch::autograd::Node::name() const"
+    assert demangle("not_mangled") == "not_mangled"
+    assert demangle("_Zgarbage") == "_Zgarbage"
 
 
 def test_header_guards_override_for_unknown_versions() -> None:
@@ -211,12 +208,12 @@ def test_bad_inputs(tmp_path: Path) -> None:
 
 
 def test_torch_floor() -> None:
-    assert abicheck.torch_floor("Requires-Dist: numpy\nRequires-Dist: torch>=2.11,<2.15\n") == (
+    assert floors.torch_floor("Requires-Dist: numpy\nRequires-Dist: torch>=2.11,<2.15\n") == (
         2,
         11,
     )
-    assert abicheck.torch_floor("Requires-Dist: torch==2.12.1\n") == (2, 12)
-    assert abicheck.torch_floor("Requires-Dist: torch\n") is None
+    assert floors.torch_floor("Requires-Dist: torch==2.12.1\n") == (2, 12)
+    assert floors.torch_floor("Requires-Dist: torch\n") is None
 
 
 def _elf_with_version_needs(sections: int, entries: int, aux: int = 1) -> bytes:

@@ -14,8 +14,9 @@ import click
 import jsonschema
 import pytest
 
-from wheelforge.binaries.abicheck import BinaryCheck, Violation
+from wheelforge.binaries.abicheck import BinaryCheck
 from wheelforge.binaries.inspection import inspect_paths
+from wheelforge.binaries.rule import Violation
 from wheelforge.configuration.archs import ArchSet, parse_arch_list
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation.document import to_document

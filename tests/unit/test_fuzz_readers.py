@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from wheelforge.binaries import abicheck, bounded, inspection
 from wheelforge.binaries.fatbin import read_fatbin_entries
+from wheelforge.binaries.rule import CheckTarget
 from wheelforge.foundation.errors import BinaryFormatError, ConfigError
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -27,7 +28,7 @@ SEEDS = [
     (DATA / "fatbin" / name).read_bytes()
     for name in ("sm80_sm90a_ptx90.so", "sm75_lz4.so", "sm100f_sm120a_zstd.so", "add_one_sm80.o")
 ] + [(DATA / "abicheck" / "ext.so").read_bytes()]
-TARGET = abicheck.CheckTarget(torch=(2, 10), python=(3, 10), guards={})
+TARGET = CheckTarget(torch=(2, 10), python=(3, 10), guards={})
 
 settings.register_profile(
     "wheelforge-ci",

@@ -86,10 +86,10 @@ def test_the_commit_of_a_checkout_is_read_from_its_files(tmp_path: Path) -> None
     _git_checkout(packed, OTHER, packed=True)
     (detached / ".git").mkdir(parents=True)
     (detached / ".git" / "HEAD").write_text(COMMIT + "\n")
-    assert headerlibs.git_commit(loose) == COMMIT
-    assert headerlibs.git_commit(packed) == OTHER
-    assert headerlibs.git_commit(detached) == COMMIT
-    assert headerlibs.git_commit(tmp_path) is None  # no checkout
+    assert gitfiles.git_commit(loose) == COMMIT
+    assert gitfiles.git_commit(packed) == OTHER
+    assert gitfiles.git_commit(detached) == COMMIT
+    assert gitfiles.git_commit(tmp_path) is None  # no checkout
 
 
 def test_a_submodule_names_its_git_folder_and_its_url(

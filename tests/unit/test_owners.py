@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from wheelforge.binaries.abicheck import BinaryCheck, Violation
+from wheelforge.binaries.abicheck import BinaryCheck
+from wheelforge.binaries.rule import Violation
 from wheelforge.configuration import settings
 from wheelforge.configuration.archs import Arch, code_sort_key, sm_range
 from wheelforge.foundation.errors import (

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from wheelforge.binaries import reprodiff
+from wheelforge.binaries import fatbin, reprodiff
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation.errors import VerificationError
 from wheelforge.planning import ninjafile, reproducible
@@ -127,15 +127,15 @@ def test_diff_names_members_and_elf_sections(tmp_path: Path) -> None:
 
 def test_diff_names_the_fatbin_entry(tmp_path: Path) -> None:
     data = (DATA / "fatbin" / "rdc_linked_sm80.so").read_bytes()
-    entries = reprodiff.read_fatbin_entries(data, path="x")
+    entries = fatbin.read_fatbin_entries(data, path="x")
     sass = next(e for e in entries if e.kind == "sass" and e.compression == "none")
     # Flip one byte inside that cubin: only that entry differs, in .nv_fatbin only.
-    payload = reprodiff.entry_payload(data, sass, path="x")
+    payload = fatbin.entry_payload(data, sass, path="x")
     pos = data.index(payload[:256], sass.offset) + 200
     changed = data[:pos] + bytes([data[pos] ^ 0xFF]) + data[pos + 1 :]
-    sections, fatbin = reprodiff.diff_elf(data, changed, path="x")
+    sections, entries_differ = reprodiff.diff_elf(data, changed, path="x")
     assert sections == (".nv_fatbin",)
-    assert fatbin == (f"{sass.arch} (container {sass.container})",)
+    assert entries_differ == (f"{sass.arch} (container {sass.container})",)
 
 
 def test_verify_rebuilds_without_any_compile_cache(

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.foundation import fsutil
 from wheelforge.foundation.errors import ConfigError, VerificationError
 from wheelforge.packaging import stamp
 from wheelforge.running import torch_tests
@@ -121,7 +122,7 @@ def test_a_file_removed_while_the_build_runs_is_a_failed_variant(
 
     def vanished(*_args: object, **_kwargs: object) -> object:
         gone.unlink()
-        return stamp.sha256(gone)  # what packing does with every input
+        return fsutil.sha256(gone)  # what packing does with every input
 
     monkeypatch.setattr(build, "_build_variant", vanished)
     settings = SimpleNamespace(cache_dir=tmp_path / "cache")

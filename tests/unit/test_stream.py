@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from wheelforge.binaries import bounded, fatbin, reader, registry, stream
+from wheelforge.binaries import bounded, elf, fatbin, reader, registry, stream
 from wheelforge.binaries.facts import FATBINS, Reading
 from wheelforge.binaries.fatscan import FatbinScan
 from wheelforge.binaries.inspection import inspect_paths
@@ -124,7 +124,7 @@ def test_a_reader_of_all_the_bytes_of_a_streamed_member_gets_the_whole_read(
     tmp_path: Path, whole_reads: Counter[str]
 ) -> None:
     wheel = wheel_of(tmp_path, SAMPLES[:1])
-    with reader.open_wheel(wheel) as opened:
+    with elf.open_wheel(wheel) as opened:
         [info] = list(opened.elf_infos())
         size = reader.read_member(opened, info, lambda image: len(image.view), fatbins=False)
     assert size == SAMPLES[0].stat().st_size and sum(whole_reads.values()) == 1
@@ -178,7 +178,7 @@ def test_a_corrupt_fatbin_streamed_says_what_the_whole_read_says(
                 return fatbin.fatbin_entries(image)
 
         def streamed(path: Path = path) -> object:
-            with reader.open_wheel(path) as opened:
+            with elf.open_wheel(path) as opened:
                 [info] = list(opened.elf_infos())
                 return reader.read_member(opened, info, fatbin.fatbin_entries, fatbins=True)
 

@@ -209,6 +209,6 @@ def test_wheelforge_test_installs_a_variant_wheel_under_its_plain_name(tmp_path:
 def test_the_variant_json_name_is_variantlibs() -> None:
     from variantlib.constants import VARIANT_DIST_INFO_FILENAME
 
-    from wheelforge.packaging import wheel_variants
+    from wheelforge.binaries import elf
 
-    assert wheel_variants.VARIANT_DIST_INFO_FILENAME == VARIANT_DIST_INFO_FILENAME
+    assert elf.VARIANT_DIST_INFO_FILENAME == VARIANT_DIST_INFO_FILENAME

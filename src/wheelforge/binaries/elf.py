@@ -1,6 +1,6 @@
 """The one reader of ELF files and wheel members: files on disk are memory-mapped, wheel members
 inflated in memory (never extracted), each once; its ELF headers are parsed once and shared by
-the fatbin reader (fatbin.py) and the rules (abirules.py and initexport.py, applied by abicheck.py
+the fatbin reader (fatbin.py) and the rules (rules/ and initexport.py, applied by abicheck.py
 and verify.py). A wheel member is named ``x.whl!pkg/_C.abi3.so`` (member_name) wherever it is
 shown."""
 

@@ -1,5 +1,5 @@
-"""Small file helpers: a file's sha256, write only when content changes, atomic replacement of files and of
-whole folders (and a pause of the garbage collector for building large object trees)."""
+"""Small file helpers: a file's sha256, atomic replacement of whole folders (and a pause of the
+garbage collector for building large object trees). Writing files is foundation/writers.py's."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from wheelforge.foundation import readers, removal, writers
+from wheelforge.foundation import readers, removal
 
 
 def resolved(path: Path) -> Path:
@@ -29,11 +29,6 @@ def sha256(path: Path) -> str:
         for block in iter(lambda: file.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
-
-
-# The writer's (foundation/writers.py), named here for the callers that always used them.
-write_if_changed = writers.write_if_changed
-publish = writers.publish
 
 
 STAGED_SUFFIX = ".tmp"

@@ -250,11 +250,11 @@ def toolkit_group() -> None:
 def toolkit_list(cache_dir: Path | None) -> None:
     """Toolkits found on this machine and in the cache, and the ones wheelforge can provision."""
     from wheelforge.configuration import settings
-    from wheelforge.interface.render import print_whole, toolkits_table
+    from wheelforge.interface.render import print_toolkits
     from wheelforge.toolchain import toolkit
 
     found = toolkit.discover(cache=settings.cache_dir(cache_dir))
-    print_whole(toolkits_table(found))
+    print_toolkits(found)
 
 
 @toolkit_group.command(name="install")
@@ -470,8 +470,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 standalone_mode=False,
             )
     except WheelforgeError as exc:
-        log.error(exc.message, exc.details)
-        log.annotate_error(exc)
+        log.failed(exc)
         return exc.exit_code
     except click.exceptions.Abort:
         log.error("interrupted")

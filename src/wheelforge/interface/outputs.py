@@ -126,8 +126,7 @@ def _raise_failures(result: BuildReport) -> None:
         return
     first, *rest = result.failures
     for failure in rest:
-        log.error(failure.error.message, failure.error.details)
-        log.annotate_error(failure.error)  # the CLI annotates the raised one
+        log.failed(failure.error)  # the CLI shows the raised one
     raise first.error
 
 

@@ -59,6 +59,7 @@ def check_table(checks: Sequence[BinaryCheck]) -> Group:
                     c.python_floor,
                     c.declared_python,
                     wheel.declared.python_floor if wheel else None,
+                    shown="any" if c.python_floor == LIMITED_API_FIRST else None,
                 ),
                 _status(c),
             )
@@ -99,7 +100,7 @@ def _status(c: BinaryCheck) -> str:
 def _declares(wheel: WheelSummary) -> str:
     """What a wheel declares of torch and Python, and what it was checked against."""
     said = wheel.declared
-    torch = _version(wheel.torch)
+    torch = version_text(wheel.torch)
     if wheel.torch_source == "target":
         first = f"checked against torch >= {torch} (--target)"
         if said.torch:
@@ -123,7 +124,7 @@ def _declares(wheel: WheelSummary) -> str:
 
 def _declares_file(c: BinaryCheck) -> str:
     declared = [
-        f"{what} >= {_version(v)}"
+        f"{what} >= {version_text(v)}"
         for what, v in (("torch", c.declared_torch), ("Python", c.declared_python))
         if v
     ]
@@ -143,7 +144,7 @@ def _allows(wheel: WheelSummary, members: Sequence[BinaryCheck]) -> str | None:
         floor = wheel.declared.torch_floor
         if wheel.declared.torch_pin:
             return f"{binaries}; the wheel pins {said} (the widest correct: {wheel.allows})"
-        if floor is not None and _version(floor) == need:
+        if floor is not None and version_text(floor) == need:
             return f"{binaries}, as the wheel requires ({said})"
         return f"{binaries}; the wheel requires {said} (the widest correct: {wheel.allows})"
     unstable = [c for c in members if c.torch_abi == "torch-unstable"]
@@ -154,17 +155,21 @@ def _allows(wheel: WheelSummary, members: Sequence[BinaryCheck]) -> str | None:
     )
 
 
-_version = version_text
+# The limited API's first release (PEP 384): a binary that needs only it runs on any Python 3
+# with abi3, which its Python cell says in words ("3.2" read as an old Python to ask for).
+LIMITED_API_FIRST = (3, 2)
 
 
 def _floor(
     inferred: tuple[int, int] | None,
     declared: tuple[int, int] | None,
     covered: tuple[int, int] | None = None,
+    *,
+    shown: str | None = None,
 ) -> str:
-    """The floor a binary needs; red when it is above the declared one, yellow when something
-    else the wheel declares (its Requires-Python) covers it."""
-    need = _version(inferred) or "-"
+    """The floor a binary needs (*shown*: in other words); red when it is above the declared
+    one, yellow when something else the wheel declares (its Requires-Python) covers it."""
+    need = shown or version_text(inferred) or "-"
     if not (inferred and declared and inferred > declared):
         return need
     return f"[yellow]{need}[/yellow]" if covered and inferred <= covered else f"[red]{need}[/red]"

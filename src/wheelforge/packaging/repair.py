@@ -157,7 +157,7 @@ def _keep(repaired: Path, kept: Path) -> None:
     """Store a copy (atomically: a reader sees none or the whole wheel), then drop the oldest
     beyond KEPT_REPAIRS. A cache that cannot be written is no error."""
     with contextlib.suppress(OSError, removal.RemovalRefused):
-        fsutil.publish(repaired, kept)
+        writers.publish(repaired, kept)
         writers.write_atomic(kept / _SHA256, fsutil.sha256(repaired) + "\n")
         folders = sorted(kept.parent.iterdir(), key=lambda f: f.stat().st_mtime, reverse=True)
         for old in folders[KEPT_REPAIRS:]:

@@ -16,7 +16,7 @@ from pathlib import Path
 from wheelforge.configuration import abi
 from wheelforge.configuration.matrix.keys import GENERATED_RE
 from wheelforge.configuration.matrix.model import Matrix
-from wheelforge.foundation import fsutil, readers
+from wheelforge.foundation import fsutil, readers, writers
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.packaging.wheel import core_metadata, followed, source_date_epoch
 
@@ -145,4 +145,4 @@ def write_sdist(matrix: Matrix, root: Path, dest_dir: Path) -> Path:
                 )
                 executable = path is not None and os.access(path, os.X_OK)
                 tar.addfile(_member(name, len(data), executable, epoch), io.BytesIO(data))
-        return fsutil.publish(target, dest_dir)
+        return writers.publish(target, dest_dir)

@@ -13,7 +13,7 @@ import html
 import re
 from pathlib import Path
 
-from wheelforge.foundation import fsutil
+from wheelforge.foundation import fsutil, writers
 
 INDEX_HTML = "index.html"
 
@@ -39,9 +39,9 @@ def write(folder: Path, project: str, wheel_name: str) -> Path:
     page = folder / normalized(project) / INDEX_HTML
     wheels = sorted(folder.glob(f"{wheel_name}-*.whl"))
     links = [(f"../{w.name}#sha256={fsutil.sha256(w)}", w.name) for w in wheels]
-    fsutil.write_if_changed(page, _page(f"Links for {project}", links))
+    writers.write_if_changed(page, _page(f"Links for {project}", links))
     projects = sorted(p.parent.name for p in folder.glob(f"*/{INDEX_HTML}"))
-    fsutil.write_if_changed(
+    writers.write_if_changed(
         folder / INDEX_HTML, _page("Simple index", [(f"{p}/", p) for p in projects])
     )
     return page

@@ -1,6 +1,6 @@
 """The reuse stamp: ``wheel.json`` in a variant's build folder names the wheel the last build of
 it published, the digest of the inputs it was made from, and the wheel's sha256. A build whose
-inputs match reuses that wheel (running/build.py); ``wheelforge test`` finds the built wheels
+inputs match reuses that wheel (running/build/variant.py); ``wheelforge test`` finds the built wheels
 through the stamps (running/torch_tests.py). This module is the stamp's only reader and writer."""
 
 from __future__ import annotations
@@ -10,10 +10,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from wheelforge.foundation import cachefiles, fsutil, removal
+from wheelforge.foundation import cachefiles, fsutil, removal, writers
 
 REUSE_STAMP = "wheel.json"  # names the published wheel a build may reuse
-sha256 = fsutil.sha256  # a wheel's, as the stamp records it (its callers in running/ name it so)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -32,7 +31,7 @@ class Stamp:
         wheel = out_dir / self.wheel
         if self.failed is not None or not self.wheel or not wheel.is_file():
             return None
-        return wheel if sha256(wheel) == self.sha256 else None
+        return wheel if fsutil.sha256(wheel) == self.sha256 else None
 
 
 _SHAPE = {"wheel": str, "digest?": str, "sha256?": str, "failed?": (str, None), "index?": str}
@@ -55,10 +54,10 @@ def read(build_dir: Path) -> Stamp | None:
 
 
 def write(build_dir: Path, *, digest: str, wheel: Path, index: str | None = None) -> None:
-    stamp = {"digest": digest, "wheel": wheel.name, "sha256": sha256(wheel)}
+    stamp = {"digest": digest, "wheel": wheel.name, "sha256": fsutil.sha256(wheel)}
     if index:
         stamp["index"] = index
-    fsutil.write_if_changed(build_dir / REUSE_STAMP, json.dumps(stamp, indent=2) + "\n")
+    writers.write_if_changed(build_dir / REUSE_STAMP, json.dumps(stamp, indent=2) + "\n")
 
 
 def fail(build_dir: Path, error: str) -> None:
@@ -66,7 +65,7 @@ def fail(build_dir: Path, error: str) -> None:
     published is no longer its wheel, and `wheelforge test` says so instead of testing it."""
     build_dir.mkdir(parents=True, exist_ok=True)
     stamp = {"wheel": "", "failed": error}
-    fsutil.write_if_changed(build_dir / REUSE_STAMP, json.dumps(stamp, indent=2) + "\n")
+    writers.write_if_changed(build_dir / REUSE_STAMP, json.dumps(stamp, indent=2) + "\n")
 
 
 def forget(build_dir: Path) -> None:

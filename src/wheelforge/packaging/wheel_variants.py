@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 from wheelforge.binaries import elf
 from wheelforge.binaries.facts import BinaryContents
-from wheelforge.foundation import fsutil
+from wheelforge.foundation import writers
 from wheelforge.foundation.errors import VerificationError
 from wheelforge.packaging.wheel import member_info
 
@@ -41,7 +41,6 @@ if TYPE_CHECKING:
 
 # variantlib takes ~0.07 s to import: the functions that use it import it, so a build that makes
 # no variant wheel (and every no-op) never loads it.
-VARIANT_DIST_INFO_FILENAME = elf.VARIANT_DIST_INFO_FILENAME
 
 NVIDIA = "nvidia"
 SM_ARCH = "sm_arch"
@@ -161,10 +160,12 @@ def make_variant_wheel(plain: Path, label: str, metadata: str, dest_dir: Path) -
     data = metadata.encode()
     with zipfile.ZipFile(plain) as src, zipfile.ZipFile(target, "w") as out:
         infos = [
-            i for i in src.infolist() if not i.filename.endswith(f"/{VARIANT_DIST_INFO_FILENAME}")
+            i
+            for i in src.infolist()
+            if not i.filename.endswith(f"/{elf.VARIANT_DIST_INFO_FILENAME}")
         ]
         record = next(i for i in infos if i.filename.endswith(".dist-info/RECORD"))
-        member = f"{record.filename.rsplit('/', 1)[0]}/{VARIANT_DIST_INFO_FILENAME}"
+        member = f"{record.filename.rsplit('/', 1)[0]}/{elf.VARIANT_DIST_INFO_FILENAME}"
         for info in infos:
             if info is record:
                 out.writestr(member_info(member, executable=False), data)
@@ -202,7 +203,7 @@ def plain_name(wheel: Path, label: str | EllipsisType | None = ...) -> str:
 def read_variant_json(wheel: Path) -> str | None:
     """The text of a wheel's ``*.dist-info/variant.json``, read within bounded.py's caps."""
     with elf.open_wheel(wheel) as reader:
-        name = reader.dist_info_member(VARIANT_DIST_INFO_FILENAME)
+        name = reader.dist_info_member(elf.VARIANT_DIST_INFO_FILENAME)
         return None if name is None else reader.read_text(name)
 
 
@@ -223,7 +224,7 @@ def check_variant(wheel: Path, binaries: Sequence[BinaryContents]) -> VariantChe
             label=label,
             properties=(),
             derived_sm_arch=derived,
-            problems=(f"variant wheel without *.dist-info/{VARIANT_DIST_INFO_FILENAME}",),
+            problems=(f"variant wheel without *.dist-info/{elf.VARIANT_DIST_INFO_FILENAME}",),
         )
     try:
         desc = VariantDistInfo(text, label).variant_desc
@@ -233,7 +234,7 @@ def check_variant(wheel: Path, binaries: Sequence[BinaryContents]) -> VariantChe
             label=label,
             properties=(),
             derived_sm_arch=derived,
-            problems=(f"{VARIANT_DIST_INFO_FILENAME} is not valid: {error}",),
+            problems=(f"{elf.VARIANT_DIST_INFO_FILENAME} is not valid: {error}",),
         )
     declared = {p.value for p in desc.properties if (p.namespace, p.feature) == (NVIDIA, SM_ARCH)}
     problems = []
@@ -243,7 +244,7 @@ def check_variant(wheel: Path, binaries: Sequence[BinaryContents]) -> VariantChe
             for v in sorted(declared - set(derived))
         ]
         problems += [
-            f"the binaries carry {v}, which {VARIANT_DIST_INFO_FILENAME} does not declare"
+            f"the binaries carry {v}, which {elf.VARIANT_DIST_INFO_FILENAME} does not declare"
             for v in sorted(set(derived) - declared)
         ]
     return VariantCheck(
@@ -298,13 +299,13 @@ def write_index_json(out_dir: Path, wheel_name: str, version: str) -> Path | Non
             merged.merge(info)
         except ValidationError as error:
             raise VerificationError(
-                f"{wheel.name}: its {VARIANT_DIST_INFO_FILENAME} does not merge with the other "
+                f"{wheel.name}: its {elf.VARIANT_DIST_INFO_FILENAME} does not merge with the other "
                 f"variants: {error}"
             ) from error
     if merged is None:
         return None
     path = out_dir / f"{wheel_name}-{version}-variants.json"
-    fsutil.write_if_changed(path, _with_schema(merged.to_str()))
+    writers.write_if_changed(path, _with_schema(merged.to_str()))
     return path
 
 

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from wheelforge.foundation import fsutil, locks, numbers, readers
+from wheelforge.foundation import locks, numbers, readers, writers
 
 GIB = 1 << 30
 HISTORY = "job-costs.json"
@@ -187,4 +187,4 @@ def record(
             entries.pop(key, None)  # re-inserted last: dicts keep insertion order
             entries[key] = data
         kept = dict(list(entries.items())[-_KEEP:])
-        fsutil.write_if_changed(path, json.dumps({"entries": kept}, sort_keys=False) + "\n")
+        writers.write_if_changed(path, json.dumps({"entries": kept}, sort_keys=False) + "\n")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ninja.ninja_syntax import Writer, escape
 
-from wheelforge.foundation import fsutil
+from wheelforge.foundation import writers
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.planning.parallelism import HEAVY_POOL
 from wheelforge.planning.plan import VariantPlan
@@ -215,11 +215,15 @@ def _nvcc_launch(plan: VariantPlan) -> str:
     return f"cd / && LD_PRELOAD={shlex.quote(str(plan.compile.nvcc_preload))} "
 
 
+# The description of a step of wheelforge's own, not the project's: no job on the screen.
+PRELOAD = "PRELOAD"
+
+
 def _preload(w: Writer, plan: VariantPlan) -> list[str]:
     """The rule and build of the fixed-pid library; the nvcc steps' implicit inputs."""
     if plan.compile.nvcc_preload is None:
         return []
-    w.rule("preload", "$cc -shared -fPIC -O2 -o $out $in", description="PRELOAD $out")
+    w.rule("preload", "$cc -shared -fPIC -O2 -o $out $in", description=f"{PRELOAD} $out")
     # nvcc runs from / then, so every path is absolute (plan.command_path)
     library = plan.compile.nvcc_preload
     w.build([str(library)], "preload", [str(library.with_suffix(".c"))])
@@ -229,5 +233,5 @@ def _preload(w: Writer, plan: VariantPlan) -> list[str]:
 def write(plan: VariantPlan) -> str:
     """Write build.ninja (untouched when unchanged) and return its text."""
     text = render(plan)
-    fsutil.write_if_changed(plan.build_dir / "build.ninja", text)
+    writers.write_if_changed(plan.build_dir / "build.ninja", text)
     return text

@@ -19,7 +19,7 @@ from wheelforge.configuration.importers import buildtoml, cmake, setupcapture, s
 from wheelforge.configuration.importers.captured import CapturedBuild
 from wheelforge.configuration.importers.staticsetup import read_setup
 from wheelforge.configuration.importers.writer import InitChoices, InitResult, abi_of, render
-from wheelforge.foundation import fsutil, log, readers
+from wheelforge.foundation import log, readers, writers
 from wheelforge.foundation.errors import ConfigError, EnvironmentProblem, ToolError
 from wheelforge.toolchain import torchprobe
 from wheelforge.toolchain.toolkit import Toolkit, discover
@@ -177,6 +177,6 @@ def init_project(request: InitRequest, env: Mapping[str, str] | None = None) -> 
     for generated in result.generated:
         path = request.root / generated.path
         path.parent.mkdir(parents=True, exist_ok=True)
-        fsutil.write_if_changed(path, generated.text)
-    fsutil.write_if_changed(result.path, result.text)
+        writers.write_if_changed(path, generated.text)
+    writers.write_if_changed(result.path, result.text)
     return result

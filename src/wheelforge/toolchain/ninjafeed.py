@@ -244,6 +244,9 @@ class Feed:
             words = set(shlex.split(command))
         except ValueError:
             words = set(command.split())
+        # A shell given one simple command execs it (dash does): the child of ninja is then
+        # the compiler or its launcher (ccache nvcc ... -o obj/x.o), its own argv the words.
+        words.update(shell.argv)
         for job in self.progress.left:
             if self.output_of(job) in words:
                 return job

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from wheelforge import __version__
-from wheelforge.foundation import cachefiles, fsutil
+from wheelforge.foundation import cachefiles, writers
 
 PROBES = "probes"  # <cache>/probes/<kind>/<key>.json
 # Bumped when the shape of a probe's value changes, so old entries are never misread.
@@ -91,7 +91,7 @@ def store(
         return
     entry = {"key": key, "watch": fingerprint(watch), "value": value}
     with contextlib.suppress(OSError):
-        fsutil.write_if_changed(_entry_path(cache, kind, key), json.dumps(entry, indent=1) + "\n")
+        writers.write_if_changed(_entry_path(cache, kind, key), json.dumps(entry, indent=1) + "\n")
 
 
 def cached(

@@ -3,7 +3,7 @@ answer the torch probe and run one import check each.
 
 Importing torch is the slowest thing a build does outside the compiler (3.5-4 s on the H200
 machine, ~1.5 s here), and a cold build did it twice, one after the other: the probe
-(torchprobe.py) before compiling, the import check (running/importcheck.py) after packing.
+(torchprobe.py) before compiling, the import check (running/build/importcheck.py) after packing.
 Now one child does both. It imports torch (niced, so the compiles it overlaps come first),
 prints the probe's answer, then waits on its stdin for the wheel's shared objects to load, the
 way a fresh ``python -c 'import torch; ...'`` would: they are loaded in a process that has only

@@ -4,7 +4,7 @@ frozen :class:`~wheelforge.configuration.importers.captured.CapturedBuild`, whic
 
 - setupcapture.py: setup.py run as pip would, in a child process whose ``setup()``, Extension
   classes and ``BuildExtension`` record instead of building (setup_child.py is that child);
-- staticsetup.py: setup.py read without running it (``--no-run``; configuration/setupscan.py);
+- staticsetup.py: setup.py read without running it (``--no-run``; setuppy.py);
 - cmake.py: a CMake project configured only, its ``compile_commands.json`` read;
 - buildtoml.py: a Hugging Face kernel-builder ``build.toml``;
 - sourcescan.py: no build script at all: the sources that register ops.

@@ -19,7 +19,7 @@ from wheelforge.configuration.archs import Arch, ArchSpec
 _GENCODE = ("-gencode", "--generate-code")
 _ARCH = ("-arch", "--gpu-architecture")
 _CODE = ("-code", "--gpu-code")
-# Flags with a value that wheelforge owns: nvcc --threads (running/incremental.py), the host
+# Flags with a value that wheelforge owns: nvcc --threads (planning/parallelism.py), the host
 # compiler (toolkit.host_compiler).
 _OWNED_WITH_VALUE = ("--threads", "-t", "-ccbin", "--compiler-bindir")
 # Macros torch's CMake targets carry (TorchConfig's INTERFACE_COMPILE_DEFINITIONS): torch's, not

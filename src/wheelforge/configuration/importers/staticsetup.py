@@ -1,4 +1,4 @@
-"""``wheelforge init --no-run``: setup.py read without running it (configuration/setupscan.py,
+"""``wheelforge init --no-run``: setup.py read without running it (setuppy.py,
 Python's ast), in the shape of setup_child.py's record so that setuprecord.py reads both."""
 
 from __future__ import annotations

@@ -295,10 +295,11 @@ def _targeted(extensions: Sequence[CapturedExtension]) -> CapturedExtension:
 
 
 def _summary(build: CapturedBuild, abi: Abi) -> str:
-    parts = [
-        f"{e.name}: {len([s for s in e.sources if Path(s.path).suffix in SOURCE_SUFFIXES])} source(s)"
+    counts = [
+        (e.name, sum(1 for s in e.sources if Path(s.path).suffix in SOURCE_SUFFIXES))
         for e in build.extensions
     ]
+    parts = [f"{name}: {n} source{'' if n == 1 else 's'}" for name, n in counts]
     extra = (
         [
             f"{len(build.header_libraries)} header librar{'y' if len(build.header_libraries) == 1 else 'ies'}"

@@ -1,4 +1,4 @@
-"""Turning matrix.yaml's node tree into the model of matrix.py: every key checked, every
+"""Turning matrix.yaml's node tree into the model of model.py: every key checked, every
 problem collected with its line, all reported at once.
 
 The keys, which are required and their defaults come from the model's fields

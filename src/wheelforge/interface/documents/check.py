@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from wheelforge.binaries.abicheck import BinaryCheck, TorchAbi, Violation, WheelSummary
-from wheelforge.binaries.rule import TorchSource
+from wheelforge.binaries.abicheck import BinaryCheck, TorchAbi, WheelSummary
+from wheelforge.binaries.rule import TorchSource, Violation
 from wheelforge.interface.documents.kinds import DocumentKind, doc, schema_version, version_text
 
 VERSION = 1

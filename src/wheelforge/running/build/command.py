@@ -68,7 +68,7 @@ def _run_build(settings: BuildSettings, chosen: list[Variant], start: float) -> 
         )
     else:
         how = f"for torch {', '.join(labels)} (unstable ABI: one build each)"
-    what = f"{len(plans)} variant(s) of {m.package.name} {m.package.version}"
+    what = f"{len(plans)} variant{'' if len(plans) == 1 else 's'} of {m.package.name} {m.package.version}"
     log.info(f"building {what} {how}; archs from {settings.arch_source}")
     if plans:
         importcheck.warn_if_torch_not_imported_first(plans[0])
@@ -104,6 +104,7 @@ def _run_build(settings: BuildSettings, chosen: list[Variant], start: float) -> 
         failures=tuple(o for o in outcomes if isinstance(o, VariantFailure)),
         seconds=time.perf_counter() - start,
         variants_json=index,
+        test_torches=m.tests.torch if m.tests is not None else None,
         no_compile_cache=(
             compilecache.none_reason(settings.compile_cache, settings.compile_cache_source)
             if compile_cache is None

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from wheelforge.foundation import fsutil
+from wheelforge.foundation import writers
 from wheelforge.planning import jobcosts, ninjafile, reproducible
 from wheelforge.planning.plan import VariantPlan
 from wheelforge.running.build import freshness, ninja
@@ -41,7 +41,7 @@ def compile_variant(
     compile's cost, added to the job-cost history in the cache folder *history*. *before_ninja*
     runs when ninja is about to (what can overlap the compile starts there)."""
     for generated in plan.compile.generated:
-        fsutil.write_if_changed(generated.path, generated.text)
+        writers.write_if_changed(generated.path, generated.text)
     text = ninjafile.write(plan)
     if freshness.up_to_date(plan, text):
         return Compiled()

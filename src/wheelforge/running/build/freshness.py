@@ -17,7 +17,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from wheelforge.foundation import fsutil, readers, removal
+from wheelforge.foundation import readers, removal, writers
 from wheelforge.planning.plan import VariantPlan
 from wheelforge.running.build import ninja
 from wheelforge.toolchain import probecache
@@ -56,7 +56,7 @@ def stamp_text(plan: VariantPlan) -> str | None:
 
 def recorded_inputs(plan: VariantPlan) -> list[Path] | None:
     """Every file the last build read (sources and the headers ninja recorded), from the stamp;
-    None without one (then ``ninja -t deps`` answers, planning/ninja.py inputs())."""
+    None without one (then ``ninja -t deps`` answers, running/build/ninja.py inputs())."""
     text = stamp_text(plan)
     try:
         read = json.loads(text)["read"] if text else None
@@ -91,4 +91,4 @@ def record(plan: VariantPlan, ninja_text: str, started_ns: int) -> None:
     watched |= probecache.fingerprint(outputs)
     # "read": what the compiles read, for the wheel's provenance (no second ninja -t deps)
     stamp = {"ninja": ninja_hash(ninja_text), "files": watched, "read": sorted(read)}
-    fsutil.write_if_changed(_stamp_path(plan), json.dumps(stamp, indent=1) + "\n")
+    writers.write_if_changed(_stamp_path(plan), json.dumps(stamp, indent=1) + "\n")

@@ -13,11 +13,10 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from wheelforge.binaries.abicheck import demangle
+from wheelforge.binaries.symbols import demangle
 from wheelforge.configuration.matrix.model import ExtensionConfig
-from wheelforge.foundation import log, proc, readers
+from wheelforge.foundation import fsutil, log, proc, readers
 from wheelforge.foundation.errors import VerificationError
-from wheelforge.packaging import stamp
 from wheelforge.planning.plan import LinkPlan, VariantPlan
 from wheelforge.toolchain import probecache, torchprobe, warmtorch
 
@@ -56,7 +55,7 @@ def check_import(
     bytes and this torch while the files torch's probe watches are unchanged: a fresh clone
     that builds the same wheel does not import it again."""
     key = {
-        "wheel": stamp.sha256(wheel),
+        "wheel": fsutil.sha256(wheel),
         "loads": [[link.extension.kind, link.extension.name] for link in plan.links],
         **torchprobe.probe_key(plan.torch.python),
     }

@@ -10,9 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from wheelforge.foundation import fsutil, log, proc, proctree
+from wheelforge.foundation import log, proc, proctree, writers
 from wheelforge.foundation.diagnostics import Diagnostic, parse_compiler_output
 from wheelforge.foundation.errors import BuildError, EnvironmentProblem
+from wheelforge.planning import ninjafile
 from wheelforge.planning.parallelism import default_parallelism
 from wheelforge.planning.plan import VariantPlan
 from wheelforge.toolchain import ninjafeed
@@ -21,8 +22,6 @@ if TYPE_CHECKING:  # what runs ninja loads these; a no-op build starts none (its
     from wheelforge.running.build import jobwatch
 
 NINJA_HINT = "pip install ninja"
-_STATUS = ninjafeed.STATUS
-_STATUS_RE = ninjafeed.STATUS_RE
 
 
 def executable() -> Path:
@@ -38,9 +37,13 @@ def pending_jobs(plan: VariantPlan) -> list[str]:
     """The steps ninja would run now (``NVCC kernels/csrc/x.cu``), in its order: a dry run
     (``-n``), which runs nothing and writes no log."""
     args: list[str | Path] = [executable(), "-C", plan.build_dir, "-n", *_jobs_flag(plan)]
-    result = proc.run(args, hint=NINJA_HINT, env={"NINJA_STATUS": _STATUS}, timeout=proc.PROBE_S)
+    result = proc.run(
+        args, hint=NINJA_HINT, env={"NINJA_STATUS": ninjafeed.STATUS}, timeout=proc.PROBE_S
+    )
     return [
-        _job_name(m[2], plan) for ln in result.stdout.splitlines() if (m := _STATUS_RE.match(ln))
+        _job_name(m[2], plan)
+        for ln in result.stdout.splitlines()
+        if (m := ninjafeed.STATUS_RE.match(ln))
     ]
 
 
@@ -100,7 +103,7 @@ def _outputs(plan: VariantPlan) -> dict[str, str]:
 
 
 def run_env(plan: VariantPlan) -> dict[str, str]:
-    env = {"NINJA_STATUS": _STATUS}
+    env = {"NINJA_STATUS": ninjafeed.STATUS}
     cache = plan.compile.compile_cache
     if plan.compile.nvcc_threads and not (cache and cache.splits_nvcc):  # else on the command
         # In nvcc's environment rather than on its command line: --threads changes how nvcc
@@ -129,7 +132,10 @@ def run(plan: VariantPlan, *, env: dict[str, str] | None = None) -> NinjaRun:
     from wheelforge.foundation.progress import JobProgress
     from wheelforge.running.build import jobwatch
 
-    todo = pending_jobs(plan)
+    # The fixed-pid library (planning/reproducible.py) is wheelforge's, not a job of the
+    # project's: ninja builds it, the screen does not list it (JobProgress ignores a job it was
+    # not given).
+    todo = [job for job in pending_jobs(plan) if not job.startswith(f"{ninjafile.PRELOAD} ")]
     args: list[str | Path] = [executable(), "-C", plan.build_dir, *_jobs_flag(plan)]
     if log.verbosity() >= 2:
         args.append("-v")
@@ -173,7 +179,7 @@ def run(plan: VariantPlan, *, env: dict[str, str] | None = None) -> NinjaRun:
         watch.stop()
         progress.close()
     # Every variant's full log at a stable path, whether the build passed or not.
-    fsutil.write_if_changed(plan.build_dir / "build.log", result.stdout)
+    writers.write_if_changed(plan.build_dir / "build.log", result.stdout)
     if result.returncode != 0:
         raise _failure(plan, result.stdout)
     ninja_log.read()
@@ -241,13 +247,18 @@ def _failure(plan: VariantPlan, output: str) -> BuildError:
     if cause := proc.known_cause(output):  # the disk is full: said first, not in the details
         what += f": {cause}"
     # ninja's own status lines are noise in the compiler's output.
-    shown = "\n".join(ln for ln in output.splitlines() if not _STATUS_RE.match(ln))
-    # The failing command's first errors (not the tail of everything), then known causes.
-    first = diagnose.first_errors(found[0]) if found else proc.tail(shown)
+    shown = "\n".join(ln for ln in output.splitlines() if not ninjafeed.STATUS_RE.match(ln))
+    # The failing command's first errors (not the tail of everything), then known causes; the
+    # files in them named as the project names them, not from the build folder (../../../).
+    first = diagnose.project_paths(
+        diagnose.first_errors(found[0]) if found else proc.tail(shown), plan
+    )
     hints = diagnose.hints("\n".join(found[0].output) if found else shown, plan)
     # The verdict comes last, after its details (log.error): the failing command's first
     # error line, and where the whole log is, stay on the screen however long the rest is.
     error = diagnose.first_error_line(found[0]) if found else None
+    if error:
+        error = diagnose.project_paths(error, plan)
     return BuildError(
         f"variant {plan.variant.id}: {what}"
         + (f": {error.strip()}" if error else "")

@@ -13,7 +13,7 @@ from pathlib import Path
 from wheelforge import __version__
 from wheelforge.binaries.verify import WheelVerification
 from wheelforge.foundation import fsutil, readers, writers
-from wheelforge.packaging import provenance, stamp, wheel
+from wheelforge.packaging import provenance, wheel
 from wheelforge.planning.plan import VariantPlan
 from wheelforge.running.build import freshness, ninja
 
@@ -41,8 +41,8 @@ def dist_info_files(plan: VariantPlan) -> tuple[tuple[str, str], ...]:
         )
         if text is not None:
             document = {"key": key, "files": made.dist_info, "inputs": made.inputs}
-            fsutil.write_if_changed(stored, json.dumps(document) + "\n")
-    fsutil.write_if_changed(plan.build_dir / provenance.INPUTS_NAME, made.inputs)
+            writers.write_if_changed(stored, json.dumps(document) + "\n")
+    writers.write_if_changed(plan.build_dir / provenance.INPUTS_NAME, made.inputs)
     return made.dist_info
 
 
@@ -65,7 +65,7 @@ VERIFIED = "wheel-verified.pickle"
 def remember_verification(
     published: Path, plan: VariantPlan, found: WheelVerification, imported: tuple[str, ...] | None
 ) -> None:
-    data = (__version__, stamp.sha256(published), found, imported)
+    data = (__version__, fsutil.sha256(published), found, imported)
     writers.write_atomic(plan.build_dir / VERIFIED, pickle.dumps(data))
 
 
@@ -79,6 +79,6 @@ def verified_before(
         version, sha, found, imported = pickle.loads(stored)
     except Exception:  # missing, truncated, from another layout: verify again
         return None
-    ok = version == __version__ and sha == stamp.sha256(published)
+    ok = version == __version__ and sha == fsutil.sha256(published)
     ok = ok and (imported is None or isinstance(imported, tuple))
     return (found, imported) if ok and isinstance(found, WheelVerification) else None

@@ -20,7 +20,7 @@ from wheelforge.binaries.sizecheck import LEVERS_SHOWN, TOP_CONTRIBUTORS, SizeCh
 from wheelforge.binaries.verify import WheelVerification, verify_wheel
 from wheelforge.configuration.bytesizes import format_size
 from wheelforge.configuration.settings import BuildSettings
-from wheelforge.foundation import fsutil, log, removal
+from wheelforge.foundation import fsutil, log, removal, writers
 from wheelforge.foundation.errors import (
     BuildError,
     ConfigError,
@@ -122,7 +122,7 @@ def _build_variant(
         plan, made = _compile(plan, inputs, settings)
         compiled = [s for s in made.ran if s in ("CXX", "CC", "NVCC")]
         generated = made.ran.count(ninja.GENERATE)
-        log.info(f"  {_compiled_words(plan, len(compiled), generated)}")
+        log.info(f"  {_compiled_words(plan, made, len(compiled), generated)}")
 
     contents = wheel.contents(plan, repair.build_platform(), reuse.dist_info_files(plan))
     digest = contents.digest()
@@ -148,7 +148,7 @@ def _build_variant(
         torch=plan.torch.label,
         wheel=published,
         wheel_size=published.stat().st_size,
-        sha256=stamp.sha256(published),
+        sha256=fsutil.sha256(published),
         sources=len(plan.compile.steps),
         compiled=tuple(compiled),
         reused=reused,
@@ -193,10 +193,23 @@ def _shared_objects(
     return tuple(out)
 
 
-def _compiled_words(plan: VariantPlan, compiled: int, generated: int) -> str:
+def _compiled_words(plan: VariantPlan, made: Compiled, compiled: int, generated: int) -> str:
+    """What the compile did: sources compiled, those the compile cache answered (its hits: no
+    compiler ran for them), generate steps run."""
     if not compiled and not generated:
         return "nothing to compile: up to date"
-    words = f"compiled {compiled} of {len(plan.compile.steps)} sources"
+    total = len(plan.compile.steps)
+    hits = sum(1 for job in made.jobs if job.cached)
+    tool = made.cache.tool if made.cache is not None else "the compile cache"
+    if hits and hits >= compiled:
+        words = f"{hits} of {total} sources from the compile cache ({tool}), none compiled"
+    elif hits:
+        words = f"compiled {compiled - hits} of {total} sources, {hits} more from the compile cache ({tool})"
+    elif any(job.cached is None for job in made.jobs) and made.cache is not None:
+        # sccache does not say which compiles it answered, only how many (its line below)
+        words = f"compiled {compiled} of {total} sources or took them from {tool} (counts below)"
+    else:
+        words = f"compiled {compiled} of {total} sources"
     if generated:
         words += f", ran {generated} of {len(plan.compile.generate)} generate steps"
     return words
@@ -379,7 +392,7 @@ def _pack_and_publish(
             for made in outputs:
                 _refuse_to_replace(plan.out_dir / made.name, made, plan)
             try:
-                done = [fsutil.publish(made, plan.out_dir) for made in outputs]
+                done = [writers.publish(made, plan.out_dir) for made in outputs]
             except OSError as exc:
                 raise EnvironmentProblem(
                     f"--out {plan.out_dir}: cannot write {outputs[0].name}: "
@@ -404,7 +417,7 @@ def _refuse_to_replace(previous: Path, made: Path, plan: VariantPlan) -> None:
     """A wheel of the same name in the output folder: another variant's (its stamp says so) is
     never replaced silently, as builds with different --archs into one --out did; any other
     is replaced with a warning."""
-    if not previous.is_file() or stamp.sha256(previous) == stamp.sha256(made):
+    if not previous.is_file() or fsutil.sha256(previous) == fsutil.sha256(made):
         return
     own = stamp.read(plan.build_dir)
     if own is not None and own.published(plan.out_dir) == previous:
