@@ -116,6 +116,64 @@ def test_rebuild_runs_no_compiler(first_build: Run, project: Path) -> None:
     assert only_wheel(project / "dist").read_bytes() == before
 
 
+# What a no-op build never needs, so never imports (its start-up is most of its time; the
+# speed itself is shown by bench/bench_build.py --baseline): the packers, repairer, ELF reader,
+# variant and SBOM libraries, and wheelforge's modules for building, failing, reports and other
+# commands.
+NOT_IMPORTED_BY_A_NOOP = (
+    "abi3info",
+    "auditwheel",
+    "concurrent.futures",
+    "configparser",
+    "ctypes",
+    "cyclonedx",
+    "elftools",
+    "importlib.metadata",
+    "jsonschema",
+    "pyproject_metadata",
+    "rich.live",
+    "rich.progress",
+    "variantlib",
+    "wheel",
+    "zstandard",
+    "wheelforge.binaries.inspection",
+    "wheelforge.foundation.progress",
+    "wheelforge.interface.ci",
+    "wheelforge.interface.documents",
+    "wheelforge.interface.render_loadson",
+    "wheelforge.interface.render_variants",
+    "wheelforge.packaging.sbom",
+    "wheelforge.packaging.simpleindex",
+    "wheelforge.packaging.wheel_variants",
+    "wheelforge.running.build.diagnose",
+    "wheelforge.running.build.dryrun",
+    "wheelforge.running.build.jobwatch",
+    "wheelforge.running.build.reproduce",
+    "wheelforge.toolchain.downloads",
+)
+
+
+def test_noop_rebuild_imports_only_what_it_needs(
+    first_build: Run, project: Path, tmp_path: Path
+) -> None:
+    listed = tmp_path / "modules.json"
+    code = (
+        "import json, sys\n"
+        "from wheelforge.interface.cli import main\n"
+        f"status = main(['build', '--archs', {ARCHS!r}])\n"
+        f"open({str(listed)!r}, 'w').write(json.dumps([status, sorted(sys.modules)]))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=project, capture_output=True,
+                          text=True, env={**os.environ, "COLUMNS": "200"})  # fmt: skip
+    status, modules = json.loads(listed.read_text())
+    assert status == 0, proc.stderr
+    assert "nothing to compile: up to date" in proc.stderr and "is up to date" in proc.stderr
+    loaded = [
+        m for m in modules if any(m == n or m.startswith(f"{n}.") for n in NOT_IMPORTED_BY_A_NOOP)
+    ]
+    assert not loaded, f"a no-op build imported {loaded}"
+
+
 def test_touching_one_source_recompiles_only_it(first_build: Run, project: Path) -> None:
     source = project / "kernels" / "csrc" / "ops.cpp"
     source.write_text(source.read_text() + "\n// touched\n")

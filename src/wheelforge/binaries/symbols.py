@@ -6,7 +6,6 @@ builds an object per symbol: seconds on a large wheel), their headers by pyelfto
 
 from __future__ import annotations
 
-import ctypes
 import re
 import struct
 from collections.abc import Iterable
@@ -19,7 +18,9 @@ from wheelforge.binaries.elf import ElfImage
 from wheelforge.foundation.errors import BinaryFormatError
 from wheelforge.toolchain.shims import Version2
 
-if TYPE_CHECKING:  # pyelftools loads in ~0.05 s: the functions that parse import it
+if TYPE_CHECKING:  # pyelftools loads in ~0.05 s, ctypes ~0.01 s: the functions that use them do
+    import ctypes
+
     from elftools.elf.elffile import ELFFile
 
 _MAX_VERSION_ENTRIES = 4096  # libraries need a handful of sonames; glibc itself has ~40
@@ -123,6 +124,8 @@ def _section_header(elf: ELFFile, name: str) -> Any:
 
 @cache
 def _cxa_demangle() -> tuple[ctypes._CFuncPtr, ctypes._CFuncPtr] | None:  # type: ignore[name-defined]
+    import ctypes  # only where a symbol is demangled: a no-op build never does
+
     # Sonames, not ctypes.util.find_library: that one runs ldconfig in a subprocess.
     try:
         lib = ctypes.CDLL("libstdc++.so.6")
@@ -142,6 +145,8 @@ def demangle(symbol: str) -> str:
     funcs = _cxa_demangle()
     if funcs is None or not symbol.startswith("_Z"):
         return symbol
+    import ctypes
+
     fn, free = funcs
     status = ctypes.c_int()
     ptr = fn(symbol.encode(), None, None, ctypes.byref(status))

@@ -9,14 +9,17 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from wheelforge.binaries import abicheck, elf, reader, registry, symbols
 from wheelforge.binaries.facts import FATBINS, BinaryContents, WheelFacts
 from wheelforge.configuration import abi as abis
 from wheelforge.configuration.archs import Arch, ArchSet, ArchSpec
 from wheelforge.foundation.errors import VerificationError
-from wheelforge.planning.plan import LinkPlan, VariantPlan
 from wheelforge.toolchain import shims
+
+if TYPE_CHECKING:  # `inspect` and `check` load no planning
+    from wheelforge.planning.plan import LinkPlan, VariantPlan
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -5,7 +5,6 @@ for a submodule path (asked of git: the index is git's own format)."""
 
 from __future__ import annotations
 
-import configparser
 import shutil
 from pathlib import Path
 
@@ -104,6 +103,8 @@ def submodules(top: Path) -> dict[str, str | None]:
     modules = top / ".gitmodules"
     if not modules.is_file():
         return {}
+    import configparser
+
     parser = configparser.ConfigParser()
     try:
         parser.read_string(readers.read_text(modules, cap=readers.CONFIG_CAP), str(modules))

@@ -17,7 +17,6 @@ from wheelforge.foundation import log, writers
 from wheelforge.foundation.errors import WheelforgeError
 from wheelforge.interface.render import output_console, print_build, print_dry_run
 from wheelforge.running.build.command import run_build
-from wheelforge.running.build.dryrun import dry_run as plan_dry_run
 from wheelforge.running.build.results import BuildReport
 
 if TYPE_CHECKING:  # the report and CI modules load only when a report is wanted (no-op speed)
@@ -58,6 +57,8 @@ def build_command(options: BuildOptions) -> None:
         log.set_ci("github" if options.ci_mode == "github" else None)
     log.set_quiet(options.quiet)
     if options.dry_run:
+        from wheelforge.running.build.dryrun import dry_run as plan_dry_run
+
         print_dry_run(plan_dry_run(resolve(options.flags)), output_console())
     else:
         build(options.flags, options.report_path)

@@ -13,27 +13,22 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from wheelforge.binaries.abicheck import BinaryCheck
 from wheelforge.binaries.elf import member_path, split_member
 from wheelforge.binaries.facts import BinaryContents
-from wheelforge.binaries.loadson import LoadsOn, loads_on
 from wheelforge.configuration import abi
 from wheelforge.configuration.archs import code_sort_key, sm_range
 from wheelforge.configuration.bytesizes import format_size as human_size
-from wheelforge.configuration.matrix.model import Matrix
 from wheelforge.foundation import log
 from wheelforge.foundation.log import printable
-from wheelforge.interface.render_loadson import loads_on_lines, wheel_table
-from wheelforge.interface.render_variants import variant_summary
-from wheelforge.planning.plan import wheel_version
-from wheelforge.planning.variants import Variant
-from wheelforge.running.build.results import BuildReport, VariantResult
-from wheelforge.toolchain import compilecache
-from wheelforge.toolchain.provision import RECIPES
-from wheelforge.toolchain.toolkit import Toolkit
 
-if TYPE_CHECKING:  # `build` loads neither
+if TYPE_CHECKING:  # a no-op `build` loads none of these, `inspect` no matrix and no plan
+    from wheelforge.binaries.abicheck import BinaryCheck
+    from wheelforge.binaries.loadson import LoadsOn
+    from wheelforge.configuration.matrix.model import Matrix
+    from wheelforge.planning.variants import Variant
     from wheelforge.running.build.dryrun import PlannedVariant
+    from wheelforge.running.build.results import BuildReport, VariantResult
+    from wheelforge.toolchain.toolkit import Toolkit
 
 
 def short_path(binary: BinaryContents) -> str:
@@ -194,6 +189,8 @@ def print_build(report: BuildReport, console: Console) -> None:
                 f"{v.reproducible})"
             )
         if v.variant_label:
+            from wheelforge.interface.render_variants import variant_summary
+
             say(escape(variant_summary(v)))
     if report.variants_json is not None:
         say(f"index-level variant metadata: {_text(str(report.variants_json))}")
@@ -245,6 +242,8 @@ def compile_costs(v: VariantResult) -> list[str]:
     held it back. The JSON report has every compile."""
     lines = []
     if v.jobs:
+        from wheelforge.toolchain import compilecache
+
         served = v.compile_cache is not None and compilecache.in_server(v.compile_cache.tool)
         if served and all(j.cpu_seconds is None for j in v.jobs):
             cost = " in sccache's server (CPU, memory not measured)"
@@ -293,6 +292,9 @@ def print_dry_run(planned: Sequence[PlannedVariant], console: Console) -> None:
 
 def print_inspect(reports: Sequence[BinaryContents], console: Console) -> None:
     """One table per binary: its archs grouped by kind, with sizes."""
+    from wheelforge.binaries.loadson import loads_on
+    from wheelforge.interface.render_loadson import loads_on_lines
+
     if not reports:
         console.print(
             "no ELF files found: the files, wheels and folders given hold no shared objects or "
@@ -353,6 +355,8 @@ def print_inspect(reports: Sequence[BinaryContents], console: Console) -> None:
 def _wheel_loads(found: list[LoadsOn], container: str | None, console: Console) -> None:
     """After a wheel's binaries, where they load together (when there are two or more)."""
     if container and len(found) > 1:
+        from wheelforge.interface.render_loadson import wheel_table
+
         print_whole(wheel_table(container, found), console)
 
 
@@ -368,6 +372,8 @@ def variants_table(
     for column in columns:
         table.add_column(column, overflow="fold", no_wrap=column in ("id", "CUDA"))
     for v in variants:
+        from wheelforge.planning.plan import wheel_version
+
         version = wheel_version(matrix, v)
         if v.variant_label:
             version += f" (variant {v.variant_label})"
@@ -392,6 +398,8 @@ def variants_table(
 def toolkits_table(found: Sequence[Toolkit]) -> Table:
     """Fits 80 columns: no folder and no command in a cell, where rich would cut or fold them
     (print_toolkits prints them whole below the table)."""
+    from wheelforge.toolchain.provision import RECIPES
+
     table = Table(title="CUDA toolkits", title_justify="left")
     for column in ("CUDA", "archs", "host g++ up to", "how"):
         table.add_column(column)
@@ -408,6 +416,8 @@ def toolkits_table(found: Sequence[Toolkit]) -> Table:
 def print_toolkits(found: Sequence[Toolkit], console: Console | None = None) -> None:
     """The toolkits' table, then where each found one is and how to provision the others: a
     line each, the folder and the command whole (log.say), so they can be copied."""
+    from wheelforge.toolchain.provision import RECIPES
+
     console = console or output_console()
     print_whole(toolkits_table(found), console)
     for t in found:

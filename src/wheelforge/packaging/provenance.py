@@ -16,7 +16,6 @@ import json
 import shlex
 import zipfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +23,6 @@ from wheelforge import __version__
 from wheelforge.binaries import bounded
 from wheelforge.binaries.elf import open_elf_file
 from wheelforge.binaries.facts import BinaryContents
-from wheelforge.binaries.inspection import contents_of
 from wheelforge.foundation import fsutil, proc, readers
 from wheelforge.foundation.errors import WheelforgeError
 from wheelforge.packaging.wheel import source_date_epoch
@@ -66,6 +64,8 @@ def compiler_version(cxx: str) -> str:
 def read_inputs(plan: VariantPlan, read: Sequence[Path]) -> dict[str, str]:
     """The files the compiles read (*read*: sources, and the headers of ninja's deps) by their
     path-free names (planning/reproducible.path_namer), each with its sha256."""
+    from concurrent.futures import ThreadPoolExecutor
+
     name_of = reproducible.path_namer(plan.compile.input_folders)
     with ThreadPoolExecutor() as pool:  # ~1000 headers: hashlib and reads release the GIL
         return dict(zip(map(name_of, read), pool.map(fsutil.sha256, read), strict=True))
@@ -147,6 +147,8 @@ def _path_free(plan: VariantPlan) -> Callable[[str], str]:
 
 
 def _contents(library: Path) -> BinaryContents:
+    from wheelforge.binaries.inspection import contents_of
+
     with open_elf_file(library) as image:
         return contents_of(image)
 

@@ -14,14 +14,16 @@ from email.message import EmailMessage
 from email.policy import compat32
 from fnmatch import fnmatch
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from wheelforge import __version__
-from wheelforge.configuration import settings
 from wheelforge.configuration.matrix.keys import LINE_BREAK_RE
-from wheelforge.configuration.matrix.model import PackageConfig
 from wheelforge.foundation import fsutil, readers
 from wheelforge.foundation.errors import ConfigError
-from wheelforge.planning.plan import VariantPlan
+
+if TYPE_CHECKING:  # `inspect` and `check`, which read wheels, load no matrix and no planning
+    from wheelforge.configuration.matrix.model import PackageConfig
+    from wheelforge.planning.plan import VariantPlan
 
 _SKIP_DIRS = {"__pycache__"}
 _SKIP_SUFFIXES = {".pyc", ".pyo"}
@@ -228,6 +230,8 @@ def contents(
 def source_date_epoch() -> int:
     """SOURCE_DATE_EPOCH when set, else 1980-01-01: member timestamps never depend on when
     the build ran."""
+    from wheelforge.configuration import settings
+
     value = settings.source_date_epoch(os.environ.get("SOURCE_DATE_EPOCH"))
     return _DEFAULT_EPOCH if value is None else max(value, _DEFAULT_EPOCH)
 

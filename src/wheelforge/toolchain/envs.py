@@ -35,8 +35,6 @@ from packaging.version import InvalidVersion, Version
 
 from wheelforge.foundation import cachefiles, fsutil, locks, log, proc, readers, removal, writers
 from wheelforge.foundation.errors import EnvironmentProblem, ToolError
-from wheelforge.foundation.progress import clock
-from wheelforge.toolchain import downloads
 
 ENVS = "envs"  # <cache>/envs/<name>
 MARKER = "wheelforge-env.json"  # written last: an environment without it is not (yet) one; its mtime: last used
@@ -267,6 +265,8 @@ def download_warning(spec: EnvSpec, envs: Path) -> str:
 
 
 def _pip_torch(spec: EnvSpec, python: Path, requirement: str) -> None:
+    from wheelforge.toolchain import downloads  # pip's progress: only when an environment is made
+
     try:
         # torch with CUDA is gigabytes: pip's own progress is shown (toolchain/downloads.py).
         downloads.pip(
@@ -404,6 +404,8 @@ def _build(spec: EnvSpec, cache: Path) -> Path:
     envs.mkdir(parents=True, exist_ok=True)
     tmp = envs / f".{_key(spec)}.{os.getpid()}{fsutil.STAGED_SUFFIX}"
     removal.remove(tmp, within=envs)
+    from wheelforge.foundation.progress import clock
+
     start = time.monotonic()
     if spec.torch_from is None:
         log.warning(download_warning(spec, envs))

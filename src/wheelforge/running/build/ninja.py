@@ -8,23 +8,25 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-
-import ninja as ninja_pkg
+from typing import TYPE_CHECKING
 
 from wheelforge.foundation import log, proc, proctree, writers
 from wheelforge.foundation.diagnostics import Diagnostic, parse_compiler_output
 from wheelforge.foundation.errors import BuildError, EnvironmentProblem
-from wheelforge.foundation.progress import JobProgress
 from wheelforge.planning import ninjafile
 from wheelforge.planning.parallelism import default_parallelism
 from wheelforge.planning.plan import VariantPlan
-from wheelforge.running.build import diagnose, jobwatch
 from wheelforge.toolchain import ninjafeed
+
+if TYPE_CHECKING:  # what runs ninja loads these; a no-op build starts none (its start-up time)
+    from wheelforge.running.build import jobwatch
 
 NINJA_HINT = "pip install ninja"
 
 
 def executable() -> Path:
+    import ninja as ninja_pkg
+
     exe = Path(ninja_pkg.BIN_DIR) / "ninja"
     if not exe.is_file():
         raise EnvironmentProblem(f"ninja was not found at {exe}: {NINJA_HINT}")
@@ -127,6 +129,9 @@ def run(plan: VariantPlan, *, env: dict[str, str] | None = None) -> NinjaRun:
     """Run ninja for the variant, with *env* added to the compilers' environment, showing each
     job as it runs and finishes (toolchain/ninjafeed.py), and measuring what each costs
     (running/build/jobwatch.py)."""
+    from wheelforge.foundation.progress import JobProgress
+    from wheelforge.running.build import jobwatch
+
     # The fixed-pid library (planning/reproducible.py) is wheelforge's, not a job of the
     # project's: ninja builds it, the screen does not list it (JobProgress ignores a job it was
     # not given).
@@ -215,6 +220,8 @@ def _ninja_pid(plan: VariantPlan) -> int | None:
 
 
 def _failure(plan: VariantPlan, output: str) -> BuildError:
+    from wheelforge.running.build import diagnose
+
     found = diagnose.failures(output)
     failed = found[0].failed if found else ""
     step = next((s for s in plan.compile.steps if plan.command_path(s.object) in failed), None)

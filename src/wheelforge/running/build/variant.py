@@ -29,7 +29,7 @@ from wheelforge.foundation.errors import (
     SizeBudgetError,
     WheelforgeError,
 )
-from wheelforge.packaging import provenance, repair, stamp, wheel, wheel_variants
+from wheelforge.packaging import provenance, repair, stamp, wheel
 from wheelforge.planning.plan import PlanInputs, VariantPlan
 from wheelforge.planning.planner import plan_variant
 from wheelforge.running.build import importcheck, ninja, reuse
@@ -384,6 +384,8 @@ def _pack_and_publish(
         with stages.stage("publish"):
             outputs, props = [repaired], tuple[str, ...]()
             if plan.variant.variant_label:
+                from wheelforge.packaging import wheel_variants
+
                 outputs, props = wheel_variants.for_plan(
                     plan, repaired, found.binaries, stage, null=null
                 )
