@@ -1,0 +1,474 @@
+"""The quick no-op: a ``wheelforge build`` that the last identical run showed has nothing to do
+is answered from a record of that run, before click, rich, PyYAML or any layer above this one
+is imported (issue 33: a no-op was 80% imports).
+
+The one owner of that decision. Standard library only, and nothing else of wheelforge's: the
+console script and ``python -m wheelforge`` ask :func:`replay` first (interface/entry.py).
+
+What a record vouches for. A full run of ``build`` is *recorded* (:func:`recording`) when it
+exited 0, started no process (no ninja, no probe, no import check) and wrote no file (only the
+build folder's lock was taken): such a run decided "nothing to do" from the files it read and
+the files it asked about, and its screen is a function of them. While it ran, every file it
+opened, every folder it listed and every path it asked ``os.stat``/``os.lstat`` about
+(present or absent: a toolkit appearing where discovery looked) was noted with its stat (size,
+mtime_ns, inode; a folder's mtime changes when an entry is added or removed), and with it the
+files of every module it imported (wheelforge's own, so an edit of an editable install counts,
+and its dependencies'), each ``sys.path`` folder and each ``PATH`` folder. A path whose stat
+changed while the run was reading leaves no record.
+
+The record is found by a key of everything else the run was given: wheelforge's version, the
+arguments, the working folder, the whole environment (every variable the settings chain, the
+probes and rich read, and any other), the interpreter and its ``sys.path``, the user, and for
+each standard stream whether it is a terminal and its size (rich's width and colours). The
+record holds the screen as written, stdout and stderr chunk by chunk, and it is replayed
+when every noted path still has its stat; a file the run only read whose stat changed is still
+good when its sha256 is the recorded one (a checkout that rewrote matrix.yaml unchanged).
+Anything else (no record, a changed path, a lock held by another wheelforge, a record that
+cannot be read) is the full path, which decides as before and records again.
+
+Not replayed, so always the full path: ``--report`` (its document has the run's time),
+``-v``/``--verbose``, ``--help``, ``--dry-run``, ``--verify-reproducible`` and ``--cache-dir``
+(the record lives in the default cache, which that flag replaces).
+"""
+
+# os.path, not pathlib: Path.resolve() and friends call os.stat and os.lstat, which this module
+# replaces while it traces a run, and the quick path makes no Path object per watched file.
+# ruff: noqa: PTH100, PTH105, PTH109, PTH115, PTH120, PTH208
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from wheelforge import __version__
+
+_FORMAT = 1
+RECORDS = "quick-noop"  # the folder of records in the user cache
+_CAP = 64 << 20  # a record larger than this is not read
+_SHA_CAP = 4 << 20  # read files larger than this are vouched for by their stat alone
+_NOT_REPLAYED = ("--report", "--verbose", "--help", "--dry-run", "--verify-reproducible",
+                 "--cache-dir", "--version")  # fmt: skip
+_NOT_REPLAYED_SHORT = frozenset("vh")  # -v, -vv, -h, and in a cluster (-qv)
+# Variables only the shell keeps for itself, different between two identical commands.
+_SHELL_ONLY = frozenset({"_", "OLDPWD"})
+
+Stat = list[int] | None  # [kind, size, mtime_ns, inode]; None: absent
+_DIR = 0o04  # S_IFDIR >> 12
+_PROCESS_OWN = ("/proc/self/", f"/proc/{os.getpid()}/", "/dev/fd/", "/proc/thread-self/")
+_os_stat = os.stat  # the real one: recording() replaces os.stat and os.lstat while it traces
+
+
+def default_cache() -> Path:
+    """The user cache: $XDG_CACHE_HOME/wheelforge, else ~/.cache/wheelforge."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "wheelforge"
+
+
+def replayable(argv: Sequence[str]) -> bool:
+    """Whether *argv* is a ``build`` whose screen a record may give."""
+    if not argv or argv[0] != "build":
+        return False
+    for arg in argv[1:]:
+        if arg == "--":
+            return False
+        if arg.startswith("--"):
+            if arg.split("=", 1)[0] in _NOT_REPLAYED:
+                return False
+        elif arg.startswith("-") and len(arg) > 1 and _NOT_REPLAYED_SHORT & set(arg[1:]):
+            return False
+    return True
+
+
+def _stat(path: str, *, follow: bool = True) -> Stat:
+    try:
+        st = _os_stat(path, follow_symlinks=follow)
+    except (OSError, ValueError):
+        return None
+    return [st.st_mode >> 12, st.st_size, st.st_mtime_ns, st.st_ino]
+
+
+def _relaxed(seen: Stat) -> Stat:
+    """A folder's stat without its size and mtime, which change with any entry made and
+    removed in it (the writability probes of every run): its listing is watched instead."""
+    return [seen[0], 0, 0, seen[3]] if seen is not None else None
+
+
+def _listing(path: str) -> str | None:
+    try:
+        names = sorted(os.listdir(path))
+    except (OSError, ValueError):
+        return None
+    return hashlib.sha256("\0".join(names).encode()).hexdigest()
+
+
+def _terminal(fd: int) -> list[int] | None:
+    try:
+        if not os.isatty(fd):
+            return None
+        size = os.get_terminal_size(fd)
+    except OSError:
+        return [0, 0]
+    return [size.columns, size.lines]
+
+
+def _key(argv: Sequence[str]) -> str:
+    env = {k: v for k, v in os.environ.items() if k not in _SHELL_ONLY}
+    given = {
+        "format": _FORMAT,
+        "wheelforge": __version__,
+        "argv": list(argv),
+        "cwd": os.getcwd(),
+        "env": sorted(env.items()),
+        "python": [sys.executable, sys.version, sys.path],
+        "user": os.getuid(),
+        "streams": [_terminal(fd) for fd in (0, 1, 2)],
+    }
+    return hashlib.sha256(json.dumps(given).encode()).hexdigest()[:32]
+
+
+def _record_path(argv: Sequence[str]) -> Path:
+    return default_cache() / RECORDS / f"{_key(argv)}.json"
+
+
+def _sha256(path: str) -> str | None:
+    try:
+        with open(path, "rb") as f:  # noqa: PTH123 - no Path object per watched file
+            digest = hashlib.sha256()
+            while chunk := f.read(1 << 20):
+                digest.update(chunk)
+            return digest.hexdigest()
+    except OSError:
+        return None
+
+
+# ---- replaying ---------------------------------------------------------------------------
+
+
+def replay(argv: Sequence[str]) -> bool:
+    """Print the recorded screen of this very command, and say True, when the record still
+    holds; False (nothing printed) sends the caller down the full path."""
+    if not replayable(argv):
+        return False
+    try:
+        with open(_record_path(argv), "rb") as f:  # noqa: PTH123
+            data = f.read(_CAP + 1)
+        record = json.loads(data) if len(data) <= _CAP else None
+        if not isinstance(record, dict) or record.get("format") != _FORMAT:
+            return False
+        screen = [(int(n), str(text)) for n, text in record["screen"]]
+        with _locks([str(p) for p in record["locks"]]) as free:
+            if not free or not _holds(record):
+                return False
+            _show(screen)
+            for path in record["touched"]:  # last used, as the full path marks them
+                with contextlib.suppress(OSError):
+                    os.utime(str(path))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return False
+    return True
+
+
+def _show(screen: Sequence[tuple[int, str]]) -> None:
+    """The screen as the recorded run wrote it, stdout and stderr in their order. Once begun
+    it is the answer: a closed pipe ends it as it would end the full path's."""
+    with contextlib.suppress(OSError):
+        for number, text in screen:
+            out = sys.stdout if number == 1 else sys.stderr
+            out.write(text)
+            out.flush()
+
+
+def _holds(record: dict[str, Any]) -> bool:
+    """Whether every path the recorded run looked at still has its stat (a file it only read:
+    or its sha256)."""
+    for path, (follow, seen, relaxed) in record["stat"].items():
+        now = _stat(path, follow=bool(follow))
+        if (_relaxed(now) if relaxed else now) != seen:
+            return False
+    for path, (seen, sha) in record["read"].items():
+        if _stat(path) != seen and (sha is None or _sha256(path) != sha):
+            return False
+    return all(_listing(path) == seen for path, seen in record["listed"].items())
+
+
+@contextlib.contextmanager
+def _locks(paths: Sequence[str]) -> Iterator[bool]:
+    """Hold every lock the recorded run held (the build folder's lock file, the output folder)
+    while the record is replayed: another wheelforge building there is the full path's to wait
+    for, and what it changes is the next check's."""
+    fds: list[int] = []
+    free = True
+    try:
+        for path in paths:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            fds.append(fd)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                free = False
+                break
+        yield free
+    finally:
+        for fd in fds:
+            os.close(fd)  # closing releases the flock
+
+
+# ---- recording ---------------------------------------------------------------------------
+
+
+class _Tee:
+    """A standard stream that also keeps what is written to it, for the record. What goes to
+    its binary buffer instead is not kept, and the run is not recorded."""
+
+    def __init__(self, stream: TextIO, number: int, trace: _Trace) -> None:
+        self._stream = stream
+        self._number = number
+        self._trace = trace
+
+    def write(self, text: str) -> int:
+        written = self._stream.write(text)  # click tries write(b"") first: that raises here
+        if text:
+            self._trace.screen.append((self._number, text))
+        return written
+
+    @property
+    def buffer(self) -> Any:
+        self._trace.spawned = True
+        self._trace.why = "wrote bytes to a standard stream"
+        return self._stream.buffer
+
+    def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding, flush, ...
+        return getattr(self._stream, name)
+
+
+class _Trace:
+    """What one full run looked at, from the audit events of ``open``, ``os.listdir``,
+    ``os.scandir`` and ``fcntl.flock``, and from ``os.stat``/``os.lstat`` (which raise no
+    event), and whether it wrote a file or started a process."""
+
+    def __init__(self) -> None:
+        self.stat: dict[str, list[Any]] = {}  # path → [follow, stat at first sight]
+        self.read: dict[str, Stat] = {}
+        self.listed: dict[str, str | None] = {}
+        self.written: dict[str, Stat] = {}  # path → its stat before the run first wrote it
+        self.touched: set[str] = set()  # os.utime: marked last used, content unchanged
+        self.locks: set[str] = set()
+        self.spawned = False
+        self.why = ""  # what made the run unrecordable (an event's name), for tests
+        self.screen: list[tuple[int, str]] = []
+
+    def saw(self, path: object, *, follow: bool = True) -> None:
+        name = _name(path)
+        if name is not None and name not in self.stat:
+            self.stat[name] = [follow, _stat(name, follow=follow)]
+
+    def event(self, event: str, args: tuple[Any, ...]) -> None:
+        if event == "open":
+            path, mode, flags = args
+            name = _name(path)
+            if name is None:
+                return
+            writes = (mode is not None and any(c in str(mode) for c in "wax+")) or (
+                mode is None and isinstance(flags, int) and flags & (os.O_WRONLY | os.O_RDWR)
+            )
+            if writes:
+                self.written.setdefault(name, _stat(name))
+            elif name not in self.read:
+                self.read[name] = _stat(name)
+        elif event in ("os.listdir", "os.scandir"):
+            name = _name(args[0] if args and args[0] is not None else ".")
+            if name is not None and name not in self.listed:
+                self.listed[name] = _listing(name)
+        elif event == "os.utime":
+            name = _name(args[0])
+            if name is not None:
+                self.touched.add(name)
+        elif event == "fcntl.flock" and args[1] & (fcntl.LOCK_EX | fcntl.LOCK_SH):
+            with contextlib.suppress(OSError):
+                self.locks.add(os.readlink(f"/proc/self/fd/{args[0]}"))
+        elif event in ("os.mkdir", "os.rename", "os.replace", "os.remove", "os.rmdir",
+                       "os.chmod", "os.truncate", "os.symlink", "os.link",
+                       "shutil.rmtree", "shutil.copyfile", "shutil.move"):  # fmt: skip
+            name = _name(args[0]) if args else None
+            if not (event == "os.mkdir" and name is not None and _isdir(name)):
+                self.written.setdefault(name or "?", _stat(name) if name else [-1])
+        elif event.startswith(("subprocess.", "os.exec", "os.posix_spawn", "os.fork",
+                               "os.system", "os.spawn", "pty.")):  # fmt: skip
+            self.spawned = True
+            self.why = event
+
+
+def _isdir(name: str) -> bool:
+    seen = _stat(name)
+    return seen is not None and seen[0] == _DIR
+
+
+def _name(path: object) -> str | None:
+    if isinstance(path, int):
+        return None
+    try:
+        name = os.fsdecode(os.fspath(path))  # type: ignore[call-overload]
+    except TypeError:
+        return None
+    return os.path.abspath(name)
+
+
+_current: _Trace | None = None
+
+
+_inside = threading.local()  # the hook's own listdir and stat raise events too
+
+
+def _hook(event: str, args: tuple[Any, ...]) -> None:
+    trace = _current
+    if trace is not None and not getattr(_inside, "busy", False):
+        _inside.busy = True
+        try:
+            trace.event(event, args)
+        except Exception as exc:  # an odd event's arguments must never fail the run
+            trace.spawned = True  # and the run is not recorded
+            trace.why = f"{event}: {exc!r}"
+        finally:
+            _inside.busy = False
+
+
+_hooked = False
+
+
+@contextlib.contextmanager
+def recording(argv: Sequence[str]) -> Iterator[_Recording]:
+    """Trace the full run of *argv* (a no-op for a command :func:`replayable` refuses); the
+    caller says how it ended with ``done(exit_code)``, and a pure no-op is recorded then."""
+    global _current, _hooked  # noqa: PLW0603 - one trace per process, the CLI's
+    session = _Recording(argv)
+    if not replayable(argv) or _current is not None:
+        yield session
+        return
+    trace = session.trace = _Trace()
+    if not _hooked:
+        sys.addaudithook(_hook)  # audit hooks cannot be removed: one, idle between traces
+        _hooked = True
+    real_lstat = os.lstat
+
+    def traced_stat(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        trace.saw(path, follow=kwargs.get("follow_symlinks", True))
+        return _os_stat(path, *args, **kwargs)
+
+    def traced_lstat(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        trace.saw(path, follow=False)
+        return real_lstat(path, *args, **kwargs)
+
+    out, err = sys.stdout, sys.stderr
+    sys.stdout = _Tee(out, 1, trace)
+    sys.stderr = _Tee(err, 2, trace)
+    os.stat, os.lstat = traced_stat, traced_lstat
+    _current = trace
+    try:
+        yield session
+    finally:
+        _current = None
+        os.stat, os.lstat = _os_stat, real_lstat
+        sys.stdout, sys.stderr = out, err
+    try:
+        session.save()
+    except Exception:  # recording is never the run's failure: no record then
+        with contextlib.suppress(OSError):
+            _record_path(argv).unlink(missing_ok=True)
+
+
+class _Recording:
+    def __init__(self, argv: Sequence[str]) -> None:
+        self.argv = list(argv)
+        self.trace: _Trace | None = None
+        self.exit_code: int | None = None
+
+    def done(self, exit_code: int) -> None:
+        self.exit_code = exit_code
+
+    def save(self) -> None:
+        """Write the record of a pure no-op (see the module's docstring); drop a stale one
+        otherwise, so it is never replayed over a run that did something."""
+        trace = self.trace
+        if trace is None:
+            return
+        path = _record_path(self.argv)
+        record = self._record(trace) if self.exit_code == 0 and not trace.spawned else None
+        with contextlib.suppress(OSError):
+            if record is None:
+                path.unlink(missing_ok=True)
+            else:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                part = path.with_name(f".{path.name}.{os.getpid()}.part")
+                part.write_text(json.dumps(record))
+                os.replace(part, path)
+
+    @staticmethod
+    def _record(trace: _Trace) -> dict[str, Any] | None:
+        # A file made and removed (a writability probe) leaves nothing behind; the lock file
+        # is taken by every run.
+        transient = {n for n, before in trace.written.items() if before is None}
+        written = {n for n, before in trace.written.items() if _stat(n) != before}
+        if written - trace.locks:
+            trace.why = f"wrote {sorted(written - trace.locks)[0]}"
+            return None
+        skip = transient | (trace.locks & set(trace.written)) | trace.touched
+        watched = {**trace.stat}
+        for name in _code_and_path():
+            watched.setdefault(name, [True, _stat(name)])
+        probed = {os.path.dirname(n) for n in transient}
+        stat = {}
+        for name, (follow, seen) in watched.items():
+            if name in skip or name.startswith(_PROCESS_OWN):
+                continue  # the next run's own, or marked used (its bytes are the fact)
+            now = _stat(name, follow=follow)
+            relaxed = name in probed and now is not None and now[0] == _DIR
+            if (_relaxed(now) != _relaxed(seen)) if relaxed else (now != seen):
+                trace.why = f"{name} changed while the run looked"
+                return None
+            stat[name] = [follow, _relaxed(now) if relaxed else now, relaxed]
+            if relaxed and name not in trace.listed:
+                trace.listed[name] = _listing(name)
+        read = {}
+        for name, seen in trace.read.items():
+            if name in stat or name in skip - trace.touched or name.startswith(_PROCESS_OWN):
+                continue
+            touched = name in trace.touched
+            if _stat(name) != seen and not touched:
+                trace.why = f"{name} changed while the run read it"
+                return None
+            small = seen is not None and seen[1] <= _SHA_CAP and not name.endswith(".pyc")
+            if touched and not small:
+                trace.why = f"{name} is marked used and too large to hash"
+                return None
+            read[name] = [None if touched else seen, _sha256(name) if small else None]
+        listed = {}
+        for name, seen in trace.listed.items():
+            if name.startswith(_PROCESS_OWN):
+                continue
+            if _listing(name) != seen:
+                trace.why = f"{name} changed while the run listed it"
+                return None
+            listed[name] = seen
+        return {"format": _FORMAT, "stat": stat, "read": read, "listed": listed,
+                "touched": sorted(trace.touched), "locks": sorted(trace.locks),
+                "screen": trace.screen}  # fmt: skip
+
+
+def _code_and_path() -> Iterator[str]:
+    """The files of every module imported, each sys.path folder and each PATH folder."""
+    for module in list(sys.modules.values()):
+        file = getattr(module, "__file__", None)
+        if isinstance(file, str):
+            yield os.path.abspath(file)
+    for folder in sys.path:
+        yield os.path.abspath(folder or ".")
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
+        yield os.path.abspath(folder or ".")
