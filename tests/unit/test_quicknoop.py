@@ -41,7 +41,7 @@ def full_run(project: Path, *, also: Callable[[], None] = lambda: None, code: in
         (project / "matrix.yaml").read_text()
         (project / "src" / "a.cu").stat()
         (project / "src" / "missing.h").exists()
-        os.listdir(project / "src")
+        list((project / "src").iterdir())
         with (project / "build" / ".lock").open("r+") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             also()
@@ -196,4 +196,4 @@ def test_the_record_names_this_runs_modules(
     monkeypatch.chdir(project)
     full_run(project)
     (record,) = cache.iterdir()
-    assert os.path.abspath(quicknoop.__file__) in record.read_text()
+    assert str(Path(quicknoop.__file__).absolute()) in record.read_text()
