@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 
 from tests.integration.helpers import REPO, copy_kernels, needs_nvcc, only_wheel
+from wheelforge.foundation import quicknoop
+from wheelforge.foundation.quicknoop import default_cache
 
 pytestmark = needs_nvcc
 
@@ -186,7 +188,7 @@ def test_wheelforge_changed_is_seen(noop: Path, env: dict[str, str], source: Pat
 def test_the_record_watches_torch_and_the_toolkit(noop: Path, env: dict[str, str]) -> None:
     """What the probes' answers rest on is in the record: torch's version.py and nvcc (a
     changed torch or toolkit changes their stat, and the full path asks again)."""
-    records = sorted((Path.home() / ".cache" / "wheelforge" / "quick-noop").glob("*.json"),
+    records = sorted((default_cache() / quicknoop.RECORDS).glob("*.json"),
                      key=lambda p: p.stat().st_mtime)  # fmt: skip
     record = json.loads(records[-1].read_text())
     watched = set(record["stat"]) | set(record["read"])

@@ -197,3 +197,20 @@ def test_the_record_names_this_runs_modules(
     full_run(project)
     (record,) = cache.iterdir()
     assert str(Path(quicknoop.__file__).absolute()) in record.read_text()
+
+
+def test_records_are_probe_results_for_the_cache_command() -> None:
+    from wheelforge.toolchain.probecache import PROBES
+
+    assert quicknoop.RECORDS.parts[0] == PROBES
+
+
+def test_the_newest_records_are_kept(
+    project: Path, monkeypatch: pytest.MonkeyPatch, cache: Path
+) -> None:
+    monkeypatch.chdir(project)
+    monkeypatch.setattr(quicknoop, "_KEPT", 2)
+    for n in range(4):
+        monkeypatch.setenv("WHEELFORGE_N", str(n))  # another environment: another record
+        full_run(project)
+    assert len(list(cache.glob("*.json"))) == 2

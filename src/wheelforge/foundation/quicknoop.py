@@ -33,7 +33,7 @@ Not replayed, so always the full path: ``--report`` (its document has the run's 
 
 # os.path, not pathlib: Path.resolve() and friends call os.stat and os.lstat, which this module
 # replaces while it traces a run, and the quick path makes no Path object per watched file.
-# ruff: noqa: PTH100, PTH105, PTH109, PTH115, PTH120, PTH208
+# ruff: noqa: PTH100, PTH109, PTH115, PTH120, PTH208
 
 from __future__ import annotations
 
@@ -51,7 +51,10 @@ from typing import Any, TextIO
 from wheelforge import __version__
 
 _FORMAT = 1
-RECORDS = "quick-noop"  # the folder of records in the user cache
+# The records' folder in the user cache: among the probe results (toolchain/probecache.PROBES),
+# so `wheelforge cache list` counts them and `cache prune` removes the least recently used.
+RECORDS = Path("probes", "quick-noop")
+_KEPT = 64  # records kept, the newest (one per project, command, environment and terminal)
 _CAP = 64 << 20  # a record larger than this is not read
 _SHA_CAP = 4 << 20  # read files larger than this are vouched for by their stat alone
 _NOT_REPLAYED = ("--report", "--verbose", "--help", "--dry-run", "--verify-reproducible",
@@ -168,7 +171,10 @@ def replay(argv: Sequence[str]) -> bool:
             if not free or not _holds(record):
                 return False
             _show(screen)
-            for path in record["touched"]:  # last used, as the full path marks them
+            for path in [
+                *record["touched"],
+                str(_record_path(argv)),
+            ]:  # last used, as the full path marks them
                 with contextlib.suppress(OSError):
                     os.utime(str(path))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
@@ -401,14 +407,18 @@ class _Recording:
             return
         path = _record_path(self.argv)
         record = self._record(trace) if self.exit_code == 0 and not trace.spawned else None
-        with contextlib.suppress(OSError):
+        from wheelforge.foundation import removal, writers  # the full path has them loaded
+
+        folder = default_cache() / RECORDS
+        with contextlib.suppress(OSError, removal.RemovalRefused):
             if record is None:
-                path.unlink(missing_ok=True)
-            else:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                part = path.with_name(f".{path.name}.{os.getpid()}.part")
-                part.write_text(json.dumps(record))
-                os.replace(part, path)
+                removal.remove(path, within=folder)
+                return
+            folder.mkdir(parents=True, exist_ok=True)
+            writers.write_atomic(path, json.dumps(record))
+            kept = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime_ns)
+            for old in kept[:-_KEPT]:
+                removal.remove(old, within=folder)
 
     @staticmethod
     def _record(trace: _Trace) -> dict[str, Any] | None:
