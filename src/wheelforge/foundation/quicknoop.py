@@ -99,8 +99,10 @@ def _stat(path: str, *, follow: bool = True) -> Stat:
 
 
 def _relaxed(seen: Stat) -> Stat:
-    """A folder's stat without its size and mtime, which change with any entry made and
-    removed in it (the writability probes of every run): its listing is watched instead."""
+    """A folder's stat without its size and mtime, for a folder the run made and removed a
+    file in (the writability probes of every run: the build and output folders, the cache,
+    the temporary folder): what the run read there is watched itself, and a folder it listed
+    is watched by its names."""
     return [seen[0], 0, 0, seen[3]] if seen is not None else None
 
 
@@ -217,7 +219,7 @@ def _locks(paths: Sequence[str]) -> Iterator[bool]:
             fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
             fds.append(fd)
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # quick no-ops side by side
             except OSError:
                 free = False
                 break
@@ -444,8 +446,6 @@ class _Recording:
                 trace.why = f"{name} changed while the run looked"
                 return None
             stat[name] = [follow, _relaxed(now) if relaxed else now, relaxed]
-            if relaxed and name not in trace.listed:
-                trace.listed[name] = _listing(name)
         read = {}
         for name, seen in trace.read.items():
             if name in stat or name in skip - trace.touched or name.startswith(_PROCESS_OWN):

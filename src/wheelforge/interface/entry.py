@@ -13,8 +13,14 @@ from wheelforge.foundation import quicknoop
 
 def main(argv: Sequence[str] | None = None) -> int:
     given = list(sys.argv[1:] if argv is None else argv)
-    if quicknoop.replay(given):
-        return 0
+    try:
+        if quicknoop.replay(given):
+            return 0
+    except KeyboardInterrupt:  # as cli.main says it, without loading rich to say it
+        from wheelforge.foundation.errors import Interrupted
+
+        sys.stderr.write("error: interrupted\n")
+        return Interrupted.exit_code
     with quicknoop.recording(given) as run:
         from wheelforge.interface.cli import main as full
 
