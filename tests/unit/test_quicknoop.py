@@ -214,3 +214,18 @@ def test_the_newest_records_are_kept(
         monkeypatch.setenv("WHEELFORGE_N", str(n))  # another environment: another record
         full_run(project)
     assert len(list(cache.glob("*.json"))) == 2
+
+
+def test_a_fifo_in_place_of_a_record_or_a_watched_file_is_never_waited_on(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, cache: Path
+) -> None:
+    monkeypatch.chdir(project)
+    full_run(project)
+    matrix = project / "matrix.yaml"
+    matrix.unlink()
+    os.mkfifo(matrix)  # nobody writes it: opening it to read would wait forever
+    assert replayed(capsys) == (False, "", "")
+    (record,) = cache.iterdir()
+    record.unlink()
+    os.mkfifo(record)
+    assert replayed(capsys) == (False, "", "")

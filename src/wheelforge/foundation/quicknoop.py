@@ -42,6 +42,7 @@ import fcntl
 import hashlib
 import json
 import os
+import stat
 import sys
 import threading
 from collections.abc import Iterator, Sequence
@@ -60,6 +61,10 @@ _SHA_CAP = 4 << 20  # read files larger than this are vouched for by their stat 
 _NOT_REPLAYED = ("--report", "--verbose", "--help", "--dry-run", "--verify-reproducible",
                  "--cache-dir", "--version")  # fmt: skip
 _NOT_REPLAYED_SHORT = frozenset("vh")  # -v, -vv, -h, and in a cluster (-qv)
+# The audit events of calls that change a file or folder (besides open for writing).
+_CHANGES = frozenset({"os.mkdir", "os.rename", "os.replace", "os.remove", "os.rmdir", "os.chmod",
+                      "os.truncate", "os.symlink", "os.link", "shutil.move",
+                      "shutil.copyfile", "shutil.rmtree"})  # fmt: skip
 # Variables only the shell keeps for itself, different between two identical commands.
 _SHELL_ONLY = frozenset({"_", "OLDPWD"})
 
@@ -143,15 +148,29 @@ def _record_path(argv: Sequence[str]) -> Path:
     return default_cache() / RECORDS / f"{_key(argv)}.json"
 
 
+def _read_regular(path: str, cap: int | None) -> Iterator[bytes]:
+    """The blocks of the regular file *path* (None: not one, or over *cap* bytes): a FIFO or
+    a device is refused from fstat, never waited on. readers.py is the project's reader; this
+    module loads nothing of wheelforge's (its dataclasses pull in inspect)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or (cap is not None and st.st_size > cap):
+            raise OSError(f"{path}: not a regular file within {cap} bytes")
+        while block := os.read(fd, 1 << 20):
+            yield block
+    finally:
+        os.close(fd)
+
+
 def _sha256(path: str) -> str | None:
     try:
-        with open(path, "rb") as f:  # noqa: PTH123 - no Path object per watched file
-            digest = hashlib.sha256()
-            while chunk := f.read(1 << 20):
-                digest.update(chunk)
-            return digest.hexdigest()
+        digest = hashlib.sha256()
+        for block in _read_regular(path, None):
+            digest.update(block)
     except OSError:
         return None
+    return digest.hexdigest()
 
 
 # ---- replaying ---------------------------------------------------------------------------
@@ -163,9 +182,7 @@ def replay(argv: Sequence[str]) -> bool:
     if not replayable(argv):
         return False
     try:
-        with open(_record_path(argv), "rb") as f:  # noqa: PTH123
-            data = f.read(_CAP + 1)
-        record = json.loads(data) if len(data) <= _CAP else None
+        record = json.loads(b"".join(_read_regular(str(_record_path(argv)), _CAP)))
         if not isinstance(record, dict) or record.get("format") != _FORMAT:
             return False
         screen = [(int(n), str(text)) for n, text in record["screen"]]
@@ -216,7 +233,7 @@ def _locks(paths: Sequence[str]) -> Iterator[bool]:
     free = True
     try:
         for path in paths:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
             fds.append(fd)
             try:
                 fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # quick no-ops side by side
@@ -302,9 +319,7 @@ class _Trace:
         elif event == "fcntl.flock" and args[1] & (fcntl.LOCK_EX | fcntl.LOCK_SH):
             with contextlib.suppress(OSError):
                 self.locks.add(os.readlink(f"/proc/self/fd/{args[0]}"))
-        elif event in ("os.mkdir", "os.rename", "os.replace", "os.remove", "os.rmdir",
-                       "os.chmod", "os.truncate", "os.symlink", "os.link",
-                       "shutil.rmtree", "shutil.copyfile", "shutil.move"):  # fmt: skip
+        elif event in _CHANGES:
             name = _name(args[0]) if args else None
             if not (event == "os.mkdir" and name is not None and _isdir(name)):
                 self.written.setdefault(name or "?", _stat(name) if name else [-1])
@@ -388,8 +403,10 @@ def recording(argv: Sequence[str]) -> Iterator[_Recording]:
     try:
         session.save()
     except Exception:  # recording is never the run's failure: no record then
-        with contextlib.suppress(OSError):
-            _record_path(argv).unlink(missing_ok=True)
+        from wheelforge.foundation import removal
+
+        with contextlib.suppress(Exception):
+            removal.remove(_record_path(argv), within=default_cache() / RECORDS)
 
 
 class _Recording:
