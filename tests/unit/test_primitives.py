@@ -352,8 +352,8 @@ ALLOWED = {
         "readers.py reads (regular files only, from fstat, never waited on, within a cap), and "
         "the recorded run's locks held shared while its screen is replayed"
     ),
-    ("foundation/quicknoop.py", '"shutil.copyfile", "shutil.rmtree"}'): (
-        "the names of audit events the quick no-op's trace counts as writes, not a call"
+    ("foundation/filetrace.py", '"shutil.copyfile", "shutil.rmtree"}'): (
+        "the names of audit events the trace counts as writes, not a call"
     ),
     ("running/build/genstep.py", "subprocess.Popen(command"): (
         "the generate step's wrapper, ninja's command: its own deadline, stopped by proc.stop"

@@ -8,8 +8,8 @@ console script and ``python -m wheelforge`` ask :func:`replay` first (interface/
 What a record vouches for. A full run of ``build`` is *recorded* (:func:`recording`) when it
 exited 0, started no process (no ninja, no probe, no import check) and wrote no file (only the
 build folder's lock was taken): such a run decided "nothing to do" from the files it read and
-the files it asked about, and its screen is a function of them. While it ran, every file it
-opened, every folder it listed and every path it asked ``os.stat``/``os.lstat`` about
+the files it asked about, and its screen is a function of them. While it ran
+(foundation/filetrace.py), every file it opened, every folder it listed and every path it asked ``os.stat``/``os.lstat`` about
 (present or absent: a toolkit appearing where discovery looked) was noted with its stat (size,
 mtime_ns, inode; a folder's mtime changes when an entry is added or removed), and with it the
 files of every module it imported (wheelforge's own, so an edit of an editable install counts,
@@ -32,8 +32,9 @@ Not replayed, so always the full path: ``--report`` (its document has the run's 
 """
 
 # os.path, not pathlib: Path.resolve() and friends call os.stat and os.lstat, which this module
-# replaces while it traces a run, and the quick path makes no Path object per watched file.
-# ruff: noqa: PTH100, PTH109, PTH115, PTH120, PTH208
+# replaces while it traces a run (foundation/filetrace.py), and the quick path makes no Path
+# object per watched file.
+# ruff: noqa: PTH100, PTH109, PTH120
 
 from __future__ import annotations
 
@@ -44,12 +45,13 @@ import json
 import os
 import stat
 import sys
-import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from wheelforge import __version__
+from wheelforge.foundation import filetrace
+from wheelforge.foundation.filetrace import DIR, Trace, listing, relaxed, stat_of
 
 _FORMAT = 1
 # The records' folder in the user cache: among the probe results (toolchain/probecache.PROBES),
@@ -61,17 +63,10 @@ _SHA_CAP = 4 << 20  # read files larger than this are vouched for by their stat 
 _NOT_REPLAYED = ("--report", "--verbose", "--help", "--dry-run", "--verify-reproducible",
                  "--cache-dir", "--version")  # fmt: skip
 _NOT_REPLAYED_SHORT = frozenset("vh")  # -v, -vv, -h, and in a cluster (-qv)
-# The audit events of calls that change a file or folder (besides open for writing).
-_CHANGES = frozenset({"os.mkdir", "os.rename", "os.replace", "os.remove", "os.rmdir", "os.chmod",
-                      "os.truncate", "os.symlink", "os.link", "shutil.move",
-                      "shutil.copyfile", "shutil.rmtree"})  # fmt: skip
 # Variables only the shell keeps for itself, different between two identical commands.
 _SHELL_ONLY = frozenset({"_", "OLDPWD"})
 
-Stat = list[int] | None  # [kind, size, mtime_ns, inode]; None: absent
-_DIR = 0o04  # S_IFDIR >> 12
 _PROCESS_OWN = ("/proc/self/", f"/proc/{os.getpid()}/", "/dev/fd/", "/proc/thread-self/")
-_os_stat = os.stat  # the real one: recording() replaces os.stat and os.lstat while it traces
 
 
 def default_cache() -> Path:
@@ -93,30 +88,6 @@ def replayable(argv: Sequence[str]) -> bool:
         elif arg.startswith("-") and len(arg) > 1 and _NOT_REPLAYED_SHORT & set(arg[1:]):
             return False
     return True
-
-
-def _stat(path: str, *, follow: bool = True) -> Stat:
-    try:
-        st = _os_stat(path, follow_symlinks=follow)
-    except (OSError, ValueError):
-        return None
-    return [st.st_mode >> 12, st.st_size, st.st_mtime_ns, st.st_ino]
-
-
-def _relaxed(seen: Stat) -> Stat:
-    """A folder's stat without its size and mtime, for a folder the run made and removed a
-    file in (the writability probes of every run: the build and output folders, the cache,
-    the temporary folder): what the run read there is watched itself, and a folder it listed
-    is watched by its names."""
-    return [seen[0], 0, 0, seen[3]] if seen is not None else None
-
-
-def _listing(path: str) -> str | None:
-    try:
-        names = sorted(os.listdir(path))
-    except (OSError, ValueError):
-        return None
-    return hashlib.sha256("\0".join(names).encode()).hexdigest()
 
 
 def _terminal(fd: int) -> list[int] | None:
@@ -214,14 +185,14 @@ def _show(screen: Sequence[tuple[int, str]]) -> None:
 def _holds(record: dict[str, Any]) -> bool:
     """Whether every path the recorded run looked at still has its stat (a file it only read:
     or its sha256)."""
-    for path, (follow, seen, relaxed) in record["stat"].items():
-        now = _stat(path, follow=bool(follow))
-        if (_relaxed(now) if relaxed else now) != seen:
+    for path, (follow, seen, loose) in record["stat"].items():
+        now = stat_of(path, follow=bool(follow))
+        if (relaxed(now) if loose else now) != seen:
             return False
     for path, (seen, sha) in record["read"].items():
-        if _stat(path) != seen and (sha is None or _sha256(path) != sha):
+        if stat_of(path) != seen and (sha is None or _sha256(path) != sha):
             return False
-    return all(_listing(path) == seen for path, seen in record["listed"].items())
+    return all(listing(path) == seen for path, seen in record["listed"].items())
 
 
 @contextlib.contextmanager
@@ -249,157 +220,16 @@ def _locks(paths: Sequence[str]) -> Iterator[bool]:
 # ---- recording ---------------------------------------------------------------------------
 
 
-class _Tee:
-    """A standard stream that also keeps what is written to it, for the record. What goes to
-    its binary buffer instead is not kept, and the run is not recorded."""
-
-    def __init__(self, stream: TextIO, number: int, trace: _Trace) -> None:
-        self._stream = stream
-        self._number = number
-        self._trace = trace
-
-    def write(self, text: str) -> int:
-        written = self._stream.write(text)  # click tries write(b"") first: that raises here
-        if text:
-            self._trace.screen.append((self._number, text))
-        return written
-
-    @property
-    def buffer(self) -> Any:
-        self._trace.spawned = True
-        self._trace.why = "wrote bytes to a standard stream"
-        return self._stream.buffer
-
-    def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding, flush, ...
-        return getattr(self._stream, name)
-
-
-class _Trace:
-    """What one full run looked at, from the audit events of ``open``, ``os.listdir``,
-    ``os.scandir`` and ``fcntl.flock``, and from ``os.stat``/``os.lstat`` (which raise no
-    event), and whether it wrote a file or started a process."""
-
-    def __init__(self) -> None:
-        self.stat: dict[str, list[Any]] = {}  # path → [follow, stat at first sight]
-        self.read: dict[str, Stat] = {}
-        self.listed: dict[str, str | None] = {}
-        self.written: dict[str, Stat] = {}  # path → its stat before the run first wrote it
-        self.touched: set[str] = set()  # os.utime: marked last used, content unchanged
-        self.locks: set[str] = set()
-        self.spawned = False
-        self.why = ""  # what made the run unrecordable (an event's name), for tests
-        self.screen: list[tuple[int, str]] = []
-
-    def saw(self, path: object, *, follow: bool = True) -> None:
-        name = _name(path)
-        if name is not None and name not in self.stat:
-            self.stat[name] = [follow, _stat(name, follow=follow)]
-
-    def event(self, event: str, args: tuple[Any, ...]) -> None:
-        if event == "open":
-            path, mode, flags = args
-            name = _name(path)
-            if name is None:
-                return
-            writes = (mode is not None and any(c in str(mode) for c in "wax+")) or (
-                mode is None and isinstance(flags, int) and flags & (os.O_WRONLY | os.O_RDWR)
-            )
-            if writes:
-                self.written.setdefault(name, _stat(name))
-            elif name not in self.read:
-                self.read[name] = _stat(name)
-        elif event in ("os.listdir", "os.scandir"):
-            name = _name(args[0] if args and args[0] is not None else ".")
-            if name is not None and name not in self.listed:
-                self.listed[name] = _listing(name)
-        elif event == "os.utime":
-            name = _name(args[0])
-            if name is not None:
-                self.touched.add(name)
-        elif event == "fcntl.flock" and args[1] & (fcntl.LOCK_EX | fcntl.LOCK_SH):
-            with contextlib.suppress(OSError):
-                self.locks.add(os.readlink(f"/proc/self/fd/{args[0]}"))
-        elif event in _CHANGES:
-            name = _name(args[0]) if args else None
-            if not (event == "os.mkdir" and name is not None and _isdir(name)):
-                self.written.setdefault(name or "?", _stat(name) if name else [-1])
-        elif event.startswith(("subprocess.", "os.exec", "os.posix_spawn", "os.fork",
-                               "os.system", "os.spawn", "pty.")):  # fmt: skip
-            self.spawned = True
-            self.why = event
-
-
-def _isdir(name: str) -> bool:
-    seen = _stat(name)
-    return seen is not None and seen[0] == _DIR
-
-
-def _name(path: object) -> str | None:
-    if isinstance(path, int):
-        return None
-    try:
-        name = os.fsdecode(os.fspath(path))  # type: ignore[call-overload]
-    except TypeError:
-        return None
-    return os.path.abspath(name)
-
-
-_current: _Trace | None = None
-
-
-_inside = threading.local()  # the hook's own listdir and stat raise events too
-
-
-def _hook(event: str, args: tuple[Any, ...]) -> None:
-    trace = _current
-    if trace is not None and not getattr(_inside, "busy", False):
-        _inside.busy = True
-        try:
-            trace.event(event, args)
-        except Exception as exc:  # an odd event's arguments must never fail the run
-            trace.spawned = True  # and the run is not recorded
-            trace.why = f"{event}: {exc!r}"
-        finally:
-            _inside.busy = False
-
-
-_hooked = False
-
-
 @contextlib.contextmanager
 def recording(argv: Sequence[str]) -> Iterator[_Recording]:
     """Trace the full run of *argv* (a no-op for a command :func:`replayable` refuses); the
     caller says how it ended with ``done(exit_code)``, and a pure no-op is recorded then."""
-    global _current, _hooked  # noqa: PLW0603 - one trace per process, the CLI's
     session = _Recording(argv)
-    if not replayable(argv) or _current is not None:
+    if not replayable(argv) or filetrace.tracing():
         yield session
         return
-    trace = session.trace = _Trace()
-    if not _hooked:
-        sys.addaudithook(_hook)  # audit hooks cannot be removed: one, idle between traces
-        _hooked = True
-    real_lstat = os.lstat
-
-    def traced_stat(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
-        trace.saw(path, follow=kwargs.get("follow_symlinks", True))
-        return _os_stat(path, *args, **kwargs)
-
-    def traced_lstat(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
-        trace.saw(path, follow=False)
-        return real_lstat(path, *args, **kwargs)
-
-    out, err = sys.stdout, sys.stderr
-    sys.stdout = _Tee(out, 1, trace)
-    sys.stderr = _Tee(err, 2, trace)
-    os.stat, os.lstat = traced_stat, traced_lstat
-    _current = trace
-    try:
+    with filetrace.traced() as session.trace:
         yield session
-    finally:
-        _current = None
-        os.stat, os.lstat = _os_stat, real_lstat
-        sys.stdout, sys.stderr = out, err
     try:
         session.save()
     except Exception:  # recording is never the run's failure: no record then
@@ -412,7 +242,7 @@ def recording(argv: Sequence[str]) -> Iterator[_Recording]:
 class _Recording:
     def __init__(self, argv: Sequence[str]) -> None:
         self.argv = list(argv)
-        self.trace: _Trace | None = None
+        self.trace: Trace | None = None
         self.exit_code: int | None = None
 
     def done(self, exit_code: int) -> None:
@@ -440,35 +270,35 @@ class _Recording:
                 removal.remove(old, within=folder)
 
     @staticmethod
-    def _record(trace: _Trace) -> dict[str, Any] | None:
+    def _record(trace: Trace) -> dict[str, Any] | None:
         # A file made and removed (a writability probe) leaves nothing behind; the lock file
         # is taken by every run.
         transient = {n for n, before in trace.written.items() if before is None}
-        written = {n for n, before in trace.written.items() if _stat(n) != before}
+        written = {n for n, before in trace.written.items() if stat_of(n) != before}
         if written - trace.locks:
             trace.why = f"wrote {sorted(written - trace.locks)[0]}"
             return None
         skip = transient | (trace.locks & set(trace.written)) | trace.touched
         watched = {**trace.stat}
         for name in _code_and_path():
-            watched.setdefault(name, [True, _stat(name)])
+            watched.setdefault(name, [True, stat_of(name)])
         probed = {os.path.dirname(n) for n in transient}
         stat = {}
         for name, (follow, seen) in watched.items():
             if name in skip or name.startswith(_PROCESS_OWN):
                 continue  # the next run's own, or marked used (its bytes are the fact)
-            now = _stat(name, follow=follow)
-            relaxed = name in probed and now is not None and now[0] == _DIR
-            if (_relaxed(now) != _relaxed(seen)) if relaxed else (now != seen):
+            now = stat_of(name, follow=follow)
+            loose = name in probed and now is not None and now[0] == DIR
+            if (relaxed(now) != relaxed(seen)) if loose else (now != seen):
                 trace.why = f"{name} changed while the run looked"
                 return None
-            stat[name] = [follow, _relaxed(now) if relaxed else now, relaxed]
+            stat[name] = [follow, relaxed(now) if loose else now, loose]
         read = {}
         for name, seen in trace.read.items():
             if name in stat or name in skip - trace.touched or name.startswith(_PROCESS_OWN):
                 continue
             touched = name in trace.touched
-            if _stat(name) != seen and not touched:
+            if stat_of(name) != seen and not touched:
                 trace.why = f"{name} changed while the run read it"
                 return None
             small = seen is not None and seen[1] <= _SHA_CAP and not name.endswith(".pyc")
@@ -480,7 +310,7 @@ class _Recording:
         for name, seen in trace.listed.items():
             if name.startswith(_PROCESS_OWN):
                 continue
-            if _listing(name) != seen:
+            if listing(name) != seen:
                 trace.why = f"{name} changed while the run listed it"
                 return None
             listed[name] = seen
