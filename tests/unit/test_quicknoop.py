@@ -40,6 +40,7 @@ def full_run(project: Path, *, also: Callable[[], None] = lambda: None, code: in
     with quicknoop.recording(ARGV) as run:
         (project / "matrix.yaml").read_text()
         (project / "src" / "a.cu").stat()
+        os.path.realpath(project / "src" / "a.cu")  # lstat of every folder on the way
         (project / "src" / "missing.h").exists()
         list((project / "src").iterdir())
         with (project / "build" / ".lock").open("r+") as lock:
@@ -228,4 +229,18 @@ def test_a_fifo_in_place_of_a_record_or_a_watched_file_is_never_waited_on(
     (record,) = cache.iterdir()
     record.unlink()
     os.mkfifo(record)
+    assert replayed(capsys) == (False, "", "")
+
+
+def test_another_programs_file_beside_the_project_is_not_a_change(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Folders the run only lstat'ed (realpath's walk) are watched for what they are, not for
+    their entries: a file made in /tmp or beside the project is none of the build's facts."""
+    monkeypatch.chdir(project)
+    full_run(project)
+    (project.parent / "elsewhere.txt").write_text("another program's\n")
+    assert replayed(capsys)[0]
+    (project / "src").rename(project / "src-moved")
+    (project / "src").symlink_to(project / "src-moved")  # a folder on the way became a link
     assert replayed(capsys) == (False, "", "")

@@ -43,10 +43,8 @@ def stat_of(path: str, *, follow: bool = True) -> Stat:
 
 
 def relaxed(seen: Stat) -> Stat:
-    """A folder's stat without its size and mtime, for a folder the run made and removed a
-    file in (the writability probes of every run: the build and output folders, the cache,
-    the temporary folder): what the run read there is watched itself, and a folder it listed
-    is watched by its names."""
+    """A folder's stat without its size and mtime, which change with any entry made or
+    removed in it (quicknoop.py says which folders are watched so)."""
     return [seen[0], 0, 0, seen[3]] if seen is not None else None
 
 

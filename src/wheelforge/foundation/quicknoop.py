@@ -288,7 +288,10 @@ class _Recording:
             if name in skip or name.startswith(_PROCESS_OWN):
                 continue  # the next run's own, or marked used (its bytes are the fact)
             now = stat_of(name, follow=follow)
-            loose = name in probed and now is not None and now[0] == DIR
+            # A folder the run made a file in and removed it (a writability probe), or one it
+            # only lstat'ed (realpath's walk over a path's folders: is it a link?), is watched
+            # without its size and mtime: another program's file in /tmp is none of its facts.
+            loose = now is not None and now[0] == DIR and (name in probed or not follow)
             if (relaxed(now) != relaxed(seen)) if loose else (now != seen):
                 trace.why = f"{name} changed while the run looked"
                 return None
