@@ -25,13 +25,13 @@ repair, checks). Next to it, the floor of any schedule that compiles each source
 job: the longest of those jobs run again alone, with one nvcc thread per target.
 
 With ``--baseline TREE`` (another wheelforge: a source folder holding ``wheelforge/``, a checkout
-holding ``src/wheelforge/``, or a git revision of this repository, extracted with ``git archive``),
-the no-op rebuild is also measured side by side: each wheelforge builds its own copy once, then
-their no-op rebuilds alternate (A B B A A B ...: neither always runs first), ``--noop-runs`` each;
-the medians of wall and CPU time and their ratios are shown, with each tree's commit.
-``--cases noop`` runs only that comparison (no setup.py, no cold-build series):
+holding ``src/wheelforge/``, or a git revision of this repository, extracted with ``git archive``;
+repeatable), the no-op rebuild is also measured side by side: each wheelforge builds its own
+copy once, then their no-op rebuilds alternate (A B C C B A A B C ...: none always runs first),
+``--noop-runs`` each; the medians of wall and CPU time and their ratios are shown, with each
+tree's commit. ``--cases noop`` runs only that comparison (no setup.py, no cold-build series):
 
-    python bench/bench_build.py --cases noop --baseline a350be1 --archs "9.0"
+    python bench/bench_build.py --cases noop --baseline a350be1 --baseline 0ca3cee --archs "9.0"
 
 The wheelforge under test is this file's tree (``src/``, first on PYTHONPATH). Every folder on
 PYTHONPATH is byte-compiled first, as ``pip install`` does, so no run pays for compiling modules
@@ -359,13 +359,14 @@ def measure(b: Bench) -> str:
     return "\n".join(lines) + "\n"
 
 
-def baseline_src(given: str, work: Path) -> Path:
+def baseline_src(given: str, work: Path, n: int = 0) -> Path:
     """The baseline's source folder (the one holding ``wheelforge/``): *given* itself, its
-    ``src/``, or this repository's revision *given* extracted into *work*."""
+    ``src/``, or this repository's revision *given* extracted into *work* (the *n*-th
+    baseline's folder)."""
     for folder in (Path(given), Path(given) / "src"):
         if (folder / "wheelforge" / "__init__.py").is_file():
             return folder.resolve()
-    dest = work / "baseline"
+    dest = work / ("baseline" if n == 0 else f"baseline-{n + 1}")
     shutil.rmtree(dest, ignore_errors=True)
     dest.mkdir(parents=True)
     archive = subprocess.run(["git", "-C", str(REPO), "archive", given, "src"],
@@ -398,17 +399,22 @@ def is_noop(run: Run) -> bool:
     return "nothing to compile: up to date" in run.out and "is up to date" in run.out
 
 
-def measure_noop(b: Bench, baseline: Path, runs_each: int) -> str:
-    """The no-op rebuild of this tree's wheelforge and of *baseline*'s, alternating: each builds
-    its own copy of the kernels once (the compile cache makes the second a cache hit), then
-    their no-op rebuilds take turns, A B B A A B ..., so neither always runs first."""
-    trees = {"this tree": REPO / "src", "baseline": baseline}
+def measure_noop(b: Bench, baselines: list[Path], runs_each: int) -> str:
+    """The no-op rebuild of this tree's wheelforge and of each baseline's, alternating: each
+    builds its own copy of the kernels once (the compile cache makes the second a cache hit),
+    then their no-op rebuilds take turns, A B C C B A A B C ..., so none always runs first."""
+    trees = {"this tree": REPO / "src"}
+    for n, baseline in enumerate(baselines):
+        trees["baseline" if len(baselines) == 1 else f"baseline {n + 1}"] = baseline
     roots = {}
-    for name, src in trees.items():
+    for n, (name, src) in enumerate(trees.items()):
         print(f"{name}: build once ({src}) ...", flush=True)
-        roots[name] = b.fresh_copy(f"noop-{'baseline' if name == 'baseline' else 'this'}")
+        roots[name] = b.fresh_copy("noop-this" if n == 0 else f"noop-baseline-{n}")
         b.wheelforge(roots[name], b.archs, src=src)
-        if not is_noop(b.wheelforge(roots[name], b.archs, src=src)):  # settles the stamps
+    # Once every copy is built (the builds share the user cache: job costs, probe entries),
+    # one no-op each settles the stamps and what a no-op stores for the next.
+    for name, src in trees.items():
+        if not is_noop(b.wheelforge(roots[name], b.archs, src=src)):
             sys.exit(f"{name}: the second build was not a no-op")
     print(f"no-op rebuilds, {runs_each} of each, alternating ...", flush=True)
     done: dict[str, list[Run]] = {name: [] for name in trees}
@@ -435,11 +441,10 @@ def measure_noop(b: Bench, baseline: Path, runs_each: int) -> str:
     for name, src in trees.items():
         lines.append(f"| {name} | {commit_of(src)} | {fmt(wall[name])} | {fmt(cpu[name])} | "
                      f"{runs(done[name])} |")  # fmt: skip
-    lines += [
-        "",
-        f"This tree ÷ baseline: wall {wall['this tree'] / wall['baseline']:.2f}×, "
-        f"CPU {cpu['this tree'] / cpu['baseline']:.2f}×.",
-    ]
+    lines.append("")
+    for name in order[1:]:
+        lines.append(f"This tree ÷ {name}: wall {wall['this tree'] / wall[name]:.2f}×, "
+                     f"CPU {cpu['this tree'] / cpu[name]:.2f}×.")  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
@@ -466,9 +471,9 @@ def main() -> int:
                         help="runs of each cold build and fresh clone; the median is shown")  # fmt: skip
     parser.add_argument("--cases", choices=["all", "noop"], default="all",
                         help="noop: only the no-op comparison with --baseline")  # fmt: skip
-    parser.add_argument("--baseline", metavar="TREE",
+    parser.add_argument("--baseline", metavar="TREE", action="append", default=[],
                         help="another wheelforge (a folder or a git revision) whose no-op "
-                        "rebuild is measured beside this tree's")  # fmt: skip
+                        "rebuild is measured beside this tree's (repeatable)")  # fmt: skip
     parser.add_argument("--noop-runs", type=int, default=NOOP_RUNS,
                         help=f"no-op rebuilds of each wheelforge [{NOOP_RUNS}]")  # fmt: skip
     args = parser.parse_args()
@@ -478,13 +483,13 @@ def main() -> int:
         parser.error("--repeat and --noop-runs must be at least 1")
     sys.path.insert(0, str(REPO / "src"))  # this tree's wheelforge (cuda_home)
     work = args.work or Path(tempfile.mkdtemp(prefix="wf-bench-"))
-    baseline = baseline_src(args.baseline, work) if args.baseline else None
+    baselines = [baseline_src(given, work, n) for n, given in enumerate(args.baseline)]
     # As `pip install` does: byte-compiled once, this tree's wheelforge, the baseline's and every
     # folder on PYTHONPATH (dependencies installed with --no-compile). Otherwise, where
     # bytecode is not written (PYTHONDONTWRITEBYTECODE, a read-only checkout), every run
     # compiles each module it imports again (~0.1 s here, ~1 s on the H200 machine for
     # wheelforge's alone), which no installed copy does.
-    folders = [REPO / "src", *([baseline] if baseline else [])]
+    folders = [REPO / "src", *baselines]
     folders += [Path(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     for folder in dict.fromkeys(folders):
         if folder.is_dir():
@@ -497,8 +502,8 @@ def main() -> int:
         bench = Bench(archs=args.archs, add_arch=args.add_arch, jobs=args.jobs, work=work,
                       python=sys.executable, threads=threads, repeat=args.repeat, env=env)  # fmt: skip
         table = measure(bench) if args.cases == "all" else ""
-        if baseline is not None:
-            table += ("\n" if table else "") + measure_noop(bench, baseline, args.noop_runs)
+        if baselines:
+            table += ("\n" if table else "") + measure_noop(bench, baselines, args.noop_runs)
     finally:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)

@@ -1,5 +1,5 @@
 import sys
 
-from wheelforge.interface.cli import main
+from wheelforge.interface.entry import main
 
 sys.exit(main())

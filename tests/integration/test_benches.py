@@ -103,15 +103,18 @@ def test_bench_build_tiny(tmp_path: Path) -> None:
 @pytest.mark.bench_smoke
 @needs_nvcc
 def test_bench_build_noop_against_a_baseline(tmp_path: Path) -> None:
-    """The no-op comparison, this tree against its own HEAD (git archive), one run each."""
+    """The no-op comparison, this tree against its own HEAD (git archive) given twice (the flag
+    is repeatable: a350be1 and 0ca3cee side by side), one run each."""
     if not (REPO / ".git").exists():
         pytest.skip("no git repository: --baseline REV needs one")
     table = tmp_path / "noop.md"
-    done = bench(BENCH / "bench_build.py", "--cases", "noop", "--baseline", "HEAD", "--archs",
-                 "8.0", "--noop-runs", "1", "--work", tmp_path / "work", "--out", table)  # fmt: skip
+    done = bench(BENCH / "bench_build.py", "--cases", "noop", "--baseline", "HEAD", "--baseline",
+                 "HEAD", "--archs", "8.0", "--noop-runs", "1", "--work", tmp_path / "work",
+                 "--out", table)  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     text = table.read_text()
-    assert "| this tree |" in text and "| baseline |" in text and "This tree ÷ baseline" in text
+    assert "| this tree |" in text and "| baseline 1 |" in text and "| baseline 2 |" in text
+    assert "This tree ÷ baseline 1" in text and "This tree ÷ baseline 2" in text
 
 
 @pytest.mark.bench_smoke

@@ -347,6 +347,14 @@ ALLOWED = {
     ("running/build/jobwatch.py", '(proc / str(pid) / "cmdline").open("rb")'): (
         "the kernel's /proc/<pid>/cmdline, read within 1 MiB"
     ),
+    ("foundation/quicknoop.py", "fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK"): (
+        "the quick no-op imports nothing of wheelforge's: a record or a watched file read as "
+        "readers.py reads (regular files only, from fstat, never waited on, within a cap), and "
+        "the recorded run's locks held shared while its screen is replayed"
+    ),
+    ("foundation/filetrace.py", '"shutil.copyfile", "shutil.rmtree"}'): (
+        "the names of audit events the trace counts as writes, not a call"
+    ),
     ("running/build/genstep.py", "subprocess.Popen(command"): (
         "the generate step's wrapper, ninja's command: its own deadline, stopped by proc.stop"
     ),

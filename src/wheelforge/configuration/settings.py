@@ -29,6 +29,7 @@ from wheelforge.configuration.matrix.model import Matrix, TestsConfig, WheelVari
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation import fsutil, numbers
 from wheelforge.foundation.errors import ConfigError
+from wheelforge.foundation.quicknoop import default_cache
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -104,11 +105,6 @@ class BuildSettings:
     # network: --torch-from, or `torch: installed` (then the build Python). None: the matrix's
     # torch versions, each in an environment of its own.
     torch_from: Path | None = None
-
-
-def default_cache() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "wheelforge"
 
 
 def cache_dir(flag: Path | None) -> Path:
