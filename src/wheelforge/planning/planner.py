@@ -12,6 +12,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from packaging.version import Version
+
 from wheelforge.configuration import abi as abis
 from wheelforge.configuration.matrix.keys import GENERATED_RE
 from wheelforge.configuration.matrix.model import ExtensionConfig
@@ -421,7 +423,8 @@ def plan_all(
         key = buildtorch.torch_key(variant)
         if key not in probed:
             torch = probed[key] = buildtorch.build_torch(variant, settings, early=early)
-            if flavour.torch_target:
-                torchprobe.check_target(torch, settings.matrix.torch.floor)
+            if flavour.torch_target:  # the headers of the highest extension target at least
+                major, minor = settings.matrix.torch.floor
+                torchprobe.check_target(torch, Version(f"{major}.{minor}"))
     kept = buildtorch.pairs(chosen, probed) if flavour.per_torch else list(chosen)
     return [plan_variant(inputs, v, probed[buildtorch.torch_key(v)]) for v in kept]
