@@ -227,7 +227,7 @@ class ExtensionConfig:
             (
                 "the stable-ABI torch this shared object targets (`-DTORCH_TARGET_VERSION`), "
                 "within the `torch` range: two shared objects of one wheel built for different "
-                "torch (`\"2.10\"`, `\"2.11\"`); the wheel requires the highest; refused for "
+                'torch (`"2.10"`, `"2.11"`); the wheel requires the highest; refused for '
                 "`abi: unstable`"
             ),
             name="torch-target",

@@ -293,12 +293,23 @@ class MatrixReader(ExtensionsReader, StepsReader, PackageReader):
         read.values["torch"] = floored
         tests = read.values.get("tests")
         tests_node = read.items.get("tests")
-        if isinstance(tests, TestsConfig) and tests_node is not None:
-            if yamlio.key_node(tests_node[1], "torch") is None:  # the default: the floor up
-                kept = [v for v in floored.versions if (v.major, v.minor) >= floored.floor]
-                floor = f"{floored.floor[0]}.{floored.floor[1]}"
-                torches = tuple(str(v) for v in kept) or (floor,)
-                read.values["tests"] = dataclasses.replace(tests, torch=torches)
+        # The tests' default torch (no tests.torch): the matrix's torch from the floor up.
+        defaulted = tests_node is not None and yamlio.key_node(tests_node[1], "torch") is None
+        if isinstance(tests, TestsConfig) and defaulted:
+            kept = [v for v in floored.versions if (v.major, v.minor) >= floored.floor]
+            floor = f"{floored.floor[0]}.{floored.floor[1]}"
+            torches = tuple(str(v) for v in kept) or (floor,)
+            read.values["tests"] = dataclasses.replace(tests, torch=torches)
+        elif isinstance(tests, TestsConfig) and tests_node is not None:
+            major, minor = floored.floor
+            below = [t for t in tests.torch if numbers.version(t).release[:2] < floored.floor]
+            if below:
+                self.problems.add(
+                    yamlio.key_node(tests_node[1], "torch") or tests_node[1],
+                    f"tests.torch: the wheel requires torch>={major}.{minor} (the highest "
+                    f"torch-target), so it does not install on {', '.join(below)}; test on "
+                    f"{major}.{minor} or newer",
+                )
 
     def read(self, node: yaml.Node | None) -> Matrix:
         if node is None:
