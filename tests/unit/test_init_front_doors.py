@@ -201,17 +201,35 @@ def test_extensions_whose_flags_name_different_archs_keep_them_each(tmp_path: Pa
     assert [e.get("archs") for e in same["extensions"]] == [None, None]
 
 
-def test_the_newest_target_and_limited_api_of_the_extensions_is_the_floor(tmp_path: Path) -> None:
+def test_extensions_whose_flags_name_different_targets_keep_them_each(tmp_path: Path) -> None:
+    """extensions[].torch-target (issue 32): each extension keeps the -DTORCH_TARGET_VERSION its
+    flags name; torch is the range from the oldest; the wheel requires the newest. Py_LIMITED_API
+    is one per wheel (its abi3 tag): the newest is the floor of all."""
     build = two_extensions(tmp_path, torch_target="2.11", limited_api="3.12")
     result = render(build, InitChoices())
     written = yaml.safe_load(result.text)
-    assert (written["torch"], written["python-abi"]) == (">=2.11", "cp312")
+    assert [e.get("torch-target") for e in written["extensions"]] == ["2.10", "2.11"]
+    assert (written["torch"], written["python-abi"]) == (">=2.10", "cp312")
     said = " ".join(result.done)
     assert (
         "the extensions name different -DTORCH_TARGET_VERSION (demo_ops: 2.10, demo_hopper: 2.11)"
-        in said
+        ": each keeps its own (extensions[].torch-target)" in said
     )
+    assert "the wheel requires torch>=2.11" in said
     assert "different Py_LIMITED_API (demo_ops: 3.10, demo_hopper: 3.12)" in said
+    (tmp_path / "demo" / "__init__.py").write_text("import torch\n")
+    (tmp_path / "matrix.yaml").write_text(result.text)
+    matrix = load_matrix(tmp_path / "matrix.yaml")  # what init wrote, read back
+    assert [e.torch_target for e in matrix.extensions] == [(2, 10), (2, 11)]
+    assert matrix.torch.requirement == "torch>=2.11"
+    # --torch replaces the project's targets for every extension: none keeps its own
+    chosen = yaml.safe_load(render(build, InitChoices(torch=(">=2.12",))).text)
+    assert [e.get("torch-target") for e in chosen["extensions"]] == [None, None]
+    assert chosen["torch"] == ">=2.12"
+    # the same target for both: the top-level torch alone says it
+    same = yaml.safe_load(render(two_extensions(tmp_path), InitChoices()).text)
+    assert [e.get("torch-target") for e in same["extensions"]] == [None, None]
+    assert same["torch"] == ">=2.10"
 
 
 # -- kernel-builder's build.toml ----------------------------------------------------------------

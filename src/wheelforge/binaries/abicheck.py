@@ -6,7 +6,7 @@ from it: its torch floor from METADATA (unless given), its abi3 floor from its t
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -231,15 +231,31 @@ def summary(context: RuleContext, checks: Sequence[BinaryCheck]) -> WheelSummary
 
 
 def judge_wheel(
-    wheel: WheelFacts, context: RuleContext, rules: Sequence[Rule], flavour: Flavour = "stable"
+    wheel: WheelFacts,
+    context: RuleContext,
+    rules: Sequence[Rule],
+    flavour: Flavour = "stable",
+    targets: Mapping[str, Version2] | None = None,
 ) -> list[BinaryCheck]:
     """The wheel judged by *rules* (*flavour*'s): first the rules on the wheel as a whole (when
     they find something), then every binary read whose role some rule judges; each check
     carries the wheel's summary (what it declares, what its binaries allow) and the rules that
-    judged the wheel holding it (layout, torch-pin)."""
+    judged the wheel holding it (layout, torch-pin). *targets*: the torch each member was
+    compiled for, where the build knows it (a build's shared objects of different
+    ``torch-target``): that member is judged against its own, the rest against the wheel's."""
     whole_rules = tuple(r.id for r in registry.for_role(rules, "wheel"))
+    own = targets or {}
+
+    def context_of(binary: BinaryFacts) -> RuleContext:
+        target = own.get(binary.member or "")
+        if target is None or target == context.target.torch:
+            return context
+        return dataclasses.replace(
+            context, target=dataclasses.replace(context.target, torch=target)
+        )
+
     results = [
-        check_binary(b, context, rules, flavour=flavour)
+        check_binary(b, context_of(b), rules, flavour=flavour)
         for b in wheel.binaries
         if registry.for_role(rules, b.role)
     ]

@@ -160,7 +160,10 @@ def read_wheel(
     context = abicheck.wheel_context(
         wheel, torch=target, guards=guards, versions=versions, torch_exports=exports
     )
-    return wheel, abicheck.judge_wheel(wheel, context, rules, plan.abi.name)
+    # Each shared object against the torch it was compiled for (its torch-target), the wheel as
+    # a whole against its floor (the highest of them).
+    own = {link.wheel_path: link.torch_target for link in plan.links if link.torch_target}
+    return wheel, abicheck.judge_wheel(wheel, context, rules, plan.abi.name, targets=own)
 
 
 def verify_wheel(wheel_path: Path, plan: VariantPlan) -> WheelVerification:

@@ -21,12 +21,9 @@ def _stable_abi(matrix: Matrix, torch: TorchEnv, weak: GeneratedFile, rel: Rel) 
     than the target, Python's limited API keeps the abi3 tag true."""
     return AbiFlavour(
         kind=abis.STABLE,
-        target=matrix.torch.target,
-        defines=(
-            # The stable-ABI version this binary targets: major << 56 | minor << 48 (torch/csrc/stable/version.h).
-            f"-DTORCH_TARGET_VERSION={matrix.torch.target_macro}",
-            f"-DPy_LIMITED_API={matrix.limited_api_macro}",
-        ),
+        target=matrix.torch.floor,
+        # Each shared object's -DTORCH_TARGET_VERSION comes first (AbiFlavour.defines_for).
+        defines=(f"-DPy_LIMITED_API={matrix.limited_api_macro}",),
         # Python's headers too: a source may include <Python.h> (Py_LIMITED_API still holds).
         includes=tuple(f"-I{rel(d)}" for d in (torch.include_dir, torch.python_include)),
         force_include=("-include", rel(weak.path)),

@@ -22,6 +22,7 @@ from packaging.version import Version
 from wheelforge.configuration import abi as abis
 from wheelforge.configuration.archs import ArchSet
 from wheelforge.configuration.matrix.model import ExtensionConfig, Matrix, PackageConfig
+from wheelforge.configuration.matrix.torchspec import target_macro
 from wheelforge.configuration.settings import Compilers, Launchers
 from wheelforge.foundation.resources import MemoryLimit
 from wheelforge.planning import reproducible
@@ -165,6 +166,8 @@ class LinkPlan:
     library: Path  # the linked shared object in the build dir
     export_map: Path  # the linker version script (planner.export_map)
     wheel_path: str  # where it goes inside the wheel, e.g. pkg/_C.abi3.so
+    # The stable-ABI torch it is compiled for (-DTORCH_TARGET_VERSION); None for the unstable ABI
+    torch_target: tuple[int, int] | None = None
 
     @property
     def role(self) -> Literal["extension", "library"]:
@@ -214,8 +217,10 @@ class AbiFlavour:
     probed (configuration/abi.py)."""
 
     kind: abis.Abi
-    target: tuple[int, int]  # the matrix's torch target version (its lowest torch)
-    defines: tuple[str, ...]  # for every extension (TORCH_EXTENSION_NAME is each one's own)
+    # The wheel's torch floor: the highest of its extensions' target versions (TorchSpec.floor)
+    target: tuple[int, int]
+    # for every extension (TORCH_EXTENSION_NAME and the target version are each one's own)
+    defines: tuple[str, ...]
     includes: tuple[str, ...]  # torch's and Python's, after each extension's own
     force_include: tuple[str, ...]  # -include of the weak-shims header (stable only)
     generated: tuple[GeneratedFile, ...]
@@ -234,6 +239,13 @@ class AbiFlavour:
     def name(self) -> abis.AbiName:
         """The flavour's name, as matrix.yaml writes it (binaries/ filters its rules by it)."""
         return self.kind.name
+
+    def defines_for(self, target: tuple[int, int]) -> tuple[str, ...]:
+        """The defines of a shared object compiled for the torch *target* (Matrix.torch_target_of):
+        a stable-ABI one's target version, major << 56 | minor << 48 (torch/csrc/stable/version.h),
+        then the flavour's own."""
+        own = (f"-DTORCH_TARGET_VERSION={target_macro(target)}",) if self.kind.torch_target else ()
+        return (*own, *self.defines)
 
 
 def wheel_version(matrix: Matrix, variant: Variant) -> str:

@@ -12,6 +12,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from packaging.version import Version
+
 from wheelforge.configuration import abi as abis
 from wheelforge.configuration.matrix.keys import GENERATED_RE
 from wheelforge.configuration.matrix.model import ExtensionConfig
@@ -93,15 +95,17 @@ def _compile_flags(
     rel: Rel,
     maps: tuple[str, ...],
     includes: Sequence[Path],
+    target: tuple[int, int],
     split_nvcc: Path | None = None,
 ) -> FlagSet:
     """One extension's C++, C and nvcc flags (without -gencode: that is per compile step).
     Default visibility everywhere: what the module exports is decided at link time
     (export_map()). The prefix maps of *folders* keep them out of the binaries
     (reproducible.py). *includes*: the extension's include folders, then the header
-    libraries', before torch's. *split_nvcc*: the project's folder, when nvcc runs through
+    libraries', before torch's. *target*: the torch it compiles for (-DTORCH_TARGET_VERSION).
+    *split_nvcc*: the project's folder, when nvcc runs through
     sccache, which splits it into its steps (reproducible.split_nvcc_maps)."""
-    defines = (*abi.defines, f"-DTORCH_EXTENSION_NAME={ext.leaf}")
+    defines = (*abi.defines_for(target), f"-DTORCH_EXTENSION_NAME={ext.leaf}")
     own_includes = tuple(f"-I{rel(d)}" for d in includes)
     # The variant's own toolkit headers (cuda_runtime.h) for C/C++ sources, as nvcc adds them
     # for .cu ones, after the matrix's and torch's folders; then the torch environment's (-isystem).
@@ -247,7 +251,9 @@ class _Extension:
         init = _module_init(self.ext, self.gen)
         return [init, *out] if init is not None else out
 
-    def link(self, abi: AbiFlavour, objects: Sequence[Path], ldflags: str) -> LinkPlan:
+    def link(
+        self, abi: AbiFlavour, objects: Sequence[Path], ldflags: str, target: tuple[int, int]
+    ) -> LinkPlan:
         ext = self.ext
         filename = f"{ext.leaf}{abi.module_suffix if ext.kind == 'module' else '.so'}"
         return LinkPlan(
@@ -259,6 +265,7 @@ class _Extension:
             else self.build / filename,
             export_map=self.exports,
             wheel_path=ext.wheel_path(filename),
+            torch_target=target if abi.kind.torch_target else None,
         )
 
 
@@ -303,12 +310,13 @@ def make_plan(
             rel=rel,
             maps=maps,
             includes=includes,
+            target=matrix.torch_target_of(ext),
             split_nvcc=split,
         )
         flag_sets.append(flags)
         objects = steps.add(index, sources, flags, own.objects)
         ldflags = _link_flags(abi, variant, ext, torch, own.exports)
-        links.append(own.link(abi, objects, shlex.join(ldflags)))
+        links.append(own.link(abi, objects, shlex.join(ldflags), matrix.torch_target_of(ext)))
     placed, timing = scheduling.scheduled(
         inputs, variant, steps.steps, flag_sets=flag_sets, folders=tuple(folders.items())
     )
@@ -415,7 +423,8 @@ def plan_all(
         key = buildtorch.torch_key(variant)
         if key not in probed:
             torch = probed[key] = buildtorch.build_torch(variant, settings, early=early)
-            if flavour.torch_target:
-                torchprobe.check_target(torch, settings.matrix.torch.lowest)
+            if flavour.torch_target:  # the headers of the highest extension target at least
+                major, minor = settings.matrix.torch.floor
+                torchprobe.check_target(torch, Version(f"{major}.{minor}"))
     kept = buildtorch.pairs(chosen, probed) if flavour.per_torch else list(chosen)
     return [plan_variant(inputs, v, probed[buildtorch.torch_key(v)]) for v in kept]

@@ -142,6 +142,8 @@ class _Writer:
         cuda = any(s.path.endswith(".cu") for s in ext.sources)
         if cuda and ext.archs and self.own_archs():
             out["archs"] = arch_text(ext.archs)
+        if ext.torch_target and self.own_targets(abi):
+            out["torch-target"] = ext.torch_target
         for key, value in (
             ("include-dirs", ext.include_dirs),
             ("cxx-flags", [*ext.defines, *ext.cxx_flags]),
@@ -168,6 +170,13 @@ class _Writer:
         them all."""
         named = {e.archs for e in self.build.extensions if e.archs and _cuda(e)}
         return len(named) > 1 and not self.choices.archs
+
+    def own_targets(self, abi: Abi) -> bool:
+        """Whether each extension keeps its own stable-ABI target (``extensions[].torch-target``):
+        the project's flags name different -DTORCH_TARGET_VERSION, and --torch does not replace
+        them all."""
+        named = {e.torch_target for e in self.build.extensions if e.torch_target}
+        return abi.torch_target and len(named) > 1 and not self.choices.torch
 
     def abi(self, ext: CapturedExtension) -> Abi:
         return abi_of(self.build.root, ext)
@@ -310,10 +319,23 @@ def _abi(writer: _Writer, extensions: Sequence[CapturedExtension]) -> Abi:
     return UNSTABLE
 
 
-def _targeted(writer: _Writer, extensions: Sequence[CapturedExtension]) -> CapturedExtension:
-    """The extension whose stable-ABI target is the newest: the torch floor of all of them (a
-    wheel loads where every shared object in it loads; the lower target's code builds under the
-    newer one, whose headers only add)."""
+def _targeted(
+    writer: _Writer, extensions: Sequence[CapturedExtension], abi: Abi
+) -> CapturedExtension:
+    """The extension whose stable-ABI target is the matrix's lowest torch. When the extensions
+    name different targets, each keeps its own (``torch-target``, which the matrix's torch range
+    must hold): the oldest is the range's floor, and the wheel requires the newest."""
+    named = {str(e.name): e.torch_target for e in extensions if e.torch_target}
+    if writer.own_targets(abi):
+        oldest = min(named.values(), key=Version)
+        newest = max(named.values(), key=Version)
+        writer.done.append(
+            "torch-target: the extensions name different -DTORCH_TARGET_VERSION ("
+            + ", ".join(f"{n}: {v}" for n, v in named.items())
+            + f"): each keeps its own (extensions[].torch-target), torch: '>={oldest}' holds them "
+            f"all, and the wheel requires torch>={newest}"
+        )
+        return next(e for e in extensions if e.torch_target == oldest)
     chosen = max(
         extensions, key=lambda e: Version(e.torch_target) if e.torch_target else Version("0")
     )
@@ -391,7 +413,7 @@ def render(build: CapturedBuild, choices: InitChoices) -> InitResult:
         buildparts.generate_text(build.steps),
         "\n" + section,
     ]
-    torch = writer.torch(abi, _targeted(writer, extensions))
+    torch = writer.torch(abi, _targeted(writer, extensions, abi))
     if abi.per_torch:
         parts.append(
             "\n# torch/extension.h: one build per torch version below (a CUDA build of torch).\n"

@@ -7,6 +7,7 @@ on this."""
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,6 +21,7 @@ from wheelforge.configuration.matrix.keys import GENERATED_RE, MODULE_RE, SOURCE
 from wheelforge.configuration.matrix.model import ExtensionConfig, SourceSpec
 from wheelforge.configuration.matrix.modelreader import KeyReader, ModelReader, Section
 from wheelforge.foundation import readers
+from wheelforge.foundation.errors import ConfigError
 
 
 class ExtensionsReader(ModelReader):
@@ -38,6 +40,7 @@ class ExtensionsReader(ModelReader):
                 ),
                 "sources": self.sources,
                 "archs": self.parsed(lambda text, w: parse_arch_list(text, source=w)),
+                "torch_target": self.parsed(parse_torch_target),
                 "include_dirs": self.checked_list(self.include_folder),
                 "size_budget": self.size,
                 "cxx_flags": self.flag_list,
@@ -185,6 +188,20 @@ class ExtensionsReader(ModelReader):
                     "torch.ops.load_library and has no PyInit; remove module-init, or make it "
                     "kind: module",
                 )
+
+
+def parse_torch_target(text: str, where: str) -> tuple[int, int]:
+    """``torch-target``: a torch release as ``major.minor`` (what TORCH_TARGET_VERSION encodes)."""
+    match = _TARGET_RE.match(text.strip())
+    if match is None:
+        raise ConfigError(
+            f"{where}: '{text}' is not a torch release as major.minor (the target version has no "
+            "patch); write e.g. '2.10'"
+        )
+    return (int(match[1]), int(match[2]))
+
+
+_TARGET_RE = re.compile(r"^(\d{1,3})\.(\d{1,3})$")
 
 
 def _not_regular(path: Path) -> str | None:

@@ -221,6 +221,21 @@ class ExtensionConfig:
             words="arch list",
         ),
     )
+    torch_target: tuple[int, int] | None = field(
+        default=None,
+        metadata=key(
+            (
+                "the stable-ABI torch this shared object targets (`-DTORCH_TARGET_VERSION`), "
+                "within the `torch` range: two shared objects of one wheel built for different "
+                'torch (`"2.10"`, `"2.11"`); the wheel requires the highest; refused for '
+                "`abi: unstable`"
+            ),
+            name="torch-target",
+            shape=Scalar,
+            words="version",
+            default_words="the lowest `torch`",
+        ),
+    )
     include_dirs: tuple[Path, ...] = field(
         default=(),
         metadata=key(
@@ -717,6 +732,11 @@ class Matrix:
     def variant_wheels(self) -> bool:
         """Whether the wheels are PEP 825 variant wheels."""
         return self.wheel_variants is not None and self.wheel_variants.enabled
+
+    def torch_target_of(self, extension: ExtensionConfig) -> tuple[int, int]:
+        """The stable-ABI torch *extension* compiles for: its own ``torch-target``, else the
+        lowest torch (the one place this default is decided)."""
+        return extension.torch_target or self.torch.target
 
     @property
     def limited_api_macro(self) -> str:

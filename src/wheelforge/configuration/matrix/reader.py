@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import yaml
-from packaging.version import InvalidVersion
+from packaging.version import InvalidVersion, Version
 
 from wheelforge.configuration.abi import ABIS
 from wheelforge.configuration.archs import ArchSet, parse_arch_list
@@ -255,6 +255,62 @@ class MatrixReader(ExtensionsReader, StepsReader, PackageReader):
                 "targets a version: write the lowest torch it loads on, e.g. '>=2.10'",
             )
 
+    def check_torch_targets(self, read: Section, extensions: tuple[ExtensionConfig, ...]) -> None:
+        """Each ``torch-target`` lies within the matrix's torch versions (a stable-ABI matrix's
+        only); the highest becomes the wheel's floor (TorchSpec.floor), and the tests' default
+        torch follows it."""
+        key = "extension" if "extension" in read.items else "extensions"
+        if key not in read.items:
+            return
+        node = read.items[key][1]
+        items = node.value if isinstance(node, yaml.SequenceNode) else [node]
+        torch = read.values.get("torch")
+        flavour = ABIS.get(str(read.values.get("abi") or "stable"))
+        targets = []
+        for i, (item, extension) in enumerate(zip(items, extensions, strict=False)):
+            target, at = extension.torch_target, yamlio.key_node(item, "torch-target")
+            if target is None or at is None or not isinstance(torch, TorchSpec):
+                continue
+            where = key if key == "extension" else f"extensions[{i}]"
+            shown = f"{target[0]}.{target[1]}"
+            if flavour is not None and not flavour.torch_target:
+                self.problems.add(
+                    at,
+                    f"{where}.torch-target: an unstable-ABI wheel is built against each torch "
+                    "it lists and has no target version; remove torch-target, or use abi: stable",
+                )
+                continue
+            problem = _outside(target, torch)
+            if problem is not None:
+                self.problems.add(
+                    at, f"{where}.torch-target '{shown}' is {problem}; name a torch within it"
+                )
+                continue
+            targets.append(target)
+        if not targets or not isinstance(torch, TorchSpec):
+            return
+        floored = dataclasses.replace(torch, highest_target=max(targets))
+        read.values["torch"] = floored
+        tests = read.values.get("tests")
+        tests_node = read.items.get("tests")
+        # The tests' default torch (no tests.torch): the matrix's torch from the floor up.
+        defaulted = tests_node is not None and yamlio.key_node(tests_node[1], "torch") is None
+        if isinstance(tests, TestsConfig) and defaulted:
+            kept = [v for v in floored.versions if (v.major, v.minor) >= floored.floor]
+            floor = f"{floored.floor[0]}.{floored.floor[1]}"
+            torches = tuple(str(v) for v in kept) or (floor,)
+            read.values["tests"] = dataclasses.replace(tests, torch=torches)
+        elif isinstance(tests, TestsConfig) and tests_node is not None:
+            major, minor = floored.floor
+            below = [t for t in tests.torch if numbers.version(t).release[:2] < floored.floor]
+            if below:
+                self.problems.add(
+                    yamlio.key_node(tests_node[1], "torch") or tests_node[1],
+                    f"tests.torch: the wheel requires torch>={major}.{minor} (the highest "
+                    f"torch-target), so it does not install on {', '.join(below)}; test on "
+                    f"{major}.{minor} or newer",
+                )
+
     def read(self, node: yaml.Node | None) -> Matrix:
         if node is None:
             raise ConfigError(f"{self.problems.display} is empty; see docs/matrix.md for its keys")
@@ -299,6 +355,7 @@ class MatrixReader(ExtensionsReader, StepsReader, PackageReader):
                         " in one of them"
                     ),
                 )
+        self.check_torch_targets(read, extensions)
         self.check_steps(read, extensions)
         self.check_header_libraries(read)
         variants = read.values.get("wheel_variants")
@@ -309,6 +366,20 @@ class MatrixReader(ExtensionsReader, StepsReader, PackageReader):
         matrix = self.build(Matrix, read, path=self.path, root=self.root)
         assert matrix is not None  # every required key was read, or a problem was raised
         return matrix
+
+
+def _outside(target: tuple[int, int], torch: TorchSpec) -> str | None:
+    """Why *target* lies outside the matrix's torch versions, or None when within them."""
+    lowest = f"{torch.target[0]}.{torch.target[1]}"
+    if target < torch.target:
+        return f"below the lowest torch of the matrix ({lowest}): torch: '{torch.text}'"
+    if torch.versions:
+        highest = max(torch.versions)
+        if target > (highest.major, highest.minor):
+            return f"above the newest torch of the matrix ({highest}): torch: '{torch.text}'"
+    elif not torch.specifier.contains(Version(f"{target[0]}.{target[1]}"), prereleases=True):
+        return f"outside the matrix's torch range '{torch.text}'"
+    return None
 
 
 def load_matrix(path: Path, *, display: str | None = None) -> Matrix:

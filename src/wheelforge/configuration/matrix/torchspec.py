@@ -25,25 +25,34 @@ class TorchSpec:
     versions: tuple[Version, ...]
     lowest: Version
     installed: bool = False  # `torch: installed`: the build Python's torch, whichever it is
+    # The highest of the extensions' own targets (``extensions[].torch-target``), when one is
+    # above the lowest torch: the wheel loads only from there (the matrix reader sets it).
+    highest_target: tuple[int, int] | None = None
 
     @property
     def target(self) -> tuple[int, int]:
+        """The target of an extension that names none: the lowest torch."""
         return (self.lowest.major, self.lowest.minor)
 
     @property
-    def target_macro(self) -> str:
-        """``TORCH_TARGET_VERSION``: ``major << 56 | minor << 48``, as torch/csrc/stable/version.h
-        defines its version constants."""
-        major, minor = self.target
-        return f"0x{(major << 56) | (minor << 48):016x}"
+    def floor(self) -> tuple[int, int]:
+        """The lowest torch the whole wheel loads on: the highest of its extensions' targets."""
+        return max(self.target, self.highest_target or self.target)
 
     @property
     def requirement(self) -> str:
-        """The wheel's Requires-Dist on torch: every torch from the target version up, within
-        the range's upper bounds when one was given."""
-        major, minor = self.target
+        """The wheel's Requires-Dist on torch: every torch from its floor up (the highest
+        extension target), within the range's upper bounds when one was given."""
+        major, minor = self.floor
         upper = [str(s) for s in self.specifier if s.operator in ("<", "<=", "!=")]
         return "torch" + ",".join([f">={major}.{minor}", *upper])
+
+
+def target_macro(target: tuple[int, int]) -> str:
+    """``TORCH_TARGET_VERSION`` of *target*: ``major << 56 | minor << 48``, as
+    torch/csrc/stable/version.h defines its version constants."""
+    major, minor = target
+    return f"0x{(major << 56) | (minor << 48):016x}"
 
 
 def parse_torch_spec(value: str | list[str]) -> TorchSpec:

@@ -328,7 +328,7 @@ def _matrix(settings: BuildSettings) -> MatrixDoc:
         abi=m.abi,
         python_abi=m.python_abi,
         torch=m.torch.requirement,
-        target=f"{m.torch.target[0]}.{m.torch.target[1]}",
+        target=f"{m.torch.floor[0]}.{m.torch.floor[1]}",  # the wheel's: its highest target
         cuda=m.cuda,
         arch_sets=tuple(ArchSetDoc(name=a.name, archs=str(a)) for a in m.arch_sets),
     )
@@ -356,7 +356,7 @@ def build_report(
 ) -> BuildReportDocument:
     """The report of a run: its result when it got that far, and the error that ended it."""
     error = error or (result.first_error if result else None)
-    target = settings.matrix.torch.target if settings else (0, 0)
+    target = settings.matrix.torch.floor if settings else (0, 0)
     outcomes: list[VariantResult | VariantFailure] = (
         [*result.variants, *result.failures] if result else []
     )

@@ -61,9 +61,11 @@ def _run_build(settings: BuildSettings, chosen: list[Variant], start: float) -> 
     labels = sorted({p.torch.label for p in plans})
     flavour = abi.of(m.abi)
     if not flavour.per_torch:
-        target = f"{m.torch.target[0]}.{m.torch.target[1]}"
+        targets = sorted({m.torch_target_of(e) for e in m.extensions} or {m.torch.target})
+        said = ", ".join(f"{major}.{minor}" for major, minor in targets)
+        target = f"target{'s' if len(targets) > 1 else ''} {said}"
         how = (
-            f"for torch {m.torch.requirement[5:]} (stable ABI target {target}, "
+            f"for torch {m.torch.requirement[5:]} (stable ABI {target}, "
             f"built against torch {plans[0].torch.label})"
         )
     else:
@@ -98,7 +100,7 @@ def _run_build(settings: BuildSettings, chosen: list[Variant], start: float) -> 
     return BuildReport(
         matrix=settings.matrix.path,
         abi=flavour.name,
-        target_version=settings.matrix.torch.target,
+        target_version=settings.matrix.torch.floor,
         built_against=", ".join(labels) if flavour.per_torch else plans[0].torch.label,
         variants=tuple(o for o in outcomes if isinstance(o, VariantResult)),
         failures=tuple(o for o in outcomes if isinstance(o, VariantFailure)),
