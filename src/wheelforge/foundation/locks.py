@@ -88,11 +88,11 @@ def share(path: Path, *, what: str) -> Iterator[None]:
     except OSError as exc:
         raise _unusable(path, what, exc) from None
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            log.info(f"waiting for another wheelforge that is changing {what} (lock {path})")
-            fcntl.flock(fd, fcntl.LOCK_SH)  # a signal still ends the wait (PEP 475)
+        _flock(
+            fd,
+            fcntl.LOCK_SH,
+            f"waiting for another wheelforge that is changing {what} (lock {path})",
+        )
         yield
     finally:
         os.close(fd)  # closing the last descriptor releases the lock
@@ -110,11 +110,17 @@ def hold_folder(folder: Path, *, what: str) -> Iterator[None]:
     except OSError as exc:
         raise EnvironmentProblem(f"{what} cannot be locked: {exc.strerror}") from None
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            log.info(f"waiting for another wheelforge that is publishing into {what}")
-            fcntl.flock(fd, fcntl.LOCK_EX)  # a signal still ends the wait (PEP 475)
+        _flock(fd, fcntl.LOCK_EX, f"waiting for another wheelforge that is publishing into {what}")
         yield
     finally:
         os.close(fd)
+
+
+def _flock(fd: int, mode: int, waiting: str) -> None:
+    """flock(2) *fd* in *mode*: at once, else saying *waiting* once and waiting (a signal
+    still ends the wait: PEP 475)."""
+    try:
+        fcntl.flock(fd, mode | fcntl.LOCK_NB)
+    except BlockingIOError:
+        log.info(waiting)
+        fcntl.flock(fd, mode)
