@@ -14,7 +14,7 @@ import pytest
 from wheelforge.binaries import abicheck
 from wheelforge.binaries.abicheck import BinaryCheck
 from wheelforge.binaries.elf import open_elf_file
-from wheelforge.binaries.symbols import read_linkage
+from wheelforge.binaries.symbols import LibraryExports, library_exports, read_linkage
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation.errors import VerificationError
 from wheelforge.interface.cli import main
@@ -174,3 +174,30 @@ def test_a_binary_linking_torch_is_judged_by_what_torchs_libraries_export(tmp_pa
     [(symbol, _, message)] = found(frozenset({"c10_stub"}))
     assert symbol == "scale_rows" and "no torch here" not in message
     assert found(frozenset({"scale_rows"})) == []
+
+
+def test_what_torchs_libraries_need_beside_them_provides_symbols(tmp_path: Path) -> None:
+    """The released xformers 0.0.32.post2's _C.so calls GOMP_parallel, unversioned, and links
+    no libgomp: libtorch_cpu.so needs the libgomp.so.1 torch ships beside it, so it binds there.
+    torchlib/ is torch's lib folder in small (build.sh); without its libgomp the symbol is
+    unresolved."""
+    path = wheel(tmp_path, {"demo/_ops.abi3.so": ABI / "gomp_oplib.so"})
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "libtorch_cpu.so").write_bytes((ABI / "torchlib" / "libtorch_cpu.so").read_bytes())
+    alone = library_exports([lib])
+    assert alone is not None and "c10_stub" in alone and "GOMP_parallel" not in alone
+
+    def found(folder: Path) -> list[tuple[str | None, str, str]]:
+        exports = LibraryExports((folder,))
+        checks = abicheck.check_wheel(path, torch=None, guards={}, torch_exports=exports)
+        return unresolved(checks)["demo/_ops.abi3.so"]
+
+    [(symbol, severity, _)] = found(lib)
+    assert (symbol, severity) == ("GOMP_parallel", "error")
+    with_gomp = library_exports([ABI / "torchlib"])
+    assert with_gomp is not None and "GOMP_parallel" in with_gomp
+    assert found(ABI / "torchlib") == []
+    # No torch here to read: OpenMP's functions are taken as what torch's libraries bring.
+    checks = abicheck.check_wheel(path, torch=None, guards={}, torch_exports=None)
+    assert unresolved(checks)["demo/_ops.abi3.so"] == []

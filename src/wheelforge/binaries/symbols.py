@@ -346,34 +346,50 @@ class LibraryExports:
 
 
 def library_exports(folders: Iterable[Path]) -> frozenset[str] | None:
-    """What torch's libraries (libtorch*, libc10*, libshm) in *folders* export, read from their
-    .dynsym (mapped: only the table's pages are read); None when no folder holds one."""
+    """What torch's libraries (libtorch*, libc10*, libshm) in *folders* export, with what the
+    libraries they need from those folders export, transitively (the loader's scope for an
+    extension that links libtorch_cpu holds the libgomp libtorch_cpu needs: GOMP_parallel binds
+    there); read from their .dynsym (mapped: only the tables' pages are read); None when no
+    folder holds one of torch's."""
+    folders = tuple(f for f in folders if f.is_dir())
     found = tuple(
         sorted(
             p
             for folder in folders
-            if folder.is_dir()
             for p in folder.iterdir()
             if _TORCH_LIBRARY_RE.match(p.name) and p.is_file()
         )
     )
     if not found:
         return None
-    return _exports(tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in found))
+    return _exports(
+        tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in found),
+        tuple(str(f) for f in folders),
+    )
 
 
 @cache
-def _exports(files: tuple[tuple[str, int, int], ...]) -> frozenset[str]:
+def _exports(files: tuple[tuple[str, int, int], ...], folders: tuple[str, ...]) -> frozenset[str]:
     from wheelforge.binaries.elf import open_elf_file
 
     out: set[str] = set()
     unreadable: tuple[type[BaseException], ...] = (BinaryFormatError, *parse_errors())
-    for name, _, _ in files:
+    queue = [Path(name) for name, _, _ in files]
+    seen = {p.name for p in queue}
+    while queue:
+        path = queue.pop()
         try:
-            with open_elf_file(Path(name)) as image:
-                out |= {
-                    s.name for s in symbol_table(image, ".dynsym") or [] if s.defined and s.exported
-                }
-        except unreadable:
+            with open_elf_file(path) as image:
+                linkage = read_linkage(image)
+        except (OSError, *unreadable):
             continue  # an unreadable library of torch's: its symbols count as unknown
+        out |= linkage.exports
+        for name in linkage.needed:
+            # Only a library beside torch's (its lib folder): the system's are versioned.
+            if name in seen or "/" in name:
+                continue
+            seen.add(name)
+            where = next((Path(f, name) for f in folders if Path(f, name).is_file()), None)
+            if where is not None:
+                queue.append(where)
     return frozenset(out)

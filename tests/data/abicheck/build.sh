@@ -20,4 +20,12 @@ gcc -shared -fPIC -Wl,-soname,libc10.so -o "$stub/libc10.so" "$stub/c10.c"
 gcc -O1 -shared -fPIC -o torch_oplib.so unresolved_oplib.c -Wl,--no-as-needed -L"$stub" -lc10
 rm -r "$stub"
 gcc -O1 -o program program.c
-strip --strip-unneeded ./*.so program
+# torch's lib folder in small: libtorch_cpu.so needs the libgomp.so.1 beside it (as torch's
+# wheels ship it); gomp_oplib.so links libtorch_cpu.so and calls GOMP_parallel, unversioned
+mkdir -p torchlib
+gcc -shared -fPIC -Wl,-soname,libgomp.so.1 -o torchlib/libgomp.so.1 gomp.c
+gcc -shared -fPIC -Wl,-soname,libtorch_cpu.so -o torchlib/libtorch_cpu.so torch_cpu.c \
+    -Wl,--no-as-needed -Ltorchlib -l:libgomp.so.1
+gcc -O1 -shared -fPIC -o gomp_oplib.so gomp_oplib.c -Wl,--no-as-needed -Ltorchlib -ltorch_cpu \
+    -Wl,--allow-shlib-undefined
+strip --strip-unneeded ./*.so torchlib/*.so* program

@@ -55,7 +55,9 @@ _CUDA = (
 _CUDA_PREFIXES = tuple(prefix for _, prefixes in _CUDA for prefix in prefixes)
 # What torch_python and libtorch export beyond libtorch's namespaces: THPVariable_Wrap and its
 # kind, the C shims; and the namespaces of what they vendor (fmt, kineto, gloo, oneDNN, ...).
-_TORCH_C_PREFIXES = ("THP", "torch_", "aoti_", "c10_")
+# OpenMP's (GOMP_, omp_): libtorch_cpu needs the libgomp torch ships beside it, in the scope of
+# every binary that links libtorch_cpu.
+_TORCH_C_PREFIXES = ("THP", "torch_", "aoti_", "c10_", "GOMP_", "omp_")
 _TORCH_NAMESPACES = (
     "c10::",
     "c10d::",
@@ -217,7 +219,8 @@ RULE = Rule(
     "importable here, else judged by their namespaces); a library it links that the wheel lacks "
     "and nothing here knows makes it a warning (one grafted into `.libs/` provides what it needs)",
     source="the binary's `.dynsym`, `.gnu.version` and `.dynamic`, the wheel's other binaries', "
-    "torch's `libtorch*`/`libc10*` `.dynsym` when a torch is at hand",
+    "torch's `libtorch*`/`libc10*` `.dynsym` and those of the libraries beside them they need "
+    "(libgomp), when a torch is at hand",
     flavours=frozenset({"stable", "unstable"}),
     roles=frozenset({"extension", "library"}),
     needs=frozenset({"symbols"}),
