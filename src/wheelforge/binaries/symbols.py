@@ -373,7 +373,7 @@ def _exports(files: tuple[tuple[str, int, int], ...], folders: tuple[str, ...]) 
     from wheelforge.binaries.elf import open_elf_file
 
     out: set[str] = set()
-    unreadable: tuple[type[BaseException], ...] = (BinaryFormatError, *parse_errors())
+    unreadable: tuple[type[BaseException], ...] = (OSError, BinaryFormatError, *parse_errors())
     queue = [Path(name) for name, _, _ in files]
     seen = {p.name for p in queue}
     while queue:
@@ -381,7 +381,7 @@ def _exports(files: tuple[tuple[str, int, int], ...], folders: tuple[str, ...]) 
         try:
             with open_elf_file(path) as image:
                 linkage = read_linkage(image)
-        except (OSError, *unreadable):
+        except unreadable:
             continue  # an unreadable library of torch's: its symbols count as unknown
         out |= linkage.exports
         for name in linkage.needed:
