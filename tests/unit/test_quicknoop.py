@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from wheelforge.foundation import quicknoop
+from wheelforge.foundation import filetrace, quicknoop
 
 ARGV = ["build", "--archs", "8.0"]
 
@@ -244,3 +244,30 @@ def test_another_programs_file_beside_the_project_is_not_a_change(
     (project / "src").rename(project / "src-moved")
     (project / "src").symlink_to(project / "src-moved")  # a folder on the way became a link
     assert replayed(capsys) == (False, "", "")
+
+
+def test_a_change_made_through_an_open_file_names_the_file(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """filelock 3 (torch's environments have it) os.fchmod's the lock file it opens: that is
+    the lock's file, not an unknown write; a change through a descriptor of another file is
+    still a write, by its name."""
+    monkeypatch.chdir(project)
+
+    def fchmod_lock() -> None:
+        fd = os.open(project / "build" / ".lock", os.O_RDWR)
+        try:
+            os.fchmod(fd, 0o644)
+        finally:
+            os.close(fd)
+
+    full_run(project, also=fchmod_lock)
+    assert replayed(capsys)[0]
+
+    def truncate_source() -> None:
+        with (project / "src" / "a.cu").open("r+") as f:
+            os.ftruncate(f.fileno(), 0)
+
+    with filetrace.traced() as trace:
+        truncate_source()
+    assert str(project / "src" / "a.cu") in trace.written

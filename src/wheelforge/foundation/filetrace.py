@@ -143,7 +143,12 @@ def _isdir(name: str) -> bool:
 
 def _name(path: object) -> str | None:
     if isinstance(path, int):
-        return None
+        # An open file, as filelock 3's os.fchmod of the lock file it opened: its path.
+        try:
+            name = os.readlink(f"/proc/self/fd/{path}")
+        except OSError:
+            return None
+        return name if name.startswith("/") else None
     try:
         name = os.fsdecode(os.fspath(path))  # type: ignore[call-overload]
     except TypeError:
