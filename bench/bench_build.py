@@ -381,13 +381,16 @@ def baseline_src(given: str, work: Path, n: int = 0) -> Path:
 
 def commit_of(src: Path) -> str:
     """The commit a source folder is at (``git rev-parse``), or the revision it was extracted
-    from."""
+    from; this tree's is $WHEELFORGE_BENCH_COMMIT where set (the device's copy of a working
+    tree carries a .git that is not the tree's)."""
     recorded = src.parent / "COMMIT"
     if recorded.is_file():
         rev = recorded.read_text().strip()
         done = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", rev],
                               capture_output=True, text=True)  # fmt: skip
         return done.stdout.strip() or rev
+    if src == REPO / "src" and os.environ.get("WHEELFORGE_BENCH_COMMIT"):
+        return os.environ["WHEELFORGE_BENCH_COMMIT"]  # a copy whose .git is not its own
     done = subprocess.run(["git", "-C", str(src), "rev-parse", "--short", "HEAD"],
                           capture_output=True, text=True)  # fmt: skip
     dirty = subprocess.run(["git", "-C", str(src), "status", "--porcelain", "--", "."],

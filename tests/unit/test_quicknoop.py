@@ -271,3 +271,26 @@ def test_a_change_made_through_an_open_file_names_the_file(
     with filetrace.traced() as trace:
         truncate_source()
     assert str(project / "src" / "a.cu") in trace.written
+
+
+def test_a_folder_made_listed_and_removed_by_the_run_is_its_own(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A temporary folder made, walked and removed in the run (shutil.rmtree lists it): on the
+    H200 every no-op was 'changed while the run listed it' for such a /tmp/tmpXXXX. A folder
+    that was there before and is listed still counts."""
+    import shutil
+    import tempfile
+
+    monkeypatch.chdir(project)
+
+    def scratch() -> None:
+        made = Path(tempfile.mkdtemp(dir=project / "build"))
+        (made / "sub").mkdir()
+        (made / "sub" / "f").write_text("x")
+        shutil.rmtree(made)
+
+    full_run(project, also=scratch)
+    assert replayed(capsys)[0]
+    (project / "src" / "b.cu").write_text("// b\n")  # the listed source folder changed
+    assert replayed(capsys) == (False, "", "")

@@ -311,8 +311,8 @@ class _Recording:
             read[name] = [None if touched else seen, _sha256(name) if small else None]
         listed = {}
         for name, seen in trace.listed.items():
-            if name.startswith(_PROCESS_OWN):
-                continue
+            if name.startswith(_PROCESS_OWN) or _within(name, transient):
+                continue  # a folder the run made, listed and removed (rmtree's walk) is its own
             if listing(name) != seen:
                 trace.why = f"{name} changed while the run listed it"
                 return None
@@ -320,6 +320,11 @@ class _Recording:
         return {"format": _FORMAT, "stat": stat, "read": read, "listed": listed,
                 "touched": sorted(trace.touched), "locks": sorted(trace.locks),
                 "screen": trace.screen}  # fmt: skip
+
+
+def _within(name: str, folders: set[str]) -> bool:
+    """Whether *name* is one of *folders* or inside one."""
+    return any(name == f or name.startswith(f + "/") for f in folders)
 
 
 def _code_and_path() -> Iterator[str]:
