@@ -80,7 +80,9 @@ def test_files_outside_the_project_are_refused(project: Project, tmp_path: Path)
 
 
 def test_the_kernels_project_sdist_lists_its_sources() -> None:
-    files = dict(selection.sdist_files(load_matrix(REPO / "kernels" / "matrix.yaml"), REPO / "kernels"))
+    files = dict(
+        selection.sdist_files(load_matrix(REPO / "kernels" / "matrix.yaml"), REPO / "kernels")
+    )
     assert {"pyproject.toml", "matrix.yaml", "csrc/norm_cuda.cu", "csrc/common.h",
             "wheelforge_kernels/__init__.py", "tests/test_ops.py"} <= set(files)  # fmt: skip
     assert not [n for n in files if n.startswith(("build/", "dist/")) or n.endswith(".so")]

@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # a no-op `build` loads none of these, `inspect` no matrix an
     from wheelforge.binaries.abicheck import BinaryCheck
     from wheelforge.binaries.loadson import LoadsOn
     from wheelforge.configuration.matrix.model import Matrix
+    from wheelforge.planning.selection import Member
     from wheelforge.planning.variants import Variant
     from wheelforge.running.build.dryrun import PlannedVariant
     from wheelforge.running.build.results import BuildReport, VariantResult
@@ -287,7 +288,25 @@ def print_dry_run(planned: Sequence[PlannedVariant], console: Console) -> None:
         for command in p.commands:
             # The project's file names are in them: text, never escape sequences.
             console.print(_text(command), soft_wrap=True, highlight=False)
+        if p.members:
+            console.print(f"  wheel members ({len(p.members)}), as the packer writes them:")
+        for member in p.members:
+            line = f"    {member.kind:<12}  {member.path}{_member_origin(member, p.project)}"
+            console.print(_text(line), soft_wrap=True, highlight=False)
     console.print(f"dry run: {len(planned)} variant(s); nothing was compiled or downloaded")
+
+
+def _member_origin(member: Member, project: Path | None) -> str:
+    """Where a wheel member comes from, when its name does not say: the build's output, a file
+    of another name, or the packer."""
+    if member.source is None:
+        return "  (written when packed)"
+    shown = member.source
+    if project is not None and shown.is_relative_to(project):
+        shown = shown.relative_to(project)
+    if member.kind == "binary":
+        return f"  (built: {shown})"
+    return "" if shown.as_posix() == member.path else f"  (from {shown})"
 
 
 def print_inspect(reports: Sequence[BinaryContents], console: Console) -> None:

@@ -119,7 +119,8 @@ def _utf8(arcname: str, path: Path) -> str:
     return arcname
 
 
-def _outputs(matrix: Matrix) -> set[Path]:
+def outputs(matrix: Matrix) -> set[Path]:
+    """wheelforge's own folders beside the matrix (OUTPUT_DIRS), which no walk enters."""
     return {matrix.root / d for d in OUTPUT_DIRS}
 
 
@@ -168,7 +169,7 @@ def project_files(matrix: Matrix) -> ProjectFiles:
             exclude=pkg.exclude,
             project=root,
             stale=stale,
-            skipped=_outputs(matrix),
+            skipped=outputs(matrix),
         )
     members += [
         Member(
@@ -251,7 +252,7 @@ def sdist_files(matrix: Matrix, root: Path) -> list[tuple[str, Path]]:
         folders.append(matrix.tests.path)
     for folder in folders:
         wanted |= {
-            p for p in walk(folder, skipped=_outputs(matrix)) if p.suffix not in _BUILT_SUFFIXES
+            p for p in walk(folder, skipped=outputs(matrix)) if p.suffix not in _BUILT_SUFFIXES
         }
     files: dict[str, Path] = {}
     for path in sorted(wanted):
