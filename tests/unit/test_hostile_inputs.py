@@ -21,7 +21,6 @@ from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation import proc
 from wheelforge.foundation.document import iter_json, to_document
 from wheelforge.foundation.errors import BinaryFormatError, ConfigError, EnvironmentProblem
-from wheelforge.packaging import wheel
 from wheelforge.toolchain import torchprobe, warmtorch
 
 from .conftest import GOOD_MATRIX

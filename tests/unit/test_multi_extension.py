@@ -16,7 +16,6 @@ from wheelforge.binaries.facts import BinaryContents, file_role
 from wheelforge.binaries.sizecheck import check_size
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation.errors import ConfigError, VerificationError
-from wheelforge.packaging import wheel
 from wheelforge.planning import ninjafile
 
 from .fakes import built_contents, plan_for

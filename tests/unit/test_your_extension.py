@@ -17,7 +17,6 @@ from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.configuration.settings import Flags, resolve
 from wheelforge.foundation.errors import ConfigError, VerificationError
 from wheelforge.interface.cli import main
-from wheelforge.packaging import wheel
 from wheelforge.running import adopt
 from wheelforge.running.build import diagnose, importcheck
 from wheelforge.toolchain.toolkit import _dry_includes
