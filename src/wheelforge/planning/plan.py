@@ -82,7 +82,6 @@ class CompileStep:
     object: Path
     rule: Rule
     arch_set: ArchSet | None = None  # for a source with arch limits: what it is compiled for
-    gencode: str | None = None  # its own -gencode flags then; else the plan's (the arch set's)
     flags: str = ""  # per-source flags: the source's path-free name for seeds (reproducible.py)
     # Which of CompilePlan.flag_sets it compiles with: the first extension's that lists it (a
     # source two extensions compile with the same flags is compiled once).
@@ -92,6 +91,11 @@ class CompileStep:
     heavy: bool = False  # in the heavy pool: at most schedule.heavy_depth of them at once
     # its wall time at the schedule's threads, from an earlier build; None: never measured
     expected_seconds: float | None = None
+
+    @property
+    def gencode(self) -> str | None:
+        """Its own -gencode flags, for a source with arch limits; else None: the plan's."""
+        return self.arch_set.gencode() if self.arch_set is not None else None
 
 
 @dataclass(frozen=True, kw_only=True)

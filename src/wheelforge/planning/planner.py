@@ -318,7 +318,7 @@ def make_plan(
     compile_plan = CompilePlan(
         **_tools(inputs, variant, nvcc_host),
         flag_sets=tuple(flag_sets),
-        gencode=shlex.join(variant.arch_set.gencode_flags()),
+        gencode=variant.arch_set.gencode(),
         steps=tuple(placed),
         left_out=tuple(steps.left_out),
         generated=tuple(generated),

@@ -5,7 +5,6 @@ many processes it can run side by side, and which steps the schedule puts in the
 from __future__ import annotations
 
 import dataclasses
-import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -28,11 +27,7 @@ def scheduled(
     keyed = []
     loads = []
     for step in steps:
-        gencode = (
-            (step.gencode or shlex.join(variant.arch_set.gencode_flags()))
-            if step.rule == "nvcc"
-            else ""
-        )
+        gencode = (step.arch_set or variant.arch_set).gencode() if step.rule == "nvcc" else ""
         flags = getattr(flag_sets[step.flag_set], step.rule)
         text = reproducible.path_free_text(" ".join((flags, gencode, step.flags)), folders)
         name = reproducible.source_name(step.source, inputs.matrix.root)
