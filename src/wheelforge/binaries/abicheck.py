@@ -21,7 +21,6 @@ from wheelforge.binaries.metadata import Declared
 from wheelforge.binaries.reader import read_binary, read_wheel
 from wheelforge.binaries.rule import (
     CheckTarget,
-    Flavour,
     Rule,
     RuleContext,
     TorchSource,
@@ -29,6 +28,7 @@ from wheelforge.binaries.rule import (
 )
 from wheelforge.binaries.symbols import demangle
 from wheelforge.configuration import abi as abis
+from wheelforge.configuration.abi import AbiName
 from wheelforge.foundation import log, numbers
 from wheelforge.foundation.errors import (
     BinaryFormatError,
@@ -56,8 +56,6 @@ __all__ = [
     "wheel_flavour",
 ]
 
-# ``wheelforge check`` of a file given on its own (no tags to tell): the stable-ABI check.
-CHECK_FLAVOUR: Flavour = "stable"
 # The torch a wheel that states no requirement and whose binaries use no shim is checked against:
 # the first with the stable ABI (what its binaries need of torch then is nothing of it).
 FIRST_STABLE_TORCH: Version2 = (2, 9)
@@ -96,7 +94,7 @@ class BinaryCheck:
     libtorch_symbols: tuple[str, ...] = ()  # its undefined symbols of libtorch's C++ API, demangled
     allows: str | None = None  # the widest correct torch requirement it allows
     wheel: WheelSummary | None = None  # the wheel it is a member of
-    flavour: Flavour = "stable"  # the ABI whose rules judged it
+    flavour: AbiName = abis.STABLE.name  # the ABI whose rules judged it
     rules: tuple[str, ...] = ()  # the ids of the rules that judged it (its own, its wheel's)
 
 
@@ -122,7 +120,7 @@ def check_binary(
     context: RuleContext,
     rules: Sequence[Rule],
     wheel: WheelSummary | None = None,
-    flavour: Flavour = "stable",
+    flavour: AbiName = abis.STABLE.name,
 ) -> BinaryCheck:
     """*binary* judged by *rules* (those of *flavour*), with the floors its symbols (when read)
     imply."""
@@ -152,7 +150,7 @@ def check_binary(
     )
 
 
-def wheel_flavour(wheel: WheelFacts) -> Flavour:
+def wheel_flavour(wheel: WheelFacts) -> AbiName:
     """The ABI a wheel was built for: a classic (unstable-ABI) extension's when it is tagged for
     one CPython (cp311-cp311: the full Python C API), a binary of its own uses libtorch's C++
     API and it pins torch (torch==2.13.*), as a classic build's wheel is; else the stable ABI's,
@@ -161,7 +159,7 @@ def wheel_flavour(wheel: WheelFacts) -> Flavour:
     try:
         _, _, _, tags = parse_wheel_filename(wheel.tagged_name)
     except InvalidWheelFilename:
-        return CHECK_FLAVOUR  # wheel_context refuses the name, in its words
+        return abis.STABLE.name  # wheel_context refuses the name, in its words
     abi3 = any(t.abi == "abi3" for t in tags)
     cxx = any(
         floors.libtorch_cxx(b.symbols.undefined)
@@ -240,7 +238,10 @@ def summary(context: RuleContext, checks: Sequence[BinaryCheck]) -> WheelSummary
 
 
 def judge_wheel(
-    wheel: WheelFacts, context: RuleContext, rules: Sequence[Rule], flavour: Flavour = "stable"
+    wheel: WheelFacts,
+    context: RuleContext,
+    rules: Sequence[Rule],
+    flavour: AbiName = abis.STABLE.name,
 ) -> list[BinaryCheck]:
     """The wheel judged by *rules* (*flavour*'s): first the rules on the wheel as a whole (when
     they find something), then every binary read whose role some rule judges; each check
@@ -280,7 +281,7 @@ def check_wheel(
     torch: Version2 | None,
     guards: dict[str, Version2 | None],
     versions: VersionsFile | None = None,
-    flavour: Flavour | None = None,
+    flavour: AbiName | None = None,
 ) -> list[BinaryCheck]:
     """Check a wheel by the rules of its ABI flavour (*flavour*, else its tags say: an abi3
     wheel's is the stable ABI); *torch* overrides the floor its METADATA gives."""
@@ -291,7 +292,7 @@ def check_wheel(
     return judge_wheel(wheel, context, rules, flavour)
 
 
-def _check_image(image: ElfImage, target: CheckTarget, flavour: Flavour) -> BinaryCheck:
+def _check_image(image: ElfImage, target: CheckTarget, flavour: AbiName) -> BinaryCheck:
     rules = registry.applicable(flavour)
     role = file_role(image.name)
     reading = registry.reading(rules)
@@ -301,7 +302,7 @@ def _check_image(image: ElfImage, target: CheckTarget, flavour: Flavour) -> Bina
 
 
 def check_elf(
-    data: bytes, *, path: str, target: CheckTarget, flavour: Flavour = CHECK_FLAVOUR
+    data: bytes, *, path: str, target: CheckTarget, flavour: AbiName = abis.STABLE.name
 ) -> BinaryCheck:
     """Check one ELF file's bytes, as a file given on its own."""
     with ElfImage(path, data) as image:
@@ -337,7 +338,7 @@ def check_paths(
     python: Version2 | None,
     guards: dict[str, Version2 | None],
     versions: VersionsFile | None = None,
-    flavour: Flavour | None = None,
+    flavour: AbiName | None = None,
 ) -> list[BinaryCheck]:
     """Check wheels and shared objects by the rules of *flavour* (else a wheel's tags say, and
     a bare shared object is checked for the stable ABI); a bare shared object needs *torch*
@@ -364,5 +365,6 @@ def check_paths(
                     "pass --target X.Y"
                 )
             target = CheckTarget(torch=torch, python=python, guards=guards, versions=versions)
-            results.append(_check_image(image, target, flavour or CHECK_FLAVOUR))
+            # a file given on its own (no tags to tell): the stable-ABI check
+            results.append(_check_image(image, target, flavour or abis.STABLE.name))
     return results

@@ -10,8 +10,8 @@ duplicate wins) and ordered by arch.
 from __future__ import annotations
 
 import difflib
-import shlex
 import re
+import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache

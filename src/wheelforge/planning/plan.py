@@ -19,7 +19,7 @@ from typing import Literal
 
 from packaging.version import Version
 
-from wheelforge.configuration import abi as abis
+from wheelforge.configuration.abi import AbiForTorch
 from wheelforge.configuration.archs import ArchSet
 from wheelforge.configuration.matrix.model import ExtensionConfig, Matrix, PackageConfig
 from wheelforge.configuration.settings import Compilers, Launchers
@@ -190,7 +190,7 @@ class WheelPlan:
 class VariantPlan:
     variant: Variant
     torch: TorchEnv  # the torch it compiles against
-    abi: AbiFlavour
+    abi: AbiForTorch  # what the matrix's ABI decides given this torch (configuration/abi.py)
     project: Path  # the folder matrix.yaml is in
     matrix_path: Path  # matrix.yaml, for messages that name it
     build_dir: Path
@@ -209,35 +209,6 @@ class VariantPlan:
     def _spelling(self) -> Callable[[Path], str]:
         root = self.project.resolve()
         return reproducible.spelling(self.build_dir, root, self.variant.toolkit.version)
-
-
-@dataclass(frozen=True, kw_only=True)
-class AbiFlavour:
-    """What the ABI decides about a build: how sources see torch and Python, what the link adds,
-    and how the module and wheel are named and pinned; *kind* is what it decides before torch is
-    probed (configuration/abi.py)."""
-
-    kind: abis.Abi
-    target: tuple[int, int]  # the matrix's torch target version (its lowest torch)
-    defines: tuple[str, ...]  # for every extension (TORCH_EXTENSION_NAME is each one's own)
-    includes: tuple[str, ...]  # torch's and Python's, after each extension's own
-    force_include: tuple[str, ...]  # -include of the weak-shims header (stable only)
-    generated: tuple[GeneratedFile, ...]
-    extra_ldflags: tuple[str, ...]
-    abi_tag: str  # cp310-abi3, or cp311-cp311
-    module_suffix: str  # .abi3.so, or CPython's extension suffix
-    torch_requirement: str
-    # The C++ standard the sources compile with (-std=c++17): the unstable ABI's is the one the
-    # torch it compiles against passes in its cpp_extension (c++20 from torch 2.12)
-    cxx_std: int = 17
-    # Searched after the toolkit's own headers (-isystem): the CUDA headers pip installed beside
-    # a CUDA build of torch (cusparse.h, which ATen/cuda/CUDAContextLight.h includes)
-    system_includes: tuple[str, ...] = ()
-
-    @property
-    def name(self) -> abis.AbiName:
-        """The flavour's name, as matrix.yaml writes it (binaries/ filters its rules by it)."""
-        return self.kind.name
 
 
 def wheel_version(matrix: Matrix, variant: Variant) -> str:

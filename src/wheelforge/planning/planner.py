@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from wheelforge.configuration import abi as abis
+from wheelforge.configuration.abi import AbiForTorch, Rel
 from wheelforge.configuration.matrix.keys import GENERATED_RE
 from wheelforge.configuration.matrix.model import ExtensionConfig
 from wheelforge.configuration.settings import BuildSettings
@@ -26,10 +27,7 @@ from wheelforge.planning import (
     reproducible,
     scheduling,
 )
-from wheelforge.planning.abi import Rel
-from wheelforge.planning.abi import flavour as abi_flavour
 from wheelforge.planning.plan import (
-    AbiFlavour,
     CompilePlan,
     FlagSet,
     GeneratedFile,
@@ -84,7 +82,7 @@ def module_init_source(module_leaf: str) -> str:
 
 
 def _compile_flags(
-    abi: AbiFlavour,
+    abi: AbiForTorch,
     variant: Variant,
     ext: ExtensionConfig,
     torch: TorchEnv,
@@ -148,7 +146,7 @@ def _compile_flags(
     return FlagSet(cxx=shlex.join(cxx_flags), cc=shlex.join(cc_flags), nvcc=shlex.join(nvcc_flags))
 
 
-def _standards(abi: AbiFlavour, ext: ExtensionConfig) -> tuple[list[str], list[str]]:
+def _standards(abi: AbiForTorch, ext: ExtensionConfig) -> tuple[list[str], list[str]]:
     """The flavour's C++ standard for the C++ and the nvcc compiles, unless the extension's
     flags name one (as cpp_extension leaves a -std= in extra_compile_args alone: nvcc refuses
     two)."""
@@ -159,7 +157,7 @@ def _standards(abi: AbiFlavour, ext: ExtensionConfig) -> tuple[list[str], list[s
 
 
 def _link_flags(
-    abi: AbiFlavour, variant: Variant, ext: ExtensionConfig, torch: TorchEnv, exports: Path
+    abi: AbiForTorch, variant: Variant, ext: ExtensionConfig, torch: TorchEnv, exports: Path
 ) -> list[str]:
     toolkit = variant.toolkit
     if toolkit.cudart_static is None:
@@ -247,7 +245,7 @@ class _Extension:
         init = _module_init(self.ext, self.gen)
         return [init, *out] if init is not None else out
 
-    def link(self, abi: AbiFlavour, objects: Sequence[Path], ldflags: str) -> LinkPlan:
+    def link(self, abi: AbiForTorch, objects: Sequence[Path], ldflags: str) -> LinkPlan:
         ext = self.ext
         filename = f"{ext.leaf}{abi.module_suffix if ext.kind == 'module' else '.so'}"
         return LinkPlan(
@@ -272,10 +270,10 @@ def make_plan(
     gen = build_dir / "gen"
     weak = GeneratedFile(path=gen / "wheelforge_weak_shims.h", text=weak_header)
     rel: Rel = reproducible.spelling(build_dir, matrix.root.resolve(), variant.toolkit.version)
-    abi = abi_flavour(matrix, torch, weak, rel)
+    abi = abis.of(matrix.abi).for_torch(matrix, torch, weak=weak.path, rel=rel)
     edges, generated_folder = generate.edges(inputs, build_dir)
     libraries = inputs.header_libraries
-    generated = [*abi.generated]
+    generated = [weak] if abi.kind.weak_shims else []
     preload = _fixed_pid(variant, gen)
     stamp = header_stamp(libraries, gen)
     generated += [g for g in (preload, stamp) if g is not None]

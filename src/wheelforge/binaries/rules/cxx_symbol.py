@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from wheelforge.binaries import floors
 from wheelforge.binaries.facts import BinaryFacts
 from wheelforge.binaries.rule import Finding, Rule, RuleContext
+from wheelforge.configuration import abi
 
 _HINTS = {
     "torch::Library": "TORCH_LIBRARY from torch/library.h; use STABLE_TORCH_LIBRARY from "
@@ -43,7 +44,7 @@ RULE = Rule(
     "header-only; a function of the wheel's own that takes a `torch::stable::Tensor` is not "
     "libtorch's)",
     source="the binary",
-    flavours=frozenset({"stable"}),
+    flavours=frozenset({abi.STABLE.name}),
     roles=frozenset({"extension", "library"}),
     needs=frozenset({"symbols"}),
     order=20,

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from wheelforge.binaries import floors
 from wheelforge.binaries.facts import BinaryFacts
 from wheelforge.binaries.rule import Finding, Rule, RuleContext
+from wheelforge.configuration import abi
 from wheelforge.toolchain.shims import Version2
 
 
@@ -65,7 +66,7 @@ RULE = Rule(
     "than the tag but within the wheel's `Requires-Python` is a warning naming both",
     source="`abi3info` (CPython's own limited-API manifest, with the version that added each "
     "symbol)",
-    flavours=frozenset({"stable"}),
+    flavours=frozenset({abi.STABLE.name}),
     roles=frozenset({"extension", "library"}),
     needs=frozenset({"symbols"}),
     order=40,

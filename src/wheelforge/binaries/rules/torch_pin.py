@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 from wheelforge.binaries.facts import BinaryFacts
 from wheelforge.binaries.rule import Finding, Rule, RuleContext
+from wheelforge.configuration import abi
 
 
 def check(binary: BinaryFacts, context: RuleContext) -> Iterator[Finding]:
@@ -29,7 +30,7 @@ RULE = Rule(
     doc="an unstable-ABI wheel pins the torch release it was built against (`torch==2.13.*`) in "
     "its METADATA",
     source="the wheel's METADATA",
-    flavours=frozenset({"unstable"}),
+    flavours=frozenset({abi.UNSTABLE.name}),
     roles=frozenset({"wheel"}),
     needs=frozenset({"metadata"}),
     order=75,

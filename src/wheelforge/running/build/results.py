@@ -11,7 +11,7 @@ from wheelforge.binaries.abicheck import BinaryCheck
 from wheelforge.binaries.facts import BinaryContents
 from wheelforge.binaries.sizecheck import SizeCheck
 from wheelforge.binaries.verify import ArchCheck
-from wheelforge.configuration.abi import AbiName
+from wheelforge.configuration.abi import STABLE, AbiName
 from wheelforge.configuration.archs import ArchSet
 from wheelforge.foundation.errors import WheelforgeError
 from wheelforge.planning.parallelism import Schedule
@@ -113,7 +113,7 @@ class VariantFailure:
 @dataclass(frozen=True, kw_only=True)
 class BuildReport:
     matrix: Path
-    abi: AbiName = "stable"  # configuration/abi.py: what it decides
+    abi: AbiName = STABLE.name  # configuration/abi.py: what it decides
     target_version: tuple[int, int]
     built_against: str
     variants: tuple[VariantResult, ...]
