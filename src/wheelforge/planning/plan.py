@@ -22,7 +22,7 @@ from packaging.version import Version
 from wheelforge.configuration.abi import AbiForTorch
 from wheelforge.configuration.archs import ArchSet
 from wheelforge.configuration.matrix.model import ExtensionConfig, Matrix, PackageConfig
-from wheelforge.configuration.settings import Compilers, Launchers
+from wheelforge.configuration.settings import BuildSettings, Launchers
 from wheelforge.foundation.resources import MemoryLimit
 from wheelforge.planning import reproducible
 from wheelforge.planning.jobcosts import JobCost
@@ -40,25 +40,22 @@ class PlanInputs:
     """What planning takes besides a variant and the torch it compiles against: the same for
     every variant of a build. The reproducibility twin's inputs are another value (twin())."""
 
-    matrix: Matrix
-    build_root: Path
-    out_dir: Path
-    # The host compilers and the launchers the environment names; where it names none, the
-    # compile cache's (toolchain/compilecache.launchers).
-    compilers: Compilers
+    # The build's settings, read where planning needs them (never copied here field by field):
+    # the matrix, build_root, out_dir, the host compilers and the launchers the environment
+    # names (where it names none, the compile cache's: toolchain/compilecache.launchers), jobs
+    # (ninja -j; None: ninja's default), nvcc_threads (NVCC_THREADS; None: as many as fill the
+    # cores), cache_dir (where the probes planning asks are cached), python (the build Python:
+    # what {python} runs in a generate step).
+    settings: BuildSettings
     compile_cache: CompileCache | None = None
-    jobs: int | None = None  # ninja -j; None: ninja's default
-    nvcc_threads: int | None = None  # NVCC_THREADS; None: as many as fill the cores
     cores: int = 1  # the cores the build may use (foundation/resources.cores)
     # the memory the compiles may use: --memory-limit, else what the machine and its cgroups
     # leave (foundation/resources.available_memory); None: not known, the cores decide
     memory: MemoryLimit | None = None
     # what earlier builds measured of each compile step (planning/jobcosts.py), by step key
     costs: Mapping[str, JobCost] = dataclasses.field(default_factory=dict)
-    cache_dir: Path | None = None  # where the probes planning asks are cached
     # The matrix's header libraries, found (toolchain/headerlibs.resolve): folders, versions.
     header_libraries: tuple[HeaderLibrary, ...] = ()
-    python: Path | None = None  # the build Python: what {python} runs in a generate step
 
     def twin(self, folder: Path) -> PlanInputs:
         """The inputs of ``--verify-reproducible``'s second build: in *folder*, with no compile
@@ -66,13 +63,16 @@ class PlanInputs:
         identical by construction). Where nvcc runs through sccache, whose split of an nvcc
         compile names its temporaries its own way (toolchain/compilecache.py), the twin's
         nvcc runs through it too, on an empty cache of its own that nothing else reaches."""
-        cache = self.compile_cache
+        cache, settings = self.compile_cache, self.settings
         return dataclasses.replace(
             self,
-            build_root=folder / "build",
-            out_dir=folder / "dist",
+            settings=dataclasses.replace(
+                settings,
+                build_root=folder / "build",
+                out_dir=folder / "dist",
+                compilers=dataclasses.replace(settings.compilers, launchers=Launchers()),
+            ),
             compile_cache=cache.alone(folder / "sccache") if cache and cache.splits_nvcc else None,
-            compilers=dataclasses.replace(self.compilers, launchers=Launchers()),
         )
 
 

@@ -218,11 +218,11 @@ def _include_folders(
 def _tools(inputs: PlanInputs, variant: Variant, nvcc_host: str) -> dict[str, Any]:
     """The compilers of a CompilePlan and what runs in front of them."""
     return {
-        "cxx": inputs.compilers.cxx,
-        "cc": inputs.compilers.cc,
+        "cxx": inputs.settings.compilers.cxx,
+        "cc": inputs.settings.compilers.cc,
         "nvcc": variant.toolkit.nvcc,
         "nvcc_host": nvcc_host,
-        "launchers": compilecache.launchers(inputs.compile_cache, inputs.compilers.launchers),
+        "launchers": compilecache.launchers(inputs.compile_cache, inputs.settings.compilers.launchers),
         "compile_cache": inputs.compile_cache,
     }
 
@@ -265,8 +265,9 @@ def make_plan(
 ) -> VariantPlan:
     """The plan of *variant* compiled against *torch*; *weak_header* is the weak-shims header of
     that torch and *nvcc_host* the host compiler its toolkit accepts (plan_variant probes both)."""
-    matrix = inputs.matrix
-    build_dir = (inputs.build_root / variant.id).resolve()
+    settings = inputs.settings
+    matrix = settings.matrix
+    build_dir = (settings.build_root / variant.id).resolve()
     gen = build_dir / "gen"
     weak = GeneratedFile(path=gen / "wheelforge_weak_shims.h", text=weak_header)
     rel: Rel = reproducible.spelling(build_dir, matrix.root.resolve(), variant.toolkit.version)
@@ -337,7 +338,7 @@ def make_plan(
         matrix_path=matrix.path,
         build_dir=build_dir,
         # the variant's index folder (cu124/) when each CUDA release's wheels have their own
-        out_dir=inputs.out_dir / variant.index if variant.index else inputs.out_dir,
+        out_dir=settings.out_dir / variant.index if variant.index else settings.out_dir,
         compile=compile_plan,
         links=tuple(links),
         wheel=WheelPlan(
@@ -368,33 +369,27 @@ def plan_inputs(
         offline=settings.offline,
     )
     return PlanInputs(
-        matrix=settings.matrix,
-        build_root=settings.build_root,
-        out_dir=settings.out_dir,
-        compilers=settings.compilers,
+        settings=settings,
         compile_cache=compile_cache,
-        jobs=settings.jobs,
-        nvcc_threads=settings.nvcc_threads,
         cores=resources.cores(),
         memory=memory,
         costs=jobcosts.load(settings.cache_dir),
-        cache_dir=settings.cache_dir,
         header_libraries=libraries,
-        python=settings.python,
     )
 
 
 def plan_variant(inputs: PlanInputs, variant: Variant, torch: TorchEnv) -> VariantPlan:
     """The plan of *variant* against *torch*, with the two probes it needs (cached): the
     weak-shims header of torch's CUDA-only shims, the host compiler the toolkit accepts."""
-    shims = torchprobe.cuda_only_shims(torch.include_dir, cache=inputs.cache_dir)
+    settings = inputs.settings
+    shims = torchprobe.cuda_only_shims(torch.include_dir, cache=settings.cache_dir)
     return make_plan(
         inputs,
         variant,
         torch,
         weak_header=torchprobe.weak_shims_header(shims),
         nvcc_host=toolkit.host_compiler(
-            variant.toolkit, inputs.compilers.cxx, cache=inputs.cache_dir
+            variant.toolkit, settings.compilers.cxx, cache=settings.cache_dir
         ),
     )
 
