@@ -222,7 +222,9 @@ def _tools(inputs: PlanInputs, variant: Variant, nvcc_host: str) -> dict[str, An
         "cc": inputs.settings.compilers.cc,
         "nvcc": variant.toolkit.nvcc,
         "nvcc_host": nvcc_host,
-        "launchers": compilecache.launchers(inputs.compile_cache, inputs.settings.compilers.launchers),
+        "launchers": compilecache.launchers(
+            inputs.compile_cache, inputs.settings.compilers.launchers
+        ),
         "compile_cache": inputs.compile_cache,
     }
 
@@ -356,11 +358,7 @@ def plan_inputs(
     libraries found (a PyPI one downloaded into the cache unless not *download* or offline);
     the cores and memory it may use (--memory-limit, else what the machine leaves) and what
     earlier builds measured of each compile step."""
-    memory = (
-        resources.MemoryLimit(bytes=settings.memory_limit, source=settings.memory_limit_source)
-        if settings.memory_limit is not None
-        else resources.available_memory()
-    )
+    memory = settings.memory_limit or resources.available_memory()
     libraries = headerlibs.resolve(
         settings.matrix.header_libraries,
         root=settings.matrix.root,
