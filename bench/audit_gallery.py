@@ -113,13 +113,17 @@ def gallery(wheels: list[Path], tabi: str, abi3: str) -> str:
         [whole] = checked["wheels"] or [None]
         lines += [f"#### {wheel.name}", ""]
         if whole is not None:
-            requires = whole["requires"]
+            requires, against = whole["requires"], whole["checked_against"]
+            # A torch is named only where one was given or inferred (issue 33).
+            against_text = (
+                "no torch floor inferred (its binaries use no shim)"
+                if against["from"] == "assumed"
+                else f"checked against torch {against['torch']} ({against['from']})"
+            )
             lines.append(
                 f"wheelforge: exit {checked['exit']}, verdict **{whole['verdict']}**; requires "
                 f"{requires['torch'] or 'no torch'}, Requires-Python {requires['python'] or '-'}; "
-                f"checked against torch {whole['checked_against']['torch']} "
-                f"({whole['checked_against']['from']}); its binaries allow "
-                f"{whole['allows'] or 'any torch'}"
+                f"{against_text}; its binaries allow {whole['allows'] or 'any torch'}"
             )
             lines.append("")
         lines += [

@@ -11,7 +11,8 @@ Cases (each a fresh process, timed by wall clock):
   nothing, alternating with the setup.py's cold builds; the median is shown, every run listed;
 - no-op: the same command again (median of seven);
 - one .cu touched: a line of code appended to one .cu file (a comment would be a cache hit);
-- add one arch: the arch list plus ``--add-arch``;
+- add one arch: the arch list plus ``--add-arch``, into an output folder of its own (its wheel
+  has the first build's name, and a build never replaces a wheel another variant published);
 - warm cache, fresh clone: the untouched sources copied into other folders (``--repeat`` of
   them), built with the cache the first cold build filled; each wheel is compared byte for
   byte with the cold build's.
@@ -23,8 +24,21 @@ wall time after ninja's last job ended, and before its first began: probing, lin
 repair, checks). Next to it, the floor of any schedule that compiles each source in one nvcc
 job: the longest of those jobs run again alone, with one nvcc thread per target.
 
-Needs torch, nvcc, ninja and wheelforge importable (``PYTHONPATH=src`` works), and setuptools
-for the setup.py baseline.
+With ``--baseline TREE`` (another wheelforge: a source folder holding ``wheelforge/``, a checkout
+holding ``src/wheelforge/``, or a git revision of this repository, extracted with ``git archive``),
+the no-op rebuild is also measured side by side: each wheelforge builds its own copy once, then
+their no-op rebuilds alternate (A B B A A B ...: neither always runs first), ``--noop-runs`` each;
+the medians of wall and CPU time and their ratios are shown, with each tree's commit.
+``--cases noop`` runs only that comparison (no setup.py, no cold-build series):
+
+    python bench/bench_build.py --cases noop --baseline a350be1 --archs "9.0"
+
+The wheelforge under test is this file's tree (``src/``, first on PYTHONPATH). Every folder on
+PYTHONPATH is byte-compiled first, as ``pip install`` does, so no run pays for compiling modules
+where bytecode is not written (PYTHONDONTWRITEBYTECODE, dependencies installed ``--no-compile``).
+
+Needs torch, nvcc, ninja and wheelforge's dependencies importable, and setuptools for the setup.py
+baseline (not for ``--cases noop``).
 """
 
 from __future__ import annotations
@@ -37,6 +51,7 @@ import platform
 import re
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -145,8 +160,19 @@ class Bench:
             sys.exit(f"failed ({proc.returncode}): {' '.join(args)} in {cwd}\n{out[-4000:]}")
         return Run(seconds, cpu, out)
 
-    def wheelforge(self, root: Path, archs: str, env: dict[str, str] | None = None) -> Run:
-        run = self.run([self.python, "-m", "wheelforge", "build", "--archs", archs], root, env)
+    def wheelforge(
+        self,
+        root: Path,
+        archs: str,
+        env: dict[str, str] | None = None,
+        *,
+        out: str | None = None,
+        src: Path = REPO / "src",
+    ) -> Run:
+        args = [self.python, "-m", "wheelforge", "build", "--archs", archs]
+        args += ["--out", out] if out else []
+        path = os.pathsep.join(p for p in (str(src), os.environ.get("PYTHONPATH")) if p)
+        run = self.run(args, root, {"PYTHONPATH": path, **(env or {})})
         logs = sorted((root / "build" / "wheelforge").glob("*/.ninja_log"))
         run.ninja_log = logs[0] if logs else None
         return run
@@ -274,7 +300,7 @@ def measure(b: Bench) -> str:
     wf_noop = median_of(NOOP_RUNS, lambda: b.wheelforge(a, b.archs))
     touch(a, 1)
     wf_touch = b.wheelforge(a, b.archs)
-    wf_add = b.wheelforge(a, wider)
+    wf_add = b.wheelforge(a, wider, out="dist-added")
     clones = [b.fresh_copy(f"elsewhere/clone-{i}") for i in range(b.repeat)]
     wf_clones = [b.wheelforge(clone, b.archs) for clone in clones]
     wf_clone = median_run(wf_clones)
@@ -284,7 +310,7 @@ def measure(b: Bench) -> str:
     sc = b.fresh_copy("sccache")
     sccache = {"WHEELFORGE_COMPILE_CACHE": "sccache"}
     sc_cold = b.wheelforge(sc, b.archs, sccache)
-    sc_add = b.wheelforge(sc, wider, sccache)
+    sc_add = b.wheelforge(sc, wider, sccache, out="dist-added")
 
     limit = work_s / cores + tail
     rows = [
@@ -333,6 +359,90 @@ def measure(b: Bench) -> str:
     return "\n".join(lines) + "\n"
 
 
+def baseline_src(given: str, work: Path) -> Path:
+    """The baseline's source folder (the one holding ``wheelforge/``): *given* itself, its
+    ``src/``, or this repository's revision *given* extracted into *work*."""
+    for folder in (Path(given), Path(given) / "src"):
+        if (folder / "wheelforge" / "__init__.py").is_file():
+            return folder.resolve()
+    dest = work / "baseline"
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", given, "src"],
+                             capture_output=True)  # fmt: skip
+    if archive.returncode != 0:
+        sys.exit(f"--baseline {given}: neither a folder holding wheelforge/ (or src/wheelforge/) "
+                 f"nor a git revision of {REPO}: {archive.stderr.decode().strip()}")  # fmt: skip
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
+    (dest / "COMMIT").write_text(given + "\n")
+    return dest / "src"
+
+
+def commit_of(src: Path) -> str:
+    """The commit a source folder is at (``git rev-parse``), or the revision it was extracted
+    from."""
+    recorded = src.parent / "COMMIT"
+    if recorded.is_file():
+        rev = recorded.read_text().strip()
+        done = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", rev],
+                              capture_output=True, text=True)  # fmt: skip
+        return done.stdout.strip() or rev
+    done = subprocess.run(["git", "-C", str(src), "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True)  # fmt: skip
+    dirty = subprocess.run(["git", "-C", str(src), "status", "--porcelain", "--", "."],
+                           capture_output=True, text=True).stdout.strip()  # fmt: skip
+    return (done.stdout.strip() or "?") + (" + uncommitted changes" if dirty else "")
+
+
+def is_noop(run: Run) -> bool:
+    return "nothing to compile: up to date" in run.out and "is up to date" in run.out
+
+
+def measure_noop(b: Bench, baseline: Path, runs_each: int) -> str:
+    """The no-op rebuild of this tree's wheelforge and of *baseline*'s, alternating: each builds
+    its own copy of the kernels once (the compile cache makes the second a cache hit), then
+    their no-op rebuilds take turns, A B B A A B ..., so neither always runs first."""
+    trees = {"this tree": REPO / "src", "baseline": baseline}
+    roots = {}
+    for name, src in trees.items():
+        print(f"{name}: build once ({src}) ...", flush=True)
+        roots[name] = b.fresh_copy(f"noop-{'baseline' if name == 'baseline' else 'this'}")
+        b.wheelforge(roots[name], b.archs, src=src)
+        if not is_noop(b.wheelforge(roots[name], b.archs, src=src)):  # settles the stamps
+            sys.exit(f"{name}: the second build was not a no-op")
+    print(f"no-op rebuilds, {runs_each} of each, alternating ...", flush=True)
+    done: dict[str, list[Run]] = {name: [] for name in trees}
+    order = list(trees)
+    for i in range(runs_each):
+        for name in order if i % 2 == 0 else order[::-1]:
+            run = b.wheelforge(roots[name], b.archs, src=trees[name])
+            if not is_noop(run):
+                sys.exit(f"{name}: rebuild {i + 1} was not a no-op:\n{run.out[-2000:]}")
+            done[name].append(run)
+    wall = {n: statistics.median(r.seconds for r in rs) for n, rs in done.items()}
+    cpu = {n: statistics.median(r.cpu for r in rs) for n, rs in done.items()}
+    cores = len(os.sched_getaffinity(0))
+    load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
+    lines = [
+        f"No-op rebuild, {runs_each} runs of each, alternating; load average at the end "
+        f"(1/5/15 min): {load}.",
+        f"Machine: {cores} cores, {platform.processor() or platform.machine()}, Python "
+        f"{platform.python_version()}, {_versions(b.python)}; archs `{b.archs}`.",
+        "",
+        "| wheelforge | commit | no-op wall (median) | its CPU (median) | every run's wall |",
+        "| --- | --- | ---: | ---: | --- |",
+    ]
+    for name, src in trees.items():
+        lines.append(f"| {name} | {commit_of(src)} | {fmt(wall[name])} | {fmt(cpu[name])} | "
+                     f"{runs(done[name])} |")  # fmt: skip
+    lines += [
+        "",
+        f"This tree ÷ baseline: wall {wall['this tree'] / wall['baseline']:.2f}×, "
+        f"CPU {cpu['this tree'] / cpu['baseline']:.2f}×.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def _versions(python: str) -> str:
     code = "import torch; print(torch.__version__)"
     torch_v = subprocess.run([python, "-c", code], capture_output=True, text=True).stdout.strip()
@@ -354,22 +464,41 @@ def main() -> int:
     parser.add_argument("--compile-cache", default="auto", help="wheelforge's compile cache")
     parser.add_argument("--repeat", type=int, default=3,
                         help="runs of each cold build and fresh clone; the median is shown")  # fmt: skip
+    parser.add_argument("--cases", choices=["all", "noop"], default="all",
+                        help="noop: only the no-op comparison with --baseline")  # fmt: skip
+    parser.add_argument("--baseline", metavar="TREE",
+                        help="another wheelforge (a folder or a git revision) whose no-op "
+                        "rebuild is measured beside this tree's")  # fmt: skip
+    parser.add_argument("--noop-runs", type=int, default=NOOP_RUNS,
+                        help=f"no-op rebuilds of each wheelforge [{NOOP_RUNS}]")  # fmt: skip
     args = parser.parse_args()
-    # As `pip install` does: wheelforge byte-compiled once. Otherwise, where bytecode is not
-    # written (PYTHONDONTWRITEBYTECODE, a read-only checkout), every run compiles its ~90
-    # modules again (~0.1 s here, ~1 s on the H200 machine), which no installed copy does.
-    import wheelforge
-
-    compileall.compile_dir(Path(wheelforge.__file__).parent, quiet=1)
+    if args.cases == "noop" and not args.baseline:
+        parser.error("--cases noop needs --baseline")
+    if args.repeat < 1 or args.noop_runs < 1:
+        parser.error("--repeat and --noop-runs must be at least 1")
+    sys.path.insert(0, str(REPO / "src"))  # this tree's wheelforge (cuda_home)
     work = args.work or Path(tempfile.mkdtemp(prefix="wf-bench-"))
+    baseline = baseline_src(args.baseline, work) if args.baseline else None
+    # As `pip install` does: byte-compiled once, this tree's wheelforge, the baseline's and every
+    # folder on PYTHONPATH (dependencies installed with --no-compile). Otherwise, where
+    # bytecode is not written (PYTHONDONTWRITEBYTECODE, a read-only checkout), every run
+    # compiles each module it imports again (~0.1 s here, ~1 s on the H200 machine for
+    # wheelforge's alone), which no installed copy does.
+    folders = [REPO / "src", *([baseline] if baseline else [])]
+    folders += [Path(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    for folder in dict.fromkeys(folders):
+        if folder.is_dir():
+            compileall.compile_dir(folder, quiet=1)
     # A private compile cache and probe cache: the cold build starts from nothing.
     env = {"CCACHE_DIR": str(work / "ccache"), "SCCACHE_DIR": str(work / "sccache"),
            "XDG_CACHE_HOME": str(work / "xdg"), "WHEELFORGE_COMPILE_CACHE": args.compile_cache}  # fmt: skip
     try:
         threads = len(args.archs.split()) + args.archs.count("+PTX")
-        table = measure(Bench(archs=args.archs, add_arch=args.add_arch, jobs=args.jobs, work=work,
-                              python=sys.executable, threads=threads, repeat=args.repeat,
-                              env=env))  # fmt: skip
+        bench = Bench(archs=args.archs, add_arch=args.add_arch, jobs=args.jobs, work=work,
+                      python=sys.executable, threads=threads, repeat=args.repeat, env=env)  # fmt: skip
+        table = measure(bench) if args.cases == "all" else ""
+        if baseline is not None:
+            table += ("\n" if table else "") + measure_noop(bench, baseline, args.noop_runs)
     finally:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)

@@ -11,6 +11,7 @@ median and every run are printed, with the number of sources captured (the same 
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import statistics
 import sys
@@ -41,5 +42,14 @@ def main(root: Path, env: tuple[tuple[str, str], ...]) -> None:
 
 
 if __name__ == "__main__":
-    pairs = tuple((a.split("=", 1)[0], a.split("=", 1)[1]) for a in sys.argv[2:])
-    main(Path(sys.argv[1]).resolve(), pairs)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("project", type=Path, help="a folder with a setup.py")
+    parser.add_argument("switches", nargs="*", metavar="NAME=VALUE",
+                        help="environment variables the setup.py reads")  # fmt: skip
+    args = parser.parse_args()
+    if not (args.project / "setup.py").is_file():
+        parser.error(f"{args.project}: no setup.py")
+    if bad := [s for s in args.switches if "=" not in s]:
+        parser.error(f"{bad[0]}: a switch is NAME=VALUE")
+    pairs = tuple((a.split("=", 1)[0], a.split("=", 1)[1]) for a in args.switches)
+    main(args.project.resolve(), pairs)

@@ -4,7 +4,12 @@ libraries, side by side, and check that both list the same entries.
 The libraries are extracted from NVIDIA's library wheels and a CUDA torch wheel into a temporary
 folder first (not timed); both tools then read the same extracted files, with a warm page cache.
 The reader runs in this process (``inspect_paths``), so its times leave out interpreter start-up,
-which is timed once and printed below the table; cuobjdump's include its process start.
+which is timed once and printed below the table; cuobjdump's include its process start. The
+whole ``wheelforge inspect LIBRARY`` command (a fresh interpreter, start-up and rendering
+included, output to a pipe) is timed too, its runs alternating with cuobjdump's: that ratio is
+what a user sees.
+
+    python bench/bench_inspect.py --library path/to/libfoo.so   # other files instead (repeatable)
 
     python bench/bench_inspect.py --repeat 3 --markdown docs/bench-inspect.md
 """
@@ -52,6 +57,7 @@ class Row:
     entries: int
     reader_s: float
     cuobjdump_s: float
+    command_s: float  # the whole `wheelforge inspect LIBRARY` command, best of the runs
     cuobjdump_rss: int  # peak resident set of one cuobjdump run, bytes
     decompressed: int  # total decompressed size of all entries, bytes
 
@@ -122,11 +128,15 @@ def bench(library: Path, cuobjdump: str, repeat: int) -> Row:
         start = time.perf_counter()
         (report,) = inspect_paths([library])
         reader_times.append(time.perf_counter() - start)
-    cuobjdump_times, rss, stdout = [], 0, ""
-    for _ in range(repeat):
+    cuobjdump_times, command_times, rss, stdout = [], [], 0, ""
+    for _ in range(repeat):  # cuobjdump and the command take turns
         seconds, peak, stdout = run_cuobjdump(cuobjdump, library)
         cuobjdump_times.append(seconds)
         rss = max(rss, peak)
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "wheelforge", "inspect", str(library)],
+                       check=True, capture_output=True)  # fmt: skip
+        command_times.append(time.perf_counter() - start)
     listed = [
         ("sass" if m[1] == "ELF" else "ptx", m[2])
         for m in map(LISTED.match, stdout.splitlines())
@@ -148,6 +158,7 @@ def bench(library: Path, cuobjdump: str, repeat: int) -> Row:
         entries=len(mine),
         reader_s=min(reader_times),
         cuobjdump_s=min(cuobjdump_times),
+        command_s=min(command_times),
         cuobjdump_rss=rss,
         decompressed=sum(e.size for e in report.entries),
     )
@@ -171,14 +182,15 @@ def human_size(size: int) -> str:
 
 def table(rows: list[Row]) -> str:
     lines = [
-        "| file | size | entries | reader s | cuobjdump s | ratio | cuobjdump peak RSS "
-        "| decompressed |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| file | size | entries | reader s | cuobjdump s | ratio | `wheelforge inspect` s "
+        "| ratio | cuobjdump peak RSS | decompressed |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for row in rows:
         lines.append(
             f"| {row.name} | {human_size(row.size)} | {row.entries} | {row.reader_s:.3f} "
             f"| {row.cuobjdump_s:.2f} | {row.cuobjdump_s / row.reader_s:.0f}x "
+            f"| {row.command_s:.2f} | {row.cuobjdump_s / row.command_s:.1f}x "
             f"| {human_size(row.cuobjdump_rss)} | {human_size(row.decompressed)} |"
         )
     return "\n".join(lines)
@@ -188,7 +200,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3, help="runs per tool; the best is kept")
     parser.add_argument("--markdown", type=Path, help="also write the results to this file")
+    parser.add_argument("--library", type=Path, action="append", default=[],
+                        help="a shared object to read instead of the default libraries (repeatable)")  # fmt: skip
     args = parser.parse_args()
+    if args.repeat < 1:
+        parser.error("--repeat must be at least 1")
+    if missing := [p for p in args.library if not p.is_file()]:
+        parser.error(f"--library {missing[0]}: no such file")
     cuobjdump = find_cuobjdump()
     if cuobjdump is None:
         sys.exit(
@@ -197,7 +215,10 @@ def main() -> None:
     version = subprocess.run([cuobjdump, "--version"], capture_output=True, text=True, check=True)
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-inspect-") as tmp:
-        for pattern, member in DEFAULT_LIBRARIES:
+        for library in args.library:
+            print(f"{library.name} ...", file=sys.stderr, flush=True)
+            rows.append(bench(library, cuobjdump, args.repeat))
+        for pattern, member in () if args.library else DEFAULT_LIBRARIES:
             wheel = find_wheel(pattern)
             if wheel is None:
                 print(f"skipped {member}: no {pattern} in {', '.join(map(str, WHEEL_FOLDERS))}")

@@ -20,7 +20,6 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-import wheelforge_kernels as wk
 
 
 def time_cuda(fn, *, warmup: int = 5, iters: int = 30) -> float:
@@ -55,6 +54,13 @@ def main() -> int:
     parser.add_argument("--hidden", type=int, default=8192)
     parser.add_argument("--markdown", help="also write the table to this file")
     args = parser.parse_args()
+    try:  # the wheel this repository builds, installed (pip install dist/*.whl)
+        import wheelforge_kernels as wk
+    except ImportError as exc:
+        print(
+            f"wheelforge_kernels is not installed ({exc}): pip install dist/*.whl", file=sys.stderr
+        )
+        return 1
     if not torch.cuda.is_available():
         print("no CUDA device", file=sys.stderr)
         return 1

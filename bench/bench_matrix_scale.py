@@ -5,6 +5,7 @@ time per arch set should stay flat (linear scale). Run: .venv/bin/python bench/b
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
@@ -46,7 +47,12 @@ def run(matrix: Path) -> tuple[float, float, int, int, int]:
 
 
 def main() -> None:
-    sizes = [int(a) for a in sys.argv[1:]] or [10_000, 100_000, 300_000]
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("sizes", nargs="*", type=int, metavar="N",
+                        help="arch sets (and unknown keys) per matrix [10000 100000 300000]")  # fmt: skip
+    sizes = parser.parse_args().sizes or [10_000, 100_000, 300_000]
+    if any(n < 1 for n in sizes):
+        parser.error("each N must be at least 1")
     with tempfile.TemporaryDirectory(prefix="wf-scale-") as tmp:
         root = Path(tmp)
         project(root)

@@ -35,7 +35,7 @@ def _hook(run: Callable[[], T]) -> T:
     try:
         return run()
     except WheelforgeError as exc:
-        log.error(exc.message, exc.details)
+        log.error(exc.message, exc.details, exc.problems)
         raise SystemExit(exc.exit_code) from None
 
 

@@ -15,6 +15,7 @@ and ``slow`` (minutes each: torch environments) leave that run and run in CI by 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -200,3 +201,21 @@ def one_kernel_project(root: Path) -> Path:
     (root / "csrc" / "ops.cpp").write_text("int tiny_answer() { return 42; }\n")
     (root / "matrix.yaml").write_text(ONE_KERNEL_MATRIX)
     return root
+
+
+_BROUGHT_RE = re.compile(
+    r"compiled (?P<compiled>\d+) of (?P<total>\d+) sources(?:, (?P<more>\d+) more from the "
+    r"compile cache)?|(?P<cached>\d+) of (?P<all>\d+) sources from the compile cache"
+)
+
+
+def brought_up_to_date(err: str) -> tuple[int, int] | None:
+    """(sources compiled or answered by the compile cache, sources) from the compile step's
+    line (running/build/variant._compiled_words): a warm ~/.cache/ccache answers the same
+    sources in another run of the suite, so a test counts both."""
+    m = _BROUGHT_RE.search(err)
+    if m is None:
+        return None
+    if m["cached"] is not None:
+        return int(m["cached"]), int(m["all"])
+    return int(m["compiled"]) + int(m["more"] or 0), int(m["total"])

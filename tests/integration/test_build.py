@@ -15,7 +15,15 @@ import jsonschema
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from tests.integration.helpers import REPO, Run, copy_kernels, needs_nvcc, only_wheel, wheelforge
+from tests.integration.helpers import (
+    REPO,
+    Run,
+    brought_up_to_date,
+    copy_kernels,
+    needs_nvcc,
+    only_wheel,
+    wheelforge,
+)
 from wheelforge.configuration.archs import ArchSet
 from wheelforge.interface.documents.build_report import KIND
 
@@ -51,7 +59,7 @@ def test_build_makes_one_repaired_abi3_wheel(first_build: Run, project: Path) ->
     assert first_build.code == 0, first_build.err
     wheel = only_wheel(project / "dist")
     assert WHEEL_RE.match(wheel.name), wheel.name
-    assert "compiled 6 of 6 sources" in first_build.err
+    assert brought_up_to_date(first_build.err) == (6, 6), first_build.err
     for arch in ("sm_75", "sm_90", "compute_90"):
         assert arch in first_build.out
     assert "missing" not in first_build.out
@@ -108,12 +116,70 @@ def test_rebuild_runs_no_compiler(first_build: Run, project: Path) -> None:
     assert only_wheel(project / "dist").read_bytes() == before
 
 
+# What a no-op build never needs, so never imports (its start-up is most of its time; the
+# speed itself is shown by bench/bench_build.py --baseline): the packers, repairer, ELF reader,
+# variant and SBOM libraries, and wheelforge's modules for building, failing, reports and other
+# commands.
+NOT_IMPORTED_BY_A_NOOP = (
+    "abi3info",
+    "auditwheel",
+    "concurrent.futures",
+    "configparser",
+    "ctypes",
+    "cyclonedx",
+    "elftools",
+    "importlib.metadata",
+    "jsonschema",
+    "pyproject_metadata",
+    "rich.live",
+    "rich.progress",
+    "variantlib",
+    "wheel",
+    "zstandard",
+    "wheelforge.binaries.inspection",
+    "wheelforge.foundation.progress",
+    "wheelforge.interface.ci",
+    "wheelforge.interface.documents",
+    "wheelforge.interface.render_loadson",
+    "wheelforge.interface.render_variants",
+    "wheelforge.packaging.sbom",
+    "wheelforge.packaging.simpleindex",
+    "wheelforge.packaging.wheel_variants",
+    "wheelforge.running.build.diagnose",
+    "wheelforge.running.build.dryrun",
+    "wheelforge.running.build.jobwatch",
+    "wheelforge.running.build.reproduce",
+    "wheelforge.toolchain.downloads",
+)
+
+
+def test_noop_rebuild_imports_only_what_it_needs(
+    first_build: Run, project: Path, tmp_path: Path
+) -> None:
+    listed = tmp_path / "modules.json"
+    code = (
+        "import json, sys\n"
+        "from wheelforge.interface.cli import main\n"
+        f"status = main(['build', '--archs', {ARCHS!r}])\n"
+        f"open({str(listed)!r}, 'w').write(json.dumps([status, sorted(sys.modules)]))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=project, capture_output=True,
+                          text=True, env={**os.environ, "COLUMNS": "200"})  # fmt: skip
+    status, modules = json.loads(listed.read_text())
+    assert status == 0, proc.stderr
+    assert "nothing to compile: up to date" in proc.stderr and "is up to date" in proc.stderr
+    loaded = [
+        m for m in modules if any(m == n or m.startswith(f"{n}.") for n in NOT_IMPORTED_BY_A_NOOP)
+    ]
+    assert not loaded, f"a no-op build imported {loaded}"
+
+
 def test_touching_one_source_recompiles_only_it(first_build: Run, project: Path) -> None:
     source = project / "kernels" / "csrc" / "ops.cpp"
     source.write_text(source.read_text() + "\n// touched\n")
     again = wheelforge("build", "--archs", ARCHS, "-v", cwd=project)
     assert again.code == 0, again.err
-    assert "compiled 1 of 6 sources" in again.err
+    assert brought_up_to_date(again.err) == (1, 6), again.err
 
 
 def test_cpu_tests_pass_against_the_built_wheel(
@@ -169,6 +235,13 @@ def test_compile_error_shows_compiler_output(tmp_path: Path) -> None:
     assert run.code == 3  # a compile failure
     assert "variant default-cu130: compiling csrc/bad.cu failed" in run.err
     assert 'bad.cu(4): error: identifier "undefined_thing" is undefined' in run.err
+    # The file as the project names it, in the compiler's lines and the verdict (issue 33: the
+    # command's ../../../csrc/bad.cu, relative to the build folder).
+    said = " ".join(run.err.split())
+    assert (
+        'compiling csrc/bad.cu failed: csrc/bad.cu(4): error: identifier "undefined_thing"' in said
+    )
+    assert "../" not in run.err
     assert not (tmp_path / "dist").exists() or not list((tmp_path / "dist").iterdir())
     # GitHub Actions: the stage in a group, the compiler's error as an annotation on its line.
     lines = run.err.splitlines()

@@ -47,7 +47,7 @@ def test_list_then_prune(cache: Path, tmp_path: Path) -> None:
     listed = wheelforge("cache", "list", "--cache-dir", cache, "--json", cwd=tmp_path)
     assert listed.code == 0, listed.err
     document = json.loads(listed.out)
-    assert document["schema_version"] == 2  # 2: the entries' kinds renamed (torch env), prune NAME…
+    assert document["schema_version"] == 3  # 3: entries without a marker are "not wheelforge's"
     names = {Path(e["path"]).name: e for e in document["entries"]}
     assert set(names) == {"torch-2.10.0-old", "torch-2.13.0-new", "cuda-13.0-pypi"}
     assert names["torch-2.10.0-old"]["name"].startswith("torch 2.10.0, Python 3.12")
@@ -63,7 +63,7 @@ def test_list_then_prune(cache: Path, tmp_path: Path) -> None:
     )
     assert planned.code == 0, planned.err
     plan = json.loads(planned.out)
-    assert (plan["schema_version"], plan["dry_run"], plan["unused_for_days"]) == (2, True, 30)
+    assert (plan["schema_version"], plan["dry_run"], plan["unused_for_days"]) == (3, True, 30)
     assert {Path(e["path"]).name for e in plan["removed"]} == {"torch-2.10.0-old", "cuda-13.0-pypi"}
     assert plan["busy"] == [] and plan["freed"] == sum(e["size"] for e in plan["removed"])
     assert (cache / envs.ENVS / "torch-2.10.0-old").is_dir()
@@ -105,3 +105,34 @@ def test_a_missing_cache_lists_and_prunes_nothing(tmp_path: Path) -> None:
     pruned = wheelforge("cache", "prune", "--all", "--cache-dir", missing, cwd=tmp_path)
     assert pruned.code == 0
     assert not missing.exists()
+
+
+def test_prune_leaves_a_folder_a_user_put_into_the_cache(cache: Path, tmp_path: Path) -> None:
+    """Issue 32: a folder in envs/ without wheelforge's marker was pruned as an "incomplete"
+    environment. What has no marker wheelforge wrote is listed, skipped and said so, however
+    old, with --all and by name."""
+    mine = [
+        cache / envs.ENVS / "my-venv",
+        cache / toolkit.TOOLKITS / "cuda-12.4-by-hand",
+        cache / "repairs" / "my-wheels",
+        cache / "probes" / "nvcc" / "notes",
+    ]
+    for folder in mine:
+        (folder / "src").mkdir(parents=True)
+        (folder / "src" / "work.py").write_text("precious = True\n")
+        _aged(folder, 400)
+    dry = wheelforge("cache", "prune", "--cache-dir", cache, "--all", "--dry-run", cwd=tmp_path)
+    assert dry.code == 0, dry.err
+    for folder in mine:
+        assert f"skipped {folder}: not made by wheelforge" in dry.out.replace("\n", " ")
+    assert "no wheelforge-env.json" in dry.out and "no toolkit.json" in dry.out
+    pruned = wheelforge("cache", "prune", "--cache-dir", cache, "--all", "--json", cwd=tmp_path)
+    assert pruned.code == 0, pruned.err
+    document = json.loads(pruned.out)
+    assert {Path(e["path"]) for e in document["foreign"]} == set(mine)
+    assert {Path(e["path"]).name for e in document["removed"]} == {
+        "torch-2.10.0-old", "torch-2.13.0-new", "cuda-13.0-pypi"}  # fmt: skip
+    assert all((folder / "src" / "work.py").read_text() == "precious = True\n" for folder in mine)
+    named = wheelforge("cache", "prune", "--cache-dir", cache, "my-venv", cwd=tmp_path)
+    assert named.code == 2 and "is not wheelforge's (no wheelforge-env.json)" in named.err
+    assert len(named.err.strip().splitlines()) == 1 and (mine[0] / "src" / "work.py").is_file()

@@ -22,7 +22,10 @@ from tests.integration.helpers import one_kernel_project as tiny_project
 pytestmark = needs_nvcc
 
 BIN = Path(sys.executable).parent
-STATS_RE = re.compile(r"compile cache (\w+): (\d+) hit\(s\), (\d+) miss\(es\).* for (\d+) compile")
+STATS_RE = re.compile(
+    r"compile cache (\w+) \(.*?\): of (\d+) compiles?, (\d+) from the cache \(hits\), "
+    r"(\d+) compiled \(misses\)"
+)
 
 
 def build(
@@ -38,7 +41,7 @@ def build(
     assert proc.returncode == 0, proc.stderr
     out = proc.stderr + proc.stdout  # steps on stderr, the summary on stdout
     m = STATS_RE.search(out)
-    return out, (m[1], int(m[2]), int(m[3]), int(m[4])) if m else None
+    return out, (m[1], int(m[3]), int(m[4]), int(m[2])) if m else None  # hits, misses, all
 
 
 def wheel_bytes(root: Path) -> bytes:

@@ -16,6 +16,7 @@ import pytest
 
 from tests.integration.helpers import needs_nvcc, wheelforge
 from wheelforge.foundation.errors import EnvironmentProblem
+from wheelforge.packaging import provenance
 
 pytestmark = needs_nvcc
 
@@ -121,3 +122,37 @@ def test_python_that_is_not_a_python_is_named(tmp_path: Path) -> None:
     assert "error: /bin/true printed nothing when asked for its torch's details" in run.err
     assert "compile" not in run.err
     assert not (root / "dist").exists()  # the output folder preflight made is gone again
+
+
+def test_two_builds_from_two_build_folders_never_replace_each_others_wheel(tmp_path: Path) -> None:
+    """Issue 32: the out-folder guard looked for the other variant's stamp in its own build
+    folder only, so a build from another --build-dir (or one racing it) replaced the wheel with
+    a warning. Two builds of other arch sets, started together into one --out: one publishes,
+    the other is refused in one line, and the wheel left is the first's, whole."""
+    root = tiny(tmp_path / "project")
+    out = tmp_path / "dist"
+
+    def start(archs: str, build: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [sys.executable, "-m", "wheelforge", "build", "--archs", archs, "--out", str(out),
+             "--build-dir", str(tmp_path / build)],
+            cwd=root, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )  # fmt: skip
+
+    builds = {"7.5": start("7.5", "build-a"), "8.0": start("8.0", "build-b")}
+    ended = {archs: (p.wait(timeout=600), p.communicate()[1]) for archs, p in builds.items()}
+    codes = sorted(code for code, _ in ended.values())
+    assert codes == [0, 2], ended
+    (winner,) = [archs for archs, (code, _) in ended.items() if code == 0]
+    (refused_err,) = [err for code, err in ended.values() if code == 2]
+    errors = [line for line in refused_err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, refused_err
+    assert f"(arch set {winner}), built from another build folder" in errors[0]
+    (wheel,) = out.glob("*.whl")
+    check = wheelforge("check", wheel, cwd=root)
+    assert check.code == 0, check.err
+    assert provenance.published_variant(wheel) == (f"sm{winner.replace('.', '')}-cu130", winner)
+    # The nested folders are refused before anything is built.
+    nested = wheelforge("build", "--out", tmp_path / "build-a" / "dist", "--build-dir",
+                        tmp_path / "build-a", cwd=root)  # fmt: skip
+    assert nested.code == 2 and "lies inside --build-dir" in nested.err, nested.err

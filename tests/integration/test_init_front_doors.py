@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -445,3 +446,125 @@ def test_two_shared_objects_a_vendored_cutlass_and_a_generator_init_then_build(
     assert {"trio/_C.abi3.so", "trio/_ops.so"} <= set(names)
     [cutlass] = [c for c in sbom["components"] if c["name"] == "cutlass"]
     assert cutlass["version"] == "3.9.2"
+
+
+EXLLAMA_LIKE = """\
+from setuptools import setup
+from torch.utils.cpp_extension import BuildExtension, CUDAExtension
+
+setup(
+    name="exlike",
+    version="0.2.8",
+    packages=["exlike", "exlike.generator"],
+    include_package_data=True,
+    package_data={"": ["py.typed"]},
+    ext_modules=[CUDAExtension("exlike_ext", ["exlike/ext/ext_bindings.cpp", "exlike/ext/q.cu"])],
+    cmdclass={"build_ext": BuildExtension},
+)
+"""
+
+
+def exllama_like(root: Path) -> Path:
+    """exllamav2's shape: two listed packages, data in folders that are no package (hadamard/,
+    the extension's sources), found by MANIFEST.in's recursive-include with
+    include_package_data, and the manifest's excludes."""
+    files = {
+        "setup.py": EXLLAMA_LIKE,
+        "MANIFEST.in": "recursive-include exlike *\nglobal-include *.typed\n"
+        "global-exclude *.pyc\nglobal-exclude dni_*\n",
+        "exlike/__init__.py": "",
+        "exlike/py.typed": "",
+        "exlike/generator/__init__.py": "",
+        "exlike/generator/dni_scratch.txt": "left out by global-exclude dni_*",
+        "exlike/hadamard/hadamard.py": "",
+        "exlike/hadamard/hadamard_1.txt": "1",
+        "exlike/hadamard/hadamard_100.txt": "100",
+        "exlike/ext/ext_bindings.cpp": "// bindings\n",
+        "exlike/ext/q.cu": "// kernel\n",
+        "exlike/ext/dni_notes.md": "left out",
+        "notes/outside.txt": "in no package",
+        "LICENSE": "MIT\n",
+    }
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+SETUPTOOLS_BUILD_PY = """\
+import sys, types
+from setuptools import Extension
+from setuptools.command.build_ext import build_ext
+cpp = types.ModuleType("torch.utils.cpp_extension")
+cpp.CUDAExtension, cpp.BuildExtension = Extension, build_ext
+sys.modules.update({"torch": types.ModuleType("torch"), "torch.utils": types.ModuleType("u"),
+                    "torch.utils.cpp_extension": cpp})
+sys.argv = ["setup.py", "-q", "build_py", "--build-lib", sys.argv[1]]
+exec(compile(open("setup.py").read(), "setup.py", "exec"))
+"""
+
+
+def test_package_data_is_what_setuptools_ships_with_manifest_in(tmp_path: Path) -> None:
+    """Issue 32: exllamav2's hadamard/*.txt (MANIFEST.in + include_package_data) were missing
+    from the wheel. init asks setuptools' own build_py which data files it ships, and the
+    packer ships exactly those: the member list equals setuptools' own wheel's."""
+    from wheelforge.packaging import wheel as packer
+
+    root = exllama_like(tmp_path / "exlike")
+    build = capture_setup(root, context())
+    assert build.packages == ("exlike",)
+    assert set(build.package_data) == {"py.typed", "ext/ext_bindings.cpp", "ext/q.cu", "hadamard/*"}
+    members = {
+        arc for arc, _ in packer._package_files(root / "exlike", [], build.package_data, (), root)
+    }
+    # What setuptools itself copies into the wheel's tree (build_py: the modules and package
+    # data; the extension aside), with torch's classes standing in as setuptools' own.
+    made = subprocess.run([sys.executable, "-c", SETUPTOOLS_BUILD_PY, str(tmp_path / "lib")],
+                          cwd=root, capture_output=True, text=True)  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    theirs = {
+        p.relative_to(tmp_path / "lib").as_posix()
+        for p in (tmp_path / "lib").rglob("*")
+        if p.is_file()
+    }
+    assert members == theirs
+
+
+def _pip_download(name: str, dest: Path, *binary: str) -> Path:
+    args = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
+            *binary, name, "-d", str(dest)]  # fmt: skip
+    made = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert made.returncode == 0, made.stderr
+    (found,) = [p for p in dest.iterdir() if p.suffix in (".whl", ".gz")]
+    return found
+
+
+@pytest.mark.network
+def test_a_pypi_projects_package_data_and_licenses_match_its_setuptools_wheel(
+    tmp_path: Path,
+) -> None:
+    """certifi 2025.8.3 on PyPI: its sdist (setup.py with package_data, include_package_data and
+    MANIFEST.in) and the wheel setuptools made of it. What init captures and the packer ships
+    (the package's members, and LICENSE under .dist-info/licenses/ by setuptools' default
+    globs) is setuptools' member list."""
+    import tarfile
+
+    from wheelforge.configuration.matrix.pyproject import default_license_files
+    from wheelforge.packaging import wheel as packer
+
+    sdist = _pip_download("certifi==2025.8.3", tmp_path / "sdist", "--no-binary", ":all:")
+    theirs = _pip_download("certifi==2025.8.3", tmp_path / "wheel", "--only-binary", ":all:")
+    with tarfile.open(sdist) as tar:
+        tar.extractall(tmp_path / "src", filter="data")
+    (root,) = (tmp_path / "src").iterdir()
+    build = capture_setup(root, context())
+    ours = {arc for folder in build.packages
+            for arc, _ in packer._package_files(root / folder, [], build.package_data, (), root)}  # fmt: skip
+    licenses = {
+        f"certifi-2025.8.3.dist-info/licenses/{p.name}" for p in default_license_files(root)
+    }
+    with zipfile.ZipFile(theirs) as zf:
+        names = set(zf.namelist())
+    assert ours == {n for n in names if ".dist-info/" not in n}
+    assert licenses == {n for n in names if ".dist-info/licenses/" in n} == {
+        "certifi-2025.8.3.dist-info/licenses/LICENSE"}  # fmt: skip

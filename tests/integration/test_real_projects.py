@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.integration.helpers import needs_nvcc, wheelforge
 from wheelforge.configuration.matrix.reader import load_matrix
@@ -140,6 +141,30 @@ def test_init_on_causal_conv1d_matches_the_hand_written_matrix(
     assert {p.name for p in files(written)} == {p.name for p in files(ours)}
     assert written.extension.module_init is False
     assert [str(v) for v in written.torch.versions] == ["2.11.0", "2.12.0"]
+
+
+def test_init_on_causal_conv1d_writes_its_folders_relative_so_a_copy_reads_them(
+    causal: Path, tmp_path: Path
+) -> None:
+    """causal-conv1d 1.7.0 names its include folder as Path(this_dir) / "csrc" (an
+    absolute path) and its archs as a -gencode list (issue 32): init writes the folder relative
+    to the project and the archs from the flags; the matrix read in a copy elsewhere names
+    nothing of the folder init ran in."""
+    root = copy_of(causal, tmp_path / "first")
+    run = wheelforge("init", root, "--torch", "2.11.0", cwd=tmp_path)
+    assert run.code == 0, run.err
+    text = (root / "matrix.yaml").read_text()
+    assert str(root) not in text and str(tmp_path) not in text
+    written = yaml.safe_load(text)
+    assert written["extension"]["include-dirs"] == ["csrc"]
+    assert written["arch-sets"]["default"]  # its own -gencode flags, not a guess
+    copy = copy_of(root, tmp_path / "elsewhere")
+    shutil.rmtree(root)
+    moved = load_matrix(copy / "matrix.yaml")
+    folders = [
+        (copy / d).resolve().relative_to(copy.resolve()) for d in moved.extension.include_dirs
+    ]
+    assert [f.as_posix() for f in folders] == ["csrc"]
 
 
 def test_init_on_witwin_radar_guesses_the_module_and_says_so(witwin: Path, tmp_path: Path) -> None:

@@ -274,15 +274,29 @@ def test_a_classic_wheel_is_checked_by_the_unstable_abis_rules(
     wheel = make_wheel(tmp_path, CLASSIC, "cxx_symbol.so", requires="torch==2.13.*", member=CLASSIC_MEMBER)  # fmt: skip
     [check] = abicheck.check_wheel(wheel, torch=None, guards={})
     assert check.flavour == "unstable" and check.violations == ()
-    assert check.rules == ("module-init", "tags", "layout", "torch-pin")  # its own, the wheel's
+    # its own, the wheel's (python-api says nothing: a one-CPython tag has no abi3 floor)
+    assert check.rules == (
+        "unresolved-symbol",
+        "python-api",
+        "module-init",
+        "tags",
+        "layout",
+        "torch-pin",
+    )
     assert check.wheel is not None and check.wheel.declared.torch == "torch==2.13.*"
     assert main(["check", str(wheel)]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert "unstable ABI (one CPython, one torch): declares torch==2.13.*" in out
-    assert "unstable-ABI rules applied: module-init, tags, layout, torch-pin" in out
+    assert (
+        "unstable ABI (libtorch's C++ API: one torch; one CPython): declares torch==2.13.*" in out
+    )
+    assert (
+        "unstable-ABI rules applied: unresolved-symbol, python-api, module-init, tags, layout,"
+        " torch-pin" in out
+    )
     assert "torch floor" not in out  # a classic extension's torch is a pin, not a floor
     assert "torch >=" not in out
     assert "1 binary uses libtorch's C++ API: the wheel loads only on the torch it was" in out
+    assert "(torch 2.13.*, its pin)" in out
     # The same binary judged as a stable-ABI one (--abi stable) breaks its rules.
     [stable] = abicheck.check_wheel(wheel, torch=None, guards={}, flavour="stable")
     assert "cxx-symbol" in [v.rule for v in stable.violations]
@@ -297,7 +311,8 @@ def test_a_wheel_of_libtorch_symbols_without_a_pin(tmp_path: Path) -> None:
     assert binary.flavour == "stable" and "cxx-symbol" in [v.rule for v in binary.violations]
     whole, classic = abicheck.check_wheel(wheel, torch=None, guards={}, flavour="unstable")
     assert [v.rule for v in whole.violations] == ["torch-pin"] and classic.violations == ()
+    # The fix names the torch the wheel's requirement starts at, not a made-up one (issue 33).
     assert (
-        "declares torch>=2.13; pin the torch release it was built against"
-        in whole.violations[0].message
+        "declares torch>=2.13; pin the torch its binaries were built against: "
+        "Requires-Dist: torch==2.13.* if that is torch 2.13" in whole.violations[0].message
     )

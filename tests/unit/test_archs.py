@@ -72,6 +72,13 @@ def test_arch_properties() -> None:
     [
         ("7.5 sm_90", "sm_90", "9.0"),
         ("9.O", "9.O", "9.0"),
+        # A letter for the digit it looks like: 8.0, not the nearest in spelling (8.9).
+        ("7.5 8.o", "8.o", "8.0"),
+        ("8.O", "8.O", "8.0"),
+        ("1o.0", "1o.0", "10.0"),
+        ("l2.0f", "l2.0f", "12.0f"),
+        ("sm_8o", "sm_8o", "8.0"),
+        ("9.o+PTX", "9.o+PTX", "9.0+PTX"),
         ("90a", "90a", "9.0a"),
         ("compute_90", "compute_90", "9.0+PTX"),
         ("Hoper", "Hoper", "Hopper"),

@@ -114,7 +114,8 @@ def test_a_function_of_the_wheels_own_that_takes_a_stable_tensor_is_not_libtorch
         requires="torch>=2.10",
     )
     checks = by_member(abicheck.check_wheel(path, torch=None, guards={}))
-    assert checks["pkg/libops.so"].violations == ()
+    # Not libtorch's; but this stand-in links no libtorchcodec_core that would define them.
+    assert {v.rule for v in checks["pkg/libops.so"].violations} == {"unresolved-symbol"}
     assert checks["pkg/libops.so"].torch_abi == "no-torch"
     assert {v.rule for v in checks["pkg/libold.so"].violations} == {"cxx-symbol"}
     assert checks["pkg/libold.so"].torch_abi == "torch-unstable"

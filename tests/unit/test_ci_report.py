@@ -177,3 +177,45 @@ def test_a_configuration_error_still_writes_the_report(
     assert doc["error"]["kind"] == "configuration"
     assert doc["error"]["diagnostics"][0] == {"file": str(path), "line": 1, "column": None, "severity": "error",
                                               "message": "package must be a mapping, got '3'"}  # fmt: skip
+
+
+@pytest.mark.parametrize("spelling", ["plain", "dot", "symlink", "hardlink", "pyproject"])
+def test_report_never_replaces_the_matrix_it_reads(
+    capsys: pytest.CaptureFixture[str],
+    project: Project,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    spelling: str,
+) -> None:
+    """Issue 32: ``--report matrix.yaml`` replaced the matrix with the report. Refused before
+    any work, however the matrix is spelled: ``./``, a symlink to it, a hard link to it (and
+    pyproject.toml beside it, which the build reads too)."""
+    import os
+
+    from wheelforge.interface import outputs
+
+    path = project()
+    (tmp_path / "pyproject.toml").write_text('[build-system]\nrequires = ["wheelforge"]\n')
+    before = {p.name: p.read_bytes() for p in (path, tmp_path / "pyproject.toml")}
+    monkeypatch.chdir(tmp_path)
+    report = {
+        "plain": str(path),
+        "dot": "./matrix.yaml",
+        "symlink": "report.json",
+        "hardlink": "report.json",
+        "pyproject": "pyproject.toml",
+    }[spelling]
+    if spelling == "symlink":
+        (tmp_path / "report.json").symlink_to(path)
+    elif spelling == "hardlink":
+        os.link(path, tmp_path / "report.json")
+
+    def no_build(*_args: object) -> None:
+        raise AssertionError("the build ran")
+
+    monkeypatch.setattr(outputs, "resolve", no_build)
+    assert main(["build", "--matrix", "matrix.yaml", "--report", report]) == 2
+    err = capsys.readouterr().err
+    assert f"--report {Path(report)}: that is " in err and "which this command reads" in err
+    assert len(err.strip().splitlines()) == 1
+    assert {p.name: p.read_bytes() for p in (path, tmp_path / "pyproject.toml")} == before

@@ -148,6 +148,7 @@ def test_check_document_keeps_its_keys() -> None:
                 "symbol": "_ZN2at6Tensor",
                 "message": "uses at::Tensor",
                 "severity": "error",
+                "kind": None,  # issue 33: the class that groups its line (None: its own)
             }
         ],
     }
@@ -241,7 +242,7 @@ def test_cache_documents_keep_their_keys(tmp_path: Path) -> None:
     listing = CacheListing(root=tmp_path, exists=True, entries=(entry,))
     listed = _valid(KINDS["cache-list"], list_document(listing))
     assert listed == {
-        "schema_version": 2,  # 2: a torch environment's kind is "torch env" (issue 24)
+        "schema_version": 3,  # 2: kind "torch env" (issue 24); 3: "not wheelforge's" (issue 32)
         "cache": str(tmp_path),
         "exists": True,
         "entries": [
@@ -268,6 +269,7 @@ def test_cache_documents_keep_their_keys(tmp_path: Path) -> None:
         "names",  # prune NAME... (issue 24)
         "removed",
         "busy",
+        "foreign",  # skipped: no marker of wheelforge's (issue 32)
         "freed",
     ]
     assert (data["unused_for_days"], data["freed"], data["removed"]) == (

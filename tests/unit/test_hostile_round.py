@@ -813,12 +813,12 @@ def test_a_toolkit_folder_of_escapes_and_markup_is_shown_as_text() -> None:
     from rich.console import Console
 
     from tests.unit import fakes
-    from wheelforge.interface.render import toolkits_table
+    from wheelforge.interface.render import print_toolkits
 
     odd = Path("/opt/cuda\x1b[2J[/]x[bold]")
     found = dataclasses.replace(fakes.toolkit(), root=odd, nvcc=odd / "bin" / "nvcc")
     console = Console(file=io.StringIO(), width=200)
-    console.print(toolkits_table([found]))
+    print_toolkits([found], console)
     shown = console.file.getvalue()  # type: ignore[attr-defined]
     assert "\x1b" not in shown and "\\x1b[2J[/]x[bold]" in shown
 

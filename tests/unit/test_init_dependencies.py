@@ -120,7 +120,7 @@ def test_several_extensions_are_written_each_with_its_sources_flags_and_archs(
     assert first["module-init"] is True and "kind" not in first
     assert data["torch"] == ">=2.10"  # the newest stable-ABI target of them
     assert data["arch-sets"] == {"default": "8.0 9.0a"}
-    assert "demo._C: 2 source(s); demo.moe._moe_C: 1 source(s); demo._ops: 1 source(s)" in (
+    assert "demo._C: 2 sources; demo.moe._moe_C: 1 source; demo._ops: 1 source" in (
         result.summary  # type: ignore[attr-defined]
     )
     assert any("demo/_loader.py:6 loads it" in d for d in result.done)  # type: ignore[attr-defined]

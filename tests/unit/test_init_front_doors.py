@@ -168,6 +168,52 @@ def test_a_stable_abi_target_in_the_flags_becomes_the_torch_floor(tmp_path: Path
     assert any("python-abi: cp310, not the project's Py_LIMITED_API 3.9" in d for d in result.done)
 
 
+def two_extensions(root: Path, **second: object) -> CapturedBuild:
+    """Two stable extensions of one setup.py (issue 32): the second differs by *second*."""
+    build = captured(root, torch_target="2.10", limited_api="3.10")
+    (root / "csrc" / "ops.cu").write_text("#include <torch/csrc/stable/library.h>\n")
+    (root / "csrc" / "hopper.cu").write_text("#include <torch/csrc/stable/library.h>\n")
+    other = dataclasses.replace(
+        build.extensions[0],
+        name="demo_hopper",
+        sources=(CapturedSource(path="csrc/hopper.cu"),),
+        **second,
+    )
+    return dataclasses.replace(build, extensions=(build.extensions[0], other))
+
+
+def test_extensions_whose_flags_name_different_archs_keep_them_each(tmp_path: Path) -> None:
+    build = two_extensions(tmp_path, archs=archs("9.0a+PTX"))
+    result = render(build, InitChoices())
+    written = yaml.safe_load(result.text)
+    assert [e.get("archs") for e in written["extensions"]] == ["9.0", "9.0a+PTX"]
+    assert written["arch-sets"] == {"default": "9.0 9.0a+PTX"}
+    assert any("each keeps its own (extensions[].archs)" in d for d in result.done)
+    (tmp_path / "demo" / "__init__.py").write_text("import torch\n")
+    (tmp_path / "matrix.yaml").write_text(result.text)
+    matrix = load_matrix(tmp_path / "matrix.yaml")  # what init wrote, read back
+    assert [str(e.archs[0]) for e in matrix.extensions if e.archs] == ["9.0", "9.0a+PTX"]
+    # --archs replaces the project's archs for every extension: none keeps its own
+    chosen = yaml.safe_load(render(build, InitChoices(archs="8.0 9.0")).text)
+    assert [e.get("archs") for e in chosen["extensions"]] == [None, None]
+    # the same archs for both: the arch set alone says them
+    same = yaml.safe_load(render(two_extensions(tmp_path), InitChoices()).text)
+    assert [e.get("archs") for e in same["extensions"]] == [None, None]
+
+
+def test_the_newest_target_and_limited_api_of_the_extensions_is_the_floor(tmp_path: Path) -> None:
+    build = two_extensions(tmp_path, torch_target="2.11", limited_api="3.12")
+    result = render(build, InitChoices())
+    written = yaml.safe_load(result.text)
+    assert (written["torch"], written["python-abi"]) == (">=2.11", "cp312")
+    said = " ".join(result.done)
+    assert (
+        "the extensions name different -DTORCH_TARGET_VERSION (demo_ops: 2.10, demo_hopper: 2.11)"
+        in said
+    )
+    assert "different Py_LIMITED_API (demo_ops: 3.10, demo_hopper: 3.12)" in said
+
+
 # -- kernel-builder's build.toml ----------------------------------------------------------------
 
 BUILD_TOML = """\
@@ -394,3 +440,62 @@ def test_a_standard_flag_of_other_digits_or_5000_digits_is_kept_not_a_traceback(
     from wheelforge.configuration.importers import flags
 
     assert flags._owner(flag) is None  # not a standard wheelforge sets: the flag is kept
+
+
+# -- folders a setup.py names (issue 32) --------------------------------------------------------
+
+
+def test_include_and_library_folders_are_split_out_of_flags_in_every_spelling() -> None:
+    from wheelforge.configuration.importers.flags import LIBRARY_FLAGS, split_folders
+
+    flags = [
+        "-O3",
+        "-I/p/a",
+        "-I",
+        "/p/b",
+        "--include-path=/p/c",
+        "-isystem",
+        "/p/d",
+        "-include",
+        "x.h",
+    ]
+    assert split_folders(flags) == (["/p/a", "/p/b", "/p/c", "/p/d"], ["-O3", "-include", "x.h"])
+    assert split_folders(["-L/p/lib", "-lfoo", "--library-path", "/q"], LIBRARY_FLAGS) == (
+        ["/p/lib", "/q"],
+        ["-lfoo"],
+    )
+
+
+def test_folders_are_written_relative_to_the_project_or_its_checkout_or_said(
+    tmp_path: Path,
+) -> None:
+    from wheelforge.configuration.importers.projectpaths import ProjectPaths
+
+    checkout = tmp_path / "repo"
+    (checkout / ".git").mkdir(parents=True)
+    (checkout / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    project = checkout / "hopper"
+    for folder in ("csrc", "../csrc/cutlass/include", "../../elsewhere/inc", "../../cuda/include"):
+        (project / folder).mkdir(parents=True, exist_ok=True)
+    (tmp_path / "cuda" / "include" / "cuda_runtime.h").write_text("")
+    hand: list[str] = []
+    done: list[str] = []
+    paths = ProjectPaths(project, hand=hand, done=done, missing=[])
+    given = [
+        str(project / "csrc"),  # absolute, inside: relative
+        "csrc/../csrc",
+        str(checkout / "csrc" / "cutlass" / "include"),  # above it, in its checkout: ../
+        str(tmp_path / "elsewhere" / "inc"),  # outside both: absolute, and said
+        str(tmp_path / "cuda" / "include"),  # the toolkit's: left out
+    ]
+    assert paths.paths(given, "include_dirs", must_exist=False) == [
+        "csrc",
+        "csrc",
+        "../csrc/cutlass/include",
+        str(tmp_path / "elsewhere" / "inc"),
+    ]
+    assert any("the CUDA toolkit's include folder" in d for d in done)
+    assert any(
+        "lies outside the project and its checkout: written as this absolute path" in h
+        for h in hand
+    )

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from wheelforge.binaries import verify
 from wheelforge.binaries.facts import BinaryContents, file_role
 from wheelforge.binaries.sizecheck import check_size
 from wheelforge.configuration.matrix.reader import load_matrix
-from wheelforge.foundation.errors import ConfigError
+from wheelforge.foundation.errors import ConfigError, VerificationError
 from wheelforge.packaging import wheel
 from wheelforge.planning import ninjafile
 
@@ -216,3 +217,41 @@ def test_a_library_with_module_init_is_refused(three: Path) -> None:
     three.write_text(text)
     with pytest.raises(ConfigError, match=r"extensions\[2\].module-init: a library"):
         load_matrix(three)
+
+
+def test_each_extension_compiles_for_its_own_archs_and_owes_only_those(
+    project: Project, tmp_path: Path
+) -> None:
+    """extensions[].archs (issue 32): two shared objects of one wheel built for different archs,
+    as a setup.py whose extensions pass different -gencode flags builds them; a source's own
+    archs still win, and verification owes each .so what its nvcc steps compiled for."""
+    (tmp_path / "csrc" / "hopper.cu").write_text("// hopper\n")
+    text = (
+        HEAD.replace('"8.0 9.0+PTX"', '"8.0 9.0a+PTX"')
+        + """\
+extensions:
+  - name: demo_ops._C
+    sources: [csrc/ops.cpp, csrc/kernel.cu]
+    archs: "8.0"
+  - name: demo_ops._hopper
+    sources: [csrc/kernel.cu, {files: csrc/hopper.cu, archs: 9.0a}]
+    archs: 9.0a+PTX
+"""
+    )
+    matrix = load_matrix(project(text))
+    assert [str(e.archs[0]) if e.archs else None for e in matrix.extensions] == ["8.0", "9.0a+PTX"]
+    plan = plan_for(matrix, tmp_path, archs="8.0 9.0a+PTX")
+    nvcc = [s for s in plan.compile.steps if s.rule == "nvcc"]
+    assert sorted(str(s.arch_set) for s in nvcc) == ["8.0", "9.0a", "9.0a+PTX"]
+    c, hopper = plan.links
+    assert str(verify.link_archs(plan, c)) == "8.0"
+    assert str(verify.link_archs(plan, hopper)) == "9.0a+PTX"
+    only_80 = BinaryContents(path=f"w.whl!{c.wheel_path}", size=1, entries=())
+    with pytest.raises(VerificationError, match="lacks SASS sm_80 asked for by arch set"):
+        verify.verify_binaries([only_80], plan)
+
+
+def test_an_extensions_archs_must_be_an_arch_list(project: Project) -> None:
+    bad = HEAD + "extension:\n  name: demo_ops._C\n  sources: [csrc/*.cu]\n  archs: sm_80\n"
+    with pytest.raises(ConfigError, match=r"extension\.archs"):
+        load_matrix(project(bad))

@@ -277,6 +277,12 @@ ALLOWED = {
         "Path(folder).rmdir()",
     ): "only empty folders a refused build made (rmdir removes nothing else)",
     ("foundation/locks.py", "fd = os.open(path,"): "the lock file itself, O_NOFOLLOW",
+    ("foundation/locks.py", "fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY"): (
+        "the --out folder itself, opened read-only to flock it"
+    ),
+    ("configuration/importers/capture_packagedata.py", "tempfile.TemporaryDirectory("): (
+        "runs inside the capture child: egg_info's folder, made and removed by the stdlib"
+    ),
     (
         "interface/documents/kinds.py",
         "data.read_text(encoding",
@@ -295,6 +301,15 @@ ALLOWED = {
     ): "package data (importlib.resources)",
     ("configuration/importers/capture_guards.py", "class GuardedPopen("): (
         "runs inside the capture child that runs setup.py, guarding what it starts"
+    ),
+    ("foundation/fence_init.py", 'open("/proc/self/mountinfo")'): (
+        "runs inside the fence's namespaces before the command (stdlib only): the mount table"
+    ),
+    ("foundation/fence_init.py", 'open(target, "w")'): (
+        "runs inside the fence's namespaces: an empty file in its own tmpfs /dev, a mount point"
+    ),
+    ("foundation/fence_init.py", "os.open(path, os.O_PATH"): (
+        "runs inside the fence's namespaces: O_PATH, a folder held (not read) to bind it back"
     ),
     ("configuration/importers/setup_child.py", "tempfile.mkdtemp("): (
         "runs inside the capture child, in its own temporary folder"

@@ -47,7 +47,7 @@ def _variant(binaries: tuple[BinaryContents, ...], owed: ArchSet | None) -> Vari
 
 
 def test_a_cpp_only_extension_is_not_shown_missing_its_archs() -> None:
-    """No .cu source: the arch set is owed by nobody (verify.compiles_device_code), so the
+    """No .cu source: the arch set is owed by nobody (verify.link_archs), so the
     screen says so instead of listing every arch MISSING above "1 wheel(s) built"."""
     cpp_only = BinaryContents(path="x.whl!demo/_C.abi3.so", size=100, entries=())
     report = BuildReport(matrix=Path("matrix.yaml"), target_version=(2, 10), built_against="2.13.0+cpu",

@@ -54,8 +54,14 @@ def test_flavours_and_roles_filter_the_rules() -> None:
     unstable = registry.applicable("unstable")
     today = ["floor", "cxx-symbol", "shim-version", "python-api", "module-init", "tags", "layout"]
     assert [r.id for r in stable if r.id in today] == today
-    # issue 20: a classic (unstable-ABI) wheel's tags are checked too (glibc, machine)
-    assert [r.id for r in unstable if r.id in today] == ["module-init", "tags", "layout"]
+    # issue 20: a classic (unstable-ABI) wheel's tags are checked too (glibc, machine); issue
+    # 33: and its Python symbols, against an abi3 tag when it has one (vLLM 0.10's cp38-abi3)
+    assert [r.id for r in unstable if r.id in today] == [
+        "python-api",
+        "module-init",
+        "tags",
+        "layout",
+    ]
     assert [r.id for r in registry.for_role(stable, "wheel") if r.id in today] == ["layout"]
     known = [r for r in stable if r.id in today]
     assert registry.for_role(known, "bundled") == ()  # a grafted dependency is not the wheel's

@@ -160,6 +160,8 @@ def test_the_readme_command_is_the_unit_run_and_ci_runs_every_step() -> None:
         ".venv/bin/python -m pytest tests/integration",
         '.venv/bin/python -m pytest tests -m "network and not sweep"',
         '.venv/bin/python -m pytest tests -m "slow and not network and not sweep"',
+        '.venv/bin/python -m pytest tests -m "bench_smoke and not network"',
     ]
     markers = {m.split(":", 1)[0] for m in pytest_options["markers"]}
-    assert markers == {"integration", "network", "slow", "sweep"}  # each has its step above
+    # each has its step above
+    assert markers == {"integration", "network", "slow", "sweep", "bench_smoke"}

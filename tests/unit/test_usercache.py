@@ -21,6 +21,9 @@ from wheelforge.toolchain import envs, provision, toolkit
 from wheelforge.toolchain.choice import ToolkitChoice, ensure_toolkit
 
 NOW = time.time()
+# Named as repair.py (<32 hex>/) and probecache.py (<kind>/<24 hex>.json) name them.
+OLD_REPAIR, NEW_REPAIR = "0" * 31 + "a", "0" * 31 + "b"
+OLD_PROBE, NEW_PROBE = "0" * 23 + "a.json", "0" * 23 + "b.json"
 DAY = 86400.0
 
 
@@ -70,13 +73,13 @@ def cache(tmp_path: Path) -> Path:
         (parent / name / "bin").mkdir(parents=True)
         (parent / name / "bin" / "half").write_bytes(b"x" * 5000)
         _age(parent / name, age)
-    for key, days in (("old0", 45.0), ("new0", 0.5)):
+    for key, days in ((OLD_REPAIR, 45.0), (NEW_REPAIR, 0.5)):
         (root / "repairs" / key).mkdir(parents=True)
         (root / "repairs" / key / "demo-1.0-cp310-abi3-manylinux_2_28_x86_64.whl").write_bytes(
             b"w" * 3000
         )
         _age(root / "repairs" / key, days * DAY)
-    for kind, name, days in (("nvcc", "old.json", 31.0), ("torch", "new.json", 3.0)):
+    for kind, name, days in (("nvcc", OLD_PROBE, 31.0), ("torch", NEW_PROBE, 3.0)):
         (root / "probes" / kind).mkdir(parents=True, exist_ok=True)
         (root / "probes" / kind / name).write_text("{}")
         _age(root / "probes" / kind / name, days * DAY)
@@ -139,16 +142,16 @@ def test_prune_removes_what_was_not_used_and_skips_a_busy_entry(cache: Path, bus
         "torch-2.10.0-aaaaaaaaaa",
         "cuda-13.0-pypi",
         ".cuda-11.8-debian.4242.tmp",
-        "old0",
-        "old.json",
+        OLD_REPAIR,
+        OLD_PROBE,
     }
     assert _names(result.busy) == {busy.name}
     assert busy.is_dir()
     assert result.freed == sum(e.size for e in result.removed)
     left = {p.name for p in cache.rglob("*")}
     assert not left & _names(result.removed)
-    assert {"torch-2.13.0-bbbbbbbbbb", "cuda-13.1-pypi", ".torch-2.12.0-dddd.77.tmp", "new0",
-            "new.json"} <= left  # fmt: skip
+    assert {"torch-2.13.0-bbbbbbbbbb", "cuda-13.1-pypi", ".torch-2.12.0-dddd.77.tmp", NEW_REPAIR,
+            NEW_PROBE} <= left  # fmt: skip
     assert not [p for p in cache.rglob("*") if p.name.endswith(".removing")]
 
 
@@ -332,12 +335,12 @@ def test_prune_removes_the_entries_named_whenever_they_were_used(cache: Path) ->
     dry = usercache.prune(cache, names=[recent.name], dry_run=True)
     assert _names(dry.removed) == {recent.name} and recent.is_dir()
     result = usercache.prune(cache, names=[recent.name, str(toolkit_path), "probes"])
-    assert _names(result.removed) == {recent.name, toolkit_path.name, "old.json", "new.json"}
+    assert _names(result.removed) == {recent.name, toolkit_path.name, OLD_PROBE, NEW_PROBE}
     assert result.names == (recent.name, str(toolkit_path), "probes")
     assert (
         not recent.exists()
         and not toolkit_path.exists()
-        and not (cache / "probes" / "nvcc" / "old.json").exists()
+        and not (cache / "probes" / "nvcc" / OLD_PROBE).exists()
     )
     assert (cache / envs.ENVS / "torch-2.10.0-aaaaaaaaaa").is_dir()  # not named: kept, old or not
 
@@ -420,3 +423,41 @@ def test_a_damaged_kept_repair_is_discarded_not_copied(
     got = repair.repair(wheel, tmp_path / "out", source_date_epoch=0, cache=tmp_path)
     assert ran == [wheel] and got.read_bytes() == wheel.read_bytes()
     assert (kept / "sha256").is_file()  # kept again, whole
+
+
+def test_what_wheelforge_writes_is_its_own_and_a_users_folder_is_not(tmp_path: Path) -> None:
+    """Issue 32: only entries with wheelforge's marker (or the names repair.py and probecache.py
+    give) are pruned; a look-alike without one is listed as not wheelforge's and left."""
+    import zipfile
+
+    from wheelforge.packaging import repair
+    from wheelforge.toolchain import probecache
+
+    root = tmp_path / "cache"
+    wheel = tmp_path / "demo-1.0-cp310-abi3-linux_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.writestr("demo/__init__.py", "")
+    kept = repair._kept_folder(wheel, 0, root)
+    assert kept is not None
+    repair._keep(wheel, kept)
+    probecache.store(root, "nvcc", {"path": "/usr/bin/nvcc"}, {"version": "13.0"}, watch=())
+    _env(root, "torch-2.13.0-bbbbbbbbbb", "2.13.0", days=1)
+    look_alikes = [
+        root / envs.ENVS / "torch-2.10.0-aaaaaaaaaa",  # an env's name, no marker
+        root / envs.ENVS / "linked-marker",  # a marker that is a link: not one wheelforge wrote
+        root / "repairs" / ("f" * 32),  # a kept repair's name, holding a user's file
+        root / "probes" / "nvcc" / ("e" * 24 + ".json"),  # a probe's name, but a folder
+    ]
+    for folder in look_alikes:
+        folder.mkdir(parents=True)
+        (folder / "mine.txt").write_text("keep me")
+    (look_alikes[1] / envs.MARKER).symlink_to(
+        root / envs.ENVS / "torch-2.13.0-bbbbbbbbbb" / envs.MARKER
+    )
+    kinds = {e.path: e.kind for e in usercache.entries(root)}
+    assert kinds[kept] == REPAIR and kinds[next((root / "probes" / "nvcc").glob("*.json"))] == PROBE
+    assert {p for p, k in kinds.items() if k == usercache.FOREIGN} == set(look_alikes)
+    result = usercache.prune(root, every=True)
+    assert {e.path for e in result.foreign} == set(look_alikes)
+    assert kept in {e.path for e in result.removed} and not kept.exists()
+    assert all((folder / "mine.txt").read_text() == "keep me" for folder in look_alikes)

@@ -3,6 +3,7 @@ export rule, reading pyproject.toml, ninja failure output, and `wheelforge init`
 
 from __future__ import annotations
 
+import re
 import shlex
 import sys
 from collections.abc import Callable
@@ -30,7 +31,7 @@ Project = Callable[..., Path]
 def error_text(path: Path) -> str:
     with pytest.raises(ConfigError) as err:
         load_matrix(path)
-    return err.value.message + "\n" + (err.value.details or "")
+    return "\n".join([*err.value.problems, err.value.message, err.value.details or ""])
 
 
 # -- defect 1: the PyInit export rule ------------------------------------------------------------
@@ -348,7 +349,11 @@ def test_init_prints_what_needs_a_hand(
     (tmp_path / "setup.py").write_text(SETUP_PY)
     assert main(["init", "--no-run", "--torch", "2.13.0", str(tmp_path)]) == 0
     err = capsys.readouterr().err
-    assert "wrote" in err and "thing(s) need a hand:" in err
+    assert "wrote" in err and re.search(r"\b\d+ things? needs? a hand:", err)
+    # The last line is the next step: build what was written, from where the user is.
+    last = " ".join(err.strip().splitlines()[-1:])
+    assert last.startswith("next: see to the ") or last.startswith("next: wheelforge build")
+    assert f"wheelforge build --matrix {tmp_path / 'matrix.yaml'}" in " ".join(err.split())
     assert "without running it (--no-run)" in " ".join(err.split())
     assert main(["init", "--no-run", str(tmp_path)]) == 2  # never overwrites without --force
 

@@ -14,10 +14,9 @@ from typing import Literal
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from wheelforge.binaries import bounded, floors, metadata, registry
-from wheelforge.binaries.elf import ELF_MAGIC, ElfImage, open_elf_file
+from wheelforge.binaries.elf import ELF_MAGIC, ElfImage, open_elf_file, split_member
 from wheelforge.binaries.facts import BinaryFacts, WheelFacts, file_role
 from wheelforge.binaries.floors import python_floor, torch_floor
-from wheelforge.binaries.metadata import Declared
 from wheelforge.binaries.reader import read_binary, read_wheel
 from wheelforge.binaries.rule import (
     CheckTarget,
@@ -25,8 +24,9 @@ from wheelforge.binaries.rule import (
     RuleContext,
     TorchSource,
     Violation,
+    WheelSummary,
 )
-from wheelforge.binaries.symbols import demangle
+from wheelforge.binaries.symbols import LibraryExports, demangle
 from wheelforge.configuration import abi as abis
 from wheelforge.configuration.abi import AbiName
 from wheelforge.foundation import log, numbers
@@ -43,6 +43,7 @@ __all__ = [
     "BinaryCheck",
     "CheckTarget",
     "Violation",
+    "WheelSummary",
     "check_elf",
     "check_paths",
     "check_wheel",
@@ -64,18 +65,6 @@ FIRST_STABLE_TORCH: Version2 = (2, 9)
 # A binary's relation to torch, in torch-abi-audit's words: stable shims only, libtorch's C++ API
 # (bound to the one torch it was built against), or no torch at all.
 TorchAbi = Literal["torch-stable", "torch-unstable", "no-torch"]
-
-
-@dataclass(frozen=True, kw_only=True)
-class WheelSummary:
-    """What a wheel declares and what its binaries allow, shared by its binaries' checks."""
-
-    path: str
-    declared: Declared  # its METADATA's torch requirement and Requires-Python
-    tag_python: Version2 | None  # its abi3 tag's floor (cp38-abi3: 3.8)
-    torch: Version2  # the lowest torch its binaries were checked against
-    torch_source: TorchSource  # where that came from
-    allows: str | None = None  # the widest correct torch requirement its binaries allow
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -109,6 +98,7 @@ def judge(
             symbol=found.symbol,
             message=found.message,
             severity=found.severity or rule.severity,
+            kind=found.kind,
         )
         for rule in registry.for_role(rules, binary.role)
         for found in rule.check(binary, context)
@@ -143,7 +133,7 @@ def check_binary(
         role_reason=binary.role_reason,
         torch_abi=abi,
         libtorch_symbols=cxx,
-        allows=floors.allows(floor, cxx=bool(cxx)),
+        allows=floors.allows(floor, cxx=bool(cxx), declared=context.target.declared),
         wheel=wheel,
         flavour=flavour,
         rules=tuple(r.id for r in registry.for_role(rules, binary.role)),
@@ -151,23 +141,20 @@ def check_binary(
 
 
 def wheel_flavour(wheel: WheelFacts) -> AbiName:
-    """The ABI a wheel was built for: a classic (unstable-ABI) extension's when it is tagged for
-    one CPython (cp311-cp311: the full Python C API), a binary of its own uses libtorch's C++
-    API and it pins torch (torch==2.13.*), as a classic build's wheel is; else the stable ABI's,
-    whose rules say what is wrong with a wheel that uses libtorch's C++ API and claims a range
-    of torch (or is abi3). torchaudio's cp312-cp312 wheel uses the shims only: stable."""
-    try:
-        _, _, _, tags = parse_wheel_filename(wheel.tagged_name)
-    except InvalidWheelFilename:
-        return abis.STABLE.name  # wheel_context refuses the name, in its words
-    abi3 = any(t.abi == "abi3" for t in tags)
+    """The torch ABI a wheel was built for, from its binaries and its requirement, not its
+    Python tag: a classic (unstable-ABI) extension's when a binary of its own uses libtorch's
+    C++ API and the wheel pins torch exactly (torch==2.8.0, torch==2.13.*), as a classic build's
+    wheel does, whether it is tagged for one CPython (cp311-cp311) or for Python's limited API
+    (vLLM 0.10.1.1's cp38-abi3 wheel pins torch==2.7.1: abi3 says nothing of torch's ABI); else
+    the stable ABI's, whose rules say what is wrong with a wheel that uses libtorch's C++ API and
+    claims a range of torch, or none. torchaudio's cp312-cp312 wheel uses the shims only: stable."""
     cxx = any(
         floors.libtorch_cxx(b.symbols.undefined)
         for b in wheel.binaries
         if b.symbols is not None and b.role != "bundled"
     )
     pinned = metadata.declared(wheel.metadata).torch_pin is not None
-    classic = not abi3 and cxx and pinned
+    classic = cxx and pinned
     return next(a.name for a in abis.ABIS.values() if a.per_torch == classic)
 
 
@@ -177,6 +164,7 @@ def wheel_context(
     torch: Version2 | None,
     guards: dict[str, Version2 | None],
     versions: VersionsFile | None = None,
+    torch_exports: LibraryExports | frozenset[str] | None = None,
 ) -> RuleContext:
     """What the wheel's binaries are checked against: its tags and abi3 floor, its
     Requires-Python, and its torch floor: *torch* (--target, or the build's), else its
@@ -193,13 +181,16 @@ def wheel_context(
     source: TorchSource = "target" if torch else "requirement"
     floor = torch or said.torch_floor
     if floor is None:
-        source, floor = "inferred", inferred_torch(wheel, guards, versions) or FIRST_STABLE_TORCH
+        inferred = inferred_torch(wheel, guards, versions)
+        # No shim to infer a floor from: the first stable-ABI torch, said as assumed, not inferred.
+        source, floor = ("inferred", inferred) if inferred else ("assumed", FIRST_STABLE_TORCH)
     return RuleContext(
         target=CheckTarget(
             torch=floor,
             python=python,
             guards=guards,
             versions=versions,
+            torch_exports=torch_exports,
             torch_source=source,
             requires_python=said.python_floor,
             declared=said,
@@ -233,7 +224,7 @@ def summary(context: RuleContext, checks: Sequence[BinaryCheck]) -> WheelSummary
         tag_python=context.target.python,
         torch=context.target.torch,
         torch_source=context.target.torch_source,
-        allows=floors.allows(floor, cxx=cxx),
+        allows=floors.allows(floor, cxx=cxx, declared=context.target.declared),
     )
 
 
@@ -282,13 +273,16 @@ def check_wheel(
     guards: dict[str, Version2 | None],
     versions: VersionsFile | None = None,
     flavour: AbiName | None = None,
+    torch_exports: LibraryExports | frozenset[str] | None = None,
 ) -> list[BinaryCheck]:
     """Check a wheel by the rules of its ABI flavour (*flavour*, else its tags say: an abi3
     wheel's is the stable ABI); *torch* overrides the floor its METADATA gives."""
     wheel = read_wheel(path, registry.reading(registry.all_rules(), metadata=True))
     flavour = flavour or wheel_flavour(wheel)
     rules = registry.applicable(flavour)
-    context = wheel_context(wheel, torch=torch, guards=guards, versions=versions)
+    context = wheel_context(
+        wheel, torch=torch, guards=guards, versions=versions, torch_exports=torch_exports
+    )
     return judge_wheel(wheel, context, rules, flavour)
 
 
@@ -309,12 +303,53 @@ def check_elf(
         return _check_image(image, target, flavour)
 
 
+def said(checks: Sequence[BinaryCheck]) -> list[Violation]:
+    """The violations of *checks* as they are to be said: each of its own, except that those of
+    one kind (Finding.kind) in one wheel or file are one violation, worded by their rule's
+    summary with a count (fbgemm-gpu's 2,082 libtorch symbols: one line, not 2,082); every one
+    stays in the checks (--json)."""
+    rules = {r.id: r for r in registry.all_rules()}
+    wheels = {c.path: c.wheel for c in checks}
+    groups: dict[tuple[str, str, str, str], list[Violation]] = {}
+    order: list[Violation | tuple[str, str, str, str]] = []
+    for c in checks:
+        for v in c.violations:
+            rule = rules.get(v.rule)
+            if v.kind is None or rule is None or rule.summary is None:
+                order.append(v)
+                continue
+            container = split_member(v.binary)[0] or v.binary
+            key = (container, v.rule, v.kind, v.severity)
+            if key not in groups:
+                groups[key] = []
+                order.append(key)
+            groups[key].append(v)
+    out: list[Violation] = []
+    for item in order:
+        if isinstance(item, Violation):
+            out.append(item)
+            continue
+        members = groups[item]
+        if len(members) == 1:
+            out.append(members[0])
+            continue
+        summary = rules[item[1]].summary
+        assert summary is not None
+        wheel = wheels.get(members[0].binary)
+        out.append(
+            dataclasses.replace(
+                members[0], symbol=None, message=summary(item[0], members, wheel), binary=item[0]
+            )
+        )
+    return out
+
+
 def require_clean(
     checks: Sequence[BinaryCheck], *, prefix: str = "", wheel: Path | None = None
 ) -> None:
-    """A rule's error fails, naming every one (*wheel*'s path shortened to its file name); a
-    warning is logged."""
-    found = [v for c in checks for v in c.violations]
+    """A rule's error fails, naming every one (those of one kind in one wheel in one line with
+    a count: said; *wheel*'s path shortened to its file name); a warning is logged."""
+    found = said(checks)
 
     def text(message: str) -> str:
         return message.replace(str(wheel), wheel.name) if wheel else message
@@ -339,6 +374,7 @@ def check_paths(
     guards: dict[str, Version2 | None],
     versions: VersionsFile | None = None,
     flavour: AbiName | None = None,
+    torch_exports: LibraryExports | frozenset[str] | None = None,
 ) -> list[BinaryCheck]:
     """Check wheels and shared objects by the rules of *flavour* (else a wheel's tags say, and
     a bare shared object is checked for the stable ABI); a bare shared object needs *torch*
@@ -351,7 +387,14 @@ def check_paths(
             )
         if path.suffix == ".whl":
             results.extend(
-                check_wheel(path, torch=torch, guards=guards, versions=versions, flavour=flavour)
+                check_wheel(
+                    path,
+                    torch=torch,
+                    guards=guards,
+                    versions=versions,
+                    flavour=flavour,
+                    torch_exports=torch_exports,
+                )
             )
             continue
         with open_elf_file(path) as image:  # memory-mapped: only the pages read are loaded
@@ -364,7 +407,13 @@ def check_paths(
                     f"{path}: a bare shared object says nothing of its torch floor; "
                     "pass --target X.Y"
                 )
-            target = CheckTarget(torch=torch, python=python, guards=guards, versions=versions)
+            target = CheckTarget(
+                torch=torch,
+                python=python,
+                guards=guards,
+                versions=versions,
+                torch_exports=torch_exports,
+            )
             # a file given on its own (no tags to tell): the stable-ABI check
             results.append(_check_image(image, target, flavour or abis.STABLE.name))
     return results

@@ -29,6 +29,9 @@ from wheelforge.foundation.errors import BinaryFormatError, ConfigError
 
 DEFAULT_MAX_MEMBER_BYTES = 2 << 30
 DEFAULT_MAX_RATIO = 200
+# The headers of a METADATA (up to its first blank line) read at most: PyPI's largest are a
+# few kB; what follows them is the long description, which no rule reads and is never inflated.
+METADATA_HEADERS_CAP = 16 << 20
 RATIO_FLOOR_BYTES = 1 << 20  # small members may compress as well as they like
 _CHUNK = 1 << 20
 
@@ -166,6 +169,33 @@ def member_chunks(zf: zipfile.ZipFile, info: zipfile.ZipInfo, display: str) -> I
         raise BinaryFormatError(
             display, None, f"inflates to {inflated} bytes, not the {info.file_size} it declares"
         )
+
+
+def member_headers(zf: zipfile.ZipFile, info: zipfile.ZipInfo, display: str) -> bytes:
+    """The headers of an email-style member (METADATA: up to its first blank line), inflated
+    only that far, within METADATA_HEADERS_CAP: a 300 MB long description costs nothing, 300 MB
+    of headers is refused once the cap is passed."""
+    kept = bytearray()
+    for chunk in member_chunks(zf, info, display):
+        searched = max(0, len(kept) - 3)
+        kept += chunk
+        # The end of the last header: its line break kept, the blank line's dropped.
+        ends = [
+            i + len(sep) // 2
+            for sep in (b"\n\n", b"\r\n\r\n")
+            if (i := kept.find(sep, searched)) >= 0
+        ]
+        if ends:
+            return bytes(kept[: min(ends)])
+        if len(kept) > METADATA_HEADERS_CAP:
+            raise BinaryFormatError(
+                display,
+                None,
+                f"its headers run past {METADATA_HEADERS_CAP >> 20} MiB without the blank line "
+                "that ends them; a METADATA's headers are a few kB (the long description "
+                "follows the blank line): build the wheel again",
+            )
+    return bytes(kept)
 
 
 def member_digest(zf: zipfile.ZipFile, info: zipfile.ZipInfo, display: str) -> tuple[str, int]:

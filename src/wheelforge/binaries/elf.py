@@ -272,6 +272,12 @@ class WheelReader:
             "utf-8", errors="replace"
         )
 
+    def read_headers(self, name: str) -> str:
+        """The headers of a METADATA member (bounded.member_headers), as text."""
+        info = self.zip.getinfo(name)
+        headers = bounded.member_headers(self.zip, info, member_name(self.path, name))
+        return headers.decode("utf-8", errors="replace")
+
     def elf_members(self, skip: Callable[[str], bool] = lambda _: False) -> Iterator[ElfImage]:
         """Each ELF member (sorted by name, *skip* left out), inflated once within the caps of
         bounded.py; only the first block of the others is inflated."""

@@ -12,6 +12,7 @@ from packaging.requirements import InvalidRequirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from wheelforge.binaries.metadata import Declared
 from wheelforge.binaries.rule import CheckTarget
 from wheelforge.binaries.symbols import demangle
 from wheelforge.foundation import numbers
@@ -140,13 +141,47 @@ def introduced_floor(
     return max((v for v in found if v is not None), default=None)
 
 
-def allows(floor: Version2 | None, *, cxx: bool) -> str | None:
-    """The widest torch requirement a binary (or a wheel) is right to declare: a pin for one
-    that uses libtorch's C++ API, ``torch>=`` its floor for one on the stable ABI, none for one
-    that uses no torch."""
+def allows(floor: Version2 | None, *, cxx: bool, declared: Declared | None = None) -> str | None:
+    """The widest torch requirement a binary (or a wheel, whose METADATA is *declared*) is right
+    to declare: a pin of the torch it was built against for one that uses libtorch's C++ API
+    (named where the wheel names it: built_for), ``torch>=`` its floor for one on the stable
+    ABI, none for one that uses no torch."""
     if cxx:
+        known = built_for(declared) if declared else None
+        if known and known[1] == "pin":
+            return f"torch=={known[0]} (the torch it pins: its binaries load on that one only)"
         return "torch==X.Y.* (the torch it was built against)"
     return f"torch>={floor[0]}.{floor[1]}" if floor else None
+
+
+def built_for(declared: Declared) -> tuple[str, str] | None:
+    """The torch the libtorch C++ binaries of a wheel were built against, as far as the wheel
+    says, and from what: its exact pin ("pin": torch==2.8.0 says 2.8.0), else the lowest torch
+    its requirement admits ("requirement": torch>=2.8,<2.9 suggests 2.8, for the user to
+    confirm). The binaries themselves carry no torch version: libtorch versions none of its
+    symbols, and the released ones read here (vLLM, xformers, FBGEMM) embed no version string."""
+    if declared.torch_pin:
+        return declared.torch_pin, "pin"
+    if declared.torch_floor:
+        return f"{declared.torch_floor[0]}.{declared.torch_floor[1]}", "requirement"
+    return None
+
+
+def pin_advice(declared: Declared) -> str:
+    """How to pin a wheel whose binaries use libtorch's C++ API to the torch they were built
+    against: that torch named where the wheel names it, never a made-up one."""
+    known = built_for(declared)
+    if known is None:
+        return (
+            "pin the torch its binaries were built against (Requires-Dist: torch==X.Y.*, X.Y "
+            "the build's torch: neither the wheel's METADATA nor its binaries name it)"
+        )
+    version, _ = known
+    return (
+        f"pin the torch its binaries were built against: Requires-Dist: torch=={version}.* if "
+        f"that is torch {version}, the lowest its requirement ({declared.torch}) admits (the "
+        "binaries do not name their torch)"
+    )
 
 
 def _version(text: str) -> Version | None:

@@ -47,14 +47,28 @@ def inspect_paths(paths: Sequence[Path]) -> list[BinaryContents]:
 
 
 def _walk(root: Path) -> list[Path]:
-    """Regular files under ``root``, sorted; symlinks are skipped so no file is listed twice
-    (``libfoo.so -> libfoo.so.1``)."""
+    """Regular files under ``root``, sorted, each read once: a symlink to a file under
+    ``root`` is skipped (``libfoo.so -> libfoo.so.1`` is listed as the file it names), a
+    symlink to a file elsewhere is read under the link's name (``dist/x.whl ->
+    ~/Downloads/x.whl``: the user named the folder that holds it, and every read stays within
+    bounded.py's caps). Linked folders are not entered (os.walk's default), so no loop; a
+    dangling link is no file and is skipped."""
     files = [
         Path(folder, name)
         for folder, _, names in os.walk(root, onerror=_raise_walk_error)
         for name in names
     ]
-    return sorted(file for file in files if not file.is_symlink() and file.is_file())
+    regular = {file for file in files if not file.is_symlink() and file.is_file()}
+    seen = {file.resolve() for file in regular}
+    for link in sorted(file for file in files if file.is_symlink()):
+        try:
+            target = link.resolve(strict=True)
+        except (OSError, RuntimeError):  # dangling, or a loop of links
+            continue
+        if target.is_file() and target not in seen:
+            seen.add(target)
+            regular.add(link)
+    return sorted(regular)
 
 
 def _raise_walk_error(error: OSError) -> None:

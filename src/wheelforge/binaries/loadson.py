@@ -117,9 +117,14 @@ def _unit_verdict(entries: Sequence[FatbinEntry], gpu: int) -> tuple[str, tuple[
 
 def loads_on(binary: BinaryContents, gpus: Sequence[int] | None = None) -> LoadsOn | None:
     """Where *binary*'s kernels run (None: it carries no CUDA code)."""
-    units: dict[int, list[FatbinEntry]] = {}
+    # Each translation unit's distinct targets, in the order first seen: what a verdict weighs
+    # (a million copies of one entry were weighed 15 times each; issue 32).
+    distinct: dict[int, dict[tuple[str, int, str], FatbinEntry]] = {}
     for entry in binary.entries:
-        units.setdefault(entry.container, []).append(entry)
+        distinct.setdefault(entry.container, {}).setdefault(
+            (entry.kind, entry.sm, entry.variant), entry
+        )
+    units = {container: list(found.values()) for container, found in distinct.items()}
     if not units:
         return None
     table = []

@@ -103,7 +103,7 @@ def read_wheel(path: Path, reading: Reading) -> WheelFacts:
         metadata_member = wheel.dist_info_member("METADATA")
         metadata = None
         if reading.metadata and metadata_member:
-            metadata = wheel.read_text(metadata_member)
+            metadata = wheel.read_headers(metadata_member)  # never its long description
         unsafe = set() if reading.unsafe_members else set(bounded.unsafe_member_names(wheel.names))
 
         def skip(member: str) -> bool:

@@ -14,7 +14,7 @@ the rule's id and severity and the binary's name, so a rule cannot misname itsel
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -28,6 +28,7 @@ from wheelforge.binaries.facts import (
     WheelFacts,
 )
 from wheelforge.binaries.metadata import Declared
+from wheelforge.binaries.symbols import LibraryExports
 from wheelforge.configuration.abi import AbiName
 from wheelforge.toolchain.shims import Version2, VersionsFile
 
@@ -36,8 +37,10 @@ Severity = Literal["error", "warning"]
 
 
 # Where the lowest torch checked against comes from: --target (or the build's matrix), the
-# wheel's Requires-Dist on torch, or (a wheel that states none) what its binaries need.
-TorchSource = Literal["target", "requirement", "inferred"]
+# wheel's Requires-Dist on torch, or (a wheel that states none) what its binaries need
+# (inferred from their shims), or, where they use no shim to infer it from, the first torch with
+# the stable ABI (assumed: nothing of theirs depends on it).
+TorchSource = Literal["target", "requirement", "inferred", "assumed"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,6 +52,9 @@ class CheckTarget:
     guards: dict[str, Version2 | None]  # shim header guards of the build torch (may be empty)
     # The torch at hand's shim_function_versions.txt, when it ships one (toolchain/shims.py).
     versions: VersionsFile | None = None
+    # What the libraries of the torch at hand export (libtorch*, libc10*), read when first
+    # asked; None when no torch is at hand.
+    torch_exports: LibraryExports | frozenset[str] | None = None
     torch_source: TorchSource = "target"
     # The lowest Python the wheel's Requires-Python admits: installers keep the wheel off older
     # ones, so a limited-API symbol above the abi3 tag but within it breaks no install.
@@ -79,6 +85,21 @@ class Finding:
     symbol: str | None
     message: str
     severity: Severity | None = None
+    # The class of what it is about ("libtorch-cxx": a C++ symbol of libtorch): findings of one
+    # class in one wheel are said in one line with a count (the rule's summary), not one a symbol.
+    kind: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class WheelSummary:
+    """What a wheel declares and what its binaries allow, shared by its binaries' checks."""
+
+    path: str
+    declared: Declared  # its METADATA's torch requirement and Requires-Python
+    tag_python: Version2 | None  # its abi3 tag's floor (cp38-abi3: 3.8)
+    torch: Version2  # the lowest torch its binaries were checked against
+    torch_source: TorchSource  # where that came from
+    allows: str | None = None  # the widest correct torch requirement its binaries allow
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -93,6 +114,13 @@ class Violation:
     severity: Severity = field(
         default="error", metadata={"doc": "error: it fails the command; warning: it is shown"}
     )
+    kind: str | None = field(
+        default=None,
+        metadata={
+            "doc": "the class of what it is about (libtorch-cxx, python-non-limited): those of "
+            "one class in one wheel are said in one line with a count; null: its own line"
+        },
+    )
 
     @property
     def blocking(self) -> bool:
@@ -101,6 +129,9 @@ class Violation:
 
 
 Check = Callable[[BinaryFacts, RuleContext], Iterable[Finding]]
+# A rule's one line for its violations of one kind in one wheel (or file): the container's name,
+# the violations (two or more), and the wheel's summary (None for a file given on its own).
+Summary = Callable[[str, Sequence[Violation], WheelSummary | None], str]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -124,6 +155,8 @@ class Rule:
     # in the walk from the one parse of each binary it judges; check finds it with
     # binary.own(id). Its pyelftools errors are reported as the file being unreadable.
     read: Callable[[ElfImage], object] | None = None
+    # How several of its violations of one kind are said in one line (Finding.kind).
+    summary: Summary | None = None
 
     def __post_init__(self) -> None:
         if "wheel" in self.roles and len(self.roles) > 1:

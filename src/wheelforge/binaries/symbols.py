@@ -6,18 +6,21 @@ builds an object per symbol: seconds on a large wheel), their headers by pyelfto
 
 from __future__ import annotations
 
-import ctypes
 import re
 import struct
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from wheelforge.binaries.elf import ElfImage
 from wheelforge.foundation.errors import BinaryFormatError
 from wheelforge.toolchain.shims import Version2
 
-if TYPE_CHECKING:  # pyelftools loads in ~0.05 s: the functions that parse import it
+if TYPE_CHECKING:  # pyelftools loads in ~0.05 s, ctypes ~0.01 s: the functions that use them do
+    import ctypes
+
     from elftools.elf.elffile import ELFFile
 
 _MAX_VERSION_ENTRIES = 4096  # libraries need a handful of sonames; glibc itself has ~40
@@ -59,6 +62,8 @@ class SymbolEntry:
     name: str
     defined: bool  # st_shndx is not SHN_UNDEF
     exported: bool  # global or weak binding, default or protected visibility
+    weak: bool = False  # weak binding: an undefined one may stay unresolved
+    index: int = 0  # its place in the table (the version table is indexed by it)
 
 
 def symbol_table(image: ElfImage, section: str) -> list[SymbolEntry] | None:
@@ -83,7 +88,7 @@ def symbol_table(image: ElfImage, section: str) -> list[SymbolEntry] | None:
     table = image.read(found["sh_offset"], count * entry.size)
     names = image.read(strings["sh_offset"], strings["sh_size"])
     out: list[SymbolEntry] = []
-    for fields in entry.iter_unpack(table):
+    for index, fields in enumerate(entry.iter_unpack(table)):
         if wide:
             name_at, info, other, shndx = fields[0], fields[1], fields[2], fields[3]
         else:
@@ -100,6 +105,8 @@ def symbol_table(image: ElfImage, section: str) -> list[SymbolEntry] | None:
                 defined=shndx != 0,
                 exported=bind in (_STB_GLOBAL, _STB_WEAK)
                 and visibility in (_STV_DEFAULT, _STV_PROTECTED),
+                weak=bind == _STB_WEAK,
+                index=index,
             )
         )
     return out
@@ -117,6 +124,8 @@ def _section_header(elf: ELFFile, name: str) -> Any:
 
 @cache
 def _cxa_demangle() -> tuple[ctypes._CFuncPtr, ctypes._CFuncPtr] | None:  # type: ignore[name-defined]
+    import ctypes  # only where a symbol is demangled: a no-op build never does
+
     # Sonames, not ctypes.util.find_library: that one runs ldconfig in a subprocess.
     try:
         lib = ctypes.CDLL("libstdc++.so.6")
@@ -136,6 +145,8 @@ def demangle(symbol: str) -> str:
     funcs = _cxa_demangle()
     if funcs is None or not symbol.startswith("_Z"):
         return symbol
+    import ctypes
+
     fn, free = funcs
     status = ctypes.c_int()
     ptr = fn(symbol.encode(), None, None, ctypes.byref(status))
@@ -239,3 +250,130 @@ def _glibc_needed(elf: ELFFile) -> Version2 | None:
                     version = (int(m[1]), int(m[2]))
                     glibc = version if glibc is None else max(glibc, version)
     return glibc
+
+
+# The dynamic section's tags linkage reads, and how many entries it reads at most (a linker
+# writes a few dozen; a hostile count must not become a long loop).
+_DT_NULL, _DT_NEEDED, _DT_SONAME = 0, 1, 14
+_MAX_DYNAMIC = 4096
+_DYN64, _DYN32 = struct.Struct("<qQ"), struct.Struct("<iI")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Linkage:
+    """How one ELF file is linked at load time: the libraries it needs (DT_NEEDED), its own
+    soname, the undefined symbols the loader must find with no version to say which library has
+    them (strong, unversioned: a versioned one names its library, GLIBC_2.17, libcudart.so.12),
+    and the symbols it exports to the files that need it."""
+
+    needed: tuple[str, ...]
+    soname: str | None
+    unbound: tuple[str, ...]  # sorted
+    exports: frozenset[str]
+
+
+def read_linkage(image: ElfImage) -> Linkage:
+    """The Linkage of one ELF file, from its .dynsym, .gnu.version and .dynamic."""
+    from elftools.common.exceptions import ELFError
+
+    elf = image.elf
+    dynsym = symbol_table(image, ".dynsym") or []
+    versions = _symbol_versions(image, len(dynsym) + 1)
+    unbound = sorted(
+        {
+            s.name
+            for s in dynsym
+            if not s.defined and not s.weak and versions.get(s.index, 0) < 2  # 0, 1: no version
+        }
+    )
+    exports = frozenset(s.name for s in dynsym if s.defined and s.exported)
+    needed: list[str] = []
+    soname = None
+    found = _section_header(elf, ".dynamic")
+    if found is not None and found["sh_type"] == "SHT_DYNAMIC":
+        strings = elf._get_section_header(found["sh_link"]) if found["sh_link"] else None
+        if strings is None or strings["sh_type"] != "SHT_STRTAB":
+            raise ELFError(".dynamic links no string table")
+        names = image.read(strings["sh_offset"], strings["sh_size"])
+        entry = _DYN64 if elf.elfclass == 64 else _DYN32
+        if not elf.little_endian:
+            entry = struct.Struct(">" + entry.format[1:])
+        count = min(found["sh_size"] // entry.size, _MAX_DYNAMIC)
+        for tag, value in entry.iter_unpack(image.read(found["sh_offset"], count * entry.size)):
+            if tag == _DT_NULL:
+                break
+            if tag in (_DT_NEEDED, _DT_SONAME) and value < len(names):
+                end = names.find(b"\0", value)
+                text = names[value : end if end >= 0 else len(names)].decode(errors="replace")
+                if tag == _DT_NEEDED:
+                    needed.append(text)
+                else:
+                    soname = text
+    return Linkage(needed=tuple(needed), soname=soname, unbound=tuple(unbound), exports=exports)
+
+
+def _symbol_versions(image: ElfImage, limit: int) -> dict[int, int]:
+    """Each .dynsym index's entry of .gnu.version (0: local, 1: global, 2 and up: a version
+    defined or needed), for at most *limit* entries."""
+    found = None
+    elf = image.elf
+    for index in range(elf.num_sections()):
+        header = elf._get_section_header(index)
+        if header["sh_type"] == "SHT_GNU_versym":
+            found = header
+            break
+    if found is None:
+        return {}
+    count = min(found["sh_size"] // 2, limit)
+    fmt = "<" if elf.little_endian else ">"
+    data = image.read(found["sh_offset"], count * 2)
+    return {i: v & 0x7FFF for i, (v,) in enumerate(struct.iter_unpack(fmt + "H", data))}
+
+
+# torch's own libraries in its lib folder: what an extension that links them may bind to.
+_TORCH_LIBRARY_RE = re.compile(r"^lib(?:torch|c10|shm)[\w-]*\.so(?:\.[0-9.]+)?$")
+
+
+@dataclass(frozen=True)
+class LibraryExports:
+    """What torch's libraries in *folders* export, read only when a rule first asks (a torch's
+    tables take seconds to read; most binaries never need them)."""
+
+    folders: tuple[Path, ...]
+
+    def get(self) -> frozenset[str] | None:
+        return library_exports(self.folders)
+
+
+def library_exports(folders: Iterable[Path]) -> frozenset[str] | None:
+    """What torch's libraries (libtorch*, libc10*, libshm) in *folders* export, read from their
+    .dynsym (mapped: only the table's pages are read); None when no folder holds one."""
+    found = tuple(
+        sorted(
+            p
+            for folder in folders
+            if folder.is_dir()
+            for p in folder.iterdir()
+            if _TORCH_LIBRARY_RE.match(p.name) and p.is_file()
+        )
+    )
+    if not found:
+        return None
+    return _exports(tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in found))
+
+
+@cache
+def _exports(files: tuple[tuple[str, int, int], ...]) -> frozenset[str]:
+    from wheelforge.binaries.elf import open_elf_file
+
+    out: set[str] = set()
+    unreadable: tuple[type[BaseException], ...] = (BinaryFormatError, *parse_errors())
+    for name, _, _ in files:
+        try:
+            with open_elf_file(Path(name)) as image:
+                out |= {
+                    s.name for s in symbol_table(image, ".dynsym") or [] if s.defined and s.exported
+                }
+        except unreadable:
+            continue  # an unreadable library of torch's: its symbols count as unknown
+    return frozenset(out)

@@ -9,14 +9,17 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from wheelforge.binaries import abicheck, elf, reader, registry
+from wheelforge.binaries import abicheck, elf, reader, registry, symbols
 from wheelforge.binaries.facts import FATBINS, BinaryContents, WheelFacts
 from wheelforge.configuration import abi as abis
-from wheelforge.configuration.archs import ArchSet
+from wheelforge.configuration.archs import Arch, ArchSet, ArchSpec
 from wheelforge.foundation.errors import VerificationError
-from wheelforge.planning.plan import LinkPlan, VariantPlan
 from wheelforge.toolchain import shims
+
+if TYPE_CHECKING:  # `inspect` and `check` load no planning
+    from wheelforge.planning.plan import LinkPlan, VariantPlan
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,11 +55,22 @@ def check_binary(binary: BinaryContents, arch_set: ArchSet | None) -> ArchCheck:
     )
 
 
-def compiles_device_code(plan: VariantPlan, link: LinkPlan) -> bool:
-    """Whether an nvcc step went into *link*'s shared object: only then is the arch set owed
-    (a C++-only shared object owes none)."""
-    nvcc = {step.object for step in plan.compile.steps if step.rule == "nvcc"}
-    return not nvcc.isdisjoint(link.objects)
+def link_archs(plan: VariantPlan, link: LinkPlan) -> ArchSet | None:
+    """The archs *link*'s shared object owes: those its nvcc steps compiled for (the arch set,
+    or a source's or extension's limit of it), in the arch set's order; None when no nvcc step
+    went into it (a C++-only shared object owes none)."""
+    steps = [s for s in plan.compile.steps if s.rule == "nvcc" and s.object in set(link.objects)]
+    if not steps:
+        return None
+    arch_set = plan.variant.arch_set
+    if all(step.arch_set is None for step in steps):
+        return arch_set
+    owed: dict[Arch, bool] = {}
+    for step in steps:
+        for spec in (step.arch_set or arch_set).specs:
+            owed[spec.arch] = owed.get(spec.arch, False) or spec.ptx
+    ordered = sorted(owed, key=Arch.sort_key)
+    return ArchSet(arch_set.name, tuple(ArchSpec(a, owed[a]) for a in ordered))
 
 
 def extension_binaries(binaries: Sequence[BinaryContents], link: LinkPlan) -> list[BinaryContents]:
@@ -69,17 +83,17 @@ def owed_archs(binary: BinaryContents, plan: VariantPlan) -> ArchSet | None:
     nvcc compile went into; None for a C++-only one and for the wheel's other binaries."""
     for link in plan.links:
         if elf.is_member(binary.path, link.wheel_path):
-            return plan.variant.arch_set if compiles_device_code(plan, link) else None
+            return link_archs(plan, link)
     return None
 
 
 def verify_binaries(binaries: Sequence[BinaryContents], plan: VariantPlan) -> list[ArchCheck]:
     """Raise VerificationError naming the arch and the .so when an asked-for arch is missing
     from a shared object that nvcc compiled a source of."""
-    arch_set = plan.variant.arch_set
     checks = []
     for link in plan.links:
-        if not compiles_device_code(plan, link):
+        arch_set = link_archs(plan, link)
+        if arch_set is None:
             continue
         found = extension_binaries(binaries, link)
         if not found:
@@ -142,7 +156,10 @@ def read_wheel(
     guards = shims.header_guards(plan.torch.include_dir)
     versions = shims.versions_file(plan.torch.include_dir.parent)
     target = plan.abi.target
-    context = abicheck.wheel_context(wheel, torch=target, guards=guards, versions=versions)
+    exports = symbols.LibraryExports(plan.torch.library_dirs)
+    context = abicheck.wheel_context(
+        wheel, torch=target, guards=guards, versions=versions, torch_exports=exports
+    )
     return wheel, abicheck.judge_wheel(wheel, context, rules, plan.abi.name)
 
 

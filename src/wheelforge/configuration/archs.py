@@ -68,6 +68,13 @@ _LOOSE_RE = re.compile(
     r"(?P<ptx>\+ptx)?$",
     re.IGNORECASE | re.ASCII,
 )
+# Letters typed for the digits they look like (``8.o``, ``1O.0``, ``l2.0``), in the number only:
+# the sm_/compute_ prefix, the a/f suffix and +PTX keep their letters.
+_LOOKALIKE_RE = re.compile(
+    r"^(?P<kind>(?:sm|compute)_?)?(?P<number>[0-9oOlI.]+)(?P<rest>[af]?(?:\+ptx)?)$",
+    re.IGNORECASE | re.ASCII,
+)
+_DIGITS_FOR = str.maketrans("oOlI", "0011")
 
 
 @dataclass(frozen=True, order=True)
@@ -228,9 +235,18 @@ def _valid_archs() -> frozenset[str]:
     return frozenset(valid_entries())
 
 
+def _digits_for_lookalikes(token: str) -> str:
+    """*token* with the letters o, O, l and I of its number read as the digits they look like."""
+    match = _LOOKALIKE_RE.match(token)
+    if match is None:
+        return token
+    return (match["kind"] or "") + match["number"].translate(_DIGITS_FOR) + match["rest"]
+
+
 def _suggest(token: str) -> str | None:
-    """The nearest valid entry for a bad token, or None."""
-    loose = _LOOSE_RE.match(token)
+    """The nearest valid entry for a bad token, or None: the token as the grammar's loose
+    spellings read it (sm_90a, 90, 8.o), else its nearest in spelling."""
+    loose = _LOOSE_RE.match(_digits_for_lookalikes(token))
     if loose:
         guess = f"{int(loose['major'])}.{loose['minor']}{loose['suffix'].lower()}"
         if guess in _valid_archs():

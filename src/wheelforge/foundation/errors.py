@@ -25,13 +25,19 @@ class WheelforgeError(Exception):
         *,
         details: str | None = None,
         diagnostics: tuple[Diagnostic, ...] = (),
+        problems: tuple[str, ...] = (),
     ) -> None:
-        super().__init__(message)
+        # str(): every line (a test's match=, a traceback while debugging)
+        super().__init__("\n".join([*problems, message]))
         self.message = message
         # Extra lines shown under the one-line message, e.g. the tail of a compiler's output.
         self.details = details
         # Where in which file the problem is (matrix.yaml lines, compiler errors): CI annotations.
         self.diagnostics = diagnostics
+        # Several errors of one file, in its line order: on the screen each an ``error:`` line
+        # of its own, before *message*, which counts them (Problems.raise_if_any). *details*
+        # holds them too, for what reads an error as its message and details (the report).
+        self.problems = problems
 
 
 class ConfigError(WheelforgeError):

@@ -21,6 +21,23 @@ def resolved(path: Path) -> Path:
     return Path(os.path.realpath(path))
 
 
+def escapes(path: Path, root: Path) -> Path | None:
+    """Where *path* leads, every link followed, when that lies outside the folder *root*
+    (``notes.txt -> /etc/shadow``, ``../x.py``, a folder linked in from elsewhere); None when
+    it stays inside. A link inside the project that leads to another place inside is fine."""
+    target = resolved(path)
+    return None if target.is_relative_to(resolved(root)) else target
+
+
+def escape_message(what: str, path: Path, target: Path, root: Path) -> str:
+    """The one line a path leading out of the project gets: *what* names the key or file."""
+    how = f"is a symbolic link to {target}" if path.is_symlink() else f"leads to {target}"
+    return (
+        f"{what}: {path} {how}, outside the project {root}; a wheel or an sdist would carry "
+        "what is there: copy it into the project, or leave it out"
+    )
+
+
 def sha256(path: Path) -> str:
     """The hex sha256 of a file, read in blocks (a wheel or a toolkit archive is never held
     whole in memory)."""

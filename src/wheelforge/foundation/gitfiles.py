@@ -5,7 +5,6 @@ for a submodule path (asked of git: the index is git's own format)."""
 
 from __future__ import annotations
 
-import configparser
 import shutil
 from pathlib import Path
 
@@ -86,7 +85,9 @@ def gitlink(top: Path, path: str) -> str | None:
     if not shutil.which("git"):
         return None
     result = proc.run(
-        ["git", "-C", top, "ls-files", "--stage", "--", path],
+        # core.fsmonitor off: a checkout's .git/config names a program that git runs on every
+        # index read (ls-files too), and the checkout is the project's, not wheelforge's.
+        ["git", "-c", "core.fsmonitor=false", "-C", top, "ls-files", "--stage", "--", path],
         hint="install git",
         check=False,
         timeout=proc.PROBE_S,
@@ -102,6 +103,8 @@ def submodules(top: Path) -> dict[str, str | None]:
     modules = top / ".gitmodules"
     if not modules.is_file():
         return {}
+    import configparser
+
     parser = configparser.ConfigParser()
     try:
         parser.read_string(readers.read_text(modules, cap=readers.CONFIG_CAP), str(modules))

@@ -96,3 +96,25 @@ def share(path: Path, *, what: str) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # closing the last descriptor releases the lock
+
+
+@contextmanager
+def hold_folder(folder: Path, *, what: str) -> Iterator[None]:
+    """Hold *folder* itself exclusively (flock(2) on the folder's own descriptor: no lock file
+    is left in it, so an output folder holds only wheels), waiting for another holder, saying
+    so once. Two builds publishing into one ``--out`` from different build folders check and
+    publish one after the other."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise EnvironmentProblem(f"{what} cannot be locked: {exc.strerror}") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log.info(f"waiting for another wheelforge that is publishing into {what}")
+            fcntl.flock(fd, fcntl.LOCK_EX)  # a signal still ends the wait (PEP 475)
+        yield
+    finally:
+        os.close(fd)

@@ -15,8 +15,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
+from rich.text import Text
 
 from wheelforge.foundation.diagnostics import Diagnostic, relative_to
 from wheelforge.foundation.errors import WheelforgeError
@@ -112,9 +114,53 @@ def _shown(message: str) -> str:
     return escape(printable(message))
 
 
+_WORD_RE = re.compile(r"\S+\s*")
+_INDENT_RE = re.compile(r"^ *(?:- )?")  # a list item's continuation aligns with its text
+
+
+def words_wrapped(text: Text, width: int) -> Text:
+    """*text* folded at its spaces to *width* columns and never inside a word, so a path or a
+    command in it stays whole on one line (rich folds a word that does not fit at the
+    terminal's width, mid-path; a word wider than the screen gets a line of its own, which the
+    terminal folds as it must). A line's continuation keeps the line's own indentation."""
+    out = Text(end=text.end)
+    for n, line in enumerate(text.split("\n", allow_blank=True)):
+        if n:
+            out.append("\n")
+        plain = line.plain
+        lead = _INDENT_RE.match(plain)[0]  # type: ignore[index]  # always matches
+        indent = " " * len(lead) if len(lead) * 2 < width else ""
+        breaks: list[int] = []
+        column = len(plain) - len(plain.lstrip(" "))  # where the first word starts
+        for word in _WORD_RE.finditer(plain):
+            if column > len(indent) and column + cell_len(word[0].rstrip()) > width:
+                breaks.append(word.start())
+                column = len(indent)
+            column += cell_len(word[0])
+        for i, piece in enumerate(line.divide(breaks)):
+            piece.rstrip()
+            if i:
+                out.append("\n" + indent)
+            out.append_text(piece)
+    return out
+
+
+def say(markup: str | Text, *, on: Console | None = None, style: str | None = None) -> None:
+    """Print one message on the console *on* (the logger's by default): at a terminal folded at
+    its spaces to the terminal's width (words_wrapped), elsewhere (a pipe, a file, a CI log)
+    on one line, never folded."""
+    target = on or console
+    text = target.render_str(markup, highlight=False) if isinstance(markup, str) else markup
+    if style:
+        text.stylize(style)
+    if target.is_terminal and not target.is_dumb_terminal:
+        text = words_wrapped(text, target.width)
+    target.print(text, soft_wrap=True, highlight=False)
+
+
 def info(message: str) -> None:
     if not _quiet:
-        console.print(_shown(message))
+        say(_shown(message))
 
 
 def detail(message: str) -> None:
@@ -128,16 +174,26 @@ def warning(message: str) -> None:
         # The runner shows the annotation as a "Warning:" line in the log and on the run's page.
         annotate(Diagnostic(file="", severity="warning", message=message))
     else:
-        console.print(f"[yellow]warning:[/yellow] {_shown(message)}")
+        say(f"[yellow]warning:[/yellow] {_shown(message)}")
 
 
-def error(message: str, details: str | None = None) -> None:
+def error(message: str, details: str | None = None, problems: Sequence[str] = ()) -> None:
     """The details first, the verdict last: however many lines of compiler output a failure
-    brings, the screen ends with the ``error:`` line (which names the log when there is one)."""
-    if details:
+    brings, the screen ends with the ``error:`` line (which names the log when there is one).
+    *problems* (several errors of one file, in its line order) are each an ``error:`` line of
+    their own, before the verdict that counts them (in place of *details*, which repeat them)."""
+    if details and not problems:
         for line in details.splitlines():
             console.print(f"  {_shown(line)}", style="dim")
-    console.print(f"[bold red]error:[/bold red] {_shown(message)}")
+    for problem in problems:
+        say(f"[bold red]error:[/bold red] {_shown(problem)}")
+    say(f"[bold red]error:[/bold red] {_shown(message)}")
+
+
+def failed(exc: WheelforgeError) -> None:
+    """*exc* on the screen (error()) and, in GitHub Actions, as annotations."""
+    error(exc.message, exc.details, exc.problems)
+    annotate_error(exc)
 
 
 def command(argv: Sequence[str]) -> None:
@@ -204,13 +260,11 @@ def group(title: str) -> Iterator[None]:
 def step(title: str) -> Iterator[None]:
     """A named step: prints its start and, when it ends, how long it took."""
     if not _quiet:
-        console.print(f"[bold cyan]▸[/bold cyan] {_shown(title)}")
+        say(f"[bold cyan]▸[/bold cyan] {_shown(title)}")
     start = time.perf_counter()
     try:
         yield
     except BaseException:
-        console.print(
-            f"  [red]✗[/red] {_shown(title)} failed after {time.perf_counter() - start:.1f}s"
-        )
+        say(f"  [red]✗[/red] {_shown(title)} failed after {time.perf_counter() - start:.1f}s")
         raise
     detail(f"  {title}: {time.perf_counter() - start:.1f}s")

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import errno
 import os
 import selectors
 import shlex
 import shutil
 import signal
+import stat
 import subprocess
 import threading
 import time
@@ -26,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from wheelforge.foundation import log
-from wheelforge.foundation.errors import EnvironmentProblem, ToolError
+from wheelforge.foundation import log, writers
+from wheelforge.foundation.errors import ConfigError, EnvironmentProblem, ToolError
 
 # How many lines of a failing tool's output an error shows.
 OUTPUT_TAIL_LINES = 40
@@ -48,6 +50,10 @@ STREAM_KEPT = 16 << 20
 LINE_CAP = 1 << 20
 _BLOCK = 1 << 16
 _PROC = Path("/proc")
+# What the temporary folder's probe writes: nvcc's intermediates of one source are megabytes,
+# so a folder that cannot take this much fails every compile.
+TEMP_PROBE_BYTES = 1 << 20
+_TEMP_OK: set[tuple[str, int, int]] = set()  # (folder, st_dev, st_ino) probed and writable
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -66,6 +72,44 @@ def which(program: str | Path, *, hint: str) -> str:
     # A relative one (./x, .venv/bin/python) is made absolute here, so a tool started in
     # another folder (cwd=) still runs; abspath, not resolve: a venv's python is a symlink.
     return os.path.abspath(found)  # noqa: PTH100 - resolve() would follow the symlink
+
+
+def check_temp_folder(env: Mapping[str, str] | None = None) -> None:
+    """Refuse an unusable temporary folder before any tool starts: every compiler and
+    downloader wheelforge runs (nvcc, g++, pip, apt-get) writes into ``$TMPDIR`` (``/tmp`` when
+    unset), and nvcc fails even ``--list-gpu-code`` there, so a bad one made every toolkit look
+    broken and a build provision another (issue 32). Python's tempfile instead falls back to
+    ``/tmp`` silently. Missing, relative or not a folder: ConfigError (fix the variable);
+    a folder that cannot be written (permissions, read-only, full): EnvironmentProblem."""
+    value = (os.environ if env is None else env).get("TMPDIR") or ""
+    folder = value or "/tmp"
+    named = f"TMPDIR={value}" if value else "/tmp (TMPDIR is not set)"
+    fix = "set TMPDIR to a folder you can write to (or unset it to use /tmp)"
+    if value and not Path(value).is_absolute():
+        raise ConfigError(
+            f"{named} is a relative path: tools run in other folders would each read it "
+            f"differently; {fix}"
+        )
+    try:
+        st = Path(folder).stat()
+    except OSError as exc:
+        raise ConfigError(f"{named}: {exc.strerror}; {fix}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise ConfigError(f"{named} is not a folder; {fix}")
+    key = (folder, st.st_dev, st.st_ino)
+    if key in _TEMP_OK:
+        return
+    try:
+        writers.probe(Path(folder), TEMP_PROBE_BYTES)
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+        if exc.errno == errno.ENOSPC:
+            why += " (the file system is full)"
+        raise EnvironmentProblem(
+            f"{named}: cannot write a temporary file there ({why}), and every compiler and "
+            f"downloader wheelforge runs writes there; free space or {fix}"
+        ) from None
+    _TEMP_OK.add(key)
 
 
 def tail(text: str, lines: int = OUTPUT_TAIL_LINES) -> str:
@@ -305,6 +349,9 @@ def _spawn(
     in a session of its own (see the module's docstring); its pipes are bytes unless *text*."""
     argv = [str(a) for a in args]
     argv[0] = which(argv[0], hint=hint)
+    check_temp_folder()  # the user's, which a child env's own TMPDIR (pip's) was made under
+    if popen.get("env") is not None:
+        check_temp_folder(popen["env"])
     log.command(argv)
     if text:
         popen |= {"text": True, "errors": "replace"}
@@ -340,11 +387,11 @@ def session_members(sid: int) -> list[int]:
         if not entry.name.isdigit():
             continue
         try:
-            stat = (entry / "stat").read_text()
+            line = (entry / "stat").read_text()
         except OSError:
             continue  # ended meanwhile
         # pid (comm) state ppid pgrp session ...; comm may hold spaces and parentheses.
-        fields = stat[stat.rfind(")") + 2 :].split()
+        fields = line[line.rfind(")") + 2 :].split()
         if len(fields) > 3 and fields[0] != "Z" and int(fields[3]) == sid:
             members.append(int(entry.name))
     return members

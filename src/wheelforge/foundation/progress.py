@@ -193,6 +193,7 @@ class JobProgress:
         build_log: Path | None = None,
     ) -> None:
         self.left = list(jobs)  # in ninja's order: the first `parallel` of them are running
+        self.jobs = frozenset(jobs)  # a job ninja runs that is not among them is not shown
         self.parallel = max(1, parallel)
         self.total = len(jobs)
         self.done = 0
@@ -269,7 +270,10 @@ class JobProgress:
         code: int | None = None,
         output: Sequence[str] = (),
     ) -> None:
-        """*job* ended: *ok* is its exit code's verdict (0), *output* what it printed."""
+        """*job* ended: *ok* is its exit code's verdict (0), *output* what it printed. A job
+        this progress was not given (a step of wheelforge's own) is not shown."""
+        if job not in self.jobs:
+            return
         with self._lock:
             if job in self.left:
                 self.ended(job)

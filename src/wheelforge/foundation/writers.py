@@ -25,6 +25,7 @@ import stat
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -139,9 +140,12 @@ class Output:
             self.fd = None
 
 
-def open_output(path: Path, *, what: str) -> Output:
+def open_output(path: Path, *, what: str, reads: Sequence[Path] = ()) -> Output:
     """Check *path* now, before any work, for what Output.write will do at the end: refuse its
-    kind, a folder where no temporary file can be made, a FIFO nobody reads (opened now)."""
+    kind, a folder where no temporary file can be made, a FIFO nobody reads (opened now), and
+    any of the files the command *reads* (its matrix), however spelled: ``./matrix.yaml``, a
+    symlink or a hard link to it (``--report matrix.yaml`` replaced the matrix by the report)."""
+    _refuse_input(path, what, reads)
     target = classify(path, what=what)
     if target == "stream":
         return Output(path=path, what=what, target=target, fd=_open_stream(path, what))
@@ -154,6 +158,27 @@ def open_output(path: Path, *, what: str) -> Output:
         os.close(fd)
         Path(tmp).unlink()
     return Output(path=path, what=what, target=target)
+
+
+def _refuse_input(path: Path, what: str, reads: Sequence[Path]) -> None:
+    """TargetRefused when *path* is one of the files *reads* (the same file: device and inode,
+    so every spelling and link of it), or a symlink that a write would turn into one."""
+    try:
+        mine = path.stat()
+    except OSError:
+        mine = None
+    real = Path(os.path.realpath(path))
+    for read in reads:
+        try:
+            theirs = read.stat()
+        except OSError:
+            continue
+        same = mine is not None and (mine.st_dev, mine.st_ino) == (theirs.st_dev, theirs.st_ino)
+        if same or real == Path(os.path.realpath(read)):
+            raise TargetRefused(
+                f"{what}: that is {read}, which this command reads; the report would replace "
+                "it: name another file (build-report.json)"
+            )
 
 
 def write_output(path: Path, data: str | bytes, *, what: str) -> Path | None:
@@ -282,3 +307,17 @@ def append_text(path: Path, text: str, *, what: str) -> None:
         _write_all(fd, text.encode(), what)
     finally:
         os.close(fd)
+
+
+def probe(folder: Path, size: int) -> None:
+    """Write *size* bytes into a new file in *folder*, synced, and remove it: OSError when the
+    folder cannot take them (EACCES, EROFS, ENOSPC, a quota), nothing left behind either way."""
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".wheelforge-probe-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(b"\0" * size)
+            f.flush()
+            os.fsync(f.fileno())
+    finally:
+        with contextlib.suppress(OSError):
+            Path(tmp).unlink()

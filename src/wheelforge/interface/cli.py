@@ -14,7 +14,7 @@ import click
 from wheelforge import __version__
 from wheelforge.configuration import abi as abis
 from wheelforge.configuration.matrix.keys import COMPILE_CACHES
-from wheelforge.foundation import fsutil, log, numbers
+from wheelforge.foundation import fence, fsutil, log, numbers
 from wheelforge.foundation.errors import WheelforgeError
 from wheelforge.interface.cache_cli import cache_group
 from wheelforge.interface.options import (
@@ -251,11 +251,11 @@ def toolkit_group() -> None:
 def toolkit_list(cache_dir: Path | None) -> None:
     """Toolkits found on this machine and in the cache, and the ones wheelforge can provision."""
     from wheelforge.configuration import settings
-    from wheelforge.interface.render import print_whole, toolkits_table
+    from wheelforge.interface.render import print_toolkits
     from wheelforge.toolchain import toolkit
 
     found = toolkit.discover(cache=settings.cache_dir(cache_dir))
-    print_whole(toolkits_table(found))
+    print_toolkits(found)
 
 
 @toolkit_group.command(name="install")
@@ -287,8 +287,9 @@ cli.add_command(cache_group)
 @click.option(
     "--abi",
     type=click.Choice(abis.NAMES),
-    help="Whose rules apply [default: a wheel's tags say (abi3: stable; one CPython: unstable); "
-    "stable for bare shared objects].",
+    help="Whose rules apply [default: a wheel's binaries and requirement say (libtorch C++ "
+    "symbols and an exact torch pin: unstable; else stable), whatever its tag; stable for bare "
+    "shared objects].",
 )
 @json_option("check")
 @verbose_option
@@ -403,6 +404,16 @@ def test_command(
     "--no-run", is_flag=True, help="Read setup.py without running it (ast; follows less of it)."
 )
 @click.option(
+    "--sandbox",
+    type=click.Choice(["auto", "bwrap", "unshare", "off"]),
+    default="auto",
+    show_default=True,
+    help=(
+        "What fences the project's code init runs (setup.py, CMake): bubblewrap, else "
+        "unshare's namespaces; 'off' runs it UNFENCED, with all your rights."
+    ),
+)
+@click.option(
     "--from",
     "door",
     type=click.Choice(["setup.py", "cmake", "build.toml", "sources"]),
@@ -430,6 +441,7 @@ def init_command(
     torch_versions: tuple[str, ...],
     archs: str | None,
     no_run: bool,
+    sandbox: str,
     door: str | None,
     python: str | None,
     cmake_args: tuple[str, ...],
@@ -453,6 +465,7 @@ def init_command(
         python=resolve_python(python),
         cmake_args=cmake_args,
         cache=default_cache_dir(cache_dir),
+        sandbox=cast("fence.Choice", sandbox),
     )
     print_result(adopt.init_project(request))
 
@@ -471,8 +484,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 standalone_mode=False,
             )
     except WheelforgeError as exc:
-        log.error(exc.message, exc.details)
-        log.annotate_error(exc)
+        log.failed(exc)
         return exc.exit_code
     except click.exceptions.Abort:
         log.error("interrupted")

@@ -17,7 +17,6 @@ from wheelforge.foundation import log, writers
 from wheelforge.foundation.errors import WheelforgeError
 from wheelforge.interface.render import output_console, print_build, print_dry_run
 from wheelforge.running.build.command import run_build
-from wheelforge.running.build.dryrun import dry_run as plan_dry_run
 from wheelforge.running.build.results import BuildReport
 
 if TYPE_CHECKING:  # the report and CI modules load only when a report is wanted (no-op speed)
@@ -58,6 +57,8 @@ def build_command(options: BuildOptions) -> None:
         log.set_ci("github" if options.ci_mode == "github" else None)
     log.set_quiet(options.quiet)
     if options.dry_run:
+        from wheelforge.running.build.dryrun import dry_run as plan_dry_run
+
         print_dry_run(plan_dry_run(resolve(options.flags)), output_console())
     else:
         build(options.flags, options.report_path)
@@ -70,7 +71,9 @@ def build(flags: Flags, report_path: Path | None) -> None:
     report = None
     if report_path is not None and str(report_path) != "-":
         # Refused now, not after the build: a device, a FIFO nobody reads, a file of the kernel.
-        report = writers.open_output(report_path, what=f"--report {report_path}")
+        # Nor the matrix the build reads, nor its pyproject.toml, however spelled or linked.
+        reads = (flags.matrix, flags.matrix.parent / "pyproject.toml")
+        report = writers.open_output(report_path, what=f"--report {report_path}", reads=reads)
     try:
         _build(flags, report_path, report, start)
     finally:
@@ -125,8 +128,7 @@ def _raise_failures(result: BuildReport) -> None:
         return
     first, *rest = result.failures
     for failure in rest:
-        log.error(failure.error.message, failure.error.details)
-        log.annotate_error(failure.error)  # the CLI annotates the raised one
+        log.failed(failure.error)  # the CLI shows the raised one
     raise first.error
 
 

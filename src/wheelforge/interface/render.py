@@ -3,7 +3,6 @@ interface/documents/). Reads result data from the lower layers; decides nothing.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,26 +13,22 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from wheelforge.binaries.abicheck import BinaryCheck
 from wheelforge.binaries.elf import member_path, split_member
 from wheelforge.binaries.facts import BinaryContents
-from wheelforge.binaries.loadson import LoadsOn, loads_on
 from wheelforge.configuration import abi
 from wheelforge.configuration.archs import code_sort_key, sm_range
 from wheelforge.configuration.bytesizes import format_size as human_size
-from wheelforge.configuration.matrix.model import Matrix
+from wheelforge.foundation import log
 from wheelforge.foundation.log import printable
-from wheelforge.interface.render_loadson import loads_on_lines, wheel_table
-from wheelforge.interface.render_variants import variant_summary
-from wheelforge.planning.plan import wheel_version
-from wheelforge.planning.variants import Variant
-from wheelforge.running.build.results import BuildReport, VariantResult
-from wheelforge.toolchain import compilecache
-from wheelforge.toolchain.provision import RECIPES
-from wheelforge.toolchain.toolkit import Toolkit
 
-if TYPE_CHECKING:  # `build` loads neither
+if TYPE_CHECKING:  # a no-op `build` loads none of these, `inspect` no matrix and no plan
+    from wheelforge.binaries.abicheck import BinaryCheck
+    from wheelforge.binaries.loadson import LoadsOn
+    from wheelforge.configuration.matrix.model import Matrix
+    from wheelforge.planning.variants import Variant
     from wheelforge.running.build.dryrun import PlannedVariant
+    from wheelforge.running.build.results import BuildReport, VariantResult
+    from wheelforge.toolchain.toolkit import Toolkit
 
 
 def short_path(binary: BinaryContents) -> str:
@@ -99,17 +94,22 @@ def shared_object_lines(v: VariantResult) -> list[str]:
     return lines
 
 
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"
+
+
 def abi_summary(checks: Sequence[BinaryCheck], target: tuple[int, int]) -> str:
-    """One line: what the binaries need of torch and Python."""
+    """One line, in plain words: what the binaries call of torch and of Python."""
     shims = sorted({s for c in checks for s in c.shims})
     newest = max((c.newest_shim for c in checks if c.newest_shim), default=None)
     python = sorted({s for c in checks for s in c.python_symbols})
     bad = sum(len(c.violations) for c in checks)
-    status = "[green]ok[/green]" if not bad else f"[red]{bad} violation(s)[/red]"
+    status = "[green]ok[/green]" if not bad else f"[red]{_count(bad, 'violation')}[/red]"
     needs = f", the newest from torch {newest[0]}.{newest[1]}" if newest else ""
     return (
-        f"stable ABI {status}: {len(shims)} shim functions{needs} (target {target[0]}.{target[1]}), "
-        f"no libtorch C++ symbols, {len(python)} limited-API Python symbols"
+        f"stable ABI {status}: calls {_count(len(shims), 'function')} of torch's stable C API"
+        f"{needs} (the target is {target[0]}.{target[1]}), none of libtorch's C++ API, and "
+        f"{_count(len(python), 'function')} of Python's limited C API (abi3)"
     )
 
 
@@ -123,11 +123,12 @@ def output_console(*, stderr: bool = False) -> Console:
 
 
 def print_whole(renderable: RenderableType, console: Console | None = None) -> None:
-    """Print a table on *console* (stdout's by default) whole: on a terminal, or with COLUMNS
-    set, at that width; into a pipe or a CI log, where rich would assume 80 columns and fold or
-    cut cells, at the table's own width."""
+    """Print a table on *console* (stdout's by default) whole: on a terminal at its width; into
+    a pipe or a CI log, where rich would fold or cut cells at 80 columns (or COLUMNS), at the
+    table's own width when it is wider: a piped line is never cut, nor a path in it folded
+    mid-name (``xformers/flash_attn_`` / ``3/_C.so``); COLUMNS only widens it."""
     console = console or output_console()
-    if console.is_terminal or os.environ.get("COLUMNS", "").isdigit():
+    if console.is_terminal:
         console.print(renderable)
         return
     unbounded = console.options.update(max_width=1 << 16)
@@ -142,67 +143,94 @@ def print_whole(renderable: RenderableType, console: Console | None = None) -> N
 
 def print_build(report: BuildReport, console: Console) -> None:
     """Per variant: its binaries' archs with sizes, the ABI verdict, and the wheel's full path
-    on one line of its own (never wrapped, so it can be copied)."""
+    on one line of its own (never broken, so it can be copied); then what was built, what
+    reused, what failed, and the next step."""
+
+    def say(markup: str) -> None:
+        log.say(markup, on=console)
+
     for v in report.variants:
         for table in binary_tables(v):
             print_whole(table, console)
         if any(c.applies for c in v.arch_checks):
-            console.print(
-                f"arch set {v.arch_set.name}: {v.arch_set}; CUDA {v.toolkit}", soft_wrap=True
-            )
+            say(f"arch set {escape(v.arch_set.name)}: {v.arch_set}; CUDA {v.toolkit}")
         else:
-            console.print(
+            say(
                 f"no device code: the extension compiles no .cu source, so arch set "
-                f"{v.arch_set.name} ({v.arch_set}) does not apply; CUDA {v.toolkit}",
-                soft_wrap=True,
+                f"{escape(v.arch_set.name)} ({v.arch_set}) does not apply; CUDA {v.toolkit}"
             )
         if v.abi_checks:
-            console.print(abi_summary(v.abi_checks, report.target_version))
+            say(abi_summary(v.abi_checks, report.target_version))
         if len(v.shared_objects) > 1:
-            console.print(f"{len(v.shared_objects)} shared objects:", soft_wrap=True)
+            say(f"{len(v.shared_objects)} shared objects:")
             for line in shared_object_lines(v):
-                console.print(line, soft_wrap=True, highlight=False)
+                say(line)
         else:
-            console.print(
-                f"import check: {'; '.join(v.import_check)}"
+            say(
+                f"import check: {escape('; '.join(v.import_check))}"
                 if v.import_check
-                else "import check: [yellow]skipped[/yellow] (--no-import-check)",
-                soft_wrap=True,
+                else "import check: [yellow]skipped[/yellow] (--no-import-check)"
             )
         if v.compile_cache is not None:
-            console.print(v.compile_cache.summary(), soft_wrap=True)
+            say(escape(v.compile_cache.summary()))
         for line in compile_costs(v):
-            console.print(escape(line), soft_wrap=True, highlight=False)
+            say(escape(line))
         budget = f", budget {human_size(v.size.budget)}" if v.size else ""
-        reused = " (up to date)" if v.reused else ""
-        console.print(f"[green]wheel[/green] {_text(str(v.wheel))}", soft_wrap=True)
-        console.print(f"  {human_size(v.wheel_size)}{budget}{reused}", soft_wrap=True)
+        made = (
+            "reused: an earlier build made it from the same inputs"
+            if v.reused
+            else "built by this run"
+        )
+        say(f"[green]wheel[/green] {_text(str(v.wheel))}")
+        say(f"  {human_size(v.wheel_size)}{budget}; {made}")
         if v.reproducible:
-            console.print(
-                (
-                    "  reproducible: a rebuild in another folder is identical (sha256 "
-                    f"{v.reproducible})"
-                ),
-                soft_wrap=True,
+            say(
+                "  reproducible: a rebuild in another folder is identical (sha256 "
+                f"{v.reproducible})"
             )
         if v.variant_label:
-            console.print(escape(variant_summary(v)), soft_wrap=True, highlight=False)
+            from wheelforge.interface.render_variants import variant_summary
+
+            say(escape(variant_summary(v)))
     if report.variants_json is not None:
-        console.print(
-            f"index-level variant metadata: {_text(str(report.variants_json))}", soft_wrap=True
-        )
+        say(f"index-level variant metadata: {_text(str(report.variants_json))}")
     for f in report.failures:
-        console.print(
-            f"[red]failed[/red] {f.variant_id}: {f.error.kind} error (below)", soft_wrap=True
-        )
+        say(f"[red]failed[/red] {escape(f.variant_id)}: {f.error.kind} error (below)")
     if report.no_compile_cache:
-        console.print(f"compile cache: none ({escape(report.no_compile_cache)})", soft_wrap=True)
+        say(f"compile cache: none ({escape(report.no_compile_cache)})")
     major, minor = report.target_version
     if abi.of(report.abi).per_torch:
         how = f"unstable ABI: each wheel pinned to the torch it was built against ({report.built_against})"
     else:
         how = f"stable-ABI target torch {major}.{minor}, built against torch {report.built_against}"
-    console.print(f"{len(report.variants)} wheel(s) built, {len(report.failures)} failed; {how}")
+    say(f"{outcome_words(report)}; {escape(how)}")
+    if step := next_step(report):
+        say(step)
+
+
+def outcome_words(report: BuildReport) -> str:
+    """``1 wheel built, 1 reused (up to date), 0 failed``."""
+    reused = sum(1 for v in report.variants if v.reused)
+    built = len(report.variants) - reused
+    words = [f"{_count(built, 'wheel')} built"]
+    if reused:
+        words.append(f"{reused} reused (up to date)")
+    words.append(f"{len(report.failures)} failed")
+    return ", ".join(words)
+
+
+def next_step(report: BuildReport) -> str | None:
+    """What to do with the wheels: test them under the matrix's torches, else install one."""
+    if not report.variants or report.failures:
+        return None
+    if report.test_torches:
+        torches = ", ".join(report.test_torches)
+        return (
+            f"next: [bold]wheelforge test[/bold] installs each wheel under torch {escape(torches)} "
+            "and runs the matrix's tests (--torch-from PYTHON: under a torch already installed)"
+        )
+    wheel = report.variants[0].wheel
+    return f"next: [bold]pip install {_text(str(wheel))}[/bold] (a 'tests' section in the matrix lets 'wheelforge test' run your tests)"
 
 
 SLOWEST = 5  # compiles named in the summary; the report has them all
@@ -214,6 +242,8 @@ def compile_costs(v: VariantResult) -> list[str]:
     held it back. The JSON report has every compile."""
     lines = []
     if v.jobs:
+        from wheelforge.toolchain import compilecache
+
         served = v.compile_cache is not None and compilecache.in_server(v.compile_cache.tool)
         if served and all(j.cpu_seconds is None for j in v.jobs):
             cost = " in sccache's server (CPU, memory not measured)"
@@ -221,11 +251,15 @@ def compile_costs(v: VariantResult) -> list[str]:
             cpu = sum(j.cpu_seconds or 0.0 for j in v.jobs)
             peak = f", at most {human_size(v.peak_memory)} in use at once" if v.peak_memory else ""
             cost = f", {cpu:.1f} s of CPU{peak}"
-        lines.append(f"compiles: {len(v.jobs)}{cost}; the slowest:")
+        hits = sum(1 for j in v.jobs if j.cached)
+        answered = (
+            f" ({hits} from the compile cache, {len(v.jobs) - hits} compiled)" if hits else ""
+        )
+        lines.append(f"compiles: {len(v.jobs)}{answered}{cost}; the slowest:")
         for job in sorted(v.jobs, key=lambda j: -j.seconds)[:SLOWEST]:
             cpu_text = f"{job.cpu_seconds:.1f} s CPU" if job.cpu_seconds is not None else "- CPU"
             mem = human_size(job.peak) if job.peak is not None else "-"
-            hit = ", cached" if job.cached else ""
+            hit = ", from the compile cache" if job.cached else ""
             lines.append(f"  {job.seconds:7.1f} s  {cpu_text}, {mem}{hit}  {job.source}")
     schedule = v.schedule
     if v.jobs and schedule is not None and (schedule.heavy_depth is not None or schedule.reduced):
@@ -258,6 +292,9 @@ def print_dry_run(planned: Sequence[PlannedVariant], console: Console) -> None:
 
 def print_inspect(reports: Sequence[BinaryContents], console: Console) -> None:
     """One table per binary: its archs grouped by kind, with sizes."""
+    from wheelforge.binaries.loadson import loads_on
+    from wheelforge.interface.render_loadson import loads_on_lines
+
     if not reports:
         console.print(
             "no ELF files found: the files, wheels and folders given hold no shared objects or "
@@ -318,6 +355,8 @@ def print_inspect(reports: Sequence[BinaryContents], console: Console) -> None:
 def _wheel_loads(found: list[LoadsOn], container: str | None, console: Console) -> None:
     """After a wheel's binaries, where they load together (when there are two or more)."""
     if container and len(found) > 1:
+        from wheelforge.interface.render_loadson import wheel_table
+
         print_whole(wheel_table(container, found), console)
 
 
@@ -333,6 +372,8 @@ def variants_table(
     for column in columns:
         table.add_column(column, overflow="fold", no_wrap=column in ("id", "CUDA"))
     for v in variants:
+        from wheelforge.planning.plan import wheel_version
+
         version = wheel_version(matrix, v)
         if v.variant_label:
             version += f" (variant {v.variant_label})"
@@ -355,20 +396,32 @@ def variants_table(
 
 
 def toolkits_table(found: Sequence[Toolkit]) -> Table:
+    """Fits 80 columns: no folder and no command in a cell, where rich would cut or fold them
+    (print_toolkits prints them whole below the table)."""
+    from wheelforge.toolchain.provision import RECIPES
+
     table = Table(title="CUDA toolkits", title_justify="left")
-    for column in ("CUDA", "archs", "host g++ up to", "found at", "how"):
+    for column in ("CUDA", "archs", "host g++ up to", "how"):
         table.add_column(column)
     for t in found:
-        # The folder comes from $CUDA_HOME, the PATH or the cache: text, never markup or ESC.
-        root = Text(printable(str(t.root)))
-        table.add_row(str(t.version), t.describe_range(), str(t.gcc_max or "-"), root, t.origin)
+        table.add_row(str(t.version), t.describe_range(), str(t.gcc_max or "-"), t.origin)
     for r in RECIPES:
         if not any(t.release == r.release for t in found):
             table.add_row(
-                r.release,
-                sm_range(r.sass),
-                "-",
-                "-",
-                f"[dim]wheelforge toolkit install {r.release} ({r.download})[/dim]",
+                r.release, sm_range(r.sass), "-", f"[dim]to provision ({r.download})[/dim]"
             )
     return table
+
+
+def print_toolkits(found: Sequence[Toolkit], console: Console | None = None) -> None:
+    """The toolkits' table, then where each found one is and how to provision the others: a
+    line each, the folder and the command whole (log.say), so they can be copied."""
+    from wheelforge.toolchain.provision import RECIPES
+
+    console = console or output_console()
+    print_whole(toolkits_table(found), console)
+    for t in found:
+        # The folder comes from $CUDA_HOME, the PATH or the cache: text, never markup or ESC.
+        log.say(f"CUDA {t.version} ({escape(t.origin)}): {_text(str(t.root))}", on=console)
+    if any(not any(t.release == r.release for t in found) for r in RECIPES):
+        log.say("provision one: [bold]wheelforge toolkit install RELEASE[/bold]", on=console)

@@ -98,5 +98,11 @@ def print_prune(result: PruneResult, console: Console | None = None) -> None:
             f"prune again once it has finished",
             soft_wrap=True,
         )
+    for e in result.foreign:
+        console.print(
+            f"skipped {escape(str(e.path))}: not made by wheelforge "
+            f"({escape(e.name.split(': ', 1)[1])}); wheelforge removes only what it made",
+            soft_wrap=True,
+        )
     freed = "would free" if result.dry_run else "freed"
     console.print(f"{freed} {format_size(result.freed)}", soft_wrap=True)

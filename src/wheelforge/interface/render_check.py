@@ -10,8 +10,10 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from wheelforge.binaries.abicheck import BinaryCheck, WheelSummary
+from wheelforge.binaries import floors as floors_of
+from wheelforge.binaries.abicheck import BinaryCheck
 from wheelforge.binaries.elf import split_member
+from wheelforge.binaries.rule import WheelSummary
 from wheelforge.configuration import abi
 from wheelforge.foundation.log import printable
 from wheelforge.interface.documents.kinds import version_text
@@ -59,6 +61,7 @@ def check_table(checks: Sequence[BinaryCheck]) -> Group:
                     c.python_floor,
                     c.declared_python,
                     wheel.declared.python_floor if wheel else None,
+                    shown="any" if c.python_floor == LIMITED_API_FIRST else None,
                 ),
                 _status(c),
             )
@@ -75,7 +78,13 @@ def _header(members: Sequence[BinaryCheck]) -> list[str]:
     first, wheel = members[0], members[0].wheel
     if abi.of(first.flavour).per_torch:
         pin = wheel.declared.torch if wheel and wheel.declared.torch else "no torch requirement"
-        lines = [f"unstable ABI (one CPython, one torch): declares {pin}"]
+        # Python's side is the tag's: one CPython, or the limited API (vLLM 0.10's cp38-abi3).
+        python = (
+            f"tagged cp{wheel.tag_python[0]}{wheel.tag_python[1]}-abi3"
+            if wheel and wheel.tag_python
+            else "one CPython"
+        )
+        lines = [f"unstable ABI (libtorch's C++ API: one torch; {python}): declares {pin}"]
     else:
         declared = _declares(wheel) if wheel else _declares_file(first)
         lines = [declared] if declared else []
@@ -112,7 +121,10 @@ def _declares(wheel: WheelSummary) -> str:
             if said.torch
             else "states no torch requirement"
         )
-        first += f": checked against torch {torch}, what its binaries need"
+        if wheel.torch_source == "inferred":
+            first += f": checked against torch {torch}, what its binaries' shims need"
+        else:  # assumed: no shim to infer a floor from, so no torch to name as checked
+            first += "; its binaries use no torch shim, so no torch floor is inferred"
     python = []
     if said.requires_python:
         python.append(f"Requires-Python {said.requires_python}")
@@ -148,20 +160,35 @@ def _allows(wheel: WheelSummary, members: Sequence[BinaryCheck]) -> str | None:
         return f"{binaries}; the wheel requires {said} (the widest correct: {wheel.allows})"
     unstable = [c for c in members if c.torch_abi == "torch-unstable"]
     uses = "binary uses" if len(unstable) == 1 else "binaries use"
+    known = floors_of.built_for(wheel.declared)
+    built = (
+        f" (torch {known[0]}, its pin)"
+        if known and known[1] == "pin"
+        else f" (torch {known[0]}?, the lowest its requirement admits: pin it)"
+        if known
+        else " (which nothing in the wheel names: pin it)"
+    )
     return (
         f"{len(unstable)} {uses} libtorch's C++ API: the wheel loads only on the torch it was "
-        f"built against; it requires {said or 'no torch'}"
+        f"built against{built}; it requires {said or 'no torch'}"
     )
+
+
+# The limited API's first release (PEP 384): a binary that needs only it runs on any Python 3
+# with abi3, which its Python cell says in words ("3.2" read as an old Python to ask for).
+LIMITED_API_FIRST = (3, 2)
 
 
 def _floor(
     inferred: tuple[int, int] | None,
     declared: tuple[int, int] | None,
     covered: tuple[int, int] | None = None,
+    *,
+    shown: str | None = None,
 ) -> str:
-    """The floor a binary needs; red when it is above the declared one, yellow when something
-    else the wheel declares (its Requires-Python) covers it."""
-    need = version_text(inferred) or "-"
+    """The floor a binary needs (*shown*: in other words); red when it is above the declared
+    one, yellow when something else the wheel declares (its Requires-Python) covers it."""
+    need = shown or version_text(inferred) or "-"
     if not (inferred and declared and inferred > declared):
         return need
     return f"[yellow]{need}[/yellow]" if covered and inferred <= covered else f"[red]{need}[/red]"

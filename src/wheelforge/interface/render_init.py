@@ -3,8 +3,14 @@ refused, what was translated, and what needs a hand (the result is data: running
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from wheelforge.configuration.importers.writer import InitResult
 from wheelforge.foundation import log
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
 
 
 def print_result(result: InitResult) -> None:
@@ -15,14 +21,14 @@ def print_result(result: InitResult) -> None:
     found = [r for r in result.refusals if not r.attempted]
     if attempted:
         log.info(
-            f"refused {len(attempted)} thing(s) the build script tried (init never downloads or"
+            f"refused {_count(len(attempted), 'thing', 'things')} the build script tried (init never downloads or"
             " builds):"
         )
         for r in attempted:
             log.info(f"  - {r.what} {r.detail}" + (f" ({r.where})" if r.where else ""))
     if found:
         log.info(
-            f"{len(found)} download(s) in the build script, not reached in this run (init would"
+            f"{_count(len(found), 'download', 'downloads')} in the build script, not reached in this run (init would"
             " refuse them):"
         )
         for r in found:
@@ -32,8 +38,22 @@ def print_result(result: InitResult) -> None:
         for note in result.done:
             log.info(f"  - {note}")
     if result.hand:
-        log.info(f"{len(result.hand)} thing(s) need a hand:")
+        log.info(f"{_count(len(result.hand), 'thing needs', 'things need')} a hand:")
         for note in result.hand:
             log.info(f"  - {note}")
     else:
         log.info("nothing needs a hand")
+    log.info(next_step(result, Path.cwd()))
+
+
+def next_step(result: InitResult, cwd: Path) -> str:
+    """The command that builds what init wrote, from where the user is."""
+    matrix = result.path
+    try:
+        shown = matrix.relative_to(cwd)
+    except ValueError:
+        shown = matrix
+    build = "wheelforge build" + ("" if shown == Path("matrix.yaml") else f" --matrix {shown}")
+    things = "the thing" if len(result.hand) == 1 else f"the {len(result.hand)} things"
+    first = f"see to {things} above in {shown.name}, then " if result.hand else ""
+    return f"next: {first}{build} (wheelforge matrix lists the variants it builds)"

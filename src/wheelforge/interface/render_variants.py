@@ -4,11 +4,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 
 from wheelforge.packaging.wheel_variants import VariantCheck
-from wheelforge.running.build.results import VariantResult
+
+if TYPE_CHECKING:  # `inspect` loads nothing of the build
+    from wheelforge.running.build.results import VariantResult
 
 
 def variant_summary(v: VariantResult) -> str:

@@ -14,16 +14,17 @@ from __future__ import annotations
 import hashlib
 import json
 import shlex
+import zipfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from wheelforge import __version__
+from wheelforge.binaries import bounded
 from wheelforge.binaries.elf import open_elf_file
 from wheelforge.binaries.facts import BinaryContents
-from wheelforge.binaries.inspection import contents_of
-from wheelforge.foundation import fsutil, proc
+from wheelforge.foundation import fsutil, proc, readers
+from wheelforge.foundation.errors import WheelforgeError
 from wheelforge.packaging.wheel import source_date_epoch
 from wheelforge.planning import reproducible
 from wheelforge.planning.plan import VariantPlan
@@ -63,6 +64,8 @@ def compiler_version(cxx: str) -> str:
 def read_inputs(plan: VariantPlan, read: Sequence[Path]) -> dict[str, str]:
     """The files the compiles read (*read*: sources, and the headers of ninja's deps) by their
     path-free names (planning/reproducible.path_namer), each with its sha256."""
+    from concurrent.futures import ThreadPoolExecutor
+
     name_of = reproducible.path_namer(plan.compile.input_folders)
     with ThreadPoolExecutor() as pool:  # ~1000 headers: hashlib and reads release the GIL
         return dict(zip(map(name_of, read), pool.map(fsutil.sha256, read), strict=True))
@@ -144,6 +147,8 @@ def _path_free(plan: VariantPlan) -> Callable[[str], str]:
 
 
 def _contents(library: Path) -> BinaryContents:
+    from wheelforge.binaries.inspection import contents_of
+
     with open_elf_file(library) as image:
         return contents_of(image)
 
@@ -200,3 +205,23 @@ def provenance(plan: VariantPlan, read: Callable[[], Sequence[Path]]) -> Provena
         dist_info=((SBOM_NAME, text), (BUILD_INFO_NAME, json.dumps(info, indent=1) + "\n")),
         inputs=inputs_list(inputs),
     )
+
+
+def published_variant(wheel: Path) -> tuple[str, str] | None:
+    """(variant id, arch set) of the wheelforge build that made *wheel*, from its build info;
+    None for a wheel without one (another tool's, or unreadable)."""
+    try:
+        with zipfile.ZipFile(wheel) as zf:
+            info = next(
+                (i for i in zf.infolist() if i.filename.endswith(f".dist-info/{BUILD_INFO_NAME}")),
+                None,
+            )
+            if info is None or info.file_size > readers.STATE_CAP:
+                return None
+            data = json.loads(bytes(bounded.read_member(zf, info, str(wheel))))
+    except (OSError, ValueError, zipfile.BadZipFile, WheelforgeError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    variant, arch_set = data.get("variant"), data.get("arch_set")
+    return (variant, arch_set) if isinstance(variant, str) and isinstance(arch_set, str) else None

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib.metadata
 import json
 import os
 import platform
@@ -94,6 +93,8 @@ KEPT_REPAIRS = 16
 def _kept_folder(wheel: Path, source_date_epoch: int, cache: Path | None) -> Path | None:
     if cache is None:
         return None
+    import importlib.metadata
+
     try:
         auditwheel = importlib.metadata.version("auditwheel")
     except importlib.metadata.PackageNotFoundError:

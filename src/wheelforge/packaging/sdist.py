@@ -41,7 +41,7 @@ def sdist_name(matrix: Matrix) -> str:
     return f"{matrix.package.wheel_name}-{matrix.package.version}"
 
 
-def _tree(folder: Path, outputs: set[Path], project: Path) -> Iterator[Path]:
+def _tree(folder: Path, outputs: set[Path]) -> Iterator[Path]:
     for root, dirs, names in os.walk(folder):
         dirs[:] = sorted(
             d
@@ -51,7 +51,7 @@ def _tree(folder: Path, outputs: set[Path], project: Path) -> Iterator[Path]:
         for name in sorted(names):
             path = Path(root, name)
             if path.suffix not in _SKIP_SUFFIXES and path.is_file():
-                yield followed(path, project)
+                yield path  # a link leading out of the project is refused: sdist_files()
 
 
 def sdist_files(matrix: Matrix, root: Path) -> list[tuple[str, Path]]:
@@ -68,7 +68,7 @@ def sdist_files(matrix: Matrix, root: Path) -> list[tuple[str, Path]]:
         for pattern in step.inputs:
             if not GENERATED_RE.match(pattern):
                 wanted |= {p.resolve() for p in matrix.root.glob(pattern) if p.is_file()}
-    wanted |= set(matrix.package.modules)
+    wanted |= set(matrix.package.modules) | set(matrix.package.license_files)
     folders = [d for ext in matrix.extensions for d in ext.include_dirs if d.is_absolute()]
     _refuse_outside_libraries(matrix, root)
     folders += [
@@ -79,18 +79,19 @@ def sdist_files(matrix: Matrix, root: Path) -> list[tuple[str, Path]]:
         folders.append(matrix.tests.path)
     outputs = {matrix.root / d for d in _OUTPUT_DIRS}
     for folder in folders:
-        wanted |= set(_tree(folder, outputs, root))
+        wanted |= set(_tree(folder, outputs))
     files = []
     for path in sorted(wanted):
         try:
             # Named where it is found (a link by its own name), the folders on the way resolved.
             where = fsutil.resolved(path.parent) / path.name
-            files.append((where.relative_to(root).as_posix(), path))
+            name = where.relative_to(root).as_posix()
         except ValueError:
             raise ConfigError(
                 f"{path} lies outside {root}, the folder of pyproject.toml, so an sdist cannot "
                 f"carry it; move it (and {matrix.path.name}'s path to it) under {root}"
             ) from None
+        files.append((name, followed(path, root, what=f"sdist member {name}")))
     return sorted(files)
 
 

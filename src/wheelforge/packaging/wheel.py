@@ -14,14 +14,16 @@ from email.message import EmailMessage
 from email.policy import compat32
 from fnmatch import fnmatch
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from wheelforge import __version__
-from wheelforge.configuration import settings
 from wheelforge.configuration.matrix.keys import LINE_BREAK_RE
-from wheelforge.configuration.matrix.model import PackageConfig
 from wheelforge.foundation import fsutil, readers
 from wheelforge.foundation.errors import ConfigError
-from wheelforge.planning.plan import VariantPlan
+
+if TYPE_CHECKING:  # `inspect` and `check`, which read wheels, load no matrix and no planning
+    from wheelforge.configuration.matrix.model import PackageConfig
+    from wheelforge.planning.plan import VariantPlan
 
 _SKIP_DIRS = {"__pycache__"}
 _SKIP_SUFFIXES = {".pyc", ".pyo"}
@@ -56,19 +58,15 @@ class WheelContents:
 _MODULE_SUFFIXES = (".py", ".pyi")
 
 
-def followed(path: Path, root: Path) -> Path:
+def followed(path: Path, root: Path, *, what: str) -> Path:
     """A file found in the project, as a wheel or an sdist carries it: a symlink is followed
-    when it leads to a file inside the project *root*; one that leads outside is refused, as
-    ``notes.txt -> /etc/shadow`` would put that file into the wheel (the sdist and the wheel
-    once disagreed: one skipped every symlink, the other packed any)."""
-    if not path.is_symlink():
-        return path
-    target = fsutil.resolved(path)
-    if not target.is_relative_to(fsutil.resolved(root)):
-        raise ConfigError(
-            f"{path} is a symbolic link to {target}, outside the project {root}: a wheel or an "
-            "sdist would carry that file; copy it into the project, or exclude it"
-        )
+    when it leads to a file inside the project *root*; one that leads outside is refused,
+    naming *what* (the key or member) and the link, as ``notes.txt -> /etc/shadow`` would put
+    that file into the wheel (the sdist and the wheel once disagreed: one skipped every
+    symlink, the other packed any)."""
+    target = fsutil.escapes(path, root)
+    if target is not None:
+        raise ConfigError(fsutil.escape_message(what, path, target, root))
     return path
 
 
@@ -95,7 +93,25 @@ def _package_files(
             rel = path.relative_to(folder).as_posix()
             wanted = path.suffix in _MODULE_SUFFIXES or any(fnmatch(rel, g) for g in data)
             if wanted and not any(fnmatch(rel, g) for g in exclude):
-                yield path.relative_to(base).as_posix(), followed(path, project)
+                what = f"package.packages '{folder.name}'"
+                yield (
+                    _utf8(path.relative_to(base).as_posix(), path),
+                    followed(path, project, what=what),
+                )
+
+
+def _utf8(arcname: str, path: Path) -> str:
+    """*arcname*, when it can be a member name: zip and RECORD write names as UTF-8, and a file
+    name of other bytes (os.walk's surrogate escapes) cannot be written (a traceback, before)."""
+    try:
+        arcname.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = os.fsencode(path).decode("utf-8", errors="backslashreplace")
+        raise ConfigError(
+            f"{shown}: the file's name is not UTF-8 (the bytes written \\xNN), and a wheel's "
+            "member names are; rename it, or leave it out with package.exclude"
+        ) from None
+    return arcname
 
 
 def _folded(value: str) -> str:
@@ -184,7 +200,10 @@ def contents(
     leaves = [link.extension.leaf + "." for link in plan.links]
     for folder in pkg.packages:
         files.extend(_package_files(folder, leaves, pkg.package_data, pkg.exclude, plan.project))
-    files += [(module.name, module) for module in pkg.modules]
+    files += [
+        (module.name, followed(module, plan.project, what="package.modules"))
+        for module in pkg.modules
+    ]
     files.extend((link.wheel_path, link.library) for link in plan.links)
     namever = f"{pkg.wheel_name}-{plan.wheel.version}"
     # PEP 639: License-File entries name files under .dist-info/licenses/.
@@ -195,7 +214,8 @@ def contents(
             if license_file.is_relative_to(root)
             else license_file.name
         )
-        files.append((f"{namever}.dist-info/licenses/{Path(rel).as_posix()}", license_file))
+        shipped = followed(license_file, root, what="license file")
+        files.append((f"{namever}.dist-info/licenses/{Path(rel).as_posix()}", shipped))
     files.sort()
     return WheelContents(
         filename=f"{namever}-{tag}.whl",
@@ -210,6 +230,8 @@ def contents(
 def source_date_epoch() -> int:
     """SOURCE_DATE_EPOCH when set, else 1980-01-01: member timestamps never depend on when
     the build ran."""
+    from wheelforge.configuration import settings
+
     value = settings.source_date_epoch(os.environ.get("SOURCE_DATE_EPOCH"))
     return _DEFAULT_EPOCH if value is None else max(value, _DEFAULT_EPOCH)
 

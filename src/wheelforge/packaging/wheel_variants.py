@@ -33,10 +33,11 @@ from wheelforge.binaries.facts import BinaryContents
 from wheelforge.foundation import writers
 from wheelforge.foundation.errors import VerificationError
 from wheelforge.packaging.wheel import member_info
-from wheelforge.planning.plan import VariantPlan
 
 if TYPE_CHECKING:
     from variantlib.models.variant_info import VariantInfo
+
+    from wheelforge.planning.plan import VariantPlan  # `inspect` loads no planning
 
 # variantlib takes ~0.07 s to import: the functions that use it import it, so a build that makes
 # no variant wheel (and every no-op) never loads it.

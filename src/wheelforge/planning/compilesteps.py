@@ -40,7 +40,7 @@ def sources(
             raise ConfigError(f"{matrix.path}: extension.sources: '{spec.pattern}' matches no file")
         for m in matches:
             if spec.archs is None:
-                found.setdefault(m, None)
+                found.setdefault(m, ext.archs)  # the extension's own archs, if it has them
                 continue
             if m in limited_by and limited_by[m] != spec.pattern:
                 raise ConfigError(

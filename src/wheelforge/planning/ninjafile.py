@@ -215,11 +215,15 @@ def _nvcc_launch(plan: VariantPlan) -> str:
     return f"cd / && LD_PRELOAD={shlex.quote(str(plan.compile.nvcc_preload))} "
 
 
+# The description of a step of wheelforge's own, not the project's: no job on the screen.
+PRELOAD = "PRELOAD"
+
+
 def _preload(w: Writer, plan: VariantPlan) -> list[str]:
     """The rule and build of the fixed-pid library; the nvcc steps' implicit inputs."""
     if plan.compile.nvcc_preload is None:
         return []
-    w.rule("preload", "$cc -shared -fPIC -O2 -o $out $in", description="PRELOAD $out")
+    w.rule("preload", "$cc -shared -fPIC -O2 -o $out $in", description=f"{PRELOAD} $out")
     # nvcc runs from / then, so every path is absolute (plan.command_path)
     library = plan.compile.nvcc_preload
     w.build([str(library)], "preload", [str(library.with_suffix(".c"))])

@@ -19,7 +19,8 @@ from wheelforge.configuration.importers import buildtoml, cmake, setupcapture, s
 from wheelforge.configuration.importers.captured import CapturedBuild
 from wheelforge.configuration.importers.staticsetup import read_setup
 from wheelforge.configuration.importers.writer import InitChoices, InitResult, abi_of, render
-from wheelforge.foundation import log, readers, writers
+from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.foundation import fence, fsutil, log, readers, removal, writers
 from wheelforge.foundation.errors import ConfigError, EnvironmentProblem, ToolError
 from wheelforge.toolchain import torchprobe
 from wheelforge.toolchain.toolkit import Toolkit, discover
@@ -39,6 +40,7 @@ class InitRequest:
     python: Path  # the build Python (--python)
     cmake_args: tuple[str, ...] = ()  # --cmake-arg
     cache: Path | None = None  # the user cache (probes, provisioned toolkits)
+    sandbox: fence.Choice = "auto"  # --sandbox: what fences the project's code init runs
 
 
 def choose_door(root: Path) -> Door:
@@ -89,17 +91,24 @@ def capture(request: InitRequest, door: Door, env: Mapping[str, str]) -> Capture
         readers.read_bytes(root / "setup.py", cap=readers.CONFIG_CAP)
     if door == "setup.py" and not request.run:
         return read_setup(root)
+    if door == "setup.py":
+        setupcapture.check_parses(root)  # before the sandbox is asked for: no process at all
+    # The sandbox chosen (or refused with its fix) before any of the project's code runs.
+    kind = fence.choose(request.sandbox, what=f"the project's code ({root})")
+    if kind is None:
+        log.warning(f"--sandbox off: the project's code runs {fence.describe(kind)}")
     toolkit = _toolkit(env, request.cache)
     cmake_context = cmake.CMakeContext(
         python=request.python,
         nvcc=toolkit.nvcc if toolkit else None,
         archs=request.archs or env.get("TORCH_CUDA_ARCH_LIST"),
         args=(*shlex.split(env.get("CMAKE_ARGS", "")), *request.cmake_args),
+        sandbox=request.sandbox,
     )
     if door == "cmake":
         log.info(
             f"configuring {root / 'CMakeLists.txt'} (configure only: the project's CMake code "
-            "runs, nothing is built or downloaded)"
+            f"runs {fence.describe(kind)}, nothing is built or downloaded)"
         )
         return cmake.capture_cmake(root, cmake_context)
     added = {}
@@ -113,11 +122,12 @@ def capture(request: InitRequest, door: Door, env: Mapping[str, str]) -> Capture
         cuda_version=toolkit.release if toolkit else None,
         torch_version=request.torch[0] if request.torch else "2.10.0",
         env=tuple(added.items()),
+        sandbox=request.sandbox,
     )
     log.info(
         f"running {root / 'setup.py'} with {request.python} to capture its build: this runs the "
-        "project's own code (the network closed, no compiler started); 'wheelforge init --no-run' "
-        "reads it without running it"
+        f"project's own code {fence.describe(kind)}, no compiler started; 'wheelforge init "
+        "--no-run' reads it without running it"
     )
     build = setupcapture.capture_setup(root, context)
     if (
@@ -166,6 +176,9 @@ def init_project(request: InitRequest, env: Mapping[str, str] | None = None) -> 
     result = render(build, choices)
     for generated in result.generated:
         path = request.root / generated.path
+        outside = fsutil.escapes(path, request.root)
+        if outside is not None:  # never written outside the project
+            raise ConfigError(fsutil.escape_message("init", path, outside, request.root))
         differs = (
             path.exists()
             and readers.read_text(path, cap=readers.CONFIG_CAP, errors="replace") != generated.text
@@ -174,9 +187,38 @@ def init_project(request: InitRequest, env: Mapping[str, str] | None = None) -> 
             raise ConfigError(
                 f"{path} exists and differs from what init writes; pass --force to replace it"
             )
+    _validate(result)
     for generated in result.generated:
         path = request.root / generated.path
         path.parent.mkdir(parents=True, exist_ok=True)
         writers.write_if_changed(path, generated.text)
     writers.write_if_changed(result.path, result.text)
     return result
+
+
+def _validate(result: InitResult) -> None:
+    """What init writes, read back first by the matrix validator (load_matrix) under a staged
+    name beside matrix.yaml (relative paths start there): init never reports success for a
+    matrix ``build`` would refuse, and a refused one leaves nothing behind."""
+    staged = result.path.with_name(f".{result.path.name}.{os.getpid()}.init")
+    try:
+        writers.write_atomic(staged, result.text)
+        load_matrix(staged, display=str(result.path))
+    except ConfigError as exc:
+        hand = "\n".join(f"  - {note}" for note in result.hand)
+        rejected = "\n".join(
+            part for part in (exc.details, hand and "what needs a hand:\n" + hand) if part
+        )
+        raise ConfigError(
+            f"init read {result.front_door}, but the matrix.yaml it would write is not valid, so "
+            f"nothing was written: {exc.message}",
+            details=rejected or None,
+            diagnostics=tuple(
+                dataclasses.replace(d, file=str(result.path))
+                if Path(d.file).name == staged.name
+                else d
+                for d in exc.diagnostics
+            ),
+        ) from None
+    finally:
+        removal.remove(staged, within=result.path.parent)

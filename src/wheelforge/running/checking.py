@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from wheelforge.binaries import abicheck
+from wheelforge.binaries import abicheck, symbols
 from wheelforge.configuration.abi import AbiName
 from wheelforge.configuration.settings import python_abi_flag, torch_floor_flag
 from wheelforge.toolchain import shims
@@ -33,6 +33,7 @@ def run_check(
         guards=shims.installed_torch_guards(),
         versions=shims.installed_torch_versions(),
         flavour=abi,
+        torch_exports=symbols.LibraryExports(shims.installed_torch_libraries()),
     )
 
 

@@ -217,7 +217,7 @@ def run_tests(
             outcomes += [_not_run(spec, None, w, "unavailable", exc.message) for w in wheels]
             continue
         except ToolError as exc:
-            log.error(exc.message, exc.details)
+            log.error(exc.message, exc.details, exc.problems)
             outcomes += [_not_run(spec, None, w, "error", exc.message) for w in wheels]
             continue
         outcomes += [_test_wheel(spec, env, w, matrix, tests) for w in wheels]

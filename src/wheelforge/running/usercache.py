@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -25,6 +26,14 @@ from wheelforge.toolchain.probecache import PROBES
 # What each entry is. An environment holds one torch, for the builds that compile against it
 # (an unstable-ABI variant) and for `wheelforge test` alike.
 ENV, TOOLKIT, REPAIR, PROBE, UNFINISHED = "torch env", "toolkit", "repairs", "probes", "unfinished"
+# What lies in one of the cache's folders without the marker wheelforge writes into each entry
+# it makes: a user's folder, another tool's files. Listed, never removed (a prune once removed
+# any folder in envs/ as "incomplete").
+FOREIGN = "not wheelforge's"
+# The names wheelforge gives its kept repairs (<32 hex>/, holding the wheel and its sha256) and
+# its probe results (<kind>/<24 hex>.json): repair.py and probecache.py.
+_REPAIR_RE = re.compile(r"[0-9a-f]{32}")
+_PROBE_RE = re.compile(r"[0-9a-f]{24}\.json")
 DAY_S = 86400
 # A temporary folder of a creation (fsutil.staged_folder) is left alone this long, and only
 # while nobody holds the lock of the entry it stands in for.
@@ -34,7 +43,7 @@ _REMOVING = ".removing"  # an entry renamed aside while it is removed: no longer
 
 @dataclass(frozen=True, kw_only=True)
 class CacheEntry:
-    kind: str  # ENV, TOOLKIT, REPAIR, PROBE or UNFINISHED
+    kind: str  # ENV, TOOLKIT, REPAIR, PROBE, UNFINISHED or FOREIGN (never removed)
     name: str  # what it is: "torch 2.13.0+cpu, Python 3.12 (torch-2.13.0-0123456789)"
     path: Path
     size: int  # bytes on disk, symlinks not followed, hard links counted once
@@ -60,7 +69,10 @@ class PruneResult:
     unused_for_days: int | None  # None: --all, or entries named
     removed: tuple[CacheEntry, ...]  # (with dry_run: that would be removed)
     busy: tuple[CacheEntry, ...]  # skipped: another wheelforge holds its lock
-    names: tuple[str, ...] = ()  # the entries asked for by name (then unused_for_days is None)
+    names: tuple[str, ...] = ()
+    foreign: tuple[
+        CacheEntry, ...
+    ] = ()  # skipped: wheelforge did not make it (no marker)  # the entries asked for by name (then unused_for_days is None)
 
     @property
     def freed(self) -> int:
@@ -131,14 +143,35 @@ def _entries(
                 lock=lock,
             )
             continue
-        used = _mtime(child / marker) or _mtime(child) or newest
-        what = describe(child) or "incomplete: no marker"
+        if not _regular(child / marker):
+            yield _foreign(child, size, newest, f"no {marker}")
+            continue
+        used = _mtime(child / marker) or newest
+        what = describe(child) or f"{marker} unreadable"
         yield _Item(
             entry=CacheEntry(
                 kind=kind, name=f"{what} ({child.name})", path=child, size=size, last_used=used
             ),
             lock=lock_of(child),
         )
+
+
+def _regular(path: Path) -> bool:
+    """Whether *path* is a regular file itself (a marker is never a link: one linked in from
+    elsewhere is not one wheelforge wrote)."""
+    try:
+        return stat.S_ISREG(path.lstat().st_mode)
+    except OSError:
+        return False
+
+
+def _foreign(path: Path, size: int, newest: float, why: str) -> _Item:
+    """What a user or another tool put into the cache: listed with why it is not wheelforge's,
+    never removed."""
+    entry = CacheEntry(
+        kind=FOREIGN, name=f"{path.name}: {why}", path=path, size=size, last_used=newest
+    )
+    return _Item(entry=entry, lock=None)
 
 
 def _children(folder: Path | None, depth: int) -> Iterator[Path]:
@@ -162,16 +195,45 @@ def _children(folder: Path | None, depth: int) -> Iterator[Path]:
 def _files(
     folder: Path | None, kind: str, depth: int, seen: set[tuple[int, int]]
 ) -> Iterator[_Item]:
-    """Kept repairs (folders, *depth* 1) or probe results (files, *depth* 2), one item each."""
+    """Kept repairs (folders, *depth* 1) or probe results (files, *depth* 2), one item each;
+    what does not have the name and shape wheelforge gives them is FOREIGN."""
     if folder is None:
         return
     for child in _children(folder, depth):
         size, newest = _usage(child, seen)
+        why = _not_kept_repair(child) if kind == REPAIR else _not_probe(child)
+        if why is not None:
+            yield _foreign(child, size, newest, why)
+            continue
         name = child.relative_to(folder).as_posix()
         yield _Item(
             entry=CacheEntry(kind=kind, name=name, path=child, size=size, last_used=newest),
             lock=None,
         )
+
+
+def _not_kept_repair(path: Path) -> str | None:
+    """Why *path* is not a repair wheelforge kept (``<32 hex>/`` holding ``*.whl`` and
+    ``sha256``), None when it is one."""
+    if not _REPAIR_RE.fullmatch(path.name):
+        return "not named like a kept repair, 32 hex digits"
+    if path.is_symlink() or not path.is_dir():
+        return "not a folder, as a kept repair is"
+    try:
+        inside = list(path.iterdir())
+    except OSError as exc:
+        return f"unreadable ({exc.strerror})"
+    odd = [
+        p.name for p in inside if not _regular(p) or not (p.suffix == ".whl" or p.name == "sha256")
+    ]
+    return f"holds {odd[0]}, which wheelforge does not keep there" if odd else None
+
+
+def _not_probe(path: Path) -> str | None:
+    """Why *path* is not a probe result wheelforge wrote (``<kind>/<24 hex>.json``)."""
+    if _PROBE_RE.fullmatch(path.name) and _regular(path):
+        return None
+    return "not a probe result: those are files named <24 hex digits>.json"
 
 
 def _check_root(root: Path) -> bool:
@@ -222,6 +284,11 @@ def _items(root: Path) -> list[_Item]:
         *_files(_own(root, REPAIRS), REPAIR, 1, seen),
         *_files(_own(root, PROBES), PROBE, 2, seen),
     ]
+
+
+def entries(root: Path) -> tuple[CacheEntry, ...]:
+    """Every entry of *root* one by one (no pools): what `cache prune` looks at."""
+    return tuple(i.entry for i in _items(root)) if _check_root(root) else ()
 
 
 def list_cache(root: Path) -> CacheListing:
@@ -303,8 +370,12 @@ def prune(
     removed: list[CacheEntry] = []
     busy: list[CacheEntry] = []
     exists = _check_root(root)
+    foreign: list[CacheEntry] = []
     for item in _items(root) if exists else []:
         entry = item.entry
+        if entry.kind == FOREIGN:
+            foreign.append(entry)
+            continue
         stale = now - UNFINISHED_AFTER_S if entry.kind == UNFINISHED else cutoff
         # --all: every entry, but an unfinished folder only once it is an hour old
         if (unused_for_days is not None or entry.kind == UNFINISHED) and entry.last_used >= stale:
@@ -319,6 +390,7 @@ def prune(
         unused_for_days=unused_for_days,
         removed=tuple(removed),
         busy=tuple(busy),
+        foreign=tuple(foreign),
     )
 
 
@@ -329,6 +401,12 @@ def _prune_named(root: Path, names: Sequence[str], *, dry_run: bool) -> PruneRes
         )
     removed: list[CacheEntry] = []
     busy: list[CacheEntry] = []
+    for item in named(_items(root), names, root):
+        if item.entry.kind == FOREIGN:
+            raise ConfigError(
+                f"cache prune: {item.entry.path} is not wheelforge's ({item.entry.name.split(': ', 1)[1]}), "
+                "so wheelforge leaves it alone; remove it yourself if it is no longer needed"
+            )
     for item in named(_items(root), names, root):
         outcome = _remove(item, root, dry_run=dry_run, stale=0.0, every=True)
         (removed if outcome else busy).append(item.entry)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wheelforge.configuration.archs import Arch
+from wheelforge.foundation import log
 from wheelforge.foundation.errors import EnvironmentProblem
 from wheelforge.toolchain import provision
 from wheelforge.toolchain.provision import Recipe
@@ -69,6 +70,12 @@ def ensure_toolkit(
             f"{'; '.join(t.describe() for t in found) or 'none'}){why}; run 'wheelforge toolkit install "
             f"{recipe.release}' ({recipe.describe()}) or build without --offline"
         )
+    unbuilt = [a for a in archs if not any(t.supports(a) for t in found)]
+    log.info(
+        f"{who} needs CUDA {recipe.release} for {', '.join(str(a) for a in unbuilt or archs)}, "
+        f"which no toolkit found builds (found: {'; '.join(t.describe() for t in found) or 'none'}): "
+        f"provisioning {recipe.describe()} into the cache; --offline refuses this instead"
+    )
     folder = provision.install(recipe, cache)
     provisioned = load_provisioned(folder, cache=cache)
     mark_used(provisioned, cache)

@@ -125,10 +125,11 @@ class CacheStats:
     def summary(self) -> str:
         """One line: what the compile cache answered for this build."""
         spread = ", ".join(f"{server} {n}" for server, n in sorted(self.distributed.items()))
+        compiles = "compile" if self.requests == 1 else "compiles"
         return (
-            f"compile cache {self.tool}: {self.hits} hit(s), {self.misses} miss(es)"
-            + (f", {self.uncached} not cacheable" if self.uncached else "")
-            + f" for {self.requests} compile(s) ({self.location})"
+            f"compile cache {self.tool} ({self.location}): of {self.requests} {compiles}, "
+            f"{self.hits} from the cache (hits), {self.misses} compiled (misses)"
+            + (f", {self.uncached} compiled and not cacheable" if self.uncached else "")
             + (f"; sccache-dist ran {spread}" if spread else "")
             + (f"; {self.dist_errors} failed there" if self.dist_errors else "")
         )

@@ -35,8 +35,6 @@ from packaging.version import InvalidVersion, Version
 
 from wheelforge.foundation import cachefiles, fsutil, locks, log, proc, readers, removal, writers
 from wheelforge.foundation.errors import EnvironmentProblem, ToolError
-from wheelforge.foundation.progress import clock
-from wheelforge.toolchain import downloads
 
 ENVS = "envs"  # <cache>/envs/<name>
 MARKER = "wheelforge-env.json"  # written last: an environment without it is not (yet) one; its mtime: last used
@@ -241,7 +239,34 @@ def _create(spec: EnvSpec, tmp: Path) -> dict[str, object]:
     return info
 
 
+# What a torch costs (docs/terminal-output.md): PyPI's Linux wheel of torch is its CUDA build,
+# which brings the nvidia-* wheels (torch 2.12.0: 29 packages, 4.9 GB installed; its torch,
+# cudnn, nccl and triton wheels alone 1.3 GB to download); a CPU build (download.pytorch.org/
+# whl/cpu) is one 0.2 GB wheel. pip says no size before it downloads, nor does the index
+# without a query of its own per file: the order of size is said instead.
+CUDA_TORCH_DOWNLOAD = "2 to 3 GB to download with its nvidia-* wheels, about 5 GB on disk"
+CPU_TORCH_DOWNLOAD = "about 0.2 GB"
+
+
+def download_warning(spec: EnvSpec, envs: Path) -> str:
+    """Said before pip installs a torch into a new environment: what it may download, and the
+    ways to do without (pip's own cache or local indexes may make it less: pip decides)."""
+    which = (
+        "a CUDA build (the extension has .cu sources)"
+        if spec.cuda
+        else f"PyPI's CUDA build unless pip's index gives a CPU one ({CPU_TORCH_DOWNLOAD})"
+    )
+    return (
+        f"torch {spec.torch} is not in the cache ({envs}): pip will install it into a new "
+        f"environment there, {which}: {CUDA_TORCH_DOWNLOAD}. To use "
+        "a torch already installed instead: --torch-from PYTHON (build and test), or torch: "
+        "installed in matrix.yaml (build)"
+    )
+
+
 def _pip_torch(spec: EnvSpec, python: Path, requirement: str) -> None:
+    from wheelforge.toolchain import downloads  # pip's progress: only when an environment is made
+
     try:
         # torch with CUDA is gigabytes: pip's own progress is shown (toolchain/downloads.py).
         downloads.pip(
@@ -379,7 +404,11 @@ def _build(spec: EnvSpec, cache: Path) -> Path:
     envs.mkdir(parents=True, exist_ok=True)
     tmp = envs / f".{_key(spec)}.{os.getpid()}{fsutil.STAGED_SUFFIX}"
     removal.remove(tmp, within=envs)
+    from wheelforge.foundation.progress import clock
+
     start = time.monotonic()
+    if spec.torch_from is None:
+        log.warning(download_warning(spec, envs))
     try:
         with log.step(f"create the {spec.label} environment in {envs}"):
             info = _create(spec, tmp)

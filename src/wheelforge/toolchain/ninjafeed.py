@@ -26,9 +26,12 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from wheelforge.foundation import numbers, proctree, readers
-from wheelforge.foundation.progress import JobProgress, Running
+
+if TYPE_CHECKING:  # the live display loads with ninja's run; a no-op build starts neither
+    from wheelforge.foundation.progress import JobProgress, Running
 
 # ninja prints this for each job (NINJA_STATUS); without a terminal, when the job ends.
 STATUS = "[wheelforge %f/%t] "
@@ -210,6 +213,8 @@ class Feed:
     def _running(self) -> list[Running] | None:
         """The jobs ninja has running now, from its child processes; None when they can't be
         read (no /proc)."""
+        from wheelforge.foundation.progress import Running
+
         if self._ninja is None:
             return None
         processes = proctree.session(self._ninja)
@@ -239,6 +244,9 @@ class Feed:
             words = set(shlex.split(command))
         except ValueError:
             words = set(command.split())
+        # A shell given one simple command execs it (dash does): the child of ninja is then
+        # the compiler or its launcher (ccache nvcc ... -o obj/x.o), its own argv the words.
+        words.update(shell.argv)
         for job in self.progress.left:
             if self.output_of(job) in words:
                 return job

@@ -35,7 +35,6 @@ from wheelforge.configuration.archs import Arch, sm_range
 from wheelforge.configuration.releases import DebianSource, PypiSource, Release, Source
 from wheelforge.foundation import fsutil, locks, log, proc, removal, writers
 from wheelforge.foundation.errors import ConfigError, ToolError
-from wheelforge.toolchain import downloads
 from wheelforge.toolchain.toolkit import TOOLKIT_JSON, TOOLKITS, release_builds
 
 _DEBIAN_KEYRING = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
@@ -100,6 +99,8 @@ def recipe_for(release: str) -> Recipe | None:
 
 
 def _pypi(release: str, how: PypiSource, prefix: Path, fetched: Path) -> dict[str, object]:
+    from wheelforge.toolchain import downloads  # pip's and apt's progress: only when provisioning
+
     log.info(f"  [1/2] download {len(how.packages)} packages from PyPI: {', '.join(how.packages)}")
     downloads.pip(
         [
@@ -147,6 +148,8 @@ def apt_sources(how: DebianSource) -> str:
 
 
 def _debian(release: str, how: DebianSource, prefix: Path, fetched: Path) -> dict[str, object]:
+    from wheelforge.toolchain import downloads  # pip's and apt's progress: only when provisioning
+
     for tool in ("apt-get", "dpkg-deb"):
         proc.which(tool, hint=f"provisioning CUDA {release} needs Debian's apt-get and dpkg-deb")
     if not _DEBIAN_KEYRING.is_file():
@@ -221,6 +224,7 @@ def install(recipe: Recipe, cache: Path) -> Path:
     final = cache / TOOLKITS / recipe.folder
     if (final / TOOLKIT_JSON).is_file():
         return final
+    proc.check_temp_folder()  # pip and apt-get download through it: refused before they start
     with locks.hold(lock_path(final), what=f"the toolkit folder {final}"):
         if (final / TOOLKIT_JSON).is_file():
             return final
@@ -234,6 +238,8 @@ def lock_path(folder: Path) -> Path:
 
 
 def _install(recipe: Recipe, final: Path) -> Path:
+    from wheelforge.toolchain import downloads  # pip's and apt's progress: only when provisioning
+
     with (
         fsutil.staged_folder(final) as prefix,
         log.step(f"provision {recipe.describe()} into {final}"),

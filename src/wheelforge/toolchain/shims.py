@@ -112,6 +112,13 @@ def _installed_torch_dir() -> Path | None:
     return Path(spec.origin).parent
 
 
+def installed_torch_libraries() -> tuple[Path, ...]:
+    """The library folder of the torch importable here (torch/lib), found without importing
+    it; () if none."""
+    torch_dir = _installed_torch_dir()
+    return (torch_dir / "lib",) if torch_dir and (torch_dir / "lib").is_dir() else ()
+
+
 def installed_torch_versions() -> VersionsFile | None:
     """The shim versions file of the torch importable here, found without importing it."""
     torch_dir = _installed_torch_dir()

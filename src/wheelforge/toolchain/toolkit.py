@@ -26,7 +26,7 @@ from packaging.version import Version
 
 from wheelforge.configuration import releases
 from wheelforge.configuration.archs import Arch, sm_range
-from wheelforge.foundation import cachefiles, numbers, proc, readers
+from wheelforge.foundation import cachefiles, log, numbers, proc, readers
 from wheelforge.foundation.errors import ConfigError, EnvironmentProblem, ToolError
 from wheelforge.toolchain import probecache
 
@@ -350,6 +350,40 @@ def _check_named(env: Mapping[str, str]) -> None:
 _NAMED = ("$CUDA_HOME", "$CUDA_PATH")  # the origins of toolkits the environment names
 
 
+def path_nvcc(env: Mapping[str, str]) -> Path | None:
+    """The nvcc a shell runs for ``nvcc`` (the first executable one on PATH), which a user who
+    sets neither $CUDA_HOME nor $CUDA_PATH points wheelforge at; a PATH whose only nvcc cannot
+    be run is refused by name (the shell would say 'Permission denied')."""
+    found = shutil.which("nvcc", path=env.get("PATH", ""))
+    if found is not None:
+        return Path(found).absolute()  # not resolved: a link to nvcc is kept as named
+    for folder in env.get("PATH", "").split(os.pathsep):
+        nvcc = Path(folder) / "nvcc" if folder else None
+        if nvcc is not None and nvcc.is_file():
+            raise ConfigError(
+                f"the nvcc on PATH, {nvcc}, is not executable; make it executable (chmod +x), "
+                "take its folder off PATH, or set CUDA_HOME to a CUDA toolkit"
+            )
+    return None
+
+
+def _refuse_named(nvcc: Path, origin: str, env: Mapping[str, str], exc: ToolError) -> None:
+    """A toolkit the user pointed to answered wrongly: an error naming it, never a fallback to
+    another toolkit (nor to provisioning one)."""
+    if origin in _NAMED:
+        var = origin[1:]
+        raise ConfigError(
+            f"{var}={env[var]}: its bin/nvcc does not answer as nvcc does "
+            f"({exc.message}); point {var} at a working CUDA toolkit or unset it",
+            details=exc.details,
+        ) from None
+    raise ConfigError(
+        f"the nvcc on PATH, {nvcc}, does not answer as nvcc does ({exc.message}); fix or "
+        "remove it, take its folder off PATH, or set CUDA_HOME to a working CUDA toolkit",
+        details=exc.details,
+    ) from None
+
+
 def discover(
     env: Mapping[str, str] | None = None,
     *,
@@ -358,9 +392,15 @@ def discover(
     globs: Iterable[str] = STANDARD_GLOBS,
 ) -> list[Toolkit]:
     """Every distinct toolkit found, newest first: *pythons* (the build Python; wheelforge's own
-    is always looked at) for NVIDIA's PyPI layout; *globs*: where toolkits usually live."""
+    is always looked at) for NVIDIA's PyPI layout; *globs*: where toolkits usually live.
+
+    A toolkit the user pointed to ($CUDA_HOME, $CUDA_PATH, else the nvcc PATH runs) that fails
+    its probe (exits non-zero, hangs past its deadline, prints no CUDA release) is an error
+    naming it; any other that fails is skipped with a warning that names it."""
     env = os.environ if env is None else env
     _check_named(env)
+    proc.check_temp_folder(env)  # nvcc fails every probe in an unusable one: say so first
+    named_by_path = None if any(env.get(v) for v in ("CUDA_HOME", "CUDA_PATH")) else path_nvcc(env)
     extra = provisioned(cache) if cache is not None else []
     host = {str(n): c for n, c in extra}
     seen: dict[Path, Toolkit] = {}
@@ -371,13 +411,9 @@ def discover(
         try:
             toolkit = probe_toolkit(nvcc, origin=origin, host_cxx=host.get(str(nvcc)), cache=cache)
         except ToolError as exc:
-            if origin in _NAMED:  # the user named it: no silent fallback to another toolkit
-                var = origin[1:]
-                raise ConfigError(
-                    f"{var}={env[var]}: its bin/nvcc does not answer as nvcc does "
-                    f"({exc.message}); point {var} at a working CUDA toolkit or unset it",
-                    details=exc.details,
-                ) from None
+            if origin in _NAMED or (origin == "PATH" and nvcc.absolute() == named_by_path):
+                _refuse_named(nvcc, origin, env, exc)
+            log.warning(f"skipped the nvcc at {nvcc} (found by {origin}): {exc.message}")
             continue
         key = toolkit.nvcc.resolve()
         if key not in seen:

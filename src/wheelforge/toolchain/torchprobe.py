@@ -138,12 +138,35 @@ def _ask(python: Path) -> tuple[dict[str, Any], list[str | Path]]:
         Version(info["version"])
         watch = _watched(python, info)
         info.update(torch_source_facts(info["torch_file"]))
-    except (ValueError, KeyError, TypeError, InvalidVersion):
+    except (ValueError, KeyError, TypeError, InvalidVersion, RecursionError):
         raise EnvironmentProblem(
             f"{python} printed {lines[-1][:80]!r} where a Python with torch prints torch's "
             "details; is it a Python interpreter?"
         ) from None
+    _refuse_misfit(python, info)
     return info, watch
+
+
+def _refuse_misfit(python: Path, info: dict[str, Any]) -> None:
+    """An answer that is JSON but not of TORCH_SHAPE (``include_dirs: []``: no headers to
+    compile against) is named by its key, never indexed into (issue 32)."""
+    for key, shape in TORCH_SHAPE.items():
+        name = key.removesuffix("?")
+        if name not in info and key.endswith("?"):
+            continue
+        if name in info and cachefiles.fits(info[name], shape):
+            continue
+        shown = json.dumps(info.get(name))[:60] if name in info else "nothing"
+        why = (
+            "torch.utils.cpp_extension.include_paths() names no header folder"
+            if name == "include_dirs"
+            else "not what torch answers there"
+        )
+        raise EnvironmentProblem(
+            f"{python}'s torch answered {name}: {shown} ({why}), so there is nothing to "
+            f"compile against; reinstall torch there ('{python} -m pip install --force-reinstall "
+            "torch') or name another Python"
+        )
 
 
 # Finds torch without importing it: the layout torch's cpp_extension helpers describe (include/,
@@ -215,9 +238,10 @@ def _layout(python: Path) -> dict[str, Any] | None:
         info = json.loads(result.stdout.strip().splitlines()[-1])
         Version(info["version"])
         info.update(torch_source_facts(info["torch_file"]))
-    except (ValueError, IndexError, KeyError, TypeError, InvalidVersion):
+    except (ValueError, IndexError, KeyError, TypeError, InvalidVersion, RecursionError):
         return None  # no torch, or not a Python: the full probe says which, in its words
-    return info if isinstance(info, dict) and result.returncode == 0 else None
+    fits = isinstance(info, dict) and cachefiles.fits(info, TORCH_SHAPE)
+    return info if fits and result.returncode == 0 else None  # a misfit: the full probe names it
 
 
 def confirm(torch: TorchEnv, *, cache: Path | None = None) -> TorchEnv:

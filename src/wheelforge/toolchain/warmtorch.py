@@ -79,7 +79,11 @@ for kind, name, path in json.loads(request):
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
     except Exception as exc:
-        answers.append(f"{type(exc).__name__}: {exc}")
+        # torch 2.13's load_library says "Could not load this library: PATH" and keeps dlopen's
+        # own words ("undefined symbol: ...") in the exception it raised from.
+        cause = exc.__cause__ or exc.__context__
+        said = f"{type(exc).__name__}: {exc}"
+        answers.append(said + (f" ({cause})" if cause is not None and str(cause) not in said else ""))
     else:
         answers.append(None)
 print(json.dumps(answers))

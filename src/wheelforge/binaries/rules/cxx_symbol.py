@@ -3,11 +3,14 @@ change with every torch release, so a binary that needs one fails to load on the
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterator, Sequence
 
 from wheelforge.binaries import floors
+from wheelforge.binaries.elf import split_member
 from wheelforge.binaries.facts import BinaryFacts
-from wheelforge.binaries.rule import Finding, Rule, RuleContext
+from wheelforge.binaries.rule import Finding, Rule, RuleContext, Violation, WheelSummary
+from wheelforge.binaries.symbols import demangle
 from wheelforge.configuration import abi
 
 _HINTS = {
@@ -34,7 +37,44 @@ def check(binary: BinaryFacts, context: RuleContext) -> Iterator[Finding]:
             symbol,
             f"{path} uses {name} ({symbol}), a C++ symbol of libtorch: the binary is not on the "
             f"stable ABI and fails to load ('undefined symbol') on other torch versions; {fix}",
+            kind=KIND,
         )
+
+
+KIND = "libtorch-cxx"
+_EXAMPLES = 3
+
+
+def summary(container: str, found: Sequence[Violation], wheel: WheelSummary | None) -> str:
+    """Every libtorch C++ symbol of one wheel (or file) in one line: how many, in which of its
+    binaries, by namespace, a few of them; the way out (the stable ABI, or a pin of the torch
+    they were built against, named where the wheel says it)."""
+    names = [demangle(v.symbol) if v.symbol else "" for v in found]
+    spaces = Counter(floors.owner(n).split("::", 1)[0] + "::" for n in names)
+    binaries = Counter(split_member(v.binary)[1] or v.binary for v in found)
+    where = ", ".join(f"{b} {n}" for b, n in binaries.most_common(_EXAMPLES))
+    if len(binaries) > _EXAMPLES:
+        where += f", {len(binaries) - _EXAMPLES} more"
+    examples = "; ".join(dict.fromkeys(names[:_EXAMPLES]))
+    held = "its binaries" if len(binaries) > 1 else "it"
+    pin = wheel.declared.torch_pin if wheel else None
+    if wheel is None:
+        classic = ", or, built as a classic extension, ship it in a wheel pinned to its torch"
+    elif pin:
+        classic = (
+            f"; the wheel pins torch=={pin}, so it loads on that torch: check it as a classic "
+            "wheel (--abi unstable)"
+        )
+    else:
+        said = f"declares {wheel.declared.torch}" if wheel.declared.torch else "states no torch"
+        classic = f", or keep the C++ API: the wheel {said}; {floors.pin_advice(wheel.declared)}"
+    return (
+        f"{container}: {len(binaries)} binar{'ies use' if len(binaries) > 1 else 'y uses'} "
+        f"{len(found)} C++ symbols of libtorch ({', '.join(f'{k} {n}' for k, n in spaces.most_common())}"
+        f"; {where}), e.g. {examples}: {held} load only on the torch they were built against "
+        f"('undefined symbol' on others); build on the stable ABI (only torch/csrc/stable and "
+        f"torch/headeronly headers){classic}; every symbol: wheelforge check --json"
+    )
 
 
 RULE = Rule(
@@ -49,4 +89,5 @@ RULE = Rule(
     needs=frozenset({"symbols"}),
     order=20,
     check=check,
+    summary=summary,
 )

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterator, Sequence
 
 from wheelforge.binaries import floors
+from wheelforge.binaries.elf import split_member
 from wheelforge.binaries.facts import BinaryFacts
-from wheelforge.binaries.rule import Finding, Rule, RuleContext
+from wheelforge.binaries.rule import Finding, Rule, RuleContext, Violation, WheelSummary
 from wheelforge.configuration import abi
 from wheelforge.toolchain.shims import Version2
 
@@ -27,10 +29,34 @@ def check(binary: BinaryFacts, context: RuleContext) -> Iterator[Finding]:
                 name,
                 f"{path} uses {name}, which is not in Python's limited API, so the {tag}-abi3 "
                 "tag is wrong; build with -DPy_LIMITED_API and avoid that function",
+                kind=KIND,
             )
         elif member.added > PyVersion(*floor):
             added = (member.added.major, member.added.minor)
             yield above_tag(path, name, added, context)
+
+
+KIND = "python-non-limited"
+
+
+def summary(container: str, found: Sequence[Violation], wheel: WheelSummary | None) -> str:
+    """Every Python symbol outside the limited API in one wheel (or file), in one line."""
+    binaries = Counter(split_member(v.binary)[1] or v.binary for v in found)
+    where = ", ".join(f"{b} {n}" for b, n in binaries.most_common(3))
+    if len(binaries) > 3:
+        where += f", {len(binaries) - 3} more"
+    examples = ", ".join(dict.fromkeys(v.symbol or "" for v in found[:3]))
+    tag = (
+        f"cp{wheel.tag_python[0]}{wheel.tag_python[1]}-abi3"
+        if wheel and wheel.tag_python
+        else "abi3"
+    )
+    return (
+        f"{container}: {len(binaries)} binar{'ies use' if len(binaries) > 1 else 'y uses'} "
+        f"{len(found)} Python symbols outside the limited API ({where}), e.g. {examples}, so "
+        f"the {tag} tag is wrong; build with -DPy_LIMITED_API and avoid them; every symbol: "
+        "wheelforge check --json"
+    )
 
 
 def above_tag(path: str, what: str, added: Version2, context: RuleContext) -> Finding:
@@ -66,9 +92,12 @@ RULE = Rule(
     "than the tag but within the wheel's `Requires-Python` is a warning naming both",
     source="`abi3info` (CPython's own limited-API manifest, with the version that added each "
     "symbol)",
-    flavours=frozenset({abi.STABLE.name}),
+    # A classic wheel tagged abi3 (vLLM 0.10.1.1's cp38-abi3, pinned to one torch) claims the
+    # limited API too; one tagged for one CPython has no abi3 floor, so the rule says nothing.
+    flavours=frozenset(abi.NAMES),
     roles=frozenset({"extension", "library"}),
     needs=frozenset({"symbols"}),
     order=40,
     check=check,
+    summary=summary,
 )

@@ -5,10 +5,12 @@ manylinux tag, their machine is the platform tag's, and an abi3 wheel names its 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 
+from wheelforge.binaries.elf import split_member
 from wheelforge.binaries.facts import BinaryFacts
-from wheelforge.binaries.rule import Finding, Rule, RuleContext
+from wheelforge.binaries.rule import Finding, Rule, RuleContext, Violation, WheelSummary
 from wheelforge.configuration import abi
 
 _MANYLINUX_RE = re.compile(r"^manylinux_([0-9]{1,4})_([0-9]{1,4})_(\w+)$")
@@ -33,6 +35,7 @@ def check(binary: BinaryFacts, context: RuleContext) -> Iterator[Finding]:
                 glibc,
                 f"{wheel} is tagged {platform}, but {member} needs {glibc}; "
                 "let auditwheel repair compute the tag, or build on an older glibc",
+                kind=f"glibc-above-{platform}",
             )
         if platform.startswith(("manylinux", "linux")) and arch != facts.machine:
             yield Finding(
@@ -46,6 +49,20 @@ def check(binary: BinaryFacts, context: RuleContext) -> Iterator[Finding]:
         )
 
 
+def summary(container: str, found: Sequence[Violation], wheel: WheelSummary | None) -> str:
+    """The binaries whose glibc is above one platform tag, in one line (vLLM 0.10.1.1's five
+    modules under its manylinux1 tag)."""
+    platform = (found[0].kind or "").removeprefix("glibc-above-")
+    need = {split_member(v.binary)[1] or v.binary: v.symbol or "" for v in found}
+    newest = max(need.values(), key=lambda s: tuple(int(p) for p in re.findall(r"[0-9]+", s)))
+    members = ", ".join(f"{m} ({g})" for m, g in need.items())
+    return (
+        f"{Path(container).name} is tagged {platform}, but {len(need)} of its binaries need a "
+        f"newer glibc, up to {newest}: {members}; let auditwheel repair compute the tag, or "
+        "build on an older glibc"
+    )
+
+
 RULE = Rule(
     id="tags",
     doc="tags agree with binaries: glibc symbol versions vs the `manylinux_X_Y` tag, ELF machine "
@@ -56,4 +73,5 @@ RULE = Rule(
     needs=frozenset({"symbols"}),
     order=60,
     check=check,
+    summary=summary,
 )

@@ -1,11 +1,13 @@
-"""An unstable-ABI wheel pins the torch release it was built against (``torch==2.13.*``): its
+"""An unstable-ABI wheel pins the torch release it was built against (``torch==X.Y.*``): its
 binaries use torch's full C++ API, whose layout changes between releases, so under another
-torch they fail to load or crash."""
+torch they fail to load or crash. The fix names that torch where the wheel says it
+(floors.pin_advice), never a made-up one."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+from wheelforge.binaries import floors
 from wheelforge.binaries.facts import BinaryFacts
 from wheelforge.binaries.rule import Finding, Rule, RuleContext
 from wheelforge.configuration import abi
@@ -20,15 +22,15 @@ def check(binary: BinaryFacts, context: RuleContext) -> Iterator[Finding]:
         what = f"declares {said.torch}" if said.torch else "declares no torch requirement"
         yield Finding(
             None,
-            f"{context.wheel_name} is an unstable-ABI wheel (torch's full C++ API, one CPython), but it "
-            f"{what}; pin the torch release it was built against, e.g. Requires-Dist: torch==2.13.*",
+            f"{context.wheel_name} is an unstable-ABI wheel (its binaries use libtorch's C++ "
+            f"API, so they load on one torch only), but it {what}; {floors.pin_advice(said)}",
         )
 
 
 RULE = Rule(
     id="torch-pin",
-    doc="an unstable-ABI wheel pins the torch release it was built against (`torch==2.13.*`) in "
-    "its METADATA",
+    doc="an unstable-ABI wheel pins the torch release it was built against (`torch==X.Y.*`) in "
+    "its METADATA; the fix names that torch where the wheel's requirement says it",
     source="the wheel's METADATA",
     flavours=frozenset({abi.UNSTABLE.name}),
     roles=frozenset({"wheel"}),

@@ -307,6 +307,13 @@ def read_build_toml(root: Path) -> CapturedBuild:
     data = _load(path)
     general = data.get("general") or {}
     python_name = str(general.get("name") or root.name).replace("-", "_")
+    if not python_name.isidentifier():
+        # It names the package folder torch-ext/<name> that init writes _ops.py into:
+        # ``name = "../../x"`` once wrote outside the project.
+        raise ConfigError(
+            f"{path}: [general] name {general.get('name') or root.name!r} is not a Python package "
+            "name; use letters, digits, '_' and '-' (kernel-builder's names, such as 'flash-attn')"
+        )
     torch = data.get("torch")
     if not isinstance(torch, dict):
         what = (

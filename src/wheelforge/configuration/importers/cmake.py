@@ -5,7 +5,9 @@ CMake's file API (codemodel-v2) for the targets: which are Python modules, what 
 Configuring runs the project's CMake code; downloads are refused (``FETCHCONTENT_FULLY_DISCONNECTED``,
 and every proxy variable points at a closed port, so ``file(DOWNLOAD)`` and git clones fail
 fast): a dependency CMake would fetch is named, with the flag that gives its folder instead.
-torch's CMake files come from the build Python (``torch.utils.cmake_prefix_path``)."""
+torch's CMake files come from the build Python (``torch.utils.cmake_prefix_path``). CMake runs
+in the sandbox of foundation/fence.py: the project and the build folder the only writable
+places, no network, no process left when it ends."""
 
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ from wheelforge.configuration.importers.captured import (
 )
 from wheelforge.configuration.importers.flags import merge_archs, sort_flags
 from wheelforge.configuration.matrix.keys import SOURCE_SUFFIXES
-from wheelforge.foundation import proc, readers, writers
+from wheelforge.foundation import fence, proc, readers, writers
 from wheelforge.foundation.errors import ToolError
 
 DEADLINE_S = 600.0
@@ -49,6 +51,7 @@ class CMakeContext:
     archs: str | None = None  # TORCH_CUDA_ARCH_LIST for torch's CMake files
     args: tuple[str, ...] = ()  # --cmake-arg, $CMAKE_ARGS
     deadline_s: float = DEADLINE_S
+    sandbox: fence.Choice = "auto"  # --sandbox
 
 
 def _torch_prefix(python: Path) -> str | None:
@@ -63,12 +66,14 @@ def _torch_prefix(python: Path) -> str | None:
 
 
 def _configure(root: Path, build: Path, context: CMakeContext) -> str:
+    kind = fence.choose(context.sandbox, what=f"CMake's configure of {root / 'CMakeLists.txt'}")
     query = build / ".cmake" / "api" / "v1" / "query"
     query.mkdir(parents=True)
     writers.write_atomic(query / "codemodel-v2", "")
     python = str(context.python)
+    cmake = proc.which("cmake", hint="install CMake 3.18 or newer (pip install cmake)")
     args: list[str | Path] = [
-        "cmake",
+        cmake,
         "-S",
         root,
         "-B",
@@ -103,15 +108,30 @@ def _configure(root: Path, build: Path, context: CMakeContext) -> str:
     env |= {"no_proxy": "", "NO_PROXY": "", "GIT_TERMINAL_PROMPT": "0"}
     if context.archs:
         env["TORCH_CUDA_ARCH_LIST"] = context.archs
+    env["TMPDIR"] = str(build)
+    readable = (
+        *fence.python_folders(context.python),
+        *fence.program_folders(cmake),
+        *fence.program_folders("ninja"),
+        *([context.nvcc.parent.parent] if context.nvcc is not None else []),
+        *([Path(prefix)] if prefix else []),
+        *_named_folders(context.args),
+    )
     result = proc.run(
-        args,
-        hint="install CMake 3.18 or newer (pip install cmake)",
+        fence.wrap(kind, args, cwd=build, writable=(root, build), readable=readable),
+        hint=fence.FIX,
         env=env,
         check=False,
         what="cmake (configure only)",
         timeout=context.deadline_s,
+        cwd=build,
     )
     output = result.stdout + result.stderr
+    if result.returncode != 0 and (said := fence.failure(output)) is not None:
+        raise ToolError(
+            f"the sandbox init configures {root / 'CMakeLists.txt'} in could not be set up ({said})",
+            details=proc.tail(output),
+        )
     if result.returncode != 0:
         unfetched = _unfetched(build)
         error = re.search(r"CMake Error[^\n]*\n((?:[ \t]+\S[^\n]*\n?){1,3})", output)
@@ -128,6 +148,17 @@ def _configure(root: Path, build: Path, context: CMakeContext) -> str:
             details=proc.tail(output),
         )
     return output
+
+
+def _named_folders(args: Iterable[str]) -> list[Path]:
+    """The folders --cmake-arg / CMAKE_ARGS name (``-DFETCHCONTENT_SOURCE_DIR_X=../x``): shown
+    inside the sandbox, read-only, wherever they lie."""
+    found = []
+    for arg in args:
+        value = arg.partition("=")[2] if arg.startswith("-D") else ""
+        if value and (folder := Path(value).absolute()).is_dir():
+            found.append(folder)
+    return found
 
 
 def _unfetched(build: Path) -> list[str]:

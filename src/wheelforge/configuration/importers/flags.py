@@ -214,6 +214,39 @@ def sort_flags(flags: Sequence[str]) -> SortedFlags:
     )
 
 
+# Include-folder flags as GCC and nvcc spell them: ``-I x``, ``-Ix``, ``--include-path=x``,
+# ``-isystem x`` (nvcc's ``--system-include``).
+_INCLUDE_FLAGS = ("--include-path", "--system-include", "-isystem", "-I")
+# Library-folder flags of a link: ``-L x``, ``-Lx``, ``--library-path=x``.
+LIBRARY_FLAGS = ("--library-path", "-L")
+
+
+def split_folders(
+    flags: Sequence[str], names: tuple[str, ...] = _INCLUDE_FLAGS
+) -> tuple[list[str], list[str]]:
+    """The folders a flag list names with *names* (include folders by default; LIBRARY_FLAGS
+    for a link's ``-L``), in order, and the other flags: a project's ``-I/abs/csrc`` becomes an
+    include folder written relative to the project, not a flag that names this checkout."""
+    folders: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(flags):
+        flag = flags[i]
+        name = next((n for n in names if flag == n or flag.startswith(n)), None)
+        if name is None:
+            rest.append(flag)
+            i += 1
+            continue
+        value = flag[len(name) :].removeprefix("=")
+        if not value:  # "-I x": the folder is the next word
+            value = flags[i + 1] if i + 1 < len(flags) else ""
+            i += 1
+        if value:
+            folders.append(value)
+        i += 1
+    return folders, rest
+
+
 def arch_text(specs: Iterable[ArchSpec]) -> str:
     """An arch list as matrix.yaml writes it: ``8.0 9.0a+PTX``."""
     return " ".join(str(s) for s in specs)

@@ -353,6 +353,25 @@ def _run(setup: str) -> None:
         }
 
 
+def _package_files() -> None:
+    """The package data setuptools' build_py would ship (capture_packagedata.py), with the
+    unguarded file opener: its egg-info goes to a temporary folder and is no write of
+    setup.py's."""
+    import io
+
+    guarded = builtins.open, io.open
+    builtins.open = io.open = _REAL_OPEN
+    try:
+        exts = [types.SimpleNamespace(**e) for e in RECORD["extensions"]]
+        RECORD["package_files"] = _sibling("capture_packagedata").data_files(
+            RECORD["setup_calls"][-1], exts, _CONTEXT["root"]
+        )
+    except Exception as exc:  # setuptools refused the arguments: the static reading stands
+        RECORD["package_files_error"] = f"{type(exc).__name__}: {exc}"[:500]
+    finally:
+        builtins.open, io.open = guarded
+
+
 def main(context_path: str) -> int:
     with _REAL_OPEN(context_path) as f:
         _CONTEXT.update(json.load(f))
@@ -384,6 +403,7 @@ def main(context_path: str) -> int:
     _run(_CONTEXT["setup"])
     if RECORD["setup_calls"]:
         _replaced_ninja(original)
+        _package_files()
     with _REAL_OPEN(str(_CONTEXT["out"]), "w") as f:
         json.dump(RECORD, f, default=str)
     return 0

@@ -2,13 +2,18 @@
 (setup_child.py, through foundation/proc with a deadline), recording what ``setup()`` and the
 Extension classes are given; setuprecord.py reads the record into a CapturedBuild.
 
-The child runs the user's own code: init says so on the screen, and ``--no-run`` reads setup.py
-without running it instead (staticsetup.py)."""
+The child runs the user's own code, inside the sandbox of foundation/fence.py (the project and
+the run's scratch folder the only writable places, no network, every process it starts ended
+with it); the child's own guards (capture_guards.py) record what it tried, with its line, for
+the screen. init says so on the screen, and ``--no-run`` reads setup.py without running it
+instead (staticsetup.py)."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +23,7 @@ from wheelforge.configuration.importers import generators
 from wheelforge.configuration.importers.captured import CapturedBuild
 from wheelforge.configuration.importers.setuppy import parse_setup_py
 from wheelforge.configuration.importers.setuprecord import read_record
-from wheelforge.foundation import log, proc, readers, writers
+from wheelforge.foundation import fence, log, proc, readers, writers
 from wheelforge.foundation.errors import ToolError
 
 CHILD = Path(__file__).with_name("setup_child.py")
@@ -41,13 +46,21 @@ class CaptureContext:
     env: tuple[tuple[str, str], ...] = ()  # added to the child's environment
     deadline_s: float = DEADLINE_S
     stand_in: bool = False  # the stand-in torch even when the build Python has one
+    sandbox: fence.Choice = "auto"  # --sandbox
 
 
 def run_setup(
-    root: Path, context: CaptureContext, generator: dict[str, Any] | None = None
+    root: Path,
+    context: CaptureContext,
+    generator: dict[str, Any] | None = None,
+    *,
+    writable: tuple[Path, ...] = (),
 ) -> dict[str, Any]:
     """The child's record for *root*/setup.py (the raw JSON document); with *generator*
-    (``{"argv": [python, script, ...], "cwd": folder}``), that script run alone instead."""
+    (``{"argv": [python, script, ...], "cwd": folder}``), that script run alone instead. The
+    child runs fenced (--sandbox): *root*, its scratch folder and *writable* the only places
+    it can write."""
+    kind = fence.choose(context.sandbox, what=str(root / "setup.py"))
     with tempfile.TemporaryDirectory(prefix="wheelforge-init-") as tmp:
         out = Path(tmp) / "record.json"
         given = {
@@ -62,24 +75,51 @@ def run_setup(
             "generator": generator,
         }
         writers.write_atomic(Path(tmp) / "context.json", json.dumps(given))
+        # Deterministic set and dict order in setup.py (a list built from a set); its
+        # temporary files in the scratch folder, the one writable place besides the project.
+        env = {"PYTHONHASHSEED": "0", "TMPDIR": tmp, **dict(context.env)}
+        python = proc.which(
+            context.python, hint="pass --python with the interpreter that builds the project"
+        )
+        readable = (
+            *fence.python_folders(Path(python)),
+            CHILD.parent,
+            *([context.cuda_home] if context.cuda_home else []),
+            *fence.env_folders({**os.environ, **env}),
+        )
         result = proc.run(
-            [context.python, CHILD, Path(tmp) / "context.json"],
-            hint="pass --python with the interpreter that builds the project",
+            fence.wrap(
+                kind,
+                [python, CHILD, Path(tmp) / "context.json"],
+                cwd=root,
+                writable=(root, Path(tmp), *writable),
+                readable=readable,
+            ),
+            hint=fence.FIX,
             cwd=root,
-            # Deterministic set and dict order in setup.py (a list built from a set).
-            env={"PYTHONHASHSEED": "0", **dict(context.env)},
+            env=env,
             check=False,
             what="setup.py",
             timeout=context.deadline_s,
         )
-        if not out.is_file():
+        output = result.stdout + result.stderr
+        if not out.is_file() and (said := fence.failure(output)) is not None:
             raise ToolError(
-                f"{root / 'setup.py'} could not be run by {context.python} (exit code {result.returncode}); "
-                "read it without running it with 'wheelforge init --no-run'",
+                f"the sandbox init runs {root / 'setup.py'} in could not be set up ({said}); "
+                "read setup.py without running it with 'wheelforge init --no-run'",
+                details=proc.tail(output) or None,
+            )
+        if not out.is_file():
+            said = last_words(result.stderr) or last_words(result.stdout)
+            raise ToolError(
+                f"{root / 'setup.py'} could not be run by {context.python} (exit code {result.returncode})"
+                + (f": {said}" if said else "")
+                + "; read it without running it with 'wheelforge init --no-run'",
                 details=proc.tail(result.stdout + result.stderr) or None,
             )
         record: dict[str, Any] = json.loads(readers.read_text(out, cap=readers.STATE_CAP))
     record["output"] = result.stdout + result.stderr
+    record["stderr"] = result.stderr
     record["root"], record["setup"] = str(root.resolve()), "setup.py"
     record["python"] = str(context.python)
     return record
@@ -89,11 +129,39 @@ def context_python(record: dict[str, Any]) -> str:
     return str(record.get("python") or "the build Python")
 
 
+# A traceback's own lines, which are not what the script said.
+_FRAME_RE = re.compile(r"^(?:Traceback \(most recent call last\):|\s+File \"|\s+\^+\s*$)")
+
+
+def last_words(output: str) -> str | None:
+    """The last line a failing setup.py printed (``print("CUDA_HOME not set", file=sys.stderr);
+    sys.exit(1)``), cut to _LINE_CAP characters; None when it printed nothing."""
+    for line in reversed(output.splitlines()):
+        if line.strip() and not _FRAME_RE.match(line):
+            text = line.strip()
+            return text if len(text) <= _LINE_CAP else f"{text[:_LINE_CAP]}…"
+    return None
+
+
+def _what_failed(record: dict[str, Any]) -> str:
+    """setup.py's own words for its failure: the exception and its message, or, for a bare
+    ``sys.exit(1)`` or an exception without a message, the last line it printed (stderr first)."""
+    error = record["error"] or {}
+    kind, message = error.get("type"), str(error.get("message") or "").strip()
+    exit_code = kind == "SystemExit" and (not message or message.lstrip("-").isdigit())
+    if message and not exit_code:
+        return f"{kind}: {message}"
+    said = last_words(record.get("stderr") or "") or last_words(record.get("output") or "")
+    if exit_code:
+        return f"sys.exit({message or ''})" + (f" after printing: {said}" if said else "")
+    return f"{kind}" + (f" (it printed: {said})" if said else "")
+
+
 def _failure(root: Path, record: dict[str, Any]) -> ToolError:
     error = record["error"] or {}
     where = error.get("where") or "setup.py"
     file, _, line = where.partition(":")
-    message = f"{root / file} failed{' at line ' + line if line else ''}: {error.get('type')}: {error.get('message')}"
+    message = f"{root / file} failed{' at line ' + line if line else ''}: {_what_failed(record)}"
     text = error.get("traceback", "") or error.get("message", "")
     if "No module named 'setuptools'" in text:
         return ToolError(
@@ -105,12 +173,20 @@ def _failure(root: Path, record: dict[str, Any]) -> ToolError:
             "it asks the GPU for its archs and there is none here: give them with --archs (init "
             "sets TORCH_CUDA_ARCH_LIST for setup.py) or TORCH_CUDA_ARCH_LIST"
         )
+    elif "Read-only file system" in text:
+        fix = (
+            "it changes something outside the project folder, which init's sandbox keeps "
+            "read-only (only the project and a scratch folder are writable); or read it "
+            "without running it: 'wheelforge init --no-run'"
+        )
     else:
         fix = (
             "fix what it needs (an environment variable, a submodule, a package in --python), or "
             "read it without running it: 'wheelforge init --no-run'"
         )
-    return ToolError(f"{message}; {fix}", details=_shown_traceback(text) or None)
+    # A bare sys.exit(1) has no traceback: what setup.py printed before it says why.
+    shown = text if error.get("traceback") else record.get("output") or text
+    return ToolError(f"{message}; {fix}", details=_shown_traceback(shown) or None)
 
 
 # A line of setup.py's traceback shown at most this long (a 400 kB literal was printed whole).
@@ -129,13 +205,17 @@ def _shown_traceback(text: str) -> str:
     return proc.tail("\n".join(cut))
 
 
-def capture_setup(root: Path, context: CaptureContext) -> CapturedBuild:
-    # A setup.py Python cannot parse cannot run either: one line naming its line, before any
-    # child starts (its traceback located the error in runpy, '<frozen runpy> failed at 259').
+def check_parses(root: Path) -> None:
+    """A setup.py Python cannot parse cannot run either: one line naming its line, before any
+    child (or sandbox) starts (its traceback located the error in runpy, '<frozen runpy>
+    failed at 259')."""
     parse_setup_py(
-        root / "setup.py",
-        fix="fix it, or write matrix.yaml from docs/your-extension.md",
+        root / "setup.py", fix="fix it, or write matrix.yaml from docs/your-extension.md"
     )
+
+
+def capture_setup(root: Path, context: CaptureContext) -> CapturedBuild:
+    check_parses(root)
     record = run_setup(root, context)
     if not record["setup_calls"]:
         if record.get("error"):
@@ -161,7 +241,7 @@ def _generated_missing(root: Path, context: CaptureContext, build: CapturedBuild
         with tempfile.TemporaryDirectory(prefix="wheelforge-gen-") as tmp:
             out = Path(tmp).resolve()
             argv = [str(context.python), str(root / script), option, str(out)]
-            record = run_setup(root, context, {"argv": argv, "cwd": str(root)})
+            record = run_setup(root, context, {"argv": argv, "cwd": str(root)}, writable=(out,))
             written = [
                 Path(item["path"]).relative_to(out).as_posix()
                 for item in record.get("written") or []

@@ -220,6 +220,11 @@ def _join(left: str, right: str) -> str:
 
 
 def _strings(value: object, what: str, notes: list[str]) -> list[str]:
+    if isinstance(value, int | float):  # extra_compile_args=42: as setuprecord refuses it
+        raise ConfigError(
+            f"{what} is {value!r}, where setuptools takes a list of strings; fix setup.py and "
+            "run init again"
+        )
     items = value if isinstance(value, list) else [value]
     out = []
     for item in items:

@@ -15,7 +15,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from wheelforge.configuration.archs import ArchSpec
-from wheelforge.configuration.importers import generators
+from wheelforge.configuration.importers import generators, packagedata
 from wheelforge.configuration.importers.buildsteps import BuildSteps, ninja_rules
 from wheelforge.configuration.importers.captured import (
     CapturedBuild,
@@ -24,18 +24,19 @@ from wheelforge.configuration.importers.captured import (
     FrontDoor,
     ProjectMetadata,
 )
-from wheelforge.configuration.importers.flags import SortedFlags, arch_text, merge_archs, sort_flags
+from wheelforge.configuration.importers.flags import (
+    LIBRARY_FLAGS,
+    SortedFlags,
+    arch_text,
+    merge_archs,
+    sort_flags,
+    split_folders,
+)
+from wheelforge.configuration.importers.projectpaths import ProjectPaths, rel_to
 from wheelforge.configuration.importers.testsuite import find_tests
+from wheelforge.foundation.errors import ConfigError
 
 _DEFINE_RE = re.compile(r"^-[DU]\w")
-
-
-def _rel(root: Path, value: str) -> tuple[str | None, bool]:
-    """*value* relative to *root* (posix), and whether it stays inside it."""
-    path = Path(os.path.normpath(root / value))
-    if not path.is_relative_to(root):
-        return str(path), False
-    return path.relative_to(root).as_posix() or ".", True
 
 
 def _package_dir(args: Mapping[str, Any]) -> dict[str, Any]:
@@ -59,32 +60,12 @@ class _Reading:
         self.done: list[str] = []
         self.missing: list[str] = []
         self.package_folders: dict[str, str] = {}
+        self.folders = ProjectPaths(root, hand=self.hand, done=self.done, missing=self.missing)
 
     # -- extensions ------------------------------------------------------------------------
 
     def paths(self, values: Iterable[str], what: str, *, must_exist: bool) -> list[str]:
-        out = []
-        for value in values:
-            rel, inside = _rel(self.root, value)
-            if not inside and rel is not None and Path(rel).exists():
-                outside = Path(os.path.relpath(rel, self.root)).as_posix()
-                self.done.append(
-                    f"{what}: '{outside}' lies outside the project folder: a build reads it "
-                    "there, an sdist cannot carry it"
-                )
-                out.append(outside)
-                continue
-            if not inside:
-                self.hand.append(
-                    f"{what}: '{value}' is outside the project folder and does not exist; copy "
-                    "it in or install it and name it here"
-                )
-                continue
-            assert rel is not None
-            if must_exist and not (self.root / rel).exists():
-                self.missing.append(rel)
-            out.append(rel)
-        return out
+        return self.folders.paths(values, what, must_exist=must_exist)
 
     def check_cuda(self, extensions: Iterable[CapturedExtension]) -> None:
         """No extension compiles CUDA though the project has .cu files: a setup.py that asks
@@ -112,10 +93,20 @@ class _Reading:
                 "extension.sources"
             )
 
-    def include_dirs(self, ext: Mapping[str, Any], label: str) -> list[str]:
-        folders = self.paths(
+    def include_dirs(self, ext: Mapping[str, Any], label: str, flagged: list[str]) -> list[str]:
+        """Its include_dirs and the folders its compile flags name with ``-I``, relative to the
+        project (a copy of it in another folder builds)."""
+        given = self.paths(
             _strings(ext.get("include_dirs")), f"{label}: include_dirs", must_exist=False
         )
+        from_flags = self.paths(flagged, f"{label}: its -I flags", must_exist=False)
+        if from_flags:
+            self.done.append(
+                f"{label}: the -I folders of its compile flags written as include-dirs "
+                f"({', '.join(from_flags[:3])}{' ...' if len(from_flags) > 3 else ''}), relative "
+                "to the project"
+            )
+        folders = list(dict.fromkeys([*given, *from_flags]))
         for folder in folders:
             if not (self.root / folder).is_dir():
                 self.hand.append(
@@ -126,9 +117,9 @@ class _Reading:
 
     def flags(
         self, ext: Mapping[str, Any], label: str, sources: list[str]
-    ) -> tuple[SortedFlags, SortedFlags, list[str]]:
+    ) -> tuple[SortedFlags, SortedFlags, list[str], list[str]]:
         """The C++ and nvcc flags sorted (torch's own nvcc flags first, as BuildExtension puts
-        them), and the defines both compilers get."""
+        them), the defines both compilers get, and the include folders the flags name."""
         kind = ext.get("kind")
         macros = [
             f"-D{m[0]}" + (f"={m[1]}" if len(m) > 1 and m[1] is not None else "")
@@ -138,6 +129,8 @@ class _Reading:
         args = ext.get("extra_compile_args") or []
         cxx_raw = _strings(args.get("cxx")) if isinstance(args, dict) else _strings(args)
         nvcc_raw = _strings(args.get("nvcc")) if isinstance(args, dict) else _strings(args)
+        cxx_includes, cxx_raw = split_folders(cxx_raw)
+        nvcc_includes, nvcc_raw = split_folders(nvcc_raw)
         cuda = kind == "CUDAExtension" or bool(cuda_sources(sources))
         torch_flags = (
             _strings(self.record.get("torch_nvcc_flags")) if kind == "CUDAExtension" else []
@@ -150,7 +143,8 @@ class _Reading:
         cxx, nvcc = sort_flags(cxx_raw), sort_flags([*torch_flags, *nvcc_raw] if cuda else [])
         self.say_sorted(label, nvcc, cxx)
         shared = (f for f in cxx.kept if _DEFINE_RE.match(f) and (f in nvcc.kept or not cuda))
-        return cxx, nvcc, list(dict.fromkeys([*macros, *shared]))
+        includes = list(dict.fromkeys([*cxx_includes, *(nvcc_includes if cuda else [])]))
+        return cxx, nvcc, list(dict.fromkeys([*macros, *shared])), includes
 
     def link_inputs(self, ext: Mapping[str, Any], label: str) -> None:
         for key, why in (
@@ -172,7 +166,8 @@ class _Reading:
         label = f"{kind} {ext.get('name')} ({where})"
         sources = self.paths(_strings(ext.get("sources")), f"{label}: sources", must_exist=True)
         self.check_sources(label, sources)
-        cxx, nvcc, defines = self.flags(ext, label, sources)
+        cxx, nvcc, defines, flagged = self.flags(ext, label, sources)
+        link_dirs, link_flags = split_folders(_strings(ext.get("extra_link_args")), LIBRARY_FLAGS)
         per_source = self.ninja_archs(ninja, label) if ninja else {}
         archs = merge_archs(nvcc.archs, *per_source.values()) if per_source else nvcc.archs
         self.link_inputs(ext, label)
@@ -184,18 +179,22 @@ class _Reading:
                 CapturedSource(path=s, archs=self.own_archs(per_source.get(s), archs))
                 for s in sources
             ),
-            include_dirs=tuple(self.include_dirs(ext, label)),
+            include_dirs=tuple(self.include_dirs(ext, label, flagged)),
             defines=tuple(defines),
             cxx_flags=tuple(f for f in cxx.kept if f not in defines),
             nvcc_flags=tuple(f for f in nvcc.kept if f not in defines),
             archs=archs,
             libraries=tuple(_strings(ext.get("libraries"))),
             library_dirs=tuple(
-                self.paths(
-                    _strings(ext.get("library_dirs")), f"{label}: library_dirs", must_exist=False
+                dict.fromkeys(
+                    self.paths(
+                        [*_strings(ext.get("library_dirs")), *link_dirs],
+                        f"{label}: library_dirs",
+                        must_exist=False,
+                    )
                 )
             ),
-            link_flags=tuple(_strings(ext.get("extra_link_args"))),
+            link_flags=tuple(link_flags),
             torch_target=nvcc.torch_target or cxx.torch_target,
             limited_api=cxx.limited_api or nvcc.limited_api,
         )
@@ -228,7 +227,7 @@ class _Reading:
         per_source = ninja_rules(ninja)
         out: dict[str, tuple[ArchSpec, ...]] = {}
         for source, command in per_source.items():
-            rel, inside = _rel(self.root, source)
+            rel, inside = rel_to(self.root, source)
             if inside and rel is not None and rel.endswith(".cu"):  # archs are nvcc's alone
                 out[rel] = sort_flags(command).archs
         if out:
@@ -301,7 +300,7 @@ class _Reading:
         base = str(dirs.get("", "."))
         out = []
         for name in _strings(args.get("py_modules")):
-            rel, inside = _rel(self.root, os.path.join(base, *name.split(".")) + ".py")  # noqa: PTH118
+            rel, inside = rel_to(self.root, os.path.join(base, *name.split(".")) + ".py")  # noqa: PTH118
             if inside and rel is not None and (self.root / rel).is_file():
                 out.append(rel)
             else:
@@ -320,7 +319,7 @@ class _Reading:
             if name.rpartition(".")[0] in names:
                 continue  # a subpackage: wheelforge packs a package's folder whole
             folder = str(dirs.get(name, os.path.join(base, *name.split("."))))  # noqa: PTH118
-            rel, inside = _rel(self.root, folder)
+            rel, inside = rel_to(self.root, folder)
             if not inside or rel is None or not (self.root / rel / "__init__.py").is_file():
                 self.hand.append(
                     f"packages: '{name}' has no folder with an __init__.py at {folder}; name "
@@ -329,11 +328,45 @@ class _Reading:
                 continue
             folders[name] = rel
         self.package_folders = folders
+        shipped = self.record.get("package_files")
+        if isinstance(shipped, list):  # setuptools' own build_py listed them: exactly those
+            data_globs, elsewhere = packagedata.package_data_globs(
+                str(self.root), folders, [str(f) for f in shipped]
+            )
+            if data_globs:
+                self.done.append(
+                    f"package-data: the {len(shipped)} files setuptools ships beside the modules "
+                    "(package_data, MANIFEST.in with include_package_data), as its build_py "
+                    "lists them"
+                )
+            for file in elsewhere[:3]:
+                self.hand.append(
+                    f"package data {file} lies in no package folder of package.packages; name "
+                    "its package's folder there"
+                )
+            self._unsupported(args)
+            return tuple(folders.values()), data_globs
+        if self.record.get("package_files_error"):
+            self.hand.append(
+                "package data: setuptools could not list it "
+                f"({self.record['package_files_error']}); package-data has setup(package_data=) "
+                "only: check what the wheel needs"
+            )
         data: list[str] = []
         for pkg, globs in (args.get("package_data") or {}).items():
             top = next((t for t in folders if pkg == t or pkg.startswith(t + ".")), None)
             prefix = "/".join(pkg.split(".")[1:]) if top and pkg != top else ""
             data += [f"{prefix}/{g}" if prefix else g for g in _strings(globs)]
+        if args.get("include_package_data") and (self.root / "MANIFEST.in").is_file():
+            self.hand.append(
+                "include_package_data: the files MANIFEST.in adds to the packages were not "
+                "listed (setup.py was not run); add them to package-data"
+            )
+        self._unsupported(args)
+        return tuple(folders.values()), tuple(dict.fromkeys(data))
+
+    def _unsupported(self, args: Mapping[str, Any]) -> None:
+        """The setup() arguments matrix.yaml has no key for, each a note for the hand."""
         for key, why in (
             ("entry_points", "entry points"),
             ("scripts", "scripts"),
@@ -344,15 +377,63 @@ class _Reading:
                     f"setup({key}={args[key]!r}): matrix.yaml has no key for {why}; leave them "
                     "out or move them into a package"
                 )
-        return tuple(folders.values()), tuple(dict.fromkeys(data))
 
 
 def cuda_sources(sources: Iterable[str]) -> list[str]:
     return [s for s in sources if s.endswith(".cu")]
 
 
+# Extension arguments setuptools takes as lists of strings (a string is read as one), and the
+# one it also takes as a dict of such lists by compiler (torch's BuildExtension: cxx, nvcc).
+_LIST_FIELDS = (
+    "sources",
+    "include_dirs",
+    "undef_macros",
+    "library_dirs",
+    "libraries",
+    "runtime_library_dirs",
+    "extra_objects",
+    "extra_link_args",
+    "depends",
+)
+
+
+def _not_strings(value: Any) -> bool:
+    return value is not None and not isinstance(value, str | list)
+
+
+def _refuse_shapes(record: Mapping[str, Any]) -> None:
+    """An Extension argument of a type setuptools cannot use (``extra_compile_args=42``), named
+    with its extension and where the script made it; the reading below iterates over them."""
+    for ext in record["extensions"]:
+        label = (
+            f"{ext.get('kind') or 'Extension'} {ext.get('name')} ({ext.get('where') or 'setup.py'})"
+        )
+        args = ext.get("extra_compile_args")
+        bad = [(key, ext.get(key)) for key in _LIST_FIELDS if _not_strings(ext.get(key))]
+        if isinstance(ext.get("define_macros"), str) or _not_strings(ext.get("define_macros")):
+            bad.append(("define_macros", ext.get("define_macros")))
+        if isinstance(args, dict) and "repr" not in args:
+            bad += [(f"extra_compile_args['{k}']", v) for k, v in args.items() if _not_strings(v)]
+        elif _not_strings(args):
+            bad.append(("extra_compile_args", args))
+        for key, value in bad[:1]:
+            shown = value["repr"] if isinstance(value, dict) and "repr" in value else repr(value)
+            shown = shown if len(shown) <= 60 else shown[:57] + "..."
+            also = (
+                " or a dict of them by compiler ('cxx', 'nvcc')"
+                if key == "extra_compile_args"
+                else ""
+            )
+            raise ConfigError(
+                f"{label}: {key} is {shown}, where setuptools takes a list of strings"
+                f"{also}; fix setup.py and run init again"
+            )
+
+
 def read_record(root: Path, record: Mapping[str, Any], *, front_door: FrontDoor) -> CapturedBuild:
     """A CapturedBuild from the child's record (or the static reading's, in the same shape)."""
+    _refuse_shapes(record)
     reading = _Reading(root, record)
     args = record["setup_calls"][-1] if record["setup_calls"] else {}
     ninja = record.get("ninja") or {}

@@ -140,6 +140,8 @@ class _Writer:
             )
         out["sources"] = sources_entries(root, ext, outputs)
         cuda = any(s.path.endswith(".cu") for s in ext.sources)
+        if cuda and ext.archs and self.own_archs():
+            out["archs"] = arch_text(ext.archs)
         for key, value in (
             ("include-dirs", ext.include_dirs),
             ("cxx-flags", [*ext.defines, *ext.cxx_flags]),
@@ -159,6 +161,13 @@ class _Writer:
                 "(PYBIND11_MODULE); module-init: true makes wheelforge generate it"
             )
         return out
+
+    def own_archs(self) -> bool:
+        """Whether each extension keeps its own archs (``extensions[].archs``): the project's
+        flags name different archs for different shared objects, and --archs does not replace
+        them all."""
+        named = {e.archs for e in self.build.extensions if e.archs and _cuda(e)}
+        return len(named) > 1 and not self.choices.archs
 
     def abi(self, ext: CapturedExtension) -> Abi:
         return abi_of(self.build.root, ext)
@@ -213,6 +222,16 @@ class _Writer:
             self.done[:] = [d for d in self.done if not d.startswith("arch-sets:")]
             return "\n" + buildparts.dump("arch-sets", {"default": self.choices.archs})
         found = merge_archs(*(e.archs for e in self.build.extensions))
+        if found and self.own_archs():
+            self.done.append(
+                "archs: the extensions' flags name different archs ("
+                + "; ".join(
+                    f"{e.name}: {arch_text(e.archs)}"
+                    for e in self.build.extensions
+                    if e.archs and _cuda(e)
+                )
+                + f"): each keeps its own (extensions[].archs), the arch set is all of them ({arch_text(found)})"
+            )
         if found:
             return "\n" + buildparts.dump("arch-sets", {"default": arch_text(found)})
         if self.choices.env_archs:
@@ -261,6 +280,10 @@ class _Writer:
         return f"python-abi: cp3{version.minor}\n"
 
 
+def _cuda(ext: CapturedExtension) -> bool:
+    return any(s.path.endswith(".cu") for s in ext.sources)
+
+
 def _refuse_missing(build: CapturedBuild) -> None:
     if not build.missing:
         return
@@ -287,18 +310,46 @@ def _abi(writer: _Writer, extensions: Sequence[CapturedExtension]) -> Abi:
     return UNSTABLE
 
 
-def _targeted(extensions: Sequence[CapturedExtension]) -> CapturedExtension:
-    """The extension whose stable-ABI target is the newest (the torch floor of all of them)."""
-    return max(
+def _targeted(writer: _Writer, extensions: Sequence[CapturedExtension]) -> CapturedExtension:
+    """The extension whose stable-ABI target is the newest: the torch floor of all of them (a
+    wheel loads where every shared object in it loads; the lower target's code builds under the
+    newer one, whose headers only add)."""
+    chosen = max(
         extensions, key=lambda e: Version(e.torch_target) if e.torch_target else Version("0")
     )
+    _said_per_extension(writer, extensions, "torch_target", "-DTORCH_TARGET_VERSION", "torch")
+    return chosen
+
+
+def _limited(writer: _Writer, extensions: Sequence[CapturedExtension]) -> CapturedExtension:
+    """The extension whose Py_LIMITED_API is the newest: the abi3 floor of the wheel."""
+    chosen = max(
+        extensions, key=lambda e: Version(e.limited_api) if e.limited_api else Version("0")
+    )
+    _said_per_extension(writer, extensions, "limited_api", "Py_LIMITED_API", "python-abi")
+    return chosen
+
+
+def _said_per_extension(
+    writer: _Writer, extensions: Sequence[CapturedExtension], attr: str, flag: str, key: str
+) -> None:
+    named = {str(e.name): getattr(e, attr) for e in extensions if getattr(e, attr)}
+    if len(set(named.values())) > 1:
+        newest = max(named.values(), key=Version)
+        writer.done.append(
+            f"{key}: the extensions name different {flag} ("
+            + ", ".join(f"{n}: {v}" for n, v in named.items())
+            + f"); one wheel loads only where all of them do, so the newest, {newest}, is the "
+            "floor of all (the older one's code builds under it)"
+        )
 
 
 def _summary(build: CapturedBuild, abi: Abi) -> str:
-    parts = [
-        f"{e.name}: {len([s for s in e.sources if Path(s.path).suffix in SOURCE_SUFFIXES])} source(s)"
+    counts = [
+        (e.name, sum(1 for s in e.sources if Path(s.path).suffix in SOURCE_SUFFIXES))
         for e in build.extensions
     ]
+    parts = [f"{name}: {n} source{'' if n == 1 else 's'}" for name, n in counts]
     extra = (
         [
             f"{len(build.header_libraries)} header librar{'y' if len(build.header_libraries) == 1 else 'ies'}"
@@ -340,7 +391,7 @@ def render(build: CapturedBuild, choices: InitChoices) -> InitResult:
         buildparts.generate_text(build.steps),
         "\n" + section,
     ]
-    torch = writer.torch(abi, _targeted(extensions))
+    torch = writer.torch(abi, _targeted(writer, extensions))
     if abi.per_torch:
         parts.append(
             "\n# torch/extension.h: one build per torch version below (a CUDA build of torch).\n"
@@ -348,7 +399,7 @@ def render(build: CapturedBuild, choices: InitChoices) -> InitResult:
         parts.append(f"abi: {abi.name}\n" + buildparts.dump("torch", torch))
     else:
         parts.append(f"\nabi: {abi.name}\n" + buildparts.dump("torch", torch))
-    parts.append(writer.python_abi(next((e for e in extensions if e.limited_api), extensions[0])))
+    parts.append(writer.python_abi(_limited(writer, extensions)))
     parts.append(writer.arch_sets())
     parts.append(writer.tests())
     text = "".join(parts)

@@ -6,6 +6,7 @@ on this."""
 
 from __future__ import annotations
 
+import os
 import stat
 from collections.abc import Mapping
 from pathlib import Path
@@ -36,6 +37,7 @@ class ExtensionsReader(ModelReader):
                     "must be a module name, e.g. 'mypkg._C' (or 'mypkg_cuda' at the top level)",
                 ),
                 "sources": self.sources,
+                "archs": self.parsed(lambda text, w: parse_arch_list(text, source=w)),
                 "include_dirs": self.checked_list(self.include_folder),
                 "size_budget": self.size,
                 "cxx_flags": self.flag_list,
@@ -89,6 +91,15 @@ class ExtensionsReader(ModelReader):
                     item,
                     f"{where}: '{pattern}' matches {odd[0].name}, which is {odd[1]}; "
                     "sources must be regular files",
+                )
+                continue
+            if undecodable := next((m for m in matches if not _is_utf8(m)), None):
+                # ninja's file, the compile cache's keys and the report are UTF-8 (a traceback)
+                shown = os.fsencode(undecodable).decode("utf-8", errors="backslashreplace")
+                self.problems.add(
+                    item,
+                    f"{where}: '{pattern}' matches {shown}, whose name is not UTF-8 (the bytes "
+                    "written \\xNN); rename it",
                 )
                 continue
             bad = [m for m in matches if m.is_file() and m.suffix not in SOURCE_SUFFIXES]
@@ -184,3 +195,12 @@ def _not_regular(path: Path) -> str | None:
     except OSError as exc:
         return f"unreadable ({exc.strerror or exc})"
     return None if stat.S_ISDIR(mode) else readers.kind_of(mode)
+
+
+def _is_utf8(path: Path) -> bool:
+    """Whether *path*'s name is text (a name of other bytes reads as surrogate escapes)."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

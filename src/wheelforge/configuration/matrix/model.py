@@ -210,6 +210,18 @@ class ExtensionConfig:
             words="list of globs, or `{files: GLOB, archs: LIST}`",
         )
     )
+    archs: tuple[ArchSpec, ...] | None = field(
+        default=None,
+        metadata=key(
+            (
+                "compile this extension's CUDA sources only for these archs (the rule of a "
+                "source's `archs`, which wins over it): two shared objects of one wheel built for "
+                "different archs"
+            ),
+            shape=ARCH_LIST_REF,
+            words="arch list",
+        ),
+    )
     include_dirs: tuple[Path, ...] = field(
         default=(),
         metadata=key(
@@ -536,7 +548,7 @@ class Matrix:
         default=(),
         metadata=key(
             (
-                "the wheel's shared objects, each with its own name, sources and flags, all built "
+                "the wheel's shared objects, each with its own name, sources and flags (and archs), all built "
                 "for the same arch sets, toolkits and torch (one build.ninja per variant compiles "
                 "them all)"
             ),

@@ -283,6 +283,14 @@ class ModelReader:
             return None
         return folder
 
+    def escapes(self, node: yaml.Node, path: Path, where: str) -> bool:
+        """Whether *path* leads out of the project (a link to elsewhere, ``../x``): then a
+        problem naming *where* and the link is recorded, since a wheel would carry it."""
+        target = fsutil.escapes(path, self.root)
+        if target is not None:
+            self.problems.add(node, fsutil.escape_message(where, path, target, self.root))
+        return target is not None
+
     def requirement(self, example: str) -> Callable[[yaml.Node, str, str], str | None]:
         def convert(node: yaml.Node, value: str, where: str) -> str | None:
             try:

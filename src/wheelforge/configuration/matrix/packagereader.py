@@ -18,8 +18,9 @@ from wheelforge.configuration.matrix.discovery import is_package
 from wheelforge.configuration.matrix.keys import LINE_BREAK_RE, NAME_RE
 from wheelforge.configuration.matrix.model import PackageConfig
 from wheelforge.configuration.matrix.modelreader import KeyReader, ModelReader, Section
-from wheelforge.configuration.matrix.pyproject import ProjectMetadata
-from wheelforge.foundation import numbers
+from wheelforge.configuration.matrix.pyproject import ProjectMetadata, default_license_files
+from wheelforge.foundation import fsutil, numbers
+from wheelforge.foundation.errors import ConfigError
 
 # package keys pyproject.toml's [project] may give instead: attribute → how two values compare.
 _FROM_PROJECT: dict[str, Callable[[str, str], bool]] = {
@@ -84,15 +85,32 @@ class PackageReader(ModelReader):
                 self.problems.add(node, f"{where} needs '{key}'{how}")
         if read.values.get("name") is None or read.values.get("version") is None:
             return None  # the problem is recorded
-        if project is None:
-            return self.build(PackageConfig, read)
+        if project is not None and project.license_files is not None:
+            return self.build(
+                PackageConfig,
+                read,
+                extra_metadata=project.headers,
+                description=project.description,
+                metadata_version=project.metadata_version,
+                license_files=project.license_files,
+            )
+        # No license-files given: setuptools' default globs, with their License-File headers
+        # (core metadata 2.4), as a setuptools wheel of the project carries them.
+        root = project.path.parent if project is not None else self.root
+        try:
+            licenses = default_license_files(root)
+        except ConfigError as exc:
+            self.problems.add(node, exc.message)
+            return None
+        headers = tuple(("License-File", p.relative_to(root).as_posix()) for p in licenses)
+        version = project.metadata_version if project is not None else "2.1"
         return self.build(
             PackageConfig,
             read,
-            extra_metadata=project.headers,
-            description=project.description,
-            metadata_version=project.metadata_version,
-            license_files=project.license_files,
+            extra_metadata=(project.headers if project is not None else ()) + headers,
+            description=project.description if project is not None else None,
+            metadata_version="2.4" if licenses else version,
+            license_files=licenses,
         )
 
     def merge_project(self, read: Section, project: ProjectMetadata) -> None:
@@ -207,6 +225,8 @@ class PackageReader(ModelReader):
 
     def package_folder(self, node: yaml.Node, value: str, where: str) -> Path | None:
         folder = self.folder(node, value, where)
+        if folder is not None and self.escapes(node, self.root / value, where):
+            return None
         if folder is not None and not is_package(folder):
             self.problems.add(
                 node,
@@ -217,7 +237,10 @@ class PackageReader(ModelReader):
         return folder
 
     def module_file(self, node: yaml.Node, value: str, where: str) -> Path | None:
-        path = (self.root / value).resolve()
+        """A top-level module's file, named where it is found (a link by its own name: the
+        wheel carries the link's own name, not the name of the file it leads to)."""
+        link = self.root / value
+        path = fsutil.resolved(link.parent) / link.name
         if path.suffix != ".py" or not path.is_file():
             self.problems.add(
                 node,
@@ -227,4 +250,4 @@ class PackageReader(ModelReader):
                 ),
             )
             return None
-        return path
+        return None if self.escapes(node, link, where) else path

@@ -15,7 +15,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from wheelforge.configuration.matrix import yamlio
-from wheelforge.foundation import readers
+from wheelforge.foundation import fsutil, readers
 from wheelforge.foundation.errors import ConfigError
 
 if sys.version_info >= (3, 11):
@@ -39,7 +39,7 @@ class ProjectMetadata:
     headers: tuple[tuple[str, str], ...]  # the other core-metadata headers, in order
     description: str | None  # the readme's text
     metadata_version: str
-    license_files: tuple[Path, ...]
+    license_files: tuple[Path, ...] | None  # None: [project] has no license-files key
 
 
 def load_toml(path: Path) -> dict[str, object] | None:
@@ -66,7 +66,7 @@ def read_project(path: Path) -> ProjectMetadata | None:
         return None
     import pyproject_metadata  # ~0.03 s: only a project with a [project] table loads it
 
-    _check_read_files(data, root)
+    _check_read_files(data, path)
     try:
         meta = pyproject_metadata.StandardMetadata.from_pyproject(
             data, project_dir=root, allow_extra_keys=True
@@ -99,11 +99,45 @@ def read_project(path: Path) -> ProjectMetadata | None:
         headers=tuple(headers),
         description=body if isinstance(body, str) and body.strip() else None,
         metadata_version=str(parsed["Metadata-Version"] or "2.1"),
-        license_files=tuple(root / p for p in (meta.license_files or ())),
+        license_files=None
+        if meta.license_files is None
+        else _inside(path, "license-files", [root / p for p in meta.license_files]),
     )
 
 
-def _check_read_files(data: dict[str, object], root: Path) -> None:
+# What setuptools (and hatchling, and wheel before them) ship from the project's folder when
+# no license-files are given (setuptools' Distribution._finalize_license_files).
+DEFAULT_LICENSE_GLOBS = ("LICEN[CS]E*", "COPYING*", "NOTICE*", "AUTHORS*")
+
+
+def default_license_files(root: Path) -> tuple[Path, ...]:
+    """The files of *root* (its own, not its subfolders') that DEFAULT_LICENSE_GLOBS match, in
+    setuptools' order: by pattern, then by name; editor backups (``~``) left out."""
+    found: list[Path] = []
+    for pattern in DEFAULT_LICENSE_GLOBS:
+        found += sorted(p for p in root.glob(pattern) if p.is_file() and not p.name.endswith("~"))
+    for file in dict.fromkeys(found):
+        target = fsutil.escapes(file, root)
+        if target is not None:
+            what = (
+                f"license file {file.name} (the default globs {', '.join(DEFAULT_LICENSE_GLOBS)})"
+            )
+            raise ConfigError(fsutil.escape_message(what, file, target, root))
+    return tuple(dict.fromkeys(found))
+
+
+def _inside(path: Path, key: str, files: list[Path]) -> tuple[Path, ...]:
+    """*files* (of [project] *key*), each refused when it leads out of the project: a readme
+    linked to ``~/.ssh/id_rsa`` would become METADATA's body, a license file a wheel member."""
+    for file in files:
+        target = fsutil.escapes(file, path.parent)
+        if target is not None:
+            what = f"{path}: [project] {key}"
+            raise ConfigError(fsutil.escape_message(what, file, target, path.parent))
+    return tuple(files)
+
+
+def _check_read_files(data: dict[str, object], path: Path) -> None:
     """The files [project] names that pyproject-metadata reads whole (the readme, a license
     file) are first read through the bounded reader: a FIFO, a device or a 3 GB readme is one
     line naming it (the library waited, or ran out of memory); one that is missing is the
@@ -113,14 +147,15 @@ def _check_read_files(data: dict[str, object], root: Path) -> None:
         return
     readme, license_ = project.get("readme"), project.get("license")
     named = [
-        readme if isinstance(readme, str) else None,
-        readme.get("file") if isinstance(readme, dict) else None,
-        license_.get("file") if isinstance(license_, dict) else None,
+        ("readme", readme if isinstance(readme, str) else None),
+        ("readme", readme.get("file") if isinstance(readme, dict) else None),
+        ("license", license_.get("file") if isinstance(license_, dict) else None),
     ]
-    for name in named:
+    for key, name in named:
         if isinstance(name, str):
             with contextlib.suppress(FileNotFoundError):
-                readers.read_text(root / name, cap=readers.CONFIG_CAP)
+                readers.read_text(path.parent / name, cap=readers.CONFIG_CAP)
+            _inside(path, key, [path.parent / name])
 
 
 def project_for(

@@ -311,8 +311,10 @@ class MatrixReader(ExtensionsReader, StepsReader, PackageReader):
         return matrix
 
 
-def load_matrix(path: Path) -> Matrix:
-    display = str(path)
+def load_matrix(path: Path, *, display: str | None = None) -> Matrix:
+    """The matrix in *path* (its folder is the project's); *display* names it in errors (init
+    checks what it writes under a staged name, shown as the matrix.yaml it becomes)."""
+    display = str(path) if display is None else display
     reader = MatrixReader(fsutil.resolved(path), display)
     with fsutil.gc_paused():
         return reader.read(yamlio.load(path, display))

@@ -12,7 +12,7 @@ import yaml
 
 from wheelforge.foundation import readers
 from wheelforge.foundation.diagnostics import Diagnostic
-from wheelforge.foundation.errors import ConfigError, first_and_rest
+from wheelforge.foundation.errors import ConfigError
 
 MappingItems = dict[str, tuple[yaml.Node, yaml.Node]]
 # libyaml's parser where PyYAML was built with it: the same nodes and line numbers, ~10x faster.
@@ -44,19 +44,28 @@ class Problems:
         self.items.append((line, message))
 
     def raise_if_any(self) -> None:
+        """One error: its line; several: each its own line in the file's line order, and a
+        last line that counts them (log.error prints every one as ``error: ...``)."""
         if not self.items:
             return
-        items = sorted(self.items, key=lambda item: item[0])
-        lines = [
+        items = sorted(self.items, key=lambda item: item[0])  # stable: one line's in order
+        lines = tuple(
             f"{self.display}:{line}: {message}" if line else f"{self.display}: {message}"
             for line, message in items
-        ]
-        first, details = first_and_rest(lines, unlisted=self.dropped)
+        )
         where = tuple(
             Diagnostic(file=str(self.path), line=line or None, message=message)
             for line, message in items
         )
-        raise ConfigError(first, details=details, diagnostics=where)
+        if len(lines) == 1 and not self.dropped:
+            raise ConfigError(lines[0], diagnostics=where)
+        total = len(lines) + self.dropped
+        message = (
+            f"{self.display}: {total} problems, the first {len(lines)} above; fix these first"
+            if self.dropped
+            else f"{self.display}: {total} problems, above in line order"
+        )
+        raise ConfigError(message, details="\n".join(lines), diagnostics=where, problems=lines)
 
 
 def load(path: Path, display: str) -> yaml.Node | None:

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from wheelforge.binaries.abicheck import BinaryCheck, TorchAbi, WheelSummary
-from wheelforge.binaries.rule import TorchSource, Violation
+from wheelforge.binaries.abicheck import BinaryCheck, TorchAbi
+from wheelforge.binaries.rule import TorchSource, Violation, WheelSummary
 from wheelforge.configuration import abi as abis
 from wheelforge.interface.documents.kinds import DocumentKind, doc, schema_version, version_text
 
@@ -78,7 +78,8 @@ class CheckedAgainstDoc:
     source: TorchSource = field(
         metadata=doc(
             "target (--target), requirement (its Requires-Dist), inferred (it states none: what "
-            "its binaries need)",
+            "its binaries' shims need), assumed (it states none and its binaries use no shim: "
+            "the first torch with the stable ABI, nothing inferred)",
             key="from",
         )
     )

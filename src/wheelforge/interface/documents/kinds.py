@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from wheelforge.foundation.document import to_document
+from wheelforge.foundation.document import iter_json, to_document
 from wheelforge.foundation.schemagen import json_schema
 
 Version2 = tuple[int, int]
@@ -80,5 +80,14 @@ def document_text(document: object) -> str:
 
 
 def echo(document: object) -> None:
-    """Print a document on stdout (``--json``)."""
-    click.echo(document_text(document), nl=False)
+    """Print a document on stdout (``--json``), streamed: the same text as document_text, never
+    held whole (a million fatbin entries are 280 MB of it)."""
+    pieces: list[str] = []
+    size = 0
+    for piece in iter_json(document):
+        pieces.append(piece)
+        size += len(piece)
+        if size > 1 << 16:
+            click.echo("".join(pieces), nl=False)
+            pieces, size = [], 0
+    click.echo("".join(pieces))

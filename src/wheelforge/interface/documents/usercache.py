@@ -10,12 +10,15 @@ from wheelforge.interface.documents.kinds import DocumentKind, doc, schema_versi
 from wheelforge.running.usercache import CacheEntry, CacheListing, PruneResult
 
 # 2: an environment's kind is "torch env" (it was "test env"); prune says the names asked for.
-VERSION = 2
+# 3: entries without wheelforge's marker are "not wheelforge's", listed, and skipped by prune.
+VERSION = 3
 
 
 @dataclass(frozen=True, kw_only=True)
 class CacheEntryDoc:
-    kind: str = field(metadata=doc("torch env, toolkit, repairs, probes, unfinished"))
+    kind: str = field(
+        metadata=doc("torch env, toolkit, repairs, probes, unfinished, not wheelforge's")
+    )
     name: str
     path: str
     size: int = field(metadata=doc("bytes on disk (symlinks not followed, hard links once)"))
@@ -49,6 +52,9 @@ class CachePruneDocument:
     busy: tuple[CacheEntryDoc, ...] = field(
         metadata=doc("the entries skipped: another wheelforge holds their lock")
     )
+    foreign: tuple[CacheEntryDoc, ...] = field(
+        metadata=doc("the entries skipped: no marker of wheelforge's, so not made by it")
+    )
     freed: int = field(metadata=doc("bytes removed (or that would be)"))
 
 
@@ -81,5 +87,6 @@ def prune_document(result: PruneResult) -> CachePruneDocument:
         names=result.names,
         removed=tuple(entry_doc(e) for e in result.removed),
         busy=tuple(entry_doc(e) for e in result.busy),
+        foreign=tuple(entry_doc(e) for e in result.foreign),
         freed=result.freed,
     )

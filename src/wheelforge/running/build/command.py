@@ -10,11 +10,10 @@ import time
 from wheelforge.configuration import abi
 from wheelforge.configuration.settings import BuildSettings
 from wheelforge.foundation import locks, log, removal
-from wheelforge.packaging import simpleindex, wheel_variants
 from wheelforge.planning import variants
 from wheelforge.planning.planner import plan_all, plan_inputs
 from wheelforge.planning.variants import Variant
-from wheelforge.running.build import importcheck, preflight, reproduce
+from wheelforge.running.build import importcheck, preflight
 from wheelforge.running.build.prepare import folders, resolve_variants, using_cached
 from wheelforge.running.build.results import BuildReport, VariantFailure, VariantResult
 from wheelforge.running.build.variant import build_variant
@@ -69,7 +68,7 @@ def _run_build(settings: BuildSettings, chosen: list[Variant], start: float) -> 
         )
     else:
         how = f"for torch {', '.join(labels)} (unstable ABI: one build each)"
-    what = f"{len(plans)} variant(s) of {m.package.name} {m.package.version}"
+    what = f"{len(plans)} variant{'' if len(plans) == 1 else 's'} of {m.package.name} {m.package.version}"
     log.info(f"building {what} {how}; archs from {settings.arch_source}")
     if plans:
         importcheck.warn_if_torch_not_imported_first(plans[0])
@@ -77,15 +76,21 @@ def _run_build(settings: BuildSettings, chosen: list[Variant], start: float) -> 
     with using_cached(plans, settings.cache_dir):
         outcomes = [build_variant(p, inputs, settings, null=p.variant == null) for p in plans]
         if settings.verify_reproducible:  # the twin compiles with no cache (inputs.twin)
+            from wheelforge.running.build import reproduce
+
             outcomes = [
                 reproduce.verify(o, p, inputs, settings) if isinstance(o, VariantResult) else o
                 for o, p in zip(outcomes, plans, strict=True)
             ]
     # Each CUDA release's index folder (cuda-index: folders) is a package index pip can use.
     for folder in sorted({p.out_dir for p in plans if p.variant.index}):
+        from wheelforge.packaging import simpleindex
+
         simpleindex.write(folder, m.package.name, m.package.wheel_name)
     index = None
     if m.variant_wheels:
+        from wheelforge.packaging import wheel_variants
+
         # The whole output folder: variants built by other jobs and collected here count too.
         index = wheel_variants.write_index_json(
             settings.out_dir, m.package.wheel_name, m.package.version
@@ -99,6 +104,7 @@ def _run_build(settings: BuildSettings, chosen: list[Variant], start: float) -> 
         failures=tuple(o for o in outcomes if isinstance(o, VariantFailure)),
         seconds=time.perf_counter() - start,
         variants_json=index,
+        test_torches=m.tests.torch if m.tests is not None else None,
         no_compile_cache=(
             compilecache.none_reason(settings.compile_cache, settings.compile_cache_source)
             if compile_cache is None

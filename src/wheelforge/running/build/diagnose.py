@@ -3,6 +3,7 @@ where the cause is known (a duplicated PyInit, a stable-ABI name the target vers
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 
@@ -76,6 +77,29 @@ def first_errors(failure: Failure, limit: int = FIRST_LINES) -> str:
     if rest > 0:
         shown.append(f"... ({rest} more lines in the build log)")
     return "\n".join(shown)
+
+
+# A path in a compiler's line: as its command named it, relative to the build folder ninja runs
+# in (``../../../kernels/csrc/x.cu``), or absolute (nvcc before CUDA 12.9 runs from /). It ends
+# where gcc's ``:12:5`` or nvcc's ``(12)`` begins, or at a quote or a comma.
+_PATH_RE = re.compile(r"""(?<![\w.~/-])(?:\.\./)+[^\s:()'"`‘’,]+|(?<![\w.~/-])/[^\s:()'"`‘’,]+""")
+
+
+def project_paths(text: str, plan: VariantPlan) -> str:
+    """*text* (a compiler's output) with each file in the project named relative to the project
+    (``kernels/csrc/x.cu``), the way its sources are named everywhere else; a file elsewhere
+    that the command named relative to the build folder becomes absolute."""
+    root = os.path.realpath(plan.project)
+
+    def shown(match: re.Match[str]) -> str:
+        named = match[0]
+        absolute = named.startswith("/")
+        path = os.path.realpath(named if absolute else plan.build_dir / named)
+        if path == root or path.startswith(root + os.sep):
+            return os.path.relpath(path, root)
+        return named if absolute else path
+
+    return _PATH_RE.sub(shown, text)
 
 
 def hints(text: str, plan: VariantPlan) -> list[str]:

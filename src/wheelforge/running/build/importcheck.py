@@ -31,9 +31,11 @@ def _hint(message: str, link: LinkPlan) -> str:
             "sources must define it (PYBIND11_MODULE or PyMODINIT_FUNC)"
         )
     if match := _UNDEFINED_RE.search(message):
+        what = "library" if link.extension.kind == "library" else "module"
         return (
-            f"{demangle(match[1])} is defined by no library the module loads: add the library that "
-            "has it (the extension's libraries, library-dirs) or the source that defines it"
+            f"{demangle(match[1])} ({match[1]}) is defined by no library the {what} loads: add "
+            "the source that defines it to the extension's sources, or the library that has it "
+            "to its libraries (library-dirs)"
         )
     return "run the same import in the build Python to see more"
 

@@ -8,22 +8,25 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-
-import ninja as ninja_pkg
+from typing import TYPE_CHECKING
 
 from wheelforge.foundation import log, proc, proctree, writers
 from wheelforge.foundation.diagnostics import Diagnostic, parse_compiler_output
 from wheelforge.foundation.errors import BuildError, EnvironmentProblem
-from wheelforge.foundation.progress import JobProgress
+from wheelforge.planning import ninjafile
 from wheelforge.planning.parallelism import default_parallelism
 from wheelforge.planning.plan import VariantPlan
-from wheelforge.running.build import diagnose, jobwatch
 from wheelforge.toolchain import ninjafeed
+
+if TYPE_CHECKING:  # what runs ninja loads these; a no-op build starts none (its start-up time)
+    from wheelforge.running.build import jobwatch
 
 NINJA_HINT = "pip install ninja"
 
 
 def executable() -> Path:
+    import ninja as ninja_pkg
+
     exe = Path(ninja_pkg.BIN_DIR) / "ninja"
     if not exe.is_file():
         raise EnvironmentProblem(f"ninja was not found at {exe}: {NINJA_HINT}")
@@ -126,7 +129,13 @@ def run(plan: VariantPlan, *, env: dict[str, str] | None = None) -> NinjaRun:
     """Run ninja for the variant, with *env* added to the compilers' environment, showing each
     job as it runs and finishes (toolchain/ninjafeed.py), and measuring what each costs
     (running/build/jobwatch.py)."""
-    todo = pending_jobs(plan)
+    from wheelforge.foundation.progress import JobProgress
+    from wheelforge.running.build import jobwatch
+
+    # The fixed-pid library (planning/reproducible.py) is wheelforge's, not a job of the
+    # project's: ninja builds it, the screen does not list it (JobProgress ignores a job it was
+    # not given).
+    todo = [job for job in pending_jobs(plan) if not job.startswith(f"{ninjafile.PRELOAD} ")]
     args: list[str | Path] = [executable(), "-C", plan.build_dir, *_jobs_flag(plan)]
     if log.verbosity() >= 2:
         args.append("-v")
@@ -211,6 +220,8 @@ def _ninja_pid(plan: VariantPlan) -> int | None:
 
 
 def _failure(plan: VariantPlan, output: str) -> BuildError:
+    from wheelforge.running.build import diagnose
+
     found = diagnose.failures(output)
     failed = found[0].failed if found else ""
     step = next((s for s in plan.compile.steps if plan.command_path(s.object) in failed), None)
@@ -237,12 +248,17 @@ def _failure(plan: VariantPlan, output: str) -> BuildError:
         what += f": {cause}"
     # ninja's own status lines are noise in the compiler's output.
     shown = "\n".join(ln for ln in output.splitlines() if not ninjafeed.STATUS_RE.match(ln))
-    # The failing command's first errors (not the tail of everything), then known causes.
-    first = diagnose.first_errors(found[0]) if found else proc.tail(shown)
+    # The failing command's first errors (not the tail of everything), then known causes; the
+    # files in them named as the project names them, not from the build folder (../../../).
+    first = diagnose.project_paths(
+        diagnose.first_errors(found[0]) if found else proc.tail(shown), plan
+    )
     hints = diagnose.hints("\n".join(found[0].output) if found else shown, plan)
     # The verdict comes last, after its details (log.error): the failing command's first
     # error line, and where the whole log is, stay on the screen however long the rest is.
     error = diagnose.first_error_line(found[0]) if found else None
+    if error:
+        error = diagnose.project_paths(error, plan)
     return BuildError(
         f"variant {plan.variant.id}: {what}"
         + (f": {error.strip()}" if error else "")

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from wheelforge.configuration.matrix.model import Matrix
-from wheelforge.foundation import fsutil, readers, removal
+from wheelforge.foundation import fsutil, locks, readers, removal
 from wheelforge.foundation.errors import ConfigError, EnvironmentProblem
 
 # What the probe writes: enough to fail on a full file system rather than on its last block.
@@ -68,8 +68,43 @@ def refuse_packed(matrix: Matrix, folders: dict[str, Path]) -> None:
                 )
 
 
+# Which folders may not lie in which: (inner, outer). The output folder holds wheels only (a
+# build folder's files in it would be uploaded with them; a build folder's cleaning or a cache
+# prune would reach the wheels); the cache is wheelforge's own, never a build's output.
+_APART = (
+    ("--out", "--build-dir"),
+    ("--build-dir", "--out"),
+    ("--out", "--cache-dir"),
+    ("--cache-dir", "--out"),
+    ("--build-dir", "--cache-dir"),
+)
+
+
+def refuse_nested(folders: dict[str, Path]) -> None:
+    """Refuse an output, build or cache folder that is another of them or lies inside one,
+    and an output or build folder inside another build's folder (one holding its lock)."""
+    real = {flag: fsutil.resolved(folder) for flag, folder in folders.items()}
+    for inner, outer in _APART:
+        if inner in real and outer in real and real[inner].is_relative_to(real[outer]):
+            same = "is" if real[inner] == real[outer] else "lies inside"
+            raise ConfigError(
+                f"{inner} {folders[inner]} {same} {outer} {folders[outer]}; give each its own "
+                "folder, neither inside the other"
+            )
+    for flag in ("--out", "--build-dir"):
+        if flag not in real:
+            continue
+        other = next((p for p in real[flag].parents if (p / locks.LOCK_NAME).is_file()), None)
+        if other is not None and other != real.get("--build-dir"):
+            raise ConfigError(
+                f"{flag} {folders[flag]} lies inside {other}, another build's folder (it holds "
+                f"{locks.LOCK_NAME}); choose a folder outside it"
+            )
+
+
 def preflight(matrix: Matrix, folders: dict[str, Path]) -> None:
-    """*folders*: flag (``--out``) → folder. Refuse packed ones, then probe each."""
+    """*folders*: flag (``--out``) → folder. Refuse nested and packed ones, then probe each."""
+    refuse_nested(folders)
     refuse_packed(matrix, folders)
     for flag, folder in folders.items():
         probe_folder(folder, flag)

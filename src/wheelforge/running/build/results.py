@@ -124,6 +124,8 @@ class BuildReport:
     variants_json: Path | None = None  # the index-level {name}-{version}-variants.json
     # why no compile cache was used (toolchain/compilecache.none_reason); None: one was
     no_compile_cache: str | None = None
+    # the torches `wheelforge test` runs the matrix's tests under; None: it has no tests section
+    test_torches: tuple[str, ...] | None = None
 
     @property
     def first_error(self) -> WheelforgeError | None:

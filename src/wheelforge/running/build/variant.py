@@ -17,7 +17,7 @@ from pathlib import Path
 from wheelforge.binaries.sizecheck import SizeCheck, check_size, over_budget
 from wheelforge.binaries.verify import WheelVerification, verify_wheel
 from wheelforge.configuration.settings import BuildSettings
-from wheelforge.foundation import fsutil, log, removal, writers
+from wheelforge.foundation import fsutil, locks, log, removal, writers
 from wheelforge.foundation.errors import (
     BuildError,
     ConfigError,
@@ -25,10 +25,10 @@ from wheelforge.foundation.errors import (
     Interrupted,
     WheelforgeError,
 )
-from wheelforge.packaging import provenance, repair, stamp, wheel, wheel_variants
+from wheelforge.packaging import provenance, repair, stamp, wheel
 from wheelforge.planning.plan import PlanInputs, VariantPlan
 from wheelforge.running.build import importcheck, reuse
-from wheelforge.running.build.compiling import compile_confirmed
+from wheelforge.running.build.compiling import Compiled, compile_confirmed
 from wheelforge.running.build.preflight import describe_os_error
 from wheelforge.running.build.results import VariantFailure, VariantResult, shared_objects
 
@@ -115,7 +115,7 @@ def _build_variant(
     with log.group(title), log.step(title), stages.stage("compile"):
         plan, made = compile_confirmed(plan, inputs, settings)
         compiled, generated = made.compiled, made.generated
-        log.info(f"  {_compiled_words(plan, len(compiled), generated)}")
+        log.info(f"  {_compiled_words(plan, made, len(compiled), generated)}")
 
     contents = wheel.contents(plan, repair.build_platform(), reuse.dist_info_files(plan))
     digest = contents.digest()
@@ -165,10 +165,23 @@ def _build_variant(
     )
 
 
-def _compiled_words(plan: VariantPlan, compiled: int, generated: int) -> str:
+def _compiled_words(plan: VariantPlan, made: Compiled, compiled: int, generated: int) -> str:
+    """What the compile did: sources compiled, those the compile cache answered (its hits: no
+    compiler ran for them), generate steps run."""
     if not compiled and not generated:
         return "nothing to compile: up to date"
-    words = f"compiled {compiled} of {len(plan.compile.steps)} sources"
+    total = len(plan.compile.steps)
+    hits = sum(1 for job in made.jobs if job.cached)
+    tool = made.cache.tool if made.cache is not None else "the compile cache"
+    if hits and hits >= compiled:
+        words = f"{hits} of {total} sources from the compile cache ({tool}), none compiled"
+    elif hits:
+        words = f"compiled {compiled - hits} of {total} sources, {hits} more from the compile cache ({tool})"
+    elif any(job.cached is None for job in made.jobs) and made.cache is not None:
+        # sccache does not say which compiles it answered, only how many (its line below)
+        words = f"compiled {compiled} of {total} sources or took them from {tool} (counts below)"
+    else:
+        words = f"compiled {compiled} of {total} sources"
     if generated:
         words += f", ran {generated} of {len(plan.compile.generate)} generate steps"
     return words
@@ -249,18 +262,22 @@ def _pack_and_publish(
         with stages.stage("publish"):
             outputs, props = [repaired], tuple[str, ...]()
             if plan.variant.variant_label:
+                from wheelforge.packaging import wheel_variants
+
                 outputs, props = wheel_variants.for_plan(
                     plan, repaired, found.binaries, stage, null=null
                 )
-            for made in outputs:
-                _refuse_to_replace(plan.out_dir / made.name, made, plan)
-            try:
-                done = [writers.publish(made, plan.out_dir) for made in outputs]
-            except OSError as exc:
-                raise EnvironmentProblem(
-                    f"--out {plan.out_dir}: cannot write {outputs[0].name}: "
-                    f"{describe_os_error(exc)}"
-                ) from None
+            # One build at a time checks and publishes into one --out, whatever its build folder.
+            with locks.hold_folder(plan.out_dir, what=f"--out {plan.out_dir}"):
+                for made in outputs:
+                    _refuse_to_replace(plan.out_dir / made.name, made, plan)
+                try:
+                    done = [writers.publish(made, plan.out_dir) for made in outputs]
+                except OSError as exc:
+                    raise EnvironmentProblem(
+                        f"--out {plan.out_dir}: cannot write {outputs[0].name}: "
+                        f"{describe_os_error(exc)}"
+                    ) from None
             published = done[0]
     finally:
         removal.remove(stage, within=plan.build_dir)
@@ -291,5 +308,15 @@ def _refuse_to_replace(previous: Path, made: Path, plan: VariantPlan) -> None:
             f"--out {plan.out_dir}: {made.name} is the wheel variant {other.build_dir.name} "
             f"published, and variant {plan.variant.id} makes one of the same name; build it into "
             f"another --out, or remove {previous} to replace it"
+        )
+    theirs = provenance.published_variant(previous)
+    ours = (plan.variant.id, str(plan.variant.arch_set))
+    if theirs is not None and theirs != ours:
+        # Another build folder's variant (its stamp is not under this one): its build info says.
+        raise ConfigError(
+            f"--out {plan.out_dir}: {made.name} is the wheel of variant {theirs[0]} (arch set "
+            f"{theirs[1]}), built from another build folder, and variant {ours[0]} (arch set "
+            f"{ours[1]}) makes one of the same name; build it into another --out, or remove "
+            f"{previous} to replace it"
         )
     log.warning(f"replacing {previous}: same name, other content (another arch set or toolkit?)")

@@ -1,0 +1,176 @@
+"""check's unresolved-symbol rule (issue 32): an op library whose kernel calls a function nothing
+it loads defines fails torch.ops.load_library with "undefined symbol"; check fails such a wheel
+with a line naming the symbol, without torch, from the ELF files alone. The binaries are small
+real ones built by tests/data/abicheck/build.sh (unresolved_oplib.c, helper.c)."""
+
+from __future__ import annotations
+
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from wheelforge.binaries import abicheck
+from wheelforge.binaries.abicheck import BinaryCheck
+from wheelforge.binaries.elf import open_elf_file
+from wheelforge.binaries.symbols import read_linkage
+from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.foundation.errors import VerificationError
+from wheelforge.interface.cli import main
+from wheelforge.running.build import importcheck
+
+from .conftest import GOOD_MATRIX
+from .fakes import plan_for, with_record
+
+ABI = Path(__file__).resolve().parents[1] / "data" / "abicheck"
+RELEASED = Path(__file__).resolve().parents[1] / "data" / "released"
+NAME = "demo-1.0-cp310-abi3-manylinux_2_17_x86_64.whl"
+
+
+def wheel(tmp_path: Path, members: dict[str, Path], name: str = NAME) -> Path:
+    path = tmp_path / name
+    with zipfile.ZipFile(path, "w") as zf:
+        for member, source in members.items():
+            zf.writestr(member, source.read_bytes())
+        zf.writestr(
+            "demo-1.0.dist-info/METADATA",
+            "Metadata-Version: 2.1\nName: demo\nVersion: 1.0\nRequires-Dist: torch>=2.10\n",
+        )
+    return with_record(path)
+
+
+def unresolved(checks: list[BinaryCheck]) -> dict[str, list[tuple[str | None, str, str]]]:
+    return {
+        c.path.rsplit("!", 1)[-1]: [
+            (v.symbol, v.severity, v.message) for v in c.violations if v.rule == "unresolved-symbol"
+        ]
+        for c in checks
+        if "!" in c.path
+    }
+
+
+def test_the_linkage_reader_sees_needed_libraries_versions_and_exports() -> None:
+    with open_elf_file(ABI / "linked_oplib.so") as image:
+        linked = read_linkage(image)
+    assert linked.needed == ("libhelper.so",)
+    assert linked.unbound == ("aoti_torch_library_init_impl", "scale_rows", "torch_library_impl")
+    with open_elf_file(RELEASED / "spinloop.abi3.so") as image:
+        released = read_linkage(image)
+    # clock_gettime@GLIBC_2.17 names its library: not among those the loader must find
+    assert "clock_gettime" not in released.unbound and "libc.so.6" in released.needed
+    with open_elf_file(ABI / "libhelper.so") as image:
+        helper = read_linkage(image)
+    assert helper.soname == "libhelper.so" and "scale_rows" in helper.exports
+
+
+def test_an_op_library_calling_a_function_nothing_defines_fails_check_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = wheel(tmp_path, {"demo/_ops.abi3.so": ABI / "unresolved_oplib.so"})
+    [[(symbol, severity, message)]] = unresolved(
+        abicheck.check_wheel(path, torch=None, guards={})
+    ).values()
+    assert (symbol, severity) == ("scale_rows", "error")
+    assert "torch.ops.load_library fails with 'undefined symbol: scale_rows'" in message
+    assert main(["check", str(path)]) == VerificationError.exit_code
+    err = " ".join(capsys.readouterr().err.split())
+    assert "error: demo/_ops.abi3.so needs scale_rows, which nothing it loads defines" in err
+
+
+def test_a_library_of_the_wheel_it_links_provides_the_symbol(tmp_path: Path) -> None:
+    path = wheel(
+        tmp_path,
+        {"demo/_ops.abi3.so": ABI / "linked_oplib.so", "demo/libhelper.so": ABI / "libhelper.so"},
+    )
+    assert unresolved(abicheck.check_wheel(path, torch=None, guards={})) == {
+        "demo/_ops.abi3.so": [],
+        "demo/libhelper.so": [],
+    }
+
+
+def test_a_library_of_the_wheel_that_defines_it_but_is_not_linked_is_named(
+    tmp_path: Path,
+) -> None:
+    path = wheel(
+        tmp_path,
+        {
+            "demo/_ops.abi3.so": ABI / "unresolved_oplib.so",
+            "demo/libhelper.so": ABI / "libhelper.so",
+        },
+    )
+    [(symbol, severity, message)] = unresolved(abicheck.check_wheel(path, torch=None, guards={}))[
+        "demo/_ops.abi3.so"
+    ]
+    assert (symbol, severity) == ("scale_rows", "error")
+    assert "which the wheel's libhelper.so defines but demo/_ops.abi3.so does not link" in message
+
+
+def test_a_needed_library_the_wheel_lacks_makes_it_a_warning_naming_that_library(
+    tmp_path: Path,
+) -> None:
+    # linked_oplib.so needs libhelper.so, which this wheel does not ship: it may come from the
+    # system, so the symbol is a warning that names the library, not an error.
+    path = wheel(tmp_path, {"demo/_ops.abi3.so": ABI / "linked_oplib.so"})
+    [(symbol, severity, message)] = unresolved(abicheck.check_wheel(path, torch=None, guards={}))[
+        "demo/_ops.abi3.so"
+    ]
+    assert (symbol, severity) == ("scale_rows", "warning")
+    assert "unless libhelper.so provides it" in message
+
+
+def test_a_library_auditwheel_grafted_is_taken_to_provide_what_it_needs(tmp_path: Path) -> None:
+    path = wheel(
+        tmp_path,
+        {
+            "demo/_ops.abi3.so": ABI / "linked_oplib.so",
+            "demo.libs/libhelper.so": ABI / "libhelper.so",
+        },
+    )
+    assert unresolved(abicheck.check_wheel(path, torch=None, guards={}))["demo/_ops.abi3.so"] == []
+
+
+@pytest.mark.parametrize(
+    "member",
+    [
+        "_torchaudio.abi3.so",  # links libtorch, libcudart: its std:: and c10:: come from them
+        "fs_io_C.abi3.so",
+        "spinloop.abi3.so",
+        "_flashmla_extension_C.abi3.so",  # nvcc's __cudaRegister*: torch loads CUDA globally
+    ],
+)
+def test_released_binaries_have_no_unresolved_symbol(tmp_path: Path, member: str) -> None:
+    path = wheel(tmp_path, {f"demo/{member}": RELEASED / member})
+    assert unresolved(abicheck.check_wheel(path, torch=None, guards={})) == {f"demo/{member}": []}
+
+
+def test_the_import_check_names_the_symbol_a_library_lacks(
+    project: Callable[[str], Path], tmp_path: Path
+) -> None:
+    """What torch.ops.load_library raised (dlopen's words) becomes a hint naming the symbol,
+    demangled, and what to add (running/build/importcheck.py)."""
+    text = GOOD_MATRIX.replace("name: demo_ops._C", "name: demo_ops._ops\n  kind: library")
+    [link] = plan_for(load_matrix(project(text)), tmp_path).links
+    said = importcheck._hint(
+        "OSError: /tmp/x/site/demo_ops/_ops.so: undefined symbol: _Z10scale_rowsPvi", link
+    )
+    assert said.startswith("scale_rows(void*, int) (_Z10scale_rowsPvi) is defined by no library")
+    assert "the library loads" in said
+
+
+def test_a_binary_linking_torch_is_judged_by_what_torchs_libraries_export(tmp_path: Path) -> None:
+    """torch_oplib.so links libc10.so, as the stable ABI's builds link torch's libraries: with a
+    torch at hand its libraries' exports decide; without one, their namespaces (scale_rows is
+    in none of them)."""
+    path = wheel(tmp_path, {"demo/_ops.abi3.so": ABI / "torch_oplib.so"})
+
+    def found(exports: frozenset[str] | None) -> list[tuple[str | None, str, str]]:
+        checks = abicheck.check_wheel(path, torch=None, guards={}, torch_exports=exports)
+        return unresolved(checks)["demo/_ops.abi3.so"]
+
+    [(symbol, severity, message)] = found(None)
+    assert (symbol, severity) == ("scale_rows", "error")
+    assert "no torch here to read its libraries" in message
+    [(symbol, _, message)] = found(frozenset({"c10_stub"}))
+    assert symbol == "scale_rows" and "no torch here" not in message
+    assert found(frozenset({"scale_rows"})) == []
