@@ -80,6 +80,8 @@ def scene(tmp_path: Path) -> Iterator[Scene]:
     project = tmp_path / "proj"
     (project / "csrc").mkdir(parents=True)
     (project / "csrc" / "ops.cpp").write_text("// ops\n")
+    (project / "demo").mkdir()  # the package the extension's module lies in
+    (project / "demo" / "__init__.py").write_text("")
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(8)
@@ -166,7 +168,7 @@ CASES: dict[str, tuple[str, str]] = {
     ),
 }
 
-SETUP_TAIL = 'from setuptools import Extension, setup\nsetup(name="demo", version="1.0", ext_modules=[Extension("demo._C", ["csrc/ops.cpp"])])\n'
+SETUP_TAIL = 'from setuptools import Extension, setup\nsetup(name="demo", version="1.0", packages=["demo"], ext_modules=[Extension("demo._C", ["csrc/ops.cpp"])])\n'
 
 
 def _git(project: Path, *args: str) -> None:

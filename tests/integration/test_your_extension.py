@@ -80,17 +80,32 @@ def test_hidden_pyinit_is_refused_before_publishing(tmp_path: Path) -> None:
     assert not list((root / "dist").glob("*.whl")), "an unimportable wheel was published"
 
 
-def test_import_check_refuses_an_unloadable_module(tmp_path: Path) -> None:
+def test_an_undefined_symbol_fails_the_build_before_the_import_check(tmp_path: Path) -> None:
     source = TINY_OP_CPP.replace(
         "static torch::stable::Tensor cosine",
         'extern "C" int tiny_missing(void);\nextern "C" int tiny_use(void) { return tiny_missing(); }\n'
         "static torch::stable::Tensor cosine",
     )
     root = tiny(tmp_path, source)
+    for run in (build(root), build(root, "--no-import-check")):
+        # check's unresolved-symbol rule reads it from the binary: no import needed to know
+        assert run.code == 4, run.err
+        assert "tiny_missing" in run.err and "add the source that defines it" in run.err
+        assert not list((root / "dist").glob("*.whl"))
+
+
+def test_import_check_refuses_an_unloadable_module(tmp_path: Path) -> None:
+    # A module whose init fails: nothing in the binary says so, only importing it does.
+    source = TINY_OP_CPP.replace(
+        "return PyModule_Create(&tiny_module);",
+        'PyErr_SetString(PyExc_ImportError, "tiny refuses to load"); return NULL;',
+    )
+    assert source != TINY_OP_CPP
+    root = tiny(tmp_path, source)
     run = build(root)
     assert run.code != 0
     assert "'import tinyext._C' fails under torch" in run.err
-    assert "undefined symbol: tiny_missing" in run.err
+    assert "tiny refuses to load" in run.err
     assert not list((root / "dist").glob("*.whl"))
     skipped = build(root, "--no-import-check")
     assert skipped.code == 0, skipped.err
