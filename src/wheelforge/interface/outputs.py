@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from collections.abc import Mapping
@@ -68,42 +69,37 @@ def build(flags: Flags, report_path: Path | None) -> None:
     """Resolve, build, then write every output; the first failure is raised at the end (the
     CLI prints it and exits with its code), after the report says what failed and why."""
     start = time.perf_counter()
-    report = None
-    if report_path is not None and str(report_path) != "-":
-        # Refused now, not after the build: a device, a FIFO nobody reads, a file of the kernel.
-        # Nor the matrix the build reads, nor its pyproject.toml, however spelled or linked.
-        reads = (flags.matrix, flags.matrix.parent / "pyproject.toml")
-        report = writers.open_output(report_path, what=f"--report {report_path}", reads=reads)
-    try:
-        _build(flags, report_path, report, start)
-    finally:
-        if report is not None:
-            report.close()
-
-
-def _build(
-    flags: Flags, report_path: Path | None, report: writers.Output | None, start: float
-) -> None:
-    settings: BuildSettings | None = None
-    try:
-        settings = resolve(flags)
-        result = run_build(settings)
-    except WheelforgeError as exc:
+    with contextlib.ExitStack() as held:
+        report = None
+        if report_path is not None and str(report_path) != "-":
+            # Refused now, not after the build: a device, a FIFO nobody reads, a file of the
+            # kernel. Nor the matrix the build reads, nor its pyproject.toml, however spelled or
+            # linked.
+            reads = (flags.matrix, flags.matrix.parent / "pyproject.toml")
+            report = writers.open_output(report_path, what=f"--report {report_path}", reads=reads)
+            held.callback(report.close)
+        settings: BuildSettings | None = None
+        try:
+            settings = resolve(flags)
+            result = run_build(settings)
+        except WheelforgeError as exc:
+            if _report_wanted(report_path):
+                _write(
+                    _report(settings, None, exc, time.perf_counter() - start), report_path, report
+                )
+            raise
+        seconds = time.perf_counter() - start
+        if log.quiet():
+            if report_path is None or str(report_path) != "-":
+                for v in result.variants:
+                    click.echo(str(v.wheel))
+        else:
+            print_build(
+                result, output_console(stderr=report_path is not None and str(report_path) == "-")
+            )
         if _report_wanted(report_path):
-            _write(_report(settings, None, exc, time.perf_counter() - start), report_path, report)
-        raise
-    seconds = time.perf_counter() - start
-    if log.quiet():
-        if report_path is None or str(report_path) != "-":
-            for v in result.variants:
-                click.echo(str(v.wheel))
-    else:
-        print_build(
-            result, output_console(stderr=report_path is not None and str(report_path) == "-")
-        )
-    if _report_wanted(report_path):
-        _write(_report(settings, result, None, seconds), report_path, report)
-    _raise_failures(result)
+            _write(_report(settings, result, None, seconds), report_path, report)
+        _raise_failures(result)
 
 
 def _report_wanted(report_path: Path | None) -> bool:
