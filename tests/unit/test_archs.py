@@ -11,7 +11,7 @@ from wheelforge.foundation.errors import ConfigError
 
 
 def flags(text: str) -> set[str]:
-    return set(ArchSet("t", parse_arch_list(text, source="test")).gencode_flags())
+    return set(shlex.split(ArchSet("t", parse_arch_list(text, source="test")).gencode()))
 
 
 def torch_flags(monkeypatch: pytest.MonkeyPatch, text: str) -> set[str]:
@@ -52,7 +52,7 @@ def test_f_suffix_and_commas() -> None:
     arch_set = ArchSet("t", parse_arch_list("10.0f,12.0f+PTX", source="x"))
     assert arch_set.sass == ("sm_100f", "sm_120f")
     assert arch_set.ptx == ("compute_120f",)
-    assert "-gencode=arch=compute_100f,code=sm_100f" in arch_set.gencode_flags()
+    assert "-gencode=arch=compute_100f,code=sm_100f" in shlex.split(arch_set.gencode())
 
 
 def test_named_arches_case_insensitive_and_with_ptx() -> None:
@@ -132,11 +132,11 @@ def test_limit_per_source(asked: str, allowed: str, expected: str) -> None:
     assert str(limited) == expected
 
 
-def test_an_arch_sets_gencode_string_is_its_flags_joined() -> None:
+def test_an_arch_sets_gencode_string_is_its_specs_flags_joined() -> None:
     arch_set = ArchSet("t", parse_arch_list("9.0a 8.0+PTX", source="test"))
     assert (
         shlex.split(arch_set.gencode())
-        == arch_set.gencode_flags()
+        == [flag for spec in arch_set.specs for flag in spec.gencode_flags()]
         == [
             "-gencode=arch=compute_80,code=sm_80",
             "-gencode=arch=compute_80,code=compute_80",
