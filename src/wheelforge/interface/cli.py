@@ -176,7 +176,7 @@ def build(**given: Any) -> None:
     """Build the matrix's wheels and check their fatbins."""
     from wheelforge.interface import outputs
 
-    outputs.build_command(outputs.BuildOptions.from_command_line(given))
+    outputs.build(outputs.BuildOptions.from_command_line(given))
 
 
 @cli.command()

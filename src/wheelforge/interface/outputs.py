@@ -51,23 +51,19 @@ class BuildOptions:
         return cls(flags=flags, **outputs)
 
 
-def build_command(options: BuildOptions) -> None:
+def build(options: BuildOptions) -> None:
     """``wheelforge build``: the output modes (--ci, --quiet), then the plan alone (--dry-run)
-    or the build."""
+    or the build: resolve, build, then write every output; the first failure is raised at the
+    end (the CLI prints it and exits with its code), after the report says what failed and why."""
     if options.ci_mode is not None:
         log.set_ci("github" if options.ci_mode == "github" else None)
     log.set_quiet(options.quiet)
+    flags, report_path = options.flags, options.report_path
     if options.dry_run:
         from wheelforge.running.build.dryrun import dry_run as plan_dry_run
 
-        print_dry_run(plan_dry_run(resolve(options.flags)), output_console())
-    else:
-        build(options.flags, options.report_path)
-
-
-def build(flags: Flags, report_path: Path | None) -> None:
-    """Resolve, build, then write every output; the first failure is raised at the end (the
-    CLI prints it and exits with its code), after the report says what failed and why."""
+        print_dry_run(plan_dry_run(resolve(flags)), output_console())
+        return
     start = time.perf_counter()
     with contextlib.ExitStack() as held:
         report = None
