@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -286,12 +287,12 @@ def test_missing_arch_in_the_binary_fails_the_build(
         "torch: '>=2.10'\n"
     )
 
-    real = ArchSet.gencode_flags
+    real = ArchSet.gencode
 
-    def drop_sm90_sass(self: ArchSet) -> list[str]:
-        return [f for f in real(self) if not f.endswith("code=sm_90")]
+    def drop_sm90_sass(self: ArchSet) -> str:
+        return shlex.join(f for f in shlex.split(real(self)) if not f.endswith("code=sm_90"))
 
-    monkeypatch.setattr(ArchSet, "gencode_flags", drop_sm90_sass)
+    monkeypatch.setattr(ArchSet, "gencode", drop_sm90_sass)
     monkeypatch.chdir(project)
     code = main(
         [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import zipfile
 from pathlib import Path
 
@@ -10,7 +11,7 @@ from packaging.version import Version
 from wheelforge.configuration import releases
 from wheelforge.configuration.archs import ArchSet, parse_arch_list
 from wheelforge.configuration.matrix.model import Matrix
-from wheelforge.configuration.settings import Compilers
+from wheelforge.configuration.settings import BuildSettings, Compilers
 from wheelforge.packaging import wheel
 from wheelforge.packaging.wheel import WheelContents
 from wheelforge.planning import selection
@@ -93,15 +94,28 @@ def plan_for(
     )
 
 
+def build_settings(matrix: Matrix, tmp: Path, nvcc_threads: int | None = None) -> BuildSettings:
+    """The settings of a build of *matrix* in *tmp*: g++ and gcc, its caches in *tmp*."""
+    return BuildSettings(
+        matrix=matrix,
+        arch_source="matrix.yaml",
+        out_dir=tmp / "dist",
+        build_root=tmp / "build",
+        jobs=None,
+        nvcc_threads=nvcc_threads,
+        python=Path(sys.executable),
+        compilers=Compilers(cxx="/usr/bin/g++", cc="/usr/bin/gcc"),
+        only=(),
+        offline=True,
+        cache_dir=tmp / "cache",
+        size_budget=matrix.size_budget,
+    )
+
+
 def plan_inputs(matrix: Matrix, tmp: Path, nvcc_threads: int | None = None) -> PlanInputs:
     """What a build of *matrix* in *tmp* plans with: one core, no compile cache."""
     return PlanInputs(
-        matrix=matrix,
-        build_root=tmp / "build",
-        out_dir=tmp / "dist",
-        compilers=Compilers(cxx="/usr/bin/g++", cc="/usr/bin/gcc"),
-        nvcc_threads=nvcc_threads,
-        files=selection.project_files(matrix),
+        settings=build_settings(matrix, tmp, nvcc_threads), files=selection.project_files(matrix)
     )
 
 

@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+import ast
+import shlex
+from pathlib import Path
+
 import pytest
 
 from wheelforge.configuration.archs import Arch, ArchSet, parse_arch_list
@@ -7,7 +11,7 @@ from wheelforge.foundation.errors import ConfigError
 
 
 def flags(text: str) -> set[str]:
-    return set(ArchSet("t", parse_arch_list(text, source="test")).gencode_flags())
+    return set(shlex.split(ArchSet("t", parse_arch_list(text, source="test")).gencode()))
 
 
 def torch_flags(monkeypatch: pytest.MonkeyPatch, text: str) -> set[str]:
@@ -48,7 +52,7 @@ def test_f_suffix_and_commas() -> None:
     arch_set = ArchSet("t", parse_arch_list("10.0f,12.0f+PTX", source="x"))
     assert arch_set.sass == ("sm_100f", "sm_120f")
     assert arch_set.ptx == ("compute_120f",)
-    assert "-gencode=arch=compute_100f,code=sm_100f" in arch_set.gencode_flags()
+    assert "-gencode=arch=compute_100f,code=sm_100f" in shlex.split(arch_set.gencode())
 
 
 def test_named_arches_case_insensitive_and_with_ptx() -> None:
@@ -126,3 +130,47 @@ def test_limit_per_source(asked: str, allowed: str, expected: str) -> None:
     arch_set = ArchSet("t", parse_arch_list(asked, source="x"))
     limited = arch_set.limit(parse_arch_list(allowed, source="y"))
     assert str(limited) == expected
+
+
+def test_an_arch_sets_gencode_string_is_its_specs_flags_joined() -> None:
+    arch_set = ArchSet("t", parse_arch_list("9.0a 8.0+PTX", source="test"))
+    assert (
+        shlex.split(arch_set.gencode())
+        == [flag for spec in arch_set.specs for flag in spec.gencode_flags()]
+        == [
+            "-gencode=arch=compute_80,code=sm_80",
+            "-gencode=arch=compute_80,code=compute_80",
+            "-gencode=arch=compute_90a,code=sm_90a",
+        ]
+    )
+
+
+def _gencode_formed(path: Path) -> list[int]:
+    """Lines of *path* that form -gencode flags from an arch set (call gencode_flags)."""
+    return [
+        node.lineno
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "gencode_flags"
+    ]
+
+
+def test_only_archs_forms_the_gencode_flags() -> None:
+    """The plan, a limited compile step and the schedule's cost key ask ArchSet.gencode: the
+    -gencode string is formed in configuration/archs.py alone (it was formed in three places)."""
+    package = Path(__file__).resolve().parents[2] / "src" / "wheelforge"
+    owner = package / "configuration" / "archs.py"
+    formed = [
+        f"{path.relative_to(package)}:{line}"
+        for path in sorted(package.rglob("*.py"))
+        if path != owner
+        for line in _gencode_formed(path)
+    ]
+    assert formed == []
+
+
+def test_the_gencode_check_sees_a_planted_join(tmp_path: Path) -> None:
+    planted = tmp_path / "planted.py"
+    planted.write_text("import shlex\nflags = shlex.join(variant.arch_set.gencode_flags())\n")
+    assert _gencode_formed(planted) == [2]

@@ -1,5 +1,5 @@
 """A plan is never changed once made: torch's confirmed answer is planned again through the one
-planning call (running/build/variant.py), and compiled again only when it differs."""
+planning call (running/build/compiling.compile_confirmed), and compiled again only when it differs."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.planning.plan import PlanInputs, VariantPlan
 from wheelforge.planning.planner import make_plan
 from wheelforge.planning.variants import Variant
-from wheelforge.running.build import variant
+from wheelforge.running.build import compiling
 from wheelforge.running.build.compiling import Compiled
 from wheelforge.toolchain import torchprobe
 from wheelforge.toolchain.torchprobe import TorchEnv
@@ -50,11 +50,11 @@ def test_torchs_answer_is_planned_again_through_the_planning_call(
         compiled.append(p)
         return Compiled(ran=("NVCC",))
 
-    monkeypatch.setattr(variant, "plan_variant", plan_variant)
-    monkeypatch.setattr(variant, "compile_variant", compile_variant)
+    monkeypatch.setattr(compiling, "plan_variant", plan_variant)
+    monkeypatch.setattr(compiling, "compile_variant", compile_variant)
     monkeypatch.setattr(torchprobe, "confirm", lambda _torch, cache=None: confirmed)
     settings = types.SimpleNamespace(cache_dir=tmp_path / "cache", import_check=False)
-    made, ran = variant._compile(plan, inputs, settings)  # type: ignore[arg-type]
+    made, ran = compiling.compile_confirmed(plan, inputs, settings)  # type: ignore[arg-type]
     assert planned == [(inputs, plan.variant, confirmed)] and made.torch is confirmed
     assert made is not plan and plan.torch is not confirmed  # the first plan is left as made
     assert list(ran.ran) == (["NVCC"] if answer == "same" else ["NVCC", "NVCC"])
@@ -66,8 +66,8 @@ def test_a_torch_that_was_not_a_guess_keeps_its_plan(
 ) -> None:
     matrix = load_matrix(project())
     plan = plan_for(matrix, tmp_path)
-    monkeypatch.setattr(variant, "compile_variant", lambda p, **_: Compiled())
-    monkeypatch.setattr(variant, "plan_variant", lambda *_: pytest.fail("planned again"))
+    monkeypatch.setattr(compiling, "compile_variant", lambda p, **_: Compiled())
+    monkeypatch.setattr(compiling, "plan_variant", lambda *_: pytest.fail("planned again"))
     settings = types.SimpleNamespace(cache_dir=None, import_check=False)
-    made, ran = variant._compile(plan, plan_inputs(matrix, tmp_path), settings)  # type: ignore[arg-type]
+    made, ran = compiling.compile_confirmed(plan, plan_inputs(matrix, tmp_path), settings)  # type: ignore[arg-type]
     assert made is plan and list(ran.ran) == []

@@ -27,7 +27,8 @@ def test_nvcc_threads_fill_the_cores_unless_given(project: Project, tmp_path: Pa
     like = plan_for(matrix, tmp_path)  # one .cu file, 8.0 and 9.0+PTX: two archs
     sixteen = dataclasses.replace(plan_inputs(matrix, tmp_path), cores=16)
     assert _plan(sixteen, like).compile.nvcc_threads == 3  # two archs and the host side
-    given = dataclasses.replace(sixteen, nvcc_threads=5)  # NVCC_THREADS
+    threads = dataclasses.replace(sixteen.settings, nvcc_threads=5)  # NVCC_THREADS
+    given = dataclasses.replace(sixteen, settings=threads)
     assert _plan(given, like).compile.nvcc_threads == 5
 
 
@@ -47,8 +48,9 @@ def test_launchers_come_from_the_environment_else_the_compile_cache(
     assert "--objdir-as-tempdir" not in nvcc  # sccache names the temporaries
     assert f"-ffile-prefix-map={matrix.root.resolve()}=." in nvcc
     assert nvcc.endswith(f"--threads {cached.nvcc_threads}")  # sccache drops the env's
-    compilers = dataclasses.replace(inputs.compilers, launchers=Launchers(cxx=("distcc",)))
-    named = dataclasses.replace(inputs, compile_cache=sccache, compilers=compilers)
+    compilers = dataclasses.replace(inputs.settings.compilers, launchers=Launchers(cxx=("distcc",)))
+    settings = dataclasses.replace(inputs.settings, compilers=compilers)
+    named = dataclasses.replace(inputs, compile_cache=sccache, settings=settings)
     assert _plan(named, like).compile.launchers.cxx == ("distcc",)
 
 
@@ -59,10 +61,11 @@ def test_the_twin_is_planned_elsewhere_without_cache_or_launcher(
     like = plan_for(matrix, tmp_path)
     ccache = CompileCache(tool="ccache", exe=Path("/bin/ccache"), base=tmp_path)
     given = plan_inputs(matrix, tmp_path)
+    compilers = dataclasses.replace(given.settings.compilers, launchers=Launchers(cuda=("ccache",)))
     inputs = dataclasses.replace(
         given,
         compile_cache=ccache,
-        compilers=dataclasses.replace(given.compilers, launchers=Launchers(cuda=("ccache",))),
+        settings=dataclasses.replace(given.settings, compilers=compilers),
     )
     twin = _plan(inputs.twin(tmp_path / "twin"), like)
     assert twin.compile.launchers == Launchers() and twin.compile.compile_cache is None

@@ -154,10 +154,11 @@ def test_verify_rebuilds_without_any_compile_cache(
     matrix = load_matrix(project())
     ccache = CompileCache(tool="ccache", exe=Path("/opt/bin/ccache"), base=tmp_path)
     given = plan_inputs(matrix, tmp_path)
+    compilers = dataclasses.replace(given.settings.compilers, launchers=Launchers(cxx=("ccache",)))
     inputs = dataclasses.replace(
         given,
         compile_cache=ccache,
-        compilers=dataclasses.replace(given.compilers, launchers=Launchers(cxx=("ccache",))),
+        settings=dataclasses.replace(given.settings, compilers=compilers),
     )
     plan = plan_for(matrix, tmp_path)
 

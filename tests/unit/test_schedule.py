@@ -16,6 +16,7 @@ from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.configuration.settings import Flags, resolve
 from wheelforge.foundation import resources
 from wheelforge.foundation.errors import ConfigError
+from wheelforge.foundation.resources import MemoryLimit
 from wheelforge.planning import jobcosts, ninjafile
 from wheelforge.planning.jobcosts import GIB, JobCost
 from wheelforge.planning.parallelism import (
@@ -165,12 +166,14 @@ def test_memory_limit_flag_env_and_matrix(project: Project) -> None:
     path = project()
     assert resolve(Flags(matrix=path), {}).memory_limit is None
     given = resolve(Flags(matrix=path, memory_limit="8GiB"), {"WHEELFORGE_MEMORY_LIMIT": "2GiB"})
-    assert (given.memory_limit, given.memory_limit_source) == (8 * GIB, "--memory-limit")
+    assert given.memory_limit == MemoryLimit(bytes=8 * GIB, source="--memory-limit")
     env = resolve(Flags(matrix=path), {"WHEELFORGE_MEMORY_LIMIT": "2GiB"})
-    assert (env.memory_limit, env.memory_limit_source) == (2 * GIB, "WHEELFORGE_MEMORY_LIMIT")
+    assert env.memory_limit == MemoryLimit(bytes=2 * GIB, source="WHEELFORGE_MEMORY_LIMIT")
     text = path.read_text() + "memory-limit: 12GiB\n"
     path.write_text(text)
-    assert resolve(Flags(matrix=path), {}).memory_limit == 12 * GIB
+    assert resolve(Flags(matrix=path), {}).memory_limit == MemoryLimit(
+        bytes=12 * GIB, source=f"{path.name} memory-limit"
+    )
     with pytest.raises(ConfigError, match="--memory-limit"):
         resolve(Flags(matrix=path, memory_limit="lots"), {})
 

@@ -156,7 +156,7 @@ def test_a_binary_the_build_did_not_make_fails_packing_in_one_line(
     naming the member and the file, and nothing is packed."""
     matrix = load_matrix(project())
     plan = plan_for(matrix, tmp_path)
-    monkeypatch.setattr(build, "_compile", lambda p, _inputs, _settings: (p, Compiled()))
+    monkeypatch.setattr(build, "compile_confirmed", lambda p, _inputs, _settings: (p, Compiled()))
     extra = tuple((n, "{}") for n in selection.PROVENANCE_NAMES)
     monkeypatch.setattr(reuse, "dist_info_files", lambda _plan: extra)
     settings = SimpleNamespace(cache_dir=tmp_path / "cache", import_check=False)

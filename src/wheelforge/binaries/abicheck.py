@@ -20,7 +20,6 @@ from wheelforge.binaries.floors import python_floor, torch_floor
 from wheelforge.binaries.reader import read_binary, read_wheel
 from wheelforge.binaries.rule import (
     CheckTarget,
-    Flavour,
     Rule,
     RuleContext,
     TorchSource,
@@ -29,6 +28,7 @@ from wheelforge.binaries.rule import (
 )
 from wheelforge.binaries.symbols import LibraryExports, demangle
 from wheelforge.configuration import abi as abis
+from wheelforge.configuration.abi import AbiName
 from wheelforge.foundation import log, numbers
 from wheelforge.foundation.errors import (
     BinaryFormatError,
@@ -57,8 +57,6 @@ __all__ = [
     "wheel_flavour",
 ]
 
-# ``wheelforge check`` of a file given on its own (no tags to tell): the stable-ABI check.
-CHECK_FLAVOUR: Flavour = "stable"
 # The torch a wheel that states no requirement and whose binaries use no shim is checked against:
 # the first with the stable ABI (what its binaries need of torch then is nothing of it).
 FIRST_STABLE_TORCH: Version2 = (2, 9)
@@ -85,7 +83,7 @@ class BinaryCheck:
     libtorch_symbols: tuple[str, ...] = ()  # its undefined symbols of libtorch's C++ API, demangled
     allows: str | None = None  # the widest correct torch requirement it allows
     wheel: WheelSummary | None = None  # the wheel it is a member of
-    flavour: Flavour = "stable"  # the ABI whose rules judged it
+    flavour: AbiName = abis.STABLE.name  # the ABI whose rules judged it
     rules: tuple[str, ...] = ()  # the ids of the rules that judged it (its own, its wheel's)
 
 
@@ -112,7 +110,7 @@ def check_binary(
     context: RuleContext,
     rules: Sequence[Rule],
     wheel: WheelSummary | None = None,
-    flavour: Flavour = "stable",
+    flavour: AbiName = abis.STABLE.name,
 ) -> BinaryCheck:
     """*binary* judged by *rules* (those of *flavour*), with the floors its symbols (when read)
     imply."""
@@ -142,7 +140,7 @@ def check_binary(
     )
 
 
-def wheel_flavour(wheel: WheelFacts) -> Flavour:
+def wheel_flavour(wheel: WheelFacts) -> AbiName:
     """The torch ABI a wheel was built for, from its binaries and its requirement, not its
     Python tag: a classic (unstable-ABI) extension's when a binary of its own uses libtorch's
     C++ API and the wheel pins torch exactly (torch==2.8.0, torch==2.13.*), as a classic build's
@@ -234,7 +232,7 @@ def judge_wheel(
     wheel: WheelFacts,
     context: RuleContext,
     rules: Sequence[Rule],
-    flavour: Flavour = "stable",
+    flavour: AbiName = abis.STABLE.name,
     targets: Mapping[str, Version2] | None = None,
 ) -> list[BinaryCheck]:
     """The wheel judged by *rules* (*flavour*'s): first the rules on the wheel as a whole (when
@@ -287,7 +285,7 @@ def check_wheel(
     torch: Version2 | None,
     guards: dict[str, Version2 | None],
     versions: VersionsFile | None = None,
-    flavour: Flavour | None = None,
+    flavour: AbiName | None = None,
     torch_exports: LibraryExports | frozenset[str] | None = None,
 ) -> list[BinaryCheck]:
     """Check a wheel by the rules of its ABI flavour (*flavour*, else its tags say: an abi3
@@ -301,7 +299,7 @@ def check_wheel(
     return judge_wheel(wheel, context, rules, flavour)
 
 
-def _check_image(image: ElfImage, target: CheckTarget, flavour: Flavour) -> BinaryCheck:
+def _check_image(image: ElfImage, target: CheckTarget, flavour: AbiName) -> BinaryCheck:
     rules = registry.applicable(flavour)
     role = file_role(image.name)
     reading = registry.reading(rules)
@@ -311,7 +309,7 @@ def _check_image(image: ElfImage, target: CheckTarget, flavour: Flavour) -> Bina
 
 
 def check_elf(
-    data: bytes, *, path: str, target: CheckTarget, flavour: Flavour = CHECK_FLAVOUR
+    data: bytes, *, path: str, target: CheckTarget, flavour: AbiName = abis.STABLE.name
 ) -> BinaryCheck:
     """Check one ELF file's bytes, as a file given on its own."""
     with ElfImage(path, data) as image:
@@ -388,7 +386,7 @@ def check_paths(
     python: Version2 | None,
     guards: dict[str, Version2 | None],
     versions: VersionsFile | None = None,
-    flavour: Flavour | None = None,
+    flavour: AbiName | None = None,
     torch_exports: LibraryExports | frozenset[str] | None = None,
 ) -> list[BinaryCheck]:
     """Check wheels and shared objects by the rules of *flavour* (else a wheel's tags say, and
@@ -429,5 +427,6 @@ def check_paths(
                 versions=versions,
                 torch_exports=torch_exports,
             )
-            results.append(_check_image(image, target, flavour or CHECK_FLAVOUR))
+            # a file given on its own (no tags to tell): the stable-ABI check
+            results.append(_check_image(image, target, flavour or abis.STABLE.name))
     return results

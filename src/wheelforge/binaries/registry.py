@@ -22,7 +22,8 @@ from pathlib import Path
 
 from wheelforge.binaries import rules as rules_package
 from wheelforge.binaries.facts import BINARY_ROLES, Fact, OwnReader, Reading, Role
-from wheelforge.binaries.rule import Flavour, Rule
+from wheelforge.binaries.rule import Rule
+from wheelforge.configuration import abi
 from wheelforge.foundation import readers, writers
 
 
@@ -50,7 +51,7 @@ def rule_ids() -> tuple[str, ...]:
     return tuple(r.id for r in all_rules())
 
 
-def applicable(flavour: Flavour) -> tuple[Rule, ...]:
+def applicable(flavour: abi.AbiName) -> tuple[Rule, ...]:
     """The rules that apply to wheels of *flavour*, in their order."""
     return tuple(r for r in all_rules() if flavour in r.flavours)
 
@@ -95,7 +96,7 @@ _ROLE_WORDS = {
 
 def _applies(rule: Rule) -> str:
     roles = ", ".join(_ROLE_WORDS[r] for r in _ROLE_WORDS if r in rule.roles)
-    flavours = " and ".join(f for f in ("stable", "unstable") if f in rule.flavours)
+    flavours = " and ".join(f for f in abi.NAMES if f in rule.flavours)
     return f"{roles}; {flavours} ABI"
 
 

@@ -29,10 +29,9 @@ from wheelforge.binaries.facts import (
 )
 from wheelforge.binaries.metadata import Declared
 from wheelforge.binaries.symbols import LibraryExports
+from wheelforge.configuration.abi import AbiName
 from wheelforge.toolchain.shims import Version2, VersionsFile
 
-# What the ABI flavour of the wheel is (the matrix's ``abi``): a rule says which it applies to.
-Flavour = Literal["stable", "unstable"]
 # An error fails ``check`` and the build; a warning is shown and fails nothing.
 Severity = Literal["error", "warning"]
 
@@ -143,7 +142,7 @@ class Rule:
     id: str  # kebab-case, as violations and the docs name it
     doc: str  # one line: what it looks at
     source: str  # one line: where its truth comes from
-    flavours: frozenset[Flavour]
+    flavours: frozenset[AbiName]  # the ABIs (the matrix's ``abi``) it applies to
     roles: frozenset[Role]  # the roles it judges; ("wheel",) for a rule on the wheel as a whole
     needs: frozenset[Fact] = frozenset()  # what the walk must read of each binary it judges
     wheel_needs: frozenset[WheelFact] = frozenset()  # what it reads of the wheel (role wheel)
@@ -171,7 +170,7 @@ class Rule:
         if "init-export" in self.needs and set(self.roles) - {"extension"}:
             raise ValueError(f"rule {self.id}: only an extension module has an init export")
 
-    def applies(self, flavour: Flavour, role: Role) -> bool:
+    def applies(self, flavour: AbiName, role: Role) -> bool:
         return flavour in self.flavours and role in self.roles
 
     @property

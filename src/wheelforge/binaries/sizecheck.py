@@ -16,6 +16,8 @@ from wheelforge.binaries.fatbin import entry_payload
 from wheelforge.configuration import releases
 from wheelforge.configuration.archs import Arch
 from wheelforge.configuration.bytesizes import format_size
+from wheelforge.foundation.errors import SizeBudgetError
+from wheelforge.planning.plan import VariantPlan
 
 # How many contributors a size-budget failure names.
 TOP_CONTRIBUTORS = 5
@@ -300,4 +302,54 @@ def check_size(
         contributions=parts,
         levers=levers(parts, toolkit, nvcc_flags, costs),
         shared_objects=shared,
+    )
+
+
+def over_budget(
+    plan: VariantPlan, wheel_path: Path, size: SizeCheck, *, published: bool
+) -> SizeBudgetError:
+    """The failure of a wheel over its size budget: its largest fatbin entries and what each
+    lever would save (binaries/sizecheck.py measures them)."""
+    top = size.contributions[:TOP_CONTRIBUTORS]
+    lines = ["largest contributors (in the wheel / stored in the binary / uncompressed):"]
+    lines += [
+        f"  {member_path(c.binary)} {c.kind.upper()} {c.arch}: "
+        f"{format_size(c.in_wheel) if c.in_wheel is not None else '-'} / "
+        f"{format_size(c.stored)} / {format_size(c.uncompressed)} ({c.compression})"
+        for c in top
+    ]
+    measured = [c.in_wheel for c in size.contributions if c.in_wheel is not None]
+    if measured:
+        lines.append(
+            f"  all SASS and PTX: {format_size(sum(measured))} of the wheel's "
+            f"{format_size(size.wheel_size)}; the rest is host code and Python files"
+        )
+    lines.append("levers (what each saves):")
+    lines += [
+        f"  {lv.change}: {lv.saving}" + (f" ({lv.note})" if lv.note else "")
+        for lv in size.levers[:LEVERS_SHOWN]
+    ]
+    biggest = (
+        ", ".join(f"{c.arch} {format_size(c.in_wheel or c.stored)}" for c in top[:3]) or "no fatbin"
+    )
+    published_words = (
+        "it was published by an earlier build; " if published else "nothing was published; "
+    )
+    if not size.over:  # a shared object over its own budget (the wheel is within its)
+        shared = size.over_shared[0]
+        member = member_path(shared.binary)
+        own = [c for c in size.contributions if c.binary == shared.binary][:3]
+        largest = ", ".join(f"{c.arch} {format_size(c.in_wheel or c.stored)}" for c in own)
+        index = next(i for i, k in enumerate(plan.links) if k.wheel_path == member)
+        return SizeBudgetError(
+            f"variant {plan.variant.id}: {member} is {format_size(shared.size)}, over its size "
+            f"budget of {format_size(shared.budget or 0)}; {published_words}largest: "
+            f"{largest or 'no fatbin'} (extensions[{index}].size-budget in matrix.yaml raises it)",
+            details="\n".join(lines),
+        )
+    return SizeBudgetError(
+        f"variant {plan.variant.id}: {wheel_path.name} is {format_size(size.wheel_size)}, over "
+        f"its size budget of {format_size(size.budget)}; " + published_words + "largest: "
+        f"{biggest} (size-budget in matrix.yaml or --size-budget raises the budget)",
+        details="\n".join(lines),
     )

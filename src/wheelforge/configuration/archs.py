@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
@@ -180,8 +181,10 @@ class ArchSet:
     def ptx(self) -> tuple[str, ...]:
         return tuple(s.arch.ptx for s in self.specs if s.ptx)
 
-    def gencode_flags(self) -> list[str]:
-        return [flag for spec in self.specs for flag in spec.gencode_flags()]
+    def gencode(self) -> str:
+        """The -gencode flags as one command-line string, as a plan, its compile steps and the
+        ninja file carry them: the one place they are formed from the arch set."""
+        return shlex.join(flag for spec in self.specs for flag in spec.gencode_flags())
 
     def limit(self, allowed: Iterable[ArchSpec]) -> ArchSet:
         """What a source limited to *allowed* is compiled for in this arch set.

@@ -30,6 +30,7 @@ from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation import fsutil, numbers
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.foundation.quicknoop import default_cache
+from wheelforge.foundation.resources import MemoryLimit
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -95,9 +96,9 @@ class BuildSettings:
     verify_reproducible: bool = False  # build each variant twice, in two folders, and compare
     compile_cache: str = "auto"  # auto, sccache, ccache, none (toolchain/compilecache.py)
     compile_cache_source: str = ""  # where it was given: "--compile-cache none", ...; "": auto
-    # the memory the compiles may use (planning/parallelism.py); None: what the machine leaves
-    memory_limit: int | None = None
-    memory_limit_source: str = ""  # where it was given: --memory-limit, ..., matrix.yaml
+    # the memory the compiles may use (planning/parallelism.py) and where it was given
+    # (--memory-limit, ..., matrix.yaml); None: what the machine leaves, read when planned
+    memory_limit: MemoryLimit | None = None
     # sccache-dist (toolchain/compilecache.Dist): the scheduler's URL and the client token
     dist_scheduler: str | None = None
     dist_token: str | None = field(default=None, repr=False)
@@ -240,17 +241,20 @@ def _known_cache(where: str, value: str, fix: str) -> None:
         raise ConfigError(f"{where} must be one of {', '.join(COMPILE_CACHES)}; {fix}")
 
 
-def _memory_limit(flags: Flags, matrix: Matrix, env: Mapping[str, str]) -> tuple[int | None, str]:
+def _memory_limit(flags: Flags, matrix: Matrix, env: Mapping[str, str]) -> MemoryLimit | None:
     """--memory-limit, else $WHEELFORGE_MEMORY_LIMIT, else matrix.yaml's memory-limit, else
     None (the machine's available memory, read when the build is planned)."""
     if flags.memory_limit is not None:
-        return parse_size(flags.memory_limit, where="--memory-limit"), "--memory-limit"
+        return MemoryLimit(
+            bytes=parse_size(flags.memory_limit, where="--memory-limit"), source="--memory-limit"
+        )
     if env.get("WHEELFORGE_MEMORY_LIMIT"):
         given = env["WHEELFORGE_MEMORY_LIMIT"]
-        return parse_size(given, where="WHEELFORGE_MEMORY_LIMIT"), "WHEELFORGE_MEMORY_LIMIT"
+        bytes_ = parse_size(given, where="WHEELFORGE_MEMORY_LIMIT")
+        return MemoryLimit(bytes=bytes_, source="WHEELFORGE_MEMORY_LIMIT")
     if matrix.memory_limit is not None:
-        return matrix.memory_limit, f"{matrix.path.name} memory-limit"
-    return None, ""
+        return MemoryLimit(bytes=matrix.memory_limit, source=f"{matrix.path.name} memory-limit")
+    return None
 
 
 def _dist(flags: Flags, env: Mapping[str, str]) -> tuple[str | None, str | None]:
@@ -295,7 +299,6 @@ def resolve(flags: Flags, env: Mapping[str, str] | None = None) -> BuildSettings
     jobs = flags.jobs if flags.jobs is not None else _positive_int(env.get("MAX_JOBS"), "MAX_JOBS")
     cxx_launcher, cxx = _compiler(env, "CXX", "c++")
     cc_launcher, cc = _compiler(env, "CC", "cc")
-    memory_limit, memory_limit_source = _memory_limit(flags, matrix, env)
     compile_cache, compile_cache_source = _compile_cache(flags, matrix, env)
     dist_scheduler, dist_token = _dist(flags, env)
     return BuildSettings(
@@ -329,8 +332,7 @@ def resolve(flags: Flags, env: Mapping[str, str] | None = None) -> BuildSettings
         verify_reproducible=flags.verify_reproducible,
         compile_cache=compile_cache,
         compile_cache_source=compile_cache_source,
-        memory_limit=memory_limit,
-        memory_limit_source=memory_limit_source,
+        memory_limit=_memory_limit(flags, matrix, env),
         dist_scheduler=dist_scheduler,
         dist_token=dist_token,
         torch_from=_torch_from(flags, matrix),

@@ -7,11 +7,12 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 import click
 
 from wheelforge import __version__
+from wheelforge.configuration import abi as abis
 from wheelforge.configuration.matrix.keys import COMPILE_CACHES
 from wheelforge.foundation import fence, fsutil, log, numbers
 from wheelforge.foundation.errors import WheelforgeError
@@ -175,7 +176,7 @@ def build(**given: Any) -> None:
     """Build the matrix's wheels and check their fatbins."""
     from wheelforge.interface import outputs
 
-    outputs.build_command(outputs.BuildOptions.from_command_line(given))
+    outputs.build(outputs.BuildOptions.from_command_line(given))
 
 
 @cli.command()
@@ -285,7 +286,7 @@ cli.add_command(cache_group)
 )
 @click.option(
     "--abi",
-    type=click.Choice(["stable", "unstable"]),
+    type=click.Choice(abis.NAMES),
     help="Whose rules apply [default: a wheel's binaries and requirement say (libtorch C++ "
     "symbols and an exact torch pin: unstable; else stable), whatever its tag; stable for bare "
     "shared objects].",
@@ -296,7 +297,7 @@ def check(
     paths: tuple[Path, ...],
     target: str | None,
     python_abi: str | None,
-    abi: Literal["stable", "unstable"] | None,
+    abi: abis.AbiName | None,
     as_json: bool,
 ) -> None:
     """Check wheels or shared objects against the rules of their ABI (exit 4 on a violation)."""

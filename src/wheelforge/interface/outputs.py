@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from collections.abc import Mapping
@@ -50,60 +51,51 @@ class BuildOptions:
         return cls(flags=flags, **outputs)
 
 
-def build_command(options: BuildOptions) -> None:
+def build(options: BuildOptions) -> None:
     """``wheelforge build``: the output modes (--ci, --quiet), then the plan alone (--dry-run)
-    or the build."""
+    or the build: resolve, build, then write every output; the first failure is raised at the
+    end (the CLI prints it and exits with its code), after the report says what failed and why."""
     if options.ci_mode is not None:
         log.set_ci("github" if options.ci_mode == "github" else None)
     log.set_quiet(options.quiet)
+    flags, report_path = options.flags, options.report_path
     if options.dry_run:
         from wheelforge.running.build.dryrun import dry_run as plan_dry_run
 
-        print_dry_run(plan_dry_run(resolve(options.flags)), output_console())
-    else:
-        build(options.flags, options.report_path)
-
-
-def build(flags: Flags, report_path: Path | None) -> None:
-    """Resolve, build, then write every output; the first failure is raised at the end (the
-    CLI prints it and exits with its code), after the report says what failed and why."""
+        print_dry_run(plan_dry_run(resolve(flags)), output_console())
+        return
     start = time.perf_counter()
-    report = None
-    if report_path is not None and str(report_path) != "-":
-        # Refused now, not after the build: a device, a FIFO nobody reads, a file of the kernel.
-        # Nor the matrix the build reads, nor its pyproject.toml, however spelled or linked.
-        reads = (flags.matrix, flags.matrix.parent / "pyproject.toml")
-        report = writers.open_output(report_path, what=f"--report {report_path}", reads=reads)
-    try:
-        _build(flags, report_path, report, start)
-    finally:
-        if report is not None:
-            report.close()
-
-
-def _build(
-    flags: Flags, report_path: Path | None, report: writers.Output | None, start: float
-) -> None:
-    settings: BuildSettings | None = None
-    try:
-        settings = resolve(flags)
-        result = run_build(settings)
-    except WheelforgeError as exc:
+    with contextlib.ExitStack() as held:
+        report = None
+        if report_path is not None and str(report_path) != "-":
+            # Refused now, not after the build: a device, a FIFO nobody reads, a file of the
+            # kernel. Nor the matrix the build reads, nor its pyproject.toml, however spelled or
+            # linked.
+            reads = (flags.matrix, flags.matrix.parent / "pyproject.toml")
+            report = writers.open_output(report_path, what=f"--report {report_path}", reads=reads)
+            held.callback(report.close)
+        settings: BuildSettings | None = None
+        try:
+            settings = resolve(flags)
+            result = run_build(settings)
+        except WheelforgeError as exc:
+            if _report_wanted(report_path):
+                _write(
+                    _report(settings, None, exc, time.perf_counter() - start), report_path, report
+                )
+            raise
+        seconds = time.perf_counter() - start
+        if log.quiet():
+            if report_path is None or str(report_path) != "-":
+                for v in result.variants:
+                    click.echo(str(v.wheel))
+        else:
+            print_build(
+                result, output_console(stderr=report_path is not None and str(report_path) == "-")
+            )
         if _report_wanted(report_path):
-            _write(_report(settings, None, exc, time.perf_counter() - start), report_path, report)
-        raise
-    seconds = time.perf_counter() - start
-    if log.quiet():
-        if report_path is None or str(report_path) != "-":
-            for v in result.variants:
-                click.echo(str(v.wheel))
-    else:
-        print_build(
-            result, output_console(stderr=report_path is not None and str(report_path) == "-")
-        )
-    if _report_wanted(report_path):
-        _write(_report(settings, result, None, seconds), report_path, report)
-    _raise_failures(result)
+            _write(_report(settings, result, None, seconds), report_path, report)
+        _raise_failures(result)
 
 
 def _report_wanted(report_path: Path | None) -> bool:

@@ -1,5 +1,5 @@
 """The compile steps of a variant: every extension's sources (a generate step's outputs among
-them) with their arch limits, one step per source and flag set with its -gencode flags, and
+them) with their arch limits, one step per source and flag set with the arch set it compiles for, and
 where each object lies. A source two extensions compile with the same flags is compiled once;
 otherwise each extension's objects lie in a folder of its own, so they never collide."""
 
@@ -10,7 +10,7 @@ import shlex
 from collections.abc import Callable
 from pathlib import Path
 
-from wheelforge.configuration.archs import ArchSpec
+from wheelforge.configuration.archs import ArchSet, ArchSpec
 from wheelforge.configuration.matrix.keys import GENERATED_RE
 from wheelforge.configuration.matrix.model import ExtensionConfig, Matrix
 from wheelforge.foundation.errors import ConfigError
@@ -52,7 +52,7 @@ def sources(
     return found
 
 
-_StepKey = tuple[Path, str, str, str | None]  # source, rule, its flags, its -gencode
+_StepKey = tuple[Path, str, str, ArchSet | None]  # source, rule, its flags, its arch limit
 
 
 class Steps:
@@ -74,8 +74,9 @@ class Steps:
         objects: Path,
     ) -> list[Path]:
         """The steps of extension *index* (its objects under *objects*), and its objects, one
-        per source, each with the -gencode flags it compiles with (the one place they are
-        decided); a limited source with no arch in common with the arch set is left out."""
+        per source, each with the arch set it compiles for when limited (the one place that is
+        decided; its -gencode flags are that arch set's, ArchSet.gencode); a limited source with
+        no arch in common with the arch set is left out."""
         linked = []
         variant = self.variant
         for source, limits in sources.items():
@@ -87,8 +88,7 @@ class Steps:
                 if source not in self.left_out:
                     self.left_out.append(source)
                 continue
-            gencode = shlex.join(limited.gencode_flags()) if limited is not None else None
-            key = (source, rule, getattr(flags, rule), gencode)
+            key = (source, rule, getattr(flags, rule), limited)
             if (known := self.by_key.get(key)) is not None:
                 linked.append(known.object)
                 continue
@@ -103,7 +103,6 @@ class Steps:
                 object=objects / (name + ".o"),
                 rule=rule,
                 arch_set=limited,
-                gencode=gencode,
                 flags=shlex.join(seeds),
                 flag_set=index,
             )

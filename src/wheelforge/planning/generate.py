@@ -4,7 +4,6 @@ the files whose change runs it again and the files it writes."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,14 +16,14 @@ def edges(
     inputs: PlanInputs, build_dir: Path
 ) -> tuple[tuple[GenerateEdge, ...], Callable[[str], Path]]:
     """The generate steps as ninja edges, and each step's output folder by name."""
-    matrix = inputs.matrix
+    matrix = inputs.settings.matrix
 
     def folder(name: str) -> Path:
         return build_dir / "generated" / name
 
     def fill(word: str, step: GenerateStep) -> str:
         values = {
-            "python": str(inputs.python or sys.executable),
+            "python": str(inputs.settings.python),
             "project": str(matrix.root.resolve()),
             "out": str(folder(step.name)),
             **{s.name: str(folder(s.name)) for s in matrix.generate},

@@ -19,11 +19,10 @@ from typing import Literal
 
 from packaging.version import Version
 
-from wheelforge.configuration import abi as abis
+from wheelforge.configuration.abi import AbiForTorch
 from wheelforge.configuration.archs import ArchSet
 from wheelforge.configuration.matrix.model import ExtensionConfig, Matrix, PackageConfig
-from wheelforge.configuration.matrix.torchspec import target_macro
-from wheelforge.configuration.settings import Compilers, Launchers
+from wheelforge.configuration.settings import BuildSettings, Launchers
 from wheelforge.foundation.resources import MemoryLimit
 from wheelforge.planning import reproducible
 from wheelforge.planning.jobcosts import JobCost
@@ -42,25 +41,22 @@ class PlanInputs:
     """What planning takes besides a variant and the torch it compiles against: the same for
     every variant of a build. The reproducibility twin's inputs are another value (twin())."""
 
-    matrix: Matrix
-    build_root: Path
-    out_dir: Path
-    # The host compilers and the launchers the environment names; where it names none, the
-    # compile cache's (toolchain/compilecache.launchers).
-    compilers: Compilers
+    # The build's settings, read where planning needs them (never copied here field by field):
+    # the matrix, build_root, out_dir, the host compilers and the launchers the environment
+    # names (where it names none, the compile cache's: toolchain/compilecache.launchers), jobs
+    # (ninja -j; None: ninja's default), nvcc_threads (NVCC_THREADS; None: as many as fill the
+    # cores), cache_dir (where the probes planning asks are cached), python (the build Python:
+    # what {python} runs in a generate step).
+    settings: BuildSettings
     compile_cache: CompileCache | None = None
-    jobs: int | None = None  # ninja -j; None: ninja's default
-    nvcc_threads: int | None = None  # NVCC_THREADS; None: as many as fill the cores
     cores: int = 1  # the cores the build may use (foundation/resources.cores)
     # the memory the compiles may use: --memory-limit, else what the machine and its cgroups
     # leave (foundation/resources.available_memory); None: not known, the cores decide
     memory: MemoryLimit | None = None
     # what earlier builds measured of each compile step (planning/jobcosts.py), by step key
     costs: Mapping[str, JobCost] = dataclasses.field(default_factory=dict)
-    cache_dir: Path | None = None  # where the probes planning asks are cached
     # The matrix's header libraries, found (toolchain/headerlibs.resolve): folders, versions.
     header_libraries: tuple[HeaderLibrary, ...] = ()
-    python: Path | None = None  # the build Python: what {python} runs in a generate step
     # What of the project the wheels carry, found by the build's one walk (selection.py); the
     # reproducibility twin packs the same files
     files: ProjectFiles
@@ -71,13 +67,16 @@ class PlanInputs:
         identical by construction). Where nvcc runs through sccache, whose split of an nvcc
         compile names its temporaries its own way (toolchain/compilecache.py), the twin's
         nvcc runs through it too, on an empty cache of its own that nothing else reaches."""
-        cache = self.compile_cache
+        cache, settings = self.compile_cache, self.settings
         return dataclasses.replace(
             self,
-            build_root=folder / "build",
-            out_dir=folder / "dist",
+            settings=dataclasses.replace(
+                settings,
+                build_root=folder / "build",
+                out_dir=folder / "dist",
+                compilers=dataclasses.replace(settings.compilers, launchers=Launchers()),
+            ),
             compile_cache=cache.alone(folder / "sccache") if cache and cache.splits_nvcc else None,
-            compilers=dataclasses.replace(self.compilers, launchers=Launchers()),
         )
 
 
@@ -87,7 +86,6 @@ class CompileStep:
     object: Path
     rule: Rule
     arch_set: ArchSet | None = None  # for a source with arch limits: what it is compiled for
-    gencode: str | None = None  # its own -gencode flags then; else the plan's (the arch set's)
     flags: str = ""  # per-source flags: the source's path-free name for seeds (reproducible.py)
     # Which of CompilePlan.flag_sets it compiles with: the first extension's that lists it (a
     # source two extensions compile with the same flags is compiled once).
@@ -97,6 +95,11 @@ class CompileStep:
     heavy: bool = False  # in the heavy pool: at most schedule.heavy_depth of them at once
     # its wall time at the schedule's threads, from an earlier build; None: never measured
     expected_seconds: float | None = None
+
+    @property
+    def gencode(self) -> str | None:
+        """Its own -gencode flags, for a source with arch limits; else None: the plan's."""
+        return self.arch_set.gencode() if self.arch_set is not None else None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -197,7 +200,7 @@ class WheelPlan:
 class VariantPlan:
     variant: Variant
     torch: TorchEnv  # the torch it compiles against
-    abi: AbiFlavour
+    abi: AbiForTorch  # what the matrix's ABI decides given this torch (configuration/abi.py)
     project: Path  # the folder matrix.yaml is in
     matrix_path: Path  # matrix.yaml, for messages that name it
     build_dir: Path
@@ -216,44 +219,6 @@ class VariantPlan:
     def _spelling(self) -> Callable[[Path], str]:
         root = self.project.resolve()
         return reproducible.spelling(self.build_dir, root, self.variant.toolkit.version)
-
-
-@dataclass(frozen=True, kw_only=True)
-class AbiFlavour:
-    """What the ABI decides about a build: how sources see torch and Python, what the link adds,
-    and how the module and wheel are named and pinned; *kind* is what it decides before torch is
-    probed (configuration/abi.py)."""
-
-    kind: abis.Abi
-    # The wheel's torch floor: the highest of its extensions' target versions (TorchSpec.floor)
-    target: tuple[int, int]
-    # for every extension (TORCH_EXTENSION_NAME and the target version are each one's own)
-    defines: tuple[str, ...]
-    includes: tuple[str, ...]  # torch's and Python's, after each extension's own
-    force_include: tuple[str, ...]  # -include of the weak-shims header (stable only)
-    generated: tuple[GeneratedFile, ...]
-    extra_ldflags: tuple[str, ...]
-    abi_tag: str  # cp310-abi3, or cp311-cp311
-    module_suffix: str  # .abi3.so, or CPython's extension suffix
-    torch_requirement: str
-    # The C++ standard the sources compile with (-std=c++17): the unstable ABI's is the one the
-    # torch it compiles against passes in its cpp_extension (c++20 from torch 2.12)
-    cxx_std: int = 17
-    # Searched after the toolkit's own headers (-isystem): the CUDA headers pip installed beside
-    # a CUDA build of torch (cusparse.h, which ATen/cuda/CUDAContextLight.h includes)
-    system_includes: tuple[str, ...] = ()
-
-    @property
-    def name(self) -> abis.AbiName:
-        """The flavour's name, as matrix.yaml writes it (binaries/ filters its rules by it)."""
-        return self.kind.name
-
-    def defines_for(self, target: tuple[int, int]) -> tuple[str, ...]:
-        """The defines of a shared object compiled for the torch *target* (Matrix.torch_target_of):
-        a stable-ABI one's target version, major << 56 | minor << 48 (torch/csrc/stable/version.h),
-        then the flavour's own."""
-        own = (f"-DTORCH_TARGET_VERSION={target_macro(target)}",) if self.kind.torch_target else ()
-        return (*own, *self.defines)
 
 
 def wheel_version(matrix: Matrix, variant: Variant) -> str:

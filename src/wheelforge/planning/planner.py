@@ -15,6 +15,7 @@ from typing import Any
 from packaging.version import Version
 
 from wheelforge.configuration import abi as abis
+from wheelforge.configuration.abi import AbiForTorch, Rel
 from wheelforge.configuration.matrix.keys import GENERATED_RE
 from wheelforge.configuration.matrix.model import ExtensionConfig
 from wheelforge.configuration.settings import BuildSettings
@@ -29,10 +30,7 @@ from wheelforge.planning import (
     scheduling,
     selection,
 )
-from wheelforge.planning.abi import Rel
-from wheelforge.planning.abi import flavour as abi_flavour
 from wheelforge.planning.plan import (
-    AbiFlavour,
     CompilePlan,
     FlagSet,
     GeneratedFile,
@@ -87,7 +85,7 @@ def module_init_source(module_leaf: str) -> str:
 
 
 def _compile_flags(
-    abi: AbiFlavour,
+    abi: AbiForTorch,
     variant: Variant,
     ext: ExtensionConfig,
     torch: TorchEnv,
@@ -153,7 +151,7 @@ def _compile_flags(
     return FlagSet(cxx=shlex.join(cxx_flags), cc=shlex.join(cc_flags), nvcc=shlex.join(nvcc_flags))
 
 
-def _standards(abi: AbiFlavour, ext: ExtensionConfig) -> tuple[list[str], list[str]]:
+def _standards(abi: AbiForTorch, ext: ExtensionConfig) -> tuple[list[str], list[str]]:
     """The flavour's C++ standard for the C++ and the nvcc compiles, unless the extension's
     flags name one (as cpp_extension leaves a -std= in extra_compile_args alone: nvcc refuses
     two)."""
@@ -164,7 +162,7 @@ def _standards(abi: AbiFlavour, ext: ExtensionConfig) -> tuple[list[str], list[s
 
 
 def _link_flags(
-    abi: AbiFlavour, variant: Variant, ext: ExtensionConfig, torch: TorchEnv, exports: Path
+    abi: AbiForTorch, variant: Variant, ext: ExtensionConfig, torch: TorchEnv, exports: Path
 ) -> list[str]:
     toolkit = variant.toolkit
     if toolkit.cudart_static is None:
@@ -225,11 +223,13 @@ def _include_folders(
 def _tools(inputs: PlanInputs, variant: Variant, nvcc_host: str) -> dict[str, Any]:
     """The compilers of a CompilePlan and what runs in front of them."""
     return {
-        "cxx": inputs.compilers.cxx,
-        "cc": inputs.compilers.cc,
+        "cxx": inputs.settings.compilers.cxx,
+        "cc": inputs.settings.compilers.cc,
         "nvcc": variant.toolkit.nvcc,
         "nvcc_host": nvcc_host,
-        "launchers": compilecache.launchers(inputs.compile_cache, inputs.compilers.launchers),
+        "launchers": compilecache.launchers(
+            inputs.compile_cache, inputs.settings.compilers.launchers
+        ),
         "compile_cache": inputs.compile_cache,
     }
 
@@ -253,7 +253,7 @@ class _Extension:
         return [init, *out] if init is not None else out
 
     def link(
-        self, abi: AbiFlavour, objects: Sequence[Path], ldflags: str, target: tuple[int, int]
+        self, abi: AbiForTorch, objects: Sequence[Path], ldflags: str, target: tuple[int, int]
     ) -> LinkPlan:
         ext = self.ext
         filename = f"{ext.leaf}{abi.module_suffix if ext.kind == 'module' else '.so'}"
@@ -275,15 +275,16 @@ def make_plan(
 ) -> VariantPlan:
     """The plan of *variant* compiled against *torch*; *weak_header* is the weak-shims header of
     that torch and *nvcc_host* the host compiler its toolkit accepts (plan_variant probes both)."""
-    matrix = inputs.matrix
-    build_dir = (inputs.build_root / variant.id).resolve()
+    settings = inputs.settings
+    matrix = settings.matrix
+    build_dir = (settings.build_root / variant.id).resolve()
     gen = build_dir / "gen"
     weak = GeneratedFile(path=gen / "wheelforge_weak_shims.h", text=weak_header)
     rel: Rel = reproducible.spelling(build_dir, matrix.root.resolve(), variant.toolkit.version)
-    abi = abi_flavour(matrix, torch, weak, rel)
+    abi = abis.of(matrix.abi).for_torch(matrix, torch, weak=weak.path, rel=rel)
     edges, generated_folder = generate.edges(inputs, build_dir)
     libraries = inputs.header_libraries
-    generated = [*abi.generated]
+    generated = [weak] if abi.kind.weak_shims else []
     preload = _fixed_pid(variant, gen)
     stamp = header_stamp(libraries, gen)
     generated += [g for g in (preload, stamp) if g is not None]
@@ -327,7 +328,7 @@ def make_plan(
     compile_plan = CompilePlan(
         **_tools(inputs, variant, nvcc_host),
         flag_sets=tuple(flag_sets),
-        gencode=shlex.join(variant.arch_set.gencode_flags()),
+        gencode=variant.arch_set.gencode(),
         steps=tuple(placed),
         left_out=tuple(steps.left_out),
         generated=tuple(generated),
@@ -348,7 +349,7 @@ def make_plan(
         matrix_path=matrix.path,
         build_dir=build_dir,
         # the variant's index folder (cu124/) when each CUDA release's wheels have their own
-        out_dir=inputs.out_dir / variant.index if variant.index else inputs.out_dir,
+        out_dir=settings.out_dir / variant.index if variant.index else settings.out_dir,
         compile=compile_plan,
         links=tuple(links),
         wheel=_wheel_plan(inputs, variant, links),
@@ -358,7 +359,7 @@ def make_plan(
 def _wheel_plan(inputs: PlanInputs, variant: Variant, links: Sequence[LinkPlan]) -> WheelPlan:
     """The wheel's name parts and every member: the build's project files, each shared object
     where it lands (an expected output of the build), the .dist-info files."""
-    matrix = inputs.matrix
+    matrix = inputs.settings.matrix
     version = wheel_version(matrix, variant)
     dist_info = selection.dist_info(matrix.package, version)
     binaries = [(link.wheel_path, link.library) for link in links]
@@ -378,11 +379,7 @@ def plan_inputs(
     libraries found (a PyPI one downloaded into the cache unless not *download* or offline);
     the cores and memory it may use (--memory-limit, else what the machine leaves) and what
     earlier builds measured of each compile step."""
-    memory = (
-        resources.MemoryLimit(bytes=settings.memory_limit, source=settings.memory_limit_source)
-        if settings.memory_limit is not None
-        else resources.available_memory()
-    )
+    memory = settings.memory_limit or resources.available_memory()
     libraries = headerlibs.resolve(
         settings.matrix.header_libraries,
         root=settings.matrix.root,
@@ -391,19 +388,12 @@ def plan_inputs(
         offline=settings.offline,
     )
     return PlanInputs(
-        matrix=settings.matrix,
-        build_root=settings.build_root,
-        out_dir=settings.out_dir,
-        compilers=settings.compilers,
+        settings=settings,
         compile_cache=compile_cache,
-        jobs=settings.jobs,
-        nvcc_threads=settings.nvcc_threads,
         cores=resources.cores(),
         memory=memory,
         costs=jobcosts.load(settings.cache_dir),
-        cache_dir=settings.cache_dir,
         header_libraries=libraries,
-        python=settings.python,
         files=selection.project_files(settings.matrix),
     )
 
@@ -411,14 +401,15 @@ def plan_inputs(
 def plan_variant(inputs: PlanInputs, variant: Variant, torch: TorchEnv) -> VariantPlan:
     """The plan of *variant* against *torch*, with the two probes it needs (cached): the
     weak-shims header of torch's CUDA-only shims, the host compiler the toolkit accepts."""
-    shims = torchprobe.cuda_only_shims(torch.include_dir, cache=inputs.cache_dir)
+    settings = inputs.settings
+    shims = torchprobe.cuda_only_shims(torch.include_dir, cache=settings.cache_dir)
     return make_plan(
         inputs,
         variant,
         torch,
         weak_header=torchprobe.weak_shims_header(shims),
         nvcc_host=toolkit.host_compiler(
-            variant.toolkit, inputs.compilers.cxx, cache=inputs.cache_dir
+            variant.toolkit, settings.compilers.cxx, cache=settings.cache_dir
         ),
     )
 

@@ -5,7 +5,6 @@ many processes it can run side by side, and which steps the schedule puts in the
 from __future__ import annotations
 
 import dataclasses
-import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -28,18 +27,14 @@ def scheduled(
     keyed = []
     loads = []
     for step in steps:
-        gencode = (
-            (step.gencode or shlex.join(variant.arch_set.gencode_flags()))
-            if step.rule == "nvcc"
-            else ""
-        )
+        gencode = (step.arch_set or variant.arch_set).gencode() if step.rule == "nvcc" else ""
         flags = getattr(flag_sets[step.flag_set], step.rule)
         text = reproducible.path_free_text(" ".join((flags, gencode, step.flags)), folders)
-        name = reproducible.source_name(step.source, inputs.matrix.root)
+        name = reproducible.source_name(step.source, inputs.settings.matrix.root)
         key = jobcosts.step_key(name, step.rule, (text,))
         units = len((step.arch_set or variant.arch_set).specs) + 1 if step.rule == "nvcc" else 1
         cost = inputs.costs.get(key) or jobcosts.first_estimate(
-            nvcc=step.rule == "nvcc", units=units, threads=inputs.nvcc_threads or units
+            nvcc=step.rule == "nvcc", units=units, threads=inputs.settings.nvcc_threads or units
         )
         keyed.append(dataclasses.replace(step, cost_key=key))
         loads.append(
@@ -51,8 +46,8 @@ def scheduled(
         cores=inputs.cores,
         memory=memory.bytes if memory else None,
         memory_source=memory.source if memory else "",
-        jobs=inputs.jobs,
-        threads=inputs.nvcc_threads,
+        jobs=inputs.settings.jobs,
+        threads=inputs.settings.nvcc_threads,
     )
     heavy = set(found.heavy)
     threads = found.nvcc_threads

@@ -143,17 +143,11 @@ def _release_key(entry: str) -> tuple[int, ...]:
     return tuple(n for n in found if n is not None)
 
 
+@fsutil.gc_paused()  # a large matrix's variants are a long-lived tree of objects
 def expand(
     matrix: Matrix, found: Sequence[Toolkit], installed: tuple[str, Path] | None = None
 ) -> tuple[Variant, ...]:
     """All variants of the matrix, in matrix order, without provisioning anything."""
-    with fsutil.gc_paused():
-        return _expand(matrix, found, installed)
-
-
-def _expand(
-    matrix: Matrix, found: Sequence[Toolkit], installed: tuple[str, Path] | None
-) -> tuple[Variant, ...]:
     # The unstable ABI ties a binary to one torch: one more dimension, torch version.
     flavour = abi.of(matrix.abi)
     # *installed*: the one torch (version, interpreter) of --torch-from / `torch: installed`

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from wheelforge.binaries import abicheck, symbols
-from wheelforge.binaries.rule import Flavour
+from wheelforge.configuration.abi import AbiName
 from wheelforge.configuration.settings import python_abi_flag, torch_floor_flag
 from wheelforge.toolchain import shims
 
@@ -18,7 +18,7 @@ def run_check(
     *,
     target: str | None,
     python_abi: str | None,
-    abi: Flavour | None = None,
+    abi: AbiName | None = None,
 ) -> list[abicheck.BinaryCheck]:
     """Check *paths* by the rules of *abi* (else what a wheel's tags say) against the lowest
     torch *target* (else a wheel's Requires-Dist) and the abi3 floor *python_abi* (else a

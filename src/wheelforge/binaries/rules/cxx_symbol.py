@@ -11,6 +11,7 @@ from wheelforge.binaries.elf import split_member
 from wheelforge.binaries.facts import BinaryFacts
 from wheelforge.binaries.rule import Finding, Rule, RuleContext, Violation, WheelSummary
 from wheelforge.binaries.symbols import demangle
+from wheelforge.configuration import abi
 
 _HINTS = {
     "torch::Library": "TORCH_LIBRARY from torch/library.h; use STABLE_TORCH_LIBRARY from "
@@ -83,7 +84,7 @@ RULE = Rule(
     "header-only; a function of the wheel's own that takes a `torch::stable::Tensor` is not "
     "libtorch's)",
     source="the binary",
-    flavours=frozenset({"stable"}),
+    flavours=frozenset({abi.STABLE.name}),
     roles=frozenset({"extension", "library"}),
     needs=frozenset({"symbols"}),
     order=20,

@@ -10,6 +10,7 @@ from wheelforge.binaries import floors
 from wheelforge.binaries.facts import BinaryFacts
 from wheelforge.binaries.rule import Finding, Rule, RuleContext
 from wheelforge.binaries.rules.python_api import above_tag
+from wheelforge.configuration import abi
 
 
 def check(binary: BinaryFacts, context: RuleContext) -> Iterator[Finding]:
@@ -37,7 +38,7 @@ RULE = Rule(
     "limited-API version among its `Py*` symbols), against the wheel's `torch>=X.Y` and "
     "`cp3X-abi3`",
     source="the rows of `shim-version` and `python-api`",
-    flavours=frozenset({"stable"}),
+    flavours=frozenset({abi.STABLE.name}),
     roles=frozenset({"extension", "library"}),
     needs=frozenset({"symbols"}),
     order=10,

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from wheelforge.binaries import bounded
 from wheelforge.binaries.facts import BinaryFacts, RecordFacts
 from wheelforge.binaries.rule import Finding, Rule, RuleContext
+from wheelforge.configuration import abi
 
 # RECORD findings shown one by one; the rest are counted (a RECORD copied from another wheel).
 _SHOWN = 10
@@ -95,7 +96,7 @@ RULE = Rule(
     "sha256 and size",
     source="the wheel's member names, its RECORD and its members' bytes (PEP 376, PEP 427)",
     wheel_needs=frozenset({"record"}),
-    flavours=frozenset({"stable", "unstable"}),
+    flavours=frozenset(abi.NAMES),
     roles=frozenset({"wheel"}),
     order=70,
     check=check,

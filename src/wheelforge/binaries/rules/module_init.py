@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from wheelforge.binaries import initexport
 from wheelforge.binaries.facts import BinaryFacts
 from wheelforge.binaries.rule import Finding, Rule, RuleContext
+from wheelforge.configuration import abi
 
 
 def check(binary: BinaryFacts, context: RuleContext) -> Iterator[Finding]:
@@ -22,7 +23,7 @@ RULE = Rule(
     "a defined, global `PyInit_<leaf>` matching its file name; a local or hidden one is named "
     "as such",
     source="the binary's `.dynsym` and `.symtab`",
-    flavours=frozenset({"stable", "unstable"}),
+    flavours=frozenset(abi.NAMES),
     roles=frozenset({"extension"}),
     needs=frozenset({"init-export"}),
     order=50,

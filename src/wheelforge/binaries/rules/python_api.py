@@ -9,6 +9,7 @@ from wheelforge.binaries import floors
 from wheelforge.binaries.elf import split_member
 from wheelforge.binaries.facts import BinaryFacts
 from wheelforge.binaries.rule import Finding, Rule, RuleContext, Violation, WheelSummary
+from wheelforge.configuration import abi
 from wheelforge.toolchain.shims import Version2
 
 
@@ -93,7 +94,7 @@ RULE = Rule(
     "symbol)",
     # A classic wheel tagged abi3 (vLLM 0.10.1.1's cp38-abi3, pinned to one torch) claims the
     # limited API too; one tagged for one CPython has no abi3 floor, so the rule says nothing.
-    flavours=frozenset({"stable", "unstable"}),
+    flavours=frozenset(abi.NAMES),
     roles=frozenset({"extension", "library"}),
     needs=frozenset({"symbols"}),
     order=40,

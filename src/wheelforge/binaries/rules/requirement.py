@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from wheelforge.binaries import floors
 from wheelforge.binaries.facts import BinaryFacts
 from wheelforge.binaries.rule import Finding, Rule, RuleContext
+from wheelforge.configuration import abi
 
 
 def check(binary: BinaryFacts, context: RuleContext) -> Iterator[Finding]:
@@ -40,7 +41,7 @@ RULE = Rule(
     "lower bound; one that does not is checked against the floor its binaries need and told the "
     "requirement to declare",
     source="the wheel's METADATA, the binaries' shims",
-    flavours=frozenset({"stable"}),
+    flavours=frozenset({abi.STABLE.name}),
     roles=frozenset({"wheel"}),
     severity="warning",
     order=75,

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from wheelforge.binaries import floors
 from wheelforge.binaries.facts import BinaryFacts
 from wheelforge.binaries.rule import Finding, Rule, RuleContext
+from wheelforge.configuration import abi
 from wheelforge.toolchain import shims
 
 
@@ -43,7 +44,7 @@ RULE = Rule(
     "of torch 2.9 to 2.14 really export (add a release: see below); for newer versions, the "
     "torch at hand's `torch/csrc/stable/c/shim_function_versions.txt` when it ships one, else "
     "the `TORCH_FEATURE_VERSION` guards in its shim headers",
-    flavours=frozenset({"stable"}),
+    flavours=frozenset({abi.STABLE.name}),
     roles=frozenset({"extension", "library"}),
     needs=frozenset({"symbols"}),
     order=30,

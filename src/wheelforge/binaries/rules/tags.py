@@ -11,6 +11,7 @@ from pathlib import Path
 from wheelforge.binaries.elf import split_member
 from wheelforge.binaries.facts import BinaryFacts
 from wheelforge.binaries.rule import Finding, Rule, RuleContext, Violation, WheelSummary
+from wheelforge.configuration import abi
 
 _MANYLINUX_RE = re.compile(r"^manylinux_([0-9]{1,4})_([0-9]{1,4})_(\w+)$")
 _LEGACY_MANYLINUX = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
@@ -67,7 +68,7 @@ RULE = Rule(
     doc="tags agree with binaries: glibc symbol versions vs the `manylinux_X_Y` tag, ELF machine "
     "vs the platform tag, extension modules named `*.cpython-3XX-*.so` inside an abi3 wheel",
     source="the binary, the wheel name",
-    flavours=frozenset({"stable", "unstable"}),  # an unstable wheel's tags are no abi3 ones
+    flavours=frozenset(abi.NAMES),  # an unstable wheel's tags are no abi3 ones
     roles=frozenset({"extension", "library", "program"}),
     needs=frozenset({"symbols"}),
     order=60,

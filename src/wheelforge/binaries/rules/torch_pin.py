@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from wheelforge.binaries import floors
 from wheelforge.binaries.facts import BinaryFacts
 from wheelforge.binaries.rule import Finding, Rule, RuleContext
+from wheelforge.configuration import abi
 
 
 def check(binary: BinaryFacts, context: RuleContext) -> Iterator[Finding]:
@@ -31,7 +32,7 @@ RULE = Rule(
     doc="an unstable-ABI wheel pins the torch release it was built against (`torch==X.Y.*`) in "
     "its METADATA; the fix names that torch where the wheel's requirement says it",
     source="the wheel's METADATA",
-    flavours=frozenset({"unstable"}),
+    flavours=frozenset({abi.UNSTABLE.name}),
     roles=frozenset({"wheel"}),
     needs=frozenset({"metadata"}),
     order=75,

@@ -24,6 +24,7 @@ from wheelforge.binaries.elf import ElfImage
 from wheelforge.binaries.facts import BinaryFacts
 from wheelforge.binaries.rule import Finding, Rule, RuleContext
 from wheelforge.binaries.symbols import LibraryExports, Linkage, demangle, read_linkage
+from wheelforge.configuration import abi
 from wheelforge.toolchain import shims
 
 ID = "unresolved-symbol"
@@ -221,7 +222,7 @@ RULE = Rule(
     source="the binary's `.dynsym`, `.gnu.version` and `.dynamic`, the wheel's other binaries', "
     "torch's `libtorch*`/`libc10*` `.dynsym` and those of the libraries beside them they need "
     "(libgomp), when a torch is at hand",
-    flavours=frozenset({"stable", "unstable"}),
+    flavours=frozenset(abi.NAMES),
     roles=frozenset({"extension", "library"}),
     needs=frozenset({"symbols"}),
     order=15,

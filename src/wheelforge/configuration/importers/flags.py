@@ -36,7 +36,7 @@ _TORCH_TARGET_MACROS = (
     "ONNX_NAMESPACE",
     "USE_EXTERNAL_MZCRC",
 )
-# Macros wheelforge defines itself (planning/plan.py AbiFlavour), and from what.
+# Macros wheelforge defines itself (configuration/abi.py AbiForTorch), and from what.
 _MACRO_OWNER = {
     "TORCH_EXTENSION_NAME": "the module's name",
     "TORCH_API_INCLUDE_EXTENSION_H": "the ABI",

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from packaging.utils import canonicalize_name
 
+from wheelforge.configuration.abi import STABLE, AbiName
 from wheelforge.configuration.archs import ArchSet, ArchSpec, is_arch_list_id
 from wheelforge.configuration.bytesizes import DEFAULT_SIZE_BUDGET, SIZE_PATTERN
 from wheelforge.configuration.matrix.keys import (
@@ -619,8 +620,8 @@ class Matrix:
         ),
     )
     # unstable: torch's full C++ API, one build per torch version
-    abi: Literal["stable", "unstable"] = field(
-        default="stable",
+    abi: AbiName = field(
+        default=STABLE.name,
         metadata=key(
             "`stable`: one binary for every torch from the lowest; `unstable`: one per torch"
         ),

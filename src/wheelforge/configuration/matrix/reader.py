@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 from packaging.version import InvalidVersion, Version
 
-from wheelforge.configuration.abi import ABIS
+from wheelforge.configuration.abi import ABIS, STABLE
 from wheelforge.configuration.archs import ArchSet, parse_arch_list
 from wheelforge.configuration.matrix import yamlio
 from wheelforge.configuration.matrix.discovery import discover_packages
@@ -245,7 +245,7 @@ class MatrixReader(ExtensionsReader, StepsReader, PackageReader):
     def installed_needs_unstable(self, read: Section) -> None:
         """`torch: installed` names no version to target: the unstable ABI's only."""
         torch = read.values.get("torch")
-        flavour = ABIS.get(str(read.values.get("abi") or "stable"))
+        flavour = ABIS.get(str(read.values.get("abi") or STABLE.name))
         if flavour is None or flavour.per_torch or not isinstance(torch, TorchSpec):
             return
         if torch.installed:
@@ -265,7 +265,7 @@ class MatrixReader(ExtensionsReader, StepsReader, PackageReader):
         node = read.items[key][1]
         items = node.value if isinstance(node, yaml.SequenceNode) else [node]
         torch = read.values.get("torch")
-        flavour = ABIS.get(str(read.values.get("abi") or "stable"))
+        flavour = ABIS.get(str(read.values.get("abi") or STABLE.name))
         targets = []
         for i, (item, extension) in enumerate(zip(items, extensions, strict=False)):
             target, at = extension.torch_target, yamlio.key_node(item, "torch-target")

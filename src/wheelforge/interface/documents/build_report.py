@@ -16,6 +16,7 @@ from wheelforge import __version__
 from wheelforge.binaries.abicheck import BinaryCheck
 from wheelforge.binaries.rule import Violation
 from wheelforge.binaries.sizecheck import SizeCheck
+from wheelforge.configuration.abi import AbiName
 from wheelforge.configuration.settings import BuildSettings
 from wheelforge.foundation.diagnostics import Diagnostic
 from wheelforge.foundation.errors import WheelforgeError
@@ -67,7 +68,7 @@ class MatrixDoc:
     path: str
     package: str
     version: str
-    abi: Literal["stable", "unstable"]
+    abi: AbiName
     python_abi: str
     torch: str = field(metadata=doc("the torch requirement"))
     target: str = field(metadata=doc("the stable-ABI target torch version"))

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from wheelforge.binaries.abicheck import BinaryCheck, TorchAbi
 from wheelforge.binaries.rule import TorchSource, Violation, WheelSummary
+from wheelforge.configuration import abi as abis
 from wheelforge.interface.documents.kinds import DocumentKind, doc, schema_version, version_text
 
 VERSION = 1
@@ -58,7 +59,7 @@ class CheckedBinaryDoc:
         metadata=doc("each as binaries/rule.Violation writes itself (the build report's too)")
     )
     abi: str = field(
-        default="stable",
+        default=abis.STABLE.name,
         metadata=doc("whose rules judged it: stable, or unstable (a classic extension's wheel)"),
     )
     rules: tuple[str, ...] = field(default=(), metadata=doc("the ids of the rules applied"))

@@ -11,25 +11,13 @@ from wheelforge.configuration import abi
 from wheelforge.configuration.settings import BuildSettings
 from wheelforge.foundation import locks, log, removal
 from wheelforge.planning import variants
+from wheelforge.planning.plan import VariantPlan
 from wheelforge.planning.planner import plan_all, plan_inputs
-from wheelforge.planning.variants import Variant
 from wheelforge.running.build import importcheck, preflight
 from wheelforge.running.build.prepare import folders, resolve_variants, using_cached
 from wheelforge.running.build.results import BuildReport, VariantFailure, VariantResult
 from wheelforge.running.build.variant import build_variant
 from wheelforge.toolchain import compilecache, warmtorch
-
-
-def run_build(settings: BuildSettings) -> BuildReport:
-    start = time.perf_counter()
-    with preflight.tidy(folders(settings)):
-        chosen = resolve_variants(settings, probe=True)
-        lock = settings.build_root / locks.LOCK_NAME
-        with (
-            locks.hold(lock, what=f"the build folder {settings.build_root}", wait=settings.wait),
-            warmtorch.session(),
-        ):
-            return _run_build(settings, chosen, start)
 
 
 def _sweep(settings: BuildSettings) -> None:
@@ -45,8 +33,72 @@ def _sweep(settings: BuildSettings) -> None:
         log.info(f"removed {len(removed)} leftover(s) of an interrupted build, e.g. {removed[0]}")
 
 
-def _run_build(settings: BuildSettings, chosen: list[Variant], start: float) -> BuildReport:
-    _sweep(settings)
+def run_build(settings: BuildSettings) -> BuildReport:
+    """The build of *settings*' variants: the folders it writes probed and tidied, the variants
+    resolved (toolkits on disk), then under the build folder's lock (and a warm torch) each
+    planned, built and reported."""
+    start = time.perf_counter()
+    with contextlib.ExitStack() as held:
+        held.enter_context(preflight.tidy(folders(settings)))
+        chosen = resolve_variants(settings, probe=True)
+        lock = settings.build_root / locks.LOCK_NAME
+        what = f"the build folder {settings.build_root}"
+        held.enter_context(locks.hold(lock, what=what, wait=settings.wait))
+        held.enter_context(warmtorch.session())
+        _sweep(settings)
+        compile_cache = _compile_cache(settings)
+        inputs = plan_inputs(settings, compile_cache)
+        plans = plan_all(settings, chosen, inputs, early=True)
+        m = settings.matrix
+        flavour = abi.of(m.abi)
+        labels = sorted({p.torch.label for p in plans})
+        _announce(settings, plans, labels)
+        if plans:
+            importcheck.warn_if_torch_not_imported_first(plans[0])
+        null = variants.null_variant([p.variant for p in plans], m)
+        with using_cached(plans, settings.cache_dir):
+            outcomes = [build_variant(p, inputs, settings, null=p.variant == null) for p in plans]
+            if settings.verify_reproducible:  # the twin compiles with no cache (inputs.twin)
+                from wheelforge.running.build import reproduce
+
+                outcomes = [
+                    reproduce.verify(o, p, inputs, settings) if isinstance(o, VariantResult) else o
+                    for o, p in zip(outcomes, plans, strict=True)
+                ]
+        # Each CUDA release's index folder (cuda-index: folders) is a package index pip can use.
+        for folder in sorted({p.out_dir for p in plans if p.variant.index}):
+            from wheelforge.packaging import simpleindex
+
+            simpleindex.write(folder, m.package.name, m.package.wheel_name)
+        index = None
+        if m.variant_wheels:
+            from wheelforge.packaging import wheel_variants
+
+            # The whole output folder: variants built by other jobs and collected here count too.
+            index = wheel_variants.write_index_json(
+                settings.out_dir, m.package.wheel_name, m.package.version
+            )
+        return BuildReport(
+            matrix=settings.matrix.path,
+            abi=flavour.name,
+            target_version=settings.matrix.torch.floor,
+            built_against=", ".join(labels) if flavour.per_torch else plans[0].torch.label,
+            variants=tuple(o for o in outcomes if isinstance(o, VariantResult)),
+            failures=tuple(o for o in outcomes if isinstance(o, VariantFailure)),
+            seconds=time.perf_counter() - start,
+            variants_json=index,
+            test_torches=m.tests.torch if m.tests is not None else None,
+            no_compile_cache=(
+                compilecache.none_reason(settings.compile_cache, settings.compile_cache_source)
+                if compile_cache is None
+                else None
+            ),
+        )
+
+
+def _compile_cache(settings: BuildSettings) -> compilecache.CompileCache | None:
+    """The compile cache the build's compiles go through (with the sccache-dist scheduler,
+    where one is given), or None."""
     dist = None
     if settings.dist_scheduler and settings.dist_token:
         dist = compilecache.Dist(
@@ -54,11 +106,12 @@ def _run_build(settings: BuildSettings, chosen: list[Variant], start: float) -> 
             token=settings.dist_token,
             toolchains=settings.cache_dir / compilecache.DIST_TOOLCHAINS,
         )
-    compile_cache = compilecache.resolve(settings.compile_cache, settings.matrix.root, dist=dist)
-    inputs = plan_inputs(settings, compile_cache)
-    plans = plan_all(settings, chosen, inputs, early=True)
+    return compilecache.resolve(settings.compile_cache, settings.matrix.root, dist=dist)
+
+
+def _announce(settings: BuildSettings, plans: list[VariantPlan], labels: list[str]) -> None:
+    """The build's first line: how many variants of what, for which torch, archs from where."""
     m = settings.matrix
-    labels = sorted({p.torch.label for p in plans})
     flavour = abi.of(m.abi)
     if not flavour.per_torch:
         targets = sorted({m.torch_target_of(e) for e in m.extensions} or {m.torch.target})
@@ -72,44 +125,3 @@ def _run_build(settings: BuildSettings, chosen: list[Variant], start: float) -> 
         how = f"for torch {', '.join(labels)} (unstable ABI: one build each)"
     what = f"{len(plans)} variant{'' if len(plans) == 1 else 's'} of {m.package.name} {m.package.version}"
     log.info(f"building {what} {how}; archs from {settings.arch_source}")
-    if plans:
-        importcheck.warn_if_torch_not_imported_first(plans[0])
-    null = variants.null_variant([p.variant for p in plans], m)
-    with using_cached(plans, settings.cache_dir):
-        outcomes = [build_variant(p, inputs, settings, null=p.variant == null) for p in plans]
-        if settings.verify_reproducible:  # the twin compiles with no cache (inputs.twin)
-            from wheelforge.running.build import reproduce
-
-            outcomes = [
-                reproduce.verify(o, p, inputs, settings) if isinstance(o, VariantResult) else o
-                for o, p in zip(outcomes, plans, strict=True)
-            ]
-    # Each CUDA release's index folder (cuda-index: folders) is a package index pip can use.
-    for folder in sorted({p.out_dir for p in plans if p.variant.index}):
-        from wheelforge.packaging import simpleindex
-
-        simpleindex.write(folder, m.package.name, m.package.wheel_name)
-    index = None
-    if m.variant_wheels:
-        from wheelforge.packaging import wheel_variants
-
-        # The whole output folder: variants built by other jobs and collected here count too.
-        index = wheel_variants.write_index_json(
-            settings.out_dir, m.package.wheel_name, m.package.version
-        )
-    return BuildReport(
-        matrix=settings.matrix.path,
-        abi=flavour.name,
-        target_version=settings.matrix.torch.floor,
-        built_against=", ".join(labels) if flavour.per_torch else plans[0].torch.label,
-        variants=tuple(o for o in outcomes if isinstance(o, VariantResult)),
-        failures=tuple(o for o in outcomes if isinstance(o, VariantFailure)),
-        seconds=time.perf_counter() - start,
-        variants_json=index,
-        test_torches=m.tests.torch if m.tests is not None else None,
-        no_compile_cache=(
-            compilecache.none_reason(settings.compile_cache, settings.compile_cache_source)
-            if compile_cache is None
-            else None
-        ),
-    )

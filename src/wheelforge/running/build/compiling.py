@@ -2,22 +2,29 @@
 written, the freshness stamp asked first (an unchanged build starts no ninja), the compile
 cache's session around the ninja run (its environment and this build's counts), and what each
 compile cost, reported and kept in the job-cost history for the next build's schedule
-(planning/jobcosts.py)."""
+(planning/jobcosts.py). compile_confirmed: the compile of a plan whose torch was read from its
+files, torch's own answer awaited then, and a plan made again from it (compiled again if it
+differs)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from wheelforge.foundation import writers
+from wheelforge.configuration.settings import BuildSettings
+from wheelforge.foundation import log, writers
+from wheelforge.foundation.errors import BuildError
 from wheelforge.planning import jobcosts, ninjafile, reproducible
-from wheelforge.planning.plan import VariantPlan
+from wheelforge.planning.plan import PlanInputs, VariantPlan
+from wheelforge.planning.planner import plan_variant
 from wheelforge.running.build import freshness, ninja
 from wheelforge.running.build.results import JobReport
-from wheelforge.toolchain import compilecache
+from wheelforge.toolchain import compilecache, torchprobe, warmtorch
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -28,6 +35,16 @@ class Compiled:
     cache: compilecache.CacheStats | None = None  # the compile cache's counts for them
     jobs: tuple[JobReport, ...] = ()  # each compile ninja ran, with what it cost
     peak: int | None = None  # bytes: the compiles' largest resident memory at one moment
+
+    @property
+    def compiled(self) -> tuple[str, ...]:
+        """The compiles among the steps ran (CXX, CC, NVCC), not the links."""
+        return tuple(s for s in self.ran if s in ("CXX", "CC", "NVCC"))
+
+    @property
+    def generated(self) -> int:
+        """How many generate steps ran."""
+        return self.ran.count(ninja.GENERATE)
 
 
 def compile_variant(
@@ -148,3 +165,47 @@ def _display(source: Path, plan: VariantPlan) -> str:
         return str(source.relative_to(plan.project))
     except ValueError:
         return str(source)
+
+
+def compile_confirmed(
+    plan: VariantPlan, inputs: PlanInputs, settings: BuildSettings
+) -> tuple[VariantPlan, Compiled]:
+    """Compile; when the plan's torch was read from torch's files (torchprobe.probe_torch's
+    *early*), torch's own answer, awaited now (or when the compile failed), decides: the plan is
+    made again from *inputs* with that answer, and compiled again if it differs, so neither a
+    wheel nor an error rests on the guess."""
+    made = Compiled()
+    history = settings.cache_dir
+    try:
+        made = compile_variant(plan, before_ninja=_before_ninja(plan, settings), history=history)
+    except BuildError:
+        if torchprobe.confirm(plan.torch, cache=settings.cache_dir) == plan.torch:
+            raise
+    torch = torchprobe.confirm(plan.torch, cache=settings.cache_dir)
+    if torch is plan.torch:  # not a guess: the plan was made with torch's answer
+        return plan, made
+    confirmed = plan_variant(inputs, plan.variant, torch)  # the same torch keeps its watch list
+    if torch == plan.torch:
+        return confirmed, made
+    log.warning(f"torch {torch.label} answered otherwise than its files read: compiling again")
+    again = compile_variant(confirmed, history=history)
+    both = dataclasses.replace(again, ran=made.ran + again.ran, jobs=made.jobs + again.jobs)
+    return confirmed, both
+
+
+def _before_ninja(plan: VariantPlan, settings: BuildSettings) -> Callable[[], None]:
+    """What overlaps the compile: the import check's child imports torch (toolchain/warmtorch),
+    and the modules packing needs (cyclonedx, wheel: ~0.2 s) load in a thread."""
+
+    def start() -> None:
+        if settings.import_check:
+            warmtorch.warm(plan.torch.python)
+        threading.Thread(target=_preload, name="wheelforge-preload", daemon=True).start()
+
+    return start
+
+
+def _preload() -> None:
+    import wheel.wheelfile  # noqa: F401
+
+    from wheelforge.packaging import sbom  # noqa: F401

@@ -8,13 +8,15 @@ from pathlib import Path
 from typing import Literal
 
 from wheelforge.binaries.abicheck import BinaryCheck
+from wheelforge.binaries.elf import member_path
 from wheelforge.binaries.facts import BinaryContents
 from wheelforge.binaries.sizecheck import SizeCheck
 from wheelforge.binaries.verify import ArchCheck
-from wheelforge.configuration.abi import AbiName
+from wheelforge.configuration.abi import STABLE, AbiName
 from wheelforge.configuration.archs import ArchSet
 from wheelforge.foundation.errors import WheelforgeError
 from wheelforge.planning.parallelism import Schedule
+from wheelforge.planning.plan import VariantPlan
 from wheelforge.toolchain.compilecache import CacheStats
 
 
@@ -113,7 +115,7 @@ class VariantFailure:
 @dataclass(frozen=True, kw_only=True)
 class BuildReport:
     matrix: Path
-    abi: AbiName = "stable"  # configuration/abi.py: what it decides
+    abi: AbiName = STABLE.name  # configuration/abi.py: what it decides
     target_version: tuple[int, int]
     built_against: str
     variants: tuple[VariantResult, ...]
@@ -128,3 +130,25 @@ class BuildReport:
     @property
     def first_error(self) -> WheelforgeError | None:
         return self.failures[0].error if self.failures else None
+
+
+def shared_objects(
+    plan: VariantPlan, size: SizeCheck, imported: tuple[str, ...] | None
+) -> tuple[SharedObject, ...]:
+    """Each shared object *plan* made, as the wheel holds it: its size (from *size*) and what
+    the import check loaded of it (*imported*, in the plan's order)."""
+    sizes = {member_path(s.binary): s for s in size.shared_objects}
+    out = []
+    for i, link in enumerate(plan.links):
+        found = sizes.get(link.wheel_path)
+        out.append(
+            SharedObject(
+                name=link.extension.name,
+                role=link.role,
+                path=link.wheel_path,
+                size=found.size if found else 0,
+                budget=link.extension.size_budget,
+                loaded=imported[i] if imported and i < len(imported) else None,
+            )
+        )
+    return tuple(out)

@@ -9,16 +9,13 @@ import dataclasses
 import os
 import shlex
 import tempfile
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from wheelforge.binaries import elf
-from wheelforge.binaries.sizecheck import LEVERS_SHOWN, TOP_CONTRIBUTORS, SizeCheck, check_size
+from wheelforge.binaries.sizecheck import SizeCheck, check_size, over_budget
 from wheelforge.binaries.verify import WheelVerification, verify_wheel
-from wheelforge.configuration.bytesizes import format_size
 from wheelforge.configuration.settings import BuildSettings
 from wheelforge.foundation import fsutil, locks, log, removal, writers
 from wheelforge.foundation.errors import (
@@ -26,17 +23,14 @@ from wheelforge.foundation.errors import (
     ConfigError,
     EnvironmentProblem,
     Interrupted,
-    SizeBudgetError,
     WheelforgeError,
 )
 from wheelforge.packaging import provenance, repair, stamp, wheel
 from wheelforge.planning.plan import PlanInputs, VariantPlan
-from wheelforge.planning.planner import plan_variant
-from wheelforge.running.build import importcheck, ninja, reuse
-from wheelforge.running.build.compiling import Compiled, compile_variant
+from wheelforge.running.build import importcheck, reuse
+from wheelforge.running.build.compiling import Compiled, compile_confirmed
 from wheelforge.running.build.preflight import describe_os_error
-from wheelforge.running.build.results import SharedObject, VariantFailure, VariantResult
-from wheelforge.toolchain import torchprobe, warmtorch
+from wheelforge.running.build.results import VariantFailure, VariantResult, shared_objects
 
 
 class _Stages:
@@ -119,9 +113,8 @@ def _build_variant(
     variant = plan.variant
     title = f"{variant.id}: compile for {variant.arch_set} with CUDA {variant.toolkit.version}"
     with log.group(title), log.step(title), stages.stage("compile"):
-        plan, made = _compile(plan, inputs, settings)
-        compiled = [s for s in made.ran if s in ("CXX", "CC", "NVCC")]
-        generated = made.ran.count(ninja.GENERATE)
+        plan, made = compile_confirmed(plan, inputs, settings)
+        compiled, generated = made.compiled, made.generated
         log.info(f"  {_compiled_words(plan, made, len(compiled), generated)}")
 
     contents = wheel.contents(plan, repair.build_platform(), reuse.dist_info_files(plan))
@@ -150,7 +143,7 @@ def _build_variant(
         wheel_size=published.stat().st_size,
         sha256=fsutil.sha256(published),
         sources=len(plan.compile.steps),
-        compiled=tuple(compiled),
+        compiled=compiled,
         reused=reused,
         binaries=found.binaries,
         arch_checks=found.arch_checks,
@@ -166,31 +159,10 @@ def _build_variant(
         jobs=made.jobs,
         peak_memory=made.peak,
         schedule=plan.compile.schedule,
-        shared_objects=_shared_objects(plan, stages.size, done.import_check),
+        shared_objects=shared_objects(plan, stages.size, done.import_check),
         generated=generated,
         inputs=plan.build_dir / provenance.INPUTS_NAME,
     )
-
-
-def _shared_objects(
-    plan: VariantPlan, size: SizeCheck, imported: tuple[str, ...] | None
-) -> tuple[SharedObject, ...]:
-    """Each shared object the plan made, as the wheel holds it."""
-    sizes = {elf.member_path(s.binary): s for s in size.shared_objects}
-    out = []
-    for i, link in enumerate(plan.links):
-        found = sizes.get(link.wheel_path)
-        out.append(
-            SharedObject(
-                name=link.extension.name,
-                role=link.role,
-                path=link.wheel_path,
-                size=found.size if found else 0,
-                budget=link.extension.size_budget,
-                loaded=imported[i] if imported and i < len(imported) else None,
-            )
-        )
-    return tuple(out)
 
 
 def _compiled_words(plan: VariantPlan, made: Compiled, compiled: int, generated: int) -> str:
@@ -230,50 +202,6 @@ def _reuse(
     return _Published(wheel=reusable, found=found, import_check=imported)
 
 
-def _compile(
-    plan: VariantPlan, inputs: PlanInputs, settings: BuildSettings
-) -> tuple[VariantPlan, Compiled]:
-    """Compile; when the plan's torch was read from torch's files (torchprobe.probe_torch's
-    *early*), torch's own answer, awaited now (or when the compile failed), decides: the plan is
-    made again from *inputs* with that answer, and compiled again if it differs, so neither a
-    wheel nor an error rests on the guess."""
-    made = Compiled()
-    history = settings.cache_dir
-    try:
-        made = compile_variant(plan, before_ninja=_before_ninja(plan, settings), history=history)
-    except BuildError:
-        if torchprobe.confirm(plan.torch, cache=settings.cache_dir) == plan.torch:
-            raise
-    torch = torchprobe.confirm(plan.torch, cache=settings.cache_dir)
-    if torch is plan.torch:  # not a guess: the plan was made with torch's answer
-        return plan, made
-    confirmed = plan_variant(inputs, plan.variant, torch)  # the same torch keeps its watch list
-    if torch == plan.torch:
-        return confirmed, made
-    log.warning(f"torch {torch.label} answered otherwise than its files read: compiling again")
-    again = compile_variant(confirmed, history=history)
-    both = dataclasses.replace(again, ran=made.ran + again.ran, jobs=made.jobs + again.jobs)
-    return confirmed, both
-
-
-def _before_ninja(plan: VariantPlan, settings: BuildSettings) -> Callable[[], None]:
-    """What overlaps the compile: the import check's child imports torch (toolchain/warmtorch),
-    and the modules packing needs (cyclonedx, wheel: ~0.2 s) load in a thread."""
-
-    def start() -> None:
-        if settings.import_check:
-            warmtorch.warm(plan.torch.python)
-        threading.Thread(target=_preload, name="wheelforge-preload", daemon=True).start()
-
-    return start
-
-
-def _preload() -> None:
-    import wheel.wheelfile  # noqa: F401
-
-    from wheelforge.packaging import sbom  # noqa: F401
-
-
 def _import_check(
     wheel_path: Path, plan: VariantPlan, settings: BuildSettings
 ) -> tuple[str, ...] | None:
@@ -303,60 +231,10 @@ def _check(
         budgets={link.wheel_path: link.extension.size_budget for link in plan.links},
     )
     if stages.size.over or stages.size.over_shared:
-        raise _over_budget(
+        raise over_budget(
             plan, wheel_path, stages.size, published=wheel_path.parent == plan.out_dir
         )
     return found
-
-
-def _over_budget(
-    plan: VariantPlan, wheel_path: Path, size: SizeCheck, *, published: bool
-) -> SizeBudgetError:
-    """The failure of a wheel over its size budget: its largest fatbin entries and what each
-    lever would save (binaries/sizecheck.py measures them)."""
-    top = size.contributions[:TOP_CONTRIBUTORS]
-    lines = ["largest contributors (in the wheel / stored in the binary / uncompressed):"]
-    lines += [
-        f"  {elf.member_path(c.binary)} {c.kind.upper()} {c.arch}: "
-        f"{format_size(c.in_wheel) if c.in_wheel is not None else '-'} / "
-        f"{format_size(c.stored)} / {format_size(c.uncompressed)} ({c.compression})"
-        for c in top
-    ]
-    measured = [c.in_wheel for c in size.contributions if c.in_wheel is not None]
-    if measured:
-        lines.append(
-            f"  all SASS and PTX: {format_size(sum(measured))} of the wheel's "
-            f"{format_size(size.wheel_size)}; the rest is host code and Python files"
-        )
-    lines.append("levers (what each saves):")
-    lines += [
-        f"  {lv.change}: {lv.saving}" + (f" ({lv.note})" if lv.note else "")
-        for lv in size.levers[:LEVERS_SHOWN]
-    ]
-    biggest = (
-        ", ".join(f"{c.arch} {format_size(c.in_wheel or c.stored)}" for c in top[:3]) or "no fatbin"
-    )
-    published_words = (
-        "it was published by an earlier build; " if published else "nothing was published; "
-    )
-    if not size.over:  # a shared object over its own budget (the wheel is within its)
-        shared = size.over_shared[0]
-        member = elf.member_path(shared.binary)
-        own = [c for c in size.contributions if c.binary == shared.binary][:3]
-        largest = ", ".join(f"{c.arch} {format_size(c.in_wheel or c.stored)}" for c in own)
-        index = next(i for i, k in enumerate(plan.links) if k.wheel_path == member)
-        return SizeBudgetError(
-            f"variant {plan.variant.id}: {member} is {format_size(shared.size)}, over its size "
-            f"budget of {format_size(shared.budget or 0)}; {published_words}largest: "
-            f"{largest or 'no fatbin'} (extensions[{index}].size-budget in matrix.yaml raises it)",
-            details="\n".join(lines),
-        )
-    return SizeBudgetError(
-        f"variant {plan.variant.id}: {wheel_path.name} is {format_size(size.wheel_size)}, over "
-        f"its size budget of {format_size(size.budget)}; " + published_words + "largest: "
-        f"{biggest} (size-budget in matrix.yaml or --size-budget raises the budget)",
-        details="\n".join(lines),
-    )
 
 
 def _pack_and_publish(
