@@ -187,22 +187,9 @@ def inspect(paths: tuple[Path, ...], as_json: bool) -> None:
 
     For a variant wheel (PEP 825, experimental) also its variant properties, and any that
     disagree with its binaries (exit 4)."""
-    from wheelforge.binaries.inspection import inspect_paths
-    from wheelforge.interface.documents import kinds
-    from wheelforge.interface.documents.inspection import inspect_document
-    from wheelforge.interface.render import output_console, print_inspect, print_whole
-    from wheelforge.interface.render_variants import variant_checks_table
-    from wheelforge.packaging.wheel_variants import check_wheels, require_agree
+    from wheelforge.interface.inspect_command import inspect_command
 
-    reports = inspect_paths(list(paths))
-    checks = check_wheels(list(paths), reports)
-    if as_json:
-        kinds.echo(inspect_document(reports, checks))
-    else:
-        print_inspect(reports, output_console())
-        if checks:
-            print_whole(variant_checks_table(checks))
-    require_agree(checks)
+    inspect_command(paths, as_json=as_json)
 
 
 @cli.command(name="matrix")
