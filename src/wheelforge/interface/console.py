@@ -11,8 +11,10 @@ from rich.measure import Measurement
 def output_console(*, stderr: bool = False) -> Console:
     """The console results are printed on (stdout, or stderr when stdout carries a JSON
     document). Into a pipe or a file, rich would fold lines at 80 columns, inside a sentence
-    ("... no\nlibtorch C++ symbols"): there a line is never folded (tables: print_whole)."""
-    console = Console(stderr=stderr)
+    ("... no\nlibtorch C++ symbols"): there a line is never folded (tables: print_whole). No
+    emoji codes: wheelforge writes none, a name like ``:100:`` in a path stays text, and rich
+    loads its table of codes (~0.01 s) for the first string it prints otherwise."""
+    console = Console(stderr=stderr, emoji=False)
     console.soft_wrap = not console.is_terminal
     return console
 
