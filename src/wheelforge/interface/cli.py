@@ -207,9 +207,10 @@ def matrix_command(
     """List the variants the matrix expands to (nothing is downloaded or built)."""
     from wheelforge.configuration.settings import Flags, resolve
     from wheelforge.foundation.document import to_document
+    from wheelforge.interface.console import print_whole
     from wheelforge.interface.documents import kinds
     from wheelforge.interface.documents.variants import github_matrix, variants_document
-    from wheelforge.interface.render import print_whole, variants_table
+    from wheelforge.interface.render import variants_table
     from wheelforge.toolchain import toolkit
 
     settings = resolve(Flags(matrix=matrix_path, archs=archs, cache_dir=cache_dir))
@@ -287,9 +288,9 @@ def check(
     as_json: bool,
 ) -> None:
     """Check wheels or shared objects against the rules of their ABI (exit 4 on a violation)."""
+    from wheelforge.interface.console import print_whole
     from wheelforge.interface.documents import kinds
     from wheelforge.interface.documents.check import check_document
-    from wheelforge.interface.render import print_whole
     from wheelforge.interface.render_check import check_table
     from wheelforge.running import checking
 
@@ -339,9 +340,9 @@ def test_command(
 ) -> None:
     """Run the payload's tests against the built wheels, under each torch of the matrix."""
     from wheelforge.configuration.settings import TestFlags, resolve_test
+    from wheelforge.interface.console import print_whole
     from wheelforge.interface.documents import kinds
     from wheelforge.interface.documents.torch_tests import torch_tests_document
-    from wheelforge.interface.render import print_whole
     from wheelforge.interface.render_tests import test_table
     from wheelforge.running import torch_tests
 

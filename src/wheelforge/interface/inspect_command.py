@@ -46,7 +46,7 @@ def inspect_command(paths: Sequence[Path], *, as_json: bool) -> None:
 
         print_inspect(reports)
         if checks:
-            from wheelforge.interface.render import print_whole
+            from wheelforge.interface.console import print_whole
             from wheelforge.interface.render_variants import variant_checks_table
 
             print_whole(variant_checks_table(checks))

@@ -19,9 +19,6 @@ from wheelforge.configuration.archs import code_sort_key, sm_range
 from wheelforge.configuration.bytesizes import format_size as human_size
 from wheelforge.foundation import log
 from wheelforge.foundation.log import printable
-
-# Their home is console.py (inspect loads it without this module); the other screens take them
-# from here.
 from wheelforge.interface.console import output_console, print_whole
 
 if TYPE_CHECKING:  # a no-op `build` loads none of these, `inspect` no matrix and no plan
