@@ -62,13 +62,14 @@ def quick(args: Sequence[str]) -> int | None:
     paths = [arg for arg in args if arg != "--json"]
     if not paths or any(arg.startswith("-") for arg in paths):
         return None
-    from wheelforge.foundation import log
     from wheelforge.foundation.errors import WheelforgeError
 
-    log.set_ci(log.detect_ci(os.environ))  # as cli.main: a warning or an error, annotated in CI
     try:
         inspect_command([Path(arg) for arg in paths], as_json=len(paths) < len(args))
     except WheelforgeError as exc:  # as cli.main says it
+        from wheelforge.foundation import log
+
+        log.set_ci(log.detect_ci(os.environ))
         log.failed(exc)
         return exc.exit_code
     except KeyboardInterrupt:
