@@ -55,6 +55,7 @@ def test_inspect_loads_only_the_reader_and_its_screen(args: list[str]) -> None:
     # The document's model names the variant checks' type (its schema needs it); the table
     # checks variant properties only when a wheel was given.
     assert ("wheelforge.packaging.wheel_variants" in modules) == ("--json" in args)
+    assert ("rich.console" in modules) == ("--json" not in args)  # the tables' only
 
 
 def test_inspect_with_an_option_it_leaves_to_the_cli_loads_the_cli() -> None:
