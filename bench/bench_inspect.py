@@ -302,6 +302,7 @@ def main() -> None:
             library.unlink()
         startup = interpreter_startup()
         bare = interpreter_startup("pass")
+        stack = interpreter_startup("import dataclasses, pathlib, rich.console, rich.table")
     result = table(rows, names)
     print(result)
     release = re.search(r"release [\d.]+, V[\d.]+", version.stdout)
@@ -313,15 +314,21 @@ def main() -> None:
         "apparently inflates every image to list it. "
         f"A fresh interpreter takes {startup:.3f} s to import the reader (not in the table), "
         f"{bare:.3f} s to start and do nothing (`python -c pass`, site included, as the console "
-        "script starts): the floor of any Python command, against the 10x column's budgets. "
+        "script starts): the floor of any Python command, against the 10x column's budgets; "
+        f"{stack:.3f} s to import only what any command printing a rich table of frozen "
+        "dataclasses loads (`import dataclasses, pathlib, rich.console, rich.table`). "
         f"This tree: {commit_of(REPO / 'src')}."
     )
     under = [r.name for r in rows if r.command_s * 10 > r.cuobjdump_s]
     below_floor = [r.name for r in rows if r.cuobjdump_s / 10 < bare]
+    below_stack = [r.name for r in rows if bare <= r.cuobjdump_s / 10 < stack]
     if under:
         notes += f" Under 10x: {', '.join(under)}"
         if below_floor:
-            notes += f"; of them, a tenth of cuobjdump's time is less than the bare interpreter's start on {', '.join(below_floor)}"
+            notes += (f"; a tenth of cuobjdump's time is less than the bare interpreter's start on "
+                      f"{', '.join(below_floor)}")  # fmt: skip
+        if below_stack:
+            notes += f", less than that import on {', '.join(below_stack)}"
         notes += "."
     print(notes)
     if args.markdown:
