@@ -5,18 +5,29 @@ The libraries are extracted from NVIDIA's library wheels and a CUDA torch wheel 
 folder first (not timed); both tools then read the same extracted files, with a warm page cache.
 The reader runs in this process (``inspect_paths``), so its times leave out interpreter start-up,
 which is timed once and printed below the table; cuobjdump's include its process start. The
-whole ``wheelforge inspect LIBRARY`` command (a fresh interpreter, start-up and rendering
-included, output to a pipe) is timed too, its runs alternating with cuobjdump's: that ratio is
-what a user sees.
+whole ``wheelforge inspect LIBRARY`` command (``python -m wheelforge``: a fresh interpreter,
+start-up and rendering included, output to a pipe) is timed too, its runs alternating with
+cuobjdump's: that ratio is what a user sees; its table lists the same entries the reader does.
+
+With ``--baseline TREE`` (another wheelforge: a folder holding ``wheelforge/``, a checkout holding
+``src/wheelforge/``, or a git revision of this repository, extracted with ``git archive``;
+repeatable) that tree's whole command is timed in the same rounds (cuobjdump, this tree, each
+baseline, in turns, the first of each round rotating), and its screen compared with this tree's.
+Every tree is run with its own ``src`` first on PYTHONPATH, and every folder on PYTHONPATH is
+byte-compiled first, as ``pip install`` does (where bytecode is not written,
+PYTHONDONTWRITEBYTECODE, each run would compile every module it imports). Below the table: the
+bare interpreter's start (``python -c pass``), the floor of any Python command, next to a tenth
+of each cuobjdump time, the most a command 10x faster than cuobjdump may take.
 
     python bench/bench_inspect.py --library path/to/libfoo.so   # other files instead (repeatable)
 
-    python bench/bench_inspect.py --repeat 3 --markdown docs/bench-inspect.md
+    python bench/bench_inspect.py --repeat 5 --baseline main --markdown docs/bench-inspect.md
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import datetime
 import fnmatch
 import importlib.metadata
@@ -32,6 +43,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench_build import REPO, baseline_src, commit_of
 from wheelforge.binaries.fatbin import FatbinEntry
 from wheelforge.binaries.inspection import inspect_paths
 
@@ -48,6 +60,8 @@ DEFAULT_LIBRARIES = (
     ("torch-2.14.1-*.whl", "torch/lib/libtorch_nvshmem.so"),
 )
 LISTED = re.compile(r"(ELF|PTX) file\s+\d+: .*\.(sm_\d+[a-z]?)\.(cubin|ptx)$")
+# A row of inspect's table: kind, arch, entries (its count of entries of that kind and arch).
+SHOWN_COUNT = re.compile(r"^│ (?:SASS|PTX) +│ \S+ +│ +(\d+) │", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -60,6 +74,8 @@ class Row:
     command_s: float  # the whole `wheelforge inspect LIBRARY` command, best of the runs
     cuobjdump_rss: int  # peak resident set of one cuobjdump run, bytes
     decompressed: int  # total decompressed size of all entries, bytes
+    baseline_s: tuple[float, ...] = ()  # each baseline's whole command, best of the runs
+    same_screen: tuple[bool, ...] = ()  # whether each baseline printed this tree's screen
 
 
 def find_cuobjdump() -> str | None:
@@ -122,21 +138,41 @@ def run_cuobjdump(cuobjdump: str, library: Path) -> tuple[float, int, str]:
     return float(seconds), int(max_rss_kib) * 1024, done.stdout
 
 
-def bench(library: Path, cuobjdump: str, repeat: int) -> Row:
+def command_env(src: Path) -> dict[str, str]:
+    """The environment a tree's ``python -m wheelforge`` runs in: its source folder first."""
+    rest = os.environ.get("PYTHONPATH", "")
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(src), rest) if p)}
+
+
+def run_command(src: Path, library: Path) -> tuple[float, str]:
+    """Seconds and stdout of one ``wheelforge inspect LIBRARY`` of the tree at *src*."""
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "wheelforge", "inspect", str(library)],
+                          env=command_env(src), check=True, capture_output=True, text=True)  # fmt: skip
+    return time.perf_counter() - start, done.stdout
+
+
+def bench(library: Path, cuobjdump: str, repeat: int, baselines: list[Path]) -> Row:
     reader_times = []
     for _ in range(repeat):
         start = time.perf_counter()
         (report,) = inspect_paths([library])
         reader_times.append(time.perf_counter() - start)
-    cuobjdump_times, command_times, rss, stdout = [], [], 0, ""
-    for _ in range(repeat):  # cuobjdump and the command take turns
-        seconds, peak, stdout = run_cuobjdump(cuobjdump, library)
-        cuobjdump_times.append(seconds)
-        rss = max(rss, peak)
-        start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "wheelforge", "inspect", str(library)],
-                       check=True, capture_output=True)  # fmt: skip
-        command_times.append(time.perf_counter() - start)
+    trees = [REPO / "src", *baselines]
+    cuobjdump_times: list[float] = []
+    command_times: list[list[float]] = [[] for _ in trees]
+    screens: list[str] = ["" for _ in trees]
+    rss, stdout = 0, ""
+    for round_ in range(repeat):  # cuobjdump and each tree take turns; who goes first rotates
+        turns = [-1, *range(len(trees))]
+        for turn in turns[round_ % len(turns) :] + turns[: round_ % len(turns)]:
+            if turn < 0:
+                seconds, peak, stdout = run_cuobjdump(cuobjdump, library)
+                cuobjdump_times.append(seconds)
+                rss = max(rss, peak)
+            else:
+                seconds, screens[turn] = run_command(trees[turn], library)
+                command_times[turn].append(seconds)
     listed = [
         ("sass" if m[1] == "ELF" else "ptx", m[2])
         for m in map(LISTED.match, stdout.splitlines())
@@ -152,24 +188,31 @@ def bench(library: Path, cuobjdump: str, repeat: int) -> Row:
             f"{library.name}: the reader lists {len(mine)} entries, cuobjdump {len(listed)}; "
             f"they differ from entry {first}"
         )
+    shown = sum(int(m[1]) for m in SHOWN_COUNT.finditer(screens[0]))
+    if shown != len(mine):
+        sys.exit(
+            f"{library.name}: the command's table counts {shown} entries, the reader {len(mine)}"
+        )
     return Row(
         name=library.name,
         size=library.stat().st_size,
         entries=len(mine),
         reader_s=min(reader_times),
         cuobjdump_s=min(cuobjdump_times),
-        command_s=min(command_times),
+        command_s=min(command_times[0]),
         cuobjdump_rss=rss,
         decompressed=sum(e.size for e in report.entries),
+        baseline_s=tuple(min(times) for times in command_times[1:]),
+        same_screen=tuple(screen == screens[0] for screen in screens[1:]),
     )
 
 
-def interpreter_startup() -> float:
-    """Seconds for a fresh interpreter to import the reader, best of 3."""
+def interpreter_startup(code: str = "import wheelforge.binaries.inspection") -> float:
+    """Seconds for a fresh interpreter to run *code* (by default: import the reader), best of 5."""
     times = []
-    for _ in range(3):
+    for _ in range(5):
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "import wheelforge.binaries.inspection"], check=True)
+        subprocess.run([sys.executable, "-c", code], check=True, env=command_env(REPO / "src"))
         times.append(time.perf_counter() - start)
     return min(times)
 
@@ -180,19 +223,32 @@ def human_size(size: int) -> str:
     return f"{size / 2**20:.0f} MiB" if size >= 2**20 else f"{size / 2**10:.0f} KiB"
 
 
-def table(rows: list[Row]) -> str:
+def table(rows: list[Row], baselines: list[str]) -> str:
+    head = ("| file | size | entries | cuobjdump s | reader s | ratio | `wheelforge inspect` s "
+            "| ratio |")  # fmt: skip
+    rule = "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    for name in baselines:
+        head += f" {name} s | ratio | same screen |"
+        rule += " ---: | ---: | --- |"
     lines = [
-        "| file | size | entries | reader s | cuobjdump s | ratio | `wheelforge inspect` s "
-        "| ratio | cuobjdump peak RSS | decompressed |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        head + " 10x needs s | cuobjdump peak RSS | decompressed |",
+        rule + " ---: | ---: | ---: |",
     ]
     for row in rows:
-        lines.append(
-            f"| {row.name} | {human_size(row.size)} | {row.entries} | {row.reader_s:.3f} "
-            f"| {row.cuobjdump_s:.2f} | {row.cuobjdump_s / row.reader_s:.0f}x "
-            f"| {row.command_s:.2f} | {row.cuobjdump_s / row.command_s:.1f}x "
-            f"| {human_size(row.cuobjdump_rss)} | {human_size(row.decompressed)} |"
+        line = (
+            f"| {row.name} | {human_size(row.size)} | {row.entries} | {row.cuobjdump_s:.3f} "
+            f"| {row.reader_s:.4f} | {row.cuobjdump_s / row.reader_s:.0f}x "
+            f"| {row.command_s:.3f} | **{row.cuobjdump_s / row.command_s:.1f}x** |"
         )
+        for seconds, same in zip(row.baseline_s, row.same_screen, strict=True):
+            line += (
+                f" {seconds:.3f} | {row.cuobjdump_s / seconds:.1f}x | {'yes' if same else 'no'} |"
+            )
+        line += (
+            f" {row.cuobjdump_s / 10:.3f} | {human_size(row.cuobjdump_rss)} "
+            f"| {human_size(row.decompressed)} |"
+        )
+        lines.append(line)
     return "\n".join(lines)
 
 
@@ -202,6 +258,12 @@ def main() -> None:
     parser.add_argument("--markdown", type=Path, help="also write the results to this file")
     parser.add_argument("--library", type=Path, action="append", default=[],
                         help="a shared object to read instead of the default libraries (repeatable)")  # fmt: skip
+    parser.add_argument("--baseline", metavar="TREE", action="append", default=[],
+                        help="another wheelforge whose whole command is timed alongside: a source "
+                             "folder, a checkout or a git revision (repeatable)")  # fmt: skip
+    parser.add_argument(
+        "--work", type=Path, help="where baselines are extracted [a temporary folder]"
+    )
     args = parser.parse_args()
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
@@ -215,9 +277,20 @@ def main() -> None:
     version = subprocess.run([cuobjdump, "--version"], capture_output=True, text=True, check=True)
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-inspect-") as tmp:
+        work = args.work or Path(tmp)
+        baselines = [baseline_src(given, work, n) for n, given in enumerate(args.baseline)]
+        folders = [REPO / "src", *baselines]
+        folders += [Path(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        for folder in dict.fromkeys(folders):  # as pip install does (see the docstring)
+            if folder.is_dir():
+                compileall.compile_dir(folder, quiet=1)
+        names = [
+            f"{given} ({commit_of(src)})"
+            for given, src in zip(args.baseline, baselines, strict=True)
+        ]
         for library in args.library:
             print(f"{library.name} ...", file=sys.stderr, flush=True)
-            rows.append(bench(library, cuobjdump, args.repeat))
+            rows.append(bench(library, cuobjdump, args.repeat, baselines))
         for pattern, member in () if args.library else DEFAULT_LIBRARIES:
             wheel = find_wheel(pattern)
             if wheel is None:
@@ -225,10 +298,12 @@ def main() -> None:
                 continue
             library = extract(wheel, member, Path(tmp))
             print(f"{library.name} (from {wheel.name}) ...", file=sys.stderr, flush=True)
-            rows.append(bench(library, cuobjdump, args.repeat))
+            rows.append(bench(library, cuobjdump, args.repeat, baselines))
             library.unlink()
-    startup = interpreter_startup()
-    result = table(rows)
+        startup = interpreter_startup()
+        bare = interpreter_startup("pass")
+        stack = interpreter_startup("import dataclasses, pathlib, rich.console, rich.table")
+    result = table(rows, names)
     print(result)
     release = re.search(r"release [\d.]+, V[\d.]+", version.stdout)
     cuobjdump_version = release[0] if release else version.stdout.strip().splitlines()[-1]
@@ -237,15 +312,32 @@ def main() -> None:
         "The reader reads the ELF section headers and the fatbin entry headers only; cuobjdump's "
         "peak RSS follows the decompressed size of all images (the decompressed column), so it "
         "apparently inflates every image to list it. "
-        f"A fresh interpreter takes {startup:.2f} s to import the reader (not in the table)."
+        f"A fresh interpreter takes {startup:.3f} s to import the reader (not in the table), "
+        f"{bare:.3f} s to start and do nothing (`python -c pass`, site included, as the console "
+        "script starts): the floor of any Python command, against the 10x column's budgets; "
+        f"{stack:.3f} s to import only what any command printing a rich table of frozen "
+        "dataclasses loads (`import dataclasses, pathlib, rich.console, rich.table`). "
+        f"This tree: {commit_of(REPO / 'src')}."
     )
+    under = [r.name for r in rows if r.command_s * 10 > r.cuobjdump_s]
+    below_floor = [r.name for r in rows if r.cuobjdump_s / 10 < bare]
+    below_stack = [r.name for r in rows if bare <= r.cuobjdump_s / 10 < stack]
+    if under:
+        notes += f" Under 10x: {', '.join(under)}"
+        if below_floor:
+            notes += (f"; a tenth of cuobjdump's time is less than the bare interpreter's start on "
+                      f"{', '.join(below_floor)}")  # fmt: skip
+        if below_stack:
+            notes += f", less than that import on {', '.join(below_stack)}"
+        notes += "."
     print(notes)
     if args.markdown:
         command = "python bench/bench_inspect.py " + " ".join(sys.argv[1:])
         args.markdown.write_text(
             "# Fatbin listing: wheelforge's reader vs cuobjdump\n\n"
-            f"Measured {datetime.date.today().isoformat()} on {platform.machine()} Linux, "
-            f"{os.cpu_count()} CPU cores, Python {platform.python_version()}, "
+            f"Measured {datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='minutes')} on "
+            f"{platform.machine()} Linux ({platform.node()}), {os.cpu_count()} CPU cores, "
+            f"load average {os.getloadavg()[0]:.2f} at the end, Python {platform.python_version()}, "
             f"cuobjdump {cuobjdump_version} ({cuobjdump}).\n\n"
             f"Reproduce with:\n\n```\n{command}\n```\n\n"
             f"{result}\n\n{notes}\n"

@@ -156,6 +156,8 @@ def test_wheel_benches_tiny(tmp_path: Path) -> None:
     with zipfile.ZipFile(wheels[0]) as zf:
         (member,) = [n for n in zf.namelist() if n.endswith(".abi3.so")]
         library = Path(zf.extract(member, tmp_path / "unpacked"))
-    done = bench(BENCH / "bench_inspect.py", "--library", library, "--repeat", "1")
+    done = bench(BENCH / "bench_inspect.py", "--library", library, "--repeat", "1",
+                 "--baseline", "HEAD")  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert f"| {library.name} |" in done.stdout
+    assert "| HEAD (" in done.stdout and "| yes |" in done.stdout  # HEAD prints this screen

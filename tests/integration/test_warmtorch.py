@@ -195,3 +195,25 @@ def test_a_relative_python_path_works_from_the_childs_own_folder(
     monkeypatch.chdir(PYTHON.parent.parent.parent)
     relative = PYTHON.relative_to(PYTHON.parent.parent.parent)
     assert warmtorch.probe(relative).returncode == 0
+
+
+@pytest.mark.parametrize("pythonpath", ["{extra}:", ":{extra}", "{extra}::{extra}", "."])
+def test_a_pythonpath_with_an_empty_entry_is_cached(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pythonpath: str
+) -> None:
+    """An empty PYTHONPATH entry is the current folder: the warm child's own, thrown away after
+    the probe, was on the answer's sys.path and so in the cache's watch list, and no later run
+    found the entry valid. Now the entry means the folder wheelforge runs in, as it does to
+    the user who set it, and the second probe of the same torch is the cache's."""
+    extra, project, cache = tmp_path / "extra", tmp_path / "project", tmp_path / "cache"
+    extra.mkdir()
+    project.mkdir()
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("PYTHONPATH", pythonpath.format(extra=extra))
+    with warmtorch.session():
+        first = torchprobe.probe_torch(PYTHON, cache=cache)
+    hit = probecache.lookup(cache, "torch", torchprobe.probe_key(PYTHON))
+    assert hit is not None
+    assert str(project) in hit["sys_path"]  # the entry as the user meant it
+    assert not [p for p in hit["sys_path"] if "wheelforge-torch-" in p]  # no throwaway folder
+    assert torchprobe.probe_torch(PYTHON, cache=cache) == first

@@ -94,7 +94,7 @@ def test_inspect_tables_fit_80_columns(tmp_path: Path) -> None:
     import zipfile
 
     from wheelforge.binaries.inspection import inspect_paths
-    from wheelforge.interface.render import print_inspect
+    from wheelforge.interface.render_inspect import print_inspect
 
     wheel = tmp_path / WHEEL
     with zipfile.ZipFile(wheel, "w") as zf:

@@ -18,7 +18,7 @@ from wheelforge.binaries.fatbin import FatbinEntry
 from wheelforge.binaries.inspection import inspect_paths
 from wheelforge.configuration import releases
 from wheelforge.configuration.archs import ArchSuffix
-from wheelforge.interface.render import print_inspect
+from wheelforge.interface.render_inspect import print_inspect
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
@@ -187,3 +187,55 @@ def test_inspect_sets_a_wheels_binaries_side_by_side_per_gpu(tmp_path: Path) -> 
     assert rows["sm_80"] == ["1", "0", "0", "_flashmla_extension_C.abi3.so"]
     assert rows["sm_120"] == ["0", "1", "0", "_flashmla_extension_C.abi3.so"]  # compute_90 JITs
     assert max(len(line) for line in out.getvalue().splitlines()) <= 80
+
+
+def _weighed_one_by_one(binary: BinaryContents) -> list[tuple[str, str, tuple[str, ...], int]]:
+    """Each GPU's verdict with every unit weighed on its own (the rules, unoptimised)."""
+    units: dict[int, dict[tuple[str, int, str], FatbinEntry]] = {}
+    for e in binary.entries:
+        units.setdefault(e.container, {}).setdefault((e.kind, e.sm, e.variant), e)
+    rows = []
+    for gpu in releases.gpu_generations():
+        verdicts = [loadson._unit_verdict(list(u.values()), gpu) for u in units.values()]
+        served = sum(kind != "none" for kind, _ in verdicts)
+        verdict = (
+            "none"
+            if not served
+            else "partial"
+            if served < len(verdicts)
+            else "ptx"
+            if any(kind == "ptx" for kind, _ in verdicts)
+            else "sass"
+        )
+        via = tuple(dict.fromkeys(a for _, archs in verdicts for a in archs))
+        rows.append((f"sm_{gpu}", verdict, via, served))
+    return rows
+
+
+def test_units_alike_weighed_once_give_each_units_verdict() -> None:
+    """loads_on weighs each kind of unit once (libcublasLt: 2782 units, a few dozen kinds): the
+    verdicts, archs and counts are those of weighing every unit, on mixes of alike units,
+    units that differ only in their order, a, f and PTX."""
+    import random
+
+    shapes = [
+        [("sass", 80, ""), ("sass", 90, "")],
+        [("sass", 90, ""), ("sass", 80, "")],  # the same targets in another order
+        [("sass", 90, "a"), ("ptx", 90, "a")],
+        [("sass", 100, "f"), ("sass", 120, "")],
+        [("ptx", 75, "")],
+        [("sass", 86, "")],
+    ]
+    rng = random.Random(33)
+    for _ in range(40):
+        entries = []
+        for container in range(rng.randint(1, 30)):
+            for kind, sm, variant in rng.choice(shapes):
+                entries.append(entry(kind, sm, variant, container=container))  # type: ignore[arg-type]
+        binary = BinaryContents(path="x.so", size=1, entries=tuple(entries))
+        found = loadson.loads_on(binary)
+        assert found is not None
+        assert [(g.gpu, g.verdict, g.via, g.units) for g in found.gpus] == _weighed_one_by_one(
+            binary
+        )
+        assert all(g.of == len({e.container for e in entries}) for g in found.gpus)

@@ -106,3 +106,69 @@ def test_pips_cuda_header_folders_beside_torch(tmp_path: Path) -> None:
         str(tmp_path / "nvidia/cu13/include"),
         str(tmp_path / "nvidia/cudnn/include"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("given", "resolved"),
+    [
+        ("", ""),  # an empty PYTHONPATH adds nothing to sys.path
+        ("/a", "/a"),
+        ("/a:", "/a:/work"),  # a trailing ':' is the current folder
+        (":/a", "/work:/a"),
+        ("/a::/b", "/a:/work:/b"),
+        (":", "/work:/work"),
+        ("src:.:../x/./y", "/work/src:/work:/x/y"),  # relative entries, as sys.path shows them
+    ],
+)
+def test_resolved_pythonpath(given: str, resolved: str) -> None:
+    from wheelforge.toolchain.warmtorch import resolved_pythonpath
+
+    assert resolved_pythonpath(given, "/work") == resolved
+
+
+def test_probe_key_resolves_pythonpath_against_the_working_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from wheelforge.toolchain.torchprobe import probe_key
+
+    python = Path("/usr/bin/python3")
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.mkdir()
+    two.mkdir()
+    monkeypatch.chdir(one)
+    monkeypatch.setenv("PYTHONPATH", "/a:")
+    trailing = probe_key(python)
+    assert trailing["env"]["PYTHONPATH"] == f"/a:{one}"
+    monkeypatch.setenv("PYTHONPATH", f"/a:{one}")
+    assert probe_key(python) == trailing  # the same folders: the same answer
+    monkeypatch.setenv("PYTHONPATH", "/a:")
+    monkeypatch.chdir(two)
+    assert probe_key(python) != trailing  # another current folder: another torch may win
+    monkeypatch.delenv("PYTHONPATH")
+    assert probe_key(python)["env"]["PYTHONPATH"] is None
+
+
+def test_the_warm_child_gets_the_resolved_pythonpath(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The child runs in a folder of its own: an empty entry must not name that folder."""
+    from wheelforge.foundation import proc
+    from wheelforge.toolchain import warmtorch
+
+    seen: dict[str, object] = {}
+
+    class Started(Exception):
+        pass
+
+    def start(args: object, **kwargs: object) -> object:
+        seen.update(kwargs)
+        raise Started
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYTHONPATH", "/a::rel")
+    monkeypatch.setattr(proc, "start", start)
+    with pytest.raises(Started):
+        warmtorch._start(Path("/usr/bin/python3"))
+    assert seen["env"] == {"PYTHONPATH": f"/a:{tmp_path}:{tmp_path}/rel"}
+    assert seen["cwd"] != tmp_path  # its own folder, which is removed again
+    assert not Path(str(seen["cwd"])).exists()

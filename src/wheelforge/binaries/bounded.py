@@ -13,8 +13,6 @@ Caps (environment variables, for the rare legitimate giant):
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import os
 import stat
 import struct
@@ -22,10 +20,13 @@ import zipfile
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from wheelforge.foundation import numbers
 from wheelforge.foundation.errors import BinaryFormatError, ConfigError
+
+if TYPE_CHECKING:  # hashing is a wheel's RECORD's: an `inspect` of shared objects never hashes
+    import hashlib
 
 DEFAULT_MAX_MEMBER_BYTES = 2 << 30
 DEFAULT_MAX_RATIO = 200
@@ -201,6 +202,8 @@ def member_headers(zf: zipfile.ZipFile, info: zipfile.ZipInfo, display: str) -> 
 def member_digest(zf: zipfile.ZipFile, info: zipfile.ZipInfo, display: str) -> tuple[str, int]:
     """A member's ``sha256=<urlsafe base64>`` (as RECORD writes it) and size, inflated in chunks
     within the caps, never held whole."""
+    import hashlib
+
     check_member_size(info, display)
     digest = hashlib.sha256()
     size = 0
@@ -216,6 +219,8 @@ def member_digest(zf: zipfile.ZipFile, info: zipfile.ZipInfo, display: str) -> t
 
 def record_digest_of(sha256: bytes) -> str:
     """``sha256=<urlsafe base64>`` of a sha256 already computed (stream.py's one pass)."""
+    import base64
+
     return f"sha256={base64.urlsafe_b64encode(sha256).rstrip(b'=').decode()}"
 
 

@@ -8,13 +8,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, get_args
+from typing import TYPE_CHECKING, Literal, get_args
 
 from wheelforge.binaries import elf, initexport
 from wheelforge.binaries.elf import ElfImage
-from wheelforge.binaries.fatbin import FatbinEntry
-from wheelforge.binaries.initexport import InitExport
-from wheelforge.binaries.symbols import SymbolFacts
+
+if TYPE_CHECKING:  # inspect reads fatbins only: the symbol reader is not loaded for it
+    from wheelforge.binaries.fatbin import FatbinEntry
+    from wheelforge.binaries.initexport import InitExport
+    from wheelforge.binaries.symbols import SymbolFacts
 
 # What a file is to its wheel (roles.py infers it from the file's symbols; by name, before):
 # - extension: a Python extension module, imported by name (``*.abi3.so``, ``*.cpython-*.so``);

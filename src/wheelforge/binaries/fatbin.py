@@ -48,7 +48,7 @@ import sys
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
-from wheelforge.binaries.elf import Buffer, ElfImage
+from wheelforge.binaries.elf import SHT_NOBITS, Buffer, ElfImage, SectionHeader
 from wheelforge.configuration.archs import ArchSuffix
 from wheelforge.foundation.errors import BinaryFormatError
 
@@ -344,38 +344,20 @@ def _decompress(
 
 def _fatbin_section_bounds(image: ElfImage) -> tuple[int, int] | None:
     """File offset and size of the fatbin section that cuobjdump would list by default."""
-    from elftools.common.exceptions import ELFError
-    from elftools.construct.core import ConstructError
-
-    path, size_of_file = image.name, image.size
-    wanted = (EXECUTABLE_SECTION, RELOCATABLE_SECTION)
-    found: dict[str, tuple[int, int, int, str]] = {}
-    try:
-        elf = image.elf
-        # Section headers only: get_section_by_name() builds every section object first, and
-        # the GNU hash section's reads its whole table (0.13 s on libcublasLt, pyelftools 0.33).
-        for index in range(elf.num_sections()):
-            header = elf._get_section_header(index)
-            name = elf._get_section_name(header)
-            if name in wanted and name not in found:
-                where = elf["e_shoff"] + index * elf["e_shentsize"]
-                found[name] = (where, header["sh_offset"], header["sh_size"], header["sh_type"])
-    except (ELFError, ConstructError, struct.error, ValueError, IndexError, KeyError) as error:
-        raise BinaryFormatError(
-            path,
-            image.stream.last_read,
-            f"corrupt ELF headers ({str(error) or type(error).__name__})",
-        ) from error
-    for name in wanted:
+    found: dict[str, SectionHeader] = {}
+    for header in image.section_headers:
+        if header.name in (EXECUTABLE_SECTION, RELOCATABLE_SECTION):
+            found.setdefault(header.name, header)
+    for name in (EXECUTABLE_SECTION, RELOCATABLE_SECTION):
         if name not in found:
             continue
-        where, start, size, section_type = found[name]
-        if section_type == "SHT_NOBITS" or start + size > size_of_file:
+        header = found[name]
+        if header.type == SHT_NOBITS or header.offset + header.size > image.size:
             raise BinaryFormatError(
-                path,
-                where,
-                f"section {name} ({size} bytes at {start:#x}) is not in the file "
-                f"of {size_of_file} bytes",
+                image.name,
+                header.where,
+                f"section {name} ({header.size} bytes at {header.offset:#x}) is not in the file "
+                f"of {image.size} bytes",
             )
-        return start, size
+        return header.offset, header.size
     return None

@@ -15,8 +15,8 @@ from typing import Literal
 
 from wheelforge.binaries import bounded
 from wheelforge.binaries.elf import ELF_MAGIC, ElfImage, open_elf_file
-from wheelforge.binaries.facts import FATBINS, BinaryContents, file_role
-from wheelforge.binaries.reader import read_binary, read_wheel
+from wheelforge.binaries.facts import FATBINS, BinaryContents
+from wheelforge.binaries.fatbin import fatbin_entries
 from wheelforge.foundation import readers
 from wheelforge.foundation.errors import BinaryFormatError
 
@@ -97,8 +97,10 @@ def _file_kind(path: Path) -> FileKind | None:
 
 
 def contents_of(image: ElfImage) -> BinaryContents:
-    """The fatbin entries of one ELF image (a file or a wheel member)."""
-    return read_binary(image, file_role(image.name), frozenset({"fatbins"})).contents()
+    """The fatbin entries of one ELF image (a file or a wheel member): what the walk
+    (reader.read_binary) reads of it for FATBINS, without loading the walk's other readers
+    (symbols, roles), which an ``inspect`` of shared objects never needs."""
+    return BinaryContents(path=image.name, size=image.size, entries=tuple(fatbin_entries(image)))
 
 
 def _inspect_elf_file(path: Path) -> BinaryContents:
@@ -107,4 +109,6 @@ def _inspect_elf_file(path: Path) -> BinaryContents:
 
 
 def _inspect_wheel(path: Path) -> list[BinaryContents]:
+    from wheelforge.binaries.reader import read_wheel
+
     return list(read_wheel(path, FATBINS).contents())

@@ -20,7 +20,8 @@ kernels of the others fail with "no kernel image is available for execution on t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -127,26 +128,38 @@ def loads_on(binary: BinaryContents, gpus: Sequence[int] | None = None) -> Loads
     units = {container: list(found.values()) for container, found in distinct.items()}
     if not units:
         return None
+    # Units of the same targets (in the same order) get the same verdict: each kind is weighed
+    # once per GPU, in the order first seen (libcublasLt's 2782 units are a few dozen kinds;
+    # weighing each unit was ~0.4 s of its inspect; issue 33).
+    alike: dict[tuple[tuple[str, int, str], ...], list[FatbinEntry]] = {}
+    count: Counter[tuple[tuple[str, int, str], ...]] = Counter()
+    for entries in units.values():
+        key = tuple((e.kind, e.sm, e.variant) for e in entries)
+        alike.setdefault(key, entries)
+        count[key] += 1
     table = []
     for gpu in gpus or releases.gpu_generations():
-        verdicts = [_unit_verdict(entries, gpu) for entries in units.values()]
-        kinds = {kind for kind, _ in verdicts}
-        served = sum(1 for kind, _ in verdicts if kind != "none")
+        verdicts = [(_unit_verdict(entries, gpu), count[key]) for key, entries in alike.items()]
+        kinds = {kind for (kind, _), _ in verdicts}
+        served = sum(n for (kind, _), n in verdicts if kind != "none")
         verdict: Verdict = (
             "none"
             if served == 0
             else "partial"
-            if served < len(verdicts)
+            if served < len(units)
             else "ptx"
             if "ptx" in kinds
             else "sass"
         )
-        via = tuple(dict.fromkeys(arch for _, archs in verdicts for arch in archs))
+        via = tuple(dict.fromkeys(arch for (_, archs), _ in verdicts for arch in archs))
         table.append(
             GpuLoad(gpu=f"sm_{gpu}", verdict=verdict, via=via, units=served, of=len(units))
         )
     return LoadsOn(
-        path=binary.path, gpus=tuple(table), ptx_isa=_isas(binary), no_forward=_no_forward(units)
+        path=binary.path,
+        gpus=tuple(table),
+        ptx_isa=_isas(binary),
+        no_forward=_no_forward(alike.values()),
     )
 
 
@@ -168,11 +181,11 @@ def _isas(binary: BinaryContents) -> tuple[PtxIsa, ...]:
     return tuple(out)
 
 
-def _no_forward(units: dict[int, list[FatbinEntry]]) -> tuple[str, ...]:
+def _no_forward(units: Iterable[list[FatbinEntry]]) -> tuple[str, ...]:
     """The a/f archs whose translation unit carries no plain PTX at or below them: newer GPUs
     than their family get nothing from that unit."""
     flagged: dict[str, None] = {}
-    for entries in units.values():
+    for entries in units:
         plain_ptx = [e.sm for e in entries if e.kind == "ptx" and not e.variant]
         for e in entries:
             if e.variant and not any(p <= e.sm for p in plain_ptx):

@@ -20,12 +20,12 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
-from typing import Any, Literal
-
-from packaging.version import Version
+from typing import TYPE_CHECKING, Any, Literal
 
 from wheelforge.foundation.errors import ConfigError
+
+if TYPE_CHECKING:  # `inspect` reads the table and never a version: packaging stays unloaded
+    from packaging.version import Version
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -139,6 +139,8 @@ class Table:
 
 def release_key(release: Version | str | ReleaseKey) -> ReleaseKey:
     """(major, minor) of a Version, a "13.0" / "13.0.88" string or a key."""
+    from packaging.version import Version
+
     if isinstance(release, tuple):
         return release
     version = release if isinstance(release, Version) else Version(release)
@@ -148,6 +150,8 @@ def release_key(release: Version | str | ReleaseKey) -> ReleaseKey:
 @cache
 def table() -> Table:
     """The table shipped with wheelforge (read once)."""
+    from importlib import resources
+
     text = resources.files("wheelforge").joinpath(f"data/{DATA_FILE}").read_text(encoding="utf-8")
     return parse(text, source=DATA_FILE)
 

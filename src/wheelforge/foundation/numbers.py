@@ -11,10 +11,12 @@ traceback), far below it the value is absurd anyway; a float of a 400-digit size
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
+if TYPE_CHECKING:  # packaging's parsers load in ~0.03 s: only the functions that parse need them
+    from packaging.requirements import Requirement
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
 
 # A run of ASCII digits; `re.ASCII` keeps `\d` from matching other scripts' digits.
 _DIGITS_RE = re.compile(r"[0-9]+", re.ASCII)
@@ -48,6 +50,8 @@ def whole(text: str, *, low: int = 0, high: int) -> int | None:
 def version(text: str) -> Version:
     """*text* as a PEP 440 version; InvalidVersion (a ValueError) for anything else, including a
     component longer than MAX_VERSION_DIGITS (packaging would hand it to ``int()``)."""
+    from packaging.version import InvalidVersion, Version
+
     if not text.isascii() or any(len(run) > MAX_VERSION_DIGITS for run in _DIGITS_RE.findall(text)):
         raise InvalidVersion(f"Invalid version: {text[:40]!r}")
     return Version(text)
@@ -55,6 +59,8 @@ def version(text: str) -> Version:
 
 def is_version(value: object) -> bool:
     """Whether *value* is a string that version() takes (a shape of cachefiles)."""
+    from packaging.version import InvalidVersion
+
     try:
         version(value) if isinstance(value, str) else None
     except InvalidVersion:
@@ -64,6 +70,8 @@ def is_version(value: object) -> bool:
 
 def specifier(text: str) -> SpecifierSet:
     """*text* as a version range; InvalidSpecifier also for a number of over MAX_VERSION_DIGITS."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
     if not bounded_digits(text):
         raise InvalidSpecifier(f"Invalid specifier: {text[:40]!r}")
     return SpecifierSet(text)
@@ -72,6 +80,8 @@ def specifier(text: str) -> SpecifierSet:
 def requirement(text: str) -> Requirement:
     """*text* as a PEP 508 requirement; InvalidRequirement also for a number of over
     MAX_VERSION_DIGITS (its specifier would hand it to ``int()`` when compared)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
     if not bounded_digits(text):
         raise InvalidRequirement(f"Invalid requirement: {text[:40]!r}")
     return Requirement(text)

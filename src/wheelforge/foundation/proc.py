@@ -309,13 +309,19 @@ class _Lines:
 
 
 def start(
-    args: Sequence[str | Path], *, hint: str, cwd: Path, stderr: IO[str]
+    args: Sequence[str | Path],
+    *,
+    hint: str,
+    cwd: Path,
+    stderr: IO[str],
+    env: Mapping[str, str] | None = None,
 ) -> subprocess.Popen[str]:
     """Start a long-lived helper that is spoken to through its stdin and stdout (text lines),
     its stderr into *stderr*, in a session of its own like every tool; stop() ends it, closing
-    its stdin lets it end by itself."""
+    its stdin lets it end by itself. *env* is added to this process's environment."""
     stdio = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": stderr}
-    return _spawn(args, hint, cwd=cwd, bufsize=1, text=True, **stdio)[1]
+    full_env = None if not env else {**os.environ, **env}
+    return _spawn(args, hint, cwd=cwd, env=full_env, bufsize=1, text=True, **stdio)[1]
 
 
 @contextlib.contextmanager

@@ -188,22 +188,9 @@ def inspect(paths: tuple[Path, ...], as_json: bool) -> None:
 
     For a variant wheel (PEP 825, experimental) also its variant properties, and any that
     disagree with its binaries (exit 4)."""
-    from wheelforge.binaries.inspection import inspect_paths
-    from wheelforge.interface.documents import kinds
-    from wheelforge.interface.documents.inspection import inspect_document
-    from wheelforge.interface.render import output_console, print_inspect, print_whole
-    from wheelforge.interface.render_variants import variant_checks_table
-    from wheelforge.packaging.wheel_variants import check_wheels, require_agree
+    from wheelforge.interface.inspect_command import inspect_command
 
-    reports = inspect_paths(list(paths))
-    checks = check_wheels(list(paths), reports)
-    if as_json:
-        kinds.echo(inspect_document(reports, checks))
-    else:
-        print_inspect(reports, output_console())
-        if checks:
-            print_whole(variant_checks_table(checks))
-    require_agree(checks)
+    inspect_command(paths, as_json=as_json)
 
 
 @cli.command(name="matrix")
@@ -221,9 +208,10 @@ def matrix_command(
     """List the variants the matrix expands to (nothing is downloaded or built)."""
     from wheelforge.configuration.settings import Flags, resolve
     from wheelforge.foundation.document import to_document
+    from wheelforge.interface.console import print_whole
     from wheelforge.interface.documents import kinds
     from wheelforge.interface.documents.variants import github_matrix, variants_document
-    from wheelforge.interface.render import print_whole, variants_table
+    from wheelforge.interface.render import variants_table
     from wheelforge.toolchain import toolkit
 
     settings = resolve(Flags(matrix=matrix_path, archs=archs, cache_dir=cache_dir))
@@ -301,9 +289,9 @@ def check(
     as_json: bool,
 ) -> None:
     """Check wheels or shared objects against the rules of their ABI (exit 4 on a violation)."""
+    from wheelforge.interface.console import print_whole
     from wheelforge.interface.documents import kinds
     from wheelforge.interface.documents.check import check_document
-    from wheelforge.interface.render import print_whole
     from wheelforge.interface.render_check import check_table
     from wheelforge.running import checking
 
@@ -353,9 +341,9 @@ def test_command(
 ) -> None:
     """Run the payload's tests against the built wheels, under each torch of the matrix."""
     from wheelforge.configuration.settings import TestFlags, resolve_test
+    from wheelforge.interface.console import print_whole
     from wheelforge.interface.documents import kinds
     from wheelforge.interface.documents.torch_tests import torch_tests_document
-    from wheelforge.interface.render import print_whole
     from wheelforge.interface.render_tests import test_table
     from wheelforge.running import torch_tests
 

@@ -16,7 +16,8 @@ import click
 from wheelforge.configuration.settings import BuildSettings, Flags, resolve
 from wheelforge.foundation import log, writers
 from wheelforge.foundation.errors import WheelforgeError
-from wheelforge.interface.render import output_console, print_build, print_dry_run
+from wheelforge.interface.console import output_console
+from wheelforge.interface.render import print_build, print_dry_run
 from wheelforge.running.build.command import run_build
 from wheelforge.running.build.results import BuildReport
 

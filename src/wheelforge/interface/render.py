@@ -9,22 +9,21 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console, Group, RenderableType
 from rich.markup import escape
-from rich.measure import Measurement
 from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from wheelforge.binaries.elf import member_path, split_member
+from wheelforge.binaries.elf import member_path
 from wheelforge.binaries.facts import BinaryContents
 from wheelforge.configuration import abi
 from wheelforge.configuration.archs import code_sort_key, sm_range
 from wheelforge.configuration.bytesizes import format_size as human_size
 from wheelforge.foundation import log
 from wheelforge.foundation.log import printable
+from wheelforge.interface.console import output_console, print_whole
 
 if TYPE_CHECKING:  # a no-op `build` loads none of these, `inspect` no matrix and no plan
     from wheelforge.binaries.abicheck import BinaryCheck
-    from wheelforge.binaries.loadson import LoadsOn
     from wheelforge.configuration.matrix.model import Matrix
     from wheelforge.planning.selection import Member
     from wheelforge.planning.variants import Variant
@@ -113,34 +112,6 @@ def abi_summary(checks: Sequence[BinaryCheck], target: tuple[int, int]) -> str:
         f"{needs} (the target is {target[0]}.{target[1]}), none of libtorch's C++ API, and "
         f"{_count(len(python), 'function')} of Python's limited C API (abi3)"
     )
-
-
-def output_console(*, stderr: bool = False) -> Console:
-    """The console results are printed on (stdout, or stderr when stdout carries a JSON
-    document). Into a pipe or a file, rich would fold lines at 80 columns, inside a sentence
-    ("... no\nlibtorch C++ symbols"): there a line is never folded (tables: print_whole)."""
-    console = Console(stderr=stderr)
-    console.soft_wrap = not console.is_terminal
-    return console
-
-
-def print_whole(renderable: RenderableType, console: Console | None = None) -> None:
-    """Print a table on *console* (stdout's by default) whole: on a terminal at its width; into
-    a pipe or a CI log, where rich would fold or cut cells at 80 columns (or COLUMNS), at the
-    table's own width when it is wider: a piped line is never cut, nor a path in it folded
-    mid-name (``xformers/flash_attn_`` / ``3/_C.so``); COLUMNS only widens it."""
-    console = console or output_console()
-    if console.is_terminal:
-        console.print(renderable)
-        return
-    unbounded = console.options.update(max_width=1 << 16)
-    natural = Measurement.get(console, unbounded, renderable).maximum
-    width = console.width
-    console.width = max(width, natural)  # print(width=) only ever narrows
-    try:
-        console.print(renderable)
-    finally:
-        console.width = width
 
 
 def print_build(report: BuildReport, console: Console) -> None:
@@ -322,76 +293,6 @@ def _member_origin(member: Member, project: Path | None) -> str:
         return f"built as {printable(str(shown))}"
     same = member.path.endswith(f"/licenses/{shown.as_posix()}") or shown.as_posix() == member.path
     return "" if same else f"from {printable(str(shown))}"
-
-
-def print_inspect(reports: Sequence[BinaryContents], console: Console) -> None:
-    """One table per binary: its archs grouped by kind, with sizes."""
-    from wheelforge.binaries.loadson import loads_on
-    from wheelforge.interface.render_loadson import loads_on_lines
-
-    if not reports:
-        console.print(
-            "no ELF files found: the files, wheels and folders given hold no shared objects or "
-            "object files"
-        )
-        return
-    shown = None
-    by_wheel: dict[str, list[LoadsOn]] = {}
-    for binary in reports:
-        container, member = split_member(binary.path)
-        if container and container != shown:
-            _wheel_loads(by_wheel.pop(shown or "", []), shown, console)
-            # A wheel's name on a line of its own (it fits 80 columns), its members below it.
-            console.print(Text(printable(Path(container).name), style="bold", overflow="fold"))
-            console.print(
-                Text(printable(f"in {Path(container).parent}"), style="dim", overflow="fold")
-            )
-            shown = container
-        title = f"{member if container else binary.path} ({human_size(binary.size)})"
-        # Text, not a string: a member's name is data, never markup or escape sequences.
-        table = Table(title=Text(printable(title)), title_justify="left")
-        for column in ("kind", "arch", "entries", "stored", "decompressed", "compression"):
-            table.add_column(
-                column,
-                justify="right" if column in ("entries", "stored", "decompressed") else "left",
-            )
-        groups: dict[tuple[str, str], list[int]] = {}
-        compressions: dict[tuple[str, str], set[str]] = {}
-        for e in binary.entries:
-            key = (e.kind, e.arch)
-            acc = groups.setdefault(key, [0, 0, 0])
-            acc[0] += 1
-            acc[1] += e.stored_size
-            acc[2] += e.size
-            compressions.setdefault(key, set()).add(e.compression)
-        for (kind, arch), (count, stored, size) in sorted(
-            groups.items(), key=lambda kv: (kv[0][0] != "sass", code_sort_key(kv[0][1]))
-        ):
-            table.add_row(
-                kind.upper() if kind == "ptx" else "SASS",
-                arch,
-                str(count),
-                human_size(stored),
-                human_size(size),
-                ", ".join(sorted(compressions[(kind, arch)])),
-            )
-        if not binary.entries:
-            table.add_row("-", "no CUDA code", "0", "-", "-", "-")
-        if found := loads_on(binary):  # below the table, which keeps its 80 columns
-            table.caption = "\n".join(loads_on_lines(found))
-            table.caption_justify = "left"
-            if container:
-                by_wheel.setdefault(container, []).append(found)
-        print_whole(table, console)
-    _wheel_loads(by_wheel.pop(shown or "", []), shown, console)
-
-
-def _wheel_loads(found: list[LoadsOn], container: str | None, console: Console) -> None:
-    """After a wheel's binaries, where they load together (when there are two or more)."""
-    if container and len(found) > 1:
-        from wheelforge.interface.render_loadson import wheel_table
-
-        print_whole(wheel_table(container, found), console)
 
 
 def variants_table(

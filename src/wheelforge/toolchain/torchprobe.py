@@ -201,8 +201,13 @@ _GUESSED: dict[Path, tuple[dict[str, Any], TorchEnv, TorchEnv | None]] = {}
 
 
 def probe_key(python: Path) -> dict[str, Any]:
-    """What an answer about *python*'s torch is keyed by (the probe's, the import check's)."""
-    return {"python": str(python), "env": {k: os.environ.get(k) for k in _PYTHON_ENV}}
+    """What an answer about *python*'s torch is keyed by (the probe's, the import check's): the
+    variables as the children get them (warmtorch.child_environment: PYTHONPATH resolved
+    against this folder, so ``a:`` run from two folders is two keys, and ``a:`` and ``a:$PWD``
+    from one folder are one)."""
+    env: dict[str, str | None] = {k: os.environ.get(k) for k in _PYTHON_ENV}
+    env.update(warmtorch.child_environment())
+    return {"python": str(python), "env": env}
 
 
 def probe_torch(python: Path, *, cache: Path | None = None, early: bool = False) -> TorchEnv:
@@ -230,6 +235,7 @@ def probe_torch(python: Path, *, cache: Path | None = None, early: bool = False)
 def _layout(python: Path) -> dict[str, Any] | None:
     result = proc.run(
         [python, "-c", _LAYOUT],
+        env=warmtorch.child_environment(),
         hint="point --python at an interpreter",
         check=False,
         timeout=proc.PROBE_S,

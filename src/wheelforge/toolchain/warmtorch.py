@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import subprocess
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -148,6 +149,32 @@ class _Child:
 _WARM: dict[Path, _Child] = {}
 
 
+def resolved_pythonpath(value: str, cwd: str) -> str:
+    """*value*, a PYTHONPATH, with each entry made absolute against *cwd* as Python itself
+    reads it: an empty entry (``a:``, ``:a``, ``a::b``) is the current folder, a relative one
+    lies under it, ``..`` and ``.`` are resolved (os.path.abspath, as sys.path shows them). An
+    empty PYTHONPATH adds nothing, so it stays empty."""
+    if not value:
+        return value
+    # os.path, not Path.resolve(): Python does not follow symlinks in PYTHONPATH's entries.
+    return os.pathsep.join(
+        os.path.abspath(os.path.join(cwd, entry))  # noqa: PTH100, PTH118
+        for entry in value.split(os.pathsep)
+    )
+
+
+def child_environment() -> dict[str, str]:
+    """What the torch children (this module's, torchprobe's layout probe) get on top of this
+    process's environment: PYTHONPATH resolved against this process's working folder, which
+    is what the user who set it meant. Left as it was, an empty or relative entry would name the
+    child's own folder: a throwaway one for a warm child, which its answer would then list on
+    sys.path and the probe cache watch, gone by the next run (a miss every time)."""
+    value = os.environ.get("PYTHONPATH")
+    if value is None:
+        return {}
+    return {"PYTHONPATH": resolved_pythonpath(value, str(Path.cwd()))}
+
+
 def _start(python: Path) -> _Child:
     folder = Path(tempfile.mkdtemp(prefix="wheelforge-torch-"))
     stderr = (folder / "stderr").open("w+", encoding="utf-8", errors="replace")
@@ -157,6 +184,7 @@ def _start(python: Path) -> _Child:
             hint=_HINT,
             cwd=folder,
             stderr=stderr,
+            env=child_environment(),
         )
     except BaseException:
         stderr.close()

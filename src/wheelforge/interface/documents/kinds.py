@@ -10,11 +10,10 @@ wheelforge.interface.documents.schemas``."""
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
-
-import click
 
 from wheelforge.foundation.document import iter_json, to_document
 from wheelforge.foundation.schemagen import json_schema
@@ -81,13 +80,15 @@ def document_text(document: object) -> str:
 
 def echo(document: object) -> None:
     """Print a document on stdout (``--json``), streamed: the same text as document_text, never
-    held whole (a million fatbin entries are 280 MB of it)."""
+    held whole (a million fatbin entries are 280 MB of it). sys.stdout, not click.echo: the
+    same text, and ``inspect --json``'s quick path loads no click (inspect_command.py)."""
     pieces: list[str] = []
     size = 0
     for piece in iter_json(document):
         pieces.append(piece)
         size += len(piece)
         if size > 1 << 16:
-            click.echo("".join(pieces), nl=False)
+            sys.stdout.write("".join(pieces))
             pieces, size = [], 0
-    click.echo("".join(pieces))
+    sys.stdout.write("".join(pieces) + "\n")
+    sys.stdout.flush()

@@ -187,12 +187,19 @@ def _compiled_words(plan: VariantPlan, made: Compiled, compiled: int, generated:
     return words
 
 
+def say_up_to_date(wheel: Path) -> None:
+    """The wheel's name on a line of its own (a wheel's name fits 80 columns), then its folder:
+    the whole path after the indent would not fit, and the terminal would fold it mid-name."""
+    log.info(f"  {wheel.name} is up to date")
+    log.info(f"  in {wheel.parent}")
+
+
 def _reuse(
     reusable: Path, plan: VariantPlan, settings: BuildSettings, stages: _Stages
 ) -> _Published:
     """The published wheel, still made from these inputs: its stored findings (the same bytes
     give the same ones), the size budget checked again, the import check reused."""
-    log.info(f"  {reusable} is up to date")
+    say_up_to_date(reusable)
     with stages.stage("verify"):
         before = reuse.verified_before(reusable, plan)
         found = _check(reusable, plan, settings, stages, before[0] if before else None)
