@@ -284,6 +284,16 @@ def print_dry_run(planned: Sequence[PlannedVariant], console: Console) -> None:
         console.print(f"  torch: {p.torch or '-'}", soft_wrap=True)
         if p.note:
             console.print(f"  [yellow]{escape(p.note)}[/yellow]", soft_wrap=True)
+        if p.shared_folder is not None:
+            console.print(
+                f"  shared: {len(p.shared_commands)} C++/C compile(s) in {_text(str(p.shared_folder))}, "
+                "compiled once for every variant that names this folder:",
+                soft_wrap=True,
+                highlight=False,
+            )
+            for command in p.shared_commands:
+                console.print(_text(command), soft_wrap=True, highlight=False)
+            console.print("  the variant's own compiles and link:", soft_wrap=True)
         for command in p.commands:
             # The project's file names are in them: text, never escape sequences.
             console.print(_text(command), soft_wrap=True, highlight=False)

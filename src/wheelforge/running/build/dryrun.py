@@ -10,6 +10,7 @@ from pathlib import Path
 from wheelforge.configuration.settings import BuildSettings
 from wheelforge.foundation import writers
 from wheelforge.planning import ninjafile
+from wheelforge.planning.plan import VariantPlan
 from wheelforge.planning.planner import plan_all, plan_inputs
 from wheelforge.running.build import ninja
 from wheelforge.running.build.prepare import selected
@@ -25,6 +26,10 @@ class PlannedVariant:
     torch: str | None  # the torch compiled against, when known without installing anything
     commands: tuple[str, ...]  # exactly what ninja would run, compile and link
     note: str  # why commands are missing, if they are
+    # the build folder its C++ and C compiles share with every variant whose commands are the
+    # same (planning/hostshare.py), and those commands, run there; None: none shared
+    shared_folder: Path | None = None
+    shared_commands: tuple[str, ...] = ()
 
 
 def dry_run(settings: BuildSettings) -> list[PlannedVariant]:
@@ -52,9 +57,23 @@ def dry_run(settings: BuildSettings) -> list[PlannedVariant]:
             continue
         # No compile cache; a PyPI header library is named where it will be, not downloaded.
         [plan] = plan_all(settings, [v], plan_inputs(settings, download=False))
-        with tempfile.TemporaryDirectory(prefix="wheelforge-dry-run-") as tmp:
-            # The build.ninja the build would write, rendered elsewhere: ninja lists its commands.
-            writers.write_atomic(Path(tmp) / "build.ninja", ninjafile.render(plan))
-            commands = tuple(ninja.commands(Path(tmp)))
-        planned.append(PlannedVariant(**common, torch=plan.torch.label, commands=commands, note=""))
+        host = plan.host
+        planned.append(
+            PlannedVariant(
+                **common,
+                torch=plan.torch.label,
+                commands=_commands(plan),
+                note="",
+                shared_folder=host.build_dir if host is not None else None,
+                shared_commands=_commands(host) if host is not None else (),
+            )
+        )
     return planned
+
+
+def _commands(plan: VariantPlan) -> tuple[str, ...]:
+    """The commands of the build.ninja the build would write for *plan*, rendered elsewhere:
+    ninja lists them."""
+    with tempfile.TemporaryDirectory(prefix="wheelforge-dry-run-") as tmp:
+        writers.write_atomic(Path(tmp) / "build.ninja", ninjafile.render(plan))
+        return tuple(ninja.commands(Path(tmp)))
