@@ -279,7 +279,9 @@ def make_plan(
     (planning/hostshare.py)."""
 
     def planned_in(build_dir: Path) -> VariantPlan:
-        return _plan_in(inputs, variant, torch, build_dir, weak_header, nvcc_host)
+        return _plan_in(
+            inputs, variant, torch, build_dir, weak_header=weak_header, nvcc_host=nvcc_host
+        )
 
     return hostshare.shared(inputs, planned_in, (inputs.build_root / variant.id).resolve())
 
@@ -289,6 +291,7 @@ def _plan_in(
     variant: Variant,
     torch: TorchEnv,
     build_dir: Path,
+    *,
     weak_header: str,
     nvcc_host: str,
 ) -> VariantPlan:

@@ -43,7 +43,8 @@ def compile_variant(
     of the variant's C++ and C compiles (planning/hostshare.py) comes first: the variant's
     link reads its objects, and its own stamp watches them."""
     todo = hostshare.parts(plan)
-    if all([_fresh(part) for part in todo]):  # every part's files written, fresh or not
+    fresh = [_fresh(part) for part in todo]  # every part's files written, fresh or not
+    if all(fresh):
         return Compiled()
     if before_ninja is not None:
         before_ninja()

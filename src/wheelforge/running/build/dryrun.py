@@ -3,6 +3,7 @@ compile commands) with nothing compiled, downloaded or written to the build fold
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,12 +39,15 @@ def dry_run(settings: BuildSettings) -> list[PlannedVariant]:
     )
     planned = []
     for v in chosen:
-        common = {
-            "variant_id": v.id,
-            "arch_set": v.arch_set.name,
-            "archs": str(v.arch_set),
-            "toolkit": v.choice.describe(),
-        }
+        found = PlannedVariant(
+            variant_id=v.id,
+            arch_set=v.arch_set.name,
+            archs=str(v.arch_set),
+            toolkit=v.choice.describe(),
+            torch=v.torch,
+            commands=(),
+            note="",
+        )
         note = ""
         if v.choice.toolkit is None:
             note = (
@@ -53,17 +57,16 @@ def dry_run(settings: BuildSettings) -> list[PlannedVariant]:
             # Unstable ABI: the compile flags come from an environment holding exactly that torch.
             note = f"torch {v.torch}'s build environment is made (or reused) first"
         if note:
-            planned.append(PlannedVariant(**common, torch=v.torch, commands=(), note=note))
+            planned.append(dataclasses.replace(found, note=note))
             continue
         # No compile cache; a PyPI header library is named where it will be, not downloaded.
         [plan] = plan_all(settings, [v], plan_inputs(settings, download=False))
         host = plan.host
         planned.append(
-            PlannedVariant(
-                **common,
+            dataclasses.replace(
+                found,
                 torch=plan.torch.label,
                 commands=_commands(plan),
-                note="",
                 shared_folder=host.build_dir if host is not None else None,
                 shared_commands=_commands(host) if host is not None else (),
             )
