@@ -169,3 +169,19 @@ def test_the_key_is_of_the_commands_not_the_schedule(project: Project, tmp_path:
     again = plan_of(more, tmp_path, "a", "8.0")
     assert host_of(first).build_dir == host_of(again).build_dir
     assert hostshare.key(host_of(first)) == hostshare.key(host_of(again))
+
+
+def test_a_shared_folder_no_variant_links_is_removed(project: Project, tmp_path: Path) -> None:
+    from wheelforge.running.build.compiling import tidy_shared
+
+    plans = three_plans(project, tmp_path)
+    root = plans[0].build_dir.parent
+    used = host_of(plans[0]).build_dir
+    kept, stale = root / f"host-{'1' * 16}", root / f"host-{'2' * 16}"
+    for folder in (used, kept, stale, root / "old-cu128"):
+        (folder / "obj").mkdir(parents=True)
+    # a variant this build did not build still links from its folder: kept
+    (root / "old-cu128" / "build.ninja").write_text(f"build _C.so: link ../{kept.name}/obj/x.o\n")
+    assert tidy_shared(root, plans) == [stale]
+    assert used.is_dir() and kept.is_dir() and not stale.exists()
+    assert tidy_shared(root, plans) == []

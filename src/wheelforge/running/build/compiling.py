@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from wheelforge.foundation import writers
+from wheelforge.foundation import readers, removal, writers
 from wheelforge.planning import hostshare, jobcosts, ninjafile, reproducible
 from wheelforge.planning.plan import VariantPlan
 from wheelforge.running.build import freshness, ninja
@@ -92,6 +92,33 @@ def _run(part: VariantPlan, env: dict[str, str] | None = None) -> ninja.NinjaRun
     run = ninja.run(part, env=env)
     freshness.record(part, text, started)
     return run
+
+
+def tidy_shared(build_root: Path, plans: Sequence[VariantPlan]) -> list[Path]:
+    """Remove the shared folders of C++ and C compiles (planning/hostshare.py) that neither
+    this build's plans nor any other variant's build.ninja in *build_root* names any more (its
+    flags changed, so its compiles got another folder); returns what was removed. A variant
+    this build did not build keeps its folder: its build.ninja links from it."""
+    used = {p.host.build_dir.name for p in plans if p.host is not None}
+    try:
+        children = sorted(build_root.iterdir())
+    except OSError:
+        return []
+    shared = [c for c in children if hostshare.FOLDER_RE.fullmatch(c.name) and c.is_dir()]
+    if not shared or {c.name for c in shared} <= used:
+        return []
+    for child in children:
+        if child.name.startswith(hostshare.HOST_PREFIX) or not child.is_dir():
+            continue
+        try:
+            text = readers.read_text(child / "build.ninja", cap=readers.STATE_CAP)
+        except (OSError, readers.FileRefused):
+            continue
+        used |= set(hostshare.FOLDER_RE.findall(text))
+    removed = [c for c in shared if c.name not in used]
+    for folder in removed:
+        removal.remove(folder, within=build_root)
+    return removed
 
 
 def served_rules(plan: VariantPlan) -> frozenset[str]:
