@@ -514,6 +514,7 @@ def measure_arch_sets(b: Bench, baselines: list[Path], sets: list[str]) -> str:
             jobs[(tree, case)] = folder_jobs(root)
             shas[(tree, case)] = wheel_shas(root)
     medians = {k: statistics.median(r.seconds for r in rs) for k, rs in done.items()}
+    cpus = {k: statistics.median(r.cpu for r in rs) for k, rs in done.items()}
     cores = len(os.sched_getaffinity(0))
     load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
     cache = b.env.get("WHEELFORGE_COMPILE_CACHE", "auto")
@@ -525,12 +526,14 @@ def measure_arch_sets(b: Bench, baselines: list[Path], sets: list[str]) -> str:
         f"Machine: {cores} cores, {platform.processor() or platform.machine()}, Python "
         f"{platform.python_version()}, {_versions(b.python)}, MAX_JOBS={b.jobs}.",
         "",
-        "| wheelforge | commit | matrix (median) | union (median) | matrix ÷ union | every run: matrix; union |",
-        "| --- | --- | ---: | ---: | ---: | --- |",
+        "| wheelforge | commit | matrix (median) | union (median) | matrix ÷ union | CPU: matrix, union (medians) | CPU ÷ | every run: matrix; union |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     for tree, src in trees.items():
         m, u = medians[(tree, "matrix")], medians[(tree, "union")]
+        mc, uc = cpus[(tree, "matrix")], cpus[(tree, "union")]
         lines.append(f"| {tree} | {commit_of(src)} | {fmt(m)} | {fmt(u)} | **{m / u:.2f}×** | "
+                     f"{fmt(mc)}, {fmt(uc)} | {mc / uc:.2f}× | "
                      f"{runs(done[(tree, 'matrix')])}; {runs(done[(tree, 'union')])} |")  # fmt: skip
     lines += ["", "| wheelforge | build | compile jobs per build folder (Σ job time), last run |",
               "| --- | --- | --- |"]  # fmt: skip
