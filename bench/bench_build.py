@@ -33,6 +33,17 @@ tree's commit. ``--cases noop`` runs only that comparison (no setup.py, no cold-
 
     python bench/bench_build.py --cases noop --baseline a350be1 --baseline 0ca3cee --archs "9.0"
 
+``--cases arch-sets`` (issue 33: the matrix of several arch sets against one build of their
+union): for this tree and each ``--baseline``, cold builds of the kernels with a matrix whose
+``arch-sets:`` are ``--sets`` (default "8.0" "9.0" "10.0", one variant each) and with one arch set of
+their union; each build from nothing (a fresh copy, its own empty compile cache and probe cache),
+the trees and the two builds taking turns, ``--repeat`` of each; the medians, the ratio matrix ÷
+union per tree, where the matrix's compile jobs went (each build folder's ``.ninja_log``: jobs and
+Σ job time per folder, the shared one of C++ and C compiles included) and whether the trees'
+wheels are the same bytes:
+
+    python bench/bench_build.py --cases arch-sets --baseline main --repeat 2
+
 The wheelforge under test is this file's tree (``src/``, first on PYTHONPATH). Every folder on
 PYTHONPATH is byte-compiled first, as ``pip install`` does, so no run pays for compiling modules
 where bytecode is not written (PYTHONDONTWRITEBYTECODE, dependencies installed ``--no-compile``).
@@ -169,7 +180,8 @@ class Bench:
         out: str | None = None,
         src: Path = REPO / "src",
     ) -> Run:
-        args = [self.python, "-m", "wheelforge", "build", "--archs", archs]
+        # no archs: the matrix's arch sets (the arch-sets case)
+        args = [self.python, "-m", "wheelforge", "build", *(["--archs", archs] if archs else [])]
         args += ["--out", out] if out else []
         path = os.pathsep.join(p for p in (str(src), os.environ.get("PYTHONPATH")) if p)
         run = self.run(args, root, {"PYTHONPATH": path, **(env or {})})
@@ -451,6 +463,95 @@ def measure_noop(b: Bench, baselines: list[Path], runs_each: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+def arch_sets_copy(b: Bench, name: str, sets: dict[str, str]) -> Path:
+    """A fresh copy of the kernels whose matrix.yaml has *sets* as its arch sets."""
+    root = b.fresh_copy(name)
+    matrix = root / "matrix.yaml"
+    text = matrix.read_text()
+    head, _, rest = text.partition("arch-sets:")
+    tail = rest[rest.index("\n\n") :] if "\n\n" in rest else "\n"
+    listed = "".join(f'  {n}: "{archs}"\n' for n, archs in sets.items())
+    matrix.write_text(f"{head}arch-sets:\n{listed}{tail}")
+    return root
+
+
+def folder_jobs(root: Path) -> str:
+    """Each build folder's compile jobs and their summed time (its .ninja_log), as one cell."""
+    cells = []
+    for log in sorted((root / "build" / "wheelforge").glob("*/.ninja_log")):
+        jobs = [j for j in ninja_jobs(log) if j[2].endswith(".o")]
+        total = sum(e - s for s, e, _ in jobs) / 1000
+        cells.append(f"{log.parent.name}: {len(jobs)} ({fmt(total)})")
+    return "; ".join(cells)
+
+
+def wheel_shas(root: Path) -> dict[str, str]:
+    return {
+        w.name: hashlib.sha256(w.read_bytes()).hexdigest()
+        for w in sorted((root / "dist").glob("*.whl"))
+    }
+
+
+def measure_arch_sets(b: Bench, baselines: list[Path], sets: list[str]) -> str:
+    """The matrix of *sets* (one variant each) against one build of their union, cold, for this
+    tree and each baseline, taking turns (A-matrix A-union B-matrix B-union, then reversed)."""
+    trees = {"this tree": REPO / "src"}
+    for n, baseline in enumerate(baselines):
+        trees["baseline" if len(baselines) == 1 else f"baseline {n + 1}"] = baseline
+    matrix_sets = {chr(ord("a") + i): archs for i, archs in enumerate(sets)}
+    union = " ".join(dict.fromkeys(a for archs in sets for a in archs.split()))
+    cases = {"matrix": matrix_sets, "union": {"u": union}}
+    done: dict[tuple[str, str], list[Run]] = {(t, c): [] for t in trees for c in cases}
+    jobs: dict[tuple[str, str], str] = {}
+    shas: dict[tuple[str, str], dict[str, str]] = {}
+    order = [(t, c) for t in trees for c in cases]
+    print(f"arch sets {sets} against their union {union!r}, {b.repeat} of each ...", flush=True)
+    for i in range(b.repeat):
+        for n, (tree, case) in enumerate(order if i % 2 == 0 else order[::-1]):
+            slug = f"sets-{i}-{n}"
+            root = arch_sets_copy(b, slug, cases[case])
+            private = {name: str(b.work / f"{name.lower()}-{slug}")
+                       for name in ("CCACHE_DIR", "SCCACHE_DIR", "XDG_CACHE_HOME")}  # fmt: skip
+            run = b.wheelforge(root, "", private, src=trees[tree])
+            done[(tree, case)].append(run)
+            jobs[(tree, case)] = folder_jobs(root)
+            shas[(tree, case)] = wheel_shas(root)
+    medians = {k: statistics.median(r.seconds for r in rs) for k, rs in done.items()}
+    cpus = {k: statistics.median(r.cpu for r in rs) for k, rs in done.items()}
+    cores = len(os.sched_getaffinity(0))
+    load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
+    cache = b.env.get("WHEELFORGE_COMPILE_CACHE", "auto")
+    lines = [
+        f"Arch sets {', '.join(repr(s) for s in sets)} as a matrix (a variant each) against one "
+        f"build of their union {union!r}; cold builds (fresh copies, empty compile and probe "
+        f"caches), `--compile-cache {cache}`, {b.repeat} of each, taking turns; load average at "
+        f"the end (1/5/15 min): {load}.",
+        f"Machine: {cores} cores, {platform.processor() or platform.machine()}, Python "
+        f"{platform.python_version()}, {_versions(b.python)}, MAX_JOBS={b.jobs}.",
+        "",
+        "| wheelforge | commit | matrix (median) | union (median) | matrix ÷ union | CPU: matrix, union (medians) | CPU ÷ | every run: matrix; union |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for tree, src in trees.items():
+        m, u = medians[(tree, "matrix")], medians[(tree, "union")]
+        mc, uc = cpus[(tree, "matrix")], cpus[(tree, "union")]
+        lines.append(f"| {tree} | {commit_of(src)} | {fmt(m)} | {fmt(u)} | **{m / u:.2f}×** | "
+                     f"{fmt(mc)}, {fmt(uc)} | {mc / uc:.2f}× | "
+                     f"{runs(done[(tree, 'matrix')])}; {runs(done[(tree, 'union')])} |")  # fmt: skip
+    lines += ["", "| wheelforge | build | compile jobs per build folder (Σ job time), last run |",
+              "| --- | --- | --- |"]  # fmt: skip
+    for tree, case in order:
+        lines.append(f"| {tree} | {case} | {jobs[(tree, case)]} |")
+    lines.append("")
+    for tree in list(trees)[1:]:
+        for case in cases:
+            same = shas[("this tree", case)] == shas[(tree, case)]
+            lines.append(f"The {case}'s wheels of this tree and {tree}: "
+                         f"{'the same bytes' if same else 'DIFFERENT'} "
+                         f"({len(shas[(tree, case)])} wheel(s)).")  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
 def _versions(python: str) -> str:
     code = "import torch; print(torch.__version__)"
     torch_v = subprocess.run([python, "-c", code], capture_output=True, text=True).stdout.strip()
@@ -472,11 +573,15 @@ def main() -> int:
     parser.add_argument("--compile-cache", default="auto", help="wheelforge's compile cache")
     parser.add_argument("--repeat", type=int, default=3,
                         help="runs of each cold build and fresh clone; the median is shown")  # fmt: skip
-    parser.add_argument("--cases", choices=["all", "noop"], default="all",
-                        help="noop: only the no-op comparison with --baseline")  # fmt: skip
+    parser.add_argument("--cases", choices=["all", "noop", "arch-sets"], default="all",
+                        help="noop: only the no-op comparison with --baseline; arch-sets: only "
+                        "the matrix of --sets against their union (each --baseline beside)")  # fmt: skip
+    parser.add_argument("--sets", nargs="+", default=["8.0", "9.0", "10.0"], metavar="ARCHS",
+                        help="the arch-sets case's arch sets, one variant each [8.0 9.0 10.0]")  # fmt: skip
     parser.add_argument("--baseline", metavar="TREE", action="append", default=[],
                         help="another wheelforge (a folder or a git revision) whose no-op "
-                        "rebuild is measured beside this tree's (repeatable)")  # fmt: skip
+                        "rebuild (with --cases arch-sets: its matrix and union builds) is measured "
+                        "beside this tree's (repeatable)")  # fmt: skip
     parser.add_argument("--noop-runs", type=int, default=NOOP_RUNS,
                         help=f"no-op rebuilds of each wheelforge [{NOOP_RUNS}]")  # fmt: skip
     args = parser.parse_args()
@@ -504,9 +609,12 @@ def main() -> int:
         threads = len(args.archs.split()) + args.archs.count("+PTX")
         bench = Bench(archs=args.archs, add_arch=args.add_arch, jobs=args.jobs, work=work,
                       python=sys.executable, threads=threads, repeat=args.repeat, env=env)  # fmt: skip
-        table = measure(bench) if args.cases == "all" else ""
-        if baselines:
-            table += ("\n" if table else "") + measure_noop(bench, baselines, args.noop_runs)
+        if args.cases == "arch-sets":
+            table = measure_arch_sets(bench, baselines, args.sets)
+        else:
+            table = measure(bench) if args.cases == "all" else ""
+            if baselines:
+                table += ("\n" if table else "") + measure_noop(bench, baselines, args.noop_runs)
     finally:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)

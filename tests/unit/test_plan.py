@@ -9,7 +9,7 @@ import pytest
 
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation.errors import ConfigError
-from wheelforge.planning import ninjafile
+from wheelforge.planning import hostshare, ninjafile
 from wheelforge.planning.parallelism import auto_nvcc_threads
 from wheelforge.planning.planner import make_plan
 from wheelforge.running.build import ninja
@@ -87,12 +87,19 @@ def test_link_keeps_libtorch_and_static_cudart(project: Project, tmp_path: Path)
 
 def test_steps_objects_and_generated_module_init(project: Project, tmp_path: Path) -> None:
     plan = plan_for(load_matrix(project()), tmp_path)
-    rules = {s.source.name: s.rule for s in plan.compile.steps}
+    steps = hostshare.all_steps(plan)
+    rules = {s.source.name: s.rule for s in steps}
     assert rules == {"ops.cpp": "cxx", "kernel.cu": "nvcc", "_C_module_init.c": "cc"}
-    objects = [s.object for s in plan.compile.steps]
+    objects = [s.object for s in steps]
     assert len(set(objects)) == len(objects)
-    assert all(o.is_relative_to(plan.build_dir / "obj") for o in objects)
-    init = next(g for g in plan.compile.generated if g.path.name == "_C_module_init.c")
+    # the C++ and C objects in the shared folder (planning/hostshare.py), the .cu's in the variant's
+    assert plan.host is not None
+    folders = {s.source.name: s.object for s in steps}
+    assert folders["kernel.cu"].is_relative_to(plan.build_dir / "obj")
+    assert folders["ops.cpp"].is_relative_to(plan.host.build_dir / "obj")
+    assert folders["_C_module_init.c"].is_relative_to(plan.host.build_dir / "obj")
+    generated = (*plan.compile.generated, *plan.host.compile.generated)
+    init = next(g for g in generated if g.path.name == "_C_module_init.c")
     assert "PyInit__C" in init.text and "PyModule_Create" in init.text
     assert plan.links[0].library.name == "_C.abi3.so"
     assert plan.links[0].wheel_path == "demo_ops/_C.abi3.so"
@@ -134,7 +141,8 @@ def test_ninja_file(project: Project, tmp_path: Path) -> None:
     for step in plan.compile.steps:
         obj, src = plan.command_path(step.object), plan.command_path(step.source)
         assert f"build {obj}: {step.rule} {src}" in text
-    assert "build _C.abi3.so: link obj/" in text
+    assert plan.host is not None
+    assert f"build _C.abi3.so: link ../{plan.host.build_dir.name}/obj/" in text
     assert "default _C.abi3.so" in text
     assert "cuda_launcher = \n" in text and "command = $nvcc_launch$cuda_launcher $nvcc " in text
     # No compile command names the folder the project lies in (the link's do: it is not cached).

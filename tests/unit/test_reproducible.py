@@ -12,7 +12,7 @@ import pytest
 from wheelforge.binaries import fatbin, reprodiff
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation.errors import VerificationError
-from wheelforge.planning import ninjafile, reproducible
+from wheelforge.planning import hostshare, ninjafile, reproducible
 from wheelforge.planning.plan import PlanInputs, VariantPlan
 
 from .fakes import CUDA118, plan_for, plan_inputs, toolkit
@@ -72,7 +72,7 @@ def test_plan_flags_map_every_input_folder(project: Project, tmp_path: Path) -> 
     assert "-ffile-prefix-map=../../torch=torch" in cxx
     assert f"-ffile-prefix-map={plan.variant.toolkit.root}=cuda" in cxx
     assert "--objdir-as-tempdir" in nvcc
-    steps = {s.source.name: shlex.split(s.flags) for s in plan.compile.steps}
+    steps = {s.source.name: shlex.split(s.flags) for s in hostshare.all_steps(plan)}
     assert "-Xcudafe=--orig_src_path_name=csrc/kernel.cu" in steps["kernel.cu"]
     assert steps["ops.cpp"] == ["-frandom-seed=csrc/ops.cpp"]
     assert "$source_flags" in ninjafile.render(plan)

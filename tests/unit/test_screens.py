@@ -24,6 +24,7 @@ from wheelforge.foundation import log
 from wheelforge.foundation.progress import JobProgress
 from wheelforge.interface.cli import main
 from wheelforge.interface.render import abi_summary, print_build
+from wheelforge.planning import hostshare
 from wheelforge.running.build import diagnose
 from wheelforge.running.build.results import BuildReport, VariantResult
 from wheelforge.toolchain import envs, ninjafeed
@@ -291,7 +292,7 @@ def test_the_compile_line_tells_cache_hits_from_compiles(project: Project, tmp_p
     from wheelforge.toolchain.compilecache import CacheStats
 
     plan = plan_for(load_matrix(project()), tmp_path)
-    total = len(plan.compile.steps)
+    total = len(hostshare.all_steps(plan))
 
     def made(*cached: bool | None) -> Compiled:
         jobs = tuple(

@@ -14,7 +14,7 @@ from tests.unit.fakes import make_wheel
 from wheelforge.binaries import abicheck, reader, registry
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation.errors import ConfigError
-from wheelforge.planning import ninjafile
+from wheelforge.planning import hostshare, ninjafile
 
 from .fakes import plan_for
 
@@ -87,7 +87,7 @@ def test_each_extensions_compiles_carry_their_own_define(two: Path, tmp_path: Pa
         assert V211 in words[1] and V210 not in words[1], rule
     # ops.cpp with the same flags but for the target would be one compile (test_multi_extension):
     # with two targets it is two, one per extension, each linked into its own .so.
-    sources = [s.source.name for s in plan.compile.steps]
+    sources = [s.source.name for s in hostshare.all_steps(plan)]
     assert sources.count("ops.cpp") == 2 and sources.count("kernel.cu") == 2
     c, lib = plan.links
     assert set(c.objects).isdisjoint(lib.objects)

@@ -257,6 +257,18 @@ def print_dry_run(planned: Sequence[PlannedVariant], console: Console) -> None:
         console.print(f"  torch: {p.torch or '-'}", soft_wrap=True)
         if p.note:
             console.print(f"  [yellow]{escape(p.note)}[/yellow]", soft_wrap=True)
+        if p.shared_folder is not None:
+            # the folder on a line of its own: a copyable path, not folded into the sentence
+            console.print(
+                f"  shared: {len(p.shared_commands)} C++/C compile(s), run once for every variant "
+                "whose commands for them are these (a compile cache's launcher is one), in",
+                soft_wrap=False,
+                highlight=False,
+            )
+            console.print(f"    {_text(str(p.shared_folder))}", soft_wrap=True, highlight=False)
+            for command in p.shared_commands:
+                console.print(_text(command), soft_wrap=True, highlight=False)
+            console.print("  the variant's own compiles and link:", soft_wrap=True)
         for command in p.commands:
             # The project's file names are in them: text, never escape sequences.
             console.print(_text(command), soft_wrap=True, highlight=False)

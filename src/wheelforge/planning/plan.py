@@ -208,6 +208,9 @@ class VariantPlan:
     compile: CompilePlan
     links: tuple[LinkPlan, ...]  # one per extension, in the matrix's order
     wheel: WheelPlan
+    # Its C++ and C compiles, in the build folder every variant with the same commands shares
+    # (planning/hostshare.py): a plan of their own with no link; None: all are in build_dir
+    host: VariantPlan | None = None
 
     def command_path(self, path: Path) -> str:
         """*path* as the compile commands name it (reproducible.spelling): relative to the build

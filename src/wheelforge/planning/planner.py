@@ -25,6 +25,7 @@ from wheelforge.planning import (
     buildtorch,
     compilesteps,
     generate,
+    hostshare,
     jobcosts,
     reproducible,
     scheduling,
@@ -274,10 +275,30 @@ def make_plan(
     inputs: PlanInputs, variant: Variant, torch: TorchEnv, *, weak_header: str, nvcc_host: str
 ) -> VariantPlan:
     """The plan of *variant* compiled against *torch*; *weak_header* is the weak-shims header of
-    that torch and *nvcc_host* the host compiler its toolkit accepts (plan_variant probes both)."""
+    that torch and *nvcc_host* the host compiler its toolkit accepts (plan_variant probes both).
+    Its C++ and C compiles lie in a build folder the variants with the same ones share
+    (planning/hostshare.py)."""
+
+    def planned_in(build_dir: Path) -> VariantPlan:
+        return _plan_in(
+            inputs, variant, torch, build_dir, weak_header=weak_header, nvcc_host=nvcc_host
+        )
+
+    return hostshare.shared(inputs, planned_in, (inputs.settings.build_root / variant.id).resolve())
+
+
+def _plan_in(
+    inputs: PlanInputs,
+    variant: Variant,
+    torch: TorchEnv,
+    build_dir: Path,
+    *,
+    weak_header: str,
+    nvcc_host: str,
+) -> VariantPlan:
+    """make_plan's plan with every compile in *build_dir*."""
     settings = inputs.settings
     matrix = settings.matrix
-    build_dir = (settings.build_root / variant.id).resolve()
     gen = build_dir / "gen"
     weak = GeneratedFile(path=gen / "wheelforge_weak_shims.h", text=weak_header)
     rel: Rel = reproducible.spelling(build_dir, matrix.root.resolve(), variant.toolkit.version)

@@ -13,7 +13,7 @@ from wheelforge.foundation import locks, log, removal
 from wheelforge.planning import variants
 from wheelforge.planning.plan import VariantPlan
 from wheelforge.planning.planner import plan_all, plan_inputs
-from wheelforge.running.build import importcheck, preflight
+from wheelforge.running.build import compiling, importcheck, preflight
 from wheelforge.running.build.prepare import folders, resolve_variants, using_cached
 from wheelforge.running.build.results import BuildReport, VariantFailure, VariantResult
 from wheelforge.running.build.variant import build_variant
@@ -65,6 +65,8 @@ def run_build(settings: BuildSettings) -> BuildReport:
                     reproduce.verify(o, p, inputs, settings) if isinstance(o, VariantResult) else o
                     for o, p in zip(outcomes, plans, strict=True)
                 ]
+        if removed := compiling.tidy_shared(settings.build_root, plans):
+            log.detail(f"removed {len(removed)} shared build folder(s) no variant links any more")
         # Each CUDA release's index folder (cuda-index: folders) is a package index pip can use.
         for folder in sorted({p.out_dir for p in plans if p.variant.index}):
             from wheelforge.packaging import simpleindex

@@ -12,14 +12,14 @@ import dataclasses
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from wheelforge.configuration.settings import BuildSettings
-from wheelforge.foundation import log, writers
+from wheelforge.foundation import log, readers, removal, writers
 from wheelforge.foundation.errors import BuildError
-from wheelforge.planning import jobcosts, ninjafile, reproducible
+from wheelforge.planning import hostshare, jobcosts, ninjafile, reproducible
 from wheelforge.planning.plan import PlanInputs, VariantPlan
 from wheelforge.planning.planner import plan_variant
 from wheelforge.running.build import freshness, ninja
@@ -54,22 +54,22 @@ def compile_variant(
     history: Path | None = None,
 ) -> Compiled:
     """Bring the objects and the library up to date: the steps ninja ran (none, and no ninja
-    process, when the freshness stamp says nothing changed), the compile cache's counts and each
+    process, when the freshness stamps say nothing changed), the compile cache's counts and each
     compile's cost, added to the job-cost history in the cache folder *history*. *before_ninja*
-    runs when ninja is about to (what can overlap the compile starts there)."""
-    for generated in plan.compile.generated:
-        writers.write_if_changed(generated.path, generated.text)
-    text = ninjafile.write(plan)
-    if freshness.up_to_date(plan, text):
+    runs when ninja is about to (what can overlap the compile starts there). The shared folder
+    of the variant's C++ and C compiles (planning/hostshare.py) comes first: the variant's
+    link reads its objects, and its own stamp watches them."""
+    todo = hostshare.parts(plan)
+    fresh = [_fresh(part) for part in todo]  # every part's files written, fresh or not
+    if all(fresh):
         return Compiled()
-    freshness.forget(plan)
     if before_ninja is not None:
         before_ninja()
-    started = time.time_ns()
+    runs: list[tuple[VariantPlan, ninja.NinjaRun]] = []
     stats = None
     compile_cache = plan.compile.compile_cache
     if compile_cache is None:
-        run = ninja.run(plan)
+        runs = [(part, run) for part in todo if (run := _run(part)) is not None]
     else:
         root = plan.project.resolve()
         version = plan.variant.toolkit.version
@@ -78,14 +78,64 @@ def compile_variant(
             env,
             found,
         ):
-            run = ninja.run(plan, env=env)
+            runs = [(part, run) for part in todo if (run := _run(part, env)) is not None]
         stats = found[0] if found else None
-    freshness.record(plan, text, started)
-    served = served_rules(plan)
-    jobs = job_reports(plan, run, stats, served)
+    jobs = tuple(
+        job
+        for part, run in runs
+        for job in job_reports(part, run, stats, served_rules(part), plan.build_dir)
+    )
     remember(history, jobs)
-    peak = None if served else run.peak
-    return Compiled(ran=run.ran, cache=stats, jobs=jobs, peak=peak)
+    peak = None if served_rules(plan) else max((run.peak for _, run in runs), default=0)
+    ran = tuple(step for _, run in runs for step in run.ran)
+    return Compiled(ran=ran, cache=stats, jobs=jobs, peak=peak)
+
+
+def _fresh(part: VariantPlan) -> bool:
+    """Whether *part*'s folder is up to date, its generated files and build.ninja written."""
+    for generated in part.compile.generated:
+        writers.write_if_changed(generated.path, generated.text)
+    return freshness.up_to_date(part, ninjafile.write(part))
+
+
+def _run(part: VariantPlan, env: dict[str, str] | None = None) -> ninja.NinjaRun | None:
+    """Run ninja in *part*'s folder unless its stamp says it is up to date (asked again: the
+    shared folder, run first, may have rebuilt an object the variant links); stamp it after."""
+    text = ninjafile.render(part)
+    if freshness.up_to_date(part, text):
+        return None
+    freshness.forget(part)
+    started = time.time_ns()
+    run = ninja.run(part, env=env)
+    freshness.record(part, text, started)
+    return run
+
+
+def tidy_shared(build_root: Path, plans: Sequence[VariantPlan]) -> list[Path]:
+    """Remove the shared folders of C++ and C compiles (planning/hostshare.py) that neither
+    this build's plans nor any other variant's build.ninja in *build_root* names any more (its
+    flags changed, so its compiles got another folder); returns what was removed. A variant
+    this build did not build keeps its folder: its build.ninja links from it."""
+    used = {p.host.build_dir.name for p in plans if p.host is not None}
+    try:
+        children = sorted(build_root.iterdir())
+    except OSError:
+        return []
+    shared = [c for c in children if hostshare.FOLDER_RE.fullmatch(c.name) and c.is_dir()]
+    if not shared or {c.name for c in shared} <= used:
+        return []
+    for child in children:
+        if child.name.startswith(hostshare.HOST_PREFIX) or not child.is_dir():
+            continue
+        try:
+            text = readers.read_text(child / "build.ninja", cap=readers.STATE_CAP)
+        except (OSError, readers.FileRefused):
+            continue
+        used |= set(hostshare.FOLDER_RE.findall(text))
+    removed = [c for c in shared if c.name not in used]
+    for folder in removed:
+        removal.remove(folder, within=build_root)
+    return removed
 
 
 def served_rules(plan: VariantPlan) -> frozenset[str]:
@@ -104,11 +154,13 @@ def job_reports(
     run: ninja.NinjaRun,
     stats: compilecache.CacheStats | None,
     served: frozenset[str],
+    session_dir: Path | None = None,
 ) -> tuple[JobReport, ...]:
     """Each compile step ninja ran, with its wall time (ninja's log), its CPU time and peak
     memory (jobwatch; unknown for the *served* rules, see served_rules), its nvcc threads, and
-    whether the compile cache answered it (known for ccache, whose log names each source; None
-    for a tool that does not say)."""
+    whether the compile cache answered it (known for ccache, whose log names each source as the
+    command does, read from *session_dir*, the folder of the cache's session: the variant's,
+    also for the shared folder's compiles; None for a tool that does not say)."""
     hits = set(stats.hit_sources) if stats is not None else set()
     per_source = stats is not None and stats.tool == "ccache"
     launched = bool(plan.compile.launchers.cxx or plan.compile.launchers.cuda)
@@ -121,7 +173,11 @@ def job_reports(
         # processes: what jobwatch saw is the client's, not the compile's (unknown, not 0)
         seen = None if step.rule in served else run.measured.get(output)
         cached: bool | None = (
-            os.path.normpath(step.source) in hits if per_source else None if launched else False
+            _as_logged(step.source, plan, session_dir) in hits
+            if per_source
+            else None
+            if launched
+            else False
         )
         found.append(
             JobReport(
@@ -137,6 +193,13 @@ def job_reports(
             )
         )
     return tuple(found)
+
+
+def _as_logged(source: Path, plan: VariantPlan, session_dir: Path | None) -> str:
+    """*source* as the compile cache's log names it, once read from *session_dir*."""
+    if session_dir is None:
+        return os.path.normpath(source)
+    return os.path.normpath(session_dir / plan.command_path(source))
 
 
 def remember(history: Path | None, jobs: tuple[JobReport, ...]) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from wheelforge.configuration.settings import BuildSettings
 from wheelforge.foundation import writers
 from wheelforge.planning import ninjafile
+from wheelforge.planning.plan import VariantPlan
 from wheelforge.planning.planner import plan_all, plan_inputs
 from wheelforge.planning.selection import Member
 from wheelforge.running.build import ninja
@@ -31,6 +32,10 @@ class PlannedVariant:
     # the wheel's members as planned (the packer writes these); none where commands are missing
     members: tuple[Member, ...] = ()
     project: Path | None = None  # the folder matrix.yaml is in: members' files are named from it
+    # the build folder its C++ and C compiles share with every variant whose commands are the
+    # same (planning/hostshare.py), and those commands, run there; None: none shared
+    shared_folder: Path | None = None
+    shared_commands: tuple[str, ...] = ()
 
 
 def dry_run(settings: BuildSettings) -> list[PlannedVariant]:
@@ -63,17 +68,24 @@ def dry_run(settings: BuildSettings) -> list[PlannedVariant]:
         # No compile cache; a PyPI header library is named where it will be, not downloaded.
         inputs = inputs or plan_inputs(settings, download=False)
         [plan] = plan_all(settings, [v], inputs)
-        with tempfile.TemporaryDirectory(prefix="wheelforge-dry-run-") as tmp:
-            # The build.ninja the build would write, rendered elsewhere: ninja lists its commands.
-            writers.write_atomic(Path(tmp) / "build.ninja", ninjafile.render(plan))
-            commands = tuple(ninja.commands(Path(tmp)))
+        host = plan.host
         planned.append(
             dataclasses.replace(
                 shown,
                 torch=plan.torch.label,
-                commands=commands,
+                commands=_commands(plan),
                 members=plan.wheel.members,
                 project=plan.project,
+                shared_folder=host.build_dir if host is not None else None,
+                shared_commands=_commands(host) if host is not None else (),
             )
         )
     return planned
+
+
+def _commands(plan: VariantPlan) -> tuple[str, ...]:
+    """The commands of the build.ninja the build would write for *plan*, rendered elsewhere:
+    ninja lists them."""
+    with tempfile.TemporaryDirectory(prefix="wheelforge-dry-run-") as tmp:
+        writers.write_atomic(Path(tmp) / "build.ninja", ninjafile.render(plan))
+        return tuple(ninja.commands(Path(tmp)))

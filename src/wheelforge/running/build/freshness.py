@@ -78,7 +78,13 @@ def record(plan: VariantPlan, ninja_text: str, started_ns: int) -> None:
         return
     headers = {d for ds in deps.values() for d in ds}
     read = headers | {str(s.source) for s in plan.compile.steps}
-    inputs = read | {str(g.path) for g in plan.compile.generated}
+    # The shared folder's objects, which the links read (planning/hostshare.py), and what its
+    # compiles read (its own stamp, written just before; else its deps log)
+    own = {s.object for s in plan.compile.steps}
+    shared = {str(o) for link in plan.links for o in link.objects if o not in own}
+    if plan.host is not None:
+        read |= {str(p) for p in recorded_inputs(plan.host) or ninja.inputs(plan.host)}
+    inputs = read | shared | {str(g.path) for g in plan.compile.generated}
     inputs |= {plan.compile.cxx, plan.compile.cc, plan.compile.nvcc_host, str(plan.compile.nvcc)}
     # What the generate steps read; their outputs (written during this build) are outputs.
     inputs |= {str(i) for edge in plan.compile.generate for i in edge.inputs}

@@ -142,7 +142,9 @@ def run(plan: VariantPlan, *, env: dict[str, str] | None = None) -> NinjaRun:
     outputs = _outputs(plan)
 
     def output_of(job: str) -> str:
-        return outputs.get(job, plan.command_path(plan.links[-1].library))
+        # a job it was not told of: the last output (a shared folder links nothing)
+        last = plan.links[-1].library if plan.links else plan.compile.steps[-1].object
+        return outputs.get(job, plan.command_path(last))
 
     ninja_log = ninjafeed.NinjaLog(plan.build_dir / ".ninja_log")
     progress = JobProgress(
@@ -301,6 +303,8 @@ def inputs(plan: VariantPlan) -> list[Path]:
     found = {step.source for step in plan.compile.steps}
     for files in (deps(plan, check=True) or {}).values():
         found.update(Path(f) for f in files)
+    if plan.host is not None:  # the shared folder of its C++ and C compiles (hostshare.py)
+        found.update(inputs(plan.host))
     return sorted(found)
 
 

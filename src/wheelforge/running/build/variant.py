@@ -26,6 +26,7 @@ from wheelforge.foundation.errors import (
     WheelforgeError,
 )
 from wheelforge.packaging import provenance, repair, stamp, wheel
+from wheelforge.planning import hostshare
 from wheelforge.planning.plan import PlanInputs, VariantPlan
 from wheelforge.running.build import importcheck, reuse
 from wheelforge.running.build.compiling import Compiled, compile_confirmed
@@ -142,7 +143,7 @@ def _build_variant(
         wheel=published,
         wheel_size=published.stat().st_size,
         sha256=fsutil.sha256(published),
-        sources=len(plan.compile.steps),
+        sources=len(hostshare.all_steps(plan)),
         compiled=compiled,
         reused=reused,
         binaries=found.binaries,
@@ -170,7 +171,7 @@ def _compiled_words(plan: VariantPlan, made: Compiled, compiled: int, generated:
     compiler ran for them), generate steps run."""
     if not compiled and not generated:
         return "nothing to compile: up to date"
-    total = len(plan.compile.steps)
+    total = len(hostshare.all_steps(plan))
     hits = sum(1 for job in made.jobs if job.cached)
     tool = made.cache.tool if made.cache is not None else "the compile cache"
     if hits and hits >= compiled:
