@@ -340,5 +340,10 @@ def install(
     ext: types.ModuleType = StandIn(folder, record, where, real_open).install(
         version, context.get("cuda_version"), context.get("cuda_home")
     )
-    record["torch"] = {"version": version, "real": False, "cuda": context.get("cuda_version")}
+    record["torch"] = {
+        "version": version,
+        "real": False,
+        "cuda": context.get("cuda_version"),
+        "forced": bool(context.get("stand_in")),  # the stand-in though the Python has torch
+    }
     return ext

@@ -344,6 +344,9 @@ def _run(setup: str) -> None:
                 "traceback": "",
             }
     except BaseException as exc:
+        # What it was raised from (a RuntimeError of the project's own, raised while an
+        # ImportError was handled): the parent tells a name the stand-in torch lacks by it.
+        cause = exc.__cause__ or exc.__context__
         RECORD["error"] = {
             "type": type(exc).__name__,
             "message": str(exc)[:2000],
@@ -351,6 +354,9 @@ def _run(setup: str) -> None:
             "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[
                 -6000:
             ],
+            "cause": None
+            if cause is None
+            else {"type": type(cause).__name__, "message": str(cause)[:2000]},
         }
 
 

@@ -22,7 +22,11 @@ from typing import Any
 from wheelforge.configuration.importers import generators
 from wheelforge.configuration.importers.captured import CapturedBuild
 from wheelforge.configuration.importers.setuppy import parse_setup_py
-from wheelforge.configuration.importers.setuprecord import read_record, stand_in_misses
+from wheelforge.configuration.importers.setuprecord import (
+    read_record,
+    shown_name,
+    stand_in_misses,
+)
 from wheelforge.foundation import fence, log, proc, readers, writers
 from wheelforge.foundation.errors import EnvironmentProblem, ToolError, WheelforgeError
 
@@ -157,18 +161,19 @@ def _what_failed(record: dict[str, Any]) -> str:
     return f"{kind}" + (f" (it printed: {said})" if said else "")
 
 
-def _asked_of_stand_in(record: dict[str, Any]) -> tuple[str, str] | None:
-    """The name the stand-in torch lacks that setup.py failed on (its lookup's AttributeError,
+def _asked_of_stand_in(
+    error: dict[str, Any] | None, record: dict[str, Any]
+) -> tuple[str, str] | None:
+    """The name the stand-in torch lacks that *error* is about (a lookup's AttributeError,
     ImportError or ModuleNotFoundError names it), with the line that asked; None when setup.py
-    saw the real torch or failed on something else."""
-    error = record["error"] or {}
+    saw the real torch or *error* is about something else."""
     torch = record.get("torch") or {}
-    if torch.get("real", True) or error.get("type") not in _LOOKUP_ERRORS:
+    if not error or torch.get("real", True) or error.get("type") not in _LOOKUP_ERRORS:
         return None
     message = str(error.get("message") or "")
     for name, where in reversed(stand_in_misses(record)):
-        token = name.removeprefix("import ") if name.startswith("import ") else name
-        if token.rpartition(".")[2] in message or token in message:
+        token = name.removeprefix("import ")
+        if token in message or f"'{token.rpartition('.')[2]}'" in message:
             return name, where
     return None
 
@@ -182,13 +187,14 @@ def _lacking_torch(root: Path, record: dict[str, Any], name: str, where: str) ->
     """One line, no traceback (the traceback is of the stand-in's lookup, not of the project):
     which line asked for what, and the two ways on."""
     file, _, line = (where or "setup.py").partition(":")
-    asked = f"the module {name.removeprefix('import ')}" if name.startswith("import ") else name
+    asked = shown_name(name)
     python = context_python(record)
-    why = (
-        f"{python}'s torch does not import: {record['torch_error']}"
-        if record.get("torch_error")
-        else f"{python} has no torch"
-    )
+    if (record.get("torch") or {}).get("forced"):
+        why = "init was told to show setup.py the stand-in"
+    elif record.get("torch_error"):
+        why = f"{python}'s torch does not import: {record['torch_error']}"
+    else:
+        why = f"{python} has no torch"
     return EnvironmentProblem(
         f"{root / file}{' line ' + line if line else ''} asks for {asked}, which wheelforge "
         f"init's stand-in torch lacks ({why}); install torch there or pass --python with a "
@@ -197,10 +203,10 @@ def _lacking_torch(root: Path, record: dict[str, Any], name: str, where: str) ->
 
 
 def _failure(root: Path, record: dict[str, Any]) -> WheelforgeError:
-    asked = _asked_of_stand_in(record)
+    error = record["error"] or {}
+    asked = _asked_of_stand_in(error, record)
     if asked is not None:
         return _lacking_torch(root, record, *asked)
-    error = record["error"] or {}
     where = error.get("where") or "setup.py"
     file, _, line = where.partition(":")
     message = f"{root / file} failed{' at line ' + line if line else ''}: {_what_failed(record)}"
@@ -226,11 +232,12 @@ def _failure(root: Path, record: dict[str, Any]) -> WheelforgeError:
             "fix what it needs (an environment variable, a submodule, a package in --python), or "
             "read it without running it: 'wheelforge init --no-run'"
         )
-    misses = stand_in_misses(record) if not (record.get("torch") or {}).get("real", True) else []
-    if misses:  # its own words for it (a RuntimeError raised from an ImportError): say what
-        name, at = misses[-1]
+    raised_from = _asked_of_stand_in(error.get("cause"), record)
+    if raised_from is not None:  # its own words (a RuntimeError raised from an ImportError)
+        name, at = raised_from
         fix += (
-            f" (it had asked wheelforge init's stand-in torch for {name}{' at ' + at if at else ''}, "
+            f" (it had asked wheelforge init's stand-in torch for {shown_name(name)}"
+            f"{' at ' + at if at else ''}, "
             "which it lacks: pass --python with a Python that has torch)"
         )
     # A bare sys.exit(1) has no traceback: what setup.py printed before it says why.

@@ -460,7 +460,7 @@ def read_record(root: Path, record: Mapping[str, Any], *, front_door: FrontDoor)
         )
     for name, where in stand_in_misses(record):
         reading.hand.append(
-            f"{where or 'setup.py'} asked for {name}, which the stand-in torch lacks (it went "
+            f"{where or 'setup.py'} asked for {shown_name(name)}, which the stand-in torch lacks (it went "
             "on without it); pass --python with a Python that has torch to see what it does then"
         )
     reading.done += generators.writes_said(record)
@@ -495,3 +495,9 @@ def stand_in_misses(record: Mapping[str, Any]) -> list[tuple[str, str]]:
         )
         seen.setdefault(name, where)
     return list(seen.items())
+
+
+def shown_name(name: str) -> str:
+    """A name the stand-in lacks, as the screen says it: ``the module torch.nn`` for an import,
+    ``torch.cuda.nccl`` for an attribute."""
+    return f"the module {name.removeprefix('import ')}" if name.startswith("import ") else name
