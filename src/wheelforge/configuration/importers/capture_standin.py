@@ -113,8 +113,9 @@ class _Loader(importlib.abc.Loader):
 
 class _Finder(importlib.abc.MetaPathFinder):
     """First on sys.meta_path: an import of a torch submodule the stand-in lacks is recorded
-    (and then not found, as the import system goes on to an empty folder); ``importlib.metadata``
-    asked for torch's distribution gets the stand-in's ``torch-X.dist-info``."""
+    (and then not found, as the import system goes on to an empty folder), a stand-in module
+    reloaded gets its own spec back; ``importlib.metadata`` asked for torch's distribution
+    gets the stand-in's ``torch-X.dist-info``."""
 
     def __init__(self, dist_info: str, missing: Callable[[str], None]) -> None:
         self.dist_info = dist_info
@@ -126,7 +127,10 @@ class _Finder(importlib.abc.MetaPathFinder):
         path: object = None,  # noqa: ARG002 - the finder protocol's
         target: object = None,  # noqa: ARG002
     ) -> importlib.machinery.ModuleSpec | None:
-        if fullname.startswith("torch.") and fullname not in sys.modules:
+        module = sys.modules.get(fullname)
+        if module is not None and isinstance(getattr(module, "__loader__", None), _Loader):
+            return module.__spec__  # importlib.reload(torch) finds its spec again: this one
+        if fullname.startswith("torch.") and module is None:
             self.missing(f"import {fullname}")
         return None
 
