@@ -63,6 +63,8 @@ def test_find_spec_and_the_module_spec_are_an_installed_packages(
     package = tmp_path / "wheelforge-stand-in-torch" / "torch"
     assert Path(torch.__file__) == package / "__init__.py" and Path(torch.__file__).is_file()
     assert [Path(p) for p in torch.__path__] == [package]
+    standins = [m for n, m in sys.modules.items() if n == "torch" or n.startswith("torch.")]
+    assert len(standins) == 8 and all(Path(m.__file__).is_file() for m in standins)
     ext = importlib.util.find_spec("torch.utils.cpp_extension")
     assert ext is not None and ext.parent == "torch.utils"
     assert importlib.import_module("torch.version") is torch.version

@@ -175,6 +175,9 @@ class StandIn:
             if folder
             else os.path.join(self.package, *leaf[:-1], f"{leaf[-1]}.py")  # noqa: PTH118
         )
+        os.makedirs(os.path.dirname(origin), exist_ok=True)  # noqa: PTH103, PTH120
+        with self.real_open(origin, "w") as f:  # its __file__ is a file, as pip installs it
+            f.write("# wheelforge init's stand-in torch: its modules are in sys.modules\n")
         spec = importlib.machinery.ModuleSpec(name, self.loader, origin=origin, is_package=package)
         if folder:
             assert spec.submodule_search_locations is not None
@@ -197,14 +200,9 @@ class StandIn:
             setattr(sys.modules[parent], child, module)
         return module
 
-    def write_files(self, release: str) -> str:
-        """The package folder (empty ``__init__.py`` files, so ``torch.__file__`` is a file)
-        and ``torch-<release>.dist-info``, as pip installs them; the dist-info's path."""
-        for package in _PACKAGES:
-            folder = os.path.join(self.package, *package.split(".")[1:])  # noqa: PTH118
-            os.makedirs(folder, exist_ok=True)  # noqa: PTH103
-            with self.real_open(os.path.join(folder, "__init__.py"), "w") as f:  # noqa: PTH118
-                f.write("# wheelforge init's stand-in torch: its modules are in sys.modules\n")
+    def write_dist_info(self, release: str) -> str:
+        """``torch-<release>.dist-info`` beside the package folder, as pip installs it; its
+        path."""
         dist_info = os.path.join(self.folder, f"torch-{release}.dist-info")  # noqa: PTH118
         os.makedirs(dist_info, exist_ok=True)  # noqa: PTH103
         files = {
@@ -283,7 +281,7 @@ class StandIn:
     def install(self, version: str, cuda_version: str | None, cuda_home: str | None) -> Any:
         """torch, its submodules and distribution in place; its torch.utils.cpp_extension."""
         release = version.partition("+")[0]
-        dist_info = self.write_files(release)
+        dist_info = self.write_dist_info(release)
         shown = TorchVersion(version)
         self.module("torch", __version__=shown)
         self.module(
