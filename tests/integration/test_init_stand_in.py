@@ -129,6 +129,11 @@ def test_setup_py_sees_what_an_installed_torch_gives_and_init_writes_the_same_ma
     # out); the stand-in reports the torch --torch names.
     assert ours["extension"]["cxx-flags"] == ["-DPROBE_TORCH=213", "-DPROBE_CUDA=13"]
     assert ours["package"]["package-data"] == ["table.txt"]  # the files setuptools ships
+    # The packing plan: what the wheel carries of the project, beside the built probe._C.
+    dry = wheelforge("build", "--dry-run", "-v", cwd=tmp_path / "without")
+    assert dry.code == 0, dry.err
+    assert "wheel: 2 file(s) of the project (probe/ 2) and the built probe._C" in dry.out
+    assert "    probe/__init__.py\n    probe/table.txt\n" in dry.out
 
 
 @pytest.mark.parametrize(
