@@ -841,23 +841,8 @@ def test_a_dry_runs_commands_show_the_projects_file_names_as_text() -> None:
         torch=None,
         commands=("nvcc -c csrc/\x1b[2Jk.cu -o k.o",),
         note="",
-        project_files=("pkg/\x1b[2Jdata.txt", "pkg/[/]x.txt", "[b]top.py"),
-        extensions=("pkg._C",),
     )
     console = Console(file=io.StringIO(), width=200)
     print_dry_run([planned], console)
     shown = console.file.getvalue()  # type: ignore[attr-defined]
     assert "\x1b" not in shown and "csrc/\\x1b[2Jk.cu" in shown and "/opt/cuda[/]x" in shown
-    assert "wheel: 3 file(s) of the project (pkg/ 2, [b]top.py 1) and the built pkg._C" in shown
-    # -v lists each file the wheel carries, as text too.
-    from wheelforge.foundation import log
-
-    log.set_verbosity(1)
-    try:
-        console = Console(file=io.StringIO(), width=200)
-        print_dry_run([planned], console)
-    finally:
-        log.set_verbosity(0)
-    listed = console.file.getvalue()  # type: ignore[attr-defined]
-    assert "\x1b" not in listed
-    assert "    pkg/\\x1b[2Jdata.txt\n    pkg/[/]x.txt\n    [b]top.py\n" in listed

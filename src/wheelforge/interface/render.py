@@ -287,27 +287,7 @@ def print_dry_run(planned: Sequence[PlannedVariant], console: Console) -> None:
         for command in p.commands:
             # The project's file names are in them: text, never escape sequences.
             console.print(_text(command), soft_wrap=True, highlight=False)
-        _print_project_files(p, console)
     console.print(f"dry run: {len(planned)} variant(s); nothing was compiled or downloaded")
-
-
-def _print_project_files(p: PlannedVariant, console: Console) -> None:
-    """What the wheel carries of the project, counted by top folder (-v: each file)."""
-    folders: dict[str, int] = {}
-    for name in p.project_files:
-        top = name.split("/", 1)[0] + "/" if "/" in name else name
-        folders[top] = folders.get(top, 0) + 1
-    counted = ", ".join(f"{top} {n}" for top, n in folders.items())
-    built = ", ".join(p.extensions) or "no extension"
-    # Folded at its spaces (log.say): a count or a module name stays whole on its line.
-    log.say(
-        f"  wheel: {len(p.project_files)} file(s) of the project ({_text(counted) or 'none'}) "
-        f"and the built {_text(built)}" + ("" if log.verbosity() else "; -v lists them"),
-        on=console,
-    )
-    if log.verbosity():
-        for name in p.project_files:
-            console.print(f"    {_text(name)}", soft_wrap=True, highlight=False)
 
 
 def print_inspect(reports: Sequence[BinaryContents], console: Console) -> None:

@@ -190,42 +190,33 @@ def wheel_text(tag: str) -> str:
     )
 
 
-def project_files(
-    pkg: PackageConfig, project: Path, *, version: str, leaves: Sequence[str] = ()
-) -> list[tuple[str, Path]]:
-    """What a wheel carries of the project besides the built libraries and its dist-info's
-    texts: the packages' modules and package data, package.modules, and the license files
-    under .dist-info/licenses/ (PEP 639), as (path in the wheel, file on disk), sorted. A stale
-    copy of an extension named ``<leaf>.*`` (an in-place build's) is left out: the built one
-    goes in."""
-    files: list[tuple[str, Path]] = []
-    for folder in pkg.packages:
-        files.extend(_package_files(folder, leaves, pkg.package_data, pkg.exclude, project))
-    files += [
-        (module.name, followed(module, project, what="package.modules")) for module in pkg.modules
-    ]
-    namever = f"{pkg.wheel_name}-{version}"
-    for license_file in pkg.license_files:
-        rel = (
-            license_file.relative_to(project)
-            if license_file.is_relative_to(project)
-            else license_file.name
-        )
-        shipped = followed(license_file, project, what="license file")
-        files.append((f"{namever}.dist-info/licenses/{Path(rel).as_posix()}", shipped))
-    return sorted(files)
-
-
 def contents(
     plan: VariantPlan, platform: str, extra: tuple[tuple[str, str], ...] = ()
 ) -> WheelContents:
     pkg = plan.wheel.package
     tag = f"{plan.abi.abi_tag}-{platform}"
+    files: list[tuple[str, Path]] = []
+    # A stale copy of an extension (an in-place build's) must not shadow the built one.
     leaves = [link.extension.leaf + "." for link in plan.links]
-    files = project_files(pkg, plan.project, version=plan.wheel.version, leaves=leaves)
-    files += [(link.wheel_path, link.library) for link in plan.links]
-    files.sort()
+    for folder in pkg.packages:
+        files.extend(_package_files(folder, leaves, pkg.package_data, pkg.exclude, plan.project))
+    files += [
+        (module.name, followed(module, plan.project, what="package.modules"))
+        for module in pkg.modules
+    ]
+    files.extend((link.wheel_path, link.library) for link in plan.links)
     namever = f"{pkg.wheel_name}-{plan.wheel.version}"
+    # PEP 639: License-File entries name files under .dist-info/licenses/.
+    root = plan.project
+    for license_file in pkg.license_files:
+        rel = (
+            license_file.relative_to(root)
+            if license_file.is_relative_to(root)
+            else license_file.name
+        )
+        shipped = followed(license_file, root, what="license file")
+        files.append((f"{namever}.dist-info/licenses/{Path(rel).as_posix()}", shipped))
+    files.sort()
     return WheelContents(
         filename=f"{namever}-{tag}.whl",
         files=tuple(files),

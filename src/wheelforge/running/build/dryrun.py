@@ -1,19 +1,15 @@
 """``wheelforge build --dry-run``: the plan of a build (variants, toolkits, archs, the exact
-compile commands, the project's files each wheel carries) with nothing compiled, downloaded or
-written to the build folder."""
+compile commands) with nothing compiled, downloaded or written to the build folder."""
 
 from __future__ import annotations
 
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from wheelforge.configuration.settings import BuildSettings
 from wheelforge.foundation import writers
-from wheelforge.packaging import wheel
 from wheelforge.planning import ninjafile
-from wheelforge.planning.plan import wheel_version
 from wheelforge.planning.planner import plan_all, plan_inputs
 from wheelforge.running.build import ninja
 from wheelforge.running.build.prepare import selected
@@ -29,10 +25,6 @@ class PlannedVariant:
     torch: str | None  # the torch compiled against, when known without installing anything
     commands: tuple[str, ...]  # exactly what ninja would run, compile and link
     note: str  # why commands are missing, if they are
-    # What the wheel carries of the project besides the built libraries (paths in the wheel):
-    # modules, package data, license files, as the packer picks them (packaging/wheel.py).
-    project_files: tuple[str, ...]
-    extensions: tuple[str, ...]  # the built libraries beside them, by module name
 
 
 def dry_run(settings: BuildSettings) -> list[PlannedVariant]:
@@ -40,19 +32,12 @@ def dry_run(settings: BuildSettings) -> list[PlannedVariant]:
         settings, toolkit.discover(cache=settings.cache_dir, pythons=(settings.python,))
     )
     planned = []
-    matrix = settings.matrix
-    leaves = [ext.leaf + "." for ext in matrix.extensions]
     for v in chosen:
-        files = wheel.project_files(
-            matrix.package, matrix.root, version=wheel_version(matrix, v), leaves=leaves
-        )
-        common: dict[str, Any] = {
+        common = {
             "variant_id": v.id,
             "arch_set": v.arch_set.name,
             "archs": str(v.arch_set),
             "toolkit": v.choice.describe(),
-            "project_files": tuple(arc for arc, _ in files),
-            "extensions": tuple(ext.name for ext in matrix.extensions),
         }
         note = ""
         if v.choice.toolkit is None:
