@@ -209,7 +209,8 @@ def test_torch_from_answering_no_include_dirs_is_one_line(tmp_path: Path) -> Non
 # --- a package file whose name is not UTF-8 ------------------------------------------------------
 @needs_nvcc
 def test_a_package_file_named_in_other_bytes_fails_the_build_in_one_line(tmp_path: Path) -> None:
-    """Compiled for real, then packing meets the file; before: UnicodeEncodeError."""
+    """Before: UnicodeEncodeError when packing, after the compile; now the build's one walk of
+    the project (planning/selection.py) refuses it before anything is compiled."""
     project = one_kernel_project(tmp_path / "p")
     (project / "tiny" / os.fsdecode(b"caf\xe9.py")).write_text("x = 1\n")
     run = wheelforge(

@@ -515,15 +515,16 @@ def test_package_data_is_what_setuptools_ships_with_manifest_in(tmp_path: Path) 
     """Issue 32: exllamav2's hadamard/*.txt (MANIFEST.in + include_package_data) were missing
     from the wheel. init asks setuptools' own build_py which data files it ships, and the
     packer ships exactly those: the member list equals setuptools' own wheel's."""
-    from wheelforge.packaging import wheel as packer
+    from wheelforge.planning import selection
 
     root = exllama_like(tmp_path / "exlike")
     build = capture_setup(root, context())
     assert build.packages == ("exlike",)
     assert set(build.package_data) == {"py.typed", "ext/ext_bindings.cpp", "ext/q.cu", "hadamard/*"}
-    members = {
-        arc for arc, _ in packer._package_files(root / "exlike", [], build.package_data, (), root)
-    }
+    found = selection.package_members(
+        root / "exlike", data=build.package_data, exclude=(), project=root
+    )
+    members = {member.path for member in found}
     # What setuptools itself copies into the wheel's tree (build_py: the modules and package
     # data; the extension aside), with torch's classes standing in as setuptools' own.
     made = subprocess.run([sys.executable, "-c", SETUPTOOLS_BUILD_PY, str(tmp_path / "lib")],
@@ -557,7 +558,7 @@ def test_a_pypi_projects_package_data_and_licenses_match_its_setuptools_wheel(
     import tarfile
 
     from wheelforge.configuration.matrix.pyproject import default_license_files
-    from wheelforge.packaging import wheel as packer
+    from wheelforge.planning import selection
 
     sdist = _pip_download("certifi==2025.8.3", tmp_path / "sdist", "--no-binary", ":all:")
     theirs = _pip_download("certifi==2025.8.3", tmp_path / "wheel", "--only-binary", ":all:")
@@ -565,8 +566,8 @@ def test_a_pypi_projects_package_data_and_licenses_match_its_setuptools_wheel(
         tar.extractall(tmp_path / "src", filter="data")
     (root,) = (tmp_path / "src").iterdir()
     build = capture_setup(root, context())
-    ours = {arc for folder in build.packages
-            for arc, _ in packer._package_files(root / folder, [], build.package_data, (), root)}  # fmt: skip
+    ours = {m.path for folder in build.packages
+            for m in selection.package_members(root / folder, data=build.package_data, exclude=(), project=root)}  # fmt: skip
     licenses = {
         f"certifi-2025.8.3.dist-info/licenses/{p.name}" for p in default_license_files(root)
     }

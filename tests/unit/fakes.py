@@ -11,6 +11,9 @@ from wheelforge.configuration import releases
 from wheelforge.configuration.archs import ArchSet, parse_arch_list
 from wheelforge.configuration.matrix.model import Matrix
 from wheelforge.configuration.settings import Compilers
+from wheelforge.packaging import wheel
+from wheelforge.packaging.wheel import WheelContents
+from wheelforge.planning import selection
 from wheelforge.planning.plan import PlanInputs, VariantPlan
 from wheelforge.planning.planner import make_plan
 from wheelforge.planning.variants import Variant
@@ -98,7 +101,20 @@ def plan_inputs(matrix: Matrix, tmp: Path, nvcc_threads: int | None = None) -> P
         out_dir=tmp / "dist",
         compilers=Compilers(cxx="/usr/bin/g++", cc="/usr/bin/gcc"),
         nvcc_threads=nvcc_threads,
+        files=selection.project_files(matrix),
     )
+
+
+def built_contents(plan: VariantPlan, platform: str = "linux_x86_64") -> WheelContents:
+    """What the packer makes of *plan* once its build ran: each shared object written (a few
+    bytes standing in for the link's output) where missing, and provenance files as the build
+    gives them (their text aside)."""
+    for link in plan.links:
+        if not link.library.is_file():
+            link.library.parent.mkdir(parents=True, exist_ok=True)
+            link.library.write_bytes(b"\x7fELF fake library")
+    extra = tuple((name, f"{name}\n") for name in selection.PROVENANCE_NAMES)
+    return wheel.contents(plan, platform, extra)
 
 
 ABICHECK_DATA = Path(__file__).resolve().parents[1] / "data" / "abicheck"

@@ -21,11 +21,10 @@ from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation import proc
 from wheelforge.foundation.document import iter_json, to_document
 from wheelforge.foundation.errors import BinaryFormatError, ConfigError, EnvironmentProblem
-from wheelforge.packaging import wheel
 from wheelforge.toolchain import torchprobe, warmtorch
 
 from .conftest import GOOD_MATRIX
-from .fakes import plan_for
+from .fakes import built_contents, plan_for
 
 Project = Callable[..., Path]
 
@@ -105,17 +104,17 @@ def test_a_borrowed_torch_answering_out_of_shape_is_named(
 
 def test_a_package_file_whose_name_is_not_utf8_is_refused(project: Project, tmp_path: Path) -> None:
     """Before: UnicodeEncodeError (surrogates not allowed) while hashing the wheel's contents."""
-    plan = plan_for(load_matrix(project(GOOD_MATRIX)), tmp_path)
+    matrix = load_matrix(project(GOOD_MATRIX))
     (tmp_path / "demo_ops" / os.fsdecode(b"\xff\xfe.py")).write_text("x = 1\n")
-    with pytest.raises(ConfigError) as caught:
-        wheel.contents(plan, "linux_x86_64")
+    with pytest.raises(ConfigError) as caught:  # when the build is planned
+        plan_for(matrix, tmp_path)
     assert caught.value.message.startswith(f"{tmp_path}/demo_ops/\\xff\\xfe.py: the file's name")
     caught.value.message.encode("utf-8")  # printable: no surrogate reaches the terminal
     excluded = GOOD_MATRIX.replace(
         "  packages: [demo_ops]", "  packages: [demo_ops]\n  exclude: ['*.py']"
     )
     plan = plan_for(load_matrix(project(excluded)), tmp_path)
-    assert not any(name.endswith(".py") for name, _ in wheel.contents(plan, "x").files)
+    assert not any(name.endswith(".py") for name, _ in built_contents(plan, "x").files)
 
 
 def test_a_source_whose_name_is_not_utf8_is_a_matrix_error(

@@ -26,7 +26,7 @@ from wheelforge.configuration.importers.writer import InitChoices, render
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation import gitfiles
 from wheelforge.foundation.errors import ConfigError
-from wheelforge.packaging.sdist import sdist_files
+from wheelforge.planning.selection import sdist_files
 
 STABLE = "#include <torch/csrc/stable/library.h>\nSTABLE_TORCH_LIBRARY(demo, m) {}\n"
 COMMIT = "0123456789abcdef0123456789abcdef01234567"

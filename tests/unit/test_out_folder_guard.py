@@ -17,6 +17,7 @@ from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation import locks
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.packaging import provenance
+from wheelforge.planning import selection
 from wheelforge.running.build import preflight, variant
 
 from .conftest import GOOD_MATRIX
@@ -31,7 +32,7 @@ def built_wheel(path: Path, variant_id: str, arch_set: str, payload: bytes) -> P
     with zipfile.ZipFile(path, "w") as zf:
         zf.writestr("demo_ops/_C.abi3.so", payload)
         info = {"variant": variant_id, "arch_set": arch_set}
-        zf.writestr(f"demo_ops-1.2.0.dist-info/{provenance.BUILD_INFO_NAME}", json.dumps(info))
+        zf.writestr(f"demo_ops-1.2.0.dist-info/{selection.BUILD_INFO_NAME}", json.dumps(info))
     return path
 
 

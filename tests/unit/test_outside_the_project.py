@@ -15,11 +15,11 @@ import pytest
 from wheelforge.configuration.importers import buildtoml
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation.errors import ConfigError, WheelforgeError
-from wheelforge.packaging import sdist, wheel
+from wheelforge.planning import selection
 from wheelforge.running import adopt
 
 from .conftest import GOOD_MATRIX
-from .fakes import plan_for
+from .fakes import built_contents, plan_for
 
 BUILD_TOML = """\
 [general]
@@ -57,10 +57,7 @@ def secret(tmp_path: Path) -> Path:
 
 
 def wheel_members(matrix_path: Path, tmp_path: Path) -> list[str]:
-    plan = plan_for(load_matrix(matrix_path), tmp_path)
-    plan.links[0].library.parent.mkdir(parents=True, exist_ok=True)
-    plan.links[0].library.write_bytes(b"\x7fELF fake library")
-    return [arc for arc, _ in wheel.contents(plan, "linux_x86_64").files]
+    return [arc for arc, _ in built_contents(plan_for(load_matrix(matrix_path), tmp_path)).files]
 
 
 def with_modules(text: str, *modules: str) -> str:
@@ -178,14 +175,14 @@ def test_an_sdist_member_linked_out_of_the_project_is_refused(
     (tmp_path / "pyproject.toml").write_text("")
     (tmp_path / member).symlink_to(secret)
     with pytest.raises(ConfigError) as refused:
-        sdist.sdist_files(load_matrix(path), tmp_path)
+        selection.sdist_files(load_matrix(path), tmp_path)
     message = refused.value.message
     assert message.startswith(
         f"sdist member {member}: {tmp_path / member} is a symbolic link to {secret}"
     )
     (tmp_path / member).unlink()
     (tmp_path / member).symlink_to(tmp_path / "csrc" / "ops.h")  # inside: carried by content
-    assert member in dict(sdist.sdist_files(load_matrix(path), tmp_path))
+    assert member in dict(selection.sdist_files(load_matrix(path), tmp_path))
 
 
 @pytest.mark.parametrize("name", ["../../x", "/tmp/x", "a/b", ".."])

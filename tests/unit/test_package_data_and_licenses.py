@@ -11,19 +11,17 @@ from packaging.metadata import Metadata
 
 from wheelforge.configuration.importers.packagedata import package_data_globs
 from wheelforge.configuration.matrix.reader import load_matrix
-from wheelforge.packaging import sdist, wheel
+from wheelforge.packaging import wheel
+from wheelforge.planning import selection
 
 from .conftest import GOOD_MATRIX
-from .fakes import plan_for
+from .fakes import built_contents, plan_for
 
 Project = Callable[..., Path]
 
 
 def contents(matrix: Path, tmp_path: Path) -> wheel.WheelContents:
-    plan = plan_for(load_matrix(matrix), tmp_path)
-    plan.links[0].library.parent.mkdir(parents=True, exist_ok=True)
-    plan.links[0].library.write_bytes(b"\x7fELF fake library")
-    return wheel.contents(plan, "linux_x86_64")
+    return built_contents(plan_for(load_matrix(matrix), tmp_path))
 
 
 def test_license_files_by_setuptools_default_globs(project: Project, tmp_path: Path) -> None:
@@ -46,7 +44,7 @@ def test_license_files_by_setuptools_default_globs(project: Project, tmp_path: P
         "NOTICE",
         "AUTHORS.rst",
     ]
-    files = dict(sdist.sdist_files(load_matrix(tmp_path / "matrix.yaml"), tmp_path))
+    files = dict(selection.sdist_files(load_matrix(tmp_path / "matrix.yaml"), tmp_path))
     assert {"LICENCE.md", "COPYING.LESSER", "AUTHORS.rst"} <= set(files)
 
 
@@ -81,5 +79,6 @@ def test_shipped_files_become_the_fewest_exact_globs(tmp_path: Path) -> None:
     globs, elsewhere = package_data_globs(str(tmp_path), {"pkg": "pkg"}, shipped)
     assert set(globs) == {"py.typed", "hadamard/*", "ext/a.cpp", "odd[[]1].dat"}
     assert elsewhere == ("other/data.txt",)
-    members = {arc for arc, _ in wheel._package_files(tmp_path / "pkg", [], globs, (), tmp_path)}
+    found = selection.package_members(tmp_path / "pkg", data=globs, exclude=(), project=tmp_path)
+    members = {member.path for member in found}
     assert members == {"pkg/__init__.py", "pkg/mod.py", *shipped[:-2]}

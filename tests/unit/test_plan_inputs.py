@@ -68,9 +68,20 @@ def test_the_twin_is_planned_elsewhere_without_cache_or_launcher(
     assert twin.compile.launchers == Launchers() and twin.compile.compile_cache is None
     assert twin.build_dir == (tmp_path / "twin" / "build" / like.variant.id).resolve()
     assert twin.out_dir == tmp_path / "twin" / "dist"
-    # What the wheel is stays the first build's (paths differ: the twin's folder is another).
+    # What the wheel is stays the first build's (paths differ: the twin's folder is another):
+    # the same members, each shared object the twin's own build's.
     first = _plan(inputs, like)
-    assert (twin.compile.gencode, twin.wheel) == (first.compile.gencode, first.wheel)
+    assert twin.compile.gencode == first.compile.gencode
+    assert dataclasses.replace(twin.wheel, members=()) == dataclasses.replace(
+        first.wheel, members=()
+    )
+    assert [(m.path, m.kind) for m in twin.wheel.members] == [
+        (m.path, m.kind) for m in first.wheel.members
+    ]
+    assert [m for m in twin.wheel.members if m.kind != "binary"] == [
+        m for m in first.wheel.members if m.kind != "binary"
+    ]
+    assert {m.source for m in twin.wheel.members if m.kind == "binary"} == {twin.links[0].library}
     assert twin.abi.abi_tag == first.abi.abi_tag
 
 

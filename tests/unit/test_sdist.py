@@ -13,6 +13,7 @@ from tests import REPO
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.packaging import sdist
+from wheelforge.planning import selection
 
 from .conftest import GOOD_MATRIX
 
@@ -75,11 +76,13 @@ def test_files_outside_the_project_are_refused(project: Project, tmp_path: Path)
     sub.mkdir()
     (sub / "pyproject.toml").write_text("")
     with pytest.raises(ConfigError, match=r"lies outside .*sub, the folder of pyproject.toml"):
-        sdist.sdist_files(load_matrix(path), sub)
+        selection.sdist_files(load_matrix(path), sub)
 
 
 def test_the_kernels_project_sdist_lists_its_sources() -> None:
-    files = dict(sdist.sdist_files(load_matrix(REPO / "kernels" / "matrix.yaml"), REPO / "kernels"))
+    files = dict(
+        selection.sdist_files(load_matrix(REPO / "kernels" / "matrix.yaml"), REPO / "kernels")
+    )
     assert {"pyproject.toml", "matrix.yaml", "csrc/norm_cuda.cu", "csrc/common.h",
             "wheelforge_kernels/__init__.py", "tests/test_ops.py"} <= set(files)  # fmt: skip
     assert not [n for n in files if n.startswith(("build/", "dist/")) or n.endswith(".so")]
@@ -93,10 +96,10 @@ def test_symlinks_agree_with_the_wheel(project: Project, tmp_path: Path) -> None
     (root / "pyproject.toml").write_text("")
     (root / "shared.py").write_text("X = 1\n")
     (root / "demo_ops" / "inside.py").symlink_to(root / "shared.py")
-    names = [n for n, _ in sdist.sdist_files(load_matrix(path), root)]
+    names = [n for n, _ in selection.sdist_files(load_matrix(path), root)]
     assert "demo_ops/inside.py" in names
     outside = tmp_path.parent / f"{tmp_path.name}-secret.txt"
     outside.write_text("secret")
     (root / "demo_ops" / "notes.py").symlink_to(outside)
     with pytest.raises(ConfigError, match=r"notes.py is a symbolic link to .*outside the project"):
-        sdist.sdist_files(load_matrix(path), root)
+        selection.sdist_files(load_matrix(path), root)

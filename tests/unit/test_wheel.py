@@ -10,22 +10,22 @@ from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.packaging import wheel
 
 from .conftest import GOOD_MATRIX
-from .fakes import plan_for
+from .fakes import built_contents, plan_for
 
 Project = Callable[..., Path]
 
 
 def make_contents(project: Project, tmp_path: Path, text: str = GOOD_MATRIX) -> wheel.WheelContents:
     plan = plan_for(load_matrix(project(text)), tmp_path)
-    plan.links[0].library.parent.mkdir(parents=True, exist_ok=True)
-    plan.links[0].library.write_bytes(b"\x7fELF fake library")
+    # Made after planning: the packer reads no folder, so none of these is packed.
     pkg = tmp_path / "demo_ops"
     (pkg / "__pycache__").mkdir()
     (pkg / "__pycache__" / "x.cpython-311.pyc").write_bytes(b"junk")
     (pkg / "_C.cpython-311-x86_64-linux-gnu.so").write_bytes(b"stale in-place build")
     (pkg / "sub").mkdir()
     (pkg / "sub" / "data.txt").write_text("data")
-    return wheel.contents(plan, "linux_x86_64")
+    (pkg / "late.py").write_text("")
+    return built_contents(plan)
 
 
 def test_contents(project: Project, tmp_path: Path) -> None:
@@ -92,7 +92,7 @@ def test_symlinks_leading_out_of_the_project_are_refused_not_packed(
     ):
         make_contents(project, tmp_path)
     (tmp_path / "demo_ops" / "helpers.py").unlink()
-    c = wheel.contents(plan_for(load_matrix(tmp_path / "matrix.yaml"), tmp_path), "linux_x86_64")
+    c = built_contents(plan_for(load_matrix(tmp_path / "matrix.yaml"), tmp_path))
     assert "demo_ops/inside.py" in [arc for arc, _ in c.files]
 
 
@@ -104,7 +104,7 @@ def test_a_license_of_several_lines_keeps_metadata_whole(project: Project, tmp_p
     text = GOOD_MATRIX.replace(
         "  summary: demo", '  summary: demo\n  license: "MIT License\\n\\nCopyright (c) 2026 x\\n"'
     )
-    c = wheel.contents(plan_for(load_matrix(project(text)), tmp_path), "linux_x86_64")
+    c = built_contents(plan_for(load_matrix(project(text)), tmp_path))
     raw, unparsed = parse_email(c.metadata)
     assert raw.get("requires_dist") == ["torch>=2.10"] and raw.get("requires_python") == ">=3.10"
     assert not unparsed

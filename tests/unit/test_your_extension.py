@@ -17,13 +17,12 @@ from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.configuration.settings import Flags, resolve
 from wheelforge.foundation.errors import ConfigError, VerificationError
 from wheelforge.interface.cli import main
-from wheelforge.packaging import wheel
 from wheelforge.running import adopt
 from wheelforge.running.build import diagnose, importcheck
 from wheelforge.toolchain.toolkit import _dry_includes
 
 from .conftest import GOOD_MATRIX
-from .fakes import make_wheel, plan_for
+from .fakes import built_contents, make_wheel, plan_for
 
 Project = Callable[..., Path]
 
@@ -177,9 +176,7 @@ def test_the_wheel_ships_python_files_and_declared_data_only(
         (pkg / name).parent.mkdir(parents=True, exist_ok=True)
         (pkg / name).write_text("x")
     plan = plan_for(load_matrix(project(text)), tmp_path)
-    plan.links[0].library.parent.mkdir(parents=True, exist_ok=True)
-    plan.links[0].library.write_bytes(b"\x7fELF")
-    names = [arc for arc, _ in wheel.contents(plan, "linux_x86_64").files]
+    names = [arc for arc, _ in built_contents(plan).files]
     assert names == [
         "demo_ops/_C.abi3.so",
         "demo_ops/__init__.py",

@@ -98,11 +98,15 @@ class Trace:
         self.screen: list[tuple[int, str]] = []
 
     def saw(self, path: object, *, follow: bool = True) -> None:
+        if self.spawned:
+            return  # a run that started a process is never recorded: nothing more to note
         name = _name(path)
         if name is not None and name not in self.stat:
             self.stat[name] = [follow, stat_of(name, follow=follow)]
 
     def event(self, event: str, args: tuple[Any, ...]) -> None:
+        if self.spawned:
+            return  # as in saw(): a cold build's thousands of events cost nothing more
         if event == "open":
             path, mode, flags = args
             name = _name(path)

@@ -312,7 +312,7 @@ class _Recording:
         listed = {}
         for name, seen in trace.listed.items():
             if name.startswith(_PROCESS_OWN) or _within(name, transient):
-                continue  # a folder the run made, listed and removed (rmtree's walk) is its own
+                continue  # a folder the run made, walked and took away is its own
             if listing(name) != seen:
                 trace.why = f"{name} changed while the run listed it"
                 return None

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console, Group, RenderableType
 from rich.markup import escape
 from rich.measure import Measurement
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -25,6 +26,7 @@ if TYPE_CHECKING:  # a no-op `build` loads none of these, `inspect` no matrix an
     from wheelforge.binaries.abicheck import BinaryCheck
     from wheelforge.binaries.loadson import LoadsOn
     from wheelforge.configuration.matrix.model import Matrix
+    from wheelforge.planning.selection import Member
     from wheelforge.planning.variants import Variant
     from wheelforge.running.build.dryrun import PlannedVariant
     from wheelforge.running.build.results import BuildReport, VariantResult
@@ -287,7 +289,39 @@ def print_dry_run(planned: Sequence[PlannedVariant], console: Console) -> None:
         for command in p.commands:
             # The project's file names are in them: text, never escape sequences.
             console.print(_text(command), soft_wrap=True, highlight=False)
+        if p.members:
+            console.print(f"  wheel members ({len(p.members)}), as the packer writes them:")
+            print_whole(
+                Padding(_members_table(p.members, p.project), (0, 0, 0, 4), expand=False), console
+            )
     console.print(f"dry run: {len(planned)} variant(s); nothing was compiled or downloaded")
+
+
+def _members_table(members: Sequence[Member], project: Path | None) -> Table:
+    """A wheel's planned members: kind and name, and below the name where it comes from where
+    the name does not say it (the build's output, a file of another name)."""
+    table = Table(box=None, show_header=False, padding=(0, 2, 0, 0), pad_edge=False)
+    table.add_column("kind", no_wrap=True)
+    table.add_column("member", overflow="fold")
+    for member in members:
+        cell = Text(printable(member.path))
+        origin = _member_origin(member, project)
+        if origin:
+            cell.append(f"\n  {origin}")
+        table.add_row(member.kind, cell)
+    return table
+
+
+def _member_origin(member: Member, project: Path | None) -> str:
+    if member.source is None:  # a .dist-info file the packer writes
+        return ""
+    shown = member.source
+    if project is not None and shown.is_relative_to(project):
+        shown = shown.relative_to(project)
+    if member.kind == "binary":
+        return f"built as {printable(str(shown))}"
+    same = member.path.endswith(f"/licenses/{shown.as_posix()}") or shown.as_posix() == member.path
+    return "" if same else f"from {printable(str(shown))}"
 
 
 def print_inspect(reports: Sequence[BinaryContents], console: Console) -> None:

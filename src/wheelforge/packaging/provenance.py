@@ -28,10 +28,9 @@ from wheelforge.foundation.errors import WheelforgeError
 from wheelforge.packaging.wheel import source_date_epoch
 from wheelforge.planning import reproducible
 from wheelforge.planning.plan import VariantPlan
+from wheelforge.planning.selection import BUILD_INFO_NAME, SBOM_NAME
 from wheelforge.toolchain.headerlibs import HeaderLibrary
 
-SBOM_NAME = "sboms/wheelforge.cdx.json"  # PEP 770: any file name under .dist-info/sboms/
-BUILD_INFO_NAME = "wheelforge-build.json"
 INPUTS_NAME = "wheelforge-inputs.txt"  # in the variant's build folder
 
 

@@ -1,5 +1,6 @@
-"""Packing a PEP 427 wheel: the Python packages, the extension module, METADATA, WHEEL and
-RECORD (with hashes), with fixed timestamps and order so the same inputs give the same bytes."""
+"""Packing a PEP 427 wheel: the members its plan lists (planning/selection.py chose them: the
+Python packages, package data, licenses, the shared objects), METADATA, WHEEL and RECORD (with
+hashes), with fixed timestamps and order so the same inputs give the same bytes."""
 
 from __future__ import annotations
 
@@ -8,25 +9,22 @@ import os
 import stat
 import time
 import zipfile
-from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from email.message import EmailMessage
 from email.policy import compat32
-from fnmatch import fnmatch
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from wheelforge import __version__
 from wheelforge.configuration.matrix.keys import LINE_BREAK_RE
 from wheelforge.foundation import fsutil, readers
-from wheelforge.foundation.errors import ConfigError
+from wheelforge.foundation.errors import BuildError
 
 if TYPE_CHECKING:  # `inspect` and `check`, which read wheels, load no matrix and no planning
     from wheelforge.configuration.matrix.model import PackageConfig
     from wheelforge.planning.plan import VariantPlan
+    from wheelforge.planning.selection import Member
 
-_SKIP_DIRS = {"__pycache__"}
-_SKIP_SUFFIXES = {".pyc", ".pyo"}
 # Timestamp of every member unless SOURCE_DATE_EPOCH says otherwise: the zip format's earliest.
 _DEFAULT_EPOCH = 315532800
 
@@ -52,66 +50,6 @@ class WheelContents:
             h.update(name.encode())
             h.update(text.encode())
         return h.hexdigest()
-
-
-# What setuptools ships of a package without package data: its modules (and stubs).
-_MODULE_SUFFIXES = (".py", ".pyi")
-
-
-def followed(path: Path, root: Path, *, what: str) -> Path:
-    """A file found in the project, as a wheel or an sdist carries it: a symlink is followed
-    when it leads to a file inside the project *root*; one that leads outside is refused,
-    naming *what* (the key or member) and the link, as ``notes.txt -> /etc/shadow`` would put
-    that file into the wheel (the sdist and the wheel once disagreed: one skipped every
-    symlink, the other packed any)."""
-    target = fsutil.escapes(path, root)
-    if target is not None:
-        raise ConfigError(fsutil.escape_message(what, path, target, root))
-    return path
-
-
-def _package_files(
-    folder: Path,
-    skip_name_prefixes: Sequence[str],
-    data: Sequence[str],
-    exclude: Sequence[str],
-    project: Path,
-) -> Iterator[tuple[str, Path]]:
-    """The files of a package folder that go into the wheel, as setuptools would pick them:
-    Python modules, plus files matching *data* (globs relative to the folder), minus *exclude*.
-    Sources (.cpp, .cu), build leftovers and the like stay out; a symlink: see followed()."""
-    base = folder.parent
-    for root, dirs, names in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
-        for name in sorted(names):
-            path = Path(root) / name
-            if path.suffix in _SKIP_SUFFIXES or not path.is_file():
-                continue
-            # A stale copy of the extension (from an in-place build) must not shadow the built one.
-            if name.endswith(".so") and name.startswith(tuple(skip_name_prefixes)):
-                continue
-            rel = path.relative_to(folder).as_posix()
-            wanted = path.suffix in _MODULE_SUFFIXES or any(fnmatch(rel, g) for g in data)
-            if wanted and not any(fnmatch(rel, g) for g in exclude):
-                what = f"package.packages '{folder.name}'"
-                yield (
-                    _utf8(path.relative_to(base).as_posix(), path),
-                    followed(path, project, what=what),
-                )
-
-
-def _utf8(arcname: str, path: Path) -> str:
-    """*arcname*, when it can be a member name: zip and RECORD write names as UTF-8, and a file
-    name of other bytes (os.walk's surrogate escapes) cannot be written (a traceback, before)."""
-    try:
-        arcname.encode("utf-8")
-    except UnicodeEncodeError:
-        shown = os.fsencode(path).decode("utf-8", errors="backslashreplace")
-        raise ConfigError(
-            f"{shown}: the file's name is not UTF-8 (the bytes written \\xNN), and a wheel's "
-            "member names are; rename it, or leave it out with package.exclude"
-        ) from None
-    return arcname
 
 
 def _folded(value: str) -> str:
@@ -193,37 +131,45 @@ def wheel_text(tag: str) -> str:
 def contents(
     plan: VariantPlan, platform: str, extra: tuple[tuple[str, str], ...] = ()
 ) -> WheelContents:
+    """The wheel of *plan* as the packer writes it: the plan's members (WheelPlan.members, chosen
+    when the build was planned; no folder is read here), each file checked to be there, and
+    *extra*, the build's provenance files, which must be those the plan lists."""
     pkg = plan.wheel.package
     tag = f"{plan.abi.abi_tag}-{platform}"
-    files: list[tuple[str, Path]] = []
-    # A stale copy of an extension (an in-place build's) must not shadow the built one.
-    leaves = [link.extension.leaf + "." for link in plan.links]
-    for folder in pkg.packages:
-        files.extend(_package_files(folder, leaves, pkg.package_data, pkg.exclude, plan.project))
-    files += [
-        (module.name, followed(module, plan.project, what="package.modules"))
-        for module in pkg.modules
-    ]
-    files.extend((link.wheel_path, link.library) for link in plan.links)
-    namever = f"{pkg.wheel_name}-{plan.wheel.version}"
-    # PEP 639: License-File entries name files under .dist-info/licenses/.
-    root = plan.project
-    for license_file in pkg.license_files:
-        rel = (
-            license_file.relative_to(root)
-            if license_file.is_relative_to(root)
-            else license_file.name
+    members = plan.wheel.members
+    for member in members:
+        if member.source is not None and not member.source.is_file():
+            raise BuildError(_missing(plan, member))
+    planned = {m.path for m in members if m.kind == "metadata"}
+    given = {f"{plan.wheel.dist_info}/{name}" for name, _ in extra}
+    written = {f"{plan.wheel.dist_info}/{n}" for n in ("METADATA", "WHEEL", "RECORD")}
+    if given | written != planned:
+        unplanned = sorted(given - planned) or sorted(planned - given - written)
+        raise BuildError(
+            f"variant {plan.variant.id}: the wheel's .dist-info files differ from the plan's "
+            f"({', '.join(unplanned)}); this is a bug in wheelforge: please report it"
         )
-        shipped = followed(license_file, root, what="license file")
-        files.append((f"{namever}.dist-info/licenses/{Path(rel).as_posix()}", shipped))
-    files.sort()
     return WheelContents(
-        filename=f"{namever}-{tag}.whl",
-        files=tuple(files),
+        filename=f"{pkg.wheel_name}-{plan.wheel.version}-{tag}.whl",
+        files=tuple(sorted((m.path, m.source) for m in members if m.source is not None)),
         metadata=metadata_text(plan),
         wheel=wheel_text(tag),
-        dist_info=f"{namever}.dist-info",
+        dist_info=plan.wheel.dist_info,
         extra=tuple(sorted(extra)),
+    )
+
+
+def _missing(plan: VariantPlan, member: Member) -> str:
+    """The one line of a planned member whose file is not there when the wheel is packed."""
+    head = f"variant {plan.variant.id}: {member.path}, planned into the wheel, is missing"
+    if member.kind == "binary":
+        return (
+            f"{head}: the build made no {member.source} (the link's output); run the build "
+            "again, and report it if it persists"
+        )
+    return (
+        f"{head}: {member.source} was removed after the build was planned; put it back (or "
+        "leave it out of matrix.yaml) and run the build again"
     )
 
 

@@ -28,6 +28,7 @@ from wheelforge.foundation.resources import MemoryLimit
 from wheelforge.planning import reproducible
 from wheelforge.planning.jobcosts import JobCost
 from wheelforge.planning.parallelism import Schedule
+from wheelforge.planning.selection import Member, ProjectFiles
 from wheelforge.planning.variants import Variant
 from wheelforge.toolchain.compilecache import CompileCache
 from wheelforge.toolchain.headerlibs import HeaderLibrary
@@ -60,6 +61,9 @@ class PlanInputs:
     # The matrix's header libraries, found (toolchain/headerlibs.resolve): folders, versions.
     header_libraries: tuple[HeaderLibrary, ...] = ()
     python: Path | None = None  # the build Python: what {python} runs in a generate step
+    # What of the project the wheels carry, found by the build's one walk (selection.py); the
+    # reproducibility twin packs the same files
+    files: ProjectFiles
 
     def twin(self, folder: Path) -> PlanInputs:
         """The inputs of ``--verify-reproducible``'s second build: in *folder*, with no compile
@@ -183,6 +187,10 @@ class WheelPlan:
     package: PackageConfig  # its packages, data, metadata
     requires_python: str
     version: str  # the package's, plus the variant's local label if any (wheel_version)
+    dist_info: str  # its .dist-info folder (selection.dist_info)
+    # every member, sorted by name: the project's files, the shared objects the build makes,
+    # the .dist-info files (selection.wheel_members); the packer writes these and no other
+    members: tuple[Member, ...]
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -27,6 +27,7 @@ from wheelforge.planning import (
     jobcosts,
     reproducible,
     scheduling,
+    selection,
 )
 from wheelforge.planning.abi import Rel
 from wheelforge.planning.abi import flavour as abi_flavour
@@ -350,11 +351,23 @@ def make_plan(
         out_dir=inputs.out_dir / variant.index if variant.index else inputs.out_dir,
         compile=compile_plan,
         links=tuple(links),
-        wheel=WheelPlan(
-            package=matrix.package,
-            requires_python=matrix.requires_python,
-            version=wheel_version(matrix, variant),
-        ),
+        wheel=_wheel_plan(inputs, variant, links),
+    )
+
+
+def _wheel_plan(inputs: PlanInputs, variant: Variant, links: Sequence[LinkPlan]) -> WheelPlan:
+    """The wheel's name parts and every member: the build's project files, each shared object
+    where it lands (an expected output of the build), the .dist-info files."""
+    matrix = inputs.matrix
+    version = wheel_version(matrix, variant)
+    dist_info = selection.dist_info(matrix.package, version)
+    binaries = [(link.wheel_path, link.library) for link in links]
+    return WheelPlan(
+        package=matrix.package,
+        requires_python=matrix.requires_python,
+        version=version,
+        dist_info=dist_info,
+        members=selection.wheel_members(inputs.files, dist_info=dist_info, binaries=binaries),
     )
 
 
@@ -391,6 +404,7 @@ def plan_inputs(
         cache_dir=settings.cache_dir,
         header_libraries=libraries,
         python=settings.python,
+        files=selection.project_files(settings.matrix),
     )
 
 

@@ -1,8 +1,10 @@
 """``wheelforge build --dry-run``: the plan of a build (variants, toolkits, archs, the exact
-compile commands) with nothing compiled, downloaded or written to the build folder."""
+compile commands, every member of each wheel) with nothing compiled, downloaded or written to the
+build folder."""
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,6 +13,7 @@ from wheelforge.configuration.settings import BuildSettings
 from wheelforge.foundation import writers
 from wheelforge.planning import ninjafile
 from wheelforge.planning.planner import plan_all, plan_inputs
+from wheelforge.planning.selection import Member
 from wheelforge.running.build import ninja
 from wheelforge.running.build.prepare import selected
 from wheelforge.toolchain import toolkit
@@ -25,6 +28,9 @@ class PlannedVariant:
     torch: str | None  # the torch compiled against, when known without installing anything
     commands: tuple[str, ...]  # exactly what ninja would run, compile and link
     note: str  # why commands are missing, if they are
+    # the wheel's members as planned (the packer writes these); none where commands are missing
+    members: tuple[Member, ...] = ()
+    project: Path | None = None  # the folder matrix.yaml is in: members' files are named from it
 
 
 def dry_run(settings: BuildSettings) -> list[PlannedVariant]:
@@ -32,13 +38,17 @@ def dry_run(settings: BuildSettings) -> list[PlannedVariant]:
         settings, toolkit.discover(cache=settings.cache_dir, pythons=(settings.python,))
     )
     planned = []
+    inputs = None  # the build's one walk of the project, for every variant planned
     for v in chosen:
-        common = {
-            "variant_id": v.id,
-            "arch_set": v.arch_set.name,
-            "archs": str(v.arch_set),
-            "toolkit": v.choice.describe(),
-        }
+        shown = PlannedVariant(
+            variant_id=v.id,
+            arch_set=v.arch_set.name,
+            archs=str(v.arch_set),
+            toolkit=v.choice.describe(),
+            torch=v.torch,
+            commands=(),
+            note="",
+        )
         note = ""
         if v.choice.toolkit is None:
             note = (
@@ -48,13 +58,22 @@ def dry_run(settings: BuildSettings) -> list[PlannedVariant]:
             # Unstable ABI: the compile flags come from an environment holding exactly that torch.
             note = f"torch {v.torch}'s build environment is made (or reused) first"
         if note:
-            planned.append(PlannedVariant(**common, torch=v.torch, commands=(), note=note))
+            planned.append(dataclasses.replace(shown, note=note))
             continue
         # No compile cache; a PyPI header library is named where it will be, not downloaded.
-        [plan] = plan_all(settings, [v], plan_inputs(settings, download=False))
+        inputs = inputs or plan_inputs(settings, download=False)
+        [plan] = plan_all(settings, [v], inputs)
         with tempfile.TemporaryDirectory(prefix="wheelforge-dry-run-") as tmp:
             # The build.ninja the build would write, rendered elsewhere: ninja lists its commands.
             writers.write_atomic(Path(tmp) / "build.ninja", ninjafile.render(plan))
             commands = tuple(ninja.commands(Path(tmp)))
-        planned.append(PlannedVariant(**common, torch=plan.torch.label, commands=commands, note=""))
+        planned.append(
+            dataclasses.replace(
+                shown,
+                torch=plan.torch.label,
+                commands=commands,
+                members=plan.wheel.members,
+                project=plan.project,
+            )
+        )
     return planned
