@@ -18,7 +18,7 @@ from tests.integration.helpers import needs_nvcc, only_wheel, wheelforge
 from wheelforge.configuration.archs import parse_arch_list
 from wheelforge.configuration.importers.setupcapture import CaptureContext, capture_setup
 from wheelforge.configuration.matrix.reader import load_matrix
-from wheelforge.foundation.errors import ToolError
+from wheelforge.foundation.errors import EnvironmentProblem, ToolError
 
 
 def archs(text: str) -> tuple[object, ...]:
@@ -212,8 +212,15 @@ def test_the_stand_in_torch_says_which_name_it_lacks(tmp_path: Path) -> None:
     (tmp_path / "setup.py").write_text(
         "from setuptools import setup\nfrom torch.utils.cpp_extension import _no_such_helper\nsetup()\n"
     )
-    with pytest.raises(ToolError, match="_no_such_helper"):
+    with pytest.raises(EnvironmentProblem) as err:
         capture_setup(tmp_path, context())
+    # One line naming setup.py's line and the name; the stand-in's lookup is no traceback of
+    # the project's.
+    assert err.value.message.startswith(
+        f"{tmp_path / 'setup.py'} line 2 asks for torch.utils.cpp_extension._no_such_helper, "
+        "which wheelforge init's stand-in torch lacks"
+    )
+    assert err.value.details is None and err.value.exit_code == 5
 
 
 # -- the real torch, the command line, and a build of what init wrote -------------------------------

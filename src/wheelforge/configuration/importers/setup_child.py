@@ -13,7 +13,8 @@ torch: the build Python's, when it imports. A CPU build of torch is shown to set
 CUDA build wheelforge compiles against (``torch.version.cuda``, the ``+cuXYZ`` label,
 ``CUDA_HOME``: the toolkit the parent found), since that is what the wheel is built with; the
 GPU stays as it is (none here: ``torch.cuda.is_available()`` is false). Without torch, a
-stand-in ``torch`` package answers what setup.py files ask at that stage (version, CUDA home,
+stand-in ``torch`` package (capture_standin.py) answers what setup.py files ask at that stage
+as an installed torch would (its module spec, its distribution's metadata, version, CUDA home,
 ``torch.utils.cpp_extension``'s names) and records any name it lacks.
 
 Run by setupcapture.py as ``python setup_child.py CONTEXT.json``; it writes its findings as JSON
@@ -343,6 +344,9 @@ def _run(setup: str) -> None:
                 "traceback": "",
             }
     except BaseException as exc:
+        # What it was raised from (a RuntimeError of the project's own, raised while an
+        # ImportError was handled): the parent tells a name the stand-in torch lacks by it.
+        cause = exc.__cause__ or exc.__context__
         RECORD["error"] = {
             "type": type(exc).__name__,
             "message": str(exc)[:2000],
@@ -350,6 +354,9 @@ def _run(setup: str) -> None:
             "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[
                 -6000:
             ],
+            "cause": None
+            if cause is None
+            else {"type": type(cause).__name__, "message": str(cause)[:2000]},
         }
 
 
@@ -390,7 +397,9 @@ def main(context_path: str) -> int:
         return 0
     if _CONTEXT.get("stand_in") or not _real_torch():
         standin = _sibling("capture_standin")
-        _patch_cpp_extension(standin.install(_CONTEXT, RECORD, _REAL_OPEN, _cuda_label()))
+        _patch_cpp_extension(
+            standin.install(_CONTEXT, RECORD, _REAL_OPEN, _cuda_label(), where=_where)
+        )
     original = RECORD.pop("ninja_writer", None)
     guards = _sibling("capture_guards").Guards(RECORD, _CONTEXT["root"], _where, skip=(_THIS,))
     guards.install()

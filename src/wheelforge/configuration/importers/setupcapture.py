@@ -22,9 +22,13 @@ from typing import Any
 from wheelforge.configuration.importers import generators
 from wheelforge.configuration.importers.captured import CapturedBuild
 from wheelforge.configuration.importers.setuppy import parse_setup_py
-from wheelforge.configuration.importers.setuprecord import read_record
+from wheelforge.configuration.importers.setuprecord import (
+    read_record,
+    shown_name,
+    stand_in_misses,
+)
 from wheelforge.foundation import fence, log, proc, readers, writers
-from wheelforge.foundation.errors import ToolError
+from wheelforge.foundation.errors import EnvironmentProblem, ToolError, WheelforgeError
 
 CHILD = Path(__file__).with_name("setup_child.py")
 # A setup.py that neither ends nor fails within this is stopped (FlashAttention-3's, torch
@@ -157,8 +161,52 @@ def _what_failed(record: dict[str, Any]) -> str:
     return f"{kind}" + (f" (it printed: {said})" if said else "")
 
 
-def _failure(root: Path, record: dict[str, Any]) -> ToolError:
+def _asked_of_stand_in(
+    error: dict[str, Any] | None, record: dict[str, Any]
+) -> tuple[str, str] | None:
+    """The name the stand-in torch lacks that *error* is about (a lookup's AttributeError,
+    ImportError or ModuleNotFoundError names it), with the line that asked; None when setup.py
+    saw the real torch or *error* is about something else."""
+    torch = record.get("torch") or {}
+    if not error or torch.get("real", True) or error.get("type") not in _LOOKUP_ERRORS:
+        return None
+    message = str(error.get("message") or "")
+    for name, where in reversed(stand_in_misses(record)):
+        token = name.removeprefix("import ")
+        if token in message or f"'{token.rpartition('.')[2]}'" in message:
+            return name, where
+    return None
+
+
+# How Python says a name is not there: what a setup.py asking the stand-in torch for a name it
+# lacks fails with.
+_LOOKUP_ERRORS = ("AttributeError", "ImportError", "ModuleNotFoundError")
+
+
+def _lacking_torch(root: Path, record: dict[str, Any], name: str, where: str) -> WheelforgeError:
+    """One line, no traceback (the traceback is of the stand-in's lookup, not of the project):
+    which line asked for what, and the two ways on."""
+    file, _, line = (where or "setup.py").partition(":")
+    asked = shown_name(name)
+    python = context_python(record)
+    if (record.get("torch") or {}).get("forced"):
+        why = "init was told to show setup.py the stand-in"
+    elif record.get("torch_error"):
+        why = f"{python}'s torch does not import: {record['torch_error']}"
+    else:
+        why = f"{python} has no torch"
+    return EnvironmentProblem(
+        f"{root / file}{' line ' + line if line else ''} asks for {asked}, which wheelforge "
+        f"init's stand-in torch lacks ({why}); install torch there or pass --python with a "
+        "Python that has it, or read setup.py without running it: 'wheelforge init --no-run'"
+    )
+
+
+def _failure(root: Path, record: dict[str, Any]) -> WheelforgeError:
     error = record["error"] or {}
+    asked = _asked_of_stand_in(error, record)
+    if asked is not None:
+        return _lacking_torch(root, record, *asked)
     where = error.get("where") or "setup.py"
     file, _, line = where.partition(":")
     message = f"{root / file} failed{' at line ' + line if line else ''}: {_what_failed(record)}"
@@ -183,6 +231,14 @@ def _failure(root: Path, record: dict[str, Any]) -> ToolError:
         fix = (
             "fix what it needs (an environment variable, a submodule, a package in --python), or "
             "read it without running it: 'wheelforge init --no-run'"
+        )
+    raised_from = _asked_of_stand_in(error.get("cause"), record)
+    if raised_from is not None:  # its own words (a RuntimeError raised from an ImportError)
+        name, at = raised_from
+        fix += (
+            f" (it had asked wheelforge init's stand-in torch for {shown_name(name)}"
+            f"{' at ' + at if at else ''}, "
+            "which it lacks: pass --python with a Python that has torch)"
         )
     # A bare sys.exit(1) has no traceback: what setup.py printed before it says why.
     shown = text if error.get("traceback") else record.get("output") or text

@@ -458,10 +458,10 @@ def read_record(root: Path, record: Mapping[str, Any], *, front_door: FrontDoor)
             f"the build Python has no torch: setup.py saw wheelforge's stand-in torch {torch['version']}"
             + (f" ({record['torch_error']})" if record.get("torch_error") else "")
         )
-    for name in dict.fromkeys(record.get("stub_missing") or []):
+    for name, where in stand_in_misses(record):
         reading.hand.append(
-            f"setup.py asked for {name}, which the stand-in torch lacks; pass --python with a "
-            "Python that has torch"
+            f"{where or 'setup.py'} asked for {shown_name(name)}, which the stand-in torch lacks (it went "
+            "on without it); pass --python with a Python that has torch to see what it does then"
         )
     reading.done += generators.writes_said(record)
     return CapturedBuild(
@@ -481,3 +481,23 @@ def read_record(root: Path, record: Mapping[str, Any], *, front_door: FrontDoor)
         hand=tuple(reading.hand + steps.hand) + generated_sources.hand,
         done=tuple(reading.done + steps.done) + generated_sources.done,
     )
+
+
+def stand_in_misses(record: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The names setup.py asked of the stand-in torch that it lacks, each once, with the line
+    that first asked (``setup.py:12``; "" where no line of the project's was on the stack)."""
+    seen: dict[str, str] = {}
+    for item in record.get("stub_missing") or []:
+        name, where = (
+            (str(item.get("name")), str(item.get("where") or ""))
+            if isinstance(item, dict)
+            else (str(item), "")
+        )
+        seen.setdefault(name, where)
+    return list(seen.items())
+
+
+def shown_name(name: str) -> str:
+    """A name the stand-in lacks, as the screen says it: ``the module torch.nn`` for an import,
+    ``torch.cuda.nccl`` for an attribute."""
+    return f"the module {name.removeprefix('import ')}" if name.startswith("import ") else name
