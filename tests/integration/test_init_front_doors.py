@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from tests.integration.helpers import needs_nvcc, only_wheel, wheelforge
+from wheelforge.adoption.doors.setupcapture import CaptureContext, capture_setup
 from wheelforge.configuration.archs import parse_arch_list
-from wheelforge.configuration.importers.setupcapture import CaptureContext, capture_setup
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation.errors import ToolError
 

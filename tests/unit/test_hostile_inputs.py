@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from wheelforge.adoption.doors.setuppy import scan_setup_py
+from wheelforge.adoption.doors.setuprecord import read_record
 from wheelforge.binaries import bounded
 from wheelforge.binaries.fatbin import FatbinEntry
-from wheelforge.configuration.importers.setuppy import scan_setup_py
-from wheelforge.configuration.importers.setuprecord import read_record
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation import proc
 from wheelforge.foundation.document import iter_json, to_document

@@ -12,17 +12,18 @@ from pathlib import Path
 import pytest
 import yaml
 
-from wheelforge.configuration.archs import parse_arch_list
-from wheelforge.configuration.importers import buildtoml, generators, writer
-from wheelforge.configuration.importers.captured import (
+from wheelforge.adoption.doors import buildtoml, generators
+from wheelforge.adoption.doors.setuprecord import read_record
+from wheelforge.adoption.record.captured import (
     CapturedBuild,
     CapturedExtension,
     CapturedSource,
     CapturedStep,
     ProjectMetadata,
 )
-from wheelforge.configuration.importers.setuprecord import read_record
-from wheelforge.configuration.importers.writer import InitChoices, render
+from wheelforge.adoption.writer import matrixfile
+from wheelforge.adoption.writer.matrixfile import InitChoices, render
+from wheelforge.configuration.archs import parse_arch_list
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation import gitfiles
 from wheelforge.foundation.errors import ConfigError
@@ -510,7 +511,7 @@ def test_a_pyinit_only_windows_compiles_makes_no_module_and_two_strings_name_the
     data, _ = written(build, torch=("2.13.0",))
     assert data["extension"]["kind"] == "library"  # type: ignore[index]
     assert "module-init" not in data["extension"]  # type: ignore[operator]
-    assert writer.linux_text("#if defined(_WIN32)\nA\n#elif X\nB\n#endif\nC") == "B\nC"
+    assert matrixfile.linux_text("#if defined(_WIN32)\nA\n#elif X\nB\n#endif\nC") == "B\nC"
 
 
 def test_no_cuda_anywhere_is_said_once_for_the_build_not_per_extension(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
-"""``wheelforge init``: a project's build captured through its front door (configuration/
-importers/), with what this machine knows (the toolkit a build would use, the build Python and
+"""``wheelforge init``: a project's build captured through its front door (adoption/
+doors/), with what this machine knows (the toolkit a build would use, the build Python and
 its torch), written as matrix.yaml by the one writer.
 
 Which front door: ``--from`` names one; else a kernel-builder ``build.toml``, else ``setup.py``
@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from wheelforge.configuration.importers import buildtoml, cmake, setupcapture, sourcescan
-from wheelforge.configuration.importers.captured import CapturedBuild
-from wheelforge.configuration.importers.staticsetup import read_setup
-from wheelforge.configuration.importers.writer import InitChoices, InitResult, abi_of, render
+from wheelforge.adoption.doors import buildtoml, cmake, setupcapture, sourcescan
+from wheelforge.adoption.doors.staticsetup import read_setup
+from wheelforge.adoption.record.captured import CapturedBuild
+from wheelforge.adoption.writer.matrixfile import InitChoices, InitResult, abi_of, render
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation import fence, fsutil, log, readers, removal, writers
 from wheelforge.foundation.errors import ConfigError, EnvironmentProblem, ToolError

@@ -1,10 +1,10 @@
 """The setup.py front door: the project's setup.py run in a child process of the build Python
-(setup_child.py, through foundation/proc with a deadline), recording what ``setup()`` and the
+(child/setup_child.py, through foundation/proc with a deadline), recording what ``setup()`` and the
 Extension classes are given; setuprecord.py reads the record into a CapturedBuild.
 
 The child runs the user's own code, inside the sandbox of foundation/fence.py (the project and
 the run's scratch folder the only writable places, no network, every process it starts ended
-with it); the child's own guards (capture_guards.py) record what it tried, with its line, for
+with it); the child's own guards (child/capture_guards.py) record what it tried, with its line, for
 the screen. init says so on the screen, and ``--no-run`` reads setup.py without running it
 instead (staticsetup.py)."""
 
@@ -19,14 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from wheelforge.configuration.importers import generators
-from wheelforge.configuration.importers.captured import CapturedBuild
-from wheelforge.configuration.importers.setuppy import parse_setup_py
-from wheelforge.configuration.importers.setuprecord import read_record
+from wheelforge.adoption.child import SCRIPT as CHILD
+from wheelforge.adoption.doors import generators
+from wheelforge.adoption.doors.setuppy import parse_setup_py
+from wheelforge.adoption.doors.setuprecord import read_record
+from wheelforge.adoption.record.captured import CapturedBuild
 from wheelforge.foundation import fence, log, proc, readers, writers
 from wheelforge.foundation.errors import ToolError
 
-CHILD = Path(__file__).with_name("setup_child.py")
 # A setup.py that neither ends nor fails within this is stopped (FlashAttention-3's, torch
 # imported, takes a few seconds; one that waits on the network would wait forever).
 DEADLINE_S = 300.0

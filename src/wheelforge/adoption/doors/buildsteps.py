@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from wheelforge.configuration.importers.captured import CapturedExtension, GeneratedFile, Refusal
+from wheelforge.adoption.record.captured import CapturedExtension, GeneratedFile, Refusal
 from wheelforge.foundation import readers
 
 # A line of setup.py that fetches something (a prebuilt wheel, a toolkit, a submodule).

@@ -14,17 +14,9 @@ from typing import Any
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from wheelforge.configuration.archs import ArchSpec
-from wheelforge.configuration.importers import generators, packagedata
-from wheelforge.configuration.importers.buildsteps import BuildSteps, ninja_rules
-from wheelforge.configuration.importers.captured import (
-    CapturedBuild,
-    CapturedExtension,
-    CapturedSource,
-    FrontDoor,
-    ProjectMetadata,
-)
-from wheelforge.configuration.importers.flags import (
+from wheelforge.adoption.doors import generators, packagedata
+from wheelforge.adoption.doors.buildsteps import BuildSteps, ninja_rules
+from wheelforge.adoption.doors.flags import (
     LIBRARY_FLAGS,
     SortedFlags,
     arch_text,
@@ -32,8 +24,16 @@ from wheelforge.configuration.importers.flags import (
     sort_flags,
     split_folders,
 )
-from wheelforge.configuration.importers.projectpaths import ProjectPaths, rel_to
-from wheelforge.configuration.importers.testsuite import find_tests
+from wheelforge.adoption.doors.projectpaths import ProjectPaths, rel_to
+from wheelforge.adoption.doors.testsuite import find_tests
+from wheelforge.adoption.record.captured import (
+    CapturedBuild,
+    CapturedExtension,
+    CapturedSource,
+    FrontDoor,
+    ProjectMetadata,
+)
+from wheelforge.configuration.archs import ArchSpec
 from wheelforge.foundation.errors import ConfigError
 
 _DEFINE_RE = re.compile(r"^-[DU]\w")

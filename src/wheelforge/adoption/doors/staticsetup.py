@@ -7,9 +7,9 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from wheelforge.configuration.importers.captured import CapturedBuild
-from wheelforge.configuration.importers.setuppy import scan_setup_py
-from wheelforge.configuration.importers.setuprecord import read_record
+from wheelforge.adoption.doors.setuppy import scan_setup_py
+from wheelforge.adoption.doors.setuprecord import read_record
+from wheelforge.adoption.record.captured import CapturedBuild
 
 
 def read_setup(root: Path) -> CapturedBuild:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from wheelforge.configuration.importers.captured import (
+from wheelforge.adoption.record.captured import (
     CapturedExtension,
     CapturedSource,
     CapturedStep,

@@ -1,0 +1,1 @@
+"""init's typed record: what every front door gives the writer (captured.py)."""
