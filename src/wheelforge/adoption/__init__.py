@@ -7,7 +7,9 @@
 - child/: what runs inside the sandboxed setup.py child, in the build Python (setup_child.py
   and the files it loads by path: its guards, its stand-in torch, its package-data listing);
   it imports nothing from wheelforge;
-- record/: the CapturedBuild every door gives (record/captured.py);
+- record/: the typed records: the child's JSON document parsed and checked once
+  (record/setuprun.py: a SetupRun, also what the static reading gives), and the CapturedBuild
+  every door gives;
 - writer/: the CapturedBuild as a commented matrix.yaml (writer/matrixfile.py), read back by
   load_matrix before it is written.
 

@@ -1,6 +1,7 @@
 """The setup.py front door: the project's setup.py run in a child process of the build Python
 (child/setup_child.py, through foundation/proc with a deadline), recording what ``setup()`` and the
-Extension classes are given; setuprecord.py reads the record into a CapturedBuild.
+Extension classes are given; record/setuprun.py parses the child's record (a SetupRun) and
+setuprecord.py reads it into a CapturedBuild.
 
 The child runs the user's own code, inside the sandbox of foundation/fence.py (the project and
 the run's scratch folder the only writable places, no network, every process it starts ended
@@ -23,8 +24,10 @@ from wheelforge.adoption.child import SCRIPT as CHILD
 from wheelforge.adoption.doors import generators
 from wheelforge.adoption.doors.setuppy import parse_setup_py
 from wheelforge.adoption.doors.setuprecord import read_record
+from wheelforge.adoption.record import setuprun
 from wheelforge.adoption.record.captured import CapturedBuild
-from wheelforge.foundation import fence, log, proc, readers, writers
+from wheelforge.adoption.record.setuprun import SetupRun
+from wheelforge.foundation import fence, log, proc, writers
 from wheelforge.foundation.errors import ToolError
 
 # A setup.py that neither ends nor fails within this is stopped (FlashAttention-3's, torch
@@ -55,8 +58,8 @@ def run_setup(
     generator: dict[str, Any] | None = None,
     *,
     writable: tuple[Path, ...] = (),
-) -> dict[str, Any]:
-    """The child's record for *root*/setup.py (the raw JSON document); with *generator*
+) -> SetupRun:
+    """The child's record for *root*/setup.py, parsed (record/setuprun.py); with *generator*
     (``{"argv": [python, script, ...], "cwd": folder}``), that script run alone instead. The
     child runs fenced (--sandbox): *root*, its scratch folder and *writable* the only places
     it can write."""
@@ -117,16 +120,19 @@ def run_setup(
                 + "; read it without running it with 'wheelforge init --no-run'",
                 details=proc.tail(result.stdout + result.stderr) or None,
             )
-        record: dict[str, Any] = json.loads(readers.read_text(out, cap=readers.STATE_CAP))
-    record["output"] = result.stdout + result.stderr
-    record["stderr"] = result.stderr
-    record["root"], record["setup"] = str(root.resolve()), "setup.py"
-    record["python"] = str(context.python)
-    return record
+        record = setuprun.load(out)
+    return dataclasses.replace(
+        record,
+        output=result.stdout + result.stderr,
+        stderr=result.stderr,
+        root=str(root.resolve()),
+        setup_file="setup.py",
+        python=str(context.python),
+    )
 
 
-def context_python(record: dict[str, Any]) -> str:
-    return str(record.get("python") or "the build Python")
+def context_python(record: SetupRun) -> str:
+    return record.python or "the build Python"
 
 
 # A traceback's own lines, which are not what the script said.
@@ -143,26 +149,26 @@ def last_words(output: str) -> str | None:
     return None
 
 
-def _what_failed(record: dict[str, Any]) -> str:
+def _what_failed(record: SetupRun) -> str:
     """setup.py's own words for its failure: the exception and its message, or, for a bare
     ``sys.exit(1)`` or an exception without a message, the last line it printed (stderr first)."""
-    error = record["error"] or {}
-    kind, message = error.get("type"), str(error.get("message") or "").strip()
+    error = record.error or setuprun.SetupFailure()
+    kind, message = error.type, error.message.strip()
     exit_code = kind == "SystemExit" and (not message or message.lstrip("-").isdigit())
     if message and not exit_code:
         return f"{kind}: {message}"
-    said = last_words(record.get("stderr") or "") or last_words(record.get("output") or "")
+    said = last_words(record.stderr) or last_words(record.output)
     if exit_code:
         return f"sys.exit({message or ''})" + (f" after printing: {said}" if said else "")
     return f"{kind}" + (f" (it printed: {said})" if said else "")
 
 
-def _failure(root: Path, record: dict[str, Any]) -> ToolError:
-    error = record["error"] or {}
-    where = error.get("where") or "setup.py"
+def _failure(root: Path, record: SetupRun) -> ToolError:
+    error = record.error or setuprun.SetupFailure()
+    where = error.where or "setup.py"
     file, _, line = where.partition(":")
     message = f"{root / file} failed{' at line ' + line if line else ''}: {_what_failed(record)}"
-    text = error.get("traceback", "") or error.get("message", "")
+    text = error.traceback or error.message
     if "No module named 'setuptools'" in text:
         return ToolError(
             f"{root / 'setup.py'} needs setuptools, which {context_python(record)} lacks (pip installs it "
@@ -185,7 +191,7 @@ def _failure(root: Path, record: dict[str, Any]) -> ToolError:
             "read it without running it: 'wheelforge init --no-run'"
         )
     # A bare sys.exit(1) has no traceback: what setup.py printed before it says why.
-    shown = text if error.get("traceback") else record.get("output") or text
+    shown = text if error.traceback else record.output or text
     return ToolError(f"{message}; {fix}", details=_shown_traceback(shown) or None)
 
 
@@ -217,13 +223,13 @@ def check_parses(root: Path) -> None:
 def capture_setup(root: Path, context: CaptureContext) -> CapturedBuild:
     check_parses(root)
     record = run_setup(root, context)
-    if not record["setup_calls"]:
-        if record.get("error"):
+    if record.setup is None:
+        if record.error is not None:
             raise _failure(root, record)
         raise ToolError(
             f"{root / 'setup.py'} ran to its end without calling setup(); "
             "read it without running it with 'wheelforge init --no-run'",
-            details=proc.tail(record.get("output", "")) or None,
+            details=proc.tail(record.output) or None,
         )
     build = read_record(root, record, front_door="setup.py")
     return _generated_missing(root, context, build) if build.missing else build
@@ -243,9 +249,9 @@ def _generated_missing(root: Path, context: CaptureContext, build: CapturedBuild
             argv = [str(context.python), str(root / script), option, str(out)]
             record = run_setup(root, context, {"argv": argv, "cwd": str(root)}, writable=(out,))
             written = [
-                Path(item["path"]).relative_to(out).as_posix()
-                for item in record.get("written") or []
-                if Path(item["path"]).is_relative_to(out)
+                Path(item.path).relative_to(out).as_posix()
+                for item in record.written
+                if Path(item.path).is_relative_to(out)
             ]
         found = generators.from_trial(
             build.missing,
