@@ -58,7 +58,7 @@ CHILD_DOCUMENT: dict[str, object] = {
     ],
     "generators": [{"argv": ["python", "gen.py", "-o", "out"], "cwd": "/p", "script": "gen.py",
                     "where": "setup.py:30", "exit": 0}],
-    "stub_missing": ["torch.utils.cpp_extension.ROCM_HOME"],
+    "stub_missing": ["torch.utils.cpp_extension.ROCM_HOME", {"name": "import torch.nn", "where": "setup.py:9"}],
     "torch": {"version": "2.10.0", "real": False, "cuda": "13.0"},
     "torch_nvcc_flags": ["-D__CUDA_NO_HALF_OPERATORS__"],
     "ninja": {"demo._C": "ninja_required_version = 1.3\n"},
@@ -66,7 +66,8 @@ CHILD_DOCUMENT: dict[str, object] = {
     "build_ext_options": [{"class": "BuildExtension", "where": "setup.py:50",
                            "options": {"extra_files": {"lib.json": "{}"}}}],
     "package_files": ["src/demo/a.json"],
-    "error": None,
+    "error": {"type": "RuntimeError", "message": "no GPU", "where": "setup.py:60", "traceback": "",
+              "cause": {"type": "ImportError", "message": "cannot import name 'nn'"}},
 }  # fmt: skip
 
 
@@ -89,7 +90,14 @@ def test_the_childs_document_is_one_typed_record() -> None:
     assert run.torch is not None and (run.torch.version, run.torch.real) == ("2.10.0", False)
     assert dict(run.ninja) == {"demo._C": "ninja_required_version = 1.3\n"}
     assert run.build_ext_options[0].options == (("extra_files", {"lib.json": "{}"}),)
-    assert run.package_files == ("src/demo/a.json",) and run.error is None
+    assert run.package_files == ("src/demo/a.json",)
+    # A name the stand-in lacks: as a name (before), or with the line that asked for it.
+    assert [(m.name, m.where) for m in run.stub_missing] == [
+        ("torch.utils.cpp_extension.ROCM_HOME", ""),
+        ("import torch.nn", "setup.py:9"),
+    ]
+    assert run.error is not None and run.error.cause is not None
+    assert (run.error.where, run.error.cause.type) == ("setup.py:60", "ImportError")
 
 
 def test_a_list_of_compile_args_is_both_compilers_and_absent_keys_take_defaults() -> None:
@@ -114,7 +122,8 @@ def test_a_list_of_compile_args_is_both_compilers_and_absent_keys_take_defaults(
         ({"written": [{"path": "/p/x", "entry": {"args": "x"}}]}, "written[0].entry.args is 'x'"),
         ({"torch": {"real": True}}, "torch.version is None, where a version belongs"),
         ({"cmdclass": [{"name": "build"}]}, "cmdclass[0].class is None"),
-        ({"stub_missing": [1]}, "stub_missing is [1], where a list of strings belongs"),
+        ({"stub_missing": [1]}, "stub_missing[0] is 1, where an object belongs"),
+        ({"error": {"cause": "x"}}, "error.cause is 'x', where an object belongs"),
         ({"setup_calls": "setup"}, "setup_calls is 'setup', where a list belongs"),
         ([], "the document is [], where an object belongs"),
     ],

@@ -18,7 +18,6 @@ import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from wheelforge.adoption.child import SCRIPT as CHILD
 from wheelforge.adoption.doors import generators
@@ -52,15 +51,23 @@ class CaptureContext:
     sandbox: fence.Choice = "auto"  # --sandbox
 
 
+@dataclass(frozen=True, kw_only=True)
+class GeneratorTrial:
+    """A project script the child runs alone instead of setup.py (a generator candidate)."""
+
+    argv: tuple[str, ...]  # python, the script, its arguments
+    cwd: Path
+
+
 def run_setup(
     root: Path,
     context: CaptureContext,
-    generator: dict[str, Any] | None = None,
+    generator: GeneratorTrial | None = None,
     *,
     writable: tuple[Path, ...] = (),
 ) -> SetupRun:
-    """The child's record for *root*/setup.py, parsed (record/setuprun.py); with *generator*
-    (``{"argv": [python, script, ...], "cwd": folder}``), that script run alone instead. The
+    """The child's record for *root*/setup.py, parsed (record/setuprun.py); with *generator*,
+    that script run alone instead. The
     child runs fenced (--sandbox): *root*, its scratch folder and *writable* the only places
     it can write."""
     kind = fence.choose(context.sandbox, what=str(root / "setup.py"))
@@ -75,7 +82,9 @@ def run_setup(
             "cuda_version": context.cuda_version,
             "torch_version": context.torch_version,
             "stand_in": context.stand_in,
-            "generator": generator,
+            "generator": None
+            if generator is None
+            else {"argv": list(generator.argv), "cwd": str(generator.cwd)},
         }
         writers.write_atomic(Path(tmp) / "context.json", json.dumps(given))
         # Deterministic set and dict order in setup.py (a list built from a set); its
@@ -246,8 +255,10 @@ def _generated_missing(root: Path, context: CaptureContext, build: CapturedBuild
         )
         with tempfile.TemporaryDirectory(prefix="wheelforge-gen-") as tmp:
             out = Path(tmp).resolve()
-            argv = [str(context.python), str(root / script), option, str(out)]
-            record = run_setup(root, context, {"argv": argv, "cwd": str(root)}, writable=(out,))
+            trial = GeneratorTrial(
+                argv=(str(context.python), str(root / script), option, str(out)), cwd=root
+            )
+            record = run_setup(root, context, trial, writable=(out,))
             written = [
                 Path(item.path).relative_to(out).as_posix()
                 for item in record.written

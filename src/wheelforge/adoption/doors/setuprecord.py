@@ -375,7 +375,7 @@ def read_record(root: Path, record: SetupRun, *, front_door: FrontDoor) -> Captu
             f"the build Python has no torch: setup.py saw wheelforge's stand-in torch {torch.version}"
             + (f" ({record.torch_error})" if record.torch_error else "")
         )
-    for name in dict.fromkeys(record.stub_missing):
+    for name in dict.fromkeys(miss.name for miss in record.stub_missing):
         reading.hand.append(
             f"setup.py asked for {name}, which the stand-in torch lacks; pass --python with a "
             "Python that has torch"

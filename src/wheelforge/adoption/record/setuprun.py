@@ -323,6 +323,15 @@ class TorchSeen:
     real: bool  # the build Python's torch (False: the stand-in)
     cuda: str | None = None
     shown_as: str | None = None  # a CPU build shown as this CUDA build
+    forced: bool = False  # the stand-in though the build Python has torch (--stand-in)
+
+
+@dataclass(frozen=True, kw_only=True)
+class StandInMiss:
+    """A name setup.py asked of the stand-in torch that it lacks, and the line that asked."""
+
+    name: str  # torch.utils.cpp_extension.ROCM_HOME, "import torch.nn"
+    where: str = ""  # setup.py:12, or "" where no line of the project's was on the stack
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -333,6 +342,7 @@ class SetupFailure:
     message: str = ""
     where: str = ""  # setup.py:12
     traceback: str = ""
+    cause: SetupFailure | None = None  # what it was raised from (type and message)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -347,7 +357,7 @@ class SetupRun:
     writes: tuple[str, ...] = ()  # files setup.py wrote, relative to the project
     written: tuple[Written, ...] = ()
     generators: tuple[GeneratorRun, ...] = ()
-    stub_missing: tuple[str, ...] = ()  # names setup.py asked of the stand-in torch
+    stub_missing: tuple[StandInMiss, ...] = ()
     torch: TorchSeen | None = None
     torch_error: str | None = None  # why the build Python's torch did not import
     torch_nvcc_flags: tuple[str, ...] = ()  # what BuildExtension puts before nvcc's flags
@@ -387,6 +397,24 @@ class _Document:
         if not isinstance(value, dict):
             raise self.malformed(where, value, "an object")
         return value
+
+    def values(self, data: Mapping[str, object], key: str) -> list[object]:
+        value = data.get(key)
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise self.malformed(key, value, "a list")
+        return value
+
+    def miss(self, value: object, where: str) -> StandInMiss:
+        """A name the stand-in lacks: its name, or (with the line that asked) a name and where."""
+        if isinstance(value, str):
+            return StandInMiss(name=value)
+        item = self.table(value, where)
+        return StandInMiss(
+            name=self.required(item, "name", f"{where}."),
+            where=self.text(item, "where", f"{where}."),
+        )
 
     def items(self, data: Mapping[str, object], key: str, where: str) -> list[Mapping[str, object]]:
         value = data.get(key)
@@ -454,7 +482,10 @@ class _Document:
                 self.generator(g, f"generators[{i}].")
                 for i, g in enumerate(self.items(data, "generators", ""))
             ),
-            stub_missing=self.texts(data, "stub_missing", ""),
+            stub_missing=tuple(
+                self.miss(m, f"stub_missing[{i}]")
+                for i, m in enumerate(self.values(data, "stub_missing"))
+            ),
             torch=self.torch(self.table(torch, "torch")) if torch is not None else None,
             torch_error=self.optional(data, "torch_error", ""),
             torch_nvcc_flags=self.texts(data, "torch_nvcc_flags", ""),
@@ -531,15 +562,19 @@ class _Document:
             real=bool(data.get("real")),
             cuda=self.optional(data, "cuda", "torch."),
             shown_as=self.optional(data, "shown_as", "torch."),
+            forced=bool(data.get("forced")),
         )
 
-    def failure(self, data: Mapping[str, object]) -> SetupFailure:
-        kind = data.get("type")
+    def failure(self, data: Mapping[str, object], where: str = "error.") -> SetupFailure:
+        kind, cause = data.get("type"), data.get("cause")
         return SetupFailure(
             type=kind if isinstance(kind, str) else None,
             message=str(data.get("message") or ""),
-            where=self.text(data, "where", "error."),
-            traceback=self.text(data, "traceback", "error."),
+            where=self.text(data, "where", where),
+            traceback=self.text(data, "traceback", where),
+            cause=self.failure(self.table(cause, f"{where}cause"), f"{where}cause.")
+            if cause is not None
+            else None,
         )
 
 
