@@ -129,7 +129,7 @@ def run_setup(
                 + "; read it without running it with 'wheelforge init --no-run'",
                 details=proc.tail(result.stdout + result.stderr) or None,
             )
-        record = setuprun.load(out)
+        record = setuprun.load(out, source=f"{root / 'setup.py'} (its run's record)")
     return dataclasses.replace(
         record,
         output=result.stdout + result.stderr,

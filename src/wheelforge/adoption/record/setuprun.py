@@ -586,14 +586,15 @@ def parse(document: object, *, source: str = "the setup.py child's record") -> S
     return reader.run(reader.table(document, "the document"))
 
 
-def load(path: Path) -> SetupRun:
-    """The child's record file, read through the bounded reader and parsed."""
+def load(path: Path, *, source: str | None = None) -> SetupRun:
+    """The child's record file, read through the bounded reader and parsed; *source* names it
+    in an error (the file itself is temporary)."""
     text = readers.read_text(path, cap=readers.STATE_CAP)
     try:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
         raise MalformedRecord(
-            f"{path}: the record init's setup.py child wrote is not JSON ({exc}); read setup.py "
+            f"{source or path}: the record init's setup.py child wrote is not JSON ({exc}); read setup.py "
             "without running it with 'wheelforge init --no-run'"
         ) from None
-    return parse(document, source=str(path))
+    return parse(document, source=source or str(path))
