@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from wheelforge.configuration.importers.setupcapture import CaptureContext, capture_setup
+from wheelforge.adoption.doors.setupcapture import CaptureContext, capture_setup
 
 
 def main(root: Path, env: tuple[tuple[str, str], ...]) -> None:

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from tests.integration.helpers import needs_nvcc, only_wheel, wheelforge
-from wheelforge.configuration.importers.setupcapture import CaptureContext, capture_setup
+from wheelforge.adoption.doors.setupcapture import CaptureContext, capture_setup
 from wheelforge.foundation.errors import ToolError
 
 # causal-conv1d's shape: this_dir absolute, include_dirs as Path objects, a -gencode list made

@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from tests.integration.helpers import needs_nvcc, only_wheel, wheelforge
+from wheelforge.adoption.doors.setupcapture import CaptureContext, capture_setup
 from wheelforge.configuration.archs import parse_arch_list
-from wheelforge.configuration.importers.setupcapture import CaptureContext, capture_setup
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation.errors import EnvironmentProblem, ToolError
 
@@ -576,3 +576,27 @@ def test_a_pypi_projects_package_data_and_licenses_match_its_setuptools_wheel(
     assert ours == {n for n in names if ".dist-info/" not in n}
     assert licenses == {n for n in names if ".dist-info/licenses/" in n} == {
         "certifi-2025.8.3.dist-info/licenses/LICENSE"}  # fmt: skip
+
+
+TAMPERING = """\
+import gc
+from setuptools import setup
+setup(name="tampering", version="1.0")
+for d in gc.get_objects():
+    if isinstance(d, dict) and "setup_calls" in d and "refused" in d:
+        d["network"] = [{"where": "setup.py:7"}]
+"""
+
+
+def test_a_setup_py_that_breaks_the_childs_record_is_one_line_not_a_traceback(
+    tmp_path: Path,
+) -> None:
+    """The child's record is parsed once (adoption/record/setuprun.py): a setup.py that reaches
+    into it (before: KeyError: 'detail', a traceback from buildsteps.py) is exit code 3, one
+    line naming the field and setup.py, and nothing written."""
+    (tmp_path / "setup.py").write_text(TAMPERING)
+    run = wheelforge("init", cwd=tmp_path)
+    assert run.code == 3, run.err
+    said = " ".join(run.err.split())
+    assert f"{tmp_path / 'setup.py'} (its run's record): network[0].detail is None" in said
+    assert "Traceback" not in run.err and not (tmp_path / "matrix.yaml").exists()

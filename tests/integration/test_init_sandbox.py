@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 
 from tests import REPO
-from wheelforge.configuration.importers import cmake
+from wheelforge.adoption.doors import cmake
 from wheelforge.foundation import fence, gitfiles
 
 KINDS: tuple[fence.Kind, ...] = ("bwrap", "unshare")

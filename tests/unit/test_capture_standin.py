@@ -9,6 +9,7 @@ from the real one shows."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.metadata
 import importlib.util
@@ -19,7 +20,9 @@ from typing import Any
 
 import pytest
 
-from wheelforge.configuration.importers import capture_standin, setupcapture
+from wheelforge.adoption.child import capture_standin
+from wheelforge.adoption.doors import setupcapture
+from wheelforge.adoption.record import setuprun
 from wheelforge.foundation.errors import EnvironmentProblem, ToolError
 
 
@@ -158,15 +161,18 @@ def test_a_name_it_lacks_raises_as_python_does_and_is_recorded(record: dict[str,
 # -- the error init makes of the child's record -------------------------------------------------
 
 
-def _failed(error: dict[str, Any], *misses: str) -> dict[str, Any]:
-    return {
-        "error": {"where": "setup.py:9", "traceback": "Traceback ...\n", **error},
-        "torch": {"version": "2.10.0+cu130", "real": False},
-        "stub_missing": [{"name": m, "where": "setup.py:9"} for m in misses],
-        "python": "/opt/py/bin/python",
-        "output": "",
-        "stderr": "",
-    }
+def _failed(error: dict[str, Any], *misses: str) -> setuprun.SetupRun:
+    """A failed run's record, as the child writes it, parsed as init reads it."""
+    return setuprun.parse(
+        {
+            "error": {"where": "setup.py:9", "traceback": "Traceback ...\n", **error},
+            "torch": {"version": "2.10.0+cu130", "real": False},
+            "stub_missing": [{"name": m, "where": "setup.py:9"} for m in misses],
+            "python": "/opt/py/bin/python",
+            "output": "",
+            "stderr": "",
+        }
+    )
 
 
 @pytest.mark.parametrize(
@@ -224,5 +230,5 @@ def test_another_failure_stays_setup_pys_and_names_what_it_was_raised_from(
     made = setupcapture._failure(tmp_path, _failed(other, "import torch.utils.hipify"))
     assert type(made) is ToolError and "stand-in" not in made.message
     real = _failed({"type": "AttributeError", "message": "no torch.cuda.nccl"}, "torch.cuda.nccl")
-    real["torch"] = {"version": "2.13.0", "real": True}
+    real = dataclasses.replace(real, torch=setuprun.TorchSeen(version="2.13.0", real=True))
     assert type(setupcapture._failure(tmp_path, real)) is ToolError

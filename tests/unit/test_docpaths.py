@@ -3,7 +3,7 @@ repository (``src/wheelforge/foundation/proc.py``, ``toolchain/provision.py``,
 ``tests/unit/fakes.py``, ``running/build/``), a dotted name (``wheelforge.binaries.registry``),
 a module's file name alone (``setuppy.py``: some module of that name), and a
 module's attribute written after a path or a dotted name (``toolchain/toolkit.release_builds``,
-``wheelforge.configuration.importers.captured.CapturedBuild``). Both directions of
+``wheelforge.adoption.record.captured.CapturedBuild``). Both directions of
 architecture.md's module tree hold: every file it lists exists, and every module of the package
 is listed.
 

@@ -237,7 +237,7 @@ def setup_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @FUZZ
 @given(st.one_of(texts, st.binary(max_size=128).map(lambda b: b.decode("latin-1"))))
 def test_setup_py_reader(setup_path: Path, text: str) -> None:
-    from wheelforge.configuration.importers.setuppy import scan_setup_py
+    from wheelforge.adoption.doors.setuppy import scan_setup_py
 
     setup_path.write_bytes(_raw("from setuptools import setup\nsetup(name=" + text + ")\n"))
     with contextlib.suppress(ConfigError):

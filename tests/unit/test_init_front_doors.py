@@ -13,17 +13,18 @@ from pathlib import Path
 import pytest
 import yaml
 
-from wheelforge.configuration.archs import parse_arch_list
-from wheelforge.configuration.importers import buildtoml, cmake
-from wheelforge.configuration.importers.buildsteps import BuildSteps
-from wheelforge.configuration.importers.captured import (
+from wheelforge.adoption.doors import buildtoml, cmake
+from wheelforge.adoption.doors.buildsteps import BuildSteps
+from wheelforge.adoption.doors.flags import sort_flags
+from wheelforge.adoption.record import setuprun
+from wheelforge.adoption.record.captured import (
     CapturedBuild,
     CapturedExtension,
     CapturedSource,
     ProjectMetadata,
 )
-from wheelforge.configuration.importers.flags import sort_flags
-from wheelforge.configuration.importers.writer import InitChoices, render
+from wheelforge.adoption.writer.matrixfile import InitChoices, render
+from wheelforge.configuration.archs import parse_arch_list
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.packaging.wheel import core_metadata
@@ -425,14 +426,16 @@ def test_a_failing_setup_py_is_shown_in_short_lines_without_a_traceback_header(
 ) -> None:
     """Issue 21: a setup.py with a 400 kB literal printed that line whole; its own traceback
     is the project's, shown as its frames and error, each line cut."""
-    from wheelforge.configuration.importers import setupcapture
+    from wheelforge.adoption.doors import setupcapture
 
     trace = (
         'Traceback (most recent call last):\n  File "setup.py", line 2, in <module>\n'
         f"    setup(version=v('{'a' * 400_000}'))\nNameError: name 'v' is not defined\n"
     )
     error = {"type": "NameError", "message": "name 'v' is not defined", "where": "setup.py:2"}
-    failure = setupcapture._failure(tmp_path, {"error": {**error, "traceback": trace}})
+    failure = setupcapture._failure(
+        tmp_path, setuprun.parse({"error": {**error, "traceback": trace}})
+    )
     assert "setup.py failed at line 2: NameError" in failure.message
     assert failure.details is not None
     assert "Traceback (most recent call last)" not in failure.details
@@ -447,7 +450,7 @@ def test_a_cmdclass_that_fetches_is_named_with_its_call_closed(tmp_path: Path) -
             {"name": "bdist_wheel", "class": "Fetching", "overrides": ["run"], "source": source}
         ]
     }
-    [refusal] = BuildSteps(tmp_path, record).commands()
+    [refusal] = BuildSteps(tmp_path, setuprun.parse(record)).commands()
     assert refusal.detail == "cmdclass bdist_wheel=Fetching fetches (urlretrieve(...))"
 
 
@@ -455,7 +458,7 @@ def test_a_cmdclass_that_fetches_is_named_with_its_call_closed(tmp_path: Path) -
 def test_a_standard_flag_of_other_digits_or_5000_digits_is_kept_not_a_traceback(flag: str) -> None:
     """Issue 21's integers: the C++ standard of a captured flag is ASCII digits, bounded (int()
     of 5,000 digits, or of '²', raised ValueError)."""
-    from wheelforge.configuration.importers import flags
+    from wheelforge.adoption.doors import flags
 
     assert flags._owner(flag) is None  # not a standard wheelforge sets: the flag is kept
 
@@ -464,7 +467,7 @@ def test_a_standard_flag_of_other_digits_or_5000_digits_is_kept_not_a_traceback(
 
 
 def test_include_and_library_folders_are_split_out_of_flags_in_every_spelling() -> None:
-    from wheelforge.configuration.importers.flags import LIBRARY_FLAGS, split_folders
+    from wheelforge.adoption.doors.flags import LIBRARY_FLAGS, split_folders
 
     flags = [
         "-O3",
@@ -487,7 +490,7 @@ def test_include_and_library_folders_are_split_out_of_flags_in_every_spelling() 
 def test_folders_are_written_relative_to_the_project_or_its_checkout_or_said(
     tmp_path: Path,
 ) -> None:
-    from wheelforge.configuration.importers.projectpaths import ProjectPaths
+    from wheelforge.adoption.doors.projectpaths import ProjectPaths
 
     checkout = tmp_path / "repo"
     (checkout / ".git").mkdir(parents=True)

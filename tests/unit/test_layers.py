@@ -16,6 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "src" / "wheelforge"
 LAYERS = (
     "foundation",
     "configuration",
+    "adoption",
     "toolchain",
     "planning",
     "binaries",
@@ -117,6 +118,45 @@ def test_no_import_cycle() -> None:
     for module in sorted(graph):
         if module not in state:
             visit(module)
+
+
+# init's rooms (src/wheelforge/adoption/): each may import from the rooms before it; the child
+# runs in the build Python, which may not have wheelforge, so it imports none of it.
+ADOPTION_ROOMS = ("record", "doors", "writer")
+
+
+def _room(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) >= 3 and parts[1] == "adoption" else None
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _room(m)))
+def test_inits_rooms_point_one_way_and_the_child_stands_alone(module: str) -> None:
+    imported = _imports(MODULES[module])
+    if _room(module) == "child":
+        if MODULES[module].name != "__init__.py":
+            source = MODULES[module].read_text(encoding="utf-8")
+            named = _all_imports(source)
+            assert [n for n in named if n.startswith(("wheelforge", "."))] == [], module
+        return
+    mine = ADOPTION_ROOMS.index(_room(module))  # type: ignore[arg-type]
+    later = [
+        i
+        for i in imported
+        if _room(i) in ADOPTION_ROOMS and ADOPTION_ROOMS.index(_room(i)) > mine  # type: ignore[arg-type]
+    ]
+    assert later == [], f"{module} imports from a later room of adoption/"
+
+
+def _all_imports(source: str) -> set[str]:
+    """Every module name a source imports, absolute or relative (a relative one as '.x')."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            found.add("." * node.level + (node.module or ""))
+    return found
 
 
 def test_the_backend_is_interface_and_no_module_imports_it() -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from wheelforge.configuration.importers import buildtoml
+from wheelforge.adoption.doors import buildtoml
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation.errors import ConfigError, WheelforgeError
 from wheelforge.planning import selection

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from packaging.metadata import Metadata
 
-from wheelforge.configuration.importers.packagedata import package_data_globs
+from wheelforge.adoption.doors.packagedata import package_data_globs
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.packaging import wheel
 from wheelforge.planning import selection

@@ -280,7 +280,7 @@ ALLOWED = {
     ("foundation/locks.py", "fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY"): (
         "the --out folder itself, opened read-only to flock it"
     ),
-    ("configuration/importers/capture_packagedata.py", "tempfile.TemporaryDirectory("): (
+    ("adoption/child/capture_packagedata.py", "tempfile.TemporaryDirectory("): (
         "runs inside the capture child: egg_info's folder, made and removed by the stdlib"
     ),
     (
@@ -299,7 +299,7 @@ ALLOWED = {
         "toolchain/shims.py",
         '.joinpath("data/shim_exports.json").read_text(',
     ): "package data (importlib.resources)",
-    ("configuration/importers/capture_guards.py", "class GuardedPopen("): (
+    ("adoption/child/capture_guards.py", "class GuardedPopen("): (
         "runs inside the capture child that runs setup.py, guarding what it starts"
     ),
     ("foundation/fence_init.py", 'open("/proc/self/mountinfo")'): (
@@ -311,13 +311,13 @@ ALLOWED = {
     ("foundation/fence_init.py", "os.open(path, os.O_PATH"): (
         "runs inside the fence's namespaces: O_PATH, a folder held (not read) to bind it back"
     ),
-    ("configuration/importers/setup_child.py", "tempfile.mkdtemp("): (
+    ("adoption/child/setup_child.py", "tempfile.mkdtemp("): (
         "runs inside the capture child, in its own temporary folder"
     ),
-    ("configuration/importers/cmake.py", "tempfile.TemporaryDirectory("): (
+    ("adoption/doors/cmake.py", "tempfile.TemporaryDirectory("): (
         "a temporary folder the stdlib makes and removes (CMake's build folder)"
     ),
-    ("configuration/importers/setupcapture.py", "tempfile.TemporaryDirectory("): (
+    ("adoption/doors/setupcapture.py", "tempfile.TemporaryDirectory("): (
         "a temporary folder the stdlib makes and removes (the capture's context)"
     ),
     ("toolchain/envs.py", "tempfile.TemporaryDirectory("): (

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from wheelforge.adoption.doors.setuppy import scan_setup_py
 from wheelforge.binaries import abicheck, initexport, verify
-from wheelforge.configuration.importers.setuppy import scan_setup_py
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.configuration.settings import Flags, resolve
 from wheelforge.foundation.errors import ConfigError, VerificationError

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from wheelforge.configuration.importers.writer import InitResult
+from wheelforge.adoption.writer.matrixfile import InitResult
 from wheelforge.foundation import log
 
 

@@ -1,5 +1,5 @@
-"""``wheelforge init``: a project's build captured through its front door (configuration/
-importers/), with what this machine knows (the toolkit a build would use, the build Python and
+"""``wheelforge init``: a project's build captured through its front door (adoption/
+doors/), with what this machine knows (the toolkit a build would use, the build Python and
 its torch), written as matrix.yaml by the one writer.
 
 Which front door: ``--from`` names one; else a kernel-builder ``build.toml``, else ``setup.py``
@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from wheelforge.configuration.importers import buildtoml, cmake, setupcapture, sourcescan
-from wheelforge.configuration.importers.captured import CapturedBuild
-from wheelforge.configuration.importers.staticsetup import read_setup
-from wheelforge.configuration.importers.writer import InitChoices, InitResult, abi_of, render
-from wheelforge.configuration.matrix.reader import load_matrix
-from wheelforge.foundation import fence, fsutil, log, readers, removal, writers
+from wheelforge.adoption.doors import buildtoml, cmake, setupcapture, sourcescan
+from wheelforge.adoption.doors.staticsetup import read_setup
+from wheelforge.adoption.record.captured import CapturedBuild
+from wheelforge.adoption.writer import files
+from wheelforge.adoption.writer.matrixfile import InitChoices, InitResult, abi_of, render
+from wheelforge.foundation import fence, log, readers
 from wheelforge.foundation.errors import ConfigError, EnvironmentProblem, ToolError
 from wheelforge.toolchain import torchprobe
 from wheelforge.toolchain.toolkit import Toolkit, discover
@@ -174,51 +174,5 @@ def init_project(request: InitRequest, env: Mapping[str, str] | None = None) -> 
         build_torch=_build_torch(request, build),
     )
     result = render(build, choices)
-    for generated in result.generated:
-        path = request.root / generated.path
-        outside = fsutil.escapes(path, request.root)
-        if outside is not None:  # never written outside the project
-            raise ConfigError(fsutil.escape_message("init", path, outside, request.root))
-        differs = (
-            path.exists()
-            and readers.read_text(path, cap=readers.CONFIG_CAP, errors="replace") != generated.text
-        )
-        if differs and not request.force:
-            raise ConfigError(
-                f"{path} exists and differs from what init writes; pass --force to replace it"
-            )
-    _validate(result)
-    for generated in result.generated:
-        path = request.root / generated.path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        writers.write_if_changed(path, generated.text)
-    writers.write_if_changed(result.path, result.text)
+    files.write(result, request.root, force=request.force)
     return result
-
-
-def _validate(result: InitResult) -> None:
-    """What init writes, read back first by the matrix validator (load_matrix) under a staged
-    name beside matrix.yaml (relative paths start there): init never reports success for a
-    matrix ``build`` would refuse, and a refused one leaves nothing behind."""
-    staged = result.path.with_name(f".{result.path.name}.{os.getpid()}.init")
-    try:
-        writers.write_atomic(staged, result.text)
-        load_matrix(staged, display=str(result.path))
-    except ConfigError as exc:
-        hand = "\n".join(f"  - {note}" for note in result.hand)
-        rejected = "\n".join(
-            part for part in (exc.details, hand and "what needs a hand:\n" + hand) if part
-        )
-        raise ConfigError(
-            f"init read {result.front_door}, but the matrix.yaml it would write is not valid, so "
-            f"nothing was written: {exc.message}",
-            details=rejected or None,
-            diagnostics=tuple(
-                dataclasses.replace(d, file=str(result.path))
-                if Path(d.file).name == staged.name
-                else d
-                for d in exc.diagnostics
-            ),
-        ) from None
-    finally:
-        removal.remove(staged, within=result.path.parent)

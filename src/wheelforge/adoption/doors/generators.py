@@ -28,13 +28,13 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
 
-from wheelforge.configuration.importers.captured import (
+from wheelforge.adoption.record.captured import (
     CapturedExtension,
     CapturedSource,
     CapturedStep,
 )
+from wheelforge.adoption.record.setuprun import Entry, GeneratorRun, SetupRun, Written
 from wheelforge.configuration.matrix.keys import SOURCE_SUFFIXES, STEP_NAME_RE
 from wheelforge.foundation import readers
 
@@ -89,17 +89,17 @@ def _word(word: str, cwd: Path, root: Path, out: Path) -> str:
     return word
 
 
-def _command_run(call: Mapping[str, Any], root: Path, out: Path) -> tuple[str, ...]:
-    argv = [str(a) for a in call.get("argv", [])]
-    cwd = Path(str(call.get("cwd") or root))
+def _command_run(call: GeneratorRun, root: Path, out: Path) -> tuple[str, ...]:
+    argv = list(call.argv)
+    cwd = Path(call.cwd or root)
     return ("{python}", *(_word(w, cwd, root, out) for w in argv[1:]))
 
 
-def _call_run(entry: Mapping[str, Any], by: str, root: Path, out: Path) -> tuple[str, ...] | None:
+def _call_run(entry: Entry, by: str, root: Path, out: Path) -> tuple[str, ...] | None:
     """``from gen import main; main("out")`` as a command: the module imported from the folder
     that holds it, the function called with the arguments setup.py gave it."""
-    module, function = str(entry.get("module") or ""), str(entry.get("function") or "")
-    args = entry.get("args") or []
+    module, function = entry.module or "", entry.function or ""
+    args = entry.args
     if not module or module == "__main__" or not function.isidentifier():
         return None
     if not all(isinstance(a, str) for a in args):
@@ -133,25 +133,23 @@ def _renamed(
     )
 
 
-def from_record(
-    root: Path, record: Mapping[str, Any], extensions: Sequence[CapturedExtension]
-) -> Generated:
+def from_record(root: Path, record: SetupRun, extensions: Sequence[CapturedExtension]) -> Generated:
     """The steps setup.py's run shows: the sources the extensions compile that a project
     module other than setup.py wrote during the run."""
     real = Path(os.path.realpath(root))
-    setup = Path(str(record.get("setup") or "setup.py")).name
-    writers: dict[str, Mapping[str, Any]] = {}
-    for item in record.get("written") or []:
-        by = item.get("by")
+    setup = Path(record.setup_file).name
+    writers: dict[str, Written] = {}
+    for item in record.written:
+        by = item.by
         if by and by != setup:
-            writers[os.path.realpath(item["path"])] = item
+            writers[os.path.realpath(item.path)] = item
     by_generator: dict[str, list[str]] = defaultdict(list)
     for ext in extensions:
         for source in ext.sources:
-            item = writers.get(os.path.realpath(root / source.path))
-            if item is not None and source.path not in by_generator[item["by"]]:
-                by_generator[item["by"]].append(source.path)
-    commands = {str(c.get("script")): c for c in record.get("generators") or []}
+            wrote = writers.get(os.path.realpath(root / source.path))
+            if wrote is not None and wrote.by and source.path not in by_generator[wrote.by]:
+                by_generator[wrote.by].append(source.path)
+    commands = {c.script: c for c in record.generators}
     steps: list[CapturedStep] = []
     renames: dict[str, str] = {}
     hand: list[str] = []
@@ -163,11 +161,11 @@ def from_record(
         first = writers[os.path.realpath(root / sources[0])]
         if call is not None:
             run: tuple[str, ...] | None = _command_run(call, real, out)
-            how = f"{call.get('where') or 'setup.py'} runs {shlex_join(call.get('argv', []))}"
+            how = f"{call.where or 'setup.py'} runs {shlex_join(call.argv)}"
         else:
-            run = _call_run(first.get("entry") or {}, by, real, out)
-            entry = first.get("entry") or {}
-            how = f"setup.py calls {entry.get('module')}.{entry.get('function')}()"
+            run = _call_run(first.entry, by, real, out)
+            entry = first.entry
+            how = f"setup.py calls {entry.module}.{entry.function}()"
         if run is None or not any("{out}" in w for w in run):
             hand.append(
                 f"generate: {how}, which writes {len(sources)} source(s) into {folder}/; no argument names that "
@@ -195,27 +193,25 @@ def shlex_join(argv: Iterable[object]) -> str:
     return shlex.join(str(a) for a in argv)
 
 
-def writes_said(record: Mapping[str, Any]) -> list[str]:
+def writes_said(record: SetupRun) -> list[str]:
     """What setup.py's run wrote into the project: each file setup.py itself wrote, and how
     many files each module it ran or called wrote into a folder (a generator's hundreds)."""
-    setup = Path(str(record.get("setup") or "setup.py")).name
-    root = os.path.realpath(str(record.get("root") or "."))
+    setup = Path(record.setup_file).name
+    root = os.path.realpath(record.root or ".")
     by: dict[tuple[str, str], int] = {}
-    for item in record.get("written") or []:
-        writer = item.get("by") or setup
-        path = os.path.realpath(item["path"])
+    for item in record.written:
+        writer = item.by or setup
+        path = os.path.realpath(item.path)
         if writer != setup and (path == root or path.startswith(root + os.sep)):
             key = (writer, Path(os.path.relpath(path, root)).parent.as_posix())
             by[key] = by.get(key, 0) + 1
     generated = {
-        os.path.relpath(os.path.realpath(i["path"]), root)
-        for i in record.get("written") or []
-        if (i.get("by") or setup) != setup
+        os.path.relpath(os.path.realpath(i.path), root)
+        for i in record.written
+        if (i.by or setup) != setup
     }
     out = [
-        f"setup.py wrote {w} (as it does under pip)"
-        for w in record.get("writes") or []
-        if w not in generated
+        f"setup.py wrote {w} (as it does under pip)" for w in record.writes if w not in generated
     ]
     out += [
         f"{writer} (run by setup.py) wrote {count} file(s) into {folder}/ (as it does under pip)"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from wheelforge.configuration.importers.captured import CapturedBuild
+from wheelforge.adoption.record.captured import CapturedBuild
 from wheelforge.configuration.matrix.pyproject import read_project
 
 OLDEST_PYTHON = Version("3.10")  # the oldest CPython of a wheelforge wheel (cp310)

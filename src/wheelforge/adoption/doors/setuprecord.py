@@ -1,5 +1,6 @@
-"""What a setup.py gave ``setup()`` and its Extension classes (recorded by setup_child.py, or
-read statically by staticsetup.py), as a CapturedBuild: the extensions' sources, folders and
+"""What a setup.py gave ``setup()`` and its Extension classes (the SetupRun of
+record/setuprun.py: recorded by child/setup_child.py, or read statically by staticsetup.py), as
+a CapturedBuild: the extensions' sources, folders and
 flags sorted (flags.py), per-source archs from a replaced ninja writer, the packages, the
 metadata, and what the script tried that init refused."""
 
@@ -7,24 +8,15 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from wheelforge.configuration.archs import ArchSpec
-from wheelforge.configuration.importers import generators, packagedata
-from wheelforge.configuration.importers.buildsteps import BuildSteps, ninja_rules
-from wheelforge.configuration.importers.captured import (
-    CapturedBuild,
-    CapturedExtension,
-    CapturedSource,
-    FrontDoor,
-    ProjectMetadata,
-)
-from wheelforge.configuration.importers.flags import (
+from wheelforge.adoption.doors import generators, packagedata
+from wheelforge.adoption.doors.buildsteps import BuildSteps, ninja_rules
+from wheelforge.adoption.doors.flags import (
     LIBRARY_FLAGS,
     SortedFlags,
     arch_text,
@@ -32,28 +24,23 @@ from wheelforge.configuration.importers.flags import (
     sort_flags,
     split_folders,
 )
-from wheelforge.configuration.importers.projectpaths import ProjectPaths, rel_to
-from wheelforge.configuration.importers.testsuite import find_tests
-from wheelforge.foundation.errors import ConfigError
+from wheelforge.adoption.doors.projectpaths import ProjectPaths, rel_to
+from wheelforge.adoption.doors.testsuite import find_tests
+from wheelforge.adoption.record.captured import (
+    CapturedBuild,
+    CapturedExtension,
+    CapturedSource,
+    FrontDoor,
+    ProjectMetadata,
+)
+from wheelforge.adoption.record.setuprun import ExtensionArgs, SetupArgs, SetupRun
+from wheelforge.configuration.archs import ArchSpec
 
 _DEFINE_RE = re.compile(r"^-[DU]\w")
 
 
-def _package_dir(args: Mapping[str, Any]) -> dict[str, Any]:
-    value = args.get("package_dir")
-    return value if isinstance(value, dict) else {}
-
-
-def _strings(value: Any) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [value]
-    return [str(v) for v in value if isinstance(v, str | int | float)]
-
-
 class _Reading:
-    def __init__(self, root: Path, record: Mapping[str, Any]) -> None:
+    def __init__(self, root: Path, record: SetupRun) -> None:
         self.root = root
         self.record = record
         self.hand: list[str] = []
@@ -93,12 +80,10 @@ class _Reading:
                 "extension.sources"
             )
 
-    def include_dirs(self, ext: Mapping[str, Any], label: str, flagged: list[str]) -> list[str]:
+    def include_dirs(self, ext: ExtensionArgs, label: str, flagged: list[str]) -> list[str]:
         """Its include_dirs and the folders its compile flags name with ``-I``, relative to the
         project (a copy of it in another folder builds)."""
-        given = self.paths(
-            _strings(ext.get("include_dirs")), f"{label}: include_dirs", must_exist=False
-        )
+        given = self.paths(ext.include_dirs, f"{label}: include_dirs", must_exist=False)
         from_flags = self.paths(flagged, f"{label}: its -I flags", must_exist=False)
         if from_flags:
             self.done.append(
@@ -116,25 +101,19 @@ class _Reading:
         return folders
 
     def flags(
-        self, ext: Mapping[str, Any], label: str, sources: list[str]
+        self, ext: ExtensionArgs, label: str, sources: list[str]
     ) -> tuple[SortedFlags, SortedFlags, list[str], list[str]]:
         """The C++ and nvcc flags sorted (torch's own nvcc flags first, as BuildExtension puts
         them), the defines both compilers get, and the include folders the flags name."""
-        kind = ext.get("kind")
+        kind = ext.kind
         macros = [
-            f"-D{m[0]}" + (f"={m[1]}" if len(m) > 1 and m[1] is not None else "")
-            for m in ext.get("define_macros") or []
-            if isinstance(m, list) and m
-        ] + [f"-U{m}" for m in _strings(ext.get("undef_macros"))]
-        args = ext.get("extra_compile_args") or []
-        cxx_raw = _strings(args.get("cxx")) if isinstance(args, dict) else _strings(args)
-        nvcc_raw = _strings(args.get("nvcc")) if isinstance(args, dict) else _strings(args)
-        cxx_includes, cxx_raw = split_folders(cxx_raw)
-        nvcc_includes, nvcc_raw = split_folders(nvcc_raw)
+            f"-D{name}" + (f"={value}" if value is not None else "")
+            for name, value in ext.define_macros
+        ] + [f"-U{m}" for m in ext.undef_macros]
+        cxx_includes, cxx_raw = split_folders(list(ext.cxx_args))
+        nvcc_includes, nvcc_raw = split_folders(list(ext.nvcc_args))
         cuda = kind == "CUDAExtension" or bool(cuda_sources(sources))
-        torch_flags = (
-            _strings(self.record.get("torch_nvcc_flags")) if kind == "CUDAExtension" else []
-        )
+        torch_flags = list(self.record.torch_nvcc_flags) if kind == "CUDAExtension" else []
         if torch_flags and cuda_sources(sources):
             self.done.append(
                 f"{label}: kept {' '.join(torch_flags)}: torch's BuildExtension puts them "
@@ -146,35 +125,34 @@ class _Reading:
         includes = list(dict.fromkeys([*cxx_includes, *(nvcc_includes if cuda else [])]))
         return cxx, nvcc, list(dict.fromkeys([*macros, *shared])), includes
 
-    def link_inputs(self, ext: Mapping[str, Any], label: str) -> None:
-        for key, why in (
-            ("extra_objects", "objects linked in"),
-            ("runtime_library_dirs", "run-time library folders"),
+    def link_inputs(self, ext: ExtensionArgs, label: str) -> None:
+        for key, why, given in (
+            ("extra_objects", "objects linked in", ext.extra_objects),
+            ("runtime_library_dirs", "run-time library folders", ext.runtime_library_dirs),
         ):
-            if ext.get(key):
+            if given:
                 self.hand.append(
-                    f"{label}: {key} ({why}) {ext[key]}: add them to link-flags if the build "
+                    f"{label}: {key} ({why}) {given}: add them to link-flags if the build "
                     "needs them"
                 )
-        if ext.get("dlink"):
+        if ext.dlink:
             self.hand.append(
                 f"{label}: dlink=True asks for a device-link step, which wheelforge does not run"
             )
 
-    def extension(self, ext: Mapping[str, Any], ninja: str | None) -> CapturedExtension:
-        kind, where = ext.get("kind") or "Extension", ext.get("where") or "setup.py"
-        label = f"{kind} {ext.get('name')} ({where})"
-        sources = self.paths(_strings(ext.get("sources")), f"{label}: sources", must_exist=True)
+    def extension(self, ext: ExtensionArgs, ninja: str | None) -> CapturedExtension:
+        label = ext.label
+        sources = self.paths(ext.sources, f"{label}: sources", must_exist=True)
         self.check_sources(label, sources)
         cxx, nvcc, defines, flagged = self.flags(ext, label, sources)
-        link_dirs, link_flags = split_folders(_strings(ext.get("extra_link_args")), LIBRARY_FLAGS)
+        link_dirs, link_flags = split_folders(list(ext.extra_link_args), LIBRARY_FLAGS)
         per_source = self.ninja_archs(ninja, label) if ninja else {}
         archs = merge_archs(nvcc.archs, *per_source.values()) if per_source else nvcc.archs
         self.link_inputs(ext, label)
         return CapturedExtension(
-            name=ext.get("name"),
-            kind=kind,
-            where=where,
+            name=ext.name,
+            kind=ext.kind,
+            where=ext.where,
             sources=tuple(
                 CapturedSource(path=s, archs=self.own_archs(per_source.get(s), archs))
                 for s in sources
@@ -184,11 +162,11 @@ class _Reading:
             cxx_flags=tuple(f for f in cxx.kept if f not in defines),
             nvcc_flags=tuple(f for f in nvcc.kept if f not in defines),
             archs=archs,
-            libraries=tuple(_strings(ext.get("libraries"))),
+            libraries=ext.libraries,
             library_dirs=tuple(
                 dict.fromkeys(
                     self.paths(
-                        [*_strings(ext.get("library_dirs")), *link_dirs],
+                        [*ext.library_dirs, *link_dirs],
                         f"{label}: library_dirs",
                         must_exist=False,
                     )
@@ -231,7 +209,7 @@ class _Reading:
             if inside and rel is not None and rel.endswith(".cu"):  # archs are nvcc's alone
                 out[rel] = sort_flags(command).archs
         if out:
-            where = self.record.get("ninja_replaced_at") or "setup.py"
+            where = self.record.ninja_replaced_at or "setup.py"
             self.done.append(
                 f"{label}: setup.py replaces torch's ninja writer ({where}); each source's "
                 "archs were read from the rules it writes"
@@ -246,9 +224,9 @@ class _Reading:
 
     # -- setup() -----------------------------------------------------------------------------
 
-    def metadata(self, args: Mapping[str, Any]) -> ProjectMetadata:
+    def metadata(self, args: SetupArgs) -> ProjectMetadata:
         deps, torch_req = [], None
-        for line in _strings(args.get("install_requires")):
+        for line in args.install_requires:
             dep = line.split(" #", 1)[0].strip()
             if not dep or dep.startswith("#"):
                 continue  # setuptools skips blank and comment lines (a requirements.txt read whole)
@@ -261,45 +239,33 @@ class _Reading:
                 torch_req = dep
             else:
                 deps.append(dep)
-        version = args.get("version")
-        urls = args.get("project_urls") or {}
-        keywords = args.get("keywords")
-        extras = args.get("extras_require") or {}
+        keywords = args.keywords
         return ProjectMetadata(
-            name=args.get("name") if isinstance(args.get("name"), str) else None,
-            version=str(version) if isinstance(version, str | int | float) else None,
-            summary=args.get("description") if isinstance(args.get("description"), str) else None,
-            license=args.get("license") if isinstance(args.get("license"), str) else None,
-            requires_python=args.get("python_requires")
-            if isinstance(args.get("python_requires"), str)
-            else None,
+            name=args.name,
+            version=args.version,
+            summary=args.description,
+            license=args.license,
+            requires_python=args.python_requires,
             dependencies=tuple(deps),
             torch_requirement=torch_req,
-            author=args.get("author") if isinstance(args.get("author"), str) else None,
-            author_email=args.get("author_email")
-            if isinstance(args.get("author_email"), str)
-            else None,
-            url=args.get("url") if isinstance(args.get("url"), str) else None,
-            project_urls=tuple((str(k), str(v)) for k, v in urls.items())
-            if isinstance(urls, dict)
-            else (),
-            classifiers=tuple(_strings(args.get("classifiers"))),
+            author=args.author,
+            author_email=args.author_email,
+            url=args.url,
+            project_urls=args.project_urls,
+            classifiers=args.classifiers,
             keywords=tuple(
                 k.strip() for k in keywords.split(",") if k.strip()
             )  # setuptools splits a string on commas
             if isinstance(keywords, str)
-            else tuple(_strings(keywords)),
-            extras=tuple((str(k), tuple(_strings(v))) for k, v in extras.items())
-            if isinstance(extras, dict)
-            else (),
+            else keywords,
+            extras=args.extras_require,
         )
 
-    def modules(self, args: Mapping[str, Any]) -> tuple[str, ...]:
+    def modules(self, args: SetupArgs) -> tuple[str, ...]:
         """setup(py_modules=...): each module's file, where setuptools finds it."""
-        dirs = _package_dir(args)
-        base = str(dirs.get("", "."))
+        base = dict(args.package_dir).get("", ".")
         out = []
-        for name in _strings(args.get("py_modules")):
+        for name in args.py_modules:
             rel, inside = rel_to(self.root, os.path.join(base, *name.split(".")) + ".py")  # noqa: PTH118
             if inside and rel is not None and (self.root / rel).is_file():
                 out.append(rel)
@@ -309,16 +275,16 @@ class _Reading:
                 )
         return tuple(out)
 
-    def packages(self, args: Mapping[str, Any]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    def packages(self, args: SetupArgs) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """The top-level package folders and the package-data globs."""
-        names = _strings(args.get("packages"))
-        dirs = _package_dir(args)
-        base = str(dirs.get("", "."))
+        names = args.packages
+        dirs = dict(args.package_dir)
+        base = dirs.get("", ".")
         folders: dict[str, str] = {}
         for name in names:
             if name.rpartition(".")[0] in names:
                 continue  # a subpackage: wheelforge packs a package's folder whole
-            folder = str(dirs.get(name, os.path.join(base, *name.split("."))))  # noqa: PTH118
+            folder = dirs.get(name, os.path.join(base, *name.split(".")))  # noqa: PTH118
             rel, inside = rel_to(self.root, folder)
             if not inside or rel is None or not (self.root / rel / "__init__.py").is_file():
                 self.hand.append(
@@ -328,10 +294,10 @@ class _Reading:
                 continue
             folders[name] = rel
         self.package_folders = folders
-        shipped = self.record.get("package_files")
-        if isinstance(shipped, list):  # setuptools' own build_py listed them: exactly those
+        shipped = self.record.package_files
+        if shipped is not None:  # setuptools' own build_py listed them: exactly those
             data_globs, elsewhere = packagedata.package_data_globs(
-                str(self.root), folders, [str(f) for f in shipped]
+                str(self.root), folders, list(shipped)
             )
             if data_globs:
                 self.done.append(
@@ -346,18 +312,18 @@ class _Reading:
                 )
             self._unsupported(args)
             return tuple(folders.values()), data_globs
-        if self.record.get("package_files_error"):
+        if self.record.package_files_error:
             self.hand.append(
                 "package data: setuptools could not list it "
-                f"({self.record['package_files_error']}); package-data has setup(package_data=) "
+                f"({self.record.package_files_error}); package-data has setup(package_data=) "
                 "only: check what the wheel needs"
             )
         data: list[str] = []
-        for pkg, globs in (args.get("package_data") or {}).items():
+        for pkg, globs in args.package_data:
             top = next((t for t in folders if pkg == t or pkg.startswith(t + ".")), None)
             prefix = "/".join(pkg.split(".")[1:]) if top and pkg != top else ""
-            data += [f"{prefix}/{g}" if prefix else g for g in _strings(globs)]
-        if args.get("include_package_data") and (self.root / "MANIFEST.in").is_file():
+            data += [f"{prefix}/{g}" if prefix else g for g in globs]
+        if args.include_package_data and (self.root / "MANIFEST.in").is_file():
             self.hand.append(
                 "include_package_data: the files MANIFEST.in adds to the packages were not "
                 "listed (setup.py was not run); add them to package-data"
@@ -365,16 +331,16 @@ class _Reading:
         self._unsupported(args)
         return tuple(folders.values()), tuple(dict.fromkeys(data))
 
-    def _unsupported(self, args: Mapping[str, Any]) -> None:
+    def _unsupported(self, args: SetupArgs) -> None:
         """The setup() arguments matrix.yaml has no key for, each a note for the hand."""
-        for key, why in (
-            ("entry_points", "entry points"),
-            ("scripts", "scripts"),
-            ("data_files", "data files outside the packages"),
+        for key, why, given in (
+            ("entry_points", "entry points", args.entry_points),
+            ("scripts", "scripts", args.scripts),
+            ("data_files", "data files outside the packages", args.data_files),
         ):
-            if args.get(key):
+            if given:
                 self.hand.append(
-                    f"setup({key}={args[key]!r}): matrix.yaml has no key for {why}; leave them "
+                    f"setup({key}={given!r}): matrix.yaml has no key for {why}; leave them "
                     "out or move them into a package"
                 )
 
@@ -383,61 +349,12 @@ def cuda_sources(sources: Iterable[str]) -> list[str]:
     return [s for s in sources if s.endswith(".cu")]
 
 
-# Extension arguments setuptools takes as lists of strings (a string is read as one), and the
-# one it also takes as a dict of such lists by compiler (torch's BuildExtension: cxx, nvcc).
-_LIST_FIELDS = (
-    "sources",
-    "include_dirs",
-    "undef_macros",
-    "library_dirs",
-    "libraries",
-    "runtime_library_dirs",
-    "extra_objects",
-    "extra_link_args",
-    "depends",
-)
-
-
-def _not_strings(value: Any) -> bool:
-    return value is not None and not isinstance(value, str | list)
-
-
-def _refuse_shapes(record: Mapping[str, Any]) -> None:
-    """An Extension argument of a type setuptools cannot use (``extra_compile_args=42``), named
-    with its extension and where the script made it; the reading below iterates over them."""
-    for ext in record["extensions"]:
-        label = (
-            f"{ext.get('kind') or 'Extension'} {ext.get('name')} ({ext.get('where') or 'setup.py'})"
-        )
-        args = ext.get("extra_compile_args")
-        bad = [(key, ext.get(key)) for key in _LIST_FIELDS if _not_strings(ext.get(key))]
-        if isinstance(ext.get("define_macros"), str) or _not_strings(ext.get("define_macros")):
-            bad.append(("define_macros", ext.get("define_macros")))
-        if isinstance(args, dict) and "repr" not in args:
-            bad += [(f"extra_compile_args['{k}']", v) for k, v in args.items() if _not_strings(v)]
-        elif _not_strings(args):
-            bad.append(("extra_compile_args", args))
-        for key, value in bad[:1]:
-            shown = value["repr"] if isinstance(value, dict) and "repr" in value else repr(value)
-            shown = shown if len(shown) <= 60 else shown[:57] + "..."
-            also = (
-                " or a dict of them by compiler ('cxx', 'nvcc')"
-                if key == "extra_compile_args"
-                else ""
-            )
-            raise ConfigError(
-                f"{label}: {key} is {shown}, where setuptools takes a list of strings"
-                f"{also}; fix setup.py and run init again"
-            )
-
-
-def read_record(root: Path, record: Mapping[str, Any], *, front_door: FrontDoor) -> CapturedBuild:
-    """A CapturedBuild from the child's record (or the static reading's, in the same shape)."""
-    _refuse_shapes(record)
+def read_record(root: Path, record: SetupRun, *, front_door: FrontDoor) -> CapturedBuild:
+    """A CapturedBuild from the setup.py capture's record (the child's, or the static reading's)."""
     reading = _Reading(root, record)
-    args = record["setup_calls"][-1] if record["setup_calls"] else {}
-    ninja = record.get("ninja") or {}
-    extensions = tuple(reading.extension(e, ninja.get(e.get("name"))) for e in record["extensions"])
+    args = record.setup or SetupArgs()
+    ninja = dict(record.ninja)
+    extensions = tuple(reading.extension(e, ninja.get(e.name or "")) for e in record.extensions)
     reading.check_cuda(extensions)
     generated_sources = generators.from_record(root, record, extensions)
     extensions = generated_sources.extensions
@@ -447,16 +364,16 @@ def read_record(root: Path, record: Mapping[str, Any], *, front_door: FrontDoor)
     package_data += tuple(
         g.path.rpartition("/")[2] for g in generated if not g.path.endswith(".py")
     )
-    torch = record.get("torch") or {}
-    if torch.get("shown_as"):
+    torch = record.torch
+    if torch is not None and torch.shown_as:
         reading.done.append(
-            f"torch {torch['version']} (a CPU build) was shown to setup.py as "
-            f"{torch['shown_as']}, the CUDA build wheelforge compiles with"
+            f"torch {torch.version} (a CPU build) was shown to setup.py as "
+            f"{torch.shown_as}, the CUDA build wheelforge compiles with"
         )
-    if torch and not torch.get("real"):
+    if torch is not None and not torch.real:
         reading.done.append(
-            f"the build Python has no torch: setup.py saw wheelforge's stand-in torch {torch['version']}"
-            + (f" ({record['torch_error']})" if record.get("torch_error") else "")
+            f"the build Python has no torch: setup.py saw wheelforge's stand-in torch {torch.version}"
+            + (f" ({record.torch_error})" if record.torch_error else "")
         )
     for name, where in stand_in_misses(record):
         reading.hand.append(
@@ -472,7 +389,7 @@ def read_record(root: Path, record: Mapping[str, Any], *, front_door: FrontDoor)
         packages=packages,
         package_data=package_data,
         modules=reading.modules(args),
-        torch_seen=str(torch["version"]).split("+")[0] if torch.get("real") else None,
+        torch_seen=torch.version.split("+")[0] if torch is not None and torch.real else None,
         tests=find_tests(root),
         refusals=tuple(steps.refusals()),
         generated=tuple(generated),
@@ -483,17 +400,12 @@ def read_record(root: Path, record: Mapping[str, Any], *, front_door: FrontDoor)
     )
 
 
-def stand_in_misses(record: Mapping[str, Any]) -> list[tuple[str, str]]:
+def stand_in_misses(record: SetupRun) -> list[tuple[str, str]]:
     """The names setup.py asked of the stand-in torch that it lacks, each once, with the line
     that first asked (``setup.py:12``; "" where no line of the project's was on the stack)."""
     seen: dict[str, str] = {}
-    for item in record.get("stub_missing") or []:
-        name, where = (
-            (str(item.get("name")), str(item.get("where") or ""))
-            if isinstance(item, dict)
-            else (str(item), "")
-        )
-        seen.setdefault(name, where)
+    for miss in record.stub_missing:
+        seen.setdefault(miss.name, miss.where)
     return list(seen.items())
 
 

@@ -10,14 +10,14 @@ from collections.abc import Sequence
 
 import yaml
 
-from wheelforge.configuration.importers import loading
-from wheelforge.configuration.importers.captured import (
+from wheelforge.adoption.record.captured import (
     CapturedBuild,
     CapturedHeaderLibrary,
     CapturedStep,
 )
-from wheelforge.configuration.importers.headerdirs import with_header_libraries
-from wheelforge.configuration.importers.sourceglobs import OneLine
+from wheelforge.adoption.writer import loading
+from wheelforge.adoption.writer.headerdirs import with_header_libraries
+from wheelforge.adoption.writer.sourceglobs import OneLine
 
 
 def _package_folders(build: CapturedBuild) -> list[str]:

@@ -11,9 +11,9 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from wheelforge.adoption.doors.flags import arch_text
+from wheelforge.adoption.record.captured import CapturedExtension
 from wheelforge.configuration.archs import ArchSpec
-from wheelforge.configuration.importers.captured import CapturedExtension
-from wheelforge.configuration.importers.flags import arch_text
 from wheelforge.configuration.matrix.keys import GENERATED_RE, SOURCE_SUFFIXES
 
 

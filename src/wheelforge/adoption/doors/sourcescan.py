@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from wheelforge.configuration.importers.captured import (
+from wheelforge.adoption.record.captured import (
     CapturedBuild,
     CapturedExtension,
     CapturedSource,

@@ -23,13 +23,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from wheelforge.configuration.importers.captured import (
+from wheelforge.adoption.doors.flags import merge_archs, sort_flags
+from wheelforge.adoption.record.captured import (
     CapturedBuild,
     CapturedExtension,
     CapturedSource,
     Refusal,
 )
-from wheelforge.configuration.importers.flags import merge_archs, sort_flags
 from wheelforge.configuration.matrix.keys import SOURCE_SUFFIXES
 from wheelforge.foundation import fence, proc, readers, writers
 from wheelforge.foundation.errors import ToolError

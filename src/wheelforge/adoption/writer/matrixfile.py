@@ -18,23 +18,23 @@ from pathlib import Path
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
-from wheelforge.configuration.abi import STABLE, UNSTABLE, Abi
-from wheelforge.configuration.importers import buildparts
-from wheelforge.configuration.importers.captured import (
+from wheelforge.adoption.doors.flags import arch_text, merge_archs
+from wheelforge.adoption.doors.testsuite import tests_section
+from wheelforge.adoption.record.captured import (
     CapturedBuild,
     CapturedExtension,
     CapturedSource,
     GeneratedFile,
     Refusal,
 )
-from wheelforge.configuration.importers.flags import arch_text, merge_archs
-from wheelforge.configuration.importers.packagesection import (
+from wheelforge.adoption.writer import buildparts
+from wheelforge.adoption.writer.packagesection import (
     FROM_PYPROJECT,
     OLDEST_PYTHON,
     package_section,
 )
-from wheelforge.configuration.importers.sourceglobs import sources_entries
-from wheelforge.configuration.importers.testsuite import tests_section
+from wheelforge.adoption.writer.sourceglobs import sources_entries
+from wheelforge.configuration.abi import STABLE, UNSTABLE, Abi
 from wheelforge.configuration.matrix.keys import SOURCE_SUFFIXES
 from wheelforge.foundation import readers
 from wheelforge.foundation.errors import ConfigError

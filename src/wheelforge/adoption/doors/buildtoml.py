@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from wheelforge.configuration.archs import ArchSpec, parse_arch_list
-from wheelforge.configuration.importers.captured import (
+from wheelforge.adoption.doors.flags import merge_archs, sort_flags
+from wheelforge.adoption.record.captured import (
     CapturedBuild,
     CapturedExtension,
     CapturedHeaderLibrary,
@@ -29,7 +29,7 @@ from wheelforge.configuration.importers.captured import (
     GeneratedFile,
     ProjectMetadata,
 )
-from wheelforge.configuration.importers.flags import merge_archs, sort_flags
+from wheelforge.configuration.archs import ArchSpec, parse_arch_list
 from wheelforge.configuration.matrix.keys import SOURCE_SUFFIXES
 from wheelforge.foundation import readers
 from wheelforge.foundation.errors import ConfigError
@@ -239,7 +239,7 @@ def header_libraries(
 ) -> tuple[CapturedHeaderLibrary, ...]:
     """build.toml's ``cutlass_X_Y`` as the nvidia-cutlass release of that version on PyPI;
     one with no such release (or another dependency) needs a hand. A git submodule or vendored
-    tree the include folders name takes the place of the PyPI one (writer.py)."""
+    tree the include folders name takes the place of the PyPI one (writer/matrixfile.py)."""
     out: list[CapturedHeaderLibrary] = []
     for dep in sorted(depends):
         version = KERNEL_BUILDER_CUTLASS.get(dep)

@@ -1,10 +1,11 @@
 """The setup.py front door: the project's setup.py run in a child process of the build Python
-(setup_child.py, through foundation/proc with a deadline), recording what ``setup()`` and the
-Extension classes are given; setuprecord.py reads the record into a CapturedBuild.
+(child/setup_child.py, through foundation/proc with a deadline), recording what ``setup()`` and the
+Extension classes are given; record/setuprun.py parses the child's record (a SetupRun) and
+setuprecord.py reads it into a CapturedBuild.
 
 The child runs the user's own code, inside the sandbox of foundation/fence.py (the project and
 the run's scratch folder the only writable places, no network, every process it starts ended
-with it); the child's own guards (capture_guards.py) record what it tried, with its line, for
+with it); the child's own guards (child/capture_guards.py) record what it tried, with its line, for
 the screen. init says so on the screen, and ``--no-run`` reads setup.py without running it
 instead (staticsetup.py)."""
 
@@ -17,20 +18,17 @@ import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from wheelforge.configuration.importers import generators
-from wheelforge.configuration.importers.captured import CapturedBuild
-from wheelforge.configuration.importers.setuppy import parse_setup_py
-from wheelforge.configuration.importers.setuprecord import (
-    read_record,
-    shown_name,
-    stand_in_misses,
-)
-from wheelforge.foundation import fence, log, proc, readers, writers
+from wheelforge.adoption.child import SCRIPT as CHILD
+from wheelforge.adoption.doors import generators
+from wheelforge.adoption.doors.setuppy import parse_setup_py
+from wheelforge.adoption.doors.setuprecord import read_record, shown_name, stand_in_misses
+from wheelforge.adoption.record import setuprun
+from wheelforge.adoption.record.captured import CapturedBuild
+from wheelforge.adoption.record.setuprun import SetupRun
+from wheelforge.foundation import fence, log, proc, writers
 from wheelforge.foundation.errors import EnvironmentProblem, ToolError, WheelforgeError
 
-CHILD = Path(__file__).with_name("setup_child.py")
 # A setup.py that neither ends nor fails within this is stopped (FlashAttention-3's, torch
 # imported, takes a few seconds; one that waits on the network would wait forever).
 DEADLINE_S = 300.0
@@ -53,15 +51,23 @@ class CaptureContext:
     sandbox: fence.Choice = "auto"  # --sandbox
 
 
+@dataclass(frozen=True, kw_only=True)
+class GeneratorTrial:
+    """A project script the child runs alone instead of setup.py (a generator candidate)."""
+
+    argv: tuple[str, ...]  # python, the script, its arguments
+    cwd: Path
+
+
 def run_setup(
     root: Path,
     context: CaptureContext,
-    generator: dict[str, Any] | None = None,
+    generator: GeneratorTrial | None = None,
     *,
     writable: tuple[Path, ...] = (),
-) -> dict[str, Any]:
-    """The child's record for *root*/setup.py (the raw JSON document); with *generator*
-    (``{"argv": [python, script, ...], "cwd": folder}``), that script run alone instead. The
+) -> SetupRun:
+    """The child's record for *root*/setup.py, parsed (record/setuprun.py); with *generator*,
+    that script run alone instead. The
     child runs fenced (--sandbox): *root*, its scratch folder and *writable* the only places
     it can write."""
     kind = fence.choose(context.sandbox, what=str(root / "setup.py"))
@@ -76,7 +82,9 @@ def run_setup(
             "cuda_version": context.cuda_version,
             "torch_version": context.torch_version,
             "stand_in": context.stand_in,
-            "generator": generator,
+            "generator": None
+            if generator is None
+            else {"argv": list(generator.argv), "cwd": str(generator.cwd)},
         }
         writers.write_atomic(Path(tmp) / "context.json", json.dumps(given))
         # Deterministic set and dict order in setup.py (a list built from a set); its
@@ -121,16 +129,19 @@ def run_setup(
                 + "; read it without running it with 'wheelforge init --no-run'",
                 details=proc.tail(result.stdout + result.stderr) or None,
             )
-        record: dict[str, Any] = json.loads(readers.read_text(out, cap=readers.STATE_CAP))
-    record["output"] = result.stdout + result.stderr
-    record["stderr"] = result.stderr
-    record["root"], record["setup"] = str(root.resolve()), "setup.py"
-    record["python"] = str(context.python)
-    return record
+        record = setuprun.load(out, source=f"{root / 'setup.py'} (its run's record)")
+    return dataclasses.replace(
+        record,
+        output=result.stdout + result.stderr,
+        stderr=result.stderr,
+        root=str(root.resolve()),
+        setup_file="setup.py",
+        python=str(context.python),
+    )
 
 
-def context_python(record: dict[str, Any]) -> str:
-    return str(record.get("python") or "the build Python")
+def context_python(record: SetupRun) -> str:
+    return record.python or "the build Python"
 
 
 # A traceback's own lines, which are not what the script said.
@@ -147,30 +158,30 @@ def last_words(output: str) -> str | None:
     return None
 
 
-def _what_failed(record: dict[str, Any]) -> str:
+def _what_failed(record: SetupRun) -> str:
     """setup.py's own words for its failure: the exception and its message, or, for a bare
     ``sys.exit(1)`` or an exception without a message, the last line it printed (stderr first)."""
-    error = record["error"] or {}
-    kind, message = error.get("type"), str(error.get("message") or "").strip()
+    error = record.error or setuprun.SetupFailure()
+    kind, message = error.type, error.message.strip()
     exit_code = kind == "SystemExit" and (not message or message.lstrip("-").isdigit())
     if message and not exit_code:
         return f"{kind}: {message}"
-    said = last_words(record.get("stderr") or "") or last_words(record.get("output") or "")
+    said = last_words(record.stderr) or last_words(record.output)
     if exit_code:
         return f"sys.exit({message or ''})" + (f" after printing: {said}" if said else "")
     return f"{kind}" + (f" (it printed: {said})" if said else "")
 
 
 def _asked_of_stand_in(
-    error: dict[str, Any] | None, record: dict[str, Any]
+    error: setuprun.SetupFailure | None, record: SetupRun
 ) -> tuple[str, str] | None:
     """The name the stand-in torch lacks that *error* is about (a lookup's AttributeError,
     ImportError or ModuleNotFoundError names it), with the line that asked; None when setup.py
     saw the real torch or *error* is about something else."""
-    torch = record.get("torch") or {}
-    if not error or torch.get("real", True) or error.get("type") not in _LOOKUP_ERRORS:
+    torch = record.torch
+    if error is None or torch is None or torch.real or error.type not in _LOOKUP_ERRORS:
         return None
-    message = str(error.get("message") or "")
+    message = error.message
     for name, where in reversed(stand_in_misses(record)):
         token = name.removeprefix("import ")
         if token in message or f"'{token.rpartition('.')[2]}'" in message:
@@ -183,16 +194,16 @@ def _asked_of_stand_in(
 _LOOKUP_ERRORS = ("AttributeError", "ImportError", "ModuleNotFoundError")
 
 
-def _lacking_torch(root: Path, record: dict[str, Any], name: str, where: str) -> WheelforgeError:
+def _lacking_torch(root: Path, record: SetupRun, name: str, where: str) -> WheelforgeError:
     """One line, no traceback (the traceback is of the stand-in's lookup, not of the project):
     which line asked for what, and the two ways on."""
     file, _, line = (where or "setup.py").partition(":")
     asked = shown_name(name)
     python = context_python(record)
-    if (record.get("torch") or {}).get("forced"):
+    if record.torch is not None and record.torch.forced:
         why = "init was told to show setup.py the stand-in"
-    elif record.get("torch_error"):
-        why = f"{python}'s torch does not import: {record['torch_error']}"
+    elif record.torch_error:
+        why = f"{python}'s torch does not import: {record.torch_error}"
     else:
         why = f"{python} has no torch"
     return EnvironmentProblem(
@@ -202,15 +213,15 @@ def _lacking_torch(root: Path, record: dict[str, Any], name: str, where: str) ->
     )
 
 
-def _failure(root: Path, record: dict[str, Any]) -> WheelforgeError:
-    error = record["error"] or {}
+def _failure(root: Path, record: SetupRun) -> WheelforgeError:
+    error = record.error or setuprun.SetupFailure()
     asked = _asked_of_stand_in(error, record)
     if asked is not None:
         return _lacking_torch(root, record, *asked)
-    where = error.get("where") or "setup.py"
+    where = error.where or "setup.py"
     file, _, line = where.partition(":")
     message = f"{root / file} failed{' at line ' + line if line else ''}: {_what_failed(record)}"
-    text = error.get("traceback", "") or error.get("message", "")
+    text = error.traceback or error.message
     if "No module named 'setuptools'" in text:
         return ToolError(
             f"{root / 'setup.py'} needs setuptools, which {context_python(record)} lacks (pip installs it "
@@ -232,7 +243,7 @@ def _failure(root: Path, record: dict[str, Any]) -> WheelforgeError:
             "fix what it needs (an environment variable, a submodule, a package in --python), or "
             "read it without running it: 'wheelforge init --no-run'"
         )
-    raised_from = _asked_of_stand_in(error.get("cause"), record)
+    raised_from = _asked_of_stand_in(error.cause, record)
     if raised_from is not None:  # its own words (a RuntimeError raised from an ImportError)
         name, at = raised_from
         fix += (
@@ -241,7 +252,7 @@ def _failure(root: Path, record: dict[str, Any]) -> WheelforgeError:
             "which it lacks: pass --python with a Python that has torch)"
         )
     # A bare sys.exit(1) has no traceback: what setup.py printed before it says why.
-    shown = text if error.get("traceback") else record.get("output") or text
+    shown = text if error.traceback else record.output or text
     return ToolError(f"{message}; {fix}", details=_shown_traceback(shown) or None)
 
 
@@ -273,13 +284,13 @@ def check_parses(root: Path) -> None:
 def capture_setup(root: Path, context: CaptureContext) -> CapturedBuild:
     check_parses(root)
     record = run_setup(root, context)
-    if not record["setup_calls"]:
-        if record.get("error"):
+    if record.setup is None:
+        if record.error is not None:
             raise _failure(root, record)
         raise ToolError(
             f"{root / 'setup.py'} ran to its end without calling setup(); "
             "read it without running it with 'wheelforge init --no-run'",
-            details=proc.tail(record.get("output", "")) or None,
+            details=proc.tail(record.output) or None,
         )
     build = read_record(root, record, front_door="setup.py")
     return _generated_missing(root, context, build) if build.missing else build
@@ -296,12 +307,14 @@ def _generated_missing(root: Path, context: CaptureContext, build: CapturedBuild
         )
         with tempfile.TemporaryDirectory(prefix="wheelforge-gen-") as tmp:
             out = Path(tmp).resolve()
-            argv = [str(context.python), str(root / script), option, str(out)]
-            record = run_setup(root, context, {"argv": argv, "cwd": str(root)}, writable=(out,))
+            trial = GeneratorTrial(
+                argv=(str(context.python), str(root / script), option, str(out)), cwd=root
+            )
+            record = run_setup(root, context, trial, writable=(out,))
             written = [
-                Path(item["path"]).relative_to(out).as_posix()
-                for item in record.get("written") or []
-                if Path(item["path"]).is_relative_to(out)
+                Path(item.path).relative_to(out).as_posix()
+                for item in record.written
+                if Path(item.path).is_relative_to(out)
             ]
         found = generators.from_trial(
             build.missing,

@@ -9,9 +9,10 @@ import re
 import shlex
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-from wheelforge.configuration.importers.captured import CapturedExtension, GeneratedFile, Refusal
+from wheelforge.adoption.record.captured import CapturedExtension, GeneratedFile, Refusal
+from wheelforge.adoption.record.setuprun import SetupRun
 from wheelforge.foundation import readers
 
 # A line of setup.py that fetches something (a prebuilt wheel, a toolkit, a submodule).
@@ -34,7 +35,7 @@ def _call(matched: str) -> str:
 
 
 class BuildSteps:
-    def __init__(self, root: Path, record: Mapping[str, Any]) -> None:
+    def __init__(self, root: Path, record: SetupRun) -> None:
         self.root = root
         self.record = record
         self.hand: list[str] = []
@@ -48,8 +49,8 @@ class BuildSteps:
         (``BuildExtension.with_options(extra_files={"cpp_lib.json": ...})``, as xformers does):
         a mapping of plain file names to their text, written beside the extension."""
         out = []
-        for record in self.record.get("build_ext_options") or []:
-            for option, value in (record.get("options") or {}).items():
+        for given in self.record.build_ext_options:
+            for option, value in given.options:
                 if not (
                     isinstance(value, dict)
                     and value
@@ -69,24 +70,26 @@ class BuildSteps:
                 sub = "/".join(package.split(".")[1:])
                 base = f"{folder}/{sub}" if sub else folder
                 out += [
-                    GeneratedFile(path=f"{base}/{name}", text=text) for name, text in value.items()
+                    GeneratedFile(path=f"{base}/{name}", text=text)
+                    for name, text in value.items()
+                    if isinstance(text, str)  # all are (checked above): for the type checker
                 ]
                 self.done.append(
-                    f"{record['class']}.with_options({option}=...) ({record.get('where') or 'setup.py'}): the build_ext writes "
+                    f"{given.class_name}.with_options({option}=...) ({given.where or 'setup.py'}): the build_ext writes "
                     f"{', '.join(value)} into {base}/; init wrote them, as this run's setup.py computed them"
                 )
-                self.generated_for.add(record["class"])
+                self.generated_for.add(given.class_name)
         return out
 
     def commands(self) -> list[Refusal]:
         """cmdclass entries: what each would run at build time, which init does not run."""
         refusals = []
-        for command in self.record.get("cmdclass") or []:
-            name, cls, overrides = command["name"], command["class"], command.get("overrides") or []
+        for command in self.record.cmdclass:
+            name, cls, overrides = command.name, command.class_name, command.overrides
             if name in _NOT_BUILD_STEPS or not overrides or cls in _TORCH_BUILD_EXT:
                 continue
-            where = command.get("where") or "setup.py"
-            fetch = _FETCH_RE.search(command.get("source") or "")
+            where = command.where or "setup.py"
+            fetch = _FETCH_RE.search(command.source)
             if fetch:
                 refusals.append(
                     Refusal(
@@ -114,18 +117,13 @@ class BuildSteps:
         return refusals
 
     def refusals(self) -> list[Refusal]:
-        out = [
-            Refusal(what="network", detail=n["detail"], where=n["where"])
-            for n in self.record.get("network") or []
-        ]
-        for item in self.record.get("refused") or []:
+        out = [Refusal(what="network", detail=n.detail, where=n.where) for n in self.record.network]
+        for item in self.record.refused:
             what: Literal["write", "command"] = (
-                "write" if item["detail"].startswith("write ") else "command"
+                "write" if item.detail.startswith("write ") else "command"
             )
             out.append(
-                Refusal(
-                    what=what, detail=item["detail"].removeprefix("write "), where=item["where"]
-                )
+                Refusal(what=what, detail=item.detail.removeprefix("write "), where=item.where)
             )
         out += self.commands()
         attempted = {r.where for r in out}

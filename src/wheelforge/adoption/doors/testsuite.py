@@ -11,7 +11,7 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from wheelforge.configuration.importers.captured import CapturedBuild
+from wheelforge.adoption.record.captured import CapturedBuild
 from wheelforge.configuration.matrix.model import DEFAULT_TEST_COMMAND
 from wheelforge.foundation import readers
 

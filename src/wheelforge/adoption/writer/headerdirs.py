@@ -18,7 +18,7 @@ import os
 import re
 from pathlib import Path
 
-from wheelforge.configuration.importers.captured import (
+from wheelforge.adoption.record.captured import (
     CapturedBuild,
     CapturedExtension,
     CapturedHeaderLibrary,

@@ -1,6 +1,6 @@
 """The captured build: what a project's own build would compile and pack, as every front door
 reads it (setup.py run or read, CMake's compile commands, kernel-builder's build.toml, the
-sources). Frozen data, paths relative to the project's folder; writer.py turns it into
+sources). Frozen data, paths relative to the project's folder; writer/matrixfile.py turns it into
 matrix.yaml.
 
 What could not be captured, or is a choice the user has to make, is a ``hand`` note; what was

@@ -1,0 +1,600 @@
+"""What init's setup.py capture found, as one typed record: the child's JSON document
+(child/setup_child.py writes it) parsed and checked here once, and nowhere else; the static
+reading of setup.py (doors/staticsetup.py) gives the same record through the same
+constructors (:meth:`ExtensionArgs.given`, :meth:`SetupArgs.given`), so doors/setuprecord.py
+reads one shape whichever way setup.py was read.
+
+Two kinds of wrong are told apart. What the child itself writes (its lists of refusals, files
+written, generators, the torch it saw, its error) has one shape; a document that breaks it (a
+wheelforge bug, or a setup.py that reached into the child's record) is a :class:`ToolError`
+naming the field. What setup.py gave ``setup()`` and its Extension classes is the project's
+own: an argument of a type setuptools cannot use (``extra_compile_args=42``) is a
+:class:`ConfigError` naming it and its extension, with the fix; a value only shown back to the
+user (``entry_points``, ``extra_objects``) is kept as given."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import cast
+
+from wheelforge.foundation import readers
+from wheelforge.foundation.errors import ConfigError, ToolError
+
+# A JSON value as json.loads gives it (or a literal the static reading evaluated).
+Json = None | bool | int | float | str | list["Json"] | dict[str, "Json"] | tuple["Json", ...]
+
+_FIX = "fix setup.py and run init again"
+
+
+# What the child records that init does not read (aids for a person reading the document):
+# where setup() was called, why a replaced ninja writer failed (its rules are then absent), and
+# a generator trial's exit code and exception (what it wrote is what counts).
+UNREAD = frozenset({"setup_where", "ninja_error", "generator_exit", "generator_errors"})
+
+
+class MalformedRecord(ToolError):
+    """The child's document breaks its own shape."""
+
+
+# -- what setup.py gave setup() and its Extension classes -------------------------------------------
+
+
+def _strings(value: object) -> tuple[str, ...]:
+    """A list of strings as setuptools reads one: a string is one; numbers are their text;
+    anything else in the list is left out."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if not isinstance(value, list | tuple | dict):
+        raise TypeError(value)
+    return tuple(str(v) for v in value if isinstance(v, str | int | float))
+
+
+def _lenient(value: object) -> tuple[str, ...]:
+    """_strings, with a value it cannot read as nothing (an extra's or a package's globs)."""
+    try:
+        return _strings(value)
+    except TypeError:
+        return ()
+
+
+def _json(value: object) -> Json:
+    """A value kept as setup.py gave it (JSON from the child, a literal from the static reading)."""
+    return cast("Json", value)
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _not_strings(value: object) -> bool:
+    return value is not None and not isinstance(value, str | list | tuple)
+
+
+# Extension arguments setuptools takes as lists of strings (a string is read as one), and the
+# one it also takes as a dict of such lists by compiler (torch's BuildExtension: cxx, nvcc).
+_LIST_FIELDS = (
+    "sources",
+    "include_dirs",
+    "undef_macros",
+    "library_dirs",
+    "libraries",
+    "runtime_library_dirs",
+    "extra_objects",
+    "extra_link_args",
+    "depends",
+)
+
+
+def _refuse_shapes(label: str, given: Mapping[str, object]) -> None:
+    """An Extension argument of a type setuptools cannot use (``extra_compile_args=42``), named
+    with its extension and where the script made it."""
+    args = given.get("extra_compile_args")
+    bad = [(key, given.get(key)) for key in _LIST_FIELDS if _not_strings(given.get(key))]
+    macros = given.get("define_macros")
+    if isinstance(macros, str) or _not_strings(macros):
+        bad.append(("define_macros", macros))
+    if isinstance(args, dict) and "repr" not in args:
+        bad += [(f"extra_compile_args['{k}']", v) for k, v in args.items() if _not_strings(v)]
+    elif _not_strings(args):
+        bad.append(("extra_compile_args", args))
+    for key, value in bad[:1]:
+        shown = value["repr"] if isinstance(value, dict) and "repr" in value else repr(value)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        also = (
+            " or a dict of them by compiler ('cxx', 'nvcc')" if key == "extra_compile_args" else ""
+        )
+        raise ConfigError(
+            f"{label}: {key} is {shown}, where setuptools takes a list of strings{also}; {_FIX}"
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExtensionArgs:
+    """One Extension (CUDAExtension, CppExtension) as setup.py made it."""
+
+    name: str | None
+    kind: str = "Extension"
+    where: str = "setup.py"  # setup.py:412
+    sources: tuple[str, ...] = ()
+    include_dirs: tuple[str, ...] = ()
+    define_macros: tuple[tuple[str, str | None], ...] = ()  # (name, value or None)
+    undef_macros: tuple[str, ...] = ()
+    cxx_args: tuple[str, ...] = ()  # extra_compile_args for the C++ compiler
+    nvcc_args: tuple[str, ...] = ()  # ... and for nvcc (a plain list: both)
+    libraries: tuple[str, ...] = ()
+    library_dirs: tuple[str, ...] = ()
+    extra_link_args: tuple[str, ...] = ()
+    # Link inputs wheelforge does not take, kept as given for the note that names them.
+    extra_objects: Json = None
+    runtime_library_dirs: Json = None
+    dlink: bool = False  # torch's dlink=True: a device-link step
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind} {self.name} ({self.where})"
+
+    @classmethod
+    def given(cls, args: Mapping[str, object]) -> ExtensionArgs:
+        """The Extension's arguments as setup.py passed them (the child's description, or the
+        static reading's); ConfigError for one setuptools could not use."""
+        name = args.get("name")
+        if name is not None and not isinstance(name, str):
+            raise MalformedRecord(f"an extension's name is {name!r}, where a string belongs")
+        kind = _text(args.get("kind")) or "Extension"
+        where = _text(args.get("where")) or "setup.py"
+        made = cls(name=name, kind=kind, where=where)
+        _refuse_shapes(made.label, args)
+        compile_args = args.get("extra_compile_args") or []
+        if isinstance(compile_args, dict):
+            cxx, nvcc = _strings(compile_args.get("cxx")), _strings(compile_args.get("nvcc"))
+        else:
+            cxx = nvcc = _strings(compile_args)
+        macros = args.get("define_macros") or []
+        assert isinstance(macros, list | tuple)  # _refuse_shapes let only lists through
+        return cls(
+            name=name,
+            kind=kind,
+            where=where,
+            sources=_strings(args.get("sources")),
+            include_dirs=_strings(args.get("include_dirs")),
+            define_macros=tuple(
+                (str(m[0]), str(m[1]) if len(m) > 1 and m[1] is not None else None)
+                for m in macros
+                if isinstance(m, list | tuple) and m
+            ),
+            undef_macros=_strings(args.get("undef_macros")),
+            cxx_args=cxx,
+            nvcc_args=nvcc,
+            libraries=_strings(args.get("libraries")),
+            library_dirs=_strings(args.get("library_dirs")),
+            extra_link_args=_strings(args.get("extra_link_args")),
+            extra_objects=_json(args.get("extra_objects")),
+            runtime_library_dirs=_json(args.get("runtime_library_dirs")),
+            dlink=bool(args.get("dlink")),
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class SetupArgs:
+    """What setup.py gave ``setup()`` (its last call), the keys init reads."""
+
+    name: str | None = None
+    version: str | None = None  # a number given is its text
+    description: str | None = None
+    license: str | None = None
+    python_requires: str | None = None
+    install_requires: tuple[str, ...] = ()
+    author: str | None = None
+    author_email: str | None = None
+    url: str | None = None
+    project_urls: tuple[tuple[str, str], ...] = ()
+    classifiers: tuple[str, ...] = ()
+    keywords: str | tuple[str, ...] = ()  # a string is split on commas by setuptools
+    extras_require: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    packages: tuple[str, ...] = ()
+    package_dir: tuple[tuple[str, str], ...] = ()
+    py_modules: tuple[str, ...] = ()
+    package_data: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    include_package_data: bool = False
+    # setup() arguments matrix.yaml has no key for, kept as given for the note that names them.
+    entry_points: Json = None
+    scripts: Json = None
+    data_files: Json = None
+
+    @classmethod
+    def given(cls, args: Mapping[str, object]) -> SetupArgs:
+        def strings(key: str) -> tuple[str, ...]:
+            try:
+                return _strings(args.get(key))
+            except TypeError:
+                raise ConfigError(
+                    f"setup({key}={args.get(key)!r}): setuptools takes a list of strings; {_FIX}"
+                ) from None
+
+        def mapping(key: str) -> Mapping[object, object]:
+            value = args.get(key) or {}
+            if not isinstance(value, dict):
+                raise ConfigError(f"setup({key}={value!r}): setuptools takes a dict here; {_FIX}")
+            return value
+
+        version = args.get("version")
+        urls, extras = args.get("project_urls") or {}, args.get("extras_require") or {}
+        keywords = args.get("keywords")
+        return cls(
+            name=_text(args.get("name")),
+            version=str(version) if isinstance(version, str | int | float) else None,
+            description=_text(args.get("description")),
+            license=_text(args.get("license")),
+            python_requires=_text(args.get("python_requires")),
+            install_requires=strings("install_requires"),
+            author=_text(args.get("author")),
+            author_email=_text(args.get("author_email")),
+            url=_text(args.get("url")),
+            project_urls=tuple((str(k), str(v)) for k, v in urls.items())
+            if isinstance(urls, dict)
+            else (),
+            classifiers=strings("classifiers"),
+            keywords=keywords if isinstance(keywords, str) else strings("keywords"),
+            extras_require=tuple((str(k), _lenient(v)) for k, v in extras.items())
+            if isinstance(extras, dict)
+            else (),
+            packages=strings("packages"),
+            package_dir=tuple((str(k), str(v)) for k, v in dirs.items())
+            if isinstance(dirs := args.get("package_dir"), dict)
+            else (),
+            py_modules=strings("py_modules"),
+            package_data=tuple((str(k), _lenient(v)) for k, v in mapping("package_data").items()),
+            include_package_data=bool(args.get("include_package_data")),
+            entry_points=_json(args.get("entry_points")),
+            scripts=_json(args.get("scripts")),
+            data_files=_json(args.get("data_files")),
+        )
+
+
+# -- what the child recorded besides -------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Attempt:
+    """A connection, a command or a write the child's guards refused."""
+
+    detail: str  # the host, the command line, "write <path>"
+    where: str  # setup.py:517, or ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Command:
+    """A cmdclass entry: its class, what the project's own classes override, their source."""
+
+    name: str
+    class_name: str
+    base: str = ""
+    overrides: tuple[str, ...] = ()
+    where: str = ""
+    source: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Entry:
+    """The call into a project module that wrote a file: ``gen.kernels.main("out")``."""
+
+    module: str | None = None
+    function: str | None = None
+    args: tuple[Json, ...] = ()  # strings, numbers, None; {"type": ...} for an object
+
+
+@dataclass(frozen=True, kw_only=True)
+class Written:
+    """A file written during the run, and which project module wrote it."""
+
+    path: str
+    by: str | None = None  # relative to the project: setup.py, gen/kernels.py
+    entry: Entry = field(default_factory=Entry)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GeneratorRun:
+    """A project script setup.py ran as a command (``python gen.py -o out``), run in the child."""
+
+    script: str
+    argv: tuple[str, ...] = ()
+    cwd: str | None = None
+    where: str = ""
+    exit: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildExtOptions:
+    """``BuildExtension.with_options(**options)``: what the project hands its build_ext."""
+
+    class_name: str
+    where: str = ""
+    options: tuple[tuple[str, Json], ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class TorchSeen:
+    version: str
+    real: bool  # the build Python's torch (False: the stand-in)
+    cuda: str | None = None
+    shown_as: str | None = None  # a CPU build shown as this CUDA build
+    forced: bool = False  # the stand-in though the build Python has torch (--stand-in)
+
+
+@dataclass(frozen=True, kw_only=True)
+class StandInMiss:
+    """A name setup.py asked of the stand-in torch that it lacks, and the line that asked."""
+
+    name: str  # torch.utils.cpp_extension.ROCM_HOME, "import torch.nn"
+    where: str = ""  # setup.py:12, or "" where no line of the project's was on the stack
+
+
+@dataclass(frozen=True, kw_only=True)
+class SetupFailure:
+    """setup.py's own exception, or its sys.exit with a non-zero code."""
+
+    type: str | None = None
+    message: str = ""
+    where: str = ""  # setup.py:12
+    traceback: str = ""
+    cause: SetupFailure | None = None  # what it was raised from (type and message)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SetupRun:
+    """What setup.py gave ``setup()`` and its extensions, and what its run did."""
+
+    setup: SetupArgs | None  # None: setup() was never called
+    extensions: tuple[ExtensionArgs, ...] = ()
+    cmdclass: tuple[Command, ...] = ()
+    network: tuple[Attempt, ...] = ()
+    refused: tuple[Attempt, ...] = ()
+    writes: tuple[str, ...] = ()  # files setup.py wrote, relative to the project
+    written: tuple[Written, ...] = ()
+    generators: tuple[GeneratorRun, ...] = ()
+    stub_missing: tuple[StandInMiss, ...] = ()
+    torch: TorchSeen | None = None
+    torch_error: str | None = None  # why the build Python's torch did not import
+    torch_nvcc_flags: tuple[str, ...] = ()  # what BuildExtension puts before nvcc's flags
+    ninja: tuple[tuple[str, str], ...] = ()  # an extension's name -> its replaced writer's file
+    ninja_replaced_at: str | None = None
+    build_ext_options: tuple[BuildExtOptions, ...] = ()
+    package_files: tuple[str, ...] | None = None  # setuptools' own build_py's list
+    package_files_error: str | None = None
+    error: SetupFailure | None = None
+    # What the parent knows of the run: the folders, the interpreter, what it printed.
+    root: str | None = None
+    setup_file: str = "setup.py"
+    python: str | None = None
+    output: str = ""
+    stderr: str = ""
+
+
+# -- the child's document -----------------------------------------------------------------------
+
+
+class _Document:
+    """The child's JSON document, read field by field with its path for the error."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def malformed(self, where: str, value: object, expected: str) -> MalformedRecord:
+        shown = repr(value)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        return MalformedRecord(
+            f"{self.source}: {where} is {shown}, where {expected} belongs: the record init's "
+            "setup.py child wrote is malformed (did setup.py change it?); read setup.py without "
+            "running it with 'wheelforge init --no-run'"
+        )
+
+    def table(self, value: object, where: str) -> Mapping[str, object]:
+        if not isinstance(value, dict):
+            raise self.malformed(where, value, "an object")
+        return value
+
+    def values(self, data: Mapping[str, object], key: str) -> list[object]:
+        value = data.get(key)
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise self.malformed(key, value, "a list")
+        return value
+
+    def miss(self, value: object, where: str) -> StandInMiss:
+        """A name the stand-in lacks: its name, or (with the line that asked) a name and where."""
+        if isinstance(value, str):
+            return StandInMiss(name=value)
+        item = self.table(value, where)
+        return StandInMiss(
+            name=self.required(item, "name", f"{where}."),
+            where=self.text(item, "where", f"{where}."),
+        )
+
+    def items(self, data: Mapping[str, object], key: str, where: str) -> list[Mapping[str, object]]:
+        value = data.get(key)
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise self.malformed(f"{where}{key}", value, "a list")
+        return [self.table(v, f"{where}{key}[{i}]") for i, v in enumerate(value)]
+
+    def text(self, data: Mapping[str, object], key: str, where: str, default: str = "") -> str:
+        value = data.get(key)
+        if value is None:
+            return default
+        if not isinstance(value, str):
+            raise self.malformed(f"{where}{key}", value, "a string")
+        return value
+
+    def optional(self, data: Mapping[str, object], key: str, where: str) -> str | None:
+        return self.text(data, key, where) if data.get(key) is not None else None
+
+    def required(self, data: Mapping[str, object], key: str, where: str) -> str:
+        if data.get(key) is None:
+            raise self.malformed(f"{where}{key}", None, "a string")
+        return self.text(data, key, where)
+
+    def texts(self, data: Mapping[str, object], key: str, where: str) -> tuple[str, ...]:
+        value = data.get(key)
+        if value is None:
+            return ()
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self.malformed(f"{where}{key}", value, "a list of strings")
+        return tuple(value)
+
+    def run(self, data: Mapping[str, object]) -> SetupRun:
+        calls = data.get("setup_calls") or []
+        if not isinstance(calls, list):
+            raise self.malformed("setup_calls", calls, "a list")
+        last = self.table(calls[-1], f"setup_calls[{len(calls) - 1}]") if calls else None
+        torch = data.get("torch")
+        error = data.get("error")
+        ninja = self.table(data.get("ninja") or {}, "ninja")
+        shipped = data.get("package_files")
+        return SetupRun(
+            setup=SetupArgs.given(last) if last is not None else None,
+            extensions=tuple(ExtensionArgs.given(e) for e in self.items(data, "extensions", "")),
+            cmdclass=tuple(
+                Command(
+                    name=self.required(c, "name", f"cmdclass[{i}]."),
+                    class_name=self.required(c, "class", f"cmdclass[{i}]."),
+                    base=self.text(c, "base", f"cmdclass[{i}]."),
+                    overrides=self.texts(c, "overrides", f"cmdclass[{i}]."),
+                    where=self.text(c, "where", f"cmdclass[{i}]."),
+                    source=self.text(c, "source", f"cmdclass[{i}]."),
+                )
+                for i, c in enumerate(self.items(data, "cmdclass", ""))
+            ),
+            network=self.attempts(data, "network"),
+            refused=self.attempts(data, "refused"),
+            writes=self.texts(data, "writes", ""),
+            written=tuple(
+                self.written(w, f"written[{i}].")
+                for i, w in enumerate(self.items(data, "written", ""))
+            ),
+            generators=tuple(
+                self.generator(g, f"generators[{i}].")
+                for i, g in enumerate(self.items(data, "generators", ""))
+            ),
+            stub_missing=tuple(
+                self.miss(m, f"stub_missing[{i}]")
+                for i, m in enumerate(self.values(data, "stub_missing"))
+            ),
+            torch=self.torch(self.table(torch, "torch")) if torch is not None else None,
+            torch_error=self.optional(data, "torch_error", ""),
+            torch_nvcc_flags=self.texts(data, "torch_nvcc_flags", ""),
+            ninja=tuple(
+                (str(k), self.text(ninja, k, "ninja.")) for k, v in ninja.items() if v is not None
+            ),
+            ninja_replaced_at=self.optional(data, "ninja_replaced_at", ""),
+            build_ext_options=tuple(
+                BuildExtOptions(
+                    class_name=self.required(o, "class", f"build_ext_options[{i}]."),
+                    where=self.text(o, "where", f"build_ext_options[{i}]."),
+                    options=tuple(
+                        (k, _json(v))
+                        for k, v in self.table(
+                            o.get("options") or {}, f"build_ext_options[{i}].options"
+                        ).items()
+                    ),
+                )
+                for i, o in enumerate(self.items(data, "build_ext_options", ""))
+            ),
+            package_files=tuple(str(f) for f in shipped) if isinstance(shipped, list) else None,
+            package_files_error=self.optional(data, "package_files_error", ""),
+            error=self.failure(self.table(error, "error")) if error is not None else None,
+            root=self.optional(data, "root", ""),
+            setup_file=self.text(data, "setup", "", "setup.py") or "setup.py",
+            python=self.optional(data, "python", ""),
+            output=self.text(data, "output", ""),
+            stderr=self.text(data, "stderr", ""),
+        )
+
+    def attempts(self, data: Mapping[str, object], key: str) -> tuple[Attempt, ...]:
+        return tuple(
+            Attempt(
+                detail=self.required(a, "detail", f"{key}[{i}]."),
+                where=self.text(a, "where", f"{key}[{i}]."),
+            )
+            for i, a in enumerate(self.items(data, key, ""))
+        )
+
+    def written(self, item: Mapping[str, object], where: str) -> Written:
+        entry = self.table(item.get("entry") or {}, f"{where}entry")
+        args = entry.get("args") or []
+        if not isinstance(args, list):
+            raise self.malformed(f"{where}entry.args", args, "a list")
+        return Written(
+            path=self.required(item, "path", where),
+            by=self.optional(item, "by", where),
+            entry=Entry(
+                module=self.optional(entry, "module", f"{where}entry."),
+                function=self.optional(entry, "function", f"{where}entry."),
+                args=tuple(args),
+            ),
+        )
+
+    def generator(self, item: Mapping[str, object], where: str) -> GeneratorRun:
+        argv = item.get("argv") or []
+        if not isinstance(argv, list):
+            raise self.malformed(f"{where}argv", argv, "a list")
+        code = item.get("exit")
+        return GeneratorRun(
+            script=self.required(item, "script", where),
+            argv=tuple(str(a) for a in argv),
+            cwd=self.optional(item, "cwd", where),
+            where=self.text(item, "where", where),
+            exit=code if isinstance(code, int) else None,
+        )
+
+    def torch(self, data: Mapping[str, object]) -> TorchSeen:
+        version = data.get("version")
+        if not isinstance(version, str | int | float):
+            raise self.malformed("torch.version", version, "a version")
+        return TorchSeen(
+            version=str(version),
+            real=bool(data.get("real")),
+            cuda=self.optional(data, "cuda", "torch."),
+            shown_as=self.optional(data, "shown_as", "torch."),
+            forced=bool(data.get("forced")),
+        )
+
+    def failure(self, data: Mapping[str, object], where: str = "error.") -> SetupFailure:
+        kind, cause = data.get("type"), data.get("cause")
+        return SetupFailure(
+            type=kind if isinstance(kind, str) else None,
+            message=str(data.get("message") or ""),
+            where=self.text(data, "where", where),
+            traceback=self.text(data, "traceback", where),
+            cause=self.failure(self.table(cause, f"{where}cause"), f"{where}cause.")
+            if cause is not None
+            else None,
+        )
+
+
+def parse(document: object, *, source: str = "the setup.py child's record") -> SetupRun:
+    """The child's document (json.loads'd) as a SetupRun: MalformedRecord (a ToolError) naming
+    the field that breaks its shape, ConfigError naming a setup() or Extension argument
+    setuptools could not use."""
+    reader = _Document(source)
+    return reader.run(reader.table(document, "the document"))
+
+
+def load(path: Path, *, source: str | None = None) -> SetupRun:
+    """The child's record file, read through the bounded reader and parsed; *source* names it
+    in an error (the file itself is temporary)."""
+    text = readers.read_text(path, cap=readers.STATE_CAP)
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise MalformedRecord(
+            f"{source or path}: the record init's setup.py child wrote is not JSON ({exc}); read setup.py "
+            "without running it with 'wheelforge init --no-run'"
+        ) from None
+    return parse(document, source=source or str(path))
