@@ -316,7 +316,7 @@ def test_report_progress_and_size_budget(first_build: Run, project: Path, tmp_pa
     a rebuild's report validates against the shipped schema and has each arch's sizes; a tiny
     budget fails with exit 4, naming the largest arch entries, and publishes nothing."""
     assert re.search(
-        r"^  \[\d/7\] NVCC kernels/csrc/norm_cuda\.cu \d+\.\ds$", first_build.err, re.M
+        r"^  \[\d+/\d+\] NVCC kernels/csrc/norm_cuda\.cu \d+\.\ds$", first_build.err, re.M
     )
     wheel = only_wheel(project / "dist")
     assert str(wheel) in first_build.out  # the full path
