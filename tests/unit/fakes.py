@@ -70,6 +70,19 @@ def torch_env(tmp: Path, version: str = "2.13.0") -> TorchEnv:
     )
 
 
+# The head of a demo-ops matrix (package, torch, one arch set) the multi-extension and torch-target
+# tests put their extensions under.
+DEMO_OPS_HEAD = """\
+package:
+  name: demo-ops
+  version: 1.2.0
+  packages: [demo_ops]
+torch: ">=2.10"
+arch-sets:
+  default: "8.0 9.0+PTX"
+"""
+
+
 def plan_for(
     matrix: Matrix,
     tmp: Path,

@@ -18,19 +18,11 @@ from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation.errors import ConfigError, VerificationError
 from wheelforge.planning import hostshare, ninjafile
 
+from .fakes import DEMO_OPS_HEAD as HEAD
 from .fakes import built_contents, plan_for
 
 Project = Callable[..., Path]
 
-HEAD = """\
-package:
-  name: demo-ops
-  version: 1.2.0
-  packages: [demo_ops]
-torch: ">=2.10"
-arch-sets:
-  default: "8.0 9.0+PTX"
-"""
 THREE = (
     HEAD
     + """\

@@ -16,19 +16,11 @@ from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.planning import hostshare, ninjafile
 
+from .fakes import DEMO_OPS_HEAD as HEAD
 from .fakes import plan_for
 
 Project = Callable[..., Path]
 
-HEAD = """\
-package:
-  name: demo-ops
-  version: 1.2.0
-  packages: [demo_ops]
-torch: ">=2.10"
-arch-sets:
-  default: "8.0 9.0+PTX"
-"""
 TWO = (
     HEAD
     + """\

@@ -128,8 +128,8 @@ class Trace:
             if name is not None:
                 self.touched.add(name)
         elif event == "fcntl.flock" and args[1] & (fcntl.LOCK_EX | fcntl.LOCK_SH):
-            with contextlib.suppress(OSError):
-                self.locks.add(os.readlink(f"/proc/self/fd/{args[0]}"))
+            if (name := _name(args[0])) is not None:  # the descriptor's file
+                self.locks.add(name)
         elif event in _CHANGES:
             name = _name(args[0]) if args else None
             if not (event == "os.mkdir" and name is not None and _isdir(name)):

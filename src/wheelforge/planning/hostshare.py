@@ -92,7 +92,7 @@ def _host_part(inputs: PlanInputs, plan: VariantPlan) -> VariantPlan:
             gencode="",
             steps=tuple(placed),
             left_out=(),
-            generated=_read_by(plan, steps),
+            generated=_read_by(plan),
             nvcc_preload=None,
             jobs=timing.jobs,
             nvcc_threads=timing.nvcc_threads,
@@ -103,12 +103,11 @@ def _host_part(inputs: PlanInputs, plan: VariantPlan) -> VariantPlan:
     )
 
 
-def _read_by(plan: VariantPlan, steps: list[CompileStep]) -> tuple[GeneratedFile, ...]:
+def _read_by(plan: VariantPlan) -> tuple[GeneratedFile, ...]:
     """The generated files the C++ and C compiles may read: every file the plan generates (the
     weak-shims header a C++ source is given with -include, the module init; a matrix with
     generate steps shares nothing) and the header libraries' stamp (every compile depends on
     it)."""
-    del steps  # every generated file counts: the ABI's header is read by every compile
     return tuple(plan.compile.generated)
 
 
