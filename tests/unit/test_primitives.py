@@ -249,10 +249,6 @@ ALLOWED = {
         "path.rename(aside)",
     ): "renamed aside inside the cache, removal.confined checked first",
     (
-        "running/build/preflight.py",
-        "tempfile.mkstemp(dir=path",
-    ): "the 1 MiB probe file of a folder, removed by removal.remove",
-    (
         "running/build/variant.py",
         'tempfile.mkdtemp(prefix=f"stage-',
     ): "the staging folder, named for removal.sweep",

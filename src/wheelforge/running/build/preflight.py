@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import os
 import stat
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 from wheelforge.configuration.matrix.model import Matrix
-from wheelforge.foundation import fsutil, locks, readers, removal
+from wheelforge.foundation import fsutil, locks, readers, writers
 from wheelforge.foundation.errors import ConfigError, EnvironmentProblem
 
 # What the probe writes: enough to fail on a full file system rather than on its last block.
@@ -40,15 +38,7 @@ def probe_folder(path: Path, flag: str) -> None:
             raise EnvironmentProblem(f"{flag} {path} is {kind}, not a folder; name a folder")
     try:
         path.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path, prefix=".wheelforge-probe-")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(b"\0" * PROBE_BYTES)
-                f.flush()
-                os.fsync(f.fileno())
-        finally:
-            with contextlib.suppress(OSError):
-                removal.remove(Path(tmp), within=path)
+        writers.probe(path, PROBE_BYTES)
     except OSError as exc:
         where = Path(exc.filename) if exc.filename else path
         raise EnvironmentProblem(
