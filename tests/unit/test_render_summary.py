@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+import dataclasses
 import io
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from wheelforge.binaries.facts import BinaryContents
@@ -85,3 +87,30 @@ def test_a_binary_table_keeps_its_title_on_one_line() -> None:
         lines = [line.rstrip() for line in console.file.getvalue().splitlines()]  # type: ignore[attr-defined]
         assert title in lines, lines[:4]
         assert "MISSING" in console.file.getvalue()  # type: ignore[attr-defined]
+
+
+def test_the_wheel_line_names_a_wheel_below_the_working_folder_relatively(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The summary's wheel line at 80 columns: `/home/me/project/dist/<long name>.whl` did not
+    fit beside its label, so it took a line of its own; named from the working folder
+    (`dist/<name>.whl`) it fits, and pip takes it from here. A wheel elsewhere keeps its
+    absolute path; the working folder is compared by its real path."""
+    real = tmp_path / "real"
+    (real / "dist").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(real)
+    monkeypatch.chdir(tmp_path / "link")
+    name = "wheelforge_kernels-0.1.0-cp310-abi3-manylinux_2_34_x86_64.whl"
+    inside = dataclasses.replace(_variant((), None), wheel=real / "dist" / name)
+    report = BuildReport(matrix=Path("matrix.yaml"), target_version=(2, 10), built_against="2.13.0+cpu",
+                         variants=(inside,))  # fmt: skip
+    out = io.StringIO()
+    terminal = Console(file=out, width=80, force_terminal=True, color_system=None)
+    print_build(report, terminal)
+    assert f"wheel dist/{name}\n" in out.getvalue()
+    assert out.getvalue().count(f"dist/{name}") == 2  # and the next step's pip install
+    elsewhere = dataclasses.replace(inside, wheel=tmp_path / "out" / name)
+    report = dataclasses.replace(report, variants=(elsewhere,))
+    out = io.StringIO()
+    print_build(report, Console(file=out, width=200))
+    assert f"wheel {tmp_path / 'out' / name}\n" in out.getvalue()

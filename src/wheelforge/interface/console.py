@@ -4,6 +4,9 @@ loads rich and nothing of the other screens."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from rich.console import Console, RenderableType
 from rich.measure import Measurement
 
@@ -36,3 +39,16 @@ def print_whole(renderable: RenderableType, console: Console | None = None) -> N
         console.print(renderable)
     finally:
         console.width = width
+
+
+def shown_path(path: Path) -> str:
+    """A path as a result line names it: relative to the working folder when it lies inside it
+    (``dist/x.whl``: shorter, so at 80 columns it fits beside its label and is copied whole,
+    and still a path pip and a shell take from here), else as it is. The folder is compared
+    by its real path, so a working folder reached through a link still shortens."""
+    try:
+        here = Path(os.path.realpath(Path.cwd()))
+        inside = Path(os.path.realpath(path)).relative_to(here)
+    except (OSError, ValueError):
+        return str(path)
+    return str(inside) if inside.parts else str(path)

@@ -20,7 +20,7 @@ from wheelforge.configuration.archs import code_sort_key, sm_range
 from wheelforge.configuration.bytesizes import format_size as human_size
 from wheelforge.foundation import log
 from wheelforge.foundation.log import printable
-from wheelforge.interface.console import output_console, print_whole
+from wheelforge.interface.console import output_console, print_whole, shown_path
 
 if TYPE_CHECKING:  # a no-op `build` loads none of these, `inspect` no matrix and no plan
     from wheelforge.binaries.abicheck import BinaryCheck
@@ -154,7 +154,7 @@ def print_build(report: BuildReport, console: Console) -> None:
             if v.reused
             else "built by this run"
         )
-        say(f"[green]wheel[/green] {_text(str(v.wheel))}")
+        say(f"[green]wheel[/green] {_text(shown_path(v.wheel))}")
         say(f"  {human_size(v.wheel_size)}{budget}; {made}")
         if v.reproducible:
             say(
@@ -166,7 +166,7 @@ def print_build(report: BuildReport, console: Console) -> None:
 
             say(escape(variant_summary(v)))
     if report.variants_json is not None:
-        say(f"index-level variant metadata: {_text(str(report.variants_json))}")
+        say(f"index-level variant metadata: {_text(shown_path(report.variants_json))}")
     for f in report.failures:
         say(f"[red]failed[/red] {escape(f.variant_id)}: {f.error.kind} error (below)")
     if report.no_compile_cache:
@@ -203,7 +203,7 @@ def next_step(report: BuildReport) -> str | None:
             "and runs the matrix's tests (--torch-from PYTHON: under a torch already installed)"
         )
     wheel = report.variants[0].wheel
-    return f"next: [bold]pip install {_text(str(wheel))}[/bold] (a 'tests' section in the matrix lets 'wheelforge test' run your tests)"
+    return f"next: [bold]pip install {_text(shown_path(wheel))}[/bold] (a 'tests' section in the matrix lets 'wheelforge test' run your tests)"
 
 
 SLOWEST = 5  # compiles named in the summary; the report has them all
