@@ -591,7 +591,7 @@ for d in gc.get_objects():
 def test_a_setup_py_that_breaks_the_childs_record_is_one_line_not_a_traceback(
     tmp_path: Path,
 ) -> None:
-    """The child's record is parsed once (adoption/record/setuprun.py): a setup.py that reaches
+    """The child's record is parsed once (adoption/record/childdocument.py): a setup.py that reaches
     into it (before: KeyError: 'detail', a traceback from buildsteps.py) is exit code 3, one
     line naming the field and setup.py, and nothing written."""
     (tmp_path / "setup.py").write_text(TAMPERING)

@@ -22,7 +22,7 @@ import pytest
 
 from wheelforge.adoption.child import capture_standin
 from wheelforge.adoption.doors import setupcapture
-from wheelforge.adoption.record import setuprun
+from wheelforge.adoption.record import childdocument, setuprun
 from wheelforge.foundation.errors import EnvironmentProblem, ToolError
 
 
@@ -163,7 +163,7 @@ def test_a_name_it_lacks_raises_as_python_does_and_is_recorded(record: dict[str,
 
 def _failed(error: dict[str, Any], *misses: str) -> setuprun.SetupRun:
     """A failed run's record, as the child writes it, parsed as init reads it."""
-    return setuprun.parse(
+    return childdocument.parse(
         {
             "error": {"where": "setup.py:9", "traceback": "Traceback ...\n", **error},
             "torch": {"version": "2.10.0+cu130", "real": False},

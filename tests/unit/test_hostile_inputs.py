@@ -15,7 +15,7 @@ import pytest
 
 from wheelforge.adoption.doors.setuppy import scan_setup_py
 from wheelforge.adoption.doors.setuprecord import read_record
-from wheelforge.adoption.record import setuprun
+from wheelforge.adoption.record import childdocument
 from wheelforge.binaries import bounded
 from wheelforge.binaries.fatbin import FatbinEntry
 from wheelforge.configuration.matrix.reader import load_matrix
@@ -51,7 +51,7 @@ def test_an_extension_argument_of_the_wrong_type_is_one_line(
 ) -> None:
     """Before: TypeError: 'int' object is not iterable, from setuprecord's reading."""
     with pytest.raises(ConfigError) as caught:
-        read_record(tmp_path, setuprun.parse(_record(**ext)), front_door="setup.py")
+        read_record(tmp_path, childdocument.parse(_record(**ext)), front_door="setup.py")
     message = caught.value.message
     assert message.startswith("CUDAExtension demo._C (setup.py:4): ") and needle in message
     assert "fix setup.py" in message and "\n" not in message

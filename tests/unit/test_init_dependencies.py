@@ -14,7 +14,7 @@ import yaml
 
 from wheelforge.adoption.doors import buildtoml, generators
 from wheelforge.adoption.doors.setuprecord import read_record
-from wheelforge.adoption.record import setuprun
+from wheelforge.adoption.record import childdocument
 from wheelforge.adoption.record.captured import (
     CapturedBuild,
     CapturedExtension,
@@ -341,7 +341,9 @@ def test_a_generator_setup_py_runs_as_a_command_becomes_a_step(tmp_path: Path) -
         ],
     }  # fmt: skip
     found = generators.from_record(
-        root, setuprun.parse(record), [ext("demo._C", "csrc/ops.cpp", "gen/k_a.cu", "gen/k_b.cu")]
+        root,
+        childdocument.parse(record),
+        [ext("demo._C", "csrc/ops.cpp", "gen/k_a.cu", "gen/k_b.cu")],
     )
     [step] = found.steps
     assert step == CapturedStep(
@@ -358,7 +360,7 @@ def test_a_generator_setup_py_runs_as_a_command_becomes_a_step(tmp_path: Path) -
     ]
     record["writes"] = ["demo/config.py", "gen/k_a.cu", "gen/k_b.cu"]
     assert generators.writes_said(
-        setuprun.parse(record)
+        childdocument.parse(record)
     ) == [  # a generator's hundreds of files said once
         "setup.py wrote demo/config.py (as it does under pip)",
         "tools/gen.py (run by setup.py) wrote 2 file(s) into gen/ (as it does under pip)",
@@ -373,7 +375,7 @@ def test_a_generator_setup_py_imports_and_calls_becomes_a_step_or_a_hand(tmp_pat
         "written": [{"path": str(root / "out/k.cu"), "by": "codegen/kernels.py", "entry": entry}],
     }
     found = generators.from_record(
-        root, setuprun.parse(record), [ext("demo._C", "csrc/ops.cpp", "out/k.cu")]
+        root, childdocument.parse(record), [ext("demo._C", "csrc/ops.cpp", "out/k.cu")]
     )
     [step] = found.steps
     assert step.run[:2] == ("{python}", "-c") and "from kernels import main" in step.run[2]
@@ -381,7 +383,7 @@ def test_a_generator_setup_py_imports_and_calls_becomes_a_step_or_a_hand(tmp_pat
     # main(None): it writes where it lies; no argument names the folder to point elsewhere
     record["written"][0]["entry"] = {**entry, "args": [None]}  # type: ignore[index]
     left = generators.from_record(
-        root, setuprun.parse(record), [ext("demo._C", "csrc/ops.cpp", "out/k.cu")]
+        root, childdocument.parse(record), [ext("demo._C", "csrc/ops.cpp", "out/k.cu")]
     )
     assert left.steps == () and "cannot run it in its build folder" in left.hand[0]
     assert [s.path for s in left.extensions[0].sources] == ["csrc/ops.cpp", "out/k.cu"]
@@ -529,9 +531,9 @@ def test_no_cuda_anywhere_is_said_once_for_the_build_not_per_extension(tmp_path:
 
     cpp = {"name": "demo._a", "kind": "CUDAExtension", "sources": ["csrc/a.cpp"]}
     cuda = {"name": "demo._k", "kind": "CUDAExtension", "sources": ["csrc/b.cpp", "csrc/k.cu"]}
-    both = read_record(root, setuprun.parse(record(cpp, cuda)), front_door="setup.py")
+    both = read_record(root, childdocument.parse(record(cpp, cuda)), front_door="setup.py")
     assert not any("no CUDA source" in h for h in both.hand)  # _a is C++ beside a CUDA one
-    alone = read_record(root, setuprun.parse(record(cpp)), front_door="setup.py")
+    alone = read_record(root, childdocument.parse(record(cpp)), front_door="setup.py")
     assert [h for h in alone.hand if "no CUDA source" in h] == [
         "demo._a compile(s) no CUDA source, though the project has .cu files: its setup.py may choose "
         "CUDA by asking for a GPU (torch.cuda.is_available()); set the switch it reads (FORCE_CUDA=1, "

@@ -16,7 +16,7 @@ import yaml
 from wheelforge.adoption.doors import buildtoml, cmake
 from wheelforge.adoption.doors.buildsteps import BuildSteps
 from wheelforge.adoption.doors.flags import sort_flags
-from wheelforge.adoption.record import setuprun
+from wheelforge.adoption.record import childdocument
 from wheelforge.adoption.record.captured import (
     CapturedBuild,
     CapturedExtension,
@@ -434,7 +434,7 @@ def test_a_failing_setup_py_is_shown_in_short_lines_without_a_traceback_header(
     )
     error = {"type": "NameError", "message": "name 'v' is not defined", "where": "setup.py:2"}
     failure = setupcapture._failure(
-        tmp_path, setuprun.parse({"error": {**error, "traceback": trace}})
+        tmp_path, childdocument.parse({"error": {**error, "traceback": trace}})
     )
     assert "setup.py failed at line 2: NameError" in failure.message
     assert failure.details is not None
@@ -450,7 +450,7 @@ def test_a_cmdclass_that_fetches_is_named_with_its_call_closed(tmp_path: Path) -
             {"name": "bdist_wheel", "class": "Fetching", "overrides": ["run"], "source": source}
         ]
     }
-    [refusal] = BuildSteps(tmp_path, setuprun.parse(record)).commands()
+    [refusal] = BuildSteps(tmp_path, childdocument.parse(record)).commands()
     assert refusal.detail == "cmdclass bdist_wheel=Fetching fetches (urlretrieve(...))"
 
 

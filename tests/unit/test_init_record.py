@@ -1,4 +1,4 @@
-"""init's setup.py record (adoption/record/setuprun.py): the child's JSON document parsed once
+"""init's setup.py record (adoption/record/setuprun.py, read by childdocument.py): the child's JSON document parsed once
 into a typed SetupRun; a document that breaks the child's shape is one line naming the field,
 a setup() argument setuptools cannot use one line naming it; the static reading gives the
 same record; every key the child writes is read, or named as unread."""
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from wheelforge.adoption.child import SCRIPT
-from wheelforge.adoption.record import setuprun
+from wheelforge.adoption.record import childdocument, setuprun
 from wheelforge.adoption.record.setuprun import ExtensionArgs, MalformedRecord, SetupArgs
 from wheelforge.foundation.errors import ConfigError, ToolError
 
@@ -72,7 +72,7 @@ CHILD_DOCUMENT: dict[str, object] = {
 
 
 def test_the_childs_document_is_one_typed_record() -> None:
-    run = setuprun.parse(CHILD_DOCUMENT)
+    run = childdocument.parse(CHILD_DOCUMENT)
     assert run.setup is not None and run.setup.version == "1.5"
     assert run.setup.packages == ("demo", "demo.sub") and run.setup.package_dir == (("", "src"),)
     assert run.setup.package_data == (("demo", ("*.json",)),)
@@ -101,7 +101,7 @@ def test_the_childs_document_is_one_typed_record() -> None:
 
 
 def test_a_list_of_compile_args_is_both_compilers_and_absent_keys_take_defaults() -> None:
-    run = setuprun.parse({"extensions": [{"name": "m", "extra_compile_args": ["-O2"]}]})
+    run = childdocument.parse({"extensions": [{"name": "m", "extra_compile_args": ["-O2"]}]})
     [ext] = run.extensions
     assert (ext.kind, ext.where, ext.cxx_args, ext.nvcc_args) == (
         "Extension",
@@ -132,7 +132,7 @@ def test_a_document_that_breaks_the_childs_shape_is_one_line_naming_the_field(
     document: object, field: str
 ) -> None:
     with pytest.raises(MalformedRecord) as caught:
-        setuprun.parse(document, source="record.json")
+        childdocument.parse(document, source="record.json")
     message = caught.value.message
     assert isinstance(caught.value, ToolError) and caught.value.exit_code == 3
     assert message.startswith(f"record.json: {field}") and "\n" not in message
@@ -143,12 +143,12 @@ def test_a_record_file_that_is_not_json_is_one_line_naming_it(tmp_path: Path) ->
     path = tmp_path / "record.json"
     path.write_text('{"setup_calls": [')
     with pytest.raises(MalformedRecord) as caught:
-        setuprun.load(path)
+        childdocument.load(path)
     assert caught.value.message.startswith(
         f"{path}: the record init's setup.py child wrote is not JSON"
     )
     path.write_text(json.dumps(CHILD_DOCUMENT))
-    assert setuprun.load(path) == setuprun.parse(CHILD_DOCUMENT)
+    assert childdocument.load(path) == childdocument.parse(CHILD_DOCUMENT)
 
 
 @pytest.mark.parametrize(
@@ -163,7 +163,7 @@ def test_a_setup_argument_setuptools_cannot_use_is_one_line(
 ) -> None:
     """Before: AttributeError: 'list' object has no attribute 'items' (a traceback)."""
     with pytest.raises(ConfigError) as caught:
-        setuprun.parse({"setup_calls": [args]})
+        childdocument.parse({"setup_calls": [args]})
     assert caught.value.message.startswith(needle) and "fix setup.py" in caught.value.message
 
 
@@ -208,7 +208,11 @@ def _child_keys() -> set[str]:
 def test_every_key_the_child_writes_is_read_or_named_unread() -> None:
     keys = _child_keys()
     assert {"setup_calls", "extensions", "written", "torch", "package_files"} <= keys
-    parser = Path(setuprun.__file__).read_text(encoding="utf-8")
-    unread = sorted(k for k in keys - setuprun.UNREAD if f'"{k}"' not in parser)
-    assert unread == [], "keys the child writes that record/setuprun.py does not read"
-    assert keys >= setuprun.UNREAD  # no stale name among the unread
+    # The document's reader, and the record's constructors of setup()'s and each Extension's
+    # arguments that it calls.
+    parser = "".join(
+        Path(m.__file__).read_text(encoding="utf-8") for m in (childdocument, setuprun)
+    )
+    unread = sorted(k for k in keys - childdocument.UNREAD if f'"{k}"' not in parser)
+    assert unread == [], "keys the child writes that record/childdocument.py does not read"
+    assert keys >= childdocument.UNREAD  # no stale name among the unread

@@ -1,6 +1,6 @@
 """The setup.py front door: the project's setup.py run in a child process of the build Python
 (child/setup_child.py, through foundation/proc with a deadline), recording what ``setup()`` and the
-Extension classes are given; record/setuprun.py parses the child's record (a SetupRun) and
+Extension classes are given; record/childdocument.py parses the child's record (a SetupRun) and
 setuprecord.py reads it into a CapturedBuild.
 
 The child runs the user's own code, inside the sandbox of foundation/fence.py (the project and
@@ -23,7 +23,7 @@ from wheelforge.adoption.child import SCRIPT as CHILD
 from wheelforge.adoption.doors import generators
 from wheelforge.adoption.doors.setuppy import parse_setup_py
 from wheelforge.adoption.doors.setuprecord import read_record, shown_name, stand_in_misses
-from wheelforge.adoption.record import setuprun
+from wheelforge.adoption.record import childdocument, setuprun
 from wheelforge.adoption.record.captured import CapturedBuild
 from wheelforge.adoption.record.setuprun import SetupRun
 from wheelforge.foundation import fence, log, proc, writers
@@ -66,7 +66,7 @@ def run_setup(
     *,
     writable: tuple[Path, ...] = (),
 ) -> SetupRun:
-    """The child's record for *root*/setup.py, parsed (record/setuprun.py); with *generator*,
+    """The child's record for *root*/setup.py, parsed (record/childdocument.py); with *generator*,
     that script run alone instead. The
     child runs fenced (--sandbox): *root*, its scratch folder and *writable* the only places
     it can write."""
@@ -129,7 +129,7 @@ def run_setup(
                 + "; read it without running it with 'wheelforge init --no-run'",
                 details=proc.tail(result.stdout + result.stderr) or None,
             )
-        record = setuprun.load(out, source=f"{root / 'setup.py'} (its run's record)")
+        record = childdocument.load(out, source=f"{root / 'setup.py'} (its run's record)")
     return dataclasses.replace(
         record,
         output=result.stdout + result.stderr,

@@ -1,8 +1,8 @@
-"""What init's setup.py capture found, as one typed record: the child's JSON document
-(child/setup_child.py writes it) parsed and checked here once, and nowhere else; the static
-reading of setup.py (doors/staticsetup.py) gives the same record through the same
-constructors (:meth:`ExtensionArgs.given`, :meth:`SetupArgs.given`), so doors/setuprecord.py
-reads one shape whichever way setup.py was read.
+"""What init's setup.py capture found, as one typed record (SetupRun): the child's JSON document
+(child/setup_child.py writes it) is read into it by record/childdocument.py, once and nowhere
+else; the static reading of setup.py (doors/staticsetup.py) gives the same record through the
+same constructors (:meth:`ExtensionArgs.given`, :meth:`SetupArgs.given`), so
+doors/setuprecord.py reads one shape whichever way setup.py was read.
 
 Two kinds of wrong are told apart. What the child itself writes (its lists of refusals, files
 written, generators, the torch it saw, its error) has one shape; a document that breaks it (a
@@ -14,25 +14,16 @@ user (``entry_points``, ``extra_objects``) is kept as given."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import cast
 
-from wheelforge.foundation import readers
 from wheelforge.foundation.errors import ConfigError, ToolError
 
 # A JSON value as json.loads gives it (or a literal the static reading evaluated).
 Json = None | bool | int | float | str | list["Json"] | dict[str, "Json"] | tuple["Json", ...]
 
 _FIX = "fix setup.py and run init again"
-
-
-# What the child records that init does not read (aids for a person reading the document):
-# where setup() was called, why a replaced ninja writer failed (its rules are then absent), and
-# a generator trial's exit code and exception (what it wrote is what counts).
-UNREAD = frozenset({"setup_where", "ninja_error", "generator_exit", "generator_errors"})
 
 
 class MalformedRecord(ToolError):
@@ -62,7 +53,7 @@ def _lenient(value: object) -> tuple[str, ...]:
         return ()
 
 
-def _json(value: object) -> Json:
+def json_value(value: object) -> Json:
     """A value kept as setup.py gave it (JSON from the child, a literal from the static reading)."""
     return cast("Json", value)
 
@@ -173,8 +164,8 @@ class ExtensionArgs:
             libraries=_strings(args.get("libraries")),
             library_dirs=_strings(args.get("library_dirs")),
             extra_link_args=_strings(args.get("extra_link_args")),
-            extra_objects=_json(args.get("extra_objects")),
-            runtime_library_dirs=_json(args.get("runtime_library_dirs")),
+            extra_objects=json_value(args.get("extra_objects")),
+            runtime_library_dirs=json_value(args.get("runtime_library_dirs")),
             dlink=bool(args.get("dlink")),
         )
 
@@ -250,9 +241,9 @@ class SetupArgs:
             py_modules=strings("py_modules"),
             package_data=tuple((str(k), _lenient(v)) for k, v in mapping("package_data").items()),
             include_package_data=bool(args.get("include_package_data")),
-            entry_points=_json(args.get("entry_points")),
-            scripts=_json(args.get("scripts")),
-            data_files=_json(args.get("data_files")),
+            entry_points=json_value(args.get("entry_points")),
+            scripts=json_value(args.get("scripts")),
+            data_files=json_value(args.get("data_files")),
         )
 
 
@@ -373,228 +364,3 @@ class SetupRun:
     python: str | None = None
     output: str = ""
     stderr: str = ""
-
-
-# -- the child's document -----------------------------------------------------------------------
-
-
-class _Document:
-    """The child's JSON document, read field by field with its path for the error."""
-
-    def __init__(self, source: str) -> None:
-        self.source = source
-
-    def malformed(self, where: str, value: object, expected: str) -> MalformedRecord:
-        shown = repr(value)
-        shown = shown if len(shown) <= 60 else shown[:57] + "..."
-        return MalformedRecord(
-            f"{self.source}: {where} is {shown}, where {expected} belongs: the record init's "
-            "setup.py child wrote is malformed (did setup.py change it?); read setup.py without "
-            "running it with 'wheelforge init --no-run'"
-        )
-
-    def table(self, value: object, where: str) -> Mapping[str, object]:
-        if not isinstance(value, dict):
-            raise self.malformed(where, value, "an object")
-        return value
-
-    def values(self, data: Mapping[str, object], key: str) -> list[object]:
-        value = data.get(key)
-        if value is None:
-            return []
-        if not isinstance(value, list):
-            raise self.malformed(key, value, "a list")
-        return value
-
-    def miss(self, value: object, where: str) -> StandInMiss:
-        """A name the stand-in lacks: its name, or (with the line that asked) a name and where."""
-        if isinstance(value, str):
-            return StandInMiss(name=value)
-        item = self.table(value, where)
-        return StandInMiss(
-            name=self.required(item, "name", f"{where}."),
-            where=self.text(item, "where", f"{where}."),
-        )
-
-    def items(self, data: Mapping[str, object], key: str, where: str) -> list[Mapping[str, object]]:
-        value = data.get(key)
-        if value is None:
-            return []
-        if not isinstance(value, list):
-            raise self.malformed(f"{where}{key}", value, "a list")
-        return [self.table(v, f"{where}{key}[{i}]") for i, v in enumerate(value)]
-
-    def text(self, data: Mapping[str, object], key: str, where: str, default: str = "") -> str:
-        value = data.get(key)
-        if value is None:
-            return default
-        if not isinstance(value, str):
-            raise self.malformed(f"{where}{key}", value, "a string")
-        return value
-
-    def optional(self, data: Mapping[str, object], key: str, where: str) -> str | None:
-        return self.text(data, key, where) if data.get(key) is not None else None
-
-    def required(self, data: Mapping[str, object], key: str, where: str) -> str:
-        if data.get(key) is None:
-            raise self.malformed(f"{where}{key}", None, "a string")
-        return self.text(data, key, where)
-
-    def texts(self, data: Mapping[str, object], key: str, where: str) -> tuple[str, ...]:
-        value = data.get(key)
-        if value is None:
-            return ()
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise self.malformed(f"{where}{key}", value, "a list of strings")
-        return tuple(value)
-
-    def run(self, data: Mapping[str, object]) -> SetupRun:
-        calls = data.get("setup_calls") or []
-        if not isinstance(calls, list):
-            raise self.malformed("setup_calls", calls, "a list")
-        last = self.table(calls[-1], f"setup_calls[{len(calls) - 1}]") if calls else None
-        torch = data.get("torch")
-        error = data.get("error")
-        ninja = self.table(data.get("ninja") or {}, "ninja")
-        shipped = data.get("package_files")
-        return SetupRun(
-            setup=SetupArgs.given(last) if last is not None else None,
-            extensions=tuple(ExtensionArgs.given(e) for e in self.items(data, "extensions", "")),
-            cmdclass=tuple(
-                Command(
-                    name=self.required(c, "name", f"cmdclass[{i}]."),
-                    class_name=self.required(c, "class", f"cmdclass[{i}]."),
-                    base=self.text(c, "base", f"cmdclass[{i}]."),
-                    overrides=self.texts(c, "overrides", f"cmdclass[{i}]."),
-                    where=self.text(c, "where", f"cmdclass[{i}]."),
-                    source=self.text(c, "source", f"cmdclass[{i}]."),
-                )
-                for i, c in enumerate(self.items(data, "cmdclass", ""))
-            ),
-            network=self.attempts(data, "network"),
-            refused=self.attempts(data, "refused"),
-            writes=self.texts(data, "writes", ""),
-            written=tuple(
-                self.written(w, f"written[{i}].")
-                for i, w in enumerate(self.items(data, "written", ""))
-            ),
-            generators=tuple(
-                self.generator(g, f"generators[{i}].")
-                for i, g in enumerate(self.items(data, "generators", ""))
-            ),
-            stub_missing=tuple(
-                self.miss(m, f"stub_missing[{i}]")
-                for i, m in enumerate(self.values(data, "stub_missing"))
-            ),
-            torch=self.torch(self.table(torch, "torch")) if torch is not None else None,
-            torch_error=self.optional(data, "torch_error", ""),
-            torch_nvcc_flags=self.texts(data, "torch_nvcc_flags", ""),
-            ninja=tuple(
-                (str(k), self.text(ninja, k, "ninja.")) for k, v in ninja.items() if v is not None
-            ),
-            ninja_replaced_at=self.optional(data, "ninja_replaced_at", ""),
-            build_ext_options=tuple(
-                BuildExtOptions(
-                    class_name=self.required(o, "class", f"build_ext_options[{i}]."),
-                    where=self.text(o, "where", f"build_ext_options[{i}]."),
-                    options=tuple(
-                        (k, _json(v))
-                        for k, v in self.table(
-                            o.get("options") or {}, f"build_ext_options[{i}].options"
-                        ).items()
-                    ),
-                )
-                for i, o in enumerate(self.items(data, "build_ext_options", ""))
-            ),
-            package_files=tuple(str(f) for f in shipped) if isinstance(shipped, list) else None,
-            package_files_error=self.optional(data, "package_files_error", ""),
-            error=self.failure(self.table(error, "error")) if error is not None else None,
-            root=self.optional(data, "root", ""),
-            setup_file=self.text(data, "setup", "", "setup.py") or "setup.py",
-            python=self.optional(data, "python", ""),
-            output=self.text(data, "output", ""),
-            stderr=self.text(data, "stderr", ""),
-        )
-
-    def attempts(self, data: Mapping[str, object], key: str) -> tuple[Attempt, ...]:
-        return tuple(
-            Attempt(
-                detail=self.required(a, "detail", f"{key}[{i}]."),
-                where=self.text(a, "where", f"{key}[{i}]."),
-            )
-            for i, a in enumerate(self.items(data, key, ""))
-        )
-
-    def written(self, item: Mapping[str, object], where: str) -> Written:
-        entry = self.table(item.get("entry") or {}, f"{where}entry")
-        args = entry.get("args") or []
-        if not isinstance(args, list):
-            raise self.malformed(f"{where}entry.args", args, "a list")
-        return Written(
-            path=self.required(item, "path", where),
-            by=self.optional(item, "by", where),
-            entry=Entry(
-                module=self.optional(entry, "module", f"{where}entry."),
-                function=self.optional(entry, "function", f"{where}entry."),
-                args=tuple(args),
-            ),
-        )
-
-    def generator(self, item: Mapping[str, object], where: str) -> GeneratorRun:
-        argv = item.get("argv") or []
-        if not isinstance(argv, list):
-            raise self.malformed(f"{where}argv", argv, "a list")
-        code = item.get("exit")
-        return GeneratorRun(
-            script=self.required(item, "script", where),
-            argv=tuple(str(a) for a in argv),
-            cwd=self.optional(item, "cwd", where),
-            where=self.text(item, "where", where),
-            exit=code if isinstance(code, int) else None,
-        )
-
-    def torch(self, data: Mapping[str, object]) -> TorchSeen:
-        version = data.get("version")
-        if not isinstance(version, str | int | float):
-            raise self.malformed("torch.version", version, "a version")
-        return TorchSeen(
-            version=str(version),
-            real=bool(data.get("real")),
-            cuda=self.optional(data, "cuda", "torch."),
-            shown_as=self.optional(data, "shown_as", "torch."),
-            forced=bool(data.get("forced")),
-        )
-
-    def failure(self, data: Mapping[str, object], where: str = "error.") -> SetupFailure:
-        kind, cause = data.get("type"), data.get("cause")
-        return SetupFailure(
-            type=kind if isinstance(kind, str) else None,
-            message=str(data.get("message") or ""),
-            where=self.text(data, "where", where),
-            traceback=self.text(data, "traceback", where),
-            cause=self.failure(self.table(cause, f"{where}cause"), f"{where}cause.")
-            if cause is not None
-            else None,
-        )
-
-
-def parse(document: object, *, source: str = "the setup.py child's record") -> SetupRun:
-    """The child's document (json.loads'd) as a SetupRun: MalformedRecord (a ToolError) naming
-    the field that breaks its shape, ConfigError naming a setup() or Extension argument
-    setuptools could not use."""
-    reader = _Document(source)
-    return reader.run(reader.table(document, "the document"))
-
-
-def load(path: Path, *, source: str | None = None) -> SetupRun:
-    """The child's record file, read through the bounded reader and parsed; *source* names it
-    in an error (the file itself is temporary)."""
-    text = readers.read_text(path, cap=readers.STATE_CAP)
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise MalformedRecord(
-            f"{source or path}: the record init's setup.py child wrote is not JSON ({exc}); read setup.py "
-            "without running it with 'wheelforge init --no-run'"
-        ) from None
-    return parse(document, source=source or str(path))
