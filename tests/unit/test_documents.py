@@ -30,8 +30,8 @@ from wheelforge.interface.documents.usercache import list_document, prune_docume
 from wheelforge.interface.documents.variants import github_matrix, variants_document
 from wheelforge.packaging.wheel_variants import VariantCheck
 from wheelforge.planning import variants
-from wheelforge.running.torch_tests import Outcome
-from wheelforge.running.usercache import CacheEntry, CacheListing, PruneResult
+from wheelforge.running.cache import CacheEntry, CacheListing, PruneResult
+from wheelforge.running.test import Outcome
 
 from . import fakes
 

@@ -1,5 +1,5 @@
 """`wheelforge cache list` and `wheelforge cache prune`: parse and dispatch (the work is in
-running/usercache.py, the tables in render_cache.py, the JSON documents in
+running/cache.py, the tables in render_cache.py, the JSON documents in
 documents/usercache.py). Registered on the cli group by cli.py."""
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ def cache_list(cache_dir: Path | None, as_json: bool) -> None:
     from wheelforge.interface.documents import kinds
     from wheelforge.interface.documents.usercache import list_document
     from wheelforge.interface.render_cache import print_listing
-    from wheelforge.running import usercache
+    from wheelforge.running.cache import list_cache
 
-    listing = usercache.list_cache(settings.cache_dir(cache_dir))
+    listing = list_cache(settings.cache_dir(cache_dir))
     if as_json:
         kinds.echo(list_document(listing))
     else:
@@ -72,9 +72,9 @@ def cache_prune(
     from wheelforge.interface.documents import kinds
     from wheelforge.interface.documents.usercache import prune_document
     from wheelforge.interface.render_cache import print_prune
-    from wheelforge.running import usercache
+    from wheelforge.running.cache import prune
 
-    result = usercache.prune(
+    result = prune(
         settings.cache_dir(cache_dir),
         unused_for=unused_for,
         every=remove_all,

@@ -293,14 +293,14 @@ def check(
     from wheelforge.interface.documents import kinds
     from wheelforge.interface.documents.check import check_document
     from wheelforge.interface.render_check import check_table
-    from wheelforge.running import checking
+    from wheelforge.running.check import require_clean, run_check
 
-    results = checking.run_check(list(paths), target=target, python_abi=python_abi, abi=abi)
+    results = run_check(list(paths), target=target, python_abi=python_abi, abi=abi)
     if as_json:
         kinds.echo(check_document(results))
     else:
         print_whole(check_table(results))
-    checking.require_clean(results)
+    require_clean(results)
 
 
 @cli.command(name="test")
@@ -345,7 +345,7 @@ def test_command(
     from wheelforge.interface.documents import kinds
     from wheelforge.interface.documents.torch_tests import torch_tests_document
     from wheelforge.interface.render_tests import test_table
-    from wheelforge.running import torch_tests
+    from wheelforge.running.test import require_passed, run_test_command
 
     flags = TestFlags(
         matrix=matrix_path,
@@ -356,12 +356,12 @@ def test_command(
         build_dir=build_dir,
         cache_dir=cache_dir,
     )
-    outcomes = torch_tests.run_test_command(resolve_test(flags))
+    outcomes = run_test_command(resolve_test(flags))
     if as_json:
         kinds.echo(torch_tests_document(outcomes))
     else:
         print_whole(test_table(outcomes))
-    torch_tests.require_passed(outcomes)
+    require_passed(outcomes)
 
 
 @cli.command(name="init")
@@ -441,21 +441,21 @@ def init_command(
     from wheelforge.configuration.settings import cache_dir as default_cache_dir
     from wheelforge.configuration.settings import resolve_python
     from wheelforge.interface.render_init import print_result
-    from wheelforge.running import adopt
+    from wheelforge.running.init import Door, InitRequest, init_project
 
-    request = adopt.InitRequest(
+    request = InitRequest(
         root=fsutil.resolved(path),
         force=force,
         torch=torch_versions,
         archs=archs,
         run=not no_run,
-        door=cast("adopt.Door | None", door),
+        door=cast("Door | None", door),
         python=resolve_python(python),
         cmake_args=cmake_args,
         cache=default_cache_dir(cache_dir),
         sandbox=cast("fence.Choice", sandbox),
     )
-    print_result(adopt.init_project(request))
+    print_result(init_project(request))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

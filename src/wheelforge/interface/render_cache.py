@@ -15,7 +15,7 @@ from rich.text import Text
 from wheelforge.configuration.bytesizes import format_size
 from wheelforge.foundation.log import printable
 from wheelforge.interface.console import output_console, print_whole
-from wheelforge.running.usercache import CacheEntry, CacheListing, PruneResult, pooled
+from wheelforge.running.cache import CacheEntry, CacheListing, PruneResult, pooled
 
 
 def last_used(when: float, now: float) -> str:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from rich.table import Table
 
-from wheelforge.running.torch_tests import Outcome
+from wheelforge.running.test import Outcome
 
 
 def test_table(outcomes: Sequence[Outcome]) -> Table:
