@@ -212,14 +212,10 @@ def matrix_command(
     from wheelforge.interface.documents import kinds
     from wheelforge.interface.documents.variants import github_matrix, variants_document
     from wheelforge.interface.render import variants_table
-    from wheelforge.toolchain import toolkit
+    from wheelforge.running.matrix import list_variants
 
     settings = resolve(Flags(matrix=matrix_path, archs=archs, cache_dir=cache_dir))
-    from wheelforge.running.build.prepare import selected
-
-    listed = selected(
-        settings, toolkit.discover(cache=settings.cache_dir, pythons=(settings.python,))
-    )
+    listed = list_variants(settings)
     if github:  # one line: it goes into $GITHUB_OUTPUT
         click.echo(json.dumps(to_document(github_matrix(listed))))
     elif as_json:
@@ -240,10 +236,9 @@ def toolkit_list(cache_dir: Path | None) -> None:
     """Toolkits found on this machine and in the cache, and the ones wheelforge can provision."""
     from wheelforge.configuration import settings
     from wheelforge.interface.render import print_toolkits
-    from wheelforge.toolchain import toolkit
+    from wheelforge.running.toolkit import list_toolkits
 
-    found = toolkit.discover(cache=settings.cache_dir(cache_dir))
-    print_toolkits(found)
+    print_toolkits(list_toolkits(settings.cache_dir(cache_dir)))
 
 
 @toolkit_group.command(name="install")
@@ -253,10 +248,9 @@ def toolkit_list(cache_dir: Path | None) -> None:
 def toolkit_install(release: str, cache_dir: Path | None) -> None:
     """Provision CUDA RELEASE, for example 11.8 or 13.1, into the cache."""
     from wheelforge.configuration import settings
-    from wheelforge.toolchain import provision, toolkit
+    from wheelforge.running.toolkit import install
 
-    cache = settings.cache_dir(cache_dir)
-    found = toolkit.load_provisioned(provision.install_release(release, cache))
+    found = install(release, settings.cache_dir(cache_dir))
     log.info(found.describe() + (f", host compiler {found.host_cxx}" if found.host_cxx else ""))
 
 

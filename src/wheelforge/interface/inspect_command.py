@@ -17,43 +17,29 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # importing it would load the wheel-variant checks for every run
-    from wheelforge.packaging.wheel_variants import VariantCheck
 
 
 def inspect_command(paths: Sequence[Path], *, as_json: bool) -> None:
-    """List the fatbin entries of *paths*; variant wheels also get their properties checked
-    against their binaries (VerificationError when they disagree)."""
-    from wheelforge.binaries.elf import split_member
-    from wheelforge.binaries.inspection import inspect_paths
+    """List the fatbin entries of *paths* (running/inspect.py); variant wheels also get their
+    properties checked against their binaries (VerificationError when they disagree)."""
+    from wheelforge.running.inspect import require_agree, run_inspect
 
-    reports = inspect_paths(list(paths))
-    checks: list[VariantCheck] = []
-    # Only wheels have variant properties: a run on shared objects never loads their checks.
-    if any(p.suffix == ".whl" for p in paths) or any(split_member(r.path)[0] for r in reports):
-        from wheelforge.packaging.wheel_variants import check_wheels
-
-        checks = check_wheels(list(paths), reports)
+    found = run_inspect(paths)
     if as_json:
         from wheelforge.interface.documents import kinds
         from wheelforge.interface.documents.inspection import inspect_document
 
-        kinds.echo(inspect_document(reports, checks))
+        kinds.echo(inspect_document(found.reports, found.checks))
     else:
         from wheelforge.interface.render_inspect import print_inspect
 
-        print_inspect(reports)
-        if checks:
+        print_inspect(found.reports)
+        if found.checks:
             from wheelforge.interface.console import print_whole
             from wheelforge.interface.render_variants import variant_checks_table
 
-            print_whole(variant_checks_table(checks))
-    if checks:
-        from wheelforge.packaging.wheel_variants import require_agree
-
-        require_agree(checks)
+            print_whole(variant_checks_table(found.checks))
+    require_agree(found)
 
 
 def quick(args: Sequence[str]) -> int | None:
