@@ -1,6 +1,6 @@
 """``inspect``'s screen: one table per binary, its archs grouped by kind with their sizes, the
 "loads on" lines below it (render_loadson.py), and a wheel's binaries together. Apart from
-render.py so that ``inspect`` loads only what this screen needs (interface/inspect_command.py)."""
+render.py so that ``inspect`` loads only what this screen needs (interface/commands/inspect.py)."""
 
 from __future__ import annotations
 

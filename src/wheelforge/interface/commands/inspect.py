@@ -1,6 +1,7 @@
-"""``wheelforge inspect``: read, then print the tables or the JSON document. The click command
-(cli.py) and the quick path (:func:`quick`, asked first by entry.py) both run
-:func:`inspect_command`, so they print the same thing.
+"""``wheelforge inspect``: read (running/inspect.py), then print the tables or the JSON document.
+The click command (:func:`make_command`, registered by cli.py) and the quick path
+(:func:`quick`, asked first by entry.py) both run :func:`inspect_command`, so they print the
+same thing.
 
 The quick path exists because inspect's own work is small next to its start-up: the reader
 lists the 5737 entries of libcublasLt in a few hundredths of a second, while importing click,
@@ -17,6 +18,10 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the quick path never imports click
+    import click
 
 
 def inspect_command(paths: Sequence[Path], *, as_json: bool) -> None:
@@ -64,3 +69,24 @@ def quick(args: Sequence[str]) -> int | None:
         sys.stderr.write("error: interrupted\n")
         return Interrupted.exit_code
     return 0
+
+
+def make_command() -> click.Command:
+    """The click command, made when cli.py registers it: this module is also the quick path's,
+    which never imports click."""
+    import click
+
+    from wheelforge.interface.options import json_option, tool_verbose_option
+
+    @click.command(name="inspect")
+    @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+    @json_option("inspect")
+    @tool_verbose_option
+    def inspect(paths: tuple[Path, ...], as_json: bool) -> None:
+        """List the SASS and PTX in shared objects, object files, wheels or folders.
+
+        For a variant wheel (PEP 825, experimental) also its variant properties, and any that
+        disagree with its binaries (exit 4)."""
+        inspect_command(paths, as_json=as_json)
+
+    return inspect
