@@ -67,7 +67,7 @@ def build(options: BuildOptions) -> None:
     end (the CLI prints it and exits with its code), after the report says what failed and why."""
     from wheelforge.configuration.settings import resolve
     from wheelforge.interface.console import output_console
-    from wheelforge.interface.render import print_build, print_dry_run
+    from wheelforge.interface.render.build import print_build, print_dry_run
     from wheelforge.running.build.command import run_build
 
     if options.ci_mode is not None:

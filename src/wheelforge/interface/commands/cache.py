@@ -1,5 +1,5 @@
 """`wheelforge cache list` and `wheelforge cache prune`: parse and dispatch (the work is in
-running/cache.py, the tables in render_cache.py, the JSON documents in
+running/cache.py, the tables in render/cache.py, the JSON documents in
 documents/usercache.py). Registered on the cli group by cli.py."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def cache_list(cache_dir: Path | None, as_json: bool) -> None:
     from wheelforge.configuration import settings
     from wheelforge.interface.documents import kinds
     from wheelforge.interface.documents.usercache import list_document
-    from wheelforge.interface.render_cache import print_listing
+    from wheelforge.interface.render.cache import print_listing
     from wheelforge.running.cache import list_cache
 
     listing = list_cache(settings.cache_dir(cache_dir))
@@ -71,7 +71,7 @@ def cache_prune(
     from wheelforge.configuration import settings
     from wheelforge.interface.documents import kinds
     from wheelforge.interface.documents.usercache import prune_document
-    from wheelforge.interface.render_cache import print_prune
+    from wheelforge.interface.render.cache import print_prune
     from wheelforge.running.cache import prune
 
     result = prune(

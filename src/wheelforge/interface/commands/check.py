@@ -40,7 +40,7 @@ def check_command(
     from wheelforge.interface.console import print_whole
     from wheelforge.interface.documents import kinds
     from wheelforge.interface.documents.check import check_document
-    from wheelforge.interface.render_check import check_table
+    from wheelforge.interface.render.check import check_table
     from wheelforge.running.check import require_clean, run_check
 
     results = run_check(list(paths), target=target, python_abi=python_abi, abi=abi)

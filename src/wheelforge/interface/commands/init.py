@@ -88,7 +88,7 @@ def init_command(
     configured, or its kernel-builder build.toml read; print what needs a hand."""
     from wheelforge.configuration.settings import cache_dir as default_cache_dir
     from wheelforge.configuration.settings import resolve_python
-    from wheelforge.interface.render_init import print_result
+    from wheelforge.interface.render.init import print_result
     from wheelforge.running.init import Door, InitRequest, init_project
 
     request = InitRequest(

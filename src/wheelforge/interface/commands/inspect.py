@@ -36,12 +36,12 @@ def inspect_command(paths: Sequence[Path], *, as_json: bool) -> None:
 
         kinds.echo(inspect_document(found.reports, found.checks))
     else:
-        from wheelforge.interface.render_inspect import print_inspect
+        from wheelforge.interface.render.inspect import print_inspect
 
         print_inspect(found.reports)
         if found.checks:
             from wheelforge.interface.console import print_whole
-            from wheelforge.interface.render_variants import variant_checks_table
+            from wheelforge.interface.render.inspect import variant_checks_table
 
             print_whole(variant_checks_table(found.checks))
     require_agree(found)

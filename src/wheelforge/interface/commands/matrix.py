@@ -34,7 +34,7 @@ def matrix_command(
     from wheelforge.interface.console import print_whole
     from wheelforge.interface.documents import kinds
     from wheelforge.interface.documents.variants import github_matrix, variants_document
-    from wheelforge.interface.render import variants_table
+    from wheelforge.interface.render.matrix import variants_table
     from wheelforge.running.matrix import list_variants
 
     settings = resolve(Flags(matrix=matrix_path, archs=archs, cache_dir=cache_dir))

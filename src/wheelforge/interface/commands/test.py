@@ -58,7 +58,7 @@ def test_command(
     from wheelforge.interface.console import print_whole
     from wheelforge.interface.documents import kinds
     from wheelforge.interface.documents.torch_tests import torch_tests_document
-    from wheelforge.interface.render_tests import test_table
+    from wheelforge.interface.render.test import test_table
     from wheelforge.running.test import require_passed, run_test_command
 
     flags = TestFlags(

@@ -1,5 +1,5 @@
 """``wheelforge toolkit list`` and ``toolkit install``: parse and dispatch (the work is in
-running/toolkit.py, the table in render.py)."""
+running/toolkit.py, the screens in render/toolkit.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from pathlib import Path
 
 import click
 
-from wheelforge.foundation import log
 from wheelforge.interface.options import cache_dir_option, tool_verbose_option
 
 
@@ -22,7 +21,7 @@ def toolkit_group() -> None:
 def toolkit_list(cache_dir: Path | None) -> None:
     """Toolkits found on this machine and in the cache, and the ones wheelforge can provision."""
     from wheelforge.configuration import settings
-    from wheelforge.interface.render import print_toolkits
+    from wheelforge.interface.render.toolkit import print_toolkits
     from wheelforge.running.toolkit import list_toolkits
 
     print_toolkits(list_toolkits(settings.cache_dir(cache_dir)))
@@ -35,7 +34,7 @@ def toolkit_list(cache_dir: Path | None) -> None:
 def toolkit_install(release: str, cache_dir: Path | None) -> None:
     """Provision CUDA RELEASE, for example 11.8 or 13.1, into the cache."""
     from wheelforge.configuration import settings
+    from wheelforge.interface.render.toolkit import print_installed
     from wheelforge.running.toolkit import install
 
-    found = install(release, settings.cache_dir(cache_dir))
-    log.info(found.describe() + (f", host compiler {found.host_cxx}" if found.host_cxx else ""))
+    print_installed(install(release, settings.cache_dir(cache_dir)))
