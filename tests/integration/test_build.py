@@ -26,7 +26,7 @@ from tests.integration.helpers import (
     wheelforge,
 )
 from wheelforge.configuration.archs import ArchSet
-from wheelforge.interface.documents.build_report import KIND
+from wheelforge.interface.documents.build import KIND
 
 pytestmark = needs_nvcc
 

@@ -20,7 +20,7 @@ from wheelforge.foundation.diagnostics import Diagnostic, parse_compiler_output
 from wheelforge.foundation.errors import BuildError
 from wheelforge.interface import ci
 from wheelforge.interface.cli import main
-from wheelforge.interface.documents.build_report import KIND, build_report
+from wheelforge.interface.documents.build import KIND, build_report
 from wheelforge.interface.documents.kinds import document_text as report_json
 from wheelforge.running.build.results import BuildReport, VariantFailure, VariantResult
 

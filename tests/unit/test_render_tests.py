@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from wheelforge.foundation.document import to_document
-from wheelforge.interface.documents.torch_tests import torch_tests_document
+from wheelforge.interface.documents.test import torch_tests_document
 from wheelforge.running.test import Outcome
 
 

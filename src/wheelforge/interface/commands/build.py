@@ -28,7 +28,7 @@ from wheelforge.interface.options import (
 
 if TYPE_CHECKING:  # the report and CI modules load only when a report is wanted (no-op speed)
     from wheelforge.configuration.settings import BuildSettings, Flags
-    from wheelforge.interface.documents.build_report import BuildReportDocument
+    from wheelforge.interface.documents.build import BuildReportDocument
     from wheelforge.running.build.results import BuildReport
 
 
@@ -124,7 +124,7 @@ def _report(
     error: WheelforgeError | None,
     seconds: float,
 ) -> BuildReportDocument:
-    from wheelforge.interface.documents.build_report import build_report
+    from wheelforge.interface.documents.build import build_report
 
     return build_report(settings=settings, result=result, error=error, seconds=seconds)
 

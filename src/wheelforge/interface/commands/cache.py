@@ -1,6 +1,6 @@
 """`wheelforge cache list` and `wheelforge cache prune`: parse and dispatch (the work is in
 running/cache.py, the tables in render/cache.py, the JSON documents in
-documents/usercache.py). Registered on the cli group by cli.py."""
+documents/cache.py). Registered on the cli group by cli.py."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def cache_list(cache_dir: Path | None, as_json: bool) -> None:
     """What the cache holds: each entry's size on disk and when it was last used."""
     from wheelforge.configuration import settings
     from wheelforge.interface.documents import kinds
-    from wheelforge.interface.documents.usercache import list_document
+    from wheelforge.interface.documents.cache import list_document
     from wheelforge.interface.render.cache import print_listing
     from wheelforge.running.cache import list_cache
 
@@ -70,7 +70,7 @@ def cache_prune(
     using or creating is skipped."""
     from wheelforge.configuration import settings
     from wheelforge.interface.documents import kinds
-    from wheelforge.interface.documents.usercache import prune_document
+    from wheelforge.interface.documents.cache import prune_document
     from wheelforge.interface.render.cache import print_prune
     from wheelforge.running.cache import prune
 

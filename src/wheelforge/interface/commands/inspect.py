@@ -32,7 +32,7 @@ def inspect_command(paths: Sequence[Path], *, as_json: bool) -> None:
     found = run_inspect(paths)
     if as_json:
         from wheelforge.interface.documents import kinds
-        from wheelforge.interface.documents.inspection import inspect_document
+        from wheelforge.interface.documents.inspect import inspect_document
 
         kinds.echo(inspect_document(found.reports, found.checks))
     else:

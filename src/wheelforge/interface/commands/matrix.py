@@ -1,5 +1,5 @@
 """``wheelforge matrix``: parse, list the variants (running/matrix.py), print their table, the JSON
-document (documents/variants.py) or the GitHub Actions matrix."""
+document (documents/matrix.py) or the GitHub Actions matrix."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def matrix_command(
     from wheelforge.foundation.document import to_document
     from wheelforge.interface.console import print_whole
     from wheelforge.interface.documents import kinds
-    from wheelforge.interface.documents.variants import github_matrix, variants_document
+    from wheelforge.interface.documents.matrix import github_matrix, variants_document
     from wheelforge.interface.render.matrix import variants_table
     from wheelforge.running.matrix import list_variants
 

@@ -57,7 +57,7 @@ def test_command(
     from wheelforge.configuration.settings import TestFlags, resolve_test
     from wheelforge.interface.console import print_whole
     from wheelforge.interface.documents import kinds
-    from wheelforge.interface.documents.torch_tests import torch_tests_document
+    from wheelforge.interface.documents.test import torch_tests_document
     from wheelforge.interface.render.test import test_table
     from wheelforge.running.test import require_passed, run_test_command
 

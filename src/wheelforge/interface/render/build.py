@@ -1,6 +1,6 @@
 """``wheelforge build``'s screen: per variant its binaries' archs with sizes, the ABI verdict, its
 shared objects, compile costs and wheel (with a variant wheel's line), then the outcome and the
-next step; and ``build --dry-run``'s plan (its JSON report: interface/documents/build_report.py).
+next step; and ``build --dry-run``'s plan (its JSON report: interface/documents/build.py).
 Reads result data from the lower layers; decides nothing."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """`wheelforge cache list` and `cache prune`: the cache's table, and what a prune removed (or
-would remove); their JSON documents are interface/documents/usercache.py."""
+would remove); their JSON documents are interface/documents/cache.py."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """``wheelforge matrix``'s table: the variants a matrix expands to (its --json and --github
-documents: interface/documents/variants.py). Reads result data; decides nothing."""
+documents: interface/documents/matrix.py). Reads result data; decides nothing."""
 
 from __future__ import annotations
 

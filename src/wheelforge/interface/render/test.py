@@ -1,5 +1,5 @@
 """`wheelforge test`'s results: the torch × variant table (the JSON document is
-interface/documents/torch_tests.py)."""
+interface/documents/test.py)."""
 
 from __future__ import annotations
 
