@@ -45,7 +45,7 @@ class BuildOptions:
 
     @classmethod
     def from_command_line(cls, given: Mapping[str, Any]) -> BuildOptions:
-        """The options as click names them (interface/cli.py's build command)."""
+        """The options as click names them (build_command below)."""
         from wheelforge.configuration.settings import Flags
 
         options = dict(given)
