@@ -1,6 +1,8 @@
-"""``wheelforge build``: its click command (every option parsed into one BuildOptions), and what
-it writes besides wheels: the terminal summary, the JSON report (--report), and in GitHub
-Actions the step summary and annotations. The build itself is running/build/command.py's."""
+"""What ``wheelforge build`` writes besides wheels: the terminal summary, the JSON report
+(--report), and in GitHub Actions the step summary and annotations. The CLI only calls these.
+
+Its click command, build_command, parses every option into one BuildOptions; the build itself
+is running/build/command.py's."""
 
 from __future__ import annotations
 
