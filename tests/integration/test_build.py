@@ -26,7 +26,7 @@ from tests.integration.helpers import (
     wheelforge,
 )
 from wheelforge.configuration.archs import ArchSet
-from wheelforge.interface.documents.build_report import KIND
+from wheelforge.interface.documents.build import KIND
 
 pytestmark = needs_nvcc
 
@@ -141,8 +141,7 @@ NOT_IMPORTED_BY_A_NOOP = (
     "wheelforge.foundation.progress",
     "wheelforge.interface.ci",
     "wheelforge.interface.documents",
-    "wheelforge.interface.render_loadson",
-    "wheelforge.interface.render_variants",
+    "wheelforge.interface.render.inspect",
     "wheelforge.packaging.sbom",
     "wheelforge.packaging.simpleindex",
     "wheelforge.packaging.wheel_variants",

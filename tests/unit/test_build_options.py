@@ -1,17 +1,17 @@
-"""``wheelforge build``'s command line becomes one typed BuildOptions (interface/outputs.py):
-every option click parses lands in it, under the name the settings chain reads."""
+"""``wheelforge build``'s command line becomes one typed BuildOptions
+(interface/commands/build.py): every option click parses lands in it, under the name the
+settings chain reads."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from wheelforge.configuration.settings import Flags
-from wheelforge.interface.cli import build
-from wheelforge.interface.outputs import BuildOptions
+from wheelforge.interface.commands.build import BuildOptions, build_command
 
 
 def _options(*argv: str) -> BuildOptions:
-    with build.make_context("build", list(argv)) as ctx:
+    with build_command.make_context("build", list(argv)) as ctx:
         return BuildOptions.from_command_line(ctx.params)
 
 

@@ -20,7 +20,7 @@ from wheelforge.foundation.diagnostics import Diagnostic, parse_compiler_output
 from wheelforge.foundation.errors import BuildError
 from wheelforge.interface import ci
 from wheelforge.interface.cli import main
-from wheelforge.interface.documents.build_report import KIND, build_report
+from wheelforge.interface.documents.build import KIND, build_report
 from wheelforge.interface.documents.kinds import document_text as report_json
 from wheelforge.running.build.results import BuildReport, VariantFailure, VariantResult
 
@@ -192,8 +192,6 @@ def test_report_never_replaces_the_matrix_it_reads(
     pyproject.toml beside it, which the build reads too)."""
     import os
 
-    from wheelforge.interface import outputs
-
     path = project()
     (tmp_path / "pyproject.toml").write_text('[build-system]\nrequires = ["wheelforge"]\n')
     before = {p.name: p.read_bytes() for p in (path, tmp_path / "pyproject.toml")}
@@ -213,7 +211,7 @@ def test_report_never_replaces_the_matrix_it_reads(
     def no_build(*_args: object) -> None:
         raise AssertionError("the build ran")
 
-    monkeypatch.setattr(outputs, "resolve", no_build)
+    monkeypatch.setattr("wheelforge.configuration.settings.resolve", no_build)
     assert main(["build", "--matrix", "matrix.yaml", "--report", report]) == 2
     err = capsys.readouterr().err
     assert f"--report {Path(report)}: that is " in err and "which this command reads" in err

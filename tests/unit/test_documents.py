@@ -22,16 +22,16 @@ from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation.document import to_document
 from wheelforge.interface.cli import cli, main
 from wheelforge.interface.documents import schemas
+from wheelforge.interface.documents.cache import list_document, prune_document
 from wheelforge.interface.documents.check import check_document
-from wheelforge.interface.documents.inspection import inspect_document
+from wheelforge.interface.documents.inspect import inspect_document
 from wheelforge.interface.documents.kinds import DocumentKind, document_text
-from wheelforge.interface.documents.torch_tests import torch_tests_document
-from wheelforge.interface.documents.usercache import list_document, prune_document
-from wheelforge.interface.documents.variants import github_matrix, variants_document
+from wheelforge.interface.documents.matrix import github_matrix, variants_document
+from wheelforge.interface.documents.test import torch_tests_document
 from wheelforge.packaging.wheel_variants import VariantCheck
 from wheelforge.planning import variants
-from wheelforge.running.torch_tests import Outcome
-from wheelforge.running.usercache import CacheEntry, CacheListing, PruneResult
+from wheelforge.running.cache import CacheEntry, CacheListing, PruneResult
+from wheelforge.running.test import Outcome
 
 from . import fakes
 

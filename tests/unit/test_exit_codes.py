@@ -16,8 +16,8 @@ from wheelforge.configuration.archs import ArchSet, parse_arch_list
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation import errors
 from wheelforge.interface.cli import main
-from wheelforge.interface.render import variants_table
-from wheelforge.interface.render_check import check_table
+from wheelforge.interface.render.check import check_table
+from wheelforge.interface.render.matrix import variants_table
 from wheelforge.planning import variants
 
 Project = Callable[..., Path]
@@ -48,7 +48,7 @@ def test_interrupted_exit_130(
     def interrupted(settings: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("wheelforge.interface.outputs.run_build", interrupted)
+    monkeypatch.setattr("wheelforge.running.build.command.run_build", interrupted)
     assert main(["build", "--matrix", str(project())]) == 130
     assert "error: interrupted" in capsys.readouterr().err
 
@@ -94,7 +94,7 @@ def test_inspect_tables_fit_80_columns(tmp_path: Path) -> None:
     import zipfile
 
     from wheelforge.binaries.inspection import inspect_paths
-    from wheelforge.interface.render_inspect import print_inspect
+    from wheelforge.interface.render.inspect import print_inspect
 
     wheel = tmp_path / WHEEL
     with zipfile.ZipFile(wheel, "w") as zf:

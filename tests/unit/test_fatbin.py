@@ -24,7 +24,7 @@ from wheelforge.binaries.fatbin import (
 from wheelforge.binaries.inspection import inspect_paths
 from wheelforge.foundation.document import to_document
 from wheelforge.foundation.errors import BinaryFormatError, ConfigError
-from wheelforge.interface.documents.inspection import inspect_document
+from wheelforge.interface.documents.inspect import inspect_document
 
 DATA = Path(__file__).parents[1] / "data" / "fatbin"
 

@@ -813,7 +813,7 @@ def test_a_toolkit_folder_of_escapes_and_markup_is_shown_as_text() -> None:
     from rich.console import Console
 
     from tests.unit import fakes
-    from wheelforge.interface.render import print_toolkits
+    from wheelforge.interface.render.toolkit import print_toolkits
 
     odd = Path("/opt/cuda\x1b[2J[/]x[bold]")
     found = dataclasses.replace(fakes.toolkit(), root=odd, nvcc=odd / "bin" / "nvcc")
@@ -830,7 +830,7 @@ def test_a_dry_runs_commands_show_the_projects_file_names_as_text() -> None:
 
     from rich.console import Console
 
-    from wheelforge.interface.render import print_dry_run
+    from wheelforge.interface.render.build import print_dry_run
     from wheelforge.running.build.dryrun import PlannedVariant
 
     planned = PlannedVariant(

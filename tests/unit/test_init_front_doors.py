@@ -28,7 +28,7 @@ from wheelforge.configuration.archs import parse_arch_list
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.packaging.wheel import core_metadata
-from wheelforge.running import adopt
+from wheelforge.running import init
 
 
 def archs(text: str) -> tuple[object, ...]:
@@ -324,15 +324,15 @@ def test_archs_replace_kernel_builders_default_capabilities_and_their_note(tmp_p
 
 def test_init_writes_a_build_tomls_generated_files_once(tmp_path: Path) -> None:
     root = kernel_project(tmp_path)
-    request = adopt.InitRequest(root=root, python=Path(sys.executable))
-    result = adopt.init_project(request)
+    request = init.InitRequest(root=root, python=Path(sys.executable))
+    result = init.init_project(request)
     assert result.front_door == "build.toml"
     assert (root / "torch-ext" / "registration.h").read_text() == buildtoml.REGISTRATION_H
     load_matrix(root / "matrix.yaml")  # the package folder, sources and keys all read
     (root / "torch-ext" / "registration.h").write_text("// mine\n")
     (root / "matrix.yaml").unlink()
     with pytest.raises(ConfigError, match="registration.h exists and differs"):
-        adopt.init_project(request)
+        init.init_project(request)
     assert not (root / "matrix.yaml").exists()
 
 
@@ -370,13 +370,13 @@ def test_the_module_of_a_cmake_target_is_where_the_package_imports_it(tmp_path: 
 
 
 def test_choose_door(tmp_path: Path) -> None:
-    assert adopt.choose_door(tmp_path) == "sources"
+    assert init.choose_door(tmp_path) == "sources"
     (tmp_path / "CMakeLists.txt").write_text("project(x)\n")
-    assert adopt.choose_door(tmp_path) == "cmake"
+    assert init.choose_door(tmp_path) == "cmake"
     (tmp_path / "setup.py").write_text("")
-    assert adopt.choose_door(tmp_path) == "setup.py"
+    assert init.choose_door(tmp_path) == "setup.py"
     kernel_project(tmp_path)
-    assert adopt.choose_door(tmp_path) == "build.toml"
+    assert init.choose_door(tmp_path) == "build.toml"
 
 
 def test_a_captured_build_with_nothing_to_compile_is_refused(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""``inspect``'s quick path (interface/inspect_command.quick, asked by entry.py before click):
+"""``inspect``'s quick path (interface/commands/inspect.quick, asked by entry.py before click):
 it prints what the CLI prints, exits as the CLI exits, and leaves to the CLI every command line
 that is more than paths and ``--json``."""
 
@@ -12,8 +12,8 @@ import pytest
 
 from wheelforge.foundation.errors import BinaryFormatError
 from wheelforge.interface import cli
+from wheelforge.interface.commands.inspect import quick
 from wheelforge.interface.entry import main
-from wheelforge.interface.inspect_command import quick
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "fatbin"
 LIBRARY = DATA / "sm80_sm90a_ptx90.so"

@@ -18,7 +18,7 @@ from wheelforge.binaries.fatbin import FatbinEntry
 from wheelforge.binaries.inspection import inspect_paths
 from wheelforge.configuration import releases
 from wheelforge.configuration.archs import ArchSuffix
-from wheelforge.interface.render_inspect import print_inspect
+from wheelforge.interface.render.inspect import print_inspect
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 

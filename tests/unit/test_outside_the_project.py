@@ -16,7 +16,7 @@ from wheelforge.adoption.doors import buildtoml
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation.errors import ConfigError, WheelforgeError
 from wheelforge.planning import selection
-from wheelforge.running import adopt
+from wheelforge.running import init
 
 from .conftest import GOOD_MATRIX
 from .fakes import built_contents, plan_for
@@ -198,9 +198,9 @@ def test_a_build_toml_name_that_is_a_path_is_refused_before_anything_is_written(
         ConfigError, match=r"build.toml: \[general\] name .* is not a Python package name"
     ):
         buildtoml.read_build_toml(root)
-    request = adopt.InitRequest(root=root, python=Path(sys.executable))
+    request = init.InitRequest(root=root, python=Path(sys.executable))
     with pytest.raises(WheelforgeError):
-        adopt.init_project(request)
+        init.init_project(request)
     written = {p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file()}
     assert written == {p.relative_to(tmp_path) for p in root.rglob("*") if p.is_file()}
     assert not (root / "matrix.yaml").exists() and not any(tmp_path.rglob("_ops.py"))

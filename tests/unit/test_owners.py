@@ -23,7 +23,8 @@ from wheelforge.foundation.errors import (
     first_and_rest,
 )
 from wheelforge.packaging import stamp
-from wheelforge.running import checking, torch_tests
+from wheelforge.running import check as running_check
+from wheelforge.running import test as running_test
 from wheelforge.toolchain.choice import ToolkitChoice, ensure_toolkit
 from wheelforge.toolchain.provision import recipe_for
 from wheelforge.toolchain.toolkit import release_builds
@@ -151,20 +152,20 @@ def _check(*messages: str) -> BinaryCheck:
 
 
 def test_check_verdict() -> None:
-    checking.require_clean([_check()])
+    running_check.require_clean([_check()])
     with pytest.raises(VerificationError, match=r"^one \(and 1 more above\)$") as err:
-        checking.require_clean([_check("one"), _check("two")])
+        running_check.require_clean([_check("one"), _check("two")])
     assert err.value.details == "two"
 
 
 def test_test_verdict() -> None:
-    def outcome(status: torch_tests.Status) -> torch_tests.Outcome:
-        return torch_tests.Outcome(
+    def outcome(status: running_test.Status) -> running_test.Outcome:
+        return running_test.Outcome(
             env="torch 2.13.0", torch="2.13.0", cuda=False, variant="v", status=status
         )
 
-    torch_tests.require_passed([outcome("passed"), outcome("unavailable")])
+    running_test.require_passed([outcome("passed"), outcome("unavailable")])
     with pytest.raises(VerificationError, match="1 of 2 test runs did not pass"):
-        torch_tests.require_passed([outcome("passed"), outcome("failed")])
+        running_test.require_passed([outcome("passed"), outcome("failed")])
     with pytest.raises(VerificationError, match="no test run took place"):
-        torch_tests.require_passed([outcome("unavailable")])
+        running_test.require_passed([outcome("unavailable")])

@@ -225,7 +225,7 @@ ALLOWED = {
         "tempfile.TemporaryDirectory(",
     ): "a temporary folder the stdlib makes and removes",
     (
-        "running/torch_tests.py",
+        "running/test.py",
         "tempfile.TemporaryDirectory(",
     ): "a temporary folder the stdlib makes and removes",
     (
@@ -245,7 +245,7 @@ ALLOWED = {
         "tempfile.TemporaryDirectory(",
     ): "a temporary folder the stdlib makes and removes",
     (
-        "running/usercache.py",
+        "running/cache.py",
         "path.rename(aside)",
     ): "renamed aside inside the cache, removal.confined checked first",
     (

@@ -11,7 +11,7 @@ from wheelforge.binaries.facts import BinaryContents
 from wheelforge.binaries.sizecheck import check_size
 from wheelforge.binaries.verify import check_binary
 from wheelforge.configuration.archs import ArchSet, parse_arch_list
-from wheelforge.interface.render import print_build
+from wheelforge.interface.render.build import print_build
 from wheelforge.running.build.results import BuildReport, VariantResult
 
 

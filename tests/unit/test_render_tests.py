@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from wheelforge.foundation.document import to_document
-from wheelforge.interface.documents.torch_tests import torch_tests_document
-from wheelforge.running.torch_tests import Outcome
+from wheelforge.interface.documents.test import torch_tests_document
+from wheelforge.running.test import Outcome
 
 
 def test_a_run_that_did_not_pass_says_why() -> None:

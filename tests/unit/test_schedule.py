@@ -368,7 +368,7 @@ def test_what_sccaches_server_compiled_is_unmeasured_not_its_clients_cost(
     """jobwatch sees the processes of ninja's job. Through ccache the compiler runs there; through
     sccache the client hands the compile to its server, so the job's tiny figures are not the
     compile's: unknown (None), left out of the history, and the summary says why."""
-    from wheelforge.interface import render
+    from wheelforge.interface.render import build as render
     from wheelforge.running.build.results import VariantResult
 
     matrix = load_matrix(project())

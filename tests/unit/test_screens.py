@@ -23,7 +23,7 @@ from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation import log
 from wheelforge.foundation.progress import JobProgress
 from wheelforge.interface.cli import main
-from wheelforge.interface.render import abi_summary, print_build
+from wheelforge.interface.render.build import abi_summary, print_build
 from wheelforge.planning import hostshare
 from wheelforge.running.build import diagnose
 from wheelforge.running.build.results import BuildReport, VariantResult
@@ -269,7 +269,7 @@ def test_the_abi_line_is_in_plain_words() -> None:
 
 def test_a_binary_that_needs_only_the_first_limited_api_reads_any_python() -> None:
     """check's Python column said 3.2 (the limited API's first release) beside a cp310 wheel."""
-    from wheelforge.interface.render_check import check_table
+    from wheelforge.interface.render.check import check_table
 
     def row(floor: tuple[int, int]) -> str:
         check = BinaryCheck(
@@ -346,7 +346,7 @@ def test_toolkit_list_shows_folders_and_the_install_command_whole_at_80_columns(
     import dataclasses
 
     from tests.unit import fakes
-    from wheelforge.interface.render import print_toolkits
+    from wheelforge.interface.render.toolkit import print_toolkits
 
     folder = Path("/opt/nvidia/hpc_sdk/Linux_x86_64/25.9/cuda/13.0")
     found = dataclasses.replace(fakes.toolkit(), root=folder, origin="$CUDA_HOME")

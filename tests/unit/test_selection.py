@@ -255,7 +255,7 @@ def test_the_dry_run_shows_every_planned_member(project: Project, tmp_path: Path
 
     from rich.console import Console
 
-    from wheelforge.interface.render import print_dry_run
+    from wheelforge.interface.render.build import print_dry_run
     from wheelforge.running.build.dryrun import PlannedVariant
 
     plan = plan_for(load_matrix(data_project(project, tmp_path)), tmp_path)

@@ -15,7 +15,7 @@ from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation import fsutil
 from wheelforge.foundation.errors import ConfigError, VerificationError
 from wheelforge.packaging import stamp
-from wheelforge.running import torch_tests
+from wheelforge.running import test as running_test
 from wheelforge.running.build import variant as build
 from wheelforge.toolchain import envs
 
@@ -36,7 +36,7 @@ def _published(tmp_path: Path, variant: str, data: bytes) -> Path:
 
 def _outcomes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, project: Project
-) -> list[torch_tests.Outcome]:
+) -> list[running_test.Outcome]:
     matrix = load_matrix(project(GOOD_MATRIX + "tests: {path: csrc}\n"))
     env = envs.TestEnv(
         spec=envs.EnvSpec(torch="2.13.0"),
@@ -50,9 +50,9 @@ def _outcomes(
     monkeypatch.setattr(envs, "install_wheel", lambda env, wheel, name: None)
     tested: list[str] = []
 
-    def suite(env: envs.TestEnv, tests: object, *, variant: str) -> torch_tests.Outcome:
+    def suite(env: envs.TestEnv, tests: object, *, variant: str) -> running_test.Outcome:
         tested.append(variant)
-        return torch_tests.Outcome(
+        return running_test.Outcome(
             env="torch 2.13.0",
             torch=env.torch,
             cuda=False,
@@ -61,9 +61,9 @@ def _outcomes(
             passed=1,
         )
 
-    monkeypatch.setattr(torch_tests, "run_suite", suite)
-    wheels = torch_tests.built_wheels(matrix, tmp_path / "build", tmp_path / "dist", ())
-    outcomes = torch_tests.run_tests(
+    monkeypatch.setattr(running_test, "run_suite", suite)
+    wheels = running_test.built_wheels(matrix, tmp_path / "build", tmp_path / "dist", ())
+    outcomes = running_test.run_tests(
         matrix=matrix, wheels=wheels, specs=[envs.EnvSpec(torch="2.13.0")], cache=tmp_path / "c"
     )
     assert tested == [o.variant for o in outcomes if o.status == "passed"]
@@ -82,7 +82,7 @@ def test_a_failed_build_is_an_error_not_the_older_wheels_pass(
         VerificationError,
         match=r"1 of 1 test runs did not pass; .*: error \(its last build failed \(compiling ops.cpp failed\)",
     ):
-        torch_tests.require_passed(outcomes)
+        running_test.require_passed(outcomes)
 
 
 def test_a_wheel_replaced_since_is_no_longer_its_variants(

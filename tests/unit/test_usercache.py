@@ -15,8 +15,8 @@ from filelock import FileLock
 from packaging.version import Version
 
 from wheelforge.foundation.errors import ConfigError
-from wheelforge.running import usercache
-from wheelforge.running.usercache import ENV, PROBE, REPAIR, TOOLKIT, UNFINISHED
+from wheelforge.running import cache as running_cache
+from wheelforge.running.cache import ENV, PROBE, REPAIR, TOOLKIT, UNFINISHED
 from wheelforge.toolchain import envs, provision, toolkit
 from wheelforge.toolchain.choice import ToolkitChoice, ensure_toolkit
 
@@ -98,12 +98,12 @@ def busy(cache: Path) -> Iterator[Path]:
         lock.release()
 
 
-def _names(entries: tuple[usercache.CacheEntry, ...]) -> set[str]:
+def _names(entries: tuple[running_cache.CacheEntry, ...]) -> set[str]:
     return {e.path.name for e in entries}
 
 
 def test_list_names_each_entry_with_its_size_and_last_use(cache: Path) -> None:
-    listing = usercache.list_cache(cache)
+    listing = running_cache.list_cache(cache)
     by_name = {e.path.name: e for e in listing.entries}
     env = by_name["torch-2.10.0-aaaaaaaaaa"]
     assert env.kind == ENV
@@ -126,18 +126,18 @@ def test_sizes_count_blocks_once_per_inode_and_never_follow_symlinks(tmp_path: P
     big.write_bytes(os.urandom(1 << 20))
     root = tmp_path / "cache"
     env = _env(root, "torch-2.10.0-aaaaaaaaaa", "2.10.0", days=1)
-    alone = usercache.list_cache(root).entries[0].size
+    alone = running_cache.list_cache(root).entries[0].size
     os.link(env / "lib" / "torch.so", env / "lib" / "torch-again.so")
     (env / "lib" / "big.bin").symlink_to(big)
     (env / "linked-folder").symlink_to(tmp_path, target_is_directory=True)
-    with_links = usercache.list_cache(root).entries[0].size
+    with_links = running_cache.list_cache(root).entries[0].size
     assert alone <= with_links < alone + 64 * 1024  # two symlinks' inodes at most, not 1 MiB
     every = [env] + [Path(d, n) for d, dirs, files in os.walk(env) for n in [*dirs, *files]]
     assert with_links == sum(p.lstat().st_blocks * 512 for p in every if p.name != "torch-again.so")
 
 
 def test_prune_removes_what_was_not_used_and_skips_a_busy_entry(cache: Path, busy: Path) -> None:
-    result = usercache.prune(cache, unused_for=30, now=NOW)
+    result = running_cache.prune(cache, unused_for=30, now=NOW)
     assert _names(result.removed) == {
         "torch-2.10.0-aaaaaaaaaa",
         "cuda-13.0-pypi",
@@ -157,24 +157,24 @@ def test_prune_removes_what_was_not_used_and_skips_a_busy_entry(cache: Path, bus
 
 def test_dry_run_removes_nothing(cache: Path, busy: Path) -> None:
     before = sorted(cache.rglob("*"))
-    dry = usercache.prune(cache, unused_for=30, dry_run=True, now=NOW)
+    dry = running_cache.prune(cache, unused_for=30, dry_run=True, now=NOW)
     assert sorted(cache.rglob("*")) == before
     assert _names(dry.busy) == {busy.name}
-    assert _names(dry.removed) == _names(usercache.prune(cache, unused_for=30, now=NOW).removed)
+    assert _names(dry.removed) == _names(running_cache.prune(cache, unused_for=30, now=NOW).removed)
 
 
 def test_all_removes_every_entry_but_a_busy_one_and_a_young_unfinished_folder(
     cache: Path, busy: Path
 ) -> None:
-    usercache.prune(cache, every=True, now=NOW)
-    left = usercache.list_cache(cache).entries
+    running_cache.prune(cache, every=True, now=NOW)
+    left = running_cache.list_cache(cache).entries
     assert _names(left) == {busy.name, ".torch-2.12.0-dddd.77.tmp"}
 
 
 def test_an_unfinished_folder_is_kept_while_its_creator_holds_the_lock(cache: Path) -> None:
     staged = cache / toolkit.TOOLKITS / ".cuda-11.8-debian.4242.tmp"
     with FileLock(provision.lock_path(cache / toolkit.TOOLKITS / "cuda-11.8-debian")):
-        result = usercache.prune(cache, unused_for=30, now=NOW)
+        result = running_cache.prune(cache, unused_for=30, now=NOW)
     assert staged in {e.path for e in result.busy}
     assert staged.is_dir()
 
@@ -183,15 +183,15 @@ def test_an_entry_used_after_it_was_listed_stays(
     cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     env = cache / envs.ENVS / "torch-2.10.0-aaaaaaaaaa"
-    real = usercache.locks.attempt
+    real = running_cache.locks.attempt
 
     def attempt_after_use(path: Path):  # type: ignore[no-untyped-def]
         if path == envs.lock_path(env):
             os.utime(env / envs.MARKER)  # another wheelforge used it meanwhile
         return real(path)
 
-    monkeypatch.setattr(usercache.locks, "attempt", attempt_after_use)
-    result = usercache.prune(cache, unused_for=30, now=NOW)
+    monkeypatch.setattr(running_cache.locks, "attempt", attempt_after_use)
+    result = running_cache.prune(cache, unused_for=30, now=NOW)
     assert env.is_dir()
     assert env not in {e.path for e in result.removed} | {e.path for e in result.busy}
 
@@ -204,24 +204,26 @@ def test_an_interrupted_removal_leaves_no_half_entry(
 
     monkeypatch.setattr(shutil, "rmtree", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        usercache.prune(cache, unused_for=30, now=NOW)
+        running_cache.prune(cache, unused_for=30, now=NOW)
     monkeypatch.undo()
     assert not (cache / envs.ENVS / "torch-2.10.0-aaaaaaaaaa").exists()
-    aside = [e for e in usercache.list_cache(cache).entries if e.path.name.endswith(".removing")]
+    aside = [
+        e for e in running_cache.list_cache(cache).entries if e.path.name.endswith(".removing")
+    ]
     assert [e.kind for e in aside] == [UNFINISHED]
-    usercache.prune(cache, unused_for=30, now=NOW)  # the next prune finishes it
+    running_cache.prune(cache, unused_for=30, now=NOW)  # the next prune finishes it
     assert not [p for p in cache.rglob("*") if p.name.endswith(".removing")]
 
 
 def test_bad_input_and_a_missing_cache(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"^--unused-for -1 is negative"):
-        usercache.prune(tmp_path, unused_for=-1)
+        running_cache.prune(tmp_path, unused_for=-1)
     (tmp_path / "file").write_text("")
     with pytest.raises(ConfigError, match=r"is a file, not a folder; pass --cache-dir a folder"):
-        usercache.list_cache(tmp_path / "file")
-    missing = usercache.list_cache(tmp_path / "none")
+        running_cache.list_cache(tmp_path / "file")
+    missing = running_cache.list_cache(tmp_path / "none")
     assert (missing.exists, missing.entries) == (False, ())
-    pruned = usercache.prune(tmp_path / "none", every=True)
+    pruned = running_cache.prune(tmp_path / "none", every=True)
     assert (pruned.exists, pruned.removed) == (False, ())
     assert not (tmp_path / "none").exists()
 
@@ -268,17 +270,17 @@ def test_a_build_using_an_env_or_a_toolkit_shares_their_locks_and_prune_skips_th
     with using_cached([plan, plan], cache), using_cached([plan], cache):  # type: ignore[list-item]
         with locks.attempt(envs.lock_path(env)) as free:
             assert not free
-        result = usercache.prune(cache, every=True)
+        result = running_cache.prune(cache, every=True)
         assert {env.name, folder.name} <= _names(result.busy)
         assert env.is_dir() and folder.is_dir()
         assert "torch-2.13.0-bbbbbbbbbb" in _names(result.removed)
-    assert usercache.prune(cache, every=True).busy == ()
+    assert running_cache.prune(cache, every=True).busy == ()
     assert not env.exists() and not folder.exists()
 
 
 def test_repairs_and_probes_are_shown_pooled(cache: Path) -> None:
-    result = usercache.prune(cache, every=True, dry_run=True)
-    rows = {e.kind: e for e in usercache.pooled(result.removed, cache)}
+    result = running_cache.prune(cache, every=True, dry_run=True)
+    rows = {e.kind: e for e in running_cache.pooled(result.removed, cache)}
     assert rows[REPAIR].name == "2 kept repaired wheels" and rows[REPAIR].path == cache / "repairs"
     assert rows[PROBE].name == "2 probe results"
     singles = [e for e in result.removed if e.kind in (REPAIR, PROBE)]
@@ -310,7 +312,7 @@ def test_a_probe_hit_and_a_kept_repair_hit_count_as_use(tmp_path: Path) -> None:
     got = repair.repair(wheel, out, source_date_epoch=0, cache=tmp_path)  # a hit: no auditwheel
     assert got == out / "demo-1.0-cp310-abi3-manylinux_2_28_x86_64.whl"
     assert kept.stat().st_mtime == pytest.approx(time.time(), abs=60)
-    assert [e.path for e in usercache.prune(tmp_path, unused_for=30).removed] == []
+    assert [e.path for e in running_cache.prune(tmp_path, unused_for=30).removed] == []
 
 
 def test_a_test_run_excludes_another_test_run_but_not_builds_and_prune_skips_it(
@@ -324,17 +326,17 @@ def test_a_test_run_excludes_another_test_run_but_not_builds_and_prune_skips_it(
             assert not free  # a second `wheelforge test` waits for this one
         with locks.share(envs.lock_path(env), what="the env"):
             pass  # a build compiling against its torch does not wait
-        assert env.name in _names(usercache.prune(cache, every=True).busy)
-    assert env.name in _names(usercache.prune(cache, every=True).removed)
+        assert env.name in _names(running_cache.prune(cache, every=True).busy)
+    assert env.name in _names(running_cache.prune(cache, every=True).removed)
 
 
 def test_prune_removes_the_entries_named_whenever_they_were_used(cache: Path) -> None:
     """`cache prune NAME...`: a folder name as `cache list` shows it, a pool, or a path."""
     recent = cache / envs.ENVS / "torch-2.13.0-bbbbbbbbbb"  # used yesterday: --unused-for keeps it
     toolkit_path = cache / toolkit.TOOLKITS / "cuda-13.1-pypi"
-    dry = usercache.prune(cache, names=[recent.name], dry_run=True)
+    dry = running_cache.prune(cache, names=[recent.name], dry_run=True)
     assert _names(dry.removed) == {recent.name} and recent.is_dir()
-    result = usercache.prune(cache, names=[recent.name, str(toolkit_path), "probes"])
+    result = running_cache.prune(cache, names=[recent.name, str(toolkit_path), "probes"])
     assert _names(result.removed) == {recent.name, toolkit_path.name, OLD_PROBE, NEW_PROBE}
     assert result.names == (recent.name, str(toolkit_path), "probes")
     assert (
@@ -347,7 +349,7 @@ def test_prune_removes_the_entries_named_whenever_they_were_used(cache: Path) ->
 
 def test_prune_refuses_a_name_that_is_no_entry_and_lists_those_there(cache: Path) -> None:
     with pytest.raises(ConfigError) as err:
-        usercache.prune(cache, names=["torch-2.99.0", "cuda-13.0-pypi"])
+        running_cache.prune(cache, names=["torch-2.99.0", "cuda-13.0-pypi"])
     message = err.value.message
     assert "no entry named 'torch-2.99.0'" in message
     assert "torch-2.10.0-aaaaaaaaaa" in message and "cuda-13.0-pypi" in message
@@ -355,13 +357,15 @@ def test_prune_refuses_a_name_that_is_no_entry_and_lists_those_there(cache: Path
 
 
 def test_a_named_entry_in_use_is_skipped(cache: Path, busy: Path) -> None:
-    result = usercache.prune(cache, names=[busy.name])
+    result = running_cache.prune(cache, names=[busy.name])
     assert _names(result.busy) == {busy.name} and busy.is_dir()
 
 
 def test_an_environment_is_a_torch_env_not_a_test_env(cache: Path) -> None:
     """It holds one torch for the builds that compile against it as much as for tests."""
-    kinds = {e.kind for e in usercache.list_cache(cache).entries if e.path.parent.name == envs.ENVS}
+    kinds = {
+        e.kind for e in running_cache.list_cache(cache).entries if e.path.parent.name == envs.ENVS
+    }
     assert kinds == {"torch env", UNFINISHED}
 
 
@@ -380,7 +384,7 @@ def test_prune_never_follows_a_symlinked_folder_out_of_the_cache(
     before = sorted(p.relative_to(elsewhere) for p in elsewhere.rglob("*"))
     (root / linked).parent.mkdir(parents=True, exist_ok=True)
     (root / linked).symlink_to(elsewhere)
-    result = usercache.prune(root, every=True)
+    result = running_cache.prune(root, every=True)
     assert sorted(p.relative_to(elsewhere) for p in elsewhere.rglob("*")) == before
     assert (root / linked).is_symlink()
     assert not {e.path for e in result.removed} & {root / linked}
@@ -454,10 +458,10 @@ def test_what_wheelforge_writes_is_its_own_and_a_users_folder_is_not(tmp_path: P
     (look_alikes[1] / envs.MARKER).symlink_to(
         root / envs.ENVS / "torch-2.13.0-bbbbbbbbbb" / envs.MARKER
     )
-    kinds = {e.path: e.kind for e in usercache.entries(root)}
+    kinds = {e.path: e.kind for e in running_cache.entries(root)}
     assert kinds[kept] == REPAIR and kinds[next((root / "probes" / "nvcc").glob("*.json"))] == PROBE
-    assert {p for p, k in kinds.items() if k == usercache.FOREIGN} == set(look_alikes)
-    result = usercache.prune(root, every=True)
+    assert {p for p, k in kinds.items() if k == running_cache.FOREIGN} == set(look_alikes)
+    result = running_cache.prune(root, every=True)
     assert {e.path for e in result.foreign} == set(look_alikes)
     assert kept in {e.path for e in result.removed} and not kept.exists()
     assert all((folder / "mine.txt").read_text() == "keep me" for folder in look_alikes)

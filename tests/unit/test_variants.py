@@ -177,7 +177,7 @@ def test_the_matrix_table_says_which_index_each_wheel_goes_to(project: Project) 
 
     from rich.console import Console
 
-    from wheelforge.interface.render import variants_table
+    from wheelforge.interface.render.matrix import variants_table
 
     matrix = dataclasses.replace(load_matrix(project()), cuda=("12.4", "13.0"))
     out = io.StringIO()

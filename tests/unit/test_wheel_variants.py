@@ -19,7 +19,7 @@ from wheelforge.binaries.fatbin import FatbinEntry
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation.errors import ConfigError, VerificationError
 from wheelforge.packaging import wheel_variants as wv
-from wheelforge.running import torch_tests
+from wheelforge.running import test as running_test
 
 from .conftest import GOOD_MATRIX
 
@@ -199,10 +199,10 @@ def test_matrix_key(project: Project) -> None:
 
 def test_wheelforge_test_installs_a_variant_wheel_under_its_plain_name(tmp_path: Path) -> None:
     made = make(tmp_path, "default_cu130", ("75_real",))
-    with torch_tests._installable(made) as plain:
+    with running_test._installable(made) as plain:
         assert plain.name == PLAIN and plain.read_bytes() == made.read_bytes()
     assert not plain.exists()
-    with torch_tests._installable(tmp_path / PLAIN) as same:
+    with running_test._installable(tmp_path / PLAIN) as same:
         assert same == tmp_path / PLAIN
 
 

@@ -17,7 +17,7 @@ from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.configuration.settings import Flags, resolve
 from wheelforge.foundation.errors import ConfigError, VerificationError
 from wheelforge.interface.cli import main
-from wheelforge.running import adopt
+from wheelforge.running import init
 from wheelforge.running.build import diagnose, importcheck
 from wheelforge.toolchain.toolkit import _dry_includes
 
@@ -327,15 +327,15 @@ def test_init_reads_setup_py_without_running_it(project: Project, tmp_path: Path
                      "'cc_flag' is changed in place", "threads(...) at line", "nvcc arch flags"):  # fmt: skip
         assert expected in notes, notes
     (tmp_path / "matrix.yaml").unlink()
-    request = adopt.InitRequest(
+    request = init.InitRequest(
         root=tmp_path, torch=("2.13.0",), archs="9.0", run=False, python=Path(sys.executable)
     )
-    result = adopt.init_project(request)
+    result = init.init_project(request)
     m = load_matrix(result.path)
     assert (m.extension.name, m.abi, str(m.arch_sets[0])) == ("demo_ops._C", "unstable", "9.0")
     assert m.package.authors == ("someone",)
     with pytest.raises(ConfigError, match="exists; pass --force"):
-        adopt.init_project(request)
+        init.init_project(request)
 
 
 def test_init_prints_what_needs_a_hand(

@@ -9,7 +9,6 @@ duplicate wins) and ordered by arch.
 
 from __future__ import annotations
 
-import difflib
 import re
 import shlex
 from collections.abc import Iterable
@@ -252,6 +251,8 @@ def _suggest(token: str) -> str | None:
     lowered = {name.lower(): name for name in NAMED_ARCHES}
     if token.lower() in lowered:
         return lowered[token.lower()]
+    import difflib  # a bad token only: `inspect`, which parses no arch list, never loads it
+
     stem, plus, _ = token.partition("+")
     candidates = [*valid_entries(), *NAMED_ARCHES]
     close = difflib.get_close_matches(stem, candidates, n=1, cutoff=0.5)

@@ -13,7 +13,6 @@ all of them. It has no recipe and no PTX ISA or driver facts (:func:`release` gi
 
 from __future__ import annotations
 
-import difflib
 import itertools
 import re
 import sys
@@ -257,6 +256,8 @@ def parse(text: str, *, source: str) -> Table:
 def _keys(table: Mapping[str, Any], known: dict[str, type], optional: set[str], where: str) -> None:
     for key in table:
         if key not in known:
+            import difflib  # a malformed table only, never on a good one's read
+
             close = difflib.get_close_matches(key, known, n=1)
             hint = f"did you mean '{close[0]}'?" if close else f"known keys: {', '.join(known)}"
             raise ConfigError(f"{where}: unknown key '{key}'; {hint}")

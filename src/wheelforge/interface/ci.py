@@ -14,7 +14,7 @@ from wheelforge.configuration.bytesizes import format_size
 from wheelforge.foundation import log, writers
 from wheelforge.foundation.diagnostics import relative_to
 from wheelforge.foundation.errors import WheelforgeError
-from wheelforge.interface.documents.build_report import BuildReportDocument, VariantDoc
+from wheelforge.interface.documents.build import BuildReportDocument, VariantDoc
 
 
 def _cell(text: str) -> str:

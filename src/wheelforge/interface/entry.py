@@ -1,6 +1,6 @@
 """The console script and ``python -m wheelforge``: a ``build`` that the last identical run
 showed has nothing to do is answered by foundation/quicknoop.py before the CLI (click, rich,
-the layers) is imported, and a plain ``inspect PATH...`` by interface/inspect_command.py
+the layers) is imported, and a plain ``inspect PATH...`` by interface/commands/inspect.py
 without click; every other command, and a build it cannot vouch for, is cli.main's,
 traced so that a no-op is recorded for the next time."""
 
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 def main(argv: Sequence[str] | None = None) -> int:
     given = list(sys.argv[1:] if argv is None else argv)
     if given[:1] == ["inspect"]:  # before quicknoop, whose tracing an inspect never needs
-        from wheelforge.interface.inspect_command import quick
+        from wheelforge.interface.commands.inspect import quick
 
         code = quick(given[1:])
         if code is not None:

@@ -58,6 +58,12 @@ def verbose_option(help_text: str) -> Callable[[Any], Any]:
     )
 
 
+# The -v of every command but cache's, which runs no tool and says its own.
+tool_verbose_option = verbose_option(
+    "Show commands and tool output (-vv: ninja's full command lines too)."
+)
+
+
 def json_option(document: str) -> Callable[[Any], Any]:
     """``--json`` (the parameter ``as_json``): print the command's one JSON document instead of
     its tables; *document* names it, as its schema file does (interface/documents/)."""

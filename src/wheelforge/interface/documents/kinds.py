@@ -81,7 +81,7 @@ def document_text(document: object) -> str:
 def echo(document: object) -> None:
     """Print a document on stdout (``--json``), streamed: the same text as document_text, never
     held whole (a million fatbin entries are 280 MB of it). sys.stdout, not click.echo: the
-    same text, and ``inspect --json``'s quick path loads no click (inspect_command.py)."""
+    same text, and ``inspect --json``'s quick path loads no click (commands/inspect.py)."""
     pieces: list[str] = []
     size = 0
     for piece in iter_json(document):

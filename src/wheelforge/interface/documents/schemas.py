@@ -11,24 +11,17 @@ import sys
 from pathlib import Path
 
 from wheelforge.foundation import writers
-from wheelforge.interface.documents import (
-    build_report,
-    check,
-    inspection,
-    torch_tests,
-    usercache,
-    variants,
-)
+from wheelforge.interface.documents import build, cache, check, inspect, matrix, test
 from wheelforge.interface.documents.kinds import DocumentKind
 
 KINDS: tuple[DocumentKind, ...] = (
-    build_report.KIND,
-    inspection.KIND,
+    build.KIND,
+    inspect.KIND,
     check.KIND,
-    variants.KIND,
-    torch_tests.KIND,
-    usercache.LIST_KIND,
-    usercache.PRUNE_KIND,
+    matrix.KIND,
+    test.KIND,
+    cache.LIST_KIND,
+    cache.PRUNE_KIND,
 )
 
 

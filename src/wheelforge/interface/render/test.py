@@ -1,5 +1,5 @@
 """`wheelforge test`'s results: the torch × variant table (the JSON document is
-interface/documents/torch_tests.py)."""
+interface/documents/test.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from rich.table import Table
 
-from wheelforge.running.torch_tests import Outcome
+from wheelforge.running.test import Outcome
 
 
 def test_table(outcomes: Sequence[Outcome]) -> Table:

@@ -1,5 +1,5 @@
 """``wheelforge init``'s screen: what was written, what the build script tried that init
-refused, what was translated, and what needs a hand (the result is data: running/adopt.py)."""
+refused, what was translated, and what needs a hand (the result is data: running/init.py)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """`wheelforge cache list` and `wheelforge cache prune`: parse and dispatch (the work is in
-running/usercache.py, the tables in render_cache.py, the JSON documents in
-documents/usercache.py). Registered on the cli group by cli.py."""
+running/cache.py, the tables in render/cache.py, the JSON documents in
+documents/cache.py). Registered on the cli group by cli.py."""
 
 from __future__ import annotations
 
@@ -27,11 +27,11 @@ def cache_list(cache_dir: Path | None, as_json: bool) -> None:
     """What the cache holds: each entry's size on disk and when it was last used."""
     from wheelforge.configuration import settings
     from wheelforge.interface.documents import kinds
-    from wheelforge.interface.documents.usercache import list_document
-    from wheelforge.interface.render_cache import print_listing
-    from wheelforge.running import usercache
+    from wheelforge.interface.documents.cache import list_document
+    from wheelforge.interface.render.cache import print_listing
+    from wheelforge.running.cache import list_cache
 
-    listing = usercache.list_cache(settings.cache_dir(cache_dir))
+    listing = list_cache(settings.cache_dir(cache_dir))
     if as_json:
         kinds.echo(list_document(listing))
     else:
@@ -70,11 +70,11 @@ def cache_prune(
     using or creating is skipped."""
     from wheelforge.configuration import settings
     from wheelforge.interface.documents import kinds
-    from wheelforge.interface.documents.usercache import prune_document
-    from wheelforge.interface.render_cache import print_prune
-    from wheelforge.running import usercache
+    from wheelforge.interface.documents.cache import prune_document
+    from wheelforge.interface.render.cache import print_prune
+    from wheelforge.running.cache import prune
 
-    result = usercache.prune(
+    result = prune(
         settings.cache_dir(cache_dir),
         unused_for=unused_for,
         every=remove_all,

@@ -1,5 +1,5 @@
 """`wheelforge cache list` and `cache prune`: the cache's table, and what a prune removed (or
-would remove); their JSON documents are interface/documents/usercache.py."""
+would remove); their JSON documents are interface/documents/cache.py."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from rich.text import Text
 from wheelforge.configuration.bytesizes import format_size
 from wheelforge.foundation.log import printable
 from wheelforge.interface.console import output_console, print_whole
-from wheelforge.running.usercache import CacheEntry, CacheListing, PruneResult, pooled
+from wheelforge.running.cache import CacheEntry, CacheListing, PruneResult, pooled
 
 
 def last_used(when: float, now: float) -> str:

@@ -20,7 +20,7 @@ from wheelforge.configuration.abi import AbiName
 from wheelforge.configuration.settings import BuildSettings
 from wheelforge.foundation.diagnostics import Diagnostic
 from wheelforge.foundation.errors import WheelforgeError
-from wheelforge.interface.documents.inspection import BinaryDoc, binary_doc
+from wheelforge.interface.documents.inspect import BinaryDoc, binary_doc
 from wheelforge.interface.documents.kinds import (
     DocumentKind,
     Version2,

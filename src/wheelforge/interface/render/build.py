@@ -1,5 +1,7 @@
-"""Rendering of results as rich tables for the terminal (their JSON documents are in
-interface/documents/). Reads result data from the lower layers; decides nothing."""
+"""``wheelforge build``'s screen: per variant its binaries' archs with sizes, the ABI verdict, its
+shared objects, compile costs and wheel (with a variant wheel's line), then the outcome and the
+next step; and ``build --dry-run``'s plan (its JSON report: interface/documents/build.py).
+Reads result data from the lower layers; decides nothing."""
 
 from __future__ import annotations
 
@@ -16,20 +18,17 @@ from rich.text import Text
 from wheelforge.binaries.elf import member_path
 from wheelforge.binaries.facts import BinaryContents
 from wheelforge.configuration import abi
-from wheelforge.configuration.archs import code_sort_key, sm_range
+from wheelforge.configuration.archs import code_sort_key
 from wheelforge.configuration.bytesizes import format_size as human_size
 from wheelforge.foundation import log
 from wheelforge.foundation.log import printable
-from wheelforge.interface.console import output_console, print_whole, shown_path
+from wheelforge.interface.console import print_whole, shown_path
 
 if TYPE_CHECKING:  # a no-op `build` loads none of these, `inspect` no matrix and no plan
     from wheelforge.binaries.abicheck import BinaryCheck
-    from wheelforge.configuration.matrix.model import Matrix
     from wheelforge.planning.selection import Member
-    from wheelforge.planning.variants import Variant
     from wheelforge.running.build.dryrun import PlannedVariant
     from wheelforge.running.build.results import BuildReport, VariantResult
-    from wheelforge.toolchain.toolkit import Toolkit
 
 
 def short_path(binary: BinaryContents) -> str:
@@ -162,8 +161,6 @@ def print_build(report: BuildReport, console: Console) -> None:
                 f"{v.reproducible})"
             )
         if v.variant_label:
-            from wheelforge.interface.render_variants import variant_summary
-
             say(escape(variant_summary(v)))
     if report.variants_json is not None:
         say(f"index-level variant metadata: {_text(shown_path(report.variants_json))}")
@@ -307,68 +304,8 @@ def _member_origin(member: Member, project: Path | None) -> str:
     return "" if same else f"from {printable(str(shown))}"
 
 
-def variants_table(
-    variants: Sequence[Variant], matrix: Matrix, out_dir: Path | None = None
-) -> Table:
-    """Fits 80 columns: the toolkit is named by version (``wheelforge toolkit list`` says where
-    it is), and the arch list wraps between archs, never inside one. With an index folder per
-    CUDA release (cuda-index), the folder each wheel goes to, below the output folder."""
-    table = Table(title=f"variants of {matrix.path}", title_justify="left")
-    folders = any(v.index for v in variants)
-    columns = ("id", "arch set", "archs", "CUDA", "wheel version", *(("index",) if folders else ()))
-    for column in columns:
-        table.add_column(column, overflow="fold", no_wrap=column in ("id", "CUDA"))
-    for v in variants:
-        from wheelforge.planning.plan import wheel_version
-
-        version = wheel_version(matrix, v)
-        if v.variant_label:
-            version += f" (variant {v.variant_label})"
-        cuda = (
-            str(v.choice.toolkit.version)
-            if v.choice.toolkit
-            else f"{v.choice.release} (to provision)"
-        )
-        index = (f"{v.index}/",) if folders else ()
-        table.add_row(v.id, v.arch_set.name, str(v.arch_set), cuda, version, *index)
-    if folders:
-        first = next(v.index for v in variants if v.index)
-        where = f"file://{out_dir / first}" if out_dir else f"<output folder>/{first}"
-        table.caption = (
-            f"each index folder is a package index: pip install --index-url {where} "
-            f"{matrix.package.name}"
-        )
-        table.caption_justify = "left"
-    return table
-
-
-def toolkits_table(found: Sequence[Toolkit]) -> Table:
-    """Fits 80 columns: no folder and no command in a cell, where rich would cut or fold them
-    (print_toolkits prints them whole below the table)."""
-    from wheelforge.toolchain.provision import RECIPES
-
-    table = Table(title="CUDA toolkits", title_justify="left")
-    for column in ("CUDA", "archs", "host g++ up to", "how"):
-        table.add_column(column)
-    for t in found:
-        table.add_row(str(t.version), t.describe_range(), str(t.gcc_max or "-"), t.origin)
-    for r in RECIPES:
-        if not any(t.release == r.release for t in found):
-            table.add_row(
-                r.release, sm_range(r.sass), "-", f"[dim]to provision ({r.download})[/dim]"
-            )
-    return table
-
-
-def print_toolkits(found: Sequence[Toolkit], console: Console | None = None) -> None:
-    """The toolkits' table, then where each found one is and how to provision the others: a
-    line each, the folder and the command whole (log.say), so they can be copied."""
-    from wheelforge.toolchain.provision import RECIPES
-
-    console = console or output_console()
-    print_whole(toolkits_table(found), console)
-    for t in found:
-        # The folder comes from $CUDA_HOME, the PATH or the cache: text, never markup or ESC.
-        log.say(f"CUDA {t.version} ({escape(t.origin)}): {_text(str(t.root))}", on=console)
-    if any(not any(t.release == r.release for t in found) for r in RECIPES):
-        log.say("provision one: [bold]wheelforge toolkit install RELEASE[/bold]", on=console)
+def variant_summary(v: VariantResult) -> str:
+    """The label and the properties read from the binaries (and the null variant, if any)."""
+    null = f"; null variant {v.null_wheel.name}" if v.null_wheel else ""
+    props = ", ".join(v.variant_properties)
+    return f"variant {v.variant_label} (experimental, PEP 825 draft): {props}{null}"

@@ -1,11 +1,16 @@
 """``inspect``'s screen: one table per binary, its archs grouped by kind with their sizes, the
-"loads on" lines below it (render_loadson.py), and a wheel's binaries together. Apart from
-render.py so that ``inspect`` loads only what this screen needs (interface/inspect_command.py)."""
+"loads on" lines below it, and a wheel's binaries together; the table of variant wheels. Apart
+from build's so that ``inspect`` loads only what this screen needs (interface/commands/inspect.py).
+
+The "loads on" lines: per GPU generation whether its kernels run as SASS, are JIT-compiled from
+PTX, or have no kernel image (binaries/loadson.py decides); the PTX ISA and the driver its JIT
+needs; the a/f targets that give no forward compatibility."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
@@ -18,7 +23,9 @@ from wheelforge.configuration.archs import code_sort_key
 from wheelforge.configuration.bytesizes import format_size as human_size
 from wheelforge.foundation.log import printable
 from wheelforge.interface.console import output_console, print_whole
-from wheelforge.interface.render_loadson import loads_on_lines, wheel_table
+
+if TYPE_CHECKING:  # the table of variant wheels is shown only when a wheel was given
+    from wheelforge.packaging.wheel_variants import VariantCheck
 
 
 def print_inspect(reports: Sequence[BinaryContents], console: Console | None = None) -> None:
@@ -86,3 +93,75 @@ def _wheel_loads(found: list[LoadsOn], container: str | None, console: Console) 
     """After a wheel's binaries, where they load together (when there are two or more)."""
     if container and len(found) > 1:
         print_whole(wheel_table(container, found), console)
+
+
+_SAID = (
+    ("sass", "runs SASS on"),
+    ("ptx", "JIT-compiles PTX on"),
+    ("partial", "some kernels only on"),
+    ("none", "no kernel image on"),
+)
+
+
+def loads_on_lines(found: LoadsOn) -> list[str]:
+    """What *found* says, one line per kind of verdict and fact."""
+    lines = []
+    for verdict, words in _SAID:
+        gpus = [g for g in found.gpus if g.verdict == verdict]
+        if not gpus:
+            continue
+        if verdict == "partial":
+            shown = ", ".join(f"{g.gpu} ({g.units} of {g.of} units)" for g in gpus)
+        else:
+            shown = " ".join(g.gpu for g in gpus)
+        lines.append(f"{words}: {shown}")
+    for isa in found.ptx_isa:
+        if isa.release is None:
+            lines.append(f"PTX ISA {isa.version}: no release in the table writes it")
+        elif isa.driver:
+            lines.append(
+                f"PTX ISA {isa.version} (CUDA {isa.release}): JIT needs driver >= {isa.driver}"
+            )
+        else:
+            lines.append(f"PTX ISA {isa.version} (CUDA {isa.release})")
+    if found.no_forward:
+        lines.append(
+            f"no forward compatibility: {', '.join(found.no_forward)} (no plain PTX in their "
+            "translation units: newer GPUs get no image from them)"
+        )
+    return lines
+
+
+def wheel_table(container: str, found: Sequence[LoadsOn]) -> Table:
+    """A wheel's binaries together, one row per GPU generation: how many run SASS there, JIT
+    PTX, run only some kernels, have no kernel image (the names when few)."""
+    title = f"{Path(container).name}: where its {len(found)} CUDA binaries load"
+    table = Table(title=Text(printable(title)), title_justify="left")
+    for column in ("GPU", "SASS", "PTX JIT", "partial", "no image"):
+        table.add_column(column, justify="left" if column in ("GPU", "no image") else "right")
+    for row, gpu in enumerate(found[0].gpus):
+        verdicts = [f.gpus[row].verdict for f in found]
+        missing = [
+            Path(f.path.rsplit("!", 1)[-1]).name for f in found if f.gpus[row].verdict == "none"
+        ]
+        names = ", ".join(missing)
+        if not missing or len(names) > 40:  # a count keeps the table within 80 columns
+            names = str(len(missing))
+        counts = (str(verdicts.count(v)) for v in ("sass", "ptx", "partial"))
+        table.add_row(gpu.gpu, *counts, Text(printable(names)))
+    return table
+
+
+def variant_checks_table(checks: Sequence[VariantCheck]) -> Table:
+    """Variant wheels: what variant.json declares, what the binaries carry, what disagrees."""
+    table = Table(title="PEP 825 variant wheels (experimental)", title_justify="left")
+    for column in ("wheel", "label", "variant.json", "binaries carry", "status"):
+        table.add_column(column)
+    for c in checks:
+        status = (
+            "[green]ok[/green]" if not c.problems else "[red]" + "\n".join(c.problems) + "[/red]"
+        )
+        name = c.wheel.rsplit("/", 1)[-1]
+        declared = "\n".join(c.properties) or "(none: null variant)"
+        table.add_row(name, c.label, declared, "\n".join(c.derived_sm_arch) or "-", status)
+    return table

@@ -1,6 +1,7 @@
-"""``wheelforge inspect``: read, then print the tables or the JSON document. The click command
-(cli.py) and the quick path (:func:`quick`, asked first by entry.py) both run
-:func:`inspect_command`, so they print the same thing.
+"""``wheelforge inspect``: read (running/inspect.py), then print the tables or the JSON document.
+The click command (:func:`make_command`, registered by cli.py) and the quick path
+(:func:`quick`, asked first by entry.py) both run :func:`inspect_command`, so they print the
+same thing.
 
 The quick path exists because inspect's own work is small next to its start-up: the reader
 lists the 5737 entries of libcublasLt in a few hundredths of a second, while importing click,
@@ -19,41 +20,31 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # importing it would load the wheel-variant checks for every run
-    from wheelforge.packaging.wheel_variants import VariantCheck
+if TYPE_CHECKING:  # the quick path never imports click
+    import click
 
 
 def inspect_command(paths: Sequence[Path], *, as_json: bool) -> None:
-    """List the fatbin entries of *paths*; variant wheels also get their properties checked
-    against their binaries (VerificationError when they disagree)."""
-    from wheelforge.binaries.elf import split_member
-    from wheelforge.binaries.inspection import inspect_paths
+    """List the fatbin entries of *paths* (running/inspect.py); variant wheels also get their
+    properties checked against their binaries (VerificationError when they disagree)."""
+    from wheelforge.running.inspect import require_agree, run_inspect
 
-    reports = inspect_paths(list(paths))
-    checks: list[VariantCheck] = []
-    # Only wheels have variant properties: a run on shared objects never loads their checks.
-    if any(p.suffix == ".whl" for p in paths) or any(split_member(r.path)[0] for r in reports):
-        from wheelforge.packaging.wheel_variants import check_wheels
-
-        checks = check_wheels(list(paths), reports)
+    found = run_inspect(paths)
     if as_json:
         from wheelforge.interface.documents import kinds
-        from wheelforge.interface.documents.inspection import inspect_document
+        from wheelforge.interface.documents.inspect import inspect_document
 
-        kinds.echo(inspect_document(reports, checks))
+        kinds.echo(inspect_document(found.reports, found.checks))
     else:
-        from wheelforge.interface.render_inspect import print_inspect
+        from wheelforge.interface.render.inspect import print_inspect
 
-        print_inspect(reports)
-        if checks:
+        print_inspect(found.reports)
+        if found.checks:
             from wheelforge.interface.console import print_whole
-            from wheelforge.interface.render_variants import variant_checks_table
+            from wheelforge.interface.render.inspect import variant_checks_table
 
-            print_whole(variant_checks_table(checks))
-    if checks:
-        from wheelforge.packaging.wheel_variants import require_agree
-
-        require_agree(checks)
+            print_whole(variant_checks_table(found.checks))
+    require_agree(found)
 
 
 def quick(args: Sequence[str]) -> int | None:
@@ -78,3 +69,24 @@ def quick(args: Sequence[str]) -> int | None:
         sys.stderr.write("error: interrupted\n")
         return Interrupted.exit_code
     return 0
+
+
+def make_command() -> click.Command:
+    """The click command, made when cli.py registers it: this module is also the quick path's,
+    which never imports click."""
+    import click
+
+    from wheelforge.interface.options import json_option, tool_verbose_option
+
+    @click.command(name="inspect")
+    @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+    @json_option("inspect")
+    @tool_verbose_option
+    def inspect(paths: tuple[Path, ...], as_json: bool) -> None:
+        """List the SASS and PTX in shared objects, object files, wheels or folders.
+
+        For a variant wheel (PEP 825, experimental) also its variant properties, and any that
+        disagree with its binaries (exit 4)."""
+        inspect_command(paths, as_json=as_json)
+
+    return inspect

@@ -1,5 +1,8 @@
 """What ``wheelforge build`` writes besides wheels: the terminal summary, the JSON report
-(--report), and in GitHub Actions the step summary and annotations. The CLI only calls these."""
+(--report), and in GitHub Actions the step summary and annotations. The CLI only calls these.
+
+Its click command, build_command, parses every option into one BuildOptions; the build itself
+is running/build/command.py's."""
 
 from __future__ import annotations
 
@@ -13,16 +16,22 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from wheelforge.configuration.settings import BuildSettings, Flags, resolve
-from wheelforge.foundation import log, writers
+from wheelforge.configuration.matrix.keys import COMPILE_CACHES
+from wheelforge.foundation import log, numbers, writers
 from wheelforge.foundation.errors import WheelforgeError
-from wheelforge.interface.console import output_console
-from wheelforge.interface.render import print_build, print_dry_run
-from wheelforge.running.build.command import run_build
-from wheelforge.running.build.results import BuildReport
+from wheelforge.interface.options import (
+    WholeNumber,
+    build_dir_option,
+    cache_dir_option,
+    matrix_option,
+    out_option,
+    tool_verbose_option,
+)
 
 if TYPE_CHECKING:  # the report and CI modules load only when a report is wanted (no-op speed)
-    from wheelforge.interface.documents.build_report import BuildReportDocument
+    from wheelforge.configuration.settings import BuildSettings, Flags
+    from wheelforge.interface.documents.build import BuildReportDocument
+    from wheelforge.running.build.results import BuildReport
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -38,7 +47,9 @@ class BuildOptions:
 
     @classmethod
     def from_command_line(cls, given: Mapping[str, Any]) -> BuildOptions:
-        """The options as click names them (interface/cli.py's build command)."""
+        """The options as click names them (build_command below)."""
+        from wheelforge.configuration.settings import Flags
+
         options = dict(given)
         outputs = {
             name: options.pop(name) for name in ("report_path", "ci_mode", "quiet", "dry_run")
@@ -56,6 +67,11 @@ def build(options: BuildOptions) -> None:
     """``wheelforge build``: the output modes (--ci, --quiet), then the plan alone (--dry-run)
     or the build: resolve, build, then write every output; the first failure is raised at the
     end (the CLI prints it and exits with its code), after the report says what failed and why."""
+    from wheelforge.configuration.settings import resolve
+    from wheelforge.interface.console import output_console
+    from wheelforge.interface.render.build import print_build, print_dry_run
+    from wheelforge.running.build.command import run_build
+
     if options.ci_mode is not None:
         log.set_ci("github" if options.ci_mode == "github" else None)
     log.set_quiet(options.quiet)
@@ -110,7 +126,7 @@ def _report(
     error: WheelforgeError | None,
     seconds: float,
 ) -> BuildReportDocument:
-    from wheelforge.interface.documents.build_report import build_report
+    from wheelforge.interface.documents.build import build_report
 
     return build_report(settings=settings, result=result, error=error, seconds=seconds)
 
@@ -143,3 +159,138 @@ def _write(
         written = ci.append_step_summary(ci.step_summary(report))
         if written is not None:
             log.info(f"step summary appended to {written}")
+
+
+compile_cache_option = click.option(
+    "--compile-cache",
+    type=click.Choice(COMPILE_CACHES),
+    help=(
+        "Compile cache in front of the compilers (else WHEELFORGE_COMPILE_CACHE, else "
+        "matrix.yaml's compile-cache, else auto: ccache or sccache when installed)."
+    ),
+)
+no_wait_option = click.option(
+    "--no-wait",
+    is_flag=True,
+    help=(
+        "Fail at once when another wheelforge is building into the same build folder "
+        "[default: wait]."
+    ),
+)
+verify_option = click.option(
+    "--verify-reproducible",
+    is_flag=True,
+    help=(
+        "Build each variant a second time in a temporary folder; fail unless the wheels are "
+        "identical."
+    ),
+)
+no_import_check_option = click.option(
+    "--no-import-check",
+    "no_import_check",
+    is_flag=True,
+    help="Do not import each extension module (under the build torch) before publishing.",
+)
+
+
+@click.command(name="build")
+@matrix_option
+@click.option(
+    "--archs",
+    help='Arch list replacing the matrix\'s arch sets, e.g. "7.5 8.0 9.0+PTX" '
+    "(else TORCH_CUDA_ARCH_LIST, else matrix.yaml).",
+)
+@out_option
+@build_dir_option
+@click.option(
+    "-j",
+    "--jobs",
+    type=WholeNumber(low=1, high=numbers.MAX_JOBS),
+    help="Parallel compile jobs (else MAX_JOBS, else ninja's default).",
+)
+@click.option(
+    "--python",
+    help="Python whose torch the extension is built against: a path or a command on the PATH "
+    "[default: this one].",
+)
+@click.option(
+    "--only",
+    multiple=True,
+    metavar="ID",
+    help="Build only this variant (repeatable); 'wheelforge matrix' lists them.",
+)
+@click.option(
+    "--torch-from",
+    metavar="PY",
+    help="Unstable ABI: build against the torch of this Python (a path or a command on the PATH), "
+    "no pip and no network, instead of the matrix's torch versions.",
+)
+@click.option(
+    "--offline",
+    is_flag=True,
+    help="Never download a CUDA toolkit or run pip for a torch; fail instead.",
+)
+@compile_cache_option
+@no_import_check_option
+@no_wait_option
+@verify_option
+@cache_dir_option
+@click.option(
+    "--size-budget",
+    metavar="SIZE",
+    help=(
+        "Largest wheel allowed, e.g. 100MiB, 450MB [default: size-budget of the matrix, else "
+        "100MiB]."
+    ),
+)
+@click.option(
+    "--memory-limit",
+    metavar="SIZE",
+    help=(
+        "Memory the compiles may use at once, e.g. 24GiB; the schedule keeps each moment's "
+        "compiles under it [default: WHEELFORGE_MEMORY_LIMIT, else memory-limit of the matrix, "
+        "else what the machine and its cgroups leave]."
+    ),
+)
+@click.option(
+    "--dist-scheduler",
+    metavar="URL",
+    help=(
+        "Spread the compiles over sccache-dist's build servers through this scheduler (its "
+        "client token in WHEELFORGE_DIST_TOKEN) [default: WHEELFORGE_DIST_SCHEDULER]."
+    ),
+)
+@click.option(
+    "--report",
+    "report_path",
+    metavar="PATH",
+    type=click.Path(path_type=Path, dir_okay=False, allow_dash=True),
+    help=(
+        "Write a JSON report of the run to PATH ('-': stdout), also when it fails (its schema: "
+        "wheelforge/data/build-report.schema.json)."
+    ),
+)
+@click.option(
+    "--ci",
+    "ci_mode",
+    type=click.Choice(["github", "none"]),
+    help=(
+        "CI output: log groups, annotations, step summary [default: github when "
+        "GITHUB_ACTIONS=true]."
+    ),
+)
+@click.option(
+    "--dry-run", is_flag=True, help="Show the plan and the compile commands; build nothing."
+)
+@click.option(
+    "-q", "--quiet", is_flag=True, help="Print only the wheels' paths, warnings and errors."
+)
+@click.option(
+    "--wheel-variants",
+    is_flag=True,
+    help="EXPERIMENTAL (PEP 825 draft): variant wheels, variant.json from the fatbins.",
+)
+@tool_verbose_option
+def build_command(**given: Any) -> None:
+    """Build the matrix's wheels and check their fatbins."""
+    build(BuildOptions.from_command_line(given))

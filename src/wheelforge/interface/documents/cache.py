@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from wheelforge.interface.documents.kinds import DocumentKind, doc, schema_version
-from wheelforge.running.usercache import CacheEntry, CacheListing, PruneResult
+from wheelforge.running.cache import CacheEntry, CacheListing, PruneResult
 
 # 2: an environment's kind is "torch env" (it was "test env"); prune says the names asked for.
 # 3: entries without wheelforge's marker are "not wheelforge's", listed, and skipped by prune.

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from wheelforge.interface.documents.kinds import DocumentKind, doc, schema_version
-from wheelforge.running.torch_tests import Outcome
+from wheelforge.running.test import Outcome
 
 VERSION = 1
 
