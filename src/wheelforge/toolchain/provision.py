@@ -19,7 +19,6 @@ data/cuda-releases.toml); this module knows how each kind of source is installed
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import stat
@@ -35,7 +34,12 @@ from wheelforge.configuration.archs import Arch, sm_range
 from wheelforge.configuration.releases import DebianSource, PypiSource, Release, Source
 from wheelforge.foundation import fsutil, locks, log, proc, removal, writers
 from wheelforge.foundation.errors import ConfigError, ToolError
-from wheelforge.toolchain.toolkit import TOOLKIT_JSON, TOOLKITS, release_builds
+from wheelforge.toolchain.toolkit import (
+    TOOLKIT_JSON,
+    TOOLKITS,
+    release_builds,
+    toolkit_file_text,
+)
 
 _DEBIAN_KEYRING = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
 _DEBIAN_MIRROR = "http://deb.debian.org/debian"
@@ -252,11 +256,8 @@ def _install(recipe: Recipe, final: Path) -> Path:
             f.stat().st_size for f in prefix.rglob("*") if f.is_file() and not f.is_symlink()
         )
         log.info(f"  CUDA {recipe.release}: {downloads.si(size)} in {final}")
-        writers.write_atomic(
-            prefix / TOOLKIT_JSON,
-            json.dumps({"release": recipe.release, "source": recipe.source, **info}, indent=1)
-            + "\n",
-        )
+        text = toolkit_file_text(recipe.release, recipe.source, info)
+        writers.write_atomic(prefix / TOOLKIT_JSON, text)
     return final
 
 

@@ -19,13 +19,13 @@ from wheelforge.binaries.sizecheck import SizeCheck
 from wheelforge.configuration.abi import AbiName
 from wheelforge.configuration.settings import BuildSettings
 from wheelforge.foundation.diagnostics import Diagnostic
+from wheelforge.foundation.document import schema_version
 from wheelforge.foundation.errors import WheelforgeError
 from wheelforge.interface.documents.inspection import BinaryDoc, binary_doc
 from wheelforge.interface.documents.kinds import (
     DocumentKind,
     Version2,
     doc,
-    schema_version,
     version_text,
 )
 from wheelforge.packaging import wheel_variants

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from wheelforge.binaries.abicheck import BinaryCheck, TorchAbi
 from wheelforge.binaries.rule import TorchSource, Violation, WheelSummary
 from wheelforge.configuration import abi as abis
-from wheelforge.interface.documents.kinds import DocumentKind, doc, schema_version, version_text
+from wheelforge.foundation.document import schema_version
+from wheelforge.interface.documents.kinds import DocumentKind, doc, version_text
 
 VERSION = 1
 # A wheel's torch ABI: its binaries' worst (torch-abi-audit rolls a package up the same way).

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from wheelforge.binaries.facts import BinaryContents
 from wheelforge.binaries.fatbin import FatbinEntry
 from wheelforge.binaries.loadson import LoadsOn, loads_on
-from wheelforge.interface.documents.kinds import DocumentKind, doc, schema_version
+from wheelforge.foundation.document import schema_version
+from wheelforge.interface.documents.kinds import DocumentKind, doc
 from wheelforge.packaging.wheel_variants import VariantCheck
 
 VERSION = 1
