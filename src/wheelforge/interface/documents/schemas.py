@@ -20,6 +20,7 @@ from wheelforge.interface.documents import (
     variants,
 )
 from wheelforge.interface.documents.kinds import DocumentKind
+from wheelforge.packaging import buildinfo
 
 KINDS: tuple[DocumentKind, ...] = (
     build_report.KIND,
@@ -29,6 +30,8 @@ KINDS: tuple[DocumentKind, ...] = (
     torch_tests.KIND,
     usercache.LIST_KIND,
     usercache.PRUNE_KIND,
+    # Not printed but shipped inside every wheel: .dist-info/wheelforge-build.json.
+    DocumentKind("build-info", buildinfo.BuildInfo, buildinfo.VERSION, "wheelforge build info"),
 )
 
 
