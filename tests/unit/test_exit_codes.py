@@ -19,6 +19,7 @@ from wheelforge.interface.cli import main
 from wheelforge.interface.render import variants_table
 from wheelforge.interface.render_check import check_table
 from wheelforge.planning import variants
+from wheelforge.running import checking
 
 Project = Callable[..., Path]
 WHEEL = "wheelforge_kernels-0.1.0-cp310-abi3-manylinux_2_34_x86_64.whl"
@@ -71,7 +72,7 @@ def test_check_table_fits_80_columns_without_cutting() -> None:
     wheel = f"/home/runner/work/project/project/dist/{WHEEL}"
     checks = [BinaryCheck(path=f"{wheel}!wheelforge_kernels/_C.abi3.so", shims=("a", "b"), newest_shim=(2, 10),
                           python_symbols=("PyInit",), violations=())]  # fmt: skip
-    text = _render(check_table(checks))
+    text = _render(check_table(checking.result_of(checks)))
     assert "…" not in text
     assert WHEEL in text  # the wheel's name on one line, not wrapped inside
     assert "wheelforge_kernels/_C.abi3.so" in text

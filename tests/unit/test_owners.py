@@ -151,9 +151,9 @@ def _check(*messages: str) -> BinaryCheck:
 
 
 def test_check_verdict() -> None:
-    checking.require_clean([_check()])
+    checking.require_clean(checking.result_of([_check()]))
     with pytest.raises(VerificationError, match=r"^one \(and 1 more above\)$") as err:
-        checking.require_clean([_check("one"), _check("two")])
+        checking.require_clean(checking.result_of([_check("one"), _check("two")]))
     assert err.value.details == "two"
 
 

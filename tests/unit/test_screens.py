@@ -270,6 +270,7 @@ def test_the_abi_line_is_in_plain_words() -> None:
 def test_a_binary_that_needs_only_the_first_limited_api_reads_any_python() -> None:
     """check's Python column said 3.2 (the limited API's first release) beside a cp310 wheel."""
     from wheelforge.interface.render_check import check_table
+    from wheelforge.running.checking import result_of
 
     def row(floor: tuple[int, int]) -> str:
         check = BinaryCheck(
@@ -277,7 +278,7 @@ def test_a_binary_that_needs_only_the_first_limited_api_reads_any_python() -> No
             violations=(), python_floor=floor, role="extension",
         )  # fmt: skip
         console, out = terminal(80)
-        console.print(check_table([check]))
+        console.print(check_table(result_of([check])))
         [line] = [ln for ln in out.getvalue().splitlines() if "x.abi3.so" in ln]
         return line
 

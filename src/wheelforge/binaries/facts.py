@@ -5,13 +5,15 @@ which roles they judge (rule.py), and so which facts are read of which file."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, get_args
 
-from wheelforge.binaries import elf, initexport
+from wheelforge.binaries import elf, initexport, loadson
 from wheelforge.binaries.elf import ElfImage
+from wheelforge.binaries.loadson import LoadsOn
 
 if TYPE_CHECKING:  # inspect reads fatbins only: the symbol reader is not loaded for it
     from wheelforge.binaries.fatbin import FatbinEntry
@@ -52,11 +54,18 @@ def file_role(path: str) -> Role:
 
 @dataclass(frozen=True)
 class BinaryContents:
-    """The fatbin entries of one ELF file, on disk or inside a wheel (what ``inspect`` lists)."""
+    """The fatbin entries of one ELF file, on disk or inside a wheel (what ``inspect`` lists),
+    and where its kernels load (loads_on: inspect's table and every JSON document read it)."""
 
     path: str
     size: int
     entries: tuple[FatbinEntry, ...]
+
+    @functools.cached_property
+    def loads_on(self) -> LoadsOn | None:
+        """Per GPU generation where its kernels run (binaries/loadson.py decides, once per
+        binary); None: no CUDA code."""
+        return loadson.loads_on(self)
 
     @property
     def sass_archs(self) -> tuple[str, ...]:

@@ -13,7 +13,7 @@ from rich.text import Text
 
 from wheelforge.binaries.elf import split_member
 from wheelforge.binaries.facts import BinaryContents
-from wheelforge.binaries.loadson import LoadsOn, loads_on
+from wheelforge.binaries.loadson import LoadsOn
 from wheelforge.configuration.archs import code_sort_key
 from wheelforge.configuration.bytesizes import format_size as human_size
 from wheelforge.foundation.log import printable
@@ -73,7 +73,7 @@ def print_inspect(reports: Sequence[BinaryContents], console: Console | None = N
             )
         if not binary.entries:
             table.add_row("-", "no CUDA code", "0", "-", "-", "-")
-        if found := loads_on(binary):  # below the table, which keeps its 80 columns
+        if found := binary.loads_on:  # below the table, which keeps its 80 columns
             table.caption = "\n".join(loads_on_lines(found))
             table.caption_justify = "left"
             if container:
