@@ -19,6 +19,7 @@ from wheelforge.interface.cli import main
 from wheelforge.interface.render import variants_table
 from wheelforge.interface.render_check import check_table
 from wheelforge.planning import variants
+from wheelforge.planning.plan import wheel_version
 from wheelforge.running import checking
 
 Project = Callable[..., Path]
@@ -85,7 +86,8 @@ def test_matrix_table_fits_80_columns_without_cutting(project: Project) -> None:
         (ArchSet("default", parse_arch_list("7.5 8.0 8.6 8.9 9.0 10.0 12.0+PTX", source="t")),)
     )  # fmt: skip
     listed = variants.expand(matrix, [fakes.toolkit()])
-    text = _render(variants_table(listed, matrix))
+    versions = [wheel_version(matrix, v) for v in listed]
+    text = _render(variants_table(listed, matrix, versions=versions))
     assert "…" not in text and "default-cu130" in text and "13.0.88" in text
     assert "12.0+PTX" in text  # archs wrap between archs, never inside one
     assert max(len(line) for line in text.splitlines()[1:]) <= 80

@@ -225,7 +225,10 @@ def matrix_command(
     elif as_json:
         kinds.echo(variants_document(listed))
     else:
-        print_whole(variants_table(listed, settings.matrix, settings.out_dir))
+        from wheelforge.planning.plan import wheel_version
+
+        versions = [wheel_version(settings.matrix, v) for v in listed]
+        print_whole(variants_table(listed, settings.matrix, settings.out_dir, versions=versions))
 
 
 @cli.group(name="toolkit")
@@ -240,10 +243,10 @@ def toolkit_list(cache_dir: Path | None) -> None:
     """Toolkits found on this machine and in the cache, and the ones wheelforge can provision."""
     from wheelforge.configuration import settings
     from wheelforge.interface.render import print_toolkits
-    from wheelforge.toolchain import toolkit
+    from wheelforge.toolchain import provision, toolkit
 
     found = toolkit.discover(cache=settings.cache_dir(cache_dir))
-    print_toolkits(found)
+    print_toolkits(found, provision.not_found(found))
 
 
 @toolkit_group.command(name="install")

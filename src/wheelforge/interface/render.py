@@ -23,12 +23,12 @@ from wheelforge.foundation.log import printable
 from wheelforge.interface.console import output_console, print_whole
 
 if TYPE_CHECKING:  # a no-op `build` loads none of these, `inspect` no matrix and no plan
-    from wheelforge.binaries.abicheck import BinaryCheck
     from wheelforge.configuration.matrix.model import Matrix
     from wheelforge.planning.selection import Member
     from wheelforge.planning.variants import Variant
     from wheelforge.running.build.dryrun import PlannedVariant
-    from wheelforge.running.build.results import BuildReport, VariantResult
+    from wheelforge.running.build.results import AbiSummary, BuildReport, VariantResult
+    from wheelforge.toolchain.provision import Recipe
     from wheelforge.toolchain.toolkit import Toolkit
 
 
@@ -99,18 +99,16 @@ def _count(n: int, one: str, many: str | None = None) -> str:
     return f"{n} {one if n == 1 else many or one + 's'}"
 
 
-def abi_summary(checks: Sequence[BinaryCheck], target: tuple[int, int]) -> str:
+def abi_summary(found: AbiSummary, target: tuple[int, int]) -> str:
     """One line, in plain words: what the binaries call of torch and of Python."""
-    shims = sorted({s for c in checks for s in c.shims})
-    newest = max((c.newest_shim for c in checks if c.newest_shim), default=None)
-    python = sorted({s for c in checks for s in c.python_symbols})
-    bad = sum(len(c.violations) for c in checks)
+    bad = len(found.violations)
     status = "[green]ok[/green]" if not bad else f"[red]{_count(bad, 'violation')}[/red]"
+    newest = found.newest_shim
     needs = f", the newest from torch {newest[0]}.{newest[1]}" if newest else ""
     return (
-        f"stable ABI {status}: calls {_count(len(shims), 'function')} of torch's stable C API"
-        f"{needs} (the target is {target[0]}.{target[1]}), none of libtorch's C++ API, and "
-        f"{_count(len(python), 'function')} of Python's limited C API (abi3)"
+        f"stable ABI {status}: calls {_count(len(found.shims), 'function')} of torch's stable C "
+        f"API{needs} (the target is {target[0]}.{target[1]}), none of libtorch's C++ API, and "
+        f"{_count(len(found.python_symbols), 'function')} of Python's limited C API (abi3)"
     )
 
 
@@ -132,8 +130,8 @@ def print_build(report: BuildReport, console: Console) -> None:
                 f"no device code: the extension compiles no .cu source, so arch set "
                 f"{escape(v.arch_set.name)} ({v.arch_set}) does not apply; CUDA {v.toolkit}"
             )
-        if v.abi_checks:
-            say(abi_summary(v.abi_checks, report.target_version))
+        if v.abi.checked:
+            say(abi_summary(v.abi, report.target_version))
         if len(v.shared_objects) > 1:
             say(f"{len(v.shared_objects)} shared objects:")
             for line in shared_object_lines(v):
@@ -183,11 +181,9 @@ def print_build(report: BuildReport, console: Console) -> None:
 
 def outcome_words(report: BuildReport) -> str:
     """``1 wheel built, 1 reused (up to date), 0 failed``."""
-    reused = sum(1 for v in report.variants if v.reused)
-    built = len(report.variants) - reused
-    words = [f"{_count(built, 'wheel')} built"]
-    if reused:
-        words.append(f"{reused} reused (up to date)")
+    words = [f"{_count(report.built, 'wheel')} built"]
+    if report.reused:
+        words.append(f"{report.reused} reused (up to date)")
     words.append(f"{len(report.failures)} failed")
     return ", ".join(words)
 
@@ -215,21 +211,17 @@ def compile_costs(v: VariantResult) -> list[str]:
     held it back. The JSON report has every compile."""
     lines = []
     if v.jobs:
-        from wheelforge.toolchain import compilecache
-
-        served = v.compile_cache is not None and compilecache.in_server(v.compile_cache.tool)
-        if served and all(j.cpu_seconds is None for j in v.jobs):
+        if v.costs_in_server:
             cost = " in sccache's server (CPU, memory not measured)"
         else:
-            cpu = sum(j.cpu_seconds or 0.0 for j in v.jobs)
             peak = f", at most {human_size(v.peak_memory)} in use at once" if v.peak_memory else ""
-            cost = f", {cpu:.1f} s of CPU{peak}"
-        hits = sum(1 for j in v.jobs if j.cached)
+            cost = f", {v.cpu_seconds:.1f} s of CPU{peak}"
+        hits = v.cache_hits
         answered = (
             f" ({hits} from the compile cache, {len(v.jobs) - hits} compiled)" if hits else ""
         )
         lines.append(f"compiles: {len(v.jobs)}{answered}{cost}; the slowest:")
-        for job in sorted(v.jobs, key=lambda j: -j.seconds)[:SLOWEST]:
+        for job in v.slowest(SLOWEST):
             cpu_text = f"{job.cpu_seconds:.1f} s CPU" if job.cpu_seconds is not None else "- CPU"
             mem = human_size(job.peak) if job.peak is not None else "-"
             hit = ", from the compile cache" if job.cached else ""
@@ -308,22 +300,23 @@ def _member_origin(member: Member, project: Path | None) -> str:
 
 
 def variants_table(
-    variants: Sequence[Variant], matrix: Matrix, out_dir: Path | None = None
+    variants: Sequence[Variant],
+    matrix: Matrix,
+    out_dir: Path | None = None,
+    *,
+    versions: Sequence[str],
 ) -> Table:
     """Fits 80 columns: the toolkit is named by version (``wheelforge toolkit list`` says where
     it is), and the arch list wraps between archs, never inside one. With an index folder per
-    CUDA release (cuda-index), the folder each wheel goes to, below the output folder."""
+    CUDA release (cuda-index), the folder each wheel goes to, below the output folder.
+    *versions*: each variant's wheel version (planning/plan.wheel_version)."""
     table = Table(title=f"variants of {matrix.path}", title_justify="left")
     folders = any(v.index for v in variants)
     columns = ("id", "arch set", "archs", "CUDA", "wheel version", *(("index",) if folders else ()))
     for column in columns:
         table.add_column(column, overflow="fold", no_wrap=column in ("id", "CUDA"))
-    for v in variants:
-        from wheelforge.planning.plan import wheel_version
-
-        version = wheel_version(matrix, v)
-        if v.variant_label:
-            version += f" (variant {v.variant_label})"
+    for v, plain in zip(variants, versions, strict=True):
+        version = f"{plain} (variant {v.variant_label})" if v.variant_label else plain
         cuda = (
             str(v.choice.toolkit.version)
             if v.choice.toolkit
@@ -342,33 +335,29 @@ def variants_table(
     return table
 
 
-def toolkits_table(found: Sequence[Toolkit]) -> Table:
+def toolkits_table(found: Sequence[Toolkit], provisionable: Sequence[Recipe]) -> Table:
     """Fits 80 columns: no folder and no command in a cell, where rich would cut or fold them
     (print_toolkits prints them whole below the table)."""
-    from wheelforge.toolchain.provision import RECIPES
-
     table = Table(title="CUDA toolkits", title_justify="left")
     for column in ("CUDA", "archs", "host g++ up to", "how"):
         table.add_column(column)
     for t in found:
         table.add_row(str(t.version), t.describe_range(), str(t.gcc_max or "-"), t.origin)
-    for r in RECIPES:
-        if not any(t.release == r.release for t in found):
-            table.add_row(
-                r.release, sm_range(r.sass), "-", f"[dim]to provision ({r.download})[/dim]"
-            )
+    for r in provisionable:
+        table.add_row(r.release, sm_range(r.sass), "-", f"[dim]to provision ({r.download})[/dim]")
     return table
 
 
-def print_toolkits(found: Sequence[Toolkit], console: Console | None = None) -> None:
-    """The toolkits' table, then where each found one is and how to provision the others: a
-    line each, the folder and the command whole (log.say), so they can be copied."""
-    from wheelforge.toolchain.provision import RECIPES
-
+def print_toolkits(
+    found: Sequence[Toolkit], provisionable: Sequence[Recipe], console: Console | None = None
+) -> None:
+    """The toolkits' table (*provisionable*: the releases wheelforge can provision that none
+    found is, provision.not_found), then where each found one is and how to provision the
+    others: a line each, the folder and the command whole (log.say), so they can be copied."""
     console = console or output_console()
-    print_whole(toolkits_table(found), console)
+    print_whole(toolkits_table(found, provisionable), console)
     for t in found:
         # The folder comes from $CUDA_HOME, the PATH or the cache: text, never markup or ESC.
         log.say(f"CUDA {t.version} ({escape(t.origin)}): {_text(str(t.root))}", on=console)
-    if any(not any(t.release == r.release for t in found) for r in RECIPES):
+    if provisionable:
         log.say("provision one: [bold]wheelforge toolkit install RELEASE[/bold]", on=console)

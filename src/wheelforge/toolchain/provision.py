@@ -24,6 +24,7 @@ import re
 import stat
 import sys
 import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +38,7 @@ from wheelforge.foundation.errors import ConfigError, ToolError
 from wheelforge.toolchain.toolkit import (
     TOOLKIT_JSON,
     TOOLKITS,
+    Toolkit,
     release_builds,
     toolkit_file_text,
 )
@@ -96,6 +98,12 @@ def recipes_of(table: tuple[Release, ...]) -> tuple[Recipe, ...]:
 
 
 RECIPES: tuple[Recipe, ...] = recipes_of(releases.releases())
+
+
+def not_found(found: Sequence[Toolkit]) -> tuple[Recipe, ...]:
+    """The releases wheelforge can provision that no toolkit in *found* is (`toolkit list`)."""
+    have = {t.release for t in found}
+    return tuple(r for r in RECIPES if r.release not in have)
 
 
 def recipe_for(release: str) -> Recipe | None:
