@@ -93,3 +93,61 @@ def test_a_stored_entry_of_another_shape_is_removed_with_a_note(
     assert cachefiles.load(path, Inner, what="the entry", within=tmp_path) == Inner(
         name="x", size=3
     )
+
+
+def _stored_models() -> list[tuple[type, dict[str, object]]]:
+    """Each stored model with an entry as the writer before it (a plain dict) wrote it."""
+    from wheelforge.packaging.stamp import StampFile
+    from wheelforge.planning.jobcosts import CostHistory, JobCost
+    from wheelforge.running.build.freshness import FreshnessStamp
+    from wheelforge.running.build.reuse import StoredProvenance
+    from wheelforge.toolchain.envs import Marker
+    from wheelforge.toolchain.probecache import ProbeEntry
+    from wheelforge.toolchain.toolkit import ToolkitFile
+
+    cost = {"seconds": 1.5, "cpu_seconds": 2.0, "peak": 1 << 30, "largest": 1 << 29, "threads": 2}
+    assert from_document(JobCost, cost).measured  # the history holds measurements only
+    return [
+        (StampFile, {"digest": "d", "wheel": "x.whl", "sha256": "s", "index": "cu130"}),
+        (StampFile, {"wheel": "", "failed": "compile error"}),
+        (ProbeEntry, {"key": {"nvcc": "/x"}, "watch": {"/x": [1, 2], "/y": None}, "value": {}}),
+        (
+            ToolkitFile,
+            {
+                "release": "13.0",
+                "source": "pypi",
+                "nvcc": "bin/nvcc",
+                "host_cxx": None,
+                "files": [{"file": "a.whl", "sha256": "0" * 64}],
+            },
+        ),
+        (
+            Marker,
+            {
+                "spec": "2.13.0",
+                "made_from": "/usr/bin/python3",
+                "requires": ["numpy"],
+                "torch": "2.13.0+cpu",
+                "cuda_build": None,
+                "cuda": False,
+                "python": "3.11",
+            },
+        ),
+        (FreshnessStamp, {"ninja": "h", "files": {"/a.cu": [10, 20]}, "read": ["/a.cu"]}),
+        (CostHistory, {"entries": {"k": cost}}),
+        (StoredProvenance, {"key": ["0.1.0", 0, None], "files": [["a", "b"]], "inputs": "x"}),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("model", "stored"), _stored_models(), ids=lambda v: getattr(v, "__name__", "")
+)
+def test_what_the_writers_stored_reads_through_the_models(
+    model: type, stored: dict[str, object]
+) -> None:
+    """The entries already in users' caches read back, and are written as they were (the same
+    keys in the same order): a cache is not invalidated by the models."""
+    written = to_document(from_document(model, stored))
+    assert {k: written[k] for k in stored} == stored
+    assert [k for k in written if k in stored] == list(stored)
+    assert all(written[k] in ("", None, []) for k in written if k not in stored)  # defaults

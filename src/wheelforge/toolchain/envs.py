@@ -134,7 +134,7 @@ class Marker:
     made_from: str | None = field(default=None, metadata=_OMIT)
     requires: tuple[str, ...] = ()
     torch: str
-    cuda_build: str | None = field(default=None, metadata=_OMIT)
+    cuda_build: str | None = None  # None: a CPU build (older markers may lack the key)
     cuda: bool
     python: str
 
