@@ -129,7 +129,8 @@ class DocumentError(ValueError):
 
 def schema_version(version: int) -> Any:
     """The ``schema_version`` field of a document model: always written, always *version*
-    (a document of another version is not this model's: from_document refuses it)."""
+    (a document of another version is not this model's: from_document refuses it; one without
+    the key reads as *version*: the build info of wheels made before it had one)."""
     return dataclasses.field(
         default=version,
         metadata={
