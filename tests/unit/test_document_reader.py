@@ -135,7 +135,7 @@ def _stored_models() -> list[tuple[type, dict[str, object]]]:
         ),
         (FreshnessStamp, {"ninja": "h", "files": {"/a.cu": [10, 20]}, "read": ["/a.cu"]}),
         (CostHistory, {"entries": {"k": cost}}),
-        (StoredProvenance, {"key": ["0.1.0", 0, None], "files": [["a", "b"]], "inputs": "x"}),
+        (StoredProvenance, {"key": ["0.1.0", 1, 0, None], "files": [["a", "b"]], "inputs": "x"}),
     ]
 
 

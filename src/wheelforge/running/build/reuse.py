@@ -15,7 +15,7 @@ from wheelforge import __version__
 from wheelforge.binaries.verify import WheelVerification
 from wheelforge.foundation import fsutil, readers, writers
 from wheelforge.foundation.document import from_document, to_document
-from wheelforge.packaging import provenance, wheel
+from wheelforge.packaging import buildinfo, provenance, wheel
 from wheelforge.planning.plan import VariantPlan
 from wheelforge.running.build import freshness, ninja
 
@@ -23,7 +23,10 @@ from wheelforge.running.build import freshness, ninja
 # made under.
 PROVENANCE = "provenance.json"
 
-Key = tuple[str, int, str | None]  # wheelforge's version, SOURCE_DATE_EPOCH, the stamp's sha256
+# wheelforge's version, the build info's schema_version (a change of its document makes it
+# again, within one version: an entry of another key shape is refused too), SOURCE_DATE_EPOCH,
+# the freshness stamp's sha256
+Key = tuple[str, int, int, str | None]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,6 +46,7 @@ def dist_info_files(plan: VariantPlan) -> tuple[tuple[str, str], ...]:
     text = freshness.stamp_text(plan)
     key: Key = (
         __version__,
+        buildinfo.VERSION,
         wheel.source_date_epoch(),
         text and hashlib.sha256(text.encode()).hexdigest(),
     )
