@@ -57,12 +57,7 @@ def binary_tables(v: VariantResult) -> list[RenderableType]:
             ("sass", check.missing_sass, check.extra_sass),
             ("ptx", check.missing_ptx, check.extra_ptx),
         ):
-            sizes: dict[str, list[int]] = {}
-            for e in b.entries:
-                if e.kind == kind:
-                    acc = sizes.setdefault(e.arch, [0, 0])
-                    acc[0] += e.stored_size
-                    acc[1] += e.size
+            sizes = {s.arch: (s.stored, s.size) for s in b.by_arch if s.kind == kind}
             label = "SASS" if kind == "sass" else "PTX"
             for arch in sorted({*sizes, *missing}, key=code_sort_key):
                 if arch in missing or arch not in sizes:
