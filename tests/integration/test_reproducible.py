@@ -80,6 +80,16 @@ def test_two_folders_give_identical_wheels_and_verify_passes(tmp_path: Path) -> 
         "list": "wheelforge-inputs.txt",
     }
     assert str(tmp_path) not in json.dumps(info) and str(tmp_path) not in sbom
+    # The build info is its model's document: the shipped schema validates it, and it reads back.
+    import jsonschema
+
+    from wheelforge.interface.documents import schemas
+    from wheelforge.packaging import buildinfo
+
+    [kind] = [k for k in schemas.KINDS if k.model is buildinfo.BuildInfo]
+    jsonschema.validate(info, kind.packaged_schema(), cls=jsonschema.Draft202012Validator)
+    read = buildinfo.read(wheel)
+    assert read is not None and read.schema_version == 1 and read.variant == "default-cu130"
     # The format's own validator accepts the SBOM.
     from cyclonedx.schema import SchemaVersion
     from cyclonedx.validation.json import JsonStrictValidator

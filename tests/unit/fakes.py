@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from wheelforge.packaging.buildinfo import BuildInfo
+
 import sys
 import zipfile
 from pathlib import Path
@@ -193,3 +198,27 @@ def with_record(path: Path) -> Path:
             zf.writestr(info, data)
         zf.writestr(f"{dist_info}/RECORD", "".join(rows))
     return path
+
+
+def build_info(variant_id: str, arch_set: str) -> BuildInfo:
+    """A wheel's build info as wheelforge writes it, naming *variant_id* and *arch_set*."""
+    from wheelforge.packaging import buildinfo
+
+    return buildinfo.BuildInfo(
+        wheelforge="0.1.0",
+        source_date_epoch=0,
+        variant=variant_id,
+        arch_set=arch_set,
+        archs=buildinfo.Archs(sass=("sm_80",), ptx=()),
+        toolkit=buildinfo.ToolkitInfo(release="13.0.88", build=""),
+        host_compiler="g++ 12",
+        nvcc_host_compiler="g++ 12",
+        torch=buildinfo.TorchInfo(headers_of="2.13.0", requirement="torch>=2.10"),
+        abi="stable",
+        target_version=(2, 10),
+        python_abi="cp310-abi3",
+        prefix_maps=(),
+        flags=buildinfo.Flags(gencode="-gencode arch=compute_80,code=sm_80"),
+        extensions=(),
+        inputs=buildinfo.InputsInfo(files=0, sha256="0" * 64, list="wheelforge-inputs.txt"),
+    )

@@ -30,6 +30,7 @@ from wheelforge.interface.documents.matrix import github_matrix, variants_docume
 from wheelforge.interface.documents.test import torch_tests_document
 from wheelforge.packaging.wheel_variants import VariantCheck
 from wheelforge.planning import variants
+from wheelforge.running import check as checking
 from wheelforge.running.cache import CacheEntry, CacheListing, PruneResult
 from wheelforge.running.test import Outcome
 
@@ -131,7 +132,7 @@ def test_check_document_keeps_its_keys() -> None:
             declared_python=(3, 10),
         )
     ]
-    data = _valid(KINDS["check"], check_document(checks))
+    data = _valid(KINDS["check"], check_document(checking.result_of(checks)))
     # The keys it had keep their values; issue 23 added keys (compatible: no version bump).
     [binary] = data["binaries"]
     assert data["schema_version"] == 1 and data["wheels"] == []

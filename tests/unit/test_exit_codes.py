@@ -19,6 +19,8 @@ from wheelforge.interface.cli import main
 from wheelforge.interface.render.check import check_table
 from wheelforge.interface.render.matrix import variants_table
 from wheelforge.planning import variants
+from wheelforge.planning.plan import wheel_version
+from wheelforge.running import check as running_check
 
 Project = Callable[..., Path]
 WHEEL = "wheelforge_kernels-0.1.0-cp310-abi3-manylinux_2_34_x86_64.whl"
@@ -71,7 +73,7 @@ def test_check_table_fits_80_columns_without_cutting() -> None:
     wheel = f"/home/runner/work/project/project/dist/{WHEEL}"
     checks = [BinaryCheck(path=f"{wheel}!wheelforge_kernels/_C.abi3.so", shims=("a", "b"), newest_shim=(2, 10),
                           python_symbols=("PyInit",), violations=())]  # fmt: skip
-    text = _render(check_table(checks))
+    text = _render(check_table(running_check.result_of(checks)))
     assert "…" not in text
     assert WHEEL in text  # the wheel's name on one line, not wrapped inside
     assert "wheelforge_kernels/_C.abi3.so" in text
@@ -84,7 +86,8 @@ def test_matrix_table_fits_80_columns_without_cutting(project: Project) -> None:
         (ArchSet("default", parse_arch_list("7.5 8.0 8.6 8.9 9.0 10.0 12.0+PTX", source="t")),)
     )  # fmt: skip
     listed = variants.expand(matrix, [fakes.toolkit()])
-    text = _render(variants_table(listed, matrix))
+    versions = [wheel_version(matrix, v) for v in listed]
+    text = _render(variants_table(listed, matrix, versions=versions))
     assert "…" not in text and "default-cu130" in text and "13.0.88" in text
     assert "12.0+PTX" in text  # archs wrap between archs, never inside one
     assert max(len(line) for line in text.splitlines()[1:]) <= 80

@@ -220,13 +220,13 @@ def entry_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @FUZZ
 @given(st.one_of(st.binary(max_size=256), texts.map(_raw), st.just(b"[" * 5000 + b"]" * 5000)))
 def test_stored_entries(entry_path: Path, data: bytes) -> None:
-    """Whatever a stored entry holds, reading it gives a value of its shape or None."""
+    """Whatever a stored entry holds, reading it gives its model or None."""
     from wheelforge.foundation import cachefiles
+    from wheelforge.toolchain.probecache import ProbeEntry
 
     entry_path.write_bytes(data)
-    shape = {"watch": {str: ([int], None)}, "value": {"version": str}}
-    value = cachefiles.load(entry_path, shape, what="a fuzzed entry", within=entry_path.parent)
-    assert value is None or cachefiles.fits(value, shape)
+    value = cachefiles.load(entry_path, ProbeEntry, what="a fuzzed entry", within=entry_path.parent)
+    assert value is None or isinstance(value, ProbeEntry)
 
 
 @pytest.fixture(scope="module")

@@ -191,17 +191,19 @@ def test_another_commit_is_another_stamp(project: Project, tmp_path: Path) -> No
 def test_the_build_info_and_sbom_name_the_library(project: Project, tmp_path: Path) -> None:
     from wheelforge.packaging import sbom
 
+    from .fakes import build_info
+
     plan = _plan_with_library(project, tmp_path, COMMIT)
     [lib] = plan.compile.header_libraries  # type: ignore[attr-defined]
     recorded = provenance.header_library(lib)
-    assert recorded["commit"] == COMMIT and recorded["origin"] == "git"
-    assert recorded["sha256"] == lib.digest
+    assert recorded.commit == COMMIT and recorded.origin == "git"
+    assert recorded.sha256 == lib.digest
     inputs = {
         "header-libraries/cutlass/include/cute/tensor.hpp": "0" * 64,
         "./csrc/ops.cpp": "1" * 64,
     }
-    info = {"host_compiler": "g++"}
-    document = json.loads(sbom.sbom(plan, info, inputs, epoch=0, build_info_name="b.json"))  # type: ignore[arg-type]
+    info = build_info("default-cu130", "8.0")
+    document = json.loads(sbom.sbom(plan, info, inputs, epoch=0, build_info_name="b.json"))
     [component] = [c for c in document["components"] if c["name"] == "cutlass"]
     assert component["version"] == COMMIT
     assert component["purl"] == f"pkg:generic/cutlass@{COMMIT}"

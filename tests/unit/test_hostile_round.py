@@ -814,11 +814,12 @@ def test_a_toolkit_folder_of_escapes_and_markup_is_shown_as_text() -> None:
 
     from tests.unit import fakes
     from wheelforge.interface.render.toolkit import print_toolkits
+    from wheelforge.toolchain import provision
 
     odd = Path("/opt/cuda\x1b[2J[/]x[bold]")
     found = dataclasses.replace(fakes.toolkit(), root=odd, nvcc=odd / "bin" / "nvcc")
     console = Console(file=io.StringIO(), width=200)
-    print_toolkits([found], console)
+    print_toolkits([found], provision.not_found([found]), console)
     shown = console.file.getvalue()  # type: ignore[attr-defined]
     assert "\x1b" not in shown and "\\x1b[2J[/]x[bold]" in shown
 

@@ -16,10 +16,11 @@ import pytest
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation import locks
 from wheelforge.foundation.errors import ConfigError
-from wheelforge.packaging import provenance
+from wheelforge.packaging import buildinfo, provenance
 from wheelforge.planning import selection
 from wheelforge.running.build import preflight, variant
 
+from . import fakes
 from .conftest import GOOD_MATRIX
 from .fakes import plan_for
 
@@ -31,8 +32,8 @@ def built_wheel(path: Path, variant_id: str, arch_set: str, payload: bytes) -> P
     path.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(path, "w") as zf:
         zf.writestr("demo_ops/_C.abi3.so", payload)
-        info = {"variant": variant_id, "arch_set": arch_set}
-        zf.writestr(f"demo_ops-1.2.0.dist-info/{selection.BUILD_INFO_NAME}", json.dumps(info))
+        info = fakes.build_info(variant_id, arch_set)
+        zf.writestr(f"demo_ops-1.2.0.dist-info/{selection.BUILD_INFO_NAME}", buildinfo.text(info))
     return path
 
 
@@ -44,6 +45,11 @@ def test_the_build_info_names_the_variant_of_a_published_wheel(tmp_path: Path) -
     assert provenance.published_variant(tmp_path / "b.whl") is None
     (tmp_path / "c.whl").write_bytes(b"not a zip")
     assert provenance.published_variant(tmp_path / "c.whl") is None
+    # A build info not of the model (read through buildinfo.BuildInfo) vouches for nothing.
+    with zipfile.ZipFile(tmp_path / "d.whl", "w") as zf:
+        info = {"variant": "default-cu130", "arch_set": "8.0"}
+        zf.writestr(f"demo_ops-1.2.0.dist-info/{selection.BUILD_INFO_NAME}", json.dumps(info))
+    assert provenance.published_variant(tmp_path / "d.whl") is None
 
 
 def test_a_wheel_another_build_folders_variant_published_is_never_replaced(

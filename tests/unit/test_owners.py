@@ -152,9 +152,9 @@ def _check(*messages: str) -> BinaryCheck:
 
 
 def test_check_verdict() -> None:
-    running_check.require_clean([_check()])
+    running_check.require_clean(running_check.result_of([_check()]))
     with pytest.raises(VerificationError, match=r"^one \(and 1 more above\)$") as err:
-        running_check.require_clean([_check("one"), _check("two")])
+        running_check.require_clean(running_check.result_of([_check("one"), _check("two")]))
     assert err.value.details == "two"
 
 

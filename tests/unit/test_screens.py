@@ -26,7 +26,7 @@ from wheelforge.interface.cli import main
 from wheelforge.interface.render.build import abi_summary, print_build
 from wheelforge.planning import hostshare
 from wheelforge.running.build import diagnose
-from wheelforge.running.build.results import BuildReport, VariantResult
+from wheelforge.running.build.results import AbiSummary, BuildReport, VariantResult
 from wheelforge.toolchain import envs, ninjafeed
 
 Project = Callable[..., Path]
@@ -261,7 +261,7 @@ def test_the_abi_line_is_in_plain_words() -> None:
         path="x.so", shims=("aoti_torch_a", "aoti_torch_b"), newest_shim=(2, 10),
         python_symbols=("PyModule_Create2",), violations=(),
     )  # fmt: skip
-    line = abi_summary([check], (2, 10))
+    line = abi_summary(AbiSummary.of((check,)), (2, 10))
     assert "shim" not in line and "(s)" not in line
     assert "calls 2 functions of torch's stable C API, the newest from torch 2.10" in line
     assert "1 function of Python's limited C API (abi3)" in line
@@ -270,6 +270,7 @@ def test_the_abi_line_is_in_plain_words() -> None:
 def test_a_binary_that_needs_only_the_first_limited_api_reads_any_python() -> None:
     """check's Python column said 3.2 (the limited API's first release) beside a cp310 wheel."""
     from wheelforge.interface.render.check import check_table
+    from wheelforge.running.check import result_of
 
     def row(floor: tuple[int, int]) -> str:
         check = BinaryCheck(
@@ -277,7 +278,7 @@ def test_a_binary_that_needs_only_the_first_limited_api_reads_any_python() -> No
             violations=(), python_floor=floor, role="extension",
         )  # fmt: skip
         console, out = terminal(80)
-        console.print(check_table([check]))
+        console.print(check_table(result_of([check])))
         [line] = [ln for ln in out.getvalue().splitlines() if "x.abi3.so" in ln]
         return line
 
@@ -347,11 +348,12 @@ def test_toolkit_list_shows_folders_and_the_install_command_whole_at_80_columns(
 
     from tests.unit import fakes
     from wheelforge.interface.render.toolkit import print_toolkits
+    from wheelforge.toolchain import provision
 
     folder = Path("/opt/nvidia/hpc_sdk/Linux_x86_64/25.9/cuda/13.0")
     found = dataclasses.replace(fakes.toolkit(), root=folder, origin="$CUDA_HOME")
     console, out = terminal(80)
-    print_toolkits([found], console)
+    print_toolkits([found], provision.not_found([found]), console)
     lines = out.getvalue().splitlines()
     assert all(len(line) <= 80 for line in lines)
     assert f"CUDA {found.version} ($CUDA_HOME): {folder}" in lines

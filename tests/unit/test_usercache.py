@@ -51,7 +51,8 @@ def _toolkit(cache: Path, folder: str, release: str, *, days: float) -> Path:
     path = cache / toolkit.TOOLKITS / folder
     (path / "bin").mkdir(parents=True)
     (path / "bin" / "nvcc").write_bytes(b"\0" * 8192)
-    (path / toolkit.TOOLKIT_JSON).write_text(json.dumps({"release": release, "source": "pypi"}))
+    info = {"release": release, "source": "pypi", "nvcc": "bin/nvcc"}  # as provision.py writes
+    (path / toolkit.TOOLKIT_JSON).write_text(json.dumps(info))
     _age(path, days * DAY)
     return path
 

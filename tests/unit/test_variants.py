@@ -178,10 +178,13 @@ def test_the_matrix_table_says_which_index_each_wheel_goes_to(project: Project) 
     from rich.console import Console
 
     from wheelforge.interface.render.matrix import variants_table
+    from wheelforge.planning.plan import wheel_version
 
     matrix = dataclasses.replace(load_matrix(project()), cuda=("12.4", "13.0"))
     out = io.StringIO()
-    table = variants_table(variants.expand(matrix, [T13]), matrix, Path("/srv/dist"))
+    listed = variants.expand(matrix, [T13])
+    versions = [wheel_version(matrix, v) for v in listed]
+    table = variants_table(listed, matrix, Path("/srv/dist"), versions=versions)
     Console(file=out, width=100).print(table)
     text = out.getvalue()
     assert "cu124/" in text and "cu130/" in text

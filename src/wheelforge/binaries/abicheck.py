@@ -65,6 +65,19 @@ FIRST_STABLE_TORCH: Version2 = (2, 9)
 # A binary's relation to torch, in torch-abi-audit's words: stable shims only, libtorch's C++ API
 # (bound to the one torch it was built against), or no torch at all.
 TorchAbi = Literal["torch-stable", "torch-unstable", "no-torch"]
+# A wheel's torch ABI is its binaries' worst, in this order (torch-abi-audit rolls a package up
+# the same way).
+TORCH_ABIS: tuple[TorchAbi, ...] = ("torch-unstable", "torch-stable", "no-torch")
+# What the violations of a binary (or a wheel's binaries) come to: error fails the command.
+Verdict = Literal["ok", "warning", "error"]
+
+
+def verdict_of(violations: Sequence[Violation]) -> Verdict:
+    """error when a violation blocks (require_clean fails on it), warning when there are only
+    warnings, else ok."""
+    if any(v.blocking for v in violations):
+        return "error"
+    return "warning" if violations else "ok"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,6 +98,19 @@ class BinaryCheck:
     wheel: WheelSummary | None = None  # the wheel it is a member of
     flavour: AbiName = abis.STABLE.name  # the ABI whose rules judged it
     rules: tuple[str, ...] = ()  # the ids of the rules that judged it (its own, its wheel's)
+
+    @property
+    def errors(self) -> int:
+        """Its violations that fail the command."""
+        return sum(1 for v in self.violations if v.blocking)
+
+    @property
+    def warnings(self) -> int:
+        return len(self.violations) - self.errors
+
+    @property
+    def verdict(self) -> Verdict:
+        return verdict_of(self.violations)
 
 
 def judge(

@@ -5,13 +5,16 @@ which roles they judge (rule.py), and so which facts are read of which file."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, get_args
 
-from wheelforge.binaries import elf, initexport
+from wheelforge.binaries import elf, initexport, loadson
 from wheelforge.binaries.elf import ElfImage
+from wheelforge.binaries.loadson import LoadsOn
+from wheelforge.configuration.archs import code_sort_key
 
 if TYPE_CHECKING:  # inspect reads fatbins only: the symbol reader is not loaded for it
     from wheelforge.binaries.fatbin import FatbinEntry
@@ -50,13 +53,58 @@ def file_role(path: str) -> Role:
     return "extension" if initexport.module_leaf(path) else "library"
 
 
+@dataclass(frozen=True, kw_only=True)
+class ArchSum:
+    """A binary's fatbin entries of one kind and arch, summed."""
+
+    kind: str  # sass or ptx
+    arch: str  # sm_90a, compute_120
+    entries: int
+    stored: int  # bytes as stored (compressed or not)
+    size: int  # bytes once decompressed
+    compressions: tuple[str, ...]  # none, lz4, zstd: each once, sorted
+
+
 @dataclass(frozen=True)
 class BinaryContents:
-    """The fatbin entries of one ELF file, on disk or inside a wheel (what ``inspect`` lists)."""
+    """The fatbin entries of one ELF file, on disk or inside a wheel (what ``inspect`` lists),
+    and where its kernels load (loads_on: inspect's table and every JSON document read it)."""
 
     path: str
     size: int
     entries: tuple[FatbinEntry, ...]
+
+    @functools.cached_property
+    def by_arch(self) -> tuple[ArchSum, ...]:
+        """Its entries summed per kind and arch, SASS first, each kind oldest first: what
+        inspect's and the build's tables and the size check show."""
+        sums: dict[tuple[str, str], list[int]] = {}
+        kinds: dict[tuple[str, str], set[str]] = {}
+        for e in self.entries:
+            key = (e.kind, e.arch)
+            acc = sums.setdefault(key, [0, 0, 0])
+            acc[0] += 1
+            acc[1] += e.stored_size
+            acc[2] += e.size
+            kinds.setdefault(key, set()).add(e.compression)
+        ordered = sorted(sums, key=lambda k: (k[0] != "sass", code_sort_key(k[1])))
+        return tuple(
+            ArchSum(
+                kind=kind,
+                arch=arch,
+                entries=sums[kind, arch][0],
+                stored=sums[kind, arch][1],
+                size=sums[kind, arch][2],
+                compressions=tuple(sorted(kinds[kind, arch])),
+            )
+            for kind, arch in ordered
+        )
+
+    @functools.cached_property
+    def loads_on(self) -> LoadsOn | None:
+        """Per GPU generation where its kernels run (binaries/loadson.py decides, once per
+        binary); None: no CUDA code."""
+        return loadson.loads_on(self)
 
     @property
     def sass_archs(self) -> tuple[str, ...]:

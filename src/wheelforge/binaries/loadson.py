@@ -23,13 +23,22 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, Protocol
 
-from wheelforge.binaries.facts import BinaryContents
 from wheelforge.binaries.fatbin import FatbinEntry
 from wheelforge.configuration import releases
 
 Verdict = Literal["sass", "ptx", "partial", "none"]
+
+
+class Fatbins(Protocol):
+    """What is weighed: a binary's name and fatbin entries (facts.BinaryContents, which carries
+    its LoadsOn as ``loads_on``: read that; this module imports no facts)."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def entries(self) -> Sequence[FatbinEntry]: ...
 
 
 def _doc(text: str) -> dict[str, str]:
@@ -116,7 +125,7 @@ def _unit_verdict(entries: Sequence[FatbinEntry], gpu: int) -> tuple[str, tuple[
     return ("ptx", ptx) if ptx else ("none", ())
 
 
-def loads_on(binary: BinaryContents, gpus: Sequence[int] | None = None) -> LoadsOn | None:
+def loads_on(binary: Fatbins, gpus: Sequence[int] | None = None) -> LoadsOn | None:
     """Where *binary*'s kernels run (None: it carries no CUDA code)."""
     # Each translation unit's distinct targets, in the order first seen: what a verdict weighs
     # (a million copies of one entry were weighed 15 times each; issue 32).
@@ -163,7 +172,7 @@ def loads_on(binary: BinaryContents, gpus: Sequence[int] | None = None) -> Loads
     )
 
 
-def _isas(binary: BinaryContents) -> tuple[PtxIsa, ...]:
+def _isas(binary: Fatbins) -> tuple[PtxIsa, ...]:
     found = sorted(
         {e.version for e in binary.entries if e.kind == "ptx" and e.version},
         key=lambda v: tuple(int(p) for p in v.split(".") if p.isdigit()),

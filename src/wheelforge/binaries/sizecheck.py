@@ -110,25 +110,17 @@ class SizeCheck:
 
 
 def contributions(binaries: Sequence[BinaryContents]) -> tuple[Contribution, ...]:
-    sums: dict[tuple[str, str, str], list[int]] = {}
-    kinds: dict[tuple[str, str, str], set[str]] = {}
-    for b in binaries:
-        for e in b.entries:
-            key = (b.path, e.kind, e.arch)
-            acc = sums.setdefault(key, [0, 0])
-            acc[0] += e.stored_size
-            acc[1] += e.size
-            kinds.setdefault(key, set()).add(e.compression)
     found = [
         Contribution(
-            binary=path,
-            kind=kind,
-            arch=arch,
-            stored=s,
-            uncompressed=u,
-            compression=", ".join(sorted(kinds[(path, kind, arch)])),
+            binary=b.path,
+            kind=s.kind,
+            arch=s.arch,
+            stored=s.stored,
+            uncompressed=s.size,
+            compression=", ".join(s.compressions),
         )
-        for (path, kind, arch), (s, u) in sums.items()
+        for b in binaries
+        for s in b.by_arch
     ]
     return tuple(sorted(found, key=lambda c: (-c.stored, c.binary, c.kind, c.arch)))
 

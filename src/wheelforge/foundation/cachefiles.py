@@ -1,10 +1,12 @@
 """Reading back what wheelforge stored for itself (probe results, environment markers,
-toolkit.json, stamps): each entry is validated on read against the shape its writer gives it,
-and one that is unreadable, not JSON or of another shape is discarded with a one-line note, so
-the next step asks again instead of every later run failing on it (``{"watch": []}`` in a probe
-entry crashed every build that looked it up).
+toolkit.json, stamps, the job-cost history, ...): each entry is a frozen dataclass model written
+by foundation/document.py (to_document) and read back through the model's own reader
+(document.from_document), and one that is unreadable, not JSON or of another shape is discarded
+with a one-line note, so the next step asks again instead of every later run failing on it
+(``{"watch": []}`` in a probe entry crashed every build that looked it up).
 
-A shape is written like the value: a type (``str``, ``int``; ``bool`` is not an ``int`` here),
+fits checks JSON that is not wheelforge's document but another program's answer (a torch
+child's, whose answer the probe cache keeps as it came). A shape is written like the value: a type (``str``, ``int``; ``bool`` is not an ``int`` here),
 a tuple of alternatives (``(str, None)``), a one-item list for a list of such items
 (``[int]``), a dict of keys and their shapes (a key ending in ``?`` may be absent), or
 ``{str: shape}`` for a mapping of any names to values of one shape, or a function that says
@@ -17,9 +19,12 @@ import contextlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from wheelforge.foundation import log, readers, removal
+from wheelforge.foundation.document import DocumentError, from_document
+
+T = TypeVar("T")
 
 Shape = Any  # type | None | tuple[Shape, ...] | list[Shape] | dict[str, Shape]
 
@@ -52,29 +57,34 @@ def _key_fits(value: Mapping[str, object], key: str, shape: Shape) -> bool:
     return fits(value[name], shape)
 
 
-def load(path: Path, shape: Shape, *, what: str, within: Path) -> Any | None:
-    """The JSON stored at *path* when it has *shape*; None when there is none, and None after
-    removing it (confined to *within*) with a note when it is unreadable or malformed."""
+def load(path: Path, model: type[T], *, what: str, within: Path) -> T | None:
+    """The document stored at *path* as its *model* (document.from_document); None when there
+    is none, and None after removing it (confined to *within*) with a note when it is
+    unreadable or malformed."""
     try:
         text = readers.read_text(path, cap=readers.STATE_CAP)
     except FileNotFoundError:
         return None
     except readers.FileRefused as exc:
-        return _discard(path, what, within, exc.problem)
+        discard(path, what, within, exc.problem)
+        return None
     try:
         value = json.loads(text)
     except ValueError:  # JSONDecodeError
-        return _discard(path, what, within, "not JSON (a write cut short?)")
+        discard(path, what, within, "not JSON (a write cut short?)")
+        return None
     except RecursionError:
-        return _discard(path, what, within, "JSON nested too deeply")
-    if not fits(value, shape):
-        return _discard(path, what, within, "not of the shape wheelforge writes")
-    return value
+        discard(path, what, within, "JSON nested too deeply")
+        return None
+    try:
+        return from_document(model, value)
+    except DocumentError as exc:
+        discard(path, what, within, f"not of the shape wheelforge writes: {exc}")
+    return None
 
 
-def _discard(path: Path, what: str, within: Path, why: str) -> Any | None:
-    """None, after the note and the removal (a note is all a cache that cannot be cleaned owes)."""
+def discard(path: Path, what: str, within: Path, why: str) -> None:
+    """None (for an entry found malformed after its reading too), after the note and the removal (a note is all a cache that cannot be cleaned owes)."""
     log.warning(f"{what} {path} is malformed ({why}); removed it, it is made again")
     with contextlib.suppress(OSError, removal.RemovalRefused):
         removal.remove(path, within=within)
-    return None

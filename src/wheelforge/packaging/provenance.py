@@ -12,19 +12,28 @@ planning/reproducible.py)."""
 from __future__ import annotations
 
 import hashlib
-import json
 import shlex
-import zipfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from wheelforge import __version__
-from wheelforge.binaries import bounded
 from wheelforge.binaries.elf import open_elf_file
 from wheelforge.binaries.facts import BinaryContents
-from wheelforge.foundation import fsutil, proc, readers
-from wheelforge.foundation.errors import WheelforgeError
+from wheelforge.foundation import fsutil, proc
+from wheelforge.packaging import buildinfo
+from wheelforge.packaging.buildinfo import (
+    Archs,
+    BuildInfo,
+    ExtensionFlags,
+    ExtensionInfo,
+    Flags,
+    GenerateInfo,
+    HeaderLibraryInfo,
+    InputsInfo,
+    ToolkitInfo,
+    TorchInfo,
+)
 from wheelforge.packaging.wheel import source_date_epoch
 from wheelforge.planning import reproducible
 from wheelforge.planning.plan import VariantPlan
@@ -70,7 +79,7 @@ def read_inputs(plan: VariantPlan, read: Sequence[Path]) -> dict[str, str]:
         return dict(zip(map(name_of, read), pool.map(fsutil.sha256, read), strict=True))
 
 
-def build_info(plan: VariantPlan, *, epoch: int, inputs: Mapping[str, str]) -> dict[str, object]:
+def build_info(plan: VariantPlan, *, epoch: int, inputs: Mapping[str, str]) -> BuildInfo:
     """The build info: what the wheel was made with, and its inputs as one digest (the list
     itself is inputs_list(inputs), written beside the build)."""
     folders = plan.compile.input_folders
@@ -78,56 +87,62 @@ def build_info(plan: VariantPlan, *, epoch: int, inputs: Mapping[str, str]) -> d
     libraries = [_contents(link.library) for link in plan.links]
     free = _path_free(plan)
 
-    def flags(index: int) -> dict[str, str]:
+    def flags(index: int) -> ExtensionFlags:
         own = plan.compile.flag_sets[index]
-        return {
-            "cxx": free(own.cxx),
-            "cc": free(own.cc),
-            "nvcc": free(own.nvcc),
-            "ldflags": free(plan.links[index].ldflags),
-        }
+        return ExtensionFlags(
+            cxx=free(own.cxx),
+            cc=free(own.cc),
+            nvcc=free(own.nvcc),
+            ldflags=free(plan.links[index].ldflags),
+        )
 
     several = len(plan.links) > 1
-    extensions = [
-        {
-            "name": link.extension.name,
-            "role": link.role,
-            "path": link.wheel_path,
-            "archs": {"sass": list(lib.sass_archs), "ptx": list(lib.ptx_archs)},
-            **({"flags": flags(i)} if several else {}),
-        }
+    extensions = tuple(
+        ExtensionInfo(
+            name=link.extension.name,
+            role=link.role,
+            path=link.wheel_path,
+            archs=Archs(sass=lib.sass_archs, ptx=lib.ptx_archs),
+            flags=flags(i) if several else None,
+        )
         for i, (link, lib) in enumerate(zip(plan.links, libraries, strict=True))
-    ]
-    info: dict[str, object] = {
-        "wheelforge": __version__,
-        "source_date_epoch": epoch,
-        "variant": plan.variant.id,
-        "arch_set": str(plan.variant.arch_set),
-        "archs": {
-            "sass": _union(lib.sass_archs for lib in libraries),
-            "ptx": _union(lib.ptx_archs for lib in libraries),
-        },
-        "toolkit": {"release": str(toolkit.version), "build": toolkit.build},
-        "host_compiler": compiler_version(plan.compile.cxx),
-        "nvcc_host_compiler": compiler_version(plan.compile.nvcc_host),
-        "torch": {"headers_of": plan.torch.label, "requirement": plan.abi.torch_requirement},
-        "abi": plan.abi.kind.name,
-        "target_version": list(plan.abi.target),
-        "python_abi": plan.abi.abi_tag,
-        "prefix_maps": sorted({name for _, name in folders}),
+    )
+    gencode = plan.compile.gencode
+    return BuildInfo(
+        wheelforge=__version__,
+        source_date_epoch=epoch,
+        variant=plan.variant.id,
+        arch_set=str(plan.variant.arch_set),
+        archs=Archs(
+            sass=_union(lib.sass_archs for lib in libraries),
+            ptx=_union(lib.ptx_archs for lib in libraries),
+        ),
+        toolkit=ToolkitInfo(release=str(toolkit.version), build=toolkit.build),
+        host_compiler=compiler_version(plan.compile.cxx),
+        nvcc_host_compiler=compiler_version(plan.compile.nvcc_host),
+        torch=TorchInfo(headers_of=plan.torch.label, requirement=plan.abi.torch_requirement),
+        abi=plan.abi.kind.name,
+        target_version=plan.abi.target,
+        python_abi=plan.abi.abi_tag,
+        prefix_maps=tuple(sorted({name for _, name in folders})),
         # One extension's flags here; with several, each one's under "extensions".
-        "flags": {"gencode": plan.compile.gencode}
-        if several
-        else {**flags(0), "gencode": plan.compile.gencode},
-        "extensions": extensions,
-        "inputs": {
-            "files": len(inputs),
-            "sha256": inputs_digest(inputs_list(inputs)),
-            "list": INPUTS_NAME,
-        },
-    }
-    info |= _before_compiling(plan)
-    return info
+        flags=Flags(gencode=gencode) if several else Flags(**vars(flags(0)), gencode=gencode),
+        extensions=extensions,
+        inputs=InputsInfo(
+            files=len(inputs), sha256=inputs_digest(inputs_list(inputs)), list=INPUTS_NAME
+        ),
+        header_libraries=tuple(header_library(lib) for lib in plan.compile.header_libraries)
+        or None,
+        generate=tuple(
+            GenerateInfo(
+                name=e.name,
+                run=e.written,
+                outputs=tuple(o.relative_to(e.folder).as_posix() for o in e.outputs),
+            )
+            for e in plan.compile.generate
+        )
+        or None,
+    )
 
 
 def _path_free(plan: VariantPlan) -> Callable[[str], str]:
@@ -152,42 +167,24 @@ def _contents(library: Path) -> BinaryContents:
         return contents_of(image)
 
 
-def _before_compiling(plan: VariantPlan) -> dict[str, object]:
-    """The header libraries and the generate steps (as matrix.yaml writes them), if any."""
-    out: dict[str, object] = {}
-    if plan.compile.header_libraries:
-        out["header_libraries"] = [header_library(lib) for lib in plan.compile.header_libraries]
-    if plan.compile.generate:
-        out["generate"] = [
-            {
-                "name": e.name,
-                "run": list(e.written),
-                "outputs": [o.relative_to(e.folder).as_posix() for o in e.outputs],
-            }
-            for e in plan.compile.generate
-        ]
-    return out
-
-
-def header_library(lib: HeaderLibrary) -> dict[str, object]:
+def header_library(lib: HeaderLibrary) -> HeaderLibraryInfo:
     """A header library as the build info records it (the SBOM names it from this)."""
-    out: dict[str, object] = {"name": lib.name, "origin": lib.origin, "version": lib.version}
-    for key, value in (
-        ("commit", lib.commit),
-        ("pinned", lib.pinned),
-        ("url", lib.url),
-        ("requirement", lib.requirement),
-        ("purl", lib.purl),
-        ("sha256", lib.digest),
-    ):
-        if value is not None:
-            out[key] = value
-    return out
+    return HeaderLibraryInfo(
+        name=lib.name,
+        origin=lib.origin,
+        version=lib.version,
+        commit=lib.commit,
+        pinned=lib.pinned,
+        url=lib.url,
+        requirement=lib.requirement,
+        purl=lib.purl,
+        sha256=lib.digest,
+    )
 
 
-def _union(archs: Iterable[Sequence[str]]) -> list[str]:
+def _union(archs: Iterable[Sequence[str]]) -> tuple[str, ...]:
     """The archs of several shared objects, each once, in the order they first come."""
-    return list(dict.fromkeys(a for group in archs for a in group))
+    return tuple(dict.fromkeys(a for group in archs for a in group))
 
 
 def provenance(plan: VariantPlan, read: Callable[[], Sequence[Path]]) -> Provenance:
@@ -201,7 +198,7 @@ def provenance(plan: VariantPlan, read: Callable[[], Sequence[Path]]) -> Provena
     info = build_info(plan, epoch=epoch, inputs=inputs)
     text = sbom.sbom(plan, info, inputs, epoch=epoch, build_info_name=BUILD_INFO_NAME)
     return Provenance(
-        dist_info=((SBOM_NAME, text), (BUILD_INFO_NAME, json.dumps(info, indent=1) + "\n")),
+        dist_info=((SBOM_NAME, text), (BUILD_INFO_NAME, buildinfo.text(info))),
         inputs=inputs_list(inputs),
     )
 
@@ -209,18 +206,5 @@ def provenance(plan: VariantPlan, read: Callable[[], Sequence[Path]]) -> Provena
 def published_variant(wheel: Path) -> tuple[str, str] | None:
     """(variant id, arch set) of the wheelforge build that made *wheel*, from its build info;
     None for a wheel without one (another tool's, or unreadable)."""
-    try:
-        with zipfile.ZipFile(wheel) as zf:
-            info = next(
-                (i for i in zf.infolist() if i.filename.endswith(f".dist-info/{BUILD_INFO_NAME}")),
-                None,
-            )
-            if info is None or info.file_size > readers.STATE_CAP:
-                return None
-            data = json.loads(bytes(bounded.read_member(zf, info, str(wheel))))
-    except (OSError, ValueError, zipfile.BadZipFile, WheelforgeError):
-        return None
-    if not isinstance(data, dict):
-        return None
-    variant, arch_set = data.get("variant"), data.get("arch_set")
-    return (variant, arch_set) if isinstance(variant, str) and isinstance(arch_set, str) else None
+    info = buildinfo.read(wheel)
+    return (info.variant, info.arch_set) if info is not None else None

@@ -18,6 +18,8 @@ from cyclonedx.output.json import JsonV1Dot6
 from packageurl import PackageURL
 
 from wheelforge import DISTRIBUTION, __version__
+from wheelforge.foundation.document import to_document
+from wheelforge.packaging.buildinfo import BuildInfo
 from wheelforge.planning import reproducible
 from wheelforge.planning.plan import VariantPlan
 from wheelforge.toolchain.headerlibs import HeaderLibrary
@@ -85,7 +87,7 @@ def _project_files(inputs: Mapping[str, str]) -> list[Component]:
 
 def sbom(
     plan: VariantPlan,
-    info: dict[str, object],
+    info: BuildInfo,
     inputs: Mapping[str, str],
     *,
     epoch: int,
@@ -114,7 +116,7 @@ def sbom(
     headers = [_header_library(lib) for lib in plan.compile.header_libraries]
     files = _project_files(inputs)
     bom = Bom(
-        serial_number=uuid.uuid5(_NAMESPACE, json.dumps(info, sort_keys=True)),
+        serial_number=uuid.uuid5(_NAMESPACE, json.dumps(to_document(info), sort_keys=True)),
         components=[torch, cudart, *headers, *files],
     )
     bom.metadata.component = main
@@ -130,7 +132,7 @@ def sbom(
             _component(
                 "nvcc", f"{toolkit.version} ({toolkit.build})", None, ComponentType.APPLICATION
             ),
-            _component("c++", str(info["host_compiler"]), None, ComponentType.APPLICATION),
+            _component("c++", info.host_compiler, None, ComponentType.APPLICATION),
         ]
     )
     bom.register_dependency(main, [torch, cudart, *headers])

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from wheelforge.foundation import cachefiles, fsutil, removal, writers
+from wheelforge.foundation.document import to_document
 
 REUSE_STAMP = "wheel.json"  # names the published wheel a build may reuse
 
@@ -34,38 +35,52 @@ class Stamp:
         return wheel if fsutil.sha256(wheel) == self.sha256 else None
 
 
-_SHAPE = {"wheel": str, "digest?": str, "sha256?": str, "failed?": (str, None), "index?": str}
+_OMIT = {"omit_if_none": True}
+
+
+@dataclass(frozen=True, kw_only=True)
+class StampFile:
+    """wheel.json as written: a published wheel's (digest, wheel, sha256, its index folder),
+    or a failed build's (no wheel, its error)."""
+
+    digest: str = ""
+    wheel: str
+    sha256: str = ""
+    failed: str | None = field(default=None, metadata=_OMIT)
+    index: str | None = field(default=None, metadata=_OMIT)
 
 
 def read(build_dir: Path) -> Stamp | None:
     data = cachefiles.load(
-        build_dir / REUSE_STAMP, _SHAPE, what="the reuse stamp", within=build_dir
+        build_dir / REUSE_STAMP, StampFile, what="the reuse stamp", within=build_dir
     )
     if data is None:
         return None
     return Stamp(
         build_dir=build_dir,
-        wheel=data["wheel"],
-        digest=data.get("digest", ""),
-        sha256=data.get("sha256", ""),
-        failed=data.get("failed"),
-        index=data.get("index", ""),
+        wheel=data.wheel,
+        digest=data.digest,
+        sha256=data.sha256,
+        failed=data.failed,
+        index=data.index or "",
     )
 
 
+def _write(build_dir: Path, stamp: StampFile) -> None:
+    text = json.dumps(to_document(stamp), indent=2) + "\n"
+    writers.write_if_changed(build_dir / REUSE_STAMP, text)
+
+
 def write(build_dir: Path, *, digest: str, wheel: Path, index: str | None = None) -> None:
-    stamp = {"digest": digest, "wheel": wheel.name, "sha256": fsutil.sha256(wheel)}
-    if index:
-        stamp["index"] = index
-    writers.write_if_changed(build_dir / REUSE_STAMP, json.dumps(stamp, indent=2) + "\n")
+    sha = fsutil.sha256(wheel)
+    _write(build_dir, StampFile(digest=digest, wheel=wheel.name, sha256=sha, index=index or None))
 
 
 def fail(build_dir: Path, error: str) -> None:
     """Record that the last build of the variant failed (*error*): the wheel an earlier build
     published is no longer its wheel, and `wheelforge test` says so instead of testing it."""
     build_dir.mkdir(parents=True, exist_ok=True)
-    stamp = {"wheel": "", "failed": error}
-    writers.write_if_changed(build_dir / REUSE_STAMP, json.dumps(stamp, indent=2) + "\n")
+    _write(build_dir, StampFile(wheel="", failed=error))
 
 
 def forget(build_dir: Path) -> None:

@@ -18,10 +18,12 @@ import hashlib
 import json
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from wheelforge.foundation import locks, numbers, readers, writers
+from wheelforge.foundation.document import from_document, to_document
 
 GIB = 1 << 30
 HISTORY = "job-costs.json"
@@ -47,7 +49,8 @@ class JobCost:
     peak: int  # bytes: the largest sum of its processes' resident memory at one moment
     largest: int  # bytes: the largest single process (a cicc, a cc1plus)
     threads: int  # nvcc --threads it ran with (1 for a C/C++ compile)
-    measured: bool = True  # False: the first-time estimate
+    # False: the first-time estimate (never stored: the history holds measurements)
+    measured: bool = field(default=True, metadata={"internal": True})
 
     def peak_at(self, threads: int, units: int) -> int:
         """The peak expected with *threads* nvcc threads for a step that can run *units*
@@ -111,18 +114,13 @@ def _cost(data: object) -> JobCost | None:
     """An entry of the history as the JobCost it records; None for one of another shape: a
     missing key, a string, a bool, a negative number, NaN, or an infinity (JSON's Infinity and
     1e999 read as one, and int() of it raised OverflowError in every later build)."""
-    if not isinstance(data, dict):
-        return None
     try:
-        return JobCost(
-            seconds=_number(data["seconds"]),
-            cpu_seconds=_number(data["cpu_seconds"]),
-            peak=int(_number(data["peak"])),
-            largest=int(_number(data["largest"])),
-            threads=int(_number(data["threads"])),
-        )
-    except (KeyError, TypeError, ValueError):
+        cost = from_document(JobCost, data)
+        for number in (cost.seconds, cost.cpu_seconds, cost.peak, cost.largest, cost.threads):
+            _number(number)
+    except (TypeError, ValueError):  # DocumentError too
         return None
+    return cost
 
 
 def _number(value: object) -> float:
@@ -136,10 +134,20 @@ def _number(value: object) -> float:
     return float(value)
 
 
-def _entries(path: Path) -> object:
+@dataclass(frozen=True, kw_only=True)
+class CostHistory:
+    """job-costs.json: step key → a JobCost's document, each read on its own (_cost): an entry
+    of another shape is dropped, never the history."""
+
+    entries: Mapping[str, Any]
+
+
+def _entries(path: Path) -> Mapping[str, Any]:
     """The history's entries, read through the bounded reader (a FIFO or a huge file there is
-    refused, never waited on); KeyError or TypeError when the file has another shape."""
-    return json.loads(readers.read_text(path, cap=readers.STATE_CAP))["entries"]
+    refused, never waited on); DocumentError when the file has another shape."""
+    return from_document(
+        CostHistory, json.loads(readers.read_text(path, cap=readers.STATE_CAP))
+    ).entries
 
 
 def load(cache_dir: Path | None) -> dict[str, JobCost]:
@@ -148,10 +156,10 @@ def load(cache_dir: Path | None) -> dict[str, JobCost]:
         return {}
     try:
         entries = _entries(cache_dir / HISTORY)
-    except (OSError, ValueError, KeyError, TypeError, RecursionError, readers.FileRefused):
+    except (OSError, ValueError, RecursionError, readers.FileRefused):  # DocumentError too
         return {}
     found = {}
-    for key, data in entries.items() if isinstance(entries, dict) else ():
+    for key, data in entries.items():
         cost = _cost(data)
         if cost is not None:
             found[str(key)] = cost
@@ -172,19 +180,16 @@ def record(
     cache_dir.mkdir(parents=True, exist_ok=True)
     with locks.hold(path.with_suffix(".lock"), what=f"the job-cost history {path}"):
         try:
-            entries = _entries(path)
-            if not isinstance(entries, dict):
-                entries = {}
-        except (OSError, ValueError, KeyError, TypeError, RecursionError, readers.FileRefused):
+            entries = dict(_entries(path))
+        except (OSError, ValueError, RecursionError, readers.FileRefused):  # DocumentError too
             entries = {}
         for key, cost in measured.items():
-            data = asdict(cost)
-            del data["measured"]
+            data = to_document(cost)
             before = _cost(entries.get(key)) if key in raising else None
             if before is not None:
-                data = {k: max(v, data[k]) for k, v in asdict(before).items() if k != "measured"}
+                data = {k: max(v, data[k]) for k, v in to_document(before).items()}
                 data["threads"] = cost.threads
             entries.pop(key, None)  # re-inserted last: dicts keep insertion order
             entries[key] = data
-        kept = dict(list(entries.items())[-_KEEP:])
-        writers.write_if_changed(path, json.dumps({"entries": kept}, sort_keys=False) + "\n")
+        kept = CostHistory(entries=dict(list(entries.items())[-_KEEP:]))
+        writers.write_if_changed(path, json.dumps(to_document(kept), sort_keys=False) + "\n")

@@ -78,6 +78,11 @@ class PruneResult:
     def freed(self) -> int:
         return sum(e.size for e in self.removed)
 
+    @property
+    def removed_pooled(self) -> tuple[CacheEntry, ...]:
+        """What was removed, the kept repairs and the probe results pooled (pooled)."""
+        return pooled(self.removed, self.root)
+
 
 @dataclass(frozen=True, kw_only=True)
 class _Item:

@@ -122,6 +122,11 @@ class CacheStats:
     distributed: dict[str, int] = field(default_factory=dict)
     dist_errors: int = 0
 
+    @property
+    def in_server(self) -> bool:
+        """Whether its compiles ran in the tool's server (sccache), not in ninja's jobs."""
+        return in_server(self.tool)
+
     def summary(self) -> str:
         """One line: what the compile cache answered for this build."""
         spread = ", ".join(f"{server} {n}" for server, n in sorted(self.distributed.items()))

@@ -26,7 +26,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -34,6 +34,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from wheelforge.foundation import cachefiles, fsutil, locks, log, proc, readers, removal, writers
+from wheelforge.foundation.document import DocumentError, from_document, to_document
 from wheelforge.foundation.errors import EnvironmentProblem, ToolError
 
 ENVS = "envs"  # <cache>/envs/<name>
@@ -103,43 +104,51 @@ def _name(spec: EnvSpec, torch: str) -> str:
     return _key(spec) if spec.torch_from is not None else f"torch-{torch}-{_digest(spec)}"
 
 
-def _satisfies(info: dict[str, object], spec: EnvSpec) -> bool:
+def _satisfies(info: Marker, spec: EnvSpec) -> bool:
     """Whether an environment's marker *info* answers *spec*: made from the same Python (or
     interpreter), holding the asked-for torch release (any build of it, unless the spec names a
     local label), a CUDA build where one is needed."""
-    if info.get("made_from") != _made_from(spec):
+    if info.made_from != _made_from(spec):
         return False
-    if spec.cuda and not info.get("cuda_build"):
+    if spec.cuda and not info.cuda_build:
         return False
     if spec.torch is None:
         return True
     try:
-        held, wanted = Version(str(info.get("torch"))), Version(spec.torch)
+        held, wanted = Version(info.torch), Version(spec.torch)
     except InvalidVersion:
         return False
     return held == wanted if wanted.local else held.public == wanted.public
 
 
-# The marker's shape (written last by _build; the keys older wheelforges did not write are
-# optional): an environment whose marker has another shape is not one, and is made again.
-_MARKER_SHAPE = {
-    "torch": str,
-    "cuda": bool,
-    "python": str,
-    "spec?": str,
-    "made_from?": str,
-    "requires?": [str],
-    "cuda_build?": (str, None),
-}
+_OMIT = {"omit_if_none": True}
 
 
-def _read_marker(path: Path) -> dict[str, object] | None:
+@dataclass(frozen=True, kw_only=True)
+class Marker:
+    """An environment's marker (written last by _build; the keys older wheelforges did not
+    write may be absent): an environment whose marker has another shape is not one, and is
+    made again."""
+
+    spec: str | None = field(default=None, metadata=_OMIT)
+    made_from: str | None = field(default=None, metadata=_OMIT)
+    requires: tuple[str, ...] = ()
+    torch: str
+    cuda_build: str | None = None  # None: a CPU build (older markers may lack the key)
+    cuda: bool
+    python: str
+
+
+def _marker_text(marker: Marker) -> str:
+    return json.dumps(to_document(marker))
+
+
+def _read_marker(path: Path) -> Marker | None:
     """The marker of the environment *path*, None when it has none; a malformed one is
     discarded with a note (cachefiles.load), so the environment is made again."""
-    info: dict[str, object] | None = cachefiles.load(
-        path / MARKER, _MARKER_SHAPE, what="the test environment's marker", within=path.parent
+    return cachefiles.load(
+        path / MARKER, Marker, what="the test environment's marker", within=path.parent
     )
-    return info
 
 
 def find(spec: EnvSpec, cache: Path) -> Path | None:
@@ -151,7 +160,7 @@ def find(spec: EnvSpec, cache: Path) -> Path | None:
     for path in envs.glob(pattern):
         info = _read_marker(path)
         if info is not None and _satisfies(info, spec):
-            found.append((bool(info.get("cuda_build")), (path / MARKER).stat().st_mtime, path))
+            found.append((bool(info.cuda_build), (path / MARKER).stat().st_mtime, path))
     return max(found)[2] if found else None
 
 
@@ -300,15 +309,15 @@ def ensure_env(spec: EnvSpec, cache: Path) -> TestEnv:
         os.utime(path / MARKER)
     # Re-probe a borrowed torch: the interpreter it comes from may have changed.
     if spec.torch_from is not None and not created:
-        info = {**info, **_probe(_env_python(path))}
+        info = replace(_marker(spec, _probe(_env_python(path))), requires=info.requires)
     return TestEnv(
         spec=spec,
         path=path,
         python=_env_python(path),
-        torch=str(info["torch"]),
-        cuda=bool(info["cuda"]),
+        torch=info.torch,
+        cuda=info.cuda,
         created=created,
-        cuda_build=str(info["cuda_build"]) if info.get("cuda_build") else None,
+        cuda_build=info.cuda_build or None,
     )
 
 
@@ -318,25 +327,33 @@ def _request_lock(spec: EnvSpec, cache: Path) -> Path:
     return cache / ENVS / f".{_key(spec)}.creating.lock"
 
 
-def _with_requires(path: Path, spec: EnvSpec) -> dict[str, object]:
+def _with_requires(path: Path, spec: EnvSpec) -> Marker:
     """The marker of *path*, after installing the requirements of *spec* it lacks (alone in the
-    environment meanwhile; torch pinned so that no requirement replaces it)."""
-    info = _read_marker(path) or {}
-    held = info.get("requires")
-    missing = [r for r in spec.requires if not isinstance(held, list) or r not in held]
-    if not missing:
+    environment meanwhile; torch pinned so that no requirement replaces it). A marker removed
+    meanwhile (malformed) is written again from the environment's own answer."""
+    info = _read_marker(path)
+    if info is not None and all(r in info.requires for r in spec.requires):
         return info
     with writing(path):
-        info = _read_marker(path) or {}
-        held = info.get("requires")
-        had = [str(r) for r in held] if isinstance(held, list) else []
-        missing = [r for r in spec.requires if r not in had]
+        info = _read_marker(path) or _marker(spec, _probe(_env_python(path)))
+        missing = [r for r in spec.requires if r not in info.requires]
         if missing:
             with log.step(f"install {', '.join(missing)} into {path}"):
-                _pip_pinned(_env_python(path), str(info.get("torch")), missing)
-            info = {**info, "requires": [*had, *missing]}
-            writers.write_if_changed(path / MARKER, json.dumps(info))
+                _pip_pinned(_env_python(path), info.torch, missing)
+            info = replace(info, requires=(*info.requires, *missing))
+        writers.write_if_changed(path / MARKER, _marker_text(info))
     return info
+
+
+def _marker(spec: EnvSpec, probed: dict[str, object]) -> Marker:
+    """The marker of an environment made for *spec*, whose torch answered *probed* (_probe)."""
+    try:
+        return from_document(
+            Marker,
+            {"spec": spec.torch or str(spec.torch_from), "made_from": _made_from(spec), **probed},
+        )
+    except DocumentError as exc:
+        raise ToolError(f"the environment's torch answered {probed!r} ({exc})") from None
 
 
 def _pip_pinned(python: Path, torch: str, requirements: Sequence[str]) -> None:
@@ -389,12 +406,11 @@ def describe(path: Path) -> str | None:
     """What the environment *path* holds, from its marker ("torch 2.13.0+cpu, Python 3.12"),
     else None (no marker, or one of another shape: never removed here, `cache list` only looks)."""
     try:
-        info = json.loads(readers.read_text(path / MARKER, cap=readers.STATE_CAP))
-    except (OSError, ValueError, RecursionError, readers.FileRefused):
+        text = readers.read_text(path / MARKER, cap=readers.STATE_CAP)
+        info = from_document(Marker, json.loads(text))
+    except (OSError, ValueError, RecursionError, readers.FileRefused):  # DocumentError too
         return None
-    if not cachefiles.fits(info, _MARKER_SHAPE):
-        return None
-    return f"torch {info['torch']}, Python {info['python']}"
+    return f"torch {info.torch}, Python {info.python}"
 
 
 def _build(spec: EnvSpec, cache: Path) -> Path:
@@ -420,13 +436,7 @@ def _build(spec: EnvSpec, cache: Path) -> Path:
         with writing(final):
             if _read_marker(final) is not None:  # the same build, made under another request
                 return final
-            marker = {
-                "spec": spec.torch or str(spec.torch_from),
-                "made_from": _made_from(spec),
-                "requires": [],
-                **info,
-            }
-            writers.write_atomic(tmp / MARKER, json.dumps(marker))
+            writers.write_atomic(tmp / MARKER, _marker_text(_marker(spec, info)))
             removal.remove(final, within=envs)
             tmp.replace(final)
         return final

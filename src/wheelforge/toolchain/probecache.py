@@ -15,11 +15,13 @@ import hashlib
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from wheelforge import __version__
 from wheelforge.foundation import cachefiles, writers
+from wheelforge.foundation.document import to_document
 
 PROBES = "probes"  # <cache>/probes/<kind>/<key>.json
 # Bumped when the shape of a probe's value changes, so old entries are never misread.
@@ -40,13 +42,9 @@ def fingerprint(paths: Iterable[str | Path]) -> dict[str, Stat]:
     return {str(p): stat_of(p) for p in paths}
 
 
-def unchanged(watched: Mapping[str, Any]) -> bool:
+def unchanged(watched: Mapping[str, Stat]) -> bool:
     """Whether every watched path still has the recorded size and mtime (or is still absent)."""
-    for path, recorded in watched.items():
-        now = stat_of(path)
-        if (list(now) if now is not None else None) != recorded:
-            return False
-    return True
+    return all(stat_of(path) == recorded for path, recorded in watched.items())
 
 
 def _entry_path(cache: Path, kind: str, key: Mapping[str, object]) -> Path:
@@ -56,8 +54,14 @@ def _entry_path(cache: Path, kind: str, key: Mapping[str, object]) -> Path:
     return cache / PROBES / kind / (hashlib.sha256(text.encode()).hexdigest()[:24] + ".json")
 
 
-# An entry's watch list: path → [size, mtime_ns], or None (the path did not exist).
-_WATCHED = {str: ([int], None)}
+@dataclass(frozen=True, kw_only=True)
+class ProbeEntry:
+    """A probe's entry: what was asked, what it watches, and the probe's answer (checked by the
+    probe's own shape: the answer of a tool or a torch child, kept as it came)."""
+
+    key: Mapping[str, Any]
+    watch: Mapping[str, Stat]  # path → [size, mtime_ns], or null (the path did not exist)
+    value: Mapping[str, Any]
 
 
 def lookup(
@@ -68,12 +72,13 @@ def lookup(
     if cache is None:
         return None
     path = _entry_path(cache, kind, key)
-    entry = cachefiles.load(
-        path, {"watch": _WATCHED, "value": shape}, what="the probe result", within=cache
-    )
-    if entry is None or not unchanged(entry["watch"]):
+    entry = cachefiles.load(path, ProbeEntry, what="the probe result", within=cache)
+    if entry is not None and not cachefiles.fits(entry.value, shape):
+        cachefiles.discard(path, "the probe result", cache, "not the probe's answer")
         return None
-    value: dict[str, Any] = entry["value"]
+    if entry is None or not unchanged(entry.watch):
+        return None
+    value = dict(entry.value)
     with contextlib.suppress(OSError):  # last used, for `wheelforge cache prune`
         os.utime(path)
     return value
@@ -89,9 +94,10 @@ def store(
     """Record *value*; a cache that cannot be written is no error (the next run probes again)."""
     if cache is None:
         return
-    entry = {"key": key, "watch": fingerprint(watch), "value": value}
+    entry = ProbeEntry(key=key, watch=fingerprint(watch), value=value)
+    text = json.dumps(to_document(entry), indent=1) + "\n"
     with contextlib.suppress(OSError):
-        writers.write_if_changed(_entry_path(cache, kind, key), json.dumps(entry, indent=1) + "\n")
+        writers.write_if_changed(_entry_path(cache, kind, key), text)
 
 
 def cached(

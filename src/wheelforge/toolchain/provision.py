@@ -19,12 +19,12 @@ data/cuda-releases.toml); this module knows how each kind of source is installed
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import stat
 import sys
 import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,7 +35,13 @@ from wheelforge.configuration.archs import Arch, sm_range
 from wheelforge.configuration.releases import DebianSource, PypiSource, Release, Source
 from wheelforge.foundation import fsutil, locks, log, proc, removal, writers
 from wheelforge.foundation.errors import ConfigError, ToolError
-from wheelforge.toolchain.toolkit import TOOLKIT_JSON, TOOLKITS, release_builds
+from wheelforge.toolchain.toolkit import (
+    TOOLKIT_JSON,
+    TOOLKITS,
+    Toolkit,
+    release_builds,
+    toolkit_file_text,
+)
 
 _DEBIAN_KEYRING = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
 _DEBIAN_MIRROR = "http://deb.debian.org/debian"
@@ -92,6 +98,12 @@ def recipes_of(table: tuple[Release, ...]) -> tuple[Recipe, ...]:
 
 
 RECIPES: tuple[Recipe, ...] = recipes_of(releases.releases())
+
+
+def not_found(found: Sequence[Toolkit]) -> tuple[Recipe, ...]:
+    """The releases wheelforge can provision that no toolkit in *found* is (`toolkit list`)."""
+    have = {t.release for t in found}
+    return tuple(r for r in RECIPES if r.release not in have)
 
 
 def recipe_for(release: str) -> Recipe | None:
@@ -252,11 +264,8 @@ def _install(recipe: Recipe, final: Path) -> Path:
             f.stat().st_size for f in prefix.rglob("*") if f.is_file() and not f.is_symlink()
         )
         log.info(f"  CUDA {recipe.release}: {downloads.si(size)} in {final}")
-        writers.write_atomic(
-            prefix / TOOLKIT_JSON,
-            json.dumps({"release": recipe.release, "source": recipe.source, **info}, indent=1)
-            + "\n",
-        )
+        text = toolkit_file_text(recipe.release, recipe.source, info)
+        writers.write_atomic(prefix / TOOLKIT_JSON, text)
     return final
 
 

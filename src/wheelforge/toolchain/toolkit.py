@@ -27,6 +27,7 @@ from packaging.version import Version
 from wheelforge.configuration import releases
 from wheelforge.configuration.archs import Arch, sm_range
 from wheelforge.foundation import cachefiles, log, numbers, proc, readers
+from wheelforge.foundation.document import from_document, to_document
 from wheelforge.foundation.errors import ConfigError, EnvironmentProblem, ToolError
 from wheelforge.toolchain import probecache
 
@@ -260,17 +261,39 @@ def _dry_includes(dry: str) -> tuple[Path, ...]:
 def _provisioned_tools(folder: Path) -> tuple[Path, Path | None] | None:
     """(nvcc, host compiler) that provision.py recorded in *folder*, if it holds a whole toolkit."""
     info = cachefiles.load(
-        folder / TOOLKIT_JSON, _TOOLKIT_JSON, what="the provisioned toolkit's", within=folder
+        folder / TOOLKIT_JSON, ToolkitFile, what="the provisioned toolkit's", within=folder
     )
     if info is None:
         return None
-    nvcc = folder / info["nvcc"]
-    cxx = folder / info["host_cxx"] if info.get("host_cxx") else None
+    nvcc = folder / info.nvcc
+    cxx = folder / info.host_cxx if info.host_cxx else None
     return (nvcc, cxx) if nvcc.is_file() else None
 
 
-# What provision.py writes into toolkit.json (the keys read back here and by `cache list`).
-_TOOLKIT_JSON = {"nvcc": str, "host_cxx?": (str, None), "release?": str, "source?": str}
+@dataclass(frozen=True, kw_only=True)
+class FetchedFile:
+    """A package a provisioned toolkit was unpacked from."""
+
+    file: str
+    sha256: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolkitFile:
+    """What provision.py writes into toolkit.json (read back here and by `cache list`)."""
+
+    release: str = ""
+    source: str = ""
+    nvcc: str  # relative to the toolkit's folder
+    host_cxx: str | None = None  # the GCC provisioned with it, relative to the folder
+    files: tuple[FetchedFile, ...] = ()
+
+
+def toolkit_file_text(release: str, source: str, fetched: dict[str, object]) -> str:
+    """toolkit.json's text for a toolkit provisioned from *source*; *fetched*: what the
+    installing step recorded (nvcc, host_cxx, files). A ValueError names what does not fit."""
+    info = from_document(ToolkitFile, {"release": release, "source": source, **fetched})
+    return json.dumps(to_document(info), indent=1) + "\n"
 
 
 def provisioned(cache: Path) -> list[tuple[Path, Path | None]]:
@@ -285,12 +308,13 @@ def provisioned(cache: Path) -> list[tuple[Path, Path | None]]:
 def describe_provisioned(folder: Path) -> str | None:
     """What the provisioned toolkit *folder* is ("CUDA 13.0 from pypi"), from its toolkit.json."""
     try:
-        info = json.loads(readers.read_text(folder / TOOLKIT_JSON, cap=readers.STATE_CAP))
-    except (OSError, ValueError, readers.FileRefused):
+        text = readers.read_text(folder / TOOLKIT_JSON, cap=readers.STATE_CAP)
+        info = from_document(ToolkitFile, json.loads(text))
+    except (OSError, ValueError, RecursionError, readers.FileRefused):  # DocumentError too
         return None
-    if not cachefiles.fits(info, {"release": str, "source": str}):
+    if not (info.release and info.source):
         return None
-    return f"CUDA {info['release']} from {info['source']}"
+    return f"CUDA {info.release} from {info.source}"
 
 
 def provisioned_folder(toolkit: Toolkit, cache: Path) -> Path | None:

@@ -40,8 +40,12 @@ def matrix_command(
     settings = resolve(Flags(matrix=matrix_path, archs=archs, cache_dir=cache_dir))
     listed = list_variants(settings)
     if github:  # one line: it goes into $GITHUB_OUTPUT
-        click.echo(json.dumps(to_document(github_matrix(listed))))
+        click.echo(json.dumps(to_document(github_matrix(listed.variants))))
     elif as_json:
-        kinds.echo(variants_document(listed))
+        kinds.echo(variants_document(listed.variants))
     else:
-        print_whole(variants_table(listed, settings.matrix, settings.out_dir))
+        print_whole(
+            variants_table(
+                listed.variants, settings.matrix, settings.out_dir, versions=listed.versions
+            )
+        )

@@ -24,7 +24,8 @@ def toolkit_list(cache_dir: Path | None) -> None:
     from wheelforge.interface.render.toolkit import print_toolkits
     from wheelforge.running.toolkit import list_toolkits
 
-    print_toolkits(list_toolkits(settings.cache_dir(cache_dir)))
+    listed = list_toolkits(settings.cache_dir(cache_dir))
+    print_toolkits(listed.found, listed.provisionable)
 
 
 @toolkit_group.command(name="install")

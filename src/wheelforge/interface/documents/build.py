@@ -7,30 +7,26 @@ binaries/rule.Violation writes itself (as in check --json)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Literal
 
-from packaging.utils import parse_wheel_filename
-
 from wheelforge import __version__
-from wheelforge.binaries.abicheck import BinaryCheck
 from wheelforge.binaries.rule import Violation
 from wheelforge.binaries.sizecheck import SizeCheck
 from wheelforge.configuration.abi import AbiName
 from wheelforge.configuration.settings import BuildSettings
 from wheelforge.foundation.diagnostics import Diagnostic
+from wheelforge.foundation.document import schema_version
 from wheelforge.foundation.errors import WheelforgeError
 from wheelforge.interface.documents.inspect import BinaryDoc, binary_doc
 from wheelforge.interface.documents.kinds import (
     DocumentKind,
     Version2,
     doc,
-    schema_version,
     version_text,
 )
-from wheelforge.packaging import wheel_variants
 from wheelforge.planning.parallelism import Schedule
 from wheelforge.running.build.results import (
+    AbiSummary,
     BuildReport,
     JobReport,
     SharedObject,
@@ -240,23 +236,15 @@ def error_doc(exc: WheelforgeError) -> ErrorDoc:
     )
 
 
-def _abi(checks: tuple[BinaryCheck, ...], target: Version2) -> AbiDoc:
-    newest = max((c.newest_shim for c in checks if c.newest_shim), default=None)
-    violations = tuple(v for c in checks for v in c.violations)
+def _abi(found: AbiSummary, target: Version2) -> AbiDoc:
     return AbiDoc(
-        verdict="not-checked" if not checks else "violations" if violations else "ok",
+        verdict="not-checked" if not found.checked else "violations" if found.violations else "ok",
         target=f"{target[0]}.{target[1]}",
-        newest_shim=version_text(newest),
-        shims=tuple(sorted({s for c in checks for s in c.shims})),
-        python_symbols=tuple(sorted({s for c in checks for s in c.python_symbols})),
-        violations=violations,
+        newest_shim=version_text(found.newest_shim),
+        shims=found.shims,
+        python_symbols=found.python_symbols,
+        violations=found.violations,
     )
-
-
-def _tags(wheel: Path, label: str | None) -> tuple[str, ...]:
-    # A PEP 825 variant label is no tag, and packaging cannot parse a name that has one.
-    _, _, _, tags = parse_wheel_filename(wheel_variants.plain_name(wheel, label))
-    return tuple(sorted(str(t) for t in tags))
 
 
 def _failed(v: VariantFailure) -> VariantDoc:
@@ -285,7 +273,7 @@ def variant_doc(v: VariantResult | VariantFailure, target: Version2) -> VariantD
         path=str(v.wheel),
         size=v.wheel_size,
         sha256=v.sha256,
-        tags=_tags(v.wheel, v.variant_label),
+        tags=v.tags,
         reused=v.reused,
         import_check="; ".join(v.import_check) if v.import_check is not None else None,
         reproducible=v.reproducible,
@@ -295,7 +283,7 @@ def variant_doc(v: VariantResult | VariantFailure, target: Version2) -> VariantD
     compiled = CompileDoc(
         sources=v.sources,
         compiled=len(v.compiled),
-        up_to_date=v.sources - len(v.compiled),
+        up_to_date=v.up_to_date,
         generated=v.generated,
         cache=v.compile_cache,
         jobs=v.jobs,
@@ -312,7 +300,7 @@ def variant_doc(v: VariantResult | VariantFailure, target: Version2) -> VariantD
         wheel=wheel,
         binaries=tuple(binary_doc(b) for b in v.binaries),
         shared_objects=v.shared_objects,
-        abi=_abi(v.abi_checks, target),
+        abi=_abi(v.abi, target),
         size=v.size,
         compile=compiled,
         stages=tuple(StageDoc(name=n, seconds=s) for n, s in v.stages),

@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from wheelforge.interface.documents.kinds import DocumentKind, doc, schema_version
+from wheelforge.foundation.document import schema_version
+from wheelforge.interface.documents.kinds import DocumentKind, doc
 from wheelforge.running.cache import CacheEntry, CacheListing, PruneResult
 
 # 2: an environment's kind is "torch env" (it was "test env"); prune says the names asked for.

@@ -6,17 +6,16 @@ allow. It carries what torch-abi-audit's JSON carries, so a CI that gates on one
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from wheelforge.binaries.abicheck import BinaryCheck, TorchAbi
-from wheelforge.binaries.rule import TorchSource, Violation, WheelSummary
+from wheelforge.binaries.abicheck import BinaryCheck, TorchAbi, Verdict
+from wheelforge.binaries.rule import TorchSource, Violation
 from wheelforge.configuration import abi as abis
-from wheelforge.interface.documents.kinds import DocumentKind, doc, schema_version, version_text
+from wheelforge.foundation.document import schema_version
+from wheelforge.interface.documents.kinds import DocumentKind, doc, version_text
+from wheelforge.running.check import CheckedWheel, CheckResult
 
 VERSION = 1
-# A wheel's torch ABI: its binaries' worst (torch-abi-audit rolls a package up the same way).
-TORCH_ABIS: tuple[TorchAbi, ...] = ("torch-unstable", "torch-stable", "no-torch")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -35,7 +34,7 @@ class CheckedBinaryDoc:
         )
     )
     role_reason: str | None = field(metadata=doc("the evidence for the role"))
-    verdict: str = field(metadata=doc("ok, warning (only warnings) or error (it fails check)"))
+    verdict: Verdict = field(metadata=doc("ok, warning (only warnings) or error (it fails check)"))
     torch_abi: TorchAbi = field(
         metadata=doc(
             "torch-stable (shims only), torch-unstable (libtorch's C++ API) or no-torch, as "
@@ -88,7 +87,7 @@ class CheckedAgainstDoc:
 @dataclass(frozen=True, kw_only=True)
 class CheckedWheelDoc:
     path: str
-    verdict: str = field(metadata=doc("ok, warning or error, over all its binaries"))
+    verdict: Verdict = field(metadata=doc("ok, warning or error, over all its binaries"))
     torch_abi: TorchAbi = field(
         metadata=doc("torch-unstable if any binary is, else torch-stable if any is")
     )
@@ -115,19 +114,12 @@ class CheckDocument:
 KIND = DocumentKind("check", CheckDocument, VERSION, "wheelforge check --json")
 
 
-def _verdict(checks: Sequence[BinaryCheck]) -> str:
-    found = [v for c in checks for v in c.violations]
-    if any(v.blocking for v in found):
-        return "error"
-    return "warning" if found else "ok"
-
-
 def binary_doc(c: BinaryCheck) -> CheckedBinaryDoc:
     return CheckedBinaryDoc(
         path=c.path,
         role=c.role or None,
         role_reason=c.role_reason or None,
-        verdict=_verdict([c]),
+        verdict=c.verdict,
         torch_abi=c.torch_abi,
         shims=c.shims,
         stable_shim_count=len(c.shims),
@@ -148,15 +140,13 @@ def binary_doc(c: BinaryCheck) -> CheckedBinaryDoc:
     )
 
 
-def wheel_doc(wheel: WheelSummary, members: Sequence[BinaryCheck]) -> CheckedWheelDoc:
-    own = [c for c in members if c.role not in ("wheel", "bundled")]
-    abis = {c.torch_abi for c in own}
-    abi: TorchAbi = next((a for a in TORCH_ABIS if a in abis), "no-torch")
+def wheel_doc(checked: CheckedWheel) -> CheckedWheelDoc:
+    wheel = checked.summary
     return CheckedWheelDoc(
         path=wheel.path,
-        verdict=_verdict(members),
-        torch_abi=abi,
-        min_torch=version_text(max((c.newest_shim for c in own if c.newest_shim), default=None)),
+        verdict=checked.verdict,
+        torch_abi=checked.torch_abi,
+        min_torch=version_text(checked.min_torch),
         allows=wheel.allows,
         requires=RequiresDoc(
             torch=wheel.declared.torch,
@@ -170,12 +160,8 @@ def wheel_doc(wheel: WheelSummary, members: Sequence[BinaryCheck]) -> CheckedWhe
     )
 
 
-def check_document(checks: Sequence[BinaryCheck]) -> CheckDocument:
-    wheels: dict[str, tuple[WheelSummary, list[BinaryCheck]]] = {}
-    for c in checks:
-        if c.wheel is not None:
-            wheels.setdefault(c.wheel.path, (c.wheel, []))[1].append(c)
+def check_document(result: CheckResult) -> CheckDocument:
     return CheckDocument(
-        binaries=tuple(binary_doc(c) for c in checks),
-        wheels=tuple(wheel_doc(w, members) for w, members in wheels.values()),
+        binaries=tuple(binary_doc(c) for c in result.binaries),
+        wheels=tuple(wheel_doc(w) for w in result.wheels),
     )

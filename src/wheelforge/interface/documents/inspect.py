@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 
 from wheelforge.binaries.facts import BinaryContents
 from wheelforge.binaries.fatbin import FatbinEntry
-from wheelforge.binaries.loadson import LoadsOn, loads_on
-from wheelforge.interface.documents.kinds import DocumentKind, doc, schema_version
+from wheelforge.binaries.loadson import LoadsOn
+from wheelforge.foundation.document import schema_version
+from wheelforge.interface.documents.kinds import DocumentKind, doc
 from wheelforge.packaging.wheel_variants import VariantCheck
 
 VERSION = 1
@@ -52,7 +53,7 @@ KIND = DocumentKind("inspect", InspectDocument, VERSION, "wheelforge inspect --j
 
 def binary_doc(binary: BinaryContents) -> BinaryDoc:
     return BinaryDoc(
-        path=binary.path, size=binary.size, fatbins=binary.entries, loads_on=loads_on(binary)
+        path=binary.path, size=binary.size, fatbins=binary.entries, loads_on=binary.loads_on
     )
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
@@ -19,18 +19,6 @@ from wheelforge.foundation.document import iter_json, to_document
 from wheelforge.foundation.schemagen import json_schema
 
 Version2 = tuple[int, int]
-
-
-def schema_version(version: int) -> Any:
-    """The ``schema_version`` field of a document model: always written, always *version*."""
-    return field(
-        default=version,
-        metadata={
-            "doc": "bumped when a key changes meaning or goes away",
-            "schema": {"const": version},
-            "required": True,
-        },
-    )
 
 
 def doc(text: str, **more: Any) -> dict[str, Any]:

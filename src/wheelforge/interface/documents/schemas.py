@@ -13,6 +13,7 @@ from pathlib import Path
 from wheelforge.foundation import writers
 from wheelforge.interface.documents import build, cache, check, inspect, matrix, test
 from wheelforge.interface.documents.kinds import DocumentKind
+from wheelforge.packaging import buildinfo
 
 KINDS: tuple[DocumentKind, ...] = (
     build.KIND,
@@ -22,6 +23,8 @@ KINDS: tuple[DocumentKind, ...] = (
     test.KIND,
     cache.LIST_KIND,
     cache.PRUNE_KIND,
+    # Not printed but shipped inside every wheel: .dist-info/wheelforge-build.json.
+    DocumentKind("build-info", buildinfo.BuildInfo, buildinfo.VERSION, "wheelforge build info"),
 )
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from wheelforge.interface.documents.kinds import DocumentKind, doc, schema_version
+from wheelforge.foundation.document import schema_version
+from wheelforge.interface.documents.kinds import DocumentKind, doc
 from wheelforge.running.test import Outcome
 
 VERSION = 1

@@ -25,10 +25,9 @@ from wheelforge.foundation.log import printable
 from wheelforge.interface.console import print_whole, shown_path
 
 if TYPE_CHECKING:  # a no-op `build` loads none of these, `inspect` no matrix and no plan
-    from wheelforge.binaries.abicheck import BinaryCheck
     from wheelforge.planning.selection import Member
     from wheelforge.running.build.dryrun import PlannedVariant
-    from wheelforge.running.build.results import BuildReport, VariantResult
+    from wheelforge.running.build.results import AbiSummary, BuildReport, VariantResult
 
 
 def short_path(binary: BinaryContents) -> str:
@@ -56,12 +55,7 @@ def binary_tables(v: VariantResult) -> list[RenderableType]:
             ("sass", check.missing_sass, check.extra_sass),
             ("ptx", check.missing_ptx, check.extra_ptx),
         ):
-            sizes: dict[str, list[int]] = {}
-            for e in b.entries:
-                if e.kind == kind:
-                    acc = sizes.setdefault(e.arch, [0, 0])
-                    acc[0] += e.stored_size
-                    acc[1] += e.size
+            sizes = {s.arch: (s.stored, s.size) for s in b.by_arch if s.kind == kind}
             label = "SASS" if kind == "sass" else "PTX"
             for arch in sorted({*sizes, *missing}, key=code_sort_key):
                 if arch in missing or arch not in sizes:
@@ -98,18 +92,16 @@ def _count(n: int, one: str, many: str | None = None) -> str:
     return f"{n} {one if n == 1 else many or one + 's'}"
 
 
-def abi_summary(checks: Sequence[BinaryCheck], target: tuple[int, int]) -> str:
+def abi_summary(found: AbiSummary, target: tuple[int, int]) -> str:
     """One line, in plain words: what the binaries call of torch and of Python."""
-    shims = sorted({s for c in checks for s in c.shims})
-    newest = max((c.newest_shim for c in checks if c.newest_shim), default=None)
-    python = sorted({s for c in checks for s in c.python_symbols})
-    bad = sum(len(c.violations) for c in checks)
+    bad = len(found.violations)
     status = "[green]ok[/green]" if not bad else f"[red]{_count(bad, 'violation')}[/red]"
+    newest = found.newest_shim
     needs = f", the newest from torch {newest[0]}.{newest[1]}" if newest else ""
     return (
-        f"stable ABI {status}: calls {_count(len(shims), 'function')} of torch's stable C API"
-        f"{needs} (the target is {target[0]}.{target[1]}), none of libtorch's C++ API, and "
-        f"{_count(len(python), 'function')} of Python's limited C API (abi3)"
+        f"stable ABI {status}: calls {_count(len(found.shims), 'function')} of torch's stable C "
+        f"API{needs} (the target is {target[0]}.{target[1]}), none of libtorch's C++ API, and "
+        f"{_count(len(found.python_symbols), 'function')} of Python's limited C API (abi3)"
     )
 
 
@@ -131,8 +123,8 @@ def print_build(report: BuildReport, console: Console) -> None:
                 f"no device code: the extension compiles no .cu source, so arch set "
                 f"{escape(v.arch_set.name)} ({v.arch_set}) does not apply; CUDA {v.toolkit}"
             )
-        if v.abi_checks:
-            say(abi_summary(v.abi_checks, report.target_version))
+        if v.abi.checked:
+            say(abi_summary(v.abi, report.target_version))
         if len(v.shared_objects) > 1:
             say(f"{len(v.shared_objects)} shared objects:")
             for line in shared_object_lines(v):
@@ -180,11 +172,9 @@ def print_build(report: BuildReport, console: Console) -> None:
 
 def outcome_words(report: BuildReport) -> str:
     """``1 wheel built, 1 reused (up to date), 0 failed``."""
-    reused = sum(1 for v in report.variants if v.reused)
-    built = len(report.variants) - reused
-    words = [f"{_count(built, 'wheel')} built"]
-    if reused:
-        words.append(f"{reused} reused (up to date)")
+    words = [f"{_count(report.built, 'wheel')} built"]
+    if report.reused:
+        words.append(f"{report.reused} reused (up to date)")
     words.append(f"{len(report.failures)} failed")
     return ", ".join(words)
 
@@ -212,21 +202,17 @@ def compile_costs(v: VariantResult) -> list[str]:
     held it back. The JSON report has every compile."""
     lines = []
     if v.jobs:
-        from wheelforge.toolchain import compilecache
-
-        served = v.compile_cache is not None and compilecache.in_server(v.compile_cache.tool)
-        if served and all(j.cpu_seconds is None for j in v.jobs):
+        if v.costs_in_server:
             cost = " in sccache's server (CPU, memory not measured)"
         else:
-            cpu = sum(j.cpu_seconds or 0.0 for j in v.jobs)
             peak = f", at most {human_size(v.peak_memory)} in use at once" if v.peak_memory else ""
-            cost = f", {cpu:.1f} s of CPU{peak}"
-        hits = sum(1 for j in v.jobs if j.cached)
+            cost = f", {v.cpu_seconds:.1f} s of CPU{peak}"
+        hits = v.cache_hits
         answered = (
             f" ({hits} from the compile cache, {len(v.jobs) - hits} compiled)" if hits else ""
         )
         lines.append(f"compiles: {len(v.jobs)}{answered}{cost}; the slowest:")
-        for job in sorted(v.jobs, key=lambda j: -j.seconds)[:SLOWEST]:
+        for job in v.slowest(SLOWEST):
             cpu_text = f"{job.cpu_seconds:.1f} s CPU" if job.cpu_seconds is not None else "- CPU"
             mem = human_size(job.peak) if job.peak is not None else "-"
             hit = ", from the compile cache" if job.cached else ""

@@ -15,7 +15,7 @@ from rich.text import Text
 from wheelforge.configuration.bytesizes import format_size
 from wheelforge.foundation.log import printable
 from wheelforge.interface.console import output_console, print_whole
-from wheelforge.running.cache import CacheEntry, CacheListing, PruneResult, pooled
+from wheelforge.running.cache import CacheEntry, CacheListing, PruneResult
 
 
 def last_used(when: float, now: float) -> str:
@@ -88,8 +88,7 @@ def print_prune(result: PruneResult, console: Console | None = None) -> None:
             )
     elif result.removed:
         title = f"{verb} ({age}) from {result.root}"
-        rows = pooled(result.removed, result.root)
-        print_whole(entries_table(rows, title=title, now=time.time()), console)
+        print_whole(entries_table(result.removed_pooled, title=title, now=time.time()), console)
     else:
         console.print(f"nothing to remove ({age}) in {escape(str(result.root))}", soft_wrap=True)
     for e in result.busy:

@@ -10,22 +10,22 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from wheelforge.binaries import floors as floors_of
 from wheelforge.binaries.abicheck import BinaryCheck
 from wheelforge.binaries.elf import split_member
 from wheelforge.binaries.rule import WheelSummary
 from wheelforge.configuration import abi
 from wheelforge.foundation.log import printable
 from wheelforge.interface.documents.kinds import version_text
+from wheelforge.running.check import CheckedWheel, CheckResult
 
 
-def check_table(checks: Sequence[BinaryCheck]) -> Group:
+def check_table(result: CheckResult) -> Group:
     """Per wheel (or folder of shared objects): its path on a line of its own, what it declares,
     then a table of its binaries by member name (so nothing is cut at 80 columns), then what its
     binaries allow."""
     parts: list[RenderableType] = [Text("wheelforge check", style="italic")]
     by_file: dict[str, list[BinaryCheck]] = {}
-    for c in checks:
+    for c in result.binaries:
         container = split_member(c.path)[0] or (c.path if c.role == "wheel" else "")
         by_file.setdefault(container or str(Path(c.path).parent), []).append(c)
     for container, members in by_file.items():
@@ -66,9 +66,10 @@ def check_table(checks: Sequence[BinaryCheck]) -> Group:
                 _status(c),
             )
         parts.append(table)
-        if wheel is not None and (allows := _allows(wheel, members)):
+        checked = result.wheel(wheel.path) if wheel is not None else None
+        if checked is not None and (allows := _allows(checked)):
             parts.append(Text(allows, overflow="fold"))
-    if not checks:
+    if not result.binaries:
         parts.append(Text("no ELF files to check: the wheels given hold no shared objects"))
     return Group(*parts)
 
@@ -95,13 +96,11 @@ def _header(members: Sequence[BinaryCheck]) -> list[str]:
 
 
 def _status(c: BinaryCheck) -> str:
-    errors = sum(1 for v in c.violations if v.blocking)
-    warnings = len(c.violations) - errors
     shown = []
-    if errors:
-        shown.append(f"[red]{errors} violation(s)[/red]")
-    if warnings:
-        shown.append(f"[yellow]{warnings} warning(s)[/yellow]")
+    if c.errors:
+        shown.append(f"[red]{c.errors} violation(s)[/red]")
+    if c.warnings:
+        shown.append(f"[yellow]{c.warnings} warning(s)[/yellow]")
     return ", ".join(shown) or "[green]ok[/green]"
 
 
@@ -142,8 +141,9 @@ def _declares_file(c: BinaryCheck) -> str:
     return f"checked against {', '.join(declared)}" if declared else ""
 
 
-def _allows(wheel: WheelSummary, members: Sequence[BinaryCheck]) -> str | None:
+def _allows(checked: CheckedWheel) -> str | None:
     """What the binaries allow, against what the wheel requires."""
+    wheel = checked.summary
     if wheel.allows is None:
         return None
     said = wheel.declared.torch
@@ -158,9 +158,8 @@ def _allows(wheel: WheelSummary, members: Sequence[BinaryCheck]) -> str | None:
         if floor is not None and version_text(floor) == need:
             return f"{binaries}, as the wheel requires ({said})"
         return f"{binaries}; the wheel requires {said} (the widest correct: {wheel.allows})"
-    unstable = [c for c in members if c.torch_abi == "torch-unstable"]
-    uses = "binary uses" if len(unstable) == 1 else "binaries use"
-    known = floors_of.built_for(wheel.declared)
+    uses = "binary uses" if checked.unstable == 1 else "binaries use"
+    known = checked.built_for
     built = (
         f" (torch {known[0]}, its pin)"
         if known and known[1] == "pin"
@@ -169,7 +168,7 @@ def _allows(wheel: WheelSummary, members: Sequence[BinaryCheck]) -> str | None:
         else " (which nothing in the wheel names: pin it)"
     )
     return (
-        f"{len(unstable)} {uses} libtorch's C++ API: the wheel loads only on the torch it was "
+        f"{checked.unstable} {uses} libtorch's C++ API: the wheel loads only on the torch it was "
         f"built against{built}; it requires {said or 'no torch'}"
     )
 

@@ -18,8 +18,7 @@ from rich.text import Text
 
 from wheelforge.binaries.elf import split_member
 from wheelforge.binaries.facts import BinaryContents
-from wheelforge.binaries.loadson import LoadsOn, loads_on
-from wheelforge.configuration.archs import code_sort_key
+from wheelforge.binaries.loadson import LoadsOn
 from wheelforge.configuration.bytesizes import format_size as human_size
 from wheelforge.foundation.log import printable
 from wheelforge.interface.console import output_console, print_whole
@@ -58,29 +57,18 @@ def print_inspect(reports: Sequence[BinaryContents], console: Console | None = N
                 column,
                 justify="right" if column in ("entries", "stored", "decompressed") else "left",
             )
-        groups: dict[tuple[str, str], list[int]] = {}
-        compressions: dict[tuple[str, str], set[str]] = {}
-        for e in binary.entries:
-            key = (e.kind, e.arch)
-            acc = groups.setdefault(key, [0, 0, 0])
-            acc[0] += 1
-            acc[1] += e.stored_size
-            acc[2] += e.size
-            compressions.setdefault(key, set()).add(e.compression)
-        for (kind, arch), (count, stored, size) in sorted(
-            groups.items(), key=lambda kv: (kv[0][0] != "sass", code_sort_key(kv[0][1]))
-        ):
+        for s in binary.by_arch:
             table.add_row(
-                kind.upper() if kind == "ptx" else "SASS",
-                arch,
-                str(count),
-                human_size(stored),
-                human_size(size),
-                ", ".join(sorted(compressions[(kind, arch)])),
+                s.kind.upper() if s.kind == "ptx" else "SASS",
+                s.arch,
+                str(s.entries),
+                human_size(s.stored),
+                human_size(s.size),
+                ", ".join(s.compressions),
             )
         if not binary.entries:
             table.add_row("-", "no CUDA code", "0", "-", "-", "-")
-        if found := loads_on(binary):  # below the table, which keeps its 80 columns
+        if found := binary.loads_on:  # below the table, which keeps its 80 columns
             table.caption = "\n".join(loads_on_lines(found))
             table.caption_justify = "left"
             if container:

@@ -15,22 +15,23 @@ if TYPE_CHECKING:
 
 
 def variants_table(
-    variants: Sequence[Variant], matrix: Matrix, out_dir: Path | None = None
+    variants: Sequence[Variant],
+    matrix: Matrix,
+    out_dir: Path | None = None,
+    *,
+    versions: Sequence[str],
 ) -> Table:
     """Fits 80 columns: the toolkit is named by version (``wheelforge toolkit list`` says where
     it is), and the arch list wraps between archs, never inside one. With an index folder per
-    CUDA release (cuda-index), the folder each wheel goes to, below the output folder."""
+    CUDA release (cuda-index), the folder each wheel goes to, below the output folder.
+    *versions*: each variant's wheel version (planning/plan.wheel_version)."""
     table = Table(title=f"variants of {matrix.path}", title_justify="left")
     folders = any(v.index for v in variants)
     columns = ("id", "arch set", "archs", "CUDA", "wheel version", *(("index",) if folders else ()))
     for column in columns:
         table.add_column(column, overflow="fold", no_wrap=column in ("id", "CUDA"))
-    for v in variants:
-        from wheelforge.planning.plan import wheel_version
-
-        version = wheel_version(matrix, v)
-        if v.variant_label:
-            version += f" (variant {v.variant_label})"
+    for v, plain in zip(variants, versions, strict=True):
+        version = f"{plain} (variant {v.variant_label})" if v.variant_label else plain
         cuda = (
             str(v.choice.toolkit.version)
             if v.choice.toolkit

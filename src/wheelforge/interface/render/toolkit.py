@@ -16,40 +16,37 @@ from wheelforge.foundation.log import printable
 from wheelforge.interface.console import output_console, print_whole
 
 if TYPE_CHECKING:
+    from wheelforge.toolchain.provision import Recipe
     from wheelforge.toolchain.toolkit import Toolkit
 
 
-def toolkits_table(found: Sequence[Toolkit]) -> Table:
+def toolkits_table(found: Sequence[Toolkit], provisionable: Sequence[Recipe]) -> Table:
     """Fits 80 columns: no folder and no command in a cell, where rich would cut or fold them
     (print_toolkits prints them whole below the table)."""
-    from wheelforge.toolchain.provision import RECIPES
-
     table = Table(title="CUDA toolkits", title_justify="left")
     for column in ("CUDA", "archs", "host g++ up to", "how"):
         table.add_column(column)
     for t in found:
         table.add_row(str(t.version), t.describe_range(), str(t.gcc_max or "-"), t.origin)
-    for r in RECIPES:
-        if not any(t.release == r.release for t in found):
-            table.add_row(
-                r.release, sm_range(r.sass), "-", f"[dim]to provision ({r.download})[/dim]"
-            )
+    for r in provisionable:
+        table.add_row(r.release, sm_range(r.sass), "-", f"[dim]to provision ({r.download})[/dim]")
     return table
 
 
-def print_toolkits(found: Sequence[Toolkit], console: Console | None = None) -> None:
-    """The toolkits' table, then where each found one is and how to provision the others: a
-    line each, the folder and the command whole (log.say), so they can be copied."""
-    from wheelforge.toolchain.provision import RECIPES
-
+def print_toolkits(
+    found: Sequence[Toolkit], provisionable: Sequence[Recipe], console: Console | None = None
+) -> None:
+    """The toolkits' table (*provisionable*: the releases wheelforge can provision that none
+    found is, running/toolkit.list_toolkits), then where each found one is and how to provision
+    the others: a line each, the folder and the command whole (log.say), so they can be copied."""
     console = console or output_console()
-    print_whole(toolkits_table(found), console)
+    print_whole(toolkits_table(found, provisionable), console)
     for t in found:
         # The folder comes from $CUDA_HOME, the PATH or the cache: text, never markup or ESC.
         log.say(
             f"CUDA {t.version} ({escape(t.origin)}): {escape(printable(str(t.root)))}", on=console
         )
-    if any(not any(t.release == r.release for t in found) for r in RECIPES):
+    if provisionable:
         log.say("provision one: [bold]wheelforge toolkit install RELEASE[/bold]", on=console)
 
 

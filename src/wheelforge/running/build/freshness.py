@@ -15,14 +15,37 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from wheelforge.foundation import readers, removal, writers
+from wheelforge.foundation.document import from_document, to_document
 from wheelforge.planning.plan import VariantPlan
 from wheelforge.running.build import ninja
 from wheelforge.toolchain import probecache
 
 UP_TO_DATE_STAMP = "up-to-date.json"  # says ninja has nothing to do
+
+
+@dataclass(frozen=True, kw_only=True)
+class FreshnessStamp:
+    """up-to-date.json: the ninja file's hash, every watched file's stat, and what the compiles
+    read (for the wheel's provenance: no second ``ninja -t deps``)."""
+
+    ninja: str
+    files: Mapping[str, probecache.Stat]
+    read: tuple[str, ...] | None = field(default=None, metadata={"omit_if_none": True})
+
+
+def _stamp(plan: VariantPlan) -> FreshnessStamp | None:
+    """The stamp, None when there is none or it is not of FreshnessStamp's shape (a stamp is
+    only ever a shortcut: then ninja decides, and writes it again)."""
+    text = stamp_text(plan)
+    try:
+        return from_document(FreshnessStamp, json.loads(text)) if text else None
+    except (ValueError, RecursionError):  # DocumentError too
+        return None
 
 
 def ninja_hash(text: str) -> str:
@@ -35,14 +58,11 @@ def _stamp_path(plan: VariantPlan) -> Path:
 
 def up_to_date(plan: VariantPlan, ninja_text: str) -> bool:
     """Whether the last build of exactly this ninja file left nothing to do."""
-    try:
-        stamp = json.loads(readers.read_text(_stamp_path(plan), cap=readers.STATE_CAP))
-    except (OSError, ValueError, readers.FileRefused):
-        return False
+    stamp = _stamp(plan)
     return (
-        isinstance(stamp, dict)
-        and stamp.get("ninja") == ninja_hash(ninja_text)
-        and probecache.unchanged(stamp.get("files", {}))
+        stamp is not None
+        and stamp.ninja == ninja_hash(ninja_text)
+        and probecache.unchanged(stamp.files)
     )
 
 
@@ -57,12 +77,8 @@ def stamp_text(plan: VariantPlan) -> str | None:
 def recorded_inputs(plan: VariantPlan) -> list[Path] | None:
     """Every file the last build read (sources and the headers ninja recorded), from the stamp;
     None without one (then ``ninja -t deps`` answers, running/build/ninja.py inputs())."""
-    text = stamp_text(plan)
-    try:
-        read = json.loads(text)["read"] if text else None
-    except (ValueError, KeyError, TypeError):
-        return None
-    return [Path(p) for p in read] if isinstance(read, list) else None
+    stamp = _stamp(plan)
+    return [Path(p) for p in stamp.read] if stamp is not None and stamp.read is not None else None
 
 
 def forget(plan: VariantPlan) -> None:
@@ -96,5 +112,5 @@ def record(plan: VariantPlan, ninja_text: str, started_ns: int) -> None:
     outputs += [Path(o) for o in sorted(written)]
     watched |= probecache.fingerprint(outputs)
     # "read": what the compiles read, for the wheel's provenance (no second ninja -t deps)
-    stamp = {"ninja": ninja_hash(ninja_text), "files": watched, "read": sorted(read)}
-    writers.write_if_changed(_stamp_path(plan), json.dumps(stamp, indent=1) + "\n")
+    stamp = FreshnessStamp(ninja=ninja_hash(ninja_text), files=watched, read=tuple(sorted(read)))
+    writers.write_if_changed(_stamp_path(plan), json.dumps(to_document(stamp), indent=1) + "\n")

@@ -61,10 +61,9 @@ def check_import(
         "loads": [[link.extension.kind, link.extension.name] for link in plan.links],
         **torchprobe.probe_key(plan.torch.python),
     }
-    found = probecache.lookup(cache_dir, "import-check", key)
-    ran = found.get("ran") if found is not None else None
-    if isinstance(ran, list) and all(isinstance(r, str) for r in ran):
-        return tuple(ran)
+    found = probecache.lookup(cache_dir, "import-check", key, {"ran": [str]})
+    if found is not None:
+        return tuple(found["ran"])
     done = _import(wheel, plan)
     if plan.torch.watch:  # nothing to watch: nothing that says when the verdict goes stale
         probecache.store(cache_dir, "import-check", key, {"ran": list(done)}, plan.torch.watch)

@@ -3,6 +3,7 @@ report, GitHub Actions) lives in the interface layer and only reads these."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -10,6 +11,7 @@ from typing import Literal
 from wheelforge.binaries.abicheck import BinaryCheck
 from wheelforge.binaries.elf import member_path
 from wheelforge.binaries.facts import BinaryContents
+from wheelforge.binaries.rule import Violation
 from wheelforge.binaries.sizecheck import SizeCheck
 from wheelforge.binaries.verify import ArchCheck
 from wheelforge.configuration.abi import STABLE, AbiName
@@ -18,6 +20,7 @@ from wheelforge.foundation.errors import WheelforgeError
 from wheelforge.planning.parallelism import Schedule
 from wheelforge.planning.plan import VariantPlan
 from wheelforge.toolchain.compilecache import CacheStats
+from wheelforge.toolchain.shims import Version2
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -36,6 +39,28 @@ class JobReport:
     cached: bool | None  # the compile cache answered it; None: the cache does not say
     # its key in the job-cost history (planning/jobcosts.py)
     cost_key: str = field(default="", metadata={"internal": True})
+
+
+@dataclass(frozen=True, kw_only=True)
+class AbiSummary:
+    """What a wheel's binaries call of torch and of Python, together (the summary line and the
+    report's ``abi`` both say this)."""
+
+    checked: bool  # False: no ABI rules judged the wheel
+    shims: tuple[str, ...]  # every torch C shim function its binaries call, sorted
+    newest_shim: Version2 | None  # the torch version of the newest of them
+    python_symbols: tuple[str, ...]  # every limited-API function, sorted
+    violations: tuple[Violation, ...]
+
+    @classmethod
+    def of(cls, checks: tuple[BinaryCheck, ...]) -> AbiSummary:
+        return cls(
+            checked=bool(checks),
+            shims=tuple(sorted({s for c in checks for s in c.shims})),
+            newest_shim=max((c.newest_shim for c in checks if c.newest_shim), default=None),
+            python_symbols=tuple(sorted({s for c in checks for s in c.python_symbols})),
+            violations=tuple(v for c in checks for v in c.violations),
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -97,6 +122,52 @@ class VariantResult:
         None  # the index folder it was published to (cu124); None: the output folder
     )
 
+    @property
+    def tags(self) -> tuple[str, ...]:
+        """The wheel's tags, sorted (from its file name)."""
+        from packaging.utils import parse_wheel_filename
+
+        from wheelforge.packaging import wheel_variants
+
+        # A PEP 825 variant label is no tag, and packaging cannot parse a name that has one.
+        _, _, _, tags = parse_wheel_filename(
+            wheel_variants.plain_name(self.wheel, self.variant_label)
+        )
+        return tuple(sorted(str(t) for t in tags))
+
+    @functools.cached_property
+    def abi(self) -> AbiSummary:
+        """Its binaries' ABI checks together."""
+        return AbiSummary.of(self.abi_checks)
+
+    @property
+    def up_to_date(self) -> int:
+        """Compile steps ninja did not need to run."""
+        return self.sources - len(self.compiled)
+
+    @property
+    def cache_hits(self) -> int:
+        """This run's compiles the compile cache answered."""
+        return sum(1 for j in self.jobs if j.cached)
+
+    @property
+    def cpu_seconds(self) -> float:
+        """The CPU time of this run's compiles (those measured)."""
+        return sum(j.cpu_seconds or 0.0 for j in self.jobs)
+
+    @property
+    def costs_in_server(self) -> bool:
+        """Whether the compiles ran in the compile cache's server (sccache), where their CPU
+        time and memory are not measured."""
+        cache = self.compile_cache
+        return (
+            cache is not None and cache.in_server and all(j.cpu_seconds is None for j in self.jobs)
+        )
+
+    def slowest(self, count: int) -> tuple[JobReport, ...]:
+        """This run's *count* slowest compiles, slowest first."""
+        return tuple(sorted(self.jobs, key=lambda j: -j.seconds)[:count])
+
 
 @dataclass(frozen=True, kw_only=True)
 class VariantFailure:
@@ -130,6 +201,16 @@ class BuildReport:
     @property
     def first_error(self) -> WheelforgeError | None:
         return self.failures[0].error if self.failures else None
+
+    @property
+    def reused(self) -> int:
+        """Wheels an earlier build made from the same inputs (up to date)."""
+        return sum(1 for v in self.variants if v.reused)
+
+    @property
+    def built(self) -> int:
+        """Wheels this run made."""
+        return len(self.variants) - self.reused
 
 
 def shared_objects(

@@ -8,18 +8,34 @@ from __future__ import annotations
 import hashlib
 import json
 import pickle
+from dataclasses import dataclass
 from pathlib import Path
 
 from wheelforge import __version__
 from wheelforge.binaries.verify import WheelVerification
 from wheelforge.foundation import fsutil, readers, writers
-from wheelforge.packaging import provenance, wheel
+from wheelforge.foundation.document import from_document, to_document
+from wheelforge.packaging import buildinfo, provenance, wheel
 from wheelforge.planning.plan import VariantPlan
 from wheelforge.running.build import freshness, ninja
 
 # The SBOM, build info and inputs list of the last build, and the freshness stamp they were
 # made under.
 PROVENANCE = "provenance.json"
+
+# wheelforge's version, the build info's schema_version (a change of its document makes it
+# again, within one version: an entry of another key shape is refused too), SOURCE_DATE_EPOCH,
+# the freshness stamp's sha256
+Key = tuple[str, int, int, str | None]
+
+
+@dataclass(frozen=True, kw_only=True)
+class StoredProvenance:
+    """provenance.json: the .dist-info files and inputs list made under *key*."""
+
+    key: Key
+    files: tuple[tuple[str, str], ...]  # Provenance.dist_info
+    inputs: str
 
 
 def dist_info_files(plan: VariantPlan) -> tuple[tuple[str, str], ...]:
@@ -28,11 +44,12 @@ def dist_info_files(plan: VariantPlan) -> tuple[tuple[str, str], ...]:
     (``ninja -t deps``, ``c++ --version``) for it. The inputs list is written into the build
     folder either way (provenance.INPUTS_NAME); the .dist-info files are returned."""
     text = freshness.stamp_text(plan)
-    key = [
+    key: Key = (
         __version__,
+        buildinfo.VERSION,
         wheel.source_date_epoch(),
         text and hashlib.sha256(text.encode()).hexdigest(),
-    ]
+    )
     stored = plan.build_dir / PROVENANCE
     made = _stored(stored, key) if text is not None else None
     if made is None:
@@ -40,21 +57,21 @@ def dist_info_files(plan: VariantPlan) -> tuple[tuple[str, str], ...]:
             plan, lambda: freshness.recorded_inputs(plan) or ninja.inputs(plan)
         )
         if text is not None:
-            document = {"key": key, "files": made.dist_info, "inputs": made.inputs}
-            writers.write_if_changed(stored, json.dumps(document) + "\n")
+            document = StoredProvenance(key=key, files=made.dist_info, inputs=made.inputs)
+            writers.write_if_changed(stored, json.dumps(to_document(document)) + "\n")
     writers.write_if_changed(plan.build_dir / provenance.INPUTS_NAME, made.inputs)
     return made.dist_info
 
 
-def _stored(path: Path, key: list[object]) -> provenance.Provenance | None:
+def _stored(path: Path, key: Key) -> provenance.Provenance | None:
     try:
-        data = json.loads(readers.read_text(path, cap=readers.STATE_CAP))
-        if data["key"] != key:
-            return None
-        files = tuple((str(name), str(body)) for name, body in data["files"])
-        return provenance.Provenance(dist_info=files, inputs=str(data["inputs"]))
-    except (OSError, ValueError, KeyError, TypeError, readers.FileRefused):
+        text = readers.read_text(path, cap=readers.STATE_CAP)
+        data = from_document(StoredProvenance, json.loads(text))
+    except (OSError, ValueError, RecursionError, readers.FileRefused):  # DocumentError too
         return None
+    if data.key != key:
+        return None
+    return provenance.Provenance(dist_info=data.files, inputs=data.inputs)
 
 
 # What verify_wheel found in the wheel the reuse stamp names, so an unchanged wheel is not read
