@@ -175,7 +175,10 @@ def test_inspect_sets_a_wheels_binaries_side_by_side_per_gpu(tmp_path: Path) -> 
         for name in ("released/_flashmla_extension_C.abi3.so", "fatbin/sm80_sm90a_ptx90.so"):
             zf.writestr(f"pkg/{Path(name).name}", (DATA / name).read_bytes())
     out = io.StringIO()
-    print_inspect(inspect_paths([wheel]), Console(file=out, width=80))
+    # at an 80-column terminal (into a pipe the loads-on lines are whole, however long)
+    print_inspect(
+        inspect_paths([wheel]), Console(file=out, width=80, force_terminal=True, color_system=None)
+    )
     cells = [
         [c.strip() for c in line.strip().strip("│").split("│")]
         for line in out.getvalue().splitlines()
@@ -239,3 +242,25 @@ def test_units_alike_weighed_once_give_each_units_verdict() -> None:
             binary
         )
         assert all(g.of == len({e.container for e in entries}) for g in found.gpus)
+
+
+def test_the_loads_on_lines_fold_at_the_screens_width_not_the_tables() -> None:
+    """`no kernel image on: sm_70 ... sm_121` was the table's caption, folded at the table's 66
+    columns whatever the screen's width. Now a line of its own: at a terminal folded at a space
+    only where the screen (100 or 80 columns) needs it; into a pipe one line, whole."""
+    binaries = inspect_paths([DATA / "fatbin" / "sm100f_sm120a_zstd.so"])
+    text = {}
+    for width, terminal in ((100, True), (80, True), (40, False)):
+        out = io.StringIO()
+        print_inspect(binaries, Console(file=out, width=width, force_terminal=terminal,
+                                        color_system=None, soft_wrap=not terminal))  # fmt: skip
+        text[width] = out.getvalue()
+    [piped] = [line for line in text[40].splitlines() if line.startswith("no kernel image on:")]
+    assert len(piped) > 66  # wider than the table, and whole
+    for width in (100, 80):
+        lines = text[width].splitlines()
+        assert max(len(line) for line in lines) <= width
+        start = next(n for n, line in enumerate(lines) if line.startswith("no kernel image on:"))
+        folded = lines[start : start + 1 + (len(piped) > width)]
+        assert " ".join(folded) == piped  # folded at a space, at the screen's width
+        assert len(folded[0]) > 66 or len(piped) <= 66

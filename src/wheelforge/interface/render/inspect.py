@@ -20,6 +20,7 @@ from wheelforge.binaries.elf import split_member
 from wheelforge.binaries.facts import BinaryContents
 from wheelforge.binaries.loadson import LoadsOn
 from wheelforge.configuration.bytesizes import format_size as human_size
+from wheelforge.foundation import log
 from wheelforge.foundation.log import printable
 from wheelforge.interface.console import output_console, print_whole
 
@@ -68,12 +69,15 @@ def print_inspect(reports: Sequence[BinaryContents], console: Console | None = N
             )
         if not binary.entries:
             table.add_row("-", "no CUDA code", "0", "-", "-", "-")
-        if found := binary.loads_on:  # below the table, which keeps its 80 columns
-            table.caption = "\n".join(loads_on_lines(found))
-            table.caption_justify = "left"
+        print_whole(table, console)
+        if found := binary.loads_on:
+            # Below the table, which keeps its 80 columns, as lines of their own: folded at the
+            # terminal's width at spaces (a table's caption folded at the table's width, 66
+            # columns, on a wider screen too), whole in a pipe.
+            for line in loads_on_lines(found):
+                log.say(Text(line), on=console)
             if container:
                 by_wheel.setdefault(container, []).append(found)
-        print_whole(table, console)
     _wheel_loads(by_wheel.pop(shown or "", []), shown, console)
 
 
