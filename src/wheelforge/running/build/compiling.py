@@ -26,6 +26,19 @@ from wheelforge.running.build import freshness, ninja
 from wheelforge.running.build.results import JobReport
 from wheelforge.toolchain import compilecache, torchprobe, warmtorch
 
+# Variants built side by side (running/build/together.py) compile in threads: one thread at a
+# time in a build folder (a shared host-<key> one is compiled by the first, and found up to
+# date by the others), one speaks to the warm torch child, one writes the job-cost history.
+_FOLDERS: dict[Path, threading.Lock] = {}
+_FOLDERS_LOCK = threading.Lock()
+TORCH_LOCK = threading.RLock()
+_HISTORY_LOCK = threading.Lock()
+
+
+def _folder(build_dir: Path) -> threading.Lock:
+    with _FOLDERS_LOCK:
+        return _FOLDERS.setdefault(build_dir, threading.Lock())
+
 
 @dataclass(frozen=True, kw_only=True)
 class Compiled:
@@ -93,22 +106,25 @@ def compile_variant(
 
 def _fresh(part: VariantPlan) -> bool:
     """Whether *part*'s folder is up to date, its generated files and build.ninja written."""
-    for generated in part.compile.generated:
-        writers.write_if_changed(generated.path, generated.text)
-    return freshness.up_to_date(part, ninjafile.write(part))
+    with _folder(part.build_dir):
+        for generated in part.compile.generated:
+            writers.write_if_changed(generated.path, generated.text)
+        return freshness.up_to_date(part, ninjafile.write(part))
 
 
 def _run(part: VariantPlan, env: dict[str, str] | None = None) -> ninja.NinjaRun | None:
     """Run ninja in *part*'s folder unless its stamp says it is up to date (asked again: the
-    shared folder, run first, may have rebuilt an object the variant links); stamp it after."""
-    text = ninjafile.render(part)
-    if freshness.up_to_date(part, text):
-        return None
-    freshness.forget(part)
-    started = time.time_ns()
-    run = ninja.run(part, env=env)
-    freshness.record(part, text, started)
-    return run
+    shared folder, run first, may have rebuilt an object the variant links, or another variant
+    built beside this one just compiled it); stamp it after."""
+    with _folder(part.build_dir):
+        text = ninjafile.render(part)
+        if freshness.up_to_date(part, text):
+            return None
+        freshness.forget(part)
+        started = time.time_ns()
+        run = ninja.run(part, env=env)
+        freshness.record(part, text, started)
+        return run
 
 
 def tidy_shared(build_root: Path, plans: Sequence[VariantPlan]) -> list[Path]:
@@ -205,7 +221,7 @@ def _as_logged(source: Path, plan: VariantPlan, session_dir: Path | None) -> str
 def remember(history: Path | None, jobs: tuple[JobReport, ...]) -> None:
     """This build's costs into the history: a compile the cache answered says nothing of what
     compiling costs and is left out; one it may have answered (a cache that does not say) only
-    ever raises what the history holds."""
+    ever raises what the history holds. One variant's thread at a time."""
     measured = {}
     raise_only = set()
     for job in jobs:
@@ -220,7 +236,8 @@ def remember(history: Path | None, jobs: tuple[JobReport, ...]) -> None:
         )
         if job.cached is None:
             raise_only.add(job.cost_key)
-    jobcosts.record(history, measured, raise_only=raise_only)
+    with _HISTORY_LOCK:
+        jobcosts.record(history, measured, raise_only=raise_only)
 
 
 def _display(source: Path, plan: VariantPlan) -> str:
@@ -242,9 +259,9 @@ def compile_confirmed(
     try:
         made = compile_variant(plan, before_ninja=_before_ninja(plan, settings), history=history)
     except BuildError:
-        if torchprobe.confirm(plan.torch, cache=settings.cache_dir) == plan.torch:
+        if _confirm(plan, settings) == plan.torch:
             raise
-    torch = torchprobe.confirm(plan.torch, cache=settings.cache_dir)
+    torch = _confirm(plan, settings)
     if torch is plan.torch:  # not a guess: the plan was made with torch's answer
         return plan, made
     confirmed = plan_variant(inputs, plan.variant, torch)  # the same torch keeps its watch list
@@ -256,13 +273,19 @@ def compile_confirmed(
     return confirmed, both
 
 
+def _confirm(plan: VariantPlan, settings: BuildSettings) -> torchprobe.TorchEnv:
+    with TORCH_LOCK:
+        return torchprobe.confirm(plan.torch, cache=settings.cache_dir)
+
+
 def _before_ninja(plan: VariantPlan, settings: BuildSettings) -> Callable[[], None]:
     """What overlaps the compile: the import check's child imports torch (toolchain/warmtorch),
     and the modules packing needs (cyclonedx, wheel: ~0.2 s) load in a thread."""
 
     def start() -> None:
         if settings.import_check:
-            warmtorch.warm(plan.torch.python)
+            with TORCH_LOCK:
+                warmtorch.warm(plan.torch.python)
         threading.Thread(target=_preload, name="wheelforge-preload", daemon=True).start()
 
     return start
