@@ -71,6 +71,9 @@ class _Running:
         with self.lock:
             stopped = self.stopped
             if stopped is None:
+                # a helper of start() is not removed when it ends: the ended ones go here
+                for pid in [pid for pid, p in self.tools.items() if p.poll() is not None]:
+                    del self.tools[pid]
                 self.tools[popen.pid] = popen
                 return
         stop(popen)
@@ -439,8 +442,7 @@ def _spawn(
         child: subprocess.Popen[Any] = subprocess.Popen(argv, start_new_session=True, **popen)
     except OSError as exc:
         raise ToolError(f"could not run {shlex.join(argv)}: {exc.strerror}") from exc
-    if not text:  # run() and stream(); a helper of start() is stopped by its owner
-        _RUNNING.add(child)
+    _RUNNING.add(child)
     return argv, child
 
 

@@ -364,6 +364,18 @@ class JobProgress:
 _BOARDS: list[JobBoard] = []
 
 
+def short_tags(tags: Sequence[str]) -> dict[str, str]:
+    """Each of *tags* (variant ids: ``a-cu130``) cut to the fewest of its ``-`` parts that
+    still tell them all apart (``a``), so the live line has room for the file names."""
+    unique = sorted(set(tags))
+    longest = max((len(t.split("-")) for t in unique), default=1)
+    for n in range(1, longest + 1):
+        cut = {t: "-".join(t.split("-")[:n]) for t in unique}
+        if len(set(cut.values())) == len(unique):
+            return cut
+    return {t: t for t in unique}
+
+
 class JobBoard:
     """One live line for the ninjas of several variants running at once (at a terminal; none
     elsewhere): their jobs counted together, the running ones named with their variant
@@ -400,6 +412,9 @@ class JobBoard:
         running: list[Running] = []
         lefts: list[float | None] = []
         done = total = 0
+        # Named with their variant only while more than one ninja runs.
+        active = [p.tag for p in progresses if p.left]
+        names = short_tags(active) if len(set(active)) > 1 else {}
         for p in progresses:  # each under its own lock, never under the board's
             with p._lock:
                 now = p.running_now()
@@ -412,7 +427,7 @@ class JobBoard:
                 total += p.total
             for r in now:
                 verb, _, name = r.job.partition(" ")
-                tagged = f"{p.tag}:{Path(name).name}" if p.tag else name
+                tagged = f"{names[p.tag]}:{Path(name).name}" if p.tag in names else name
                 running.append(Running(job=f"{verb} {tagged}", seconds=r.seconds, phase=r.phase))
         left = None if None in lefts else max((x for x in lefts if x is not None), default=None)
         return job_line(

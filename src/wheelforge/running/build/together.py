@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -28,7 +29,7 @@ from wheelforge.foundation import log, proc
 from wheelforge.foundation.errors import Interrupted
 from wheelforge.planning.parallelism import default_parallelism, variants_at_once
 from wheelforge.planning.plan import VariantPlan
-from wheelforge.running.build import ninja
+from wheelforge.running.build import compiling, ninja
 from wheelforge.running.build.jobserver import Jobserver
 
 T = TypeVar("T")
@@ -100,17 +101,24 @@ def build(
     ]
     printed = 0
     try:
-        with progress.shown(progress.JobBoard()), ninja.sharing(jobserver):
+        with (
+            progress.shown(progress.JobBoard()),
+            ninja.sharing(jobserver),
+            compiling.shared_in_order(plans),
+        ):
             for thread in threads:
                 thread.start()
             try:
                 printed = _wait(threads, slots, printed)
             except BaseException as exc:
-                proc.stop_all(_reason(exc))
                 with todo_lock:
                     todo.clear()
+                proc.stop_all(_reason(exc))
+                # Each thread ends at its next tool or its publishing (both refused now); one
+                # in Python work for longer is left (a daemon), its output with it.
+                deadline = time.monotonic() + proc.STOP_GRACE_S
                 for thread in threads:
-                    thread.join()
+                    thread.join(max(0.0, deadline - time.monotonic()))
                 raise
     finally:
         proc.resume()

@@ -18,7 +18,7 @@ from pathlib import Path
 from wheelforge.binaries.sizecheck import SizeCheck, check_size, over_budget
 from wheelforge.binaries.verify import WheelVerification, verify_wheel
 from wheelforge.configuration.settings import BuildSettings
-from wheelforge.foundation import fsutil, locks, log, removal, writers
+from wheelforge.foundation import fsutil, locks, log, proc, removal, writers
 from wheelforge.foundation.errors import (
     BuildError,
     ConfigError,
@@ -138,6 +138,7 @@ def _finish(
     kept: Path | None,
 ) -> VariantResult:
     """Pack (or reuse), repair, check and publish the compiled variant: its result."""
+    proc.refuse_if_stopped()  # beside other variants: stopped while this one compiled
     variant = plan.variant
     compiled, generated = made.compiled, made.generated
     contents = wheel.contents(plan, repair.build_platform(), reuse.dist_info_files(plan))
@@ -291,6 +292,7 @@ def _pack_and_publish(
             found = _check(repaired, plan, settings, stages)
             imported = _import_check(repaired, plan, settings)
         with stages.stage("publish"):
+            proc.refuse_if_stopped()  # never published once the build was stopped
             outputs, props = [repaired], tuple[str, ...]()
             if plan.variant.variant_label:
                 from wheelforge.packaging import wheel_variants
