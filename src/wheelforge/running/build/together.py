@@ -89,8 +89,10 @@ def build(
             try:
                 with log.held(slot.held):
                     slot.outcome = build_one(plans[i])
-            except BaseException as exc:  # handed to the main thread
+            except BaseException as exc:  # handed to the main thread; no more plans begin
                 slot.raised = exc
+                with todo_lock:
+                    todo.clear()
             finally:
                 slot.done = True
 
@@ -99,6 +101,10 @@ def build(
         threading.Thread(target=work, name=f"wheelforge-variant-{n}", daemon=True)
         for n in range(min(workers, len(plans)))
     ]
+    log.detail(
+        f"  {len(threads)} variants at a time, {jobserver.jobs} compiles at once in all; "
+        "each variant's lines follow when it is done"
+    )
     printed = 0
     try:
         with (
