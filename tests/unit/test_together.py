@@ -91,16 +91,38 @@ def test_at_once_keeps_to_the_tools_that_cannot_share(project: Project, tmp_path
     assert together.at_once(_plans(project, tmp_path, 3, compile_cache=sccache), {}) == 1
 
 
-def test_the_jobserver_lends_its_own_slot_then_jobs_minus_one_tokens() -> None:
+def _in_fifo(server: Jobserver) -> int:
+    """How many tokens the FIFO holds now (read through its path, as ninja opens it, and put
+    back)."""
+    assert server.fifo is not None
+    fd = os.open(server.fifo, os.O_RDWR | os.O_NONBLOCK)
+    try:
+        try:
+            tokens = os.read(fd, 64)
+        except BlockingIOError:
+            return 0
+        os.write(fd, tokens)
+        return len(tokens)
+    finally:
+        os.close(fd)
+
+
+def test_the_jobserver_holds_a_token_for_each_ninja_beyond_the_first() -> None:
+    """n ninjas at once: n implicit slots, n - 1 of them tokens held here, so with what the
+    FIFO lends their jobs never more than `jobs` compiles run in all."""
     server = Jobserver(4)
     try:
         assert server.fifo is None  # nothing made before a ninja starts
-        assert server.take() is None  # this process's own slot, for the first ninja
+        server.take()  # the first ninja: this process's own slot
         flags = server.makeflags()
         assert server.fifo is not None and server.fifo.exists()
         assert flags == f" -j4 --jobserver-auth=fifo:{server.fifo}"
-        tokens = [server.take() for _ in range(3)]
-        assert tokens == [TOKEN] * 3
+        assert (server.held, _in_fifo(server)) == (0, 3)
+        server.take()
+        server.take()  # three ninjas: two tokens held, one left for their jobs
+        assert (server.held, _in_fifo(server)) == (2, 1)
+        server.take()
+        assert (server.held, _in_fifo(server)) == (3, 0)
         stopped = []
 
         def stop() -> None:
@@ -110,14 +132,35 @@ def test_the_jobserver_lends_its_own_slot_then_jobs_minus_one_tokens() -> None:
         with pytest.raises(Interrupted):  # none left: it waits, asking whether to stop
             server.take(stop)
         assert stopped
-        server.give(tokens.pop())
-        assert server.take() == TOKEN
-        server.give(None)
-        assert server.take() is None  # the own slot is back
+        server.give()
+        server.give()  # two ninjas left: one token held, two back for the jobs
+        assert (server.held, _in_fifo(server)) == (1, 2)
+        server.give()
+        server.give()  # none left: every token back in the FIFO
+        assert (server.held, _in_fifo(server)) == (0, 3)
     finally:
         folder = server.fifo.parent if server.fifo else None
         server.close()
     assert folder is not None and not folder.exists()
+
+
+def test_no_more_ninjas_than_the_memory_allows(tmp_path: Path) -> None:
+    server = Jobserver(4, ninjas=2)
+    try:
+        server.take()
+        server.take()
+        tries = []
+
+        def stop() -> None:
+            tries.append(1)
+            if len(tries) > 2:
+                raise Interrupted
+
+        with pytest.raises(Interrupted):  # tokens are left, but two ninjas run already
+            server.take(stop)
+        assert _in_fifo(server) == 2
+    finally:
+        server.close()
 
 
 def test_a_ninja_under_the_jobserver_reads_what_the_fifo_holds() -> None:

@@ -8,8 +8,9 @@ its parent lent it (the implicit slot) and each further one only with a token, a
 reads from the FIFO and writes back when the job ends (also when it fails, or is interrupted:
 build.cc, real_command_runner.cc ClearJobTokens). An explicit ``-j`` (or ``-n``) turns the
 client off, so a ninja run here gets none. As GNU make does, this process owns one slot and
-the FIFO holds ``jobs - 1`` tokens: the first ninja runs in this process's slot, each other
-ninja first takes a token here, which it holds for that ninja's implicit slot until it ends.
+the FIFO holds ``jobs - 1`` tokens: while n ninjas run, this process holds n - 1 tokens for
+their implicit slots (it takes one before starting a ninja beside others, and gives one back
+when a ninja ends, so the ones still running can use it for their jobs).
 
 The FIFO is made when the first ninja starts (a no-op build writes nothing) in a folder of its
 own in the temporary folder, and removed with it.
@@ -22,6 +23,7 @@ import os
 import select
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -32,18 +34,26 @@ _WAIT_S = 0.2  # between looks for a token, and at whether the build was stopped
 
 
 class Jobserver:
-    """The slots of *jobs* compiles at once (see the module notes)."""
+    """The slots of *jobs* compiles at once, for at most *ninjas* ninjas at once (see the
+    module notes)."""
 
-    def __init__(self, jobs: int) -> None:
+    def __init__(self, jobs: int, *, ninjas: int | None = None) -> None:
         self.jobs = max(1, jobs)
+        self.ninjas = max(1, min(ninjas or self.jobs, self.jobs))  # each needs a slot
         self._lock = threading.Lock()
-        self._own_free = True  # this process's own slot, lent to the first ninja
+        self._running = 0  # ninjas running in a slot of this jobserver
+        self._held: list[bytes] = []  # tokens held for them: one fewer than they are
         self._folder: Path | None = None
         self._fd: int | None = None
 
     @property
     def fifo(self) -> Path | None:
         return self._folder / "fifo" if self._folder is not None else None
+
+    @property
+    def held(self) -> int:
+        """The tokens held for running ninjas' implicit slots (not in the FIFO)."""
+        return len(self._held)
 
     def makeflags(self) -> str:
         """MAKEFLAGS for a ninja that runs in a slot of this jobserver (as GNU make 4.4 spells
@@ -62,36 +72,54 @@ class Jobserver:
                 os.write(self._fd, TOKEN * (self.jobs - 1))
             return self._fd
 
-    def take(self, stopped: Callable[[], None] = lambda: None) -> bytes | None:
-        """A slot for one ninja: this process's own (None) when free, else a token from the
-        FIFO, waited for; *stopped* is asked between looks (it raises when the build stops)."""
-        with self._lock:
-            if self._own_free:
-                self._own_free = False
-                return None
-        fd = self._open()
+    def take(self, stopped: Callable[[], None] = lambda: None) -> None:
+        """A slot for one more ninja, waited for: the first runs in this process's own slot,
+        each other one needs a token taken from the FIFO (and below *ninjas* running); *stopped*
+        is asked between looks (it raises when the build stops)."""
         while True:
             stopped()
-            with contextlib.suppress(BlockingIOError):
-                if token := os.read(fd, 1):
-                    return token
-            select.select([fd], [], [], _WAIT_S)
-
-    def give(self, token: bytes | None) -> None:
-        """The slot take() gave back."""
-        if token is None:
             with self._lock:
-                self._own_free = True
-            return
-        os.write(self._open(), token)
+                if self._running == 0:
+                    self._running = 1
+                    return
+                room = self._running < self.ninjas
+            if room:
+                fd = self._open()
+                token = b""
+                with contextlib.suppress(BlockingIOError):
+                    token = os.read(fd, 1)
+                if token:
+                    with self._lock:
+                        if self._running == 0:  # every ninja ended meanwhile: the own slot
+                            os.write(fd, token)
+                            self._running = 1
+                            return
+                        if self._running < self.ninjas:
+                            self._held.append(token)
+                            self._running += 1
+                            return
+                        os.write(fd, token)  # another took the room meanwhile
+                    continue
+                select.select([fd], [], [], _WAIT_S)
+            else:
+                time.sleep(_WAIT_S)
+
+    def give(self) -> None:
+        """A ninja ended: the token its slot no longer needs goes back to the FIFO, for the
+        jobs of the ninjas still running (one fewer held than they are)."""
+        with self._lock:
+            self._running -= 1
+            while len(self._held) > max(0, self._running - 1):
+                assert self._fd is not None  # a token was held: the FIFO is there
+                os.write(self._fd, self._held.pop())
 
     @contextlib.contextmanager
     def slot(self, stopped: Callable[[], None] = lambda: None) -> Iterator[None]:
-        token = self.take(stopped)
+        self.take(stopped)
         try:
             yield
         finally:
-            self.give(token)
+            self.give()
 
     def close(self) -> None:
         with self._lock:

@@ -69,8 +69,8 @@ class _Slot:
 def build(
     plans: Sequence[VariantPlan], build_one: Callable[[VariantPlan], T], *, workers: int
 ) -> list[T]:
-    """*build_one* of each plan, *workers* at once (1: one after another, in this thread, as
-    ever); the outcomes in the plans' order."""
+    """*build_one* of each plan, the ninjas of *workers* at once (1: one after another, in this
+    thread, as ever); the outcomes in the plans' order."""
     if workers <= 1:
         return [build_one(p) for p in plans]
     from wheelforge.foundation import progress  # the live line's, loaded when ninja runs
@@ -96,13 +96,15 @@ def build(
             finally:
                 slot.done = True
 
-    jobserver = Jobserver(total_jobs(plans))
+    # *workers* ninjas at once, and a thread more: one variant packs (they take turns) while
+    # the others compile.
+    jobserver = Jobserver(total_jobs(plans), ninjas=workers)
     threads = [
         threading.Thread(target=work, name=f"wheelforge-variant-{n}", daemon=True)
-        for n in range(min(workers, len(plans)))
+        for n in range(min(workers + 1, len(plans)))
     ]
     log.detail(
-        f"  {len(threads)} variants at a time, {jobserver.jobs} compiles at once in all; "
+        f"  {workers} variants compiling at a time, {jobserver.jobs} compiles at once in all; "
         "each variant's lines follow when it is done"
     )
     printed = 0
