@@ -129,7 +129,8 @@ def build(
                     thread.join(max(0.0, deadline - time.monotonic()))
                 raise
     finally:
-        proc.resume()
+        if not any(t.is_alive() for t in threads):  # else tools stay refused to the one left
+            proc.resume()
         jobserver.close()
         for slot in slots[printed:]:
             slot.held.release()
