@@ -301,3 +301,15 @@ def test_a_failure_is_no_stop(project: Project, tmp_path: Path) -> None:
 
     outcomes = together.build(_plans(project, tmp_path, 3), build_one, workers=3)
     assert isinstance(outcomes[0], BuildError) and outcomes[1:] == ["ok", "ok"]
+
+
+def test_the_boards_line_names_fewer_jobs_legibly_at_80_columns() -> None:
+    running = [
+        progress.Running(job=f"NVCC {v}:{name}", seconds=20)
+        for v in ("a", "b")
+        for name in ("activation_cuda.cu", "norm_cuda.cu")
+    ]
+    line = progress.job_line(
+        80, done=6, total=13, elapsed=27, left=None, running=running, floors=(20, 16)
+    ).plain
+    assert "a:activation_cuda.cu 0:20 · a:norm_cuda.cu 0:20 +2" in line and len(line) <= 80

@@ -103,6 +103,7 @@ def job_line(
     elapsed: float,
     left: float | None,
     running: Sequence[Running],
+    floors: tuple[int, int] = (16, 10),
 ) -> Text:
     """The live line, never wider than *width*: the label, the count and the times first; then
     the running jobs, their file names shortened to what is left of the width. The bar (a
@@ -111,9 +112,9 @@ def job_line(
     times = clock(elapsed) + (f" ~{clock(left)} left" if left is not None else "")
     head = len(f"  compiling  {count} {times}") + len(" · ")
     bar_width = min(20, width // 10) if width - head > 30 else 0
-    jobs = _running_text(running, width - head - (bar_width + 1 if bar_width else 0))
+    jobs = _running_text(running, width - head - (bar_width + 1 if bar_width else 0), floors)
     if bar_width:
-        without = _running_text(running, width - head)
+        without = _running_text(running, width - head, floors)
         if _shows(without, running) > _shows(jobs, running):
             bar_width, jobs = 0, without
     line = Text("  ")
@@ -140,14 +141,14 @@ def _shows(text: str, running: Sequence[Running]) -> tuple[int, int, int]:
     return phases, jobs, len(text)
 
 
-def _running_text(running: Sequence[Running], room: int) -> str:
+def _running_text(running: Sequence[Running], room: int, floors: tuple[int, int] = (16, 10)) -> str:
     """The running jobs in *room* characters: each file's name, its time and phase. What gives
-    way, in turn: the longest names (shortened, down to 16 characters), the phases, the names
-    again (down to 10), then the last jobs (counted as "+N")."""
+    way, in turn: the longest names (shortened, down to *floors*[0] characters: 16), the phases,
+    the names again (down to *floors*[1]: 10), then the last jobs (counted as "+N")."""
     names = [Path(r.job.split(" ", 1)[-1]).name for r in running]
     for shown in range(len(running), 0, -1):
         more = f" +{len(running) - shown}" if shown < len(running) else ""
-        for with_phase, floor in ((True, 16), (False, 10)):
+        for with_phase, floor in ((True, floors[0]), (False, floors[1])):
             tails = [
                 f" {clock(r.seconds)}" + (f" {r.phase}" if with_phase and r.phase else "")
                 for r in running[:shown]
@@ -437,6 +438,8 @@ class JobBoard:
             elapsed=time.monotonic() - self.start,
             left=left,
             running=running,
+            # a variant's tag takes room of its own: fewer jobs named, each one legibly
+            floors=(20, 16) if names else (16, 10),
         )
 
     def close(self) -> None:
