@@ -280,6 +280,7 @@ def test_the_board_counts_every_ninja_and_names_jobs_by_their_variant() -> None:
         a = progress.JobProgress(["NVCC k/x.cu", "LINK a.so"], 4, tag="a-cu130")
         b = progress.JobProgress(["NVCC k/x.cu", "LINK b.so"], 4, tag="b-cu130")
         a.finished("NVCC k/x.cu", 1.0)
+        b.running([progress.Running(job="NVCC k/x.cu", seconds=3.0)])  # from its processes
         line = board.line(80).plain
         assert "1/4" in line and "b:x.cu" in line
         a.close()  # one ninja left: its jobs need no variant

@@ -418,7 +418,8 @@ class JobBoard:
         names = short_tags(active) if len(set(active)) > 1 else {}
         for p in progresses:  # each under its own lock, never under the board's
             with p._lock:
-                now = p.running_now()
+                # only what its processes say: a ninja still waiting for a slot runs nothing
+                now = list(p._seen or ())
                 queued = [job for job in p.left if job not in {r.job for r in now}]
                 if p.left:
                     lefts.append(
