@@ -80,3 +80,25 @@ def test_noop_and_edits_rebuild_what_they_should(built: Path) -> None:
     assert ninja_log(host).count("obj/csrc/ops.cpp.o") == 2
     for v in (a, b):
         assert ninja_log(v).count("obj/csrc/scale.cu.o") == 2
+
+
+def test_a_variant_that_fails_beside_another_is_its_own_failure(tmp_path: Path) -> None:
+    """Variants built side by side (running/build/together.py): the one whose kernel does not
+    compile for its arch set fails alone, its error named; the other's wheel is built, and each
+    variant's lines come whole, in the matrix's order."""
+    root = one_kernel_project(tmp_path / "p")
+    matrix = root / "matrix.yaml"
+    matrix.write_text(matrix.read_text().replace(*TWO_SETS))
+    cu = root / "csrc" / "scale.cu"
+    cu.write_text(
+        cu.read_text()
+        + '#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900\n#error "no sm_90"\n#endif\n'
+    )
+    done = wheelforge("build", "--compile-cache", "none", "-j", "4", cwd=root)
+    assert done.code != 0, done.err
+    assert "variant b-cu130: compiling csrc/scale.cu failed" in done.err, done.err
+    assert "variant a-cu130" not in done.err.replace("▸ a-cu130", ""), done.err
+    wheels = [w.name for w in (root / "dist").glob("*.whl")]
+    assert len(wheels) == 1 and "+a." in wheels[0], wheels
+    a, b = done.err.index("▸ a-cu130: compile"), done.err.index("▸ b-cu130: compile")
+    assert a < done.err.index("▸ a-cu130: pack") < b, done.err

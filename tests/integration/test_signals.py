@@ -176,3 +176,53 @@ def test_signal_mid_provisioning_stops_dpkg_deb_and_removes_the_partial_toolkit(
     assert _survivors(tmp_path) == []
     left = [p.name for p in (cache / "toolkits").iterdir() if not p.name.endswith(".lock")]
     assert left == [], "a partial toolkit was left in the cache"
+
+
+# A CUDA compiler launcher that, while $WF_SLOW exists, hangs on k.cu in every variant (each
+# compile leaves a marker of its own), so that two variants' ninjas run at once when signalled.
+SLOW_NVCC = """\
+#!/bin/sh
+case "$*" in
+  *k.cu*) if [ -e "$WF_SLOW" ]; then : > "$WF_SLOW.started.$$"; sleep 300; fi ;;
+esac
+exec "$@"
+"""
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_stops_every_variants_ninja_at_once(
+    slow_project: Path, signum: int, code: int
+) -> None:
+    """Variants built side by side (running/build/together.py): both ninjas are stopped with
+    everything they started, nothing is published, one line, the signal's exit code."""
+    root = slow_project
+    matrix = root / "matrix.yaml"
+    matrix.write_text(
+        matrix.read_text().replace("arch-sets: '7.5'", "arch-sets: {a: '7.5', b: '8.0'}")
+    )
+    launcher = root.parent / "slownvcc"
+    launcher.write_text(SLOW_NVCC)
+    launcher.chmod(0o755)
+    slow = root.parent / "slow-cuda"
+    slow.touch()
+    env = {**os.environ, "CMAKE_CUDA_COMPILER_LAUNCHER": str(launcher), "WF_SLOW": str(slow)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "wheelforge", "build", "-j", "4", "--compile-cache", "none"],
+        cwd=root, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    deadline = time.monotonic() + 180
+    while len(list(root.parent.glob("slow-cuda.started.*"))) < 2:
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the two variants' k.cu never ran at once"
+        time.sleep(0.1)
+    proc.send_signal(signum)  # the PID alone, not its group
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == code, err
+    assert "Traceback" not in err
+    assert err.strip().splitlines()[-1].startswith("error: interrupted by SIG"), err
+    assert _survivors(root.parent) == []
+    build = root / "build" / "wheelforge"
+    assert not list(build.glob("*/stage-*")), "staging folder left behind"
+    assert not (root / "dist").exists() or not list((root / "dist").iterdir())
+    # both variants' lines were printed, each whole (held, then released in their order)
+    assert err.index("▸ a-") < err.index("▸ b-"), err

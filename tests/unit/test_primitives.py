@@ -351,6 +351,12 @@ ALLOWED = {
     ("foundation/filetrace.py", '"shutil.copyfile", "shutil.rmtree"}'): (
         "the names of audit events the trace counts as writes, not a call"
     ),
+    ("running/build/jobserver.py", "tempfile.mkdtemp("): (
+        "the jobserver's folder (its FIFO), removed by removal.remove when the build ends"
+    ),
+    ("running/build/jobserver.py", "os.open(fifo, os.O_RDWR | os.O_NONBLOCK)"): (
+        "the jobserver's own FIFO, made just before (mkfifo): its tokens, never a user's file"
+    ),
     ("running/build/genstep.py", "subprocess.Popen(command"): (
         "the generate step's wrapper, ninja's command: its own deadline, stopped by proc.stop"
     ),

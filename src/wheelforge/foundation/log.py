@@ -9,11 +9,12 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from rich.cells import cell_len
 from rich.console import Console
@@ -25,7 +26,75 @@ from wheelforge.foundation.errors import WheelforgeError
 
 CiMode = Literal["github"]
 
-console = Console(stderr=True, highlight=False, soft_wrap=True)
+
+class Held:
+    """What one variant built beside others printed, kept to be printed whole when it is done
+    (running/build/together.py): its lines stay together, in the order it printed them."""
+
+    def __init__(self) -> None:
+        self.kept: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
+        self._lock = threading.Lock()
+
+    def keep(self, objects: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        with self._lock:
+            self.kept.append((objects, kwargs))
+
+    def release(self) -> None:
+        """Print what was kept, as one write (the console's buffer: a block no other thread's
+        line cuts), above a live line if one is shown."""
+        with self._lock:
+            kept, self.kept = self.kept, []
+        with console:
+            for objects, kwargs in kept:
+                Console.print(console, *objects, **kwargs)
+
+
+_holding = threading.local()
+
+
+class _Console(Console):
+    """The logger's console; a thread in held() has its prints kept (Held), not printed."""
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        held: Held | None = getattr(_holding, "held", None)
+        if held is not None:
+            held.keep(objects, kwargs)
+            return
+        super().print(*objects, **kwargs)
+
+
+console = _Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+@contextmanager
+def held(kept: Held) -> Iterator[Held]:
+    """Within this block what this thread prints on the console is kept in *kept*."""
+    before = getattr(_holding, "held", None)
+    _holding.held = kept
+    try:
+        yield kept
+    finally:
+        _holding.held = before
+
+
+@contextmanager
+def unheld() -> Iterator[None]:
+    """Within this block this thread's prints go out at once, held() or not (a live line
+    started or stopped: rich prints its control codes)."""
+    before = getattr(_holding, "held", None)
+    _holding.held = None
+    try:
+        yield
+    finally:
+        _holding.held = before
+
+
+def holding() -> Held | None:
+    """What this thread's prints are kept in now (held()), if anything."""
+    found: Held | None = getattr(_holding, "held", None)
+    return found
+
+
 _verbosity = 0
 _quiet = False
 _ci: CiMode | None = None

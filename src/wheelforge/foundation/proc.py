@@ -56,6 +56,76 @@ TEMP_PROBE_BYTES = 1 << 20
 _TEMP_OK: set[tuple[str, int, int]] = set()  # (folder, st_dev, st_ino) probed and writable
 
 
+class _Running:
+    """The tools run() and stream() have running now, from any thread: stop_all() stops them
+    all at once (variants built side by side, running/build/together.py), and until resume()
+    a tool about to start raises the reason instead."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.tools: dict[int, subprocess.Popen[Any]] = {}
+        self.stopped: Callable[[], BaseException] | None = None
+
+    def add(self, popen: subprocess.Popen[Any]) -> None:
+        """Count *popen* in; stopped already (stop_all came while it started): stop it too."""
+        with self.lock:
+            stopped = self.stopped
+            if stopped is None:
+                # a helper of start() is not removed when it ends: the ended ones go here
+                for pid in [pid for pid, p in self.tools.items() if p.poll() is not None]:
+                    del self.tools[pid]
+                self.tools[popen.pid] = popen
+                return
+        stop(popen)
+        raise stopped()
+
+    def remove(self, popen: subprocess.Popen[Any]) -> None:
+        with self.lock:
+            self.tools.pop(popen.pid, None)
+
+    def refuse(self) -> None:
+        """Raise the reason the tools were stopped, if they were."""
+        with self.lock:
+            stopped = self.stopped
+        if stopped is not None:
+            raise stopped()
+
+
+_RUNNING = _Running()
+
+
+def stop_all(reason: Callable[[], BaseException]) -> None:
+    """Stop every tool running now (SIGTERM to each one's group, SIGKILL after STOP_GRACE_S
+    to what is left of its session), whichever thread waits for it: that thread then raises
+    *reason*() once its tool has ended, as does any that starts a tool before resume()."""
+    with _RUNNING.lock:
+        _RUNNING.stopped = reason
+        tools = list(_RUNNING.tools.values())
+    for popen in tools:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(popen.pid, signal.SIGTERM)
+    deadline = time.monotonic() + STOP_GRACE_S
+    while any(p.poll() is None for p in tools) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    for popen in tools:
+        while members := session_members(popen.pid):
+            for pid in members:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.02)
+
+
+def refuse_if_stopped() -> None:
+    """Raise the reason stop_all() gave, if the tools were stopped (a wait between tools)."""
+    _RUNNING.refuse()
+
+
+def resume() -> None:
+    """Tools may start again (after stop_all)."""
+    with _RUNNING.lock:
+        _RUNNING.stopped = None
+
+
 @dataclass(frozen=True, kw_only=True)
 class Result:
     args: tuple[str, ...]
@@ -147,9 +217,12 @@ def run(
     name = what or Path(argv[0]).name
     try:
         outputs = _collect(popen, name, argv, timeout=timeout, cap=OUTPUT_CAP)
+        _RUNNING.refuse()
     except BaseException:
         stop(popen)
         raise
+    finally:
+        _RUNNING.remove(popen)
     result = Result(
         args=tuple(argv),
         returncode=popen.returncode,
@@ -266,9 +339,12 @@ def stream(
             on_start(child.pid)
         _collect(child, Path(argv[0]).name, argv, timeout=timeout, on_data=lines.feed, cap=None)
         lines.feed(b"", end=True)
+        _RUNNING.refuse()
     except BaseException:
         stop(child)
         raise
+    finally:
+        _RUNNING.remove(child)
     return Result(args=tuple(argv), returncode=child.returncode, stdout=lines.text(), stderr="")
 
 
@@ -361,10 +437,12 @@ def _spawn(
     log.command(argv)
     if text:
         popen |= {"text": True, "errors": "replace"}
+    _RUNNING.refuse()
     try:
         child: subprocess.Popen[Any] = subprocess.Popen(argv, start_new_session=True, **popen)
     except OSError as exc:
         raise ToolError(f"could not run {shlex.join(argv)}: {exc.strerror}") from exc
+    _RUNNING.add(child)
     return argv, child
 
 

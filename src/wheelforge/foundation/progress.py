@@ -11,9 +11,10 @@ toolchain/ninjafeed.py) give an estimate of what is left."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -102,6 +103,7 @@ def job_line(
     elapsed: float,
     left: float | None,
     running: Sequence[Running],
+    floors: tuple[int, int] = (16, 10),
 ) -> Text:
     """The live line, never wider than *width*: the label, the count and the times first; then
     the running jobs, their file names shortened to what is left of the width. The bar (a
@@ -110,9 +112,9 @@ def job_line(
     times = clock(elapsed) + (f" ~{clock(left)} left" if left is not None else "")
     head = len(f"  compiling  {count} {times}") + len(" · ")
     bar_width = min(20, width // 10) if width - head > 30 else 0
-    jobs = _running_text(running, width - head - (bar_width + 1 if bar_width else 0))
+    jobs = _running_text(running, width - head - (bar_width + 1 if bar_width else 0), floors)
     if bar_width:
-        without = _running_text(running, width - head)
+        without = _running_text(running, width - head, floors)
         if _shows(without, running) > _shows(jobs, running):
             bar_width, jobs = 0, without
     line = Text("  ")
@@ -139,14 +141,14 @@ def _shows(text: str, running: Sequence[Running]) -> tuple[int, int, int]:
     return phases, jobs, len(text)
 
 
-def _running_text(running: Sequence[Running], room: int) -> str:
+def _running_text(running: Sequence[Running], room: int, floors: tuple[int, int] = (16, 10)) -> str:
     """The running jobs in *room* characters: each file's name, its time and phase. What gives
-    way, in turn: the longest names (shortened, down to 16 characters), the phases, the names
-    again (down to 10), then the last jobs (counted as "+N")."""
+    way, in turn: the longest names (shortened, down to *floors*[0] characters: 16), the phases,
+    the names again (down to *floors*[1]: 10), then the last jobs (counted as "+N")."""
     names = [Path(r.job.split(" ", 1)[-1]).name for r in running]
     for shown in range(len(running), 0, -1):
         more = f" +{len(running) - shown}" if shown < len(running) else ""
-        for with_phase, floor in ((True, 16), (False, 10)):
+        for with_phase, floor in ((True, floors[0]), (False, floors[1])):
             tails = [
                 f" {clock(r.seconds)}" + (f" {r.phase}" if with_phase and r.phase else "")
                 for r in running[:shown]
@@ -173,7 +175,7 @@ def _cap(lengths: Sequence[int], budget: int) -> int | None:
 class _LiveLine:
     """The renderable rich's Live redraws: the job line at the console's width."""
 
-    def __init__(self, progress: JobProgress) -> None:
+    def __init__(self, progress: JobProgress | JobBoard) -> None:
         self.progress = progress
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
@@ -191,7 +193,11 @@ class JobProgress:
         *,
         expected: Mapping[str, float] | None = None,
         build_log: Path | None = None,
+        tag: str = "",
     ) -> None:
+        self.tag = tag  # names its jobs on a JobBoard, beside other ninjas'
+        self.board = _BOARDS[-1] if _BOARDS else None
+        self.held = log.holding()  # what its lines are kept in (log.held), whichever thread
         self.left = list(jobs)  # in ninja's order: the first `parallel` of them are running
         self.jobs = frozenset(jobs)  # a job ninja runs that is not among them is not shown
         self.parallel = max(1, parallel)
@@ -208,7 +214,9 @@ class JobProgress:
         estimate = remaining([], self.left, self.expected, self.parallel)
         if log.quiet() or not self.total:
             return
-        if log.live_display():
+        if self.board is not None:
+            self.board.add(self)
+        elif log.live_display():
             from rich.live import Live  # only a live display at a terminal needs it
 
             self.live = Live(
@@ -285,7 +293,8 @@ class JobProgress:
                 return
             style = "" if ok else "red"
             count = f"{self._index.get(job, self.done)}/{self.total}"
-            head = f"  [dim]{count}[/dim] " if self.live else f"  [{count}] "
+            live = self.live or (self.board is not None and self.board.live)
+            head = f"  [dim]{count}[/dim] " if live else f"  [{count}] "
             self._print(
                 head
                 + escape(log.printable(f"{job} "))
@@ -318,25 +327,136 @@ class JobProgress:
             now = time.monotonic()
             if self.live is not None or log.quiet() or now - self._reported < REPORT_AFTER_S:
                 return
+            if self.board is not None and self.board.live:
+                return
             self._reported = now
+            # Beside other variants, said now (their finished lines are held), with its variant.
+            tag = f"{self.tag} " if self.board is not None and self.tag else ""
             for r in self._seen:
                 if r.seconds < REPORT_AFTER_S - _STARTED_AFTER_S:
                     continue
                 phase = f", {r.phase} now" if r.phase else ""
                 last = self.expected.get(r.job)
                 before = f"; {clock(last)} in the last build" if last is not None else ""
-                self._print(
-                    escape(
-                        log.printable(f"  … {r.job}: running for {clock(r.seconds)}{phase}{before}")
-                    )
-                )
+                said = f"  … {tag}{r.job}: running for {clock(r.seconds)}{phase}{before}"
+                self._print(escape(log.printable(said)), now=self.board is not None)
 
-    def _print(self, markup: str) -> None:
+    def _print(self, markup: str, *, now: bool = False) -> None:
         console = self.live.console if self.live is not None else log.console
-        console.print(markup, highlight=False, soft_wrap=True)
+        if now:
+            with log.unheld():
+                console.print(markup, highlight=False, soft_wrap=True)
+        elif self.held is not None:
+            with log.held(self.held):
+                console.print(markup, highlight=False, soft_wrap=True)
+        else:
+            console.print(markup, highlight=False, soft_wrap=True)
 
     def close(self) -> None:
         with self._lock:
             if self.live is not None:
                 self.live.stop()
                 self.live = None
+            if self.board is not None:  # nothing of it runs any more: the board's line says so
+                self.left = []
+                self._seen = ()
+
+
+_BOARDS: list[JobBoard] = []
+
+
+def short_tags(tags: Sequence[str]) -> dict[str, str]:
+    """Each of *tags* (variant ids: ``a-cu130``) cut to the fewest of its ``-`` parts that
+    still tell them all apart (``a``), so the live line has room for the file names."""
+    unique = sorted(set(tags))
+    longest = max((len(t.split("-")) for t in unique), default=1)
+    for n in range(1, longest + 1):
+        cut = {t: "-".join(t.split("-")[:n]) for t in unique}
+        if len(set(cut.values())) == len(unique):
+            return cut
+    return {t: t for t in unique}
+
+
+class JobBoard:
+    """One live line for the ninjas of several variants running at once (at a terminal; none
+    elsewhere): their jobs counted together, the running ones named with their variant
+    (``a-cu130:ops.cu``). Each JobProgress made while it is shown (shown()) joins it instead of
+    starting a live line of its own; its finished lines go where its variant's output goes."""
+
+    def __init__(self) -> None:
+        self.progresses: list[JobProgress] = []
+        self.start = time.monotonic()
+        self.live: Live | None = None
+        self._lock = threading.Lock()
+
+    def add(self, progress: JobProgress) -> None:
+        with self._lock:
+            self.progresses.append(progress)
+            if self.live is not None or not log.live_display():
+                return
+            from rich.live import Live
+
+            self.live = Live(
+                _LiveLine(self),
+                console=log.console,
+                transient=True,
+                refresh_per_second=4,
+                redirect_stdout=False,
+                redirect_stderr=False,
+            )
+            with log.unheld():  # its control codes go out now, whoever started it
+                self.live.start()
+
+    def line(self, width: int) -> Text:
+        with self._lock:
+            progresses = list(self.progresses)
+        running: list[Running] = []
+        lefts: list[float | None] = []
+        done = total = 0
+        # Named with their variant only while more than one ninja runs.
+        active = [p.tag for p in progresses if p.left]
+        names = short_tags(active) if len(set(active)) > 1 else {}
+        for p in progresses:  # each under its own lock, never under the board's
+            with p._lock:
+                # only what its processes say: a ninja still waiting for a slot runs nothing
+                now = list(p._seen or ())
+                queued = [job for job in p.left if job not in {r.job for r in now}]
+                if p.left:
+                    lefts.append(
+                        remaining([(r.job, r.seconds) for r in now], queued, p.expected, p.parallel)
+                    )
+                done += p.done
+                total += p.total
+            for r in now:
+                verb, _, name = r.job.partition(" ")
+                tagged = f"{names[p.tag]}:{Path(name).name}" if p.tag in names else name
+                running.append(Running(job=f"{verb} {tagged}", seconds=r.seconds, phase=r.phase))
+        left = None if None in lefts else max((x for x in lefts if x is not None), default=None)
+        return job_line(
+            width,
+            done=done,
+            total=total,
+            elapsed=time.monotonic() - self.start,
+            left=left,
+            running=running,
+            # a variant's tag takes room of its own: fewer jobs named, each one legibly
+            floors=(20, 16) if names else (16, 10),
+        )
+
+    def close(self) -> None:
+        with self._lock:
+            live, self.live = self.live, None
+        if live is not None:
+            with log.unheld():
+                live.stop()
+
+
+@contextlib.contextmanager
+def shown(board: JobBoard) -> Iterator[JobBoard]:
+    """Within this block every JobProgress made joins *board*; it is closed at the end."""
+    _BOARDS.append(board)
+    try:
+        yield board
+    finally:
+        _BOARDS.remove(board)
+        board.close()

@@ -194,3 +194,26 @@ def schedule(
             best = found
     assert best is not None
     return best
+
+
+def variants_at_once(schedules: Sequence[Schedule], *, jobs: int) -> int:
+    """How many variants' ninjas may run at once under one jobserver of *jobs* slots (at most
+    *jobs* compiles in all, whichever ninja runs them): 1, the sequential build, unless every
+    variant's schedule leaves the memory unbound. A heavy pool or a lowered -j binds it: each
+    ninja keeps only its own pool and -j, and a jobserver client takes no -j, so two such
+    ninjas at once could run what either schedule keeps apart. Unbound, each schedule's *peak*
+    is the most its own steps reach with *jobs* of them at once; the ninjas at once together
+    run at most *jobs* steps, so their peaks' sum bounds them: as many variants at once as the
+    largest peaks fit together within the memory (the smallest budget any schedule names).
+    Memory not known: the cores decide, as they do for one variant."""
+    if len(schedules) < 2 or jobs < 2:
+        return 1
+    if any(s.heavy_depth is not None or s.reduced for s in schedules):
+        return 1
+    at_once = min(len(schedules), jobs)
+    budgets = [s.memory for s in schedules if s.memory is not None]
+    if budgets:
+        peaks = sorted((s.peak for s in schedules), reverse=True)
+        while at_once > 1 and sum(peaks[:at_once]) > min(budgets):
+            at_once -= 1
+    return at_once

@@ -13,7 +13,7 @@ from wheelforge.foundation import locks, log, removal
 from wheelforge.planning import variants
 from wheelforge.planning.plan import VariantPlan
 from wheelforge.planning.planner import plan_all, plan_inputs
-from wheelforge.running.build import compiling, importcheck, preflight
+from wheelforge.running.build import compiling, importcheck, preflight, together
 from wheelforge.running.build.prepare import folders, resolve_variants, using_cached
 from wheelforge.running.build.results import BuildReport, VariantFailure, VariantResult
 from wheelforge.running.build.variant import build_variant
@@ -57,7 +57,12 @@ def run_build(settings: BuildSettings) -> BuildReport:
             importcheck.warn_if_torch_not_imported_first(plans[0])
         null = variants.null_variant([p.variant for p in plans], m)
         with using_cached(plans, settings.cache_dir):
-            outcomes = [build_variant(p, inputs, settings, null=p.variant == null) for p in plans]
+            # Side by side where the memory and the tools allow (together.py), else in turn.
+            outcomes = together.build(
+                plans,
+                lambda p: build_variant(p, inputs, settings, null=p.variant == null),
+                workers=together.at_once(plans),
+            )
             if settings.verify_reproducible:  # the twin compiles with no cache (inputs.twin)
                 from wheelforge.running.build import reproduce
 

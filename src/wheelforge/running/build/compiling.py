@@ -8,16 +8,17 @@ differs)."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from wheelforge.configuration.settings import BuildSettings
-from wheelforge.foundation import log, readers, removal, writers
+from wheelforge.foundation import log, proc, readers, removal, writers
 from wheelforge.foundation.errors import BuildError
 from wheelforge.planning import hostshare, jobcosts, ninjafile, reproducible
 from wheelforge.planning.plan import PlanInputs, VariantPlan
@@ -25,6 +26,55 @@ from wheelforge.planning.planner import plan_variant
 from wheelforge.running.build import freshness, ninja
 from wheelforge.running.build.results import JobReport
 from wheelforge.toolchain import compilecache, torchprobe, warmtorch
+
+# Variants built side by side (running/build/together.py) compile in threads: one thread at a
+# time in a build folder (a shared host-<key> one is compiled by the first, and found up to
+# date by the others), one speaks to the warm torch child, one writes the job-cost history.
+_FOLDERS: dict[Path, threading.Lock] = {}
+_FOLDERS_LOCK = threading.Lock()
+TORCH_LOCK = threading.RLock()
+_HISTORY_LOCK = threading.Lock()
+
+
+# A shared folder's first variant (in the build's order) compiles it; the others wait for it.
+_FIRST: dict[Path, tuple[Path, threading.Event]] = {}
+_WAIT_S = 0.2
+
+
+def _folder(build_dir: Path) -> threading.Lock:
+    with _FOLDERS_LOCK:
+        return _FOLDERS.setdefault(build_dir, threading.Lock())
+
+
+@contextlib.contextmanager
+def shared_in_order(plans: Sequence[VariantPlan]) -> Iterator[None]:
+    """Within this block (variants built side by side) each shared folder of C++ and C
+    compiles (planning/hostshare.py) is compiled by the first of *plans* that links it, as it
+    is when they build in turn; another variant's compile waits until that one is done with
+    it, then finds it up to date."""
+    for plan in plans:
+        if plan.host is not None:
+            _FIRST.setdefault(plan.host.build_dir, (plan.build_dir, threading.Event()))
+    try:
+        yield
+    finally:
+        _FIRST.clear()
+
+
+def _turn(part: VariantPlan, variant: VariantPlan) -> None:
+    """Wait until *part*'s folder is *variant*'s to compile (shared_in_order)."""
+    first = _FIRST.get(part.build_dir)
+    if first is None or first[0] == variant.build_dir:
+        return
+    while not first[1].wait(_WAIT_S):
+        proc.refuse_if_stopped()
+
+
+def _done_with_shared(variant: VariantPlan, part: VariantPlan | None = None) -> None:
+    """*variant* is done with *part*'s folder (None: with every one it compiles first)."""
+    for folder, (owner, done) in _FIRST.items():
+        if owner == variant.build_dir and (part is None or folder == part.build_dir):
+            done.set()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -59,7 +109,18 @@ def compile_variant(
     runs when ninja is about to (what can overlap the compile starts there). The shared folder
     of the variant's C++ and C compiles (planning/hostshare.py) comes first: the variant's
     link reads its objects, and its own stamp watches them."""
+    try:
+        return _compile_parts(plan, before_ninja=before_ninja, history=history)
+    finally:
+        _done_with_shared(plan)
+
+
+def _compile_parts(
+    plan: VariantPlan, *, before_ninja: Callable[[], None] | None, history: Path | None
+) -> Compiled:
     todo = hostshare.parts(plan)
+    for part in todo:
+        _turn(part, plan)
     fresh = [_fresh(part) for part in todo]  # every part's files written, fresh or not
     if all(fresh):
         return Compiled()
@@ -69,7 +130,7 @@ def compile_variant(
     stats = None
     compile_cache = plan.compile.compile_cache
     if compile_cache is None:
-        runs = [(part, run) for part in todo if (run := _run(part)) is not None]
+        runs = [(part, run) for part in todo if (run := _run(part, plan)) is not None]
     else:
         root = plan.project.resolve()
         version = plan.variant.toolkit.version
@@ -78,7 +139,7 @@ def compile_variant(
             env,
             found,
         ):
-            runs = [(part, run) for part in todo if (run := _run(part, env)) is not None]
+            runs = [(part, run) for part in todo if (run := _run(part, plan, env)) is not None]
         stats = found[0] if found else None
     jobs = tuple(
         job
@@ -93,22 +154,30 @@ def compile_variant(
 
 def _fresh(part: VariantPlan) -> bool:
     """Whether *part*'s folder is up to date, its generated files and build.ninja written."""
-    for generated in part.compile.generated:
-        writers.write_if_changed(generated.path, generated.text)
-    return freshness.up_to_date(part, ninjafile.write(part))
+    with _folder(part.build_dir):
+        for generated in part.compile.generated:
+            writers.write_if_changed(generated.path, generated.text)
+        return freshness.up_to_date(part, ninjafile.write(part))
 
 
-def _run(part: VariantPlan, env: dict[str, str] | None = None) -> ninja.NinjaRun | None:
-    """Run ninja in *part*'s folder unless its stamp says it is up to date (asked again: the
-    shared folder, run first, may have rebuilt an object the variant links); stamp it after."""
-    text = ninjafile.render(part)
-    if freshness.up_to_date(part, text):
-        return None
-    freshness.forget(part)
-    started = time.time_ns()
-    run = ninja.run(part, env=env)
-    freshness.record(part, text, started)
-    return run
+def _run(
+    part: VariantPlan, variant: VariantPlan, env: dict[str, str] | None = None
+) -> ninja.NinjaRun | None:
+    """Run ninja in *part*'s folder (one of *variant*'s) unless its stamp says it is up to date
+    (asked again: the shared folder, run first, may have rebuilt an object the variant links,
+    or another variant built beside this one just compiled it); stamp it after."""
+    try:
+        with _folder(part.build_dir):
+            text = ninjafile.render(part)
+            if freshness.up_to_date(part, text):
+                return None
+            freshness.forget(part)
+            started = time.time_ns()
+            run = ninja.run(part, env=env)
+            freshness.record(part, text, started)
+            return run
+    finally:
+        _done_with_shared(variant, part)
 
 
 def tidy_shared(build_root: Path, plans: Sequence[VariantPlan]) -> list[Path]:
@@ -205,7 +274,7 @@ def _as_logged(source: Path, plan: VariantPlan, session_dir: Path | None) -> str
 def remember(history: Path | None, jobs: tuple[JobReport, ...]) -> None:
     """This build's costs into the history: a compile the cache answered says nothing of what
     compiling costs and is left out; one it may have answered (a cache that does not say) only
-    ever raises what the history holds."""
+    ever raises what the history holds. One variant's thread at a time."""
     measured = {}
     raise_only = set()
     for job in jobs:
@@ -220,7 +289,8 @@ def remember(history: Path | None, jobs: tuple[JobReport, ...]) -> None:
         )
         if job.cached is None:
             raise_only.add(job.cost_key)
-    jobcosts.record(history, measured, raise_only=raise_only)
+    with _HISTORY_LOCK:
+        jobcosts.record(history, measured, raise_only=raise_only)
 
 
 def _display(source: Path, plan: VariantPlan) -> str:
@@ -242,9 +312,9 @@ def compile_confirmed(
     try:
         made = compile_variant(plan, before_ninja=_before_ninja(plan, settings), history=history)
     except BuildError:
-        if torchprobe.confirm(plan.torch, cache=settings.cache_dir) == plan.torch:
+        if _confirm(plan, settings) == plan.torch:
             raise
-    torch = torchprobe.confirm(plan.torch, cache=settings.cache_dir)
+    torch = _confirm(plan, settings)
     if torch is plan.torch:  # not a guess: the plan was made with torch's answer
         return plan, made
     confirmed = plan_variant(inputs, plan.variant, torch)  # the same torch keeps its watch list
@@ -256,13 +326,19 @@ def compile_confirmed(
     return confirmed, both
 
 
+def _confirm(plan: VariantPlan, settings: BuildSettings) -> torchprobe.TorchEnv:
+    with TORCH_LOCK:
+        return torchprobe.confirm(plan.torch, cache=settings.cache_dir)
+
+
 def _before_ninja(plan: VariantPlan, settings: BuildSettings) -> Callable[[], None]:
     """What overlaps the compile: the import check's child imports torch (toolchain/warmtorch),
     and the modules packing needs (cyclonedx, wheel: ~0.2 s) load in a thread."""
 
     def start() -> None:
         if settings.import_check:
-            warmtorch.warm(plan.torch.python)
+            with TORCH_LOCK:
+                warmtorch.warm(plan.torch.python)
         threading.Thread(target=_preload, name="wheelforge-preload", daemon=True).start()
 
     return start

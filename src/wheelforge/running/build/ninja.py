@@ -3,9 +3,10 @@ its jobs as they finish, its log, its deps log, and a failed run as a BuildError
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -13,15 +14,28 @@ from typing import TYPE_CHECKING
 from wheelforge.foundation import log, proc, proctree, writers
 from wheelforge.foundation.diagnostics import Diagnostic, parse_compiler_output
 from wheelforge.foundation.errors import BuildError, EnvironmentProblem
-from wheelforge.planning import ninjafile
+from wheelforge.planning import hostshare, ninjafile
 from wheelforge.planning.parallelism import default_parallelism
 from wheelforge.planning.plan import VariantPlan
 from wheelforge.toolchain import ninjafeed
 
 if TYPE_CHECKING:  # what runs ninja loads these; a no-op build starts none (its start-up time)
     from wheelforge.running.build import jobwatch
+    from wheelforge.running.build.jobserver import Jobserver
 
 NINJA_HINT = "pip install ninja"
+_SHARED: list[Jobserver] = []  # the jobserver of variants built side by side (sharing())
+
+
+@contextlib.contextmanager
+def sharing(jobserver: Jobserver) -> Iterator[None]:
+    """Within this block every ninja run runs in a slot of *jobserver*, as its client: no -j
+    (which would turn the client off), MAKEFLAGS naming the FIFO (running/build/jobserver.py)."""
+    _SHARED.append(jobserver)
+    try:
+        yield
+    finally:
+        _SHARED.remove(jobserver)
 
 
 def executable() -> Path:
@@ -136,7 +150,9 @@ def run(plan: VariantPlan, *, env: dict[str, str] | None = None) -> NinjaRun:
     # project's: ninja builds it, the screen does not list it (JobProgress ignores a job it was
     # not given).
     todo = [job for job in pending_jobs(plan) if not job.startswith(f"{ninjafile.PRELOAD} ")]
-    args: list[str | Path] = [executable(), "-C", plan.build_dir, *_jobs_flag(plan)]
+    shared = _SHARED[-1] if _SHARED else None
+    jobs = _jobs_flag(plan) if shared is None else []
+    args: list[str | Path] = [executable(), "-C", plan.build_dir, *jobs]
     if log.verbosity() >= 2:
         args.append("-v")
     outputs = _outputs(plan)
@@ -152,6 +168,7 @@ def run(plan: VariantPlan, *, env: dict[str, str] | None = None) -> NinjaRun:
         plan.compile.jobs or default_parallelism(),
         expected=expected_times(plan, todo, ninja_log.before, output_of),
         build_log=plan.build_dir / "build.log",
+        tag=_tag(plan),
     )
     watch = jobwatch.JobWatch(outputs=tuple(outputs.values()))
 
@@ -166,12 +183,14 @@ def run(plan: VariantPlan, *, env: dict[str, str] | None = None) -> NinjaRun:
         output_of=output_of,
         on_command=command,
     )
+    slot = shared.slot(proc.refuse_if_stopped) if shared else contextlib.nullcontext()
     try:
-        with feed.ticking(lambda: _ninja_pid(plan)):
+        with slot, feed.ticking(lambda: _ninja_pid(plan)):
+            makeflags = {"MAKEFLAGS": shared.makeflags()} if shared else {}
             result = proc.stream(
                 args,
                 hint=NINJA_HINT,
-                env={**run_env(plan), **(env or {})},
+                env={**run_env(plan), **(env or {}), **makeflags},
                 on_line=feed.line,
                 timeout=proc.BUILD_S,
                 on_start=watch.start,
@@ -191,6 +210,13 @@ def run(plan: VariantPlan, *, env: dict[str, str] | None = None) -> NinjaRun:
         measured=dict(watch.jobs),
         peak=watch.peak,
     )
+
+
+def _tag(plan: VariantPlan) -> str:
+    """What names *plan*'s jobs beside other variants' (foundation/progress.JobBoard)."""
+    if plan.build_dir.name.startswith(hostshare.HOST_PREFIX):
+        return "shared"
+    return plan.variant.id
 
 
 def expected_times(

@@ -9,6 +9,7 @@ import dataclasses
 import os
 import shlex
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,7 +18,7 @@ from pathlib import Path
 from wheelforge.binaries.sizecheck import SizeCheck, check_size, over_budget
 from wheelforge.binaries.verify import WheelVerification, verify_wheel
 from wheelforge.configuration.settings import BuildSettings
-from wheelforge.foundation import fsutil, locks, log, removal, writers
+from wheelforge.foundation import fsutil, locks, log, proc, removal, writers
 from wheelforge.foundation.errors import (
     BuildError,
     ConfigError,
@@ -29,9 +30,14 @@ from wheelforge.packaging import provenance, repair, stamp, wheel
 from wheelforge.planning import hostshare
 from wheelforge.planning.plan import PlanInputs, VariantPlan
 from wheelforge.running.build import importcheck, reuse
-from wheelforge.running.build.compiling import Compiled, compile_confirmed
+from wheelforge.running.build.compiling import TORCH_LOCK, Compiled, compile_confirmed
 from wheelforge.running.build.preflight import describe_os_error
 from wheelforge.running.build.results import VariantFailure, VariantResult, shared_objects
+
+# Variants built side by side (running/build/together.py) compile at once, and pack, repair,
+# check and publish one at a time: the staging, auditwheel, the import check's warm torch child
+# and the --out folder's names are then as they are for one variant.
+_FINISHING = threading.Lock()
 
 
 class _Stages:
@@ -117,7 +123,24 @@ def _build_variant(
         plan, made = compile_confirmed(plan, inputs, settings)
         compiled, generated = made.compiled, made.generated
         log.info(f"  {_compiled_words(plan, made, len(compiled), generated)}")
+    with _FINISHING:
+        return _finish(plan, made, settings, stages, start, null=null, kept=kept)
 
+
+def _finish(
+    plan: VariantPlan,
+    made: Compiled,
+    settings: BuildSettings,
+    stages: _Stages,
+    start: float,
+    *,
+    null: bool,
+    kept: Path | None,
+) -> VariantResult:
+    """Pack (or reuse), repair, check and publish the compiled variant: its result."""
+    proc.refuse_if_stopped()  # beside other variants: stopped while this one compiled
+    variant = plan.variant
+    compiled, generated = made.compiled, made.generated
     contents = wheel.contents(plan, repair.build_platform(), reuse.dist_info_files(plan))
     digest = contents.digest()
     # A variant wheel is always re-packed (seconds; compiling stays incremental): the ABI check
@@ -215,7 +238,8 @@ def _import_check(
 ) -> tuple[str, ...] | None:
     if not settings.import_check:
         return None
-    return importcheck.check_import(wheel_path, plan, cache_dir=settings.cache_dir)
+    with TORCH_LOCK:  # the warm child another variant's compile may be starting
+        return importcheck.check_import(wheel_path, plan, cache_dir=settings.cache_dir)
 
 
 def _check(
@@ -268,6 +292,7 @@ def _pack_and_publish(
             found = _check(repaired, plan, settings, stages)
             imported = _import_check(repaired, plan, settings)
         with stages.stage("publish"):
+            proc.refuse_if_stopped()  # never published once the build was stopped
             outputs, props = [repaired], tuple[str, ...]()
             if plan.variant.variant_label:
                 from wheelforge.packaging import wheel_variants
