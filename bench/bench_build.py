@@ -152,8 +152,11 @@ class Bench:
         return root
 
     def run(self, args: list[str], cwd: Path, env: dict[str, str] | None = None) -> Run:
+        # The arch lists are the bench's own (the matrix's sets, --archs, or the setup.py
+        # baseline's TORCH_CUDA_ARCH_LIST given in *env*): one in the environment (the GPU
+        # machine's TORCH_CUDA_ARCH_LIST=9.0a) would replace the matrix's arch sets.
         full = {
-            **os.environ,
+            **{k: v for k, v in os.environ.items() if k != "TORCH_CUDA_ARCH_LIST"},
             "MAX_JOBS": str(self.jobs),
             "COLUMNS": "200",
             **self.env,
