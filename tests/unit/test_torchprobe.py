@@ -172,3 +172,44 @@ def test_the_warm_child_gets_the_resolved_pythonpath(
     assert seen["env"] == {"PYTHONPATH": f"/a:{tmp_path}:{tmp_path}/rel"}
     assert seen["cwd"] != tmp_path  # its own folder, which is removed again
     assert not Path(str(seen["cwd"])).exists()
+
+
+def test_each_import_check_to_come_has_a_warm_child_of_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Variants side by side: each one about to compile reserves a child, so three variants'
+    children import torch while the compiles run, not one after another in the import checks
+    (the probe's child serves the first); a build of one variant starts one child, as before."""
+    from wheelforge.foundation import proc
+    from wheelforge.toolchain import warmtorch
+
+    started: list[object] = []
+
+    class Child:
+        def __init__(self) -> None:
+            started.append(self)
+
+        def read_probe(self) -> str:
+            return "{}"
+
+        def finish(self, _request: object) -> proc.Result:
+            return proc.Result(args=(), returncode=0, stdout="[]\n", stderr="")
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(warmtorch, "_start", lambda _python: Child())
+    python = Path("/usr/bin/python3")
+    with warmtorch.session():
+        warmtorch.probe(python)  # the cold build's probe: one child, kept warm
+        warmtorch.reserve(python)  # the first variant's import check takes the probe's
+        assert len(started) == 1
+        warmtorch.reserve(python)
+        warmtorch.reserve(python)
+        assert len(started) == 3  # one each, all warm before any import check
+        for _ in range(3):
+            warmtorch.import_modules(python, [])
+        assert len(started) == 3  # no import check started one of its own
+        warmtorch.reserve(python)  # a later variant, its own again
+        assert len(started) == 4
+    assert warmtorch._WARM == {} and warmtorch._RESERVED == {}

@@ -12,9 +12,11 @@ used for one import check (one wheel: all its extensions, in the matrix's order)
 two variants' modules register the same operator namespace, which one process refuses, and a
 crash while loading ends only that child.
 
-``warm(python)`` starts one in the background (when a build is about to compile, so torch is
-imported while nvcc runs); ``probe`` and ``import_module`` use the warm one or start it. A
-no-op build starts none. ``session()`` stops whatever was left unused when the build ends;
+``warm(python)`` starts one in the background when none is warm; ``reserve(python)`` when a
+variant is about to compile: one child for each import check to come, so with variants side by
+side (running/build/together.py) each variant's child imports torch while the compiles run,
+not one after another in the import checks at the end; ``probe`` uses the first warm child
+(and keeps it warm), ``import_modules`` takes one (or starts it). A no-op build starts none. ``session()`` stops whatever was left unused when the build ends;
 a child also ends by itself when its stdin closes.
 """
 
@@ -146,7 +148,10 @@ class _Child:
         removal.remove(self.folder, within=self.folder.parent)
 
 
-_WARM: dict[Path, _Child] = {}
+# The warm children of each Python, in the order they were started, and how many import checks
+# are still to come that asked for a child of their own (reserve).
+_WARM: dict[Path, list[_Child]] = {}
+_RESERVED: dict[Path, int] = {}
 
 
 def resolved_pythonpath(value: str, cwd: str) -> str:
@@ -194,20 +199,31 @@ def _start(python: Path) -> _Child:
 
 
 def warm(python: Path) -> None:
-    """Start importing torch in *python* now, for a probe or an import check to come."""
-    if python not in _WARM:
-        _WARM[python] = _start(python)
+    """Start importing torch in *python* now, for a probe or an import check to come, unless a
+    child of it is warm already."""
+    if not _WARM.get(python):
+        _WARM.setdefault(python, []).append(_start(python))
+
+
+def reserve(python: Path) -> None:
+    """One more import check to come in *python*: a child of its own starts importing torch now
+    unless one is warm that no other import check to come has asked for (the probe's child
+    serves the first)."""
+    _RESERVED[python] = _RESERVED.get(python, 0) + 1
+    children = _WARM.setdefault(python, [])
+    while len(children) < _RESERVED[python]:
+        children.append(_start(python))
 
 
 def probe(python: Path) -> proc.Result:
     """The probe's answer (a JSON line in ``stdout``) from *python*'s warm child; when it fails,
     everything the child printed and its exit status."""
     warm(python)
-    child = _WARM[python]
+    child = _WARM[python][0]
     line = child.read_probe()
     if line is not None:
         return proc.Result(args=(str(python),), returncode=0, stdout=line + "\n", stderr="")
-    del _WARM[python]
+    _WARM[python].remove(child)
     try:
         return child.finish(None)
     finally:
@@ -224,7 +240,9 @@ def import_modules(python: Path, loads: Sequence[Load]) -> proc.Result:
     wheel's shared objects, as one process of its user loads them); its output's last line is
     JSON: a list with, per load, null or the loader's message."""
     warm(python)
-    child = _WARM.pop(python)
+    child = _WARM[python].pop(0)
+    if _RESERVED.get(python):
+        _RESERVED[python] -= 1
     try:
         return child.finish(json.dumps([[kind, name, str(path)] for kind, name, path in loads]))
     finally:
@@ -237,5 +255,7 @@ def session() -> Iterator[None]:
     try:
         yield
     finally:
+        _RESERVED.clear()
         while _WARM:
-            _WARM.popitem()[1].close()
+            for child in _WARM.popitem()[1]:
+                child.close()

@@ -337,8 +337,8 @@ def _before_ninja(plan: VariantPlan, settings: BuildSettings) -> Callable[[], No
 
     def start() -> None:
         if settings.import_check:
-            with TORCH_LOCK:
-                warmtorch.warm(plan.torch.python)
+            with TORCH_LOCK:  # a child of its own: another variant's may be warm beside it
+                warmtorch.reserve(plan.torch.python)
         threading.Thread(target=_preload, name="wheelforge-preload", daemon=True).start()
 
     return start
