@@ -81,8 +81,8 @@ def cluster(tmp_path: Path) -> Iterator[tuple[str, list[str]]]:
                 DIST,
                 "auth",
                 "generate-jwt-hs256-server-token",
-                "--secret-key",
-                key,
+                # one argument: a key that begins with '-' (1 in 64) is not taken for a flag
+                f"--secret-key={key}",
                 "--server",
                 addr,
             ],

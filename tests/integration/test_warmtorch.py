@@ -98,7 +98,7 @@ def test_a_python_without_torch_says_so(tmp_path: Path) -> None:
 def test_an_unused_child_is_stopped_when_the_session_ends() -> None:
     with warmtorch.session():
         warmtorch.warm(PYTHON)
-        child = warmtorch._WARM[PYTHON]
+        [child] = warmtorch._WARM[PYTHON]
         assert child.popen.poll() is None
     assert child.popen.poll() is not None
     assert not child.folder.exists()
