@@ -6,8 +6,9 @@
 #
 #   bash bench/h200_arch_sets.sh BASELINE_SRC [REPEAT]
 #
-# BASELINE_SRC: a folder holding the baseline's wheelforge/ (the device has no git history of
-# its own: `git archive COMMIT src | tar -x -C .bench/base-COMMIT` here, carried). The commit
+# BASELINE_SRC: a folder holding the baseline's src/wheelforge/ (the device has no git history of
+# its own: `git archive COMMIT src | tar -x -C .bench/base-COMMIT` here, and `echo COMMIT >
+# .bench/base-COMMIT/COMMIT`, which the tables name it by; carried). The commit
 # the tables name for this tree is $WHEELFORGE_BENCH_COMMIT (set it: the device's copy has
 # another .git). Here, before the device call: the dependency wheels in .whl/ (the device
 # README's `pip download` command; see bench/h200_bigbuild.sh), and carry [".whl", BASELINE_SRC].
