@@ -31,7 +31,7 @@ sys.path.insert(0, str(REPO / "src"))
 
 from wheelforge.configuration.bytesizes import parse_size  # noqa: E402
 from wheelforge.foundation import resources  # noqa: E402
-from wheelforge.running.build import jobwatch  # noqa: E402
+from wheelforge.running.builds import jobwatch  # noqa: E402
 
 GIB = 1 << 30
 ROOT = Path("/sys/fs/cgroup")

@@ -145,10 +145,10 @@ NOT_IMPORTED_BY_A_NOOP = (
     "wheelforge.packaging.sbom",
     "wheelforge.packaging.simpleindex",
     "wheelforge.packaging.wheel_variants",
-    "wheelforge.running.build.diagnose",
-    "wheelforge.running.build.dryrun",
-    "wheelforge.running.build.jobwatch",
-    "wheelforge.running.build.reproduce",
+    "wheelforge.running.builds.diagnose",
+    "wheelforge.running.builds.dryrun",
+    "wheelforge.running.builds.jobwatch",
+    "wheelforge.running.builds.reproduce",
     "wheelforge.toolchain.downloads",
 )
 

@@ -1,6 +1,6 @@
 """Warm torch children (toolchain/warmtorch.py): one torch import answers the probe and one
 import check; each check gets a process of its own; unused children are stopped; and the
-import check's cache (running/build/importcheck.py)."""
+import check's cache (running/builds/importcheck.py)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from tests.integration.helpers import TINY_ARCH_ENV, tiny
 from tests.unit.fakes import plan_for
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation.errors import VerificationError
-from wheelforge.running.build import importcheck
+from wheelforge.running.builds import importcheck
 from wheelforge.toolchain import probecache, torchprobe, warmtorch
 
 pytest.importorskip("torch")

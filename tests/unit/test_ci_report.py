@@ -22,7 +22,7 @@ from wheelforge.interface import ci
 from wheelforge.interface.cli import main
 from wheelforge.interface.documents.build import KIND, build_report
 from wheelforge.interface.documents.kinds import document_text as report_json
-from wheelforge.running.build.results import BuildReport, VariantFailure, VariantResult
+from wheelforge.running.builds.results import BuildReport, VariantFailure, VariantResult
 
 Project = Callable[..., Path]
 packaged_schema, schema = KIND.packaged_schema, KIND.schema

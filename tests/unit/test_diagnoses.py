@@ -11,7 +11,7 @@ import pytest
 
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation import proc
-from wheelforge.running.build import ninja
+from wheelforge.running.builds import ninja
 from wheelforge.toolchain import compilecache
 
 from .fakes import plan_for

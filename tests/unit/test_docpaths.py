@@ -1,6 +1,6 @@
 """Every module a docstring, a comment or docs/architecture.md names exists: a path of this
 repository (``src/wheelforge/foundation/proc.py``, ``toolchain/provision.py``,
-``tests/unit/fakes.py``, ``running/build/``), a dotted name (``wheelforge.binaries.registry``),
+``tests/unit/fakes.py``, ``running/builds/``), a dotted name (``wheelforge.binaries.registry``),
 a module's file name alone (``setuppy.py``: some module of that name), and a
 module's attribute written after a path or a dotted name (``toolchain/toolkit.release_builds``,
 ``wheelforge.adoption.record.captured.CapturedBuild``). Both directions of
@@ -39,7 +39,7 @@ TOP_FOLDERS = frozenset(
 OTHER_PROJECTS_FILES = frozenset(
     {"setup.py", "gen.py", "generate_kernels.py", "flash_attn_config.py"}
 )
-# The top folders a build writes (never the package running/build/).
+# The top folders a build writes (never the package running/builds/).
 TOP_OUTPUTS = frozenset({"build", "dist"})
 # Text that names a path on purpose without it existing: a test planting a missing module.
 PLANTED = frozenset({"wheelforge.x"})
@@ -115,7 +115,7 @@ def resolve_path(path: str, attrs: str = "") -> str | None:
     or None when it does. A path of another project resolves by definition, and so does one
     that is only an example: a file other than a module is checked under src/wheelforge/ only
     (``src/k.cu:12: error`` is a compiler's line), and a path under the top build/ or dist/
-    (``build/wheelforge/``) is a build's output unless it names a module (running/build/'s)."""
+    (``build/wheelforge/``) is a build's output unless it names a module (running/builds/'s)."""
     first = path.split("/", maxsplit=1)[0]
     if first not in _own_folders() or "/" not in path.rstrip("/"):
         return None
@@ -288,7 +288,7 @@ def test_the_module_tree_lists_every_module_and_nothing_else() -> None:
     [
         ("see toolchain/provision.py", []),
         ("see `toolchain/provisioning.py`", ["toolchain/provisioning.py: no such module"]),
-        ("running/build/ and running/builds/", ["running/builds/: no such folder"]),
+        ("running/builds/ and running/build/", ["running/build/: no such folder"]),
         ("toolchain/toolkit.release_builds", []),
         ("toolchain/toolkit.no_such_thing", ["toolchain/toolkit.no_such_thing: *"]),
         ("src/wheelforge/data/cuda-releases.toml", []),

@@ -99,8 +99,8 @@ def _stored_models() -> list[tuple[type, dict[str, object]]]:
     """Each stored model with an entry as the writer before it (a plain dict) wrote it."""
     from wheelforge.packaging.stamp import StampFile
     from wheelforge.planning.jobcosts import CostHistory, JobCost
-    from wheelforge.running.build.freshness import FreshnessStamp
-    from wheelforge.running.build.reuse import StoredProvenance
+    from wheelforge.running.builds.freshness import FreshnessStamp
+    from wheelforge.running.builds.reuse import StoredProvenance
     from wheelforge.toolchain.envs import Marker
     from wheelforge.toolchain.probecache import ProbeEntry
     from wheelforge.toolchain.toolkit import ToolkitFile

@@ -50,7 +50,7 @@ def test_interrupted_exit_130(
     def interrupted(settings: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("wheelforge.running.build.command.run_build", interrupted)
+    monkeypatch.setattr("wheelforge.running.builds.command.run_build", interrupted)
     assert main(["build", "--matrix", str(project())]) == 130
     assert "error: interrupted" in capsys.readouterr().err
 

@@ -832,7 +832,7 @@ def test_a_dry_runs_commands_show_the_projects_file_names_as_text() -> None:
     from rich.console import Console
 
     from wheelforge.interface.render.build import print_dry_run
-    from wheelforge.running.build.dryrun import PlannedVariant
+    from wheelforge.running.builds.dryrun import PlannedVariant
 
     planned = PlannedVariant(
         variant_id="sm80-cu130",

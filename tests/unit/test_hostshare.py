@@ -173,7 +173,7 @@ def test_the_key_is_of_the_commands_not_the_schedule(project: Project, tmp_path:
 
 
 def test_a_shared_folder_no_variant_links_is_removed(project: Project, tmp_path: Path) -> None:
-    from wheelforge.running.build.compiling import tidy_shared
+    from wheelforge.running.builds.compiling import tidy_shared
 
     plans = three_plans(project, tmp_path)
     root = plans[0].build_dir.parent

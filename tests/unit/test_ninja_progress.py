@@ -12,7 +12,7 @@ import pytest
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation import log, proctree
 from wheelforge.foundation.progress import JobProgress, Running, job_line, remaining, shorten
-from wheelforge.running.build import ninja
+from wheelforge.running.builds import ninja
 from wheelforge.toolchain import ninjafeed
 
 from .fakes import plan_for

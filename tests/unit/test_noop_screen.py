@@ -11,7 +11,7 @@ import pytest
 from rich.console import Console
 
 from wheelforge.foundation import log
-from wheelforge.running.build.variant import say_up_to_date
+from wheelforge.running.builds.variant import say_up_to_date
 
 NAME = "wheelforge_kernels-0.1.0+cu130.sm80-cp310-abi3-manylinux_2_34_x86_64.whl"
 FOLDER = "/work/scratch/someone/projects/kernels/dist"

@@ -18,7 +18,7 @@ from wheelforge.foundation import locks
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.packaging import buildinfo, provenance
 from wheelforge.planning import selection
-from wheelforge.running.build import preflight, variant
+from wheelforge.running.builds import preflight, variant
 
 from . import fakes
 from .conftest import GOOD_MATRIX

@@ -12,7 +12,7 @@ from wheelforge.foundation.errors import ConfigError
 from wheelforge.planning import hostshare, ninjafile
 from wheelforge.planning.parallelism import auto_nvcc_threads
 from wheelforge.planning.planner import make_plan
-from wheelforge.running.build import ninja
+from wheelforge.running.builds import ninja
 from wheelforge.toolchain.compilecache import CompileCache
 
 from .conftest import GOOD_MATRIX

@@ -229,7 +229,7 @@ ALLOWED = {
         "tempfile.TemporaryDirectory(",
     ): "a temporary folder the stdlib makes and removes",
     (
-        "running/build/importcheck.py",
+        "running/builds/importcheck.py",
         "tempfile.TemporaryDirectory(",
     ): "a temporary folder the stdlib makes and removes",
     (
@@ -237,11 +237,11 @@ ALLOWED = {
         "tempfile.TemporaryDirectory(",
     ): "a temporary folder the stdlib makes and removes",
     (
-        "running/build/dryrun.py",
+        "running/builds/dryrun.py",
         "tempfile.TemporaryDirectory(",
     ): "a temporary folder the stdlib makes and removes",
     (
-        "running/build/reproduce.py",
+        "running/builds/reproduce.py",
         "tempfile.TemporaryDirectory(",
     ): "a temporary folder the stdlib makes and removes",
     (
@@ -249,7 +249,7 @@ ALLOWED = {
         "path.rename(aside)",
     ): "renamed aside inside the cache, removal.confined checked first",
     (
-        "running/build/variant.py",
+        "running/builds/variant.py",
         'tempfile.mkdtemp(prefix=f"stage-',
     ): "the staging folder, named for removal.sweep",
     (
@@ -337,10 +337,10 @@ ALLOWED = {
     ("foundation/resources.py", 'return path.read_text(encoding="ascii"'): (
         "the kernel's /proc and cgroup files (meminfo, cpu.max, memory.max), a few bytes each"
     ),
-    ("running/build/jobwatch.py", 'Path(entry.path, "stat").read_text('): (
+    ("running/builds/jobwatch.py", 'Path(entry.path, "stat").read_text('): (
         "the kernel's /proc/<pid>/stat, read as proctree reads it"
     ),
-    ("running/build/jobwatch.py", '(proc / str(pid) / "cmdline").open("rb")'): (
+    ("running/builds/jobwatch.py", '(proc / str(pid) / "cmdline").open("rb")'): (
         "the kernel's /proc/<pid>/cmdline, read within 1 MiB"
     ),
     ("foundation/quicknoop.py", "fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK"): (
@@ -351,13 +351,13 @@ ALLOWED = {
     ("foundation/filetrace.py", '"shutil.copyfile", "shutil.rmtree"}'): (
         "the names of audit events the trace counts as writes, not a call"
     ),
-    ("running/build/jobserver.py", "tempfile.mkdtemp("): (
+    ("running/builds/jobserver.py", "tempfile.mkdtemp("): (
         "the jobserver's folder (its FIFO), removed by removal.remove when the build ends"
     ),
-    ("running/build/jobserver.py", "os.open(fifo, os.O_RDWR | os.O_NONBLOCK)"): (
+    ("running/builds/jobserver.py", "os.open(fifo, os.O_RDWR | os.O_NONBLOCK)"): (
         "the jobserver's own FIFO, made just before (mkfifo): its tokens, never a user's file"
     ),
-    ("running/build/genstep.py", "subprocess.Popen(command"): (
+    ("running/builds/genstep.py", "subprocess.Popen(command"): (
         "the generate step's wrapper, ninja's command: its own deadline, stopped by proc.stop"
     ),
 }

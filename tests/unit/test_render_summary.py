@@ -12,7 +12,7 @@ from wheelforge.binaries.sizecheck import check_size
 from wheelforge.binaries.verify import check_binary
 from wheelforge.configuration.archs import ArchSet, parse_arch_list
 from wheelforge.interface.render.build import print_build
-from wheelforge.running.build.results import BuildReport, VariantResult
+from wheelforge.running.builds.results import BuildReport, VariantResult
 
 
 def _summary(abi: str, built_against: str) -> str:

@@ -148,7 +148,7 @@ def test_verify_rebuilds_without_any_compile_cache(
 
     from wheelforge.configuration.settings import Launchers
     from wheelforge.planning.planner import make_plan
-    from wheelforge.running.build import reproduce
+    from wheelforge.running.builds import reproduce
     from wheelforge.toolchain.compilecache import CompileCache
 
     matrix = load_matrix(project())

@@ -26,8 +26,8 @@ from wheelforge.planning.parallelism import (
     schedule,
     simulate,
 )
-from wheelforge.running.build import compiling, jobwatch, ninja
-from wheelforge.running.build.results import JobReport
+from wheelforge.running.builds import compiling, jobwatch, ninja
+from wheelforge.running.builds.results import JobReport
 from wheelforge.toolchain import compilecache
 
 from .fakes import plan_for, plan_inputs
@@ -369,7 +369,7 @@ def test_what_sccaches_server_compiled_is_unmeasured_not_its_clients_cost(
     sccache the client hands the compile to its server, so the job's tiny figures are not the
     compile's: unknown (None), left out of the history, and the summary says why."""
     from wheelforge.interface.render import build as render
-    from wheelforge.running.build.results import VariantResult
+    from wheelforge.running.builds.results import VariantResult
 
     matrix = load_matrix(project())
     exe = tmp_path / tool

@@ -25,8 +25,8 @@ from wheelforge.foundation.progress import JobProgress
 from wheelforge.interface.cli import main
 from wheelforge.interface.render.build import abi_summary, print_build
 from wheelforge.planning import hostshare
-from wheelforge.running.build import diagnose
-from wheelforge.running.build.results import AbiSummary, BuildReport, VariantResult
+from wheelforge.running.builds import diagnose
+from wheelforge.running.builds.results import AbiSummary, BuildReport, VariantResult
 from wheelforge.toolchain import envs, ninjafeed
 
 Project = Callable[..., Path]
@@ -287,9 +287,9 @@ def test_a_binary_that_needs_only_the_first_limited_api_reads_any_python() -> No
 
 
 def test_the_compile_line_tells_cache_hits_from_compiles(project: Project, tmp_path: Path) -> None:
-    from wheelforge.running.build.compiling import Compiled
-    from wheelforge.running.build.results import JobReport
-    from wheelforge.running.build.variant import _compiled_words
+    from wheelforge.running.builds.compiling import Compiled
+    from wheelforge.running.builds.results import JobReport
+    from wheelforge.running.builds.variant import _compiled_words
     from wheelforge.toolchain.compilecache import CacheStats
 
     plan = plan_for(load_matrix(project()), tmp_path)

@@ -17,9 +17,9 @@ from wheelforge.foundation.errors import BuildError, ConfigError
 from wheelforge.packaging import sdist, wheel
 from wheelforge.planning import selection
 from wheelforge.planning.selection import Member, ProjectFiles
-from wheelforge.running.build import reuse
-from wheelforge.running.build import variant as build
-from wheelforge.running.build.compiling import Compiled
+from wheelforge.running.builds import reuse
+from wheelforge.running.builds import variant as build
+from wheelforge.running.builds.compiling import Compiled
 
 from .conftest import GOOD_MATRIX
 from .fakes import built_contents, plan_for, plan_inputs, toolkit
@@ -256,7 +256,7 @@ def test_the_dry_run_shows_every_planned_member(project: Project, tmp_path: Path
     from rich.console import Console
 
     from wheelforge.interface.render.build import print_dry_run
-    from wheelforge.running.build.dryrun import PlannedVariant
+    from wheelforge.running.builds.dryrun import PlannedVariant
 
     plan = plan_for(load_matrix(data_project(project, tmp_path)), tmp_path)
     planned = PlannedVariant(

@@ -12,7 +12,7 @@ import pytest
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.configuration.settings import Flags, resolve
 from wheelforge.foundation.errors import ConfigError
-from wheelforge.running.build import freshness, ninja
+from wheelforge.running.builds import freshness, ninja
 from wheelforge.toolchain import compilecache, probecache
 
 from .conftest import GOOD_MATRIX
@@ -200,7 +200,7 @@ def test_provenance_is_read_back_while_the_freshness_stamp_is_unchanged(
     """A no-op starts no process for the wheel's SBOM and build info (ninja -t deps, c++
     --version): they are stored beside the stamp and reused while it is the same."""
     from wheelforge.packaging import provenance
-    from wheelforge.running.build import reuse
+    from wheelforge.running.builds import reuse
 
     plan = plan_for(load_matrix(project()), tmp_path)
     made: list[int] = []

@@ -16,7 +16,7 @@ from wheelforge.foundation import fsutil
 from wheelforge.foundation.errors import ConfigError, VerificationError
 from wheelforge.packaging import stamp
 from wheelforge.running import test as running_test
-from wheelforge.running.build import variant as build
+from wheelforge.running.builds import variant as build
 from wheelforge.toolchain import envs
 
 from .conftest import GOOD_MATRIX

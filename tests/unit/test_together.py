@@ -19,8 +19,8 @@ from wheelforge.foundation.errors import BuildError, Interrupted
 from wheelforge.planning.jobcosts import GIB
 from wheelforge.planning.parallelism import Schedule, variants_at_once
 from wheelforge.planning.plan import VariantPlan
-from wheelforge.running.build import compiling, together
-from wheelforge.running.build.jobserver import TOKEN, Jobserver
+from wheelforge.running.builds import compiling, together
+from wheelforge.running.builds.jobserver import TOKEN, Jobserver
 from wheelforge.toolchain import compilecache
 
 from .fakes import plan_for

@@ -18,7 +18,7 @@ from wheelforge.binaries.symbols import LibraryExports, library_exports, read_li
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation.errors import VerificationError
 from wheelforge.interface.cli import main
-from wheelforge.running.build import importcheck
+from wheelforge.running.builds import importcheck
 
 from .conftest import GOOD_MATRIX
 from .fakes import plan_for, with_record
@@ -148,7 +148,7 @@ def test_the_import_check_names_the_symbol_a_library_lacks(
     project: Callable[[str], Path], tmp_path: Path
 ) -> None:
     """What torch.ops.load_library raised (dlopen's words) becomes a hint naming the symbol,
-    demangled, and what to add (running/build/importcheck.py)."""
+    demangled, and what to add (running/builds/importcheck.py)."""
     text = GOOD_MATRIX.replace("name: demo_ops._C", "name: demo_ops._ops\n  kind: library")
     [link] = plan_for(load_matrix(project(text)), tmp_path).links
     said = importcheck._hint(

@@ -257,7 +257,7 @@ def test_a_build_using_an_env_or_a_toolkit_shares_their_locks_and_prune_skips_th
     from types import SimpleNamespace
 
     from wheelforge.foundation import locks
-    from wheelforge.running.build.prepare import using_cached
+    from wheelforge.running.builds.prepare import using_cached
 
     env = cache / envs.ENVS / "torch-2.10.0-aaaaaaaaaa"
     folder = cache / toolkit.TOOLKITS / "cuda-13.0-pypi"

@@ -18,7 +18,7 @@ from wheelforge.configuration.settings import Flags, resolve
 from wheelforge.foundation.errors import ConfigError, VerificationError
 from wheelforge.interface.cli import main
 from wheelforge.running import init
-from wheelforge.running.build import diagnose, importcheck
+from wheelforge.running.builds import diagnose, importcheck
 from wheelforge.toolchain.toolkit import _dry_includes
 
 from .conftest import GOOD_MATRIX

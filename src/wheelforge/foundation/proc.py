@@ -58,7 +58,7 @@ _TEMP_OK: set[tuple[str, int, int]] = set()  # (folder, st_dev, st_ino) probed a
 
 class _Running:
     """The tools run() and stream() have running now, from any thread: stop_all() stops them
-    all at once (variants built side by side, running/build/together.py), and until resume()
+    all at once (variants built side by side, running/builds/together.py), and until resume()
     a tool about to start raises the reason instead."""
 
     def __init__(self) -> None:

@@ -1,6 +1,6 @@
 """The build.ninja of a variant, from its plan: every compile and link command, with the flags
 in the rules so ninja recompiles a source when its command line changes, not only when a file
-does. Running it is running/build/ninja.py."""
+does. Running it is running/builds/ninja.py."""
 
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ from wheelforge.foundation.errors import ConfigError
 from wheelforge.planning.parallelism import HEAVY_POOL
 from wheelforge.planning.plan import VariantPlan
 
-# What runs a generate step (running/build/genstep.py): it gives the step its deadline, checks
+# What runs a generate step (running/builds/genstep.py): it gives the step its deadline, checks
 # that the declared outputs were written, and names the step in its one line on failure.
-GENSTEP = "wheelforge.running.build.genstep"
+GENSTEP = "wheelforge.running.builds.genstep"
 
 
 # The text fields a ninja file is written from (paths are checked wherever they are): flags,

@@ -157,7 +157,7 @@ class CompilePlan:
     # every folder the compiles read from, and its path-free name (reproducible.prefix_maps)
     input_folders: tuple[tuple[Path, str], ...]
     jobs: int | None  # ninja -j; None: ninja's default
-    nvcc_threads: int  # nvcc --threads, given through NVCC_APPEND_FLAGS (running/build/ninja.py)
+    nvcc_threads: int  # nvcc --threads, given through NVCC_APPEND_FLAGS (running/builds/ninja.py)
     # how -j, the threads and the heavy pool were chosen (planning/parallelism.py), with the
     # memory they keep to and the compiles' expected time
     schedule: Schedule

@@ -19,10 +19,10 @@ class MatrixListing:
 
 
 def list_variants(settings: BuildSettings) -> MatrixListing:
-    """The variants ``wheelforge build`` with *settings* would build (running/build/prepare.py
+    """The variants ``wheelforge build`` with *settings* would build (running/builds/prepare.py
     selects them, as for a build), against the toolkits found now."""
     from wheelforge.planning.plan import wheel_version
-    from wheelforge.running.build.prepare import selected
+    from wheelforge.running.builds.prepare import selected
     from wheelforge.toolchain import toolkit
 
     found = toolkit.discover(cache=settings.cache_dir, pythons=(settings.python,))

@@ -30,7 +30,7 @@ from wheelforge.foundation import fsutil, log, numbers, readers, writers
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.packaging import sdist, wheel
 from wheelforge.planning import variants
-from wheelforge.running.build.command import run_build
+from wheelforge.running.builds.command import run_build
 from wheelforge.toolchain import gpu, toolkit
 
 # -C KEY=VALUE settings the backend takes, with what each does (the error for an unknown key

@@ -2,7 +2,7 @@
 (--report), and in GitHub Actions the step summary and annotations. The CLI only calls these.
 
 Its click command, build_command, parses every option into one BuildOptions; the build itself
-is running/build/command.py's."""
+is running/builds/command.py's."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from wheelforge.interface.options import (
 if TYPE_CHECKING:  # the report and CI modules load only when a report is wanted (no-op speed)
     from wheelforge.configuration.settings import BuildSettings, Flags
     from wheelforge.interface.documents.build import BuildReportDocument
-    from wheelforge.running.build.results import BuildReport
+    from wheelforge.running.builds.results import BuildReport
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -70,14 +70,14 @@ def build(options: BuildOptions) -> None:
     from wheelforge.configuration.settings import resolve
     from wheelforge.interface.console import output_console
     from wheelforge.interface.render.build import print_build, print_dry_run
-    from wheelforge.running.build.command import run_build
+    from wheelforge.running.builds.command import run_build
 
     if options.ci_mode is not None:
         log.set_ci("github" if options.ci_mode == "github" else None)
     log.set_quiet(options.quiet)
     flags, report_path = options.flags, options.report_path
     if options.dry_run:
-        from wheelforge.running.build.dryrun import dry_run as plan_dry_run
+        from wheelforge.running.builds.dryrun import dry_run as plan_dry_run
 
         print_dry_run(plan_dry_run(resolve(flags)), output_console())
         return

@@ -25,7 +25,7 @@ from wheelforge.interface.documents.kinds import (
     version_text,
 )
 from wheelforge.planning.parallelism import Schedule
-from wheelforge.running.build.results import (
+from wheelforge.running.builds.results import (
     AbiSummary,
     BuildReport,
     JobReport,

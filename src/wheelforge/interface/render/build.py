@@ -26,8 +26,8 @@ from wheelforge.interface.console import print_whole, shown_path
 
 if TYPE_CHECKING:  # a no-op `build` loads none of these, `inspect` no matrix and no plan
     from wheelforge.planning.selection import Member
-    from wheelforge.running.build.dryrun import PlannedVariant
-    from wheelforge.running.build.results import AbiSummary, BuildReport, VariantResult
+    from wheelforge.running.builds.dryrun import PlannedVariant
+    from wheelforge.running.builds.results import AbiSummary, BuildReport, VariantResult
 
 
 def short_path(binary: BinaryContents) -> str:

@@ -29,8 +29,8 @@ from wheelforge.foundation import log, proc
 from wheelforge.foundation.errors import Interrupted
 from wheelforge.planning.parallelism import default_parallelism, variants_at_once
 from wheelforge.planning.plan import VariantPlan
-from wheelforge.running.build import compiling, ninja
-from wheelforge.running.build.jobserver import Jobserver
+from wheelforge.running.builds import compiling, ninja
+from wheelforge.running.builds.jobserver import Jobserver
 
 T = TypeVar("T")
 _JOIN_S = 0.2  # how often the waiting main thread looks (and lets a signal in)

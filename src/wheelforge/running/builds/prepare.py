@@ -14,7 +14,7 @@ from wheelforge.foundation import locks
 from wheelforge.planning import buildtorch, variants
 from wheelforge.planning.plan import VariantPlan
 from wheelforge.planning.variants import Variant
-from wheelforge.running.build.preflight import preflight
+from wheelforge.running.builds.preflight import preflight
 from wheelforge.toolchain import envs, provision, toolkit, torchprobe
 from wheelforge.toolchain.choice import ensure_toolkit
 

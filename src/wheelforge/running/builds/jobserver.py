@@ -1,5 +1,5 @@
 """One GNU make jobserver shared by the ninjas of variants built side by side
-(running/build/together.py), so that however many run at once, at most ``jobs`` compiles run
+(running/builds/together.py), so that however many run at once, at most ``jobs`` compiles run
 in all.
 
 ninja 1.13 is a jobserver client (src/jobserver-posix.cc, src/ninja.cc SetupJobserverClient):

@@ -22,7 +22,7 @@ from pathlib import Path
 from wheelforge.foundation import readers, removal, writers
 from wheelforge.foundation.document import from_document, to_document
 from wheelforge.planning.plan import VariantPlan
-from wheelforge.running.build import ninja
+from wheelforge.running.builds import ninja
 from wheelforge.toolchain import probecache
 
 UP_TO_DATE_STAMP = "up-to-date.json"  # says ninja has nothing to do
@@ -76,7 +76,7 @@ def stamp_text(plan: VariantPlan) -> str | None:
 
 def recorded_inputs(plan: VariantPlan) -> list[Path] | None:
     """Every file the last build read (sources and the headers ninja recorded), from the stamp;
-    None without one (then ``ninja -t deps`` answers, running/build/ninja.py inputs())."""
+    None without one (then ``ninja -t deps`` answers, running/builds/ninja.py inputs())."""
     stamp = _stamp(plan)
     return [Path(p) for p in stamp.read] if stamp is not None and stamp.read is not None else None
 

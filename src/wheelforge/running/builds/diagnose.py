@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 
 from wheelforge.planning.plan import VariantPlan
-from wheelforge.running.build import genstep
+from wheelforge.running.builds import genstep
 from wheelforge.toolchain.featureguards import feature_guards
 
 # How many lines of the failing command's output an error shows, from its first error on.
@@ -52,7 +52,7 @@ def failures(output: str) -> list[Failure]:
 
 
 def generate_failure(failure: Failure) -> str | None:
-    """The one line a failed generate step ended with (running/build/genstep.py), if the
+    """The one line a failed generate step ended with (running/builds/genstep.py), if the
     failed job is one."""
     return next(
         (ln.strip() for ln in reversed(failure.output) if ln.startswith(genstep.FAILED_MARK)),

@@ -20,8 +20,8 @@ from wheelforge.planning.plan import VariantPlan
 from wheelforge.toolchain import ninjafeed
 
 if TYPE_CHECKING:  # what runs ninja loads these; a no-op build starts none (its start-up time)
-    from wheelforge.running.build import jobwatch
-    from wheelforge.running.build.jobserver import Jobserver
+    from wheelforge.running.builds import jobwatch
+    from wheelforge.running.builds.jobserver import Jobserver
 
 NINJA_HINT = "pip install ninja"
 _SHARED: list[Jobserver] = []  # the jobserver of variants built side by side (sharing())
@@ -30,7 +30,7 @@ _SHARED: list[Jobserver] = []  # the jobserver of variants built side by side (s
 @contextlib.contextmanager
 def sharing(jobserver: Jobserver) -> Iterator[None]:
     """Within this block every ninja run runs in a slot of *jobserver*, as its client: no -j
-    (which would turn the client off), MAKEFLAGS naming the FIFO (running/build/jobserver.py)."""
+    (which would turn the client off), MAKEFLAGS naming the FIFO (running/builds/jobserver.py)."""
     _SHARED.append(jobserver)
     try:
         yield
@@ -142,9 +142,9 @@ class NinjaRun:
 def run(plan: VariantPlan, *, env: dict[str, str] | None = None) -> NinjaRun:
     """Run ninja for the variant, with *env* added to the compilers' environment, showing each
     job as it runs and finishes (toolchain/ninjafeed.py), and measuring what each costs
-    (running/build/jobwatch.py)."""
+    (running/builds/jobwatch.py)."""
     from wheelforge.foundation.progress import JobProgress
-    from wheelforge.running.build import jobwatch
+    from wheelforge.running.builds import jobwatch
 
     # The fixed-pid library (planning/reproducible.py) is wheelforge's, not a job of the
     # project's: ninja builds it, the screen does not list it (JobProgress ignores a job it was
@@ -248,7 +248,7 @@ def _ninja_pid(plan: VariantPlan) -> int | None:
 
 
 def _failure(plan: VariantPlan, output: str) -> BuildError:
-    from wheelforge.running.build import diagnose
+    from wheelforge.running.builds import diagnose
 
     found = diagnose.failures(output)
     failed = found[0].failed if found else ""

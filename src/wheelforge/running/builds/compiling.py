@@ -23,11 +23,11 @@ from wheelforge.foundation.errors import BuildError
 from wheelforge.planning import hostshare, jobcosts, ninjafile, reproducible
 from wheelforge.planning.plan import PlanInputs, VariantPlan
 from wheelforge.planning.planner import plan_variant
-from wheelforge.running.build import freshness, ninja
-from wheelforge.running.build.results import JobReport
+from wheelforge.running.builds import freshness, ninja
+from wheelforge.running.builds.results import JobReport
 from wheelforge.toolchain import compilecache, torchprobe, warmtorch
 
-# Variants built side by side (running/build/together.py) compile in threads: one thread at a
+# Variants built side by side (running/builds/together.py) compile in threads: one thread at a
 # time in a build folder (a shared host-<key> one is compiled by the first, and found up to
 # date by the others), one speaks to the warm torch child, one writes the job-cost history.
 _FOLDERS: dict[Path, threading.Lock] = {}

@@ -25,7 +25,7 @@ from wheelforge.toolchain.shims import Version2
 
 @dataclass(frozen=True, kw_only=True)
 class JobReport:
-    """One compile this run ran, and what it cost (running/build/jobwatch.py)."""
+    """One compile this run ran, and what it cost (running/builds/jobwatch.py)."""
 
     source: str  # its path in the project
     rule: str  # nvcc, cxx, cc

@@ -29,12 +29,12 @@ from wheelforge.foundation.errors import (
 from wheelforge.packaging import provenance, repair, stamp, wheel
 from wheelforge.planning import hostshare
 from wheelforge.planning.plan import PlanInputs, VariantPlan
-from wheelforge.running.build import importcheck, reuse
-from wheelforge.running.build.compiling import TORCH_LOCK, Compiled, compile_confirmed
-from wheelforge.running.build.preflight import describe_os_error
-from wheelforge.running.build.results import VariantFailure, VariantResult, shared_objects
+from wheelforge.running.builds import importcheck, reuse
+from wheelforge.running.builds.compiling import TORCH_LOCK, Compiled, compile_confirmed
+from wheelforge.running.builds.preflight import describe_os_error
+from wheelforge.running.builds.results import VariantFailure, VariantResult, shared_objects
 
-# Variants built side by side (running/build/together.py) compile at once, and pack, repair,
+# Variants built side by side (running/builds/together.py) compile at once, and pack, repair,
 # check and publish one at a time: the staging, auditwheel, the import check's warm torch child
 # and the --out folder's names are then as they are for one variant.
 _FINISHING = threading.Lock()

@@ -1,5 +1,5 @@
 """``wheelforge build``: settings → the variants (toolkits on disk, the output folders probed)
-→ one plan per variant → each built (running/build/variant.py), and rebuilt in another folder for
+→ one plan per variant → each built (running/builds/variant.py), and rebuilt in another folder for
 --verify-reproducible → the variant index → a BuildReport, under the build folder's lock."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from wheelforge.foundation import locks, log, removal
 from wheelforge.planning import variants
 from wheelforge.planning.plan import VariantPlan
 from wheelforge.planning.planner import plan_all, plan_inputs
-from wheelforge.running.build import compiling, importcheck, preflight, together
-from wheelforge.running.build.prepare import folders, resolve_variants, using_cached
-from wheelforge.running.build.results import BuildReport, VariantFailure, VariantResult
-from wheelforge.running.build.variant import build_variant
+from wheelforge.running.builds import compiling, importcheck, preflight, together
+from wheelforge.running.builds.prepare import folders, resolve_variants, using_cached
+from wheelforge.running.builds.results import BuildReport, VariantFailure, VariantResult
+from wheelforge.running.builds.variant import build_variant
 from wheelforge.toolchain import compilecache, warmtorch
 
 
@@ -64,7 +64,7 @@ def run_build(settings: BuildSettings) -> BuildReport:
                 workers=together.at_once(plans),
             )
             if settings.verify_reproducible:  # the twin compiles with no cache (inputs.twin)
-                from wheelforge.running.build import reproduce
+                from wheelforge.running.builds import reproduce
 
                 outcomes = [
                     reproduce.verify(o, p, inputs, settings) if isinstance(o, VariantResult) else o

@@ -17,8 +17,8 @@ from wheelforge.foundation.errors import VerificationError
 from wheelforge.packaging import stamp
 from wheelforge.planning.plan import PlanInputs, VariantPlan
 from wheelforge.planning.planner import plan_variant
-from wheelforge.running.build.results import VariantFailure, VariantResult
-from wheelforge.running.build.variant import build_variant
+from wheelforge.running.builds.results import VariantFailure, VariantResult
+from wheelforge.running.builds.variant import build_variant
 
 
 def verify(

@@ -17,7 +17,7 @@ from wheelforge.foundation import fsutil, readers, writers
 from wheelforge.foundation.document import from_document, to_document
 from wheelforge.packaging import buildinfo, provenance, wheel
 from wheelforge.planning.plan import VariantPlan
-from wheelforge.running.build import freshness, ninja
+from wheelforge.running.builds import freshness, ninja
 
 # The SBOM, build info and inputs list of the last build, and the freshness stamp they were
 # made under.

@@ -15,8 +15,8 @@ from wheelforge.planning import ninjafile
 from wheelforge.planning.plan import VariantPlan
 from wheelforge.planning.planner import plan_all, plan_inputs
 from wheelforge.planning.selection import Member
-from wheelforge.running.build import ninja
-from wheelforge.running.build.prepare import selected
+from wheelforge.running.builds import ninja
+from wheelforge.running.builds.prepare import selected
 from wheelforge.toolchain import toolkit
 
 

@@ -1,9 +1,9 @@
 """One generate step, as ninja runs it (planning/ninjafile.py's ``generate`` rule): the matrix's
 command in the step's output folder, within its deadline, then a check that it wrote every
 output it declares. Its output goes to ninja, and so into the variant's build.log; when it fails
-it ends with one line that names the step, which running/build/diagnose.py shows.
+it ends with one line that names the step, which running/builds/diagnose.py shows.
 
-    python -m wheelforge.running.build.genstep --name N --folder DIR --timeout S \\
+    python -m wheelforge.running.builds.genstep --name N --folder DIR --timeout S \\
         --output FILE... -- COMMAND...
 """
 
