@@ -288,3 +288,14 @@ def test_split_compile_needs_both_options_and_can_be_set(
     assert ("--split-compile" in plan.compile.flag_sets[0].nvcc) == bool(expected)
     appended = ninja.run_env(plan, jobserver=True).get("NVCC_APPEND_FLAGS", "")
     assert ("--jobserver" in appended) == bool(expected)
+
+
+def test_no_split_compile_where_the_release_is_not_known_to_take_a_fifo_jobserver(
+    project: Project, tmp_path: Path
+) -> None:
+    """A CUDA 12.8 nvcc that lists both options is not split: the release table's ``jobserver``
+    is measured on 13.0 only, and without a jobserver each partition runs at once."""
+    tk = dataclasses.replace(toolkit("12.8.93"), split_compile=True, jobserver=True)
+    plan = plan_for(load_matrix(project()), tmp_path, tk=tk)
+    assert plan.compile.split_compile == 0
+    assert "--split-compile" not in plan.compile.flag_sets[0].nvcc

@@ -15,6 +15,7 @@ from typing import Any
 from packaging.version import Version
 
 from wheelforge.configuration import abi as abis
+from wheelforge.configuration import releases
 from wheelforge.configuration.abi import AbiForTorch, Rel
 from wheelforge.configuration.matrix.keys import GENERATED_RE
 from wheelforge.configuration.matrix.model import ExtensionConfig
@@ -395,11 +396,14 @@ SPLIT_PARTITIONS = 16
 def split_partitions(settings: BuildSettings, variant: Variant, cache: CompileCache | None) -> int:
     """How many partitions each nvcc compile of *variant* is cut into (0: not cut):
     WHEELFORGE_SPLIT_COMPILE, else SPLIT_PARTITIONS, where the toolkit lists both
-    --split-compile and --jobserver (without a jobserver every partition would run at once on
-    its own thread, whatever the cores and the memory), and nvcc does not run through sccache's
+    --split-compile and --jobserver and its release takes a FIFO jobserver (the release table's
+    ``jobserver``; without one every partition would run at once on its own thread, whatever the
+    cores and the memory), and nvcc does not run through sccache's
     split of its steps (which hands the steps their own flags)."""
     tool = variant.toolkit
-    if not (tool.split_compile and tool.jobserver) or (cache is not None and cache.splits_nvcc):
+    # nvcc lists --jobserver, and its release is known to take the FIFO kind ninja speaks
+    jobserver = tool.jobserver and releases.features(tool.version).jobserver
+    if not (tool.split_compile and jobserver) or (cache is not None and cache.splits_nvcc):
         return 0
     wanted = settings.split_compile or SPLIT_PARTITIONS
     return wanted if wanted > 1 else 0
