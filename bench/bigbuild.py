@@ -491,6 +491,9 @@ def run_steps(args: argparse.Namespace) -> None:
     deadline = time.time() + args.budget if args.budget else None
     python = args.python or sys.executable
     env = dict(os.environ, PYTHONUNBUFFERED="1", CCACHE_DIR=str(work / "ccache"))
+    # The GPU machine's environment names its own arch (9.0a), which would replace the matrix's
+    # arch sets in wheelforge's build: both builds compile the project's archs, as prepared.
+    env.pop("TORCH_CUDA_ARCH_LIST", None)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "src"), env.get("PYTHONPATH")]))
     wf = [
         sys.executable,

@@ -113,3 +113,25 @@ def test_verify_reproducible_names_member_and_section_of_a_planted_date(
     assert "differs in tiny/_C.abi3.so: content in section(s) " in line
     assert ".rodata" in line.split("section(s) ", 1)[1]
     assert not list((project / "dist").glob("*.whl"))  # the failed wheel is not published
+
+
+def test_split_compiles_give_the_same_wheel_at_any_jobs(tmp_path: Path) -> None:
+    """nvcc's compiles are cut into a fixed number of partitions (planner.split_partitions) whose
+    threads take jobserver tokens: the wheel is byte for byte the same whether one token or
+    several are free (-j 1, -j 3), and the jobserver's folder is gone afterwards."""
+    from wheelforge.planning.planner import SPLIT_PARTITIONS
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {"TMPDIR": str(scratch)}
+    wheels = []
+    for jobs, name in (("1", "a"), ("3", "b")):
+        root = tiny_project(tmp_path / name)
+        run = wheelforge("build", "-j", jobs, "--compile-cache", "none", cwd=root, env=env)
+        assert run.code == 0, run.err
+        folder = root / "build" / "wheelforge" / "default-cu130"
+        assert f"--split-compile={SPLIT_PARTITIONS}" in (folder / "build.ninja").read_text()
+        assert "--jobserver-auth=fifo:" in (folder / "build.log").read_text()
+        wheels.append(only_wheel(root / "dist"))
+    assert sha256(wheels[0]) == sha256(wheels[1])
+    assert not [p for p in scratch.iterdir() if p.name.startswith("wheelforge-jobserver-")]

@@ -77,6 +77,8 @@ def test_an_nvcc_answer_of_another_shape_is_asked_again(
         "sass": sorted(good.sass),
         "cudart_static": None,
         "gcc_max": None,
+        "split_compile": True,
+        "jobserver": True,
     }
     monkeypatch.setattr(toolkit, "_ask", lambda _nvcc: (answer, [nvcc]))
     toolkit.probe_toolkit(nvcc, cache=tmp_path)

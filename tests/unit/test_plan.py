@@ -9,14 +9,15 @@ import pytest
 
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation.errors import ConfigError
-from wheelforge.planning import hostshare, ninjafile
+from wheelforge.planning import hostshare, ninjafile, planner
 from wheelforge.planning.parallelism import auto_nvcc_threads
 from wheelforge.planning.planner import make_plan
 from wheelforge.running.builds import ninja
 from wheelforge.toolchain.compilecache import CompileCache
+from wheelforge.toolchain.toolkit import Toolkit
 
 from .conftest import GOOD_MATRIX
-from .fakes import plan_for, plan_inputs
+from .fakes import plan_for, plan_inputs, toolkit
 
 Project = Callable[..., Path]
 
@@ -236,3 +237,65 @@ def test_a_line_break_in_a_path_or_flag_is_one_line_not_an_assertion(
     plan = plan_for(load_matrix(root / "matrix.yaml"), tmp_path)
     with pytest.raises(ConfigError, match="holds a line break, which a ninja file cannot express"):
         ninjafile.render(plan)
+
+
+def _split_toolkit(split: bool = True, jobserver: bool = True) -> Toolkit:
+    return dataclasses.replace(toolkit(), split_compile=split, jobserver=jobserver)
+
+
+def test_split_compile_is_one_fixed_flag_of_every_nvcc_compile(
+    project: Project, tmp_path: Path
+) -> None:
+    """Where nvcc lists --split-compile and --jobserver, every nvcc compile is cut into the same
+    number of partitions whatever the machine's cores (the number changes nvcc's bytes), as one
+    token a launcher cannot take for an input file; nvcc's --jobserver goes through its
+    environment only when ninja runs under a jobserver (it changes no byte)."""
+    matrix = load_matrix(project())
+    plan = plan_for(matrix, tmp_path, tk=_split_toolkit())
+    nvcc = shlex.split(plan.compile.flag_sets[0].nvcc)
+    assert f"--split-compile={planner.SPLIT_PARTITIONS}" in nvcc
+    assert plan.compile.split_compile == planner.SPLIT_PARTITIONS
+    for cores in (2, 128):
+        inputs = dataclasses.replace(plan_inputs(matrix, tmp_path), cores=cores)
+        other = plan_for(matrix, tmp_path, tk=_split_toolkit(), inputs=inputs)
+        assert other.compile.flag_sets == plan.compile.flag_sets
+    assert "--jobserver" not in ninja.run_env(plan).get("NVCC_APPEND_FLAGS", "")
+    assert ninja.run_env(plan, jobserver=True)["NVCC_APPEND_FLAGS"].endswith("--jobserver")
+    text = ninjafile.render(plan)
+    assert f"--split-compile={planner.SPLIT_PARTITIONS}" in text
+
+
+@pytest.mark.parametrize(
+    ("split", "jobserver", "wanted", "expected"),
+    [
+        (False, True, None, 0),  # nvcc without --split-compile
+        (True, False, None, 0),  # without --jobserver every partition would run at once
+        (True, True, 1, 0),  # WHEELFORGE_SPLIT_COMPILE=1: not cut
+        (True, True, 4, 4),
+    ],
+)
+def test_split_compile_needs_both_options_and_can_be_set(
+    project: Project, tmp_path: Path, split: bool, jobserver: bool, wanted: int | None,
+    expected: int,
+) -> None:  # fmt: skip
+    matrix = load_matrix(project())
+    inputs = plan_inputs(matrix, tmp_path)
+    inputs = dataclasses.replace(
+        inputs, settings=dataclasses.replace(inputs.settings, split_compile=wanted)
+    )
+    plan = plan_for(matrix, tmp_path, tk=_split_toolkit(split, jobserver), inputs=inputs)
+    assert plan.compile.split_compile == expected
+    assert ("--split-compile" in plan.compile.flag_sets[0].nvcc) == bool(expected)
+    appended = ninja.run_env(plan, jobserver=True).get("NVCC_APPEND_FLAGS", "")
+    assert ("--jobserver" in appended) == bool(expected)
+
+
+def test_no_split_compile_where_the_release_is_not_known_to_take_a_fifo_jobserver(
+    project: Project, tmp_path: Path
+) -> None:
+    """A CUDA 12.8 nvcc that lists both options is not split: the release table's ``jobserver``
+    is measured on 13.0 only, and without a jobserver each partition runs at once."""
+    tk = dataclasses.replace(toolkit("12.8.93"), split_compile=True, jobserver=True)
+    plan = plan_for(load_matrix(project()), tmp_path, tk=tk)
+    assert plan.compile.split_compile == 0
+    assert "--split-compile" not in plan.compile.flag_sets[0].nvcc

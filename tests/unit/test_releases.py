@@ -130,6 +130,7 @@ family-specific = false
 compress-mode = false
 fixed-pid = true
 random-seed = false
+jobserver = false
 """
 
 

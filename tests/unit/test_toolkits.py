@@ -110,3 +110,20 @@ def test_site_packages_from_the_interpreter_path_alone(tmp_path: Path) -> None:
         tmp_path / "lib/python3.11/site-packages",
         tmp_path / "lib/python3/dist-packages",
     ]
+
+
+def test_nvcc_options_are_read_from_its_help() -> None:
+    """--split-compile and --jobserver as `nvcc --help` (13.0) lists them; --split-compile-extended
+    alone is not --split-compile."""
+    from wheelforge.toolchain.toolkit import _OPTION_RE
+
+    help_text = (
+        "--split-compile <number>                            (-split-compile)\n"
+        "        Specify the maximum amount of concurrent threads ...\n"
+        "--jobserver                                         (-jobserver)\n"
+    )
+    assert _OPTION_RE["--split-compile"].search(help_text)
+    assert _OPTION_RE["--jobserver"].search(help_text)
+    extended_only = "--split-compile-extended <number>       (-split-compile-extended)\n"
+    assert not _OPTION_RE["--split-compile"].search(extended_only)
+    assert not _OPTION_RE["--jobserver"].search("        Enable --jobserver support\n")

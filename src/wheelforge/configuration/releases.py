@@ -33,7 +33,9 @@ else:  # pragma: no cover - Python 3.10
 
 DATA_FILE = "cuda-releases.toml"
 ReleaseKey = tuple[int, int]  # (13, 0)
-Feature = Literal["arch_specific", "family_specific", "compress_mode", "fixed_pid", "random_seed"]
+Feature = Literal[
+    "arch_specific", "family_specific", "compress_mode", "fixed_pid", "random_seed", "jobserver"
+]
 
 _VERSION_RE = re.compile(r"^\d+\.\d+$")
 _DRIVER_RE = re.compile(r"^\d+(\.\d+)*$")
@@ -50,6 +52,7 @@ class Features:
     compress_mode: bool  # nvcc --compress-mode, a size lever
     fixed_pid: bool  # nvcc must run from / with the fixed-pid library (planning/reproducible.py)
     random_seed: bool  # nvcc takes --frandom-seed
+    jobserver: bool  # nvcc and ptxas take a FIFO jobserver (--jobserver)
 
     @property
     def absolute_paths(self) -> bool:
@@ -216,6 +219,7 @@ _RELEASE_KEYS = {
     "compress-mode": bool,
     "fixed-pid": bool,
     "random-seed": bool,
+    "jobserver": bool,
     "provision": list,
 }
 _OPTIONAL = {"driver", "provision"}
@@ -308,6 +312,7 @@ def _release(entry: Any, source: str) -> Release:
         compress_mode=entry["compress-mode"],
         fixed_pid=entry["fixed-pid"],
         random_seed=entry["random-seed"],
+        jobserver=entry["jobserver"],
     )
     if not (features.fixed_pid or features.random_seed):
         raise ConfigError(

@@ -1,5 +1,5 @@
 """One precedence chain for every command's settings: defaults, then matrix.yaml, then the
-environment (TORCH_CUDA_ARCH_LIST, MAX_JOBS, NVCC_THREADS, CXX, CC, compiler launchers,
+environment (TORCH_CUDA_ARCH_LIST, MAX_JOBS, NVCC_THREADS, WHEELFORGE_SPLIT_COMPILE, CXX, CC, compiler launchers,
 SOURCE_DATE_EPOCH, XDG_CACHE_HOME, WHEELFORGE_COMPILE_CACHE, WHEELFORGE_MEMORY_LIMIT, WHEELFORGE_DIST_SCHEDULER and _TOKEN), then
 command-line flags. The default folders (dist/,
 build/wheelforge/, the cache) are decided here and nowhere else; flag values the CLI passes
@@ -84,6 +84,9 @@ class BuildSettings:
     build_root: Path
     jobs: int | None
     nvcc_threads: int | None
+    # nvcc --split-compile's partitions (WHEELFORGE_SPLIT_COMPILE; 1: none); None: the planner's
+    # default where the toolkit has the option (planning/planner.split_partitions)
+    split_compile: int | None = None
     python: Path
     compilers: Compilers
     source_date_epoch: int | None = None  # checked here, before compiling; packing reads it again
@@ -308,6 +311,9 @@ def resolve(flags: Flags, env: Mapping[str, str] | None = None) -> BuildSettings
         build_root=build_root(matrix, flags.build_dir),
         jobs=jobs,
         nvcc_threads=_positive_int(env.get("NVCC_THREADS"), "NVCC_THREADS"),
+        split_compile=_positive_int(
+            env.get("WHEELFORGE_SPLIT_COMPILE"), "WHEELFORGE_SPLIT_COMPILE"
+        ),
         python=resolve_python(flags.python),
         compilers=Compilers(
             cxx=cxx,

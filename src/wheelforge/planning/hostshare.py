@@ -96,6 +96,7 @@ def _host_part(inputs: PlanInputs, plan: VariantPlan) -> VariantPlan:
             nvcc_preload=None,
             jobs=timing.jobs,
             nvcc_threads=timing.nvcc_threads,
+            split_compile=0,  # no nvcc compile
             schedule=timing,
         ),
         links=(),

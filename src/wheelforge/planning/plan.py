@@ -158,6 +158,9 @@ class CompilePlan:
     input_folders: tuple[tuple[Path, str], ...]
     jobs: int | None  # ninja -j; None: ninja's default
     nvcc_threads: int  # nvcc --threads, given through NVCC_APPEND_FLAGS (running/builds/ninja.py)
+    # nvcc --split-compile's partitions, in the nvcc flags (planner.split_partitions); 0: none.
+    # Its threads come from a jobserver ninja runs under (running/builds/ninja.py)
+    split_compile: int = 0
     # how -j, the threads and the heavy pool were chosen (planning/parallelism.py), with the
     # memory they keep to and the compiles' expected time
     schedule: Schedule

@@ -15,6 +15,7 @@ from typing import Any
 from packaging.version import Version
 
 from wheelforge.configuration import abi as abis
+from wheelforge.configuration import releases
 from wheelforge.configuration.abi import AbiForTorch, Rel
 from wheelforge.configuration.matrix.keys import GENERATED_RE
 from wheelforge.configuration.matrix.model import ExtensionConfig
@@ -340,6 +341,11 @@ def _plan_in(
         objects = steps.add(index, sources, flags, own.objects)
         ldflags = _link_flags(abi, variant, ext, torch, own.exports)
         links.append(own.link(abi, objects, shlex.join(ldflags), matrix.torch_target_of(ext)))
+    partitions = split_partitions(inputs.settings, variant, cache)
+    if partitions:  # one token, so that a launcher (ccache) takes the number for no input file
+        flag_sets = [
+            dataclasses.replace(f, nvcc=f"{f.nvcc} --split-compile={partitions}") for f in flag_sets
+        ]
     placed, timing = scheduling.scheduled(
         inputs, variant, steps.steps, flag_sets=flag_sets, folders=tuple(folders.items())
     )
@@ -360,6 +366,7 @@ def _plan_in(
         input_folders=tuple(folders.items()),
         jobs=timing.jobs,
         nvcc_threads=timing.nvcc_threads,
+        split_compile=partitions,
         schedule=timing,
     )
     return VariantPlan(
@@ -375,6 +382,31 @@ def _plan_in(
         links=tuple(links),
         wheel=_wheel_plan(inputs, variant, links),
     )
+
+
+# nvcc --split-compile's partitions where the toolkit has the option and a jobserver to run
+# them on: each nvcc compile's optimizer and ptxas work is cut into this many pieces, and each
+# piece takes a jobserver token (running/builds/ninja.py), so a compile runs on as many threads
+# as the build leaves idle: the last, longest compiles use the cores the others left. The
+# number changes the bytes nvcc writes, never the threads it runs on, so it is one constant,
+# not the machine's cores: the same inputs give the same wheel anywhere.
+SPLIT_PARTITIONS = 16
+
+
+def split_partitions(settings: BuildSettings, variant: Variant, cache: CompileCache | None) -> int:
+    """How many partitions each nvcc compile of *variant* is cut into (0: not cut):
+    WHEELFORGE_SPLIT_COMPILE, else SPLIT_PARTITIONS, where the toolkit lists both
+    --split-compile and --jobserver and its release takes a FIFO jobserver (the release table's
+    ``jobserver``; without one every partition would run at once on its own thread, whatever the
+    cores and the memory), and nvcc does not run through sccache's
+    split of its steps (which hands the steps their own flags)."""
+    tool = variant.toolkit
+    # nvcc lists --jobserver, and its release is known to take the FIFO kind ninja speaks
+    jobserver = tool.jobserver and releases.features(tool.version).jobserver
+    if not (tool.split_compile and jobserver) or (cache is not None and cache.splits_nvcc):
+        return 0
+    wanted = settings.split_compile or SPLIT_PARTITIONS
+    return wanted if wanted > 1 else 0
 
 
 def _wheel_plan(inputs: PlanInputs, variant: Variant, links: Sequence[LinkPlan]) -> WheelPlan:

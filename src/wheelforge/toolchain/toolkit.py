@@ -40,6 +40,11 @@ TOOLKIT_JSON = "toolkit.json"
 _VERSION_RE = re.compile(r"release ([0-9]{1,3}\.[0-9]{1,3}), V([0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,6})")
 # "Build cuda_13.0.r13.0/compiler.36424714_0": NVIDIA's build of the compiler, path-free.
 _BUILD_RE = re.compile(r"^Build (\S+)", re.MULTILINE)
+# An option as `nvcc --help` lists it: at the start of a line, then its argument or spaces.
+_OPTION_RE = {
+    name: re.compile(rf"^{re.escape(name)}(?:\s|$)", re.MULTILINE)
+    for name in ("--split-compile", "--jobserver")
+}
 _DRY_VAR_RE = {
     name: re.compile(rf"^#\$ {name}=(.+?)/?$", re.MULTILINE)
     for name in ("_HERE_", "TOP", "INCLUDES", "SYSTEM_INCLUDES")
@@ -92,6 +97,11 @@ class Toolkit:
     # includes them needs them from the C++ compiler too.
     include_dirs: tuple[Path, ...] = ()
     build: str = ""  # nvcc's own build identity, e.g. cuda_13.0.r13.0/compiler.36424714_0
+    # nvcc's options that planning uses where it has them (`nvcc --help`): --split-compile
+    # (its optimizer and ptxas cut a compile into partitions run on threads) and --jobserver
+    # (those threads take GNU make jobserver tokens, so they run only on idle cores)
+    split_compile: bool = False
+    jobserver: bool = False
 
     @property
     def short(self) -> str:
@@ -190,6 +200,8 @@ def _ask(nvcc: Path) -> tuple[dict[str, Any], list[str | Path]]:
     static = next(
         (d / "libcudart_static.a" for d in libdirs if (d / "libcudart_static.a").is_file()), None
     )
+    # The options it lists; a wrapper or an nvcc too old to list them answers nothing we use.
+    options = proc.run([nvcc, "--help"], hint=NVCC_HINT, check=False, timeout=proc.PROBE_S).stdout
     include_roots = [root, root.parent.parent]  # Debian: headers in <prefix>/usr/include
     gcc_max = next((g for r in include_roots if (g := _host_gcc_max(r)) is not None), None)
     info = {
@@ -201,6 +213,8 @@ def _ask(nvcc: Path) -> tuple[dict[str, Any], list[str | Path]]:
         "gcc_max": gcc_max,
         "include_dirs": [str(d) for d in _dry_includes(dry)],
         "build": b[1] if (b := _BUILD_RE.search(version_out)) else "",
+        "split_compile": bool(_OPTION_RE["--split-compile"].search(options)),
+        "jobserver": bool(_OPTION_RE["--jobserver"].search(options)),
     }
     # An update in place changes the driver, version.json or the library folders.
     watch: list[str | Path] = [nvcc, real, root / "version.json", root / "bin", *libdirs]
@@ -218,6 +232,8 @@ _NVCC = {
     "gcc_max": (int, None),
     "include_dirs?": [str],
     "build?": str,
+    "split_compile": bool,
+    "jobserver": bool,
 }
 
 
@@ -238,6 +254,8 @@ def probe_toolkit(
         origin=origin,
         include_dirs=tuple(Path(d) for d in info.get("include_dirs", [])),
         build=info.get("build", ""),
+        split_compile=info["split_compile"],
+        jobserver=info["jobserver"],
     )
 
 

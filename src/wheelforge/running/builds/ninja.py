@@ -116,16 +116,37 @@ def _outputs(plan: VariantPlan) -> dict[str, str]:
     return outputs
 
 
-def run_env(plan: VariantPlan) -> dict[str, str]:
+def run_env(plan: VariantPlan, *, jobserver: bool = False) -> dict[str, str]:
+    """The compilers' environment: nvcc's threads, and with *jobserver* (ninja runs as the
+    client of one) nvcc's --jobserver, so its threads and its split compile's partitions
+    (planner.split_partitions) take tokens from it and run only on idle cores."""
     env = {"NINJA_STATUS": ninjafeed.STATUS}
     cache = plan.compile.compile_cache
+    appended = []
     if plan.compile.nvcc_threads and not (cache and cache.splits_nvcc):  # else on the command
         # In nvcc's environment rather than on its command line: --threads changes how nvcc
         # schedules, never its output, so it must not change the ninja file (a rebuild) or a
-        # compile cache's key (a miss on a machine with another core count).
-        appended = os.environ.get("NVCC_APPEND_FLAGS", "")
-        env["NVCC_APPEND_FLAGS"] = f"{appended} --threads {plan.compile.nvcc_threads}".strip()
+        # compile cache's key (a miss on a machine with another core count). --jobserver the
+        # same (its objects are byte for byte those without it).
+        appended.append(f"--threads {plan.compile.nvcc_threads}")
+    if jobserver and plan.compile.split_compile:
+        appended.append("--jobserver")
+    if appended:
+        env["NVCC_APPEND_FLAGS"] = " ".join([os.environ.get("NVCC_APPEND_FLAGS", ""), *appended])
+        env["NVCC_APPEND_FLAGS"] = env["NVCC_APPEND_FLAGS"].strip()
     return env
+
+
+def _own_jobserver(plan: VariantPlan) -> Jobserver | None:
+    """A jobserver of the plan's -j for a ninja run alone whose nvcc compiles are split
+    (planner.split_partitions): ninja and nvcc's threads then share its slots, so the cores
+    a compile's partitions use are the ones ninja leaves idle. None where none is needed, or
+    where this process was given one (MAKEFLAGS: nvcc joins that one, as ninja does)."""
+    if not plan.compile.split_compile or "--jobserver-auth" in os.environ.get("MAKEFLAGS", ""):
+        return None
+    from wheelforge.running.builds.jobserver import Jobserver
+
+    return Jobserver(plan.compile.jobs or default_parallelism(), ninjas=1)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -150,7 +171,8 @@ def run(plan: VariantPlan, *, env: dict[str, str] | None = None) -> NinjaRun:
     # project's: ninja builds it, the screen does not list it (JobProgress ignores a job it was
     # not given).
     todo = [job for job in pending_jobs(plan) if not job.startswith(f"{ninjafile.PRELOAD} ")]
-    shared = _SHARED[-1] if _SHARED else None
+    own = _own_jobserver(plan) if not _SHARED else None
+    shared = _SHARED[-1] if _SHARED else own
     jobs = _jobs_flag(plan) if shared is None else []
     args: list[str | Path] = [executable(), "-C", plan.build_dir, *jobs]
     if log.verbosity() >= 2:
@@ -187,10 +209,11 @@ def run(plan: VariantPlan, *, env: dict[str, str] | None = None) -> NinjaRun:
     try:
         with slot, feed.ticking(lambda: _ninja_pid(plan)):
             makeflags = {"MAKEFLAGS": shared.makeflags()} if shared else {}
+            served = bool(makeflags) or "--jobserver-auth" in os.environ.get("MAKEFLAGS", "")
             result = proc.stream(
                 args,
                 hint=NINJA_HINT,
-                env={**run_env(plan), **(env or {}), **makeflags},
+                env={**run_env(plan, jobserver=served), **(env or {}), **makeflags},
                 on_line=feed.line,
                 timeout=proc.BUILD_S,
                 on_start=watch.start,
@@ -199,6 +222,8 @@ def run(plan: VariantPlan, *, env: dict[str, str] | None = None) -> NinjaRun:
     finally:
         watch.stop()
         progress.close()
+        if own is not None:
+            own.close()
     # Every variant's full log at a stable path, whether the build passed or not.
     writers.write_if_changed(plan.build_dir / "build.log", result.stdout)
     if result.returncode != 0:
