@@ -520,3 +520,23 @@ def test_folders_are_written_relative_to_the_project_or_its_checkout_or_said(
         "lies outside the project and its checkout: written as this absolute path" in h
         for h in hand
     )
+
+
+def test_a_link_commands_libraries_are_read_as_names_and_folders() -> None:
+    assert cmake.link_library("-lcublas") == ("cublas", None)
+    assert cmake.link_library("-l:libcublasLt.so.13") == ("cublasLt", None)
+    assert cmake.link_library("/usr/local/cuda/lib64/libcublas.so") == (
+        "cublas",
+        "/usr/local/cuda/lib64",
+    )
+    assert cmake.link_library("/x/lib/libculibos.a") == ("culibos", "/x/lib")
+    assert cmake.link_library("/x/lib/libcublasLt.so.13.0.2") == ("cublasLt", "/x/lib")
+    assert cmake.link_library("/usr/lib/libpython3.12.so") is None  # Python's, not the project's
+    assert cmake.link_library("-Wl,-rpath,/x/lib") is None
+    assert cmake.link_library("CMakeFiles/x.dir/a.o") is None
+
+
+def test_a_plain_librarys_visibility_flags_stay_the_projects() -> None:
+    flags = ("-O3", "-fvisibility-inlines-hidden", "-fvisibility=hidden")
+    assert sort_flags(flags).kept == ("-O3",)
+    assert sort_flags(flags, own_exports=True).kept == flags

@@ -236,3 +236,68 @@ def test_a_line_break_in_a_path_or_flag_is_one_line_not_an_assertion(
     plan = plan_for(load_matrix(root / "matrix.yaml"), tmp_path)
     with pytest.raises(ConfigError, match="holds a line break, which a ninja file cannot express"):
         ninjafile.render(plan)
+
+
+def test_a_plain_library_keeps_its_exports_and_links_no_torch(
+    project: Project, tmp_path: Path
+) -> None:
+    text = GOOD_MATRIX.replace(
+        "  name: demo_ops._C\n",
+        "  name: demo_ops.libdemo_cuda\n  kind: plain\n  libraries: [cublas]\n",
+    )
+    plan = plan_for(load_matrix(project(text)), tmp_path)
+    link = plan.links[0]
+    assert link.wheel_path == "demo_ops/libdemo_cuda.so"
+    assert link.role == "library"
+    ld = shlex.split(link.ldflags)
+    assert not [f for f in ld if f.startswith(("-ltorch", "-lc10"))]
+    assert "-Wl,-soname,libdemo_cuda.so" in ld
+    # cuBLAS from the toolkit's library folder, cudart static and hidden as for every kind
+    assert ld.index("-L/opt/cuda-13.0.88/lib64") < ld.index("-lcublas")
+    assert "-Wl,--exclude-libs,ALL" in ld
+    generated = {g.path.name: g.text for g in plan.compile.generated}
+    assert "global:\n    *;" in generated["exports.map"]
+    every = [*plan.compile.generated, *(plan.host.compile.generated if plan.host else ())]
+    assert not [g for g in every if "module_init" in g.path.name]  # no PyInit invented
+    assert link.device_link is None
+
+
+def test_relocatable_device_code_gets_nvccs_device_link(project: Project, tmp_path: Path) -> None:
+    text = GOOD_MATRIX.replace(
+        "include-dirs: [csrc]", "include-dirs: [csrc]\n  nvcc-flags: [-rdc=true]"
+    )
+    plan = plan_for(load_matrix(project(text)), tmp_path)
+    dlink = plan.links[0].device_link
+    assert dlink is not None
+    assert [o.name for o in dlink.objects] == ["kernel.cu.o"]  # the CUDA objects only
+    ld = shlex.split(plan.links[0].ldflags)
+    assert ld.index("/opt/cuda-13.0.88/lib64/libcudadevrt.a") < ld.index(
+        "/opt/cuda-13.0.88/lib64/libcudart_static.a"
+    )
+    text = ninjafile.render(plan)
+    out = plan.command_path(dlink.output)
+    assert "command = $nvcc_launch$nvcc -dlink $dlink_flags $gencode $in -o $out" in text
+    assert f"build {out}: dlink {plan.command_path(dlink.objects[0])}" in text
+    link_line = next(ln for ln in text.splitlines() if ln.startswith("build _C.abi3.so: link"))
+    assert link_line.endswith(f"{out} | gen/exports.map")
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        ((), False),
+        (("-rdc=true",), True),
+        (("--relocatable-device-code=true",), True),
+        (("-rdc", "true"), True),
+        (("-dc",), True),
+        (("-rdc=true", "-rdc=false"), False),
+        (("-rdc=false",), False),
+    ],
+)
+def test_which_nvcc_flags_ask_for_relocatable_device_code(
+    flags: tuple[str, ...], expected: bool, project: Project
+) -> None:
+    from wheelforge.planning.planner import relocatable
+
+    ext = dataclasses.replace(load_matrix(project()).extensions[0], nvcc_flags=flags)
+    assert relocatable(ext) is expected

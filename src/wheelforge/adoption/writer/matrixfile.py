@@ -111,6 +111,8 @@ def abi_of(root: Path, ext: CapturedExtension) -> Abi:
     the flags say so), else the unstable one."""
     if ext.stable is not None:
         return STABLE if ext.stable else UNSTABLE
+    if ext.plain:  # nothing of it calls torch: one build serves every torch
+        return STABLE
     stable = "-DTORCH_STABLE_ONLY" in ext.defines or any(
         _STABLE_RE.search(t) for t in _text(root, ext.sources)
     )
@@ -132,7 +134,9 @@ class _Writer:
             self.hand.append(f"{ext.kind} ({ext.where}) has no module name; write {where}.name")
         own_init = any(_OWN_INIT_RE.search(t) for t in _text(root, ext.sources))
         library = ext.loaded_at is not None and not own_init
-        if library:
+        if ext.plain:
+            out["kind"] = "plain"
+        elif library:
             out["kind"] = "library"
             self.done.append(
                 f"{ext.name}: kind: library (<leaf>.so, no PyInit): {ext.loaded_at} loads it with "
@@ -154,7 +158,7 @@ class _Writer:
         ):
             if value:
                 out[key] = list(value)
-        if library:
+        if library or ext.plain:
             return out
         out["module-init"] = not own_init
         if abi.per_torch and not own_init:  # a classic extension defines its module

@@ -174,8 +174,9 @@ _SOURCES = Strings | tuple[str | SourceSpec, ...]
 
 
 # What a shared object is to Python: a module imported by name (``import pkg._C`` runs its
-# PyInit), or a library of operators loaded with ``torch.ops.load_library`` (no PyInit).
-ExtensionKind = Literal["module", "library"]
+# PyInit), a library of operators loaded with ``torch.ops.load_library`` (no PyInit), or a plain
+# shared library the package loads with ctypes/cffi (its own C exports, no torch link).
+ExtensionKind = Literal["module", "library", "plain"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -185,8 +186,8 @@ class ExtensionConfig:
     name: str = field(  # dotted module name, e.g. wheelforge_kernels._C
         metadata=key(
             (
-                "where it lands: `pkg._C` → `pkg/_C.abi3.so` (a `library`: `pkg/_C.so`); a "
-                "top-level name lands at the wheel's root"
+                "where it lands: `pkg._C` → `pkg/_C.abi3.so` (a `library` or `plain` one: "
+                "`pkg/_C.so`); a top-level name lands at the wheel's root"
             ),
             shape=pattern_schema(MODULE_RE),
             words="module name",
@@ -196,7 +197,9 @@ class ExtensionConfig:
         default="module",
         metadata=key(
             "`module`: imported by name (`import pkg._C`); `library`: a library of operators "
-            "loaded with `torch.ops.load_library` (no `PyInit`), named `<leaf>.so`"
+            "loaded with `torch.ops.load_library` (no `PyInit`), named `<leaf>.so`; `plain`: a "
+            "shared library loaded with ctypes/cffi (`pkg.libfoo` → `pkg/libfoo.so`): no "
+            "`PyInit`, no torch link, every symbol its sources export stays exported"
         ),
     )
     sources: tuple[SourceSpec, ...] = field(
