@@ -108,6 +108,11 @@ def _compile_flags(
     *split_nvcc*: the project's folder, when nvcc runs through
     sccache, which splits it into its steps (reproducible.split_nvcc_maps)."""
     defines = (*abi.defines_for(target), f"-DTORCH_EXTENSION_NAME={ext.leaf}")
+    if ext.kind == "plain":
+        # A plain library (ctypes/cffi) compiles as its own build compiles it: no torch defines,
+        # headers or forced includes (its commands equal CMake's: tools/compile_commands_diff.py).
+        abi = dataclasses.replace(abi, includes=(), system_includes=(), force_include=())
+        defines = ()
     own_includes = tuple(f"-I{rel(d)}" for d in includes)
     # The variant's own toolkit headers (cuda_runtime.h) for C/C++ sources, as nvcc adds them
     # for .cu ones, after the matrix's and torch's folders; then the torch environment's (-isystem).
@@ -143,7 +148,7 @@ def _compile_flags(
         *(f"-Xcompiler={m}" for m in maps),
         *(reproducible.split_nvcc_maps(split_nvcc) if split_nvcc else ()),
         # The CUDA-only shim declarations (aoti_torch_get_current_cuda_stream, ...) sit behind USE_CUDA.
-        "-DUSE_CUDA",
+        *(() if ext.kind == "plain" else ("-DUSE_CUDA",)),
         *defines,
         *own_includes,
         *abi.includes,
