@@ -234,7 +234,7 @@ def test_a_ctypes_library_with_relocatable_device_code_is_adopted_as_it_is(
     assert "ctypes.CDLL('rdcpkg/librdcdemo_cuda.so') ok" in build.out + build.err
     wheel = only_wheel(project / "dist")
     with zipfile.ZipFile(wheel) as zf:
-        names = sorted(n for n in zf.namelist() if ".dist-info/" not in n)
+        names = sorted(n for n in zf.namelist() if ".dist-info/" not in n and n[-1] != "/")
         zf.extract("rdcpkg/librdcdemo_cuda.so", tmp_path / "unpacked")
     assert names == ["rdcpkg/__init__.py", "rdcpkg/librdcdemo_cuda.so"]
     ours = tmp_path / "unpacked" / "rdcpkg" / "librdcdemo_cuda.so"
