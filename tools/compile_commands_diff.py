@@ -5,7 +5,11 @@ its path in the project, any other by its resolved path); CMake's plumbing and w
 (-o, dependency files, -fPIC, -ccbin, prefix maps, -gencode: the arch set is compared by
 ``build --dry-run``'s own arch line) left out. Issue 40 item 5's table.
 
-    python tools/compile_commands_diff.py PROJECT CMAKE_BUILD/compile_commands.json [--markdown]
+    python tools/compile_commands_diff.py PROJECT CMAKE_BUILD/compile_commands.json \
+        [--target NAME ...] [--python PY] [--markdown]
+
+--target keeps the sources of those CMake targets (their objects' CMakeFiles/NAME.dir/);
+--python is the build Python whose torch build --dry-run plans against.
 
 Exit 0 when there is no difference, 1 when there is (the table says which)."""
 
@@ -52,6 +56,16 @@ _OWN_PREFIXES = (
 )
 
 
+def _define(flag: str) -> str:
+    """A define with a number as its value, written as the number (``0x020B000000000000ULL``
+    and ``0x020b000000000000`` are one value)."""
+    name, eq, value = flag.partition("=")
+    try:
+        return f"{name}={int(value.rstrip('ULul'), 0)}" if eq else flag
+    except ValueError:
+        return flag
+
+
 @dataclass(frozen=True)
 class Compile:
     defines: frozenset[str]
@@ -84,8 +98,8 @@ def _compile(entry: dict[str, object], root: Path) -> Compile:
         kept.append(word)
         i += 1
     parsed = cmake._command({**entry, "arguments": kept})
-    defines = frozenset(f for f in parsed.flags if f.startswith(("-D", "-U")))
-    flags = frozenset(f for f in parsed.flags if f not in defines)
+    defines = frozenset(_define(f) for f in parsed.flags if f.startswith(("-D", "-U")))
+    flags = frozenset(f for f in parsed.flags if not f.startswith(("-D", "-U")))
     includes = []
     for folder in parsed.includes:
         path = Path(folder).resolve()
@@ -95,8 +109,13 @@ def _compile(entry: dict[str, object], root: Path) -> Compile:
     return Compile(defines, flags, tuple(includes))
 
 
-def cmake_compiles(path: Path, root: Path) -> dict[str, Compile]:
-    entries = json.loads(path.read_text())
+def _of_targets(entry: dict[str, str], targets: list[str]) -> bool:
+    output = entry.get("output") or str(entry.get("command", "")).partition(" -o ")[2]
+    return not targets or any(f"CMakeFiles/{t}.dir/" in output for t in targets)
+
+
+def cmake_compiles(path: Path, root: Path, targets: list[str] | None = None) -> dict[str, Compile]:
+    entries = [e for e in json.loads(path.read_text()) if _of_targets(e, targets or [])]
     return {
         Path(e["directory"], e["file"]).resolve().relative_to(root).as_posix(): _compile(e, root)
         for e in entries
@@ -104,9 +123,9 @@ def cmake_compiles(path: Path, root: Path) -> dict[str, Compile]:
     }
 
 
-def wheelforge_compiles(root: Path) -> dict[str, Compile]:
+def wheelforge_compiles(root: Path, python: str | None = None) -> dict[str, Compile]:
     """The compiles of the matrix's first variant, as build --dry-run plans them."""
-    settings = resolve(Flags(matrix=root / "matrix.yaml"))
+    settings = resolve(Flags(matrix=root / "matrix.yaml", python=python))
     chosen = selected(
         settings, toolkit.discover(cache=settings.cache_dir, pythons=(settings.python,))
     )
@@ -159,11 +178,25 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("project", type=Path)
     parser.add_argument("compile_commands", type=Path)
+    parser.add_argument("--target", action="append", default=[])
+    parser.add_argument("--python")
     parser.add_argument("--markdown", action="store_true")
+    parser.add_argument(
+        "--grouped", action="store_true", help="one row per difference, with how many sources"
+    )
     args = parser.parse_args()
     root = args.project.resolve()
-    rows = differences(cmake_compiles(args.compile_commands, root), wheelforge_compiles(root))
+    rows = differences(
+        cmake_compiles(args.compile_commands, root, args.target),
+        wheelforge_compiles(root, args.python),
+    )
     header = ("source", "what", "only CMake's", "only wheelforge's")
+    if args.grouped:
+        counts: dict[tuple[str, ...], int] = {}
+        for row in rows:
+            counts[row[1:]] = counts.get(row[1:], 0) + 1
+        rows = [(f"{n} source(s)", *key) for key, n in counts.items()]
+        header = ("sources", *header[1:])
     if args.markdown:
         print("| " + " | ".join(header) + " |\n| --- | --- | --- | --- |")
         for row in rows:

@@ -540,3 +540,23 @@ def test_a_plain_librarys_visibility_flags_stay_the_projects() -> None:
     flags = ("-O3", "-fvisibility-inlines-hidden", "-fvisibility=hidden")
     assert sort_flags(flags).kept == ("-O3",)
     assert sort_flags(flags, own_exports=True).kept == flags
+
+
+def test_a_sources_own_flags_are_written_beside_it(tmp_path: Path) -> None:
+    from wheelforge.adoption.writer.sourceglobs import sources_entries
+
+    for name in ("a.cu", "b.cu", "c.cu"):
+        (tmp_path / name).write_text("// x\n")
+    ext = CapturedExtension(
+        name="pkg._C",
+        kind="CMake module_library",
+        where="CMake target _C",
+        sources=(
+            CapturedSource(path="a.cu"),
+            CapturedSource(path="b.cu", flags=("-static-global-template-stub=false",)),
+            CapturedSource(path="c.cu"),
+        ),
+    )
+    entries = sources_entries(tmp_path, ext)
+    assert [e for e in entries if isinstance(e, str)] == ["a.cu", "c.cu"]  # no glob takes b.cu
+    assert {"files": "b.cu", "flags": ["-static-global-template-stub=false"]} in entries

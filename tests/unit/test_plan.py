@@ -301,3 +301,21 @@ def test_which_nvcc_flags_ask_for_relocatable_device_code(
 
     ext = dataclasses.replace(load_matrix(project()).extensions[0], nvcc_flags=flags)
     assert relocatable(ext) is expected
+
+
+def test_a_sources_own_flags_follow_the_extensions_on_its_compile_alone(
+    project: Project, tmp_path: Path
+) -> None:
+    text = GOOD_MATRIX.replace(
+        "  sources: [csrc/*.cpp, csrc/*.cu]\n",
+        "  sources:\n  - csrc/*.cpp\n"
+        "  - {files: csrc/kernel.cu, flags: [-static-global-template-stub=false]}\n"
+        "  nvcc-flags: [--use_fast_math]\n",
+    )
+    plan = plan_for(load_matrix(project(text)), tmp_path)
+    steps = {s.source.name: s for s in hostshare.all_steps(plan)}
+    assert shlex.split(steps["kernel.cu"].flags)[-1] == "-static-global-template-stub=false"
+    assert "-static-global-template-stub" not in steps["ops.cpp"].flags
+    text = ninjafile.render(plan)
+    line = next(ln for ln in text.splitlines() if "source_flags" in ln and "template" in ln)
+    assert "-static-global-template-stub=false" in line

@@ -86,7 +86,9 @@ class CompileStep:
     object: Path
     rule: Rule
     arch_set: ArchSet | None = None  # for a source with arch limits: what it is compiled for
-    flags: str = ""  # per-source flags: the source's path-free name for seeds (reproducible.py)
+    # per-source flags: the source's path-free name for seeds (reproducible.py), then its own
+    # (matrix.yaml's `{files: GLOB, flags: [...]}`)
+    flags: str = ""
     # Which of CompilePlan.flag_sets it compiles with: the first extension's that lists it (a
     # source two extensions compile with the same flags is compiled once).
     flag_set: int = 0

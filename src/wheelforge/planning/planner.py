@@ -413,7 +413,13 @@ def _plan_in(
             split_nvcc=split,
         )
         flag_sets.append(flags)
-        objects = steps.add(index, sources, flags, own.objects)
+        objects = steps.add(
+            index,
+            sources,
+            flags,
+            own.objects,
+            compilesteps.own_flags(matrix, ext, generated_folder),
+        )
         # the device link's host stub compiles like the sources: the host compiler, -fPIC
         dlink = own.device_link(
             objects, steps.steps, shlex.join([f"-ccbin={nvcc_host}", "-Xcompiler=-fPIC"])

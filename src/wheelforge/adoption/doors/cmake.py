@@ -12,6 +12,7 @@ places, no network, no process left when it ends."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import shutil
@@ -133,7 +134,7 @@ def _configure(root: Path, build: Path, context: CMakeContext) -> str:
             details=proc.tail(output),
         )
     if result.returncode != 0:
-        unfetched = _unfetched(build)
+        unfetched = _unfetched(build, context.args)
         error = re.search(r"CMake Error[^\n]*\n((?:[ \t]+\S[^\n]*\n?){1,3})", output)
         said = " ".join(error[1].split()) if error else "see its output below"
         fix = (
@@ -161,7 +162,20 @@ def _named_folders(args: Iterable[str]) -> list[Path]:
     return found
 
 
-def _unfetched(build: Path) -> list[str]:
+def _named_by(name: str, args: Iterable[str]) -> bool:
+    """Whether a --cmake-arg gives the dependency *name* a folder by a variable of the project's
+    own (``-DVLLM_CUTLASS_SRC_DIR=...`` for cutlass, ``-DFLASH_MLA_SRC_DIR=...`` for flashmla),
+    which its CMake declares as the dependency's SOURCE_DIR."""
+    key = re.sub(r"[^a-z0-9]", "", name.lower())
+    for arg in args:
+        variable, eq, value = arg.removeprefix("-D").partition("=")
+        words = re.sub(r"[^a-z0-9]", "", variable.split(":")[0].lower())
+        if eq and arg.startswith("-D") and key in words and Path(value).is_dir():
+            return True
+    return False
+
+
+def _unfetched(build: Path, args: Iterable[str] = ()) -> list[str]:
     """The FetchContent dependencies the configure reached (each gets a FETCHCONTENT_SOURCE_DIR_
     cache entry) that were neither given a folder nor downloaded."""
     try:
@@ -171,7 +185,9 @@ def _unfetched(build: Path) -> list[str]:
     return [
         name
         for name, folder in re.findall(r"^FETCHCONTENT_SOURCE_DIR_(\w+):PATH=(.*)$", cache, re.M)
-        if not folder.strip() and not any((build / "_deps" / f"{name.lower()}-src").glob("*"))
+        if not folder.strip()
+        and not any((build / "_deps" / f"{name.lower()}-src").glob("*"))
+        and not _named_by(name, args)
     ]
 
 
@@ -265,6 +281,16 @@ def _common(lists: Iterable[tuple[str, ...]]) -> tuple[str, ...]:
     return tuple(f for f in dict.fromkeys(lists[0]) if counts[f] == len(lists))
 
 
+def _installed_name(target: Mapping[str, Any], stem: str) -> str | None:
+    """``pkg.stem`` for a target CMake installs into ``pkg`` (``install(TARGETS ... DESTINATION
+    pkg)``: vLLM's define_extension_target, scikit-build-core's way)."""
+    for destination in (target.get("install") or {}).get("destinations", []):
+        parts = Path(destination["path"]).parts
+        if parts and all(p.isidentifier() for p in parts):
+            return ".".join((*parts, stem))
+    return None
+
+
 def _library_name(root: Path, target: Mapping[str, Any], stem: str) -> str:
     """Where a plain library lands, as a dotted name: the package folder CMake writes it into
     (``LIBRARY_OUTPUT_DIRECTORY`` inside the project) or installs it to (``install(TARGETS ...
@@ -276,11 +302,7 @@ def _library_name(root: Path, target: Mapping[str, Any], stem: str) -> str:
             parts = full.resolve().relative_to(root.resolve()).parts
             if all(p.isidentifier() for p in parts) and (full / "__init__.py").is_file():
                 return ".".join((*parts, stem))
-    for destination in (target.get("install") or {}).get("destinations", []):
-        parts = Path(destination["path"]).parts
-        if parts and all(p.isidentifier() for p in parts):
-            return ".".join((*parts, stem))
-    return stem
+    return _installed_name(target, stem) or stem
 
 
 def _module_name(root: Path, leaf: str) -> str:
@@ -339,10 +361,19 @@ def link_library(word: str) -> tuple[str, str | None] | None:
 
 
 class _Reader:
-    def __init__(self, root: Path, build: Path, toolkit: tuple[Path, ...] = ()) -> None:
+    def __init__(
+        self,
+        root: Path,
+        build: Path,
+        toolkit: tuple[Path, ...] = (),
+        given: tuple[Path, ...] = (),
+    ) -> None:
         self.root = root.resolve()
         self.build = build.resolve()
         self.toolkit = toolkit  # the toolkit's folder: its libraries need no library-dirs
+        # the folders --cmake-arg names (a FetchContent source, VLLM_CUTLASS_SRC_DIR): their
+        # include folders are the project's too, written relative to it (``../cutlass/include``)
+        self.given = tuple(g.resolve() for g in given)
         self.hand: list[str] = []
         self.done: list[str] = []
         commands = json.loads(
@@ -355,6 +386,19 @@ class _Reader:
     def rel(self, path: str) -> str | None:
         p = Path(path).resolve()
         return p.relative_to(self.root).as_posix() or "." if p.is_relative_to(self.root) else None
+
+    def include(self, path: str) -> str | None:
+        """An include folder as matrix.yaml writes it: in the project, or in a folder
+        --cmake-arg names (``../cutlass/include``, which the writer may make a header library);
+        None for torch's, Python's, the toolkit's and the system's, which wheelforge adds."""
+        if (rel := self.rel(path)) is not None:
+            return rel
+        p = Path(path).resolve()
+        # a folder CMake names that is not there adds nothing to a compile (a submodule the
+        # given source lacks)
+        if p.is_dir() and any(p.is_relative_to(g) for g in self.given if g != self.root):
+            return Path(os.path.relpath(p, self.root)).as_posix()
+        return None
 
     def sources(
         self, target: Mapping[str, Any], targets: Mapping[str, dict[str, Any]]
@@ -391,21 +435,23 @@ class _Reader:
         cxx = [sorted_by[p].kept for p, c in commands.items() if not c.cuda]
         nvcc = [sorted_by[p].kept for p, c in commands.items() if c.cuda]
         cxx_common, nvcc_common = _common(cxx), _common(nvcc)
-        for p, c in commands.items():
-            extra = [
+        extra_by = {
+            p: tuple(
                 f for f in sorted_by[p].kept if f not in (nvcc_common if c.cuda else cxx_common)
-            ]
-            if extra:
-                self.hand.append(
-                    f"{label}: {self.rel(p)} alone gets {' '.join(extra)}; matrix.yaml's flags "
-                    "are per extension"
-                )
+            )
+            for p, c in commands.items()
+        }
+        if any(extra_by.values()):
+            self.done.append(
+                f"{label}: the sources compiled with flags of their own keep them "
+                "(`{files: ..., flags: [...]}`)"
+            )
         archs_by = {p: sorted_by[p].archs for p, c in commands.items() if c.cuda}
         union = merge_archs(*archs_by.values())
         includes: list[str] = []
         for c in commands.values():
             for inc in c.includes:
-                rel = self.rel(inc)
+                rel = self.include(inc)
                 if rel is not None and rel not in includes:
                     includes.append(rel)
         owned = sorted({f for s in sorted_by.values() for f in s.owned})
@@ -425,7 +471,11 @@ class _Reader:
             kind=f"CMake {target['type'].lower()}",
             where=f"CMake target {target['name']}",
             sources=tuple(
-                CapturedSource(path=r, archs=(a if (a := archs_by.get(p)) and a != union else None))
+                CapturedSource(
+                    path=r,
+                    archs=(a if (a := archs_by.get(p)) and a != union else None),
+                    flags=extra_by[p],
+                )
                 for p in commands
                 if (r := self.rel(p)) is not None
             ),
@@ -493,7 +543,7 @@ def capture_cmake(
     with tempfile.TemporaryDirectory(prefix="wheelforge-cmake-") as tmp:
         build = Path(tmp)
         output = _configure(root, build, context)
-        unfetched = _unfetched(build)
+        unfetched = _unfetched(build, context.args)
         given = _given_sources(build)
         flags = ", ".join(f"-DFETCHCONTENT_SOURCE_DIR_{n.upper()}=<folder>" for n in unfetched)
         if not (build / "compile_commands.json").is_file():
@@ -507,7 +557,7 @@ def capture_cmake(
             )
         targets = _targets(build)
         toolkit = (context.nvcc.resolve().parent.parent,) if context.nvcc is not None else ()
-        reader = _Reader(root, build, toolkit)
+        reader = _Reader(root, build, toolkit, tuple(_named_folders(context.args)))
         python_modules = [t for t in targets.values() if t["type"] == "MODULE_LIBRARY"]
         chosen = python_modules or [t for t in targets.values() if t["type"] == "SHARED_LIBRARY"]
         linked = {d["id"] for t in python_modules for d in t.get("dependencies", [])}
@@ -519,6 +569,8 @@ def capture_cmake(
             if python_modules or (modules and stem.removeprefix("lib") in modules):
                 stem = stem.removeprefix("lib") if not python_modules else stem
                 name = (modules or {}).get(stem) or _module_name(root, stem)
+                if "." not in name:  # no import names its package: where CMake installs it
+                    name = _installed_name(target, stem) or name
                 extensions.append(reader.extension(target, targets, name))
                 continue
             # No Python module (MODULE library) at all: a shared library the package loads

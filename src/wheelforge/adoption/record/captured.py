@@ -28,6 +28,8 @@ class CapturedSource:
     path: str  # relative to the project folder, posix
     # The archs the project compiles this source for, when they differ from its extension's.
     archs: tuple[ArchSpec, ...] | None = None
+    # The flags the project compiles this source alone with (beside its extension's).
+    flags: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)

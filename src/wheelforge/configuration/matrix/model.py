@@ -155,7 +155,8 @@ class PackageConfig:
 
 @dataclass(frozen=True, kw_only=True)
 class SourceSpec:
-    """A glob of sources limited to some archs (a Hopper-only kernel: 9.0a)."""
+    """A glob of sources limited to some archs (a Hopper-only kernel: 9.0a), or compiled with
+    flags of their own (vLLM's marlin kernels: ``-static-global-template-stub=false``)."""
 
     # relative to the matrix's folder
     pattern: str = field(metadata=key("a glob of sources", name="files", words="glob"))
@@ -165,7 +166,16 @@ class SourceSpec:
             "compile these sources only for these archs (rule in toolkits.md)",
             shape=ARCH_LIST_REF,
             words="arch list",
-            required=True,
+        ),
+    )
+    flags: tuple[str, ...] = field(
+        default=(),
+        metadata=key(
+            (
+                "flags appended to these sources' compiles alone, after the extension's (the "
+                "compiler's of each: nvcc's for a `.cu`)"
+            ),
+            shape=Strings,
         ),
     )
 
@@ -210,7 +220,7 @@ class ExtensionConfig:
                 "`generate` step"
             ),
             shape=_SOURCES,
-            words="list of globs, or `{files: GLOB, archs: LIST}`",
+            words="list of globs, or `{files: GLOB, archs: LIST, flags: LIST}`",
         )
     )
     archs: tuple[ArchSpec, ...] | None = field(
