@@ -217,8 +217,10 @@ def _link_flags(
         # a plain library is found by its file name (ctypes), as CMake names a SHARED library
         *([f"-Wl,-soname,{ext.leaf}.so"] if ext.kind == "plain" else []),
         *(f"-L{d}" for d in ext.library_dirs),
-        # The toolkit's own libraries (cuBLAS, cuSPARSE ...) where `libraries` names any.
+        # The toolkit's own libraries (cuBLAS, cuSPARSE ...) where `libraries` names any; the
+        # driver's (cuda) is its stub, as CMake's CUDA::cuda_driver links it.
         *([f"-L{toolkit.cudart_static.parent}"] if ext.libraries else []),
+        *([f"-L{toolkit.cudart_static.parent / 'stubs'}"] if "cuda" in ext.libraries else []),
         *(f"-l{name}" for name in ext.libraries),
         *ext.link_flags,
     ]
