@@ -1,25 +1,26 @@
 #!/usr/bin/env bash
-# Issue 40 item 5, on the GPU machine (PREPARED, NOT RUN YET): vLLM 0.34.0 from its PyPI sdist
-# adopted through init's CMake door for one arch list (TORCH_CUDA_ARCH_LIST=9.0a), vLLM's own
-# CMake configured beside it with the same arguments, and tools/compile_commands_diff.py's
-# table of every difference between CMake's compile_commands.json and `build --dry-run`'s
-# commands (the goal: none); then the build, `wheelforge check`, and vLLM's kernel tests of
-# its stable-ABI ops from the built wheel.
+# Issue 40 item 5, on the GPU machine (PREPARED, NOT RUN THERE YET): vLLM 0.34.0 from its PyPI
+# sdist adopted through init's CMake door for one arch list (TORCH_CUDA_ARCH_LIST=9.0a: init's
+# --archs is left out, so the archs stay the ones vLLM picks per source), vLLM's own CMake
+# configured beside it with the same arguments, and tools/compile_commands_diff.py's table of
+# every difference between CMake's compile_commands.json and `build --dry-run`'s commands for its
+# stable-ABI targets (the goal: none); then those two extensions built, `wheelforge check`, and
+# vLLM's kernel tests from the built wheel. What ran on the CPU machine (8.0, the same steps up
+# to the table, and spinloop/fs_io_C built and checked) is in docs/your-extension.md.
 #
-# vLLM's CMake needs CMake >= 3.26 and a CUDA torch (find_package(Torch) must set CUDA_FOUND;
-# it expects torch 2.14.0 and warns on another; its _C_stable_libtorch branch reads torch's
-# stable headers), and its FetchContent sources, which init never downloads: CUTLASS
-# (CUTLASS_REVISION v4.7.1 in its CMakeLists.txt, given as VLLM_CUTLASS_SRC_DIR) and the
-# external projects of cmake/external_projects/ (FETCHCONTENT_SOURCE_DIR_<NAME>; init names
-# each one it reaches and the flag that gives its folder).
+# vLLM's CMake needs CMake >= 3.26, GCC >= 13 for CUDA (else a clang: CXX=clang++), a CUDA torch
+# (find_package(Torch) must find CUDA: 2.14.0 is the one it expects) and its FetchContent
+# sources, which init never downloads: given by vLLM's own variables (VLLM_CUTLASS_SRC_DIR, ...,
+# each a folder of BUNDLE/deps/); init names any other it reaches.
 #
 # BUNDLE holds:
-#   vllm-0.34.0.tar.gz                         the PyPI sdist
-#   cutlass/                                   NVIDIA/cutlass at v4.7.1
-#   fetch/<name>/                              each FetchContent source init names (lower case)
-#   cmake-*.whl                                CMake >= 3.26 (PyPI)
-#   torch/                                     wheels of a CUDA torch 2.14.0 and its nvidia-*
-#                                              dependencies, if the machine's torch is another
+#   vllm-0.34.0.tar.gz               the PyPI sdist
+#   deps/cutlass                     NVIDIA/cutlass at v4.7.1 (CUTLASS_REVISION)
+#   deps/vllm-flash-attn deps/flashmla deps/deepgemm deps/deepselect deps/flashkda
+#   deps/fmha_sm100 deps/tml_fa4     at the commits cmake/external_projects/*.cmake pin
+#   cmake-*.whl                      CMake >= 3.26 (PyPI)
+#   torch/                           a CUDA torch 2.14.0 and its nvidia-* wheels, if the
+#                                    machine's torch is another
 # wheelforge runs from src/ with its dependencies carried as wheels in .whl/
 # (bench/h200_classic_offline.sh says how to make it). In the repository root:
 #
@@ -42,12 +43,15 @@ fi
 cmake --version | head -1
 tar -xzf "$BUNDLE/vllm-0.34.0.tar.gz" -C "$W"
 SRC=$W/vllm-0.34.0
-ARGS=("-DVLLM_PYTHON_EXECUTABLE=$PY" "-DVLLM_TARGET_DEVICE=cuda" "-DVLLM_CUTLASS_SRC_DIR=$BUNDLE/cutlass")
-for dep in "$BUNDLE"/fetch/*/; do
-    [ -d "$dep" ] || continue
-    name=$(basename "$dep" | tr '[:lower:]-' '[:upper:]_')
-    ARGS+=("-DFETCHCONTENT_SOURCE_DIR_${name}=${dep%/}")
-done
+D=$BUNDLE/deps
+ARGS=("-DVLLM_PYTHON_EXECUTABLE=$PY" "-DVLLM_TARGET_DEVICE=cuda"
+    "-DVLLM_CUTLASS_SRC_DIR=$D/cutlass" "-DVLLM_FLASH_ATTN_SRC_DIR=$D/vllm-flash-attn"
+    "-DFLASH_MLA_SRC_DIR=$D/flashmla" "-DDEEPGEMM_SRC_DIR=$D/deepgemm"
+    "-DDEEPSELECT_SRC_DIR=$D/deepselect" "-DFLASH_KDA_SRC_DIR=$D/flashkda"
+    "-DFMHA_SM100_SRC_DIR=$D/fmha_sm100" "-DTML_FA4_SRC_DIR=$D/tml_fa4")
+if [ "$(gcc -dumpversion | cut -d. -f1)" -lt 13 ]; then
+    ARGS+=("-DCMAKE_CXX_COMPILER=$(command -v clang++ || command -v clang++-19)")
+fi
 export TORCH_CUDA_ARCH_LIST=9.0a
 echo "== vLLM's own CMake configure (compile_commands.json), the same arguments"
 cp -r "$SRC" "$W/own"
@@ -57,14 +61,25 @@ cmake -S "$W/own" -B "$W/own/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_
 sed "s|$W/own|$SRC|g" "$W/own/build/compile_commands.json" >"$W/compile_commands.json"
 echo "== wheelforge init --from cmake (TORCH_CUDA_ARCH_LIST=9.0a)"
 cd "$SRC"
-"$PY" -m wheelforge init --from cmake --python "$PY" --archs 9.0a $(printf -- '--cmake-arg=%s ' "${ARGS[@]}")
-grep -E "^- name|^  name|^  kind|^abi|^torch" matrix.yaml || true
+sed -i 's/^dynamic = \[ "version", "dependencies", "optional-dependencies"\]/version = "0.34.0"/' pyproject.toml # issue 40 item 1 is another branch's
+"$PY" -m wheelforge init --from cmake --python "$PY" $(printf -- '--cmake-arg=%s ' "${ARGS[@]}")
+# the stable-ABI extensions only, under the stable ABI (the others use torch/extension.h)
+"$PY" - <<'PY'
+import yaml
+m = yaml.safe_load(open("matrix.yaml"))
+m["extensions"] = [e for e in m["extensions"] if e["name"].endswith("_stable_libtorch")]
+m["abi"], m["torch"] = "stable", ">=2.11"
+yaml.safe_dump(m, open("matrix.yaml", "w"), sort_keys=False)
+PY
+grep -E "^- name|^abi|^torch|^  default" matrix.yaml || true
 echo "== every difference, source by source (tools/compile_commands_diff.py)"
-"$PY" "$REPO/tools/compile_commands_diff.py" "$SRC" "$W/compile_commands.json" --markdown | tee "$W/differences.md" || true
+"$PY" "$REPO/tools/compile_commands_diff.py" "$SRC" "$W/compile_commands.json" --python "$PY" \
+    --target _C_stable_libtorch --target _moe_C_stable_libtorch --markdown --grouped | tee "$W/differences.md" || true
 echo "== wheelforge build --offline --torch-from $PY"
 time "$PY" -m wheelforge build --offline --torch-from "$PY" --python "$PY" --cache-dir "$W/cache"
 WHEEL=$(find dist -name '*.whl' | head -1)
 "$PY" -m wheelforge check "$WHEEL"
+# vLLM's tests import vllm, which needs its Python dependencies: carry them in BUNDLE/torch/ too
 echo "== vLLM's kernel tests of its stable-ABI ops, from the built wheel"
 "$PY" -m pip install -q --no-index --no-deps --target "$W/site" "$WHEEL"
 cd "$W" && PYTHONPATH=$W/site "$PY" -m pytest -q -x "$SRC/tests/kernels/core" 2>&1 | tail -20

@@ -2,8 +2,9 @@
 and the ones ``wheelforge build --dry-run`` plans from its matrix.yaml, source by source: the
 flags, the defines and the include folders, paths aside (a folder of the project compared by
 its path in the project, any other by its resolved path); CMake's plumbing and wheelforge's
-(-o, dependency files, -fPIC, -ccbin, prefix maps, -gencode: the arch set is compared by
-``build --dry-run``'s own arch line) left out. Issue 40 item 5's table.
+(-o, dependency files, -fPIC, -ccbin, prefix maps) left out; the -gencode flags compared as
+the SASS and PTX they ask for (``arch=compute_80,code=[compute_80,sm_80]`` is sm_80 and
+compute_80). Issue 40 item 5's table.
 
     python tools/compile_commands_diff.py PROJECT CMAKE_BUILD/compile_commands.json \
         [--target NAME ...] [--python PY] [--markdown]
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shlex
 import subprocess
 import sys
@@ -41,8 +43,6 @@ _OWN_WITH_VALUE = ("--dependency-output", "-MF")
 _OWN = ("--generate-dependencies-with-compile", "-MMD", "--objdir-as-tempdir")
 _OWN_PREFIXES = (
     "-ccbin=",
-    "-gencode=",
-    "--generate-code=",
     "-ffile-prefix-map=",
     "-fdebug-prefix-map=",
     "-fmacro-prefix-map=",
@@ -71,6 +71,13 @@ class Compile:
     defines: frozenset[str]
     flags: frozenset[str]
     includes: tuple[str, ...]
+    codes: frozenset[str] = frozenset()  # what -gencode asks for: sm_80, compute_80
+
+
+def _codes(value: str) -> set[str]:
+    """``arch=compute_80,code=[compute_80,sm_80]`` → {compute_80, sm_80}."""
+    arch, _, code = value.partition(",code=")
+    return set(re.findall(r"(?:sm|compute|lto)_\w+", code or arch))
 
 
 def _words(entry: dict[str, object]) -> list[str]:
@@ -86,10 +93,19 @@ def _words(entry: dict[str, object]) -> list[str]:
 def _compile(entry: dict[str, object], root: Path) -> Compile:
     words = _words(entry)
     kept: list[str] = [words[0]]
+    codes: set[str] = set()
     i = 1
     while i < len(words):
         word = words[i]
-        if word in _OWN_WITH_VALUE or word in ("-gencode", "--generate-code"):
+        if word in ("-gencode", "--generate-code") and i + 1 < len(words):
+            codes |= _codes(words[i + 1])
+            i += 2
+            continue
+        if word.startswith(("-gencode=", "--generate-code=")):
+            codes |= _codes(word.split("=", 1)[1])
+            i += 1
+            continue
+        if word in _OWN_WITH_VALUE:
             i += 2
             continue
         if word in _OWN or word.startswith(_OWN_PREFIXES):
@@ -106,7 +122,7 @@ def _compile(entry: dict[str, object], root: Path) -> Compile:
         includes.append(
             path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
         )
-    return Compile(defines, flags, tuple(includes))
+    return Compile(defines, flags, tuple(includes), frozenset(codes))
 
 
 def _of_targets(entry: dict[str, str], targets: list[str]) -> bool:
@@ -164,6 +180,7 @@ def differences(theirs: dict[str, Compile], ours: dict[str, Compile]) -> list[tu
             ("flag", a.flags, b.flags),
             ("define", a.defines, b.defines),
             ("include", frozenset(a.includes), frozenset(b.includes)),
+            ("archs", a.codes, b.codes),
         ):
             if left != right:
                 rows.append(
