@@ -560,3 +560,25 @@ def test_a_sources_own_flags_are_written_beside_it(tmp_path: Path) -> None:
     entries = sources_entries(tmp_path, ext)
     assert [e for e in entries if isinstance(e, str)] == ["a.cu", "c.cu"]  # no glob takes b.cu
     assert {"files": "b.cu", "flags": ["-static-global-template-stub=false"]} in entries
+
+
+def test_archs_given_to_cmakes_configure_keep_the_projects_ptx_per_source(tmp_path: Path) -> None:
+    # vLLM for TORCH_CUDA_ARCH_LIST=8.0: its marlin kernels add PTX, the others are limited to 8.0
+    build = captured(tmp_path)
+    ext = dataclasses.replace(
+        build.extensions[0],
+        archs=archs("8.0+PTX"),
+        sources=(CapturedSource(path="csrc/ops.cu", archs=archs("8.0")),),
+    )
+    cmake_build = dataclasses.replace(build, front_door="CMake", extensions=(ext,))
+
+    def arch_set(b: CapturedBuild, given: str) -> object:
+        return yaml.safe_load(render(b, InitChoices(torch=("2.13.0",), archs=given)).text)[
+            "arch-sets"
+        ]
+
+    assert arch_set(cmake_build, "8.0") == {"default": "8.0+PTX"}
+    assert arch_set(cmake_build, "9.0") == {"default": "9.0"}  # not what it compiled: --archs
+    assert arch_set(dataclasses.replace(cmake_build, front_door="setup.py"), "8.0") == {
+        "default": "8.0"
+    }

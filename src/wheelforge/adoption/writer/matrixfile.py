@@ -35,6 +35,7 @@ from wheelforge.adoption.writer.packagesection import (
 )
 from wheelforge.adoption.writer.sourceglobs import sources_entries
 from wheelforge.configuration.abi import STABLE, UNSTABLE, Abi
+from wheelforge.configuration.archs import parse_arch_list
 from wheelforge.configuration.matrix.keys import SOURCE_SUFFIXES
 from wheelforge.foundation import readers
 from wheelforge.foundation.errors import ConfigError
@@ -230,6 +231,8 @@ class _Writer:
         return versions
 
     def arch_sets(self) -> str:
+        if (kept := self.configured_archs()) is not None:
+            return "\n" + buildparts.dump("arch-sets", {"default": kept})
         if self.choices.archs:
             # --archs replaces the arch set the project gave: its front door's account goes
             self.done[:] = [d for d in self.done if not d.startswith("arch-sets:")]
@@ -254,6 +257,27 @@ class _Writer:
             "\n# No arch-sets: give them here, or with --archs / TORCH_CUDA_ARCH_LIST.\n"
             '# arch-sets:\n#   default: "8.0 9.0+PTX"\n'
         )
+
+    def configured_archs(self) -> str | None:
+        """CMake was configured for --archs (TORCH_CUDA_ARCH_LIST): where the project compiles
+        exactly those archs, its own PTX choices per source are kept (vLLM's marlin kernels
+        add PTX to an arch list without it), else None."""
+        if not self.choices.archs or "CMake" not in self.build.front_door:
+            return None
+        found = merge_archs(*(e.archs for e in self.build.extensions))
+        try:
+            asked = parse_arch_list(self.choices.archs, source="--archs")
+        except ConfigError:
+            return None
+        if not found or {s.arch for s in found} != {s.arch for s in asked}:
+            return None
+        self.done[:] = [d for d in self.done if not d.startswith("arch-sets:")]
+        if found != asked:
+            self.done.append(
+                f"arch-sets: {arch_text(found)}: --archs '{self.choices.archs}' as CMake compiles it "
+                "(PTX where the project asks for it)"
+            )
+        return arch_text(found)
 
     def package(self) -> str:
         section = package_section(self.build, self.hand, self.done)
