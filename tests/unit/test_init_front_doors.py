@@ -520,3 +520,65 @@ def test_folders_are_written_relative_to_the_project_or_its_checkout_or_said(
         "lies outside the project and its checkout: written as this absolute path" in h
         for h in hand
     )
+
+
+def test_a_link_commands_libraries_are_read_as_names_and_folders() -> None:
+    assert cmake.link_library("-lcublas") == ("cublas", None)
+    assert cmake.link_library("-l:libcublasLt.so.13") == ("cublasLt", None)
+    assert cmake.link_library("/usr/local/cuda/lib64/libcublas.so") == (
+        "cublas",
+        "/usr/local/cuda/lib64",
+    )
+    assert cmake.link_library("/x/lib/libculibos.a") == ("culibos", "/x/lib")
+    assert cmake.link_library("/x/lib/libcublasLt.so.13.0.2") == ("cublasLt", "/x/lib")
+    assert cmake.link_library("/usr/lib/libpython3.12.so") is None  # Python's, not the project's
+    assert cmake.link_library("-Wl,-rpath,/x/lib") is None
+    assert cmake.link_library("CMakeFiles/x.dir/a.o") is None
+
+
+def test_a_plain_librarys_visibility_flags_stay_the_projects() -> None:
+    flags = ("-O3", "-fvisibility-inlines-hidden", "-fvisibility=hidden")
+    assert sort_flags(flags).kept == ("-O3",)
+    assert sort_flags(flags, own_exports=True).kept == flags
+
+
+def test_a_sources_own_flags_are_written_beside_it(tmp_path: Path) -> None:
+    from wheelforge.adoption.writer.sourceglobs import sources_entries
+
+    for name in ("a.cu", "b.cu", "c.cu"):
+        (tmp_path / name).write_text("// x\n")
+    ext = CapturedExtension(
+        name="pkg._C",
+        kind="CMake module_library",
+        where="CMake target _C",
+        sources=(
+            CapturedSource(path="a.cu"),
+            CapturedSource(path="b.cu", flags=("-static-global-template-stub=false",)),
+            CapturedSource(path="c.cu"),
+        ),
+    )
+    entries = sources_entries(tmp_path, ext)
+    assert [e for e in entries if isinstance(e, str)] == ["a.cu", "c.cu"]  # no glob takes b.cu
+    assert {"files": "b.cu", "flags": ["-static-global-template-stub=false"]} in entries
+
+
+def test_archs_given_to_cmakes_configure_keep_the_projects_ptx_per_source(tmp_path: Path) -> None:
+    # vLLM for TORCH_CUDA_ARCH_LIST=8.0: its marlin kernels add PTX, the others are limited to 8.0
+    build = captured(tmp_path)
+    ext = dataclasses.replace(
+        build.extensions[0],
+        archs=archs("8.0+PTX"),
+        sources=(CapturedSource(path="csrc/ops.cu", archs=archs("8.0")),),
+    )
+    cmake_build = dataclasses.replace(build, front_door="CMake", extensions=(ext,))
+
+    def arch_set(b: CapturedBuild, given: str) -> object:
+        return yaml.safe_load(render(b, InitChoices(torch=("2.13.0",), archs=given)).text)[
+            "arch-sets"
+        ]
+
+    assert arch_set(cmake_build, "8.0") == {"default": "8.0+PTX"}
+    assert arch_set(cmake_build, "9.0") == {"default": "9.0"}  # not what it compiled: --archs
+    assert arch_set(dataclasses.replace(cmake_build, front_door="setup.py"), "8.0") == {
+        "default": "8.0"
+    }

@@ -299,3 +299,86 @@ def test_no_split_compile_where_the_release_is_not_known_to_take_a_fifo_jobserve
     plan = plan_for(load_matrix(project()), tmp_path, tk=tk)
     assert plan.compile.split_compile == 0
     assert "--split-compile" not in plan.compile.flag_sets[0].nvcc
+
+
+def test_a_plain_library_keeps_its_exports_and_links_no_torch(
+    project: Project, tmp_path: Path
+) -> None:
+    text = GOOD_MATRIX.replace(
+        "  name: demo_ops._C\n",
+        "  name: demo_ops.libdemo_cuda\n  kind: plain\n  libraries: [cublas]\n",
+    )
+    plan = plan_for(load_matrix(project(text)), tmp_path)
+    link = plan.links[0]
+    assert link.wheel_path == "demo_ops/libdemo_cuda.so"
+    assert link.role == "library"
+    ld = shlex.split(link.ldflags)
+    assert not [f for f in ld if f.startswith(("-ltorch", "-lc10"))]
+    assert "-Wl,-soname,libdemo_cuda.so" in ld
+    # cuBLAS from the toolkit's library folder, cudart static and hidden as for every kind
+    assert ld.index("-L/opt/cuda-13.0.88/lib64") < ld.index("-lcublas")
+    assert "-Wl,--exclude-libs,ALL" in ld
+    generated = {g.path.name: g.text for g in plan.compile.generated}
+    assert "global:\n    *;" in generated["exports.map"]
+    every = [*plan.compile.generated, *(plan.host.compile.generated if plan.host else ())]
+    assert not [g for g in every if "module_init" in g.path.name]  # no PyInit invented
+    assert link.device_link is None
+
+
+def test_relocatable_device_code_gets_nvccs_device_link(project: Project, tmp_path: Path) -> None:
+    text = GOOD_MATRIX.replace(
+        "include-dirs: [csrc]", "include-dirs: [csrc]\n  nvcc-flags: [-rdc=true]"
+    )
+    plan = plan_for(load_matrix(project(text)), tmp_path)
+    dlink = plan.links[0].device_link
+    assert dlink is not None
+    assert [o.name for o in dlink.objects] == ["kernel.cu.o"]  # the CUDA objects only
+    ld = shlex.split(plan.links[0].ldflags)
+    assert ld.index("/opt/cuda-13.0.88/lib64/libcudadevrt.a") < ld.index(
+        "/opt/cuda-13.0.88/lib64/libcudart_static.a"
+    )
+    text = ninjafile.render(plan)
+    out = plan.command_path(dlink.output)
+    assert "command = $nvcc_launch$nvcc -dlink $dlink_flags $gencode $in -o $out" in text
+    assert f"build {out}: dlink {plan.command_path(dlink.objects[0])}" in text
+    link_line = next(ln for ln in text.splitlines() if ln.startswith("build _C.abi3.so: link"))
+    assert link_line.endswith(f"{out} | gen/exports.map")
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        ((), False),
+        (("-rdc=true",), True),
+        (("--relocatable-device-code=true",), True),
+        (("-rdc", "true"), True),
+        (("-dc",), True),
+        (("-rdc=true", "-rdc=false"), False),
+        (("-rdc=false",), False),
+    ],
+)
+def test_which_nvcc_flags_ask_for_relocatable_device_code(
+    flags: tuple[str, ...], expected: bool, project: Project
+) -> None:
+    from wheelforge.planning.planner import relocatable
+
+    ext = dataclasses.replace(load_matrix(project()).extensions[0], nvcc_flags=flags)
+    assert relocatable(ext) is expected
+
+
+def test_a_sources_own_flags_follow_the_extensions_on_its_compile_alone(
+    project: Project, tmp_path: Path
+) -> None:
+    text = GOOD_MATRIX.replace(
+        "  sources: [csrc/*.cpp, csrc/*.cu]\n",
+        "  sources:\n  - csrc/*.cpp\n"
+        "  - {files: csrc/kernel.cu, flags: [-static-global-template-stub=false]}\n"
+        "  nvcc-flags: [--use_fast_math]\n",
+    )
+    plan = plan_for(load_matrix(project(text)), tmp_path)
+    steps = {s.source.name: s for s in hostshare.all_steps(plan)}
+    assert shlex.split(steps["kernel.cu"].flags)[-1] == "-static-global-template-stub=false"
+    assert "-static-global-template-stub" not in steps["ops.cpp"].flags
+    text = ninjafile.render(plan)
+    line = next(ln for ln in text.splitlines() if "source_flags" in ln and "template" in ln)
+    assert "-static-global-template-stub=false" in line

@@ -160,7 +160,14 @@ def test_link_flags_libraries_and_library_dirs(project: Project, tmp_path: Path)
     )
     plan = plan_for(load_matrix(project(text)), tmp_path)
     ld = shlex.split(plan.links[0].ldflags)
-    assert ld[-4:] == [f"-L{(tmp_path / 'lib').resolve()}", "-lm", "-lcublas", "-Wl,-z,now"]
+    # the matrix's folders first, then the toolkit's library folder (cuBLAS lies there)
+    assert ld[-5:] == [
+        f"-L{(tmp_path / 'lib').resolve()}",
+        "-L/opt/cuda-13.0.88/lib64",
+        "-lm",
+        "-lcublas",
+        "-Wl,-z,now",
+    ]
 
 
 def test_the_wheel_ships_python_files_and_declared_data_only(

@@ -30,6 +30,17 @@ EXCLUDES = (
     "libc10_*.so*",
     "libcudart.so*",
     "libcuda.so*",
+    # CUDA's libraries a CUDA torch installs as its own dependencies (nvidia-cublas,
+    # nvidia-cusparse, ...: torch's METADATA Requires-Dist): an extension that links them
+    # (bitsandbytes links cuBLAS) finds torch's copies, as it does libcudart.
+    "libcublas.so*",
+    "libcublasLt.so*",
+    "libcusparse.so*",
+    "libcufft.so*",
+    "libcurand.so*",
+    "libcusolver.so*",
+    "libnvrtc.so*",
+    "libnvJitLink.so*",
 )
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from wheelforge.configuration.archs import ArchSet, ArchSpec
 from wheelforge.configuration.matrix.keys import GENERATED_RE
-from wheelforge.configuration.matrix.model import ExtensionConfig, Matrix
+from wheelforge.configuration.matrix.model import ExtensionConfig, Matrix, SourceSpec
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.planning import reproducible
 from wheelforge.planning.plan import CompileStep, FlagSet, Rule
@@ -30,15 +30,7 @@ def sources(
     found: dict[Path, tuple[ArchSpec, ...] | None] = {}
     limited_by: dict[Path, str] = {}
     for spec in ext.sources:
-        if (ref := GENERATED_RE.match(spec.pattern)) is not None:
-            step = matrix.step(ref[1])
-            outputs = fnmatch.filter(step.outputs, ref[2] or "*") if step else []
-            matches = [generated(ref[1]) / name for name in sorted(outputs)]
-        else:
-            matches = sorted(p.resolve() for p in matrix.root.glob(spec.pattern) if p.is_file())
-        if not matches:
-            raise ConfigError(f"{matrix.path}: extension.sources: '{spec.pattern}' matches no file")
-        for m in matches:
+        for m in _matches(matrix, spec, generated):
             if spec.archs is None:
                 found.setdefault(m, ext.archs)  # the extension's own archs, if it has them
                 continue
@@ -52,7 +44,33 @@ def sources(
     return found
 
 
-_StepKey = tuple[Path, str, str, ArchSet | None]  # source, rule, its flags, its arch limit
+def _matches(matrix: Matrix, spec: SourceSpec, generated: Callable[[str], Path]) -> list[Path]:
+    if (ref := GENERATED_RE.match(spec.pattern)) is not None:
+        step = matrix.step(ref[1])
+        outputs = fnmatch.filter(step.outputs, ref[2] or "*") if step else []
+        matches = [generated(ref[1]) / name for name in sorted(outputs)]
+    else:
+        matches = sorted(p.resolve() for p in matrix.root.glob(spec.pattern) if p.is_file())
+    if not matches:
+        raise ConfigError(f"{matrix.path}: extension.sources: '{spec.pattern}' matches no file")
+    return matches
+
+
+def own_flags(
+    matrix: Matrix, ext: ExtensionConfig, generated: Callable[[str], Path]
+) -> dict[Path, tuple[str, ...]]:
+    """The flags of *ext*'s sources that have their own (``{files: GLOB, flags: [...]}``), in
+    the order the entries give them."""
+    found: dict[Path, tuple[str, ...]] = {}
+    for spec in ext.sources:
+        if spec.flags:
+            for m in _matches(matrix, spec, generated):
+                found[m] = (*found.get(m, ()), *spec.flags)
+    return found
+
+
+# source, rule, its flags, its arch limit, its own flags
+_StepKey = tuple[Path, str, str, ArchSet | None, tuple[str, ...]]
 
 
 class Steps:
@@ -72,11 +90,13 @@ class Steps:
         sources: dict[Path, tuple[ArchSpec, ...] | None],
         flags: FlagSet,
         objects: Path,
+        own: dict[Path, tuple[str, ...]] | None = None,
     ) -> list[Path]:
         """The steps of extension *index* (its objects under *objects*), and its objects, one
         per source, each with the arch set it compiles for when limited (the one place that is
         decided; its -gencode flags are that arch set's, ArchSet.gencode); a limited source with
-        no arch in common with the arch set is left out."""
+        no arch in common with the arch set is left out. *own*: the flags of a source of its
+        own (``$source_flags``, after the extension's)."""
         linked = []
         variant = self.variant
         for source, limits in sources.items():
@@ -88,7 +108,8 @@ class Steps:
                 if source not in self.left_out:
                     self.left_out.append(source)
                 continue
-            key = (source, rule, getattr(flags, rule), limited)
+            extra = (own or {}).get(source, ())
+            key = (source, rule, getattr(flags, rule), limited, extra)
             if (known := self.by_key.get(key)) is not None:
                 linked.append(known.object)
                 continue
@@ -103,7 +124,7 @@ class Steps:
                 object=objects / (name + ".o"),
                 rule=rule,
                 arch_set=limited,
-                flags=shlex.join(seeds),
+                flags=shlex.join((*seeds, *extra)),
                 flag_set=index,
             )
             self.by_key[key] = step

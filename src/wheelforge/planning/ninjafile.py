@@ -105,17 +105,34 @@ def render(plan: VariantPlan) -> str:
         deps="gcc",
         description="NVCC $in",
     )
+    if any(link.device_link for link in plan.links):
+        # Relocatable device code's device link (nvcc -dlink): one host object of the device
+        # code of an extension's CUDA objects, for the arch set's -gencode.
+        w.rule(
+            "dlink",
+            "$nvcc_launch$nvcc -dlink $dlink_flags $gencode $in -o $out",
+            description="DLINK $out",
+        )
     w.rule("link", "$cxx -shared -o $out $in $ldflags", description="LINK $out")
     generated = _generate(w, plan)
     w.newline()
     path = plan.command_path  # the Writer escapes build paths itself
     _compiles(w, plan, _preload(w, plan), generated)
     for index, link in enumerate(plan.links):
+        dlink = link.device_link
+        if dlink is not None:
+            w.build(
+                [path(dlink.output)],
+                "dlink",
+                [path(o) for o in dlink.objects],
+                implicit=_preload_of(plan) or None,
+                variables={"dlink_flags": escape(dlink.flags)},
+            )
         # The version script is an input of the link: a change to it relinks.
         w.build(
             [path(link.library)],
             "link",
-            [path(o) for o in link.objects],
+            [path(o) for o in (*link.objects, *((dlink.output,) if dlink else ()))],
             implicit=[path(link.export_map)],
             variables={"ldflags": f"${_prefix(index)}ldflags"} if index else None,
         )
@@ -227,6 +244,12 @@ def _nvcc_launch(plan: VariantPlan) -> str:
 
 # The description of a step of wheelforge's own, not the project's: no job on the screen.
 PRELOAD = "PRELOAD"
+
+
+def _preload_of(plan: VariantPlan) -> list[str]:
+    """The fixed-pid library an nvcc step waits for, if any."""
+    library = plan.compile.nvcc_preload
+    return [str(library)] if library is not None else []
 
 
 def _preload(w: Writer, plan: VariantPlan) -> list[str]:

@@ -86,7 +86,9 @@ class CompileStep:
     object: Path
     rule: Rule
     arch_set: ArchSet | None = None  # for a source with arch limits: what it is compiled for
-    flags: str = ""  # per-source flags: the source's path-free name for seeds (reproducible.py)
+    # per-source flags: the source's path-free name for seeds (reproducible.py), then its own
+    # (matrix.yaml's `{files: GLOB, flags: [...]}`)
+    flags: str = ""
     # Which of CompilePlan.flag_sets it compiles with: the first extension's that lists it (a
     # source two extensions compile with the same flags is compiled once).
     flag_set: int = 0
@@ -167,10 +169,22 @@ class CompilePlan:
 
 
 @dataclass(frozen=True, kw_only=True)
+class DeviceLink:
+    """nvcc's device-link step of a shared object built from relocatable device code: the
+    device code of *objects* linked into one host object (``nvcc -dlink``), for the arch set's
+    -gencode. Without it the link leaves ``__cudaRegisterLinkedBinary_*`` undefined (NVIDIA's
+    "Using Separate Compilation in CUDA", nvcc manual section 6)."""
+
+    objects: tuple[Path, ...]  # the nvcc objects compiled with -rdc=true
+    output: Path  # the object it writes, linked into the shared object
+    flags: str  # -ccbin, -Xcompiler=-fPIC, the prefix maps: what its host compile needs
+
+
+@dataclass(frozen=True, kw_only=True)
 class LinkPlan:
     """One shared object of the wheel: what is linked into it, how, and where it lands."""
 
-    extension: ExtensionConfig  # its name (pkg._C), leaf (_C), kind (module or library)
+    extension: ExtensionConfig  # its name (pkg._C), leaf (_C), kind (module, library, plain)
     objects: tuple[Path, ...]  # the compile steps' objects linked into it
     ldflags: str
     library: Path  # the linked shared object in the build dir
@@ -178,11 +192,15 @@ class LinkPlan:
     wheel_path: str  # where it goes inside the wheel, e.g. pkg/_C.abi3.so
     # The stable-ABI torch it is compiled for (-DTORCH_TARGET_VERSION); None for the unstable ABI
     torch_target: tuple[int, int] | None = None
+    # Relocatable device code (nvcc -rdc=true, CMake's CUDA_SEPARABLE_COMPILATION): the object
+    # ``nvcc -dlink`` makes of its CUDA objects, linked in with them; None: no device link.
+    device_link: DeviceLink | None = None
 
     @property
     def role(self) -> Literal["extension", "library"]:
         """What it is to the wheel, as binaries/facts.py names the roles: an ``extension``
-        module imported by name, or a ``library`` (loaded with torch.ops.load_library)."""
+        module imported by name, or a ``library`` (loaded with torch.ops.load_library, or a
+        plain one with ctypes)."""
         return "extension" if self.extension.kind == "module" else "library"
 
 

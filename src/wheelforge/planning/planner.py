@@ -34,6 +34,8 @@ from wheelforge.planning import (
 )
 from wheelforge.planning.plan import (
     CompilePlan,
+    CompileStep,
+    DeviceLink,
     FlagSet,
     GeneratedFile,
     LinkPlan,
@@ -107,6 +109,11 @@ def _compile_flags(
     *split_nvcc*: the project's folder, when nvcc runs through
     sccache, which splits it into its steps (reproducible.split_nvcc_maps)."""
     defines = (*abi.defines_for(target), f"-DTORCH_EXTENSION_NAME={ext.leaf}")
+    if ext.kind == "plain":
+        # A plain library (ctypes/cffi) compiles as its own build compiles it: no torch defines,
+        # headers or forced includes (its commands equal CMake's: tools/compile_commands_diff.py).
+        abi = dataclasses.replace(abi, includes=(), system_includes=(), force_include=())
+        defines = ()
     own_includes = tuple(f"-I{rel(d)}" for d in includes)
     # The variant's own toolkit headers (cuda_runtime.h) for C/C++ sources, as nvcc adds them
     # for .cu ones, after the matrix's and torch's folders; then the torch environment's (-isystem).
@@ -142,7 +149,7 @@ def _compile_flags(
         *(f"-Xcompiler={m}" for m in maps),
         *(reproducible.split_nvcc_maps(split_nvcc) if split_nvcc else ()),
         # The CUDA-only shim declarations (aoti_torch_get_current_cuda_stream, ...) sit behind USE_CUDA.
-        "-DUSE_CUDA",
+        *(() if ext.kind == "plain" else ("-DUSE_CUDA",)),
         *defines,
         *own_includes,
         *abi.includes,
@@ -164,7 +171,13 @@ def _standards(abi: AbiForTorch, ext: ExtensionConfig) -> tuple[list[str], list[
 
 
 def _link_flags(
-    abi: AbiForTorch, variant: Variant, ext: ExtensionConfig, torch: TorchEnv, exports: Path
+    abi: AbiForTorch,
+    variant: Variant,
+    ext: ExtensionConfig,
+    torch: TorchEnv,
+    exports: Path,
+    *,
+    device_link: bool = False,
 ) -> list[str]:
     toolkit = variant.toolkit
     if toolkit.cudart_static is None:
@@ -172,27 +185,65 @@ def _link_flags(
             f"CUDA {toolkit.version} at {toolkit.root} has no libcudart_static.a; install the CUDA runtime "
             "development files (PyPI: nvidia-cuda-runtime) so the extension carries its own cudart"
         )
+    # the device runtime, which every CUDA toolkit ships beside its static runtime
+    cudadevrt = toolkit.cudart_static.parent / "libcudadevrt.a"
+    # A plain library (ctypes/cffi) links no torch: nothing of it calls torch, and a libtorch
+    # it needed would not be found by its loader.
+    torch_libraries = (
+        []
+        if ext.kind == "plain"
+        else [
+            *(f"-L{d}" for d in torch.library_dirs),
+            # Keep libtorch even though no symbol comes from it directly: on a CUDA torch it
+            # pulls in libtorch_cuda, where the CUDA shims (the current stream, ...) are defined.
+            "-Wl,--no-as-needed",
+            "-lc10",
+            "-ltorch",
+            "-ltorch_cpu",
+            "-Wl,--as-needed",
+            *abi.extra_ldflags,
+        ]
+    )
     return [
+        # The device runtime the device-linked code calls, before cudart (nvcc's own order).
+        *([str(cudadevrt)] if device_link else []),
         # cudart linked statically, and its symbols kept out of our dynamic symbol table.
         str(toolkit.cudart_static),
         "-ldl",
         "-lrt",
         "-lpthread",
         "-Wl,--exclude-libs,ALL",
-        *(f"-L{d}" for d in torch.library_dirs),
-        # Keep libtorch even though no symbol comes from it directly: on a CUDA torch it pulls in
-        # libtorch_cuda, where the CUDA shims (the current stream, ...) are defined.
-        "-Wl,--no-as-needed",
-        "-lc10",
-        "-ltorch",
-        "-ltorch_cpu",
-        "-Wl,--as-needed",
-        *abi.extra_ldflags,
+        *torch_libraries,
         f"-Wl,--version-script={exports}",
+        # a plain library is found by its file name (ctypes), as CMake names a SHARED library
+        *([f"-Wl,-soname,{ext.leaf}.so"] if ext.kind == "plain" else []),
         *(f"-L{d}" for d in ext.library_dirs),
+        # The toolkit's own libraries (cuBLAS, cuSPARSE ...) where `libraries` names any; the
+        # driver's (cuda) is its stub, as CMake's CUDA::cuda_driver links it.
+        *([f"-L{toolkit.cudart_static.parent}"] if ext.libraries else []),
+        *([f"-L{toolkit.cudart_static.parent / 'stubs'}"] if "cuda" in ext.libraries else []),
         *(f"-l{name}" for name in ext.libraries),
         *ext.link_flags,
     ]
+
+
+# nvcc's spellings of "compile relocatable device code" (nvcc --help): -rdc/--relocatable-
+# device-code true|false, and -dc/--device-c (-rdc=true -c).
+_RDC_NAMES = ("-rdc", "--relocatable-device-code")
+
+
+def relocatable(ext: ExtensionConfig) -> bool:
+    """Whether *ext*'s nvcc flags ask for relocatable device code (the last word wins)."""
+    found = False
+    flags = ext.nvcc_flags
+    for i, flag in enumerate(flags):
+        name, eq, value = flag.partition("=")
+        if flag in ("-dc", "--device-c"):
+            found = True
+        elif name in _RDC_NAMES:
+            value = value if eq else (flags[i + 1] if i + 1 < len(flags) else "")
+            found = value.lower() == "true"
+    return found
 
 
 def export_map(ext: ExtensionConfig) -> str:
@@ -201,7 +252,13 @@ def export_map(ext: ExtensionConfig) -> str:
     Sources compile with default visibility, so the export never depends on how user code
     spells the init function (``PyMODINIT_FUNC`` or a bare ``PyObject* PyInit__C(void)``);
     everything else, static cudart included, stays local, which is what
-    ``-fvisibility=hidden`` was for."""
+    ``-fvisibility=hidden`` was for. A plain library (ctypes/cffi) keeps every symbol its
+    sources export: its C functions are what its package calls."""
+    if ext.kind == "plain":
+        return (
+            "/* Generated by wheelforge: a plain library exports what its sources export. */\n"
+            "{\n  global:\n    *;\n};\n"
+        )
     if ext.kind == "library":
         return "/* Generated by wheelforge: an operator library exports nothing. */\n{\n  local:\n    *;\n};\n"
     return (
@@ -254,8 +311,28 @@ class _Extension:
         init = _module_init(self.ext, self.gen)
         return [init, *out] if init is not None else out
 
+    def device_link(
+        self, objects: Sequence[Path], steps: Sequence[CompileStep], flags: str
+    ) -> DeviceLink | None:
+        """nvcc's device-link step of its CUDA objects, when it compiles relocatable device
+        code; else None."""
+        if not relocatable(self.ext):
+            return None
+        cuda = {s.object for s in steps if s.rule == "nvcc"}
+        own = tuple(o for o in objects if o in cuda)
+        if not own:
+            return None
+        return DeviceLink(
+            objects=own, output=self.objects / f"{self.ext.leaf}_dlink.o", flags=flags
+        )
+
     def link(
-        self, abi: AbiForTorch, objects: Sequence[Path], ldflags: str, target: tuple[int, int]
+        self,
+        abi: AbiForTorch,
+        objects: Sequence[Path],
+        ldflags: str,
+        target: tuple[int, int],
+        device_link: DeviceLink | None = None,
     ) -> LinkPlan:
         ext = self.ext
         filename = f"{ext.leaf}{abi.module_suffix if ext.kind == 'module' else '.so'}"
@@ -269,6 +346,7 @@ class _Extension:
             export_map=self.exports,
             wheel_path=ext.wheel_path(filename),
             torch_target=target if abi.kind.torch_target else None,
+            device_link=device_link,
         )
 
 
@@ -338,9 +416,21 @@ def _plan_in(
             split_nvcc=split,
         )
         flag_sets.append(flags)
-        objects = steps.add(index, sources, flags, own.objects)
-        ldflags = _link_flags(abi, variant, ext, torch, own.exports)
-        links.append(own.link(abi, objects, shlex.join(ldflags), matrix.torch_target_of(ext)))
+        objects = steps.add(
+            index,
+            sources,
+            flags,
+            own.objects,
+            compilesteps.own_flags(matrix, ext, generated_folder),
+        )
+        # the device link's host stub compiles like the sources: the host compiler, -fPIC
+        dlink = own.device_link(
+            objects, steps.steps, shlex.join([f"-ccbin={nvcc_host}", "-Xcompiler=-fPIC"])
+        )
+        ldflags = _link_flags(abi, variant, ext, torch, own.exports, device_link=dlink is not None)
+        links.append(
+            own.link(abi, objects, shlex.join(ldflags), matrix.torch_target_of(ext), dlink)
+        )
     partitions = split_partitions(inputs.settings, variant, cache)
     if partitions:  # one token, so that a launcher (ccache) takes the number for no input file
         flag_sets = [

@@ -73,10 +73,14 @@ answers = []
 for kind, name, path in json.loads(request):
     # A module file is loaded directly (not through its package), so the package's own imports
     # and dependencies are not needed, and the loader's message is the one a user would see; a
-    # library of operators the way its package loads it, with torch.ops.load_library.
+    # library of operators the way its package loads it, with torch.ops.load_library; a plain
+    # library with ctypes (what bitsandbytes' cextension.py does).
     try:
         if kind == "library":
             torch.ops.load_library(path)
+        elif kind == "plain":
+            import ctypes
+            ctypes.CDLL(path)
         else:
             spec = importlib.util.spec_from_file_location(name, path)
             module = importlib.util.module_from_spec(spec)
@@ -231,7 +235,8 @@ def probe(python: Path) -> proc.Result:
 
 
 # What to load in the warm child: ("module", import name, file) for an extension module,
-# ("library", name, file) for a library loaded with torch.ops.load_library.
+# ("library", name, file) for a library loaded with torch.ops.load_library, ("plain", name, file)
+# for a plain shared library loaded with ctypes.
 Load = tuple[str, str, Path]
 
 

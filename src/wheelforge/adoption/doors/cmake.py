@@ -12,6 +12,7 @@ places, no network, no process left when it ends."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import shutil
@@ -133,7 +134,7 @@ def _configure(root: Path, build: Path, context: CMakeContext) -> str:
             details=proc.tail(output),
         )
     if result.returncode != 0:
-        unfetched = _unfetched(build)
+        unfetched = _unfetched(build, context.args)
         error = re.search(r"CMake Error[^\n]*\n((?:[ \t]+\S[^\n]*\n?){1,3})", output)
         said = " ".join(error[1].split()) if error else "see its output below"
         fix = (
@@ -161,7 +162,20 @@ def _named_folders(args: Iterable[str]) -> list[Path]:
     return found
 
 
-def _unfetched(build: Path) -> list[str]:
+def _named_by(name: str, args: Iterable[str]) -> bool:
+    """Whether a --cmake-arg gives the dependency *name* a folder by a variable of the project's
+    own (``-DVLLM_CUTLASS_SRC_DIR=...`` for cutlass, ``-DFLASH_MLA_SRC_DIR=...`` for flashmla),
+    which its CMake declares as the dependency's SOURCE_DIR."""
+    key = re.sub(r"[^a-z0-9]", "", name.lower())
+    for arg in args:
+        variable, eq, value = arg.removeprefix("-D").partition("=")
+        words = re.sub(r"[^a-z0-9]", "", variable.split(":")[0].lower())
+        if eq and arg.startswith("-D") and key in words and Path(value).is_dir():
+            return True
+    return False
+
+
+def _unfetched(build: Path, args: Iterable[str] = ()) -> list[str]:
     """The FetchContent dependencies the configure reached (each gets a FETCHCONTENT_SOURCE_DIR_
     cache entry) that were neither given a folder nor downloaded."""
     try:
@@ -171,7 +185,9 @@ def _unfetched(build: Path) -> list[str]:
     return [
         name
         for name, folder in re.findall(r"^FETCHCONTENT_SOURCE_DIR_(\w+):PATH=(.*)$", cache, re.M)
-        if not folder.strip() and not any((build / "_deps" / f"{name.lower()}-src").glob("*"))
+        if not folder.strip()
+        and not any((build / "_deps" / f"{name.lower()}-src").glob("*"))
+        and not _named_by(name, args)
     ]
 
 
@@ -265,6 +281,30 @@ def _common(lists: Iterable[tuple[str, ...]]) -> tuple[str, ...]:
     return tuple(f for f in dict.fromkeys(lists[0]) if counts[f] == len(lists))
 
 
+def _installed_name(target: Mapping[str, Any], stem: str) -> str | None:
+    """``pkg.stem`` for a target CMake installs into ``pkg`` (``install(TARGETS ... DESTINATION
+    pkg)``: vLLM's define_extension_target, scikit-build-core's way)."""
+    for destination in (target.get("install") or {}).get("destinations", []):
+        parts = Path(destination["path"]).parts
+        if parts and all(p.isidentifier() for p in parts):
+            return ".".join((*parts, stem))
+    return None
+
+
+def _library_name(root: Path, target: Mapping[str, Any], stem: str) -> str:
+    """Where a plain library lands, as a dotted name: the package folder CMake writes it into
+    (``LIBRARY_OUTPUT_DIRECTORY`` inside the project) or installs it to (``install(TARGETS ...
+    DESTINATION pkg)``, scikit-build-core's way), else the wheel's root."""
+    folders = [Path(a["path"]).parent for a in target.get("artifacts", [])]
+    for folder in folders:
+        full = folder if folder.is_absolute() else root / folder
+        if full.resolve().is_relative_to(root.resolve()) and full.resolve() != root.resolve():
+            parts = full.resolve().relative_to(root.resolve()).parts
+            if all(p.isidentifier() for p in parts) and (full / "__init__.py").is_file():
+                return ".".join((*parts, stem))
+    return _installed_name(target, stem) or stem
+
+
 def _module_name(root: Path, leaf: str) -> str:
     """Where the package imports the module from: ``pkg.leaf`` for ``from . import leaf``
     in pkg/, else the top-level ``leaf``."""
@@ -279,10 +319,61 @@ def _module_name(root: Path, leaf: str) -> str:
     return leaf
 
 
+# Libraries wheelforge links itself (planning/planner.py): the CUDA runtime (static), the device
+# runtime of relocatable device code, the C runtime's, torch's and Python's.
+_OWN_LIBRARIES = frozenset(
+    {
+        "cudart",
+        "cudart_static",
+        "cudadevrt",
+        "rt",
+        "pthread",
+        "dl",
+        "m",
+        "c",
+        "stdc++",
+        "c10",
+        "c10_cuda",
+        "torch",
+        "torch_cpu",
+        "torch_cuda",
+        "torch_python",
+    }
+)
+_SYSTEM_LIBDIRS = ("/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/local/lib")
+_LIBRARY_FILE_RE = re.compile(r"^lib(?P<name>.+?)\.(?:so(?:\.[0-9.]+)?|a)$")
+
+
+def link_library(word: str) -> tuple[str, str | None] | None:
+    """A word of a link command as a library: ``-lcublas`` → (cublas, None),
+    ``/x/lib64/libcublas.so.13`` → (cublas, /x/lib64); None for anything else (a flag, an
+    object). A Python library (``libpython3.12.so``) counts as Python's, not the project's."""
+    if word.startswith("-l") and len(word) > 2:
+        name = word[2:].removeprefix(":")
+        m = _LIBRARY_FILE_RE.match(name)
+        return (m["name"] if m else name), None
+    if word.startswith("-"):
+        return None
+    m = _LIBRARY_FILE_RE.match(Path(word).name)
+    if m is None or m["name"].startswith("python"):
+        return None
+    return m["name"], str(Path(word).parent)
+
+
 class _Reader:
-    def __init__(self, root: Path, build: Path) -> None:
+    def __init__(
+        self,
+        root: Path,
+        build: Path,
+        toolkit: tuple[Path, ...] = (),
+        given: tuple[Path, ...] = (),
+    ) -> None:
         self.root = root.resolve()
         self.build = build.resolve()
+        self.toolkit = toolkit  # the toolkit's folder: its libraries need no library-dirs
+        # the folders --cmake-arg names (a FetchContent source, VLLM_CUTLASS_SRC_DIR): their
+        # include folders are the project's too, written relative to it (``../cutlass/include``)
+        self.given = tuple(g.resolve() for g in given)
         self.hand: list[str] = []
         self.done: list[str] = []
         commands = json.loads(
@@ -295,6 +386,19 @@ class _Reader:
     def rel(self, path: str) -> str | None:
         p = Path(path).resolve()
         return p.relative_to(self.root).as_posix() or "." if p.is_relative_to(self.root) else None
+
+    def include(self, path: str) -> str | None:
+        """An include folder as matrix.yaml writes it: in the project, or in a folder
+        --cmake-arg names (``../cutlass/include``, which the writer may make a header library);
+        None for torch's, Python's, the toolkit's and the system's, which wheelforge adds."""
+        if (rel := self.rel(path)) is not None:
+            return rel
+        p = Path(path).resolve()
+        # a folder CMake names that is not there adds nothing to a compile (a submodule the
+        # given source lacks)
+        if p.is_dir() and any(p.is_relative_to(g) for g in self.given if g != self.root):
+            return Path(os.path.relpath(p, self.root)).as_posix()
+        return None
 
     def sources(
         self, target: Mapping[str, Any], targets: Mapping[str, dict[str, Any]]
@@ -312,33 +416,42 @@ class _Reader:
         return [str((self.root / p).resolve()) for p in dict.fromkeys(found)]
 
     def extension(
-        self, target: Mapping[str, Any], targets: Mapping[str, dict[str, Any]], name: str
+        self,
+        target: Mapping[str, Any],
+        targets: Mapping[str, dict[str, Any]],
+        name: str,
+        *,
+        plain: bool = False,
     ) -> CapturedExtension:
+        """A target as one extension; *plain*: a shared library the package loads with
+        ctypes/cffi, whose exports (its visibility flags) stay the project's."""
         label = f"CMake target {target['name']}"
         paths = [p for p in self.sources(target, targets) if Path(p).suffix in SOURCE_SUFFIXES]
         missing = [p for p in paths if p not in self.commands]
         if missing:
             self.hand.append(f"{label}: no compile command for {', '.join(missing[:3])}")
         commands = {p: self.commands[p] for p in paths if p in self.commands}
-        sorted_by = {p: sort_flags(c.flags) for p, c in commands.items()}
+        sorted_by = {p: sort_flags(c.flags, own_exports=plain) for p, c in commands.items()}
         cxx = [sorted_by[p].kept for p, c in commands.items() if not c.cuda]
         nvcc = [sorted_by[p].kept for p, c in commands.items() if c.cuda]
         cxx_common, nvcc_common = _common(cxx), _common(nvcc)
-        for p, c in commands.items():
-            extra = [
+        extra_by = {
+            p: tuple(
                 f for f in sorted_by[p].kept if f not in (nvcc_common if c.cuda else cxx_common)
-            ]
-            if extra:
-                self.hand.append(
-                    f"{label}: {self.rel(p)} alone gets {' '.join(extra)}; matrix.yaml's flags "
-                    "are per extension"
-                )
+            )
+            for p, c in commands.items()
+        }
+        if any(extra_by.values()):
+            self.done.append(
+                f"{label}: the sources compiled with flags of their own keep them "
+                "(`{files: ..., flags: [...]}`)"
+            )
         archs_by = {p: sorted_by[p].archs for p, c in commands.items() if c.cuda}
         union = merge_archs(*archs_by.values())
         includes: list[str] = []
         for c in commands.values():
             for inc in c.includes:
-                rel = self.rel(inc)
+                rel = self.include(inc)
                 if rel is not None and rel not in includes:
                     includes.append(rel)
         owned = sorted({f for s in sorted_by.values() for f in s.owned})
@@ -349,12 +462,20 @@ class _Reader:
             )
         defines = [f for f in _common([*cxx, *nvcc]) if f.startswith(("-D", "-U"))]
         drop = set(defines)
+        libraries, library_dirs = self.libraries(target, label)
         return CapturedExtension(
             name=name,
+            plain=plain,
+            libraries=libraries,
+            library_dirs=library_dirs,
             kind=f"CMake {target['type'].lower()}",
             where=f"CMake target {target['name']}",
             sources=tuple(
-                CapturedSource(path=r, archs=(a if (a := archs_by.get(p)) and a != union else None))
+                CapturedSource(
+                    path=r,
+                    archs=(a if (a := archs_by.get(p)) and a != union else None),
+                    flags=extra_by[p],
+                )
                 for p in commands
                 if (r := self.rel(p)) is not None
             ),
@@ -365,6 +486,41 @@ class _Reader:
             archs=union,
             link_flags=self.link_flags(target),
         )
+
+    def libraries(
+        self, target: Mapping[str, Any], label: str
+    ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The libraries the link names (``-lcublas``, ``/usr/local/cuda/lib64/libcublas.so``)
+        as ``libraries`` and ``library-dirs``: not those wheelforge links itself (cudart, the
+        device runtime, torch, Python), nor the project's own (their sources are compiled in)."""
+        names: list[str] = []
+        folders: list[str] = []
+        for fragment in (target.get("link") or {}).get("commandFragments", []):
+            if fragment.get("role") != "libraries":
+                continue
+            for word in shlex.split(fragment["fragment"]):
+                found = link_library(word)
+                if found is None or found[0] in _OWN_LIBRARIES or found[0] in names:
+                    continue
+                name, folder = found
+                if folder is not None and self.within(folder, (self.root, self.build)):
+                    continue
+                names.append(name)
+                if folder is None or self.within(folder, (*self.toolkit, *_SYSTEM_LIBDIRS)):
+                    continue
+                if folder not in folders:
+                    folders.append(folder)
+                    self.hand.append(
+                        f"{label}: links {word}; library-dirs names its folder on this machine"
+                    )
+        if names:
+            self.done.append(f"{label}: links {', '.join(names)} (libraries)")
+        return tuple(names), tuple(folders)
+
+    @staticmethod
+    def within(folder: str, roots: Iterable[Path | str]) -> bool:
+        path = Path(folder).resolve()
+        return any(path.is_relative_to(Path(r).resolve()) for r in roots)
 
     def link_flags(self, target: Mapping[str, Any]) -> tuple[str, ...]:
         """The link's own flags: not its libraries from torch, Python, CUDA or the build."""
@@ -387,7 +543,7 @@ def capture_cmake(
     with tempfile.TemporaryDirectory(prefix="wheelforge-cmake-") as tmp:
         build = Path(tmp)
         output = _configure(root, build, context)
-        unfetched = _unfetched(build)
+        unfetched = _unfetched(build, context.args)
         given = _given_sources(build)
         flags = ", ".join(f"-DFETCHCONTENT_SOURCE_DIR_{n.upper()}=<folder>" for n in unfetched)
         if not (build / "compile_commands.json").is_file():
@@ -400,24 +556,31 @@ def capture_cmake(
                 )
             )
         targets = _targets(build)
-        reader = _Reader(root, build)
+        toolkit = (context.nvcc.resolve().parent.parent,) if context.nvcc is not None else ()
+        reader = _Reader(root, build, toolkit, tuple(_named_folders(context.args)))
         python_modules = [t for t in targets.values() if t["type"] == "MODULE_LIBRARY"]
         chosen = python_modules or [t for t in targets.values() if t["type"] == "SHARED_LIBRARY"]
-        if not python_modules and chosen:
-            reader.hand.append(
-                "CMake builds no Python module (MODULE library), only shared libraries: "
-                + ", ".join(t["name"] for t in chosen)
-                + "; each was written as an extension, check how the package loads it"
-            )
         linked = {d["id"] for t in python_modules for d in t.get("dependencies", [])}
         extensions = []
         for target in chosen:
             if target["id"] in linked:
                 continue
             stem = str(target.get("nameOnDisk") or target["name"]).split(".")[0]
-            stem = stem.removeprefix("lib") if not python_modules else stem
-            name = (modules or {}).get(stem) or _module_name(root, stem)
-            extensions.append(reader.extension(target, targets, name))
+            if python_modules or (modules and stem.removeprefix("lib") in modules):
+                stem = stem.removeprefix("lib") if not python_modules else stem
+                name = (modules or {}).get(stem) or _module_name(root, stem)
+                if "." not in name:  # no import names its package: where CMake installs it
+                    name = _installed_name(target, stem) or name
+                extensions.append(reader.extension(target, targets, name))
+                continue
+            # No Python module (MODULE library) at all: a shared library the package loads
+            # with ctypes/cffi (bitsandbytes' libbitsandbytes_cuda130.so), kept as it is.
+            name = _library_name(root, target, stem)
+            reader.done.append(
+                f"CMake target {target['name']}: kind: plain ({stem}.so, loaded with ctypes/cffi:"
+                " no PyInit, its exports kept), in the wheel where CMake puts it"
+            )
+            extensions.append(reader.extension(target, targets, name, plain=True))
     refusals = [
         Refusal(what="network", detail=line[:160], where="CMake", attempted=True)
         for line in download_lines(output, given)

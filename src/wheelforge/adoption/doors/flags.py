@@ -128,9 +128,10 @@ def _version_macro(value: str | None, shift: int) -> str | None:
     return f"{number >> shift}.{(number >> (shift - 8)) & 0xFF}"
 
 
-def _owner(flag: str) -> str | None:
-    """Why wheelforge sets this one-word flag itself, or None if it is the project's."""
-    if _VISIBILITY_RE.match(flag):
+def _owner(flag: str, *, own_exports: bool = False) -> str | None:
+    """Why wheelforge sets this one-word flag itself, or None if it is the project's
+    (*own_exports*: the visibility flags, for a plain library whose exports are its own)."""
+    if _VISIBILITY_RE.match(flag) and not own_exports:
         return "the module's exports"
     if _EXPORTS_RE.match(flag):
         return "CMake's own"
@@ -141,7 +142,8 @@ def _owner(flag: str) -> str | None:
 
 
 class _Sorter:
-    def __init__(self) -> None:
+    def __init__(self, *, own_exports: bool = False) -> None:
+        self.own_exports = own_exports
         self.collector = _Collector()
         self.kept: list[str] = []
         self.owned: list[str] = []
@@ -171,7 +173,7 @@ class _Sorter:
             return i + 1
         if macro:
             self.macros[macro[0]] = macro[1]
-        owner = _owner(flag)
+        owner = _owner(flag, own_exports=self.own_exports)
         if owner:
             self.owned.append(f"{flag} ({owner})")
         else:
@@ -191,9 +193,10 @@ class _Sorter:
             )
 
 
-def sort_flags(flags: Sequence[str]) -> SortedFlags:
-    """Sort one compiler's flags (nvcc's or the C++ compiler's)."""
-    sorter = _Sorter()
+def sort_flags(flags: Sequence[str], *, own_exports: bool = False) -> SortedFlags:
+    """Sort one compiler's flags (nvcc's or the C++ compiler's); *own_exports*: the visibility
+    flags are the project's (a plain library's exports are what its package calls)."""
+    sorter = _Sorter(own_exports=own_exports)
     i = 0
     while i < len(flags):
         i = sorter.take(flags, i)

@@ -135,9 +135,13 @@ class _Reading:
                     f"{label}: {key} ({why}) {given}: add them to link-flags if the build "
                     "needs them"
                 )
-        if ext.dlink:
+        if ext.dlink and not any(
+            f.startswith(("-rdc=true", "--relocatable-device-code=true")) or f in ("-dc", "-rdc")
+            for f in ext.nvcc_args
+        ):
             self.hand.append(
-                f"{label}: dlink=True asks for a device-link step, which wheelforge does not run"
+                f"{label}: dlink=True asks for a device-link step, which wheelforge runs when "
+                "nvcc-flags ask for relocatable device code (-rdc=true or -dc); they do not"
             )
 
     def extension(self, ext: ExtensionArgs, ninja: str | None) -> CapturedExtension:

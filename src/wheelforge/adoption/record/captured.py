@@ -28,6 +28,8 @@ class CapturedSource:
     path: str  # relative to the project folder, posix
     # The archs the project compiles this source for, when they differ from its extension's.
     archs: tuple[ArchSpec, ...] | None = None
+    # The flags the project compiles this source alone with (beside its extension's).
+    flags: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,6 +51,9 @@ class CapturedExtension:
     torch_target: str | None = None  # the stable-ABI target its flags name ("2.9")
     stable: bool | None = None  # the ABI its build declares (build.toml's stable-abi), if it does
     limited_api: str | None = None  # the Py_LIMITED_API its flags name ("3.9")
+    # A plain shared library the package loads with ctypes/cffi (CMake's SHARED library where no
+    # Python module is built): ``kind: plain``, its own exports kept.
+    plain: bool = False
     # Where the project's Python loads it with torch.ops.load_library ("pkg/_lib.py:12"), as
     # the writer reads it (an operator library, ``kind: library``, when it defines no PyInit).
     loaded_at: str | None = None

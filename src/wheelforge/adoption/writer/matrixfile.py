@@ -35,6 +35,7 @@ from wheelforge.adoption.writer.packagesection import (
 )
 from wheelforge.adoption.writer.sourceglobs import sources_entries
 from wheelforge.configuration.abi import STABLE, UNSTABLE, Abi
+from wheelforge.configuration.archs import parse_arch_list
 from wheelforge.configuration.matrix.keys import SOURCE_SUFFIXES
 from wheelforge.foundation import readers
 from wheelforge.foundation.errors import ConfigError
@@ -111,6 +112,8 @@ def abi_of(root: Path, ext: CapturedExtension) -> Abi:
     the flags say so), else the unstable one."""
     if ext.stable is not None:
         return STABLE if ext.stable else UNSTABLE
+    if ext.plain:  # nothing of it calls torch: one build serves every torch
+        return STABLE
     stable = "-DTORCH_STABLE_ONLY" in ext.defines or any(
         _STABLE_RE.search(t) for t in _text(root, ext.sources)
     )
@@ -132,7 +135,9 @@ class _Writer:
             self.hand.append(f"{ext.kind} ({ext.where}) has no module name; write {where}.name")
         own_init = any(_OWN_INIT_RE.search(t) for t in _text(root, ext.sources))
         library = ext.loaded_at is not None and not own_init
-        if library:
+        if ext.plain:
+            out["kind"] = "plain"
+        elif library:
             out["kind"] = "library"
             self.done.append(
                 f"{ext.name}: kind: library (<leaf>.so, no PyInit): {ext.loaded_at} loads it with "
@@ -154,7 +159,7 @@ class _Writer:
         ):
             if value:
                 out[key] = list(value)
-        if library:
+        if library or ext.plain:
             return out
         out["module-init"] = not own_init
         if abi.per_torch and not own_init:  # a classic extension defines its module
@@ -226,6 +231,8 @@ class _Writer:
         return versions
 
     def arch_sets(self) -> str:
+        if (kept := self.configured_archs()) is not None:
+            return "\n" + buildparts.dump("arch-sets", {"default": kept})
         if self.choices.archs:
             # --archs replaces the arch set the project gave: its front door's account goes
             self.done[:] = [d for d in self.done if not d.startswith("arch-sets:")]
@@ -250,6 +257,27 @@ class _Writer:
             "\n# No arch-sets: give them here, or with --archs / TORCH_CUDA_ARCH_LIST.\n"
             '# arch-sets:\n#   default: "8.0 9.0+PTX"\n'
         )
+
+    def configured_archs(self) -> str | None:
+        """CMake was configured for --archs (TORCH_CUDA_ARCH_LIST): where the project compiles
+        exactly those archs, its own PTX choices per source are kept (vLLM's marlin kernels
+        add PTX to an arch list without it), else None."""
+        if not self.choices.archs or "CMake" not in self.build.front_door:
+            return None
+        found = merge_archs(*(e.archs for e in self.build.extensions))
+        try:
+            asked = parse_arch_list(self.choices.archs, source="--archs")
+        except ConfigError:
+            return None
+        if not found or {s.arch for s in found} != {s.arch for s in asked}:
+            return None
+        self.done[:] = [d for d in self.done if not d.startswith("arch-sets:")]
+        if found != asked:
+            self.done.append(
+                f"arch-sets: {arch_text(found)}: --archs '{self.choices.archs}' as CMake compiles it "
+                "(PTX where the project asks for it)"
+            )
+        return arch_text(found)
 
     def package(self) -> str:
         section = package_section(self.build, self.hand, self.done)

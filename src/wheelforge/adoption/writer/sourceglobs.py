@@ -17,7 +17,7 @@ from wheelforge.configuration.archs import ArchSpec
 from wheelforge.configuration.matrix.keys import GENERATED_RE, SOURCE_SUFFIXES
 
 
-class OneLine(dict[str, str]):
+class OneLine(dict[str, object]):
     """A mapping written on one line: a source with its archs, ``{files: x.cu, archs: 9.0a}``."""
 
 
@@ -85,11 +85,19 @@ def sources_entries(
     root: Path, ext: CapturedExtension, outputs: Mapping[str, Sequence[str]] | None = None
 ) -> list[object]:
     compiled = [s for s in ext.sources if Path(s.path).suffix in SOURCE_SUFFIXES]
-    groups: dict[tuple[ArchSpec, ...] | None, list[str]] = defaultdict(list)
+    groups: dict[tuple[tuple[ArchSpec, ...] | None, tuple[str, ...]], list[str]] = defaultdict(list)
     for source in compiled:
-        groups[source.archs].append(source.path)
+        groups[(source.archs, source.flags)].append(source.path)
     out: list[object] = []
-    for archs, paths in groups.items():
+    for (archs, flags), paths in groups.items():
         for entry in _globbed(root, paths, single=ext.kind == "guessed", outputs=outputs):
-            out.append(entry if archs is None else OneLine(files=entry, archs=arch_text(archs)))
+            if archs is None and not flags:
+                out.append(entry)
+                continue
+            own: dict[str, object] = {"files": entry}
+            if archs is not None:
+                own["archs"] = arch_text(archs)
+            if flags:
+                own["flags"] = list(flags)
+            out.append(OneLine(**own))
     return out

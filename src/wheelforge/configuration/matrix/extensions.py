@@ -67,10 +67,10 @@ class ExtensionsReader(ModelReader):
         """Each glob must match files, all of them sources; None if none is good. A glob of a
         generate step's outputs (``{step}/GLOB``) is checked once the steps are read."""
         out = []
-        for item, pattern, archs in self.source_entries(node, where):
+        for item, pattern, archs, flags in self.source_entries(node, where):
             if GENERATED_RE.match(pattern):
                 self.generated_refs.append((item, pattern, where))
-                out.append(SourceSpec(pattern=pattern, archs=archs))
+                out.append(SourceSpec(pattern=pattern, archs=archs, flags=flags))
                 continue
             if Path(pattern).is_absolute():
                 self.problems.add(
@@ -112,27 +112,28 @@ class ExtensionsReader(ModelReader):
                     f"{where}: '{pattern}' matches {bad[0].name}, which is not a source ({', '.join(SOURCE_SUFFIXES)})",
                 )
                 continue
-            out.append(SourceSpec(pattern=pattern, archs=archs))
+            out.append(SourceSpec(pattern=pattern, archs=archs, flags=flags))
         return tuple(out) or None
 
     def source_entries(
         self, node: yaml.Node, where: str
-    ) -> list[tuple[yaml.Node, str, tuple[ArchSpec, ...] | None]]:
-        """``sources``: globs, or mappings ``{files: GLOB, archs: LIST}`` limiting their archs."""
+    ) -> list[tuple[yaml.Node, str, tuple[ArchSpec, ...] | None, tuple[str, ...]]]:
+        """``sources``: globs, or mappings ``{files: GLOB, archs: LIST, flags: LIST}`` limiting
+        their archs or adding flags of their own."""
         if not isinstance(node, yaml.SequenceNode):
-            return [(n, v, None) for n, v in yamlio.string_list(node, self.problems, where)]
-        out: list[tuple[yaml.Node, str, tuple[ArchSpec, ...] | None]] = []
+            return [(n, v, None, ()) for n, v in yamlio.string_list(node, self.problems, where)]
+        out: list[tuple[yaml.Node, str, tuple[ArchSpec, ...] | None, tuple[str, ...]]] = []
         for i, item in enumerate(node.value):
             entry_where = f"{where}[{i}]"
             if not isinstance(item, yaml.MappingNode):
                 value = self.scalar(item, entry_where)
                 if value is not None:
-                    out.append((item, value, None))
+                    out.append((item, value, None, ()))
                 continue
             read = self.section(item, SourceSpec, entry_where)
             spec = self.build(SourceSpec, read)
             if read is not None and spec is not None:
-                out.append((read.items["files"][1], spec.pattern, spec.archs))
+                out.append((read.items["files"][1], spec.pattern, spec.archs, spec.flags))
         return out
 
     def extension_list(self, node: yaml.Node, read: Section) -> tuple[ExtensionConfig, ...]:
@@ -180,13 +181,15 @@ class ExtensionsReader(ModelReader):
         items = node.value if isinstance(node, yaml.SequenceNode) else [node]
         for i, (item, extension) in enumerate(zip(items, found, strict=False)):
             init = yamlio.key_node(item, "module-init")
-            if extension.kind == "library" and init is not None and extension.module_init:
+            if extension.kind != "module" and init is not None and extension.module_init:
                 where = key if key == "extension" else f"extensions[{i}]"
+                loaded = (
+                    "torch.ops.load_library" if extension.kind == "library" else "ctypes or cffi"
+                )
                 self.problems.add(
                     init,
-                    f"{where}.module-init: a library (kind: library) is loaded with "
-                    "torch.ops.load_library and has no PyInit; remove module-init, or make it "
-                    "kind: module",
+                    f"{where}.module-init: a library (kind: {extension.kind}) is loaded with "
+                    f"{loaded} and has no PyInit; remove module-init, or make it kind: module",
                 )
 
 

@@ -155,7 +155,8 @@ class PackageConfig:
 
 @dataclass(frozen=True, kw_only=True)
 class SourceSpec:
-    """A glob of sources limited to some archs (a Hopper-only kernel: 9.0a)."""
+    """A glob of sources limited to some archs (a Hopper-only kernel: 9.0a), or compiled with
+    flags of their own (vLLM's marlin kernels: ``-static-global-template-stub=false``)."""
 
     # relative to the matrix's folder
     pattern: str = field(metadata=key("a glob of sources", name="files", words="glob"))
@@ -165,7 +166,16 @@ class SourceSpec:
             "compile these sources only for these archs (rule in toolkits.md)",
             shape=ARCH_LIST_REF,
             words="arch list",
-            required=True,
+        ),
+    )
+    flags: tuple[str, ...] = field(
+        default=(),
+        metadata=key(
+            (
+                "flags appended to these sources' compiles alone, after the extension's (the "
+                "compiler's of each: nvcc's for a `.cu`)"
+            ),
+            shape=Strings,
         ),
     )
 
@@ -174,8 +184,9 @@ _SOURCES = Strings | tuple[str | SourceSpec, ...]
 
 
 # What a shared object is to Python: a module imported by name (``import pkg._C`` runs its
-# PyInit), or a library of operators loaded with ``torch.ops.load_library`` (no PyInit).
-ExtensionKind = Literal["module", "library"]
+# PyInit), a library of operators loaded with ``torch.ops.load_library`` (no PyInit), or a plain
+# shared library the package loads with ctypes/cffi (its own C exports, no torch link).
+ExtensionKind = Literal["module", "library", "plain"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -185,8 +196,8 @@ class ExtensionConfig:
     name: str = field(  # dotted module name, e.g. wheelforge_kernels._C
         metadata=key(
             (
-                "where it lands: `pkg._C` → `pkg/_C.abi3.so` (a `library`: `pkg/_C.so`); a "
-                "top-level name lands at the wheel's root"
+                "where it lands: `pkg._C` → `pkg/_C.abi3.so` (a `library` or `plain` one: "
+                "`pkg/_C.so`); a top-level name lands at the wheel's root"
             ),
             shape=pattern_schema(MODULE_RE),
             words="module name",
@@ -196,7 +207,9 @@ class ExtensionConfig:
         default="module",
         metadata=key(
             "`module`: imported by name (`import pkg._C`); `library`: a library of operators "
-            "loaded with `torch.ops.load_library` (no `PyInit`), named `<leaf>.so`"
+            "loaded with `torch.ops.load_library` (no `PyInit`), named `<leaf>.so`; `plain`: a "
+            "shared library loaded with ctypes/cffi (`pkg.libfoo` → `pkg/libfoo.so`): no "
+            "`PyInit`, no torch link, every symbol its sources export stays exported"
         ),
     )
     sources: tuple[SourceSpec, ...] = field(
@@ -207,7 +220,7 @@ class ExtensionConfig:
                 "`generate` step"
             ),
             shape=_SOURCES,
-            words="list of globs, or `{files: GLOB, archs: LIST}`",
+            words="list of globs, or `{files: GLOB, archs: LIST, flags: LIST}`",
         )
     )
     archs: tuple[ArchSpec, ...] | None = field(

@@ -1,7 +1,7 @@
 """The import check: before a wheel is published, load each of its shared objects the way its
 user will, in one child process of the build Python (torch imported first, as the package's
 ``__init__.py`` should): a module by ``import``, a library of operators by
-``torch.ops.load_library``; a wheel that cannot be loaded never reaches the output folder. The
+``torch.ops.load_library``, a plain library with ``ctypes.CDLL``; a wheel that cannot be loaded never reaches the output folder. The
 child imported torch while the build compiled (toolchain/warmtorch.py)."""
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def _hint(message: str, link: LinkPlan) -> str:
             "sources must define it (PYBIND11_MODULE or PyMODINIT_FUNC)"
         )
     if match := _UNDEFINED_RE.search(message):
-        what = "library" if link.extension.kind == "library" else "module"
+        what = "module" if link.extension.kind == "module" else "library"
         return (
             f"{demangle(match[1])} ({match[1]}) is defined by no library the {what} loads: add "
             "the source that defines it to the extension's sources, or the library that has it "
@@ -44,6 +44,8 @@ def _what(link: LinkPlan) -> str:
     """What the check does with a shared object, in the words of its user."""
     if link.extension.kind == "library":
         return f"torch.ops.load_library('{link.wheel_path}')"
+    if link.extension.kind == "plain":
+        return f"ctypes.CDLL('{link.wheel_path}')"
     return f"import {link.extension.name}"
 
 

@@ -1,0 +1,289 @@
+"""A CMake project whose shared library is loaded with ctypes (bitsandbytes' shape, issue 40
+item 2): ``wheelforge init`` adopts it as ``kind: plain`` (no Python module invented, its C
+exports kept, its link libraries kept, relocatable device code device-linked), and the wheel's
+library exports what the project's own CMake build exports. The fixture links cuBLAS, which a
+toolkit may lack: then cuBLAS comes from PyPI (nvidia-cublas) into a copy of the toolkit, as a
+network step. The same on bitsandbytes itself, from a checkout named by
+$WHEELFORGE_BITSANDBYTES."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+import yaml
+from elftools.elf.elffile import ELFFile
+
+from tests.integration.helpers import needs_nvcc, only_wheel, wheelforge
+
+pytestmark = [
+    needs_nvcc,
+    pytest.mark.skipif(shutil.which("cmake") is None, reason="needs cmake"),
+]
+
+FIXTURE = {
+    "CMakeLists.txt": """\
+cmake_minimum_required(VERSION 3.18)
+project(rdcdemo LANGUAGES CXX CUDA)
+set(CMAKE_CXX_STANDARD 17)
+set(CMAKE_CUDA_STANDARD 17)
+find_package(CUDAToolkit REQUIRED)
+add_library(rdcdemo SHARED csrc/scale.cu csrc/kernels.cu csrc/api.cpp)
+target_include_directories(rdcdemo PUBLIC csrc)
+target_compile_definitions(rdcdemo PRIVATE RDC_FAST)
+target_link_libraries(rdcdemo PUBLIC CUDA::cudart CUDA::cublas)
+set_target_properties(rdcdemo PROPERTIES
+  CUDA_SEPARABLE_COMPILATION ON
+  VISIBILITY_INLINES_HIDDEN ON
+  OUTPUT_NAME rdcdemo_cuda
+  LIBRARY_OUTPUT_DIRECTORY "${PROJECT_SOURCE_DIR}/rdcpkg")
+""",
+    # a __device__ function defined in one source and called from another: only relocatable
+    # device code and its device link make that work
+    "csrc/scale.cu": "__device__ float rdc_scale(float x) { return 2.0f * x; }\n",
+    "csrc/kernels.cu": """\
+#include <cuda_runtime.h>
+extern __device__ float rdc_scale(float x);
+__global__ void scale_kernel(float* p, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) p[i] = rdc_scale(p[i]);
+}
+extern "C" int rdc_scale_all(float* p, int n) {
+  scale_kernel<<<(n + 255) / 256, 256>>>(p, n);
+  return (int)cudaGetLastError();
+}
+""",
+    "csrc/api.cpp": """\
+#include <cublas_v2.h>
+#include "api.h"
+extern "C" int rdc_version(void) { return RDC_VERSION; }
+extern "C" int rdc_blas_handle(void) {
+  cublasHandle_t handle;
+  int status = (int)cublasCreate(&handle);
+  if (status == 0) cublasDestroy(handle);
+  return status;
+}
+""",
+    "csrc/api.h": "#define RDC_VERSION 3\n",
+    "rdcpkg/__init__.py": """\
+import ctypes
+import pathlib
+
+import torch  # noqa: F401
+
+_lib = ctypes.CDLL(str(next(pathlib.Path(__file__).parent.glob("librdcdemo_cuda*.so"))))
+version = _lib.rdc_version
+""",
+    "pyproject.toml": '[project]\nname = "rdcdemo"\nversion = "0.1.0"\n',
+}
+
+
+def _toolkit() -> Path:
+    nvcc = Path(shutil.which("nvcc") or "nvcc")
+    dry = subprocess.run(
+        [nvcc, "--dryrun", "-x", "cu", "-E", os.devnull], capture_output=True, text=True
+    ).stderr
+    top = next((line.split("=", 1)[1] for line in dry.splitlines() if "TOP=" in line), None)
+    return Path(top).resolve() if top else nvcc.resolve().parent.parent
+
+
+def _has_cublas(root: Path) -> bool:
+    return any((root / d / "libcublas.so").exists() for d in ("lib64", "lib"))
+
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
+
+
+def _with_cublas(root: Path, folder: Path) -> Path:
+    """A copy of the toolkit at *root* with cuBLAS in it, from PyPI's nvidia-cublas of the
+    toolkit's major release (its headers and libraries where a toolkit keeps them). nvcc finds
+    its own files from its real folder, so bin/ is files, not links."""
+    version = subprocess.run(
+        [root / "bin" / "nvcc", "--version"], capture_output=True, text=True, check=True
+    ).stdout
+    major = version.split("release ", 1)[1].split(".", 1)[0]
+    wheels = folder / "wheels"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", wheels,
+         f"nvidia-cublas=={major}.*" if int(major) >= 13 else f"nvidia-cublas-cu{major}"],
+        check=True,
+    )  # fmt: skip
+    unpacked = folder / "cublas"
+    with zipfile.ZipFile(only_wheel(wheels)) as zf:
+        zf.extractall(unpacked)
+    cublas = next(unpacked.glob("nvidia/*/lib")).parent
+    toolkit = folder / "cuda"
+    shutil.copytree(root / "bin", toolkit / "bin", copy_function=_link_or_copy)
+    for name in ("nvvm", "dist-info", "version.json"):
+        if (root / name).exists():
+            (toolkit / name).symlink_to(root / name)
+    for part in ("include", "lib"):
+        own = root / part if (root / part).is_dir() else root / f"{part}64"
+        (toolkit / part).mkdir()
+        for entry in own.iterdir():
+            (toolkit / part / entry.name).symlink_to(entry)
+        for entry in (cublas / part).iterdir():
+            (toolkit / part / entry.name).unlink(missing_ok=True)
+            _link_or_copy(entry, toolkit / part / entry.name)
+    for name in ("cublas", "cublasLt"):
+        (toolkit / "lib" / f"lib{name}.so").symlink_to(f"lib{name}.so.{major}")
+    (toolkit / "lib64").symlink_to("lib")
+    (toolkit / "targets" / "x86_64-linux").mkdir(parents=True)
+    for part in ("include", "lib"):
+        (toolkit / "targets" / "x86_64-linux" / part).symlink_to(f"../../{part}")
+    return toolkit
+
+
+@pytest.fixture(scope="module")
+def cuda_with_cublas(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = _toolkit()
+    if _has_cublas(root):
+        return root
+    return _with_cublas(root, tmp_path_factory.mktemp("toolkit"))
+
+
+# nvcc's names for a relocatable object's registration (one per .cu): the hex module id in
+# them is a hash of the compile (its paths, flags), so two builds of one source differ there.
+_MODULE_ID_RE = re.compile(
+    r"^(__cudaRegisterLinkedBinary|__fatbinwrap)_[0-9a-f]+_\d+_(\w+?)_cu_.*$"
+)
+
+
+def exports(path: Path) -> set[str]:
+    """The symbols a shared object defines in its dynamic symbol table, global or weak (nvcc's
+    per-source registration names without their module id)."""
+    with path.open("rb") as f:
+        table = ELFFile(f).get_section_by_name(".dynsym")
+        return {
+            _MODULE_ID_RE.sub(r"\1 \2.cu", s.name)
+            for s in table.iter_symbols()
+            if s.name
+            and s["st_shndx"] != "SHN_UNDEF"
+            and s["st_info"]["bind"] in ("STB_GLOBAL", "STB_WEAK")
+        }
+
+
+def needed(path: Path) -> list[str]:
+    with path.open("rb") as f:
+        dynamic = ELFFile(f).get_section_by_name(".dynamic")
+        return [t.needed for t in dynamic.iter_tags() if t.entry.d_tag == "DT_NEEDED"]
+
+
+def _environment(toolkit: Path) -> dict[str, str]:
+    # cuBLAS where the import check's ctypes.CDLL finds it (a CUDA torch brings its own)
+    return {
+        "CUDA_HOME": str(toolkit),
+        "PATH": f"{toolkit / 'bin'}{os.pathsep}{os.environ['PATH']}",
+        "LD_LIBRARY_PATH": str(toolkit / "lib"),
+    }
+
+
+def cmake_build(project: Path, toolkit: Path, *args: str) -> None:
+    """The project's own build: CMake configure and build, in a copy's build/."""
+    env = {**os.environ, **_environment(toolkit)}
+    nvcc = toolkit / "bin" / "nvcc"
+    subprocess.run(
+        ["cmake", "-S", project, "-B", project / "build", "-DCMAKE_BUILD_TYPE=Release",
+         f"-DCMAKE_CUDA_COMPILER={nvcc}", f"-DCUDAToolkit_ROOT={toolkit}", *args],
+        check=True, env=env, capture_output=True,
+    )  # fmt: skip
+    subprocess.run(
+        ["cmake", "--build", project / "build", "-j", "2"], check=True, env=env, capture_output=True
+    )
+
+
+@pytest.mark.network
+def test_a_ctypes_library_with_relocatable_device_code_is_adopted_as_it_is(
+    tmp_path: Path, cuda_with_cublas: Path
+) -> None:
+    project = tmp_path / "rdcdemo"
+    for name, text in FIXTURE.items():
+        (project / name).parent.mkdir(parents=True, exist_ok=True)
+        (project / name).write_text(text)
+    own = tmp_path / "own"
+    shutil.copytree(project, own)
+    cmake_build(own, cuda_with_cublas, "-DCMAKE_CUDA_ARCHITECTURES=80")
+    theirs = own / "rdcpkg" / "librdcdemo_cuda.so"
+
+    env = _environment(cuda_with_cublas)
+    run = wheelforge("init", "--from", "cmake", "--archs", "8.0", cwd=project, env=env)
+    assert run.code == 0, run.err
+    ext = yaml.safe_load((project / "matrix.yaml").read_text())["extension"]
+    assert ext["name"] == "rdcpkg.librdcdemo_cuda"  # where CMake writes it, not a module
+    assert ext["kind"] == "plain"
+    assert "module-init" not in ext
+    # CUDA::cublas as CMake links it: cuBLAS, its cublasLt and culibos
+    assert ext["libraries"][:2] == ["cublas", "cublasLt"]
+    assert "-rdc=true" in ext["nvcc-flags"]
+    assert "-fvisibility-inlines-hidden" in ext["cxx-flags"]  # its exports are its own
+
+    build = wheelforge("build", cwd=project, env=env)
+    assert build.code == 0, build.err
+    assert "ctypes.CDLL('rdcpkg/librdcdemo_cuda.so') ok" in build.out + build.err
+    wheel = only_wheel(project / "dist")
+    with zipfile.ZipFile(wheel) as zf:
+        names = sorted(n for n in zf.namelist() if ".dist-info/" not in n and n[-1] != "/")
+        zf.extract("rdcpkg/librdcdemo_cuda.so", tmp_path / "unpacked")
+    assert names == ["rdcpkg/__init__.py", "rdcpkg/librdcdemo_cuda.so"]
+    ours = tmp_path / "unpacked" / "rdcpkg" / "librdcdemo_cuda.so"
+    assert exports(ours) == exports(theirs)
+    assert {"rdc_version", "rdc_blas_handle", "rdc_scale_all"} <= exports(ours)
+    assert any(n.startswith("libcublas.so") for n in needed(ours))
+    assert not any(n.startswith(("libtorch", "libc10")) for n in needed(ours))
+    assert "__cudaRegisterLinkedBinary kernels.cu" in exports(ours)  # device-linked
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_bitsandbytes_is_adopted_as_its_ctypes_library(
+    tmp_path: Path, cuda_with_cublas: Path
+) -> None:
+    """bitsandbytes (scikit-build-core + CMake, libbitsandbytes_cuda<ver>.so loaded with
+    ctypes): init through the CMake door for one arch, build, and the wheel's library exports
+    what bitsandbytes' own CMake build of the same sources exports. Its releases since 0.43
+    publish no sdist, so the checkout comes from $WHEELFORGE_BITSANDBYTES (a git checkout of
+    github.com/bitsandbytes-foundation/bitsandbytes)."""
+    given = os.environ.get("WHEELFORGE_BITSANDBYTES")
+    if not given or not (Path(given) / "CMakeLists.txt").is_file():
+        pytest.skip("set WHEELFORGE_BITSANDBYTES to a bitsandbytes checkout")
+    project = tmp_path / "bitsandbytes"
+    shutil.copytree(given, project, ignore=shutil.ignore_patterns(".git", "build"))
+    # Its version is dynamic (setup.py's): the version door is item 1 of issue 40, not this one.
+    pyproject = project / "pyproject.toml"
+    version = re.search(r'"version":\s*"([^"]+)"', (project / "setup.py").read_text())
+    assert version is not None
+    pyproject.write_text(
+        pyproject.read_text().replace('dynamic = ["version"]', f'version = "{version[1]}"')
+    )
+    own = tmp_path / "own"
+    shutil.copytree(project, own)
+    args = ("-DCOMPUTE_BACKEND=cuda", "-DCOMPUTE_CAPABILITY=80")
+    cmake_build(own, cuda_with_cublas, *args)
+    theirs = next((own / "bitsandbytes").glob("libbitsandbytes_cuda*.so"))
+
+    env = _environment(cuda_with_cublas)
+    cmake_args = [f"--cmake-arg={a}" for a in args]
+    run = wheelforge("init", "--from", "cmake", "--archs", "8.0", *cmake_args, cwd=project, env=env)
+    assert run.code == 0, run.err
+    ext = yaml.safe_load((project / "matrix.yaml").read_text())["extension"]
+    assert ext["name"] == f"bitsandbytes.{theirs.stem}"
+    assert ext["kind"] == "plain"
+    assert {"cublas", "cublasLt"} <= set(ext["libraries"])
+    build = wheelforge("build", cwd=project, env=env)
+    assert build.code == 0, build.err
+    with zipfile.ZipFile(only_wheel(project / "dist")) as zf:
+        binaries = [n for n in zf.namelist() if n.endswith(".so")]
+        zf.extract(f"bitsandbytes/{theirs.name}", tmp_path / "unpacked")
+    assert binaries == [f"bitsandbytes/{theirs.name}"]
+    ours = tmp_path / "unpacked" / "bitsandbytes" / theirs.name
+    assert exports(ours) == exports(theirs)
