@@ -1,6 +1,6 @@
 """Which CUDA releases wheelforge provisions from PyPI, and at which exact versions:
 data/cuda-pypi.json (written by tools/cuda_pypi.py from PyPI; the network test
-tests/integration/test_cuda_pypi_data.py keeps it true) read by toolchain/provision.py. A release
+tests/integration/test_provision_data.py keeps it true) read by toolchain/provision.py. A release
 whose packages that file does not hold whole is no recipe: `toolkit list`, `cuda: auto` and
 `matrix --github` never offer or choose it, and `toolkit install` says why."""
 
@@ -15,7 +15,7 @@ import pytest
 from wheelforge.configuration import releases
 from wheelforge.configuration.archs import ArchSet, parse_arch_list
 from wheelforge.configuration.releases import PypiSource
-from wheelforge.foundation.errors import ConfigError, ToolError
+from wheelforge.foundation.errors import ConfigError, EnvironmentProblem, ToolError
 from wheelforge.planning import variants
 from wheelforge.toolchain import provision
 
@@ -95,6 +95,10 @@ def test_a_release_without_pins_is_never_offered_or_chosen(
     chosen = variants.choose("auto", arch_set, [])
     assert chosen.recipe is not None and chosen.release != newest
     assert chosen.release == recipes[0].release
+    # cuda: ["13.5"] named outright: refused before anything downloads, saying why.
+    with pytest.raises(EnvironmentProblem) as named:
+        variants.choose(newest, arch_set, [])
+    assert "nvidia-cuda-cccl==13.5.*" in named.value.message
     with pytest.raises(ConfigError) as raised:
         provision.install_release(newest, Path("/nonexistent-cache"))
     message = raised.value.message
