@@ -130,3 +130,45 @@ def test_the_pip_download_names_the_pins(monkeypatch: pytest.MonkeyPatch, tmp_pa
         provision._fetch(recipe, tmp_path / "prefix", tmp_path / "dl")
     (argv,) = seen
     assert argv[-len(recipe.pins) :] == list(recipe.pins)
+
+
+# --- tools/cuda_pypi.py's choice among PyPI's files -------------------------------------------
+
+
+def _tool() -> object:
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "tools" / "cuda_pypi.py"
+    spec = importlib.util.spec_from_file_location("cuda_pypi", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_tool_takes_the_newest_live_linux_wheel_the_pin_admits() -> None:
+    from packaging.requirements import Requirement
+
+    def wheel(name: str, platform: str, *, yanked: bool = False) -> dict[str, object]:
+        return {
+            "filename": f"{name}-py3-none-{platform}.whl",
+            "yanked": yanked,
+            "digests": {"sha256": "0" * 64},
+            "size": 7,
+        }
+
+    x86 = "manylinux2010_x86_64.manylinux_2_12_x86_64"
+    doc = {
+        "releases": {
+            "13.3.3.4.1": [wheel("nvidia_cuda_cccl-13.3.3.4.1", x86)],
+            "13.3.5.0.6": [wheel("nvidia_cuda_cccl-13.3.5.0.6", "win_amd64")],  # no Linux one
+            "13.3.4.1.2rc1": [wheel("nvidia_cuda_cccl-13.3.4.1.2rc1", x86)],  # a pre-release
+            "13.3.4.3.1": [wheel("nvidia_cuda_cccl-13.3.4.3.1", x86, yanked=True)],
+            "13.5.0": [wheel("nvidia_cuda_cccl-13.5.0", x86)],  # outside the pin
+        }
+    }
+    tool = _tool()
+    found = tool.resolve(doc, Requirement("nvidia-cuda-cccl==13.3.*"))  # type: ignore[attr-defined]
+    assert found["version"] == "13.3.3.4.1" and found["size"] == 7
+    with pytest.raises(LookupError, match="no nvidia-cuda-cccl==13.4"):
+        tool.resolve(doc, Requirement("nvidia-cuda-cccl==13.4.*"))  # type: ignore[attr-defined]
