@@ -79,17 +79,19 @@ def package_index(root: Path, wheels: list[Path]) -> str:
 
 
 def release_wheels(files: Path, *, without: str = "", nvcc: bool = True) -> list[Path]:
-    """Stand-ins of the packages the release table names for 13.1 (and a 13.2 nvcc beside,
-    which the ==13.1.* pin must pass over); *without* leaves one package out."""
+    """Stand-ins of the packages the release table names for 13.1, each at the exact version
+    data/cuda-pypi.json pins (and a 13.2 nvcc beside, which the pin must pass over); *without*
+    leaves one package out."""
     files.mkdir(parents=True, exist_ok=True)
     wheels = []
+    versions = dict(pin.split("==") for pin in RECIPE.pins)
     for project in HOW.packages:
         if project == without:
             continue
         members = {f"nvidia/cu13/share/{project}.txt": f"{project}\n".encode()}
         if project == "nvidia-cuda-nvcc" and nvcc:
             members[HOW.nvcc] = STANDIN_NVCC.encode()
-        wheels.append(standin_wheel(files, project, "13.1.115", members))
+        wheels.append(standin_wheel(files, project, versions[project], members))
     wheels.append(standin_wheel(files, "nvidia-cuda-nvcc", "13.2.86", {HOW.nvcc: b"#!/bin/sh\n"}))
     return wheels
 

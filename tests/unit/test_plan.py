@@ -145,7 +145,10 @@ def test_ninja_file(project: Project, tmp_path: Path) -> None:
     assert plan.host is not None
     assert f"build _C.abi3.so: link ../{plan.host.build_dir.name}/obj/" in text
     assert "default _C.abi3.so" in text
-    assert "cuda_launcher = \n" in text and "command = $nvcc_launch$cuda_launcher $nvcc " in text
+    assert (
+        "cuda_launcher = \n" in text
+        and "command = $nvcc_launch$job_cost $out $cuda_launcher $nvcc " in text
+    )
     # No compile command names the folder the project lies in (the link's do: it is not cached).
     compiles = [ln for ln in text.splitlines() if not ln.startswith("ldflags = ")]
     assert not [ln for ln in compiles if str(tmp_path) in ln]

@@ -337,6 +337,10 @@ ALLOWED = {
     ("foundation/resources.py", 'return path.read_text(encoding="ascii"'): (
         "the kernel's /proc and cgroup files (meminfo, cpu.max, memory.max), a few bytes each"
     ),
+    ("foundation/jobcost.py", "fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT"): (
+        "the compile wrapper's one line appended to its run's costs file (stdlib only: it runs "
+        "before anything of wheelforge's is imported)"
+    ),
     ("running/builds/jobwatch.py", 'Path(entry.path, "stat").read_text('): (
         "the kernel's /proc/<pid>/stat, read as proctree reads it"
     ),

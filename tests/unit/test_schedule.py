@@ -14,7 +14,7 @@ import pytest
 
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.configuration.settings import Flags, resolve
-from wheelforge.foundation import resources
+from wheelforge.foundation import jobcost, resources
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.foundation.resources import MemoryLimit
 from wheelforge.planning import jobcosts, ninjafile
@@ -404,3 +404,52 @@ def test_what_sccaches_server_compiled_is_unmeasured_not_its_clients_cost(
     assert jobcosts.load(tmp_path) == {}  # nothing said of what compiling costs
     assert line.endswith("in sccache's server (CPU, memory not measured); the slowest:")
     assert "s of CPU" not in line
+
+
+def test_a_job_first_seen_before_its_exec_is_still_measured(tmp_path: Path) -> None:
+    """A child of ninja read between its fork and its exec still shows ninja's command line
+    (more often on a busy machine): it is asked again, not taken for no compile for good."""
+    stat = "{pid} (x) S {ppid} 1 100 0 0 0 0 0 0 0 7 0 0 0 20 0 1 0 0 1000 50 x"
+    samples = [
+        jobwatch.parse_stat(100, stat.format(pid=100, ppid=1)),
+        jobwatch.parse_stat(201, stat.format(pid=201, ppid=100)),
+    ]
+    watch = jobwatch.JobWatch(outputs=("obj/a.cpp.o",), proc=tmp_path)
+    watch._session = 100
+    cmdline = tmp_path / "201" / "cmdline"
+    cmdline.parent.mkdir()
+    cmdline.write_bytes(b"ninja\0-C\0build\0")
+    watch.sample([s for s in samples if s is not None])
+    assert "obj/a.cpp.o" not in watch.jobs
+    cmdline.write_bytes(b"/bin/sh\0-c\0c++ -c a.cpp -o obj/a.cpp.o\0")
+    watch.sample([s for s in samples if s is not None])
+    assert watch.jobs["obj/a.cpp.o"].samples == 1
+
+
+def test_the_wrappers_costs_make_every_compile_known() -> None:
+    """What each compile's wrapper wrote (foundation/jobcost.py): its CPU time replaces the
+    watch's glimpses; its largest process is a floor of the peak; a compile the watch never
+    saw is known all the same."""
+    text = (
+        '["obj/a.cu.o", 3.25, 419430400]\n'
+        '["obj/b.cpp.o", 0.031, 20971520]\n'
+        '["obj/c.cpp.o", 0.5, 1'  # cut short: a wrapper killed while writing
+    )
+    costs = jobcost.parse(text)
+    assert costs == {"obj/a.cu.o": (3.25, 400 << 20), "obj/b.cpp.o": (0.031, 20 << 20)}
+    seen = {
+        "obj/a.cu.o": jobwatch.Measured(
+            peak=600 << 20, largest=300 << 20, cpu_seconds=2.0, samples=9
+        )
+    }
+    merged = jobwatch.with_costs(seen, costs)
+    a, b = merged["obj/a.cu.o"], merged["obj/b.cpp.o"]
+    assert (a.cpu_seconds, a.peak, a.largest, a.known) == (3.25, 600 << 20, 400 << 20, True)
+    assert (b.cpu_seconds, b.peak, b.largest, b.samples, b.known) == (
+        0.031,
+        20 << 20,
+        20 << 20,
+        0,
+        True,
+    )
+    assert not jobwatch.Measured().known

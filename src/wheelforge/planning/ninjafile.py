@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ninja.ninja_syntax import Writer, escape
 
-from wheelforge.foundation import writers
+from wheelforge.foundation import jobcost, writers
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.planning.parallelism import HEAVY_POOL
 from wheelforge.planning.plan import VariantPlan
@@ -82,14 +82,14 @@ def render(plan: VariantPlan) -> str:
     _variables(w, plan)
     w.rule(
         "cxx",
-        "$cxx_launcher $cxx -MMD -MF $out.d $cxx_flags $source_flags -c $in -o $out",
+        "$job_cost $out $cxx_launcher $cxx -MMD -MF $out.d $cxx_flags $source_flags -c $in -o $out",
         depfile="$out.d",
         deps="gcc",
         description="CXX $in",
     )
     w.rule(
         "cc",
-        "$cc_launcher $cc -MMD -MF $out.d $cc_flags $source_flags -c $in -o $out",
+        "$job_cost $out $cc_launcher $cc -MMD -MF $out.d $cc_flags $source_flags -c $in -o $out",
         depfile="$out.d",
         deps="gcc",
         description="CC $in",
@@ -98,7 +98,7 @@ def render(plan: VariantPlan) -> str:
         "nvcc",
         # nvcc writes a make-style depfile while it compiles (CUDA >= 10.2).
         (
-            "$nvcc_launch$cuda_launcher $nvcc --generate-dependencies-with-compile "
+            "$nvcc_launch$job_cost $out $cuda_launcher $nvcc --generate-dependencies-with-compile "
             "--dependency-output $out.d $nvcc_flags $gencode $source_flags -c $in -o $out"
         ),
         depfile="$out.d",
@@ -149,6 +149,9 @@ def _variables(w: Writer, plan: VariantPlan) -> None:
     w.variable("cxx", str(plan.compile.cxx))
     w.variable("cc", str(plan.compile.cc))
     w.variable("nvcc", str(plan.compile.nvcc))
+    # Each compile runs under the wrapper that measures what it cost (foundation/jobcost.py):
+    # before the launcher, so a compile cache sees the command it always saw.
+    w.variable("job_cost", escape(shlex.join(jobcost.command())))
     launchers = plan.compile.launchers
     for name, words in (("cxx", launchers.cxx), ("cc", launchers.cc), ("cuda", launchers.cuda)):
         w.variable(f"{name}_launcher", escape(shlex.join(words)))

@@ -20,7 +20,7 @@ from wheelforge.configuration.matrix.model import Matrix
 from wheelforge.foundation import fsutil, numbers
 from wheelforge.foundation.errors import ConfigError, EnvironmentProblem
 from wheelforge.toolchain.choice import ToolkitChoice
-from wheelforge.toolchain.provision import RECIPES, recipe_for
+from wheelforge.toolchain.provision import RECIPES, recipe_for, unprovisionable
 from wheelforge.toolchain.toolkit import Toolkit
 
 
@@ -77,9 +77,11 @@ def choose(entry: str, arch_set: ArchSet, found: Sequence[Toolkit]) -> ToolkitCh
             return ToolkitChoice(toolkit=toolkit, recipe=None)
         recipe = recipe_for(entry)
         if recipe is None:
+            why = unprovisionable(entry)  # a PyPI recipe whose packages PyPI lacks
             raise EnvironmentProblem(
                 f"cuda: CUDA {entry} was not found (found: {_found_list(found)}), and wheelforge has no recipe "
-                f"to provision it; install it and set CUDA_HOME, or name one of {', '.join(r.release for r in RECIPES)}"
+                f"to provision it{f' ({why})' if why else ''}; install it and set CUDA_HOME, or name one of "
+                f"{', '.join(r.release for r in RECIPES)}"
             )
         bad = [a for a in archs if not recipe.supports(a)]
         if bad:

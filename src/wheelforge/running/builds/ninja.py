@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from wheelforge.foundation import log, proc, proctree, writers
+from wheelforge.foundation import jobcost, log, proc, proctree, readers, removal, writers
 from wheelforge.foundation.diagnostics import Diagnostic, parse_compiler_output
 from wheelforge.foundation.errors import BuildError, EnvironmentProblem
 from wheelforge.planning import hostshare, ninjafile
@@ -156,7 +156,8 @@ class NinjaRun:
 
     ran: tuple[str, ...]
     seconds: Mapping[str, float]  # wall time, from .ninja_log
-    measured: Mapping[str, jobwatch.Measured]  # memory and CPU, from /proc (jobwatch.py)
+    # memory and CPU: each compile's wrapper (foundation/jobcost.py) and /proc (jobwatch.py)
+    measured: Mapping[str, jobwatch.Measured]
     peak: int  # bytes: the whole build's largest resident memory at one moment
 
 
@@ -193,6 +194,8 @@ def run(plan: VariantPlan, *, env: dict[str, str] | None = None) -> NinjaRun:
         tag=_tag(plan),
     )
     watch = jobwatch.JobWatch(outputs=tuple(outputs.values()))
+    costs = plan.build_dir / jobcost.FILE  # each compile's wrapper appends its line
+    _discard(costs, plan)
 
     def command(description: str) -> None:
         if log.verbosity() >= 2:
@@ -213,7 +216,12 @@ def run(plan: VariantPlan, *, env: dict[str, str] | None = None) -> NinjaRun:
             result = proc.stream(
                 args,
                 hint=NINJA_HINT,
-                env={**run_env(plan, jobserver=served), **(env or {}), **makeflags},
+                env={
+                    **run_env(plan, jobserver=served),
+                    jobcost.ENV: str(costs),
+                    **(env or {}),
+                    **makeflags,
+                },
                 on_line=feed.line,
                 timeout=proc.BUILD_S,
                 on_start=watch.start,
@@ -224,6 +232,8 @@ def run(plan: VariantPlan, *, env: dict[str, str] | None = None) -> NinjaRun:
         progress.close()
         if own is not None:
             own.close()
+        measured = jobwatch.with_costs(watch.jobs, _read_costs(costs))
+        _discard(costs, plan)
     # Every variant's full log at a stable path, whether the build passed or not.
     writers.write_if_changed(plan.build_dir / "build.log", result.stdout)
     if result.returncode != 0:
@@ -232,9 +242,25 @@ def run(plan: VariantPlan, *, env: dict[str, str] | None = None) -> NinjaRun:
     return NinjaRun(
         ran=tuple(job.split(" ", 1)[0] for job in feed.ran),
         seconds=dict(ninja_log.seconds),
-        measured=dict(watch.jobs),
+        measured=measured,
         peak=watch.peak,
     )
+
+
+def _read_costs(path: Path) -> dict[str, tuple[float, int]]:
+    """What the compiles' wrappers wrote (foundation/jobcost.py); none when no compile ran."""
+    if not path.is_file():
+        return {}
+    try:
+        return jobcost.parse(readers.read_text(path, cap=readers.STATE_CAP, errors="replace"))
+    except (OSError, readers.FileRefused):
+        return {}
+
+
+def _discard(path: Path, plan: VariantPlan) -> None:
+    """The costs file of a run (a killed run's left over): removed, so no run reads another's."""
+    if path.is_file():
+        removal.remove(path, within=plan.build_dir)
 
 
 def _tag(plan: VariantPlan) -> str:

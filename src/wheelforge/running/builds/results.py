@@ -31,7 +31,8 @@ class JobReport:
     rule: str  # nvcc, cxx, cc
     seconds: float  # wall time (ninja's log)
     # user + system time of all its processes, and bytes: the largest sum of their resident
-    # memory at one moment, the largest single one; None: it ended before /proc was read
+    # memory at one moment, the largest single one (foundation/jobcost.py, jobwatch.py); None:
+    # not measured (a compile sccache's server ran: running/builds/compiling.served_rules)
     cpu_seconds: float | None
     peak: int | None
     largest: int | None
