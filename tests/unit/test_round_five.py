@@ -1,0 +1,94 @@
+"""Issue 39's wrong answers and tracebacks that need no process: each hostile fixture gives one
+``error:`` line naming the thing, with its class's exit code (or, where it is no error, the right
+answer)."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import pytest
+
+from tests.unit.badinput import METADATA, WHEEL, Case, recorded, run_case
+from wheelforge.binaries.elf import ElfImage
+from wheelforge.foundation.errors import BinaryFormatError
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+FATBIN = DATA / "fatbin" / "sm80_sm90a_ptx90.so"
+TEXT_SO = b"not a shared obj\n"  # 17 bytes of text, named _C.abi3.so
+
+CASES: dict[str, Case] = {
+    # A member named as a shared object that is no ELF file: the loader refuses it, so the
+    # wheel is broken; check passed it ("no ELF files to check", exit 0).
+    "check-text-abi3-so": Case(
+        ("check", "{root}/" + WHEEL),
+        BinaryFormatError,
+        "_C.abi3.so at offset 0x0: named as a shared object but not an ELF file",
+        files={WHEEL: lambda: recorded(METADATA, ("demo/_C.abi3.so", TEXT_SO))},
+    ),
+    "inspect-text-library-so": Case(
+        ("inspect", "{root}/" + WHEEL),
+        BinaryFormatError,
+        "libdemo.so.1 at offset 0x0: named as a shared object but not an ELF file",
+        files={WHEEL: lambda: recorded(METADATA, ("demo/libdemo.so.1", b""))},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_one_line_and_the_exit_code_of_its_class(
+    name: str,
+    project: object,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    run_case(CASES[name], project, tmp_path, monkeypatch, capsys)
+
+
+def _with_shstrndx(data: bytes, link: int, *, kind: int | None = None) -> bytes:
+    """A 64-bit little-endian ELF file's e_shstrndx made SHN_XINDEX, section 0's sh_link
+    *link* (where the ELF specification puts the real index); *kind*: the name table's type."""
+    out = bytearray(data)
+    shoff = struct.unpack_from("<Q", out, 0x28)[0]
+    entsize, _count, index = struct.unpack_from("<HHH", out, 0x3A)
+    struct.pack_into("<H", out, 0x3E, 0xFFFF)
+    struct.pack_into("<I", out, shoff + 0x28, link)
+    if kind is not None:
+        struct.pack_into("<I", out, shoff + index * entsize + 4, kind)
+    return bytes(out)
+
+
+def _names(data: bytes) -> list[str]:
+    with ElfImage("x.so", data) as image:
+        return [s.name for s in image.section_headers]
+
+
+def test_shn_xindex_is_read_from_section_0_or_is_corrupt() -> None:
+    """e_shstrndx SHN_XINDEX (0xFFFF): the index is section 0's sh_link, as the ELF
+    specification says; a file that sends the reader there and finds 0, or a name table that is
+    not SHT_STRTAB, is corrupt (exit 4), never a file with "no CUDA code"."""
+    real = FATBIN.read_bytes()
+    index = struct.unpack_from("<H", real, 0x3E)[0]
+    assert ".nv_fatbin" in _names(_with_shstrndx(real, index))
+    with pytest.raises(BinaryFormatError, match=r"e_shstrndx is SHN_XINDEX.*sh_link.*is 0"):
+        _names(_with_shstrndx(real, 0))
+    with pytest.raises(BinaryFormatError, match=r"section name table, section \d+, is of type 1"):
+        _names(_with_shstrndx(real, index, kind=1))
+
+
+def test_inspect_says_corrupt_not_no_cuda_code(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from wheelforge.interface.cli import main
+
+    path = tmp_path / "x.so"
+    path.write_bytes(_with_shstrndx(FATBIN.read_bytes(), 0))
+    code = main(["inspect", str(path)])
+    out, err = capsys.readouterr()
+    assert code == 4 and "no CUDA code" not in out + err
+    assert [ln for ln in err.splitlines() if ln.startswith("error:")] == [
+        f"error: {path} at offset 0x3e: corrupt ELF headers (e_shstrndx is SHN_XINDEX, and "
+        "section 0's sh_link, where the ELF specification puts the section name table's "
+        "index, is 0)"
+    ]
