@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.badinput import METADATA, WHEEL, Case, recorded, run_case
+from tests.unit.badinput import METADATA, WHEEL, Case, Link, recorded, run_case
 from wheelforge.binaries.elf import ElfImage
 from wheelforge.foundation.errors import BinaryFormatError
+from wheelforge.foundation.writers import ReadByTheBuild
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 FATBIN = DATA / "fatbin" / "sm80_sm90a_ptx90.so"
@@ -32,6 +33,39 @@ CASES: dict[str, Case] = {
         "libdemo.so.1 at offset 0x0: named as a shared object but not an ELF file",
         files={WHEEL: lambda: recorded(METADATA, ("demo/libdemo.so.1", b""))},
     ),
+    # --report naming a file the build reads: refused before anything runs, and nothing written
+    # to it, not even the report of that failure (it replaced csrc/kernel.cu).
+    "report-is-a-source": Case(
+        ("build", "--matrix", "{root}/matrix.yaml", "--report", "{root}/csrc/kernel.cu"),
+        ReadByTheBuild,
+        "--report {root}/csrc/kernel.cu: that is {root}/csrc/kernel.cu, which the build reads",
+    ),
+    "report-links-to-a-source": Case(
+        ("build", "--matrix", "{root}/matrix.yaml", "--report", "{root}/r.json"),
+        ReadByTheBuild,
+        "which the build reads",
+        files={"r.json": Link("{root}/csrc/ops.cpp")},
+    ),
+    "report-is-a-header": Case(
+        ("build", "--matrix", "{root}/matrix.yaml", "--report", "{root}/csrc/ops.h"),
+        ReadByTheBuild,
+        "lies in an include folder {root}/csrc, whose files the build reads",
+    ),
+    "report-in-a-package": Case(
+        ("build", "--matrix", "{root}/matrix.yaml", "--report", "{root}/demo_ops/r.json"),
+        ReadByTheBuild,
+        "lies in the package folder {root}/demo_ops, whose files the build reads",
+    ),
+    "report-is-the-readme": Case(
+        ("build", "--matrix", "{root}/matrix.yaml", "--report", "{root}/README.md"),
+        ReadByTheBuild,
+        "that is {root}/README.md, which the build reads",
+        files={
+            "README.md": "# demo\n",
+            "pyproject.toml": '[project]\nname = "demo-ops"\nversion = "1.2.0"\n'
+            'readme = "README.md"\n',
+        },
+    ),
 }
 
 
@@ -44,6 +78,13 @@ def test_one_line_and_the_exit_code_of_its_class(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     run_case(CASES[name], project, tmp_path, monkeypatch, capsys)
+    if name.startswith("report-"):  # nothing the build reads was written (conftest's project)
+        assert not (tmp_path / "demo_ops" / "r.json").exists()
+        assert (tmp_path / "csrc" / "kernel.cu").read_text() == "// kernel\n"
+        assert (tmp_path / "csrc" / "ops.cpp").read_text() == "// ops\n"
+        assert (tmp_path / "csrc" / "ops.h").read_text() == "#pragma once\n"
+        readme = tmp_path / "README.md"
+        assert not readme.exists() or readme.read_text() == "# demo\n"
 
 
 def _with_shstrndx(data: bytes, link: int, *, kind: int | None = None) -> bytes:

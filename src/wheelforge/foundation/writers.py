@@ -46,6 +46,11 @@ class TargetRefused(ConfigError):
     """A file wheelforge was asked to write is not one it can replace (exit 2)."""
 
 
+class ReadByTheBuild(TargetRefused):
+    """A file wheelforge was asked to write is one the build reads (exit 2): nothing is written
+    to it, not even the report of the failure."""
+
+
 def _same_file(st: os.stat_result, fd: int) -> bool:
     try:
         mine = os.fstat(fd)
