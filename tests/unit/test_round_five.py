@@ -133,3 +133,30 @@ def test_inspect_says_corrupt_not_no_cuda_code(
         "section 0's sh_link, where the ELF specification puts the section name table's "
         "index, is 0)"
     ]
+
+
+def test_a_record_nested_too_deeply_is_one_malformed_record(tmp_path: Path) -> None:
+    """The record comes from a child that runs the project's code, which can write it too: a
+    list 100,000 deep (json.loads' RecursionError) is one MalformedRecord (exit 3), never a
+    traceback."""
+    from wheelforge.adoption.record import childdocument
+
+    path = tmp_path / "record.json"
+    path.write_text('{"setup_kwargs": {"keywords": ' + "[" * 100_000 + "]" * 100_000 + "}}")
+    with pytest.raises(childdocument.MalformedRecord, match="record.json: ") as caught:
+        childdocument.load(path)
+    assert caught.value.exit_code == 3
+
+
+def test_the_child_shows_a_value_of_any_depth() -> None:
+    """setup(keywords=<a list 100,000 deep>): the child's repr of it is short, no
+    RecursionError (init printed the child's 30-line traceback)."""
+    from wheelforge.adoption.child import setup_child
+
+    deep: list[object] = []
+    for _ in range(100_000):
+        deep = [deep]
+    shown = setup_child._jsonable(deep)
+    for _ in range(7):
+        shown = shown[0]
+    assert shown == {"repr": "[[[[...]]]]"}
