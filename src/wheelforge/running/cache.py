@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from wheelforge.foundation import fsutil, locks, log, removal
+from wheelforge.foundation import fsutil, locks, log, removal, writers
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.packaging.repair import REPAIRS
 from wheelforge.toolchain import envs, provision, toolkit
@@ -428,7 +428,17 @@ def _prune_named(root: Path, names: Sequence[str], *, dry_run: bool) -> PruneRes
 
 def _remove(item: _Item, root: Path, *, dry_run: bool, stale: float, every: bool) -> bool | None:
     """Remove *item* under its lock: True when removed (or it would be), False when its lock is
-    held, None when it was used after all (its marker touched since it was listed)."""
+    held, None when it was used after all (its marker touched since it was listed). A cache
+    that cannot be written (its lock file, the rename aside) is one line naming it."""
+    try:
+        return _remove_locked(item, root, dry_run=dry_run, stale=stale, every=every)
+    except OSError as exc:  # the entry was renamed aside whole, or left as it was
+        raise writers.unwritable(exc, root, "cache prune") from None
+
+
+def _remove_locked(
+    item: _Item, root: Path, *, dry_run: bool, stale: float, every: bool
+) -> bool | None:
     entry = item.entry
     # A dry run makes no lock file: where there is none, nobody holds it.
     lock = item.lock if item.lock and (not dry_run or item.lock.exists()) else None

@@ -1,0 +1,88 @@
+"""Issue 39's tracebacks and screens that need real processes: each hostile fixture made here
+gives one ``error:`` line with its class's exit code, or the right answer."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.integration.helpers import wheelforge
+
+
+def _read_only(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m wheelforge ARGS`` with *folder* mounted read-only over itself (EROFS, even
+    for root), in a user and mount namespace of its own."""
+    script = 'mount --bind -o ro "$0" "$0" && mount -o remount,bind,ro "$0" && exec "$@"'
+    return subprocess.run(
+        ["unshare", "-rm", "sh", "-c", script, str(folder), sys.executable, "-m", "wheelforge",
+         *args],
+        capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"},
+    )  # fmt: skip
+
+
+def _can_mount_read_only(tmp_path: Path) -> bool:
+    if shutil.which("unshare") is None:
+        return False
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    script = 'mount --bind -o ro "$0" "$0" && mount -o remount,bind,ro "$0" && ! touch "$0/x"'
+    done = subprocess.run(["unshare", "-rm", "sh", "-c", script, str(probe)], capture_output=True)
+    return done.returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "what"),
+    [
+        (("cache", "prune", "--all"), "cache prune"),
+        (("cache", "prune", "--unused-for", "0"), "cache prune"),
+        (("toolkit", "install", "13.0"), "provisioning CUDA 13.0"),
+    ],
+)
+def test_a_read_only_cache_is_one_line_naming_it(
+    tmp_path: Path, args: tuple[str, ...], what: str
+) -> None:
+    if not _can_mount_read_only(tmp_path):
+        pytest.skip("no user and mount namespaces here (unshare -rm)")
+    cache = tmp_path / "cache"
+    entry = cache / "repairs" / ("0" * 32)
+    entry.mkdir(parents=True)
+    (entry / "x.whl").write_bytes(b"PK")
+    done = _read_only(cache, *args, "--cache-dir", str(cache))
+    assert "Traceback" not in done.stderr, done.stderr
+    errors = [ln for ln in done.stderr.splitlines() if ln.startswith("error:")]
+    assert errors == [
+        f"error: {what}: cannot write in the cache {cache}: "
+        + (f"{entry}" if what == "cache prune" else f"{cache / 'toolkits'}")
+        + ": Read-only file system; make it writable (remount it read-write, or fix its "
+        "permissions), or give --cache-dir a folder you can write"
+    ], done.stderr
+    assert done.returncode == 5
+    assert (entry / "x.whl").read_bytes() == b"PK"  # nothing removed, nothing half-removed
+
+
+def test_init_of_a_setup_py_passing_a_value_100000_deep(tmp_path: Path) -> None:
+    """setup(keywords=<a list 100,000 deep>): init writes its matrix (the child's repr of the
+    value was a RecursionError, shown as a 30-line traceback)."""
+    root = tmp_path / "deep"
+    (root / "deep").mkdir(parents=True)
+    (root / "deep" / "__init__.py").write_text("")
+    (root / "k.cu").write_text("__global__ void k() {}\n")
+    (root / "setup.py").write_text(
+        "from setuptools import setup\n"
+        "from torch.utils.cpp_extension import BuildExtension, CUDAExtension\n"
+        "x = []\n"
+        "for _ in range(100000):\n"
+        "    x = [x]\n"
+        "setup(name='deep', version='1.0', packages=['deep'], keywords=x,\n"
+        "      ext_modules=[CUDAExtension('deep._C', ['k.cu'])],\n"
+        "      cmdclass={'build_ext': BuildExtension})\n"
+    )
+    run = wheelforge("init", root, cwd=tmp_path)
+    assert run.code == 0, run.err
+    assert "RecursionError" not in run.out + run.err
+    assert "deep._C" in (root / "matrix.yaml").read_text()
