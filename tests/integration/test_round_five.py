@@ -86,3 +86,22 @@ def test_init_of_a_setup_py_passing_a_value_100000_deep(tmp_path: Path) -> None:
     assert run.code == 0, run.err
     assert "RecursionError" not in run.out + run.err
     assert "deep._C" in (root / "matrix.yaml").read_text()
+
+
+def test_pip_install_editable_is_one_line_of_the_backend(tmp_path: Path) -> None:
+    """``pip install -e`` of a project using the backend: pip shows the backend's one line
+    (setuptools' ``setup.py develop`` fallback was a 67-line traceback)."""
+    from tests.integration.helpers import copy_kernels
+
+    root = copy_kernels(tmp_path / "p") / "kernels"
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-build-isolation", "--no-deps", "--no-index",
+         "--prefix", str(tmp_path / "prefix"), "-e", str(root)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    said = done.stdout + done.stderr
+    assert done.returncode != 0, said
+    assert "Traceback" not in said and "setup.py develop" not in said, said
+    assert "[1 lines of output]" in said, said
+    assert "error: wheelforge's backend makes no editable installs (pip install -e" in said
+    assert not (tmp_path / "prefix").exists()

@@ -160,3 +160,26 @@ def test_the_child_shows_a_value_of_any_depth() -> None:
     for _ in range(7):
         shown = shown[0]
     assert shown == {"repr": "[[[[...]]]]"}
+
+
+@pytest.mark.parametrize(
+    "hook",
+    ["get_requires_for_build_editable", "prepare_metadata_for_build_editable", "build_editable"],
+)
+def test_pip_install_editable_is_one_line(
+    hook: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """PEP 660's hooks refuse in one line, exit 2: without them pip ran ``setup.py develop``,
+    a 67-line setuptools traceback. The integration test runs pip itself."""
+    from wheelforge import build_meta
+
+    run = getattr(build_meta, hook)
+    with pytest.raises(SystemExit) as exited:
+        run() if hook.startswith("get_") else run(str(tmp_path))
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert [ln for ln in err.splitlines() if ln.strip()] == [
+        "error: wheelforge's backend makes no editable installs (pip install -e, PEP 660): the "
+        "compiled extension would not follow edits of its sources; install the wheel instead "
+        "(pip install . --no-build-isolation), and again after each edit"
+    ]
