@@ -3,6 +3,7 @@ gives one ``error:`` line with its class's exit code, or the right answer."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -105,3 +106,27 @@ def test_pip_install_editable_is_one_line_of_the_backend(tmp_path: Path) -> None
     assert "[1 lines of output]" in said, said
     assert "error: wheelforge's backend makes no editable installs (pip install -e" in said
     assert not (tmp_path / "prefix").exists()
+
+
+@pytest.mark.parametrize("columns", ["0", "1", "20", "10000"])
+def test_the_error_reaches_a_terminal_at_any_columns(tmp_path: Path, columns: str) -> None:
+    """wheelforge at a terminal (a pty) with COLUMNS=0 printed nothing, not even the error."""
+    import pty
+
+    leader, follower = pty.openpty()
+    with os.fdopen(leader, "rb", buffering=0) as screen:
+        done = subprocess.run(
+            [sys.executable, "-m", "wheelforge", "check", str(tmp_path / "none.whl")],
+            stdin=follower, stdout=follower, stderr=follower,
+            env={**os.environ, "COLUMNS": columns, "TERM": "xterm"},
+        )  # fmt: skip
+        os.close(follower)
+        shown = b""
+        with contextlib.suppress(OSError):  # EIO once the follower is closed and read out
+            while chunk := screen.read(4096):
+                shown += chunk
+    text = shown.decode(errors="replace")
+    assert done.returncode == 2, text
+    assert "Traceback" not in text
+    assert " ".join(text.split()).count("error:") == 1, text
+    assert "none.whl" in text and "no such file or folder" in " ".join(text.split()), text

@@ -183,3 +183,25 @@ def test_pip_install_editable_is_one_line(
         "compiled extension would not follow edits of its sources; install the wheel instead "
         "(pip install . --no-build-isolation), and again after each edit"
     ]
+
+
+@pytest.mark.parametrize("columns", ["0", "1", "20", "10000", "banana"])
+def test_a_terminal_of_any_columns_shows_the_error(columns: str) -> None:
+    """COLUMNS=0 at a terminal: rich laid the error out for 0 columns and printed nothing
+    (issue 39); at any width every word of it is shown."""
+    import io
+
+    from rich.console import Console
+
+    from wheelforge.foundation import log
+
+    out = io.StringIO()
+    console = Console(
+        file=out, force_terminal=True, _environ=log.console_environ({"COLUMNS": columns})
+    )
+    assert console.width >= log.MIN_COLUMNS
+    log.say("[bold red]error:[/bold red] /x/y.whl: no such file or folder", on=console)
+    assert out.getvalue().split() == [
+        "\x1b[1;31merror:\x1b[0m",
+        *["/x/y.whl:", "no", "such", "file", "or", "folder"],
+    ]
