@@ -205,3 +205,44 @@ def test_a_terminal_of_any_columns_shows_the_error(columns: str) -> None:
         "\x1b[1;31merror:\x1b[0m",
         *["/x/y.whl:", "no", "such", "file", "or", "folder"],
     ]
+
+
+HOSTILE_FOLDER = "/tmp/a b;touch pwned;$(id)`id`'q\"/d"
+
+
+def test_the_pip_install_hint_pastes_as_one_argument() -> None:
+    """``next: pip install PATH`` with a folder of shell characters: the hint is shell-quoted,
+    so pasted it installs that wheel and runs nothing else (issue 39)."""
+    import shlex
+
+    from wheelforge.configuration.archs import ArchSet, parse_arch_list
+    from wheelforge.interface.render.build import next_step
+    from wheelforge.running.builds.results import BuildReport, VariantResult
+
+    wheel = Path(HOSTILE_FOLDER) / "demo-1.0-cp310-abi3-linux_x86_64.whl"
+    variant = VariantResult(
+        variant_id="v", arch_set=ArchSet("default", parse_arch_list("8.0", source="t")), toolkit="13.0.88", torch="2.13.0+cpu", wheel=wheel,
+        wheel_size=1, sha256="0" * 64, sources=1, compiled=(), reused=False, binaries=(),
+        arch_checks=(), abi_checks=(), size=None, stages=(), seconds=1.0,
+    )  # fmt: skip
+    report = BuildReport(
+        matrix=Path("m.yaml"), target_version=(2, 10), built_against="2.13.0", variants=(variant,)
+    )
+    hint = next_step(report)
+    assert hint is not None
+    from rich.text import Text
+
+    command = Text.from_markup(hint).plain.removeprefix("next: ").split(" (a 'tests'")[0]
+    assert shlex.split(command) == ["pip", "install", str(wheel)]
+
+
+def test_the_init_hint_pastes_as_one_argument(tmp_path: Path) -> None:
+    import shlex
+
+    from wheelforge.adoption.writer.matrixfile import InitResult
+    from wheelforge.interface.render.init import next_step
+
+    matrix = Path(HOSTILE_FOLDER) / "matrix.yaml"
+    result = InitResult(path=matrix, text="", front_door="setup.py", hand=())
+    command = next_step(result, tmp_path).removeprefix("next: ").split(" (wheelforge")[0]
+    assert shlex.split(command) == ["wheelforge", "build", "--matrix", str(matrix)]
