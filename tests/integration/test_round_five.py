@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.helpers import wheelforge
+from tests.integration.helpers import needs_nvcc, one_kernel_project, wheelforge
 
 
 def _read_only(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -130,3 +130,30 @@ def test_the_error_reaches_a_terminal_at_any_columns(tmp_path: Path, columns: st
     assert "Traceback" not in text
     assert " ".join(text.split()).count("error:") == 1, text
     assert "none.whl" in text and "no such file or folder" in " ".join(text.split()), text
+
+
+@needs_nvcc
+def test_a_killed_builds_jobserver_folder_is_gone_once_the_next_build_runs(
+    tmp_path: Path, shared_cache: Path
+) -> None:
+    """A process holding a jobserver (as a build of variants side by side does) is SIGKILLed:
+    its folder stays in TMPDIR; the next build, a no-op included, removes it."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {**os.environ, "TMPDIR": str(temp)}
+    killed = subprocess.run(
+        [sys.executable, "-c",
+         "import os, signal\n"
+         "from wheelforge.running.builds.jobserver import Jobserver\n"
+         "Jobserver(4, ninjas=2).makeflags()\n"
+         "os.kill(os.getpid(), signal.SIGKILL)\n"],
+        env=env,
+    )  # fmt: skip
+    assert killed.returncode == -9
+    [left] = temp.glob("wheelforge-jobserver-*")
+    assert (left / "fifo").exists()
+    root = one_kernel_project(tmp_path / "p")
+    args = ("build", "--archs", "8.0", "--no-import-check", "--cache-dir", shared_cache)
+    run = wheelforge(*args, cwd=root, env={"TMPDIR": str(temp)})
+    assert run.code == 0, run.err
+    assert not list(temp.glob("wheelforge-jobserver-*"))

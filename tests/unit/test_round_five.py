@@ -246,3 +246,36 @@ def test_the_init_hint_pastes_as_one_argument(tmp_path: Path) -> None:
     result = InitResult(path=matrix, text="", front_door="setup.py", hand=())
     command = next_step(result, tmp_path).removeprefix("next: ").split(" (wheelforge")[0]
     assert shlex.split(command) == ["wheelforge", "build", "--matrix", str(matrix)]
+
+
+def test_a_killed_builds_jobserver_folder_is_swept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A SIGKILLed build leaves its jobserver folder (no cleanup runs); the next build's sweep
+    removes it: nobody holds its flock any more. One in use (held) stays, as does a folder of
+    the old name until it is a day old, and anything not a jobserver folder."""
+    import os
+    import tempfile
+    import time
+
+    from wheelforge.running.builds import jobserver
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    killed = tmp_path / f"{jobserver.PREFIX}999999-abc"
+    killed.mkdir()
+    os.mkfifo(killed / "fifo")
+    old_name = tmp_path / f"{jobserver.PREFIX}abcdefgh"
+    old_name.mkdir()
+    other = tmp_path / "not-ours"
+    other.mkdir()
+    alive = jobserver.Jobserver(2)
+    alive.makeflags()  # made in tmp_path, and held
+    assert alive.fifo is not None and alive.fifo.parent.parent == tmp_path
+    try:
+        assert jobserver.sweep() == [killed]
+        assert alive.fifo.exists() and old_name.is_dir() and other.is_dir()
+        assert jobserver.sweep(now=time.time() + 2 * 86400) == [old_name]
+        assert alive.fifo.exists()
+    finally:
+        alive.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["not-ours"]
