@@ -279,3 +279,27 @@ def test_a_killed_builds_jobserver_folder_is_swept(
     finally:
         alive.close()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["not-ours"]
+
+
+def test_the_quick_noops_records_are_the_caches_own(tmp_path: Path) -> None:
+    """The quick no-op's records (probes/quick-noop/<32 hex>.json) are probe results to
+    `cache list` and `cache prune`: they were "not wheelforge's" and no prune removed them. A
+    file of another name there is still not wheelforge's, and left alone."""
+    from wheelforge.foundation import quicknoop
+    from wheelforge.running import cache
+
+    records = tmp_path / quicknoop.RECORDS
+    records.mkdir(parents=True)
+    record = records / f"{quicknoop._key(['build'])}.json"
+    record.write_text("{}")
+    stranger = records / "notes.txt"
+    stranger.write_text("mine")
+    kinds = {e.path: e.kind for e in cache.entries(tmp_path)}
+    assert kinds == {record: cache.PROBE, stranger: cache.FOREIGN}
+    listed = cache.list_cache(tmp_path).entries
+    assert [(e.kind, e.name) for e in listed if e.kind == cache.PROBE] == [
+        (cache.PROBE, "1 probe results")
+    ]
+    result = cache.prune(tmp_path, every=True)
+    assert [e.path for e in result.removed] == [record] and not record.exists()
+    assert stranger.read_text() == "mine"

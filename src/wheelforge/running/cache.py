@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from wheelforge.foundation import fsutil, locks, log, removal, writers
+from wheelforge.foundation import fsutil, locks, log, quicknoop, removal, writers
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.packaging.repair import REPAIRS
 from wheelforge.toolchain import envs, provision, toolkit
@@ -235,7 +235,12 @@ def _not_kept_repair(path: Path) -> str | None:
 
 
 def _not_probe(path: Path) -> str | None:
-    """Why *path* is not a probe result wheelforge wrote (``<kind>/<24 hex>.json``)."""
+    """Why *path* is not a probe result wheelforge wrote (``<kind>/<24 hex>.json``, or a quick
+    no-op's record, ``quick-noop/<32 hex>.json``), None when it is one."""
+    if path.parent.name == quicknoop.RECORDS.name:
+        if quicknoop.RECORD_RE.fullmatch(path.name) and _regular(path):
+            return None
+        return "not a quick no-op's record: those are files named <32 hex digits>.json"
     if _PROBE_RE.fullmatch(path.name) and _regular(path):
         return None
     return "not a probe result: those are files named <24 hex digits>.json"
