@@ -303,3 +303,22 @@ def test_the_quick_noops_records_are_the_caches_own(tmp_path: Path) -> None:
     result = cache.prune(tmp_path, every=True)
     assert [e.path for e in result.removed] == [record] and not record.exists()
     assert stranger.read_text() == "mine"
+
+
+def test_the_job_cost_history_and_dist_toolchains_are_entries(tmp_path: Path) -> None:
+    """What wheelforge keeps at the cache's top (job-costs.json, sccache-dist's toolchains) is
+    listed, each an entry, and pruned by name or with --all; it was left out of both."""
+    from wheelforge.planning import jobcosts
+    from wheelforge.running import cache
+    from wheelforge.toolchain import compilecache
+
+    history = tmp_path / jobcosts.HISTORY
+    history.write_text('{"entries": {}}\n')
+    dist = tmp_path / compilecache.DIST_TOOLCHAINS
+    dist.mkdir()
+    (dist / "t.tar.gz").write_bytes(b"x")
+    kinds = {e.path: e.kind for e in cache.list_cache(tmp_path).entries}
+    assert kinds == {history: cache.HISTORY, dist: cache.DIST}
+    assert [e.path for e in cache.prune(tmp_path, names=[jobcosts.HISTORY]).removed] == [history]
+    assert [e.path for e in cache.prune(tmp_path, every=True).removed] == [dist]
+    assert not history.exists() and not dist.exists()

@@ -20,12 +20,19 @@ from pathlib import Path
 from wheelforge.foundation import fsutil, locks, log, quicknoop, removal, writers
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.packaging.repair import REPAIRS
-from wheelforge.toolchain import envs, provision, toolkit
+from wheelforge.planning import jobcosts
+from wheelforge.toolchain import compilecache, envs, provision, toolkit
 from wheelforge.toolchain.probecache import PROBES
 
 # What each entry is. An environment holds one torch, for the builds that compile against it
 # (an unstable-ABI variant) and for `wheelforge test` alike.
 ENV, TOOLKIT, REPAIR, PROBE, UNFINISHED = "torch env", "toolkit", "repairs", "probes", "unfinished"
+# What wheelforge keeps at the cache's top, one entry each: (kind, what it is, its name there).
+HISTORY, DIST = "job costs", "sccache-dist"
+_TOP = (
+    (HISTORY, "what compiles cost, for scheduling the next build", jobcosts.HISTORY),
+    (DIST, "toolchains packed for sccache-dist", compilecache.DIST_TOOLCHAINS),
+)
 # What lies in one of the cache's folders without the marker wheelforge writes into each entry
 # it makes: a user's folder, another tool's files. Listed, never removed (a prune once removed
 # any folder in envs/ as "incomplete").
@@ -293,7 +300,22 @@ def _items(root: Path) -> list[_Item]:
         *toolkit_entries,
         *_files(_own(root, REPAIRS), REPAIR, 1, seen),
         *_files(_own(root, PROBES), PROBE, 2, seen),
+        *_top(root, seen),
     ]
+
+
+def _top(root: Path, seen: set[tuple[int, int]]) -> Iterator[_Item]:
+    """The job-cost history and sccache-dist's packed toolchains, each an entry of its own (no
+    longer left out of the listing, nor out of a prune)."""
+    for kind, what, name in _TOP:
+        path = root / name
+        if not os.path.lexists(path) or path.is_symlink():
+            continue
+        size, newest = _usage(path, seen)
+        entry = CacheEntry(
+            kind=kind, name=f"{name}: {what}", path=path, size=size, last_used=newest
+        )
+        yield _Item(entry=entry, lock=path.with_suffix(".lock") if kind == HISTORY else None)
 
 
 def entries(root: Path) -> tuple[CacheEntry, ...]:
