@@ -294,7 +294,8 @@ def section(before: dict[str, dict[str, object]], after: dict[str, dict[str, obj
         "",
         "Made by `python tools/robustness_table.py` from the runs recorded in `bench/hostile/` "
         "(`tools/hostile.py` against main at f839485, a pristine checkout with its own venv, and "
-        "against this tree), on the shared 2-core machine; each case in a throwaway folder ($BOX) "
+        "against this tree; issue 39's cases against main at dbdd1c4, where that round started, "
+        "`before-dbdd1c4.json`), on the shared 2-core machine; each case in a throwaway folder ($BOX) "
         "with a throwaway `--cache-dir`, `timeout` and `ulimit -v 4000000`; its setup (the files "
         "it makes) is in `tools/hostile.py` under its name, and "
         "`python tools/hostile.py WHEELFORGE ROOT --only NAME` runs one ($PYTHON: the Python "

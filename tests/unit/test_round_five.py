@@ -140,10 +140,11 @@ def test_a_record_nested_too_deeply_is_one_malformed_record(tmp_path: Path) -> N
     list 100,000 deep (json.loads' RecursionError) is one MalformedRecord (exit 3), never a
     traceback."""
     from wheelforge.adoption.record import childdocument
+    from wheelforge.adoption.record.setuprun import MalformedRecord
 
     path = tmp_path / "record.json"
     path.write_text('{"setup_kwargs": {"keywords": ' + "[" * 100_000 + "]" * 100_000 + "}}")
-    with pytest.raises(childdocument.MalformedRecord, match="record.json: ") as caught:
+    with pytest.raises(MalformedRecord, match="record.json: ") as caught:
         childdocument.load(path)
     assert caught.value.exit_code == 3
 
