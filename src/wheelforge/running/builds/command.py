@@ -13,7 +13,7 @@ from wheelforge.foundation import locks, log, removal
 from wheelforge.planning import variants
 from wheelforge.planning.plan import VariantPlan
 from wheelforge.planning.planner import plan_all, plan_inputs
-from wheelforge.running.builds import compiling, importcheck, jobserver, preflight, together
+from wheelforge.running.builds import compiling, importcheck, preflight, together
 from wheelforge.running.builds.prepare import folders, resolve_variants, using_cached
 from wheelforge.running.builds.results import BuildReport, VariantFailure, VariantResult
 from wheelforge.running.builds.variant import build_variant
@@ -29,7 +29,6 @@ def _sweep(settings: BuildSettings) -> None:
         for folder in settings.build_root.iterdir():
             if folder.is_dir() and not folder.is_symlink():
                 removed += removal.sweep(folder, within=settings.build_root)
-    removed += jobserver.sweep()  # the jobserver folders of killed builds, in TMPDIR
     if removed:
         log.info(f"removed {len(removed)} leftover(s) of an interrupted build, e.g. {removed[0]}")
 

@@ -15,7 +15,7 @@ when a ninja ends, so the ones still running can use it for their jobs).
 The FIFO is made when the first ninja starts (a no-op build writes nothing) in a folder of its
 own in the temporary folder, and removed with it. The folder is held (flock on its own
 descriptor) while it is in use: one whose holder was killed (SIGKILL runs no cleanup) is removed
-by the next build (sweep).
+by the next build that compiles (sweep_once).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from wheelforge.foundation import removal
+from wheelforge.foundation import log, removal
 
 TOKEN = b"+"  # GNU make's; a client writes back the byte it read
 PREFIX = "wheelforge-jobserver-"
@@ -168,3 +168,16 @@ def sweep(folder: Path | None = None, *, now: float | None = None) -> list[Path]
                 finally:
                     os.close(fd)
     return removed
+
+
+_swept = False
+
+
+def sweep_once() -> None:
+    """sweep(), once per process (the first ninja a build runs): -v names what it removed."""
+    global _swept  # noqa: PLW0603 - once per process
+    if _swept:
+        return
+    _swept = True
+    for folder in sweep():
+        log.detail(f"removed {folder}, the jobserver folder of a build that was killed")
