@@ -323,3 +323,22 @@ def test_the_job_cost_history_and_dist_toolchains_are_entries(tmp_path: Path) ->
     assert [e.path for e in cache.prune(tmp_path, names=[jobcosts.HISTORY]).removed] == [history]
     assert [e.path for e in cache.prune(tmp_path, every=True).removed] == [dist]
     assert not history.exists() and not dist.exists()
+
+
+def test_an_old_report_beside_the_sources_is_replaced(
+    project: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--report naming an earlier report in a source folder is no input of the build: not
+    refused (only sources, headers and package files are)."""
+    from tests.unit.conftest import GOOD_MATRIX
+    from wheelforge.configuration.matrix.reader import load_matrix
+    from wheelforge.running.builds import preflight
+
+    project("")  # type: ignore[operator]
+    (tmp_path / "matrix.yaml").write_text(GOOD_MATRIX)
+    old = tmp_path / "csrc" / "build-report.json"
+    old.write_text("{}")
+    matrix = load_matrix(tmp_path / "matrix.yaml")
+    preflight.refuse_read(matrix, tmp_path / "build", old, "--report")
+    with pytest.raises(ReadByTheBuild, match="lies in an include folder"):
+        preflight.refuse_read(matrix, tmp_path / "build", tmp_path / "csrc" / "ops.h", "--report")

@@ -120,6 +120,30 @@ def tidy(folders: dict[str, Path]) -> Iterator[None]:
             fsutil.remove_if_empty(top)
 
 
+# What a compile includes from an include or source folder, by suffix.
+_C_FAMILY = frozenset(
+    [
+        ".h",
+        ".hh",
+        ".hpp",
+        ".hxx",
+        ".h++",
+        ".cuh",
+        ".inl",
+        ".inc",
+        ".ipp",
+        ".tcc",
+        ".tpp",
+        ".c",
+        ".cc",
+        ".cpp",
+        ".cxx",
+        ".c++",
+        ".cu",
+    ]
+)
+
+
 def _read_folders(matrix: Matrix) -> list[tuple[Path, str]]:
     """The folders whose files the build reads, each with what it is: package folders (packed
     whole), include folders, the folders of the sources (their headers), header libraries."""
@@ -193,8 +217,11 @@ def refuse_read(matrix: Matrix, build_root: Path, path: Path, flag: str) -> None
                     "replace it: name another file (build-report.json)"
                 )
     for folder, what in _read_folders(matrix):
-        inside = real.is_relative_to(fsutil.resolved(folder))
-        if inside and (mine is not None or what == "the package folder"):
+        if not real.is_relative_to(fsutil.resolved(folder)):
+            continue
+        # Packed whole, existing or not; elsewhere a source or header the compiles may include
+        # (an old report beside sources in the project's root is no input).
+        if what == "the package folder" or (mine is not None and real.suffix in _C_FAMILY):
             raise writers.ReadByTheBuild(
                 f"{flag} {path} lies in {what} {folder}, whose files the build reads; the "
                 "report would replace or join them: name a file outside it (build-report.json)"
