@@ -1558,6 +1558,411 @@ CASES += [
 ]
 
 
+# ===== issue 39 (round five, helper robust): a build folder that is data, every input one line,
+# the right answers, screens at any width ===================================================
+
+
+def _r5(
+    name: str,
+    what: str,
+    argv: Callable[[Path], list[str]],
+    judge: Judge,
+    setup: Callable[[Path], None] = lambda _b: None,
+    **kw: object,
+) -> Case:
+    return Case(name, "issue39", what, argv, judge, setup, **kw)  # type: ignore[arg-type]
+
+
+def _built_then(edit: Callable[[Path], None]) -> Callable[[Path], None]:
+    """A project built once (its build folder filled), then *edit* of the box."""
+
+    def setup(box: Path) -> None:
+        project(box)
+        wf = os.environ["WF_UNDER_TEST"]
+        subprocess.run([wf, *build(box)], capture_output=True, timeout=900, check=False)
+        edit(box)
+
+    return setup
+
+
+_PICKLE_RUNS = (
+    "import os, pickle, sys\n"
+    "class R:\n"
+    "    def __reduce__(self):\n"
+    "        return (os.system, ('touch ' + sys.argv[1],))\n"
+    "data = pickle.dumps(R())\n"
+    "for name in ('wheel-verified.pickle', 'wheel-verified.json'):\n"
+    "    for folder in sys.argv[2:]:\n"
+    "        open(os.path.join(folder, name), 'wb').write(data)\n"
+)
+
+
+def _crafted_pickles(box: Path) -> None:
+    """The variant folders' stored findings replaced by a pickle that runs a shell command."""
+    folders = [str(p) for p in (box / "proj" / "build" / "wheelforge").glob("sm*")]
+    subprocess.run([sys.executable, "-c", _PICKLE_RUNS, str(box / "ran"), *folders], check=True)
+
+
+def _nothing_ran(r: Run) -> str | None:
+    return "the crafted pickle ran a command" if (r.box / "ran").exists() else None
+
+
+def _built_and_copied(box: Path) -> None:
+    """The project built (its matrix named relative to the case's folder, as a user in its
+    parent folder does), then copied with its build folder, as cp -a does (CI caches
+    likewise)."""
+    project(box)
+    wf = os.environ["WF_UNDER_TEST"]
+    argv = [wf, "build", "--matrix", "proj/matrix.yaml", *BUILD, *cache(box)]
+    subprocess.run(argv, cwd=box, capture_output=True, timeout=900, check=False)
+    shutil.copytree(box / "proj", box / "copy", symlinks=True)
+
+
+def _sbom_files(wheel: Path) -> list[str]:
+    with zipfile.ZipFile(wheel) as zf:
+        name = next(n for n in zf.namelist() if n.endswith(".cdx.json"))
+        sbom = json.loads(zf.read(name))
+    return sorted(c["name"] for c in sbom.get("components", []) if c.get("type") == "file")
+
+
+def _same_sbom(r: Run) -> str | None:
+    made = sorted((r.box / "proj" / "dist").glob("*.whl"))
+    again = sorted((r.box / "copy" / "dist").glob("*.whl"))
+    if not made or not again:
+        return "no wheel"
+    lost = set(_sbom_files(made[0])) - set(_sbom_files(again[0]))
+    if lost:
+        return f"the copy's SBOM lost {sorted(lost)[0]}"
+    # What the copy's next SBOM is made of: the files its stamps say the build read.
+    for stamp in sorted((r.box / "copy" / "build").rglob("up-to-date.json")):
+        if str(r.box / "proj") in stamp.read_text():
+            return f"{stamp.relative_to(r.box)} names the original project's files"
+    return None
+
+
+_DEEP_SETUP = (
+    b"from setuptools import setup\nfrom torch.utils.cpp_extension import CUDAExtension\n"
+    b"x = []\nfor _ in range(100000):\n    x = [x]\n"
+    b"setup(name='x', version='1', packages=['x'], keywords=x,\n"
+    b"      ext_modules=[CUDAExtension('x._C', ['k.cu'])])\n"
+)
+
+
+def _deep_setup(box: Path) -> None:
+    _setup_py(_DEEP_SETUP)(box)
+    (box / "p" / "x").mkdir()
+    (box / "p" / "x" / "__init__.py").write_text("")
+
+
+# A command run in a user and mount namespace where the cache is mounted read-only (EROFS,
+# even for root): python -c this CACHE WHEELFORGE-ARGS...
+_READ_ONLY = (
+    "import os, sys\n"
+    "cache = sys.argv[1]\n"
+    'script = \'mount --bind -o ro "$0" "$0" && mount -o remount,bind,ro "$0" && exec "$@"\'\n'
+    "os.execvp('unshare', ['unshare', '-rm', 'sh', '-c', script, cache, sys.executable, '-m',"
+    " 'wheelforge', *sys.argv[2:], '--cache-dir', cache])\n"
+)
+
+
+def _cache_entry(box: Path) -> None:
+    entry = box / "cache" / "repairs" / ("0" * 32)
+    entry.mkdir(parents=True)
+    (entry / "x.whl").write_bytes(b"PK")
+
+
+def _entry_kept(r: Run) -> str | None:
+    kept = r.box / "cache" / "repairs" / ("0" * 32) / "x.whl"
+    return None if kept.is_file() else "the entry was removed or half removed"
+
+
+def _text_so(box: Path) -> None:
+    wheel(
+        box / WHEEL, {"demo/_C.abi3.so": "not a shared obj\n", "demo-1.0.dist-info/METADATA": META}
+    )
+
+
+def _xindex(link: int | None) -> Callable[[Path], None]:
+    """A real fatbin ELF whose e_shstrndx is SHN_XINDEX, section 0's sh_link *link* (None:
+    the real index, as the ELF specification says)."""
+
+    def setup(box: Path) -> None:
+        import struct
+
+        data = bytearray((REPO / "tests" / "data" / "fatbin" / "sm80_sm90a_ptx90.so").read_bytes())
+        shoff = struct.unpack_from("<Q", data, 0x28)[0]
+        index = struct.unpack_from("<H", data, 0x3E)[0]
+        struct.pack_into("<H", data, 0x3E, 0xFFFF)
+        struct.pack_into("<I", data, shoff + 0x28, index if link is None else link)
+        (box / "x.so").write_bytes(bytes(data))
+
+    return setup
+
+
+def _shows_sm80(r: Run) -> str | None:
+    return None if "sm_80" in r.out else "the fatbin was not read"
+
+
+_NO_ARCHS = 'case "$1" in --version) echo "Cuda compilation tools, release 13.0, V13.0.88";; esac'
+_GARBAGE_ARCHS = (
+    'case "$1" in --version) echo "Cuda compilation tools, release 13.0, V13.0.88";;'
+    " --list-gpu-code) echo 'sm_banana compute_xx';; esac"
+)
+
+
+def _source_kept(r: Run) -> str | None:
+    ops = r.box / "proj" / "kernels" / "csrc" / "ops.cpp"
+    return (
+        None
+        if ops.read_bytes() == (PROJECT / "kernels" / "csrc" / "ops.cpp").read_bytes()
+        else ("ops.cpp was replaced by the report")
+    )
+
+
+def _pip_one_line(r: Run) -> tuple[str, str]:
+    said = r.out + r.err
+    if r.traceback or "setup.py develop" in said:
+        return "bad", "a traceback (setup.py develop)"
+    if r.rc != 0 and "[1 lines of output]" in said and "makes no editable installs" in said:
+        return "clean", ""
+    return "unclear", f"exit {r.rc}: {r.line}"
+
+
+# The wheelforge under test at a terminal (a pty, by script(1)) of COLUMNS: python -c this ARGS.
+_AT_A_TERMINAL = (
+    "import os, shlex, sys\n"
+    "wf = shlex.join([os.path.join(os.path.dirname(sys.executable), 'wheelforge'), *sys.argv[1:]])\n"
+    "os.execvp('script', ['script', '-qec', wf, '/dev/null'])\n"
+)
+
+
+def _shown_at_a_terminal(r: Run) -> tuple[str, str]:
+    words = " ".join((r.out + r.err).split())
+    if r.traceback:
+        return "bad", "traceback"
+    if r.rc == 2 and "error:" in words and "no such file or folder" in words:
+        return "clean", ""
+    return "bad" if not words else "unclear", f"exit {r.rc}: {words[:100]!r}"
+
+
+_SHELL_NAME = "a b;touch pwned;$(id)"
+
+
+def _shell_named(box: Path) -> None:
+    project(box, lambda t: t.split("\ntests:")[0] + "\n")  # no tests: the hint is pip install
+    (box / "proj").rename(box / _SHELL_NAME)
+    (box / "proj").symlink_to(box / _SHELL_NAME)  # build() names proj/matrix.yaml
+
+
+def _hint_pastes(r: Run) -> str | None:
+    import shlex
+
+    said = (r.out + r.err).splitlines()
+    line = next((ln for ln in said if ln.startswith("next: pip install ")), None)
+    if line is None:
+        return "no pip install hint"
+    words = shlex.split(line.removeprefix("next: ").split(" (a 'tests'")[0])
+    if len(words) != 3 or not Path(r.box, words[2]).is_file():
+        return f"the hint pastes as {words!r}"
+    return None
+
+
+def _killed_jobserver(box: Path) -> None:
+    project(box)
+    (box / "tmp").mkdir()
+    code = (
+        "import os, signal\nfrom wheelforge.running.builds.jobserver import Jobserver\n"
+        "Jobserver(4, ninjas=2).makeflags()\nos.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    python = Path(os.environ["WF_UNDER_TEST"]).parent / "python"
+    subprocess.run(
+        [python, "-c", code], env={**os.environ, "TMPDIR": str(box / "tmp")}, check=False
+    )
+
+
+def _no_jobserver_left(r: Run) -> str | None:
+    left = sorted((r.box / "tmp").glob("wheelforge-jobserver-*"))
+    return f"{left[0].name} is left in TMPDIR" if left else None
+
+
+def _noop_record(box: Path) -> None:
+    records = box / "cache" / "probes" / "quick-noop"
+    records.mkdir(parents=True)
+    (records / f"{'a' * 32}.json").write_text("{}")
+
+
+def _all_own(r: Run) -> str | None:
+    return "a record is not wheelforge's" if "not wheelforge's" in r.out + r.err else None
+
+
+CASES += [
+    _r5(
+        "build-folder-pickle",
+        "a build folder whose stored findings are a pickle that runs a shell command",
+        build,
+        succeeds(_nothing_ran),
+        _built_then(_crafted_pickles),
+        builds=True,
+        timeout=900,
+    ),
+    _r5(
+        "build-folder-copied",
+        "a project copied with its build folder (cp -a), built in the copy",
+        lambda b: ["build", "--matrix", "copy/matrix.yaml", *BUILD, *cache(b)],
+        succeeds(_same_sbom),
+        _built_and_copied,
+        builds=True,
+        timeout=900,
+    ),
+    _r5(
+        "init-deep-record",
+        "init on a setup.py passing setup() a list 100,000 deep",
+        lambda b: ["init", str(b / "p")],
+        succeeds(),
+        _deep_setup,
+        timeout=300,
+    ),
+    _r5(
+        "cache-dir-read-only-prune",
+        "cache prune --all of a cache mounted read-only",
+        lambda b: [sys.executable, "-c", _READ_ONLY, str(b / "cache"), "cache", "prune", "--all"],
+        unharmed(lambda b: [b / "cache" / "repairs"], refused("cannot write in the cache", 5)),
+        _cache_entry,
+    ),
+    _r5(
+        "cache-dir-read-only-toolkit",
+        "toolkit install 13.0 into a cache mounted read-only",
+        lambda b: [
+            sys.executable,
+            "-c",
+            _READ_ONLY,
+            str(b / "cache"),
+            "toolkit",
+            "install",
+            "13.0",
+        ],
+        refused("provisioning CUDA 13.0: cannot write in the cache", 5),
+        _cache_entry,
+    ),
+    _r5(
+        "pep517-editable",
+        "pip install -e of a project using the backend",
+        lambda b: [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-build-isolation",
+            "--no-deps",
+            "--no-index",
+            "--prefix",
+            str(b / "prefix"),
+            "-e",
+            str(b / "proj" / "kernels"),
+        ],
+        _pip_one_line,
+        project,
+        timeout=300,
+    ),
+    _r5(
+        "check-text-abi3-so",
+        "check a wheel whose _C.abi3.so is 17 bytes of text",
+        lambda b: ["check", str(b / WHEEL)],
+        refused("named as a shared object but not an ELF file", 4),
+        _text_so,
+    ),
+    _r5(
+        "inspect-shn-xindex-unset",
+        "inspect an ELF whose e_shstrndx is SHN_XINDEX and section 0's sh_link 0",
+        lambda b: ["inspect", str(b / "x.so")],
+        refused("e_shstrndx is SHN_XINDEX", 4),
+        _xindex(0),
+    ),
+    _r5(
+        "inspect-shn-xindex",
+        "inspect an ELF whose e_shstrndx is SHN_XINDEX, the index in section 0's sh_link",
+        lambda b: ["inspect", str(b / "x.so")],
+        succeeds(_shows_sm80),
+        _xindex(None),
+    ),
+    _r5(
+        "cuda-home-no-archs",
+        "$CUDA_HOME's nvcc prints nothing for --list-gpu-code",
+        lambda b: ["build", "--dry-run", *matrix(b), "--archs", "8.0", *cache(b)],
+        refused("--list-gpu-code listed no sm_ code", 2),
+        lambda b: _nvcc(b, _NO_ARCHS),
+        env={"CUDA_HOME": "{box}/cuda"},
+    ),
+    _r5(
+        "cuda-home-garbage-archs",
+        "$CUDA_HOME's nvcc prints garbage for --list-gpu-code",
+        lambda b: ["build", "--dry-run", *matrix(b), "--archs", "8.0", *cache(b)],
+        refused("--list-gpu-code listed no sm_ code", 2),
+        lambda b: _nvcc(b, _GARBAGE_ARCHS),
+        env={"CUDA_HOME": "{box}/cuda"},
+    ),
+    _r5(
+        "report-is-a-source",
+        "build --report naming a source of the build",
+        lambda b: build(b, "--report", str(b / "proj" / "kernels" / "csrc" / "ops.cpp")),
+        unharmed(
+            lambda _b: [],
+            lambda r: (
+                ("bad", "ops.cpp was replaced")
+                if _source_kept(r)
+                else refused("which the build reads", 2)(r)
+            ),
+        ),
+        project,
+    ),
+    _r5(
+        "report-in-a-package",
+        "build --report naming a new file in a package folder",
+        lambda b: build(
+            b, "--report", str(b / "proj" / "kernels" / "wheelforge_kernels" / "r.json")
+        ),
+        refused("lies in the package folder", 2),
+        project,
+    ),
+    *(
+        _r5(
+            f"screen-columns-{columns}",
+            f"an error at a terminal of COLUMNS={columns}",
+            lambda b: [sys.executable, "-c", _AT_A_TERMINAL, "check", str(b / "none.whl")],
+            _shown_at_a_terminal,
+            env={"COLUMNS": columns},
+        )
+        for columns in ("0", "1", "20", "10000")
+    ),
+    _r5(
+        "screen-hint-shell-characters",
+        f"the next: pip install hint for a project in a folder named {_SHELL_NAME!r}",
+        build,
+        succeeds(_hint_pastes),
+        _shell_named,
+        builds=True,
+        timeout=900,
+    ),
+    _r5(
+        "killed-jobserver",
+        "a build after one SIGKILLed while it held a jobserver in TMPDIR",
+        build,
+        succeeds(_no_jobserver_left),
+        _killed_jobserver,
+        env={"TMPDIR": "{box}/tmp"},
+        builds=True,
+        timeout=900,
+    ),
+    _r5(
+        "cache-list-quick-noop",
+        "cache list of a cache holding a quick no-op's record",
+        lambda b: ["cache", "list", *cache(b)],
+        succeeds(_all_own),
+        _noop_record,
+    ),
+]
+
+
 def run_case(case: Case, wf: str, root: Path) -> dict[str, object]:
     box = root / case.name
     if box.exists():

@@ -28,12 +28,16 @@ import hostile  # noqa: E402  - tools/hostile.py: the cases and their commands
 DOC = REPO / "docs" / "robustness.md"
 RUNS = REPO / "bench" / "hostile"
 BEFORE, AFTER = RUNS / "before-f839485.json", RUNS / "after.json"
+# Issue 39's cases, recorded against main at dbdd1c4, where that round started.
+BEFORE_39 = RUNS / "before-dbdd1c4.json"
 START, END = "<!-- issue-21-table -->", "<!-- /issue-21-table -->"
 VERDICTS = ("clean", "unclear", "bad")
 
 # The class of a case, by its name: the first entry whose prefix it starts with.
 CLASSES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("deletion (removal.py)", ("prune-", "killed-")),
+    ("build folder as data (issue 39)", ("build-folder-",)),
+    ("screens (issue 39)", ("screen-",)),
     ("wrong success", ("test-after-", "same-name-")),
     (
         "integers (numbers.py)",
@@ -61,7 +65,7 @@ CLASSES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("tools (proc.py deadlines, caps; named toolkits)", ("nvcc-", "cxx-", "python-", "cuda-home-")),
     (
         "cache entries (cachefiles.py)",
-        ("probe-", "env-marker-", "toolkit-json-", "repairs-cache-", "stamp-"),
+        ("probe-", "env-marker-", "toolkit-json-", "repairs-cache-", "stamp-", "cache-list-"),
     ),
     (
         "writes and folders (writers.py, preflight)",
@@ -150,24 +154,27 @@ def hostile_tables(
 ) -> list[str]:
     out: list[str] = []
     cases = {c.name: c for c in hostile.CASES}
+    since = {"issue39": ("dbdd1c4", _load(BEFORE_39) if BEFORE_39.is_file() else {})}
     for group, title in (
         ("issue", "Issue 21's defects"),
         ("new", "The new round (tools/hostile.py)"),
+        ("issue39", "Issue 39, round five: the build folder, tracebacks, answers, screens"),
     ):
         names = [c.name for c in hostile.CASES if c.group == group]
+        main, runs = since.get(group, ("f839485", before))
         out += [
             f"### {title}",
             "",
-            "| case | command | before (main f839485) | after |",
+            f"| case | command | before (main {main}) | after |",
             "| --- | --- | --- | --- |",
         ]
         out += [
-            f"| **{n}**: {cases[n].what} | `{command(cases[n])}` | {_cell(before.get(n))} | {_cell(after.get(n))} |"
+            f"| **{n}**: {cases[n].what} | `{command(cases[n])}` | {_cell(runs.get(n))} | {_cell(after.get(n))} |"
             for n in names
         ]
         out += [
             "",
-            f"before: {len(names)} cases, {_counts(names, before)}  ",
+            f"before: {len(names)} cases, {_counts(names, runs)}  ",
             f"after: {len(names)} cases, {_counts(names, after)}",
             "",
         ]
@@ -179,7 +186,7 @@ def hostile_tables(
         for n in names:
             by_class.setdefault(klass(n), []).append(n)
         for k, members in sorted(by_class.items(), key=lambda kv: -len(kv[1])):
-            b = Counter(str(before.get(n, {}).get("verdict")) for n in members)
+            b = Counter(str(runs.get(n, {}).get("verdict")) for n in members)
             a = Counter(str(after.get(n, {}).get("verdict")) for n in members)
             out.append(
                 f"| {k} | {len(members)} | {' / '.join(str(b[v]) for v in VERDICTS)} | {' / '.join(str(a[v]) for v in VERDICTS)} |"
@@ -287,7 +294,8 @@ def section(before: dict[str, dict[str, object]], after: dict[str, dict[str, obj
         "",
         "Made by `python tools/robustness_table.py` from the runs recorded in `bench/hostile/` "
         "(`tools/hostile.py` against main at f839485, a pristine checkout with its own venv, and "
-        "against this tree), on the shared 2-core machine; each case in a throwaway folder ($BOX) "
+        "against this tree; issue 39's cases against main at dbdd1c4, where that round started, "
+        "`before-dbdd1c4.json`), on the shared 2-core machine; each case in a throwaway folder ($BOX) "
         "with a throwaway `--cache-dir`, `timeout` and `ulimit -v 4000000`; its setup (the files "
         "it makes) is in `tools/hostile.py` under its name, and "
         "`python tools/hostile.py WHEELFORGE ROOT --only NAME` runs one ($PYTHON: the Python "

@@ -72,3 +72,27 @@ def build_sdist(sdist_directory: str, config_settings: ConfigSettings = None) ->
     return _hook(
         lambda: pep517.build_sdist(Path.cwd(), _options(config_settings), Path(sdist_directory))
     )
+
+
+# PEP 660's hooks, each refusing in one line: without them pip falls back to ``setup.py
+# develop``, which setuptools fails in a 67-line traceback. An editable wheel of a compiled
+# extension would import sources that no rebuild follows; pep517.editable_refused says what to
+# run instead.
+
+
+def get_requires_for_build_editable(config_settings: ConfigSettings = None) -> list[str]:
+    return _hook(pep517.editable_refused)
+
+
+def prepare_metadata_for_build_editable(
+    metadata_directory: str, config_settings: ConfigSettings = None
+) -> str:
+    return _hook(pep517.editable_refused)
+
+
+def build_editable(
+    wheel_directory: str,
+    config_settings: ConfigSettings = None,
+    metadata_directory: str | None = None,
+) -> str:
+    return _hook(pep517.editable_refused)

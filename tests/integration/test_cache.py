@@ -47,7 +47,7 @@ def test_list_then_prune(cache: Path, tmp_path: Path) -> None:
     listed = wheelforge("cache", "list", "--cache-dir", cache, "--json", cwd=tmp_path)
     assert listed.code == 0, listed.err
     document = json.loads(listed.out)
-    assert document["schema_version"] == 3  # 3: entries without a marker are "not wheelforge's"
+    assert document["schema_version"] == 4  # 3: "not wheelforge's"; 4: job costs, sccache-dist
     names = {Path(e["path"]).name: e for e in document["entries"]}
     assert set(names) == {"torch-2.10.0-old", "torch-2.13.0-new", "cuda-13.0-pypi"}
     assert names["torch-2.10.0-old"]["name"].startswith("torch 2.10.0, Python 3.12")
@@ -63,7 +63,7 @@ def test_list_then_prune(cache: Path, tmp_path: Path) -> None:
     )
     assert planned.code == 0, planned.err
     plan = json.loads(planned.out)
-    assert (plan["schema_version"], plan["dry_run"], plan["unused_for_days"]) == (3, True, 30)
+    assert (plan["schema_version"], plan["dry_run"], plan["unused_for_days"]) == (4, True, 30)
     assert {Path(e["path"]).name for e in plan["removed"]} == {"torch-2.10.0-old", "cuda-13.0-pypi"}
     assert plan["busy"] == [] and plan["freed"] == sum(e["size"] for e in plan["removed"])
     assert (cache / envs.ENVS / "torch-2.10.0-old").is_dir()

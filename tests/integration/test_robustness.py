@@ -21,6 +21,11 @@ NVCC = {
     "silent": "exit 0",
     "hang": "exec sleep 600",
     "chatty": "exec yes 'nvcc: still talking'",
+    # issue 39: a release, then no arch (or garbage) for --list-gpu-code: a toolkit that builds
+    # nothing was passed over for a CUDA 13.5 download
+    "no-archs": 'case "$1" in --version) echo "Cuda compilation tools, release 13.0, V13.0.88";; esac',
+    "garbage-archs": 'case "$1" in --version) echo "Cuda compilation tools, release 13.0, V13.0.88";;'
+    " --list-gpu-code) echo 'sm_banana compute_xx';; esac",
 }
 
 
@@ -55,6 +60,8 @@ def test_a_broken_cuda_home_is_an_error_never_a_fallback(
         assert "did not finish within 3 s" in errors[0]
     if kind == "chatty":
         assert "printed more than 1 MiB" in errors[0]
+    if kind.endswith("archs"):
+        assert "--list-gpu-code listed no sm_ code" in errors[0]
 
 
 def test_a_compiler_that_hangs_on_dumpversion_meets_the_deadline(
@@ -242,7 +249,7 @@ def test_provisioning_says_why_before_it_downloads(
     assert said.index("provisioning CUDA") < said.index("test: provisioning"), err
 
 
-@pytest.mark.parametrize("kind", ["garbage", "hang"])
+@pytest.mark.parametrize("kind", ["garbage", "hang", "no-archs", "garbage-archs"])
 def test_a_broken_cuda_home_fails_the_build_before_any_download(
     kind: str,
     tmp_path: Path,

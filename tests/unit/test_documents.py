@@ -243,7 +243,7 @@ def test_cache_documents_keep_their_keys(tmp_path: Path) -> None:
     listing = CacheListing(root=tmp_path, exists=True, entries=(entry,))
     listed = _valid(KINDS["cache-list"], list_document(listing))
     assert listed == {
-        "schema_version": 3,  # 2: kind "torch env" (issue 24); 3: "not wheelforge's" (issue 32)
+        "schema_version": 4,  # 2: "torch env" (issue 24); 3: "not wheelforge's" (32); 4: issue 39
         "cache": str(tmp_path),
         "exists": True,
         "entries": [

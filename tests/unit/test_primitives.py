@@ -361,6 +361,13 @@ ALLOWED = {
     ("running/builds/jobserver.py", "os.open(fifo, os.O_RDWR | os.O_NONBLOCK)"): (
         "the jobserver's own FIFO, made just before (mkfifo): its tokens, never a user's file"
     ),
+    ("running/builds/jobserver.py", "self._folder_fd = os.open(self._folder"): (
+        "the jobserver's own folder, opened to flock it while in use (read-only, no file made)"
+    ),
+    ("running/builds/jobserver.py", "fd = os.open(child, os.O_RDONLY | os.O_DIRECTORY"): (
+        "a jobserver folder in TMPDIR, opened (read-only, no link followed) to tell by its "
+        "flock whether a build still uses it"
+    ),
     ("running/builds/genstep.py", "subprocess.Popen(command"): (
         "the generate step's wrapper, ninja's command: its own deadline, stopped by proc.stop"
     ),

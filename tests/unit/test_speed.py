@@ -169,9 +169,19 @@ def test_freshness_stamp_needs_the_same_ninja_file_and_unchanged_files(
     plan = plan_for(load_matrix(project()), tmp_path)
     source = tmp_path / "csrc" / "kernel.cu"
     assert not freshness.up_to_date(plan, "ninja text")  # no stamp yet
-    stamp = {"ninja": freshness.ninja_hash("ninja text"), "files": probecache.fingerprint([source])}
+    stamp = {
+        "ninja": freshness.ninja_hash("ninja text"),
+        "files": probecache.fingerprint([source]),
+        "folder": str(plan.build_dir),
+    }
     plan.build_dir.mkdir(parents=True)
-    (plan.build_dir / freshness.UP_TO_DATE_STAMP).write_text(json.dumps(stamp))
+    at = plan.build_dir / freshness.UP_TO_DATE_STAMP
+    # Made in another folder (a build folder copied with its project: issue 39), or before
+    # stamps named theirs: its files are another project's, so ninja decides.
+    for elsewhere in ({**stamp, "folder": str(tmp_path / "other")}, {**stamp, "folder": None}):
+        at.write_text(json.dumps(elsewhere))
+        assert not freshness.up_to_date(plan, "ninja text")
+    at.write_text(json.dumps(stamp))
     assert freshness.up_to_date(plan, "ninja text")
     assert not freshness.up_to_date(plan, "other flags")
     source.write_text("// edited\n")
@@ -212,7 +222,12 @@ def test_provenance_is_read_back_while_the_freshness_stamp_is_unchanged(
 
     monkeypatch.setattr(provenance, "provenance", fake)
     plan.build_dir.mkdir(parents=True)
-    stamp = {"ninja": "h", "files": {}, "read": [str(tmp_path / "csrc" / "kernel.cu")]}
+    stamp = {
+        "ninja": "h",
+        "files": {},
+        "read": [str(tmp_path / "csrc" / "kernel.cu")],
+        "folder": str(plan.build_dir),
+    }
     (plan.build_dir / freshness.UP_TO_DATE_STAMP).write_text(json.dumps(stamp))
     first = reuse.dist_info_files(plan)
     assert reuse.dist_info_files(plan) == first and len(made) == 1

@@ -117,3 +117,61 @@ def test_member_naming() -> None:
     assert elf.member_path("lib/_C.so") == "lib/_C.so"
     assert elf.is_member(name, "pkg/_C.abi3.so") and not elf.is_member(name, "_C.abi3.so")
     assert elf.rename_wheel(name, "dist/x.whl", "out/x.whl") == "out/x.whl!pkg/_C.abi3.so"
+
+
+class _Runs:
+    """A pickle payload: unpickled, it would create the file *flag* (a crafted build folder's
+    'shell command')."""
+
+    def __init__(self, flag: Path) -> None:
+        self.flag = flag
+
+    def __reduce__(self) -> tuple[object, tuple[str, str]]:
+        return (open, (str(self.flag), "w"))
+
+
+def test_stored_findings_are_a_document_and_tampering_verifies_again(
+    project: Callable[..., Path], tmp_path: Path, counted: Counter[str]
+) -> None:
+    """Issue 39 item 2: what verifying found is stored as a document of its model, read back
+    equal for the same wheel; a crafted or edited entry (a pickle that runs code, another
+    shape, another wheel's sha256) is never run and only means verifying again."""
+    import json
+    import pickle
+
+    from wheelforge.running.builds import reuse
+
+    plan = plan_for(load_matrix(project()), tmp_path, archs="8.0 9.0a")
+    built = make_wheel(tmp_path)
+    found = verify.verify_wheel(built, plan)
+    plan.build_dir.mkdir(parents=True, exist_ok=True)
+    reuse.remember_verification(built, plan, found, ("demo_ops._C",))
+    stored = plan.build_dir / reuse.VERIFIED
+    assert json.loads(stored.read_text())["found"]["binaries"][0]["entries"]
+    assert reuse.verified_before(built, plan) == (found, ("demo_ops._C",))
+
+    document = json.loads(stored.read_text())
+    flag = tmp_path / "ran"
+    for tampered in (
+        pickle.dumps(("0", "x", _Runs(flag), None)),  # the old store's form, crafted
+        b"{",
+        json.dumps({**document, "imported": "demo_ops._C"}).encode(),
+        json.dumps({**document, "found": {"binaries": "x"}}).encode(),
+        json.dumps({**document, "sha256": "0" * 64}).encode(),
+        json.dumps({**document, "extra": 1}).encode(),
+    ):
+        stored.write_bytes(tampered)
+        assert reuse.verified_before(built, plan) is None
+    (plan.build_dir / "wheel-verified.pickle").write_bytes(pickle.dumps(_Runs(flag)))
+    assert reuse.verified_before(built, plan) is None
+    assert not flag.exists()
+
+
+def test_nothing_stored_is_unpickled_or_run() -> None:
+    """No module of wheelforge reads a stored file as code: no pickle, marshal or shelve."""
+    import re
+
+    src = Path(verify.__file__).resolve().parents[1]
+    code = re.compile(r"^\s*(import|from)\s+(pickle|marshal|shelve|dill|cloudpickle)\b", re.M)
+    found = [p.name for p in src.rglob("*.py") if code.search(p.read_text(encoding="utf-8"))]
+    assert found == []

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Literal, get_args
 
 from wheelforge.binaries import elf, initexport, loadson
 from wheelforge.binaries.elf import ElfImage
+from wheelforge.binaries.fatbin import FatbinEntry  # loadson's already: a stored entry reads it
 from wheelforge.binaries.loadson import LoadsOn
 from wheelforge.configuration.archs import code_sort_key
 
 if TYPE_CHECKING:  # inspect reads fatbins only: the symbol reader is not loaded for it
-    from wheelforge.binaries.fatbin import FatbinEntry
     from wheelforge.binaries.initexport import InitExport
     from wheelforge.binaries.symbols import SymbolFacts
 

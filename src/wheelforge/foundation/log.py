@@ -11,7 +11,7 @@ import re
 import shlex
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
@@ -63,7 +63,25 @@ class _Console(Console):
         super().print(*objects, **kwargs)
 
 
-console = _Console(stderr=True, highlight=False, soft_wrap=True)
+# The fewest columns a screen is laid out for: a terminal that says fewer folds the lines itself.
+MIN_COLUMNS = 20
+
+
+def console_environ(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment a rich Console reads its width from, with COLUMNS made sane: rich takes
+    COLUMNS=0 as a width of 0 and prints nothing at all, not even the error (issue 39); 0 is
+    no width (the terminal's own size then), and a width under MIN_COLUMNS is MIN_COLUMNS."""
+    env = dict(os.environ if environ is None else environ)
+    columns = env.get("COLUMNS", "")
+    if columns.isdigit():
+        if int(columns) == 0:
+            del env["COLUMNS"]
+        elif int(columns) < MIN_COLUMNS:
+            env["COLUMNS"] = str(MIN_COLUMNS)
+    return env
+
+
+console = _Console(stderr=True, highlight=False, soft_wrap=True, _environ=console_environ())
 
 
 @contextmanager

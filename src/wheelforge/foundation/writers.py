@@ -46,6 +46,11 @@ class TargetRefused(ConfigError):
     """A file wheelforge was asked to write is not one it can replace (exit 2)."""
 
 
+class ReadByTheBuild(TargetRefused):
+    """A file wheelforge was asked to write is one the build reads (exit 2): nothing is written
+    to it, not even the report of the failure."""
+
+
 def _same_file(st: os.stat_result, fd: int) -> bool:
     try:
         mine = os.fstat(fd)
@@ -321,3 +326,29 @@ def probe(folder: Path, size: int) -> None:
     finally:
         with contextlib.suppress(OSError):
             Path(tmp).unlink()
+
+
+def unwritable(exc: OSError, folder: Path, what: str) -> EnvironmentProblem:
+    """The one line for *what* (``cache prune``) failing to write in the cache *folder*: the
+    file it could not change, why, and the fix (a read-only or full file system, no permission:
+    issue 39, where EROFS was a traceback)."""
+    where = exc.filename or folder
+    why = exc.strerror or str(exc)
+    if exc.errno == errno.ENOSPC:
+        fix = "free space there"
+    else:
+        fix = "make it writable (remount it read-write, or fix its permissions)"
+    return EnvironmentProblem(
+        f"{what}: cannot write in the cache {folder}: {where}: {why}; {fix}, or give --cache-dir "
+        "a folder you can write"
+    )
+
+
+def require_writable(folder: Path, what: str, *, cache: Path) -> None:
+    """Create *folder* (in the cache *cache*) and write a probe file there, before any work:
+    a cache that cannot be written is one line (unwritable) rather than a traceback halfway."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe(folder, 1)
+    except OSError as exc:
+        raise unwritable(exc, cache, what) from None

@@ -10,6 +10,8 @@ from pathlib import Path
 from rich.console import Console, RenderableType
 from rich.measure import Measurement
 
+from wheelforge.foundation import log
+
 
 def output_console(*, stderr: bool = False) -> Console:
     """The console results are printed on (stdout, or stderr when stdout carries a JSON
@@ -17,7 +19,7 @@ def output_console(*, stderr: bool = False) -> Console:
     ("... no\nlibtorch C++ symbols"): there a line is never folded (tables: print_whole). No
     emoji codes: wheelforge writes none, a name like ``:100:`` in a path stays text, and rich
     loads its table of codes (~0.01 s) for the first string it prints otherwise."""
-    console = Console(stderr=stderr, emoji=False)
+    console = Console(stderr=stderr, emoji=False, _environ=log.console_environ())
     console.soft_wrap = not console.is_terminal
     return console
 

@@ -17,15 +17,22 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from wheelforge.foundation import fsutil, locks, log, removal
+from wheelforge.foundation import fsutil, locks, log, quicknoop, removal, writers
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.packaging.repair import REPAIRS
-from wheelforge.toolchain import envs, provision, toolkit
+from wheelforge.planning import jobcosts
+from wheelforge.toolchain import compilecache, envs, provision, toolkit
 from wheelforge.toolchain.probecache import PROBES
 
 # What each entry is. An environment holds one torch, for the builds that compile against it
 # (an unstable-ABI variant) and for `wheelforge test` alike.
 ENV, TOOLKIT, REPAIR, PROBE, UNFINISHED = "torch env", "toolkit", "repairs", "probes", "unfinished"
+# What wheelforge keeps at the cache's top, one entry each: (kind, what it is, its name there).
+HISTORY, DIST = "job costs", "sccache-dist"
+_TOP = (
+    (HISTORY, "what compiles cost, for scheduling the next build", jobcosts.HISTORY),
+    (DIST, "toolchains packed for sccache-dist", compilecache.DIST_TOOLCHAINS),
+)
 # What lies in one of the cache's folders without the marker wheelforge writes into each entry
 # it makes: a user's folder, another tool's files. Listed, never removed (a prune once removed
 # any folder in envs/ as "incomplete").
@@ -235,7 +242,12 @@ def _not_kept_repair(path: Path) -> str | None:
 
 
 def _not_probe(path: Path) -> str | None:
-    """Why *path* is not a probe result wheelforge wrote (``<kind>/<24 hex>.json``)."""
+    """Why *path* is not a probe result wheelforge wrote (``<kind>/<24 hex>.json``, or a quick
+    no-op's record, ``quick-noop/<32 hex>.json``), None when it is one."""
+    if path.parent.name == quicknoop.RECORDS.name:
+        if quicknoop.RECORD_RE.fullmatch(path.name) and _regular(path):
+            return None
+        return "not a quick no-op's record: those are files named <32 hex digits>.json"
     if _PROBE_RE.fullmatch(path.name) and _regular(path):
         return None
     return "not a probe result: those are files named <24 hex digits>.json"
@@ -288,7 +300,22 @@ def _items(root: Path) -> list[_Item]:
         *toolkit_entries,
         *_files(_own(root, REPAIRS), REPAIR, 1, seen),
         *_files(_own(root, PROBES), PROBE, 2, seen),
+        *_top(root, seen),
     ]
+
+
+def _top(root: Path, seen: set[tuple[int, int]]) -> Iterator[_Item]:
+    """The job-cost history and sccache-dist's packed toolchains, each an entry of its own (no
+    longer left out of the listing, nor out of a prune)."""
+    for kind, what, name in _TOP:
+        path = root / name
+        if not os.path.lexists(path) or path.is_symlink():
+            continue
+        size, newest = _usage(path, seen)
+        entry = CacheEntry(
+            kind=kind, name=f"{name}: {what}", path=path, size=size, last_used=newest
+        )
+        yield _Item(entry=entry, lock=path.with_suffix(".lock") if kind == HISTORY else None)
 
 
 def entries(root: Path) -> tuple[CacheEntry, ...]:
@@ -428,7 +455,17 @@ def _prune_named(root: Path, names: Sequence[str], *, dry_run: bool) -> PruneRes
 
 def _remove(item: _Item, root: Path, *, dry_run: bool, stale: float, every: bool) -> bool | None:
     """Remove *item* under its lock: True when removed (or it would be), False when its lock is
-    held, None when it was used after all (its marker touched since it was listed)."""
+    held, None when it was used after all (its marker touched since it was listed). A cache
+    that cannot be written (its lock file, the rename aside) is one line naming it."""
+    try:
+        return _remove_locked(item, root, dry_run=dry_run, stale=stale, every=every)
+    except OSError as exc:  # the entry was renamed aside whole, or left as it was
+        raise writers.unwritable(exc, root, "cache prune") from None
+
+
+def _remove_locked(
+    item: _Item, root: Path, *, dry_run: bool, stale: float, every: bool
+) -> bool | None:
     entry = item.entry
     # A dry run makes no lock file: where there is none, nobody holds it.
     lock = item.lock if item.lock and (not dry_run or item.lock.exists()) else None

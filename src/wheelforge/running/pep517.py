@@ -19,6 +19,7 @@ import zipfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 from wheelforge.configuration import abi
 from wheelforge.configuration.archs import ArchSet, arch_list_id, parse_arch_list
@@ -269,3 +270,14 @@ def _metadata_from_wheel(options: BackendOptions, metadata_directory: Path) -> s
             names = [n for n in zf.namelist() if n.split("/", 1)[0].endswith(".dist-info")]
             zf.extractall(metadata_directory, members=names)
     return names[0].split("/", 1)[0]
+
+
+def editable_refused() -> NoReturn:
+    """PEP 660's editable install, refused: its compiled extension would be the one built at
+    install time, whatever the sources became, so an edit of a kernel would silently not be in
+    what Python imports."""
+    raise ConfigError(
+        "wheelforge's backend makes no editable installs (pip install -e, PEP 660): the compiled "
+        "extension would not follow edits of its sources; install the wheel instead "
+        "(pip install . --no-build-isolation), and again after each edit"
+    )

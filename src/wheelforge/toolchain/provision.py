@@ -306,6 +306,7 @@ def install(recipe: Recipe, cache: Path) -> Path:
     if (final / TOOLKIT_JSON).is_file():
         return final
     proc.check_temp_folder()  # pip and apt-get download through it: refused before they start
+    writers.require_writable(final.parent, f"provisioning CUDA {recipe.release}", cache=cache)
     with locks.hold(lock_path(final), what=f"the toolkit folder {final}"):
         if (final / TOOLKIT_JSON).is_file():
             return final

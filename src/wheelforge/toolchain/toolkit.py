@@ -185,6 +185,11 @@ def _ask(nvcc: Path) -> tuple[dict[str, Any], list[str | Path]]:
     sass = sorted(
         {a.sm for c in codes if (a := Arch.from_code(c)) is not None and c.startswith("sm_")}
     )
+    if not sass:  # a toolkit that builds nothing would be passed over for a download
+        said = repr(" ".join(codes)[:80]) if codes else "nothing"
+        raise ToolError(
+            f"{nvcc} --list-gpu-code listed no sm_ code (it printed {said}); is it a real nvcc?"
+        )
     # nvcc may be a wrapper script; its dry run names the real install (TOP) and driver (_HERE_).
     dry = proc.run(
         [nvcc, "--dryrun", "-x", "cu", "-E", os.devnull],
@@ -227,7 +232,8 @@ _NVCC = {
     "nvcc": str,
     "root": str,
     "version": numbers.is_version,
-    "sass": [int],
+    # an nvcc that listed none was refused (_ask): an entry of none is not its answer
+    "sass": lambda v: cachefiles.fits(v, [int]) and bool(v),
     "cudart_static": (str, None),
     "gcc_max": (int, None),
     "include_dirs?": [str],

@@ -30,6 +30,7 @@ import importlib.util
 import inspect
 import json
 import os
+import reprlib
 import runpy
 import sys
 import tempfile
@@ -99,13 +100,24 @@ def _where_in(tb: types.TracebackType | None) -> str:
 # -- setuptools and torch -------------------------------------------------------------------------
 
 
+def _repr(value: Any) -> str:
+    """A value's repr cut to 200 characters; nesting past reprlib's levels is ``[...]``, so a
+    list 100,000 deep is no RecursionError (issue 39)."""
+    shown = reprlib.Repr()  # its keyword arguments are Python 3.12's
+    shown.maxlevel, shown.maxstring, shown.maxother = 3, 200, 200
+    try:
+        return shown.repr(value)[:200]
+    except Exception as exc:  # a project's __repr__ may raise anything
+        return f"<{type(value).__name__}: repr raised {type(exc).__name__}>"
+
+
 def _jsonable(value: Any, depth: int = 0) -> Any:
     if isinstance(value, str | int | float | bool) or value is None:
         return value
     if isinstance(value, os.PathLike):
         return os.fspath(value)
     if depth > 6:
-        return {"repr": repr(value)[:200]}
+        return {"repr": _repr(value)}
     if isinstance(value, dict):
         return {str(k): _jsonable(v, depth + 1) for k, v in value.items()}
     if isinstance(value, list | tuple | set | frozenset):
@@ -113,7 +125,7 @@ def _jsonable(value: Any, depth: int = 0) -> Any:
         return [_jsonable(v, depth + 1) for v in items]
     if isinstance(value, type):
         return {"class": value.__name__}
-    return {"repr": repr(value)[:200]}
+    return {"repr": _repr(value)}
 
 
 def _extension_factory(kind: str) -> Callable[..., Any]:

@@ -254,4 +254,16 @@ def load(path: Path, *, source: str | None = None) -> SetupRun:
             f"{source or path}: the record init's setup.py child wrote is not JSON ({exc}); read setup.py "
             "without running it with 'wheelforge init --no-run'"
         ) from None
-    return parse(document, source=source or str(path))
+    except RecursionError:  # the project's code may write the record itself: any depth
+        raise MalformedRecord(
+            f"{source or path}: the record init's setup.py child wrote is nested too deeply to "
+            "be a record of setup(); read setup.py without running it with "
+            "'wheelforge init --no-run'"
+        ) from None
+    try:
+        return parse(document, source=source or str(path))
+    except RecursionError:
+        raise MalformedRecord(
+            f"{source or path}: a value of the record is nested too deeply; read setup.py "
+            "without running it with 'wheelforge init --no-run'"
+        ) from None

@@ -70,6 +70,7 @@ def build(options: BuildOptions) -> None:
     from wheelforge.configuration.settings import resolve
     from wheelforge.interface.console import output_console
     from wheelforge.interface.render.build import print_build, print_dry_run
+    from wheelforge.running.builds import preflight
     from wheelforge.running.builds.command import run_build
 
     if options.ci_mode is not None:
@@ -94,7 +95,11 @@ def build(options: BuildOptions) -> None:
         settings: BuildSettings | None = None
         try:
             settings = resolve(flags)
+            if report is not None and report_path is not None:  # nor any file the build reads
+                preflight.refuse_read(settings.matrix, settings.build_root, report_path, "--report")
             result = run_build(settings)
+        except writers.ReadByTheBuild:
+            raise  # the one report never written: it would replace a file the build reads
         except WheelforgeError as exc:
             if _report_wanted(report_path):
                 _write(

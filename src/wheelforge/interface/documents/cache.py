@@ -12,13 +12,17 @@ from wheelforge.running.cache import CacheEntry, CacheListing, PruneResult
 
 # 2: an environment's kind is "torch env" (it was "test env"); prune says the names asked for.
 # 3: entries without wheelforge's marker are "not wheelforge's", listed, and skipped by prune.
-VERSION = 3
+# 4: the job-cost history and sccache-dist's toolchains are entries ("job costs", "sccache-dist").
+VERSION = 4
 
 
 @dataclass(frozen=True, kw_only=True)
 class CacheEntryDoc:
     kind: str = field(
-        metadata=doc("torch env, toolkit, repairs, probes, unfinished, not wheelforge's")
+        metadata=doc(
+            "torch env, toolkit, repairs, probes, job costs, sccache-dist, unfinished, "
+            "not wheelforge's"
+        )
     )
     name: str
     path: str

@@ -5,6 +5,7 @@ Reads result data from the lower layers; decides nothing."""
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -190,7 +191,9 @@ def next_step(report: BuildReport) -> str | None:
             "and runs the matrix's tests (--torch-from PYTHON: under a torch already installed)"
         )
     wheel = report.variants[0].wheel
-    return f"next: [bold]pip install {_text(shown_path(wheel))}[/bold] (a 'tests' section in the matrix lets 'wheelforge test' run your tests)"
+    # Quoted for the shell: a folder named 'a;rm -rf ~' must paste as one argument (issue 39).
+    pasted = shlex.quote(shown_path(wheel))
+    return f"next: [bold]pip install {_text(pasted)}[/bold] (a 'tests' section in the matrix lets 'wheelforge test' run your tests)"
 
 
 SLOWEST = 5  # compiles named in the summary; the report has them all

@@ -3,6 +3,7 @@ refused, what was translated, and what needs a hand (the result is data: running
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 from wheelforge.adoption.writer.matrixfile import InitResult
@@ -53,7 +54,8 @@ def next_step(result: InitResult, cwd: Path) -> str:
         shown = matrix.relative_to(cwd)
     except ValueError:
         shown = matrix
-    build = "wheelforge build" + ("" if shown == Path("matrix.yaml") else f" --matrix {shown}")
+    quoted = shlex.quote(str(shown))  # pasted into a shell: one argument, whatever its name
+    build = "wheelforge build" + ("" if shown == Path("matrix.yaml") else f" --matrix {quoted}")
     things = "the thing" if len(result.hand) == 1 else f"the {len(result.hand)} things"
     first = f"see to {things} above in {shown.name}, then " if result.hand else ""
     return f"next: {first}{build} (wheelforge matrix lists the variants it builds)"

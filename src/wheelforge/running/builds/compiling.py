@@ -23,7 +23,7 @@ from wheelforge.foundation.errors import BuildError
 from wheelforge.planning import hostshare, jobcosts, ninjafile, reproducible
 from wheelforge.planning.plan import PlanInputs, VariantPlan
 from wheelforge.planning.planner import plan_variant
-from wheelforge.running.builds import freshness, ninja
+from wheelforge.running.builds import freshness, jobserver, ninja
 from wheelforge.running.builds.results import JobReport
 from wheelforge.toolchain import compilecache, torchprobe, warmtorch
 
@@ -171,6 +171,10 @@ def _run(
             text = ninjafile.render(part)
             if freshness.up_to_date(part, text):
                 return None
+            # Only a build that compiles lists TMPDIR: a no-op's screen must not hang on a
+            # folder every program changes (foundation/quicknoop.py). A killed build left no
+            # stamp, so the next one compiles, and sweeps.
+            jobserver.sweep_once()
             freshness.forget(part)
             started = time.time_ns()
             run = ninja.run(part, env=env)

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wheelforge.foundation import readers, removal, writers
+from wheelforge.foundation import log, readers, removal, writers
 from wheelforge.foundation.document import from_document, to_document
 from wheelforge.planning.plan import VariantPlan
 from wheelforge.running.builds import ninja
@@ -36,16 +36,33 @@ class FreshnessStamp:
     ninja: str
     files: Mapping[str, probecache.Stat]
     read: tuple[str, ...] | None = field(default=None, metadata={"omit_if_none": True})
+    # The build folder it was made in: the files it names are absolute, so in a build folder
+    # copied with its project (cp -a, a CI cache restored elsewhere) they are the old
+    # project's, and the wheel's SBOM would name those (issue 39).
+    folder: str | None = field(default=None, metadata={"omit_if_none": True})
+
+
+_said: set[Path] = set()  # the folders whose stamp of another folder -v has named
 
 
 def _stamp(plan: VariantPlan) -> FreshnessStamp | None:
-    """The stamp, None when there is none or it is not of FreshnessStamp's shape (a stamp is
-    only ever a shortcut: then ninja decides, and writes it again)."""
+    """The stamp, None when there is none, it is not of FreshnessStamp's shape or it was made
+    in another folder (a stamp is only ever a shortcut: then ninja decides, and writes it
+    again)."""
     text = stamp_text(plan)
     try:
-        return from_document(FreshnessStamp, json.loads(text)) if text else None
+        stamp = from_document(FreshnessStamp, json.loads(text)) if text else None
     except (ValueError, RecursionError):  # DocumentError too
         return None
+    if stamp is not None and stamp.folder != str(plan.build_dir):
+        if plan.build_dir not in _said:
+            _said.add(plan.build_dir)
+            log.detail(
+                f"{plan.build_dir / UP_TO_DATE_STAMP} was made in {stamp.folder or 'another folder'}: "
+                "ninja decides what is up to date"
+            )
+        return None
+    return stamp
 
 
 def ninja_hash(text: str) -> str:
@@ -112,5 +129,10 @@ def record(plan: VariantPlan, ninja_text: str, started_ns: int) -> None:
     outputs += [Path(o) for o in sorted(written)]
     watched |= probecache.fingerprint(outputs)
     # "read": what the compiles read, for the wheel's provenance (no second ninja -t deps)
-    stamp = FreshnessStamp(ninja=ninja_hash(ninja_text), files=watched, read=tuple(sorted(read)))
+    stamp = FreshnessStamp(
+        ninja=ninja_hash(ninja_text),
+        files=watched,
+        read=tuple(sorted(read)),
+        folder=str(plan.build_dir),
+    )
     writers.write_if_changed(_stamp_path(plan), json.dumps(to_document(stamp), indent=1) + "\n")

@@ -13,23 +13,31 @@ their implicit slots (it takes one before starting a ninja beside others, and gi
 when a ninja ends, so the ones still running can use it for their jobs).
 
 The FIFO is made when the first ninja starts (a no-op build writes nothing) in a folder of its
-own in the temporary folder, and removed with it.
+own in the temporary folder, and removed with it. The folder is held (flock on its own
+descriptor) while it is in use: one whose holder was killed (SIGKILL runs no cleanup) is removed
+by the next build that compiles (sweep_once).
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
+import re
 import select
+import stat
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from wheelforge.foundation import removal
+from wheelforge.foundation import log, removal
 
 TOKEN = b"+"  # GNU make's; a client writes back the byte it read
+PREFIX = "wheelforge-jobserver-"
+_HELD_RE = re.compile(rf"^{PREFIX}[0-9]+-")  # held while in use: wheelforge-jobserver-<pid>-…
+_OLD_AFTER_S = 24 * 3600  # a folder of before it was held: surely not in use after a day
 _WAIT_S = 0.2  # between looks for a token, and at whether the build was stopped
 
 
@@ -44,6 +52,7 @@ class Jobserver:
         self._running = 0  # ninjas running in a slot of this jobserver
         self._held: list[bytes] = []  # tokens held for them: one fewer than they are
         self._folder: Path | None = None
+        self._folder_fd: int | None = None  # flocked while the folder is in use
         self._fd: int | None = None
 
     @property
@@ -64,7 +73,9 @@ class Jobserver:
     def _open(self) -> int:
         with self._lock:
             if self._fd is None:
-                self._folder = Path(tempfile.mkdtemp(prefix="wheelforge-jobserver-"))
+                self._folder = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-"))
+                self._folder_fd = os.open(self._folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+                fcntl.flock(self._folder_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a new folder: free
                 fifo = self._folder / "fifo"
                 os.mkfifo(fifo, 0o600)
                 # Read and write, so the FIFO never sees its last writer go (no EOF, no EPIPE).
@@ -129,3 +140,44 @@ class Jobserver:
             if self._folder is not None:
                 removal.remove(self._folder, within=self._folder.parent)
                 self._folder = None
+            if self._folder_fd is not None:
+                os.close(self._folder_fd)
+                self._folder_fd = None
+
+
+def sweep(folder: Path | None = None, *, now: float | None = None) -> list[Path]:
+    """Remove from the temporary *folder* the jobserver folders of builds that were killed:
+    this user's, no longer held (the kernel drops a dead holder's flock), or of the time before
+    they were held and older than a day. Returns what was removed."""
+    folder = Path(tempfile.gettempdir()) if folder is None else folder
+    now = time.time() if now is None else now
+    removed = []
+    with contextlib.suppress(OSError):
+        for child in sorted(folder.glob(f"{PREFIX}*")):
+            with contextlib.suppress(OSError, removal.RemovalRefused):
+                st = child.lstat()
+                if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+                    continue
+                if not _HELD_RE.match(child.name) and now - st.st_mtime < _OLD_AFTER_S:
+                    continue
+                fd = os.open(child, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError: in use
+                    if removal.remove(child, within=folder):
+                        removed.append(child)
+                finally:
+                    os.close(fd)
+    return removed
+
+
+_swept = False
+
+
+def sweep_once() -> None:
+    """sweep(), once per process (the first ninja a build runs): -v names what it removed."""
+    global _swept  # noqa: PLW0603 - once per process
+    if _swept:
+        return
+    _swept = True
+    for folder in sweep():
+        log.detail(f"removed {folder}, the jobserver folder of a build that was killed")

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import pickle
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,27 +74,50 @@ def _stored(path: Path, key: Key) -> provenance.Provenance | None:
 
 
 # What verify_wheel found in the wheel the reuse stamp names, so an unchanged wheel is not read
-# again: the same bytes give the same findings.
-VERIFIED = "wheel-verified.pickle"
+# again: the same bytes give the same findings. A document of its model, never code: a build
+# folder is restored from CI caches and shipped in sdists, and what it holds is only read.
+VERIFIED = "wheel-verified.json"
+
+
+@dataclass(frozen=True, kw_only=True)
+class StoredVerification:
+    """wheel-verified.json: what verifying the wheel at *wheel* (of *sha256*) found, by
+    wheelforge *version* (and the import check's verdict: None when it did not run). The
+    findings name the wheel by its path: one copied elsewhere is verified again."""
+
+    version: str
+    wheel: str
+    sha256: str
+    found: WheelVerification
+    imported: tuple[str, ...] | None
 
 
 def remember_verification(
     published: Path, plan: VariantPlan, found: WheelVerification, imported: tuple[str, ...] | None
 ) -> None:
-    data = (__version__, fsutil.sha256(published), found, imported)
-    writers.write_atomic(plan.build_dir / VERIFIED, pickle.dumps(data))
+    document = StoredVerification(
+        version=__version__,
+        wheel=str(published),
+        sha256=fsutil.sha256(published),
+        found=found,
+        imported=imported,
+    )
+    writers.write_atomic(plan.build_dir / VERIFIED, json.dumps(to_document(document)) + "\n")
 
 
 def verified_before(
     published: Path, plan: VariantPlan
 ) -> tuple[WheelVerification, tuple[str, ...] | None] | None:
     """The findings (and the import check's verdict) stored when this very wheel was published
-    by this wheelforge. The pickle is wheelforge's own, in its own build folder."""
+    by this wheelforge; None (verify again) when there are none, or they are of another wheel,
+    another wheelforge or another shape."""
     try:
-        stored = readers.read_bytes(plan.build_dir / VERIFIED, cap=readers.STATE_CAP)
-        version, sha, found, imported = pickle.loads(stored)
-    except Exception:  # missing, truncated, from another layout: verify again
+        text = readers.read_text(plan.build_dir / VERIFIED, cap=readers.STATE_CAP)
+        data = from_document(StoredVerification, json.loads(text))
+    except (OSError, ValueError, RecursionError, readers.FileRefused):  # DocumentError too
         return None
-    ok = version == __version__ and sha == fsutil.sha256(published)
-    ok = ok and (imported is None or isinstance(imported, tuple))
-    return (found, imported) if ok and isinstance(found, WheelVerification) else None
+    if data.version != __version__ or data.wheel != str(published):
+        return None
+    if data.sha256 != fsutil.sha256(published):
+        return None
+    return data.found, data.imported
