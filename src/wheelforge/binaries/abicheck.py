@@ -173,7 +173,10 @@ def wheel_flavour(wheel: WheelFacts) -> AbiName:
     wheel does, whether it is tagged for one CPython (cp311-cp311) or for Python's limited API
     (vLLM 0.10.1.1's cp38-abi3 wheel pins torch==2.7.1: abi3 says nothing of torch's ABI); else
     the stable ABI's, whose rules say what is wrong with a wheel that uses libtorch's C++ API and
-    claims a range of torch, or none. torchaudio's cp312-cp312 wheel uses the shims only: stable."""
+    claims a range of torch, or none. torchaudio's cp312-cp312 wheel uses the shims only: stable.
+    torch's own wheel is libtorch itself: the classic rules, less the pin (torch_pin.py)."""
+    if wheel.is_torch:  # torch's own binaries are libtorch: they need the C++ of each other
+        return abis.UNSTABLE.name
     cxx = any(
         floors.libtorch_cxx(b.symbols.undefined)
         for b in wheel.binaries

@@ -90,7 +90,9 @@ def run_check(
             guards=shims.installed_torch_guards(),
             versions=shims.installed_torch_versions(),
             flavour=abi,
-            torch_exports=symbols.LibraryExports(shims.installed_torch_libraries()),
+            torch_exports=symbols.LibraryExports(
+                shims.installed_torch_libraries(), version=shims.installed_torch_release()
+            ),
         )
     )
 
