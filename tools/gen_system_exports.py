@@ -85,7 +85,7 @@ def main() -> None:
     args = parser.parse_args()
     libraries = {}
     for soname in LIBRARIES:
-        path = next((args.root / f / soname for f in FOLDERS if (args.root / f / soname).exists()))
+        path = next(args.root / f / soname for f in FOLDERS if (args.root / f / soname).exists())
         libraries[soname] = exports(path.resolve())
     glibc = platform.libc_ver()[1]
     document = {

@@ -360,12 +360,15 @@ class LibraryExports:
 
 @cache
 def _linkage_of(path: str, size: int, mtime: int) -> Linkage | None:
+    """*size* and *mtime* are the cache's key with the path: a changed file is read again."""
     from wheelforge.binaries.elf import open_elf_file
 
+    del size, mtime
+    unreadable: tuple[type[BaseException], ...] = (OSError, BinaryFormatError, *parse_errors())
     try:
         with open_elf_file(Path(path)) as image:
             return read_linkage(image)
-    except (OSError, BinaryFormatError, *parse_errors()):
+    except unreadable:
         return None
 
 

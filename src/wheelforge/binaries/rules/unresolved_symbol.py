@@ -205,8 +205,7 @@ def _host_findings(binary: BinaryFacts, providers: _Providers, loader: str) -> I
             )
         yield Finding(
             first,
-            f"{binary.display} needs {_shown(symbols)}, unversioned, from the host process: "
-            f"{why}",
+            f"{binary.display} needs {_shown(symbols)}, unversioned, from the host process: {why}",
             severity="warning",
         )
 
