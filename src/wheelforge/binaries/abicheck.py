@@ -13,7 +13,7 @@ from typing import Literal
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
-from wheelforge.binaries import bounded, floors, metadata, registry
+from wheelforge.binaries import bounded, floors, metadata, registry, torchcuda
 from wheelforge.binaries.elf import ELF_MAGIC, ElfImage, open_elf_file, split_member
 from wheelforge.binaries.facts import BinaryFacts, WheelFacts, file_role
 from wheelforge.binaries.floors import python_floor, torch_floor
@@ -26,7 +26,7 @@ from wheelforge.binaries.rule import (
     Violation,
     WheelSummary,
 )
-from wheelforge.binaries.symbols import LibraryExports, demangle
+from wheelforge.binaries.symbols import LibraryExports, Linkage, demangle
 from wheelforge.configuration import abi as abis
 from wheelforge.configuration.abi import AbiName
 from wheelforge.foundation import log, numbers
@@ -98,6 +98,9 @@ class BinaryCheck:
     wheel: WheelSummary | None = None  # the wheel it is a member of
     flavour: AbiName = abis.STABLE.name  # the ABI whose rules judged it
     rules: tuple[str, ...] = ()  # the ids of the rules that judged it (its own, its wheel's)
+    # What loading it said (check --torch-from): "loads under torch ...", "fails to load ...",
+    # "not loaded: ..."; None: not tried.
+    load: str | None = None
 
     @property
     def errors(self) -> int:
@@ -254,7 +257,28 @@ def summary(context: RuleContext, checks: Sequence[BinaryCheck]) -> WheelSummary
         torch=context.target.torch,
         torch_source=context.target.torch_source,
         allows=floors.allows(floor, cxx=cxx, declared=context.target.declared),
+        torch_cuda=_torch_cuda(context),
     )
+
+
+def _torch_cuda(context: RuleContext) -> str | None:
+    """Which CUDA builds of torch bring the CUDA runtime the wheel's binaries need of torch."""
+    wheel = context.wheel
+    if wheel is None or wheel.is_torch:
+        return None
+    members = {n.rsplit("/", 1)[-1] for n in wheel.names}
+    majors: set[int] = set()
+    for b in wheel.binaries:
+        if b.role == "bundled":
+            continue
+        try:
+            linkage = b.own("unresolved-symbol")
+        except LookupError:
+            continue
+        if isinstance(linkage, Linkage):
+            majors |= set(torchcuda.needed_from_torch(linkage.needed, members, wheel.metadata))
+    declared = context.target.declared.torch
+    return "; ".join(torchcuda.weigh(declared, m).loads_on for m in sorted(majors)) or None
 
 
 def judge_wheel(

@@ -51,6 +51,24 @@ CUDA = (
     (re.compile(r"^libnvrtc\.so"), ("nvrtc",)),
     (re.compile(r"^libnvJitLink\.so"), ("nvJitLink",)),
     (re.compile(r"^libnvToolsExt\.so"), ("nvtx",)),
+    (re.compile(r"^libcufile\.so"), ("cuFile",)),
+    (re.compile(r"^libcupti\.so"), ("cupti",)),
+    (re.compile(r"^libnvshmem_host\.so"), ("nvshmem",)),
+)
+# What torch's CUDA libraries link of CUDA's, read from torch 2.14's libtorch_cuda.so: a binary
+# that links torch's CUDA libraries has these in its scope.
+TORCH_CUDA_LINKS = (
+    "libcudart.so",
+    "libcublas.so",
+    "libcublasLt.so",
+    "libcusparse.so",
+    "libcusparseLt.so",
+    "libcufft.so",
+    "libcurand.so",
+    "libcudnn.so",
+    "libnccl.so",
+    "libnvrtc.so",
+    "libcufile.so",
 )
 CUDA_PREFIXES = tuple(prefix for _, prefixes in CUDA for prefix in prefixes)
 CUDART_PREFIXES = ("cuda", "__cuda")
@@ -127,7 +145,7 @@ def closure(
             scope.torch_unread.append(name)
             queue.extend(TORCH_LINKS)
             if TORCH_CUDA_RE.match(name):
-                scope.prefixed.append("libcudart.so")  # torch's CUDA build's runtime
+                scope.prefixed.extend(TORCH_CUDA_LINKS)  # torch's CUDA build's
         elif prefixes_of(name) is not None:
             scope.prefixed.append(name)
         else:

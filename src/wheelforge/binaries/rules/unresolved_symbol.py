@@ -116,6 +116,7 @@ class _Providers:
         )
         self.given = given
         self.host: dict[str, str] = {}  # symbol → why only the host process provides it
+        self.sibling: dict[str, str] = {}  # symbol → the wheel's library that defines it
         self.newer: dict[str, str] = {}  # symbol → the library and version that has it
 
     @functools.cached_property
@@ -152,6 +153,9 @@ class _Providers:
                 return True
         if system.moved:
             self.host[symbol] = "moved"
+            return True
+        if symbol.startswith(scope.CUDART_PREFIXES):
+            self.host[symbol] = "cudart"
             return True
         if symbol.startswith(scope.CUDA_PREFIXES):
             self.host[symbol] = "cuda"
@@ -190,12 +194,27 @@ def _host_findings(binary: BinaryFacts, providers: _Providers, loader: str) -> I
                 "links libdl and libpthread; torch imported first loads libtorch_global_deps.so, "
                 "which links them); link -ldl, -lpthread or -lrt not to depend on it"
             )
-        elif reason == "cuda":
+        elif reason == "cudart":
             why = (
                 "it links no CUDA library that has them: they bind only to the CUDA runtime "
                 "torch imported first loads globally (libtorch_global_deps.so, RTLD_GLOBAL); "
                 f"{loader} fails without torch imported first; link the CUDA runtime not to "
                 "depend on it"
+            )
+        elif reason == "cuda":
+            why = (
+                "it links no CUDA library that has them (by their prefix, CUDA's): they bind "
+                "only where the process loaded that library RTLD_GLOBAL before it (torch loads "
+                f"only its CUDA runtime so), else {loader} fails with 'undefined symbol'; link "
+                "the CUDA library that has them"
+            )
+        elif reason == "sibling":
+            why = (
+                "it does not link the library of its wheel that defines them "
+                f"({providers.sibling.get(first, '?')}): they bind only where the code that "
+                "loads it loaded that library RTLD_GLOBAL first (as onnxruntime's provider "
+                f"bridge does), else {loader} fails with 'undefined symbol'; link it not to "
+                "depend on that"
             )
         else:
             why = (
@@ -222,6 +241,16 @@ def check(binary: BinaryFacts, context: RuleContext) -> Iterator[Finding]:
         return
     needs = ", ".join(linkage.needed) or "no library"
     unlinked = {s: where for s in missing if (where := providers.elsewhere(s)) is not None}
+    torch_op = bool(context.target.declared.torch) or providers.scope.links_torch
+    if binary.role == "library" and unlinked and not torch_op:
+        # Loaded by its wheel's own code (onnxruntime's providers), which may load the defining
+        # library RTLD_GLOBAL first; a torch op library is opened by torch.ops.load_library
+        # (RTLD_LOCAL), and a module Python imports has nothing of its wheel's loaded globally.
+        providers.host = dict.fromkeys(unlinked, "sibling")
+        providers.sibling = unlinked
+        yield from _host_findings(binary, providers, loader)
+        missing = [s for s in missing if s not in unlinked]
+        unlinked = {}
     for symbol, where in unlinked.items():
         yield Finding(
             symbol,

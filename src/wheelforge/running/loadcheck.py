@@ -1,0 +1,175 @@
+"""``check --torch-from PYTHON``: the static verdict confirmed by loading. Each wheel's own
+binaries are dlopen'ed (RTLD_NOW, as import does) in a child process of PYTHON, torch imported
+first when the wheel needs torch, from the wheel unpacked beside that environment's packages (so
+``$ORIGIN/../nvidia/...`` run paths find them as an install would). What the loader says is the
+truth: a failure to load is an error (or, where it depends on what the host loads, the warning
+the static rule gave, now confirmed); a binary that loads has its static unresolved-symbol
+errors turned into warnings that say it loaded."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import tempfile
+import zipfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+from wheelforge.binaries.abicheck import BinaryCheck
+from wheelforge.binaries.elf import split_member
+from wheelforge.binaries.rule import Violation
+from wheelforge.foundation import proc
+from wheelforge.toolchain.torchprobe import TorchEnv
+
+RULE = "load"  # the id its violations carry
+_CHILD = r"""
+import ctypes, json, os, sys
+site, members, first = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3] == "1"
+sys.path.insert(0, site)
+out = {}
+if first:
+    try:
+        import torch  # noqa: F401
+    except BaseException as exc:
+        print(json.dumps({"": f"import torch: {type(exc).__name__}: {exc}"}))
+        sys.exit(0)
+for m in members:
+    try:
+        ctypes.CDLL(os.path.join(site, m), mode=ctypes.RTLD_LOCAL)
+        out[m] = None
+    except OSError as exc:
+        out[m] = str(exc)
+print(json.dumps(out))
+"""
+_HOST_WORDS = ("from the host process",)
+
+
+def _site_packages(torch: TorchEnv) -> Path:
+    return torch.include_dir.parent.parent  # site-packages/torch/include
+
+
+def _admitted(requirement: str | None, torch: TorchEnv) -> bool:
+    if not requirement:
+        return True
+    try:
+        return SpecifierSet(requirement.removeprefix("torch").strip()).contains(
+            torch.version, prereleases=True
+        )
+    except InvalidSpecifier:
+        return True
+
+
+def load(
+    wheel: Path, members: Sequence[str], torch: TorchEnv, *, first: bool
+) -> dict[str, str | None]:
+    """member → dlerror's words, or None where it loaded; "" → why none was tried."""
+    site_packages = _site_packages(torch)
+    with tempfile.TemporaryDirectory(prefix="wheelforge-load-") as tmp:
+        site = Path(tmp) / "site"
+        with zipfile.ZipFile(wheel) as zf:
+            zf.extractall(site)
+        for entry in site_packages.iterdir() if site_packages.is_dir() else ():
+            if not (site / entry.name).exists():
+                (site / entry.name).symlink_to(entry)
+        result = proc.run(
+            [
+                torch.python,
+                "-c",
+                _CHILD,
+                str(site),
+                json.dumps(list(members)),
+                "1" if first else "0",
+            ],
+            hint="point --torch-from at an interpreter with torch installed",
+            timeout=proc.TOOL_S,
+            check=False,
+            what="the load check",
+        )
+    lines = result.stdout.strip().splitlines()
+    try:
+        found = json.loads(lines[-1]) if lines else None
+    except ValueError:
+        found = None
+    if not isinstance(found, dict):
+        tail = proc.tail(result.stderr) or "no output"
+        return {"": f"the child process exited with code {result.returncode}: {tail}"}
+    return {str(k): (None if v is None else str(v)) for k, v in found.items()}
+
+
+def confirm(checks: Sequence[BinaryCheck], torch: TorchEnv) -> list[BinaryCheck]:
+    """*checks* with each wheel's own binaries loaded under *torch* and the verdict following
+    what the loader said."""
+    by_wheel: dict[str, list[BinaryCheck]] = {}
+    for c in checks:
+        container, member = split_member(c.path)
+        if container and member and c.role in ("extension", "library"):
+            by_wheel.setdefault(container, []).append(c)
+    changed: dict[str, BinaryCheck] = {}
+    where = f"torch {torch.label} ({torch.python})"
+    for container, members in by_wheel.items():
+        summary = members[0].wheel
+        requirement = summary.declared.torch if summary else None
+        if not _admitted(requirement, torch):
+            for c in members:
+                changed[c.path] = dataclasses.replace(
+                    c, load=f"not loaded: {where} is not one its requirement ({requirement}) admits"
+                )
+            continue
+        first = bool(requirement) or any(c.torch_abi != "no-torch" for c in members)
+        said = load(
+            Path(container), [split_member(c.path)[1] or "" for c in members], torch, first=first
+        )
+        for c in members:
+            changed[c.path] = _judged(c, said, where)
+    return [changed.get(c.path, c) for c in checks]
+
+
+def _judged(c: BinaryCheck, said: dict[str, str | None], where: str) -> BinaryCheck:
+    member = split_member(c.path)[1] or ""
+    if "" in said:  # nothing was loaded: torch itself did not import
+        return dataclasses.replace(c, load=f"not loaded under {where}: {said['']}")
+    if member not in said:
+        return c
+    error = said[member]
+    if error is None:
+        # It loaded: what the static rules could not find bound there.
+        kept = tuple(
+            dataclasses.replace(
+                v,
+                severity="warning",
+                message=f"{v.message} (yet it loads under {where}: the loader bound it there)",
+            )
+            if v.rule == "unresolved-symbol" and v.blocking
+            else v
+            for v in c.violations
+        )
+        return dataclasses.replace(c, violations=kept, load=f"loads under {where}")
+    reason = error.split(": ", 1)[-1] if ": " in error else error
+    host = any(
+        v.rule == "unresolved-symbol" and any(w in v.message for w in _HOST_WORDS)
+        for v in c.violations
+    )
+    missing_other = "cannot open shared object file" in error and not any(
+        key in error for key in ("libcudart", "libcublas", "libnvrtc", "libtorch", "libc10")
+    )
+    blocking = not (host and c.role == "library") and not missing_other
+    note = (
+        ""
+        if blocking
+        else " (it depends on what the host loads: the static warning, confirmed)"
+        if host
+        else " (a library this environment lacks: installed beside it, it may load)"
+    )
+    violation = Violation(
+        binary=c.path,
+        rule=RULE,
+        symbol=None,
+        message=f"{member} fails to load under {where}: {reason}{note}; the loader's word "
+        "overrides the static verdict",
+        severity="error" if blocking else "warning",
+    )
+    return dataclasses.replace(
+        c, violations=(*c.violations, violation), load=f"fails to load under {where}"
+    )
