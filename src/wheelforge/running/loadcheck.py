@@ -20,6 +20,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from wheelforge.binaries.abicheck import BinaryCheck
 from wheelforge.binaries.elf import split_member
 from wheelforge.binaries.rule import Violation
+from wheelforge.binaries.rules.unresolved_symbol import NEWER_THAN_TAG
 from wheelforge.foundation import proc
 from wheelforge.toolchain.torchprobe import TorchEnv
 
@@ -141,12 +142,13 @@ def _judged(c: BinaryCheck, said: dict[str, str | None], where: str) -> BinaryCh
                 severity="warning",
                 message=f"{v.message} (yet it loads under {where}: the loader bound it there)",
             )
-            if v.rule == "unresolved-symbol" and v.blocking
+            if v.rule == "unresolved-symbol" and v.blocking and v.kind != NEWER_THAN_TAG
             else v
             for v in c.violations
         )
         return dataclasses.replace(c, violations=kept, load=f"loads under {where}")
-    reason = error.split(": ", 1)[-1] if ": " in error else error
+    head, _, rest = error.partition(": ")
+    reason = rest if rest and "/" in head else error  # the temporary path dlerror starts with
     host = any(
         v.rule == "unresolved-symbol" and any(w in v.message for w in _HOST_WORDS)
         for v in c.violations

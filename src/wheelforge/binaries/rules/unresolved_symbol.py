@@ -34,6 +34,8 @@ from wheelforge.configuration import abi
 from wheelforge.toolchain import shims
 
 ID = "unresolved-symbol"
+# The kind of a finding about a system older than this one: loading here proves nothing of it.
+NEWER_THAN_TAG = "newer-than-tag"
 # What torch_python and libtorch export beyond libtorch's namespaces: THPVariable_Wrap and its
 # kind, the C shims; and the namespaces of what they vendor (fmt, kineto, gloo, oneDNN, ...).
 _TORCH_C_PREFIXES = ("THP", "torch_", "aoti_", "c10_", *scope.GOMP_PREFIXES)
@@ -272,6 +274,7 @@ def check(binary: BinaryFacts, context: RuleContext) -> Iterator[Finding]:
             f"{providers.tag.newest_of(where.rsplit(' ', 1)[-1])} at most: {loader} fails on "
             f"such a system with 'undefined symbol: {newer[0]}'; build on the oldest system the "
             "tag names (a manylinux image), or tag the wheel for the newer system",
+            kind=NEWER_THAN_TAG,
         )
         missing = [s for s in missing if s not in providers.newer]
         if not missing:
