@@ -21,7 +21,8 @@ from wheelforge.binaries.symbols import LibraryExports, Linkage
 from wheelforge.binaries.systemlibs import TagPolicy, system_exports
 
 # torch's own libraries (an unstable-ABI extension links them; torch imported first loads them).
-TORCH_RE = re.compile(r"^lib(?:torch|c10|shm|caffe2)[\w-]*\.so")
+# (libtorch_cpu.so, libc10_cuda.so; not libtorchcodec_core6.so, torchcodec's own)
+TORCH_RE = re.compile(r"^lib(?:torch(?:_[a-z_]+)?|c10(?:_[a-z]+)?|shm|caffe2_nvrtc)\.so")
 # torch's CUDA libraries: they link the CUDA runtime of torch's CUDA build.
 TORCH_CUDA_RE = re.compile(r"^lib(?:torch_cuda|c10_cuda|torch_nvshmem|caffe2_nvrtc)[\w-]*\.so")
 # What torch's libraries link besides each other, read from torch 2.14's libtorch_cpu.so and

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import tempfile
 import zipfile
 from collections.abc import Sequence
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
+from wheelforge.binaries import scope, torchcuda
 from wheelforge.binaries.abicheck import BinaryCheck
 from wheelforge.binaries.elf import split_member
 from wheelforge.binaries.rule import Violation
@@ -36,15 +38,25 @@ if first:
     except BaseException as exc:
         print(json.dumps({"": f"import torch: {type(exc).__name__}: {exc}"}))
         sys.exit(0)
-for m in members:
-    try:
-        ctypes.CDLL(os.path.join(site, m), mode=ctypes.RTLD_LOCAL)
-        out[m] = None
-    except OSError as exc:
-        out[m] = str(exc)
+# A member that needs another of its wheel's libraries by soname, with no run path to it, loads
+# once that one is loaded (its loader's order): try again while a pass loads something.
+pending = list(members)
+while pending:
+    failed = []
+    for m in pending:
+        try:
+            ctypes.CDLL(os.path.join(site, m), mode=ctypes.RTLD_LOCAL)
+            out[m] = None
+        except OSError as exc:
+            out[m] = str(exc)
+            failed.append(m)
+    if len(failed) == len(pending):
+        break
+    pending = failed
 print(json.dumps(out))
 """
 _HOST_WORDS = ("from the host process",)
+_MISSING_RE = re.compile(r"([^\s/:]+): cannot open shared object file")
 
 
 def _site_packages(torch: TorchEnv) -> Path:
@@ -123,11 +135,13 @@ def confirm(checks: Sequence[BinaryCheck], torch: TorchEnv) -> list[BinaryCheck]
             Path(container), [split_member(c.path)[1] or "" for c in members], torch, first=first
         )
         for c in members:
-            changed[c.path] = _judged(c, said, where)
+            changed[c.path] = _judged(c, said, where, relies_on_torch=first)
     return [changed.get(c.path, c) for c in checks]
 
 
-def _judged(c: BinaryCheck, said: dict[str, str | None], where: str) -> BinaryCheck:
+def _judged(
+    c: BinaryCheck, said: dict[str, str | None], where: str, *, relies_on_torch: bool
+) -> BinaryCheck:
     member = split_member(c.path)[1] or ""
     if "" in said:  # nothing was loaded: torch itself did not import
         return dataclasses.replace(c, load=f"not loaded under {where}: {said['']}")
@@ -153,8 +167,13 @@ def _judged(c: BinaryCheck, said: dict[str, str | None], where: str) -> BinaryCh
         v.rule == "unresolved-symbol" and any(w in v.message for w in _HOST_WORDS)
         for v in c.violations
     )
-    missing_other = "cannot open shared object file" in error and not any(
-        key in error for key in ("libcudart", "libcublas", "libnvrtc", "libtorch", "libc10")
+    missing = _MISSING_RE.search(error)
+    # A library torch (or its CUDA build) brings, missing beside the torch the wheel admits, is
+    # the wheel's fault; another (FFmpeg's, TensorRT's, the driver's, CUDA's for a wheel that
+    # does not rely on torch for it) is this environment's to install.
+    missing_other = missing is not None and not (
+        relies_on_torch
+        and (scope.TORCH_RE.match(missing[1]) or torchcuda.runtime_major(missing[1]) is not None)
     )
     blocking = not (host and c.role == "library") and not missing_other
     note = (
