@@ -147,3 +147,13 @@ def test_a_wheel_that_requires_the_runtime_itself_needs_none_of_torch(tmp_path: 
         NAME,
     )
     assert [s for s, _ in cuda_findings(under_extra)] == ["error"]
+
+
+def test_a_wheel_without_torch_gets_its_cuda_from_the_system_not_torch(tmp_path: Path) -> None:
+    """No torch requirement and no torch library linked (cupy, onnxruntime): the runtime it
+    needs comes from the system's CUDA or its own packages; nothing is said of torch's builds."""
+    members = {"demo/_ops.abi3.so": ABI / "cudart12_oplib.so"}
+    path = wheel(tmp_path, members, ["numpy"], NAME)
+    assert cuda_findings(path) == []
+    [checked] = result_of(abicheck.check_wheel(path, torch=None, guards={})).wheels
+    assert checked.summary.torch_cuda is None

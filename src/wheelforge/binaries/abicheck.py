@@ -13,7 +13,7 @@ from typing import Literal
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
-from wheelforge.binaries import bounded, floors, metadata, registry, torchcuda
+from wheelforge.binaries import bounded, floors, metadata, registry, scope, torchcuda
 from wheelforge.binaries.elf import ELF_MAGIC, ElfImage, open_elf_file, split_member
 from wheelforge.binaries.facts import BinaryFacts, WheelFacts, file_role
 from wheelforge.binaries.floors import python_floor, torch_floor
@@ -267,6 +267,7 @@ def _torch_cuda(context: RuleContext) -> str | None:
     if wheel is None or wheel.is_torch:
         return None
     members = {n.rsplit("/", 1)[-1] for n in wheel.names}
+    declared = context.target.declared.torch
     majors: set[int] = set()
     for b in wheel.binaries:
         if b.role == "bundled":
@@ -276,8 +277,11 @@ def _torch_cuda(context: RuleContext) -> str | None:
         except LookupError:
             continue
         if isinstance(linkage, Linkage):
-            majors |= set(torchcuda.needed_from_torch(linkage.needed, members, wheel.metadata))
-    declared = context.target.declared.torch
+            torch = bool(declared) or any(scope.TORCH_RE.match(n) for n in linkage.needed)
+            needs = torchcuda.needed_from_torch(
+                linkage.needed, members, wheel.metadata, torch=torch
+            )
+            majors |= set(needs)
     return "; ".join(torchcuda.weigh(declared, m).loads_on for m in sorted(majors)) or None
 
 

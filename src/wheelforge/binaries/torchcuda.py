@@ -117,11 +117,15 @@ def weigh(requirement: str | None, major: int) -> TorchFit:
 
 
 def needed_from_torch(
-    needed: Iterable[str], members: set[str], metadata: str | None
+    needed: Iterable[str], members: set[str], metadata: str | None, *, torch: bool
 ) -> dict[int, str]:
     """CUDA major → the runtime library (libcudart.so.12) a binary needs that its wheel neither
-    ships (*members*: the wheel's file names) nor requires: what torch must bring."""
+    ships (*members*: the wheel's file names) nor requires: what torch must bring. *torch*:
+    whether torch is there at all (the wheel requires it, or the binary links its libraries);
+    without it the system's CUDA brings what it needs (cupy, onnxruntime), not torch."""
     out: dict[int, str] = {}
+    if not torch:
+        return out
     for name in needed:
         major = runtime_major(name)
         if major is None or name in members or requires_runtime(metadata, major):

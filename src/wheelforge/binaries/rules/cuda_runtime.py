@@ -27,13 +27,11 @@ def check(binary: BinaryFacts, context: RuleContext) -> Iterator[Finding]:
     if not isinstance(linkage, Linkage):
         return
     declared = context.target.declared.torch
-    if not declared and not any(scope.TORCH_RE.match(n) for n in linkage.needed):
-        return  # no torch to bring it: the system's CUDA does (cupy, onnxruntime)
     members = {scope.base(n) for n in wheel.names}
     loader = "torch.ops.load_library" if binary.role == "library" else "import"
-    for major, library in torchcuda.needed_from_torch(
-        linkage.needed, members, wheel.metadata
-    ).items():
+    torch = bool(declared) or any(scope.TORCH_RE.match(n) for n in linkage.needed)
+    needs = torchcuda.needed_from_torch(linkage.needed, members, wheel.metadata, torch=torch)
+    for major, library in needs.items():
         fit = torchcuda.weigh(declared, major)
         if fit.matching or not fit.other:
             continue
