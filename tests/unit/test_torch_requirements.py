@@ -81,6 +81,8 @@ def test_torchs_own_wheel_is_torch_not_an_extension_that_must_pin_it(tmp_path: P
     checks = abicheck.check_wheel(path, torch=None, guards={})
     assert {c.flavour for c in checks} == {"unstable"}
     assert [v.rule for c in checks for v in c.violations if v.blocking] == []
+    [checked] = result_of(checks).wheels
+    assert checked.summary.allows is None  # no "pin it" said to torch
     # The same bytes in another wheel that claims any torch: an extension, failed.
     other = wheel(tmp_path, members, [], "demo-1.0-cp312-cp312-manylinux_2_28_x86_64.whl")
     rules = {

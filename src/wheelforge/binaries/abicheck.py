@@ -256,7 +256,10 @@ def summary(context: RuleContext, checks: Sequence[BinaryCheck]) -> WheelSummary
         tag_python=context.target.python,
         torch=context.target.torch,
         torch_source=context.target.torch_source,
-        allows=floors.allows(floor, cxx=cxx, declared=context.target.declared),
+        # torch's own wheel allows no torch requirement: it is torch
+        allows=None
+        if context.wheel.is_torch
+        else floors.allows(floor, cxx=cxx, declared=context.target.declared),
         torch_cuda=_torch_cuda(context),
     )
 
