@@ -76,3 +76,24 @@ def test_an_undefined_symbol_is_an_error_and_a_load_turns_static_errors_into_war
     ]
     assert "yet it loads under" in loaded.violations[0].message
     assert loaded.load == f"loads under {WHERE}"
+
+
+def test_a_cuda_build_for_another_torch_among_several_is_a_warning() -> None:
+    """bitsandbytes' libbitsandbytes_cuda121.so under torch 2.14.0+cu130: its wheel ships builds
+    for CUDA 11, 12 and 13 (its loads-on line names them), and loads the one for torch's."""
+    from wheelforge.binaries.metadata import Declared
+    from wheelforge.binaries.rule import WheelSummary
+
+    whole = WheelSummary(
+        path="/w/x.whl",
+        declared=Declared(),
+        tag_python=None,
+        torch=(2, 4),
+        torch_source="requirement",
+        torch_cuda="with CUDA 12 (a cu12x build of torch); with CUDA 13 (a cu13x build of torch)",
+    )
+    import dataclasses
+
+    c = dataclasses.replace(binary("b/libb_cuda121.so", role="library"), wheel=whole)
+    [v] = judged(c, "libcudart.so.12: cannot open shared object file").violations
+    assert v.severity == "warning" and "one of the CUDA builds its wheel ships" in v.message

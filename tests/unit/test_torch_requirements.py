@@ -159,3 +159,23 @@ def test_a_wheel_without_torch_gets_its_cuda_from_the_system_not_torch(tmp_path:
     assert cuda_findings(path) == []
     [checked] = result_of(abicheck.check_wheel(path, torch=None, guards={})).wheels
     assert checked.summary.torch_cuda is None
+
+
+def test_one_of_several_cuda_builds_is_a_variant_not_an_error(tmp_path: Path) -> None:
+    """bitsandbytes 0.50.2 requires torch>=2.4,<3 and ships libbitsandbytes_cuda118.so to
+    _cuda130.so, loading the one for torch's CUDA: its CUDA 11 build has no PyPI torch to go
+    with, but its CUDA 12 build has, so the CUDA 11 one is a warning, not an error."""
+    members = {
+        "demo/libops_cuda118.so": ABI / "cudart11_oplib.so",
+        "demo/libops_cuda128.so": ABI / "cudart12_oplib.so",
+    }
+    path = wheel(tmp_path, members, ["torch<3,>=2.4"], NAME)
+    [(severity, message)] = cuda_findings(path)
+    assert severity == "warning" and "libcudart.so.11.0" in message
+    assert "ships builds for CUDA 12 too" in message
+    # Alone, the CUDA 11 build is an error: nothing it admits brings its runtime.
+    (tmp_path / "alone").mkdir()
+    alone = wheel(
+        tmp_path / "alone", {"demo/libops.so": ABI / "cudart11_oplib.so"}, ["torch>=2.4"], NAME
+    )
+    assert [s for s, _ in cuda_findings(alone)] == ["error"]

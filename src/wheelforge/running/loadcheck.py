@@ -175,12 +175,23 @@ def _judged(
         relies_on_torch
         and (scope.TORCH_RE.match(missing[1]) or torchcuda.runtime_major(missing[1]) is not None)
     )
+    # One of several CUDA builds its wheel ships (bitsandbytes' _cuda121 beside _cuda130): the
+    # package loads the one for torch's CUDA; the others are not for this torch.
+    variant = (
+        missing is not None
+        and torchcuda.runtime_major(missing[1]) is not None
+        and c.wheel is not None
+        and (c.wheel.torch_cuda or "").count("with CUDA") > 1
+    )
+    missing_other = missing_other or variant
     blocking = not (host and c.role == "library") and not missing_other
     note = (
         ""
         if blocking
         else " (it depends on what the host loads: the static warning, confirmed)"
         if host
+        else " (one of the CUDA builds its wheel ships: its package loads the one for torch's)"
+        if variant
         else " (a library this environment lacks: installed beside it, it may load)"
     )
     violation = Violation(

@@ -37,6 +37,7 @@ echo 'void libc_stub(void) {}' > "$stub/s.c"
 gcc -shared -fPIC -nostdlib -Wl,-soname,libc.so.6 -o "$stub/libc.so.6" "$stub/s.c"
 gcc -shared -fPIC -nostdlib -Wl,-soname,libstdc++.so.6 -o "$stub/libstdc++.so.6" "$stub/s.c"
 gcc -shared -fPIC -nostdlib -Wl,-soname,libcudart.so.12 -o "$stub/libcudart.so.12" "$stub/s.c"
+gcc -shared -fPIC -nostdlib -Wl,-soname,libcudart.so.11.0 -o "$stub/libcudart.so.11.0" "$stub/s.c"
 gcc -O1 -shared -fPIC -nostdlib -o dl_unversioned.so dl_unversioned.c -Wl,--no-as-needed \
     -L"$stub" -l:libc.so.6
 gcc -O1 -shared -fPIC -nostdlib -o getrandom_unversioned.so getrandom_unversioned.c \
@@ -47,6 +48,9 @@ gcc -O1 -shared -fPIC -nostdlib -o new_unversioned.so new_unversioned.c -Wl,--no
 gcc -O1 -shared -fPIC -nostdlib -o gomp_alone.so gomp_oplib.c -L"$stub" -l:libc.so.6
 gcc -O1 -shared -fPIC -o cudart12_oplib.so cudart12_oplib.c -Wl,--no-as-needed \
     -L"$stub" -l:libcudart.so.12
+# the same built for CUDA 11 (as bitsandbytes ships one library per CUDA)
+gcc -O1 -shared -fPIC -o cudart11_oplib.so cudart12_oplib.c -Wl,--no-as-needed \
+    -L"$stub" -l:libcudart.so.11.0
 rm -r "$stub"
 # an op library whose symbol binds in its dependency's dependency (libmid.so needs libhelper.so)
 gcc -O1 -shared -fPIC -Wl,-soname,libmid.so -o libmid.so mid.c -Wl,--no-as-needed -L. -lhelper

@@ -31,9 +31,24 @@ def check(binary: BinaryFacts, context: RuleContext) -> Iterator[Finding]:
     loader = "torch.ops.load_library" if binary.role == "library" else "import"
     torch = bool(declared) or any(scope.TORCH_RE.match(n) for n in linkage.needed)
     needs = torchcuda.needed_from_torch(linkage.needed, members, wheel.metadata, torch=torch)
+    variants = _wheel_majors(context) if needs else set()
     for major, library in needs.items():
         fit = torchcuda.weigh(declared, major)
         if fit.matching or not fit.other:
+            continue
+        served = sorted(m for m in variants if m != major and torchcuda.weigh(declared, m).matching)
+        if served:
+            # One of several CUDA builds the wheel ships (bitsandbytes' libbitsandbytes_cuda118
+            # to _cuda130): the package picks the one for torch's CUDA at run time.
+            yield Finding(
+                library,
+                f"{binary.display} needs {library} (CUDA {major}'s runtime), which no torch "
+                f"its requirement ({declared or 'none'}) admits brings from PyPI; the wheel "
+                f"ships builds for CUDA {', '.join(map(str, served))} too, which PyPI's torches "
+                "bring: it is loaded only where the package picks it for a torch built with CUDA "
+                f"{major} (download.pytorch.org's)",
+                severity="warning",
+            )
             continue
         builds = ", ".join(f"{r}: CUDA {c}" for r, c in fit.other[:3])
         more = f" and {len(fit.other) - 3} more" if len(fit.other) > 3 else ""
@@ -48,6 +63,27 @@ def check(binary: BinaryFacts, context: RuleContext) -> Iterator[Finding]:
             f"Requires-Dist: nvidia-cuda-runtime-cu{major} (CUDA 13 on: cuda-toolkit[cudart]=="
             f"{major}.*)",
         )
+
+
+def _wheel_majors(context: RuleContext) -> set[int]:
+    """The CUDA majors the wheel's own binaries need of torch, together."""
+    wheel = context.wheel
+    if wheel is None:
+        return set()
+    members = {scope.base(n) for n in wheel.names}
+    declared = context.target.declared.torch
+    majors: set[int] = set()
+    for b in wheel.binaries:
+        try:
+            linkage = b.own(unresolved_symbol.ID)
+        except LookupError:
+            continue
+        if b.role != "bundled" and isinstance(linkage, Linkage):
+            torch = bool(declared) or any(scope.TORCH_RE.match(n) for n in linkage.needed)
+            majors |= set(
+                torchcuda.needed_from_torch(linkage.needed, members, wheel.metadata, torch=torch)
+            )
+    return majors
 
 
 RULE = Rule(
