@@ -163,45 +163,38 @@ def _judged(
         return dataclasses.replace(c, violations=kept, load=f"loads under {where}")
     head, _, rest = error.partition(": ")
     reason = rest if rest and "/" in head else error  # the temporary path dlerror starts with
-    host = any(
-        v.rule == "unresolved-symbol" and any(w in v.message for w in _HOST_WORDS)
-        for v in c.violations
-    )
-    missing = _MISSING_RE.search(error)
-    # A library torch (or its CUDA build) brings, missing beside the torch the wheel admits, is
-    # the wheel's fault; another (FFmpeg's, TensorRT's, the driver's, CUDA's for a wheel that
-    # does not rely on torch for it) is this environment's to install.
-    missing_other = missing is not None and not (
-        relies_on_torch
-        and (scope.TORCH_RE.match(missing[1]) or torchcuda.runtime_major(missing[1]) is not None)
-    )
-    # One of several CUDA builds its wheel ships (bitsandbytes' _cuda121 beside _cuda130): the
-    # package loads the one for torch's CUDA; the others are not for this torch.
-    variant = (
-        missing is not None
-        and torchcuda.runtime_major(missing[1]) is not None
-        and c.wheel is not None
-        and (c.wheel.torch_cuda or "").count("with CUDA") > 1
-    )
-    missing_other = missing_other or variant
-    blocking = not (host and c.role == "library") and not missing_other
-    note = (
-        ""
-        if blocking
-        else " (it depends on what the host loads: the static warning, confirmed)"
-        if host
-        else " (one of the CUDA builds its wheel ships: its package loads the one for torch's)"
-        if variant
-        else " (a library this environment lacks: installed beside it, it may load)"
-    )
+    note = _excuse(c, error, relies_on_torch=relies_on_torch)
     violation = Violation(
         binary=c.path,
         rule=RULE,
         symbol=None,
-        message=f"{member} fails to load under {where}: {reason}{note}; the loader's word "
-        "overrides the static verdict",
-        severity="error" if blocking else "warning",
+        message=f"{member} fails to load under {where}: {reason}{note or ''}; the loader's "
+        "word overrides the static verdict",
+        severity="error" if note is None else "warning",
     )
     return dataclasses.replace(
         c, violations=(*c.violations, violation), load=f"fails to load under {where}"
     )
+
+
+def _excuse(c: BinaryCheck, error: str, *, relies_on_torch: bool) -> str | None:
+    """Why a load failure is not the wheel's fault (said after it), None when it is."""
+    if c.role == "library" and any(
+        v.rule == "unresolved-symbol" and any(w in v.message for w in _HOST_WORDS)
+        for v in c.violations
+    ):
+        return " (it depends on what the host loads: the static warning, confirmed)"
+    missing = _MISSING_RE.search(error)
+    if missing is None:
+        return None
+    major = torchcuda.runtime_major(missing[1])
+    # One of several CUDA builds its wheel ships (bitsandbytes' _cuda121 beside _cuda130): the
+    # package loads the one for torch's CUDA; the others are not for this torch.
+    if major is not None and c.wheel and (c.wheel.torch_cuda or "").count("with CUDA") > 1:
+        return " (one of the CUDA builds its wheel ships: its package loads the one for torch's)"
+    # A library torch (or its CUDA build) brings, missing beside the torch the wheel admits, is
+    # the wheel's fault; another (FFmpeg's, TensorRT's, the driver's, CUDA's for a wheel that
+    # does not rely on torch for it) is this environment's to install.
+    if relies_on_torch and (scope.TORCH_RE.match(missing[1]) or major is not None):
+        return None
+    return " (a library this environment lacks: installed beside it, it may load)"
