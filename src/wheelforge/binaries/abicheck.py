@@ -13,7 +13,7 @@ from typing import Literal
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
-from wheelforge.binaries import bounded, floors, metadata, registry, scope, torchcuda
+from wheelforge.binaries import bounded, floors, metadata, registry, torchcuda
 from wheelforge.binaries.elf import ELF_MAGIC, ElfImage, open_elf_file, split_member
 from wheelforge.binaries.facts import BinaryFacts, WheelFacts, file_role
 from wheelforge.binaries.floors import python_floor, torch_floor
@@ -26,7 +26,7 @@ from wheelforge.binaries.rule import (
     Violation,
     WheelSummary,
 )
-from wheelforge.binaries.symbols import LibraryExports, Linkage, demangle
+from wheelforge.binaries.symbols import LibraryExports, demangle
 from wheelforge.configuration import abi as abis
 from wheelforge.configuration.abi import AbiName
 from wheelforge.foundation import log, numbers
@@ -260,32 +260,8 @@ def summary(context: RuleContext, checks: Sequence[BinaryCheck]) -> WheelSummary
         allows=None
         if context.wheel.is_torch
         else floors.allows(floor, cxx=cxx, declared=context.target.declared),
-        torch_cuda=_torch_cuda(context),
+        torch_cuda=torchcuda.loads_on(context.wheel, context.target.declared.torch),
     )
-
-
-def _torch_cuda(context: RuleContext) -> str | None:
-    """Which CUDA builds of torch bring the CUDA runtime the wheel's binaries need of torch."""
-    wheel = context.wheel
-    if wheel is None or wheel.is_torch:
-        return None
-    members = {n.rsplit("/", 1)[-1] for n in wheel.names}
-    declared = context.target.declared.torch
-    majors: set[int] = set()
-    for b in wheel.binaries:
-        if b.role == "bundled":
-            continue
-        try:
-            linkage = b.own("unresolved-symbol")
-        except LookupError:
-            continue
-        if isinstance(linkage, Linkage):
-            torch = bool(declared) or any(scope.TORCH_RE.match(n) for n in linkage.needed)
-            needs = torchcuda.needed_from_torch(
-                linkage.needed, members, wheel.metadata, torch=torch
-            )
-            majors |= set(needs)
-    return "; ".join(torchcuda.weigh(declared, m).loads_on for m in sorted(majors)) or None
 
 
 def judge_wheel(

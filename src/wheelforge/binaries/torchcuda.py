@@ -25,6 +25,8 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from wheelforge.binaries.facts import WheelFacts
+from wheelforge.binaries.symbols import Linkage
 from wheelforge.foundation import numbers
 
 if sys.version_info >= (3, 11):
@@ -32,6 +34,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
+# The rule whose reading of each binary (its Linkage: DT_NEEDED) this module weighs.
+LINKAGE = "unresolved-symbol"
 # CUDA's libraries whose soname's major is the CUDA major they belong to.
 _RUNTIME_RE = re.compile(r"^lib(?:cudart|cublas|cublasLt|nvrtc)\.so\.([0-9]{1,3})(?:\.|$)")
 # The requirements that install CUDA N's runtime: nvidia-cuda-runtime-cuN (CUDA 11, 12),
@@ -132,3 +136,29 @@ def needed_from_torch(
             continue
         out.setdefault(major, name)
     return out
+
+
+def wheel_majors(wheel: WheelFacts, requirement: str | None) -> set[int]:
+    """The CUDA majors a wheel's own binaries need of torch, together (their DT_NEEDED as the
+    unresolved-symbol rule read it), given its torch *requirement*."""
+    from wheelforge.binaries import scope  # scope reads the system data: only when judged
+
+    members = {scope.base(n) for n in wheel.names}
+    majors: set[int] = set()
+    for b in wheel.binaries:
+        try:
+            linkage = b.own(LINKAGE)
+        except LookupError:
+            continue
+        if b.role != "bundled" and isinstance(linkage, Linkage):
+            torch = bool(requirement) or any(scope.TORCH_RE.match(n) for n in linkage.needed)
+            majors |= set(needed_from_torch(linkage.needed, members, wheel.metadata, torch=torch))
+    return majors
+
+
+def loads_on(wheel: WheelFacts, requirement: str | None) -> str | None:
+    """Which CUDA builds of torch bring the CUDA runtime a wheel's binaries need of torch."""
+    if wheel.is_torch:
+        return None
+    majors = sorted(wheel_majors(wheel, requirement))
+    return "; ".join(weigh(requirement, m).loads_on for m in majors) or None

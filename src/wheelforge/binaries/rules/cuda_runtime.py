@@ -31,7 +31,7 @@ def check(binary: BinaryFacts, context: RuleContext) -> Iterator[Finding]:
     loader = "torch.ops.load_library" if binary.role == "library" else "import"
     torch = bool(declared) or any(scope.TORCH_RE.match(n) for n in linkage.needed)
     needs = torchcuda.needed_from_torch(linkage.needed, members, wheel.metadata, torch=torch)
-    variants = _wheel_majors(context) if needs else set()
+    variants = torchcuda.wheel_majors(wheel, declared) if needs else set()
     for major, library in needs.items():
         fit = torchcuda.weigh(declared, major)
         if fit.matching or not fit.other:
@@ -63,27 +63,6 @@ def check(binary: BinaryFacts, context: RuleContext) -> Iterator[Finding]:
             f"Requires-Dist: nvidia-cuda-runtime-cu{major} (CUDA 13 on: cuda-toolkit[cudart]=="
             f"{major}.*)",
         )
-
-
-def _wheel_majors(context: RuleContext) -> set[int]:
-    """The CUDA majors the wheel's own binaries need of torch, together."""
-    wheel = context.wheel
-    if wheel is None:
-        return set()
-    members = {scope.base(n) for n in wheel.names}
-    declared = context.target.declared.torch
-    majors: set[int] = set()
-    for b in wheel.binaries:
-        try:
-            linkage = b.own(unresolved_symbol.ID)
-        except LookupError:
-            continue
-        if b.role != "bundled" and isinstance(linkage, Linkage):
-            torch = bool(declared) or any(scope.TORCH_RE.match(n) for n in linkage.needed)
-            majors |= set(
-                torchcuda.needed_from_torch(linkage.needed, members, wheel.metadata, torch=torch)
-            )
-    return majors
 
 
 RULE = Rule(

@@ -241,45 +241,17 @@ def check(binary: BinaryFacts, context: RuleContext) -> Iterator[Finding]:
     yield from _host_findings(binary, providers, loader)
     if not missing:
         return
-    needs = ", ".join(linkage.needed) or "no library"
-    unlinked = {s: where for s in missing if (where := providers.elsewhere(s)) is not None}
-    torch_op = bool(context.target.declared.torch) or providers.scope.links_torch
-    if binary.role == "library" and unlinked and not torch_op:
-        # Loaded by its wheel's own code (onnxruntime's providers), which may load the defining
-        # library RTLD_GLOBAL first; a torch op library is opened by torch.ops.load_library
-        # (RTLD_LOCAL), and a module Python imports has nothing of its wheel's loaded globally.
-        providers.host = dict.fromkeys(unlinked, "sibling")
-        providers.sibling = unlinked
-        yield from _host_findings(binary, providers, loader)
-        missing = [s for s in missing if s not in unlinked]
-        unlinked = {}
-    for symbol, where in unlinked.items():
-        yield Finding(
-            symbol,
-            f"{binary.display} needs {_shown([symbol])}, which the wheel's {where} defines but "
-            f"{binary.display} does not link: {loader} fails with 'undefined symbol'; add it "
-            "to the extension's libraries",
-        )
-    missing = [s for s in missing if s not in unlinked]
+    found, missing = _unlinked(binary, context, providers, missing, loader)
+    yield from found
     if not missing:
         return
-    first = missing[0]
     newer = [s for s in missing if s in providers.newer]
     if newer and providers.tag is not None:
-        where = providers.newer[newer[0]]
-        yield Finding(
-            newer[0],
-            f"{binary.display} needs {_shown(newer)}, unversioned, which {where} has only from "
-            f"that version on, but the wheel's tag {providers.tag.name} guarantees "
-            f"{providers.tag.newest_of(where.rsplit(' ', 1)[-1])} at most: {loader} fails on "
-            f"such a system with 'undefined symbol: {newer[0]}'; build on the oldest system the "
-            "tag names (a manylinux image), or tag the wheel for the newer system",
-            kind=NEWER_THAN_TAG,
-        )
+        yield _newer(binary, providers, newer, loader)
         missing = [s for s in missing if s not in providers.newer]
         if not missing:
             return
-        first = missing[0]
+    first = missing[0]
     unknown = providers.scope.unknown
     if unknown:
         yield Finding(
@@ -298,8 +270,56 @@ def check(binary: BinaryFacts, context: RuleContext) -> Iterator[Finding]:
     yield Finding(
         first,
         f"{binary.display} needs {_shown(missing)}, which nothing it loads defines (it needs "
-        f"{needs}{unread}): {loader} fails with 'undefined symbol: {first}'; add the source that "
+        f"{', '.join(linkage.needed) or 'no library'}{unread}): {loader} fails with 'undefined symbol: {first}'; add the source that "
         "defines it to the extension's sources, or the library that has it to its libraries",
+    )
+
+
+def _unlinked(
+    binary: BinaryFacts,
+    context: RuleContext,
+    providers: _Providers,
+    missing: list[str],
+    loader: str,
+) -> tuple[list[Finding], list[str]]:
+    """The findings for symbols a library of the wheel defines but the binary does not link,
+    and the symbols still missing after them."""
+    unlinked = {s: where for s in missing if (where := providers.elsewhere(s)) is not None}
+    if not unlinked:
+        return [], missing
+    rest = [s for s in missing if s not in unlinked]
+    torch_op = bool(context.target.declared.torch) or providers.scope.links_torch
+    if binary.role == "library" and not torch_op:
+        # Loaded by its wheel's own code (onnxruntime's providers), which may load the defining
+        # library RTLD_GLOBAL first; a torch op library is opened by torch.ops.load_library
+        # (RTLD_LOCAL), and a module Python imports has nothing of its wheel's loaded globally.
+        providers.host = dict.fromkeys(unlinked, "sibling")
+        providers.sibling = unlinked
+        return list(_host_findings(binary, providers, loader)), rest
+    found = [
+        Finding(
+            symbol,
+            f"{binary.display} needs {_shown([symbol])}, which the wheel's {where} defines but "
+            f"{binary.display} does not link: {loader} fails with 'undefined symbol'; add it "
+            "to the extension's libraries",
+        )
+        for symbol, where in unlinked.items()
+    ]
+    return found, rest
+
+
+def _newer(binary: BinaryFacts, providers: _Providers, newer: list[str], loader: str) -> Finding:
+    """The finding for unversioned symbols a system library has only above the wheel's tag."""
+    assert providers.tag is not None
+    where = providers.newer[newer[0]]
+    return Finding(
+        newer[0],
+        f"{binary.display} needs {_shown(newer)}, unversioned, which {where} has only from "
+        f"that version on, but the wheel's tag {providers.tag.name} guarantees "
+        f"{providers.tag.newest_of(where.rsplit(' ', 1)[-1])} at most: {loader} fails on "
+        f"such a system with 'undefined symbol: {newer[0]}'; build on the oldest system the "
+        "tag names (a manylinux image), or tag the wheel for the newer system",
+        kind=NEWER_THAN_TAG,
     )
 
 
