@@ -7,8 +7,10 @@ project changed, that init returned with an honest success or error (not its dea
 process it started is left (a marker in their command lines, looked for in /proc), and that no
 connection reached the listener.
 
-The victims lie in a folder outside /tmp (which the fence empties) so that the read-only view
-is what stops the writes there, not the folder being hidden."""
+The victims lie in a folder outside /tmp (which the fence empties) and outside the project: the
+fence's view, built from what a build reads, does not hold them at all. What it shows read-only
+(the project's repository around it) is tried by the repository tests below; sockets, devices,
+the home folder and the environment by the reach tests."""
 
 from __future__ import annotations
 
@@ -116,16 +118,17 @@ def _kill_marked(marker: str) -> None:
 
 # Each case: the lines setup.py runs before its setup() call ({out}: the outside folder;
 # {marker}, {port}, {py}: the build Python), and what init says: "ok" (the matrix written: what
-# the fence stopped failed quietly inside a shell or a program), "read-only" (setup.py itself
-# failed on the read-only view: its line named), "gone" (it replaced its own process: no record).
+# the fence stopped failed quietly inside a shell or a program), "hidden" (setup.py itself
+# failed on a file the fence does not show: its line and the path named), "gone" (it replaced
+# its own process: no record).
 PRELUDE = "import os, sys, shutil, subprocess, ctypes, socket, time\n"
 CASES: dict[str, tuple[str, str]] = {
     # uname is a query the guards let through; the shell runs the rest of the line.
     "os-system-chain": ("os.system('uname && touch {out}/made && rm -f {out}/victim.txt')", "ok"),
     "shell-true": ("subprocess.run('uname; echo pwned > {out}/victim.txt', shell=True)", "ok"),
-    "os-remove": ("os.remove('{out}/victim.txt')", "read-only"),
+    "os-remove": ("os.remove('{out}/victim.txt')", "hidden"),
     "rmtree": ("shutil.rmtree('{out}/tree', ignore_errors=True)", "ok"),
-    "rename": ("os.rename('{out}/victim.txt', '{out}/renamed.txt')", "read-only"),
+    "rename": ("os.rename('{out}/victim.txt', '{out}/renamed.txt')", "hidden"),
     "ctypes-system": (
         "ctypes.CDLL(None).system(b'touch {out}/made; rm -f {out}/victim.txt')",
         "ok",
@@ -245,9 +248,9 @@ def test_a_hostile_setup_py_changes_nothing_outside_and_leaves_no_process(
         return
     assert done.returncode == 3 and len(errors) == 1, screen
     assert not (scene.project / "matrix.yaml").exists()
-    if said == "read-only":
-        assert "setup.py failed at line 2: OSError: [Errno 30] Read-only file system" in errors[0]
-        assert "which init's sandbox keeps read-only" in errors[0]
+    if said == "hidden":  # the victims are not in the fence's view at all
+        assert "setup.py failed at line 2: FileNotFoundError" in errors[0]
+        assert f"it opens {scene.outside}/victim.txt, which init's sandbox does not show" in errors[0]
     else:
         assert "setup.py could not be run" in errors[0], screen
 
