@@ -1127,7 +1127,7 @@ def _repository_around(box: Path) -> None:
 
 CASES += [
     _fenced(
-        "init-socket-home",
+        "fence-socket-home",
         "init: setup.py connects (C _socket) to a unix listener in $HOME, and to SSH_AUTH_SOCK",
         _reach(
             't("home", lambda: unix("{box}/home/agent.sock"))\n'
@@ -1136,22 +1136,22 @@ CASES += [
         ),
     ),
     _fenced(
-        "init-socket-abstract",
+        "fence-socket-abstract",
         "init: setup.py connects to an abstract unix listener",
         _reach('t("abstract", lambda: unix("\\0wf-hostile-{box}"))', listen="\0wf-hostile-{box}"),
     ),
     _fenced(
-        "init-socket-project",
+        "fence-socket-project",
         "init: setup.py connects to a unix listener inside the project folder",
         _reach('t("project", lambda: unix("{box}/p/d.sock"))', listen="{box}/p/d.sock"),
     ),
     _fenced(
-        "init-home-file",
+        "fence-home-file",
         "init: setup.py reads a file in $HOME (~/.netrc)",
         _reach('t("netrc", lambda: open("{box}/home/.netrc").read())'),
     ),
     _fenced(
-        "init-host-devices",
+        "fence-host-devices",
         "init: setup.py opens the host's device nodes (/dev/kmsg, a disk, /dev/fuse ...)",
         _reach(
             "for d in " + repr(_host_devices()) + ":\n"
@@ -1159,7 +1159,7 @@ CASES += [
         ),
     ),
     _fenced(
-        "init-env-secret",
+        "fence-env-secret",
         "init: setup.py reads GITHUB_TOKEN and SSH_AUTH_SOCK from its environment",
         _reach(
             'for k in ("GITHUB_TOKEN", "SSH_AUTH_SOCK"):\n'
@@ -1168,7 +1168,7 @@ CASES += [
         ),
     ),
     _new(
-        "init-repository-around",
+        "fence-repository-around",
         "init on hopper/ whose setup.py opens ../README.md and lists ../csrc/cutlass (FA3)",
         lambda b: ["init", "--cache-dir", str(b / "c"), str(b / "p" / "hopper")],
         either(refused("only inside a sandbox", 5), succeeds()),

@@ -5,12 +5,18 @@ setup.py child (capture_guards.py) only record what it tried.
 
 Inside the fence:
 
-- the whole file system is read-only, but the folders it is given as writable (the project,
-  a scratch folder wheelforge owns); ``/tmp``, ``/var/tmp``, ``/run`` and ``/dev/shm`` are
-  empty, private tmpfs (the sockets there, a D-Bus or a Docker socket, are out of reach), with
-  the folders it must read (the build Python, the toolkit) shown again where they lie under one;
-  ``/dev`` holds only null, zero, full, random, urandom, tty and the NVIDIA devices;
+- a view built from what a build reads, not the machine (Fence.view): the system's folders
+  (SYSTEM) read-only; the folders it is given as writable (the project, a scratch folder
+  wheelforge owns) read-write; read-only the build Python, the toolkit, the folders the kept
+  environment names and the project's repository around it (repository()), wherever they lie;
+  ``/tmp``, ``/var/tmp``, ``/run`` and ``/dev/shm`` empty, private tmpfs; nothing else (the home
+  folders, /var, what lies in them). ``/dev`` holds only null, zero, full, random, urandom, tty
+  and the NVIDIA devices;
+- no unix socket: fence_init.py's seccomp filter, the same under both ways (an abstract
+  socket is also cut by the network namespace);
 - no network: a network namespace of its own (not even the host's loopback);
+- an environment cut to what a build reads (environment(): an allowlist, the project's own
+  knobs, never a secret's name), HOME the scratch folder;
 - a PID namespace whose init is the command itself: when it ends, the kernel kills every
   process left in it (forked children, setsid daemons, a child holding its stdout), and when
   wheelforge stops the fence (a deadline, Ctrl-C) the command dies with it (die-with-parent);
@@ -346,9 +352,8 @@ def repository(root: Path, *named: Path) -> tuple[Path, ...]:
             if text.startswith("gitdir:"):
                 gitdir = (folder / text.removeprefix("gitdir:").strip()).resolve()
                 out.append(gitdir)
-                common = gitdir / "commondir"
-                if common.is_file():
-                    out.append((gitdir / common.read_text().strip()).resolve())
+                if common := _read(gitdir / "commondir").strip():
+                    out.append((gitdir / common).resolve())
         return tuple(p for p in out if p.is_dir() and _showable(p))
     up = 0
     for text in (_read(f) for f in named):
