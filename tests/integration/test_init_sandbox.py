@@ -376,6 +376,7 @@ tried("project-socket", lambda: unix({project_socket!r}))
 tried("dgram-sendto", lambda: dgram({dgram_socket!r}))
 tried("home-file", lambda: open({home_file!r}).read())
 tried("null", lambda: open("/dev/null").read())
+tried("shadow", lambda: open("/etc/shadow").read())
 report["devices"] = devices()
 report["env"] = {{k: os.environ.get(k) for k in ("GITHUB_TOKEN", "SSH_AUTH_SOCK", "AWS_SECRET_ACCESS_KEY", "HOME")}}
 with open("reach.json", "w") as f:
@@ -469,6 +470,8 @@ def test_setup_py_reaches_no_socket_home_file_device_or_secret(scene: Scene, kin
         assert sorted(listeners.reached()) == sorted(listeners.sockets), unfenced
         assert unfenced["home-file"].startswith("reached:") and "hunter2" in unfenced["home-file"]
         assert unfenced["env"]["GITHUB_TOKEN"] == SECRETS["GITHUB_TOKEN"]
+        if os.geteuid() == 0:
+            assert unfenced["shadow"].startswith("reached: 'root:"), unfenced["shadow"]
         report.unlink()
 
         done = _init(scene, kind, env=env, flags=("-v",))
@@ -488,6 +491,10 @@ def test_setup_py_reaches_no_socket_home_file_device_or_secret(scene: Scene, kin
     assert seen["project-socket"] == "refused: PermissionError: [Errno 13] Permission denied"
     assert seen["home-file"].startswith("refused: FileNotFoundError"), seen["home-file"]
     assert seen["null"] == "reached: ''"
+    # What others may not read in /etc is shown empty (bwrap's bind of /dev/null refuses the
+    # open), even to a fence run as root, which could read it outside.
+    shadow = seen["shadow"]
+    assert shadow == "reached: ''" or shadow.startswith("refused: PermissionError"), shadow
     assert seen["devices"] == [], f"device nodes opened inside the fence: {seen['devices']}"
     assert seen["env"]["GITHUB_TOKEN"] is None and seen["env"]["SSH_AUTH_SOCK"] is None
     assert seen["env"]["AWS_SECRET_ACCESS_KEY"] is None

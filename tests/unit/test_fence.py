@@ -30,6 +30,7 @@ def _fence(kind: fence.Kind) -> fence.Fence:
         gpus=("/dev/nvidia0", "/dev/nvidiactl"),
         hidden=("/tmp", "/var/tmp", "/run", "/dev/shm"),
         system=(("/usr", None), ("/lib", "usr/lib"), ("/etc", None)),
+        masked=(("/etc/shadow", False), ("/etc/ssl/private", True)),
     )
 
 
@@ -58,9 +59,18 @@ def test_bwrap_builds_the_view_from_what_is_needed_parents_first() -> None:
     argv = _fence("bwrap").argv(["true"], cwd=Path("/"))
     head = argv[: argv.index("--")]
     # No "--ro-bind / /": only the system's folders and those given are in the view.
-    assert _pairs(head, "--ro-bind") == ["/etc", "/run/user/1/py", "/tmp/venv", "/usr", "/work"]
+    assert _pairs(head, "--ro-bind") == [
+        "/etc",
+        "/dev/null",  # over /etc/shadow: what others may not read is shown empty
+        "/run/user/1/py",
+        "/tmp/venv",
+        "/usr",
+        "/work",
+    ]
+    assert head[head.index("/dev/null") + 1] == "/etc/shadow"
     assert _pairs(head, "--bind") == ["/tmp/wheelforge-init-x", "/work/proj"]
-    assert _pairs(head, "--tmpfs") == ["/dev/shm", "/run", "/tmp", "/var/tmp"]
+    assert _pairs(head, "--tmpfs") == ["/dev/shm", "/etc/ssl/private", "/run", "/tmp", "/var/tmp"]
+    assert _pairs(head, "--remount-ro") == ["/etc/ssl/private", "/"]
     assert _pairs(head, "--symlink") == ["usr/lib"]  # /lib -> usr/lib, made again
     mounts = [
         (a, argv[i + 1]) for i, a in enumerate(head) if a in ("--ro-bind", "--bind", "--tmpfs")
@@ -359,3 +369,23 @@ def test_fence_init_refuses_a_plan_that_is_not_an_object(
 ) -> None:
     assert fence_init.main(["fence_init.py", "[1]", "--", "true"]) == 125
     assert "not a JSON object" in capsys.readouterr().err
+
+
+def test_what_others_may_not_read_in_etc_is_masked(tmp_path: Path) -> None:
+    (tmp_path / "passwd").write_text("root:x:0:0\n")
+    (tmp_path / "shadow").write_text("root:$6$secret\n")
+    (tmp_path / "shadow").chmod(0o640)
+    (tmp_path / "ssl" / "private").mkdir(parents=True)
+    (tmp_path / "ssl" / "private" / "key.pem").write_text("KEY\n")
+    (tmp_path / "ssl" / "private").chmod(0o700)
+    (tmp_path / "ssl" / "certs").mkdir()
+    (tmp_path / "link").symlink_to("shadow")
+    try:
+        masked = fence.masked_in(str(tmp_path))
+    finally:
+        (tmp_path / "ssl" / "private").chmod(0o755)
+    # The folder is masked whole (not walked into); a link is left (its target is masked).
+    assert sorted(masked) == [(f"{tmp_path}/shadow", False), (f"{tmp_path}/ssl/private", True)]
+    steps = _fence("unshare").view()
+    assert ("mask", "/etc/shadow", "file") in steps and ("mask", "/etc/ssl/private", "dir") in steps
+    assert steps.index(("ro", "/etc", "")) < steps.index(("mask", "/etc/shadow", "file"))

@@ -29,11 +29,13 @@ never runs unfenced, unless ``--sandbox off`` says so."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import re
 import shutil
+import stat
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -67,7 +69,8 @@ FIX = (
 # ssh-agent's or a Docker daemon's socket, a token in a dotfile) are not in the view at all.
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/sys")
 
-Step = tuple[str, str, str]  # (how: ro, rw, link, tmpfs, proc, dev; the path; a link's target)
+# (how: ro, rw, link, tmpfs, proc, dev, mask; the path; a link's target, a mask's dir or file)
+Step = tuple[str, str, str]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -82,6 +85,7 @@ class Fence:
     gpus: tuple[str, ...] = ()  # device nodes shown: /dev/nvidia0, /dev/nvidiactl, ...
     hidden: tuple[str, ...] = HIDDEN  # those of HIDDEN that are folders here: empty tmpfs
     system: tuple[tuple[str, str | None], ...] = ()  # (folder, its link's target or None)
+    masked: tuple[tuple[str, bool], ...] = ()  # (path, is a folder): shown empty (masked_in)
 
     def argv(self, command: Sequence[str | Path], *, cwd: Path) -> list[str]:
         """*command* run in the fence, from *cwd* (inside a writable or readable folder)."""
@@ -104,14 +108,17 @@ class Fence:
             wanted.setdefault(str(folder), "ro")
         for folder in self.writable:
             wanted[str(folder)] = "rw"
+        for path, is_dir in self.masked:
+            wanted[path] = "mask:dir" if is_dir else "mask:file"
         steps: list[Step] = []
         for path in sorted(wanted, key=lambda p: Path(p).parts):
             how = wanted[path]
             above = _covering(steps, path)
             if how in ("ro", "rw") and above in ("rw", how):
                 continue  # already in the view, with at least this access
-            if how.startswith("link:"):
-                steps.append(("link", path, how.removeprefix("link:")))
+            if how.startswith(("link:", "mask:")):
+                kind, _, extra = how.partition(":")
+                steps.append((kind, path, extra))
             else:
                 steps.append((how, path, ""))
         return steps
@@ -133,6 +140,10 @@ class Fence:
         for how, path, target in self.view():
             if how == "link":
                 argv += ["--symlink", target, path]
+            elif how == "mask" and target == "dir":
+                argv += ["--tmpfs", path, "--remount-ro", path]
+            elif how == "mask":
+                argv += ["--ro-bind", "/dev/null", path]
             elif how == "dev":
                 argv += ["--dev", path]
                 for node in self.gpus:
@@ -183,6 +194,27 @@ class Fence:
 # fence_init.py run by this Python (stdlib only, isolated): the unshare way's set-up, and the
 # seccomp filter on both ways.
 _SECCOMP = (sys.executable, "-I", "-S", str(INIT))
+
+
+def masked_in(folder: str = "/etc", *, cap: int = 20_000) -> tuple[tuple[str, bool], ...]:
+    """What in *folder* (the system's configuration, shown read-only) others may not read: a
+    shadow file, a TLS key, an ssh host key. Shown empty inside, so a fence run as root (a
+    CI container) reads no more of it than any user could. Links are left as they are (what
+    they point at is masked or not where it lies); at most *cap* entries are looked at."""
+    out: list[tuple[str, bool]] = []
+    seen = 0
+    for top, dirs, files in os.walk(folder):
+        for name in (*dirs, *files):
+            seen += 1
+            path = os.path.join(top, name)  # noqa: PTH118 - os.walk's own strings
+            with contextlib.suppress(OSError):
+                mode = os.lstat(path).st_mode
+                if not stat.S_ISLNK(mode) and not mode & stat.S_IROTH:
+                    out.append((path, stat.S_ISDIR(mode)))
+        dirs[:] = [d for d in dirs if (os.path.join(top, d), True) not in out]  # noqa: PTH118
+        if seen > cap:
+            break
+    return tuple(out)
 
 
 def _covering(steps: list[Step], path: str) -> str | None:
@@ -453,6 +485,7 @@ def _fence(kind: Kind, writable: Iterable[Path], readable: Iterable[Path]) -> Fe
         gpus=gpu_nodes(),
         hidden=hidden_folders(),
         system=system_folders(),
+        masked=masked_in(),
     )
 
 

@@ -166,7 +166,8 @@ _BASE = "/tmp"
 
 def set_up(plan: dict[str, object]) -> None:
     """The view of the plan's ``steps`` (fence.py's Fence.view, parents first): each
-    ``[how, path, link]`` with how one of ro, rw (a bind), link, tmpfs, proc, dev."""
+    ``[how, path, extra]`` with how one of ro, rw (a bind), link (extra: its target), tmpfs,
+    proc, dev, mask (extra: dir, shown as an empty read-only tmpfs, or file, as /dev/null)."""
     raw = plan.get("steps")
     steps = (
         [[str(v) for v in step] for step in raw if isinstance(step, list)]
@@ -198,6 +199,10 @@ def set_up(plan: dict[str, object]) -> None:
             mount("proc", target, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
         elif how == "dev":
             _dev(target, devices, gpus)
+        elif how == "mask" and rest[0] == "dir":
+            mount("tmpfs", target, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "mode=0755")
+        elif how == "mask":
+            _bind(devices["/dev/null"], target, writable=False, is_dir=False)
     for fd in (*opened.values(), *devices.values(), *gpus.values()):
         os.close(fd)
     _pivot_root(_BASE)
