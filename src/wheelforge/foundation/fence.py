@@ -380,7 +380,7 @@ def repository(root: Path, *named: Path) -> tuple[Path, ...]:
             return ()
         out = [folder]
         if dot.is_file():  # "gitdir: <path>": a worktree's or a submodule's
-            text = readers.read_text(dot, cap=4096, errors="replace").strip()
+            text = _read(dot).strip()
             if text.startswith("gitdir:"):
                 gitdir = (folder / text.removeprefix("gitdir:").strip()).resolve()
                 out.append(gitdir)
