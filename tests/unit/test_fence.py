@@ -389,3 +389,15 @@ def test_what_others_may_not_read_in_etc_is_masked(tmp_path: Path) -> None:
     steps = _fence("unshare").view()
     assert ("mask", "/etc/shadow", "file") in steps and ("mask", "/etc/ssl/private", "dir") in steps
     assert steps.index(("ro", "/etc", "")) < steps.index(("mask", "/etc/shadow", "file"))
+
+
+def test_a_file_the_fence_hides_is_named_with_where_it_lies(tmp_path: Path) -> None:
+    from wheelforge.adoption.doors.setupcapture import _hidden_path
+
+    (tmp_path / "README.md").write_text("x")
+    (tmp_path / "hopper").mkdir()
+    said = "FileNotFoundError: [Errno 2] No such file or directory: '../README.md'"
+    assert _hidden_path(said, tmp_path / "hopper") == str(tmp_path / "README.md")
+    said = f"No such file or directory: '{tmp_path}/README.md'"
+    assert _hidden_path(said, tmp_path / "hopper") == str(tmp_path / "README.md")
+    assert _hidden_path("No such file or directory: 'nowhere.txt'", tmp_path) is None

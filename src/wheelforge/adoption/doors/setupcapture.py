@@ -250,7 +250,7 @@ def _failure(root: Path, record: SetupRun) -> WheelforgeError:
             "read-only (only the project and a scratch folder are writable); or read it "
             "without running it: 'wheelforge init --no-run'"
         )
-    elif (hidden := _hidden_path(text)) is not None:
+    elif (hidden := _hidden_path(text, root)) is not None:
         fix = (
             f"it opens {hidden}, which init's sandbox does not show (setup.py sees the project, "
             "its repository, the build Python, the toolkit and the system's folders); or read "
@@ -274,14 +274,15 @@ def _failure(root: Path, record: SetupRun) -> WheelforgeError:
     return ToolError(f"{message}; {fix}", details=_shown_traceback(shown) or None)
 
 
-_MISSING_RE = re.compile(r"No such file or directory: '(/[^']+)'")
+_MISSING_RE = re.compile(r"No such file or directory: '([^']+)'")
 
 
-def _hidden_path(text: str) -> str | None:
-    """The path setup.py failed to find that is there outside the sandbox: the fence hid it."""
+def _hidden_path(text: str, root: Path) -> str | None:
+    """The path setup.py (run from *root*) failed to find that is there outside the sandbox:
+    the fence hid it."""
     for path in _MISSING_RE.findall(text):
-        if os.path.lexists(path):
-            return str(path)
+        if os.path.lexists(root / path):
+            return str(os.path.normpath(root / path))
     return None
 
 
