@@ -306,12 +306,12 @@ def install_seccomp() -> None:
     program = seccomp_filter()
     buffer = ctypes.create_string_buffer(program, len(program))
     fprog = _SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
-    for args in (
-        (PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0),
-        (PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(fprog), 0, 0),
+    for name, args in (
+        ("PR_SET_NO_NEW_PRIVS", (PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)),
+        ("PR_SET_SECCOMP", (PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(fprog), 0, 0)),
     ):
         if _LIBC.prctl(*(ctypes.c_ulong(a) for a in args)) != 0:
-            raise Failed(f"prctl {args[0]} (the seccomp filter): {os.strerror(ctypes.get_errno())}")
+            raise Failed(f"the seccomp filter: prctl {name}: {os.strerror(ctypes.get_errno())}")
 
 
 def _plan(text: str) -> dict[str, object]:
