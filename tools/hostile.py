@@ -1013,6 +1013,170 @@ def _new(
     return Case(name, "new", what, argv, judge, setup, **kw)  # type: ignore[arg-type]
 
 
+# -- the fence around init's run of a project's code (issue 39 item 1) ------------------------
+# setup.py tries what lies outside the project through the C socket type and plain os calls,
+# and writes what it reached to reach.json in the project (which it may write).
+_REACH = """import json, os, _socket
+r = {{}}
+def t(name, fn):
+    try:
+        r[name] = "reached " + repr(fn())[:80]
+    except Exception as e:
+        r[name] = "refused " + type(e).__name__
+def unix(a):
+    s = _socket.socket(_socket.AF_UNIX)
+    s.settimeout(5)
+    _socket.socket.connect(s, a)
+    return _socket.socket.send(s, b"x")
+{probes}
+json.dump(r, open("reach.json", "w"))
+from setuptools import Extension, setup
+setup(name="x", version="1", packages=["x"], ext_modules=[Extension("x._C", ["k.cpp"])])
+"""
+_LISTENERS: dict[Path, socket.socket] = {}  # alive while the case runs; the judge asks them
+_SECRET = "ghp_hostile_fence_secret"
+_FENCE_ENV = {
+    "HOME": "{box}/home",
+    "SSH_AUTH_SOCK": "{box}/home/agent.sock",
+    "GITHUB_TOKEN": _SECRET,
+}
+
+
+def _reach(probes: str, listen: str | None = None) -> Callable[[Path], None]:
+    """setup.py in box/p running *probes*; *listen*: a unix listener's address ({box} filled;
+    a leading NUL: abstract) the judge asks whether anything came."""
+
+    def setup(box: Path) -> None:
+        (box / "p").mkdir()
+        (box / "home").mkdir()
+        (box / "home" / ".netrc").write_text("machine github.com password hunter2\n")
+        (box / "p" / "setup.py").write_text(_REACH.format(probes=probes.replace("{box}", str(box))))
+        (box / "p" / "k.cpp").write_text("// the source setup.py names\n")
+        (box / "p" / "x").mkdir()
+        (box / "p" / "x" / "__init__.py").write_text("")
+        if listen is not None:
+            listener = socket.socket(socket.AF_UNIX)
+            listener.bind(listen.replace("{box}", str(box)))
+            listener.listen(4)
+            listener.setblocking(False)
+            _LISTENERS[box] = listener
+
+    return setup
+
+
+def _reached_nothing(r: Run) -> str | None:
+    listener = _LISTENERS.pop(r.box, None)
+    if listener is not None:
+        try:
+            listener.accept()
+        except BlockingIOError:
+            pass
+        else:
+            return "setup.py reached the listener"
+        finally:
+            listener.close()
+    try:
+        seen = json.loads((r.box / "p" / "reach.json").read_text())
+    except (OSError, ValueError):
+        return "setup.py wrote no reach.json"
+    reached = [k for k, v in seen.items() if str(v).startswith("reached")]
+    if reached or _SECRET in r.out + r.err:
+        return f"setup.py reached {', '.join(reached) or 'the token (on the screen)'}"
+    return None
+
+
+def _fenced(name: str, what: str, setup: Callable[[Path], None]) -> Case:
+    """Clean: init succeeds and setup.py reached nothing, or no sandbox works here (exit 5)."""
+    return _new(
+        name,
+        what,
+        lambda b: ["init", "-v", "--cache-dir", str(b / "c"), str(b / "p")],
+        either(refused("only inside a sandbox", 5), succeeds(_reached_nothing)),
+        setup,
+        env=dict(_FENCE_ENV),
+        timeout=300,
+    )
+
+
+def _host_devices() -> list[str]:
+    return sorted(
+        str(d)
+        for d in Path("/dev").iterdir()
+        if not d.is_symlink()
+        and (d.is_char_device() or d.is_block_device())
+        and not d.name.startswith(("null", "zero", "full", "random", "urandom", "tty", "ptmx"))
+        and not d.name.startswith("nvidia")
+    )[:40]
+
+
+def _repository_around(box: Path) -> None:
+    """FlashAttention-3's hopper/: setup.py opens ../README.md and lists ../csrc/cutlass."""
+    (box / "p" / "csrc" / "cutlass" / "include").mkdir(parents=True)
+    (box / "p" / "README.md").write_text("# FA\n")
+    (box / "p" / "hopper").mkdir()
+    (box / "p" / "hopper" / "setup.py").write_text(
+        "import os\nopen('../README.md').read()\nos.listdir('../csrc/cutlass/include')\n"
+        "from setuptools import Extension, setup\n"
+        "setup(name='x', version='1', packages=['x'], ext_modules=[Extension('x._C', ['k.cpp'])])\n"
+    )
+    (box / "p" / "hopper" / "k.cpp").write_text("// the source setup.py names\n")
+    (box / "p" / "hopper" / "x").mkdir()
+    (box / "p" / "hopper" / "x" / "__init__.py").write_text("")
+    subprocess.run(["git", "init", "-q", str(box / "p")], check=True)
+
+
+CASES += [
+    _fenced(
+        "fence-socket-home",
+        "init: setup.py connects (C _socket) to a unix listener in $HOME, and to SSH_AUTH_SOCK",
+        _reach(
+            't("home", lambda: unix("{box}/home/agent.sock"))\n'
+            't("agent", lambda: unix(os.environ.get("SSH_AUTH_SOCK", "{box}/home/agent.sock")))',
+            listen="{box}/home/agent.sock",
+        ),
+    ),
+    _fenced(
+        "fence-socket-abstract",
+        "init: setup.py connects to an abstract unix listener",
+        _reach('t("abstract", lambda: unix("\\0wf-hostile-{box}"))', listen="\0wf-hostile-{box}"),
+    ),
+    _fenced(
+        "fence-socket-project",
+        "init: setup.py connects to a unix listener inside the project folder",
+        _reach('t("project", lambda: unix("{box}/p/d.sock"))', listen="{box}/p/d.sock"),
+    ),
+    _fenced(
+        "fence-home-file",
+        "init: setup.py reads a file in $HOME (~/.netrc)",
+        _reach('t("netrc", lambda: open("{box}/home/.netrc").read())'),
+    ),
+    _fenced(
+        "fence-host-devices",
+        "init: setup.py opens the host's device nodes (/dev/kmsg, a disk, /dev/fuse ...)",
+        _reach(
+            "for d in " + repr(_host_devices()) + ":\n"
+            "    t(d, lambda: os.close(os.open(d, os.O_RDONLY | os.O_NONBLOCK)))"
+        ),
+    ),
+    _fenced(
+        "fence-env-secret",
+        "init: setup.py reads GITHUB_TOKEN and SSH_AUTH_SOCK from its environment",
+        _reach(
+            'for k in ("GITHUB_TOKEN", "SSH_AUTH_SOCK"):\n'
+            "    if k in os.environ:\n"
+            '        r[k] = "reached " + os.environ[k]'
+        ),
+    ),
+    _new(
+        "fence-repository-around",
+        "init on hopper/ whose setup.py opens ../README.md and lists ../csrc/cutlass (FA3)",
+        lambda b: ["init", "--cache-dir", str(b / "c"), str(b / "p" / "hopper")],
+        either(refused("only inside a sandbox", 5), succeeds()),
+        _repository_around,
+        timeout=300,
+    ),
+]
+
 CASES += [
     # ===== a new round: hostile cases beyond the issue's list ===================================
     _new(

@@ -62,6 +62,7 @@ CLASSES: tuple[tuple[str, tuple[str, ...]], ...] = (
             "toolkit-install-",
         ),
     ),
+    ("the fence around init (fence.py)", ("fence-",)),
     ("tools (proc.py deadlines, caps; named toolkits)", ("nvcc-", "cxx-", "python-", "cuda-home-")),
     (
         "cache entries (cachefiles.py)",

@@ -7,13 +7,16 @@ project changed, that init returned with an honest success or error (not its dea
 process it started is left (a marker in their command lines, looked for in /proc), and that no
 connection reached the listener.
 
-The victims lie in a folder outside /tmp (which the fence empties) so that the read-only view
-is what stops the writes there, not the folder being hidden."""
+The victims lie in a folder outside /tmp (which the fence empties) and outside the project: the
+fence's view, built from what a build reads, does not hold them at all. What it shows read-only
+(the project's repository around it) is tried by the repository tests below; sockets, devices,
+the home folder and the environment by the reach tests."""
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import os
 import shutil
 import socket
@@ -116,16 +119,17 @@ def _kill_marked(marker: str) -> None:
 
 # Each case: the lines setup.py runs before its setup() call ({out}: the outside folder;
 # {marker}, {port}, {py}: the build Python), and what init says: "ok" (the matrix written: what
-# the fence stopped failed quietly inside a shell or a program), "read-only" (setup.py itself
-# failed on the read-only view: its line named), "gone" (it replaced its own process: no record).
+# the fence stopped failed quietly inside a shell or a program), "hidden" (setup.py itself
+# failed on a file the fence does not show: its line and the path named), "gone" (it replaced
+# its own process: no record).
 PRELUDE = "import os, sys, shutil, subprocess, ctypes, socket, time\n"
 CASES: dict[str, tuple[str, str]] = {
     # uname is a query the guards let through; the shell runs the rest of the line.
     "os-system-chain": ("os.system('uname && touch {out}/made && rm -f {out}/victim.txt')", "ok"),
     "shell-true": ("subprocess.run('uname; echo pwned > {out}/victim.txt', shell=True)", "ok"),
-    "os-remove": ("os.remove('{out}/victim.txt')", "read-only"),
+    "os-remove": ("os.remove('{out}/victim.txt')", "hidden"),
     "rmtree": ("shutil.rmtree('{out}/tree', ignore_errors=True)", "ok"),
-    "rename": ("os.rename('{out}/victim.txt', '{out}/renamed.txt')", "read-only"),
+    "rename": ("os.rename('{out}/victim.txt', '{out}/renamed.txt')", "hidden"),
     "ctypes-system": (
         "ctypes.CDLL(None).system(b'touch {out}/made; rm -f {out}/victim.txt')",
         "ok",
@@ -213,13 +217,19 @@ def _build_python() -> str:
 
 
 def _init(
-    scene: Scene, kind: str, *, python: str | None = None
+    scene: Scene | Path,
+    kind: str,
+    *,
+    python: str | None = None,
+    env: dict[str, str] | None = None,
+    flags: tuple[str, ...] = (),
 ) -> subprocess.CompletedProcess[str]:
     python = python or _build_python()
+    project = scene.project if isinstance(scene, Scene) else scene
     return subprocess.run(
-        [sys.executable, "-m", "wheelforge", "init", "--python", python, "--sandbox", kind, str(scene.project)],
+        [sys.executable, "-m", "wheelforge", "init", *flags, "--python", python, "--sandbox", kind, str(project)],
         capture_output=True, text=True, timeout=WAIT_S,
-        env={**os.environ, "COLUMNS": "200"},
+        env={**os.environ, "COLUMNS": "200", **(env or {})},
     )  # fmt: skip
 
 
@@ -245,9 +255,11 @@ def test_a_hostile_setup_py_changes_nothing_outside_and_leaves_no_process(
         return
     assert done.returncode == 3 and len(errors) == 1, screen
     assert not (scene.project / "matrix.yaml").exists()
-    if said == "read-only":
-        assert "setup.py failed at line 2: OSError: [Errno 30] Read-only file system" in errors[0]
-        assert "which init's sandbox keeps read-only" in errors[0]
+    if said == "hidden":  # the victims are not in the fence's view at all
+        assert "setup.py failed at line 2: FileNotFoundError" in errors[0]
+        assert (
+            f"it opens {scene.outside}/victim.txt, which init's sandbox does not show" in errors[0]
+        )
     else:
         assert "setup.py could not be run" in errors[0], screen
 
@@ -324,3 +336,231 @@ def test_killing_wheelforge_mid_setup_py_ends_every_process_in_the_fence(
             break
         time.sleep(0.1)
     assert _marked(scene.marker) == [], "a process of the fence outlived wheelforge's SIGKILL"
+
+
+# What setup.py tries to reach besides files: unix sockets (in the home folder, the one
+# SSH_AUTH_SOCK names, an abstract one, one in the project folder itself, which only the seccomp
+# filter holds), a datagram socketpair's sendto to a named socket, a file in the home folder,
+# the host's device nodes, and the secrets in its environment. It writes what it reached to
+# reach.json in the project (which it may write), through the C socket type the guards do not
+# patch.
+REACH = """\
+import json, os, _socket
+report = {{}}
+def tried(name, fn):
+    try:
+        report[name] = "reached: " + repr(fn())
+    except Exception as e:
+        report[name] = "refused: " + type(e).__name__ + ": " + str(e)
+def unix(address):
+    s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    s.settimeout(5)
+    _socket.socket.connect(s, address)
+    return _socket.socket.send(s, b"hello")
+def dgram(address):
+    a, b = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_DGRAM)
+    return _socket.socket.sendto(a, b"hello", address)
+def devices():
+    opened = []
+    for node in {devices!r}:
+        try:
+            os.close(os.open(node, os.O_RDONLY | os.O_NONBLOCK))
+            opened.append(node)
+        except OSError:
+            pass
+    return opened
+tried("home-socket", lambda: unix({home_socket!r}))
+tried("agent-socket", lambda: unix(os.environ.get("SSH_AUTH_SOCK", {home_socket!r})))
+tried("abstract-socket", lambda: unix("\\0" + {abstract!r}))
+tried("project-socket", lambda: unix({project_socket!r}))
+tried("dgram-sendto", lambda: dgram({dgram_socket!r}))
+tried("home-file", lambda: open({home_file!r}).read())
+tried("null", lambda: open("/dev/null").read())
+tried("shadow", lambda: open("/etc/shadow").read())
+report["devices"] = devices()
+report["env"] = {{k: os.environ.get(k) for k in ("GITHUB_TOKEN", "SSH_AUTH_SOCK", "AWS_SECRET_ACCESS_KEY", "HOME")}}
+with open("reach.json", "w") as f:
+    json.dump(report, f)
+"""
+SECRETS = {"GITHUB_TOKEN": "ghp_fence_secret", "AWS_SECRET_ACCESS_KEY": "aws_fence_secret"}
+
+
+def _host_devices() -> list[str]:
+    """Device nodes of this machine the fence does not show (a disk, the kernel log, /dev/mem)."""
+    shown = {f"/dev/{d}" for d in fence.DEVICES}
+    found = []
+    for entry in sorted(Path("/dev").iterdir()):
+        with contextlib.suppress(OSError):
+            node = not entry.is_symlink() and (entry.is_char_device() or entry.is_block_device())
+            # ptmx: the fence's own, of a new devpts instance; tty: the caller's terminal.
+            ours = entry.name.startswith(("nvidia", "tty", "ptmx"))
+            if node and str(entry) not in shown and not ours:
+                found.append(str(entry))
+    return found[:40]
+
+
+@dataclass
+class Listeners:
+    sockets: dict[str, socket.socket]
+
+    def reached(self) -> list[str]:
+        """The listeners something connected or sent to, each drained."""
+        out = []
+        for name, listener in self.sockets.items():
+            with contextlib.suppress(BlockingIOError):
+                while True:  # two cases may reach one listener (SSH_AUTH_SOCK names the home's)
+                    if listener.type == socket.SOCK_DGRAM:
+                        listener.recv(64)
+                    else:
+                        listener.accept()[0].close()
+                    if name not in out:
+                        out.append(name)
+        return out
+
+
+@contextlib.contextmanager
+def _listeners(home: Path, project: Path, abstract: str) -> Iterator[Listeners]:
+    made = {}
+    try:
+        for name, address, kind in (
+            ("home-socket", str(home / "agent.sock"), socket.SOCK_STREAM),
+            ("abstract-socket", "\0" + abstract, socket.SOCK_STREAM),
+            ("project-socket", str(project / "daemon.sock"), socket.SOCK_STREAM),
+            ("dgram-sendto", str(home / "log.sock"), socket.SOCK_DGRAM),
+        ):
+            listener = socket.socket(socket.AF_UNIX, kind)
+            made[name] = listener
+            listener.bind(address)
+            if kind == socket.SOCK_STREAM:
+                listener.listen(8)
+            listener.setblocking(False)
+        yield Listeners(made)
+    finally:
+        for listener in made.values():
+            listener.close()
+
+
+@pytest.mark.parametrize("kind", KIND_PARAMS)
+def test_setup_py_reaches_no_socket_home_file_device_or_secret(scene: Scene, kind: str) -> None:
+    home = scene.outside / "home"  # the user's home for this run: outside /tmp and the project
+    home.mkdir()
+    (home / ".netrc").write_text("machine github.com password hunter2\n")
+    devices = _host_devices()
+    (scene.project / "setup.py").write_text(
+        REACH.format(
+            home_socket=str(home / "agent.sock"),
+            abstract=scene.marker,
+            project_socket=str(scene.project / "daemon.sock"),
+            dgram_socket=str(home / "log.sock"),
+            home_file=str(home / ".netrc"),
+            devices=devices,
+        )
+        + SETUP_TAIL
+    )
+    env = {"HOME": str(home), "SSH_AUTH_SOCK": str(home / "agent.sock"), **SECRETS}
+    report = scene.project / "reach.json"
+    with _listeners(home, scene.project, scene.marker) as listeners:
+        # The fixture reaches everything when nothing fences it: the same setup.py, run as pip
+        # would run it.
+        subprocess.run(
+            [_build_python(), "setup.py", "--name"], cwd=scene.project, env={**os.environ, **env},
+            capture_output=True, check=True, timeout=WAIT_S,
+        )  # fmt: skip
+        unfenced = json.loads(report.read_text())
+        assert sorted(listeners.reached()) == sorted(listeners.sockets), unfenced
+        assert unfenced["home-file"].startswith("reached:") and "hunter2" in unfenced["home-file"]
+        assert unfenced["env"]["GITHUB_TOKEN"] == SECRETS["GITHUB_TOKEN"]
+        if os.geteuid() == 0:
+            assert unfenced["shadow"].startswith("reached: 'root:"), unfenced["shadow"]
+        report.unlink()
+
+        done = _init(scene, kind, env=env, flags=("-v",))
+        screen = done.stdout + done.stderr
+        assert done.returncode == 0, screen
+        seen = json.loads(report.read_text())
+        assert listeners.reached() == [], seen
+    for name in (
+        "home-socket",
+        "agent-socket",
+        "abstract-socket",
+        "project-socket",
+        "dgram-sendto",
+    ):
+        assert seen[name].startswith("refused:"), (name, seen[name])
+    # socket(AF_UNIX) itself is refused: the seccomp filter, under bwrap as under unshare.
+    assert seen["project-socket"] == "refused: PermissionError: [Errno 13] Permission denied"
+    assert seen["home-file"].startswith("refused: FileNotFoundError"), seen["home-file"]
+    assert seen["null"] == "reached: ''"
+    # What others may not read in /etc is shown empty (bwrap's bind of /dev/null refuses the
+    # open), even to a fence run as root, which could read it outside.
+    shadow = seen["shadow"]
+    assert shadow == "reached: ''" or shadow.startswith("refused: PermissionError"), shadow
+    assert seen["devices"] == [], f"device nodes opened inside the fence: {seen['devices']}"
+    assert seen["env"]["GITHUB_TOKEN"] is None and seen["env"]["SSH_AUTH_SOCK"] is None
+    assert seen["env"]["AWS_SECRET_ACCESS_KEY"] is None
+    assert seen["env"]["HOME"] != str(home)  # a scratch folder of the run's
+    # -v names what was left out, never a value.
+    left_out = next(
+        ln for ln in screen.splitlines() if "environment variable(s) a build does not" in ln
+    )
+    assert "GITHUB_TOKEN" in left_out and "SSH_AUTH_SOCK" in left_out, left_out
+    assert all(secret not in screen for secret in SECRETS.values()), screen
+
+
+def _repository(tmp_path: Path, *, git: bool) -> Path:
+    """A faithful small FlashAttention-3: hopper/setup.py opens ../README.md and lists
+    ../csrc/cutlass (csrc/cutlass/include/cute/...), the project lying under /tmp."""
+    repo = tmp_path / "flash-attention"
+    (repo / "csrc" / "cutlass" / "include" / "cute").mkdir(parents=True)
+    (repo / "csrc" / "cutlass" / "include" / "cute" / "tensor.hpp").write_text("// cute\n")
+    (repo / "README.md").write_text("# FlashAttention\n")
+    hopper = repo / "hopper"
+    (hopper / "demo").mkdir(parents=True)
+    (hopper / "demo" / "__init__.py").write_text("")
+    (hopper / "csrc").mkdir()
+    (hopper / "csrc" / "ops.cpp").write_text("// ops\n")
+    (hopper / "setup.py").write_text(
+        textwrap.dedent(
+            """\
+            import json, os
+            from pathlib import Path
+            with open("../README.md", "r", encoding="utf-8") as fh:
+                long_description = fh.read()
+            this_dir = os.path.dirname(os.path.abspath(__file__))
+            cutlass_dir = Path(this_dir).parent / "csrc" / "cutlass"
+            listing = sorted(os.listdir(cutlass_dir / "include" / "cute"))
+            try:
+                open("../README.md", "a").write("changed")
+                wrote = "wrote"
+            except OSError as e:
+                wrote = str(e)
+            # Past the child's guards: a shell after a query they let through.
+            os.system("uname >/dev/null && echo changed >> ../README.md")
+            with open("seen.json", "w") as f:
+                json.dump({"readme": long_description, "listing": listing, "wrote": wrote}, f)
+            from setuptools import Extension, setup
+            setup(name="demo", version="1.0", packages=["demo"], ext_modules=[
+                Extension("demo._C", ["csrc/ops.cpp"], include_dirs=[str(cutlass_dir / "include")])])
+            """
+        )
+    )
+    if git:
+        _git(repo, "init", "-q")
+    return hopper
+
+
+@pytest.mark.parametrize("kind", KIND_PARAMS)
+@pytest.mark.parametrize("git", [True, False], ids=["clone", "archive"])
+def test_a_project_under_tmp_reads_its_repository_around_it(
+    tmp_path: Path, kind: str, git: bool
+) -> None:
+    hopper = _repository(tmp_path, git=git)
+    done = _init(hopper, kind)
+    assert done.returncode == 0, done.stdout + done.stderr
+    seen = json.loads((hopper / "seen.json").read_text())
+    assert seen["readme"] == "# FlashAttention\n" and seen["listing"] == ["tensor.hpp"]
+    # Shown, read-only: the repository around the project is read, never changed (the guards
+    # refuse Python's write, the fence the shell's).
+    assert seen["wrote"] != "wrote", seen
+    assert (hopper.parent / "README.md").read_text() == "# FlashAttention\n"
+    assert (hopper / "matrix.yaml").is_file()

@@ -102,7 +102,9 @@ def _configure(root: Path, build: Path, context: CMakeContext) -> str:
     if prefix:
         args.append(f"-DCMAKE_PREFIX_PATH={prefix}")
     args += list(context.args)
-    env = dict.fromkeys(
+    cut = fence.environment(os.environ, named=fence.named_in(root / "CMakeLists.txt"), home=build)
+    fence.say_left_out(cut, what=f"CMake's configure of {root / 'CMakeLists.txt'}")
+    env = cut.kept | dict.fromkeys(
         ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"),
         _CLOSED,
     )
@@ -117,11 +119,14 @@ def _configure(root: Path, build: Path, context: CMakeContext) -> str:
         *([context.nvcc.parent.parent] if context.nvcc is not None else []),
         *([Path(prefix)] if prefix else []),
         *_named_folders(context.args),
+        *fence.env_paths(env),
+        *fence.repository(root, root / "CMakeLists.txt"),
     )
     result = proc.run(
         fence.wrap(kind, args, cwd=build, writable=(root, build), readable=readable),
         hint=fence.FIX,
         env=env,
+        replace_env=True,
         check=False,
         what="cmake (configure only)",
         timeout=context.deadline_s,

@@ -89,15 +89,26 @@ def run_setup(
         writers.write_atomic(Path(tmp) / "context.json", json.dumps(given))
         # Deterministic set and dict order in setup.py (a list built from a set); its
         # temporary files in the scratch folder, the one writable place besides the project.
-        env = {"PYTHONHASHSEED": "0", "TMPDIR": tmp, **dict(context.env)}
+        # The environment cut to what a build reads (and the project's own knobs), HOME the
+        # scratch folder: the user's is not in the fence.
+        cut = fence.environment(os.environ, named=fence.named_in(root / "setup.py"), home=Path(tmp))
+        if generator is None:
+            fence.say_left_out(cut, what=str(root / "setup.py"))
+        env = {**cut.kept, "PYTHONHASHSEED": "0", "TMPDIR": tmp, **dict(context.env)}
         python = proc.which(
             context.python, hint="pass --python with the interpreter that builds the project"
         )
+        around = fence.repository(root, root / "setup.py")
+        if around and generator is None:
+            log.detail(
+                f"{', '.join(map(str, around))}: shown read-only to setup.py (its repository)"
+            )
         readable = (
             *fence.python_folders(Path(python)),
             CHILD.parent,
             *([context.cuda_home] if context.cuda_home else []),
-            *fence.env_folders({**os.environ, **env}),
+            *fence.env_paths(env),
+            *around,
         )
         result = proc.run(
             fence.wrap(
@@ -110,6 +121,7 @@ def run_setup(
             hint=fence.FIX,
             cwd=root,
             env=env,
+            replace_env=True,
             check=False,
             what="setup.py",
             timeout=context.deadline_s,
@@ -238,6 +250,12 @@ def _failure(root: Path, record: SetupRun) -> WheelforgeError:
             "read-only (only the project and a scratch folder are writable); or read it "
             "without running it: 'wheelforge init --no-run'"
         )
+    elif (hidden := _hidden_path(text, root)) is not None:
+        fix = (
+            f"it opens {hidden}, which init's sandbox does not show (setup.py sees the project, "
+            "its repository, the build Python, the toolkit and the system's folders); or read "
+            "it without running it: 'wheelforge init --no-run'"
+        )
     else:
         fix = (
             "fix what it needs (an environment variable, a submodule, a package in --python), or "
@@ -254,6 +272,18 @@ def _failure(root: Path, record: SetupRun) -> WheelforgeError:
     # A bare sys.exit(1) has no traceback: what setup.py printed before it says why.
     shown = text if error.traceback else record.output or text
     return ToolError(f"{message}; {fix}", details=_shown_traceback(shown) or None)
+
+
+_MISSING_RE = re.compile(r"No such file or directory: '([^']+)'")
+
+
+def _hidden_path(text: str, root: Path) -> str | None:
+    """The path setup.py (run from *root*) failed to find that is there outside the sandbox:
+    the fence hid it."""
+    for path in _MISSING_RE.findall(text):
+        if os.path.lexists(root / path):
+            return str(os.path.normpath(root / path))
+    return None
 
 
 # A line of setup.py's traceback shown at most this long (a 400 kB literal was printed whole).
