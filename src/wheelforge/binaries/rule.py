@@ -110,7 +110,9 @@ class Violation:
     """One problem a rule found: the rule's id, the symbol it is about, and the message, which
     names the binary and the fix."""
 
-    binary: str = field(metadata={"internal": True})
+    # the binary it is about: not a key of the document (a violation is listed under its
+    # binary), so one read back from a document has "" until its binary's check names it
+    binary: str = field(default="", metadata={"internal": True})
     rule: str = field(metadata={"doc": "the rule's id (docs/testing.md lists every rule)"})
     symbol: str | None
     message: str

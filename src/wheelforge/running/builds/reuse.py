@@ -5,6 +5,7 @@ wheel is still the build's is packaging/stamp.py's."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass
@@ -120,4 +121,11 @@ def verified_before(
         return None
     if data.sha256 != fsutil.sha256(published):
         return None
-    return data.found, data.imported
+    # Each violation is stored under its binary's check, without the binary's name.
+    checks = tuple(
+        dataclasses.replace(
+            c, violations=tuple(dataclasses.replace(v, binary=c.path) for v in c.violations)
+        )
+        for c in data.found.abi_checks
+    )
+    return dataclasses.replace(data.found, abi_checks=checks), data.imported
