@@ -81,7 +81,14 @@ class PackageReader(ModelReader):
             self.merge_project(read, project)
         for key in ("name", "version"):
             if read.values.get(key) is None and key not in read.items:
-                how = " ([project] lists it as dynamic: give it here)" if project else ""
+                how = (
+                    f" ({project.path.name} lists it as dynamic, and neither "
+                    "[tool.setuptools.dynamic], setuptools-scm, a scikit-build-core or hatch "
+                    f"version provider nor setup.cfg gives it (setup.py does): write '{key}: ...' "
+                    "under package here; wheelforge init writes what setup.py gives)"
+                    if project
+                    else ""
+                )
                 self.problems.add(node, f"{where} needs '{key}'{how}")
         if read.values.get("name") is None or read.values.get("version") is None:
             return None  # the problem is recorded

@@ -1,0 +1,218 @@
+"""The metadata of a wheelforge wheel against the METADATA setuptools itself writes for the same
+project (setuptools' prepare_metadata_for_build_wheel, run in a child): setup.cfg's [metadata]
+and [options] with extras_require, and pyproject.toml [project] fields listed as dynamic and
+given by [tool.setuptools.dynamic] or setuptools-scm (git tags). Compared field by field, the
+headers wheelforge writes from the matrix itself (Requires-Python's default, Metadata-Version)
+aside."""
+
+from __future__ import annotations
+
+import email.parser
+import email.policy
+import shutil
+import subprocess
+import sys
+import textwrap
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.packaging.wheel import core_metadata
+
+MATRIX = """\
+extension:
+  name: demo._C
+  sources: [csrc/*.cu]
+torch: ">=2.10"
+arch-sets:
+  default: "8.0"
+"""
+OWN = {"metadata-version", "dynamic"}  # wheelforge's own (and setuptools' own) bookkeeping
+
+
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    (root / "csrc").mkdir(exist_ok=True)
+    (root / "csrc" / "k.cu").write_text("// kernel\n")
+    return root
+
+
+def _setuptools_metadata(root: Path, tmp: Path) -> str:
+    out = tmp / "md"
+    out.mkdir()
+    code = (
+        "import sys; from setuptools import build_meta as b; "
+        "print(b.prepare_metadata_for_build_wheel(sys.argv[1]))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(out)],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return (out / done.stdout.strip().splitlines()[-1] / "METADATA").read_text()
+
+
+def _ours(root: Path, matrix: str = MATRIX) -> str:
+    (root / "matrix.yaml").write_text(matrix)
+    package = load_matrix(root / "matrix.yaml").package
+    return core_metadata(package, ">=3.10", version=package.version, torch_requirement=None)
+
+
+def _fields(text: str) -> tuple[Counter[tuple[str, str]], str]:
+    msg = email.parser.Parser(policy=email.policy.compat32).parsestr(text)
+    headers = Counter(
+        (k.lower(), " ".join(v.split())) for k, v in msg.items() if k.lower() not in OWN
+    )
+    body = msg.get_payload()
+    return headers, body.strip() if isinstance(body, str) else ""
+
+
+def _same(theirs: str, ours: str) -> None:
+    their_headers, their_body = _fields(theirs)
+    our_headers, our_body = _fields(ours)
+    assert our_headers - their_headers == Counter(), "wheelforge writes what setuptools does not"
+    assert their_headers - our_headers == Counter(), "setuptools writes what wheelforge does not"
+    assert our_body == their_body
+
+
+SETUP_CFG = {
+    "setup.py": "from setuptools import setup\nsetup()\n",
+    "README.md": "# Demo\n\nA long description.\n",
+    "src/demo/__init__.py": '__version__ = "1.4.2"\n',
+    "setup.cfg": """\
+        [metadata]
+        name = demo-cfg
+        version = attr: demo.__version__
+        description = A demo from setup.cfg
+        long_description = file: README.md
+        long_description_content_type = text/markdown
+        license = BSD-3-Clause
+        author = Jane Roe
+        author_email = jane@example.org
+        url = https://example.org/demo
+        project_urls =
+            Source = https://example.org/src
+        classifiers =
+            Programming Language :: Python :: 3
+            Environment :: GPU :: NVIDIA CUDA
+        keywords = cuda, kernels
+
+        [options]
+        package_dir =
+            = src
+        packages = find:
+        python_requires = >=3.10
+        install_requires =
+            numpy>=1.24
+            packaging; python_version < "3.12"
+
+        [options.packages.find]
+        where = src
+
+        [options.extras_require]
+        test =
+            pytest>=8
+        docs = sphinx
+        """,
+}
+
+
+def test_setup_cfg_metadata_and_extras_as_setuptools_writes_them(tmp_path: Path) -> None:
+    root = _tree(tmp_path / "p", SETUP_CFG)
+    theirs = _setuptools_metadata(root, tmp_path)
+    ours = _ours(root, MATRIX + "package:\n  packages: [src/demo]\n")
+    _same(theirs, ours)
+    assert "Provides-Extra: test" in ours and 'pytest>=8; extra == "test"' in ours
+
+
+DYNAMIC = {
+    "setup.py": "from setuptools import setup\nsetup()\n",
+    "README.rst": "Demo\n====\n\nLong text.\n",
+    "requirements.txt": "numpy>=1.24  # arrays\n# a comment\nsafetensors\n",
+    "requirements-test.txt": "pytest>=8\n",
+    "VERSION": "0.21.5\n",
+    "src/demo/__init__.py": "",
+    "pyproject.toml": """\
+        [project]
+        name = "demo-dyn"
+        description = "dynamic fields"
+        requires-python = ">=3.10"
+        dynamic = ["version", "dependencies", "optional-dependencies", "readme", "classifiers"]
+
+        [build-system]
+        requires = ["setuptools>=64"]
+        build-backend = "setuptools.build_meta"
+
+        [tool.setuptools.dynamic]
+        version = {file = "VERSION"}
+        dependencies = {file = ["requirements.txt"]}
+        optional-dependencies = {test = {file = ["requirements-test.txt"]}}
+        readme = {file = ["README.rst"], content-type = "text/x-rst"}
+        classifiers = {file = "classifiers.txt"}
+
+        [tool.setuptools.packages.find]
+        where = ["src"]
+        """,
+    "classifiers.txt": "Programming Language :: Python :: 3\nOperating System :: POSIX :: Linux\n",
+}
+
+
+def test_dynamic_fields_from_tool_setuptools_dynamic(tmp_path: Path) -> None:
+    root = _tree(tmp_path / "p", DYNAMIC)
+    theirs = _setuptools_metadata(root, tmp_path)
+    ours = _ours(root, MATRIX + "package:\n  packages: [src/demo]\n")
+    _same(theirs, ours)
+    assert "Version: 0.21.5" in ours
+
+
+def test_dynamic_version_from_an_attr(tmp_path: Path) -> None:
+    files = dict(DYNAMIC)
+    files["pyproject.toml"] = files["pyproject.toml"].replace(
+        'version = {file = "VERSION"}', 'version = {attr = "demo.version.__version__"}'
+    )
+    files["src/demo/version.py"] = '__version__ = "2.3.0rc1"\n'
+    root = _tree(tmp_path / "p", files)
+    theirs = _setuptools_metadata(root, tmp_path)
+    ours = _ours(root, MATRIX + "package:\n  packages: [src/demo]\n")
+    _same(theirs, ours)
+    assert "Version: 2.3.0rc1" in ours
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_dynamic_version_from_setuptools_scm_git_tags(tmp_path: Path) -> None:
+    pytest.importorskip("setuptools_scm")
+    files = dict(DYNAMIC)
+    files["pyproject.toml"] = (
+        files["pyproject.toml"]
+        .replace('version = {file = "VERSION"}\n        ', "")
+        .replace(
+            'requires = ["setuptools>=64"]', 'requires = ["setuptools>=64", "setuptools-scm>=8"]'
+        )
+        + '\n        [tool.setuptools_scm]\n        fallback_version = "0.0.1"\n'
+    )
+    root = _tree(tmp_path / "p", files)
+    git = [
+        "git",
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@example.org",
+        "-c",
+        "commit.gpgsign=false",
+    ]
+    subprocess.run([*git, "init", "-q"], cwd=root, check=True)
+    subprocess.run([*git, "add", "."], cwd=root, check=True)
+    subprocess.run([*git, "commit", "-qm", "one"], cwd=root, check=True)
+    subprocess.run([*git, "tag", "v3.1.0"], cwd=root, check=True)
+    ours = _ours(root, MATRIX + "package:\n  packages: [src/demo]\n")
+    assert "Version: 3.1.0" in ours
+    theirs = _setuptools_metadata(root, tmp_path)
+    if "Version: 3.1.0" in theirs:  # the build Python has setuptools-scm: compare all
+        _same(theirs, ours)
