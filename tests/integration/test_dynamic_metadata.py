@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import email.parser
 import email.policy
+import os
 import shutil
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.helpers import wheelforge
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.packaging.wheel import core_metadata
 
@@ -52,11 +54,18 @@ def _setuptools_metadata(root: Path, tmp: Path) -> str:
     done = subprocess.run(
         [sys.executable, "-c", code, str(out)],
         cwd=root,
+        env=_with_cuda_home(),
         capture_output=True,
         text=True,
         check=True,
     )
     return (out / done.stdout.strip().splitlines()[-1] / "METADATA").read_text()
+
+
+def _with_cuda_home() -> dict[str, str]:
+    """torch's CUDAExtension() needs a CUDA build of torch even when nothing is compiled: the
+    fixtures' setup.py leave their extension out under NO_EXT (METADATA does not depend on it)."""
+    return {**os.environ, "NO_EXT": "1"}
 
 
 def _ours(root: Path, matrix: str = MATRIX) -> str:
@@ -216,3 +225,111 @@ def test_dynamic_version_from_setuptools_scm_git_tags(tmp_path: Path) -> None:
     theirs = _setuptools_metadata(root, tmp_path)
     if "Version: 3.1.0" in theirs:  # the build Python has setuptools-scm: compare all
         _same(theirs, ours)
+
+
+SETUP_PY_ONLY = {
+    "README.md": "# demo\n\nWhat setup() reads as long_description.\n",
+    "demo/__init__.py": "",
+    "csrc/ops.cu": "#include <torch/extension.h>\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {}\n",
+    "setup.py": """\
+        import os
+
+        from setuptools import setup
+        from torch.utils.cpp_extension import BuildExtension, CUDAExtension
+
+        setup(
+            name="demo-extras",
+            version="0.3.0",
+            description="extras and a readme from setup()",
+            long_description=open("README.md").read(),
+            long_description_content_type="text/markdown",
+            license="MIT",
+            python_requires=">=3.10",
+            packages=["demo"],
+            install_requires=["numpy>=1.24", "torch>=2.10"],
+            extras_require={
+                "test": ["pytest>=8", "scipy; python_version < '3.13'"],
+                "triton": ["triton>=3.0", "torch>=2.10"],
+            },
+            ext_modules=[] if os.environ.get("NO_EXT") else [CUDAExtension("demo._C", ["csrc/ops.cu"])],
+            cmdclass={"build_ext": BuildExtension},
+        )
+        """,
+}
+
+
+def _without_torch(text: str) -> str:
+    """setuptools' METADATA with its torch requirements left out: wheelforge's matrix decides
+    torch (a stable-ABI floor, or one pinned torch)."""
+    return "\n".join(
+        line
+        for line in text.splitlines()
+        if not (
+            line.startswith("Requires-Dist: torch")
+            and line[len("Requires-Dist: torch")] in "<>=;! "
+        )
+    )
+
+
+def test_init_carries_setup_py_extras_and_readme_into_the_wheel(tmp_path: Path) -> None:
+    root = _tree(tmp_path / "p", SETUP_PY_ONLY)
+    run = wheelforge("init", "--archs", "8.0", "--torch", "2.13.0", cwd=root)
+    assert run.code == 0, run.err + run.out
+    written = (root / "matrix.yaml").read_text()
+    assert "optional-dependencies:" in written and "readme: README.md" in written
+    package = load_matrix(root / "matrix.yaml").package
+    ours = core_metadata(package, ">=3.10", version=package.version, torch_requirement=None)
+    theirs = _setuptools_metadata(root, tmp_path)
+    _same(_without_torch(theirs), ours)
+
+
+NATTEN_LIKE = {
+    "src/natten_like/__init__.py": "",
+    "src/natten_like/version.py": '__version__ = "0.21.5"\n',
+    "csrc/ops.cu": "#include <torch/extension.h>\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {}\n",
+    "pyproject.toml": """\
+        [project]
+        name = "natten-like"
+        description = "version computed by setup.py"
+        dynamic = ["version"]
+        requires-python = ">=3.10"
+
+        [build-system]
+        requires = ["setuptools >= 64", "torch"]
+        build-backend = "setuptools.build_meta"
+
+        [tool.setuptools.packages.find]
+        where = ["src/"]
+        """,
+    "setup.py": """\
+        import os
+
+        from setuptools import setup
+        from torch.utils.cpp_extension import BuildExtension, CUDAExtension
+
+
+        def get_version():
+            for line in open("src/natten_like/version.py"):
+                if line.startswith("__version__"):
+                    return line.split("=")[-1].strip().strip("'\\"")
+
+
+        setup(
+            version=get_version(),
+            ext_modules=[] if os.environ.get("NO_EXT") else [CUDAExtension("natten_like._C", ["csrc/ops.cu"])],
+            cmdclass={"build_ext": BuildExtension},
+        )
+        """,
+}
+
+
+def test_a_version_setup_py_computes_reaches_init_and_build(tmp_path: Path) -> None:
+    """NATTEN: [project] dynamic = ["version"], setup.py reads it from a file; init and the
+    matrix check stopped on 'Field "project.version" missing'."""
+    root = _tree(tmp_path / "p", NATTEN_LIKE)
+    run = wheelforge("init", "--archs", "8.0", "--torch", "2.13.0", cwd=root)
+    assert run.code == 0, run.err + run.out
+    package = load_matrix(root / "matrix.yaml").package
+    assert package.version == "0.21.5"
+    ours = core_metadata(package, ">=3.10", version=package.version, torch_requirement=None)
+    _same(_setuptools_metadata(root, tmp_path), ours)

@@ -79,7 +79,7 @@ def test_an_attr_that_is_not_a_literal_is_named(tmp_path: Path) -> None:
 
 
 def test_a_version_setup_py_computes_is_asked_of_matrix_yaml_by_key(tmp_path: Path) -> None:
-    """NATTEN: dynamic = ["version"], setup.py reads src/natten/version.py and adds a label."""
+    """NATTEN: dynamic = ["version"], setup.py reads its version file and adds a label."""
     _write(
         tmp_path,
         {

@@ -259,6 +259,7 @@ class _Reading:
             if isinstance(keywords, str)
             else keywords,
             extras=args.extras_require,
+            readme_sha256=args.long_description_sha256,
         )
 
     def modules(self, args: SetupArgs) -> tuple[str, ...]:

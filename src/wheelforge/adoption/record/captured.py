@@ -70,6 +70,7 @@ class ProjectMetadata:
     classifiers: tuple[str, ...] = ()
     keywords: tuple[str, ...] = ()
     extras: tuple[tuple[str, tuple[str, ...]], ...] = ()  # extras_require
+    readme_sha256: str | None = None  # the digest of long_description's stripped text
 
 
 @dataclass(frozen=True, kw_only=True)
