@@ -290,6 +290,7 @@ def test_a_build_toml_gives_sources_archs_torch_and_the_generated_files(tmp_path
     assert [g.path for g in build.generated] == [
         "torch-ext/registration.h",
         "torch-ext/my_act/_ops.py",
+        "torch-ext/my_act/metadata.json",
     ]
     assert "ops = torch.ops._my_act_cuda" in build.generated[1].text
     # kernel-builder's cutlass_3_8 is CUTLASS 3.8.0, released on PyPI as nvidia-cutlass 3.8.0.0
