@@ -1,0 +1,50 @@
+"""A project setuptools builds as it is is adopted as it is (issue 40 item 4): simple-knn's
+extension ``simple_knn._C`` lands in a folder without ``__init__.py`` (a namespace package,
+PEP 420, as setuptools builds ext_modules without packages=)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.foundation.errors import ConfigError
+
+MATRIX = """\
+package:
+  name: simple_knn
+  version: 1.0.0
+extension:
+  name: simple_knn._C
+  sources: [spatial.cu, simple_knn.cu, ext.cpp]
+abi: unstable
+torch: [2.13.0]
+arch-sets:
+  default: "8.0"
+"""
+
+
+def _simple_knn_like(root: Path) -> Path:
+    for name in ("spatial.cu", "simple_knn.cu", "ext.cpp", "simple_knn/.gitkeep"):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text("// x\n")
+    (root / "matrix.yaml").write_text(textwrap.dedent(MATRIX))
+    return root / "matrix.yaml"
+
+
+def test_an_extension_in_a_folder_without_init_py_is_read(tmp_path: Path) -> None:
+    matrix = load_matrix(_simple_knn_like(tmp_path))
+    [ext] = matrix.extensions
+    assert matrix.package.packages == ()
+    assert ext.wheel_path(ext.leaf) == "simple_knn/_C"
+
+
+def test_a_listed_package_still_catches_a_misplaced_extension(tmp_path: Path) -> None:
+    path = _simple_knn_like(tmp_path)
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "__init__.py").write_text("")
+    path.write_text(MATRIX.replace("  version: 1.0.0\n", "  version: 1.0.0\n  packages: [other]\n"))
+    with pytest.raises(ConfigError, match=r"not inside any of package.packages \(other\)"):
+        load_matrix(path)
