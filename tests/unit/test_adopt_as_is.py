@@ -48,3 +48,34 @@ def test_a_listed_package_still_catches_a_misplaced_extension(tmp_path: Path) ->
     path.write_text(MATRIX.replace("  version: 1.0.0\n", "  version: 1.0.0\n  packages: [other]\n"))
     with pytest.raises(ConfigError, match=r"not inside any of package.packages \(other\)"):
         load_matrix(path)
+
+
+def test_python_files_in_no_package_setuptools_packs_are_excluded(tmp_path: Path) -> None:
+    """apex: find_packages() leaves out examples/ and tests without __init__.py; the packer ships
+    a package folder's every module, so init writes them under package.exclude."""
+    from wheelforge.adoption.doors.packagedata import unpacked_modules
+
+    for name in (
+        "apex/__init__.py",
+        "apex/amp/__init__.py",
+        "apex/amp/scaler.py",
+        "apex/contrib/__init__.py",
+        "apex/contrib/examples/run.py",  # no __init__.py: no package
+        "apex/contrib/examples/sub/more.py",
+        "apex/contrib/test/__init__.py",  # a package, but find_packages(exclude=...) drops it
+        "apex/contrib/test/test_x.py",
+        "apex/contrib/test/fused/__init__.py",  # kept: listed
+        "apex/contrib/test/fused/t.py",
+        "apex/contrib/stray.py",
+    ):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("")
+    listed = ["apex", "apex.amp", "apex.contrib.test.fused"]
+    assert unpacked_modules(str(tmp_path), {"apex": "apex"}, listed) == (
+        "contrib/__init__.py",
+        "contrib/stray.py",
+        "contrib/examples/*",
+        "contrib/test/__init__.py",
+        "contrib/test/test_x.py",
+    )
+    assert unpacked_modules(str(tmp_path), {"apex": "apex"}, []) == ()  # nothing known

@@ -360,6 +360,12 @@ def read_record(root: Path, record: SetupRun, *, front_door: FrontDoor) -> Captu
     generated_sources = generators.from_record(root, record, extensions)
     extensions = generated_sources.extensions
     packages, package_data = reading.packages(args)
+    exclude = packagedata.unpacked_modules(str(root), reading.package_folders, args.packages)
+    if exclude:
+        reading.done.append(
+            "package.exclude: the Python files in the package folders that are in none of "
+            "setup()'s packages (setuptools leaves them out of its wheel)"
+        )
     steps = BuildSteps(root, record)
     generated = steps.extra_files(reading.package_folders, extensions)
     package_data += tuple(
@@ -389,6 +395,7 @@ def read_record(root: Path, record: SetupRun, *, front_door: FrontDoor) -> Captu
         metadata=reading.metadata(args),
         packages=packages,
         package_data=package_data,
+        exclude=exclude,
         modules=reading.modules(args),
         torch_seen=torch.version.split("+")[0] if torch is not None and torch.real else None,
         tests=find_tests(root),

@@ -76,6 +76,8 @@ def package_section(
         package["packages"] = list(build.packages)
     if build.package_data:
         package["package-data"] = list(build.package_data)
+    if build.exclude:
+        package["exclude"] = list(build.exclude)
     if build.modules:
         package["modules"] = list(build.modules)
     if static and len(package) == 0:
