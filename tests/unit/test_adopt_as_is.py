@@ -79,3 +79,24 @@ def test_python_files_in_no_package_setuptools_packs_are_excluded(tmp_path: Path
         "contrib/test/test_x.py",
     )
     assert unpacked_modules(str(tmp_path), {"apex": "apex"}, []) == ()  # nothing known
+
+
+def test_an_extension_without_sources_is_one_line_naming_what_builds_it(tmp_path: Path) -> None:
+    """NATTEN: Extension("natten.libnatten", []) built by its build_ext running autogen scripts
+    and CMake in csrc/; init wrote sources: [] and ninja died on it."""
+    from wheelforge.adoption.doors.setuprecord import read_record
+    from wheelforge.adoption.record import childdocument
+
+    (tmp_path / "csrc").mkdir()
+    (tmp_path / "csrc" / "CMakeLists.txt").write_text("project(natten LANGUAGES CXX CUDA)\n")
+    document = {
+        "setup_calls": [{"name": "natten", "version": "0.21.5"}],
+        "extensions": [{"name": "natten.libnatten", "kind": "Extension", "sources": []}],
+        "cmdclass": [{"name": "build_ext", "class": "BuildExtension", "where": "setup.py:380"}],
+    }
+    with pytest.raises(ConfigError) as err:
+        read_record(tmp_path, childdocument.parse(document), front_door="setup.py")
+    message = err.value.message
+    assert "natten.libnatten (setup.py) lists no sources" in message
+    assert "build_ext=BuildExtension (setup.py:380)" in message
+    assert "csrc/CMakeLists.txt" in message

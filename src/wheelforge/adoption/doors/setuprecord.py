@@ -35,6 +35,7 @@ from wheelforge.adoption.record.captured import (
 )
 from wheelforge.adoption.record.setuprun import ExtensionArgs, SetupArgs, SetupRun
 from wheelforge.configuration.archs import ArchSpec
+from wheelforge.foundation.errors import ConfigError
 
 _DEFINE_RE = re.compile(r"^-[DU]\w")
 
@@ -75,9 +76,25 @@ class _Reading:
                 f"{label} has no sources: setup.py hands its build to CMake (CMakeLists.txt)"
             )
         elif not sources:
-            self.hand.append(
-                f"{label} has no sources: its build is driven by another tool; write "
-                "extension.sources"
+            # A matrix entry without sources would be refused (extension.sources is empty):
+            # say now what builds it, and where its CMake project lies, in one line.
+            builder = next(
+                (
+                    f"{c.name}={c.class_name} ({c.where})"
+                    for c in self.record.cmdclass
+                    if c.name == "build_ext"
+                ),
+                "a cmdclass of setup.py",
+            )
+            lists = sorted(
+                p.relative_to(self.root).as_posix() for p in self.root.glob("*/CMakeLists.txt")
+            )
+            where = f"; its CMake project is {', '.join(lists)}" if lists else ""
+            raise ConfigError(
+                f"{self.root}: setup.py's {label} lists no sources: {builder} builds it another way"
+                f"{where}. wheelforge init reads a CMake project at the project's top (--from cmake)"
+                " or a setup.py that lists its sources; write matrix.yaml with extension.sources "
+                "by hand (docs/your-extension.md)"
             )
 
     def include_dirs(self, ext: ExtensionArgs, label: str, flagged: list[str]) -> list[str]:
