@@ -333,3 +333,52 @@ def test_a_version_setup_py_computes_reaches_init_and_build(tmp_path: Path) -> N
     assert package.version == "0.21.5"
     ours = core_metadata(package, ">=3.10", version=package.version, torch_requirement=None)
     _same(_setuptools_metadata(root, tmp_path), ours)
+
+
+SETUP_PY_AND_CFG = {
+    "README.md": "# sparse-like\n\nsetup.cfg names this file.\n",
+    "sparse_like/__init__.py": "",
+    "csrc/ops.cu": "#include <torch/extension.h>\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {}\n",
+    "setup.cfg": """\
+        [metadata]
+        long_description = file: README.md
+        long_description_content_type = text/markdown
+        classifiers =
+            Development Status :: 5 - Production/Stable
+            Programming Language :: Python :: 3 :: Only
+
+        [aliases]
+        test = pytest
+        """,
+    "setup.py": """\
+        import os
+
+        from setuptools import find_packages, setup
+        from torch.utils.cpp_extension import BuildExtension, CUDAExtension
+
+        setup(
+            name="sparse_like",
+            version="0.6.18",
+            description="setup() and setup.cfg together, as pytorch_sparse has them",
+            keywords=["pytorch", "sparse"],
+            python_requires=">=3.10",
+            install_requires=["scipy"],
+            extras_require={"test": ["pytest", "pytest-cov"]},
+            packages=find_packages(),
+            ext_modules=[] if os.environ.get("NO_EXT") else [CUDAExtension("sparse_like._C", ["csrc/ops.cu"])],
+            cmdclass={"build_ext": BuildExtension},
+        )
+        """,
+}
+
+
+def test_setup_cfg_metadata_of_a_setup_py_project_reaches_the_wheel(tmp_path: Path) -> None:
+    """pytorch_sparse: setup() gives name, version and extras; setup.cfg [metadata] (without a
+    name) the classifiers and the readme, which setuptools merges in."""
+    root = _tree(tmp_path / "p", SETUP_PY_AND_CFG)
+    run = wheelforge("init", "--archs", "8.0", "--torch", "2.13.0", cwd=root)
+    assert run.code == 0, run.err + run.out
+    package = load_matrix(root / "matrix.yaml").package
+    ours = core_metadata(package, ">=3.10", version=package.version, torch_requirement=None)
+    _same(_setuptools_metadata(root, tmp_path), ours)
+    assert "Classifier: Development Status :: 5 - Production/Stable" in ours

@@ -11,6 +11,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from wheelforge.adoption.record.captured import CapturedBuild
+from wheelforge.configuration.matrix.dynamic import setup_cfg_metadata
 from wheelforge.configuration.matrix.pyproject import ProjectMetadata, read_project
 from wheelforge.foundation import readers
 from wheelforge.foundation.errors import ConfigError
@@ -62,6 +63,9 @@ def package_section(
             package["dependencies"] = list(meta.dependencies)
         if not project:
             _metadata_keys(build, package)
+            # setup.cfg's [metadata]/[options], under setup()'s own arguments, as setuptools
+            # merges them (pytorch_sparse: its classifiers and readme are there).
+            _from_setup_cfg(setup_cfg_metadata(root), package, hand)
         if meta.extras and not project:  # [project] (or setup.cfg) gives extras, or none
             package["optional-dependencies"] = _extras(meta.extras, hand)
         readme = _readme(build) if meta.readme_sha256 else None
@@ -85,6 +89,30 @@ def package_section(
     if static:
         package["from_pyproject"] = True
     return package
+
+
+def _from_setup_cfg(cfg: dict[str, object], package: dict[str, object], hand: list[str]) -> None:
+    """setup.cfg's keys where setup() gave none; torch left to the matrix, a Python floor below
+    the wheels' own left out (as for setup()'s)."""
+    for key, given in cfg.items():
+        if key in package or (key == "license" and "\n" in str(given)):
+            continue
+        if key == "requires-python":
+            continue  # setup()'s rule: the wheels' tags say which CPython (see _requires_python)
+        value = given
+        if key == "dependencies" and isinstance(given, list):
+            value = [r for r in given if not _is_torch(r)]
+        if key == "optional-dependencies" and isinstance(given, dict):
+            value = _extras(tuple((k, tuple(v)) for k, v in given.items()), hand)
+        if value:
+            package[key] = value
+
+
+def _is_torch(requirement: str) -> bool:
+    try:
+        return canonicalize_name(Requirement(requirement).name) == "torch"
+    except InvalidRequirement:
+        return False
 
 
 def _gives(project: ProjectMetadata, header: str) -> bool:

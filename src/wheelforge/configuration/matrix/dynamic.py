@@ -329,6 +329,31 @@ def setup_cfg_headers(root: Path) -> list[tuple[str, str]]:
     return out
 
 
+def setup_cfg_metadata(root: Path) -> dict[str, Any]:
+    """What setup.cfg's [metadata] and [options] give a setup.py project (setuptools merges them
+    under setup()'s own arguments), as matrix.yaml's package keys: summary, license, classifiers,
+    keywords, requires-python, dependencies, optional-dependencies, and the readme's file."""
+    cfg = _setup_cfg(root)
+    if cfg is None:
+        return {}
+    out: dict[str, Any] = {}
+    keys = {"description": "summary", "license": "license", "requires-python": "requires-python"}
+    for field_, key in keys.items():
+        found = _from_setup_cfg(field_, cfg, {}, root)
+        if found is not None:
+            value = found[0]
+            out[key] = value["text"] if isinstance(value, dict) else value
+    for field_ in ("classifiers", "keywords", "dependencies", "optional-dependencies"):
+        found = _from_setup_cfg(field_, cfg, {}, root)
+        if found is not None and found[0]:
+            out[field_] = found[0]
+    raw = cfg.get("metadata", "long_description", fallback="").strip()
+    files = [f.strip() for f in raw[5:].split(",") if f.strip()] if raw.startswith("file:") else []
+    if len(files) == 1:  # matrix.yaml's readme is one file
+        out["readme"] = files[0]
+    return out
+
+
 def _setup_cfg(root: Path) -> configparser.ConfigParser | None:
     file = root / "setup.cfg"
     if not file.is_file():
