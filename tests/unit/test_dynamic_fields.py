@@ -112,3 +112,46 @@ def test_a_version_setup_py_computes_is_asked_of_matrix_yaml_by_key(tmp_path: Pa
         (tmp_path / "matrix.yaml").read_text() + "package:\n  version: 0.21.5\n"
     )
     assert load_matrix(tmp_path / "matrix.yaml").package.version == "0.21.5"
+
+
+def test_setup_cfg_gives_what_it_names_and_matrix_yaml_the_rest(tmp_path: Path) -> None:
+    """A project without [project] whose setup.cfg names it: its [metadata] is read; a key it
+    does not give (classifiers here) may be in matrix.yaml, one it gives may not."""
+    _write(
+        tmp_path,
+        {
+            "setup.cfg": """\
+                [metadata]
+                name = cfg-named
+                description = from setup.cfg
+                keywords = a, b
+                """,
+            "csrc/k.cu": "// k\n",
+            "cfg_named/__init__.py": "",
+            "matrix.yaml": """\
+                package:
+                  version: 1.0.0
+                  classifiers: ["Programming Language :: Python :: 3"]
+                extension:
+                  name: cfg_named._C
+                  sources: [csrc/k.cu]
+                torch: ">=2.10"
+                arch-sets:
+                  default: "8.0"
+                """,
+        },
+    )
+    package = load_matrix(tmp_path / "matrix.yaml").package
+    assert (package.name, package.summary) == ("cfg-named", "from setup.cfg")
+    assert ("Keywords", "a,b") in package.extra_metadata
+    assert package.classifiers == ("Programming Language :: Python :: 3",)
+    text = (
+        (tmp_path / "matrix.yaml")
+        .read_text()
+        .replace('classifiers: ["Programming Language :: Python :: 3"]', "keywords: [c]")
+    )
+    (tmp_path / "matrix.yaml").write_text(text)
+    with pytest.raises(ConfigError) as err:
+        load_matrix(tmp_path / "matrix.yaml")
+    found = f"{err.value.message}\n{err.value.details}"
+    assert "package.keywords: setup.cfg [metadata] gives the metadata" in found

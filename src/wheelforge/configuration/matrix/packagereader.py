@@ -31,6 +31,15 @@ _FROM_PROJECT: dict[str, Callable[[str, str], bool]] = {
 }
 
 
+# The core-metadata headers each of those keys becomes (setup.cfg gives some of them).
+_HEADERS_OF = {
+    "authors": ("Author", "Author-email", "Author-Email"),
+    "urls": ("Home-page", "Project-URL"),
+    "classifiers": ("Classifier",),
+    "keywords": ("Keywords",),
+    "optional-dependencies": ("Provides-Extra",),
+}
+
 # A readme's Description-Content-Type by its suffix, as pyproject-metadata (PEP 621) chooses it.
 README_TYPES = {".md": "text/markdown", ".rst": "text/x-rst", ".txt": "text/plain"}
 
@@ -179,12 +188,15 @@ class PackageReader(ModelReader):
                     "[project]; keep it in one place"
                 ),
             )
+        from_cfg = project.path.name == "setup.cfg"  # it gives some keys, setup.py the rest
         for key in _ONLY_ONE_PLACE:
-            if key in read.items:
+            given = {k for k, _ in project.headers} & set(_HEADERS_OF[key])
+            if key in read.items and (given or not from_cfg):
+                source = "setup.cfg [metadata]" if from_cfg else "pyproject.toml [project]"
                 self.problems.add(
                     read.items[key][1],
                     (
-                        f"package.{key}: pyproject.toml [project] gives the metadata "
+                        f"package.{key}: {source} gives the metadata "
                         f"({project.path}); keep {key} there and remove it here"
                     ),
                 )
