@@ -17,16 +17,17 @@ package section gives it (``wheelforge init`` writes what setup.py gave).
 from __future__ import annotations
 
 import ast
-import configparser
-import inspect
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wheelforge.foundation import readers
 from wheelforge.foundation.errors import ConfigError
+
+if TYPE_CHECKING:  # configparser and inspect load only for a project that needs them: a no-op
+    import configparser  # build imports neither (tests/integration/test_build.py)
 
 # scikit-build-core's default for its regex provider (scikit_build_core/metadata/regex.py) and
 # hatch's for its regex version source (hatchling/version/source/regex.py): __version__ or
@@ -255,6 +256,8 @@ def _scm_version(
 ) -> str:
     """The version setuptools-scm gives the project: its git tags, else its fallback_version;
     SETUPTOOLS_SCM_PRETEND_VERSION honoured, as setuptools-scm does."""
+    import inspect
+
     try:
         import setuptools_scm
     except ImportError:  # pragma: no cover - a dependency of wheelforge
@@ -358,6 +361,8 @@ def _setup_cfg(root: Path) -> configparser.ConfigParser | None:
     file = root / "setup.cfg"
     if not file.is_file():
         return None
+    import configparser
+
     parser = configparser.ConfigParser(interpolation=None)
     try:
         parser.read_string(readers.read_text(file, cap=readers.CONFIG_CAP), source=str(file))
