@@ -15,9 +15,6 @@ from email.policy import compat32
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from packaging.markers import Marker
-from packaging.requirements import Requirement
-
 from wheelforge import __version__
 from wheelforge.configuration.matrix.keys import LINE_BREAK_RE
 from wheelforge.foundation import fsutil, readers
@@ -119,6 +116,10 @@ def _matrix_metadata(pkg: PackageConfig) -> list[tuple[str, str]]:
 def _for_extra(requirement: str, extra: str) -> str:
     """A requirement of *extra* as setuptools writes it: its own marker kept, ``extra == ...``
     joined to it (setuptools/_core_metadata.py's _include_extra)."""
+    # Here, not at the top: `inspect` loads this module and never packaging's requirements.
+    from packaging.markers import Marker
+    from packaging.requirements import Requirement
+
     req = Requirement(requirement)
     parts = [f"({req.marker})" if req.marker else None, f"extra == {extra!r}"]
     req.marker = Marker(" and ".join(p for p in parts if p))
