@@ -135,9 +135,9 @@ def test_archs_come_from_archs_then_the_project_then_torch_cuda_arch_list(tmp_pa
     assert arch_set(InitChoices(torch=("2.13.0",)), bare) is None  # a comment says how
 
 
-def test_a_folders_files_are_written_as_one_glob_only_when_it_names_exactly_them(
-    tmp_path: Path,
-) -> None:
+def test_the_projects_source_list_stays_a_list(tmp_path: Path) -> None:
+    """Issue 40: a glob naming exactly the listed files today takes in a file added tomorrow,
+    which the project's own build leaves out."""
     build = captured(tmp_path)
 
     def sources(b: CapturedBuild) -> object:
@@ -154,7 +154,8 @@ def test_a_folders_files_are_written_as_one_glob_only_when_it_names_exactly_them
         CapturedSource(path="csrc/k_sm90.cu", archs=hopper), CapturedSource(path="csrc/l_sm90.cu", archs=hopper),
     ))  # fmt: skip
     assert sources(dataclasses.replace(build, extensions=(ext,))) == [
-        "csrc/ops.cu", "csrc/m.cu", {"files": "csrc/*_sm90.cu", "archs": "9.0a"},
+        "csrc/ops.cu", "csrc/m.cu",
+        {"files": "csrc/k_sm90.cu", "archs": "9.0a"}, {"files": "csrc/l_sm90.cu", "archs": "9.0a"},
     ]  # fmt: skip
 
 
@@ -290,6 +291,7 @@ def test_a_build_toml_gives_sources_archs_torch_and_the_generated_files(tmp_path
     assert [g.path for g in build.generated] == [
         "torch-ext/registration.h",
         "torch-ext/my_act/_ops.py",
+        "torch-ext/my_act/metadata.json",
     ]
     assert "ops = torch.ops._my_act_cuda" in build.generated[1].text
     # kernel-builder's cutlass_3_8 is CUTLASS 3.8.0, released on PyPI as nvidia-cutlass 3.8.0.0

@@ -93,6 +93,7 @@ def test_every_error_is_reported_at_once(project: Project) -> None:
         ("name: demo_ops._C", "name: other._C", "is not inside any of package.packages (demo_ops)"),
         ("[csrc/*.cpp, csrc/*.cu]", "[csrc/*.cpp, src/*.cu]", "'src/*.cu' matches no file"),
         ("[csrc/*.cpp, csrc/*.cu]", "[csrc/*]", "not a source"),
+        ("[csrc/*.cpp, csrc/*.cu]", "[]", "extension.sources is empty; list the files"),
         ('torch: ">=2.10"', 'torch: "<2.15"', "no lower bound"),
         ('torch: ">=2.10"', 'torch: ">=2.8"', "the stable ABI needs torch >= 2.9"),
         ('torch: ">=2.10"', "torch: {min: 2.10}", "must be a string"),

@@ -40,6 +40,8 @@ EXAMPLES: dict[str, Any] = {
     "package.license": "MIT",
     "package.urls": {"Homepage": "https://example.org/demo"},
     "package.requires-python": ">=3.10",
+    "package.optional-dependencies": {"test": ["pytest>=8"]},
+    "package.readme": "csrc/ops.h",
     "package.pyproject": False,
     "package.packages": ["demo_ops"],
     "extension.name": "demo_ops._C",

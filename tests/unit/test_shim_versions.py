@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from wheelforge.binaries import abicheck
+from wheelforge.binaries import abicheck, floors
 from wheelforge.toolchain import shims
 from wheelforge.toolchain.shims import Version2
 
@@ -165,3 +165,45 @@ def test_check_reads_the_file_of_the_torch_at_hand(
     )
     [violation] = [v for v in checked.violations if v.rule == "shim-version"]
     assert "arrived in torch 3.1" in violation.message and str(listed) in violation.message
+
+
+def test_a_releases_headers_declare_what_its_libraries_export() -> None:
+    """tools/gen_shim_exports.py --source/--git reads a release from its source tree: the
+    declarations of its shim headers (MPS and XPU aside) are, name for name, what the
+    libraries of that release export (the table, read from its CUDA wheel)."""
+    torch_dir = shims._installed_torch_dir()
+    if torch_dir is None:
+        pytest.skip("no torch here")
+    import torch  # the release the headers are of
+
+    release = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
+    table = shims.exports_table()
+    if release not in table:
+        pytest.skip(f"torch {torch.__version__} is not in the table")
+    declared = shims.declared_exports(torch_dir / "include")
+    assert declared == table[release]  # type: ignore[index]
+
+
+GUARDED_2_15 = """\
+#if TORCH_FEATURE_VERSION >= TORCH_VERSION_2_14_0
+AOTI_TORCH_EXPORT AOTITorchError torch_has_storage(AtenTensorHandle t, bool* ret);
+#endif
+#if TORCH_FEATURE_VERSION >= TORCH_VERSION_2_15_0
+AOTI_TORCH_EXPORT AOTITorchError torch_new_in_2_15(void* py_obj, bool* ret);
+#endif
+"""
+
+
+def test_a_function_newer_than_the_table_gets_the_release_its_headers_guard_it_with(
+    tmp_path: Path,
+) -> None:
+    """The table stops at the newest release read; a binary calling a function a newer
+    release's headers declare under TORCH_VERSION_2_15_0 needs torch 2.15."""
+    folder = tmp_path / "torch/csrc/stable/c"
+    folder.mkdir(parents=True)
+    (folder / "shim.h").write_text(GUARDED_2_15)
+    guards = shims.header_guards(tmp_path)
+    assert guards["torch_new_in_2_15"] == (2, 15)
+    floor = floors.introduced_floor(["torch_has_storage", "torch_new_in_2_15"], guards)
+    assert floor == (2, 15)
+    assert floors.introduced_floor(["torch_has_storage"], guards) == (2, 14)

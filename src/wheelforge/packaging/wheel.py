@@ -107,7 +107,23 @@ def _matrix_metadata(pkg: PackageConfig) -> list[tuple[str, str]]:
     out += [("Classifier", c) for c in pkg.classifiers]
     if pkg.keywords:
         out.append(("Keywords", ",".join(pkg.keywords)))
+    for extra, requirements in pkg.optional_dependencies:
+        out.append(("Provides-Extra", extra))
+        out += [("Requires-Dist", _for_extra(r, extra)) for r in requirements]
     return out
+
+
+def _for_extra(requirement: str, extra: str) -> str:
+    """A requirement of *extra* as setuptools writes it: its own marker kept, ``extra == ...``
+    joined to it (setuptools/_core_metadata.py's _include_extra)."""
+    # Here, not at the top: `inspect` loads this module and never packaging's requirements.
+    from packaging.markers import Marker
+    from packaging.requirements import Requirement
+
+    req = Requirement(requirement)
+    parts = [f"({req.marker})" if req.marker else None, f"extra == {extra!r}"]
+    req.marker = Marker(" and ".join(p for p in parts if p))
+    return str(req)
 
 
 def metadata_text(plan: VariantPlan) -> str:

@@ -20,6 +20,7 @@ from wheelforge.adoption.doors.staticsetup import read_setup
 from wheelforge.adoption.record.captured import CapturedBuild
 from wheelforge.adoption.writer import files
 from wheelforge.adoption.writer.matrixfile import InitChoices, InitResult, abi_of, render
+from wheelforge.configuration.archs import parse_arch_list
 from wheelforge.foundation import fence, log, readers
 from wheelforge.foundation.errors import ConfigError, EnvironmentProblem, ToolError
 from wheelforge.toolchain import torchprobe
@@ -102,7 +103,9 @@ def capture(request: InitRequest, door: Door, env: Mapping[str, str]) -> Capture
         python=request.python,
         nvcc=toolkit.nvcc if toolkit else None,
         archs=request.archs or env.get("TORCH_CUDA_ARCH_LIST"),
-        args=(*shlex.split(env.get("CMAKE_ARGS", "")), *request.cmake_args),
+        args=_with_cuda_architectures(
+            (*shlex.split(env.get("CMAKE_ARGS", "")), *request.cmake_args), request.archs
+        ),
         sandbox=request.sandbox,
     )
     if door == "cmake":
@@ -142,6 +145,17 @@ def capture(request: InitRequest, door: Door, env: Mapping[str, str]) -> Capture
         modules = {str(e.name).rsplit(".", 1)[-1]: str(e.name) for e in build.extensions if e.name}
         return _with_cmake(build, cmake.capture_cmake(root, cmake_context, modules=modules))
     return build
+
+
+def _with_cuda_architectures(args: tuple[str, ...], archs: str | None) -> tuple[str, ...]:
+    """--archs as CMAKE_CUDA_ARCHITECTURES too (torch's CMake files read TORCH_CUDA_ARCH_LIST,
+    a project's own CUDA targets this): ``80-real`` for SASS, ``90`` for SASS and PTX
+    (CMake's CUDA_ARCHITECTURES); one the user gives with --cmake-arg stays."""
+    if not archs or any(a.startswith("-DCMAKE_CUDA_ARCHITECTURES") for a in args):
+        return args
+    specs = parse_arch_list(archs, source="--archs")
+    value = ";".join(str(s.arch).replace(".", "") + ("" if s.ptx else "-real") for s in specs)
+    return (*args, f"-DCMAKE_CUDA_ARCHITECTURES={value}")
 
 
 def _with_cmake(setup: CapturedBuild, built: CapturedBuild) -> CapturedBuild:

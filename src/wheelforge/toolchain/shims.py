@@ -207,6 +207,29 @@ def _declarations(text: str, *, cuda_header: bool = False) -> list[Declaration]:
     return out
 
 
+# Devices no Linux CUDA build of torch compiles: their shims are declared, never exported.
+_OTHER_DEVICE_HEADERS = ("_mps.h", "_xpu.h")
+_OTHER_DEVICE_SHIMS = ("aoti_torch_mps_", "aoti_torch_xpu_", "torch_mps_", "torch_xpu_")
+
+
+def declared_exports(include_dir: Path) -> frozenset[str]:
+    """The shim functions a Linux CUDA build of the torch whose headers are under
+    *include_dir* exports: every declaration (each is defined in libtorch_cpu or
+    libtorch_cuda) less the MPS and XPU ones. For torch 2.13 this is name for name what its
+    libraries export (tests/unit/test_shim_versions.py); tools/gen_shim_exports.py reads a
+    release's source tree this way."""
+    found: set[str] = set()
+    for rel in SHIM_DIRS:
+        folder = include_dir / rel
+        if folder.is_dir():
+            for header in sorted(folder.glob("*.h")):
+                if header.name.endswith(_OTHER_DEVICE_HEADERS):
+                    continue
+                text = readers.read_text(header, cap=readers.HEADER_CAP, errors="replace")
+                found |= {d.name for d in _declarations(text)}
+    return frozenset(n for n in found if not n.startswith(_OTHER_DEVICE_SHIMS))
+
+
 def header_guards(include_dir: Path) -> dict[str, Version2 | None]:
     """Shim function → the earliest version guard around a declaration of it."""
     found: dict[str, Version2 | None] = {}

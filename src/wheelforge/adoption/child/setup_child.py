@@ -25,6 +25,7 @@ have it, and it must run under any CPython from 3.10.
 from __future__ import annotations
 
 import builtins
+import hashlib
 import importlib
 import importlib.util
 import inspect
@@ -214,7 +215,11 @@ def _record_setup(**attrs: Any) -> None:
     cmdclass = attrs.pop("cmdclass", None) or {}
     RECORD["extensions"] = [_describe_extension(e) for e in exts]
     RECORD["cmdclass"] = [_describe_command(n, c) for n, c in dict(cmdclass).items()]
-    attrs.pop("long_description", None)  # the readme's text: not needed, maybe large
+    # The readme's text: maybe large; its digest finds the file it was read from (init).
+    long_description = attrs.pop("long_description", None)
+    if isinstance(long_description, str) and long_description.strip():
+        digest = hashlib.sha256(long_description.strip().encode("utf-8", "replace"))
+        attrs["long_description_sha256"] = digest.hexdigest()
     RECORD["setup_calls"].append({k: _jsonable(v) for k, v in attrs.items()})
     RECORD["setup_where"] = _where()
 

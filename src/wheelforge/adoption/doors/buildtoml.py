@@ -15,6 +15,7 @@ has CUTLASS itself (a submodule its include folders name); other ``depends`` nee
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -302,6 +303,54 @@ def _extension(
     )
 
 
+# The build.toml edition this door reads (huggingface/kernels docs/source/builder/writing-kernels.md).
+EDITION = 5
+
+
+def _edition_notes(general: Mapping[str, Any], torch: Mapping[str, Any], done: list[str]) -> None:
+    """What an edition-5 build.toml asks that a matrix holds another way, said once."""
+    edition = general.get("edition")
+    if isinstance(edition, int) and edition > EDITION:
+        done.append(
+            f"build.toml: edition {edition}, read as edition {EDITION} (the newest known here)"
+        )
+    for table, where in ((torch, "[torch]"), (general.get("cuda") or {}, "[general.cuda]")):
+        bounds = [
+            f"{k} {table[k]}"
+            for k in ("minver", "maxver")
+            if isinstance(table, dict) and table.get(k)
+        ]
+        if bounds:
+            done.append(
+                f"build.toml {where} {', '.join(bounds)}: kernel-builder's build-variant bounds; "
+                "wheelforge builds the torch and CUDA releases the matrix names"
+            )
+
+
+def _pyext_globs(torch: Mapping[str, Any]) -> list[str]:
+    """``[torch] pyext``: the file extensions kernel-builder ships from the package folder
+    (py and pyi by default, which the packages key ships anyway), as package-data globs."""
+    return [f"**/*.{ext}" for ext in _strings(torch, "pyext") if ext not in ("py", "pyi")]
+
+
+def kernel_metadata(general: Mapping[str, Any], kernel_id: str, archs: tuple[ArchSpec, ...]) -> str:
+    """The ``metadata.json`` kernel-builder writes beside the kernel's package files
+    (kernels-data's Metadata for the CUDA backend): what the kernels library and the Hub read."""
+    document: dict[str, Any] = {
+        "name": str(general.get("name", "")),
+        "id": kernel_id,
+        "version": general.get("version", 1),
+        "license": str(general.get("license", "")),
+    }
+    for key in ("upstream", "source"):
+        if general.get(key):
+            document[key] = str(general[key])
+    document["python-depends"] = _strings(general, "python-depends")
+    document["kernel-depends"] = _strings(general, "kernel-depends")
+    document["backend"] = {"type": "cuda", "archs": sorted({str(a.arch) for a in archs})}
+    return json.dumps(document, indent=2) + "\n"
+
+
 def read_build_toml(root: Path) -> CapturedBuild:
     path = root / "build.toml"
     data = _load(path)
@@ -316,14 +365,16 @@ def read_build_toml(root: Path) -> CapturedBuild:
         )
     torch = data.get("torch")
     if not isinstance(torch, dict):
-        what = (
-            "a [torch-noarch] kernel: nothing is compiled"
-            if "torch-noarch" in data
-            else "no [torch] table"
-        )
-        raise ConfigError(f"{path}: {what}; wheelforge builds compiled extensions")
+        if "torch-noarch" in data:
+            raise ConfigError(
+                f"{path}: [torch-noarch]: a kernel with nothing to compile (Python and data "
+                "files only); wheelforge builds wheels of compiled extensions: build this one "
+                "with kernel-builder, or as a pure-Python wheel (python -m build)"
+            )
+        raise ConfigError(f"{path}: no [torch] table; wheelforge builds compiled extensions")
     hand: list[str] = []
     parts = _Kernels(root, torch)
+    _edition_notes(general, torch, parts.done)
     for name, kernel in _cuda_kernels(path, data, parts.done).items():
         parts.kernel(name, kernel)
     package, leaf = f"torch-ext/{python_name}", f"_{python_name}_cuda"
@@ -332,9 +383,11 @@ def read_build_toml(root: Path) -> CapturedBuild:
     if not (root / package / "__init__.py").is_file():
         hand.append(f"build.toml: the Python package {package} has no __init__.py")
     parts.done.append(
-        f"wrote {package}/_ops.py and torch-ext/registration.h, which kernel-builder generates "
-        f"at build time (the op namespace is {leaf})"
+        f"wrote {package}/_ops.py, {package}/metadata.json and torch-ext/registration.h, which "
+        f"kernel-builder generates at build time (the op namespace is {leaf})"
     )
+    metadata_json = kernel_metadata(general, leaf, extension.archs)
+    package_data = ["metadata.json", *_pyext_globs(torch)]
     tests = "tests" if (root / "tests").is_dir() else None
     if tests:
         hand.append(
@@ -350,12 +403,15 @@ def read_build_toml(root: Path) -> CapturedBuild:
             version="0.1.0",  # what kernel-builder's pyproject.toml template writes
             license=str(general["license"]) if general.get("license") else None,
             url=str(general["upstream"]) if general.get("upstream") else None,
+            dependencies=tuple(_strings(general, "python-depends")),
         ),
         packages=(package,),
+        package_data=tuple(package_data),
         tests=tests,
         generated=(
             GeneratedFile(path="torch-ext/registration.h", text=REGISTRATION_H),
             GeneratedFile(path=f"{package}/_ops.py", text=_OPS_PY.format(ops=leaf)),
+            GeneratedFile(path=f"{package}/metadata.json", text=metadata_json),
         ),
         header_libraries=libraries,
         missing=tuple(parts.missing),

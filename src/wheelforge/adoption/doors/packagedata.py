@@ -67,3 +67,42 @@ def package_data_globs(
         present = _tree(str(fsutil.resolved(Path(root, top))))
         out += _globs(sorted(set(present) | names), names)
     return tuple(dict.fromkeys(out)), tuple(elsewhere)
+
+
+def unpacked_modules(
+    root: str, folders: Mapping[str, str], packages: Iterable[str]
+) -> tuple[str, ...]:
+    """``exclude`` globs (relative to the package folders) for the Python files of *folders*
+    (top-level package name → its folder) that lie in none of *packages*, setup()'s full list:
+    the packer ships a package folder's every module, setuptools only its packages' own (apex's
+    examples and tests). A folder whose whole tree is in no package is one glob (``tests/*``);
+    otherwise each file by its name."""
+    listed = set(packages)
+    if not listed:
+        return ()
+    out: list[str] = []
+    for name, folder in sorted(folders.items()):
+        modules: dict[str, list[str]] = {}  # folder (relative, "." the top) -> its modules
+        base = fsutil.resolved(Path(root, folder))
+        for here, dirs, names in os.walk(base):
+            dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
+            rel = Path(here).relative_to(base).as_posix()
+            modules[rel] = sorted(n for n in names if n.endswith(_MODULE_SUFFIXES))
+        dotted = {rel: name if rel == "." else f"{name}.{rel.replace('/', '.')}" for rel in modules}
+        out += _unpacked(".", modules, {r for r, d in dotted.items() if d in listed})
+    return tuple(dict.fromkeys(out))
+
+
+def _unpacked(rel: str, modules: Mapping[str, list[str]], packed: set[str]) -> list[str]:
+    tree = [d for d in modules if rel in (".", d) or d.startswith(f"{rel}/")]
+    if not any(modules[d] for d in tree):
+        return []
+    if rel != "." and not any(d in packed for d in tree):
+        return [f"{glob.escape(rel)}/*"]
+    out: list[str] = []
+    if rel not in packed:
+        prefix = "" if rel == "." else f"{rel}/"
+        out += [glob.escape(f"{prefix}{n}") for n in modules[rel]]
+    for sub in sorted(d for d in modules if d != rel and Path(d).parent.as_posix() == rel):
+        out += _unpacked(sub, modules, packed)
+    return out

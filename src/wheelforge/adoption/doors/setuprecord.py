@@ -35,6 +35,7 @@ from wheelforge.adoption.record.captured import (
 )
 from wheelforge.adoption.record.setuprun import ExtensionArgs, SetupArgs, SetupRun
 from wheelforge.configuration.archs import ArchSpec
+from wheelforge.foundation.errors import ConfigError
 
 _DEFINE_RE = re.compile(r"^-[DU]\w")
 
@@ -75,9 +76,25 @@ class _Reading:
                 f"{label} has no sources: setup.py hands its build to CMake (CMakeLists.txt)"
             )
         elif not sources:
-            self.hand.append(
-                f"{label} has no sources: its build is driven by another tool; write "
-                "extension.sources"
+            # A matrix entry without sources would be refused (extension.sources is empty):
+            # say now what builds it, and where its CMake project lies, in one line.
+            builder = next(
+                (
+                    f"{c.name}={c.class_name} ({c.where})"
+                    for c in self.record.cmdclass
+                    if c.name == "build_ext"
+                ),
+                "a cmdclass of setup.py",
+            )
+            lists = sorted(
+                p.relative_to(self.root).as_posix() for p in self.root.glob("*/CMakeLists.txt")
+            )
+            where = f"; its CMake project is {', '.join(lists)}" if lists else ""
+            raise ConfigError(
+                f"{self.root}: setup.py's {label} lists no sources: {builder} builds it another way"
+                f"{where}. wheelforge init reads a CMake project at the project's top (--from cmake)"
+                " or a setup.py that lists its sources; write matrix.yaml with extension.sources "
+                "by hand (docs/your-extension.md)"
             )
 
     def include_dirs(self, ext: ExtensionArgs, label: str, flagged: list[str]) -> list[str]:
@@ -263,6 +280,7 @@ class _Reading:
             if isinstance(keywords, str)
             else keywords,
             extras=args.extras_require,
+            readme_sha256=args.long_description_sha256,
         )
 
     def modules(self, args: SetupArgs) -> tuple[str, ...]:
@@ -363,6 +381,12 @@ def read_record(root: Path, record: SetupRun, *, front_door: FrontDoor) -> Captu
     generated_sources = generators.from_record(root, record, extensions)
     extensions = generated_sources.extensions
     packages, package_data = reading.packages(args)
+    exclude = packagedata.unpacked_modules(str(root), reading.package_folders, args.packages)
+    if exclude:
+        reading.done.append(
+            "package.exclude: the Python files in the package folders that are in none of "
+            "setup()'s packages (setuptools leaves them out of its wheel)"
+        )
     steps = BuildSteps(root, record)
     generated = steps.extra_files(reading.package_folders, extensions)
     package_data += tuple(
@@ -392,6 +416,7 @@ def read_record(root: Path, record: SetupRun, *, front_door: FrontDoor) -> Captu
         metadata=reading.metadata(args),
         packages=packages,
         package_data=package_data,
+        exclude=exclude,
         modules=reading.modules(args),
         torch_seen=torch.version.split("+")[0] if torch is not None and torch.real else None,
         tests=find_tests(root),

@@ -75,6 +75,7 @@ class ProjectMetadata:
     classifiers: tuple[str, ...] = ()
     keywords: tuple[str, ...] = ()
     extras: tuple[tuple[str, tuple[str, ...]], ...] = ()  # extras_require
+    readme_sha256: str | None = None  # the digest of long_description's stripped text
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -132,6 +133,8 @@ class CapturedBuild:
     metadata: ProjectMetadata = field(default_factory=ProjectMetadata)
     packages: tuple[str, ...] = ()  # package folders, relative; empty: wheelforge discovers them
     package_data: tuple[str, ...] = ()  # globs relative to each package folder
+    # .py files in the package folders that are in no package setuptools packs (examples, tests)
+    exclude: tuple[str, ...] = ()  # globs relative to each package folder
     modules: tuple[str, ...] = ()  # top-level modules' files (setup(py_modules=...))
     torch_seen: str | None = None  # the torch the build script saw ("2.13.0"), if a real one
     tests: str | None = None  # the test folder (or file)

@@ -187,6 +187,8 @@ class SetupArgs:
     classifiers: tuple[str, ...] = ()
     keywords: str | tuple[str, ...] = ()  # a string is split on commas by setuptools
     extras_require: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    long_description_sha256: str | None = None  # the child's digest of long_description
+    long_description_content_type: str | None = None
     packages: tuple[str, ...] = ()
     package_dir: tuple[tuple[str, str], ...] = ()
     py_modules: tuple[str, ...] = ()
@@ -234,6 +236,8 @@ class SetupArgs:
             extras_require=tuple((str(k), _lenient(v)) for k, v in extras.items())
             if isinstance(extras, dict)
             else (),
+            long_description_sha256=_text(args.get("long_description_sha256")),
+            long_description_content_type=_text(args.get("long_description_content_type")),
             packages=strings("packages"),
             package_dir=tuple((str(k), str(v)) for k, v in dirs.items())
             if isinstance(dirs := args.get("package_dir"), dict)

@@ -3,11 +3,18 @@ where no pyproject.toml [project] gives them, the packages, their data and top-l
 
 from __future__ import annotations
 
+import hashlib
+
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from wheelforge.adoption.record.captured import CapturedBuild
-from wheelforge.configuration.matrix.pyproject import read_project
+from wheelforge.configuration.matrix.dynamic import setup_cfg_metadata
+from wheelforge.configuration.matrix.pyproject import ProjectMetadata, read_project
+from wheelforge.foundation import readers
+from wheelforge.foundation.errors import ConfigError
 
 OLDEST_PYTHON = Version("3.10")  # the oldest CPython of a wheelforge wheel (cp310)
 FROM_PYPROJECT = (
@@ -41,21 +48,40 @@ def package_section(
                 f"package.version: {'not a PEP 440 version: ' + repr(meta.version) if meta.version else 'not found'}; write it here"
             )
         package["version"] = version or "0.0.0"
-        if meta.summary and not project:
+        if meta.summary and not (project and project.summary):
             package["summary"] = meta.summary
-        if meta.license and not project and "\n" not in meta.license:
+        if (
+            meta.license
+            and not (project and _gives(project, "License"))
+            and "\n" not in meta.license
+        ):
             package["license"] = meta.license
         python = _requires_python(build, hand, done)
-        if python and not project:
+        if python and not (project and project.requires_python):
             package["requires-python"] = python
-        if meta.dependencies and not project:
+        if meta.dependencies and not (project and project.dependencies):
             package["dependencies"] = list(meta.dependencies)
         if not project:
             _metadata_keys(build, package)
+            # setup.cfg's [metadata]/[options], under setup()'s own arguments, as setuptools
+            # merges them (pytorch_sparse: its classifiers and readme are there).
+            _from_setup_cfg(setup_cfg_metadata(root), package, hand)
+        if meta.extras and not project:  # [project] (or setup.cfg) gives extras, or none
+            package["optional-dependencies"] = _extras(meta.extras, hand)
+        readme = _readme(build) if meta.readme_sha256 else None
+        if readme and not (project and project.description):
+            package["readme"] = readme
+        elif meta.readme_sha256 and not readme and not (project and project.description):
+            hand.append(
+                "long_description: not the text of a file of the project; give its file as "
+                "package.readme"
+            )
     if build.packages:
         package["packages"] = list(build.packages)
     if build.package_data:
         package["package-data"] = list(build.package_data)
+    if build.exclude:
+        package["exclude"] = list(build.exclude)
     if build.modules:
         package["modules"] = list(build.modules)
     if static and len(package) == 0:
@@ -63,6 +89,76 @@ def package_section(
     if static:
         package["from_pyproject"] = True
     return package
+
+
+def _from_setup_cfg(cfg: dict[str, object], package: dict[str, object], hand: list[str]) -> None:
+    """setup.cfg's keys where setup() gave none; torch left to the matrix, a Python floor below
+    the wheels' own left out (as for setup()'s)."""
+    for key, given in cfg.items():
+        if key in package or (key == "license" and "\n" in str(given)):
+            continue
+        if key == "requires-python":
+            continue  # setup()'s rule: the wheels' tags say which CPython (see _requires_python)
+        value = given
+        if key == "dependencies" and isinstance(given, list):
+            value = [r for r in given if not _is_torch(r)]
+        if key == "optional-dependencies" and isinstance(given, dict):
+            value = _extras(tuple((k, tuple(v)) for k, v in given.items()), hand)
+        if value:
+            package[key] = value
+
+
+def _is_torch(requirement: str) -> bool:
+    try:
+        return canonicalize_name(Requirement(requirement).name) == "torch"
+    except InvalidRequirement:
+        return False
+
+
+def _gives(project: ProjectMetadata, header: str) -> bool:
+    return any(k.lower() == header.lower() for k, _ in project.headers)
+
+
+def _extras(
+    extras: tuple[tuple[str, tuple[str, ...]], ...], hand: list[str]
+) -> dict[str, list[str]]:
+    """extras_require as matrix.yaml's optional-dependencies: torch left to the matrix."""
+    out: dict[str, list[str]] = {}
+    for extra, requirements in extras:
+        kept = []
+        for requirement in requirements:
+            try:
+                name = canonicalize_name(Requirement(requirement).name)
+            except InvalidRequirement:
+                hand.append(f"extras_require[{extra}]: '{requirement}' is not a requirement")
+                continue
+            if name == "torch":
+                continue  # the matrix's torch decides, for the wheel and every extra
+            kept.append(requirement)
+        out[extra] = kept
+    return out
+
+
+def _readme(build: CapturedBuild) -> str | None:
+    """The project's file whose text is setup()'s long_description (the child's digest of it):
+    a README at the top, or any text file at the top or in docs/."""
+    want = build.metadata.readme_sha256
+    folders = [build.root, build.root / "docs"]
+    for folder in folders:
+        if not folder.is_dir():
+            continue
+        for file in sorted(
+            folder.iterdir(), key=lambda p: (not p.name.upper().startswith("README"), p.name)
+        ):
+            if not file.is_file() or file.suffix.lower() not in {".md", ".rst", ".txt", ""}:
+                continue
+            try:
+                text = readers.read_text(file, cap=readers.CONFIG_CAP)
+            except (OSError, ConfigError):
+                continue
+            if hashlib.sha256(text.strip().encode("utf-8", "replace")).hexdigest() == want:
+                return file.relative_to(build.root).as_posix()
+    return None
 
 
 def _metadata_keys(build: CapturedBuild, package: dict[str, object]) -> None:

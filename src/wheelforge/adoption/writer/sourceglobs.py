@@ -1,7 +1,7 @@
-"""An extension's sources as matrix.yaml writes them: a folder's files as one glob
-(``folder/*.cu``, ``folder/*_sm90.cu``) where the glob names exactly those files, on disk or among
-a generate step's declared outputs (``{step}/*.cu``), and a source with its own archs as a
-one-line ``{files: ..., archs: ...}``."""
+"""An extension's sources as matrix.yaml writes them: the project's own list as it is, a generate
+step's declared outputs (``{step}/*.cu``) or a guessed folder's files as one glob where the glob
+names exactly those files, and a source with its own archs as a one-line
+``{files: ..., archs: ...}``."""
 
 from __future__ import annotations
 
@@ -72,7 +72,10 @@ def _globbed(
     out: list[str] = []
     for (folder, _), members in by_folder.items():
         chosen = None
-        if len(members) > 1 or single:
+        # The project's own list stays a list: a glob would take in files added later that its
+        # build leaves out. A generate step's outputs (not known until it runs) and a guessed
+        # folder (no build script lists them) are globbed.
+        if single or (len(members) > 1 and GENERATED_RE.match(folder)):
             for pattern in _patterns(members):
                 if _listed(root, folder, pattern, outputs or {}) == set(members):
                     chosen = f"{folder}/{pattern}".removeprefix("./")

@@ -66,6 +66,14 @@ class ExtensionsReader(ModelReader):
     def sources(self, node: yaml.Node, where: str) -> tuple[SourceSpec, ...] | None:
         """Each glob must match files, all of them sources; None if none is good. A glob of a
         generate step's outputs (``{step}/GLOB``) is checked once the steps are read."""
+        if isinstance(node, yaml.SequenceNode) and not node.value:
+            # ninja is given a build edge without inputs (`build.ninja: expected target name`)
+            self.problems.add(
+                node,
+                f"{where} is empty; list the files the extension compiles (globs such as "
+                "'csrc/*.cu'), or remove the extension",
+            )
+            return None
         out = []
         for item, pattern, archs, flags in self.source_entries(node, where):
             if GENERATED_RE.match(pattern):

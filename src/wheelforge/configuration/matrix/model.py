@@ -97,6 +97,33 @@ class PackageConfig:
     keywords: tuple[str, ...] = field(
         default=(), metadata=key("METADATA `Keywords`", shape=Strings)
     )
+    optional_dependencies: tuple[tuple[str, tuple[str, ...]], ...] = field(
+        default=(),
+        metadata=key(
+            (
+                "extras: each extra's requirements (`test: [pytest>=8]`), METADATA "
+                '`Provides-Extra` and `Requires-Dist: ...; extra == "test"`, as '
+                "setup(extras_require=...) gives them"
+            ),
+            name="optional-dependencies",
+            shape={
+                "type": "object",
+                "additionalProperties": {"type": "array", "items": {"type": "string"}},
+            },
+            words="mapping of extras to lists",
+        ),
+    )
+    readme: str | None = field(
+        default=None,
+        metadata=key(
+            (
+                "the file whose text is METADATA's long description (`Description-Content-Type` "
+                "from its suffix: .md markdown, .rst reStructuredText, else plain text)"
+            ),
+            shape=str,
+            words="file",
+        ),
+    )
     packages: tuple[Path, ...] = field(
         default=(),
         metadata=key(

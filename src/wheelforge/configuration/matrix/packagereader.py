@@ -19,7 +19,7 @@ from wheelforge.configuration.matrix.keys import LINE_BREAK_RE, NAME_RE
 from wheelforge.configuration.matrix.model import PackageConfig
 from wheelforge.configuration.matrix.modelreader import KeyReader, ModelReader, Section
 from wheelforge.configuration.matrix.pyproject import ProjectMetadata, default_license_files
-from wheelforge.foundation import fsutil, numbers
+from wheelforge.foundation import fsutil, numbers, readers
 from wheelforge.foundation.errors import ConfigError
 
 # package keys pyproject.toml's [project] may give instead: attribute → how two values compare.
@@ -31,9 +31,21 @@ _FROM_PROJECT: dict[str, Callable[[str, str], bool]] = {
 }
 
 
+# The core-metadata headers each of those keys becomes (setup.cfg gives some of them).
+_HEADERS_OF = {
+    "authors": ("Author", "Author-email", "Author-Email"),
+    "urls": ("Home-page", "Project-URL"),
+    "classifiers": ("Classifier",),
+    "keywords": ("Keywords",),
+    "optional-dependencies": ("Provides-Extra",),
+}
+
+# A readme's Description-Content-Type by its suffix, as pyproject-metadata (PEP 621) chooses it.
+README_TYPES = {".md": "text/markdown", ".rst": "text/x-rst", ".txt": "text/plain"}
+
 # Metadata matrix.yaml takes for a project without [project] (what setup() gave): with a
 # pyproject.toml [project], it belongs there.
-_ONLY_ONE_PLACE = ("authors", "urls", "classifiers", "keywords")
+_ONLY_ONE_PLACE = ("authors", "urls", "classifiers", "keywords", "optional-dependencies")
 
 
 class PackageReader(ModelReader):
@@ -59,6 +71,8 @@ class PackageReader(ModelReader):
             "urls": self.urls,
             "classifiers": self.strings,
             "keywords": self.strings,
+            "optional_dependencies": self.optional_dependencies,
+            "readme": self.readme,
             "packages": self.checked_list(self.package_folder),
             "modules": self.checked_list(self.module_file),
             "package_data": self.flag_list,
@@ -81,16 +95,24 @@ class PackageReader(ModelReader):
             self.merge_project(read, project)
         for key in ("name", "version"):
             if read.values.get(key) is None and key not in read.items:
-                how = " ([project] lists it as dynamic: give it here)" if project else ""
+                how = (
+                    f" ({project.path.name} lists it as dynamic, and neither "
+                    "[tool.setuptools.dynamic], setuptools-scm, a scikit-build-core or hatch "
+                    f"version provider nor setup.cfg gives it (setup.py does): write '{key}: ...' "
+                    "under package here; wheelforge init writes what setup.py gives)"
+                    if project
+                    else ""
+                )
                 self.problems.add(node, f"{where} needs '{key}'{how}")
         if read.values.get("name") is None or read.values.get("version") is None:
             return None  # the problem is recorded
+        readme = self.readme_metadata(read, project)
         if project is not None and project.license_files is not None:
             return self.build(
                 PackageConfig,
                 read,
-                extra_metadata=project.headers,
-                description=project.description,
+                extra_metadata=project.headers + readme[0],
+                description=project.description or readme[1],
                 metadata_version=project.metadata_version,
                 license_files=project.license_files,
             )
@@ -107,11 +129,34 @@ class PackageReader(ModelReader):
         return self.build(
             PackageConfig,
             read,
-            extra_metadata=(project.headers if project is not None else ()) + headers,
-            description=project.description if project is not None else None,
+            extra_metadata=(project.headers if project is not None else ()) + readme[0] + headers,
+            description=(project.description if project is not None else None) or readme[1],
             metadata_version="2.4" if licenses else version,
             license_files=licenses,
         )
+
+    def readme_metadata(
+        self, read: Section, project: ProjectMetadata | None
+    ) -> tuple[tuple[tuple[str, str], ...], str | None]:
+        """matrix.yaml's ``readme``: its Description-Content-Type header and its text (none
+        where pyproject.toml [project] gives a readme: one place)."""
+        value = read.values.get("readme")
+        if value is None:
+            return (), None
+        if project is not None and project.description:
+            self.problems.add(
+                read.items["readme"][1],
+                f"package.readme: {project.path} gives the readme; keep it there and remove it here",
+            )
+            return (), None
+        path = self.root / str(value)
+        try:
+            text = readers.read_text(path, cap=readers.CONFIG_CAP)
+        except OSError as exc:
+            self.problems.add(read.items["readme"][1], f"package.readme: {path}: {exc}")
+            return (), None
+        kind = README_TYPES.get(path.suffix.lower(), "text/plain")
+        return (("Description-Content-Type", kind),), text
 
     def merge_project(self, read: Section, project: ProjectMetadata) -> None:
         """Fill what matrix.yaml leaves out from pyproject.toml's [project]; a value in both
@@ -143,12 +188,15 @@ class PackageReader(ModelReader):
                     "[project]; keep it in one place"
                 ),
             )
+        from_cfg = project.path.name == "setup.cfg"  # it gives some keys, setup.py the rest
         for key in _ONLY_ONE_PLACE:
-            if key in read.items:
+            given = {k for k, _ in project.headers} & set(_HEADERS_OF[key])
+            if key in read.items and (given or not from_cfg):
+                source = "setup.cfg [metadata]" if from_cfg else "pyproject.toml [project]"
                 self.problems.add(
                     read.items[key][1],
                     (
-                        f"package.{key}: pyproject.toml [project] gives the metadata "
+                        f"package.{key}: {source} gives the metadata "
                         f"({project.path}); keep {key} there and remove it here"
                     ),
                 )
@@ -179,6 +227,38 @@ class PackageReader(ModelReader):
             if isinstance(label, str) and value is not None:
                 out.append((label, value))
         return tuple(out)
+
+    def optional_dependencies(
+        self, node: yaml.Node, where: str
+    ) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """``optional-dependencies``: extras to their requirements, in order."""
+        if not isinstance(node, yaml.MappingNode):
+            self.problems.add(
+                node, f"{where} must be a mapping of extras to lists (test: [pytest>=8])"
+            )
+            return ()
+        out = []
+        for key_node, value_node in node.value:
+            extra = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+            if not isinstance(extra, str) or not NAME_RE.match(extra):
+                self.problems.add(key_node, f"{where}: '{extra}' is not an extra's name")
+                continue
+            reqs = self.checked_list(self.dependency)(value_node, f"{where}.{extra}")
+            out.append((extra, tuple(reqs or ())))
+        return tuple(out)
+
+    def readme(self, node: yaml.Node, where: str) -> str | None:
+        """``readme``: a file of the project, read whole (bounded) as the long description."""
+        value = self.scalar(node, where)
+        if value is None:
+            return None
+        path = self.root / value
+        if self.escapes(node, path, where):
+            return None
+        if not path.is_file():
+            self.problems.add(node, f"{where}: '{value}' is not a file of the project")
+            return None
+        return value
 
     def one_line(self, node: yaml.Node, where: str) -> str | None:
         """A value that becomes one METADATA header line (Summary): a line break in it would end

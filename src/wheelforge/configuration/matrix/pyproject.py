@@ -14,7 +14,7 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from wheelforge.configuration.matrix import yamlio
+from wheelforge.configuration.matrix import dynamic, yamlio
 from wheelforge.foundation import fsutil, readers
 from wheelforge.foundation.errors import ConfigError
 
@@ -40,6 +40,8 @@ class ProjectMetadata:
     description: str | None  # the readme's text
     metadata_version: str
     license_files: tuple[Path, ...] | None  # None: [project] has no license-files key
+    # The dynamic fields filled from where the backend takes them, and where (dynamic.py).
+    dynamic_sources: tuple[tuple[str, str], ...] = ()
 
 
 def load_toml(path: Path) -> dict[str, object] | None:
@@ -63,13 +65,29 @@ def read_project(path: Path) -> ProjectMetadata | None:
     root = path.parent
     data = _load(path)
     if data is None:
-        return None
+        data = dynamic.setup_cfg_project(root, load_toml(path) or {})
+        if data is None:
+            return None
+        path = root / "setup.cfg"
     import pyproject_metadata  # ~0.03 s: only a project with a [project] table loads it
 
     _check_read_files(data, path)
+    filled = dynamic.fill(data, path)
+    project = filled.project
+    if path.name == "setup.cfg":  # what setup.cfg leaves out, setup.py gives (matrix.yaml)
+        kept = [d for d in filled.unresolved if d == "version"]
+        project = (
+            {**project, "dynamic": kept}
+            if kept
+            else {k: v for k, v in project.items() if k != "dynamic"}
+        )
+    if "version" in filled.unresolved:
+        # Given by matrix.yaml (setup.py computes it); the library needs one to write METADATA.
+        project = {**project, "version": "0", "dynamic": [*filled.unresolved]}
+        project["dynamic"].remove("version")
     try:
         meta = pyproject_metadata.StandardMetadata.from_pyproject(
-            data, project_dir=root, allow_extra_keys=True
+            {**data, "project": project}, project_dir=root, allow_extra_keys=True
         )
         message = meta.as_rfc822()
     except (pyproject_metadata.ConfigurationError, ValueError, OSError) as exc:
@@ -88,17 +106,20 @@ def read_project(path: Path) -> ProjectMetadata | None:
                 dependencies.append(value)
                 continue
         headers.append((key, value))
+    if path.name == "setup.cfg":
+        headers += dynamic.setup_cfg_headers(root)
     body = parsed.get_payload()
     return ProjectMetadata(
         path=path,
         name=str(meta.name),
-        version=str(meta.version) if meta.version is not None else None,
+        version=None if "version" in filled.unresolved else str(meta.version),
         summary=meta.description,
         requires_python=str(meta.requires_python) if meta.requires_python else None,
         dependencies=tuple(dependencies),
         headers=tuple(headers),
         description=body if isinstance(body, str) and body.strip() else None,
         metadata_version=str(parsed["Metadata-Version"] or "2.1"),
+        dynamic_sources=tuple(filled.sources.items()),
         license_files=None
         if meta.license_files is None
         else _inside(path, "license-files", [root / p for p in meta.license_files]),

@@ -342,7 +342,9 @@ class MatrixReader(ExtensionsReader, StepsReader, PackageReader):
             read.values["package"] = package
         key = "extension" if "extension" in read.items else "extensions"
         for i, extension in enumerate(extensions):
-            if package is None or "." not in extension.name:
+            # No package listed or found: the module lands in a namespace package (PEP 420), a
+            # folder without __init__.py, as setuptools builds ext_modules without packages=.
+            if package is None or "." not in extension.name or not package.packages:
                 continue
             top = extension.name.split(".", 1)[0]
             if top not in {p.name for p in package.packages}:
