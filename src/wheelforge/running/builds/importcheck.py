@@ -1,8 +1,16 @@
-"""The import check: before a wheel is published, load each of its shared objects the way its
-user will, in one child process of the build Python (torch imported first, as the package's
-``__init__.py`` should): a module by ``import``, a library of operators by
-``torch.ops.load_library``; a wheel that cannot be loaded never reaches the output folder. The
-child imported torch while the build compiled (toolchain/warmtorch.py)."""
+"""The import check: before a wheel is published, import it the way its user will, in one
+child process of the build Python that imported torch first (as the package's ``__init__.py``
+should): the wheel installed (unpacked into a folder outside the project, put first on sys.path,
+the project's own source folders taken off it), then ``import <package>`` for each top-level
+package of the wheel, each extension module by its dotted name (it must be the wheel's file),
+and each library of operators with ``torch.ops.load_library``; a wheel that cannot be imported
+never reaches the output folder. The child imported torch while the build compiled
+(toolchain/warmtorch.py).
+
+Unpacking is what an install does for these wheels: pip's ``install --no-deps --target`` of one
+moves the same members into place (a wheelforge wheel has no ``.data`` folder and no entry
+points) and also compiles ``.pyc`` files and checks RECORD (check's layout rule does), in ~1 s
+against ~10 ms (docs/usage.md)."""
 
 from __future__ import annotations
 
@@ -13,50 +21,115 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
 from wheelforge.binaries.symbols import demangle
 from wheelforge.configuration.matrix.model import ExtensionConfig
 from wheelforge.foundation import fsutil, log, proc, readers
 from wheelforge.foundation.errors import VerificationError
-from wheelforge.planning.plan import LinkPlan, VariantPlan
+from wheelforge.planning.plan import VariantPlan
 from wheelforge.toolchain import probecache, torchprobe, warmtorch
 
 _UNDEFINED_RE = re.compile(r"undefined symbol: (\S+)")
+_NO_MODULE_RE = re.compile(r"No module named '([^']+)'")
+# Bumped when what the check does changes: a success cached by an earlier check is not one.
+_HOW = 2
 
 
-def _hint(message: str, link: LinkPlan) -> str:
-    leaf = link.extension.leaf
+def _hint(message: str, load: warmtorch.Load, plan: VariantPlan) -> str:
+    kind, name, _ = load
+    leaf = name.rsplit(".", 1)[-1]
     if "does not define module export function" in message:
         return (
             f"the library has no exported PyInit_{leaf}: with module-init: false the "
             "sources must define it (PYBIND11_MODULE or PyMODINIT_FUNC)"
         )
     if match := _UNDEFINED_RE.search(message):
-        what = "library" if link.extension.kind == "library" else "module"
+        what = "library" if kind == "library" else "module"
         return (
             f"{demangle(match[1])} ({match[1]}) is defined by no library the {what} loads: add "
             "the source that defines it to the extension's sources, or the library that has it "
             "to its libraries (library-dirs)"
         )
+    if "not from the wheel" in message:
+        return (
+            f"another {name} is importable ahead of the wheel's (an editable install, a folder "
+            "on PYTHONPATH): uninstall it from the build Python, or unset PYTHONPATH"
+        )
+    if match := _NO_MODULE_RE.search(message):
+        return _missing_module(match[1], plan)
     return "run the same import in the build Python to see more"
 
 
-def _what(link: LinkPlan) -> str:
-    """What the check does with a shared object, in the words of its user."""
-    if link.extension.kind == "library":
-        return f"torch.ops.load_library('{link.wheel_path}')"
-    return f"import {link.extension.name}"
+def _missing_module(missing: str, plan: VariantPlan) -> str:
+    """What to do about ``No module named 'missing'``: a module the wheel should carry (its
+    package imports a name the matrix gave its extension otherwise: init's guess of a dotted
+    path), or a module of another distribution the build Python lacks."""
+    top = missing.partition(".")[0]
+    tops = {folder.name for folder in plan.wheel.package.packages} | {
+        link.extension.name.partition(".")[0] for link in plan.links
+    }
+    if top in tops:
+        modules = [link.extension.name for link in plan.links if link.extension.kind == "module"]
+        named = f"the matrix names its extension {', '.join(modules)}" if modules else "it lacks it"
+        return (
+            f"the wheel has no module {missing}, which its package imports, and {named}: name the "
+            "extension by the dotted path its package imports (extensions[].name in matrix.yaml), "
+            "or put the module into the package"
+        )
+    declared = [
+        dep
+        for dep in plan.wheel.package.dependencies
+        if canonicalize_name(Requirement(dep).name) == canonicalize_name(top)
+    ]
+    if declared:
+        return (
+            f"the build Python lacks {top}, which the wheel requires ({declared[0]}): install it "
+            f"there ({plan.torch.python} -m pip install '{declared[0]}') so the import can be checked"
+        )
+    return (
+        f"the package imports {top}, which the build Python lacks: the wheel must require its "
+        "distribution (package.dependencies, or [project] dependencies) and the build Python "
+        f"have it installed ({plan.torch.python} -m pip install ...)"
+    )
+
+
+def _what(load: warmtorch.Load, site: Path) -> str:
+    """What the check does with a load, in the words of its user."""
+    kind, name, path = load
+    if kind == "library":
+        return f"torch.ops.load_library('{path.relative_to(site).as_posix()}')"
+    return f"import {name}"
+
+
+def top_level(names: list[str]) -> list[str]:
+    """The top-level packages and Python modules of a wheel with these member names (what
+    ``import`` can name: a folder or a ``.py`` file whose name is an identifier, not the
+    .dist-info, .data or a repaired wheel's ``.libs`` folder); its shared objects are loaded
+    as the plan names them."""
+    found: dict[str, None] = {}
+    for name in names:
+        first, sep, _ = name.partition("/")
+        if sep and first.isidentifier():
+            found[first] = None
+        elif not sep and first.endswith(".py") and first[:-3].isidentifier():
+            found[first[:-3]] = None
+    return sorted(found)
 
 
 def check_import(
     wheel: Path, plan: VariantPlan, *, cache_dir: Path | None = None
 ) -> tuple[str, ...]:
-    """Load every shared object of the wheel under *plan*'s build torch, in one warm child that
-    imported torch first (toolchain/warmtorch.py): a module imported by name, a library with
-    torch.ops.load_library; returns what ran, one line each, or raises VerificationError with
-    the first failing loader's message. A success is remembered in *cache_dir* for these wheel
-    bytes and this torch while the files torch's probe watches are unchanged: a fresh clone
-    that builds the same wheel does not import it again."""
+    """Import the wheel under *plan*'s build torch, as its user does, in one warm child that
+    imported torch first (toolchain/warmtorch.py): each top-level package by name, each
+    extension module by its dotted name, each library with torch.ops.load_library; returns
+    what ran, one line each, or raises VerificationError with the first failing import's
+    message. A success is remembered in *cache_dir* for these wheel bytes and this torch while
+    the files torch's probe watches are unchanged: a fresh clone that builds the same wheel does
+    not import it again."""
     key = {
+        "how": _HOW,
         "wheel": fsutil.sha256(wheel),
         "loads": [[link.extension.kind, link.extension.name] for link in plan.links],
         **torchprobe.probe_key(plan.torch.python),
@@ -70,46 +143,66 @@ def check_import(
     return done
 
 
+def _source_roots(plan: VariantPlan) -> list[Path]:
+    """Where the project's sources are importable from: its folder, and the folder each of its
+    packages and top-level modules lies in (src/ of a src layout)."""
+    package = plan.wheel.package
+    return [plan.project, *(p.parent for p in (*package.packages, *package.modules))]
+
+
 def _import(wheel: Path, plan: VariantPlan) -> tuple[str, ...]:
     python = plan.torch.python
-    with tempfile.TemporaryDirectory(prefix="import-", dir=plan.build_dir) as tmp:
+    # Outside the project (the temporary folder's), so no path into its sources is involved.
+    with tempfile.TemporaryDirectory(prefix="wheelforge-import-") as tmp:
         site = Path(tmp) / "site"
         with zipfile.ZipFile(wheel) as zf:
             zf.extractall(site)
-        loads = [
-            (link.extension.kind, link.extension.name, site / link.wheel_path)
-            for link in plan.links
-        ]
-        result = warmtorch.import_modules(python, loads)
+            names = zf.namelist()
+        loads: list[warmtorch.Load] = [("package", name, site / name) for name in top_level(names)]
+        modules = [link for link in plan.links if link.extension.kind == "module"]
+        libraries = [link for link in plan.links if link.extension.kind == "library"]
+        # A top-level extension module is imported as an extension (its file checked), once.
+        loads = [load for load in loads if load[1] not in {m.extension.name for m in modules}]
+        loads += [("module", link.extension.name, site / link.wheel_path) for link in modules]
+        loads += [("library", link.extension.name, site / link.wheel_path) for link in libraries]
+        result = warmtorch.import_modules(python, site, loads, hide=_source_roots(plan))
+        return _verdict(result, loads, plan, site)
+
+
+def _verdict(
+    result: proc.Result, loads: list[warmtorch.Load], plan: VariantPlan, site: Path
+) -> tuple[str, ...]:
+    python = plan.torch.python
     lines = result.stdout.strip().splitlines()
     try:
         answers = json.loads(lines[-1]) if lines else None
     except ValueError:
         answers = None
-    if not isinstance(answers, list) or len(answers) != len(plan.links):
-        # The child died (or printed something else last): name the first shared object.
+    if not isinstance(answers, list) or len(answers) != len(loads):
+        # The child died (or printed something else last): name the first import.
         error = lines[-1] if lines else "the child process printed nothing"
         if result.returncode != 0:
             error = f"the child process exited with code {result.returncode}"
-        answers = [error, *([None] * (len(plan.links) - 1))]
-    for link, error in zip(plan.links, answers, strict=True):
+        answers = [error, *([None] * (len(loads) - 1))]
+    for load, error in zip(loads, answers, strict=True):
         if error is None:
             continue
         detail = str(error or proc.tail(result.stderr))
         raise VerificationError(
-            f"variant {plan.variant.id}: '{_what(link)}' fails under torch {plan.torch.label} "
-            f"({python}): {detail.splitlines()[0] if detail else 'no message'}; "
-            f"{_hint(detail, link)}. The wheel was not published (--no-import-check skips this)",
+            f"variant {plan.variant.id}: '{_what(load, site)}' fails under torch "
+            f"{plan.torch.label} ({python}): {detail.splitlines()[0] if detail else 'no message'}"
+            f"; {_hint(detail, load, plan)}. The wheel was not published (--no-import-check "
+            "skips this)",
             details=proc.tail(result.stderr) or None,
         )
     if result.returncode != 0:
         raise VerificationError(
-            f"variant {plan.variant.id}: loading the wheel's shared objects under torch "
+            f"variant {plan.variant.id}: importing the wheel under torch "
             f"{plan.torch.label} ended with exit code {result.returncode} ({python}); "
             "The wheel was not published (--no-import-check skips this)",
             details=proc.tail(result.stderr) or None,
         )
-    return tuple(f"{_what(link)} ok under torch {plan.torch.label}" for link in plan.links)
+    return tuple(f"{_what(load, site)} ok under torch {plan.torch.label}" for load in loads)
 
 
 def warn_if_torch_not_imported_first(plan: VariantPlan) -> None:
