@@ -111,7 +111,7 @@ def test_an_unused_child_is_stopped_when_the_session_ends() -> None:
 def _wheel(tmp: Path, plan_library: str, body: str) -> Path:
     wheel = tmp / "x-1.0-py3-none-any.whl"
     with zipfile.ZipFile(wheel, "w") as zf:
-        zf.writestr(f"{plan_library.split('/')[0]}/__init__.py", "")
+        zf.writestr(f"{plan_library.partition('/')[0]}/__init__.py", "")
         zf.writestr(plan_library, body)
     return wheel
 
