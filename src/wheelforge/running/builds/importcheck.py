@@ -33,6 +33,9 @@ from wheelforge.toolchain import probecache, torchprobe, warmtorch
 
 _UNDEFINED_RE = re.compile(r"undefined symbol: (\S+)")
 _NO_MODULE_RE = re.compile(r"No module named '([^']+)'")
+_CANNOT_IMPORT_RE = re.compile(
+    r"cannot import name '([^']+)' from (?:partially initialized module )?'([^']+)'"
+)
 # Bumped when what the check does changes: a success cached by an earlier check is not one.
 _HOW = 2
 
@@ -59,6 +62,8 @@ def _hint(message: str, load: warmtorch.Load, plan: VariantPlan) -> str:
         )
     if match := _NO_MODULE_RE.search(message):
         return _missing_module(match[1], plan)
+    if match := _CANNOT_IMPORT_RE.search(message):  # from . import _C: the name is not there
+        return _missing_module(f"{match[2]}.{match[1]}", plan)
     return "run the same import in the build Python to see more"
 
 
@@ -74,9 +79,9 @@ def _missing_module(missing: str, plan: VariantPlan) -> str:
         modules = [link.extension.name for link in plan.links if link.extension.kind == "module"]
         named = f"the matrix names its extension {', '.join(modules)}" if modules else "it lacks it"
         return (
-            f"the wheel has no module {missing}, which its package imports, and {named}: name the "
+            f"its package imports {missing}, which the wheel does not have, and {named}: name the "
             "extension by the dotted path its package imports (extensions[].name in matrix.yaml), "
-            "or put the module into the package"
+            "or put that module into the package"
         )
     declared = [
         dep
@@ -143,6 +148,10 @@ def check_import(
     return done
 
 
+def _extensions(plan: VariantPlan) -> list[ExtensionConfig]:
+    return [link.extension for link in plan.links if link.extension.kind == "module"]
+
+
 def _source_roots(plan: VariantPlan) -> list[Path]:
     """Where the project's sources are importable from: its folder, and the folder each of its
     packages and top-level modules lies in (src/ of a src layout)."""
@@ -159,12 +168,13 @@ def _import(wheel: Path, plan: VariantPlan) -> tuple[str, ...]:
             zf.extractall(site)
             names = zf.namelist()
         loads: list[warmtorch.Load] = [("package", name, site / name) for name in top_level(names)]
-        modules = [link for link in plan.links if link.extension.kind == "module"]
-        libraries = [link for link in plan.links if link.extension.kind == "library"]
-        # A top-level extension module is imported as an extension (its file checked), once.
-        loads = [load for load in loads if load[1] not in {m.extension.name for m in modules}]
-        loads += [("module", link.extension.name, site / link.wheel_path) for link in modules]
-        loads += [("library", link.extension.name, site / link.wheel_path) for link in libraries]
+        # Then the shared objects in the plan's order; a top-level extension module is
+        # imported once, as an extension (its file checked).
+        loads = [load for load in loads if load[1] not in {e.name for e in _extensions(plan)}]
+        loads += [
+            (link.extension.kind, link.extension.name, site / link.wheel_path)
+            for link in plan.links
+        ]
         result = warmtorch.import_modules(python, site, loads, hide=_source_roots(plan))
         return _verdict(result, loads, plan, site)
 
