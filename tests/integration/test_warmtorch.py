@@ -60,7 +60,9 @@ def test_the_loaders_message_and_a_crash_are_the_childs(tmp_path: Path) -> None:
     failing = warmtorch.import_modules(
         PYTHON, tmp_path, [("module", "mod", _module(tmp_path, "raise ImportError('boom')\n"))]
     )
-    assert json.loads(failing.stdout.strip().splitlines()[-1]) == ["ImportError: boom"]
+    assert json.loads(failing.stdout.strip().splitlines()[-1]) == [
+        {"said": "ImportError: boom", "missing": None, "ok": False}
+    ]
     crash = warmtorch.import_modules(
         PYTHON, tmp_path, [("module", "mod", _module(tmp_path, "import os\nos._exit(7)\n"))]
     )
@@ -83,7 +85,7 @@ def test_every_shared_object_is_loaded_in_order_a_library_by_torch_ops(tmp_path:
     )
     answers = json.loads(result.stdout.strip().splitlines()[-1])
     assert answers[:2] == [None, None] and order.read_text() == "first second"
-    assert answers[2].startswith("OSError: ") and "_ops.so" in answers[2]
+    assert answers[2]["said"].startswith("OSError: ") and "_ops.so" in answers[2]["said"]
 
 
 def test_a_python_without_torch_says_so(tmp_path: Path) -> None:

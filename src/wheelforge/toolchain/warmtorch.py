@@ -81,31 +81,71 @@ sys.path[:] = [request["site"]] + [
 ]
 importlib.invalidate_caches()
 site = os.path.realpath(request["site"])
-answers = []
-for kind, name, path in request["loads"]:
+tops = set(request["tops"])
+
+
+def load(kind, name, path):
     # A package and an extension module are imported by name, as their user imports them, and
     # must come from the wheel's folder; a library of operators is loaded the way its package
     # loads it, with torch.ops.load_library.
+    if kind == "library":
+        torch.ops.load_library(path)
+        return
+    module = importlib.import_module(name)
+    found = getattr(module, "__file__", None) or next(iter(getattr(module, "__path__", [])), None)
+    if found is None or not os.path.realpath(found).startswith(site + os.sep):
+        raise ImportError(f"{name} was imported from {found}, not from the wheel")
+    if kind == "module" and os.path.realpath(found) != os.path.realpath(path):
+        raise ImportError(f"{name} was imported from {found}, not from the wheel's {path}")
+
+
+def answer(exc):
+    # torch 2.13's load_library says "Could not load this library: PATH" and keeps dlopen's own
+    # words ("undefined symbol: ...") in the exception it raised from. A module another
+    # distribution gives (not one of the wheel's top-level names) is named as missing: the
+    # build Python lacks it, which says nothing of the wheel.
+    cause = exc.__cause__ or exc.__context__
+    said = f"{type(exc).__name__}: {exc}"
+    said += f" ({cause})" if cause is not None and str(cause) not in said else ""
+    missing = getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None
+    if missing and missing.partition(".")[0] in tops:
+        missing = None
+    return {"said": said, "missing": missing, "ok": False}
+
+
+def stub_parents(name):
+    # The packages above an extension module, as empty modules over the wheel's folders: the
+    # module is imported by its dotted name without their __init__, which needs what is missing.
+    import types
+    parts = name.split(".")[:-1]
+    for i in range(1, len(parts) + 1):
+        parent = ".".join(parts[:i])
+        if parent not in sys.modules:
+            stub = types.ModuleType(parent)
+            stub.__path__ = [os.path.join(site, *parts[:i])]
+            sys.modules[parent] = stub
+
+
+answers = []
+for kind, name, path in request["loads"]:
     try:
-        if kind == "library":
-            torch.ops.load_library(path)
-        else:
-            module = importlib.import_module(name)
-            found = getattr(module, "__file__", None) or next(iter(getattr(module, "__path__", [])), None)
-            if found is None or not os.path.realpath(found).startswith(site + os.sep):
-                raise ImportError(f"{name} was imported from {found}, not from the wheel")
-            if kind == "module" and os.path.realpath(found) != os.path.realpath(path):
-                raise ImportError(f"{name} was imported from {found}, not from the wheel's {path}")
+        load(kind, name, path)
+        answers.append(None)
+        continue
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # a package's sys.exit() too: its message, not the child's end
-        # torch 2.13's load_library says "Could not load this library: PATH" and keeps dlopen's
-        # own words ("undefined symbol: ...") in the exception it raised from.
-        cause = exc.__cause__ or exc.__context__
-        said = f"{type(exc).__name__}: {exc}"
-        answers.append(said + (f" ({cause})" if cause is not None and str(cause) not in said else ""))
-    else:
-        answers.append(None)
+        said = answer(exc)
+    if said["missing"] and kind == "module":
+        try:
+            stub_parents(name)
+            load(kind, name, path)
+            said["ok"] = True
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:
+            said = answer(exc)
+    answers.append(said)
 print(json.dumps(answers))
 """
 
@@ -260,7 +300,9 @@ def import_modules(
     one process of the wheel's user does: with *site* (the wheel installed: unpacked) first on
     sys.path and the folders in *hide* (where the project's sources are importable from) off
     it; a package or module must come from *site*. Its output's last line is JSON: a list with,
-    per load, null or the loader's message."""
+    per load, null (done) or {"said": the loader's message, "missing": the module of another
+    distribution the build Python lacks, or null, "ok": whether an extension module imported
+    all the same, its packages' __init__ skipped}."""
     warm(python)
     child = _WARM[python].pop(0)
     if _RESERVED.get(python):
@@ -268,6 +310,7 @@ def import_modules(
     request = {
         "site": str(site),
         "hide": [str(p) for p in hide],
+        "tops": sorted({name.partition(".")[0] for kind, name, _ in loads if kind != "library"}),
         "loads": [[kind, name, str(path)] for kind, name, path in loads],
     }
     try:

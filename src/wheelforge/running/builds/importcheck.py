@@ -83,7 +83,7 @@ def _missing_module(missing: str, plan: VariantPlan) -> str:
             "extension by the dotted path its package imports (extensions[].name in matrix.yaml), "
             "or put that module into the package"
         )
-    if (plan.project / f"{top}.py").is_file() or (plan.project / top / "__init__.py").is_file():
+    if _in_project(top, plan):
         return (
             f"the project has {top}, which the package imports, but the wheel does not carry it: "
             "add it to package.modules (a .py file) or package.packages in matrix.yaml"
@@ -95,14 +95,20 @@ def _missing_module(missing: str, plan: VariantPlan) -> str:
     ]
     if declared:
         return (
-            f"the build Python lacks {top}, which the wheel requires ({declared[0]}): install it "
-            f"there ({plan.torch.python} -m pip install '{declared[0]}') so the import can be checked"
+            f"the wheel requires it ({declared[0]}): install it into the build Python "
+            f"({plan.torch.python} -m pip install '{declared[0]}') to check this import"
         )
     return (
-        f"the package imports {top}, which the build Python lacks: the wheel must require its "
-        "distribution (package.dependencies, or [project] dependencies) and the build Python "
-        f"have it installed ({plan.torch.python} -m pip install ...)"
+        f"the wheel requires no distribution named {top}: if its package needs it, add it to "
+        "package.dependencies (or [project] dependencies); install it into the build Python "
+        f"({plan.torch.python} -m pip install ...) to check this import"
     )
+
+
+def _in_project(module: str, plan: VariantPlan) -> bool:
+    """Whether *module*'s top-level name is a module or package of the project's folder."""
+    top = module.partition(".")[0]
+    return (plan.project / f"{top}.py").is_file() or (plan.project / top / "__init__.py").is_file()
 
 
 def _what(load: warmtorch.Load, site: Path) -> str:
@@ -148,7 +154,9 @@ def check_import(
     if found is not None:
         return tuple(found["ran"])
     done = _import(wheel, plan)
-    if plan.torch.watch:  # nothing to watch: nothing that says when the verdict goes stale
+    # Nothing to watch: nothing that says when the verdict goes stale; an import not checked
+    # (a dependency the build Python lacks) is no verdict to keep.
+    if plan.torch.watch and not any(" not checked " in line for line in done):
         probecache.store(cache_dir, "import-check", key, {"ran": list(done)}, plan.torch.watch)
     return done
 
@@ -187,7 +195,11 @@ def _import(wheel: Path, plan: VariantPlan) -> tuple[str, ...]:
 def _verdict(
     result: proc.Result, loads: list[warmtorch.Load], plan: VariantPlan, site: Path
 ) -> tuple[str, ...]:
-    python = plan.torch.python
+    """What the child answered: an import that failed for the wheel's sake stops the variant;
+    one that needs a module of another distribution the build Python lacks says so (a
+    warning: nothing is known of the wheel), and its extension modules were imported all the
+    same, their packages' __init__ skipped."""
+    python, label = plan.torch.python, plan.torch.label
     lines = result.stdout.strip().splitlines()
     try:
         answers = json.loads(lines[-1]) if lines else None
@@ -198,26 +210,43 @@ def _verdict(
         error = lines[-1] if lines else "the child process printed nothing"
         if result.returncode != 0:
             error = f"the child process exited with code {result.returncode}"
-        answers = [error, *([None] * (len(loads) - 1))]
-    for load, error in zip(loads, answers, strict=True):
-        if error is None:
+        answers = [{"said": error, "missing": None, "ok": False}, *([None] * (len(loads) - 1))]
+    done = []
+    for load, answer in zip(loads, answers, strict=True):
+        what = _what(load, site)
+        if answer is None:
+            done.append(f"{what} ok under torch {label}")
             continue
-        detail = str(error or proc.tail(result.stderr))
-        raise VerificationError(
-            f"variant {plan.variant.id}: '{_what(load, site)}' fails under torch "
-            f"{plan.torch.label} ({python}): {detail.splitlines()[0] if detail else 'no message'}"
-            f"; {_hint(detail, load, plan)}. The wheel was not published (--no-import-check "
-            "skips this)",
-            details=proc.tail(result.stderr) or None,
-        )
+        said = str(answer.get("said") or proc.tail(result.stderr) or "no message")
+        missing = answer.get("missing")
+        ok = bool(answer.get("ok"))
+        if missing and _in_project(missing, plan):  # the project's own: the wheel lacks it
+            ok, missing = False, None
+        if ok:
+            done.append(
+                f"{what} ok under torch {label} (its package's __init__ skipped: no {missing})"
+            )
+        elif missing:
+            log.warning(
+                f"variant {plan.variant.id}: import check: '{what}' not checked: "
+                f"{said.splitlines()[0]}; {_missing_module(missing, plan)}"
+            )
+            done.append(f"{what} not checked under torch {label}: the build Python lacks {missing}")
+        else:
+            raise VerificationError(
+                f"variant {plan.variant.id}: '{what}' fails under torch {label} ({python}): "
+                f"{said.splitlines()[0]}; {_hint(said, load, plan)}. The wheel was not "
+                "published (--no-import-check skips this)",
+                details=proc.tail(result.stderr) or None,
+            )
     if result.returncode != 0:
         raise VerificationError(
             f"variant {plan.variant.id}: importing the wheel under torch "
-            f"{plan.torch.label} ended with exit code {result.returncode} ({python}); "
+            f"{label} ended with exit code {result.returncode} ({python}); "
             "The wheel was not published (--no-import-check skips this)",
             details=proc.tail(result.stderr) or None,
         )
-    return tuple(f"{_what(load, site)} ok under torch {plan.torch.label}" for load in loads)
+    return tuple(done)
 
 
 def warn_if_torch_not_imported_first(plan: VariantPlan) -> None:
