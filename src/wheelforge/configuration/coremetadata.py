@@ -17,9 +17,6 @@ from dataclasses import dataclass
 from email.utils import getaddresses
 from urllib.parse import urlsplit
 
-from packaging.metadata import ExceptionGroup, InvalidMetadata, Metadata, parse_email
-from packaging.requirements import InvalidRequirement, Requirement
-
 from wheelforge.configuration.matrix.keys import LINE_BREAK_RE
 
 # Headers whose value may span lines: each further line is indented to continue the header.
@@ -114,6 +111,10 @@ def problems(text: str) -> tuple[Problem, ...]:
     """What PyPI would refuse in the METADATA *text*: packaging's validation
     (``Metadata.from_email``, what twine check and PyPI run: one-line Summary, valid Name and
     Version, a known Metadata-Version, no field it cannot parse), then PyPI's own rules."""
+    # packaging's metadata module loads its requirement parser: only when a METADATA is judged
+    # (inspect, which packs nothing, never loads it)
+    from packaging.metadata import ExceptionGroup, InvalidMetadata, Metadata, parse_email
+
     found: list[Problem] = []
     try:
         Metadata.from_email(text, validate=True)
@@ -158,6 +159,8 @@ def _header(field: str) -> str:
 
 def _pypi_rules(raw: object) -> list[Problem]:
     """The rules PyPI adds to packaging's (warehouse/forklift/metadata.py)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
     assert isinstance(raw, dict)
     out: list[Problem] = []
     summary = raw.get("summary")
