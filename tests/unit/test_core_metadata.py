@@ -214,3 +214,55 @@ def test_the_build_refuses_metadata_pypi_refuses_before_compiling(
     wheel.require_valid_metadata(plan, Path("matrix.yaml"))  # the good one passes
     with pytest.raises(ConfigError, match=r"matrix.yaml: package: the wheel's METADATA Classifier"):
         wheel.require_valid_metadata(bad, Path("matrix.yaml"))
+
+
+def test_init_leaves_out_what_pypi_refuses_and_says_so(tmp_path: Path) -> None:
+    """setup() metadata PyPI would refuse (a classifier it does not list, a URL that is no
+    http(s) one, a two-line description) does not make init write a matrix its reader refuses:
+    each is left out, or made one line, and said."""
+    from wheelforge.adoption.record.captured import (
+        CapturedBuild,
+        CapturedExtension,
+        CapturedSource,
+        ProjectMetadata,
+    )
+    from wheelforge.adoption.writer.matrixfile import InitChoices, render
+
+    (tmp_path / "demo").mkdir()
+    (tmp_path / "demo" / "__init__.py").write_text("")
+    (tmp_path / "csrc").mkdir()
+    (tmp_path / "csrc" / "ops.cu").write_text("// ops\n")
+    meta = ProjectMetadata(
+        name="demo",
+        version="0.1",
+        summary="Demo ops:\nfast ones",
+        url="git@github.com:example/demo.git",
+        project_urls=(("Docs", "https://example.org/docs"),),
+        classifiers=("Programming Language :: Python :: 3", "Topic :: Nonesuch"),
+        author="Ann",
+        author_email="ann@example.org",
+    )
+    build = CapturedBuild(
+        root=tmp_path,
+        front_door="setup.py",
+        extensions=(
+            CapturedExtension(
+                name="demo._C",
+                kind="CUDAExtension",
+                where="setup.py:1",
+                sources=(CapturedSource(path="csrc/ops.cu"),),
+            ),
+        ),
+        metadata=meta,
+        packages=("demo",),
+    )
+    result = render(build, InitChoices(archs="9.0"))
+    (tmp_path / "matrix.yaml").write_text(result.text)
+    package = load_matrix(tmp_path / "matrix.yaml").package  # the reader takes it
+    assert package.summary == "Demo ops: fast ones"
+    assert package.classifiers == ("Programming Language :: Python :: 3",)
+    assert package.urls == (("Docs", "https://example.org/docs"),)
+    assert package.authors == ("Ann <ann@example.org>",)
+    done = " ".join(result.done)  # type: ignore[attr-defined]
+    assert "classifiers: left 'Topic :: Nonesuch' out: it is not a trove classifier" in done
+    assert "urls: left 'Homepage' out" in done and "summary: its line breaks made spaces" in done
