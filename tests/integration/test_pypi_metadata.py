@@ -33,8 +33,15 @@ _OFFLINE = (
     "Could not find a version",
     "Network is unreachable",
 )
-# Small released wheels of the CUDA stack (a few MB in all), each from another builder.
-RELEASED = ("nvidia-cuda-runtime-cu12==12.9.79", "nvidia-nvtx-cu12==12.9.79", "ninja==1.13.2")
+# Small released wheels of the CUDA stack (a few MB in all), each from another builder; the
+# 2022 ones carry setuptools' License-File under Metadata-Version 2.1, which twine uploads.
+RELEASED = (
+    "nvidia-cuda-runtime-cu12==12.9.79",
+    "nvidia-nvtx-cu12==12.9.79",
+    "ninja==1.13.2",
+    "nvidia-cuda-runtime-cu11==11.7.99",
+    "ninja==1.10.2",
+)
 
 
 def _download(dest: Path, *args: str) -> list[Path]:
@@ -58,13 +65,16 @@ def _metadata(path: Path) -> str:
 
 
 def test_released_wheels_pass_the_pypi_metadata_rule(tmp_path: Path) -> None:
-    wheels = _download(tmp_path, "--only-binary", ":all:", *RELEASED)
+    wheels = [
+        wheel
+        for i, requirement in enumerate(RELEASED)  # one at a time: two ninjas are no one install
+        for wheel in _download(tmp_path / str(i), "--only-binary", ":all:", requirement)
+    ]
     # torch's own wheel, where this machine keeps one (pip's find-links)
     wheels += sorted(Path("/opt/wheels").glob("torch-*.whl"))[:1]
     assert len(wheels) >= len(RELEASED)
     for path in wheels:
         text = _metadata(path)
-        Metadata.from_email(text, validate=True)  # PyPI took it: packaging agrees
         assert coremetadata.problems(text) == (), path.name
         checks = abicheck.check_wheel(path, torch=None, guards={})
         assert [v for c in checks for v in c.violations if v.rule == "pypi-metadata"] == []

@@ -177,8 +177,22 @@ FOLDED = "Metadata-Version: 2.1\nName: pkg\nVersion: 1.0\nSummary: first half\n 
         (GOOD.format(summary="s") + "Classifier: Framework :: Nonesuch\n", "Classifier"),
         (GOOD.format(summary="s") + "Project-URL: Homepage\n", "Project-URL"),
         (GOOD.format(summary="s") + "Requires-Dist: x @ https://e.org/x.whl\n", "Requires-Dist"),
+        # twine 6 refuses a 2.4 field under 2.2 (opt_einsum's hatchling wheels, 2025)
+        (
+            GOOD.format(summary="s").replace("2.1", "2.2") + "License-Expression: MIT\n",
+            "License-Expression",
+        ),
     ],
-    ids=["folded", "metadata-version", "name", "version", "classifier", "url", "direct-url"],
+    ids=[
+        "folded",
+        "metadata-version",
+        "name",
+        "version",
+        "classifier",
+        "url",
+        "direct-url",
+        "license-expression-under-2.2",
+    ],
 )
 def test_check_fails_a_wheel_whose_metadata_pypi_refuses(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], metadata: str, field: str
@@ -192,7 +206,9 @@ def test_check_fails_a_wheel_whose_metadata_pypi_refuses(
 
 
 def test_check_passes_metadata_pypi_takes(tmp_path: Path) -> None:
-    classifier = "Classifier: Programming Language :: Python :: 3\n"
+    """A long one-line summary, a trove classifier, and setuptools' License-File under
+    Metadata-Version 2.1 (years of released wheels: twine drops it from what it uploads)."""
+    classifier = "Classifier: Programming Language :: Python :: 3\nLicense-File: LICENSE\n"
     path = _wheel(tmp_path, GOOD.format(summary="x " * 60) + classifier)
     checks = abicheck.check_wheel(path, torch=None, guards={})
     assert [v for c in checks for v in c.violations if v.rule == "pypi-metadata"] == []

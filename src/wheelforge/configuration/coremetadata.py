@@ -108,24 +108,37 @@ class Problem:
 
 
 def problems(text: str) -> tuple[Problem, ...]:
-    """What PyPI would refuse in the METADATA *text*: packaging's validation
-    (``Metadata.from_email``, what twine check and PyPI run: one-line Summary, valid Name and
-    Version, a known Metadata-Version, no field it cannot parse), then PyPI's own rules."""
+    """What PyPI would refuse in the METADATA *text*, as ``twine check`` and ``twine upload``
+    judge it: every field parsed (packaging's parse_email), then packaging's validation (a
+    one-line Summary, a valid Name and Version, a known Metadata-Version, each field in the
+    metadata version that has it), then PyPI's own rules. Like twine, a License-File under a
+    Metadata-Version below 2.4 is not held against the wheel: setuptools wrote it so for years
+    and twine drops it from what it uploads (twine/package.py)."""
     # packaging's metadata module loads its requirement parser: only when a METADATA is judged
     # (inspect, which packs nothing, never loads it)
     from packaging.metadata import ExceptionGroup, InvalidMetadata, Metadata, parse_email
+    from packaging.version import InvalidVersion, Version
 
-    found: list[Problem] = []
     try:
-        Metadata.from_email(text, validate=True)
+        raw, unparsed = parse_email(text)
+    except (ValueError, LookupError, UnicodeError) as exc:
+        return (Problem("METADATA", f"cannot be read: {exc}"),)
+    found = [
+        Problem(_header(key), f"{key!r} is a field packaging cannot parse (malformed or unknown)")
+        for key in unparsed
+    ]
+    try:
+        old = Version(str(raw.get("metadata_version", "0"))) < Version("2.4")
+    except InvalidVersion:
+        old = False  # packaging's validation names it
+    if old:
+        raw.pop("license_files", None)
+    try:
+        Metadata.from_raw(raw, validate=True)
     except ExceptionGroup as group:
         found += [_problem(exc) for exc in _leaves(group)]
-    except InvalidMetadata as exc:  # packaging raises a lone one for a malformed file
+    except InvalidMetadata as exc:
         found.append(_problem(exc))
-    except (ValueError, LookupError, UnicodeError) as exc:
-        found.append(Problem("METADATA", f"cannot be read: {exc}"))
-        return tuple(found)
-    raw, _ = parse_email(text)
     found += _pypi_rules(raw)
     return tuple(found)
 
