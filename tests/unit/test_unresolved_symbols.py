@@ -154,7 +154,10 @@ def test_the_import_check_names_the_symbol_a_library_lacks(
     [link] = plan.links
     load = ("library", link.extension.name, Path("/tmp/x/site") / link.wheel_path)
     said = importcheck._hint(
-        "OSError: /tmp/x/site/demo_ops/_ops.so: undefined symbol: _Z10scale_rowsPvi", load, plan
+        "OSError: /tmp/x/site/demo_ops/_ops.so: undefined symbol: _Z10scale_rowsPvi",
+        load,
+        plan,
+        Path("/tmp/x/site"),
     )
     assert said.startswith("scale_rows(void*, int) (_Z10scale_rowsPvi) is defined by no library")
     assert "the library loads" in said

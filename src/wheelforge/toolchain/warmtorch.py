@@ -108,9 +108,21 @@ def answer(exc):
     said = f"{type(exc).__name__}: {exc}"
     said += f" ({cause})" if cause is not None and str(cause) not in said else ""
     missing = getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None
-    if missing and missing.partition(".")[0] in tops:
+    if missing and owned(missing):
         missing = None
     return {"said": said, "missing": missing, "ok": False}
+
+
+def owned(module):
+    # Whether the wheel should have *module*: its deepest parent folder in the wheel is a
+    # regular package (a namespace package's other portions come from other distributions:
+    # witwin.core beside witwin-radar's witwin.radar); with none, a top-level name of the wheel.
+    parts = module.split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        folder = os.path.join(site, *parts[:i])
+        if os.path.isdir(folder):
+            return os.path.isfile(os.path.join(folder, "__init__.py"))
+    return parts[0] in tops
 
 
 def stub_parents(name):

@@ -40,7 +40,7 @@ _CANNOT_IMPORT_RE = re.compile(
 _HOW = 2
 
 
-def _hint(message: str, load: warmtorch.Load, plan: VariantPlan) -> str:
+def _hint(message: str, load: warmtorch.Load, plan: VariantPlan, site: Path) -> str:
     kind, name, _ = load
     leaf = name.rsplit(".", 1)[-1]
     if "does not define module export function" in message:
@@ -61,21 +61,33 @@ def _hint(message: str, load: warmtorch.Load, plan: VariantPlan) -> str:
             "on PYTHONPATH): uninstall it from the build Python, or unset PYTHONPATH"
         )
     if match := _NO_MODULE_RE.search(message):
-        return _missing_module(match[1], plan)
+        return _missing_module(match[1], plan, site)
     if match := _CANNOT_IMPORT_RE.search(message):  # from . import _C: the name is not there
-        return _missing_module(f"{match[2]}.{match[1]}", plan)
+        return _missing_module(f"{match[2]}.{match[1]}", plan, site)
     return "run the same import in the build Python to see more"
 
 
-def _missing_module(missing: str, plan: VariantPlan) -> str:
+def _owned(module: str, site: Path, plan: VariantPlan) -> bool:
+    """Whether the wheel (unpacked at *site*) should have *module*, as the child judges it: its
+    deepest parent folder there is a regular package (a namespace package's other portions are
+    other distributions'), or, with none, its top-level name is the wheel's."""
+    parts = module.split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        folder = site.joinpath(*parts[:i])
+        if folder.is_dir():
+            return (folder / "__init__.py").is_file()
+    tops = {f.name for f in plan.wheel.package.packages} | {
+        link.extension.name.partition(".")[0] for link in plan.links
+    }
+    return parts[0] in tops
+
+
+def _missing_module(missing: str, plan: VariantPlan, site: Path) -> str:
     """What to do about ``No module named 'missing'``: a module the wheel should carry (its
     package imports a name the matrix gave its extension otherwise: init's guess of a dotted
     path), or a module of another distribution the build Python lacks."""
     top = missing.partition(".")[0]
-    tops = {folder.name for folder in plan.wheel.package.packages} | {
-        link.extension.name.partition(".")[0] for link in plan.links
-    }
-    if top in tops:
+    if _owned(missing, site, plan):
         modules = [link.extension.name for link in plan.links if link.extension.kind == "module"]
         named = f"the matrix names its extension {', '.join(modules)}" if modules else "it lacks it"
         return (
@@ -88,10 +100,13 @@ def _missing_module(missing: str, plan: VariantPlan) -> str:
             f"the project has {top}, which the package imports, but the wheel does not carry it: "
             "add it to package.modules (a .py file) or package.packages in matrix.yaml"
         )
+    # a distribution named as the module is (scipy), or as its namespace portion (witwin.core:
+    # witwin-core)
+    names = {canonicalize_name(top), canonicalize_name(missing)}
     declared = [
         dep
         for dep in plan.wheel.package.dependencies
-        if canonicalize_name(Requirement(dep).name) == canonicalize_name(top)
+        if canonicalize_name(Requirement(dep).name) in names
     ]
     if declared:
         return (
@@ -229,13 +244,13 @@ def _verdict(
         elif missing:
             log.warning(
                 f"variant {plan.variant.id}: import check: '{what}' not checked: "
-                f"{said.splitlines()[0]}; {_missing_module(missing, plan)}"
+                f"{said.splitlines()[0]}; {_missing_module(missing, plan, site)}"
             )
             done.append(f"{what} not checked under torch {label}: the build Python lacks {missing}")
         else:
             raise VerificationError(
                 f"variant {plan.variant.id}: '{what}' fails under torch {label} ({python}): "
-                f"{said.splitlines()[0]}; {_hint(said, load, plan)}. The wheel was not "
+                f"{said.splitlines()[0]}; {_hint(said, load, plan, site)}. The wheel was not "
                 "published (--no-import-check skips this)",
                 details=proc.tail(result.stderr) or None,
             )
