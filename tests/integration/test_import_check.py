@@ -146,3 +146,29 @@ def test_a_dependency_the_build_python_lacks_is_named_and_the_extension_still_im
     assert "import vecops not checked under torch" in said
     assert "import vecops._C ok under torch" in said
     assert "its package's __init__ skipped: no wheelforge_no_such_dependency" in said
+
+
+def test_a_namespace_portion_of_another_distribution_is_not_the_wheels_fault(
+    tmp_path: Path,
+) -> None:
+    """witwin-radar's case: its witwin.radar (under the namespace package witwin, no
+    __init__.py) imports witwin.core, which witwin-core installs beside it. The build Python
+    lacks it: a warning, and the extension imported by its dotted name all the same."""
+    root = tmp_path / "nsx"
+    (root / "nsx" / "radar" / "csrc").mkdir(parents=True)
+    (root / "nsx" / "radar" / "__init__.py").write_text(
+        "import torch\nimport nsx.core\nfrom . import _C\n"
+    )
+    (root / "nsx" / "radar" / "csrc" / "vecops.cpp").write_text(VECOPS_CPP)
+    (root / "matrix.yaml").write_text(
+        "package: {name: nsx-radar, version: '0.1', packages: [nsx], dependencies: [nsx-core]}\n"
+        "extension: {name: nsx.radar._C, sources: [nsx/radar/csrc/vecops.cpp]}\n"
+        'torch: ">=2.10"\n'
+    )
+    run = wheelforge("build", cwd=root, env=TINY_ARCH_ENV)
+    said = " ".join((run.out + run.err).split())
+    assert run.code == 0, run.out + run.err
+    assert "'import nsx.radar._C' not checked" not in said
+    assert "import nsx ok under torch" in said
+    assert "import nsx.radar._C ok under torch" in said and "skipped: no nsx.core" in said
+    assert "the wheel requires it (nsx-core): install it into the build Python" in said

@@ -169,9 +169,11 @@ def check_import(
     if found is not None:
         return tuple(found["ran"])
     done = _import(wheel, plan)
-    # Nothing to watch: nothing that says when the verdict goes stale; an import not checked
-    # (a dependency the build Python lacks) is no verdict to keep.
-    if plan.torch.watch and not any(" not checked " in line for line in done):
+    # Nothing to watch: nothing that says when the verdict goes stale; an import not checked, or
+    # checked without its package's __init__ (a dependency the build Python lacks), is no
+    # verdict to keep: its warning is said again on the next build.
+    partial = any(" not checked " in line or "__init__ skipped" in line for line in done)
+    if plan.torch.watch and not partial:
         probecache.store(cache_dir, "import-check", key, {"ran": list(done)}, plan.torch.watch)
     return done
 
@@ -238,6 +240,11 @@ def _verdict(
         if missing and _in_project(missing, plan):  # the project's own: the wheel lacks it
             ok, missing = False, None
         if ok:
+            log.warning(
+                f"variant {plan.variant.id}: import check: '{what}' imported with its "
+                f"packages' __init__ skipped: {said.splitlines()[0]}; "
+                f"{_missing_module(str(missing), plan, site)}"
+            )
             done.append(
                 f"{what} ok under torch {label} (its package's __init__ skipped: no {missing})"
             )
