@@ -25,6 +25,7 @@ from tests.integration.helpers import (
     only_wheel,
     wheelforge,
 )
+from wheelforge.configuration import coremetadata
 from wheelforge.configuration.archs import ArchSet
 from wheelforge.interface.documents.build import KIND
 
@@ -65,6 +66,10 @@ def test_build_makes_one_repaired_abi3_wheel(first_build: Run, project: Path) ->
         assert arch in first_build.out
     assert "missing" not in first_build.out
     assert not list((project / "dist").glob(".*")), "temporary files left in dist/"
+    # imported as its user imports it: the package, then the extension by its dotted name
+    said = " ".join(first_build.out.split())
+    assert "import check: import wheelforge_kernels ok under torch" in said
+    assert "; import wheelforge_kernels._C ok under torch" in said
 
 
 def test_wheel_is_on_the_stable_abi(first_build: Run, project: Path, tmp_path: Path) -> None:
@@ -103,6 +108,7 @@ def test_wheel_metadata(first_build: Run, project: Path) -> None:
         wheel = zf.read("wheelforge_kernels-0.1.0.dist-info/WHEEL").decode()
         names = zf.namelist()
     assert "Requires-Dist: torch>=2.10" in metadata
+    assert coremetadata.problems(metadata) == ()  # PyPI takes it
     assert re.search(r"^Tag: cp310-abi3-manylinux_\d+_\d+_x86_64$", wheel, re.M)
     assert not any(".libs/" in n for n in names), "auditwheel grafted libraries"
 

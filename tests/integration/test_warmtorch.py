@@ -31,8 +31,9 @@ def _stop_children() -> object:
         yield
 
 
-def _module(tmp: Path, body: str) -> Path:
-    path = tmp / "mod.py"
+def _module(tmp: Path, body: str, name: str = "mod") -> Path:
+    """A module in the folder *tmp* (the wheel's folder, as installed), to import by *name*."""
+    path = tmp / f"{name}.py"
     path.write_text(body)
     return path
 
@@ -43,23 +44,27 @@ def test_one_child_answers_the_probe_then_imports_after_torch(tmp_path: Path) ->
     assert probe.returncode == 0 and info["torch_file"].endswith("torch/__init__.py")
     pid = tmp_path / "pid"
     body = f"import os, sys\nassert 'torch' in sys.modules\nopen({str(pid)!r}, 'w').write(str(os.getpid()))\n"
-    result = warmtorch.import_modules(PYTHON, [("module", "mod", _module(tmp_path, body))])
+    result = warmtorch.import_modules(
+        PYTHON, tmp_path, [("module", "mod", _module(tmp_path, body))]
+    )
     assert result.returncode == 0
     assert json.loads(result.stdout.strip().splitlines()[-1]) == [None]
     first = int(pid.read_text())
     assert first != os.getpid()
     # The child that imported is gone; the next check gets a fresh one.
-    warmtorch.import_modules(PYTHON, [("module", "mod", tmp_path / "mod.py")])
+    warmtorch.import_modules(PYTHON, tmp_path, [("module", "mod", tmp_path / "mod.py")])
     assert int(pid.read_text()) != first
 
 
 def test_the_loaders_message_and_a_crash_are_the_childs(tmp_path: Path) -> None:
     failing = warmtorch.import_modules(
-        PYTHON, [("module", "mod", _module(tmp_path, "raise ImportError('boom')\n"))]
+        PYTHON, tmp_path, [("module", "mod", _module(tmp_path, "raise ImportError('boom')\n"))]
     )
-    assert json.loads(failing.stdout.strip().splitlines()[-1]) == ["ImportError: boom"]
+    assert json.loads(failing.stdout.strip().splitlines()[-1]) == [
+        {"said": "ImportError: boom", "missing": None, "ok": False}
+    ]
     crash = warmtorch.import_modules(
-        PYTHON, [("module", "mod", _module(tmp_path, "import os\nos._exit(7)\n"))]
+        PYTHON, tmp_path, [("module", "mod", _module(tmp_path, "import os\nos._exit(7)\n"))]
     )
     assert crash.returncode == 7
 
@@ -75,11 +80,12 @@ def test_every_shared_object_is_loaded_in_order_a_library_by_torch_ops(tmp_path:
     garbage.write_text("not an ELF file\n")
     result = warmtorch.import_modules(
         PYTHON,
+        tmp_path,
         [("module", "mod", first), ("module", "second", second), ("library", "x._ops", garbage)],
     )
     answers = json.loads(result.stdout.strip().splitlines()[-1])
     assert answers[:2] == [None, None] and order.read_text() == "first second"
-    assert answers[2].startswith("OSError: ") and "_ops.so" in answers[2]
+    assert answers[2]["said"].startswith("OSError: ") and "_ops.so" in answers[2]["said"]
 
 
 def test_a_python_without_torch_says_so(tmp_path: Path) -> None:
@@ -107,31 +113,41 @@ def test_an_unused_child_is_stopped_when_the_session_ends() -> None:
 def _wheel(tmp: Path, plan_library: str, body: str) -> Path:
     wheel = tmp / "x-1.0-py3-none-any.whl"
     with zipfile.ZipFile(wheel, "w") as zf:
+        zf.writestr(f"{plan_library.partition('/')[0]}/__init__.py", "")
         zf.writestr(plan_library, body)
     return wheel
+
+
+def _stand_in_plan(tmp_path: Path) -> object:
+    """The repository's plan, with a Python module standing in for its extension (at the
+    extension's dotted path), and the torch of this Python."""
+    matrix_file = Path(__file__).resolve().parents[2] / "matrix.yaml"
+    plan = plan_for(load_matrix(matrix_file), tmp_path)
+    watched = tmp_path / "site-packages"
+    watched.mkdir()
+    link = plan.links[0]
+    stand_in = link.extension.name.replace(".", "/") + ".py"
+    plan = dataclasses.replace(
+        plan,
+        torch=dataclasses.replace(plan.torch, python=PYTHON, watch=(str(watched),)),
+        links=(dataclasses.replace(link, wheel_path=stand_in),),
+    )
+    plan.build_dir.mkdir(parents=True)
+    return plan
 
 
 def test_an_import_check_success_is_cached_by_the_wheels_bytes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    matrix_file = Path(__file__).resolve().parents[2] / "matrix.yaml"
-    plan = plan_for(load_matrix(matrix_file), tmp_path)
-    watched = tmp_path / "site-packages"
-    watched.mkdir()
-    plan = dataclasses.replace(
-        plan,
-        torch=dataclasses.replace(plan.torch, python=PYTHON, watch=(str(watched),)),
-        # a Python module stands in for the extension
-        links=(dataclasses.replace(plan.links[0], wheel_path="pkg/mod.py"),),
-    )
-    plan.build_dir.mkdir(parents=True)
+    plan = _stand_in_plan(tmp_path)
+    watched = Path(plan.torch.watch[0])
     wheel = _wheel(tmp_path, plan.links[0].wheel_path, "x = 1\n")
     calls: list[Path] = []
     real = warmtorch.import_modules
 
-    def counting(python: Path, loads: list[warmtorch.Load]) -> object:
+    def counting(python: Path, site: Path, loads: list[warmtorch.Load], **kw: object) -> object:
         calls.append(loads[0][2])
-        return real(python, loads)
+        return real(python, site, loads, **kw)  # type: ignore[arg-type]
 
     monkeypatch.setattr(warmtorch, "import_modules", counting)
     cache = tmp_path / "cache"

@@ -283,6 +283,7 @@ def test_a_classic_wheel_is_checked_by_the_unstable_abis_rules(
         "tags",
         "layout",
         "torch-pin",
+        "pypi-metadata",
     )
     assert check.wheel is not None and check.wheel.declared.torch == "torch==2.13.*"
     assert main(["check", str(wheel)]) == 0

@@ -208,7 +208,7 @@ def test_each_import_check_to_come_has_a_warm_child_of_its_own(
         warmtorch.reserve(python)
         assert len(started) == 3  # one each, all warm before any import check
         for _ in range(3):
-            warmtorch.import_modules(python, [])
+            warmtorch.import_modules(python, Path("site"), [])
         assert len(started) == 3  # no import check started one of its own
         warmtorch.reserve(python)  # a later variant, its own again
         assert len(started) == 4

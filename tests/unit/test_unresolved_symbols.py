@@ -150,9 +150,14 @@ def test_the_import_check_names_the_symbol_a_library_lacks(
     """What torch.ops.load_library raised (dlopen's words) becomes a hint naming the symbol,
     demangled, and what to add (running/builds/importcheck.py)."""
     text = GOOD_MATRIX.replace("name: demo_ops._C", "name: demo_ops._ops\n  kind: library")
-    [link] = plan_for(load_matrix(project(text)), tmp_path).links
+    plan = plan_for(load_matrix(project(text)), tmp_path)
+    [link] = plan.links
+    load = ("library", link.extension.name, Path("/tmp/x/site") / link.wheel_path)
     said = importcheck._hint(
-        "OSError: /tmp/x/site/demo_ops/_ops.so: undefined symbol: _Z10scale_rowsPvi", link
+        "OSError: /tmp/x/site/demo_ops/_ops.so: undefined symbol: _Z10scale_rowsPvi",
+        load,
+        plan,
+        Path("/tmp/x/site"),
     )
     assert said.startswith("scale_rows(void*, int) (_Z10scale_rowsPvi) is defined by no library")
     assert "the library loads" in said

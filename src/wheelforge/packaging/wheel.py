@@ -10,15 +10,13 @@ import stat
 import time
 import zipfile
 from dataclasses import dataclass
-from email.message import EmailMessage
-from email.policy import compat32
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from wheelforge import __version__
-from wheelforge.configuration.matrix.keys import LINE_BREAK_RE
+from wheelforge.configuration import coremetadata
 from wheelforge.foundation import fsutil, readers
-from wheelforge.foundation.errors import BuildError
+from wheelforge.foundation.errors import BuildError, ConfigError
 
 if TYPE_CHECKING:  # `inspect` and `check`, which read wheels, load no matrix and no planning
     from wheelforge.configuration.matrix.model import PackageConfig
@@ -52,13 +50,6 @@ class WheelContents:
         return h.hexdigest()
 
 
-def _folded(value: str) -> str:
-    """A header value of several lines as core metadata writes it (setuptools'
-    rfc822_escape): each line after the first indented, so it continues the header instead of
-    ending the headers (a License text spread over lines)."""
-    return "\n        ".join(LINE_BREAK_RE.split(value.strip().replace("\r\n", "\n")))
-
-
 def core_metadata(
     package: PackageConfig,
     requires_python: str,
@@ -67,42 +58,46 @@ def core_metadata(
     torch_requirement: str | None,
     metadata_version: str | None = None,
 ) -> str:
-    """Core metadata (METADATA, PKG-INFO) from the matrix's package section. A None torch
-    requirement is marked Dynamic: an sdist of an unstable-ABI build learns it at build time."""
+    """Core metadata (METADATA, PKG-INFO) from the matrix's package section, written as the
+    specification says (configuration/coremetadata.py: no header folded, the readme in the
+    body). A None torch requirement is marked Dynamic: an sdist of an unstable-ABI build learns
+    it at build time."""
     pkg = package
-    msg = EmailMessage(policy=compat32)
     # The package's own version (pyproject fields may need 2.4), raised to what the caller needs
     # (an sdist's Dynamic field needs 2.2).
     versions = [pkg.metadata_version, *([metadata_version] if metadata_version else [])]
-    msg["Metadata-Version"] = max(versions, key=lambda v: tuple(int(x) for x in v.split(".")))
-    msg["Name"] = pkg.name
-    msg["Version"] = version
+    headers = [
+        ("Metadata-Version", max(versions, key=lambda v: tuple(int(x) for x in v.split(".")))),
+        ("Name", pkg.name),
+        ("Version", version),
+    ]
     if torch_requirement is None:
-        msg["Dynamic"] = "Requires-Dist"
+        headers.append(("Dynamic", "Requires-Dist"))
     if pkg.summary:
-        msg["Summary"] = pkg.summary
+        headers.append(("Summary", pkg.summary))
     if pkg.license:
-        msg["License"] = _folded(pkg.license)
-    msg["Requires-Python"] = requires_python
+        headers.append(("License", pkg.license))
+    headers.append(("Requires-Python", requires_python))
     if torch_requirement is not None:
-        msg["Requires-Dist"] = torch_requirement
-    for dep in pkg.dependencies:
-        msg["Requires-Dist"] = dep
-    for header, value in _matrix_metadata(pkg):
-        msg[header] = value
+        headers.append(("Requires-Dist", torch_requirement))
+    headers += [("Requires-Dist", dep) for dep in pkg.dependencies]
+    headers += _matrix_metadata(pkg)
     # pyproject.toml's [project] fields, as pyproject-metadata wrote them (configuration/matrix/pyproject.py).
-    for key, value in pkg.extra_metadata:
-        msg[key] = value
-    if pkg.description:
-        msg.set_payload(pkg.description)
-    return msg.as_string()
+    headers += pkg.extra_metadata
+    return coremetadata.render(headers, pkg.description)
 
 
 def _matrix_metadata(pkg: PackageConfig) -> list[tuple[str, str]]:
-    """The headers of matrix.yaml's authors, urls, classifiers and keywords (core metadata 2.1)."""
+    """The headers of matrix.yaml's authors, urls, classifiers and keywords (core metadata 2.1).
+    Author and Author-email are single fields: several authors are one comma-separated list
+    each, as PEP 621's tools write them."""
     out: list[tuple[str, str]] = []
-    for author in pkg.authors:
-        out.append(("Author-email" if "@" in author else "Author", author))
+    names = [a for a in pkg.authors if "@" not in a]
+    emails = [a for a in pkg.authors if "@" in a]
+    if names:
+        out.append(("Author", ", ".join(names)))
+    if emails:
+        out.append(("Author-email", ", ".join(emails)))
     out += [("Project-URL", f"{label}, {url}") for label, url in pkg.urls]
     out += [("Classifier", c) for c in pkg.classifiers]
     if pkg.keywords:
@@ -133,6 +128,22 @@ def metadata_text(plan: VariantPlan) -> str:
         version=plan.wheel.version,
         torch_requirement=plan.abi.torch_requirement,
     )
+
+
+def require_valid_metadata(plan: VariantPlan, matrix: Path) -> None:
+    """Before anything compiles: the METADATA the wheel of *plan* will carry is one PyPI takes
+    (configuration/coremetadata.py), else a ConfigError naming the field. The matrix reader
+    refuses each bad value where it is written; this holds the whole document to it."""
+    try:
+        text = metadata_text(plan)
+    except ValueError as exc:
+        raise ConfigError(f"{matrix}: package: {exc}; fix the value") from None
+    for problem in coremetadata.problems(text):
+        raise ConfigError(
+            f"{matrix}: package: the wheel's METADATA {problem.field} would be refused by "
+            f"PyPI: {problem.message}; fix it in the package section (or pyproject.toml "
+            "[project])"
+        )
 
 
 def wheel_text(tag: str) -> str:

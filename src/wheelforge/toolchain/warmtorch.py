@@ -5,9 +5,10 @@ Importing torch is the slowest thing a build does outside the compiler (3.5-4 s 
 machine, ~1.5 s here), and a cold build did it twice, one after the other: the probe
 (torchprobe.py) before compiling, the import check (running/builds/importcheck.py) after packing.
 Now one child does both. It imports torch (niced, so the compiles it overlaps come first),
-prints the probe's answer, then waits on its stdin for the wheel's shared objects to load, the
-way a fresh ``python -c 'import torch; ...'`` would: they are loaded in a process that has only
-imported torch, and the loaders' messages and exit status are that process's own. A child is
+prints the probe's answer, then waits on its stdin for the wheel to import, the way a fresh
+``python -c 'import torch; import pkg'`` would: the wheel's folder first on sys.path, its
+packages and extension modules imported by name in a process that has only imported torch, and
+the loaders' messages and exit status are that process's own. A child is
 used for one import check (one wheel: all its extensions, in the matrix's order) and then ends:
 two variants' modules register the same operator namespace, which one process refuses, and a
 crash while loading ends only that child.
@@ -68,31 +69,99 @@ print(sys.argv[2] + json.dumps({
 request = sys.stdin.readline()
 if not request:
     sys.exit(0)
-import importlib.util
+import importlib
+request = json.loads(request)
+# The wheel as installed: its folder first on sys.path (what an install puts on it), and the
+# folders the project's sources are importable from taken off it, so the source tree cannot
+# stand in for the wheel. (An import through the project's .pth of an editable install is of
+# a name the wheel's folder, ahead of it, already answers.)
+hidden = {os.path.realpath(p) for p in request["hide"]}
+sys.path[:] = [request["site"]] + [
+    p for p in sys.path if os.path.realpath(p or os.getcwd()) not in hidden
+]
+importlib.invalidate_caches()
+site = os.path.realpath(request["site"])
+tops = set(request["tops"])
+
+
+def load(kind, name, path):
+    # A package and an extension module are imported by name, as their user imports them, and
+    # must come from the wheel's folder; a library of operators is loaded the way its package
+    # loads it, with torch.ops.load_library; a plain library with ctypes.
+    if kind == "library":
+        torch.ops.load_library(path)
+        return
+    if kind == "plain":  # a plain library with ctypes (what bitsandbytes' cextension.py does)
+        import ctypes
+        ctypes.CDLL(path)
+        return
+    module = importlib.import_module(name)
+    found = getattr(module, "__file__", None) or next(iter(getattr(module, "__path__", [])), None)
+    if found is None or not os.path.realpath(found).startswith(site + os.sep):
+        raise ImportError(f"{name} was imported from {found}, not from the wheel")
+    if kind == "module" and os.path.realpath(found) != os.path.realpath(path):
+        raise ImportError(f"{name} was imported from {found}, not from the wheel's {path}")
+
+
+def answer(exc):
+    # torch 2.13's load_library says "Could not load this library: PATH" and keeps dlopen's own
+    # words ("undefined symbol: ...") in the exception it raised from. A module another
+    # distribution gives (not one of the wheel's top-level names) is named as missing: the
+    # build Python lacks it, which says nothing of the wheel.
+    cause = exc.__cause__ or exc.__context__
+    said = f"{type(exc).__name__}: {exc}"
+    said += f" ({cause})" if cause is not None and str(cause) not in said else ""
+    missing = getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None
+    if missing and owned(missing):
+        missing = None
+    return {"said": said, "missing": missing, "ok": False}
+
+
+def owned(module):
+    # Whether the wheel should have *module*: its deepest parent folder in the wheel is a
+    # regular package (a namespace package's other portions come from other distributions:
+    # witwin.core beside witwin-radar's witwin.radar); with none, a top-level name of the wheel.
+    parts = module.split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        folder = os.path.join(site, *parts[:i])
+        if os.path.isdir(folder):
+            return os.path.isfile(os.path.join(folder, "__init__.py"))
+    return parts[0] in tops
+
+
+def stub_parents(name):
+    # The packages above an extension module, as empty modules over the wheel's folders: the
+    # module is imported by its dotted name without their __init__, which needs what is missing.
+    import types
+    parts = name.split(".")[:-1]
+    for i in range(1, len(parts) + 1):
+        parent = ".".join(parts[:i])
+        if parent not in sys.modules:
+            stub = types.ModuleType(parent)
+            stub.__path__ = [os.path.join(site, *parts[:i])]
+            sys.modules[parent] = stub
+
+
 answers = []
-for kind, name, path in json.loads(request):
-    # A module file is loaded directly (not through its package), so the package's own imports
-    # and dependencies are not needed, and the loader's message is the one a user would see; a
-    # library of operators the way its package loads it, with torch.ops.load_library; a plain
-    # library with ctypes (what bitsandbytes' cextension.py does).
+for kind, name, path in request["loads"]:
     try:
-        if kind == "library":
-            torch.ops.load_library(path)
-        elif kind == "plain":
-            import ctypes
-            ctypes.CDLL(path)
-        else:
-            spec = importlib.util.spec_from_file_location(name, path)
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-    except Exception as exc:
-        # torch 2.13's load_library says "Could not load this library: PATH" and keeps dlopen's
-        # own words ("undefined symbol: ...") in the exception it raised from.
-        cause = exc.__cause__ or exc.__context__
-        said = f"{type(exc).__name__}: {exc}"
-        answers.append(said + (f" ({cause})" if cause is not None and str(cause) not in said else ""))
-    else:
+        load(kind, name, path)
         answers.append(None)
+        continue
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # a package's sys.exit() too: its message, not the child's end
+        said = answer(exc)
+    if said["missing"] and kind == "module":
+        try:
+            stub_parents(name)
+            load(kind, name, path)
+            said["ok"] = True
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:
+            said = answer(exc)
+    answers.append(said)
 print(json.dumps(answers))
 """
 
@@ -234,22 +303,34 @@ def probe(python: Path) -> proc.Result:
         child.close()
 
 
-# What to load in the warm child: ("module", import name, file) for an extension module,
-# ("library", name, file) for a library loaded with torch.ops.load_library, ("plain", name, file)
-# for a plain shared library loaded with ctypes.
+# What to import in the warm child: ("package", name, its folder or file in the wheel's
+# folder) for a top-level package or module of the wheel, ("module", dotted name, its file) for
+# an extension module, ("library", name, file) for a library loaded with torch.ops.load_library.
 Load = tuple[str, str, Path]
 
 
-def import_modules(python: Path, loads: Sequence[Load]) -> proc.Result:
-    """Load each of *loads*, in order, in one child of *python* that imported torch first (the
-    wheel's shared objects, as one process of its user loads them); its output's last line is
-    JSON: a list with, per load, null or the loader's message."""
+def import_modules(
+    python: Path, site: Path, loads: Sequence[Load], *, hide: Sequence[Path] = ()
+) -> proc.Result:
+    """Import each of *loads*, in order, in one child of *python* that imported torch first, as
+    one process of the wheel's user does: with *site* (the wheel installed: unpacked) first on
+    sys.path and the folders in *hide* (where the project's sources are importable from) off
+    it; a package or module must come from *site*. Its output's last line is JSON: a list with,
+    per load, null (done) or {"said": the loader's message, "missing": the module of another
+    distribution the build Python lacks, or null, "ok": whether an extension module imported
+    all the same, its packages' __init__ skipped}."""
     warm(python)
     child = _WARM[python].pop(0)
     if _RESERVED.get(python):
         _RESERVED[python] -= 1
+    request = {
+        "site": str(site),
+        "hide": [str(p) for p in hide],
+        "tops": sorted({name.partition(".")[0] for kind, name, _ in loads if kind != "library"}),
+        "loads": [[kind, name, str(path)] for kind, name, path in loads],
+    }
     try:
-        return child.finish(json.dumps([[kind, name, str(path)] for kind, name, path in loads]))
+        return child.finish(json.dumps(request))
     finally:
         child.close()
 

@@ -4,6 +4,7 @@ where no pyproject.toml [project] gives them, the packages, their data and top-l
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Sequence
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -11,6 +12,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from wheelforge.adoption.record.captured import CapturedBuild
+from wheelforge.configuration import coremetadata
 from wheelforge.configuration.matrix.dynamic import setup_cfg_metadata
 from wheelforge.configuration.matrix.pyproject import ProjectMetadata, read_project
 from wheelforge.foundation import readers
@@ -49,7 +51,7 @@ def package_section(
             )
         package["version"] = version or "0.0.0"
         if meta.summary and not (project and project.summary):
-            package["summary"] = meta.summary
+            package["summary"] = _one_line(meta.summary, done)
         if (
             meta.license
             and not (project and _gives(project, "License"))
@@ -62,7 +64,7 @@ def package_section(
         if meta.dependencies and not (project and project.dependencies):
             package["dependencies"] = list(meta.dependencies)
         if not project:
-            _metadata_keys(build, package)
+            _metadata_keys(build, package, done)
             # setup.cfg's [metadata]/[options], under setup()'s own arguments, as setuptools
             # merges them (pytorch_sparse: its classifiers and readme are there).
             _from_setup_cfg(setup_cfg_metadata(root), package, hand)
@@ -161,7 +163,18 @@ def _readme(build: CapturedBuild) -> str | None:
     return None
 
 
-def _metadata_keys(build: CapturedBuild, package: dict[str, object]) -> None:
+def _one_line(summary: str, done: list[str]) -> str:
+    """setup(description=...) as METADATA's one-line Summary: its line breaks made spaces."""
+    if coremetadata.one_line(summary) is None:
+        return summary
+    done.append("summary: its line breaks made spaces (METADATA's Summary is one line)")
+    return " ".join(summary.split())
+
+
+def _metadata_keys(build: CapturedBuild, package: dict[str, object], done: list[str]) -> None:
+    """setup()'s authors, URLs, classifiers and keywords; a value PyPI would refuse (a trove
+    classifier it does not list, a URL that is no http(s) one, ...) is left out and said, so
+    the matrix init writes is one the matrix reader takes."""
     meta = build.metadata
     authors = [
         f"{meta.author} <{meta.author_email}>"
@@ -169,16 +182,42 @@ def _metadata_keys(build: CapturedBuild, package: dict[str, object]) -> None:
         else meta.author or meta.author_email or ""
     ]
     if authors[0]:
-        package["authors"] = authors
+        kept = _kept("authors", authors, _author_problem, done)
+        if kept:
+            package["authors"] = kept
     urls = dict(meta.project_urls)
     if meta.url:
         urls = {"Homepage": meta.url, **urls}
+    for label, url in list(urls.items()):
+        if why := coremetadata.url_problem(label, url):
+            done.append(f"urls: left {label!r} out: {why}")
+            del urls[label]
     if urls:
         package["urls"] = urls
-    if meta.classifiers:
-        package["classifiers"] = list(meta.classifiers)
-    if meta.keywords:
-        package["keywords"] = list(meta.keywords)
+    classifiers = _kept("classifiers", meta.classifiers, coremetadata.classifier_problem, done)
+    if classifiers:
+        package["classifiers"] = classifiers
+    keywords = _kept("keywords", meta.keywords, coremetadata.one_line, done)
+    if keywords:
+        package["keywords"] = keywords
+
+
+def _author_problem(author: str) -> str | None:
+    return coremetadata.one_line(author) or (
+        coremetadata.email_problem(author) if "@" in author else None
+    )
+
+
+def _kept(
+    key: str, values: Sequence[str], problem: Callable[[str], str | None], done: list[str]
+) -> list[str]:
+    kept = []
+    for value in values:
+        if why := problem(value):
+            done.append(f"{key}: left {value!r} out: it {why}")
+        else:
+            kept.append(value)
+    return kept
 
 
 def _requires_python(build: CapturedBuild, hand: list[str], done: list[str]) -> str | None:

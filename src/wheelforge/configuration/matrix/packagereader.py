@@ -13,6 +13,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from wheelforge.configuration import coremetadata
 from wheelforge.configuration.matrix import yamlio
 from wheelforge.configuration.matrix.discovery import is_package
 from wheelforge.configuration.matrix.keys import LINE_BREAK_RE, NAME_RE
@@ -67,10 +68,10 @@ class PackageReader(ModelReader):
             "summary": self.one_line,
             "requires_python": self.requires_python,
             "dependencies": self.checked_list(self.dependency),
-            "authors": self.strings,
+            "authors": self.checked_list(self.author),
             "urls": self.urls,
-            "classifiers": self.strings,
-            "keywords": self.strings,
+            "classifiers": self.checked_list(self.classifier),
+            "keywords": self.checked_list(self.keyword),
             "optional_dependencies": self.optional_dependencies,
             "readme": self.readme,
             "packages": self.checked_list(self.package_folder),
@@ -225,6 +226,11 @@ class PackageReader(ModelReader):
             label = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
             value = self.scalar(value_node, f"{where}.{label}")
             if isinstance(label, str) and value is not None:
+                if why := coremetadata.url_problem(label, value):
+                    self.problems.add(
+                        value_node, f"{where}.{label}: METADATA's Project-URL {label}: {why}"
+                    )
+                    continue
                 out.append((label, value))
         return tuple(out)
 
@@ -260,6 +266,30 @@ class PackageReader(ModelReader):
             return None
         return value
 
+    # Each of these becomes a METADATA header, which PyPI (and twine check) refuse unless it is
+    # one line; a classifier also must be one of PyPI's trove classifiers.
+    def author(self, node: yaml.Node, value: str, where: str) -> str | None:
+        why = coremetadata.one_line(value)
+        if why is None and "@" in value:
+            why = coremetadata.email_problem(value)
+        return self._metadata_value(node, value, where, "Author-email", why)
+
+    def classifier(self, node: yaml.Node, value: str, where: str) -> str | None:
+        why = coremetadata.classifier_problem(value)
+        return self._metadata_value(node, value, where, "Classifier", why)
+
+    def keyword(self, node: yaml.Node, value: str, where: str) -> str | None:
+        why = coremetadata.one_line(value)
+        return self._metadata_value(node, value, where, "Keywords", why)
+
+    def _metadata_value(
+        self, node: yaml.Node, value: str, where: str, header: str, why: str | None
+    ) -> str | None:
+        if why is None:
+            return value
+        self.problems.add(node, f"{where}: {value!r} (METADATA's {header}) {why}")
+        return None
+
     def one_line(self, node: yaml.Node, where: str) -> str | None:
         """A value that becomes one METADATA header line (Summary): a line break in it would end
         the header and start garbage that every parser reads as the body, losing Requires-Dist."""
@@ -269,6 +299,13 @@ class PackageReader(ModelReader):
                 node,
                 f"{where} must be one line (it is METADATA's Summary header); put longer text "
                 "in the readme ([project] readme in pyproject.toml)",
+            )
+            return None
+        if value is not None and len(value) > coremetadata.SUMMARY_LIMIT:
+            self.problems.add(
+                node,
+                f"{where} is {len(value)} characters, and PyPI takes a Summary of at most "
+                f"{coremetadata.SUMMARY_LIMIT}; put longer text in the readme",
             )
             return None
         return value

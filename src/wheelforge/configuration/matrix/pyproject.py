@@ -14,6 +14,7 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from wheelforge.configuration import coremetadata
 from wheelforge.configuration.matrix import dynamic, yamlio
 from wheelforge.foundation import fsutil, readers
 from wheelforge.foundation.errors import ConfigError
@@ -93,6 +94,7 @@ def read_project(path: Path) -> ProjectMetadata | None:
     except (pyproject_metadata.ConfigurationError, ValueError, OSError) as exc:
         raise ConfigError(f"{path}: [project]: {exc}") from None
     parsed = email.parser.Parser(policy=email.policy.compat32).parsestr(str(message))
+    _check_headers(parsed.items(), path)
     headers: list[tuple[str, str]] = []
     dependencies: list[str] = []
     for key, value in parsed.items():
@@ -124,6 +126,48 @@ def read_project(path: Path) -> ProjectMetadata | None:
         if meta.license_files is None
         else _inside(path, "license-files", [root / p for p in meta.license_files]),
     )
+
+
+# The [project] key each core-metadata header comes from, for the error that names it.
+_PROJECT_KEYS = {
+    "summary": "description",
+    "classifier": "classifiers",
+    "project-url": "urls",
+    "author": "authors",
+    "author-email": "authors",
+    "maintainer": "maintainers",
+    "maintainer-email": "maintainers",
+    "keywords": "keywords",
+    "requires-dist": "dependencies",
+    "provides-extra": "optional-dependencies",
+    "description-content-type": "readme",
+}
+
+
+def _check_headers(headers: list[tuple[str, str]], path: Path) -> None:
+    """Refuse what PyPI would refuse in the headers [project] gives: a line break in a one-line
+    field (pyproject-metadata folds it, so the wheel's METADATA would carry it), an unknown
+    classifier, a Project-URL PyPI does not take; one line naming the key and the fix."""
+    for name, value in headers:
+        key = name.lower()
+        if key in coremetadata.MULTI_LINE:
+            continue
+        text = value  # pyproject-metadata continued a value's further lines: a line break
+        if key == "classifier":
+            why = coremetadata.classifier_problem(text)
+        elif key == "project-url":
+            label, _, url = text.partition(",")
+            why = coremetadata.url_problem(label.strip(), url.strip())
+        elif key in ("author-email", "maintainer-email"):
+            why = coremetadata.one_line(text) or coremetadata.email_problem(text)
+        else:
+            why = coremetadata.one_line(text)
+        if why:
+            where = _PROJECT_KEYS.get(key, key)
+            shown = " ".join(text.split())
+            raise ConfigError(
+                f"{path}: [project] {where}: {shown!r} (METADATA's {name}) {why}; fix it there"
+            )
 
 
 # What setuptools (and hatchling, and wheel before them) ship from the project's folder when

@@ -10,6 +10,7 @@ import time
 from wheelforge.configuration import abi
 from wheelforge.configuration.settings import BuildSettings
 from wheelforge.foundation import locks, log, removal
+from wheelforge.packaging import wheel
 from wheelforge.planning import variants
 from wheelforge.planning.plan import VariantPlan
 from wheelforge.planning.planner import plan_all, plan_inputs
@@ -50,6 +51,8 @@ def run_build(settings: BuildSettings) -> BuildReport:
         inputs = plan_inputs(settings, compile_cache)
         plans = plan_all(settings, chosen, inputs, early=True)
         m = settings.matrix
+        for plan in plans:  # before anything compiles
+            wheel.require_valid_metadata(plan, m.path)
         flavour = abi.of(m.abi)
         labels = sorted({p.torch.label for p in plans})
         _announce(settings, plans, labels)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from wheelforge.configuration.settings import BuildSettings
 from wheelforge.foundation import writers
+from wheelforge.packaging import wheel
 from wheelforge.planning import ninjafile
 from wheelforge.planning.plan import VariantPlan
 from wheelforge.planning.planner import plan_all, plan_inputs
@@ -68,6 +69,7 @@ def dry_run(settings: BuildSettings) -> list[PlannedVariant]:
         # No compile cache; a PyPI header library is named where it will be, not downloaded.
         inputs = inputs or plan_inputs(settings, download=False)
         [plan] = plan_all(settings, [v], inputs)
+        wheel.require_valid_metadata(plan, settings.matrix.path)
         host = plan.host
         planned.append(
             dataclasses.replace(

@@ -101,8 +101,9 @@ class VariantResult:
     size: SizeCheck
     stages: tuple[tuple[str, float], ...]  # (stage, seconds): compile, package, verify, publish
     seconds: float
-    # What the import check ran, one line per shared object ("import pkg._C ok under torch
-    # 2.13.0+cpu", "torch.ops.load_library('pkg/_ops.so') ok ..."); None: skipped.
+    # What the import check ran, one line per top-level package and shared object ("import pkg
+    # ok under torch 2.13.0+cpu", "import pkg._C ok ...", "torch.ops.load_library('pkg/_ops.so')
+    # ok ..."); None: skipped.
     import_check: tuple[str, ...] | None = None
     # PEP 825 variant wheels only: the label, the properties in variant.json, and the null
     # variant published from the same build, if this is the one the matrix names.
@@ -221,8 +222,10 @@ def shared_objects(
     the import check loaded of it (*imported*, in the plan's order)."""
     sizes = {member_path(s.binary): s for s in size.shared_objects}
     out = []
-    for i, link in enumerate(plan.links):
+    for link in plan.links:
         found = sizes.get(link.wheel_path)
+        # its line among the import check's (which imports the wheel's packages first)
+        heads = (f"import {link.extension.name} ", f"torch.ops.load_library('{link.wheel_path}')")
         out.append(
             SharedObject(
                 name=link.extension.name,
@@ -230,7 +233,7 @@ def shared_objects(
                 path=link.wheel_path,
                 size=found.size if found else 0,
                 budget=link.extension.size_budget,
-                loaded=imported[i] if imported and i < len(imported) else None,
+                loaded=next((line for line in imported or () if line.startswith(heads)), None),
             )
         )
     return tuple(out)
