@@ -2124,6 +2124,43 @@ CASES += [
         succeeds(_all_own),
         _noop_record,
     ),
+    # a METADATA header cannot hold a line break: refused by the matrix check, before a compile
+    # (main dbdd1c4 compiled, then died packing: email's HeaderParseError)
+    _r5(
+        "metadata-newline-url",
+        "build with a line break in a package.urls value",
+        build,
+        refused("one line", 2),
+        _edit(
+            "  license: Apache-2.0",
+            '  license: Apache-2.0\n  urls: {Home: "https://a.example/\\nb"}',
+        ),
+        builds=True,
+        timeout=900,
+    ),
+    _r5(
+        "metadata-newline-author",
+        "build with a line break in a package.authors entry",
+        build,
+        refused("one line", 2),
+        _edit(
+            "  license: Apache-2.0", '  license: Apache-2.0\n  authors: ["A B\\nC <a@b.example>"]'
+        ),
+        builds=True,
+        timeout=900,
+    ),
+    _r5(
+        "metadata-newline-classifier",
+        "build with a line break in a package.classifiers entry",
+        build,
+        refused("one line", 2),
+        _edit(
+            "  license: Apache-2.0",
+            '  license: Apache-2.0\n  classifiers: ["Programming Language :: Python\\n :: 3"]',
+        ),
+        builds=True,
+        timeout=900,
+    ),
 ]
 
 
