@@ -2,7 +2,8 @@
 its verdicts by loading every binary, and write the table of docs/testing.md.
 
     python tools/gallery.py download DEST [--ci] [--only NAME ...]
-    python tools/gallery.py evidence WHEELS ENVS [--out evidence.json] [--only NAME ...]
+    python tools/gallery.py driver-stub DIR [--cuda /usr/local/cuda]
+    python tools/gallery.py evidence WHEELS ENVS --driver DIR [--out evidence.json] [--only NAME ...]
     python tools/gallery.py table WHEELS [--evidence evidence.json] [--docs docs/testing.md]
 
 ``download`` fetches each wheel (``--ci``: the ones the CI network step checks) with
@@ -17,6 +18,13 @@ loads every binary (``import torch`` first for a wheel of kind stable, classic o
 results go to ``--out`` (JSON); a line per environment is printed, in the words the gallery's
 ``loaded`` entries use.
 
+``driver-stub`` writes DIR/libcuda.so.1, a stand-in for the NVIDIA driver's library on a machine
+without one (where binaries that link libcuda.so.1 could not be loaded at all): every driver API
+entry point the toolkit's cuda.h declares (plain, ``_v2``..., per-thread-stream and legacy
+names), each returning CUDA_ERROR_NO_DEVICE, the way the toolkit's own ``lib64/stubs`` are made.
+``evidence --driver DIR`` puts it on LD_LIBRARY_PATH; a binary that needs a driver function the
+toolkit's cuda.h does not declare still fails, naming it.
+
 ``table`` runs ``wheelforge check --json`` (this interpreter's wheelforge) on each wheel and
 prints the docs' table: what loading showed, the verdict it supports, and what check says;
 ``--docs`` writes it between the gallery markers of docs/testing.md.
@@ -27,6 +35,8 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -115,7 +125,26 @@ def _site_packages(python: Path) -> Path:
     return Path(out.stdout.strip())
 
 
-def load_once(entry: dict[str, Any], wheel: Path, python: Path) -> dict[str, Any]:
+def driver_stub(dest: Path, cuda: Path) -> int:
+    """DIR/libcuda.so.1: cuda.h's driver entry points, each failing (see the module's doc)."""
+    names: set[str] = set()
+    for define in ([], ["-DCUDA_API_PER_THREAD_DEFAULT_STREAM"], ["-D__CUDA_API_VERSION_INTERNAL"]):
+        proc = subprocess.run(["gcc", "-E", *define, "-I", str(cuda / "include"), "-"],
+                              input="#include <cuda.h>\n", capture_output=True, text=True,
+                              check=True)  # fmt: skip
+        names |= set(re.findall(r"\b(cu[A-Z]\w*)\s*\(", proc.stdout))
+    dest.mkdir(parents=True, exist_ok=True)
+    source = dest / "libcuda_stub.c"
+    source.write_text("".join(f"int {n}(void) {{ return 100; }}\n" for n in sorted(names)))
+    subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o",
+                    str(dest / "libcuda.so.1"), str(source)], check=True)  # fmt: skip
+    print(f"{dest / 'libcuda.so.1'}: {len(names)} driver entry points of {cuda}/include/cuda.h")
+    return 0
+
+
+def load_once(
+    entry: dict[str, Any], wheel: Path, python: Path, driver: Path | None
+) -> dict[str, Any]:
     """tools/gallery_load.py's findings for *wheel* in the venv of *python*."""
     torch_first = entry["kind"] != "no-torch"
     with tempfile.TemporaryDirectory(prefix="gallery-load-") as tmp:
@@ -129,10 +158,16 @@ def load_once(entry: dict[str, Any], wheel: Path, python: Path) -> dict[str, Any
         args += ["--torch"] if torch_first else []
         for name in entry.get("imports", []):
             args += ["--import", name]
-        proc = subprocess.run(args, capture_output=True, text=True, check=False)
+        env = dict(os.environ)
+        if driver is not None:
+            env["LD_LIBRARY_PATH"] = os.pathsep.join(
+                filter(None, [str(driver), env.get("LD_LIBRARY_PATH")])
+            )
+        proc = subprocess.run(args, capture_output=True, text=True, check=False, env=env)
     if proc.returncode != 0:
         return {"failed": (proc.stderr.strip().splitlines() or ["no output"])[-1]}
     result: dict[str, Any] = json.loads(proc.stdout)
+    result["environment"]["driver"] = "libcuda.so.1 stand-in (driver-stub)" if driver else "none"
     return result
 
 
@@ -166,7 +201,7 @@ def summary(found: dict[str, Any]) -> str:
 
 
 def evidence(entries: list[dict[str, Any]], gallery: dict[str, Any], *, wheels: Path,
-             envs: Path, out: Path | None, only_envs: list[str]) -> int:  # fmt: skip
+             envs: Path, out: Path | None, only_envs: list[str], driver: Path | None) -> int:  # fmt: skip
     found: dict[str, Any] = json.loads(out.read_text()) if out and out.is_file() else {}
     for entry in entries:
         wheel = wheels / entry["file"]
@@ -174,7 +209,7 @@ def evidence(entries: list[dict[str, Any]], gallery: dict[str, Any], *, wheels: 
             if only_envs and name not in only_envs:
                 continue
             python = _venv(envs, name, gallery["env"][name])
-            result = load_once(entry, wheel, python)
+            result = load_once(entry, wheel, python, driver)
             found.setdefault(entry["file"], {})[name] = result
             print(f"{entry['file']} [{name}]: {summary(result)}", flush=True)
             if out:
@@ -259,21 +294,27 @@ def main() -> int:
     two.add_argument("envs", type=Path)
     two.add_argument("--out", type=Path)
     two.add_argument("--env", nargs="+", default=[], help="only these environments")
+    two.add_argument("--driver", type=Path, help="a folder with libcuda.so.1 (driver-stub's)")
+    four = sub.add_parser("driver-stub")
+    four.add_argument("dest", type=Path)
+    four.add_argument("--cuda", type=Path, default=Path("/usr/local/cuda"))
     three = sub.add_parser("table")
     three.add_argument("wheels", type=Path)
     three.add_argument("--evidence", type=Path)
     three.add_argument("--docs", type=Path)
-    for each in (one, two, three):
+    for each in (one, two, three, four):
         each.add_argument("--only", nargs="+", default=[])
         each.add_argument("--gallery", type=Path, default=GALLERY)
     args = parser.parse_args()
+    if args.command == "driver-stub":
+        return driver_stub(args.dest, args.cuda)
     gallery = load_gallery(args.gallery)
     if args.command == "download":
         return download(_select(gallery, args.only, args.ci), args.dest)
     entries = _select(gallery, args.only)
     if args.command == "evidence":
         return evidence(entries, gallery, wheels=args.wheels, envs=args.envs, out=args.out,
-                        only_envs=args.env)  # fmt: skip
+                        only_envs=args.env, driver=args.driver)  # fmt: skip
     found = json.loads(args.evidence.read_text()) if args.evidence else {}
     text = table(entries, args.wheels, found)
     print(text)
