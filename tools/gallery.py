@@ -115,7 +115,9 @@ def _venv(envs: Path, name: str, requirements: list[str]) -> Path:
     python = envs / name / "bin" / "python"
     if not python.exists():
         subprocess.run([sys.executable, "-m", "venv", str(envs / name)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", *requirements], check=True)
+        quiet = {**os.environ, "PIP_CONFIG_FILE": os.devnull}
+        subprocess.run([str(python), "-m", "pip", "install", "-q", *requirements], env=quiet,
+                       check=True)  # fmt: skip
     return python
 
 
@@ -153,11 +155,18 @@ def load_once(
         else:
             target = Path(tmp)
             pip = [str(python), "-m", "pip", "install", "-q", "--no-deps", "--target", tmp]
-            subprocess.run([*pip, str(wheel), *entry.get("with", [])], check=True)
+            # The gallery pins its versions itself: no machine-wide pip constraints.
+            quiet = {**os.environ, "PIP_CONFIG_FILE": os.devnull}
+            proc = subprocess.run([*pip, str(wheel), *entry.get("with", [])], env=quiet,
+                                  capture_output=True, text=True, check=False)  # fmt: skip
+            if proc.returncode != 0:
+                return {"failed": (proc.stderr.strip().splitlines() or ["no output"])[-1]}
         args = [str(python), str(LOADER), str(target), str(wheel)]
         args += ["--torch"] if torch_first else []
         for name in entry.get("imports", []):
             args += ["--import", name]
+        for member in entry.get("preload", []):
+            args += ["--preload", member]
         env = dict(os.environ)
         if driver is not None:
             env["LD_LIBRARY_PATH"] = os.pathsep.join(
@@ -206,8 +215,8 @@ def evidence(entries: list[dict[str, Any]], gallery: dict[str, Any], *, wheels: 
     for entry in entries:
         wheel = wheels / entry["file"]
         for name in entry["envs"]:
-            if only_envs and name not in only_envs:
-                continue
+            if (only_envs and name not in only_envs) or name in found.get(entry["file"], {}):
+                continue  # another environment, or loaded already (remove --out to redo)
             python = _venv(envs, name, gallery["env"][name])
             result = load_once(entry, wheel, python, driver)
             found.setdefault(entry["file"], {})[name] = result

@@ -15,7 +15,8 @@ failure does not hide another and nothing loaded for one binary helps the next:
   failure is kept and the file is then loaded by path under the same name, to tell the two apart;
 - any other shared object is opened with ``ctypes.CDLL(path, RTLD_GLOBAL)`` (how
   ``torch.ops.load_library`` and ctypes-loading packages open theirs); one that fails alone is
-  tried again after importing its package (which may preload what it needs), and said so;
+  tried again after opening the members given with ``--preload`` (RTLD_GLOBAL, as the package
+  does) and importing its package (which may preload what it needs), and said so;
 - an executable (it has a program interpreter) is not loaded.
 
 The packages (``--import``, else the wheel's top-level packages) are imported in children too.
@@ -106,7 +107,7 @@ def _load_extension(target: Path, member: Path, leaf: str) -> dict[str, Any]:
     dotted = ".".join((*member.parent.parts, leaf))
     try:
         module = importlib.import_module(dotted)
-    except ImportError as exc:
+    except Exception as exc:  # its package's own import may fail in any way: keep the line
         first = _first_line(exc)
     else:
         where = getattr(module, "__file__", "") or ""
@@ -120,7 +121,9 @@ def _load_extension(target: Path, member: Path, leaf: str) -> dict[str, Any]:
     return {"result": "by-path", "how": f"loaded by path as {dotted}", "import_error": first}
 
 
-def _load_library(target: Path, member: Path, packages: list[str]) -> dict[str, Any]:
+def _load_library(
+    target: Path, member: Path, packages: list[str], preload: list[str]
+) -> dict[str, Any]:
     path = str(target / member)
     try:
         ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
@@ -128,6 +131,8 @@ def _load_library(target: Path, member: Path, packages: list[str]) -> dict[str, 
         alone = _first_line(exc)
     else:
         return {"result": "ok", "how": "ctypes.CDLL RTLD_GLOBAL"}
+    for name in preload:  # what the package opens RTLD_GLOBAL before this one
+        ctypes.CDLL(str(target / name), mode=ctypes.RTLD_GLOBAL)
     for package in packages:
         try:
             importlib.import_module(package)
@@ -137,7 +142,8 @@ def _load_library(target: Path, member: Path, packages: list[str]) -> dict[str, 
         ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
     except OSError as exc:
         return {"result": "error", "error": alone, "after_import": _first_line(exc)}
-    return {"result": "ok", "how": f"ctypes.CDLL after import {', '.join(packages)}",
+    before = ", ".join([*preload, *(f"import {p}" for p in packages)])
+    return {"result": "ok", "how": f"ctypes.CDLL after {before}",
             "alone": alone}  # fmt: skip
 
 
@@ -158,6 +164,7 @@ def main() -> int:
     parser.add_argument("wheel", type=Path)
     parser.add_argument("--torch", action="store_true")
     parser.add_argument("--import", dest="imports", action="append", default=[])
+    parser.add_argument("--preload", action="append", default=[], help="a member to open first")
     args = parser.parse_args()
     target: Path = args.target.resolve()
     sys.path.insert(0, str(target))
@@ -186,7 +193,7 @@ def main() -> int:
             leaf = match["leaf"]
             outcome = _in_child(lambda m=member, lf=leaf: _load_extension(target, m, lf))
         else:
-            outcome = _in_child(lambda m=member: _load_library(target, m, packages))
+            outcome = _in_child(lambda m=member: _load_library(target, m, packages, args.preload))
         results["binaries"][name] = outcome
     # The scratch folder's name is no part of the evidence.
     text = json.dumps(results, indent=1).replace(str(target) + "/", "")
