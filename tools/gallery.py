@@ -14,7 +14,8 @@ keeps it there (a wheel already in DEST with the right hash is not fetched again
 venv with the gallery's requirements for that environment (made with pip when missing: a CUDA
 torch from PyPI is ~5 GB), the wheel and its ``with`` requirements are installed into a scratch
 folder (``pip install --no-deps --target``) and tools/gallery_load.py, run by the venv's Python,
-loads every binary (``import torch`` first for a wheel of kind stable, classic or torch). The raw
+loads every binary (``import torch`` first for a wheel of kind stable, classic or torch, or one
+with ``torch_first``). The raw
 results go to ``--out`` (JSON); a line per environment is printed, in the words the gallery's
 ``loaded`` entries use.
 
@@ -148,7 +149,7 @@ def load_once(
     entry: dict[str, Any], wheel: Path, python: Path, driver: Path | None
 ) -> dict[str, Any]:
     """tools/gallery_load.py's findings for *wheel* in the venv of *python*."""
-    torch_first = entry["kind"] != "no-torch"
+    torch_first = entry.get("torch_first", entry["kind"] != "no-torch")
     with tempfile.TemporaryDirectory(prefix="gallery-load-") as tmp:
         if entry["kind"] == "torch":  # torch's own wheel is the environment's torch
             target = _site_packages(python)
