@@ -17,7 +17,10 @@ failure does not hide another and nothing loaded for one binary helps the next:
   ``torch.ops.load_library`` and ctypes-loading packages open theirs); one that fails alone is
   tried again after opening the members given with ``--preload`` (RTLD_GLOBAL, as the package
   does) and importing its package (which may preload what it needs), and said so;
-- an executable (it has a program interpreter) is not loaded.
+- an executable (it has a program interpreter) is not loaded;
+- where the loader cannot find a library that the wheel itself holds (a binary without an RPATH
+  to it, whose package opens it first), that library is opened first and the load tried again,
+  and said so (``own_first``).
 
 The packages (``--import``, else the wheel's top-level packages) are imported in children too.
 """
@@ -96,6 +99,34 @@ def _in_child(action: Any) -> dict[str, Any]:
         return {"result": "error", "error": f"the loading process died (wait status {status})"}
     out: dict[str, Any] = json.loads(text)
     return out
+
+
+_MISSING = re.compile(r"([^\s:]+\.so[.\d]*): cannot open shared object file")
+
+
+def _own_libraries_first(action: Any, target: Path, members: list[str]) -> dict[str, Any]:
+    """*action*, retried after opening (RTLD_GLOBAL) each library of the wheel itself that the
+    loader could not find: a binary without an RPATH to its sibling relies on its package to
+    open that library first (torchaudio's ``_load_lib``), which is said in the result."""
+    opened: list[str] = []
+    while True:
+        try:
+            result: dict[str, Any] = action()
+        except (OSError, ImportError) as exc:
+            failure, result = exc, {}
+        else:
+            failure = None
+        said = str(failure) if failure else result.get("error", "")
+        found = _MISSING.search(said) if failure or result.get("result") == "error" else None
+        own = [m for m in members if found and Path(m).name == found[1] and m not in opened]
+        if not own:
+            if failure:
+                raise failure
+            if opened:
+                result["own_first"] = opened
+            return result
+        ctypes.CDLL(str(target / own[0]), mode=ctypes.RTLD_GLOBAL)
+        opened.append(own[0])
 
 
 def _import(name: str) -> dict[str, Any]:
@@ -191,9 +222,10 @@ def main() -> int:
         match = _EXT.match(member.name)
         if match and _defines(path, b"PyInit_" + match["leaf"].encode()):
             leaf = match["leaf"]
-            outcome = _in_child(lambda m=member, lf=leaf: _load_extension(target, m, lf))
+            action = lambda m=member, lf=leaf: _load_extension(target, m, lf)  # noqa: E731
         else:
-            outcome = _in_child(lambda m=member: _load_library(target, m, packages, args.preload))
+            action = lambda m=member: _load_library(target, m, packages, args.preload)  # noqa: E731
+        outcome = _in_child(lambda a=action: _own_libraries_first(a, target, members))
         results["binaries"][name] = outcome
     # The scratch folder's name is no part of the evidence.
     text = json.dumps(results, indent=1).replace(str(target) + "/", "")
