@@ -4,7 +4,7 @@ its verdicts by loading every binary, and write the table of docs/testing.md.
     python tools/gallery.py download DEST [--ci] [--only NAME ...]
     python tools/gallery.py driver-stub DIR [--cuda /usr/local/cuda]
     python tools/gallery.py evidence WHEELS ENVS --driver DIR [--out evidence.json] [--only NAME ...]
-    python tools/gallery.py table WHEELS [--evidence evidence.json] [--docs docs/testing.md]
+    python tools/gallery.py table WHEELS [--evidence evidence.json] [--docs docs/testing.md] [--keep DIR]
 
 ``download`` fetches each wheel (``--ci``: the ones the CI network step checks) with
 ``pip download --no-deps`` into DEST, checks its file name and sha256 against the gallery and
@@ -181,6 +181,16 @@ def load_once(
     return result
 
 
+def _short(error: str) -> str:
+    """An error line in a few words: the loader's own phrasing, the symbol cut short."""
+    error = re.sub(r"^(OSError|ImportError|ModuleNotFoundError): ", "", error)
+    error = error.replace(
+        ": cannot open shared object file: No such file or directory", " not found"
+    )
+    error = re.sub(r"^\S+\.so[.\d]*: (undefined symbol)", r"\1", error)
+    return error if len(error) <= 90 else error[:87] + "..."
+
+
 def summary(found: dict[str, Any]) -> str:
     """One line: what loaded and what did not, in a few words."""
     if "failed" in found:
@@ -199,14 +209,18 @@ def summary(found: dict[str, Any]) -> str:
         parts.append(f"{len(by_path)} only by path ({binaries[by_path[0]]['import_error']})")
     after = [m for m, r in binaries.items() if "alone" in r]
     if after:
-        parts.append(f"{len(after)} only after importing the package")
-    for member, result in list(failed.items())[:3]:
-        parts.append(f"{member}: {result['error']}")
-    if len(failed) > 3:
-        parts.append(f"{len(failed) - 3} more fail")
+        parts.append(f"{len(after)} only after what the package opens first")
+    own = [m for m, r in binaries.items() if "own_first" in r]
+    if own:
+        parts.append(f"{len(own)} after opening the wheel's own {binaries[own[0]]['own_first'][0]}")
+    for member, result in list(failed.items())[:2]:
+        parts.append(f"{member}: {_short(result['error'])}")
+    if len(failed) > 2:
+        parts.append(f"{len(failed) - 2} more fail")
     imports = found["imports"]
     for name, result in imports.items():
-        parts.append(f"import {name}: {'ok' if result['result'] == 'ok' else result['error']}")
+        said = "ok" if result["result"] == "ok" else _short(result["error"])
+        parts.append(f"import {name}: {said}")
     return f"{where}, Python {env['python']}: " + "; ".join(parts)
 
 
@@ -227,19 +241,30 @@ def evidence(entries: list[dict[str, Any]], gallery: dict[str, Any], *, wheels: 
     return 0
 
 
-def check(wheel: Path) -> dict[str, Any]:
-    proc = subprocess.run([sys.executable, "-m", "wheelforge", "check", "--json", str(wheel)],
-                          capture_output=True, text=True, check=False)  # fmt: skip
-    try:
-        document: dict[str, Any] = json.loads(proc.stdout)
-    except json.JSONDecodeError:
-        return {"exit": proc.returncode, "verdict": "crash", "errors": [], "warnings": []}
+def check(wheel: Path, keep: Path | None = None) -> dict[str, Any]:
+    """``check --json`` on *wheel*, reduced to its verdict and the rules that found something;
+    with *keep*, the document is kept there (KEEP/<wheel>.json) and reused on the next run."""
+    kept = keep / f"{wheel.name}.json" if keep else None
+    if kept and kept.is_file():
+        document: dict[str, Any] = json.loads(kept.read_text())
+        code = document.pop("exit")
+    else:
+        proc = subprocess.run([sys.executable, "-m", "wheelforge", "check", "--json", str(wheel)],
+                              capture_output=True, text=True, check=False)  # fmt: skip
+        try:
+            document = json.loads(proc.stdout)
+        except json.JSONDecodeError:
+            return {"exit": proc.returncode, "verdict": "crash", "errors": [], "warnings": []}
+        code = proc.returncode
+        if kept:
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            kept.write_text(json.dumps({**document, "exit": code}))
     [whole] = document["wheels"] or [{"verdict": "ok"}]
     rules = {"error": set(), "warning": set()}
     for binary in document["binaries"]:
         for violation in binary["violations"]:
             rules.setdefault(violation["severity"], set()).add(violation["rule"])
-    return {"exit": proc.returncode, "verdict": whole["verdict"],
+    return {"exit": code, "verdict": whole["verdict"],
             "errors": sorted(rules["error"]), "warnings": sorted(rules["warning"])}  # fmt: skip
 
 
@@ -258,14 +283,15 @@ def _verdict_cell(verdict: str, errors: list[str], warnings: list[str]) -> str:
     return f"**{verdict}**" + (f" ({rules})" if rules else "")
 
 
-def table(entries: list[dict[str, Any]], wheels: Path, found: dict[str, Any]) -> str:
+def table(entries: list[dict[str, Any]], wheels: Path, found: dict[str, Any],
+          keep: Path | None = None) -> str:  # fmt: skip
     lines = [
         "| wheel | kind | loaded (where: what happened) | evidence verdict | `check` says |",
         "| --- | --- | --- | --- | --- |",
     ]
     agreed = 0
     for entry in entries:
-        said = check(wheels / entry["file"])
+        said = check(wheels / entry["file"], keep)
         loads = found.get(entry["file"])
         if loads:
             where = "<br>".join(f"{env}: {summary(r)}" for env, r in loads.items())
@@ -312,6 +338,7 @@ def main() -> int:
     three.add_argument("wheels", type=Path)
     three.add_argument("--evidence", type=Path)
     three.add_argument("--docs", type=Path)
+    three.add_argument("--keep", type=Path, help="keep each check --json here, reuse it next time")
     for each in (one, two, three, four):
         each.add_argument("--only", nargs="+", default=[])
         each.add_argument("--gallery", type=Path, default=GALLERY)
@@ -326,7 +353,7 @@ def main() -> int:
         return evidence(entries, gallery, wheels=args.wheels, envs=args.envs, out=args.out,
                         only_envs=args.env, driver=args.driver)  # fmt: skip
     found = json.loads(args.evidence.read_text()) if args.evidence else {}
-    text = table(entries, args.wheels, found)
+    text = table(entries, args.wheels, found, args.keep)
     print(text)
     if args.docs:
         write_docs(text, args.docs)
