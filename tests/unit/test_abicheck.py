@@ -277,6 +277,7 @@ def test_a_classic_wheel_is_checked_by_the_unstable_abis_rules(
     # its own, the wheel's (python-api says nothing: a one-CPython tag has no abi3 floor)
     assert check.rules == (
         "unresolved-symbol",
+        "cuda-runtime",
         "python-api",
         "module-init",
         "tags",
@@ -290,8 +291,8 @@ def test_a_classic_wheel_is_checked_by_the_unstable_abis_rules(
         "unstable ABI (libtorch's C++ API: one torch; one CPython): declares torch==2.13.*" in out
     )
     assert (
-        "unstable-ABI rules applied: unresolved-symbol, python-api, module-init, tags, layout,"
-        " torch-pin" in out
+        "unstable-ABI rules applied: unresolved-symbol, cuda-runtime, python-api, module-init, "
+        "tags, layout, torch-pin" in out
     )
     assert "torch floor" not in out  # a classic extension's torch is a pin, not a floor
     assert "torch >=" not in out

@@ -164,6 +164,7 @@ def test_check_document_keeps_its_keys() -> None:
         "allows",
         "abi",  # issue 20: which ABI's rules judged it, and which rules
         "rules",
+        "load",  # issue 38: what loading it said (check --torch-from)
     }
 
 

@@ -295,6 +295,22 @@ ALLOWED = {
         "toolchain/shims.py",
         '.joinpath("data/shim_exports.json").read_text(',
     ): "package data (importlib.resources)",
+    (
+        "binaries/systemlibs.py",
+        '.joinpath("data/system-exports.json").read_text(',
+    ): "package data (importlib.resources)",
+    (
+        "binaries/systemlibs.py",
+        '.read_text(encoding="utf-8")',
+    ): "auditwheel's manylinux policy, package data of that dependency (importlib.resources)",
+    (
+        "binaries/torchcuda.py",
+        '.joinpath("data/torch-cuda.toml").read_text(',
+    ): "package data (importlib.resources)",
+    (
+        "running/loadcheck.py",
+        "tempfile.TemporaryDirectory(",
+    ): "a temporary folder the stdlib makes and removes",
     ("adoption/child/capture_guards.py", "class GuardedPopen("): (
         "runs inside the capture child that runs setup.py, guarding what it starts"
     ),

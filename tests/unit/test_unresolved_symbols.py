@@ -178,26 +178,98 @@ def test_a_binary_linking_torch_is_judged_by_what_torchs_libraries_export(tmp_pa
 
 def test_what_torchs_libraries_need_beside_them_provides_symbols(tmp_path: Path) -> None:
     """The released xformers 0.0.32.post2's _C.so calls GOMP_parallel, unversioned, and links
-    no libgomp: libtorch_cpu.so needs the libgomp.so.1 torch ships beside it, so it binds there.
-    torchlib/ is torch's lib folder in small (build.sh); without its libgomp the symbol is
-    unresolved."""
+    no libgomp: libtorch_cpu.so needs the libgomp.so.1 torch ships beside it, so it binds there
+    (the loader's scope is the DT_NEEDED closure). torchlib/ is torch's lib folder in small
+    (build.sh)."""
     path = wheel(tmp_path, {"demo/_ops.abi3.so": ABI / "gomp_oplib.so"})
-    lib = tmp_path / "lib"
-    lib.mkdir()
-    (lib / "libtorch_cpu.so").write_bytes((ABI / "torchlib" / "libtorch_cpu.so").read_bytes())
-    alone = library_exports([lib])
-    assert alone is not None and "c10_stub" in alone and "GOMP_parallel" not in alone
+    with_gomp = library_exports([ABI / "torchlib"])
+    assert with_gomp is not None and "GOMP_parallel" in with_gomp
 
-    def found(folder: Path) -> list[tuple[str | None, str, str]]:
-        exports = LibraryExports((folder,))
+    def found(exports: LibraryExports | None) -> list[tuple[str | None, str, str]]:
         checks = abicheck.check_wheel(path, torch=None, guards={}, torch_exports=exports)
         return unresolved(checks)["demo/_ops.abi3.so"]
 
-    [(symbol, severity, _)] = found(lib)
-    assert (symbol, severity) == ("GOMP_parallel", "error")
-    with_gomp = library_exports([ABI / "torchlib"])
-    assert with_gomp is not None and "GOMP_parallel" in with_gomp
-    assert found(ABI / "torchlib") == []
-    # No torch here to read: OpenMP's functions are taken as what torch's libraries bring.
-    checks = abicheck.check_wheel(path, torch=None, guards={}, torch_exports=None)
-    assert unresolved(checks)["demo/_ops.abi3.so"] == []
+    assert found(LibraryExports((ABI / "torchlib",))) == []
+    # No torch here to read: libtorch_cpu.so is known by name, and it links libgomp.
+    assert found(None) == []
+
+
+def test_a_symbol_only_the_host_process_loads_globally_is_a_warning_saying_so(
+    tmp_path: Path,
+) -> None:
+    """gomp_alone.so calls GOMP_parallel and links no library that has it: dlopen fails here
+    ('undefined symbol: GOMP_parallel'), but in a process where torch was imported first,
+    libtorch_global_deps.so (RTLD_GLOBAL) brought libgomp: a warning with that reason."""
+    path = wheel(tmp_path, {"demo/_ops.abi3.so": ABI / "gomp_alone.so"})
+    [(symbol, severity, message)] = unresolved(abicheck.check_wheel(path, torch=None, guards={}))[
+        "demo/_ops.abi3.so"
+    ]
+    assert (symbol, severity) == ("GOMP_parallel", "warning")
+    assert "from the host process" in message and "libtorch_global_deps.so" in message
+
+
+@pytest.mark.parametrize(
+    ("tag", "verdict"),
+    [("manylinux_2_17_x86_64", "warning"), ("manylinux_2_34_x86_64", None)],
+)
+def test_unversioned_dlopen_binds_in_libc_from_glibc_234_and_in_libdl_before(
+    tmp_path: Path, tag: str, verdict: str | None
+) -> None:
+    """dl_unversioned.so (as cupy's nvtx module) references dlopen, dlsym and dlclose without a
+    version and links only libc.so.6: libc.so.6 has them from glibc 2.34 on (dlopen@@GLIBC_2.34
+    in data/system-exports.json); before, libdl.so.2 had them, which the python executable links:
+    on a tag older than 2.34 a warning naming that, never an error; from 2.34 nothing."""
+    name = NAME.replace("manylinux_2_17_x86_64", tag)
+    path = wheel(tmp_path, {"demo/_nvtx.abi3.so": ABI / "dl_unversioned.so"}, name=name)
+    found = unresolved(abicheck.check_wheel(path, torch=None, guards={}))["demo/_nvtx.abi3.so"]
+    assert [severity for _, severity, _ in found] == ([verdict] if verdict else [])
+    if verdict:
+        assert "dlclose, dlopen, dlsym" in found[0][2] and "before 2.34" in found[0][2]
+
+
+@pytest.mark.parametrize(
+    ("tag", "verdict"),
+    [("manylinux_2_17_x86_64", "error"), ("manylinux_2_28_x86_64", None)],
+)
+def test_an_unversioned_glibc_symbol_newer_than_the_tag_fails(
+    tmp_path: Path, tag: str, verdict: str | None
+) -> None:
+    """getrandom arrived in glibc 2.25: unversioned, it binds on a manylinux_2_28 system, and on
+    the glibc 2.17 a manylinux2014 tag admits it does not."""
+    name = NAME.replace("manylinux_2_17_x86_64", tag)
+    path = wheel(tmp_path, {"demo/_r.abi3.so": ABI / "getrandom_unversioned.so"}, name=name)
+    found = unresolved(abicheck.check_wheel(path, torch=None, guards={}))["demo/_r.abi3.so"]
+    assert [severity for _, severity, _ in found] == ([verdict] if verdict else [])
+    if verdict:
+        assert "libc.so.6 GLIBC_2.25" in found[0][2] and "GLIBC_2.17 at most" in found[0][2]
+
+
+def test_operator_new_binds_in_the_libstdcxx_it_links(tmp_path: Path) -> None:
+    """_Znwm and _ZdlPvm (operator new and sized delete), unversioned, with libstdc++.so.6 a
+    DT_NEEDED library: libstdc++ exports them (GLIBCXX_3.4; CXXABI_1.3.9, GCC 5), so on a
+    manylinux_2_28 system they bind; the manylinux2014 tag guarantees CXXABI_1.3.7 at most
+    (GCC 4.8's libstdc++), which has no sized delete."""
+    new = NAME.replace("manylinux_2_17", "manylinux_2_28")
+    path = wheel(tmp_path, {"demo/_n.abi3.so": ABI / "new_unversioned.so"}, name=new)
+    assert unresolved(abicheck.check_wheel(path, torch=None, guards={}))["demo/_n.abi3.so"] == []
+    old = wheel(tmp_path, {"demo/_n.abi3.so": ABI / "new_unversioned.so"})
+    [(symbol, severity, message)] = unresolved(abicheck.check_wheel(old, torch=None, guards={}))[
+        "demo/_n.abi3.so"
+    ]
+    assert (symbol, severity) == ("_ZdlPvm", "error")
+    assert "libstdc++.so.6 CXXABI_1.3.9" in message and "CXXABI_1.3.7 at most" in message
+
+
+def test_a_symbol_of_a_dependencys_dependency_binds(tmp_path: Path) -> None:
+    """mid_oplib.so links libmid.so, which links libhelper.so, which defines scale_rows: the
+    loader's scope is the whole closure (libtorch_python -> libtorch_cuda -> libtorch_nvshmem
+    in torch's own wheel)."""
+    path = wheel(
+        tmp_path,
+        {
+            "demo/_ops.abi3.so": ABI / "mid_oplib.so",
+            "demo/libmid.so": ABI / "libmid.so",
+            "demo/libhelper.so": ABI / "libhelper.so",
+        },
+    )
+    assert unresolved(abicheck.check_wheel(path, torch=None, guards={}))["demo/_ops.abi3.so"] == []

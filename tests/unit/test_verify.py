@@ -83,7 +83,9 @@ def test_one_pass_inflates_and_parses_each_member_once(
         == elf.member_name(tmp_path / WHEEL, "demo_ops/_C.abi3.so")
     )
     assert binary.sass_archs == ("sm_80", "sm_90a")
-    assert abi.violations == ()
+    # The sample links no CUDA runtime: its __cuda* calls bind only to the one torch loads
+    # globally, a warning (issue 38), nothing that fails
+    assert [v.rule for v in abi.violations if v.blocking] == []
     assert arch.ok and arch.extra_ptx == ("compute_90",) and arch.missing_sass == ()
 
 

@@ -13,7 +13,7 @@ from typing import Literal
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
-from wheelforge.binaries import bounded, floors, metadata, registry
+from wheelforge.binaries import bounded, floors, metadata, registry, torchcuda
 from wheelforge.binaries.elf import ELF_MAGIC, ElfImage, open_elf_file, split_member
 from wheelforge.binaries.facts import BinaryFacts, WheelFacts, file_role
 from wheelforge.binaries.floors import python_floor, torch_floor
@@ -98,6 +98,9 @@ class BinaryCheck:
     wheel: WheelSummary | None = None  # the wheel it is a member of
     flavour: AbiName = abis.STABLE.name  # the ABI whose rules judged it
     rules: tuple[str, ...] = ()  # the ids of the rules that judged it (its own, its wheel's)
+    # What loading it said (check --torch-from): "loads under torch ...", "fails to load ...",
+    # "not loaded: ..."; None: not tried.
+    load: str | None = None
 
     @property
     def errors(self) -> int:
@@ -173,7 +176,10 @@ def wheel_flavour(wheel: WheelFacts) -> AbiName:
     wheel does, whether it is tagged for one CPython (cp311-cp311) or for Python's limited API
     (vLLM 0.10.1.1's cp38-abi3 wheel pins torch==2.7.1: abi3 says nothing of torch's ABI); else
     the stable ABI's, whose rules say what is wrong with a wheel that uses libtorch's C++ API and
-    claims a range of torch, or none. torchaudio's cp312-cp312 wheel uses the shims only: stable."""
+    claims a range of torch, or none. torchaudio's cp312-cp312 wheel uses the shims only: stable.
+    torch's own wheel is libtorch itself: the classic rules, less the pin (torch_pin.py)."""
+    if wheel.is_torch:  # torch's own binaries are libtorch: they need the C++ of each other
+        return abis.UNSTABLE.name
     cxx = any(
         floors.libtorch_cxx(b.symbols.undefined)
         for b in wheel.binaries
@@ -250,7 +256,11 @@ def summary(context: RuleContext, checks: Sequence[BinaryCheck]) -> WheelSummary
         tag_python=context.target.python,
         torch=context.target.torch,
         torch_source=context.target.torch_source,
-        allows=floors.allows(floor, cxx=cxx, declared=context.target.declared),
+        # torch's own wheel allows no torch requirement: it is torch
+        allows=None
+        if context.wheel.is_torch
+        else floors.allows(floor, cxx=cxx, declared=context.target.declared),
+        torch_cuda=torchcuda.loads_on(context.wheel, context.target.declared.torch),
     )
 
 

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, get_args
 
+from packaging.utils import canonicalize_name
+
 from wheelforge.binaries import elf, initexport, loadson
 from wheelforge.binaries.elf import ElfImage
 from wheelforge.binaries.loadson import LoadsOn
@@ -236,6 +238,16 @@ class WheelFacts:
     metadata: str | None  # its text, when the Reading asked for it
     binaries: tuple[BinaryFacts, ...]
     record: RecordFacts | None = None  # when the Reading asked for it
+
+    @property
+    def distribution(self) -> str:
+        """Its distribution's name as the file name says it, normalized (torch, torchvision)."""
+        return canonicalize_name(self.tagged_name.split("-", 1)[0])
+
+    @property
+    def is_torch(self) -> bool:
+        """Whether it is torch's own wheel: its binaries are libtorch, not an extension of it."""
+        return self.distribution == "torch"
 
     def subject(self) -> BinaryFacts:
         """The wheel as the subject of the rules on the wheel as a whole (role ``wheel``)."""

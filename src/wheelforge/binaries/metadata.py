@@ -24,7 +24,9 @@ class Declared:
 
     torch: str | None = None  # its Requires-Dist on torch ("torch==2.14.0"); None: it has none
     torch_floor: Version2 | None = None  # the lowest torch that requirement admits
-    torch_pin: str | None = None  # the version it pins with == (2.14.0), if it pins one
+    # The torch it pins, as written after ``torch==``: 2.14.0 (``==2.14.0``), 2.14.* (any
+    # requirement that admits one minor only: ``==2.14.*``, ``>=2.14,<2.15``, ``~=2.14.0``).
+    torch_pin: str | None = None
     requires_python: str | None = None  # Requires-Python as written (">=3.11")
     python_floor: Version2 | None = None  # the lowest Python 3 it admits
 
@@ -45,7 +47,7 @@ def declared(metadata: str | None) -> Declared:
             continue
         torch = f"{req.name}{req.specifier}"
         floor = _lowest(req.specifier)
-        pin = next((s.version for s in req.specifier if s.operator in ("==", "===")), None)
+        pin = pinned(req.specifier)
         break
     python = message.get("Requires-Python")
     python_floor = None
@@ -63,6 +65,35 @@ def declared(metadata: str | None) -> Declared:
         requires_python=str(python) if python else None,
         python_floor=python_floor,
     )
+
+
+def pinned(spec: SpecifierSet) -> str | None:
+    """The torch *spec* pins, written as after ``torch==``: its exact version where an ``==``
+    (or ``===``) names one, else ``X.Y.*`` where it admits releases of one minor X.Y only (the
+    packaging library decides what it admits, probed at every minor its versions border)."""
+    exact = next(
+        (s.version for s in spec if s.operator in ("==", "===") and not s.version.endswith(".*")),
+        None,
+    )
+    if exact is not None:
+        return exact
+    minors = _admitted_minors(spec)
+    return f"{minors[0][0]}.{minors[0][1]}.*" if len(minors) == 1 else None
+
+
+def _admitted_minors(spec: SpecifierSet) -> list[tuple[int, int]]:
+    """The minors among those *spec*'s versions border (each one's, the one before and after,
+    the next major's first, and three far apart) of which it admits some release."""
+    probes: set[tuple[int, int]] = {(0, 0), (1, 0), (99, 0)}
+    for s in spec:
+        v = _version(s.version.removesuffix(".*"))
+        if v is None or max(v.release[:2]) > numbers.MAX_MINOR:
+            continue
+        major, minor = v.release[0], v.release[1] if len(v.release) > 1 else 0
+        if len(v.release) == 1:  # ==2.*, <3: a major's minors
+            probes |= {(major, 1), (major, 99)}
+        probes |= {(major, max(minor - 1, 0)), (major, minor), (major, minor + 1), (major + 1, 0)}
+    return sorted(m for m in probes if _admits(spec, f"{m[0]}.{m[1]}"))
 
 
 def _lowest(spec: SpecifierSet) -> Version2 | None:
@@ -86,4 +117,4 @@ def _version(text: str) -> Version | None:
 
 def _admits(spec: SpecifierSet, minor: str) -> bool:
     """Whether *spec* admits some release of the minor version *minor* (3.11: 3.11.0 ...)."""
-    return any(spec.contains(f"{minor}.{patch}", prereleases=True) for patch in (0, 99))
+    return any(spec.contains(f"{minor}.{patch}", prereleases=True) for patch in (0, 1, 99))

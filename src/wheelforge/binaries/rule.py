@@ -100,6 +100,9 @@ class WheelSummary:
     torch: Version2  # the lowest torch its binaries were checked against
     torch_source: TorchSource  # where that came from
     allows: str | None = None  # the widest correct torch requirement its binaries allow
+    # Which CUDA builds of torch bring the CUDA runtime its binaries need of torch ("with CUDA
+    # 12 (a cu12x build of torch; on PyPI: torch 2.10.0)"); None: they need none of torch.
+    torch_cuda: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

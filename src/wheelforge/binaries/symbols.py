@@ -337,12 +337,39 @@ _TORCH_LIBRARY_RE = re.compile(r"^lib(?:torch|c10|shm)[\w-]*\.so(?:\.[0-9.]+)?$"
 @dataclass(frozen=True)
 class LibraryExports:
     """What torch's libraries in *folders* export, read only when a rule first asks (a torch's
-    tables take seconds to read; most binaries never need them)."""
+    tables take seconds to read; most binaries never need them); *version*: that torch's
+    (2.13.0+cpu), when known."""
 
     folders: tuple[Path, ...]
+    version: str | None = None
 
     def get(self) -> frozenset[str] | None:
         return library_exports(self.folders)
+
+    def linkage(self, name: str) -> Linkage | None:
+        """The Linkage of the library *name* in *folders* (torch/lib: torch's own and what it
+        ships beside them, libgomp), None when none holds it or it cannot be read."""
+        if "/" in name:
+            return None
+        where = next((Path(f, name) for f in self.folders if Path(f, name).is_file()), None)
+        if where is None:
+            return None
+        stat = where.stat()
+        return _linkage_of(str(where), stat.st_size, stat.st_mtime_ns)
+
+
+@cache
+def _linkage_of(path: str, size: int, mtime: int) -> Linkage | None:
+    """*size* and *mtime* are the cache's key with the path: a changed file is read again."""
+    from wheelforge.binaries.elf import open_elf_file
+
+    del size, mtime
+    unreadable: tuple[type[BaseException], ...] = (OSError, BinaryFormatError, *parse_errors())
+    try:
+        with open_elf_file(Path(path)) as image:
+            return read_linkage(image)
+    except unreadable:
+        return None
 
 
 def library_exports(folders: Iterable[Path]) -> frozenset[str] | None:

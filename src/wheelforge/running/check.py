@@ -75,6 +75,7 @@ def run_check(
     target: str | None,
     python_abi: str | None,
     abi: AbiName | None = None,
+    torch_from: Path | None = None,
 ) -> CheckResult:
     """Check *paths* by the rules of *abi* (else what a wheel's tags say) against the lowest
     torch *target* (else a wheel's Requires-Dist) and the abi3 floor *python_abi* (else a
@@ -82,6 +83,8 @@ def run_check(
     (when it ships one)."""
     torch = torch_floor_flag(target, "--target")
     python = python_abi_flag(python_abi, "--python-abi")
+    if torch_from is not None:
+        return _loaded(paths, torch_from, torch=torch, python=python, abi=abi)
     return result_of(
         abicheck.check_paths(
             list(paths),
@@ -90,7 +93,9 @@ def run_check(
             guards=shims.installed_torch_guards(),
             versions=shims.installed_torch_versions(),
             flavour=abi,
-            torch_exports=symbols.LibraryExports(shims.installed_torch_libraries()),
+            torch_exports=symbols.LibraryExports(
+                shims.installed_torch_libraries(), version=shims.installed_torch_release()
+            ),
         )
     )
 
@@ -98,3 +103,30 @@ def run_check(
 def require_clean(result: CheckResult) -> None:
     """A rule's error fails the command, naming every one; a warning is logged."""
     abicheck.require_clean(result.binaries)
+
+
+def _loaded(
+    paths: Sequence[Path],
+    torch_from: Path,
+    *,
+    torch: Version2 | None,
+    python: Version2 | None,
+    abi: AbiName | None,
+) -> CheckResult:
+    """The static check against the torch of *torch_from* (its headers' guards, its libraries'
+    exports), confirmed by loading each binary there (running/loadcheck.py)."""
+    from wheelforge.running import loadcheck
+    from wheelforge.toolchain import torchprobe
+
+    env = torchprobe.probe_torch(torch_from)
+    root = env.include_dir.parent
+    checks = abicheck.check_paths(
+        list(paths),
+        torch=torch,
+        python=python,
+        guards=shims.header_guards(env.include_dir),
+        versions=shims.versions_file(root),
+        flavour=abi,
+        torch_exports=symbols.LibraryExports(env.library_dirs, version=env.label),
+    )
+    return result_of(loadcheck.confirm(checks, env))

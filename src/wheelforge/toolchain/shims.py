@@ -119,6 +119,19 @@ def installed_torch_libraries() -> tuple[Path, ...]:
     return (torch_dir / "lib",) if torch_dir and (torch_dir / "lib").is_dir() else ()
 
 
+def installed_torch_release() -> str | None:
+    """The release of the torch importable here (2.13.0+cpu), from its metadata, not importing
+    it; None if none."""
+    from importlib import metadata
+
+    if _installed_torch_dir() is None:
+        return None
+    try:
+        return metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        return None
+
+
 def installed_torch_versions() -> VersionsFile | None:
     """The shim versions file of the torch importable here, found without importing it."""
     torch_dir = _installed_torch_dir()

@@ -28,4 +28,31 @@ gcc -shared -fPIC -Wl,-soname,libtorch_cpu.so -o torchlib/libtorch_cpu.so torch_
     -Wl,--no-as-needed -Ltorchlib -l:libgomp.so.1
 gcc -O1 -shared -fPIC -o gomp_oplib.so gomp_oplib.c -Wl,--no-as-needed -Ltorchlib -ltorch_cpu \
     -Wl,--allow-shlib-undefined
+
+# References without a symbol version to glibc's and libstdc++'s functions, as released wheels
+# carry them (cupy's nvtx module: dlopen; xformers: GOMP_parallel): linked against stand-ins of
+# libc.so.6, libstdc++.so.6 and libcudart.so.12 that version nothing.
+stub=$(mktemp -d)
+echo 'void libc_stub(void) {}' > "$stub/s.c"
+gcc -shared -fPIC -nostdlib -Wl,-soname,libc.so.6 -o "$stub/libc.so.6" "$stub/s.c"
+gcc -shared -fPIC -nostdlib -Wl,-soname,libstdc++.so.6 -o "$stub/libstdc++.so.6" "$stub/s.c"
+gcc -shared -fPIC -nostdlib -Wl,-soname,libcudart.so.12 -o "$stub/libcudart.so.12" "$stub/s.c"
+gcc -shared -fPIC -nostdlib -Wl,-soname,libcudart.so.11.0 -o "$stub/libcudart.so.11.0" "$stub/s.c"
+gcc -O1 -shared -fPIC -nostdlib -o dl_unversioned.so dl_unversioned.c -Wl,--no-as-needed \
+    -L"$stub" -l:libc.so.6
+gcc -O1 -shared -fPIC -nostdlib -o getrandom_unversioned.so getrandom_unversioned.c \
+    -Wl,--no-as-needed \
+    -L"$stub" -l:libc.so.6
+gcc -O1 -shared -fPIC -nostdlib -o new_unversioned.so new_unversioned.c -Wl,--no-as-needed \
+    -L"$stub" -l:libstdc++.so.6 -l:libc.so.6
+gcc -O1 -shared -fPIC -nostdlib -o gomp_alone.so gomp_oplib.c -L"$stub" -l:libc.so.6
+gcc -O1 -shared -fPIC -o cudart12_oplib.so cudart12_oplib.c -Wl,--no-as-needed \
+    -L"$stub" -l:libcudart.so.12
+# the same built for CUDA 11 (as bitsandbytes ships one library per CUDA)
+gcc -O1 -shared -fPIC -o cudart11_oplib.so cudart12_oplib.c -Wl,--no-as-needed \
+    -L"$stub" -l:libcudart.so.11.0
+rm -r "$stub"
+# an op library whose symbol binds in its dependency's dependency (libmid.so needs libhelper.so)
+gcc -O1 -shared -fPIC -Wl,-soname,libmid.so -o libmid.so mid.c -Wl,--no-as-needed -L. -lhelper
+gcc -O1 -shared -fPIC -o mid_oplib.so unresolved_oplib.c -Wl,--no-as-needed -L. -lmid
 strip --strip-unneeded ./*.so torchlib/*.so* program

@@ -17,6 +17,8 @@ def check(binary: BinaryFacts, context: RuleContext) -> Iterator[Finding]:
     wheel = context.wheel
     if wheel is None or wheel.metadata is None:  # no METADATA: the layout rule says so
         return
+    if wheel.is_torch:  # torch's own wheel: its binaries are the torch they were built with
+        return
     said = context.target.declared
     if said.torch_pin is None:
         what = f"declares {said.torch}" if said.torch else "declares no torch requirement"
@@ -29,8 +31,10 @@ def check(binary: BinaryFacts, context: RuleContext) -> Iterator[Finding]:
 
 RULE = Rule(
     id="torch-pin",
-    doc="an unstable-ABI wheel pins the torch release it was built against (`torch==X.Y.*`) in "
-    "its METADATA; the fix names that torch where the wheel's requirement says it",
+    doc="an unstable-ABI wheel pins the torch release it was built against in its METADATA: any "
+    "requirement that admits one torch minor only (`==2.14.*`, `>=2.14,<2.15`, `~=2.14.0`, "
+    "`==2.14.1`; torch's own wheel needs none); the fix names that torch where the wheel's "
+    "requirement says it",
     source="the wheel's METADATA",
     flavours=frozenset({abi.UNSTABLE.name}),
     roles=frozenset({"wheel"}),

@@ -27,6 +27,13 @@ from wheelforge.interface.options import json_option, tool_verbose_option
     "symbols and an exact torch pin: unstable; else stable), whatever its tag; stable for bare "
     "shared objects].",
 )
+@click.option(
+    "--torch-from",
+    "torch_from",
+    metavar="PYTHON",
+    help="Confirm the verdict by loading each binary in this interpreter's environment (its "
+    "torch imported first); a load failure is an error [default: no loading].",
+)
 @json_option("check")
 @tool_verbose_option
 def check_command(
@@ -34,16 +41,21 @@ def check_command(
     target: str | None,
     python_abi: str | None,
     abi: abis.AbiName | None,
+    torch_from: str | None,
     as_json: bool,
 ) -> None:
     """Check wheels or shared objects against the rules of their ABI (exit 4 on a violation)."""
+    from wheelforge.configuration.settings import resolve_python
     from wheelforge.interface.console import print_whole
     from wheelforge.interface.documents import kinds
     from wheelforge.interface.documents.check import check_document
     from wheelforge.interface.render.check import check_table
     from wheelforge.running.check import require_clean, run_check
 
-    results = run_check(list(paths), target=target, python_abi=python_abi, abi=abi)
+    interpreter = resolve_python(torch_from, "--torch-from") if torch_from else None
+    results = run_check(
+        list(paths), target=target, python_abi=python_abi, abi=abi, torch_from=interpreter
+    )
     if as_json:
         kinds.echo(check_document(results))
     else:

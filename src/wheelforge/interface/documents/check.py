@@ -62,12 +62,21 @@ class CheckedBinaryDoc:
         metadata=doc("whose rules judged it: stable, or unstable (a classic extension's wheel)"),
     )
     rules: tuple[str, ...] = field(default=(), metadata=doc("the ids of the rules applied"))
+    load: str | None = field(
+        default=None,
+        metadata=doc("what loading it said (check --torch-from); null: not loaded"),
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
 class RequiresDoc:
     torch: str | None = field(metadata=doc("its Requires-Dist on torch; null: none"))
-    torch_pin: str | None = field(metadata=doc("the version it pins with ==, if it pins one"))
+    torch_pin: str | None = field(
+        metadata=doc(
+            "the torch it pins, as after torch==: 2.14.0, or 2.14.* for any requirement that "
+            "admits one minor only (>=2.14,<2.15, ~=2.14.0); null: it pins none"
+        )
+    )
     python: str | None = field(metadata=doc("its Requires-Python"))
 
 
@@ -94,6 +103,13 @@ class CheckedWheelDoc:
     min_torch: str | None = field(metadata=doc("the newest floor among its binaries"))
     allows: str | None = field(
         metadata=doc("the widest correct torch requirement its binaries allow together")
+    )
+    torch_cuda: str | None = field(
+        default=None,
+        metadata=doc(
+            "which CUDA builds of torch bring the CUDA runtime its binaries need of torch (with "
+            "CUDA 12 (a cu12x build of torch; on PyPI: ...)); null: they need none of torch"
+        ),
     )
     requires: RequiresDoc
     abi3_floor: str | None = field(metadata=doc("the floor its cp3X-abi3 tag states"))
@@ -137,6 +153,7 @@ def binary_doc(c: BinaryCheck) -> CheckedBinaryDoc:
         violations=c.violations,
         abi=c.flavour,
         rules=c.rules,
+        load=c.load,
     )
 
 
@@ -148,6 +165,7 @@ def wheel_doc(checked: CheckedWheel) -> CheckedWheelDoc:
         torch_abi=checked.torch_abi,
         min_torch=version_text(checked.min_torch),
         allows=wheel.allows,
+        torch_cuda=wheel.torch_cuda,
         requires=RequiresDoc(
             torch=wheel.declared.torch,
             torch_pin=wheel.declared.torch_pin,

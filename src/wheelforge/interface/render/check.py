@@ -3,6 +3,7 @@ status, then what the binaries allow (its --json document: documents/check.py)."
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -69,6 +70,11 @@ def check_table(result: CheckResult) -> Group:
         checked = result.wheel(wheel.path) if wheel is not None else None
         if checked is not None and (allows := _allows(checked)):
             parts.append(Text(allows, overflow="fold"))
+        loads = Counter(c.load for c in members if c.load)
+        for said, count in loads.items():  # check --torch-from: what loading them said
+            parts.append(
+                Text(f"{count} binar{'ies' if count > 1 else 'y'}: {said}", overflow="fold")
+            )
     if not result.binaries:
         parts.append(Text("no ELF files to check: the wheels given hold no shared objects"))
     return Group(*parts)
@@ -145,11 +151,13 @@ def _allows(checked: CheckedWheel) -> str | None:
     """What the binaries allow, against what the wheel requires."""
     wheel = checked.summary
     if wheel.allows is None:
-        return None
+        return f"its binaries load on torch {wheel.torch_cuda}" if wheel.torch_cuda else None
     said = wheel.declared.torch
     if wheel.allows.startswith("torch>="):
         need = wheel.allows.removeprefix("torch>=")
         binaries = "its binaries load on torch >= " + need
+        if wheel.torch_cuda:
+            binaries += f" {wheel.torch_cuda}"
         if said is None or wheel.torch_source == "inferred":
             return f"{binaries}: declare Requires-Dist: {wheel.allows}"
         floor = wheel.declared.torch_floor
@@ -167,9 +175,10 @@ def _allows(checked: CheckedWheel) -> str | None:
         if known
         else " (which nothing in the wheel names: pin it)"
     )
+    cuda = f", {wheel.torch_cuda}" if wheel.torch_cuda else ""
     return (
         f"{checked.unstable} {uses} libtorch's C++ API: the wheel loads only on the torch it was "
-        f"built against{built}; it requires {said or 'no torch'}"
+        f"built against{built}{cuda}; it requires {said or 'no torch'}"
     )
 
 
