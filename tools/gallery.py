@@ -82,7 +82,10 @@ def _pip_download(requirement: str, dest: Path) -> subprocess.CompletedProcess[s
             "--disable-pip-version-check", "--python-version", "3.12", "-d", str(dest)]  # fmt: skip
     for platform in PLATFORMS:
         args += ["--platform", platform]
-    return subprocess.run([*args, requirement], capture_output=True, text=True, check=False)
+    # The gallery pins exact versions: a machine's pip constraints (a cap on torchvision) don't apply.
+    quiet = {**os.environ, "PIP_CONFIG_FILE": os.devnull}
+    return subprocess.run([*args, requirement], capture_output=True, text=True, check=False,
+                          env=quiet)  # fmt: skip
 
 
 def download(entries: list[dict[str, Any]], dest: Path) -> int:
