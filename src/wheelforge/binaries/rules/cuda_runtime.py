@@ -34,9 +34,13 @@ def check(binary: BinaryFacts, context: RuleContext) -> Iterator[Finding]:
     variants = torchcuda.wheel_majors(wheel, declared) if needs else set()
     for major, library in needs.items():
         fit = torchcuda.weigh(declared, major)
-        if fit.matching or not fit.other:
+        if not fit.other:
             continue
         served = sorted(m for m in variants if m != major and torchcuda.weigh(declared, m).matching)
+        if fit.matching:
+            if not served:  # xformers 0.0.35: torch>=2.10, CUDA 12's runtime
+                yield _also_admits(binary.display, library, fit, declared, loader)
+            continue
         if served:
             # One of several CUDA builds the wheel ships (bitsandbytes' libbitsandbytes_cuda118
             # to _cuda130): the package picks the one for torch's CUDA at run time.
@@ -65,12 +69,33 @@ def check(binary: BinaryFacts, context: RuleContext) -> Iterator[Finding]:
         )
 
 
+def _also_admits(
+    member: str, library: str, fit: torchcuda.TorchFit, declared: str | None, loader: str
+) -> Finding:
+    """A requirement that admits torches whose PyPI build brings the runtime and others whose
+    build brings another CUDA's: a warning naming the others."""
+    first, last = fit.other[0][0], fit.other[-1][0]
+    span = f"{first}" if first == last else f"{first} to {last}"
+    cudas = ", ".join(sorted({f"{c.major}" for _, c in fit.other}))
+    said = f"its requirement {declared}" if declared else "the wheel (no torch requirement)"
+    return Finding(
+        library,
+        f"{member} needs {library} (CUDA {fit.major}'s runtime), and {said} also admits torch "
+        f"{span}, whose PyPI wheels are CUDA {cudas}: beside those, {loader} fails with "
+        f"'{library}: cannot open shared object file'; narrow the requirement to the torches "
+        f"built with CUDA {fit.major}, or require its runtime "
+        f"(nvidia-cuda-runtime-cu{fit.major})",
+        severity="warning",
+    )
+
+
 RULE = Rule(
     id="cuda-runtime",
     doc="a binary that needs CUDA's runtime (`libcudart.so.N`, `libcublas.so.N`, "
     "`libnvrtc.so.N`) its wheel neither ships nor requires (nvidia-cuda-runtime-cuN, "
     "cuda-toolkit[cudart]) gets it from torch: the wheel's torch requirement admits a release "
-    "whose PyPI wheel is built with CUDA N",
+    "whose PyPI wheel is built with CUDA N (else an error), and, unless the wheel ships a build "
+    "for each, only such releases (else a warning naming the others)",
     source="the binary's `.dynamic`, the wheel's METADATA, `data/torch-cuda.toml` (each torch "
     "release's PyPI build, from its METADATA)",
     flavours=frozenset(abi.NAMES),
