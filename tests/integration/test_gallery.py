@@ -6,8 +6,8 @@ where the evidence names it (``warnings``) or tolerates it (``may_warn``).
 
 The wheels come from PyPI, pinned by version and sha256, cached between runs under
 ``$XDG_CACHE_HOME/wheelforge-tests/gallery`` (``WHEELFORGE_GALLERY_CACHE`` overrides). The
-entries marked ``ci`` (15 small ones, 83 MB: ~30 s from a cold cache) run in CI's network step; the rest (3.3 GB:
-torch, vLLM, FBGEMM, sgl-kernel, ...) are marked ``sweep`` too."""
+entries marked ``ci`` (15 small ones, 83 MB: ~30 s from a cold cache) run in CI's network step;
+the rest (3.3 GB: torch, vLLM, FBGEMM, sgl-kernel, ...) are marked ``sweep`` too."""
 
 from __future__ import annotations
 
