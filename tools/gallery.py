@@ -179,7 +179,10 @@ def load_once(
         proc = subprocess.run(args, capture_output=True, text=True, check=False, env=env)
     if proc.returncode != 0:
         return {"failed": (proc.stderr.strip().splitlines() or ["no output"])[-1]}
-    result: dict[str, Any] = json.loads(proc.stdout)
+    try:
+        result: dict[str, Any] = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        return {"failed": f"the loader wrote no JSON: {proc.stdout[:200]!r}"}
     result["environment"]["driver"] = "libcuda.so.1 stand-in (driver-stub)" if driver else "none"
     return result
 

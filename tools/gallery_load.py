@@ -83,6 +83,7 @@ def _in_child(action: Any) -> dict[str, Any]:
     pid = os.fork()
     if pid == 0:
         os.close(read)
+        os.dup2(2, 1)  # what a package prints on import must not mix with the JSON on stdout
         try:
             result = action()
         except BaseException as exc:  # everything a load can raise, SystemExit included
