@@ -186,3 +186,24 @@ def test_one_of_several_cuda_builds_is_a_variant_not_an_error(tmp_path: Path) ->
         tmp_path / "alone", {"demo/libops.so": ABI / "cudart11_oplib.so"}, ["torch>=2.4"], NAME
     )
     assert [s for s, _ in cuda_findings(alone)] == ["error"]
+
+
+def test_the_runtime_package_is_the_one_of_its_library() -> None:
+    """libcublas.so.12 comes with nvidia-cublas-cu12, libnvrtc.so.12 with nvidia-cuda-nvrtc-cu12
+    (not nvidia-cuda-runtime-cu12, which holds libcudart alone); CUDA 13's with cuda-toolkit's
+    extra of the same name."""
+    from wheelforge.binaries import torchcuda
+
+    def meta(*requires: str) -> str:
+        return "".join(f"Requires-Dist: {r}\n" for r in requires)
+
+    assert torchcuda.requires_runtime(meta("nvidia-cublas-cu12"), 12, "libcublas.so.12")
+    assert torchcuda.requires_runtime(meta("nvidia-cublas-cu12"), 12, "libcublasLt.so.12")
+    assert not torchcuda.requires_runtime(meta("nvidia-cuda-runtime-cu12"), 12, "libnvrtc.so.12")
+    assert torchcuda.requires_runtime(meta("nvidia-cuda-nvrtc-cu12"), 12, "libnvrtc.so.12")
+    assert torchcuda.requires_runtime(meta("cuda-toolkit[nvrtc]==13.*"), 13, "libnvrtc.so.13")
+    assert not torchcuda.requires_runtime(meta("cuda-toolkit[cudart]==13.*"), 13, "libnvrtc.so.13")
+    assert torchcuda.runtime_requirement("libnvrtc.so.12", 12) == "nvidia-cuda-nvrtc-cu12"
+    assert torchcuda.runtime_requirement("libcudart.so.13", 13).startswith(
+        "nvidia-cuda-runtime==13"
+    )

@@ -38,9 +38,29 @@ else:  # pragma: no cover - Python 3.10
 LINKAGE = "unresolved-symbol"
 # CUDA's libraries whose soname's major is the CUDA major they belong to.
 _RUNTIME_RE = re.compile(r"^lib(?:cudart|cublas|cublasLt|nvrtc)\.so\.([0-9]{1,3})(?:\.|$)")
-# The requirements that install CUDA N's runtime: nvidia-cuda-runtime-cuN (CUDA 11, 12),
-# nvidia-cuda-runtime==N.* and cuda-toolkit[cudart]==N.* (CUDA 13 on).
-_RUNTIME_PACKAGE_RE = re.compile(r"^nvidia-cuda-runtime-cu([0-9]{1,3})$")
+# The PyPI package that installs each runtime library, and its cuda-toolkit extra: CUDA N's
+# nvidia-<package>-cuN (CUDA 11, 12), nvidia-<package>==N.* and cuda-toolkit[<extra>]==N.*
+# (CUDA 13 on; NVIDIA's cuda-toolkit metapackage names these extras).
+_PROVIDERS = {
+    "cudart": ("nvidia-cuda-runtime", "cudart"),
+    "cublas": ("nvidia-cublas", "cublas"),
+    "cublasLt": ("nvidia-cublas", "cublas"),
+    "nvrtc": ("nvidia-cuda-nvrtc", "nvrtc"),
+}
+
+
+def _provider(library: str) -> tuple[str, str]:
+    """(package, cuda-toolkit extra) of a runtime library (libnvrtc.so.12: nvidia-cuda-nvrtc)."""
+    stem = library.removeprefix("lib").split(".so", 1)[0]
+    return _PROVIDERS.get(stem, _PROVIDERS["cudart"])
+
+
+def runtime_requirement(library: str, major: int) -> str:
+    """The requirement that installs *library* of CUDA *major*, as a fix names it."""
+    package, extra = _provider(library)
+    if major <= 12:
+        return f"{package}-cu{major}"
+    return f"{package}=={major}.* (or cuda-toolkit[{extra}]=={major}.*)"
 
 
 def runtime_major(soname: str) -> int | None:
@@ -56,11 +76,12 @@ def pypi_builds() -> dict[Version, Version]:
     return {Version(k): Version(v) for k, v in tomllib.loads(text)["pypi"].items()}
 
 
-def requires_runtime(metadata: str | None, major: int) -> bool:
-    """Whether a wheel's METADATA requires (unconditionally, not under an extra) a package that
-    installs CUDA *major*'s runtime."""
+def requires_runtime(metadata: str | None, major: int, library: str = "libcudart.so") -> bool:
+    """Whether a wheel's METADATA requires (unconditionally, not under an extra) the package that
+    installs *library* of CUDA *major* (libcublas.so.12: nvidia-cublas-cu12)."""
     if not metadata:
         return False
+    package, extra = _provider(library)
     for value in HeaderParser().parsestr(metadata).get_all("Requires-Dist") or []:
         try:
             req = numbers.requirement(value)
@@ -69,11 +90,9 @@ def requires_runtime(metadata: str | None, major: int) -> bool:
         if req.marker is not None and "extra" in str(req.marker):
             continue
         name = canonicalize_name(req.name)
-        if (m := _RUNTIME_PACKAGE_RE.match(name)) and int(m[1]) == major:
+        if name == f"{package}-cu{major}":
             return True
-        runtime = name == "nvidia-cuda-runtime" or (
-            name == "cuda-toolkit" and "cudart" in req.extras
-        )
+        runtime = name == package or (name == "cuda-toolkit" and extra in req.extras)
         if runtime and _admits_major(req.specifier, major):
             return True
     return False
@@ -132,7 +151,7 @@ def needed_from_torch(
         return out
     for name in needed:
         major = runtime_major(name)
-        if major is None or name in members or requires_runtime(metadata, major):
+        if major is None or name in members or requires_runtime(metadata, major, name):
             continue
         out.setdefault(major, name)
     return out

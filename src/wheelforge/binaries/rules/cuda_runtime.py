@@ -64,8 +64,7 @@ def check(binary: BinaryFacts, context: RuleContext) -> Iterator[Finding]:
             f"admits no torch whose PyPI wheel is ({builds}{more}): pip installs it beside a "
             f"torch without {library}, and {loader} fails with '{library}: cannot open shared "
             f"object file'; require a torch whose PyPI build has CUDA {major}, or "
-            f"Requires-Dist: nvidia-cuda-runtime-cu{major} (CUDA 13 on: cuda-toolkit[cudart]=="
-            f"{major}.*)",
+            f"Requires-Dist: {torchcuda.runtime_requirement(library, major)}",
         )
 
 
@@ -84,7 +83,7 @@ def _also_admits(
         f"{span}, whose PyPI wheels are CUDA {cudas}: beside those, {loader} fails with "
         f"'{library}: cannot open shared object file'; narrow the requirement to the torches "
         f"built with CUDA {fit.major}, or require its runtime "
-        f"(nvidia-cuda-runtime-cu{fit.major})",
+        f"({torchcuda.runtime_requirement(library, fit.major)})",
         severity="warning",
     )
 
