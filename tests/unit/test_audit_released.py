@@ -207,9 +207,9 @@ def test_check_json_carries_what_torch_abi_audit_carries(
     minimum torch; per wheel the same rolled up (docs/stable-abi.md maps each field)."""
     import json
 
-    path = wheel(
+    path = wheel(  # tagged as torchaudio's own wheel: its GLIBCXX_3.4.21 is above 2_17's
         tmp_path,
-        "pkg-1.0-cp312-cp312-manylinux_2_17_x86_64.whl",
+        "pkg-1.0-cp312-cp312-manylinux_2_28_x86_64.whl",
         {
             "pkg/lib/_ops.abi3.so": RELEASED / "_torchaudio.abi3.so",
             "pkg/libold.so": ABI / "cxx_symbol.so",

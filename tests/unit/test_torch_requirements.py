@@ -207,3 +207,21 @@ def test_the_runtime_package_is_the_one_of_its_library() -> None:
     assert torchcuda.runtime_requirement("libcudart.so.13", 13).startswith(
         "nvidia-cuda-runtime==13"
     )
+
+
+@pytest.mark.parametrize(
+    ("platform", "warned"), [("manylinux2014_x86_64", True), ("manylinux_2_28_x86_64", False)]
+)
+def test_libstdcxx_above_the_tag_is_a_warning(tmp_path: Path, platform: str, warned: bool) -> None:
+    """torchaudio 2.11.0's _torchaudio.abi3.so needs GLIBCXX_3.4.21: within manylinux_2_28's
+    libstdc++ (3.4.24), above manylinux2014's (3.4.19), where it is a tags warning (it loads where
+    libstdc++ is newer: everywhere it was tried), never an error (auditwheel's policy decides)."""
+    released = ABI.parent / "released" / "_torchaudio.abi3.so"
+    name = f"demo-1.0-cp310-abi3-{platform}.whl"
+    path = wheel(tmp_path, {"demo/_torchaudio.abi3.so": released}, ["torch>=2.11"], name)
+    [checked] = result_of(abicheck.check_wheel(path, torch=None, guards={})).binaries
+    tags = [v for v in checked.violations if v.rule == "tags"]
+    assert {v.severity for v in tags} == ({"warning"} if warned else set())
+    if warned:  # the newest of each family above the tag: GLIBCXX, and CXXABI above 1.3.7
+        [glibcxx] = [v for v in tags if (v.symbol or "").startswith("GLIBCXX_")]
+        assert glibcxx.symbol == "GLIBCXX_3.4.21" and "GLIBCXX_3.4.19" in glibcxx.message

@@ -50,6 +50,7 @@ class SymbolFacts:
 
     undefined: tuple[str, ...]  # the undefined dynamic symbols, sorted
     glibc: Version2 | None  # the newest GLIBC_x.y symbol version it needs
+    versions: tuple[str, ...] = ()  # every symbol version it needs (GLIBCXX_3.4.30, ...), sorted
     machine: str  # x86_64, aarch64, ... (the ELF e_machine)
     module_inits: tuple[str, ...] = ()  # exported PyInit_* / PyModExport_* it defines, sorted
     program: bool = False  # an executable (ET_EXEC, or a program interpreter), not a library
@@ -191,7 +192,8 @@ def read_symbols(image: ElfImage) -> SymbolFacts:
             for s in dynsym
             if s.defined and s.exported and s.name.startswith(MODULE_INIT_PREFIXES)
         }
-        glibc = _glibc_needed(elf)
+        versions = _versions_needed(elf)
+        glibc = _newest_glibc(versions)
         machine = _MACHINES.get(elf["e_machine"], str(elf["e_machine"]))
         program = elf["e_type"] == "ET_EXEC" or any(
             segment["p_type"] == "PT_INTERP" for segment in elf.iter_segments()
@@ -201,6 +203,7 @@ def read_symbols(image: ElfImage) -> SymbolFacts:
     return SymbolFacts(
         undefined=undefined,
         glibc=glibc,
+        versions=versions,
         machine=machine,
         module_inits=tuple(sorted(inits)),
         program=program,
@@ -224,12 +227,22 @@ def _check_section_bounds(elf: ELFFile, size: int) -> None:
             raise ELFError(f"symbol table {section.name or '?'} has entries of size 0")
 
 
-def _glibc_needed(elf: ELFFile) -> Version2 | None:
-    """The newest GLIBC_x.y symbol version the file needs."""
+def _newest_glibc(versions: tuple[str, ...]) -> Version2 | None:
+    """The newest GLIBC_x.y among the symbol versions a file needs."""
+    glibc: Version2 | None = None
+    for name in versions:
+        if m := _GLIBC_RE.match(name):
+            version = (int(m[1]), int(m[2]))
+            glibc = version if glibc is None else max(glibc, version)
+    return glibc
+
+
+def _versions_needed(elf: ELFFile) -> tuple[str, ...]:
+    """Every symbol version the file needs (GLIBC_2.34, GLIBCXX_3.4.30, CXXABI_1.3.13, ...)."""
     from elftools.common.exceptions import ELFError
     from elftools.elf.gnuversions import GNUVerNeedSection
 
-    glibc: Version2 | None = None
+    names: set[str] = set()
     sections = [s for s in elf.iter_sections() if isinstance(s, GNUVerNeedSection)]
     # A linker writes one .gnu.version_r; a thousand of them, each claiming 4096 entries, kept
     # `check` busy for minutes on a 1 MB file (the per-section cap alone did not bound it).
@@ -246,10 +259,8 @@ def _glibc_needed(elf: ELFFile) -> Version2 | None:
                 seen += 1  # vn_cnt (up to 65535) per entry, and a zero vna_next repeats too
                 if seen > _MAX_VERSION_ENTRIES:
                     raise ELFError(f"implausible count of version needs: over {seen - 1}")
-                if m := _GLIBC_RE.match(aux.name):
-                    version = (int(m[1]), int(m[2]))
-                    glibc = version if glibc is None else max(glibc, version)
-    return glibc
+                names.add(aux.name)
+    return tuple(sorted(names))
 
 
 # The dynamic section's tags linkage reads, and how many entries it reads at most (a linker

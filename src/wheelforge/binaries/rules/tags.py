@@ -37,6 +37,8 @@ def check(binary: BinaryFacts, context: RuleContext) -> Iterator[Finding]:
                 "let auditwheel repair compute the tag, or build on an older glibc",
                 kind=f"glibc-above-{platform}",
             )
+        if glibc_tag:
+            yield from _libstdcxx_above(facts.versions, platform, wheel, member)
         if platform.startswith(("manylinux", "linux")) and arch != facts.machine:
             yield Finding(
                 None, f"{wheel} is tagged {platform}, but {member} is built for {facts.machine}"
@@ -49,13 +51,63 @@ def check(binary: BinaryFacts, context: RuleContext) -> Iterator[Finding]:
         )
 
 
+# The symbol-version families of libstdc++ and libgcc_s a manylinux tag also bounds (auditwheel's
+# policy lists the newest of each per tag); GLIBC is judged above, as an error.
+_CXX_FAMILIES = ("GLIBCXX", "CXXABI", "GCC")
+
+
+def _libstdcxx_above(
+    versions: Sequence[str], platform: str, wheel: str, member: str
+) -> Iterator[Finding]:
+    """The newest GLIBCXX_/CXXABI_/GCC_ version a binary needs above what *platform*'s policy
+    guarantees: a warning, not an error. A system of that tag whose libstdc++ is the tag's
+    oldest lacks it ("version `GLIBCXX_3.4.21' not found"), but libstdc++ is newer on nearly
+    every system (a conda environment brings its own), where it loads: what was seen here."""
+    from wheelforge.binaries import systemlibs  # auditwheel's policy, read only when judged
+
+    policy = systemlibs.tag_policy(frozenset({platform}))
+    if policy is None:
+        return
+    newest: dict[str, tuple[tuple[int, ...], str]] = {}
+    for version in versions:
+        key = systemlibs.version_key(version)
+        if key is None or key[0] not in _CXX_FAMILIES or key[0] not in policy.newest:
+            continue
+        if policy.guarantees(version):
+            continue
+        if key[0] not in newest or key[1] > newest[key[0]][0]:
+            newest[key[0]] = (key[1], version)
+    for _, version in sorted(newest.values()):
+        yield Finding(
+            version,
+            f"{wheel} is tagged {platform}, but {member} needs {version}, newer than the "
+            f"libstdc++/libgcc_s that tag promises ({policy.newest_of(version)}): it loads only "
+            "where those are newer; link them statically (-static-libstdc++ -static-libgcc), "
+            "build with an older GCC, or let auditwheel repair compute the tag",
+            severity="warning",
+            kind=f"libstdcxx-above-{platform}",
+        )
+
+
 def summary(container: str, found: Sequence[Violation], wheel: WheelSummary | None) -> str:
     """The binaries whose glibc is above one platform tag, in one line (vLLM 0.10.1.1's five
     modules under its manylinux1 tag)."""
-    platform = (found[0].kind or "").removeprefix("glibc-above-")
-    need = {split_member(v.binary)[1] or v.binary: v.symbol or "" for v in found}
-    newest = max(need.values(), key=lambda s: tuple(int(p) for p in re.findall(r"[0-9]+", s)))
+    kind = found[0].kind or ""
+    cxx = kind.startswith("libstdcxx-above-")
+    platform = kind.removeprefix("libstdcxx-above-" if cxx else "glibc-above-")
+    need: dict[str, str] = {}
+    for v in found:
+        member = split_member(v.binary)[1] or v.binary
+        need[member] = max(need.get(member, ""), v.symbol or "", key=_version_order)
+    newest = max(need.values(), key=_version_order)
     members = ", ".join(f"{m} ({g})" for m, g in need.items())
+    if cxx:
+        return (
+            f"{Path(container).name} is tagged {platform}, but {len(need)} of its binaries need "
+            f"a newer libstdc++/libgcc_s than that tag promises, up to {newest}: {members}; they "
+            "load only where those are newer; link them statically (-static-libstdc++ "
+            "-static-libgcc), or let auditwheel repair compute the tag"
+        )
     return (
         f"{Path(container).name} is tagged {platform}, but {len(need)} of its binaries need a "
         f"newer glibc, up to {newest}: {members}; let auditwheel repair compute the tag, or "
@@ -63,9 +115,15 @@ def summary(container: str, found: Sequence[Violation], wheel: WheelSummary | No
     )
 
 
+def _version_order(version: str) -> tuple[str, tuple[int, ...]]:
+    """GLIBCXX_3.4.21 < GLIBCXX_3.4.30, by family then number."""
+    return (version.split("_", 1)[0], tuple(int(p) for p in re.findall(r"[0-9]+", version)))
+
+
 RULE = Rule(
     id="tags",
-    doc="tags agree with binaries: glibc symbol versions vs the `manylinux_X_Y` tag, ELF machine "
+    doc="tags agree with binaries: glibc symbol versions vs the `manylinux_X_Y` tag (libstdc++'s "
+    "and libgcc_s' above it: a warning), ELF machine "
     "vs the platform tag, extension modules named `*.cpython-3XX-*.so` inside an abi3 wheel",
     source="the binary, the wheel name",
     flavours=frozenset(abi.NAMES),  # an unstable wheel's tags are no abi3 ones
