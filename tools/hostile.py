@@ -1002,15 +1002,23 @@ CASES: list[Case] = [
 ]
 
 
-def _new(
-    name: str,
-    what: str,
-    argv: Callable[[Path], list[str]],
-    judge: Judge,
-    setup: Callable[[Path], None] = lambda _b: None,
-    **kw: object,
-) -> Case:
-    return Case(name, "new", what, argv, judge, setup, **kw)  # type: ignore[arg-type]
+def _in(group: str) -> Callable[..., Case]:
+    """The constructor of one group's cases: Case with its group filled in."""
+
+    def make(
+        name: str,
+        what: str,
+        argv: Callable[[Path], list[str]],
+        judge: Judge,
+        setup: Callable[[Path], None] = lambda _b: None,
+        **kw: object,
+    ) -> Case:
+        return Case(name, group, what, argv, judge, setup, **kw)  # type: ignore[arg-type]
+
+    return make
+
+
+_new = _in("new")
 
 
 # -- the fence around init's run of a project's code (issue 39 item 1) ------------------------
@@ -1726,15 +1734,7 @@ CASES += [
 # the right answers, screens at any width ===================================================
 
 
-def _r5(
-    name: str,
-    what: str,
-    argv: Callable[[Path], list[str]],
-    judge: Judge,
-    setup: Callable[[Path], None] = lambda _b: None,
-    **kw: object,
-) -> Case:
-    return Case(name, "issue39", what, argv, judge, setup, **kw)  # type: ignore[arg-type]
+_r5 = _in("issue39")
 
 
 def _built_then(edit: Callable[[Path], None]) -> Callable[[Path], None]:
