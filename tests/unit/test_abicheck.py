@@ -318,3 +318,19 @@ def test_a_wheel_of_libtorch_symbols_without_a_pin(tmp_path: Path) -> None:
         "declares torch>=2.13; pin the torch its binaries were built against: "
         "Requires-Dist: torch==2.13.* if that is torch 2.13" in whole.violations[0].message
     )
+
+
+def test_a_binary_calling_a_2_15_function_needs_torch_2_15() -> None:
+    """torch 2.15.0's libraries (data/shim_exports.json, from its wheel by
+    tools/gen_shim_exports.py) add torch_dtype_from_pyobject and four other pyobject shims."""
+    data = (DATA / "shim_215.so").read_bytes()
+    check = abicheck.check_elf(data, path="s.so", target=target((2, 10)))
+    assert check.newest_shim == (2, 15)
+    assert ("shim-version", "torch_dtype_from_pyobject") in rules(check)
+    by_symbol = {v.symbol: v.message for v in check.violations}
+    assert "arrived in torch 2.15" in by_symbol["torch_dtype_from_pyobject"]
+    assert abicheck.check_elf(data, path="s.so", target=target((2, 15))).violations == ()
+    assert floors.introduced_floor(["torch_dtype_from_pyobject", "torch_library_impl"], {}) == (
+        2,
+        15,
+    )

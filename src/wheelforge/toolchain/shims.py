@@ -4,7 +4,7 @@ Three sources, all read rather than typed in:
 
 - ``shim_function_versions.txt`` (``torch/csrc/stable/c/``), PyTorch's own list of the release
   each shim function arrived in (those it omits predate 2.10), read from the torch at hand when
-  it ships one (the releases 2.10 to 2.14.1 do not: it lives in PyTorch's source tree only). It
+  it ships one (the releases 2.10 to 2.15.0 do not: it lives in PyTorch's source tree only). It
   names the release a function arrived in; it is what tells releases newer than the table apart.
 - ``data/shim_exports.json``: the shim functions each released torch exports, read from the
   dynamic symbol tables of its libtorch_cpu.so and libtorch_cuda.so

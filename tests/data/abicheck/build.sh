@@ -4,6 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 gcc -O1 -shared -fPIC -o ext.so ext.c
 gcc -O1 -shared -fPIC -o newer_shim.so newer_shim.c
+gcc -O1 -shared -fPIC -o shim_215.so shim_215.c
 g++ -O1 -shared -fPIC -o cxx_symbol.so cxx_symbol.cpp
 g++ -O1 -shared -fPIC -o classic_py.so classic_py.cpp
 gcc -O1 -shared -fPIC -o glibc234.so glibc234.c

@@ -41,7 +41,7 @@ RULE = Rule(
     doc="shims exist in the lowest torch: every `aoti_torch_*` / `torch_*` function the binary "
     "needs",
     source="`src/wheelforge/data/shim_exports.json`: what libtorch_cpu.so and libtorch_cuda.so "
-    "of torch 2.9 to 2.14 really export (add a release: see below); for newer versions, the "
+    "of each torch release from 2.9 on really export (add a release: see below); for newer ones, the "
     "torch at hand's `torch/csrc/stable/c/shim_function_versions.txt` when it ships one, else "
     "the `TORCH_FEATURE_VERSION` guards in its shim headers",
     flavours=frozenset({abi.STABLE.name}),
