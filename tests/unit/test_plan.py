@@ -333,7 +333,9 @@ def test_a_wheel_of_plain_libraries_only_is_tagged_py3_none(
 ) -> None:
     """No CPython extension module: any CPython 3 loads it with ctypes (bitsandbytes' own
     wheels are py3-none-<platform>); a Python module keeps the ABI's tag."""
-    plain = GOOD_MATRIX.replace("  name: demo_ops._C\n", "  name: demo_ops.libdemo\n  kind: plain\n")
+    plain = GOOD_MATRIX.replace(
+        "  name: demo_ops._C\n", "  name: demo_ops.libdemo\n  kind: plain\n"
+    )
     plan = plan_for(load_matrix(project(plain)), tmp_path)
     assert plan.python_tag == "py3-none"
     module = plan_for(load_matrix(project()), tmp_path / "module")

@@ -126,9 +126,7 @@ def _configure(
         *fence.repository(root, root / "CMakeLists.txt"),
     )
     result = proc.run(
-        fence.wrap(
-            kind, args, cwd=build, writable=(project or root, build), readable=readable
-        ),
+        fence.wrap(kind, args, cwd=build, writable=(project or root, build), readable=readable),
         hint=fence.FIX,
         env=env,
         replace_env=True,

@@ -14,9 +14,9 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from wheelforge.adoption.doors.cmake import setup_configure
 from wheelforge.adoption.doors import generators, packagedata
 from wheelforge.adoption.doors.buildsteps import BuildSteps, ninja_rules
+from wheelforge.adoption.doors.cmake import setup_configure
 from wheelforge.adoption.doors.flags import (
     LIBRARY_FLAGS,
     SortedFlags,
