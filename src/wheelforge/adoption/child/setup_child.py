@@ -407,7 +407,7 @@ def _drive_build_ext() -> None:
         try:
             command.build_extension(ext)
         except BaseException as exc:  # the refused cmake fails it: what it ran so far is recorded
-            RECORD.setdefault("build_ext_errors", []).append(f"{type(exc).__name__}: {exc}"[:500])
+            RECORD["build_ext_error"] = f"{type(exc).__name__}: {exc}"[:500]
 
 
 def _package_files() -> None:

@@ -39,7 +39,6 @@ UNREAD = frozenset(
         "generator_exit",
         "generator_errors",
         "build_ext_error",
-        "build_ext_errors",
     }
 )
 
