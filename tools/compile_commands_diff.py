@@ -31,6 +31,7 @@ sys.path.insert(0, str(REPO / "src"))
 
 from wheelforge.adoption.doors import cmake  # noqa: E402
 from wheelforge.configuration.settings import Flags, resolve  # noqa: E402
+from wheelforge.foundation import jobcost  # noqa: E402
 from wheelforge.planning import ninjafile  # noqa: E402
 from wheelforge.planning.planner import plan_all, plan_inputs  # noqa: E402
 from wheelforge.running.builds import ninja  # noqa: E402
@@ -53,6 +54,7 @@ _OWN_PREFIXES = (
     "--frandom-seed=",
     "-Xcompiler=-frandom-seed=",
     "-Xcudafe=--orig_src_path_name=",
+    "--split-compile=",  # nvcc's threads per compile, wheelforge's scheduling (planner.py)
 )
 
 
@@ -87,6 +89,10 @@ def _words(entry: dict[str, object]) -> list[str]:
         ("=" in words[0] and not words[0].startswith("-")) or words[0] in ("cd", "/", "&&")
     ):
         words.pop(0)
+    # wheelforge's compiles run under the wrapper that measures them: python -S -I jobcost.py OUT
+    wrapper = jobcost.command()
+    if len(words) > len(wrapper) and tuple(words[1 : len(wrapper)]) == wrapper[1:]:
+        words = words[len(wrapper) + 1 :]
     return words
 
 
@@ -119,9 +125,13 @@ def _compile(entry: dict[str, object], root: Path) -> Compile:
     includes = []
     for folder in parsed.includes:
         path = Path(folder).resolve()
-        includes.append(
-            path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
-        )
+        if path.is_relative_to(root):
+            includes.append(path.relative_to(root).as_posix())
+        elif "site-packages" in path.parts:  # torch's headers, of whichever install of it
+            at = len(path.parts) - 1 - path.parts[::-1].index("site-packages")
+            includes.append("{site-packages}/" + "/".join(path.parts[at + 1 :]))
+        else:
+            includes.append(str(path))
     return Compile(defines, flags, tuple(includes), frozenset(codes))
 
 

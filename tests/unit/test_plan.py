@@ -328,6 +328,20 @@ def test_a_plain_library_keeps_its_exports_and_links_no_torch(
     assert link.device_link is None
 
 
+def test_a_wheel_of_plain_libraries_only_is_tagged_py3_none(
+    project: Project, tmp_path: Path
+) -> None:
+    """No CPython extension module: any CPython 3 loads it with ctypes (bitsandbytes' own
+    wheels are py3-none-<platform>); a Python module keeps the ABI's tag."""
+    plain = GOOD_MATRIX.replace(
+        "  name: demo_ops._C\n", "  name: demo_ops.libdemo\n  kind: plain\n"
+    )
+    plan = plan_for(load_matrix(project(plain)), tmp_path)
+    assert plan.python_tag == "py3-none"
+    module = plan_for(load_matrix(project()), tmp_path / "module")
+    assert module.python_tag == module.abi.abi_tag == "cp310-abi3"
+
+
 def test_relocatable_device_code_gets_nvccs_device_link(project: Project, tmp_path: Path) -> None:
     text = GOOD_MATRIX.replace(
         "include-dirs: [csrc]", "include-dirs: [csrc]\n  nvcc-flags: [-rdc=true]"

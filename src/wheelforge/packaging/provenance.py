@@ -123,7 +123,7 @@ def build_info(plan: VariantPlan, *, epoch: int, inputs: Mapping[str, str]) -> B
         torch=TorchInfo(headers_of=plan.torch.label, requirement=plan.abi.torch_requirement),
         abi=plan.abi.kind.name,
         target_version=plan.abi.target,
-        python_abi=plan.abi.abi_tag,
+        python_abi=plan.python_tag,
         prefix_maps=tuple(sorted({name for _, name in folders})),
         # One extension's flags here; with several, each one's under "extensions".
         flags=Flags(gencode=gencode) if several else Flags(**vars(flags(0)), gencode=gencode),

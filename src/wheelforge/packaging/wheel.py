@@ -162,7 +162,7 @@ def contents(
     when the build was planned; no folder is read here), each file checked to be there, and
     *extra*, the build's provenance files, which must be those the plan lists."""
     pkg = plan.wheel.package
-    tag = f"{plan.abi.abi_tag}-{platform}"
+    tag = f"{plan.python_tag}-{platform}"
     members = plan.wheel.members
     for member in members:
         if member.source is not None and not member.source.is_file():

@@ -233,6 +233,15 @@ class VariantPlan:
     # (planning/hostshare.py): a plan of their own with no link; None: all are in build_dir
     host: VariantPlan | None = None
 
+    @property
+    def python_tag(self) -> str:
+        """The wheel's Python and ABI tags: the ABI's (cp310-abi3, cp311-cp311), or ``py3-none``
+        where every binary is a plain library, no CPython extension module (bitsandbytes' own
+        wheels: Python loads it with ctypes, so any CPython 3 can, limited API or not)."""
+        if self.links and all(link.extension.kind == "plain" for link in self.links):
+            return "py3-none"
+        return self.abi.abi_tag
+
     def command_path(self, path: Path) -> str:
         """*path* as the compile commands name it (reproducible.spelling): relative to the build
         folder (where ninja runs them) when it lies in the build folder, or in the project while

@@ -133,16 +133,26 @@ def capture(request: InitRequest, door: Door, env: Mapping[str, str]) -> Capture
         "--no-run' reads it without running it"
     )
     build = setupcapture.capture_setup(root, context)
-    if (
-        build.extensions
-        and all(not e.sources for e in build.extensions)
-        and (root / "CMakeLists.txt").is_file()
-    ):
+    if not build.extensions or any(e.sources for e in build.extensions):
+        return build
+    modules = {str(e.name).rsplit(".", 1)[-1]: str(e.name) for e in build.extensions if e.name}
+    # setup.py's build_ext configures CMake in a folder of its own (NATTEN's csrc/, after
+    # its autogen scripts ran in the capture's sandbox): that folder, with its -D arguments.
+    configure = cmake.setup_configure(root, build.refusals)
+    if configure is not None:
+        lists = configure.folder / "CMakeLists.txt"
+        log.info(
+            f"setup.py's build_ext ({configure.where}) configures {lists}: configuring it "
+            f"(configure only) with its arguments {' '.join(configure.args)}"
+        )
+        given = dataclasses.replace(cmake_context, args=(*configure.args, *cmake_context.args))
+        built = cmake.capture_cmake(root, given, modules=modules, folder=configure.folder)
+        return _with_cmake(build, built)
+    if (root / "CMakeLists.txt").is_file():
         log.info(
             f"setup.py hands its extensions to CMake: configuring {root / 'CMakeLists.txt'} "
             "(configure only)"
         )
-        modules = {str(e.name).rsplit(".", 1)[-1]: str(e.name) for e in build.extensions if e.name}
         return _with_cmake(build, cmake.capture_cmake(root, cmake_context, modules=modules))
     return build
 

@@ -56,6 +56,7 @@ RECORD: dict[str, Any] = {
     "error": None,
 }
 _CONTEXT: dict[str, Any] = {}
+_LIVE: dict[str, Any] = {}  # setup()'s extensions and cmdclass as given (_drive_build_ext)
 _REAL_OPEN = builtins.open
 _THIS = os.path.abspath(__file__)  # noqa: PTH100 - plain os calls: this file runs in any Python
 
@@ -213,6 +214,7 @@ def _describe_command(name: str, cls: Any) -> dict[str, Any]:
 def _record_setup(**attrs: Any) -> None:
     exts = attrs.pop("ext_modules", None) or []
     cmdclass = attrs.pop("cmdclass", None) or {}
+    _LIVE.update(exts=list(exts), cmdclass=dict(cmdclass), name=attrs.get("name"))
     RECORD["extensions"] = [_describe_extension(e) for e in exts]
     RECORD["cmdclass"] = [_describe_command(n, c) for n, c in dict(cmdclass).items()]
     # The readme's text: maybe large; its digest finds the file it was read from (init).
@@ -377,6 +379,37 @@ def _run(setup: str) -> None:
         }
 
 
+def _drive_build_ext() -> None:
+    """Extensions setup.py gives no sources, built by its own build_ext another way (NATTEN's
+    runs scripts/autogen_*.py, then ``cmake csrc/ -D...``): that build_extension run as pip's
+    build would, under the guards, into a temporary build folder. The project scripts it runs
+    run here and are recorded (generators); the cmake it starts is refused and recorded with
+    its arguments, which init's CMake door configures with."""
+    cls = _LIVE.get("cmdclass", {}).get("build_ext")
+    bare = [e for e in _LIVE.get("exts", []) if not list(getattr(e, "sources", None) or [])]
+    if not bare or not isinstance(cls, type):
+        return
+    if not any(k.__module__ == "__main__" and "build_extension" in vars(k) for k in cls.__mro__):
+        return
+    try:
+        from setuptools.dist import Distribution
+
+        dist = Distribution({"name": _LIVE.get("name") or "project", "ext_modules": bare})
+        dist.script_name = "setup.py"
+        command = cls(dist)
+        command.initialize_options()
+        command.finalize_options()
+        command.build_lib = command.build_temp = tempfile.mkdtemp(prefix="wheelforge-build-")
+    except Exception as exc:
+        RECORD["build_ext_error"] = f"{type(exc).__name__}: {exc}"[:500]
+        return
+    for ext in bare:
+        try:
+            command.build_extension(ext)
+        except BaseException as exc:  # the refused cmake fails it: what it ran so far is recorded
+            RECORD["build_ext_error"] = f"{type(exc).__name__}: {exc}"[:500]
+
+
 def _package_files() -> None:
     """The package data setuptools' build_py would ship (capture_packagedata.py), with the
     unguarded file opener: its egg-info goes to a temporary folder and is no write of
@@ -428,6 +461,7 @@ def main(context_path: str) -> int:
         return 0
     _run(_CONTEXT["setup"])
     if RECORD["setup_calls"]:
+        _drive_build_ext()
         _replaced_ninja(original)
         _package_files()
     with _REAL_OPEN(str(_CONTEXT["out"]), "w") as f:

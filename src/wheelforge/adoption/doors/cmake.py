@@ -31,6 +31,7 @@ from wheelforge.adoption.record.captured import (
     CapturedSource,
     Refusal,
 )
+from wheelforge.adoption.record.setuprun import Attempt
 from wheelforge.configuration.matrix.keys import SOURCE_SUFFIXES
 from wheelforge.foundation import fence, proc, readers, writers
 from wheelforge.foundation.errors import ToolError
@@ -66,7 +67,9 @@ def _torch_prefix(python: Path) -> str | None:
     return lines[-1] if result.returncode == 0 and lines else None
 
 
-def _configure(root: Path, build: Path, context: CMakeContext) -> str:
+def _configure(
+    root: Path, build: Path, context: CMakeContext, *, project: Path | None = None
+) -> str:
     kind = fence.choose(context.sandbox, what=f"CMake's configure of {root / 'CMakeLists.txt'}")
     query = build / ".cmake" / "api" / "v1" / "query"
     query.mkdir(parents=True)
@@ -123,7 +126,7 @@ def _configure(root: Path, build: Path, context: CMakeContext) -> str:
         *fence.repository(root, root / "CMakeLists.txt"),
     )
     result = proc.run(
-        fence.wrap(kind, args, cwd=build, writable=(root, build), readable=readable),
+        fence.wrap(kind, args, cwd=build, writable=(project or root, build), readable=readable),
         hint=fence.FIX,
         env=env,
         replace_env=True,
@@ -372,8 +375,11 @@ class _Reader:
         build: Path,
         toolkit: tuple[Path, ...] = (),
         given: tuple[Path, ...] = (),
+        source: Path | None = None,
     ) -> None:
         self.root = root.resolve()
+        # the folder CMake was configured in (csrc/): the file API's source paths are its
+        self.source = (source or root).resolve()
         self.build = build.resolve()
         self.toolkit = toolkit  # the toolkit's folder: its libraries need no library-dirs
         # the folders --cmake-arg names (a FetchContent source, VLLM_CUTLASS_SRC_DIR): their
@@ -418,7 +424,7 @@ class _Reader:
                     f"CMake target {target['name']}: the sources of {linked['name']} "
                     f"({linked['type'].lower()}), which it links, are compiled into it"
                 )
-        return [str((self.root / p).resolve()) for p in dict.fromkeys(found)]
+        return [str((self.source / p).resolve()) for p in dict.fromkeys(found)]
 
     def extension(
         self,
@@ -540,14 +546,58 @@ class _Reader:
         return tuple(out)
 
 
+@dataclass(frozen=True)
+class SetupConfigure:
+    """The ``cmake <folder> -D...`` a setup.py's build_ext starts (NATTEN's csrc/), as init's
+    capture child recorded it (refused, never run)."""
+
+    folder: Path  # the folder with the CMakeLists.txt, inside the project
+    args: tuple[str, ...]  # its -D arguments
+    where: str
+
+
+def setup_configure(root: Path, refusals: Iterable[Refusal | Attempt]) -> SetupConfigure | None:
+    """The first CMake configure among the commands setup.py tried (a folder of the project
+    holding a CMakeLists.txt, not ``cmake --build``)."""
+    for refusal in refusals:
+        if getattr(refusal, "what", "command") != "command":
+            continue
+        try:
+            argv = shlex.split(refusal.detail)
+        except ValueError:
+            continue
+        if not argv or Path(argv[0]).name != "cmake" or "--build" in argv:
+            continue
+        folders = [a for a in argv[1:] if not a.startswith("-")]
+        if "-S" in argv[:-1]:
+            folders = [argv[argv.index("-S") + 1]]
+        for word in folders:
+            folder = Path(os.path.normpath(root / word))
+            if folder.is_relative_to(root) and (folder / "CMakeLists.txt").is_file():
+                args = tuple(a for a in argv[1:] if a.startswith("-D") and not _ours(a))
+                return SetupConfigure(folder=folder, args=args, where=refusal.where)
+    return None
+
+
+def _ours(arg: str) -> bool:
+    """A -D wheelforge's configure sets itself (build type, compilers, the build Python)."""
+    name = arg[2:].split("=", 1)[0].split(":", 1)[0]
+    return name in ("CMAKE_BUILD_TYPE", "CMAKE_CUDA_COMPILER", "CMAKE_EXPORT_COMPILE_COMMANDS")
+
+
 def capture_cmake(
-    root: Path, context: CMakeContext, *, modules: Mapping[str, str] | None = None
+    root: Path,
+    context: CMakeContext,
+    *,
+    modules: Mapping[str, str] | None = None,
+    folder: Path | None = None,
 ) -> CapturedBuild:
-    """Configure *root* and read its targets. *modules* maps a target's file stem to the module
-    name setup.py gives it (a setup.py that drives CMake, as vLLM's and fast_rnnt's do)."""
+    """Configure *root* (or its *folder* holding the CMakeLists.txt: NATTEN's csrc/) and read
+    its targets. *modules* maps a target's file stem to the module name setup.py gives it (a
+    setup.py that drives CMake, as vLLM's, fast_rnnt's and NATTEN's do)."""
     with tempfile.TemporaryDirectory(prefix="wheelforge-cmake-") as tmp:
         build = Path(tmp)
-        output = _configure(root, build, context)
+        output = _configure(folder or root, build, context, project=root)
         unfetched = _unfetched(build, context.args)
         given = _given_sources(build)
         flags = ", ".join(f"-DFETCHCONTENT_SOURCE_DIR_{n.upper()}=<folder>" for n in unfetched)
@@ -562,7 +612,7 @@ def capture_cmake(
             )
         targets = _targets(build)
         toolkit = (context.nvcc.resolve().parent.parent,) if context.nvcc is not None else ()
-        reader = _Reader(root, build, toolkit, tuple(_named_folders(context.args)))
+        reader = _Reader(root, build, toolkit, tuple(_named_folders(context.args)), folder)
         python_modules = [t for t in targets.values() if t["type"] == "MODULE_LIBRARY"]
         chosen = python_modules or [t for t in targets.values() if t["type"] == "SHARED_LIBRARY"]
         linked = {d["id"] for t in python_modules for d in t.get("dependencies", [])}
@@ -570,10 +620,12 @@ def capture_cmake(
         for target in chosen:
             if target["id"] in linked:
                 continue
-            stem = str(target.get("nameOnDisk") or target["name"]).split(".")[0]
-            if python_modules or (modules and stem.removeprefix("lib") in modules):
-                stem = stem.removeprefix("lib") if not python_modules else stem
-                name = (modules or {}).get(stem) or _module_name(root, stem)
+            # OUTPUT_NAME may hold a folder (NATTEN's natten/libnatten.cpython-...): its file's
+            stem = Path(str(target.get("nameOnDisk") or target["name"])).name.split(".")[0]
+            given = modules or {}
+            if python_modules or stem in given or stem.removeprefix("lib") in given:
+                stem = stem if python_modules or stem in given else stem.removeprefix("lib")
+                name = given.get(stem) or _module_name(root, stem)
                 if "." not in name:  # no import names its package: where CMake installs it
                     name = _installed_name(target, stem) or name
                 extensions.append(reader.extension(target, targets, name))

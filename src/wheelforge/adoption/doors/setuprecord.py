@@ -16,6 +16,7 @@ from packaging.utils import canonicalize_name
 
 from wheelforge.adoption.doors import generators, packagedata
 from wheelforge.adoption.doors.buildsteps import BuildSteps, ninja_rules
+from wheelforge.adoption.doors.cmake import setup_configure
 from wheelforge.adoption.doors.flags import (
     LIBRARY_FLAGS,
     SortedFlags,
@@ -71,7 +72,14 @@ class _Reading:
 
     def check_sources(self, label: str, sources: list[str]) -> None:
         """An extension with no sources: another tool builds it."""
-        if not sources and (self.root / "CMakeLists.txt").is_file():
+        configure = setup_configure(self.root, self.record.refused) if not sources else None
+        if not sources and configure is not None:
+            lists = (configure.folder / "CMakeLists.txt").relative_to(self.root).as_posix()
+            self.done.append(
+                f"{label} has no sources: setup.py's build_ext ({configure.where}) hands its "
+                f"build to CMake ({lists})"
+            )
+        elif not sources and (self.root / "CMakeLists.txt").is_file():
             self.done.append(
                 f"{label} has no sources: setup.py hands its build to CMake (CMakeLists.txt)"
             )

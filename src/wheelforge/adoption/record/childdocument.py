@@ -32,7 +32,15 @@ from wheelforge.foundation import readers
 # What the child records that init does not read (aids for a person reading the document):
 # where setup() was called, why a replaced ninja writer failed (its rules are then absent), and
 # a generator trial's exit code and exception (what it wrote is what counts).
-UNREAD = frozenset({"setup_where", "ninja_error", "generator_exit", "generator_errors"})
+UNREAD = frozenset(
+    {
+        "setup_where",
+        "ninja_error",
+        "generator_exit",
+        "generator_errors",
+        "build_ext_error",
+    }
+)
 
 
 class _Document:
