@@ -192,8 +192,18 @@ def device_job(flags: list[str], src: Path, arch: str, ptx: bool, work: Path) ->
     code = f"compute_{arch}" if ptx else f"sm_{arch}"
     out = work / f"{src.stem}.{code}.{kind}"
     run(
-        [NVCC, *seeded(flags, src), f"-{kind}", f"-gencode=arch=compute_{arch},code={code}",
-         str(src), "-o", out.name, "--keep", "--keep-dir", "."],
+        [
+            NVCC,
+            *seeded(flags, src),
+            f"-{kind}",
+            f"-gencode=arch=compute_{arch},code={code}",
+            str(src),
+            "-o",
+            out.name,
+            "--keep",
+            "--keep-dir",
+            ".",
+        ],
         work,
     )
     return out
@@ -209,12 +219,16 @@ def device_reads_arch_list(flags: list[str], src: Path, archs: list[str], work: 
     return any(names_arch_list(c, work) for c in cmds if " -E " in c and ".cpp1.ii" in c)
 
 
-def fatbin_job(flags: list[str], src: Path, archs: list[str], images: dict[str, Path], work: Path) -> Path:
+def fatbin_job(
+    flags: list[str], src: Path, archs: list[str], images: dict[str, Path], work: Path
+) -> Path:
     """The arch set's fatbin: fatbinary with the flags nvcc -c gives it, --create instead of
     --embedded-fatbin."""
     work.mkdir(parents=True, exist_ok=True)
     line = next(c for c in dryrun(flags, src, archs, work, keep=False) if c.startswith("fatbinary"))
-    args = [a for a in shlex.split(line)[1:] if not a.startswith(("--image3=", "--embedded-fatbin="))]
+    args = [
+        a for a in shlex.split(line)[1:] if not a.startswith(("--image3=", "--embedded-fatbin="))
+    ]
     for a in archs:
         args.append(f"--image3=kind=elf,sm={a},file={images[a]}")
     run(["fatbinary", *args, f"--create={src.stem}.fatbin"], work)
@@ -253,16 +267,28 @@ def kernel_flags() -> list[str]:
     incs = [f"-I{p}" for p in include_paths()] + [f"-I{REPO / 'kernels/csrc'}"]
     py = subprocess.run(
         [sys.executable, "-c", "import sysconfig;print(sysconfig.get_paths()['include'])"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.strip()
     return [
-        "-std=c++17", "-O3", "-ccbin=/usr/bin/c++", "-Xcompiler=-fPIC", "-DUSE_CUDA",
-        "-DTORCH_TARGET_VERSION=0x020a000000000000", "-DPy_LIMITED_API=0x030a0000",
-        "-DTORCH_EXTENSION_NAME=_C", *incs, f"-I{py}", *CCCL_OFF,
+        "-std=c++17",
+        "-O3",
+        "-ccbin=/usr/bin/c++",
+        "-Xcompiler=-fPIC",
+        "-DUSE_CUDA",
+        "-DTORCH_TARGET_VERSION=0x020a000000000000",
+        "-DPy_LIMITED_API=0x030a0000",
+        "-DTORCH_EXTENSION_NAME=_C",
+        *incs,
+        f"-I{py}",
+        *CCCL_OFF,
     ]
 
 
-def split_matrix(flags: list[str], sources: list[Path], sets: dict[str, list[str]], work: Path) -> dict:
+def split_matrix(
+    flags: list[str], sources: list[Path], sets: dict[str, list[str]], work: Path
+) -> dict:
     """Every job of the split scheme for *sets*, each once: host per source, device per
     (source, arch), fatbin and its object per (source, arch set). CPU seconds by kind."""
     clock, cpu = Clock(), {"host": 0.0, "device": 0.0, "fatbin": 0.0}
@@ -273,7 +299,9 @@ def split_matrix(flags: list[str], sources: list[Path], sets: dict[str, list[str
         cpu["device"] += clock.read()
         stubs = {stub_of(c).read_bytes() for c in cubins.values()}
         out.setdefault("stubs_same", {})[src.name] = len(stubs) == 1
-        host, symbol, reads = host_job(flags, src, work / "host" / src.stem, stub_of(cubins[archs[0]]))
+        host, symbol, reads = host_job(
+            flags, src, work / "host" / src.stem, stub_of(cubins[archs[0]])
+        )
         cpu["host"] += clock.read()
         out["reads_arch_list"][src.name] = reads
         for name, s in sets.items():
@@ -286,9 +314,14 @@ def split_matrix(flags: list[str], sources: list[Path], sets: dict[str, list[str
     return out
 
 
-def whole_matrix(flags: list[str], sources: list[Path], sets: dict[str, list[str]], work: Path) -> dict:
+def whole_matrix(
+    flags: list[str], sources: list[Path], sets: dict[str, list[str]], work: Path
+) -> dict:
     clock = Clock()
-    objs = {name: [whole_job(flags, src, s, work / name / src.stem) for src in sources] for name, s in sets.items()}
+    objs = {
+        name: [whole_job(flags, src, s, work / name / src.stem) for src in sources]
+        for name, s in sets.items()
+    }
     return {"objects": objs, "cpu": clock.read()}
 
 
@@ -333,13 +366,26 @@ def gpu_check(work: Path, archs: list[str]) -> dict:
     flags = ["-O3", "-Xcompiler=-fPIC"]
     results = {}
     whole = whole_job(flags, src, archs, work / "whole")
-    cubins = {a: device_job(flags, src, a, False, work / "split/dev" / a) for a in archs}
-    host, symbol, _ = host_job(flags, src, work / "split/host", stub_of(cubins[archs[0]]))
-    fb = fatbin_job(flags, src, archs, cubins, work / "split/fat")
+    cubins = {a: device_job(flags, src, a, False, work / "dev" / a) for a in archs}
+    host, symbol, _ = host_job(flags, src, work / "host", stub_of(cubins[archs[0]]))
+    fb = fatbin_job(flags, src, archs, cubins, work / "fat")
     data = data_job(fb, symbol, fb.parent)
     for name, objs in {"whole": [whole], "split": [host, data]}.items():
         so = work / f"{name}.so"
-        run(["c++", "-shared", "-o", str(so), *map(str, objs), f"{CUDA}/lib64/libcudart_static.a", "-ldl", "-lrt", "-lpthread"], work)
+        run(
+            [
+                "c++",
+                "-shared",
+                "-o",
+                str(so),
+                *map(str, objs),
+                f"{CUDA}/lib64/libcudart_static.a",
+                "-ldl",
+                "-lrt",
+                "-lpthread",
+            ],
+            work,
+        )
         n = 1000
         out = (ctypes.c_float * n)()
         count = ctypes.CDLL(str(so)).wf_run(out, n)
@@ -348,13 +394,99 @@ def gpu_check(work: Path, archs: list[str]) -> dict:
     return results
 
 
+def fa3_flags(root: Path, source: str) -> list[str]:
+    """The nvcc flags wheelforge gives *source* of the prepared FA3 tree (its --dry-run), less
+    the output, the depfile, the split compilation, the arch and the seed (set here)."""
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    p = subprocess.run(
+        [sys.executable, "-m", "wheelforge", "build", "--dry-run", "-j", "1"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    line = next(
+        ln for ln in p.stdout.splitlines() if "/bin/nvcc " in ln and f" ../../../{source} " in ln
+    )
+    args = shlex.split(line[line.index("/bin/nvcc ") :])[1:]
+    drop_next = {"--dependency-output", "-o", "-c", "-include"}
+    out, skip = [], False
+    for a in args:
+        if skip:
+            skip = False
+        elif a in drop_next:
+            skip = True
+        elif not a.startswith(
+            (
+                "--split-compile",
+                "-gencode",
+                "--frandom-seed",
+                "--generate-dependencies",
+                "--objdir-as",
+            )
+        ):
+            out.append(a)
+    return out
+
+
+def fa3_ab(root: Path, source: str, arch: str, work: Path) -> dict:
+    """One FA3 source, in the folder wheelforge compiles it in: one-job nvcc -c, then the split
+    jobs, the host front (host preprocessing, cudafe++) beside the device job. Wall seconds of each, and whether the fatbins match."""
+    import threading
+
+    # each job's folder three levels below the tree, as wheelforge's (its -I../../../hopper)
+    work = root / "build" / work.name
+    shutil.rmtree(work, ignore_errors=True)
+    flags = fa3_flags(root, source)
+    src = (root / source).resolve()
+    out: dict = {"source": source, "arch": arch}
+    t = time.monotonic()
+    whole = whole_job(flags, src, [arch], work / "whole")
+    out["one_job_s"] = round(time.monotonic() - t, 1)
+    t = time.monotonic()
+    marks: dict[str, float] = {}
+    front: dict = {}
+
+    def host_first() -> None:
+        front["v"] = host_front(flags, src, work / "host")
+        marks["host front"] = time.monotonic() - t
+
+    th = threading.Thread(target=host_first)
+    th.start()
+    # nvcc -ptx keeps no stub (its cicc is not asked for one): the device job is nvcc -cubin,
+    # and the host compile, which includes the stub, follows it
+    cubin = device_job(flags, src, arch, False, work / "dev")
+    marks["cicc+ptxas"] = time.monotonic() - t
+    th.join()
+    cc, reads, symbol = front["v"]
+    host_compile(cc, symbol, stub_of(cubin), work / "host")
+    marks["host compile"] = time.monotonic() - t
+    fb = fatbin_job(flags, src, [arch], {arch: cubin}, work / "fat")
+    data_job(fb, symbol, fb.parent)
+    out["split_s"] = round(time.monotonic() - t, 1)
+    out["split_marks_s"] = {k: round(v, 1) for k, v in marks.items()}
+    out["host_reads_arch_list"] = reads
+    out["fatbin_same_as_nvcc_c"] = embedded(whole) == fb.read_bytes()
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--work", type=Path, required=True)
-    ap.add_argument("--gpu", action="store_true", help="also build, load and run the test program (needs a GPU)")
+    ap.add_argument(
+        "--gpu", action="store_true", help="also build, load and run the test program (needs a GPU)"
+    )
+    ap.add_argument(
+        "--fa3", type=Path, help="instead: one FA3 source both ways, in this prepared tree"
+    )
+    ap.add_argument("--fa3-source", default="hopper/instantiations/flash_fwd_hdim128_bf16_sm90.cu")
     args = ap.parse_args()
     work = args.work.resolve()
     shutil.rmtree(work, ignore_errors=True)
+    if args.fa3:
+        print(json.dumps(fa3_ab(args.fa3.resolve(), args.fa3_source, "90a", work), indent=2))
+        return
     sources = sorted((REPO / "kernels/csrc").glob("*.cu"))
     flags = kernel_flags()
     report: dict = {}
@@ -369,17 +501,23 @@ def main() -> None:
     report["seconds"] = round(time.monotonic() - t, 1)
     report["reads_arch_list"] = {
         "host": split_m["reads_arch_list"],
-        "device": {s.name: device_reads_arch_list(flags, s, UNION, work / "dU" / s.stem) for s in sources},
+        "device": {
+            s.name: device_reads_arch_list(flags, s, UNION, work / "dU" / s.stem) for s in sources
+        },
     }
     # the same bytes: fatbins against nvcc -c's own (kept), the host object in every set
     same_fatbin = {}
     for name in MATRIX:
-        for src, fb in zip(sources, split_m["fatbins"][name]):
-            same_fatbin[f"{name}/{src.name}"] = embedded(work / "whole-matrix" / name / src.stem / "whole.o") == fb.read_bytes()
+        for src, fb in zip(sources, split_m["fatbins"][name], strict=True):
+            same_fatbin[f"{name}/{src.name}"] = (
+                embedded(work / "whole-matrix" / name / src.stem / "whole.o") == fb.read_bytes()
+            )
     report["fatbin_same_as_nvcc_c"] = same_fatbin
     report["stub_same_for_every_arch"] = split_m["stubs_same"]
     report["host_object_same_whatever_arch_set"] = (
-        sha(split_m["objects"]["a"][0]) == sha(split_u["objects"]["u"][0]) == sha(alone_fb["objects"]["b"][0])
+        sha(split_m["objects"]["a"][0])
+        == sha(split_u["objects"]["u"][0])
+        == sha(alone_fb["objects"]["b"][0])
     )
     report["alone_same_as_matrix"] = [sha(p) for p in alone_fb["objects"]["b"]] == [
         sha(p) for p in split_m["objects"]["b"][:2]
@@ -387,9 +525,15 @@ def main() -> None:
     cpu_wm, cpu_wu = whole_m["cpu"], whole_u["cpu"]
     cpu_sm, cpu_su = sum(split_m["cpu"].values()), sum(split_u["cpu"].values())
     report["cpu_s"] = {
-        "one-job nvcc": {"matrix": round(cpu_wm, 1), "union": round(cpu_wu, 1), "ratio": round(cpu_wm / cpu_wu, 2)},
+        "one-job nvcc": {
+            "matrix": round(cpu_wm, 1),
+            "union": round(cpu_wu, 1),
+            "ratio": round(cpu_wm / cpu_wu, 2),
+        },
         "split": {
-            "matrix": round(cpu_sm, 1), "union": round(cpu_su, 1), "ratio": round(cpu_sm / cpu_su, 2),
+            "matrix": round(cpu_sm, 1),
+            "union": round(cpu_su, 1),
+            "ratio": round(cpu_sm / cpu_su, 2),
             "matrix by kind": {k: round(v, 1) for k, v in split_m["cpu"].items()},
             "union by kind": {k: round(v, 1) for k, v in split_u["cpu"].items()},
         },
