@@ -149,6 +149,13 @@ class _Writer:
             out["archs"] = arch_text(ext.archs)
         if ext.torch_target and self.own_targets(abi):
             out["torch-target"] = ext.torch_target
+        if abi.abi3 and ext.limited_api and Version(ext.limited_api) < OLDEST_PYTHON:
+            # the project's older limited API (CMake's USE_SABI 3); the tag stays python-abi's
+            out["limited-api"] = ext.limited_api
+            self.done.append(
+                f"{ext.name}: limited-api: {ext.limited_api} (the project's Py_LIMITED_API); "
+                f"the wheel is tagged cp3{OLDEST_PYTHON.minor}-abi3, the oldest CPython torch runs on"
+            )
         for key, value in (
             ("include-dirs", ext.include_dirs),
             ("cxx-flags", [*ext.defines, *ext.cxx_flags]),
@@ -308,11 +315,7 @@ class _Writer:
         if not ext.limited_api:
             return ""
         version = Version(ext.limited_api)
-        if version < OLDEST_PYTHON:
-            self.done.append(
-                f"python-abi: cp310, not the project's Py_LIMITED_API {ext.limited_api}: torch "
-                "runs on CPython 3.10+"
-            )
+        if version < OLDEST_PYTHON:  # written per extension (limited-api)
             return ""
         return f"python-abi: cp3{version.minor}\n"
 
