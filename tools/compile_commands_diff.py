@@ -53,6 +53,7 @@ _OWN_PREFIXES = (
     "--frandom-seed=",
     "-Xcompiler=-frandom-seed=",
     "-Xcudafe=--orig_src_path_name=",
+    "--split-compile=",  # nvcc's parallelism, the planner's (like --threads)
 )
 
 
@@ -87,7 +88,10 @@ def _words(entry: dict[str, object]) -> list[str]:
         ("=" in words[0] and not words[0].startswith("-")) or words[0] in ("cd", "/", "&&")
     ):
         words.pop(0)
-    return words
+    # wheelforge's compiles run under the wrapper that measures them (foundation/jobcost.py:
+    # PYTHON -S -I jobcost.py OUTPUT COMPILER ...)
+    wrapper = next((i for i, w in enumerate(words) if w.endswith("jobcost.py")), None)
+    return words[wrapper + 2 :] if wrapper is not None else words
 
 
 def _compile(entry: dict[str, object], root: Path) -> Compile:

@@ -110,10 +110,9 @@ def _compile_flags(
     sccache, which splits it into its steps (reproducible.split_nvcc_maps)."""
     defines = (*abi.defines_for(target), f"-DTORCH_EXTENSION_NAME={ext.leaf}")
     if (limited := Matrix.limited_api_of(ext)) is not None:  # the extension's own limited-api
-        defines = tuple(
-            f"-DPy_LIMITED_API={limited}" if d.startswith("-DPy_LIMITED_API=") else d
-            for d in defines
-        )
+        # in place of python-abi's (stable), or added (unstable: vLLM's _C, USE_SABI 3)
+        kept = tuple(d for d in defines if not d.startswith("-DPy_LIMITED_API="))
+        defines = (*kept[:1], f"-DPy_LIMITED_API={limited}", *kept[1:])
     if ext.kind == "plain":
         # A plain library (ctypes/cffi) compiles as its own build compiles it: no torch defines,
         # headers or forced includes (its commands equal CMake's: tools/compile_commands_diff.py).

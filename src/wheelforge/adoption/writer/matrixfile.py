@@ -149,12 +149,13 @@ class _Writer:
             out["archs"] = arch_text(ext.archs)
         if ext.torch_target and self.own_targets(abi):
             out["torch-target"] = ext.torch_target
-        if abi.abi3 and ext.limited_api and Version(ext.limited_api) < OLDEST_PYTHON:
-            # the project's older limited API (CMake's USE_SABI 3); the tag stays python-abi's
+        if ext.limited_api and (Version(ext.limited_api) < OLDEST_PYTHON or not abi.abi3):
+            # the project's limited API (CMake's USE_SABI 3), older than python-abi's, or
+            # under the unstable ABI; the tag stays python-abi's (the CPython's, unstable)
             out["limited-api"] = ext.limited_api
             self.done.append(
                 f"{ext.name}: limited-api: {ext.limited_api} (the project's Py_LIMITED_API); "
-                f"the wheel is tagged cp3{OLDEST_PYTHON.minor}-abi3, the oldest CPython torch runs on"
+                "the wheel's tag stays python-abi's (abi: stable), the build CPython's (unstable)"
             )
         for key, value in (
             ("include-dirs", ext.include_dirs),
@@ -452,7 +453,8 @@ def render(build: CapturedBuild, choices: InitChoices) -> InitResult:
         parts.append(f"abi: {abi.name}\n" + buildparts.dump("torch", torch))
     else:
         parts.append(f"\nabi: {abi.name}\n" + buildparts.dump("torch", torch))
-    parts.append(writer.python_abi(_limited(writer, extensions)))
+    if abi.abi3:
+        parts.append(writer.python_abi(_limited(writer, extensions)))
     parts.append(writer.arch_sets())
     parts.append(writer.tests())
     text = "".join(parts)

@@ -268,9 +268,10 @@ class ExtensionConfig:
         default=None,
         metadata=key(
             (
-                "the limited API this shared object compiles against (`Py_LIMITED_API`), "
-                'older than `python-abi`: `"3"` (as CMake\'s `USE_SABI 3` writes it, the same '
-                'as 3.2) or `"3.N"`; the wheel stays tagged `python-abi`'
+                "the limited API this shared object compiles against (`Py_LIMITED_API`): "
+                '`"3"` (as CMake\'s `USE_SABI 3` writes it, the same as 3.2) or `"3.N"`, no '
+                "newer than `python-abi`, whose tag the wheel keeps; under `abi: unstable` "
+                "added to the build's defines"
             ),
             name="limited-api",
             shape=pattern_schema(LIMITED_API_RE),

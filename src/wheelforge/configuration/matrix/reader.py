@@ -256,8 +256,8 @@ class MatrixReader(ExtensionsReader, StepsReader, PackageReader):
             )
 
     def check_limited_apis(self, read: Section, extensions: tuple[ExtensionConfig, ...]) -> None:
-        """An extension's ``limited-api`` is no newer than python-abi (the abi3 tag promises
-        every CPython from python-abi up) and needs the stable ABI's abi3 wheel."""
+        """An abi3 wheel's extension's ``limited-api`` is no newer than python-abi (the tag
+        promises every CPython from python-abi up)."""
         key = "extension" if "extension" in read.items else "extensions"
         if key not in read.items:
             return
@@ -271,13 +271,7 @@ class MatrixReader(ExtensionsReader, StepsReader, PackageReader):
                 continue
             where = key if key == "extension" else f"extensions[{i}]"
             minor = int(value.partition(".")[2] or OLDEST_LIMITED_API_MINOR)
-            if flavour is not None and not flavour.abi3:
-                self.problems.add(
-                    at,
-                    f"{where}.limited-api: an unstable-ABI wheel uses the full Python C API; "
-                    "remove limited-api, or use abi: stable",
-                )
-            elif PYTHON_ABI_RE.match(abi) and minor > int(abi[3:]):
+            if flavour is not None and flavour.abi3 and PYTHON_ABI_RE.match(abi) and minor > int(abi[3:]):
                 self.problems.add(
                     at,
                     f"{where}.limited-api '{value}' is newer than python-abi '{abi}': the abi3 "
