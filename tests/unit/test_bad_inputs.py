@@ -277,6 +277,22 @@ CASES: dict[str, Case] = {
         "python-abi 'cp31' is older than the limited API",
         matrix=GOOD_MATRIX + "python-abi: cp31\n",
     ),
+    "matrix-limited-api-newer": Case(
+        B,
+        ConfigError,
+        "extension.limited-api '3.11' is newer than python-abi 'cp310'",
+        matrix=GOOD_MATRIX.replace(
+            "  include-dirs: [csrc]\n", '  include-dirs: [csrc]\n  limited-api: "3.11"\n'
+        ),
+    ),
+    "matrix-limited-api-spelling": Case(
+        B,
+        ConfigError,
+        "limited-api",
+        matrix=GOOD_MATRIX.replace(
+            "  include-dirs: [csrc]\n", "  include-dirs: [csrc]\n  limited-api: cp38\n"
+        ),
+    ),
     "matrix-cuda": Case(
         B,
         ConfigError,

@@ -35,6 +35,8 @@ Project = Callable[[str], Path]
 EXAMPLES: dict[str, Any] = {
     "torch": ">=2.10",
     "arch-sets": {"default": "8.0 9.0+PTX"},
+    "extension.limited-api": "3.9",
+    "extensions[].limited-api": "3",
     "package.name": "demo-ops",
     "package.version": "1.2.0",
     "package.license": "MIT",

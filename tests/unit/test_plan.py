@@ -399,3 +399,20 @@ def test_a_sources_own_flags_follow_the_extensions_on_its_compile_alone(
     text = ninjafile.render(plan)
     line = next(ln for ln in text.splitlines() if "source_flags" in ln and "template" in ln)
     assert "-static-global-template-stub=false" in line
+
+
+@pytest.mark.parametrize(("value", "macro"), [("3", "3"), ("3.8", "0x03080000")])
+def test_an_extension_s_limited_api_is_its_py_limited_api_and_the_tag_stays(
+    project: Project, tmp_path: Path, value: str, macro: str
+) -> None:
+    # CMake's USE_SABI 3 writes -DPy_LIMITED_API=3 (Python's docs: the same as 3.2): kept as
+    # written, while the wheel stays tagged python-abi's cp310-abi3
+    text = GOOD_MATRIX.replace(
+        "  include-dirs: [csrc]\n", f'  include-dirs: [csrc]\n  limited-api: "{value}"\n'
+    )
+    plan = plan_for(load_matrix(project(text)), tmp_path)
+    for flags in (plan.compile.flag_sets[0].cxx, plan.compile.flag_sets[0].nvcc):
+        words = shlex.split(flags)
+        assert f"-DPy_LIMITED_API={macro}" in words
+        assert "-DPy_LIMITED_API=0x030a0000" not in words
+    assert plan.abi.abi_tag == "cp310-abi3"

@@ -18,7 +18,7 @@ from wheelforge.configuration import abi as abis
 from wheelforge.configuration import releases
 from wheelforge.configuration.abi import AbiForTorch, Rel
 from wheelforge.configuration.matrix.keys import GENERATED_RE
-from wheelforge.configuration.matrix.model import ExtensionConfig
+from wheelforge.configuration.matrix.model import ExtensionConfig, Matrix
 from wheelforge.configuration.settings import BuildSettings
 from wheelforge.foundation import resources
 from wheelforge.foundation.errors import EnvironmentProblem
@@ -109,6 +109,10 @@ def _compile_flags(
     *split_nvcc*: the project's folder, when nvcc runs through
     sccache, which splits it into its steps (reproducible.split_nvcc_maps)."""
     defines = (*abi.defines_for(target), f"-DTORCH_EXTENSION_NAME={ext.leaf}")
+    if (limited := Matrix.limited_api_of(ext)) is not None:  # the extension's own limited-api
+        # in place of python-abi's (stable), or added (unstable: vLLM's _C, USE_SABI 3)
+        kept = tuple(d for d in defines if not d.startswith("-DPy_LIMITED_API="))
+        defines = (*kept[:1], f"-DPy_LIMITED_API={limited}", *kept[1:])
     if ext.kind == "plain":
         # A plain library (ctypes/cffi) compiles as its own build compiles it: no torch defines,
         # headers or forced includes (its commands equal CMake's: tools/compile_commands_diff.py).

@@ -281,6 +281,10 @@ def _command(entry: Mapping[str, Any]) -> _Command:
     return _Command(tuple(flags), tuple(includes), entry["file"].endswith(".cu"))
 
 
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in text.split("."))
+
+
 def _common(lists: Iterable[tuple[str, ...]]) -> tuple[str, ...]:
     lists = list(lists)
     if not lists:
@@ -473,6 +477,10 @@ class _Reader:
             )
         defines = [f for f in _common([*cxx, *nvcc]) if f.startswith(("-D", "-U"))]
         drop = set(defines)
+        # the target's Py_LIMITED_API (CMake's USE_SABI) and torch target, as setup.py's door
+        # reads them: the matrix's limited-api / python-abi and torch-target
+        limited = {s.limited_api for s in sorted_by.values() if s.limited_api}
+        targeted = {s.torch_target for s in sorted_by.values() if s.torch_target}
         libraries, library_dirs = self.libraries(target, label)
         return CapturedExtension(
             name=name,
@@ -496,6 +504,8 @@ class _Reader:
             nvcc_flags=tuple(f for f in nvcc_common if f not in drop),
             archs=union,
             link_flags=self.link_flags(target),
+            limited_api=max(limited, key=_version) if limited else None,
+            torch_target=max(targeted, key=_version) if targeted else None,
         )
 
     def libraries(

@@ -22,20 +22,6 @@ _CODE = ("-code", "--gpu-code")
 # Flags with a value that wheelforge owns: nvcc --threads (planning/parallelism.py), the host
 # compiler (toolkit.host_compiler).
 _OWNED_WITH_VALUE = ("--threads", "-t", "-ccbin", "--compiler-bindir")
-# Macros torch's CMake targets carry (TorchConfig's INTERFACE_COMPILE_DEFINITIONS): torch's, not
-# the project's; torch.utils.cpp_extension does not pass them either.
-_TORCH_TARGET_MACROS = (
-    "USE_C10D_GLOO",
-    "USE_C10D_NCCL",
-    "USE_C10D_MPI",
-    "USE_C10D_UCC",
-    "USE_DISTRIBUTED",
-    "USE_RPC",
-    "USE_TENSORPIPE",
-    "USE_NVSHMEM",
-    "ONNX_NAMESPACE",
-    "USE_EXTERNAL_MZCRC",
-)
 # Macros wheelforge defines itself (configuration/abi.py AbiForTorch), and from what.
 _MACRO_OWNER = {
     "TORCH_EXTENSION_NAME": "the module's name",
@@ -47,8 +33,6 @@ _MACRO_OWNER = {
 _MACHINE_ARCHS = ("native", "all", "all-major")
 # What the module exports is wheelforge's (a linker version script exports PyInit_<leaf>).
 _VISIBILITY_RE = re.compile(r"^(?:-Xcompiler=)?-fvisibility(?:-inlines-hidden|=\w+)$")
-# CMake's own define for a shared library's sources.
-_EXPORTS_RE = re.compile(r"^-D\w+_EXPORTS$")
 _STD_RE = re.compile(r"^(?:-Xcompiler=)?-std=(?:c|gnu)\+\+([0-9]{1,4})$")
 _MACRO_RE = re.compile(r"^-D(?P<name>\w+)(?:=(?P<value>.*))?$")
 
@@ -120,11 +104,14 @@ def _macro(flag: str) -> tuple[str, str | None] | None:
 
 def _version_macro(value: str | None, shift: int) -> str | None:
     """``0x0209000000000000`` (TORCH_TARGET_VERSION, shift 56) → ``2.9``; ``0x03090000``
-    (Py_LIMITED_API, shift 24) → ``3.9``."""
+    (Py_LIMITED_API, shift 24) → ``3.9``; ``3`` (Py_LIMITED_API as CMake's ``USE_SABI 3``
+    writes it; Python's docs: the same as 0x03020000) → ``3``."""
     try:
         number = int(value or "", 0)
     except ValueError:
         return None
+    if shift == 24 and number == 3:
+        return "3"
     return f"{number >> shift}.{(number >> (shift - 8)) & 0xFF}"
 
 
@@ -133,8 +120,6 @@ def _owner(flag: str, *, own_exports: bool = False) -> str | None:
     (*own_exports*: the visibility flags, for a plain library whose exports are its own)."""
     if _VISIBILITY_RE.match(flag) and not own_exports:
         return "the module's exports"
-    if _EXPORTS_RE.match(flag):
-        return "CMake's own"
     if (std := _STD_RE.match(flag)) and int(std[1]) < 17:
         return "C++17 at least, for torch's headers"
     macro = _macro(flag)
@@ -168,9 +153,9 @@ class _Sorter:
             why = "nvcc's threads" if flag.startswith(("--threads", "-t")) else "the host compiler"
             self.owned.append(f"{' '.join(flags[i : value[1]])} ({why})")
             return value[1]
+        # torch's CMake target's macros (-DUSE_C10D_NCCL, -DONNX_NAMESPACE=onnx_c2) and CMake's
+        # -D<target>_EXPORTS are kept: the project's build compiles with them
         macro = _macro(flag)
-        if macro and macro[0] in _TORCH_TARGET_MACROS:
-            return i + 1
         if macro:
             self.macros[macro[0]] = macro[1]
         owner = _owner(flag, own_exports=self.own_exports)

@@ -149,6 +149,14 @@ class _Writer:
             out["archs"] = arch_text(ext.archs)
         if ext.torch_target and self.own_targets(abi):
             out["torch-target"] = ext.torch_target
+        if ext.limited_api and (Version(ext.limited_api) < OLDEST_PYTHON or not abi.abi3):
+            # the project's limited API (CMake's USE_SABI 3), older than python-abi's, or
+            # under the unstable ABI; the tag stays python-abi's (the CPython's, unstable)
+            out["limited-api"] = ext.limited_api
+            self.done.append(
+                f"{ext.name}: limited-api: {ext.limited_api} (the project's Py_LIMITED_API); "
+                "the wheel's tag stays python-abi's (abi: stable), the build CPython's (unstable)"
+            )
         for key, value in (
             ("include-dirs", ext.include_dirs),
             ("cxx-flags", [*ext.defines, *ext.cxx_flags]),
@@ -308,11 +316,7 @@ class _Writer:
         if not ext.limited_api:
             return ""
         version = Version(ext.limited_api)
-        if version < OLDEST_PYTHON:
-            self.done.append(
-                f"python-abi: cp310, not the project's Py_LIMITED_API {ext.limited_api}: torch "
-                "runs on CPython 3.10+"
-            )
+        if version < OLDEST_PYTHON:  # written per extension (limited-api)
             return ""
         return f"python-abi: cp3{version.minor}\n"
 
@@ -449,7 +453,8 @@ def render(build: CapturedBuild, choices: InitChoices) -> InitResult:
         parts.append(f"abi: {abi.name}\n" + buildparts.dump("torch", torch))
     else:
         parts.append(f"\nabi: {abi.name}\n" + buildparts.dump("torch", torch))
-    parts.append(writer.python_abi(_limited(writer, extensions)))
+    if abi.abi3:
+        parts.append(writer.python_abi(_limited(writer, extensions)))
     parts.append(writer.arch_sets())
     parts.append(writer.tests())
     text = "".join(parts)

@@ -17,7 +17,12 @@ import yaml
 from wheelforge.configuration.archs import ArchSpec, parse_arch_list
 from wheelforge.configuration.bytesizes import parse_size
 from wheelforge.configuration.matrix import yamlio
-from wheelforge.configuration.matrix.keys import GENERATED_RE, MODULE_RE, SOURCE_SUFFIXES
+from wheelforge.configuration.matrix.keys import (
+    GENERATED_RE,
+    LIMITED_API_RE,
+    MODULE_RE,
+    SOURCE_SUFFIXES,
+)
 from wheelforge.configuration.matrix.model import ExtensionConfig, SourceSpec
 from wheelforge.configuration.matrix.modelreader import KeyReader, ModelReader, Section
 from wheelforge.foundation import readers
@@ -41,6 +46,11 @@ class ExtensionsReader(ModelReader):
                 "sources": self.sources,
                 "archs": self.parsed(lambda text, w: parse_arch_list(text, source=w)),
                 "torch_target": self.parsed(parse_torch_target),
+                "limited_api": self.checked_scalar(
+                    lambda v: bool(LIMITED_API_RE.match(v)),
+                    "must be a limited API version, '3' (as CMake's USE_SABI 3 writes it) or "
+                    "'3.N', e.g. '3.8'",
+                ),
                 "include_dirs": self.checked_list(self.include_folder),
                 "size_budget": self.size,
                 "cxx_flags": self.flag_list,

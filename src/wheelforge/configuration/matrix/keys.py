@@ -14,6 +14,8 @@ NAME_RE = re.compile(r"^([A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9])$")  
 MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 ARCH_SET_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.]*$")
 PYTHON_ABI_RE = re.compile(r"^cp3([0-9]{1,2})$")
+# Py_LIMITED_API as a version: "3" (Python's docs: the same as 3.2) or "3.N"
+LIMITED_API_RE = re.compile(r"^3(?:\.([0-9]{1,2}))?$")
 CUDA_RE = re.compile(r"^[0-9]{1,3}\.[0-9]{1,3}$")
 # What ends a line for some parser: email's (\r, \n) and str.splitlines' others.
 LINE_BREAK_RE = re.compile("[\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")

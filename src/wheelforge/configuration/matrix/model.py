@@ -26,6 +26,7 @@ from wheelforge.configuration.matrix.keys import (
     INTERNAL,
     MODULE_RE,
     NAME_RE,
+    LIMITED_API_RE,
     PYTHON_ABI_RE,
     STEP_NAME_RE,
     Scalar,
@@ -260,6 +261,21 @@ class ExtensionConfig:
             ),
             shape=ARCH_LIST_REF,
             words="arch list",
+        ),
+    )
+    # Py_LIMITED_API of this shared object, older than python-abi (CMake's USE_SABI 3)
+    limited_api: str | None = field(
+        default=None,
+        metadata=key(
+            (
+                "the limited API this shared object compiles against (`Py_LIMITED_API`): "
+                '`"3"` (as CMake\'s `USE_SABI 3` writes it, the same as 3.2) or `"3.N"`, no '
+                "newer than `python-abi`, whose tag the wheel keeps; under `abi: unstable` "
+                "added to the build's defines"
+            ),
+            name="limited-api",
+            shape=pattern_schema(LIMITED_API_RE),
+            default_words="`python-abi`'s",
         ),
     )
     torch_target: tuple[int, int] | None = field(
@@ -784,6 +800,15 @@ class Matrix:
         """``Py_LIMITED_API`` for the python-abi floor: 0x030a0000 for cp310."""
         minor = int(self.python_abi[3:])
         return f"0x03{minor:02x}0000"
+
+    @staticmethod
+    def limited_api_of(extension: ExtensionConfig) -> str | None:
+        """``Py_LIMITED_API`` of an extension's own ``limited-api``: ``3`` as written, ``3.9``
+        as 0x03090000; None: the matrix's (limited_api_macro)."""
+        value = extension.limited_api
+        if value is None or value == "3":
+            return value
+        return f"0x03{int(value.partition('.')[2]):02x}0000"
 
     @property
     def requires_python(self) -> str:

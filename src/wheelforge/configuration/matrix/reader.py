@@ -255,6 +255,35 @@ class MatrixReader(ExtensionsReader, StepsReader, PackageReader):
                 "targets a version: write the lowest torch it loads on, e.g. '>=2.10'",
             )
 
+    def check_limited_apis(self, read: Section, extensions: tuple[ExtensionConfig, ...]) -> None:
+        """An abi3 wheel's extension's ``limited-api`` is no newer than python-abi (the tag
+        promises every CPython from python-abi up)."""
+        key = "extension" if "extension" in read.items else "extensions"
+        if key not in read.items:
+            return
+        node = read.items[key][1]
+        items = node.value if isinstance(node, yaml.SequenceNode) else [node]
+        abi = str(read.values.get("python_abi") or "cp310")
+        flavour = ABIS.get(str(read.values.get("abi") or STABLE.name))
+        for i, (item, extension) in enumerate(zip(items, extensions, strict=False)):
+            value, at = extension.limited_api, yamlio.key_node(item, "limited-api")
+            if value is None or at is None:
+                continue
+            where = key if key == "extension" else f"extensions[{i}]"
+            minor = int(value.partition(".")[2] or OLDEST_LIMITED_API_MINOR)
+            if (
+                flavour is not None
+                and flavour.abi3
+                and PYTHON_ABI_RE.match(abi)
+                and minor > int(abi[3:])
+            ):
+                self.problems.add(
+                    at,
+                    f"{where}.limited-api '{value}' is newer than python-abi '{abi}': the abi3 "
+                    f"wheel would promise CPythons it does not load on; write python-abi: "
+                    f"cp3{minor}, or remove limited-api",
+                )
+
     def check_torch_targets(self, read: Section, extensions: tuple[ExtensionConfig, ...]) -> None:
         """Each ``torch-target`` lies within the matrix's torch versions (a stable-ABI matrix's
         only); the highest becomes the wheel's floor (TorchSpec.floor), and the tests' default
@@ -358,6 +387,7 @@ class MatrixReader(ExtensionsReader, StepsReader, PackageReader):
                     ),
                 )
         self.check_torch_targets(read, extensions)
+        self.check_limited_apis(read, extensions)
         self.check_steps(read, extensions)
         self.check_header_libraries(read)
         variants = read.values.get("wheel_variants")
