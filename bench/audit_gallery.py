@@ -1,4 +1,4 @@
-"""The gallery of docs/testing.md: released wheels audited by ``wheelforge check`` next to
+"""The gallery (tests/data/gallery.toml): released wheels audited by ``wheelforge check`` next to
 torch-abi-audit and abi3audit, one row per binary.
 
     pip install torch-abi-audit abi3audit            # into any environment: pass its tools

@@ -21,7 +21,7 @@ of each cuobjdump time, the most a command 10x faster than cuobjdump may take.
 
     python bench/bench_inspect.py --library path/to/libfoo.so   # other files instead (repeatable)
 
-    python bench/bench_inspect.py --repeat 5 --baseline main --markdown docs/bench-inspect.md
+    python bench/bench_inspect.py --repeat 5 --baseline main --markdown bench-inspect.md
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 nvcc-flags, or its arch set), each in its own copy of the payload, sizes read from the build
 reports (``--report``). The numbers the size-budget error leaves as "not measured" are these.
 
-    python bench/size_levers.py --archs "7.5 8.0 8.6 8.9 9.0 10.0 12.0+PTX" --markdown docs/size-levers.md
+    python bench/size_levers.py --archs "7.5 8.0 8.6 8.9 9.0 10.0 12.0+PTX" --markdown size-levers.md
 
 Builds run one after the other with ninja's default -j; on 16 cores each takes a few minutes.
 """

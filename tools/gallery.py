@@ -1,10 +1,10 @@
 """The released-wheel gallery (tests/data/gallery.toml): download it, gather the evidence behind
-its verdicts by loading every binary, and write the table of docs/testing.md.
+its verdicts by loading every binary, and write its table (tests/data/gallery.md).
 
     python tools/gallery.py download DEST [--ci] [--only NAME ...]
     python tools/gallery.py driver-stub DIR [--cuda /usr/local/cuda]
     python tools/gallery.py evidence WHEELS ENVS --driver DIR [--out evidence.json] [--only NAME ...]
-    python tools/gallery.py table WHEELS [--evidence evidence.json] [--docs docs/testing.md] [--keep DIR]
+    python tools/gallery.py table WHEELS [--evidence evidence.json] [--docs tests/data/gallery.md] [--keep DIR]
 
 ``download`` fetches each wheel (``--ci``: the ones the CI network step checks) with
 ``pip download --no-deps`` into DEST, checks its file name and sha256 against the gallery and
@@ -28,7 +28,7 @@ toolkit's cuda.h does not declare still fails, naming it.
 
 ``table`` runs ``wheelforge check --json`` (this interpreter's wheelforge) on each wheel and
 prints the docs' table: what loading showed, the verdict it supports, and what check says;
-``--docs`` writes it between the gallery markers of docs/testing.md.
+``--docs FILE`` writes it between the gallery markers of FILE (tests/data/gallery.md).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """``wheelforge check`` on the released-wheel gallery (tests/data/gallery.toml): every wheel gets
-the verdict that loading its binaries decided (tools/gallery.py evidence; docs/testing.md shows
+the verdict that loading its binaries decided (tools/gallery.py evidence; tests/data/gallery.md shows
 where each was loaded and what happened). No false error: the errors check reports are exactly
 the evidence's; every real problem found: each rule the evidence blames reports; a warning only
 where the evidence names it (``warnings``) or tolerates it (``may_warn``).

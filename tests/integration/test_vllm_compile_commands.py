@@ -28,7 +28,7 @@ import yaml
 from tests.integration.helpers import needs_nvcc, wheelforge
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
-import compile_commands_diff as diff  # noqa: E402
+import compile_commands_diff as diff
 
 pytestmark = [needs_nvcc, pytest.mark.network, pytest.mark.slow]
 

@@ -3,7 +3,7 @@ each (what is read, what is written, integers, names shown on the terminal, what
 RECORD says, the folders wheelforge is given), run through the CLI in-process by the bad-input
 table's runner (test_bad_inputs.run_case): exactly one ``error:`` line naming the bad thing, the
 exit code of its class, no traceback. ``ROUND`` gives each case its class; docs/robustness.md
-counts them (tools/hostile.py --docs)."""
+counts them (tools/robustness_table.py)."""
 
 from __future__ import annotations
 
@@ -791,7 +791,7 @@ def test_every_class_is_counted() -> None:
 
 
 def test_docs_robustness_counts_are_current() -> None:
-    """docs/robustness.md's issue-21 section is what tools/robustness_table.py makes of the
+    """docs/robustness.md's hostile-inputs section is what tools/robustness_table.py makes of the
     recorded runs and of this round (a case added here needs the section made again)."""
     import importlib.util
 

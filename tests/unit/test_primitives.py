@@ -393,7 +393,7 @@ ALLOWED = {
 def test_no_file_io_removal_or_process_outside_the_primitives() -> None:
     """Issue 21's classes, closed: every file read goes through readers.py, every write through
     writers.py, every removal through removal.py, every process through proc.py; what is left is
-    listed in ALLOWED with its reason (docs/robustness.md shows the same list)."""
+    listed in ALLOWED with its reason."""
     found: set[tuple[str, str]] = set()
     unlisted = []
     for path in sorted(SRC.rglob("*.py")):

@@ -141,7 +141,7 @@ def measure(wheel: Path, binaries: Sequence[BinaryContents]) -> dict[_Key, _Cost
     """What each entry costs in the wheel, measured in-process: raw entries are deflated (the
     zip does the same), compressed ones cost their stored size; the compression levers are
     estimated by compressing the payloads with zstd. On this machine's kernels the level-19
-    estimate matched nvcc 13.0's --compress-mode=size within 0.1% (docs/ci.md)."""
+    estimate matched nvcc 13.0's --compress-mode=size within 0.1% (bench/size_levers.py)."""
     import zstandard
 
     total = sum(e.size for b in binaries for e in b.entries)

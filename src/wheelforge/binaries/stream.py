@@ -8,8 +8,9 @@ read every member before: a rare file (a .dynsym past the head, an unusual fatbi
 inflation, never a wrong answer.
 
 Memory per member: at most HEAD_CAP + TAIL_CAP + the section headers + one chunk, however large
-the member (8 + 8 MiB: what the 90 ELF files of the eleven released wheels in docs/testing.md's
-gallery need, with none read twice; vLLM's 308 MB flash-attention library keeps about 12 MB).
+the member (8 + 8 MiB: what the 90 ELF files of the eleven released wheels of the gallery,
+tests/data/gallery.toml, need, with none read twice; vLLM's 308 MB flash-attention library keeps
+about 12 MB).
 """
 
 from __future__ import annotations

@@ -392,7 +392,7 @@ def _drive_build_ext() -> None:
     if not any(k.__module__ == "__main__" and "build_extension" in vars(k) for k in cls.__mro__):
         return
     try:
-        from setuptools.dist import Distribution
+        from setuptools.dist import Distribution  # type: ignore[import-untyped,unused-ignore]
 
         dist = Distribution({"name": _LIVE.get("name") or "project", "ext_modules": bare})
         dist.script_name = "setup.py"

@@ -632,10 +632,10 @@ def capture_cmake(
                 continue
             # OUTPUT_NAME may hold a folder (NATTEN's natten/libnatten.cpython-...): its file's
             stem = Path(str(target.get("nameOnDisk") or target["name"])).name.split(".")[0]
-            given = modules or {}
-            if python_modules or stem in given or stem.removeprefix("lib") in given:
-                stem = stem if python_modules or stem in given else stem.removeprefix("lib")
-                name = given.get(stem) or _module_name(root, stem)
+            wanted: Mapping[str, str] = modules or {}
+            if python_modules or stem in wanted or stem.removeprefix("lib") in wanted:
+                stem = stem if python_modules or stem in wanted else stem.removeprefix("lib")
+                name = wanted.get(stem) or _module_name(root, stem)
                 if "." not in name:  # no import names its package: where CMake installs it
                     name = _installed_name(target, stem) or name
                 extensions.append(reader.extension(target, targets, name))

@@ -94,10 +94,10 @@ class _Reading:
                 ),
                 "a cmdclass of setup.py",
             )
-            lists = sorted(
+            found = sorted(
                 p.relative_to(self.root).as_posix() for p in self.root.glob("*/CMakeLists.txt")
             )
-            where = f"; its CMake project is {', '.join(lists)}" if lists else ""
+            where = f"; its CMake project is {', '.join(found)}" if found else ""
             raise ConfigError(
                 f"{self.root}: setup.py's {label} lists no sources: {builder} builds it another way"
                 f"{where}. wheelforge init reads a CMake project at the project's top (--from cmake)"
