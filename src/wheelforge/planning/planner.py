@@ -25,6 +25,7 @@ from wheelforge.foundation.errors import EnvironmentProblem
 from wheelforge.planning import (
     buildtorch,
     compilesteps,
+    devshare,
     generate,
     hostshare,
     jobcosts,
@@ -435,13 +436,26 @@ def _plan_in(
         links.append(
             own.link(abi, objects, shlex.join(ldflags), matrix.torch_target_of(ext), dlink)
         )
-    partitions = split_partitions(inputs.settings, variant, cache)
+    share = devshare.decide(
+        matrix,
+        variant,
+        [s.source for s in steps.steps if s.rule == "nvcc"],
+        cache=cache,
+        fixed_pid=preload is not None,
+        partitions_asked=bool(settings.split_compile),
+        relocatable=next((e.name for e in matrix.extensions if relocatable(e)), None),
+    )
+    compile_steps = steps.steps
+    if share.on:
+        compile_steps, links = devshare.split(compile_steps, links, variant, build_dir)
+    # nvcc's steps are finer jobs than --split-compile's partitions: one or the other
+    partitions = 0 if share.on else split_partitions(inputs.settings, variant, cache)
     if partitions:  # one token, so that a launcher (ccache) takes the number for no input file
         flag_sets = [
             dataclasses.replace(f, nvcc=f"{f.nvcc} --split-compile={partitions}") for f in flag_sets
         ]
     placed, timing = scheduling.scheduled(
-        inputs, variant, steps.steps, flag_sets=flag_sets, folders=tuple(folders.items())
+        inputs, variant, compile_steps, flag_sets=flag_sets, folders=tuple(folders.items())
     )
     if split:  # sccache reads nvcc's threads from its command line only (split_nvcc_maps)
         threads = f" --threads {timing.nvcc_threads}"
@@ -462,6 +476,7 @@ def _plan_in(
         nvcc_threads=timing.nvcc_threads,
         split_compile=partitions,
         schedule=timing,
+        device_share=share,
     )
     return VariantPlan(
         variant=variant,

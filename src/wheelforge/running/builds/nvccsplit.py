@@ -1,0 +1,245 @@
+"""nvcc's steps as ninja jobs (planning/devshare.py): run by build.ninja as
+``python -m wheelforge.running.builds.nvccsplit {host,device,fatbin} ...``.
+
+- device: one arch's cubin (``nvcc -cubin``) or PTX (``nvcc -ptx``) of a source, and the host
+  stub cicc writes beside a cubin;
+- host: the host preprocessing, cudafe++ and the host compile that ``nvcc -c`` runs, replayed
+  from ``nvcc -dryrun`` (nvcc has no host-only phase), with the stub of a device job and, in
+  place of the ``.fatbin.c`` (the fatbin as data), a wrapper naming a hidden symbol after the
+  source's module id; it writes that symbol beside the object;
+- fatbin: the arch set's fatbin (``fatbinary --create``, with the flags ``nvcc -c`` gives it)
+  under that symbol in ``.nv_fatbin``, as an object (``.incbin``).
+
+The same bytes as ``nvcc -c`` where no step reads ``__CUDA_ARCH_LIST__`` (devshare decides;
+bench/nvcc_steps.py shows the fatbins byte-identical to nvcc -c's). A failure is one line on
+stderr and exit 1, with the tool's own output before it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
+
+# The wrapper nvcc's .fatbin.c defines (__fatDeviceText in .nvFatBinSegment, what
+# __cudaRegisterFatBinary reads), pointing at the data by symbol instead of holding it.
+WRAPPER = """#ifndef __SKIP_INTERNAL_FATBINARY_HEADERS
+#include "fatbinary_section.h"
+#endif
+#define __CUDAFATBINSECTION  ".nvFatBinSegment"
+#define __CUDAFATBINDATASECTION  ".nv_fatbin"
+#ifdef __cplusplus
+extern "C" {
+#endif
+extern const unsigned long long SYMBOL[] __attribute__((visibility("hidden")));
+static const __fatBinC_Wrapper_t __fatDeviceText __attribute__ ((aligned (8))) __attribute__ ((section (__CUDAFATBINSECTION)))=
+\t{ 0x466243b1, 1, SYMBOL, 0 };
+#ifdef __cplusplus
+}
+#endif
+"""
+DATA = """\t.section .nv_fatbin, "a"
+\t.align 8
+\t.globl SYMBOL
+\t.hidden SYMBOL
+\t.type SYMBOL, @object
+SYMBOL:
+\t.incbin "FATBIN"
+\t.size SYMBOL, .-SYMBOL
+\t.section .note.GNU-stack,"",@progbits
+"""
+STUB = ".stub.c"  # beside a device job's cubin: the host stub its cicc wrote
+SYMBOL = ".symbol"  # beside a host object: the symbol its fatbin object defines
+
+
+class StepFailed(Exception):
+    """A step's tool failed; its output is printed before the one line."""
+
+
+def _env(nvcc: Path) -> dict[str, str]:
+    cuda = nvcc.resolve().parent.parent
+    env = dict(os.environ, PATH=f"{cuda}/nvvm/bin:{cuda}/bin:{os.environ.get('PATH', '')}")
+    # each step is one arch or none: no threads to give it, and nvcc -dryrun with --threads
+    # lists fatbinary's inputs otherwise (running/builds/ninja.py hands every nvcc them)
+    appended = re.sub(r"--threads[ =]\S+", "", env.get("NVCC_APPEND_FLAGS", "")).strip()
+    env["NVCC_APPEND_FLAGS"] = appended
+    return env
+
+
+def _run(cmd: list[str] | str, nvcc: Path) -> None:
+    done = subprocess.run(
+        cmd, shell=isinstance(cmd, str), env=_env(nvcc), capture_output=True, text=True
+    )
+    if done.returncode:
+        sys.stderr.write(done.stdout + done.stderr)
+        shown = cmd if isinstance(cmd, str) else shlex.join(cmd)
+        raise StepFailed(f"exit {done.returncode}: {shown[:300]}")
+
+
+def _dryrun(nvcc: Path, flags: list[str], source: str, keep: Path) -> list[str]:
+    """``nvcc -c``'s commands for *flags* (the ``#$`` lines that set no variable)."""
+    cmd = [str(nvcc), *flags, "-c", source, "-o", "whole.o", "-dryrun", "--keep-dir", str(keep)]
+    done = subprocess.run(cmd + ["--keep"], env=_env(nvcc), capture_output=True, text=True)
+    if done.returncode:
+        sys.stderr.write(done.stderr)
+        raise StepFailed(f"nvcc -dryrun failed (exit {done.returncode})")
+    lines = [ln[3:] for ln in done.stderr.splitlines() if ln.startswith("#$ ")]
+    return [ln for ln in lines if not re.match(r"^[A-Za-z_]+=", ln)]
+
+
+def _one(found: Sequence[T], test: Callable[[T], bool], what: str) -> T:
+    """The first of *found* that passes *test*: nvcc -dryrun's command (or the file) for
+    *what*, which this toolkit's nvcc must have."""
+    for item in found:
+        if test(item):
+            return item
+    raise StepFailed(f"nvcc -dryrun gave no {what} (a toolkit this step does not know)")
+
+
+def _fresh(folder: Path) -> Path:
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    return folder
+
+
+def device(nvcc: Path, flags: list[str], source: str, code: str, out: Path) -> None:
+    """One arch's image of *source*: nvcc -cubin (-ptx for a compute_ code), its depfile, and
+    the stub cicc wrote (kept beside a cubin)."""
+    parts = _fresh(out.with_name(out.name + ".parts"))
+    ptx = code.startswith("compute_")
+    arch = "compute_" + code.partition("_")[2]
+    _run(
+        [
+            str(nvcc),
+            *flags,
+            "-ptx" if ptx else "-cubin",
+            f"-gencode=arch={arch},code={code}",
+            "--generate-dependencies-with-compile",
+            "--dependency-output",
+            f"{out}.d",
+            source,
+            "-o",
+            str(out),
+            "--keep",
+            "--keep-dir",
+            str(parts),
+        ],
+        nvcc,
+    )
+    stub = next(parts.glob("*.cudafe1.stub.c"), None)
+    if stub is not None:
+        # its line markers name it in this job's folder: named bare, every arch's is the same
+        text = stub.read_text(errors="replace").replace(f"{parts}/", "")
+        out.with_name(out.name + STUB).write_text(text)
+    shutil.rmtree(parts)
+
+
+def host(nvcc: Path, flags: list[str], source: str, arch: str, images: Path, out: Path) -> None:
+    """The host object of *source* (module notes), for *arch* (any: nothing reads the arch
+    list), with a depfile; the stub is any device job's beside an image named *images*.*
+    (every arch's: the same bytes; the command names no arch, so every arch set shares it)."""
+    stubs = images.parent.glob(f"{images.name}.*{STUB}")
+    texts = {p.read_bytes() for p in stubs}
+    if len(texts) != 1:
+        raise StepFailed(
+            f"{source}: {'no device job wrote a host stub' if not texts else 'the archs host stubs differ'};"
+            " build without nvcc's steps (planning/devshare.py)"
+        )
+    parts = _fresh(out.with_name(out.name + ".parts"))
+    gencode = f"-gencode=arch=compute_{arch},code=sm_{arch}"
+    cmds = _dryrun(nvcc, [*flags, gencode], source, parts)
+    pp = _one(cmds, lambda c: " -E " in c and ".cpp4.ii" in c, "host preprocessing")
+    front = _one(cmds, lambda c: c.startswith("cudafe++"), "cudafe++")
+    compile_ = _one(cmds, lambda c: " -c " in c and "cudafe1.cpp" in c, "host compile")
+    quoted = shlex.quote(str(out))
+    # the host preprocessing names every header the host side reads: the host job's depfile
+    _run(pp.replace(" -E ", f" -E -MD -MF {shlex.quote(f'{out}.d')} -MT {quoted} ", 1), nvcc)
+    _run(front, nvcc)
+    module_id = _one(list(parts.glob("*.module_id")), lambda _: True, "module id").read_text()
+    module_id = module_id.strip()
+    symbol = "__wf_fatbin" + re.sub(r"[^A-Za-z0-9_]", "_", module_id)
+    cudafe = _one(list(parts.glob("*.cudafe1.cpp")), lambda _: True, "cudafe++ output")
+    included = re.search(r'#include "([^"]+\.stub\.c)"', cudafe.read_text(errors="replace"))
+    if included is None:
+        raise StepFailed(f"{cudafe}: no stub include")
+    stub = parts / included[1]
+    stub.write_bytes(texts.pop())
+    fatbin_c = re.search(r'#include "([^"]+\.fatbin\.c)"', stub.read_text(errors="replace"))
+    if fatbin_c is None:
+        raise StepFailed(f"{source}: the stub includes no .fatbin.c")
+    (parts / fatbin_c[1]).write_text(WRAPPER.replace("SYMBOL", symbol))
+    _run(re.sub(r' -o "[^"]*"', f" -o {quoted}", compile_), nvcc)
+    out.with_name(out.name + SYMBOL).write_text(symbol + "\n")
+    shutil.rmtree(parts)
+
+
+def fatbin(
+    nvcc: Path, flags: list[str], source: str, host_object: Path, images: list[Path], cc: str, out: Path
+) -> None:
+    """The arch set's fatbin object (module notes); *flags* end with the arch set's -gencode."""
+    parts = _fresh(out.with_name(out.name + ".parts"))
+    cmds = _dryrun(nvcc, flags, source, parts)
+    line = _one(cmds, lambda c: c.startswith("fatbinary"), "fatbinary")
+    by_code = {p.name.rsplit(".", 2)[-2]: p for p in images}  # x.sm_90.cubin → sm_90
+    args = []
+    for arg in shlex.split(line)[1:]:
+        if arg.startswith(("--embedded-fatbin=", "--create=")):
+            continue
+        if arg.startswith("--image3="):
+            fields = dict(f.split("=", 1) for f in arg[len("--image3=") :].split(","))
+            code = ("compute_" if fields["kind"] == "ptx" else "sm_") + fields["sm"]
+            if code not in by_code:
+                raise StepFailed(f"{source}: no image for {code}")
+            arg = f"--image3=kind={fields['kind']},sm={fields['sm']},file={by_code[code]}"
+        args.append(arg)
+    made = parts / "device.fatbin"
+    _run(["fatbinary", *args, f"--create={made}"], nvcc)
+    symbol = host_object.with_name(host_object.name + SYMBOL).read_text().strip()
+    asm = parts / "fatbin.S"
+    asm.write_text(DATA.replace("SYMBOL", symbol).replace("FATBIN", str(made)))
+    _run([*shlex.split(cc), "-c", str(asm), "-o", str(out)], nvcc)
+    shutil.rmtree(parts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="nvccsplit")
+    parser.add_argument("step", choices=("host", "device", "fatbin"))
+    parser.add_argument("--nvcc", type=Path, required=True)
+    parser.add_argument("--source", required=True)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--code", default="")  # device: sm_90, compute_90
+    parser.add_argument("--arch", default="")  # host: the arch it is preprocessed for (90)
+    parser.add_argument("--images", type=Path)  # host: the device images' names, less .<code>
+    parser.add_argument("--host", type=Path)  # fatbin: the host object (its symbol beside it)
+    parser.add_argument("--image", type=Path, action="append", default=[])  # fatbin
+    parser.add_argument("--cc", default="cc")  # fatbin: what assembles the .incbin
+    given = sys.argv[1:] if argv is None else argv
+    cut = given.index("--") if "--" in given else len(given)
+    args = parser.parse_args(given[:cut])
+    # nvcc's flags, after --; their temporaries go to each step's --keep-dir, under names of
+    # the source's (no pid), not beside an object named whole.o (--objdir-as-tempdir)
+    flags = [f for f in given[cut + 1 :] if f != "--objdir-as-tempdir"]
+    try:
+        if args.step == "device":
+            device(args.nvcc, flags, args.source, args.code, args.out)
+        elif args.step == "host":
+            host(args.nvcc, flags, args.source, args.arch, args.images, args.out)
+        else:
+            fatbin(args.nvcc, flags, args.source, args.host, args.image, args.cc, args.out)
+    except (StepFailed, OSError) as e:
+        print(f"wheelforge: nvcc {args.step} step of {args.source} failed: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
