@@ -25,6 +25,7 @@ from pathlib import Path
 
 from wheelforge.configuration.archs import ArchSet, ArchSpec
 from wheelforge.configuration.matrix.model import Matrix
+from wheelforge.foundation import readers
 from wheelforge.planning.plan import CompileStep, DeviceShare, LinkPlan
 from wheelforge.planning.variants import Variant
 from wheelforge.toolchain.compilecache import CompileCache
@@ -82,9 +83,10 @@ def decide(
             )
     for source in sources:
         try:
-            named = ARCH_LIST in source.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            named = False  # a generated source: none here (generate steps turn it off)
+            text = readers.read_text(source, cap=readers.CONFIG_CAP, errors="replace")
+        except (OSError, readers.FileRefused):
+            text = ""  # the compile says what is wrong with it
+        named = ARCH_LIST in text
         if named:
             return DeviceShare(on=False, why=f"{source.name} names {ARCH_LIST}")
     return DeviceShare(

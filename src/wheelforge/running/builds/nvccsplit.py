@@ -21,12 +21,13 @@ import argparse
 import os
 import re
 import shlex
-import shutil
-import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
+
+from wheelforge.foundation import proc, readers, removal, writers
+from wheelforge.foundation.errors import WheelforgeError
 
 T = TypeVar("T")
 
@@ -61,8 +62,8 @@ STUB = ".stub.c"  # beside a device job's cubin: the host stub its cicc wrote
 SYMBOL = ".symbol"  # beside a host object: the symbol its fatbin object defines
 
 
-class StepFailed(Exception):
-    """A step's tool failed; its output is printed before the one line."""
+class StepFailed(WheelforgeError):
+    """A step cannot be run as nvcc's steps (what nvcc -dryrun gave, the stubs)."""
 
 
 def _env(nvcc: Path) -> dict[str, str]:
@@ -75,24 +76,19 @@ def _env(nvcc: Path) -> dict[str, str]:
     return env
 
 
-def _run(cmd: list[str] | str, nvcc: Path) -> None:
-    done = subprocess.run(
-        cmd, shell=isinstance(cmd, str), env=_env(nvcc), capture_output=True, text=True
-    )
-    if done.returncode:
-        sys.stderr.write(done.stdout + done.stderr)
-        shown = cmd if isinstance(cmd, str) else shlex.join(cmd)
-        raise StepFailed(f"exit {done.returncode}: {shown[:300]}")
+def _run(cmd: list[str] | str, nvcc: Path) -> str:
+    """Run one of nvcc's steps (a command of ``nvcc -dryrun`` is a shell line: its words);
+    its stderr."""
+    argv = shlex.split(cmd) if isinstance(cmd, str) else cmd
+    hint = "it comes with the CUDA toolkit whose nvcc the build runs"
+    done = proc.run(argv, hint=hint, timeout=proc.BUILD_S, env=_env(nvcc), replace_env=True)
+    return done.stderr
 
 
 def _dryrun(nvcc: Path, flags: list[str], source: str, keep: Path) -> list[str]:
     """``nvcc -c``'s commands for *flags* (the ``#$`` lines that set no variable)."""
     cmd = [str(nvcc), *flags, "-c", source, "-o", "whole.o", "-dryrun", "--keep-dir", str(keep)]
-    done = subprocess.run(cmd + ["--keep"], env=_env(nvcc), capture_output=True, text=True)
-    if done.returncode:
-        sys.stderr.write(done.stderr)
-        raise StepFailed(f"nvcc -dryrun failed (exit {done.returncode})")
-    lines = [ln[3:] for ln in done.stderr.splitlines() if ln.startswith("#$ ")]
+    lines = [ln[3:] for ln in _run([*cmd, "--keep"], nvcc).splitlines() if ln.startswith("#$ ")]
     return [ln for ln in lines if not re.match(r"^[A-Za-z_]+=", ln)]
 
 
@@ -106,9 +102,14 @@ def _one(found: Sequence[T], test: Callable[[T], bool], what: str) -> T:
 
 
 def _fresh(folder: Path) -> Path:
-    shutil.rmtree(folder, ignore_errors=True)
+    """The step's own folder for nvcc's intermediate files, empty."""
+    removal.remove(folder, within=folder.parent)
     folder.mkdir(parents=True)
     return folder
+
+
+def _read(path: Path) -> str:
+    return readers.read_text(path, cap=readers.STATE_CAP, errors="replace")
 
 
 def device(nvcc: Path, flags: list[str], source: str, code: str, out: Path) -> None:
@@ -138,9 +139,8 @@ def device(nvcc: Path, flags: list[str], source: str, code: str, out: Path) -> N
     stub = next(parts.glob("*.cudafe1.stub.c"), None)
     if stub is not None:
         # its line markers name it in this job's folder: named bare, every arch's is the same
-        text = stub.read_text(errors="replace").replace(f"{parts}/", "")
-        out.with_name(out.name + STUB).write_text(text)
-    shutil.rmtree(parts)
+        writers.write_atomic(out.with_name(out.name + STUB), _read(stub).replace(f"{parts}/", ""))
+    removal.remove(parts, within=out.parent)
 
 
 def host(nvcc: Path, flags: list[str], source: str, arch: str, images: Path, out: Path) -> None:
@@ -148,7 +148,7 @@ def host(nvcc: Path, flags: list[str], source: str, arch: str, images: Path, out
     list), with a depfile; the stub is any device job's beside an image named *images*.*
     (every arch's: the same bytes; the command names no arch, so every arch set shares it)."""
     stubs = images.parent.glob(f"{images.name}.*{STUB}")
-    texts = {p.read_bytes() for p in stubs}
+    texts = {_read(p) for p in stubs}
     if len(texts) != 1:
         raise StepFailed(
             f"{source}: {'no device job wrote a host stub' if not texts else 'the archs host stubs differ'};"
@@ -164,22 +164,22 @@ def host(nvcc: Path, flags: list[str], source: str, arch: str, images: Path, out
     # the host preprocessing names every header the host side reads: the host job's depfile
     _run(pp.replace(" -E ", f" -E -MD -MF {shlex.quote(f'{out}.d')} -MT {quoted} ", 1), nvcc)
     _run(front, nvcc)
-    module_id = _one(list(parts.glob("*.module_id")), lambda _: True, "module id").read_text()
-    module_id = module_id.strip()
+    module_id = _read(_one(list(parts.glob("*.module_id")), lambda _: True, "module id")).strip()
     symbol = "__wf_fatbin" + re.sub(r"[^A-Za-z0-9_]", "_", module_id)
     cudafe = _one(list(parts.glob("*.cudafe1.cpp")), lambda _: True, "cudafe++ output")
-    included = re.search(r'#include "([^"]+\.stub\.c)"', cudafe.read_text(errors="replace"))
+    included = re.search(r'#include "([^"]+\.stub\.c)"', _read(cudafe))
     if included is None:
         raise StepFailed(f"{cudafe}: no stub include")
     stub = parts / included[1]
-    stub.write_bytes(texts.pop())
-    fatbin_c = re.search(r'#include "([^"]+\.fatbin\.c)"', stub.read_text(errors="replace"))
+    text = texts.pop()
+    writers.write_atomic(stub, text)
+    fatbin_c = re.search(r'#include "([^"]+\.fatbin\.c)"', text)
     if fatbin_c is None:
         raise StepFailed(f"{source}: the stub includes no .fatbin.c")
-    (parts / fatbin_c[1]).write_text(WRAPPER.replace("SYMBOL", symbol))
+    writers.write_atomic(parts / fatbin_c[1], WRAPPER.replace("SYMBOL", symbol))
     _run(re.sub(r' -o "[^"]*"', f" -o {quoted}", compile_), nvcc)
-    out.with_name(out.name + SYMBOL).write_text(symbol + "\n")
-    shutil.rmtree(parts)
+    writers.write_atomic(out.with_name(out.name + SYMBOL), symbol + "\n")
+    removal.remove(parts, within=out.parent)
 
 
 def fatbin(
@@ -203,11 +203,11 @@ def fatbin(
         args.append(arg)
     made = parts / "device.fatbin"
     _run(["fatbinary", *args, f"--create={made}"], nvcc)
-    symbol = host_object.with_name(host_object.name + SYMBOL).read_text().strip()
+    symbol = _read(host_object.with_name(host_object.name + SYMBOL)).strip()
     asm = parts / "fatbin.S"
-    asm.write_text(DATA.replace("SYMBOL", symbol).replace("FATBIN", str(made)))
+    writers.write_atomic(asm, DATA.replace("SYMBOL", symbol).replace("FATBIN", str(made)))
     _run([*shlex.split(cc), "-c", str(asm), "-o", str(out)], nvcc)
-    shutil.rmtree(parts)
+    removal.remove(parts, within=out.parent)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -235,7 +235,12 @@ def main(argv: list[str] | None = None) -> int:
             host(args.nvcc, flags, args.source, args.arch, args.images, args.out)
         else:
             fatbin(args.nvcc, flags, args.source, args.host, args.image, args.cc, args.out)
-    except (StepFailed, OSError) as e:
+    except WheelforgeError as e:
+        if e.details:
+            print(e.details, file=sys.stderr)
+        print(f"wheelforge: nvcc {args.step} step of {args.source} failed: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:
         print(f"wheelforge: nvcc {args.step} step of {args.source} failed: {e}", file=sys.stderr)
         return 1
     return 0
