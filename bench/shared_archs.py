@@ -66,7 +66,9 @@ def reap(seconds: float) -> None:
 
 def project(dest: Path, sets: dict[str, str]) -> Path:
     shutil.rmtree(dest, ignore_errors=True)
-    shutil.copytree(REPO / "kernels", dest / "kernels", ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+    shutil.copytree(
+        REPO / "kernels", dest / "kernels", ignore=shutil.ignore_patterns("__pycache__", "*.so")
+    )
     text = (REPO / "matrix.yaml").read_text()
     head, _, rest = text.partition("arch-sets:")
     tail = rest[rest.index("\n\n") :] if "\n\n" in rest else "\n"
@@ -128,12 +130,9 @@ def main() -> None:
     for name, (src, cache) in cases.items():
         for kind, sets in (("matrix", SETS), ("union", UNION)):
             root = project(work / f"{name}-{kind}", sets)
-            wall, spent, out = build(root, src, cache, args.jobs)
+            wall, spent, _ = build(root, src, cache, args.jobs)
             figures.setdefault(name, {})[kind] = (wall, spent)
             wheels[f"{name}-{kind}"] = shas(root)
-            if name == "steps" and kind == "matrix":
-                shown = [ln for ln in out.splitlines() if "nvcc's steps" in ln]
-                print("   ", shown[:1], flush=True)
     alone = {}
     for n in SETS:
         root = project(work / f"alone-{n}", SETS)
@@ -149,7 +148,7 @@ def main() -> None:
         "| build | wheelforge | matrix CPU | union CPU | CPU ÷ | matrix wall | union wall | wall ÷ |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for name, (src, cache) in cases.items():
+    for name, (src, _cache) in cases.items():
         (mw, mc), (uw, uc) = figures[name]["matrix"], figures[name]["union"]
         what = {"baseline": "one nvcc -c per arch set", "steps": "nvcc's steps, shared",
                 "sccache": "sccache's split of nvcc"}[name]  # fmt: skip
@@ -161,7 +160,11 @@ def main() -> None:
         "",
         f"Each arch set built alone gives the matrix's wheel, byte for byte: {json.dumps(alone)}",
         "The baseline's and this tree's matrix wheels "
-        + ("are the same bytes" if wheels["baseline-matrix"] == wheels["steps-matrix"] else "differ")
+        + (
+            "are the same bytes"
+            if wheels["baseline-matrix"] == wheels["steps-matrix"]
+            else "differ"
+        )
         + " (nvcc's steps link the host object and the fatbin as two objects).",
     ]
     print("\n".join(lines))

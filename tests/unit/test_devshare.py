@@ -30,7 +30,9 @@ def rules(plan: VariantPlan) -> list[tuple[str, str]]:
     return [(s.rule, s.code) for s in plan.compile.steps]
 
 
-def test_with_cccl_namespaces_off_each_arch_is_a_shared_step(project: Project, tmp_path: Path) -> None:
+def test_with_cccl_namespaces_off_each_arch_is_a_shared_step(
+    project: Project, tmp_path: Path
+) -> None:
     a, b = plans(project, tmp_path)
     assert a.compile.device_share.on and b.compile.device_share.on
     host_a, host_b = host_of(a), host_of(b)
@@ -41,7 +43,9 @@ def test_with_cccl_namespaces_off_each_arch_is_a_shared_step(project: Project, t
         ("nvcc_device", "sm_90"),
         ("nvcc_host", ""),
     ]
-    assert ("nvcc_device", "compute_100") in rules(host_b) and ("nvcc_device", "sm_100") in rules(host_b)
+    assert ("nvcc_device", "compute_100") in rules(host_b) and ("nvcc_device", "sm_100") in rules(
+        host_b
+    )
     # sm_90 is the same step, the same object, in both; so is the host step
     same = {s.object for s in host_a.compile.steps} & {s.object for s in host_b.compile.steps}
     assert any(o.name.endswith(".sm_90.cubin") for o in same)
@@ -64,6 +68,7 @@ def test_the_edges_name_no_arch_where_arch_sets_share(project: Project, tmp_path
     lines_b = ninjafile.render(host_of(b)).splitlines()
     host_edge = [ln for ln in lines_a if ln.startswith("build ") and ": nvcc_host " in ln]
     assert len(host_edge) == 1 and "||" in host_edge[0]  # after the device steps, not on them
+
     # the host edge and its variables are the same text for both arch sets
     def host_block(lines: list[str]) -> list[str]:
         at = next(i for i, ln in enumerate(lines) if ": nvcc_host " in ln)
@@ -81,7 +86,9 @@ def test_the_edges_name_no_arch_where_arch_sets_share(project: Project, tmp_path
     assert "nvcc_device" not in text.split("rule link", 1)[1]
 
 
-def test_without_the_cccl_defines_each_variant_keeps_nvcc_c(project: Project, tmp_path: Path) -> None:
+def test_without_the_cccl_defines_each_variant_keeps_nvcc_c(
+    project: Project, tmp_path: Path
+) -> None:
     a, _ = plans(project, tmp_path, GOOD_MATRIX)
     share = a.compile.device_share
     assert not share.on and "-DTHRUST_DISABLE_ABI_NAMESPACE" in share.why
@@ -98,7 +105,9 @@ def test_a_source_naming_the_arch_list_keeps_nvcc_c(project: Project, tmp_path: 
 
 
 def test_relocatable_device_code_keeps_nvcc_c(project: Project, tmp_path: Path) -> None:
-    text = SHARED.replace("-DCUB_IGNORE_NAMESPACE_MAGIC_ERROR", "-DCUB_IGNORE_NAMESPACE_MAGIC_ERROR, -rdc=true")
+    text = SHARED.replace(
+        "-DCUB_IGNORE_NAMESPACE_MAGIC_ERROR", "-DCUB_IGNORE_NAMESPACE_MAGIC_ERROR, -rdc=true"
+    )
     a, _ = plans(project, tmp_path, text)
     assert not a.compile.device_share.on and "relocatable" in a.compile.device_share.why
 

@@ -64,9 +64,13 @@ def decide(
             on=False, why=f"{cache.tool} splits nvcc into its steps and caches each arch's itself"
         )
     if fixed_pid:
-        return DeviceShare(on=False, why=f"CUDA {variant.toolkit.release} (nvcc's steps need 12.9+)")
+        return DeviceShare(
+            on=False, why=f"CUDA {variant.toolkit.release} (nvcc's steps need 12.9+)"
+        )
     if matrix.generate:
-        return DeviceShare(on=False, why="the matrix has generate steps (their outputs are each variant's)")
+        return DeviceShare(
+            on=False, why="the matrix has generate steps (their outputs are each variant's)"
+        )
     if partitions_asked:
         return DeviceShare(on=False, why="WHEELFORGE_SPLIT_COMPILE asks for nvcc --split-compile")
     if relocatable is not None:
@@ -149,7 +153,9 @@ def split(
         dataclasses.replace(
             link,
             objects=tuple(
-                o for obj in link.objects for o in ((obj, fatbins[obj]) if obj in fatbins else (obj,))
+                o
+                for obj in link.objects
+                for o in ((obj, fatbins[obj]) if obj in fatbins else (obj,))
             ),
         )
         for link in links

@@ -16,8 +16,8 @@ from ninja.ninja_syntax import Writer, escape
 
 from wheelforge.foundation import jobcost, writers
 from wheelforge.foundation.errors import ConfigError
-from wheelforge.planning.parallelism import HEAVY_POOL
 from wheelforge.planning import devshare
+from wheelforge.planning.parallelism import HEAVY_POOL
 from wheelforge.planning.plan import CompileStep, VariantPlan
 
 # What runs a generate step (running/builds/genstep.py): it gives the step its deadline, checks

@@ -39,7 +39,7 @@ Rule = Literal["cxx", "cc", "nvcc", "nvcc_host", "nvcc_device", "fatbin"]
 
 def flags_rule(rule: Rule) -> Literal["cxx", "cc", "nvcc"]:
     """Which of a FlagSet's flags *rule* compiles with: nvcc's steps take the nvcc flags."""
-    return rule if rule in ("cxx", "cc") else "nvcc"  # type: ignore[return-value]
+    return rule if rule in ("cxx", "cc") else "nvcc"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -37,6 +37,7 @@ from wheelforge.planning.plan import (
     CompilePlan,
     CompileStep,
     DeviceLink,
+    DeviceShare,
     FlagSet,
     GeneratedFile,
     LinkPlan,
@@ -436,18 +437,9 @@ def _plan_in(
         links.append(
             own.link(abi, objects, shlex.join(ldflags), matrix.torch_target_of(ext), dlink)
         )
-    share = devshare.decide(
-        matrix,
-        variant,
-        [s.source for s in steps.steps if s.rule == "nvcc"],
-        cache=cache,
-        fixed_pid=preload is not None,
-        partitions_asked=bool(settings.split_compile),
-        relocatable=next((e.name for e in matrix.extensions if relocatable(e)), None),
+    share, compile_steps, links = _device_share(
+        inputs, variant, steps.steps, links, build_dir, fixed_pid=preload is not None
     )
-    compile_steps = steps.steps
-    if share.on:
-        compile_steps, links = devshare.split(compile_steps, links, variant, build_dir)
     # nvcc's steps are finer jobs than --split-compile's partitions: one or the other
     partitions = 0 if share.on else split_partitions(inputs.settings, variant, cache)
     if partitions:  # one token, so that a launcher (ccache) takes the number for no input file
@@ -491,6 +483,33 @@ def _plan_in(
         links=tuple(links),
         wheel=_wheel_plan(inputs, variant, links),
     )
+
+
+def _device_share(
+    inputs: PlanInputs,
+    variant: Variant,
+    steps: list[CompileStep],
+    links: list[LinkPlan],
+    build_dir: Path,
+    *,
+    fixed_pid: bool,
+) -> tuple[DeviceShare, list[CompileStep], list[LinkPlan]]:
+    """Whether the .cu sources compile as nvcc's steps shared between arch sets
+    (planning/devshare.py), and the steps and links: each nvcc step cut into its steps where
+    they do."""
+    matrix = inputs.settings.matrix
+    share = devshare.decide(
+        matrix,
+        variant,
+        [s.source for s in steps if s.rule == "nvcc"],
+        cache=inputs.compile_cache,
+        fixed_pid=fixed_pid,
+        partitions_asked=bool(inputs.settings.split_compile),
+        relocatable=next((e.name for e in matrix.extensions if relocatable(e)), None),
+    )
+    if not share.on:
+        return share, steps, links
+    return (share, *devshare.split(steps, links, variant, build_dir))
 
 
 # nvcc --split-compile's partitions where the toolkit has the option and a jobserver to run

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from wheelforge.planning import jobcosts, parallelism, reproducible
-from wheelforge.planning.plan import flags_rule, CompileStep, FlagSet, PlanInputs
+from wheelforge.planning.plan import CompileStep, FlagSet, PlanInputs, flags_rule
 from wheelforge.planning.variants import Variant
 
 

@@ -116,9 +116,7 @@ def job_of(step: CompileStep, plan: VariantPlan) -> str:
 
 def _outputs(plan: VariantPlan) -> dict[str, str]:
     """Each job's output as .ninja_log names it (for its duration)."""
-    outputs = {
-        job_of(s, plan): plan.command_path(s.object) for s in plan.compile.steps
-    }
+    outputs = {job_of(s, plan): plan.command_path(s.object) for s in plan.compile.steps}
     for link in plan.links:
         outputs[f"LINK {_display(link.library, plan)}"] = plan.command_path(link.library)
     for edge in plan.compile.generate:

@@ -143,7 +143,7 @@ def device(nvcc: Path, flags: list[str], source: str, code: str, out: Path) -> N
     removal.remove(parts, within=out.parent)
 
 
-def host(nvcc: Path, flags: list[str], source: str, arch: str, images: Path, out: Path) -> None:
+def host(nvcc: Path, flags: list[str], source: str, *, arch: str, images: Path, out: Path) -> None:
     """The host object of *source* (module notes), for *arch* (any: nothing reads the arch
     list), with a depfile; the stub is any device job's beside an image named *images*.*
     (every arch's: the same bytes; the command names no arch, so every arch set shares it)."""
@@ -183,7 +183,14 @@ def host(nvcc: Path, flags: list[str], source: str, arch: str, images: Path, out
 
 
 def fatbin(
-    nvcc: Path, flags: list[str], source: str, host_object: Path, images: list[Path], cc: str, out: Path
+    nvcc: Path,
+    flags: list[str],
+    source: str,
+    *,
+    host_object: Path,
+    images: list[Path],
+    cc: str,
+    out: Path,
 ) -> None:
     """The arch set's fatbin object (module notes); *flags* end with the arch set's -gencode."""
     parts = _fresh(out.with_name(out.name + ".parts"))
@@ -191,7 +198,8 @@ def fatbin(
     line = _one(cmds, lambda c: c.startswith("fatbinary"), "fatbinary")
     by_code = {p.name.rsplit(".", 2)[-2]: p for p in images}  # x.sm_90.cubin → sm_90
     args = []
-    for arg in shlex.split(line)[1:]:
+    for given in shlex.split(line)[1:]:
+        arg = given
         if arg.startswith(("--embedded-fatbin=", "--create=")):
             continue
         if arg.startswith("--image3="):
@@ -232,9 +240,17 @@ def main(argv: list[str] | None = None) -> int:
         if args.step == "device":
             device(args.nvcc, flags, args.source, args.code, args.out)
         elif args.step == "host":
-            host(args.nvcc, flags, args.source, args.arch, args.images, args.out)
+            host(args.nvcc, flags, args.source, arch=args.arch, images=args.images, out=args.out)
         else:
-            fatbin(args.nvcc, flags, args.source, args.host, args.image, args.cc, args.out)
+            fatbin(
+                args.nvcc,
+                flags,
+                args.source,
+                host_object=args.host,
+                images=args.image,
+                cc=args.cc,
+                out=args.out,
+            )
     except WheelforgeError as e:
         if e.details:
             print(e.details, file=sys.stderr)
