@@ -93,10 +93,13 @@ def decide(
         named = ARCH_LIST in text
         if named:
             return DeviceShare(on=False, why=f"{source.name} names {ARCH_LIST}")
+    # ccache caches a whole nvcc -c, not nvcc -cubin ("called for link"): the C++ compiles
+    # still go through it, the .cu's steps do not
+    uncached = "; ccache does not cache nvcc's steps" if cache is not None else ""
     return DeviceShare(
         on=True,
         why="each (source, arch) and each .cu's host side compiled once for every arch set of "
-        "this toolkit and flags; a fatbin per arch set",
+        f"this toolkit and flags; a fatbin per arch set{uncached}",
     )
 
 
