@@ -7,18 +7,38 @@ import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
+from wheelforge.configuration.archs import ArchSet, parse_arch_list
 from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.planning import devshare, ninjafile
-from wheelforge.planning.plan import VariantPlan
+from wheelforge.planning.plan import PlanInputs, VariantPlan
+from wheelforge.planning.planner import make_plan
+from wheelforge.planning.variants import Variant
+from wheelforge.toolchain.choice import ToolkitChoice
 
 from .conftest import GOOD_MATRIX
-from .fakes import plan_inputs
-from .test_hostshare import host_of, plan_of
+from .fakes import plan_inputs, toolkit, torch_env
 
 Project = Callable[..., Path]
 CCCL = "  nvcc-flags: [" + ", ".join(devshare.CCCL_OFF) + "]\n"
 SHARED = GOOD_MATRIX.replace("  include-dirs: [csrc]\n", "  include-dirs: [csrc]\n" + CCCL)
 SETS = {"a": "8.0 9.0", "b": "9.0 10.0+PTX"}
+
+
+def plan_of(inputs: PlanInputs, tmp: Path, name: str, archs: str) -> VariantPlan:
+    tk = toolkit()
+    variant = Variant(
+        id=f"{name}-{tk.short}",
+        arch_set=ArchSet(name, parse_arch_list(archs, source="test")),
+        choice=ToolkitChoice(toolkit=tk, recipe=None),
+        local_label=name,
+    )
+    weak = "#pragma weak aoti_torch_get_current_cuda_stream\n"
+    return make_plan(inputs, variant, torch_env(tmp), weak_header=weak, nvcc_host="/usr/bin/g++")
+
+
+def host_of(plan: VariantPlan) -> VariantPlan:
+    assert plan.host is not None
+    return plan.host
 
 
 def plans(project: Project, tmp: Path, text: str = SHARED) -> list[VariantPlan]:
