@@ -72,6 +72,14 @@ def test_each_arch_once_and_each_arch_set_alone_the_same_wheel(tmp_path: Path) -
         [(wheel, sha)] = wheels(alone).items()
         assert built[wheel] == sha, wheel
     shutil.rmtree(tmp_path / "alone-a")
+    # a new kernel: only the first arch set rebuilt, then both, each from the source's stub
+    cu = root / "csrc" / "scale.cu"
+    cu.write_text(cu.read_text() + "__global__ void twice(float* x) { x[0] *= 2; }\n")
+    first = wheelforge("build", "--compile-cache", "none", "--only", "b-cu130", cwd=root)
+    assert first.code == 0, first.err
+    again = wheelforge("build", "--compile-cache", "none", cwd=root)
+    assert again.code == 0, again.err
+    assert all(built[w] != sha for w, sha in wheels(root).items())
 
 
 def test_dry_run_says_why_not_without_the_cccl_defines(tmp_path: Path) -> None:

@@ -140,9 +140,8 @@ def split(
                 [(spec.arch.sass, "cubin")] + ([(spec.arch.ptx, "ptx")] if spec.ptx else [])
             )
         ]
-        host = dataclasses.replace(
-            step, rule="nvcc_host", arch_set=None, after=tuple(d.object for d in device)
-        )
+        # after one device step, whose cicc wrote the stub the host compile includes
+        host = dataclasses.replace(step, rule="nvcc_host", arch_set=None, after=(device[0].object,))
         fatbin = dataclasses.replace(
             step,
             rule="fatbin",

@@ -145,15 +145,14 @@ def device(nvcc: Path, flags: list[str], source: str, code: str, out: Path) -> N
 
 def host(nvcc: Path, flags: list[str], source: str, *, arch: str, images: Path, out: Path) -> None:
     """The host object of *source* (module notes), for *arch* (any: nothing reads the arch
-    list), with a depfile; the stub is any device job's beside an image named *images*.*
-    (every arch's: the same bytes; the command names no arch, so every arch set shares it)."""
-    stubs = images.parent.glob(f"{images.name}.*{STUB}")
-    texts = {_read(p) for p in stubs}
-    if len(texts) != 1:
-        raise StepFailed(
-            f"{source}: {'no device job wrote a host stub' if not texts else 'the archs host stubs differ'};"
-            " build without nvcc's steps (planning/devshare.py)"
-        )
+    list), with a depfile. The stub is the newest a device job wrote beside an image named
+    *images*.* (the command names no arch, so every arch set shares it): every arch's cicc
+    writes the same stub, and nvcc -c itself keeps whichever wrote last; another arch set's
+    older one may be of an earlier source."""
+    stubs = sorted(images.parent.glob(f"{images.name}.*{STUB}"), key=lambda p: p.stat().st_mtime_ns)
+    if not stubs:
+        raise StepFailed(f"{source}: no device job wrote a host stub")
+    text = _read(stubs[-1])
     parts = _fresh(out.with_name(out.name + ".parts"))
     gencode = f"-gencode=arch=compute_{arch},code=sm_{arch}"
     cmds = _dryrun(nvcc, [*flags, gencode], source, parts)
@@ -171,7 +170,6 @@ def host(nvcc: Path, flags: list[str], source: str, *, arch: str, images: Path, 
     if included is None:
         raise StepFailed(f"{cudafe}: no stub include")
     stub = parts / included[1]
-    text = texts.pop()
     writers.write_atomic(stub, text)
     fatbin_c = re.search(r'#include "([^"]+\.fatbin\.c)"', text)
     if fatbin_c is None:
