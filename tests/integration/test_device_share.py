@@ -82,6 +82,25 @@ def test_each_arch_once_and_each_arch_set_alone_the_same_wheel(tmp_path: Path) -
     assert all(built[w] != sha for w, sha in wheels(root).items())
 
 
+def test_host_code_that_reads_the_arch_list_is_refused(tmp_path: Path) -> None:
+    """CUB's dispatch picks its policies from __CUDA_ARCH_LIST__: a host object made for one
+    list would launch kernels the fatbin of another does not hold."""
+    root = project(tmp_path / "p")
+    (root / "csrc" / "red.cu").write_text(
+        "#include <cub/device/device_reduce.cuh>\n"
+        "void reduce(const float* in, float* out, int n, void* tmp, size_t bytes) {\n"
+        "  cub::DeviceReduce::Sum(tmp, bytes, in, out, n);\n}\n"
+    )
+    done = wheelforge("build", "--compile-cache", "none", "--only", "a-cu130", cwd=root)
+    assert done.code != 0
+    assert "csrc/red.cu: its host code reads __CUDA_ARCH_LIST__" in done.err, done.err
+    way_out = {"WHEELFORGE_SPLIT_COMPILE": "1"}
+    again = wheelforge(
+        "build", "--compile-cache", "none", "--only", "a-cu130", cwd=root, env=way_out
+    )
+    assert again.code == 0, again.err
+
+
 def test_dry_run_says_why_not_without_the_cccl_defines(tmp_path: Path) -> None:
     root = one_kernel_project(tmp_path / "p")
     done = wheelforge("build", "--dry-run", cwd=root)

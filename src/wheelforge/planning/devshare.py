@@ -14,8 +14,10 @@ Sound only where no step reads the arch list: nvcc defines ``__CUDA_ARCH_LIST__`
 preprocessing, and CCCL (which torch's headers include) names its inline namespaces after it
 unless the project's nvcc flags turn that off (the four defines below, as PyTorch's own build
 does). Where they do not, or a ``.cu`` source names the macro, or the steps cannot be run as
-jobs (module notes of decide), each variant keeps one ``nvcc -c`` per source, and the plan
-says why (build --dry-run, the report's ``compile.device_share``)."""
+jobs (decide), each variant keeps one ``nvcc -c`` per source, and the plan says why (build
+--dry-run, the report's ``compile.device_share``). Headers are checked where they are read:
+the host step preprocesses again with another arch list and fails, naming the way out, where
+the text differs (CUB's dispatch follows the list: running/builds/nvccsplit.py)."""
 
 from __future__ import annotations
 
@@ -72,7 +74,9 @@ def decide(
             on=False, why="the matrix has generate steps (their outputs are each variant's)"
         )
     if partitions_asked:
-        return DeviceShare(on=False, why="WHEELFORGE_SPLIT_COMPILE asks for nvcc --split-compile")
+        return DeviceShare(
+            on=False, why="WHEELFORGE_SPLIT_COMPILE is set: one nvcc -c per arch set, as it says"
+        )
     if relocatable is not None:
         return DeviceShare(on=False, why=f"{relocatable}: relocatable device code (nvcc -dlink)")
     for ext in matrix.extensions:

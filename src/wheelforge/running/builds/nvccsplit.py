@@ -18,6 +18,7 @@ stderr and exit 1, with the tool's own output before it.
 from __future__ import annotations
 
 import argparse
+import filecmp
 import os
 import re
 import shlex
@@ -162,6 +163,7 @@ def host(nvcc: Path, flags: list[str], source: str, *, arch: str, images: Path, 
     quoted = shlex.quote(str(out))
     # the host preprocessing names every header the host side reads: the host job's depfile
     _run(pp.replace(" -E ", f" -E -MD -MF {shlex.quote(f'{out}.d')} -MT {quoted} ", 1), nvcc)
+    _refuse_arch_list(pp, source, nvcc)
     _run(front, nvcc)
     module_id = _read(_one(list(parts.glob("*.module_id")), lambda _: True, "module id")).strip()
     symbol = "__wf_fatbin" + re.sub(r"[^A-Za-z0-9_]", "_", module_id)
@@ -178,6 +180,31 @@ def host(nvcc: Path, flags: list[str], source: str, *, arch: str, images: Path, 
     _run(re.sub(r' -o "[^"]*"', f" -o {quoted}", compile_), nvcc)
     writers.write_atomic(out.with_name(out.name + SYMBOL), symbol + "\n")
     removal.remove(parts, within=out.parent)
+
+
+# What a build whose host code reads the arch list can do: one nvcc -c per arch set
+# (WHEELFORGE_SPLIT_COMPILE turns nvcc's steps off, planning/devshare.py; 1: no partitions).
+_ARCH_LIST_HINT = (
+    "its host object cannot serve every arch set; build with WHEELFORGE_SPLIT_COMPILE=1 "
+    "(one nvcc -c per arch set) or drop the CCCL defines from nvcc-flags"
+)
+
+
+def _refuse_arch_list(pp: str, source: str, nvcc: Path) -> None:
+    """The host preprocessing again with another arch list: the same text, or the host code
+    reads ``__CUDA_ARCH_LIST__`` (CUB's dispatch does: its policies follow the list) and a
+    StepFailed says so. A test of whether it is defined reads the same for every list."""
+    found = re.search(r"-D__CUDA_ARCH_LIST__=([0-9,]+)", pp)
+    written = re.search(r' -o "([^"]+)"', pp)
+    if found is None or written is None:
+        raise StepFailed(f"{source}: nvcc -dryrun's host preprocessing names no arch list")
+    other = f"{written[1]}.other"
+    probe = pp.replace(found[0], f"{found[0]},1000", 1).replace(written[0], f' -o "{other}"', 1)
+    _run(probe, nvcc)
+    same = filecmp.cmp(written[1], other, shallow=False)
+    removal.remove(Path(other), within=Path(other).parent)
+    if not same:
+        raise StepFailed(f"{source}: its host code reads __CUDA_ARCH_LIST__: {_ARCH_LIST_HINT}")
 
 
 def fatbin(
