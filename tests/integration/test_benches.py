@@ -7,7 +7,7 @@ Only checked, not run for real, because they need what CI lacks or minutes of bu
 released wheels (bigbuild.py, fa3_cutlass.sh, flags_ab.sh, audit_gallery.py with torch-abi-audit
 and abi3audit, time_check_inspect.sh), root for a cgroup (memory_limit.py), a setup.py project
 with its torch (bench_init_capture.py), a build per size lever or seven archs (size_levers.py,
-warm_clone.sh), fifty nvcc jobs (nvcc_steps.py). bench_inspect.py's default list is NVIDIA's library wheels; here it reads a
+warm_clone.sh), fifty nvcc jobs (nvcc_steps.py), eleven cold builds of the kernels (shared_archs.py). bench_inspect.py's default list is NVIDIA's library wheels; here it reads a
 wheel the test builds. Times are never asserted: a smoke run shows that a bench runs.
 """
 

@@ -59,7 +59,9 @@ def link_archs(plan: VariantPlan, link: LinkPlan) -> ArchSet | None:
     """The archs *link*'s shared object owes: those its nvcc steps compiled for (the arch set,
     or a source's or extension's limit of it), in the arch set's order; None when no nvcc step
     went into it (a C++-only shared object owes none)."""
-    steps = [s for s in plan.compile.steps if s.rule == "nvcc" and s.object in set(link.objects)]
+    # one nvcc -c per .cu, or the fatbin of nvcc's steps (planning/devshare.py)
+    cuda = ("nvcc", "fatbin")
+    steps = [s for s in plan.compile.steps if s.rule in cuda and s.object in set(link.objects)]
     if not steps:
         return None
     arch_set = plan.variant.arch_set

@@ -30,8 +30,17 @@ from collections.abc import Callable
 from pathlib import Path
 
 from wheelforge.planning import reproducible, scheduling
-from wheelforge.planning.plan import CompileStep, GeneratedFile, PlanInputs, VariantPlan
+from wheelforge.planning.plan import (
+    CompileStep,
+    GeneratedFile,
+    PlanInputs,
+    VariantPlan,
+    flags_rule,
+)
 
+# What stays in the variant's folder: one nvcc -c per .cu, or the arch set's fatbin of nvcc's
+# steps (planning/devshare.py), whose host and device steps are shared
+_OWN = ("nvcc", "fatbin")
 HOST_PREFIX = "host-"  # the shared folders' names: host-<key>
 _PROBE = "host"  # the folder the key is computed in: never created, the same depth as the others
 _KEY_LENGTH = 16
@@ -46,7 +55,7 @@ def shared(
     shared folder their commands name (``VariantPlan.host``); the plan as made when it has
     none, or generate steps."""
     plan = planned_in(build_dir)
-    moved = [s for s in plan.compile.steps if s.rule != "nvcc"]
+    moved = [s for s in plan.compile.steps if s.rule not in _OWN]
     if not moved or plan.compile.generate:
         return plan
     root = inputs.settings.build_root.resolve()
@@ -58,7 +67,11 @@ def shared(
     host_sources = {s.source for s in moved}
     compile_plan = dataclasses.replace(
         plan.compile,
-        steps=tuple(s for s in plan.compile.steps if s.rule == "nvcc"),
+        steps=tuple(
+            dataclasses.replace(s, inputs=tuple(objects.get(i, i) for i in s.inputs))
+            for s in plan.compile.steps
+            if s.rule in _OWN
+        ),
         # a generated source of a moved compile (the module init) is the shared folder's
         generated=tuple(g for g in plan.compile.generated if g.path not in host_sources),
         # what the compiles read there is named as in the variant's own folder (the inputs
@@ -73,10 +86,12 @@ def shared(
 
 
 def _host_part(inputs: PlanInputs, plan: VariantPlan) -> VariantPlan:
-    """*plan* (made in the shared folder) cut to its C++ and C compiles and what they read: no
-    link, no nvcc flags, no -gencode, and a schedule of their own (the same for every variant:
-    nothing in it depends on the arch set)."""
-    steps = [s for s in plan.compile.steps if s.rule != "nvcc"]
+    """*plan* (made in the shared folder) cut to its C++ and C compiles and nvcc's host and
+    device steps (planning/devshare.py), and what they read: no link, no nvcc flags where no
+    nvcc step is there, no -gencode (a device step has its own), and a schedule of their own
+    (the device steps are the arch set's; everything else the same for every variant)."""
+    steps = [s for s in plan.compile.steps if s.rule not in _OWN]
+    nvcc = any(s.rule == "nvcc_host" for s in steps)
     placed, timing = scheduling.scheduled(
         inputs,
         plan.variant,
@@ -88,7 +103,9 @@ def _host_part(inputs: PlanInputs, plan: VariantPlan) -> VariantPlan:
         plan,
         compile=dataclasses.replace(
             plan.compile,
-            flag_sets=tuple(dataclasses.replace(f, nvcc="") for f in plan.compile.flag_sets),
+            flag_sets=tuple(
+                f if nvcc else dataclasses.replace(f, nvcc="") for f in plan.compile.flag_sets
+            ),
             gencode="",
             steps=tuple(placed),
             left_out=(),
@@ -115,24 +132,28 @@ def _read_by(plan: VariantPlan) -> tuple[GeneratedFile, ...]:
 def key(host: VariantPlan) -> str:
     """The digest of every compile command of *host* (its launcher, compiler, flags, source
     and object, as the commands spell them) and of the generated files they read, the
-    folder's own path left out: the same exactly when the commands are."""
+    folder's own path left out: the same exactly when the commands are. nvcc's device steps
+    are left out: they differ by arch alone, and each arch set adds its own to the folder."""
     folder = host.build_dir
     spell = host.command_path
     compile_plan = host.compile
     launchers = compile_plan.launchers
     stamp = compile_plan.header_stamp
+    nvcc_steps = any(s.rule == "nvcc_host" for s in compile_plan.steps)
     material = {
-        "compilers": {"cxx": compile_plan.cxx, "cc": compile_plan.cc},
+        "compilers": {"cxx": compile_plan.cxx, "cc": compile_plan.cc}
+        | ({"nvcc": str(compile_plan.nvcc)} if nvcc_steps else {}),
         "launchers": {"cxx": launchers.cxx, "cc": launchers.cc},
         "steps": [
             [
                 s.rule,
-                getattr(compile_plan.flag_sets[s.flag_set], s.rule),
+                getattr(compile_plan.flag_sets[s.flag_set], flags_rule(s.rule)),
                 s.flags,
                 spell(s.source),
                 spell(s.object),
             ]
             for s in compile_plan.steps
+            if s.rule != "nvcc_device"
         ],
         "depends": spell(stamp.path) if stamp else None,
         "generated": [[os.path.relpath(g.path, folder), g.text] for g in compile_plan.generated],

@@ -16,12 +16,16 @@ from ninja.ninja_syntax import Writer, escape
 
 from wheelforge.foundation import jobcost, writers
 from wheelforge.foundation.errors import ConfigError
+from wheelforge.planning import devshare
 from wheelforge.planning.parallelism import HEAVY_POOL
-from wheelforge.planning.plan import VariantPlan
+from wheelforge.planning.plan import CompileStep, VariantPlan
 
 # What runs a generate step (running/builds/genstep.py): it gives the step its deadline, checks
 # that the declared outputs were written, and names the step in its one line on failure.
 GENSTEP = "wheelforge.running.builds.genstep"
+# What runs nvcc's steps as jobs (planning/devshare.py), and the verbs of their descriptions.
+NVCCSPLIT = "wheelforge.running.builds.nvccsplit"
+SPLIT_VERBS = {"nvcc_host": "HOST", "nvcc_device": "DEVICE", "fatbin": "FATBIN"}
 
 
 # The text fields a ninja file is written from (paths are checked wherever they are): flags,
@@ -105,6 +109,7 @@ def render(plan: VariantPlan) -> str:
         deps="gcc",
         description="NVCC $in",
     )
+    _split_rules(w, plan)
     if any(link.device_link for link in plan.links):
         # Relocatable device code's device link (nvcc -dlink): one host object of the device
         # code of an extension's CUDA objects, for the arch set's -gencode.
@@ -140,6 +145,38 @@ def render(plan: VariantPlan) -> str:
         [path(link.library) for link in plan.links] or [path(s.object) for s in plan.compile.steps]
     )
     return buf.getvalue()
+
+
+def _split_rules(w: Writer, plan: VariantPlan) -> None:
+    """The rules of nvcc's steps (planning/devshare.py, run by running/builds/nvccsplit.py),
+    where the plan has them: each step a job of its own, its flags in the command."""
+    rules = {s.rule for s in plan.compile.steps}
+    split = f"$job_cost $out {shlex.quote(sys.executable)} -m {NVCCSPLIT}"
+    flags = "-- $nvcc_flags $source_flags"
+    if "nvcc_device" in rules:
+        w.rule(
+            "nvcc_device",
+            f"{split} device --nvcc $nvcc --source $in --out $out --code $code {flags}",
+            depfile="$out.d",
+            deps="gcc",
+            description="DEVICE $in $code",
+        )
+    if "nvcc_host" in rules:
+        w.rule(
+            "nvcc_host",
+            f"{split} host --nvcc $nvcc --source $in --out $out --arch $arch --images $images "
+            + flags,
+            depfile="$out.d",
+            deps="gcc",
+            description="HOST $in",
+        )
+    if "fatbin" in rules:
+        w.rule(
+            "fatbin",
+            f"{split} fatbin --nvcc $nvcc --source $in --out $out --host $host $images --cc $cc "
+            f"{flags} $gencode",
+            description="FATBIN $in",
+        )
 
 
 def _variables(w: Writer, plan: VariantPlan) -> None:
@@ -191,15 +228,36 @@ def _compiles(w: Writer, plan: VariantPlan, preload: list[str], generated: list[
                 own[f"{rule}_flags"] = f"${_prefix(step.flag_set)}{rule}_flags"
         if step.gencode is not None:
             own["gencode"] = escape(step.gencode)
+        own |= _split_variables(plan, step)
         implicit = [*(preload if step.rule == "nvcc" else []), *depends]
+        implicit += [path(i) for i in step.inputs]
         w.build(
             [path(step.object)],
             step.rule,
             [path(step.source)],
             implicit or None,
-            order_only=generated or None,
+            order_only=[*generated, *(path(a) for a in step.after)] or None,
             variables=own,
         )
+
+
+def _split_variables(plan: VariantPlan, step: CompileStep) -> dict[str, str]:
+    """What an nvcc step's command names besides its source (planning/devshare.py)."""
+    path = plan.command_path
+    if step.rule == "nvcc_device":
+        return {"code": step.code}
+    if step.rule == "nvcc_host":
+        return {
+            "arch": str(devshare.host_arch(plan.variant)),
+            "images": escape(shlex.quote(path(devshare.images_of(step)))),
+        }
+    if step.rule == "fatbin":
+        *images, host = step.inputs
+        return {
+            "host": escape(shlex.quote(path(host))),
+            "images": escape(shlex.join(w for i in images for w in ("--image", path(i)))),
+        }
+    return {}
 
 
 def _prefix(index: int) -> str:

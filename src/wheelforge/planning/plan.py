@@ -33,7 +33,22 @@ from wheelforge.toolchain.compilecache import CompileCache
 from wheelforge.toolchain.headerlibs import HeaderLibrary
 from wheelforge.toolchain.torchprobe import TorchEnv
 
-Rule = Literal["cxx", "cc", "nvcc"]
+# nvcc_host, nvcc_device, fatbin: nvcc's steps as jobs of their own (planning/devshare.py)
+Rule = Literal["cxx", "cc", "nvcc", "nvcc_host", "nvcc_device", "fatbin"]
+
+
+def flags_rule(rule: Rule) -> Literal["cxx", "cc", "nvcc"]:
+    """Which of a FlagSet's flags *rule* compiles with: nvcc's steps take the nvcc flags."""
+    return rule if rule in ("cxx", "cc") else "nvcc"
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeviceShare:
+    """Whether a variant's ``.cu`` sources compile as nvcc's steps, each (source, arch) once
+    across the arch sets of one toolkit and flags (planning/devshare.py), and why."""
+
+    on: bool
+    why: str
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -97,10 +112,19 @@ class CompileStep:
     heavy: bool = False  # in the heavy pool: at most schedule.heavy_depth of them at once
     # its wall time at the schedule's threads, from an earlier build; None: never measured
     expected_seconds: float | None = None
+    # nvcc's steps (planning/devshare.py): an nvcc_device step's code (sm_90, compute_90); what
+    # a step reads besides its source (a fatbin: the images and the host object) and what it
+    # runs after (the host step: its source's device steps, one of which wrote the stub)
+    code: str = ""
+    inputs: tuple[Path, ...] = ()
+    after: tuple[Path, ...] = ()
 
     @property
     def gencode(self) -> str | None:
-        """Its own -gencode flags, for a source with arch limits; else None: the plan's."""
+        """Its own -gencode flags, for a source with arch limits or an nvcc_device step (its one
+        code); else None: the plan's."""
+        if self.code and self.arch_set is not None:
+            return f"-gencode=arch={self.arch_set.archs[0].ptx},code={self.code}"
         return self.arch_set.gencode() if self.arch_set is not None else None
 
 
@@ -166,6 +190,8 @@ class CompilePlan:
     # how -j, the threads and the heavy pool were chosen (planning/parallelism.py), with the
     # memory they keep to and the compiles' expected time
     schedule: Schedule
+    # whether the .cu sources compile as nvcc's steps shared between arch sets, and why
+    device_share: DeviceShare = DeviceShare(on=False, why="no .cu source")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -25,6 +25,7 @@ from wheelforge.foundation.errors import EnvironmentProblem
 from wheelforge.planning import (
     buildtorch,
     compilesteps,
+    devshare,
     generate,
     hostshare,
     jobcosts,
@@ -36,6 +37,7 @@ from wheelforge.planning.plan import (
     CompilePlan,
     CompileStep,
     DeviceLink,
+    DeviceShare,
     FlagSet,
     GeneratedFile,
     LinkPlan,
@@ -435,13 +437,17 @@ def _plan_in(
         links.append(
             own.link(abi, objects, shlex.join(ldflags), matrix.torch_target_of(ext), dlink)
         )
-    partitions = split_partitions(inputs.settings, variant, cache)
+    share, compile_steps, links = _device_share(
+        inputs, variant, steps.steps, links, build_dir, fixed_pid=preload is not None
+    )
+    # nvcc's steps are finer jobs than --split-compile's partitions: one or the other
+    partitions = 0 if share.on else split_partitions(inputs.settings, variant, cache)
     if partitions:  # one token, so that a launcher (ccache) takes the number for no input file
         flag_sets = [
             dataclasses.replace(f, nvcc=f"{f.nvcc} --split-compile={partitions}") for f in flag_sets
         ]
     placed, timing = scheduling.scheduled(
-        inputs, variant, steps.steps, flag_sets=flag_sets, folders=tuple(folders.items())
+        inputs, variant, compile_steps, flag_sets=flag_sets, folders=tuple(folders.items())
     )
     if split:  # sccache reads nvcc's threads from its command line only (split_nvcc_maps)
         threads = f" --threads {timing.nvcc_threads}"
@@ -462,6 +468,7 @@ def _plan_in(
         nvcc_threads=timing.nvcc_threads,
         split_compile=partitions,
         schedule=timing,
+        device_share=share,
     )
     return VariantPlan(
         variant=variant,
@@ -476,6 +483,33 @@ def _plan_in(
         links=tuple(links),
         wheel=_wheel_plan(inputs, variant, links),
     )
+
+
+def _device_share(
+    inputs: PlanInputs,
+    variant: Variant,
+    steps: list[CompileStep],
+    links: list[LinkPlan],
+    build_dir: Path,
+    *,
+    fixed_pid: bool,
+) -> tuple[DeviceShare, list[CompileStep], list[LinkPlan]]:
+    """Whether the .cu sources compile as nvcc's steps shared between arch sets
+    (planning/devshare.py), and the steps and links: each nvcc step cut into its steps where
+    they do."""
+    matrix = inputs.settings.matrix
+    share = devshare.decide(
+        matrix,
+        variant,
+        [s.source for s in steps if s.rule == "nvcc"],
+        cache=inputs.compile_cache,
+        fixed_pid=fixed_pid,
+        partitions_asked=bool(inputs.settings.split_compile),
+        relocatable=next((e.name for e in matrix.extensions if relocatable(e)), None),
+    )
+    if not share.on:
+        return share, steps, links
+    return (share, *devshare.split(steps, links, variant, build_dir))
 
 
 # nvcc --split-compile's partitions where the toolkit has the option and a jobserver to run

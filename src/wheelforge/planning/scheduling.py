@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from wheelforge.planning import jobcosts, parallelism, reproducible
-from wheelforge.planning.plan import CompileStep, FlagSet, PlanInputs
+from wheelforge.planning.plan import CompileStep, FlagSet, PlanInputs, flags_rule
 from wheelforge.planning.variants import Variant
 
 
@@ -27,19 +27,23 @@ def scheduled(
     keyed = []
     loads = []
     for step in steps:
-        gencode = (step.arch_set or variant.arch_set).gencode() if step.rule == "nvcc" else ""
-        flags = getattr(flag_sets[step.flag_set], step.rule)
+        whole = step.rule == "nvcc"  # one nvcc -c: its archs on nvcc's threads
+        archs = step.rule in ("nvcc", "nvcc_device", "fatbin")
+        gencode = (step.gencode or variant.arch_set.gencode()) if archs else ""
+        flags = getattr(flag_sets[step.flag_set], flags_rule(step.rule))
         text = reproducible.path_free_text(" ".join((flags, gencode, step.flags)), folders)
         name = reproducible.source_name(step.source, inputs.settings.matrix.root)
         key = jobcosts.step_key(name, step.rule, (text,))
-        units = len((step.arch_set or variant.arch_set).specs) + 1 if step.rule == "nvcc" else 1
+        units = len((step.arch_set or variant.arch_set).specs) + 1 if whole else 1
         cost = inputs.costs.get(key) or jobcosts.first_estimate(
-            nvcc=step.rule == "nvcc", units=units, threads=inputs.settings.nvcc_threads or units
+            nvcc=step.rule in ("nvcc", "nvcc_device", "nvcc_host"),
+            units=units,
+            threads=inputs.settings.nvcc_threads or units,
         )
         keyed.append(dataclasses.replace(step, cost_key=key))
-        loads.append(
-            parallelism.StepLoad(name=name, cost=cost, units=units, nvcc=step.rule == "nvcc")
-        )
+        # one load per step: nvcc's steps of one source are told apart by rule and code
+        load = name if whole or step.rule in ("cxx", "cc") else f"{name} {step.rule} {step.code}"
+        loads.append(parallelism.StepLoad(name=load, cost=cost, units=units, nvcc=whole))
     memory = inputs.memory
     found = parallelism.schedule(
         loads,

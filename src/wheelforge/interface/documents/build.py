@@ -25,6 +25,7 @@ from wheelforge.interface.documents.kinds import (
     version_text,
 )
 from wheelforge.planning.parallelism import Schedule
+from wheelforge.planning.plan import DeviceShare
 from wheelforge.running.builds.results import (
     AbiSummary,
     BuildReport,
@@ -167,6 +168,14 @@ class CompileDoc:
             "expected peak and seconds, how many steps earlier builds measured"
         ),
     )
+    device_share: DeviceShare | None = field(
+        default=None,
+        metadata=doc(
+            "whether the .cu sources compiled as nvcc's steps, each (source, arch) and each "
+            "source's host side once for every arch set of the toolkit and flags (on), or one "
+            "nvcc -c per source and arch set (off), and why"
+        ),
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -289,6 +298,7 @@ def variant_doc(v: VariantResult | VariantFailure, target: Version2) -> VariantD
         jobs=v.jobs,
         peak_memory=v.peak_memory,
         schedule=v.schedule,
+        device_share=v.device_share,
     )
     return VariantDoc(
         id=v.variant_id,

@@ -243,10 +243,13 @@ def print_dry_run(planned: Sequence[PlannedVariant], console: Console) -> None:
         console.print(f"  torch: {p.torch or '-'}", soft_wrap=True)
         if p.note:
             console.print(f"  [yellow]{escape(p.note)}[/yellow]", soft_wrap=True)
+        if p.device_share is not None:
+            state = "on" if p.device_share.on else "off"
+            console.print(f"  nvcc's steps: {state}: {_text(p.device_share.why)}", soft_wrap=True)
         if p.shared_folder is not None:
             # the folder on a line of its own: a copyable path, not folded into the sentence
             console.print(
-                f"  shared: {len(p.shared_commands)} C++/C compile(s), run once for every variant "
+                f"  shared: {len(p.shared_commands)} compile(s), run once for every variant "
                 "whose commands for them are these (a compile cache's launcher is one), in",
                 soft_wrap=False,
                 highlight=False,

@@ -89,7 +89,7 @@ class Compiled:
     @property
     def compiled(self) -> tuple[str, ...]:
         """The compiles among the steps ran (CXX, CC, NVCC), not the links."""
-        return tuple(s for s in self.ran if s in ("CXX", "CC", "NVCC"))
+        return tuple(s for s in self.ran if s in ("CXX", "CC", "NVCC", "HOST", "DEVICE", "FATBIN"))
 
     @property
     def generated(self) -> int:

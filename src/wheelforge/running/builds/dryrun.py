@@ -13,7 +13,7 @@ from wheelforge.configuration.settings import BuildSettings
 from wheelforge.foundation import writers
 from wheelforge.packaging import wheel
 from wheelforge.planning import ninjafile
-from wheelforge.planning.plan import VariantPlan
+from wheelforge.planning.plan import DeviceShare, VariantPlan
 from wheelforge.planning.planner import plan_all, plan_inputs
 from wheelforge.planning.selection import Member
 from wheelforge.running.builds import ninja
@@ -37,6 +37,9 @@ class PlannedVariant:
     # same (planning/hostshare.py), and those commands, run there; None: none shared
     shared_folder: Path | None = None
     shared_commands: tuple[str, ...] = ()
+    # whether its .cu sources compile as nvcc's steps shared between arch sets, and why
+    # (planning/devshare.py); None where commands are missing
+    device_share: DeviceShare | None = None
 
 
 def dry_run(settings: BuildSettings) -> list[PlannedVariant]:
@@ -80,6 +83,7 @@ def dry_run(settings: BuildSettings) -> list[PlannedVariant]:
                 project=plan.project,
                 shared_folder=host.build_dir if host is not None else None,
                 shared_commands=_commands(host) if host is not None else (),
+                device_share=plan.compile.device_share,
             )
         )
     return planned

@@ -16,7 +16,7 @@ from wheelforge.foundation.diagnostics import Diagnostic, parse_compiler_output
 from wheelforge.foundation.errors import BuildError, EnvironmentProblem
 from wheelforge.planning import hostshare, ninjafile
 from wheelforge.planning.parallelism import default_parallelism
-from wheelforge.planning.plan import VariantPlan
+from wheelforge.planning.plan import CompileStep, VariantPlan
 from wheelforge.toolchain import ninjafeed
 
 if TYPE_CHECKING:  # what runs ninja loads these; a no-op build starts none (its start-up time)
@@ -76,7 +76,7 @@ def _jobs_flag(plan: VariantPlan) -> list[str]:
     return ["-j", str(jobs)] if jobs is not None else []
 
 
-_VERBS = ("CXX", "CC", "NVCC", "LINK")
+_VERBS = ("CXX", "CC", "NVCC", "LINK", *ninjafile.SPLIT_VERBS.values())
 GENERATE = "GENERATE"  # a generate step's job: GENERATE <its name>
 
 
@@ -85,14 +85,18 @@ def _job_name(description: str, plan: VariantPlan) -> str:
     command instead of the description: the job is then the step whose output it names."""
     verb, _, target = description.partition(" ")
     if verb in _VERBS:
+        code = ""
+        if verb == ninjafile.SPLIT_VERBS["nvcc_device"]:  # DEVICE <source> <code>
+            target, _, code = target.rpartition(" ")
         # The build file names paths relative to the build folder (plan.command_path).
-        return f"{verb} {_display(Path(os.path.normpath(plan.build_dir / target)), plan)}"
+        shown = _display(Path(os.path.normpath(plan.build_dir / target)), plan)
+        return f"{verb} {shown} {code}" if code else f"{verb} {shown}"
     if verb == GENERATE:
         return description
     for step in plan.compile.steps:
         names = (plan.command_path(step.object), str(step.object))
         if any(f" {name} " in f" {description} " for name in names):
-            return f"{step.rule.upper()} {_display(step.source, plan)}"
+            return job_of(step, plan)
     for link in plan.links:
         if plan.command_path(link.library) in description:
             return f"LINK {_display(link.library, plan)}"
@@ -102,12 +106,17 @@ def _job_name(description: str, plan: VariantPlan) -> str:
     return description
 
 
+def job_of(step: CompileStep, plan: VariantPlan) -> str:
+    """A compile step's job as the screen names it: ``NVCC kernels/x.cu``, ``DEVICE
+    kernels/x.cu sm_90`` (its description, ninjafile.py)."""
+    verb = ninjafile.SPLIT_VERBS.get(step.rule, step.rule.upper())
+    shown = f"{verb} {_display(step.source, plan)}"
+    return f"{shown} {step.code}" if step.code else shown
+
+
 def _outputs(plan: VariantPlan) -> dict[str, str]:
     """Each job's output as .ninja_log names it (for its duration)."""
-    outputs = {
-        f"{s.rule.upper()} {_display(s.source, plan)}": plan.command_path(s.object)
-        for s in plan.compile.steps
-    }
+    outputs = {job_of(s, plan): plan.command_path(s.object) for s in plan.compile.steps}
     for link in plan.links:
         outputs[f"LINK {_display(link.library, plan)}"] = plan.command_path(link.library)
     for edge in plan.compile.generate:
@@ -282,7 +291,7 @@ def expected_times(
     (the plan's expected_seconds, from planning/jobcosts.py). A job with neither is absent."""
     expected = {job: before[output_of(job)] for job in todo if output_of(job) in before}
     for step in plan.compile.steps:
-        job = f"{step.rule.upper()} {_display(step.source, plan)}"
+        job = job_of(step, plan)
         if step.expected_seconds is not None and job in todo:
             expected.setdefault(job, step.expected_seconds)
     return expected

@@ -18,7 +18,7 @@ from wheelforge.configuration.abi import STABLE, AbiName
 from wheelforge.configuration.archs import ArchSet
 from wheelforge.foundation.errors import WheelforgeError
 from wheelforge.planning.parallelism import Schedule
-from wheelforge.planning.plan import VariantPlan
+from wheelforge.planning.plan import DeviceShare, VariantPlan
 from wheelforge.toolchain.compilecache import CacheStats
 from wheelforge.toolchain.shims import Version2
 
@@ -115,6 +115,8 @@ class VariantResult:
     jobs: tuple[JobReport, ...] = ()  # each compile this run ran, with its cost
     peak_memory: int | None = None  # bytes: the compiles' largest resident memory at once
     schedule: Schedule | None = None  # how -j, nvcc threads and the heavy pool were chosen
+    # whether its .cu sources compiled as nvcc's steps shared between arch sets, and why
+    device_share: DeviceShare | None = None
     shared_objects: tuple[SharedObject, ...] = ()  # the wheel's own, in the matrix's order
     generated: int = 0  # generate steps ninja ran
     # The list of every file the compiles read (packaging/provenance.py), beside the build: its

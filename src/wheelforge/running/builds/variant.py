@@ -183,6 +183,7 @@ def _finish(
         jobs=made.jobs,
         peak_memory=made.peak,
         schedule=plan.compile.schedule,
+        device_share=plan.compile.device_share,
         shared_objects=shared_objects(plan, stages.size, done.import_check),
         generated=generated,
         inputs=plan.build_dir / provenance.INPUTS_NAME,
