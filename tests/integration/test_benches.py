@@ -3,7 +3,7 @@ argument parsing and --help, each shell bench's syntax), a tiny real run of thos
 on a CI machine under the ``bench_smoke`` marker (.ci/run's "tests: bench smoke" step).
 
 Only checked, not run for real, because they need what CI lacks or minutes of builds: a GPU
-(bench_kernels.py, gpu_backend.sh, gpu_nvcc_steps.sh), the H200 machine (h200_*.sh), downloads of big projects or
+(bench_kernels.py, gpu_backend.sh, gpu_nvcc_steps.sh, gpu_device_share.sh), the H200 machine (h200_*.sh), downloads of big projects or
 released wheels (bigbuild.py, fa3_cutlass.sh, flags_ab.sh, audit_gallery.py with torch-abi-audit
 and abi3audit, time_check_inspect.sh), root for a cgroup (memory_limit.py), a setup.py project
 with its torch (bench_init_capture.py), a build per size lever or seven archs (size_levers.py,
