@@ -71,6 +71,8 @@ def _configure(
     root: Path, build: Path, context: CMakeContext, *, project: Path | None = None
 ) -> str:
     kind = fence.choose(context.sandbox, what=f"CMake's configure of {root / 'CMakeLists.txt'}")
+    if kind is not None:
+        fence.say_foreign_owner(project or root, what="CMake's configure")
     query = build / ".cmake" / "api" / "v1" / "query"
     query.mkdir(parents=True)
     writers.write_atomic(query / "codemodel-v2", "")

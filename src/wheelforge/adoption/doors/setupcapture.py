@@ -51,26 +51,6 @@ class CaptureContext:
     sandbox: fence.Choice = "auto"  # --sandbox
 
 
-def _say_foreign_owner(root: Path) -> None:
-    """Root in the sandbox holds no capability (fence.py: ``--cap-drop ALL``), so folders of
-    another user are read-only to it: an sdist extracted by root with ``tar`` keeps its
-    packer's uid, and setup.py's generators then fail to write (NATTEN's ``csrc/autogen``,
-    vLLM's Marlin kernels). Said before the run, as one line with the fix."""
-    if os.geteuid() != 0:
-        return
-    owners = {root.stat().st_uid}
-    with os.scandir(root) as entries:
-        owners.update(e.stat(follow_symlinks=False).st_uid for e in entries if e.is_dir())
-    others = sorted(owners - {0})
-    if others:
-        log.warning(
-            f"{root}: folders owned by uid {', '.join(map(str, others))}, not by root: in init's "
-            "sandbox root has no capabilities, so setup.py cannot write into them (its "
-            f"generators fail); 'chown -R root: {root}' (or extract with 'tar --no-same-owner'), "
-            "or pass '--sandbox off'"
-        )
-
-
 @dataclass(frozen=True, kw_only=True)
 class GeneratorTrial:
     """A project script the child runs alone instead of setup.py (a generator candidate)."""
@@ -92,7 +72,7 @@ def run_setup(
     it can write."""
     kind = fence.choose(context.sandbox, what=str(root / "setup.py"))
     if kind is not None and generator is None:
-        _say_foreign_owner(root)
+        fence.say_foreign_owner(root, what="setup.py")
     with tempfile.TemporaryDirectory(prefix="wheelforge-init-") as tmp:
         out = Path(tmp) / "record.json"
         given = {
