@@ -6,7 +6,7 @@
 # every difference between CMake's compile_commands.json and `build --dry-run`'s commands for its
 # stable-ABI targets (the goal: none); then those two extensions built, `wheelforge check`, and
 # vLLM's kernel tests from the built wheel. What ran on the CPU machine (8.0, the same steps up
-# to the table, and spinloop/fs_io_C built and checked) is in docs/your-extension.md.
+# to the table, and _moe_C_stable_libtorch built, checked and loaded) is bench/vllm_cpu.sh.
 #
 # vLLM's CMake needs CMake >= 3.26, GCC >= 13 for CUDA (else a clang: CXX=clang++), a CUDA torch
 # (find_package(Torch) must find CUDA: 2.14.0 is the one it expects) and its FetchContent
@@ -41,7 +41,7 @@ if ! "$PY" -c 'import torch, sys; sys.exit(torch.__version__.split("+")[0] != "2
 fi
 "$PY" -c 'import torch; print(torch.__version__, torch.version.cuda, torch.cuda.get_device_name(0))'
 cmake --version | head -1
-tar -xzf "$BUNDLE/vllm-0.34.0.tar.gz" -C "$W"
+tar --no-same-owner -xzf "$BUNDLE/vllm-0.34.0.tar.gz" -C "$W" # root: files of its own, which init's sandbox can write
 SRC=$W/vllm-0.34.0
 D=$BUNDLE/deps
 ARGS=("-DVLLM_PYTHON_EXECUTABLE=$PY" "-DVLLM_TARGET_DEVICE=cuda"
@@ -51,6 +51,7 @@ ARGS=("-DVLLM_PYTHON_EXECUTABLE=$PY" "-DVLLM_TARGET_DEVICE=cuda"
     "-DFMHA_SM100_SRC_DIR=$D/fmha_sm100" "-DTML_FA4_SRC_DIR=$D/tml_fa4")
 if [ "$(gcc -dumpversion | cut -d. -f1)" -lt 13 ]; then
     ARGS+=("-DCMAKE_CXX_COMPILER=$(command -v clang++ || command -v clang++-19)")
+    CLANG=1
 fi
 export TORCH_CUDA_ARCH_LIST=9.0a
 echo "== vLLM's own CMake configure (compile_commands.json), the same arguments"
@@ -61,7 +62,7 @@ cmake -S "$W/own" -B "$W/own/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_
 sed "s|$W/own|$SRC|g" "$W/own/build/compile_commands.json" >"$W/compile_commands.json"
 echo "== wheelforge init --from cmake (TORCH_CUDA_ARCH_LIST=9.0a)"
 cd "$SRC"
-sed -i 's/^dynamic = \[ "version", "dependencies", "optional-dependencies"\]/version = "0.34.0"/' pyproject.toml # issue 40 item 1 is another branch's
+sed -i 's/^dynamic = \[.*\]$/version = "0.34.0"/' pyproject.toml # issue 40 item 1 is another branch's
 "$PY" -m wheelforge init --from cmake --python "$PY" $(printf -- '--cmake-arg=%s ' "${ARGS[@]}")
 # the stable-ABI extensions only, under the stable ABI (the others use torch/extension.h)
 "$PY" - <<'PY'
@@ -71,6 +72,8 @@ m["extensions"] = [e for e in m["extensions"] if e["name"].endswith("_stable_lib
 m["abi"], m["torch"] = "stable", ">=2.11"
 yaml.safe_dump(m, open("matrix.yaml", "w"), sort_keys=False)
 PY
+# under clang, vLLM's CMake adds -fclang-abi-compat=17, which nvcc's host g++ refuses
+[ "${CLANG:-0}" = 1 ] && sed -i '/fclang-abi-compat/d' matrix.yaml
 grep -E "^- name|^abi|^torch|^  default" matrix.yaml || true
 echo "== every difference, source by source (tools/compile_commands_diff.py)"
 "$PY" "$REPO/tools/compile_commands_diff.py" "$SRC" "$W/compile_commands.json" --python "$PY" \

@@ -5,6 +5,7 @@ tests/integration/test_init_sandbox.py's."""
 from __future__ import annotations
 
 import json
+import os
 import struct
 import sys
 from pathlib import Path
@@ -401,3 +402,19 @@ def test_a_file_the_fence_hides_is_named_with_where_it_lies(tmp_path: Path) -> N
     said = f"No such file or directory: '{tmp_path}/README.md'"
     assert _hidden_path(said, tmp_path / "hopper") == str(tmp_path / "README.md")
     assert _hidden_path("No such file or directory: 'nowhere.txt'", tmp_path) is None
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="chown needs root")
+def test_a_project_of_another_user_is_named_before_root_runs_it_fenced(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An sdist extracted by root with tar keeps uid 1000: root in the fence, without
+    CAP_DAC_OVERRIDE, cannot write it (vLLM's Marlin generator, NATTEN's autogen failed)."""
+    (tmp_path / "csrc").mkdir()
+    fence.say_foreign_owner(tmp_path, what="setup.py")
+    assert capsys.readouterr().err == ""  # root's own
+    os.chown(tmp_path / "csrc", 1000, 1000)
+    fence.say_foreign_owner(tmp_path, what="setup.py")
+    err = capsys.readouterr().err
+    assert "folders owned by uid 1000, not by root" in err
+    assert "setup.py cannot write into them" in err and "tar --no-same-owner" in err

@@ -448,6 +448,25 @@ def choose(choice: Choice, *, what: str) -> Kind | None:
     )
 
 
+def say_foreign_owner(root: Path, *, what: str) -> None:
+    """Root in the fence holds no capability (``--cap-drop ALL``), so folders of another user
+    are read-only to it: an sdist extracted by root with ``tar`` keeps its packer's uid, and the
+    project's generators then fail to write (NATTEN's autogen, vLLM's Marlin kernels). Said
+    before the run, as one line with the fix."""
+    if os.geteuid() != 0:
+        return
+    owners = {root.stat().st_uid}
+    with os.scandir(root) as entries:
+        owners.update(e.stat(follow_symlinks=False).st_uid for e in entries if e.is_dir())
+    if others := sorted(owners - {0}):
+        log.warning(
+            f"{root}: folders owned by uid {', '.join(map(str, others))}, not by root: in init's "
+            f"sandbox root has no capabilities, so {what} cannot write into them (its generators "
+            f"fail); 'chown -R root: {root}' (or extract with 'tar --no-same-owner'), or pass "
+            "'--sandbox off'"
+        )
+
+
 def failure(output: str) -> str | None:
     """The line in which the fence itself said it could not be set up (bwrap's, fence_init's),
     if *output* holds one."""

@@ -72,6 +72,34 @@ def _build_py_data_files(given: dict[str, Any], scratch: str) -> list[Any]:
         return list(build_py.data_files)
 
 
+def configured_packages(attrs: dict[str, Any], root: str) -> dict[str, Any]:
+    """``packages`` and ``package_dir`` from pyproject.toml's ``[tool.setuptools]`` or
+    setup.cfg's ``[options]`` when setup() names no packages nor modules (NATTEN's
+    ``packages.find where = ["src/"]``): what setuptools' wheel packs, so the matrix packs it
+    too. Empty when setup() names them or the config files do not."""
+    if any(attrs.get(k) for k in ("packages", "py_modules")):
+        return {}
+    dist = importlib.import_module("setuptools.dist").Distribution(
+        {k: attrs[k] for k in ("name", "version") if k in attrs}
+    )
+    dist.script_name = "setup.py"
+    dist.script_args = []
+    cwd = os.getcwd()  # noqa: PTH109
+    try:
+        os.chdir(root)
+        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+            warnings.simplefilter("ignore")
+            dist.parse_config_files()
+    finally:
+        os.chdir(cwd)
+    out: dict[str, Any] = {}
+    if dist.packages:
+        out["packages"] = list(dist.packages)
+        if dist.package_dir:
+            out["package_dir"] = {k: v.rstrip("/") or "." for k, v in dist.package_dir.items()}
+    return out
+
+
 def data_files(attrs: dict[str, Any], extensions: list[Any], root: str) -> list[str]:
     """The package data files (paths relative to *root*, posix) that setuptools' build_py
     would ship for setup(**attrs) with *extensions*; raises what setuptools raises."""

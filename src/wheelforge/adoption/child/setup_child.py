@@ -420,9 +420,10 @@ def _package_files() -> None:
     builtins.open = io.open = _REAL_OPEN
     try:
         exts = [types.SimpleNamespace(**e) for e in RECORD["extensions"]]
-        RECORD["package_files"] = _sibling("capture_packagedata").data_files(
-            RECORD["setup_calls"][-1], exts, _CONTEXT["root"]
-        )
+        packagedata = _sibling("capture_packagedata")
+        call = RECORD["setup_calls"][-1]
+        call.update(_jsonable(packagedata.configured_packages(call, _CONTEXT["root"])))
+        RECORD["package_files"] = packagedata.data_files(call, exts, _CONTEXT["root"])
     except Exception as exc:  # setuptools refused the arguments: the static reading stands
         RECORD["package_files_error"] = f"{type(exc).__name__}: {exc}"[:500]
     finally:

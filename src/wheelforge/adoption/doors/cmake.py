@@ -71,6 +71,8 @@ def _configure(
     root: Path, build: Path, context: CMakeContext, *, project: Path | None = None
 ) -> str:
     kind = fence.choose(context.sandbox, what=f"CMake's configure of {root / 'CMakeLists.txt'}")
+    if kind is not None:
+        fence.say_foreign_owner(project or root, what="CMake's configure")
     query = build / ".cmake" / "api" / "v1" / "query"
     query.mkdir(parents=True)
     writers.write_atomic(query / "codemodel-v2", "")
@@ -648,6 +650,15 @@ def capture_cmake(
                 " no PyInit, its exports kept), in the wheel where CMake puts it"
             )
             extensions.append(reader.extension(target, targets, name, plain=True))
+    # A target whose sources the project's arch checks all left out for these archs (vLLM's
+    # _vllm_fa3_C below 9.0): no extension, since ninja has nothing to build it from.
+    for extension in extensions:
+        if not extension.sources:
+            reader.done.append(
+                f"{extension.name}: CMake compiles no source of it for these archs; left out "
+                "(init again with the archs that build it, --archs or TORCH_CUDA_ARCH_LIST)"
+            )
+    extensions = [e for e in extensions if e.sources]
     refusals = [
         Refusal(what="network", detail=line[:160], where="CMake", attempted=True)
         for line in download_lines(output, given)

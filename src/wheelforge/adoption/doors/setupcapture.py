@@ -71,6 +71,8 @@ def run_setup(
     child runs fenced (--sandbox): *root*, its scratch folder and *writable* the only places
     it can write."""
     kind = fence.choose(context.sandbox, what=str(root / "setup.py"))
+    if kind is not None and generator is None:
+        fence.say_foreign_owner(root, what="setup.py")
     with tempfile.TemporaryDirectory(prefix="wheelforge-init-") as tmp:
         out = Path(tmp) / "record.json"
         given = {

@@ -1,0 +1,2 @@
+#include "tiny.h"
+extern "C" int tiny_scale() { return TINY_SCALE; }

@@ -1,0 +1,3 @@
+import torch  # noqa: F401
+
+from . import libtinyna  # noqa: F401
