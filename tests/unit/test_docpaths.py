@@ -1,8 +1,8 @@
 """Every module a docstring, a comment or docs/architecture.md names exists: a path of this
 repository (``src/wheelforge/foundation/proc.py``, ``toolchain/provision.py``,
-``tests/unit/fakes.py``, ``running/builds/``), a dotted name (``wheelforge.binaries.registry``),
+``tests/unit/fakes.py``, ``build/``), a dotted name (``wheelforge.binaries.registry``),
 a module's file name alone (``setuppy.py``: some module of that name), and a
-module's attribute written after a path or a dotted name (``toolchain/toolkit.release_builds``,
+module's attribute written after a path or a dotted name (``toolchain/toolkits.release_builds``,
 ``wheelforge.adoption.record.captured.CapturedBuild``). Both directions of
 architecture.md's module tree hold: every file it lists exists, and every module of the package
 is listed.
@@ -10,8 +10,8 @@ is listed.
 A path counts as this repository's when its first folder is one of its own (``src``, ``tests``,
 ``tools``, a package of src/wheelforge, ...); ``torch/version.py`` or cibuildwheel's
 ``test/utils.py`` are other projects' and are left alone. A relative path resolves when some file
-of the repository ends with it (``matrix/reader.py`` is
-``src/wheelforge/configuration/matrix/reader.py``)."""
+of the repository ends with it (``configuration/matrix/load.py`` is
+``src/wheelforge/configuration/matrix/load.py``)."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ TOP_FOLDERS = frozenset(
 OTHER_PROJECTS_FILES = frozenset(
     {"setup.py", "gen.py", "generate_kernels.py", "flash_attn_config.py"}
 )
-# The top folders a build writes (never the package running/builds/).
+# The top folders a build writes (never the package build/).
 TOP_OUTPUTS = frozenset({"build", "dist"})
 # Text that names a path on purpose without it existing: a test planting a missing module.
 PLANTED = frozenset({"wheelforge.x"})
@@ -115,7 +115,7 @@ def resolve_path(path: str, attrs: str = "") -> str | None:
     or None when it does. A path of another project resolves by definition, and so does one
     that is only an example: a file other than a module is checked under src/wheelforge/ only
     (``src/k.cu:12: error`` is a compiler's line), and a path under the top build/ or dist/
-    (``build/wheelforge/``) is a build's output unless it names a module (running/builds/'s)."""
+    (``build/wheelforge/``) is a build's output unless it names a module (build/'s)."""
     first = path.split("/", maxsplit=1)[0]
     if first not in _own_folders() or "/" not in path.rstrip("/"):
         return None
@@ -288,9 +288,9 @@ def test_the_module_tree_lists_every_module_and_nothing_else() -> None:
     [
         ("see toolchain/provision.py", []),
         ("see `toolchain/provisioning.py`", ["toolchain/provisioning.py: no such module"]),
-        ("running/builds/ and running/build/", ["running/build/: no such folder"]),
-        ("toolchain/toolkit.release_builds", []),
-        ("toolchain/toolkit.no_such_thing", ["toolchain/toolkit.no_such_thing: *"]),
+        ("build/ and running/build/", ["running/build/: no such folder"]),
+        ("toolchain/toolkits.release_builds", []),
+        ("toolchain/toolkits.no_such_thing", ["toolchain/toolkits.no_such_thing: *"]),
         ("src/wheelforge/data/cuda-releases.toml", []),
         ("wheelforge.binaries.registry and wheelforge.binaries.rules.floor", []),
         ("wheelforge.toolchain.nowhere", ["wheelforge.toolchain.nowhere: *"]),

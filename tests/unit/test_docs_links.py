@@ -24,7 +24,7 @@ import click
 import pytest
 
 from tests import REPO
-from wheelforge.interface.cli import cli
+from wheelforge.cli.app import cli
 
 LEFT_TO_TEST_DOCPATHS = frozenset({"architecture.md", "architecture-tree.md"})
 PAGES = sorted(

@@ -11,16 +11,16 @@ import pytest
 from rich.console import Console
 
 from tests.unit import fakes
+from wheelforge.binaries import checkwheels as running_check
 from wheelforge.binaries.abicheck import BinaryCheck
+from wheelforge.cli.app import main
+from wheelforge.cli.check_screen import check_table
+from wheelforge.cli.matrix_screen import variants_table
 from wheelforge.configuration.archs import ArchSet, parse_arch_list
-from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.foundation import errors
-from wheelforge.interface.cli import main
-from wheelforge.interface.render.check import check_table
-from wheelforge.interface.render.matrix import variants_table
 from wheelforge.planning import variants
 from wheelforge.planning.plan import wheel_version
-from wheelforge.running import check as running_check
 
 Project = Callable[..., Path]
 WHEEL = "wheelforge_kernels-0.1.0-cp310-abi3-manylinux_2_34_x86_64.whl"
@@ -38,7 +38,7 @@ def test_exit_code_is_a_class_attribute(cls: type[errors.WheelforgeError], code:
 def test_no_toolkit_is_an_environment_problem_exit_5(
     capsys: pytest.CaptureFixture[str], project: Project, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("wheelforge.toolchain.toolkit.discover", lambda cache, pythons=(): [])
+    monkeypatch.setattr("wheelforge.toolchain.toolkits.discover", lambda cache, pythons=(): [])
     assert main(["build", "--matrix", str(project()), "--offline"]) == 5
     err = capsys.readouterr().err
     assert "which is not installed (found: none)" in err and "wheelforge toolkit install" in err
@@ -50,7 +50,7 @@ def test_interrupted_exit_130(
     def interrupted(settings: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("wheelforge.running.builds.command.run_build", interrupted)
+    monkeypatch.setattr("wheelforge.build.orchestration.run_build", interrupted)
     assert main(["build", "--matrix", str(project())]) == 130
     assert "error: interrupted" in capsys.readouterr().err
 
@@ -97,7 +97,7 @@ def test_inspect_tables_fit_80_columns(tmp_path: Path) -> None:
     import zipfile
 
     from wheelforge.binaries.inspection import inspect_paths
-    from wheelforge.interface.render.inspect import print_inspect
+    from wheelforge.cli.inspect_screen import print_inspect
 
     wheel = tmp_path / WHEEL
     with zipfile.ZipFile(wheel, "w") as zf:

@@ -167,7 +167,7 @@ def test_the_backend_is_interface_and_no_module_imports_it() -> None:
 
 def test_the_checker_sees_a_planted_upward_import(tmp_path: Path) -> None:
     planted = tmp_path / "planted.py"
-    planted.write_text("from wheelforge.interface import cli\nfrom ..running import builds\n")
+    planted.write_text("from wheelforge.cli import cli\nfrom ..running import builds\n")
     found = _imports(planted, package="wheelforge.toolchain")
-    assert {"wheelforge.interface.cli", "wheelforge.running.builds"} <= found
-    assert LAYERS.index(_layer("wheelforge.running.builds")) > LAYERS.index("toolchain")  # type: ignore[arg-type]
+    assert {"wheelforge.cli.app", "wheelforge.build"} <= found
+    assert LAYERS.index(_layer("wheelforge.build")) > LAYERS.index("toolchain")  # type: ignore[arg-type]

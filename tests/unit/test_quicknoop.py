@@ -1,4 +1,4 @@
-"""foundation/quicknoop.py on runs made up by the test: what is recorded, what a record holds
+"""cli/quicknoop.py on runs made up by the test: what is recorded, what a record holds
 for, and that anything it cannot vouch for is the full path's (tests/integration/
 test_quick_noop.py has the real builds)."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from wheelforge.foundation import filetrace, quicknoop
+from wheelforge.cli import filetrace, quicknoop
 
 ARGV = ["build", "--archs", "8.0"]
 

@@ -1,6 +1,6 @@
 """Renderers read results, they decide nothing (issue 34): inspect's table and its --json read
 a binary's loads-on from the result (BinaryContents.loads_on), check's table and --json read the
-verdicts and counts from running/check.CheckResult, the build's summary and report read
+verdicts and counts from binaries/checkwheels.CheckResult, the build's summary and report read
 VariantResult and BuildReport. So a renderer imports, from the layers that decide (binaries,
 planning, toolchain, running, packaging), only their data: classes, type aliases and constants,
 never a function or a module (binaries.loadson.loads_on, the rule modules, floors, provision)."""

@@ -21,15 +21,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from wheelforge.cli.quicknoop import default_cache
 from wheelforge.configuration import abi
 from wheelforge.configuration.archs import ArchSet, arch_list_id, parse_arch_list
 from wheelforge.configuration.bytesizes import parse_size
 from wheelforge.configuration.matrix.keys import COMPILE_CACHES, PYTHON_ABI_RE
+from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.configuration.matrix.model import Matrix, TestsConfig, WheelVariantsConfig
-from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation import fsutil, numbers
 from wheelforge.foundation.errors import ConfigError
-from wheelforge.foundation.quicknoop import default_cache
 from wheelforge.foundation.resources import MemoryLimit
 
 

@@ -29,7 +29,7 @@ CiMode = Literal["github"]
 
 class Held:
     """What one variant built beside others printed, kept to be printed whole when it is done
-    (running/builds/together.py): its lines stay together, in the order it printed them."""
+    (build/together.py): its lines stay together, in the order it printed them."""
 
     def __init__(self) -> None:
         self.kept: list[tuple[tuple[Any, ...], dict[str, Any]]] = []

@@ -183,9 +183,9 @@ class CompilePlan:
     # every folder the compiles read from, and its path-free name (reproducible.prefix_maps)
     input_folders: tuple[tuple[Path, str], ...]
     jobs: int | None  # ninja -j; None: ninja's default
-    nvcc_threads: int  # nvcc --threads, given through NVCC_APPEND_FLAGS (running/builds/ninja.py)
+    nvcc_threads: int  # nvcc --threads, given through NVCC_APPEND_FLAGS (build/ninja.py)
     # nvcc --split-compile's partitions, in the nvcc flags (planner.split_partitions); 0: none.
-    # Its threads come from a jobserver ninja runs under (running/builds/ninja.py)
+    # Its threads come from a jobserver ninja runs under (build/ninja.py)
     split_compile: int = 0
     # how -j, the threads and the heavy pool were chosen (planning/parallelism.py), with the
     # memory they keep to and the compiles' expected time

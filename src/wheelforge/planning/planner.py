@@ -47,7 +47,8 @@ from wheelforge.planning.plan import (
     wheel_version,
 )
 from wheelforge.planning.variants import Variant
-from wheelforge.toolchain import compilecache, headerlibs, toolkit, torchprobe
+from wheelforge.toolchain import compilecache, headerlibs, torchprobe
+from wheelforge.toolchain import toolkits as toolkit
 from wheelforge.toolchain.compilecache import CompileCache
 from wheelforge.toolchain.headerlibs import HeaderLibrary
 from wheelforge.toolchain.torchprobe import TorchEnv
@@ -514,7 +515,7 @@ def _device_share(
 
 # nvcc --split-compile's partitions where the toolkit has the option and a jobserver to run
 # them on: each nvcc compile's optimizer and ptxas work is cut into this many pieces, and each
-# piece takes a jobserver token (running/builds/ninja.py), so a compile runs on as many threads
+# piece takes a jobserver token (build/ninja.py), so a compile runs on as many threads
 # as the build leaves idle: the last, longest compiles use the cores the others left. The
 # number changes the bytes nvcc writes, never the threads it runs on, so it is one constant,
 # not the machine's cores: the same inputs give the same wheel anywhere.

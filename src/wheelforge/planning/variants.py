@@ -21,7 +21,7 @@ from wheelforge.foundation import fsutil, numbers
 from wheelforge.foundation.errors import ConfigError, EnvironmentProblem
 from wheelforge.toolchain.choice import ToolkitChoice
 from wheelforge.toolchain.provision import RECIPES, recipe_for, unprovisionable
-from wheelforge.toolchain.toolkit import Toolkit
+from wheelforge.toolchain.toolkits import Toolkit
 
 
 @dataclass(frozen=True, kw_only=True)

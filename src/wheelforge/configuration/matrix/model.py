@@ -2,7 +2,7 @@
 the extensions and their sources, header libraries, generate steps, tests, wheel-variants), and
 the one description of its keys. Each
 field's metadata (matrix/keys.key) names its YAML key, its shape in YAML when that differs from
-the Python type, its default and a one-line doc; matrix/reader.py reads the file by these fields,
+the Python type, its default and a one-line doc; configuration/matrix/load.py reads the file by these fields,
 matrix/schema.py turns them into data/matrix.schema.json and the key tables of docs/matrix.md.
 Derived fields (``internal``) are not keys."""
 
