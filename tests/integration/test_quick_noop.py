@@ -19,7 +19,7 @@ import pytest
 
 from tests.integration.helpers import REPO, copy_kernels, needs_nvcc, only_wheel
 from wheelforge.cli import quicknoop
-from wheelforge.cli.quicknoop import default_cache
+from wheelforge.foundation.cachehome import default_cache
 
 pytestmark = needs_nvcc
 
@@ -38,7 +38,9 @@ HEAVY = (
     "wheelforge.planning",
     "wheelforge.binaries",
     "wheelforge.packaging",
-    "wheelforge.running",
+    "wheelforge.adoption",
+    "wheelforge.build",
+    "wheelforge.documents",
 )
 
 

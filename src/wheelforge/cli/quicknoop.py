@@ -2,8 +2,9 @@
 is answered from a record of that run, before click, rich, PyYAML or any layer above this one
 is imported (issue 33: a no-op was 80% imports).
 
-The one owner of that decision. Standard library only, and nothing else of wheelforge's: the
-console script and ``python -m wheelforge`` ask :func:`replay` first (cli/entry.py).
+The one owner of that decision. Standard library only, and of wheelforge's only its tracer
+(cli/filetrace.py) and foundation/cachehome.py: the console script and ``python -m wheelforge``
+ask :func:`replay` first (cli/entry.py).
 
 What a record vouches for. A full run of ``build`` is *recorded* (:func:`recording`) when it
 exited 0, started no process (no ninja, no probe, no import check) and wrote no file (only the
@@ -53,6 +54,7 @@ from typing import Any
 from wheelforge import __version__
 from wheelforge.cli import filetrace
 from wheelforge.cli.filetrace import DIR, Trace, listing, relaxed, stat_of
+from wheelforge.foundation.cachehome import default_cache
 
 _FORMAT = 1
 # The records' folder in the user cache: among the probe results (toolchain/probecache.PROBES),
@@ -69,12 +71,6 @@ _NOT_REPLAYED_SHORT = frozenset("vh")  # -v, -vv, -h, and in a cluster (-qv)
 _SHELL_ONLY = frozenset({"_", "OLDPWD"})
 
 _PROCESS_OWN = ("/proc/self/", f"/proc/{os.getpid()}/", "/dev/fd/", "/proc/thread-self/")
-
-
-def default_cache() -> Path:
-    """The user cache: $XDG_CACHE_HOME/wheelforge, else ~/.cache/wheelforge."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "wheelforge"
 
 
 def replayable(argv: Sequence[str]) -> bool:

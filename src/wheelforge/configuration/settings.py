@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wheelforge.cli.quicknoop import default_cache
+from wheelforge.foundation.cachehome import default_cache
 from wheelforge.configuration import abi
 from wheelforge.configuration.archs import ArchSet, arch_list_id, parse_arch_list
 from wheelforge.configuration.bytesizes import parse_size

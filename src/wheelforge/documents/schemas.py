@@ -34,7 +34,7 @@ KINDS: tuple[DocumentKind, ...] = (
 
 
 def main() -> int:
-    data = Path(__file__).parents[2] / "data"
+    data = Path(__file__).parents[1] / "data"
     for kind in KINDS:
         target = data / kind.schema_file
         writers.write_atomic(target, kind.schema_text())
