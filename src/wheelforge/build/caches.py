@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from wheelforge.cli import quicknoop
 from wheelforge.foundation import fsutil, locks, log, removal, writers
+from wheelforge.foundation.cachehome import RECORD_RE, RECORDS
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.packaging.repair import REPAIRS
 from wheelforge.planning import jobcosts
@@ -246,8 +246,8 @@ def _not_kept_repair(path: Path) -> str | None:
 def _not_probe(path: Path) -> str | None:
     """Why *path* is not a probe result wheelforge wrote (``<kind>/<24 hex>.json``, or a quick
     no-op's record, ``quick-noop/<32 hex>.json``), None when it is one."""
-    if path.parent.name == quicknoop.RECORDS.name:
-        if quicknoop.RECORD_RE.fullmatch(path.name) and _regular(path):
+    if path.parent.name == RECORDS.name:
+        if RECORD_RE.fullmatch(path.name) and _regular(path):
             return None
         return "not a quick no-op's record: those are files named <32 hex digits>.json"
     if _PROBE_RE.fullmatch(path.name) and _regular(path):

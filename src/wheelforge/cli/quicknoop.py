@@ -44,7 +44,6 @@ import fcntl
 import hashlib
 import json
 import os
-import re
 import stat
 import sys
 from collections.abc import Iterator, Sequence
@@ -54,13 +53,9 @@ from typing import Any
 from wheelforge import __version__
 from wheelforge.cli import filetrace
 from wheelforge.cli.filetrace import DIR, Trace, listing, relaxed, stat_of
-from wheelforge.foundation.cachehome import default_cache
+from wheelforge.foundation.cachehome import RECORDS, default_cache
 
 _FORMAT = 1
-# The records' folder in the user cache: among the probe results (toolchain/probecache.PROBES),
-# so `wheelforge cache list` counts them and `cache prune` removes the least recently used.
-RECORDS = Path("probes", "quick-noop")
-RECORD_RE = re.compile(r"[0-9a-f]{32}\.json")  # <_key>.json: what `cache list` knows them by
 _KEPT = 64  # records kept, the newest (one per project, command, environment and terminal)
 _CAP = 64 << 20  # a record larger than this is not read
 _SHA_CAP = 4 << 20  # read files larger than this are vouched for by their stat alone

@@ -21,7 +21,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wheelforge.foundation.cachehome import default_cache
 from wheelforge.configuration import abi
 from wheelforge.configuration.archs import ArchSet, arch_list_id, parse_arch_list
 from wheelforge.configuration.bytesizes import parse_size
@@ -29,6 +28,7 @@ from wheelforge.configuration.matrix.keys import COMPILE_CACHES, PYTHON_ABI_RE
 from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.configuration.matrix.model import Matrix, TestsConfig, WheelVariantsConfig
 from wheelforge.foundation import fsutil, numbers
+from wheelforge.foundation.cachehome import default_cache
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.foundation.resources import MemoryLimit
 
