@@ -288,7 +288,7 @@ def test_the_module_tree_lists_every_module_and_nothing_else() -> None:
     [
         ("see toolchain/provision.py", []),
         ("see `toolchain/provisioning.py`", ["toolchain/provisioning.py: no such module"]),
-        ("build/ and running/build/", ["running/build/: no such folder"]),
+        ("build/ and planning/builds/", ["planning/builds/: no such folder"]),
         ("toolchain/toolkits.release_builds", []),
         ("toolchain/toolkits.no_such_thing", ["toolchain/toolkits.no_such_thing: *"]),
         ("src/wheelforge/data/cuda-releases.toml", []),
