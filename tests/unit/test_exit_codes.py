@@ -29,7 +29,7 @@ WHEEL = "wheelforge_kernels-0.1.0-cp310-abi3-manylinux_2_34_x86_64.whl"
 @pytest.mark.parametrize(
     ("cls", "code"),
     [(errors.ConfigError, 2), (errors.ToolError, 3), (errors.BuildError, 3), (errors.VerificationError, 4),
-     (errors.SizeBudgetError, 4), (errors.BinaryFormatError, 4), (errors.EnvironmentProblem, 5)],
+     (errors.SizeBudgetError, 4), (errors.BinaryFormatError, 4), (errors.EnvironmentProblem, 5), (errors.RuleBug, 70)],
 )  # fmt: skip
 def test_exit_code_is_a_class_attribute(cls: type[errors.WheelforgeError], code: int) -> None:
     assert cls.exit_code == code

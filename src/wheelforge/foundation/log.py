@@ -278,7 +278,11 @@ def error(message: str, details: str | None = None, problems: Sequence[str] = ()
 
 
 def failed(exc: WheelforgeError) -> None:
-    """*exc* on the screen (error()) and, in GitHub Actions, as annotations."""
+    """*exc* on the screen (error()) and, in GitHub Actions, as annotations; with -v, the
+    traceback of an error that is a bug of wheelforge's (errors.RuleBug), first."""
+    if exc.traceback and _verbosity >= 1:
+        for line in exc.traceback.splitlines():
+            console.print(f"  {_shown(line)}", style="dim")
     error(exc.message, exc.details, exc.problems)
     annotate_error(exc)
 
