@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Byte-identity of two commits' outputs (issue 42 item 1: a move must change no output).
+# Builds the bundled kernels (matrix.yaml, --archs "8.0", -j2, no compile cache) with each
+# commit's code on one copy of the project at one path, then runs check, inspect, matrix and a
+# no-op rebuild, and diffs: the wheels by sha256, the JSON documents less their measured times,
+# the screens less their durations.
+#
+#   tools/same_bytes.sh [BASE [HEAD]]    # default: main and HEAD; PYTHON picks the interpreter
+#
+# Prints "same bytes: ..." and exits 0 when everything matches, else the diff and exits 1.
+set -euo pipefail
+repo=$(git rev-parse --show-toplevel)
+base=${1:-main}
+head=${2:-HEAD}
+py=${PYTHON:-python}
+work=${WORK:-${TMPDIR:-/tmp}/wheelforge-same-bytes}
+rm -rf "$work"
+mkdir -p "$work/project" "$work/cache"
+# One project, one path, for both sides: only the code differs.
+git -C "$repo" archive "$base" kernels matrix.yaml | tar -x -C "$work/project"
+
+# JSON less what a clock measured; screens less durations ("12.3s", "1m02s", "450 ms").
+normalize_json='
+import json, sys
+TIMED = ("seconds", "time", "elapsed", "duration", "started", "finished", "date")
+def strip(value):
+    if isinstance(value, dict):
+        return {k: strip(v) for k, v in value.items() if not any(t in k.lower() for t in TIMED)}
+    if isinstance(value, list):
+        return [strip(v) for v in value]
+    return value
+print(json.dumps(strip(json.load(sys.stdin)), indent=1, sort_keys=True))
+'
+mask_times() { sed -E 's/[0-9]+m[0-9]+s|[0-9]+(\.[0-9]+)? ?(ms|s|min)\b/<t>/g'; }
+
+for side in base head; do
+    rev=$base
+    [ "$side" = head ] && rev=$head
+    code="$work/code-$side"
+    out="$work/out-$side"
+    mkdir -p "$code" "$out"
+    git -C "$repo" archive "$rev" src | tar -x -C "$code"
+    rm -rf "$work/project/build" "$work/project/dist"
+    wf() { (cd "$work/project" && PYTHONPATH="$code/src" COLUMNS=120 NO_COLOR=1 \
+        "$py" -m wheelforge "$@"); }
+    common=(--cache-dir "$work/cache")
+    wf build --archs "8.0" -j2 --compile-cache none "${common[@]}" \
+        --report "$out/report.json" >"$out/build.screen" 2>&1
+    (cd "$work/project/dist" && sha256sum -- *.whl) >"$out/wheels.sha256"
+    wf build --archs "8.0" -j2 --compile-cache none "${common[@]}" >"$out/noop.screen" 2>&1
+    wf check dist/*.whl >"$out/check.screen" 2>&1
+    wf check --json dist/*.whl >"$out/check.json" 2>/dev/null
+    wf inspect dist/*.whl >"$out/inspect.screen" 2>&1
+    wf inspect --json dist/*.whl >"$out/inspect.json" 2>/dev/null
+    wf matrix --archs "8.0" >"$out/matrix.screen" 2>&1
+    wf matrix --archs "8.0" --json >"$out/matrix.json" 2>/dev/null
+    wf --version >"$out/version.screen" 2>&1
+    for f in "$out"/*.json; do "$py" -c "$normalize_json" <"$f" >"$f.norm"; done
+    for f in "$out"/*.screen; do mask_times <"$f" >"$f.norm"; done
+done
+
+status=0
+for f in "$work"/out-base/*.norm "$work"/out-base/wheels.sha256; do
+    name=$(basename "$f")
+    if ! diff -u "$f" "$work/out-head/$name" >"$work/$name.diff"; then
+        echo "differs: $name"
+        cat "$work/$name.diff"
+        status=1
+    fi
+done
+count=$(ls "$work"/out-base | wc -l)
+if [ "$status" = 0 ]; then
+    echo "same bytes: $(wc -l <"$work/out-base/wheels.sha256") wheel(s) by sha256," \
+        "$count outputs of build, no-op build, check, inspect, matrix, --version ($base vs $head)"
+    cat "$work/out-base/wheels.sha256"
+fi
+exit "$status"
