@@ -44,17 +44,22 @@ for side in base head; do
     wf() { (cd "$work/project" && PYTHONPATH="$code/src" COLUMNS=120 NO_COLOR=1 \
         "$py" -m wheelforge "$@"); }
     common=(--cache-dir "$work/cache")
-    wf build --archs "8.0" -j2 --compile-cache none "${common[@]}" \
-        --report "$out/report.json" >"$out/build.screen" 2>&1
+    # Each output with its command's exit code as its last line.
+    run() { local file=$1; shift; set +e; wf "$@" >"$out/$file" 2>&1; echo "exit $?" >>"$out/$file"; set -e; }
+    runjson() { local file=$1; shift; set +e; wf "$@" >"$out/$file" 2>/dev/null; set -e; }
+    run build.screen build --archs "8.0" -j2 --compile-cache none "${common[@]}" \
+        --report "$out/report.json"
     (cd "$work/project/dist" && sha256sum -- *.whl) >"$out/wheels.sha256"
-    wf build --archs "8.0" -j2 --compile-cache none "${common[@]}" >"$out/noop.screen" 2>&1
-    wf check dist/*.whl >"$out/check.screen" 2>&1
-    wf check --json dist/*.whl >"$out/check.json" 2>/dev/null
-    wf inspect dist/*.whl >"$out/inspect.screen" 2>&1
-    wf inspect --json dist/*.whl >"$out/inspect.json" 2>/dev/null
-    wf matrix --archs "8.0" >"$out/matrix.screen" 2>&1
-    wf matrix --archs "8.0" --json >"$out/matrix.json" 2>/dev/null
-    wf --version >"$out/version.screen" 2>&1
+    run noop.screen build --archs "8.0" -j2 --compile-cache none "${common[@]}"
+    wheels=("$work/project/dist/"*.whl)
+    run check.screen check "${wheels[@]}"
+    runjson check.json check --json "${wheels[@]}"
+    run inspect.screen inspect "${wheels[@]}"
+    runjson inspect.json inspect --json "${wheels[@]}"
+    run matrix.screen matrix --archs "8.0"
+    runjson matrix.json matrix --archs "8.0" --json
+    run version.screen --version
+    run help.screen build --help
     for f in "$out"/*.json; do "$py" -c "$normalize_json" <"$f" >"$f.norm"; done
     for f in "$out"/*.screen; do mask_times <"$f" >"$f.norm"; done
 done
@@ -71,7 +76,7 @@ done
 count=$(ls "$work"/out-base | wc -l)
 if [ "$status" = 0 ]; then
     echo "same bytes: $(wc -l <"$work/out-base/wheels.sha256") wheel(s) by sha256," \
-        "$count outputs of build, no-op build, check, inspect, matrix, --version ($base vs $head)"
+        "$count outputs of build, no-op build, check, inspect, matrix, --version, build --help ($base vs $head)"
     cat "$work/out-base/wheels.sha256"
 fi
 exit "$status"

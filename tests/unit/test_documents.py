@@ -5,6 +5,7 @@ their schemas and keep the keys users read (docs/usage.md)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -185,7 +186,7 @@ def test_variants_document_and_the_github_matrix(project: Project) -> None:
         ArchSet("default", parse_arch_list("8.0 9.0+PTX", source="t")),
         ArchSet("big", parse_arch_list("10.0", source="t")),
     )
-    listed = variants.expand(matrix.with_arch_sets(arch_sets), [fakes.toolkit()])
+    listed = variants.expand(dataclasses.replace(matrix, arch_sets=arch_sets), [fakes.toolkit()])
     data = _valid(KINDS["variants"], variants_document(listed))
     assert data["variants"][0] == {
         "id": "default-cu130",

@@ -144,7 +144,7 @@ def one_variant_matrix(matrix: Matrix, archs: str | None, source: str) -> Matrix
     if archs is not None:
         specs = parse_arch_list(archs, source=source)
         arch_sets = (ArchSet(arch_list_id(specs), specs),)
-    return matrix.with_arch_sets(arch_sets).with_wheel_variants(None)
+    return dataclasses.replace(matrix, arch_sets=arch_sets, wheel_variants=None)
 
 
 def backend_settings(

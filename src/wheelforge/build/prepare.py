@@ -5,6 +5,7 @@ compile, shared locks on the cached toolkits and environments they use."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -46,7 +47,7 @@ def resolve_variants(settings: BuildSettings, *, probe: bool = False) -> list[Va
             cache=settings.cache_dir,
             offline=settings.offline,
         )
-        return variants.with_choice(v, choice)
+        return dataclasses.replace(v, choice=choice)
 
     if probe:
         if settings.offline:  # its refusals come first: nothing is written for a refused build

@@ -1,8 +1,6 @@
-"""What ``wheelforge build`` writes besides wheels: the terminal summary, the JSON report
-(--report), and in GitHub Actions the step summary and annotations. The CLI only calls these.
-
-Its click command, build_command, parses every option into one BuildOptions; the build itself
-is build/orchestration.py's."""
+"""``wheelforge build``: its options parsed into one BuildOptions, the build run
+(build/orchestration.run_build), then what it writes besides wheels: the terminal summary, the
+JSON report (--report), in GitHub Actions the step summary and annotations."""
 
 from __future__ import annotations
 
@@ -61,63 +59,6 @@ class BuildOptions:
             **options,
         )
         return cls(flags=flags, **outputs)
-
-
-def build(options: BuildOptions) -> None:
-    """``wheelforge build``: the output modes (--ci, --quiet), then the plan alone (--dry-run)
-    or the build: resolve, build, then write every output; the first failure is raised at the
-    end (the CLI prints it and exits with its code), after the report says what failed and why."""
-    from wheelforge.build import preflight
-    from wheelforge.build.orchestration import run_build
-    from wheelforge.cli.build_screen import print_build, print_dry_run
-    from wheelforge.cli.console import output_console
-    from wheelforge.configuration.settings import resolve
-
-    if options.ci_mode is not None:
-        log.set_ci("github" if options.ci_mode == "github" else None)
-    log.set_quiet(options.quiet)
-    flags, report_path = options.flags, options.report_path
-    if options.dry_run:
-        from wheelforge.build.dryrun import dry_run as plan_dry_run
-
-        print_dry_run(plan_dry_run(resolve(flags)), output_console())
-        return
-    start = time.perf_counter()
-    with contextlib.ExitStack() as held:
-        report = None
-        if report_path is not None and str(report_path) != "-":
-            # Refused now, not after the build: a device, a FIFO nobody reads, a file of the
-            # kernel. Nor the matrix the build reads, nor its pyproject.toml, however spelled or
-            # linked.
-            reads = (flags.matrix, flags.matrix.parent / "pyproject.toml")
-            report = writers.open_output(report_path, what=f"--report {report_path}", reads=reads)
-            held.callback(report.close)
-        settings: BuildSettings | None = None
-        try:
-            settings = resolve(flags)
-            if report is not None and report_path is not None:  # nor any file the build reads
-                preflight.refuse_read(settings.matrix, settings.build_root, report_path, "--report")
-            result = run_build(settings)
-        except writers.ReadByTheBuild:
-            raise  # the one report never written: it would replace a file the build reads
-        except WheelforgeError as exc:
-            if _report_wanted(report_path):
-                _write(
-                    _report(settings, None, exc, time.perf_counter() - start), report_path, report
-                )
-            raise
-        seconds = time.perf_counter() - start
-        if log.quiet():
-            if report_path is None or str(report_path) != "-":
-                for v in result.variants:
-                    click.echo(str(v.wheel))
-        else:
-            print_build(
-                result, output_console(stderr=report_path is not None and str(report_path) == "-")
-            )
-        if _report_wanted(report_path):
-            _write(_report(settings, result, None, seconds), report_path, report)
-        _raise_failures(result)
 
 
 def _report_wanted(report_path: Path | None) -> bool:
@@ -298,4 +239,59 @@ no_import_check_option = click.option(
 @tool_verbose_option
 def build_command(**given: Any) -> None:
     """Build the matrix's wheels and check their fatbins."""
-    build(BuildOptions.from_command_line(given))
+    # ``wheelforge build``: the output modes (--ci, --quiet), then the plan alone (--dry-run) or the
+    # build: resolve, build, then write every output; the first failure is raised at the end (the
+    # CLI prints it and exits with its code), after the report says what failed and why.
+    from wheelforge.build import preflight
+    from wheelforge.build.orchestration import run_build
+    from wheelforge.cli.build_screen import print_build, print_dry_run
+    from wheelforge.cli.console import output_console
+    from wheelforge.configuration.settings import resolve
+
+    options = BuildOptions.from_command_line(given)
+
+    if options.ci_mode is not None:
+        log.set_ci("github" if options.ci_mode == "github" else None)
+    log.set_quiet(options.quiet)
+    flags, report_path = options.flags, options.report_path
+    if options.dry_run:
+        from wheelforge.build.dryrun import dry_run as plan_dry_run
+
+        print_dry_run(plan_dry_run(resolve(flags)), output_console())
+        return
+    start = time.perf_counter()
+    with contextlib.ExitStack() as held:
+        report = None
+        if report_path is not None and str(report_path) != "-":
+            # Refused now, not after the build: a device, a FIFO nobody reads, a file of the
+            # kernel. Nor the matrix the build reads, nor its pyproject.toml, however spelled or
+            # linked.
+            reads = (flags.matrix, flags.matrix.parent / "pyproject.toml")
+            report = writers.open_output(report_path, what=f"--report {report_path}", reads=reads)
+            held.callback(report.close)
+        settings: BuildSettings | None = None
+        try:
+            settings = resolve(flags)
+            if report is not None and report_path is not None:  # nor any file the build reads
+                preflight.refuse_read(settings.matrix, settings.build_root, report_path, "--report")
+            result = run_build(settings)
+        except writers.ReadByTheBuild:
+            raise  # the one report never written: it would replace a file the build reads
+        except WheelforgeError as exc:
+            if _report_wanted(report_path):
+                _write(
+                    _report(settings, None, exc, time.perf_counter() - start), report_path, report
+                )
+            raise
+        seconds = time.perf_counter() - start
+        if log.quiet():
+            if report_path is None or str(report_path) != "-":
+                for v in result.variants:
+                    click.echo(str(v.wheel))
+        else:
+            print_build(
+                result, output_console(stderr=report_path is not None and str(report_path) == "-")
+            )
+        if _report_wanted(report_path):
+            _write(_report(settings, result, None, seconds), report_path, report)
+        _raise_failures(result)

@@ -13,6 +13,7 @@ setuptools: the words before the compiler launch it) and CMake's ``CMAKE_CXX_COM
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shlex
 import shutil
@@ -290,7 +291,7 @@ def resolve(flags: Flags, env: Mapping[str, str] | None = None) -> BuildSettings
         override, arch_source = env["TORCH_CUDA_ARCH_LIST"], "TORCH_CUDA_ARCH_LIST"
     if override is not None:
         specs = parse_arch_list(override, source=arch_source)
-        matrix = matrix.with_arch_sets((ArchSet(arch_list_id(specs), specs),))
+        matrix = dataclasses.replace(matrix, arch_sets=(ArchSet(arch_list_id(specs), specs),))
     elif not matrix.arch_sets:
         raise ConfigError(
             f"{flags.matrix} names no archs: add arch-sets (e.g. 'arch-sets: \"8.0 9.0+PTX\"'), "

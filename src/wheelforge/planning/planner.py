@@ -7,6 +7,7 @@ build calls it again with torch's confirmed answer, the twin with its own inputs
 from __future__ import annotations
 
 import dataclasses
+import functools
 import shlex
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -364,12 +365,9 @@ def make_plan(
     that torch and *nvcc_host* the host compiler its toolkit accepts (plan_variant probes both).
     Its C++ and C compiles lie in a build folder the variants with the same ones share
     (planning/hostshare.py)."""
-
-    def planned_in(build_dir: Path) -> VariantPlan:
-        return _plan_in(
-            inputs, variant, torch, build_dir, weak_header=weak_header, nvcc_host=nvcc_host
-        )
-
+    planned_in = functools.partial(
+        _plan_in, inputs, variant, torch, weak_header=weak_header, nvcc_host=nvcc_host
+    )
     return hostshare.shared(inputs, planned_in, (inputs.settings.build_root / variant.id).resolve())
 
 

@@ -250,8 +250,4 @@ def null_variant(variants: Sequence[Variant], matrix: Matrix) -> Variant | None:
 
 
 def with_toolkit(variant: Variant, toolkit: Toolkit) -> Variant:
-    return with_choice(variant, ToolkitChoice(toolkit=toolkit, recipe=None))
-
-
-def with_choice(variant: Variant, choice: ToolkitChoice) -> Variant:
-    return dataclasses.replace(variant, choice=choice)
+    return dataclasses.replace(variant, choice=ToolkitChoice(toolkit=toolkit, recipe=None))

@@ -814,8 +814,5 @@ class Matrix:
     def requires_python(self) -> str:
         return self.package.requires_python or f">=3.{self.python_abi[3:]}"
 
-    def with_arch_sets(self, arch_sets: tuple[ArchSet, ...]) -> Matrix:
-        return dataclasses.replace(self, arch_sets=arch_sets)
-
     def with_wheel_variants(self, wheel_variants: WheelVariantsConfig | None) -> Matrix:
         return dataclasses.replace(self, wheel_variants=wheel_variants)
