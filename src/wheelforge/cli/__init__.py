@@ -1,5 +1,5 @@
-"""The command line: one module per command (``cli/<command>.py``: options, click command,
-exit codes) and its screen (``cli/<command>_screen.py``), the group (cli/app.py) and what knows
+"""The command line: one module per command (``build.py``: options, click command, exit codes)
+and its screen (``build_screen.py``), the group (cli/app.py) and what knows
 argv, stdout and the process (entry.py, quicknoop.py, filetrace.py, signals.py). Kept free of
 imports here: the quick no-op path imports this package before anything else."""
 

@@ -1,5 +1,5 @@
 """Every JSON document wheelforge prints or writes, one module per schema
-(``<schema>_schema.py`` for ``data/<schema>.schema.json``), and the generator of the shipped
+(``check_schema.py`` for ``data/check.schema.json``), and the generator of the shipped
 schemas: ``python -m wheelforge.documents.schemas``."""
 
 from typing import TYPE_CHECKING
