@@ -18,8 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.helpers import REPO, copy_kernels, needs_nvcc, only_wheel
-from wheelforge.cli import quicknoop
-from wheelforge.foundation.cachehome import default_cache
+from wheelforge.foundation.cachehome import RECORDS, default_cache
 
 pytestmark = needs_nvcc
 
@@ -192,7 +191,7 @@ def test_the_record_watches_torch_and_the_toolkit(noop: Path, env: dict[str, str
     changed torch or toolkit changes their stat, and the full path asks again)."""
     # The newest record of a build of this project (the module's tests share it, each command
     # its own record; the user cache may hold other projects' too).
-    files = sorted((default_cache() / quicknoop.RECORDS).glob("*.json"),
+    files = sorted((default_cache() / RECORDS).glob("*.json"),
                    key=lambda p: p.stat().st_mtime)  # fmt: skip
     ours = [r for r in (json.loads(f.read_text()) for f in files)
             if any(p.startswith(str(noop)) for p in r["stat"])]  # fmt: skip
