@@ -287,6 +287,7 @@ def test_the_quick_noops_records_are_the_caches_own(tmp_path: Path) -> None:
     `cache list` and `cache prune`: they were "not wheelforge's" and no prune removed them. A
     file of another name there is still not wheelforge's, and left alone."""
     from wheelforge.build import caches as cache
+    from wheelforge.cli import quicknoop
     from wheelforge.foundation.cachehome import RECORDS
 
     records = tmp_path / RECORDS
