@@ -15,23 +15,29 @@ head=${2:-HEAD}
 py=${PYTHON:-python}
 work=${WORK:-${TMPDIR:-/tmp}/wheelforge-same-bytes}
 rm -rf "$work"
-mkdir -p "$work/project" "$work/cache"
+mkdir -p "$work/project"
 # One project, one path, for both sides: only the code differs.
 git -C "$repo" archive "$base" kernels matrix.yaml | tar -x -C "$work/project"
 
-# JSON less what a clock measured; screens less durations ("12.3s", "1m02s", "450 ms").
+# JSON less what a clock or the kernel measured (times, each compile's memory, what memory the
+# machine had free); screens less durations ("12.3s", "1m02s", "450 ms") and the memory figures
+# of the compile lines, their padding squeezed.
 normalize_json='
 import json, sys
-TIMED = ("seconds", "time", "elapsed", "duration", "started", "finished", "date")
+MEASURED = ("seconds", "time", "elapsed", "duration", "started", "finished", "date", "largest",
+            "peak", "memory")
 def strip(value):
     if isinstance(value, dict):
-        return {k: strip(v) for k, v in value.items() if not any(t in k.lower() for t in TIMED)}
+        return {k: strip(v) for k, v in value.items() if not any(t in k.lower() for t in MEASURED)}
     if isinstance(value, list):
         return [strip(v) for v in value]
     return value
 print(json.dumps(strip(json.load(sys.stdin)), indent=1, sort_keys=True))
 '
-mask_times() { sed -E 's/[0-9]+m[0-9]+s|[0-9]+(\.[0-9]+)? ?(ms|s|min)\b/<t>/g'; }
+mask_times() {
+    sed -E -e 's/[0-9]+m[0-9]+s|[0-9]+(\.[0-9]+)? ?(ms|s|min)\b/<t>/g' \
+        -e '/CPU, |in use at once/s/[0-9]+(\.[0-9]+)? (KiB|MiB|GiB)/<m>/g' -e 's/  +/ /g'
+}
 
 for side in base head; do
     rev=$base
@@ -43,12 +49,13 @@ for side in base head; do
     rm -rf "$work/project/build" "$work/project/dist"
     wf() { (cd "$work/project" && PYTHONPATH="$code/src" COLUMNS=120 NO_COLOR=1 \
         "$py" -m wheelforge "$@"); }
-    common=(--cache-dir "$work/cache")
+    common=(--cache-dir "$work/cache-$side")  # each its own: no side learns from the other's run
     # Each output with its command's exit code as its last line.
     run() { local file=$1; shift; set +e; wf "$@" >"$out/$file" 2>&1; echo "exit $?" >>"$out/$file"; set -e; }
     runjson() { local file=$1; shift; set +e; wf "$@" >"$out/$file" 2>/dev/null; set -e; }
     run build.screen build --archs "8.0" -j2 --compile-cache none "${common[@]}" \
-        --report "$out/report.json"
+        --report "$work/project/report.json"
+    mv "$work/project/report.json" "$out/report.json"
     (cd "$work/project/dist" && sha256sum -- *.whl) >"$out/wheels.sha256"
     run noop.screen build --archs "8.0" -j2 --compile-cache none "${common[@]}"
     wheels=("$work/project/dist/"*.whl)
