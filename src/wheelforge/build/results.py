@@ -1,5 +1,5 @@
 """What a run produced, as data: the build's results per variant. Rendering (terminal, JSON
-report, GitHub Actions) lives in the interface layer and only reads these."""
+report, GitHub Actions) lives in cli/ and documents/, which only read these."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The command line: the group, each command registered from its module in cli/
-(its click command there: parse, call running/, print through render/ or documents/), and main,
-where errors are caught once. No logic lives here."""
+"""The click group, each command registered from its module in cli/ (which parses, calls its
+library entry and prints its screen or document), and main, where errors are caught once."""
 
 from __future__ import annotations
 
