@@ -3,8 +3,8 @@ repository (``src/wheelforge/foundation/proc.py``, ``toolchain/provision.py``,
 ``tests/unit/fakes.py``, ``build/``), a dotted name (``wheelforge.binaries.registry``),
 a module's file name alone (``setuppy.py``: some module of that name), and a
 module's attribute written after a path or a dotted name (``toolchain/toolkits.release_builds``,
-``wheelforge.adoption.record.captured.CapturedBuild``). architecture.md's layer table is the
-layer list tests/unit/test_layers.py enforces.
+``wheelforge.adoption.record.captured.CapturedBuild``). Its layer table is checked by
+tests/unit/test_layers.py.
 
 A path counts as this repository's when its first folder is one of its own (``src``, ``tests``,
 ``tools``, a package of src/wheelforge, ...); ``torch/version.py`` or cibuildwheel's
@@ -249,20 +249,6 @@ def test_architecture_md_names_modules_that_exist() -> None:
         for _, problem in problems(line)
     ]
     assert stale == [], "\n".join(["docs/architecture.md names what does not exist:", *stale])
-
-
-def test_architecture_md_lists_the_layers_in_their_order() -> None:
-    """Its layer table, lowest first, is the list tests/unit/test_layers.py enforces."""
-    from tests.unit.test_layers import LAYERS
-
-    table = ARCHITECTURE.read_text(encoding="utf-8").split("\n## Layers\n", 1)[1]
-    table = table.split("\n## ", 1)[0]
-    rows = [
-        line.split("|")[1].strip().strip("`")
-        for line in table.splitlines()
-        if line.startswith("| `")
-    ]
-    assert rows == list(LAYERS)
 
 
 @pytest.mark.parametrize(

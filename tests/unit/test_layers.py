@@ -190,3 +190,11 @@ def test_no_file_name_repeats_across_packages() -> None:
         if path.name not in ("__init__.py", "__main__.py"):
             seen.setdefault(path.name, []).append(path.relative_to(PACKAGE).as_posix())
     assert {name: where for name, where in seen.items() if len(where) > 1} == {}
+
+
+def test_architecture_md_lists_the_layers_in_their_order() -> None:
+    """docs/architecture.md's layer table, lowest first, is the list enforced here."""
+    text = (PACKAGE.parents[1] / "docs" / "architecture.md").read_text(encoding="utf-8")
+    table = text.split("\n## Layers\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[1].strip(" `") for line in table.splitlines() if line.startswith("| `")]
+    assert rows == list(LAYERS)

@@ -1,6 +1,6 @@
 """The console results are printed on, and printing a table whole (never cut or folded into a
-pipe). Its own module, apart from the screens (cli/*_screen.py), so a command that prints one
-table (``inspect``) loads rich and nothing of the other screens."""
+pipe). Its own module, apart from the screens (build_screen.py and the others), so a command
+that prints one table (``inspect``) loads rich and nothing of the other screens."""
 
 from __future__ import annotations
 
