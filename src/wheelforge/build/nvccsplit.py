@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
+from wheelforge.configuration.archs import gencode_flag
 from wheelforge.foundation import proc, readers, removal, writers
 from wheelforge.foundation.errors import WheelforgeError
 
@@ -124,7 +125,7 @@ def device(nvcc: Path, flags: list[str], source: str, code: str, out: Path) -> N
             str(nvcc),
             *flags,
             "-ptx" if ptx else "-cubin",
-            f"-gencode=arch={arch},code={code}",
+            gencode_flag(arch, code),
             "--generate-dependencies-with-compile",
             "--dependency-output",
             f"{out}.d",
@@ -155,7 +156,7 @@ def host(nvcc: Path, flags: list[str], source: str, *, arch: str, images: Path, 
         raise StepFailed(f"{source}: no device job wrote a host stub")
     text = _read(stubs[-1])
     parts = _fresh(out.with_name(out.name + ".parts"))
-    gencode = f"-gencode=arch=compute_{arch},code=sm_{arch}"
+    gencode = gencode_flag(f"compute_{arch}", f"sm_{arch}")
     cmds = _dryrun(nvcc, [*flags, gencode], source, parts)
     pp = _one(cmds, lambda c: " -E " in c and ".cpp4.ii" in c, "host preprocessing")
     front = _one(cmds, lambda c: c.startswith("cudafe++"), "cudafe++")

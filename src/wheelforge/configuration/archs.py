@@ -155,6 +155,12 @@ class ArchSpec:
         return f"{self.arch}+PTX" if self.ptx else str(self.arch)
 
 
+def gencode_flag(arch: str, code: str) -> str:
+    """One ``-gencode`` flag: *code* (``sm_90`` or ``compute_90``) from the virtual *arch*
+    (``compute_90``). The one place the spelling lives (ArchSet.gencode, nvcc's steps)."""
+    return f"-gencode=arch={arch},code={code}"
+
+
 @dataclass(frozen=True)
 class ArchSet:
     """A named, ordered, deduplicated arch list; one wheel variant is built per arch set."""
@@ -180,9 +186,9 @@ class ArchSet:
         +PTX one its PTX too (nvcc's --generate-code)."""
         flags = []
         for spec in self.specs:
-            flags.append(f"-gencode=arch={spec.arch.ptx},code={spec.arch.sass}")
+            flags.append(gencode_flag(spec.arch.ptx, spec.arch.sass))
             if spec.ptx:
-                flags.append(f"-gencode=arch={spec.arch.ptx},code={spec.arch.ptx}")
+                flags.append(gencode_flag(spec.arch.ptx, spec.arch.ptx))
         return shlex.join(flags)
 
     def limit(self, allowed: Iterable[ArchSpec]) -> ArchSet:
