@@ -203,7 +203,7 @@ def cuda_home() -> str:
     find it by itself when torch is a CPU build."""
     if os.environ.get("CUDA_HOME"):
         return os.environ["CUDA_HOME"]
-    from wheelforge.toolchain.toolkit import discover
+    from wheelforge.toolchain.toolkits import discover
 
     found = discover()
     if not found:

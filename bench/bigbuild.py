@@ -50,7 +50,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
 
-from wheelforge.running.builds import jobwatch  # noqa: E402
+from wheelforge.build import jobwatch  # noqa: E402
 
 MIRRORS = Path("/work/.mirror")
 FA_COMMIT = "HEAD"

@@ -29,9 +29,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
 
+from wheelforge.build import jobwatch  # noqa: E402
 from wheelforge.configuration.bytesizes import parse_size  # noqa: E402
 from wheelforge.foundation import resources  # noqa: E402
-from wheelforge.running.builds import jobwatch  # noqa: E402
 
 GIB = 1 << 30
 ROOT = Path("/sys/fs/cgroup")

@@ -30,13 +30,13 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
 
 from wheelforge.adoption.doors import cmake  # noqa: E402
+from wheelforge.build import ninja  # noqa: E402
+from wheelforge.build.prepare import selected  # noqa: E402
 from wheelforge.configuration.settings import Flags, resolve  # noqa: E402
 from wheelforge.foundation import jobcost  # noqa: E402
 from wheelforge.planning import ninjafile  # noqa: E402
 from wheelforge.planning.planner import plan_all, plan_inputs  # noqa: E402
-from wheelforge.running.builds import ninja  # noqa: E402
-from wheelforge.running.builds.prepare import selected  # noqa: E402
-from wheelforge.toolchain import toolkit  # noqa: E402
+from wheelforge.toolchain import toolkits as toolkit  # noqa: E402
 
 # wheelforge's own plumbing, beside CMake's (adoption/doors/cmake.py): dependency files, the
 # host compiler, reproducibility (planning/reproducible.py), the arch set (compared apart).

@@ -1935,7 +1935,7 @@ def _killed_jobserver(box: Path) -> None:
     project(box)
     (box / "tmp").mkdir()
     code = (
-        "import os, signal\nfrom wheelforge.running.builds.jobserver import Jobserver\n"
+        "import os, signal\nfrom wheelforge.build.jobserver import Jobserver\n"
         "Jobserver(4, ninjas=2).makeflags()\nos.kill(os.getpid(), signal.SIGKILL)\n"
     )
     python = Path(os.environ["WF_UNDER_TEST"]).parent / "python"

@@ -1,5 +1,5 @@
 import sys
 
-from wheelforge.interface.entry import main
+from wheelforge.cli.entry import main
 
 sys.exit(main())

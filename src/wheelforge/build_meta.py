@@ -1,5 +1,5 @@
 """wheelforge as a PEP 517 build backend, for ``pip install .``, ``pip wheel .`` and
-``python -m build``: a thin layer over the builder the CLI uses (running/pep517.py).
+``python -m build``: a thin layer over the builder the CLI uses (build/pep517.py).
 
 ``pyproject.toml``::
 
@@ -21,9 +21,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TypeVar
 
+from wheelforge.build import pep517
 from wheelforge.foundation import log
 from wheelforge.foundation.errors import WheelforgeError
-from wheelforge.running import pep517
 
 ConfigSettings = Mapping[str, "str | list[str]"] | None
 T = TypeVar("T")

@@ -211,7 +211,7 @@ _BROUGHT_RE = re.compile(
 
 def brought_up_to_date(err: str) -> tuple[int, int] | None:
     """(sources compiled or answered by the compile cache, sources) from the compile step's
-    line (running/builds/variant._compiled_words): a warm ~/.cache/ccache answers the same
+    line (build/variant._compiled_words): a warm ~/.cache/ccache answers the same
     sources in another run of the suite, so a test counts both."""
     m = _BROUGHT_RE.search(err)
     if m is None:

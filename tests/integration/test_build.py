@@ -27,7 +27,7 @@ from tests.integration.helpers import (
 )
 from wheelforge.configuration import coremetadata
 from wheelforge.configuration.archs import ArchSet
-from wheelforge.interface.documents.build import KIND
+from wheelforge.documents.build_report_schema import KIND
 
 pytestmark = needs_nvcc
 
@@ -145,16 +145,16 @@ NOT_IMPORTED_BY_A_NOOP = (
     "zstandard",
     "wheelforge.binaries.inspection",
     "wheelforge.foundation.progress",
-    "wheelforge.interface.ci",
-    "wheelforge.interface.documents",
-    "wheelforge.interface.render.inspect",
+    "wheelforge.cli.ci",
+    "wheelforge.documents",
+    "wheelforge.cli.inspect_screen",
     "wheelforge.packaging.sbom",
     "wheelforge.packaging.simpleindex",
     "wheelforge.packaging.wheel_variants",
-    "wheelforge.running.builds.diagnose",
-    "wheelforge.running.builds.dryrun",
-    "wheelforge.running.builds.jobwatch",
-    "wheelforge.running.builds.reproduce",
+    "wheelforge.build.diagnose",
+    "wheelforge.build.dryrun",
+    "wheelforge.build.jobwatch",
+    "wheelforge.build.reproduce",
     "wheelforge.toolchain.downloads",
 )
 
@@ -165,7 +165,7 @@ def test_noop_rebuild_imports_only_what_it_needs(
     listed = tmp_path / "modules.json"
     code = (
         "import json, sys\n"
-        "from wheelforge.interface.cli import main\n"
+        "from wheelforge.cli.app import main\n"
         f"status = main(['build', '--archs', {ARCHS!r}])\n"
         f"open({str(listed)!r}, 'w').write(json.dumps([status, sorted(sys.modules)]))\n"
     )
@@ -276,7 +276,7 @@ def test_missing_arch_in_the_binary_fails_the_build(
 ) -> None:
     """Simulate nvcc flags that lose an arch: the fatbin check must refuse the wheel. One small
     kernel under the payload's extension name (the check reads the binary, whatever it holds)."""
-    from wheelforge.interface.cli import main
+    from wheelforge.cli.app import main
 
     project = tmp_path / "project"
     (project / "pkg" / "wheelforge_kernels").mkdir(parents=True)

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from tests.integration.helpers import wheelforge
-from wheelforge.toolchain import envs, toolkit
+from wheelforge.toolchain import envs
+from wheelforge.toolchain import toolkits as toolkit
 
 
 def _aged(path: Path, days: float) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.helpers import Run, wheelforge
-from wheelforge.foundation.quicknoop import default_cache
+from wheelforge.foundation.cachehome import default_cache
 from wheelforge.toolchain import envs
 
 pytestmark = [

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.helpers import wheelforge
-from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.packaging.wheel import core_metadata
 
 MATRIX = """\

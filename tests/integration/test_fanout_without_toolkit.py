@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 from tests.integration.helpers import Run, copy_kernels
-from wheelforge.toolchain import provision, toolkit
+from wheelforge.toolchain import provision
+from wheelforge.toolchain import toolkits as toolkit
 
 pytestmark = [pytest.mark.network, pytest.mark.slow]
 

@@ -1,4 +1,4 @@
-"""The import check imports what a user imports (running/builds/importcheck.py): the wheel
+"""The import check imports what a user imports (build/importcheck.py): the wheel
 installed (unpacked outside the project), then ``import <package>`` and the extension module by
 its dotted name, with the project's source folders off sys.path. The vecops case: a package that
 imports ``from . import _C`` while its extension was named ``vecops.csrc.vecops`` (init's guess

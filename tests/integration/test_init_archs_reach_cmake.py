@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from wheelforge.adoption import adopt as init
 from wheelforge.configuration.archs import parse_arch_list
-from wheelforge.running import init
 
 PROJECT = """\
 cmake_minimum_required(VERSION 3.18)

@@ -17,7 +17,7 @@ import yaml
 from tests.integration.helpers import needs_nvcc, only_wheel, wheelforge
 from wheelforge.adoption.doors.setupcapture import CaptureContext, capture_setup
 from wheelforge.configuration.archs import parse_arch_list
-from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.foundation.errors import EnvironmentProblem, ToolError
 
 

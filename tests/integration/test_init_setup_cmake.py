@@ -14,7 +14,7 @@ import yaml
 
 from tests import REPO
 from tests.integration.helpers import needs_local_torch_wheel, needs_nvcc, wheelforge
-from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.planning.selection import project_files
 
 pytestmark = [

@@ -31,7 +31,7 @@ import pytest
 import yaml
 
 from tests.integration.helpers import wheelforge
-from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.planning import selection
 
 

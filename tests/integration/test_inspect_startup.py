@@ -16,8 +16,8 @@ LIBRARY = Path(__file__).resolve().parent.parent / "data" / "fatbin" / "sm80_sm9
 # Loaded by the CLI, or by readers inspect does not need.
 NOT_LOADED = (
     "click",
-    "wheelforge.interface.cli",
-    "wheelforge.foundation.quicknoop",
+    "wheelforge.cli.app",
+    "wheelforge.cli.quicknoop",
     "elftools",
     "wheelforge.binaries.symbols",
     "wheelforge.binaries.reader",
@@ -29,7 +29,7 @@ NOT_LOADED = (
 
 _RUN = """
 import json, sys
-from wheelforge.interface.entry import main
+from wheelforge.cli.entry import main
 code = main(sys.argv[1:])
 sys.stdout.flush()
 print(json.dumps({"code": code, "modules": sorted(sys.modules)}), file=sys.stderr)
@@ -61,4 +61,4 @@ def test_inspect_loads_only_the_reader_and_its_screen(args: list[str]) -> None:
 def test_inspect_with_an_option_it_leaves_to_the_cli_loads_the_cli() -> None:
     code, modules, out = _loaded("inspect", "-v", str(LIBRARY))
     assert code == 0 and "sm_90a" in out
-    assert "click" in modules and "wheelforge.interface.cli" in modules
+    assert "click" in modules and "wheelforge.cli.app" in modules

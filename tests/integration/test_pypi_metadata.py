@@ -20,7 +20,7 @@ from tests.integration.helpers import wheelforge
 from tests.unit.fakes import plan_for
 from wheelforge.binaries import abicheck
 from wheelforge.configuration import coremetadata
-from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.packaging import wheel
 
 pytestmark = pytest.mark.network

@@ -1,4 +1,4 @@
-"""The quick no-op (foundation/quicknoop.py) on real builds of the bundled kernels: a build
+"""The quick no-op (cli/quicknoop.py) on real builds of the bundled kernels: a build
 that changed nothing is answered from the record of the last identical no-op, with the same
 screen and without click, rich, PyYAML or the planning layer; every kind of change the full
 path would see sends it down the full path. Whether a run took the quick path is read from the
@@ -18,8 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.helpers import REPO, copy_kernels, needs_nvcc, only_wheel
-from wheelforge.foundation import quicknoop
-from wheelforge.foundation.quicknoop import default_cache
+from wheelforge.foundation.cachehome import RECORDS, default_cache
 
 pytestmark = needs_nvcc
 
@@ -32,13 +31,15 @@ HEAVY = (
     "yaml",
     "packaging",
     "filelock",
-    "wheelforge.interface.cli",
+    "wheelforge.cli.app",
     "wheelforge.configuration",
     "wheelforge.toolchain",
     "wheelforge.planning",
     "wheelforge.binaries",
     "wheelforge.packaging",
-    "wheelforge.running",
+    "wheelforge.adoption",
+    "wheelforge.build",
+    "wheelforge.documents",
 )
 
 
@@ -57,7 +58,7 @@ def build(root: Path, *args: str, env: dict[str, str] | None = None) -> Outcome:
     listed = root.parent / f"modules-{root.name}.json"
     code = (
         "import json, sys\n"
-        "from wheelforge.interface.entry import main\n"
+        "from wheelforge.cli.entry import main\n"
         f"status = main(['build', '--archs', {ARCHS!r}, *{list(args)!r}])\n"
         "sys.stdout.flush(); sys.stderr.flush()\n"
         f"open({str(listed)!r}, 'w').write(json.dumps([status, sorted(sys.modules)]))\n"
@@ -190,7 +191,7 @@ def test_the_record_watches_torch_and_the_toolkit(noop: Path, env: dict[str, str
     changed torch or toolkit changes their stat, and the full path asks again)."""
     # The newest record of a build of this project (the module's tests share it, each command
     # its own record; the user cache may hold other projects' too).
-    files = sorted((default_cache() / quicknoop.RECORDS).glob("*.json"),
+    files = sorted((default_cache() / RECORDS).glob("*.json"),
                    key=lambda p: p.stat().st_mtime)  # fmt: skip
     ours = [r for r in (json.loads(f.read_text()) for f in files)
             if any(p.startswith(str(noop)) for p in r["stat"])]  # fmt: skip

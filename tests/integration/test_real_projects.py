@@ -27,7 +27,7 @@ import pytest
 import yaml
 
 from tests.integration.helpers import needs_nvcc, wheelforge
-from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.configuration.matrix.load import load_matrix
 
 pytestmark = [
     pytest.mark.network,

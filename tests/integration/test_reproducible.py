@@ -83,7 +83,7 @@ def test_two_folders_give_identical_wheels_and_verify_passes(tmp_path: Path) -> 
     # The build info is its model's document: the shipped schema validates it, and it reads back.
     import jsonschema
 
-    from wheelforge.interface.documents import schemas
+    from wheelforge.documents import schemas
     from wheelforge.packaging import buildinfo
 
     [kind] = [k for k in schemas.KINDS if k.model is buildinfo.BuildInfo]

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from wheelforge.cli.app import main
 from wheelforge.foundation import proc
-from wheelforge.interface.cli import main
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
 
@@ -142,7 +142,8 @@ def downloads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     from functools import partial
 
     from wheelforge.foundation.errors import ToolError
-    from wheelforge.toolchain import provision, toolkit
+    from wheelforge.toolchain import provision
+    from wheelforge.toolchain import toolkits as toolkit
 
     attempts: list[str] = []
 

@@ -144,7 +144,7 @@ def test_a_killed_builds_jobserver_folder_is_gone_once_the_next_build_runs(
     killed = subprocess.run(
         [sys.executable, "-c",
          "import os, signal\n"
-         "from wheelforge.running.builds.jobserver import Jobserver\n"
+         "from wheelforge.build.jobserver import Jobserver\n"
          "Jobserver(4, ninjas=2).makeflags()\n"
          "os.kill(os.getpid(), signal.SIGKILL)\n"],
         env=env,

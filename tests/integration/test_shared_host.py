@@ -83,7 +83,7 @@ def test_noop_and_edits_rebuild_what_they_should(built: Path) -> None:
 
 
 def test_a_variant_that_fails_beside_another_is_its_own_failure(tmp_path: Path) -> None:
-    """Variants built side by side (running/builds/together.py): the one whose kernel does not
+    """Variants built side by side (build/together.py): the one whose kernel does not
     compile for its arch set fails alone, its error named; the other's wheel is built, and each
     variant's lines come whole, in the matrix's order."""
     root = one_kernel_project(tmp_path / "p")

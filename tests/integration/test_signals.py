@@ -193,7 +193,7 @@ exec "$@"
 def test_a_signal_stops_every_variants_ninja_at_once(
     slow_project: Path, signum: int, code: int
 ) -> None:
-    """Variants built side by side (running/builds/together.py): both ninjas are stopped with
+    """Variants built side by side (build/together.py): both ninjas are stopped with
     everything they started, nothing is published, one line, the signal's exit code."""
     root = slow_project
     matrix = root / "matrix.yaml"

@@ -293,7 +293,7 @@ def test_the_release_table_matches_the_nvcc_on_the_path(tmp_path: Path) -> None:
     says: its --list-gpu-code, its --list-gpu-arch and the PTX ISA its PTX declares."""
     from wheelforge.configuration import releases
     from wheelforge.configuration.archs import Arch
-    from wheelforge.toolchain import toolkit
+    from wheelforge.toolchain import toolkits as toolkit
 
     nvcc = Path(shutil.which("nvcc") or "nvcc")
     found = toolkit.probe_toolkit(nvcc)

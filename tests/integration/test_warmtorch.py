@@ -1,6 +1,6 @@
 """Warm torch children (toolchain/warmtorch.py): one torch import answers the probe and one
 import check; each check gets a process of its own; unused children are stopped; and the
-import check's cache (running/builds/importcheck.py)."""
+import check's cache (build/importcheck.py)."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ import pytest
 
 from tests.integration.helpers import TINY_ARCH_ENV, tiny
 from tests.unit.fakes import plan_for
-from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.build import importcheck
+from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.foundation.errors import VerificationError
-from wheelforge.running.builds import importcheck
 from wheelforge.toolchain import probecache, torchprobe, warmtorch
 
 pytest.importorskip("torch")
@@ -181,7 +181,7 @@ def test_torchs_files_read_as_torch_itself_answers(tmp_path: Path) -> None:
 def test_a_wrong_early_answer_is_compiled_again_with_torchs_own(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from wheelforge.interface.cli import main
+    from wheelforge.cli.app import main
 
     real = torchprobe._layout
     bogus = tmp_path / "not-torch-lib"

@@ -18,11 +18,11 @@ import pytest
 
 from tests.unit import fakes
 from tests.unit.conftest import GOOD_MATRIX
+from wheelforge.cli.app import EXIT_USAGE, main
 from wheelforge.foundation.errors import (
     WheelforgeError,
 )
-from wheelforge.interface.cli import EXIT_USAGE, main
-from wheelforge.toolchain import toolkit
+from wheelforge.toolchain import toolkits as toolkit
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 ELF = (DATA / "abicheck" / "ext.so").read_bytes()

@@ -24,7 +24,7 @@ from wheelforge.planning.plan import PlanInputs, VariantPlan
 from wheelforge.planning.planner import make_plan
 from wheelforge.planning.variants import Variant
 from wheelforge.toolchain.choice import ToolkitChoice
-from wheelforge.toolchain.toolkit import Toolkit
+from wheelforge.toolchain.toolkits import Toolkit
 from wheelforge.toolchain.torchprobe import TorchEnv
 
 

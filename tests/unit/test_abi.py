@@ -11,8 +11,8 @@ from pathlib import Path, PurePosixPath
 from packaging.version import Version
 
 from wheelforge.configuration import abi
+from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.configuration.matrix.model import Matrix
-from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.configuration.matrix.torchspec import parse_torch_spec
 
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "wheelforge"

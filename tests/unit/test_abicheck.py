@@ -8,8 +8,8 @@ from tests.unit.fakes import make_wheel
 from wheelforge.binaries import abicheck, floors
 from wheelforge.binaries.rule import CheckTarget
 from wheelforge.binaries.symbols import demangle
+from wheelforge.cli.app import main
 from wheelforge.foundation.errors import BinaryFormatError, ConfigError
-from wheelforge.interface.cli import main
 from wheelforge.toolchain import shims
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "abicheck"

@@ -13,8 +13,8 @@ import pytest
 
 from wheelforge.binaries import abicheck, floors, roles
 from wheelforge.binaries.abicheck import BinaryCheck
+from wheelforge.cli.app import main
 from wheelforge.foundation.errors import VerificationError
-from wheelforge.interface.cli import main
 
 from .fakes import with_record
 

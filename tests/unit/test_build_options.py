@@ -1,13 +1,13 @@
 """``wheelforge build``'s command line becomes one typed BuildOptions
-(interface/commands/build.py): every option click parses lands in it, under the name the
+(cli/build.py): every option click parses lands in it, under the name the
 settings chain reads."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from wheelforge.cli.build import BuildOptions, build_command
 from wheelforge.configuration.settings import Flags
-from wheelforge.interface.commands.build import BuildOptions, build_command
 
 
 def _options(*argv: str) -> BuildOptions:

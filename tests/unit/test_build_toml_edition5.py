@@ -14,7 +14,7 @@ import yaml
 
 from wheelforge.adoption.doors import buildtoml
 from wheelforge.adoption.writer.matrixfile import InitChoices, render
-from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.foundation.errors import ConfigError
 
 # The shape of kernel-builder's own examples (relu-torch-stable-abi, extra-data): every backend
@@ -137,7 +137,7 @@ def test_metadata_json_python_depends_and_pyext_reach_the_matrix(tmp_path: Path)
 def test_init_writes_metadata_json_and_the_matrix_reads(tmp_path: Path) -> None:
     import sys
 
-    from wheelforge.running import init
+    from wheelforge.adoption import adopt as init
 
     root = _project(tmp_path)
     init.init_project(init.InitRequest(root=root, python=Path(sys.executable)))

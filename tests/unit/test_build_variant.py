@@ -1,5 +1,5 @@
 """A plan is never changed once made: torch's confirmed answer is planned again through the one
-planning call (running/builds/compiling.compile_confirmed), and compiled again only when it differs."""
+planning call (build/compiling.compile_confirmed), and compiled again only when it differs."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.build import compiling
+from wheelforge.build.compiling import Compiled
+from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.planning.plan import PlanInputs, VariantPlan
 from wheelforge.planning.planner import make_plan
 from wheelforge.planning.variants import Variant
-from wheelforge.running.builds import compiling
-from wheelforge.running.builds.compiling import Compiled
 from wheelforge.toolchain import torchprobe
 from wheelforge.toolchain.torchprobe import TorchEnv
 

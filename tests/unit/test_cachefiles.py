@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from wheelforge.foundation import cachefiles
-from wheelforge.toolchain import envs, probecache, toolkit
+from wheelforge.toolchain import envs, probecache
+from wheelforge.toolchain import toolkits as toolkit
 
 from . import fakes
 

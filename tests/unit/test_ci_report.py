@@ -13,16 +13,16 @@ import pytest
 from wheelforge.binaries.inspection import inspect_paths
 from wheelforge.binaries.sizecheck import check_size
 from wheelforge.binaries.verify import check_binary
+from wheelforge.build.results import BuildReport, VariantFailure, VariantResult
+from wheelforge.cli import ci
+from wheelforge.cli.app import main
 from wheelforge.configuration.archs import ArchSet, parse_arch_list
 from wheelforge.configuration.settings import Flags, resolve
+from wheelforge.documents.build_report_schema import KIND, build_report
+from wheelforge.documents.kinds import document_text as report_json
 from wheelforge.foundation import log
 from wheelforge.foundation.diagnostics import Diagnostic, parse_compiler_output
 from wheelforge.foundation.errors import BuildError
-from wheelforge.interface import ci
-from wheelforge.interface.cli import main
-from wheelforge.interface.documents.build import KIND, build_report
-from wheelforge.interface.documents.kinds import document_text as report_json
-from wheelforge.running.builds.results import BuildReport, VariantFailure, VariantResult
 
 Project = Callable[..., Path]
 packaged_schema, schema = KIND.packaged_schema, KIND.schema
@@ -38,7 +38,7 @@ def _reset_log() -> object:
 
 
 def test_packaged_schema_is_the_generated_one() -> None:
-    """Regenerate with: python -m wheelforge.interface.documents.schemas"""
+    """Regenerate with: python -m wheelforge.documents.schemas"""
     assert packaged_schema() == schema()
     jsonschema.Draft202012Validator.check_schema(packaged_schema())
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from wheelforge.configuration.archs import ArchSet, parse_arch_list
-from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.configuration.settings import Flags, resolve
 from wheelforge.foundation.errors import EnvironmentProblem
 from wheelforge.packaging import provenance, sbom
@@ -152,7 +152,7 @@ def test_an_installed_torch_leaves_out_the_other_major_before_provisioning(
 ) -> None:
     """The H200's case: torch 2.11.0+cu130 installed, cuda: ["12.4", "13.0"], --offline: the
     12.4 variant is dropped while 12.4 is still a recipe, so nothing asks to provision it."""
-    from wheelforge.running.builds import prepare
+    from wheelforge.build import prepare
 
     text = (
         CLASSIC.replace("torch: ['2.10.0', '2.14.1']", "torch: installed")

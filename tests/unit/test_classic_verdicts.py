@@ -21,7 +21,7 @@ import pytest
 from tests.unit.fakes import make_wheel, with_record
 from wheelforge.binaries import abicheck, rule
 from wheelforge.binaries.inspection import inspect_paths
-from wheelforge.interface.cli import main
+from wheelforge.cli.app import main
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "abicheck"
 FATBIN = Path(__file__).resolve().parents[1] / "data" / "fatbin"

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from wheelforge import __version__
-from wheelforge.interface.cli import main
+from wheelforge.cli.app import main
 
 Project = Callable[..., Path]
 
@@ -81,7 +81,7 @@ def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str], argv: tuple[str
 def test_every_cache_dir_refuses_a_file_the_same_way(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, argv: tuple[str, ...]
 ) -> None:
-    """--cache-dir is one shared option (interface/options.py): a file is one line, exit 2,
+    """--cache-dir is one shared option (cli/options.py): a file is one line, exit 2,
     before anything is read or written."""
     (tmp_path / "a-file").write_text("")
     code, _, err = run(capsys, *argv, "--cache-dir", str(tmp_path / "a-file"))

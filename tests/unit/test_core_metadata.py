@@ -15,10 +15,10 @@ from packaging.metadata import Metadata, parse_email
 from tests.unit.conftest import GOOD_MATRIX
 from tests.unit.fakes import plan_for, with_record
 from wheelforge.binaries import abicheck
+from wheelforge.cli.app import main
 from wheelforge.configuration import coremetadata
-from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.foundation.errors import ConfigError
-from wheelforge.interface.cli import main
 from wheelforge.packaging import wheel
 
 # The package sections `wheelforge init` wrote for two real projects (torch-sparse 0.6.18's

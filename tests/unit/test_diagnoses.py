@@ -9,9 +9,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.build import ninja
+from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.foundation import proc
-from wheelforge.running.builds import ninja
 from wheelforge.toolchain import compilecache
 
 from .fakes import plan_for

@@ -55,8 +55,8 @@ def test_pyproject_declares_the_distribution_name() -> None:
     project = _pyproject(REPO / "pyproject.toml")["project"]
     assert isinstance(project, dict)
     assert project["name"] == DISTRIBUTION
-    # The quick no-op asks first (interface/entry.py), then cli.main
-    assert project["scripts"] == {"wheelforge": "wheelforge.interface.entry:main"}
+    # The quick no-op asks first (cli/entry.py), then cli.main
+    assert project["scripts"] == {"wheelforge": "wheelforge.cli.entry:main"}
 
 
 def test_extras_refer_to_the_project_by_its_name() -> None:

@@ -1,17 +1,16 @@
 """Every module a docstring, a comment or docs/architecture.md names exists: a path of this
 repository (``src/wheelforge/foundation/proc.py``, ``toolchain/provision.py``,
-``tests/unit/fakes.py``, ``running/builds/``), a dotted name (``wheelforge.binaries.registry``),
+``tests/unit/fakes.py``, ``build/``), a dotted name (``wheelforge.binaries.registry``),
 a module's file name alone (``setuppy.py``: some module of that name), and a
-module's attribute written after a path or a dotted name (``toolchain/toolkit.release_builds``,
-``wheelforge.adoption.record.captured.CapturedBuild``). Both directions of
-architecture.md's module tree hold: every file it lists exists, and every module of the package
-is listed.
+module's attribute written after a path or a dotted name (``toolchain/toolkits.release_builds``,
+``wheelforge.adoption.record.captured.CapturedBuild``). Its layer table is checked by
+tests/unit/test_layers.py.
 
 A path counts as this repository's when its first folder is one of its own (``src``, ``tests``,
 ``tools``, a package of src/wheelforge, ...); ``torch/version.py`` or cibuildwheel's
 ``test/utils.py`` are other projects' and are left alone. A relative path resolves when some file
-of the repository ends with it (``matrix/reader.py`` is
-``src/wheelforge/configuration/matrix/reader.py``)."""
+of the repository ends with it (``configuration/matrix/load.py`` is
+``src/wheelforge/configuration/matrix/load.py``)."""
 
 from __future__ import annotations
 
@@ -39,7 +38,7 @@ TOP_FOLDERS = frozenset(
 OTHER_PROJECTS_FILES = frozenset(
     {"setup.py", "gen.py", "generate_kernels.py", "flash_attn_config.py"}
 )
-# The top folders a build writes (never the package running/builds/).
+# The top folders a build writes (never the package build/).
 TOP_OUTPUTS = frozenset({"build", "dist"})
 # Text that names a path on purpose without it existing: a test planting a missing module.
 PLANTED = frozenset({"wheelforge.x"})
@@ -97,7 +96,8 @@ def _ends_with(index: dict[str, list[str]], tail: str) -> list[str]:
 
 @cache
 def _defines(module: Path) -> frozenset[str]:
-    """The names bound at the top of *module* (functions, classes, assignments, imports)."""
+    """The names bound at the top of *module* (functions, classes, assignments, imports), and
+    those its ``__all__`` names (a package's lazy library face, foundation/lazy.py)."""
     names: set[str] = set()
     for node in ast.parse(module.read_text(encoding="utf-8")).body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -105,6 +105,9 @@ def _defines(module: Path) -> frozenset[str]:
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             names.update(t.id for t in targets if isinstance(t, ast.Name))
+            listed = any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets)
+            if listed and isinstance(node.value, (ast.List, ast.Tuple)):
+                names.update(e.value for e in node.value.elts if isinstance(e, ast.Constant))
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             names.update((a.asname or a.name).split(".")[0] for a in node.names)
     return frozenset(names)
@@ -115,7 +118,7 @@ def resolve_path(path: str, attrs: str = "") -> str | None:
     or None when it does. A path of another project resolves by definition, and so does one
     that is only an example: a file other than a module is checked under src/wheelforge/ only
     (``src/k.cu:12: error`` is a compiler's line), and a path under the top build/ or dist/
-    (``build/wheelforge/``) is a build's output unless it names a module (running/builds/'s)."""
+    (``build/wheelforge/``) is a build's output unless it names a module (build/'s)."""
     first = path.split("/", maxsplit=1)[0]
     if first not in _own_folders() or "/" not in path.rstrip("/"):
         return None
@@ -248,49 +251,14 @@ def test_architecture_md_names_modules_that_exist() -> None:
     assert stale == [], "\n".join(["docs/architecture.md names what does not exist:", *stale])
 
 
-def module_tree(text: str) -> list[str]:
-    """The files of architecture.md's module tree (the block starting ``src/wheelforge/``),
-    each as a path from the repository's root, read from its indentation (two spaces a level)."""
-    block = text.split("\n## Modules\n", 1)[1].split("```")[1]
-    listed: list[str] = []
-    folders: list[str] = []
-    for line in block.splitlines():
-        if not line.strip():
-            continue
-        depth = (len(line) - len(line.lstrip(" "))) // 2
-        name = line.split()[0]
-        if name.startswith("("):  # (build_meta.py): a top-level module shown beside its layer
-            listed.append(f"src/wheelforge/{name.strip('()')}")
-            continue
-        del folders[depth:]
-        if name.endswith("/"):
-            folders.append(name.rstrip("/"))
-        elif "*" not in name:
-            listed.append("/".join([*folders, name]))
-    return listed
-
-
-def test_the_module_tree_lists_every_module_and_nothing_else() -> None:
-    listed = module_tree(ARCHITECTURE.read_text(encoding="utf-8"))
-    missing = sorted(p for p in listed if not (REPO / p).is_file())
-    assert missing == [], f"architecture.md's module tree lists files that do not exist: {missing}"
-    modules = {
-        p.relative_to(REPO).as_posix()
-        for p in PACKAGE.rglob("*.py")
-        if p.name != "__init__.py" and p.parent.name != "rules"  # rules/: one line for all
-    }
-    unlisted = sorted(modules - set(listed) - {"src/wheelforge/build_meta.py"})
-    assert unlisted == [], f"modules missing from architecture.md's module tree: {unlisted}"
-
-
 @pytest.mark.parametrize(
     ("text", "stale"),
     [
         ("see toolchain/provision.py", []),
         ("see `toolchain/provisioning.py`", ["toolchain/provisioning.py: no such module"]),
-        ("running/builds/ and running/build/", ["running/build/: no such folder"]),
-        ("toolchain/toolkit.release_builds", []),
-        ("toolchain/toolkit.no_such_thing", ["toolchain/toolkit.no_such_thing: *"]),
+        ("build/ and planning/builds/", ["planning/builds/: no such folder"]),
+        ("toolchain/toolkits.release_builds", []),
+        ("toolchain/toolkits.no_such_thing", ["toolchain/toolkits.no_such_thing: *"]),
         ("src/wheelforge/data/cuda-releases.toml", []),
         ("wheelforge.binaries.registry and wheelforge.binaries.rules.floor", []),
         ("wheelforge.toolchain.nowhere", ["wheelforge.toolchain.nowhere: *"]),

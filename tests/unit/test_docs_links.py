@@ -3,7 +3,7 @@ glob matches a file), every `wheelforge COMMAND --flag` is a command and flag of
 (read from the group itself, no process), and every link between the pages lands on a file and,
 with a ``#fragment``, on one of its headings.
 
-docs/architecture.md and docs/architecture-tree.md are left to tests/unit/test_docpaths.py,
+docs/architecture.md is left to tests/unit/test_docpaths.py,
 which holds their module paths to the tree.
 
 A path counts as this repository's when its first part is an entry of the repository's top
@@ -24,9 +24,9 @@ import click
 import pytest
 
 from tests import REPO
-from wheelforge.interface.cli import cli
+from wheelforge.cli.app import cli
 
-LEFT_TO_TEST_DOCPATHS = frozenset({"architecture.md", "architecture-tree.md"})
+LEFT_TO_TEST_DOCPATHS = frozenset({"architecture.md"})
 PAGES = sorted(
     [REPO / "README.md"]
     + [p for p in (REPO / "docs").glob("*.md") if p.name not in LEFT_TO_TEST_DOCPATHS]

@@ -97,13 +97,13 @@ def test_a_stored_entry_of_another_shape_is_removed_with_a_note(
 
 def _stored_models() -> list[tuple[type, dict[str, object]]]:
     """Each stored model with an entry as the writer before it (a plain dict) wrote it."""
+    from wheelforge.build.freshness import FreshnessStamp
+    from wheelforge.build.reuse import StoredProvenance
     from wheelforge.packaging.stamp import StampFile
     from wheelforge.planning.jobcosts import CostHistory, JobCost
-    from wheelforge.running.builds.freshness import FreshnessStamp
-    from wheelforge.running.builds.reuse import StoredProvenance
     from wheelforge.toolchain.envs import Marker
     from wheelforge.toolchain.probecache import ProbeEntry
-    from wheelforge.toolchain.toolkit import ToolkitFile
+    from wheelforge.toolchain.toolkits import ToolkitFile
 
     cost = {"seconds": 1.5, "cpu_seconds": 2.0, "peak": 1 << 30, "largest": 1 << 29, "threads": 2}
     assert from_document(JobCost, cost).measured  # the history holds measurements only

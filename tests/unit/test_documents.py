@@ -1,10 +1,11 @@
-"""Every JSON output is one model (interface/documents/): written by to_document, its schema
+"""Every JSON output is one model (documents/): written by to_document, its schema
 generated from the same model and shipped in wheelforge/data. These tests fail while a shipped
 schema differs from its model, and check that the documents of real results validate against
 their schemas and keep the keys users read (docs/usage.md)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -14,30 +15,30 @@ import click
 import jsonschema
 import pytest
 
+from wheelforge.binaries import checkwheels as checking
 from wheelforge.binaries.abicheck import BinaryCheck
 from wheelforge.binaries.inspection import inspect_paths
 from wheelforge.binaries.rule import Violation
+from wheelforge.build.caches import CacheEntry, CacheListing, PruneResult
+from wheelforge.cli.app import cli, main
 from wheelforge.configuration.archs import ArchSet, parse_arch_list
-from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.configuration.matrix.load import load_matrix
+from wheelforge.documents import schemas
+from wheelforge.documents.cache_schema import list_document, prune_document
+from wheelforge.documents.check_schema import check_document
+from wheelforge.documents.inspect_schema import inspect_document
+from wheelforge.documents.kinds import DocumentKind, document_text
+from wheelforge.documents.test_schema import torch_tests_document
+from wheelforge.documents.variants_schema import github_matrix, variants_document
 from wheelforge.foundation.document import to_document
-from wheelforge.interface.cli import cli, main
-from wheelforge.interface.documents import schemas
-from wheelforge.interface.documents.cache import list_document, prune_document
-from wheelforge.interface.documents.check import check_document
-from wheelforge.interface.documents.inspect import inspect_document
-from wheelforge.interface.documents.kinds import DocumentKind, document_text
-from wheelforge.interface.documents.matrix import github_matrix, variants_document
-from wheelforge.interface.documents.test import torch_tests_document
+from wheelforge.packaging.testwheels import Outcome
 from wheelforge.packaging.wheel_variants import VariantCheck
 from wheelforge.planning import variants
-from wheelforge.running import check as checking
-from wheelforge.running.cache import CacheEntry, CacheListing, PruneResult
-from wheelforge.running.test import Outcome
 
 from . import fakes
 
 DATA = Path(__file__).parents[1] / "data" / "fatbin"
-REGENERATE = "run `python -m wheelforge.interface.documents.schemas` and commit the result"
+REGENERATE = "run `python -m wheelforge.documents.schemas` and commit the result"
 KINDS = {kind.name: kind for kind in schemas.KINDS}
 Project = Callable[..., Path]
 
@@ -185,7 +186,7 @@ def test_variants_document_and_the_github_matrix(project: Project) -> None:
         ArchSet("default", parse_arch_list("8.0 9.0+PTX", source="t")),
         ArchSet("big", parse_arch_list("10.0", source="t")),
     )
-    listed = variants.expand(matrix.with_arch_sets(arch_sets), [fakes.toolkit()])
+    listed = variants.expand(dataclasses.replace(matrix, arch_sets=arch_sets), [fakes.toolkit()])
     data = _valid(KINDS["variants"], variants_document(listed))
     assert data["variants"][0] == {
         "id": "default-cu130",

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.configuration.matrix.pyproject import read_project
-from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation.errors import ConfigError
 
 

@@ -3,6 +3,7 @@ error) and 4 (a missing arch, an ABI violation, a size budget) from real builds.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 from collections.abc import Callable
 from pathlib import Path
@@ -11,16 +12,16 @@ import pytest
 from rich.console import Console
 
 from tests.unit import fakes
+from wheelforge.binaries import checkwheels as running_check
 from wheelforge.binaries.abicheck import BinaryCheck
+from wheelforge.cli.app import main
+from wheelforge.cli.check_screen import check_table
+from wheelforge.cli.matrix_screen import variants_table
 from wheelforge.configuration.archs import ArchSet, parse_arch_list
-from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.foundation import errors
-from wheelforge.interface.cli import main
-from wheelforge.interface.render.check import check_table
-from wheelforge.interface.render.matrix import variants_table
 from wheelforge.planning import variants
 from wheelforge.planning.plan import wheel_version
-from wheelforge.running import check as running_check
 
 Project = Callable[..., Path]
 WHEEL = "wheelforge_kernels-0.1.0-cp310-abi3-manylinux_2_34_x86_64.whl"
@@ -29,7 +30,7 @@ WHEEL = "wheelforge_kernels-0.1.0-cp310-abi3-manylinux_2_34_x86_64.whl"
 @pytest.mark.parametrize(
     ("cls", "code"),
     [(errors.ConfigError, 2), (errors.ToolError, 3), (errors.BuildError, 3), (errors.VerificationError, 4),
-     (errors.SizeBudgetError, 4), (errors.BinaryFormatError, 4), (errors.EnvironmentProblem, 5)],
+     (errors.SizeBudgetError, 4), (errors.BinaryFormatError, 4), (errors.EnvironmentProblem, 5), (errors.RuleBug, 70)],
 )  # fmt: skip
 def test_exit_code_is_a_class_attribute(cls: type[errors.WheelforgeError], code: int) -> None:
     assert cls.exit_code == code
@@ -38,7 +39,7 @@ def test_exit_code_is_a_class_attribute(cls: type[errors.WheelforgeError], code:
 def test_no_toolkit_is_an_environment_problem_exit_5(
     capsys: pytest.CaptureFixture[str], project: Project, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("wheelforge.toolchain.toolkit.discover", lambda cache, pythons=(): [])
+    monkeypatch.setattr("wheelforge.toolchain.toolkits.discover", lambda cache, pythons=(): [])
     assert main(["build", "--matrix", str(project()), "--offline"]) == 5
     err = capsys.readouterr().err
     assert "which is not installed (found: none)" in err and "wheelforge toolkit install" in err
@@ -50,7 +51,7 @@ def test_interrupted_exit_130(
     def interrupted(settings: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("wheelforge.running.builds.command.run_build", interrupted)
+    monkeypatch.setattr("wheelforge.build.orchestration.run_build", interrupted)
     assert main(["build", "--matrix", str(project())]) == 130
     assert "error: interrupted" in capsys.readouterr().err
 
@@ -82,9 +83,8 @@ def test_check_table_fits_80_columns_without_cutting() -> None:
 
 def test_matrix_table_fits_80_columns_without_cutting(project: Project) -> None:
     matrix = load_matrix(project())
-    matrix = matrix.with_arch_sets(
-        (ArchSet("default", parse_arch_list("7.5 8.0 8.6 8.9 9.0 10.0 12.0+PTX", source="t")),)
-    )  # fmt: skip
+    default = ArchSet("default", parse_arch_list("7.5 8.0 8.6 8.9 9.0 10.0 12.0+PTX", source="t"))
+    matrix = dataclasses.replace(matrix, arch_sets=(default,))
     listed = variants.expand(matrix, [fakes.toolkit()])
     versions = [wheel_version(matrix, v) for v in listed]
     text = _render(variants_table(listed, matrix, versions=versions))
@@ -97,7 +97,7 @@ def test_inspect_tables_fit_80_columns(tmp_path: Path) -> None:
     import zipfile
 
     from wheelforge.binaries.inspection import inspect_paths
-    from wheelforge.interface.render.inspect import print_inspect
+    from wheelforge.cli.inspect_screen import print_inspect
 
     wheel = tmp_path / WHEEL
     with zipfile.ZipFile(wheel, "w") as zf:

@@ -22,9 +22,9 @@ from wheelforge.binaries.fatbin import (
     read_fatbin_entries,
 )
 from wheelforge.binaries.inspection import inspect_paths
+from wheelforge.documents.inspect_schema import inspect_document
 from wheelforge.foundation.document import to_document
 from wheelforge.foundation.errors import BinaryFormatError, ConfigError
-from wheelforge.interface.documents.inspect import inspect_document
 
 DATA = Path(__file__).parents[1] / "data" / "fatbin"
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from wheelforge.cli.app import main
 from wheelforge.foundation import fence, fence_init
 from wheelforge.foundation.errors import ConfigError, EnvironmentProblem
-from wheelforge.interface.cli import main
 
 
 def _fence(kind: fence.Kind) -> fence.Fence:

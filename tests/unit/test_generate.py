@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.build import diagnose
+from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.planning import ninjafile
-from wheelforge.running.builds import diagnose
 
 from .conftest import GOOD_MATRIX
 from .fakes import plan_for
@@ -93,7 +93,7 @@ def test_a_step_is_a_ninja_edge_every_compile_waits_for(generating: Path, tmp_pa
     assert "rule generate" in text and "restat = 1" in text
     # The step runs through genstep (its deadline, its outputs checked); no edge binds ninja's
     # own `command`, which would replace the rule's.
-    assert "-m wheelforge.running.builds.genstep $genstep -- $generator" in text
+    assert "-m wheelforge.build.genstep $genstep -- $generator" in text
     current = ""  # the rule or build each binding belongs to
     for line in text.splitlines():
         if not line.startswith("  "):
@@ -114,7 +114,7 @@ def test_the_failed_step_s_own_line_is_the_error() -> None:
     output = (
         "[wheelforge 1/3] GENERATE kernels\n"
         "FAILED: generated/kernels/k.cu\n"
-        "python -m wheelforge.running.builds.genstep --name kernels ...\n"
+        "python -m wheelforge.build.genstep --name kernels ...\n"
         "Traceback (most recent call last):\n"
         "ZeroDivisionError: division by zero\n"
         "wheelforge: generate step 'kernels' failed with exit code 1: python gen.py\n"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.foundation import gitfiles
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.packaging import provenance

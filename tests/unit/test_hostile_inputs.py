@@ -18,7 +18,7 @@ from wheelforge.adoption.doors.setuprecord import read_record
 from wheelforge.adoption.record import childdocument
 from wheelforge.binaries import bounded
 from wheelforge.binaries.fatbin import FatbinEntry
-from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.foundation import proc
 from wheelforge.foundation.document import iter_json, to_document
 from wheelforge.foundation.errors import BinaryFormatError, ConfigError, EnvironmentProblem

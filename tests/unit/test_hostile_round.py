@@ -770,7 +770,7 @@ CACHE_NAMES = {
 def test_cache_folder_names_are_shown_as_text(
     name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from wheelforge.interface.cli import main
+    from wheelforge.cli.app import main
 
     (tmp_path / "c" / CACHE_NAMES[name]).mkdir(parents=True)
     assert main(["cache", "list", "--cache-dir", str(tmp_path / "c")]) == 0
@@ -813,7 +813,7 @@ def test_a_toolkit_folder_of_escapes_and_markup_is_shown_as_text() -> None:
     from rich.console import Console
 
     from tests.unit import fakes
-    from wheelforge.interface.render.toolkit import print_toolkits
+    from wheelforge.cli.toolkit_screen import print_toolkits
     from wheelforge.toolchain import provision
 
     odd = Path("/opt/cuda\x1b[2J[/]x[bold]")
@@ -831,8 +831,8 @@ def test_a_dry_runs_commands_show_the_projects_file_names_as_text() -> None:
 
     from rich.console import Console
 
-    from wheelforge.interface.render.build import print_dry_run
-    from wheelforge.running.builds.dryrun import PlannedVariant
+    from wheelforge.build.dryrun import PlannedVariant
+    from wheelforge.cli.build_screen import print_dry_run
 
     planned = PlannedVariant(
         variant_id="sm80-cu130",

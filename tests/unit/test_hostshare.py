@@ -9,13 +9,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from wheelforge.configuration.archs import ArchSet, parse_arch_list
-from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.planning import hostshare, ninjafile
 from wheelforge.planning.plan import PlanInputs, VariantPlan
 from wheelforge.planning.planner import make_plan
 from wheelforge.planning.variants import Variant
 from wheelforge.toolchain.choice import ToolkitChoice
-from wheelforge.toolchain.toolkit import Toolkit
+from wheelforge.toolchain.toolkits import Toolkit
 
 from .conftest import GOOD_MATRIX
 from .fakes import plan_inputs, toolkit, torch_env
@@ -173,7 +173,7 @@ def test_the_key_is_of_the_commands_not_the_schedule(project: Project, tmp_path:
 
 
 def test_a_shared_folder_no_variant_links_is_removed(project: Project, tmp_path: Path) -> None:
-    from wheelforge.running.builds.compiling import tidy_shared
+    from wheelforge.build.compiling import tidy_shared
 
     plans = three_plans(project, tmp_path)
     root = plans[0].build_dir.parent

@@ -25,7 +25,7 @@ from wheelforge.adoption.record.captured import (
 from wheelforge.adoption.writer import matrixfile
 from wheelforge.adoption.writer.matrixfile import InitChoices, render
 from wheelforge.configuration.archs import parse_arch_list
-from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.foundation import gitfiles
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.planning.selection import sdist_files

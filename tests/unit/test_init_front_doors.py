@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from wheelforge.adoption import adopt as init
 from wheelforge.adoption.doors import buildtoml, cmake
 from wheelforge.adoption.doors.buildsteps import BuildSteps
 from wheelforge.adoption.doors.flags import sort_flags
@@ -25,10 +26,9 @@ from wheelforge.adoption.record.captured import (
 )
 from wheelforge.adoption.writer.matrixfile import InitChoices, render
 from wheelforge.configuration.archs import parse_arch_list
-from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.packaging.wheel import core_metadata
-from wheelforge.running import init
 
 
 def archs(text: str) -> tuple[object, ...]:

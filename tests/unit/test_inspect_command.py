@@ -1,4 +1,4 @@
-"""``inspect``'s quick path (interface/commands/inspect.quick, asked by entry.py before click):
+"""``inspect``'s quick path (cli/inspect.quick, asked by entry.py before click):
 it prints what the CLI prints, exits as the CLI exits, and leaves to the CLI every command line
 that is more than paths and ``--json``."""
 
@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from wheelforge.cli import app as cli
+from wheelforge.cli.entry import main
+from wheelforge.cli.inspect import quick
 from wheelforge.foundation.errors import BinaryFormatError
-from wheelforge.interface import cli
-from wheelforge.interface.commands.inspect import quick
-from wheelforge.interface.entry import main
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "fatbin"
 LIBRARY = DATA / "sm80_sm90a_ptx90.so"

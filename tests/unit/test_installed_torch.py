@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.configuration.settings import Flags, TestFlags, resolve, resolve_test
 from wheelforge.foundation.errors import ConfigError
 

@@ -8,7 +8,7 @@ import sys
 
 from tests import REPO
 from wheelforge import DISTRIBUTION
-from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.configuration.matrix.load import load_matrix
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -16,13 +16,14 @@ PACKAGE = Path(__file__).resolve().parents[2] / "src" / "wheelforge"
 LAYERS = (
     "foundation",
     "configuration",
-    "adoption",
     "toolchain",
     "planning",
     "binaries",
     "packaging",
-    "running",
-    "interface",
+    "adoption",
+    "build",
+    "documents",
+    "cli",
 )
 
 
@@ -63,7 +64,7 @@ MODULES = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
 
 # Entry points that tools import by a fixed top-level name (PEP 517's build-backend), each in
 # a layer like any other module.
-TOP_LEVEL_LAYERS = {"wheelforge.build_meta": "interface"}
+TOP_LEVEL_LAYERS = {"wheelforge.build_meta": "cli"}
 
 
 def _layer(module: str) -> str | None:
@@ -130,7 +131,9 @@ def _room(module: str) -> str | None:
     return parts[2] if len(parts) >= 3 and parts[1] == "adoption" else None
 
 
-@pytest.mark.parametrize("module", sorted(m for m in MODULES if _room(m)))
+@pytest.mark.parametrize(
+    "module", sorted(m for m in MODULES if _room(m) in (*ADOPTION_ROOMS, "child"))
+)
 def test_inits_rooms_point_one_way_and_the_child_stands_alone(module: str) -> None:
     imported = _imports(MODULES[module])
     if _room(module) == "child":
@@ -159,15 +162,39 @@ def _all_imports(source: str) -> set[str]:
     return found
 
 
-def test_the_backend_is_interface_and_no_module_imports_it() -> None:
-    assert _layer("wheelforge.build_meta") == "interface"
+def test_the_backend_is_cli_and_no_module_imports_it() -> None:
+    assert _layer("wheelforge.build_meta") == "cli"
     importers = [m for m, p in MODULES.items() if "wheelforge.build_meta" in _imports(p)]
     assert importers == []
 
 
 def test_the_checker_sees_a_planted_upward_import(tmp_path: Path) -> None:
     planted = tmp_path / "planted.py"
-    planted.write_text("from wheelforge.interface import cli\nfrom ..running import builds\n")
+    planted.write_text("from wheelforge.cli import app\nfrom ..build import orchestration\n")
     found = _imports(planted, package="wheelforge.toolchain")
-    assert {"wheelforge.interface.cli", "wheelforge.running.builds"} <= found
-    assert LAYERS.index(_layer("wheelforge.running.builds")) > LAYERS.index("toolchain")  # type: ignore[arg-type]
+    assert {"wheelforge.cli.app", "wheelforge.build.orchestration"} <= found
+    assert LAYERS.index(_layer("wheelforge.build.orchestration")) > LAYERS.index("toolchain")  # type: ignore[arg-type]
+
+
+def test_the_layers_are_the_package_folders() -> None:
+    """Every subpackage of wheelforge is a layer of the list above, and every layer a folder."""
+    folders = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
+    assert folders == set(LAYERS)
+
+
+def test_no_file_name_repeats_across_packages() -> None:
+    """A module's file name says which it is (issue 42): no two modules share one, so a path in a
+    traceback, a grep or a review names one file."""
+    seen: dict[str, list[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        if path.name not in ("__init__.py", "__main__.py"):
+            seen.setdefault(path.name, []).append(path.relative_to(PACKAGE).as_posix())
+    assert {name: where for name, where in seen.items() if len(where) > 1} == {}
+
+
+def test_architecture_md_lists_the_layers_in_their_order() -> None:
+    """docs/architecture.md's layer table, lowest first, is the list enforced here."""
+    text = (PACKAGE.parents[1] / "docs" / "architecture.md").read_text(encoding="utf-8")
+    table = text.split("\n## Layers\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[1].strip(" `") for line in table.splitlines() if line.startswith("| `")]
+    assert rows == list(LAYERS)

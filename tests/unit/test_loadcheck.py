@@ -1,4 +1,4 @@
-"""How ``check --torch-from`` weighs what the loader said (running/loadcheck.py): the loader's
+"""How ``check --torch-from`` weighs what the loader said (binaries/loadcheck.py): the loader's
 word overrides the static verdict, but a library the environment lacks (the driver, FFmpeg,
 TensorRT) is the environment's to install, not the wheel's fault. The words are dlerror's, as
 the released wheels gave them under torch 2.14.0+cu130 (xformers 0.0.35's _C.so, vLLM 0.34.0's
@@ -6,9 +6,9 @@ modules without a driver, torchcodec 0.17.0's FFmpeg libraries)."""
 
 from __future__ import annotations
 
+from wheelforge.binaries import loadcheck
 from wheelforge.binaries.abicheck import BinaryCheck
 from wheelforge.binaries.rule import Violation
-from wheelforge.running import loadcheck
 
 WHERE = "torch 2.14.0+cu130 (/env/bin/python)"
 

@@ -16,9 +16,9 @@ from wheelforge.binaries import loadson
 from wheelforge.binaries.facts import BinaryContents
 from wheelforge.binaries.fatbin import FatbinEntry
 from wheelforge.binaries.inspection import inspect_paths
+from wheelforge.cli.inspect_screen import print_inspect
 from wheelforge.configuration import releases
 from wheelforge.configuration.archs import ArchSuffix
-from wheelforge.interface.render.inspect import print_inspect
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.foundation.errors import ConfigError
 
 from .conftest import GOOD_MATRIX

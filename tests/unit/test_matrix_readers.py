@@ -18,9 +18,9 @@ import pytest
 import yaml
 
 from wheelforge.configuration.matrix import yamlio
+from wheelforge.configuration.matrix.load import MatrixReader, load_matrix
 from wheelforge.configuration.matrix.model import Matrix
 from wheelforge.configuration.matrix.modelreader import MissingReader, ModelReader
-from wheelforge.configuration.matrix.reader import MatrixReader, load_matrix
 from wheelforge.foundation import schemagen
 from wheelforge.foundation.document import to_document
 from wheelforge.foundation.errors import ConfigError

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from wheelforge.configuration.matrix import schema
-from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.configuration.matrix.load import load_matrix
 
 from .conftest import GOOD_MATRIX
 

@@ -14,7 +14,7 @@ import pytest
 from wheelforge.binaries import verify
 from wheelforge.binaries.facts import BinaryContents, file_role
 from wheelforge.binaries.sizecheck import check_size
-from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.foundation.errors import ConfigError, VerificationError
 from wheelforge.planning import hostshare, ninjafile
 

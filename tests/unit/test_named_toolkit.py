@@ -12,8 +12,8 @@ from packaging.version import Version
 
 from wheelforge.foundation import proc, writers
 from wheelforge.foundation.errors import ConfigError, EnvironmentProblem, ToolError
-from wheelforge.toolchain import toolkit
-from wheelforge.toolchain.toolkit import Toolkit
+from wheelforge.toolchain import toolkits as toolkit
+from wheelforge.toolchain.toolkits import Toolkit
 
 
 def _nvcc(folder: Path, mode: int = 0o755) -> Path:

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.build import ninja
+from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.foundation import log, proctree
 from wheelforge.foundation.progress import JobProgress, Running, job_line, remaining, shorten
-from wheelforge.running.builds import ninja
 from wheelforge.toolchain import ninjafeed
 
 from .fakes import plan_for

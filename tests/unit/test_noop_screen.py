@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from wheelforge.build.variant import say_up_to_date
 from wheelforge.foundation import log
-from wheelforge.running.builds.variant import say_up_to_date
 
 NAME = "wheelforge_kernels-0.1.0+cu130.sm80-cp310-abi3-manylinux_2_34_x86_64.whl"
 FOLDER = "/work/scratch/someone/projects/kernels/dist"

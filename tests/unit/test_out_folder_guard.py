@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.build import preflight, variant
+from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.foundation import locks
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.packaging import buildinfo, provenance
 from wheelforge.planning import selection
-from wheelforge.running.builds import preflight, variant
 
 from . import fakes
 from .conftest import GOOD_MATRIX

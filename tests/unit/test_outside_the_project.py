@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from wheelforge.adoption import adopt as init
 from wheelforge.adoption.doors import buildtoml
-from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.foundation.errors import ConfigError, WheelforgeError
 from wheelforge.planning import selection
-from wheelforge.running import init
 
 from .conftest import GOOD_MATRIX
 from .fakes import built_contents, plan_for

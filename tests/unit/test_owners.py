@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
+from wheelforge.binaries import checkwheels as running_check
 from wheelforge.binaries.abicheck import BinaryCheck
 from wheelforge.binaries.rule import Violation
 from wheelforge.configuration import settings
@@ -23,11 +24,10 @@ from wheelforge.foundation.errors import (
     first_and_rest,
 )
 from wheelforge.packaging import stamp
-from wheelforge.running import check as running_check
-from wheelforge.running import test as running_test
+from wheelforge.packaging import testwheels as running_test
 from wheelforge.toolchain.choice import ToolkitChoice, ensure_toolkit
 from wheelforge.toolchain.provision import recipe_for
-from wheelforge.toolchain.toolkit import release_builds
+from wheelforge.toolchain.toolkits import release_builds
 
 from .fakes import CUDA13, CUDA118, toolkit
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from packaging.metadata import Metadata
 
 from wheelforge.adoption.doors.packagedata import package_data_globs
-from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.packaging import wheel
 from wheelforge.planning import selection
 

@@ -11,9 +11,9 @@ from types import SimpleNamespace
 import pytest
 
 from wheelforge import build_meta
-from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.build import pep517
+from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.foundation.errors import ConfigError, VerificationError
-from wheelforge.running import pep517
 from wheelforge.toolchain import gpu
 
 from . import fakes

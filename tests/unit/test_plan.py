@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.build import ninja
+from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.planning import hostshare, ninjafile, planner
 from wheelforge.planning.parallelism import auto_nvcc_threads
 from wheelforge.planning.planner import make_plan
-from wheelforge.running.builds import ninja
 from wheelforge.toolchain.compilecache import CompileCache
-from wheelforge.toolchain.toolkit import Toolkit
+from wheelforge.toolchain.toolkits import Toolkit
 
 from .conftest import GOOD_MATRIX
 from .fakes import plan_for, plan_inputs, toolkit
@@ -223,7 +223,7 @@ def test_a_line_break_in_a_path_or_flag_is_one_line_not_an_assertion(
     """Issue 21: a newline in the project path ended in an AssertionError from ninja_syntax."""
     import pytest
 
-    from wheelforge.configuration.matrix.reader import load_matrix
+    from wheelforge.configuration.matrix.load import load_matrix
     from wheelforge.foundation.errors import ConfigError
     from wheelforge.planning import ninjafile
 

@@ -225,31 +225,31 @@ ALLOWED = {
         "tempfile.TemporaryDirectory(",
     ): "a temporary folder the stdlib makes and removes",
     (
-        "running/test.py",
+        "packaging/testwheels.py",
         "tempfile.TemporaryDirectory(",
     ): "a temporary folder the stdlib makes and removes",
     (
-        "running/builds/importcheck.py",
+        "build/importcheck.py",
         "tempfile.TemporaryDirectory(",
     ): "a temporary folder the stdlib makes and removes",
     (
-        "running/pep517.py",
+        "build/pep517.py",
         "tempfile.TemporaryDirectory(",
     ): "a temporary folder the stdlib makes and removes",
     (
-        "running/builds/dryrun.py",
+        "build/dryrun.py",
         "tempfile.TemporaryDirectory(",
     ): "a temporary folder the stdlib makes and removes",
     (
-        "running/builds/reproduce.py",
+        "build/reproduce.py",
         "tempfile.TemporaryDirectory(",
     ): "a temporary folder the stdlib makes and removes",
     (
-        "running/cache.py",
+        "build/caches.py",
         "path.rename(aside)",
     ): "renamed aside inside the cache, removal.confined checked first",
     (
-        "running/builds/variant.py",
+        "build/variant.py",
         'tempfile.mkdtemp(prefix=f"stage-',
     ): "the staging folder, named for removal.sweep",
     (
@@ -280,7 +280,7 @@ ALLOWED = {
         "runs inside the capture child: egg_info's folder, made and removed by the stdlib"
     ),
     (
-        "interface/documents/kinds.py",
+        "documents/kinds.py",
         "data.read_text(encoding",
     ): "package data shipped with wheelforge (importlib.resources)",
     (
@@ -308,7 +308,7 @@ ALLOWED = {
         '.joinpath("data/torch-cuda.toml").read_text(',
     ): "package data (importlib.resources)",
     (
-        "running/loadcheck.py",
+        "binaries/loadcheck.py",
         "tempfile.TemporaryDirectory(",
     ): "a temporary folder the stdlib makes and removes",
     ("adoption/child/capture_guards.py", "class GuardedPopen("): (
@@ -357,34 +357,34 @@ ALLOWED = {
         "the compile wrapper's one line appended to its run's costs file (stdlib only: it runs "
         "before anything of wheelforge's is imported)"
     ),
-    ("running/builds/jobwatch.py", 'Path(entry.path, "stat").read_text('): (
+    ("build/jobwatch.py", 'Path(entry.path, "stat").read_text('): (
         "the kernel's /proc/<pid>/stat, read as proctree reads it"
     ),
-    ("running/builds/jobwatch.py", '(proc / str(pid) / "cmdline").open("rb")'): (
+    ("build/jobwatch.py", '(proc / str(pid) / "cmdline").open("rb")'): (
         "the kernel's /proc/<pid>/cmdline, read within 1 MiB"
     ),
-    ("foundation/quicknoop.py", "fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK"): (
+    ("cli/quicknoop.py", "fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK"): (
         "the quick no-op imports nothing of wheelforge's: a record or a watched file read as "
         "readers.py reads (regular files only, from fstat, never waited on, within a cap), and "
         "the recorded run's locks held shared while its screen is replayed"
     ),
-    ("foundation/filetrace.py", '"shutil.copyfile", "shutil.rmtree"}'): (
+    ("cli/filetrace.py", '"shutil.copyfile", "shutil.rmtree"}'): (
         "the names of audit events the trace counts as writes, not a call"
     ),
-    ("running/builds/jobserver.py", "tempfile.mkdtemp("): (
+    ("build/jobserver.py", "tempfile.mkdtemp("): (
         "the jobserver's folder (its FIFO), removed by removal.remove when the build ends"
     ),
-    ("running/builds/jobserver.py", "os.open(fifo, os.O_RDWR | os.O_NONBLOCK)"): (
+    ("build/jobserver.py", "os.open(fifo, os.O_RDWR | os.O_NONBLOCK)"): (
         "the jobserver's own FIFO, made just before (mkfifo): its tokens, never a user's file"
     ),
-    ("running/builds/jobserver.py", "self._folder_fd = os.open(self._folder"): (
+    ("build/jobserver.py", "self._folder_fd = os.open(self._folder"): (
         "the jobserver's own folder, opened to flock it while in use (read-only, no file made)"
     ),
-    ("running/builds/jobserver.py", "fd = os.open(child, os.O_RDONLY | os.O_DIRECTORY"): (
+    ("build/jobserver.py", "fd = os.open(child, os.O_RDONLY | os.O_DIRECTORY"): (
         "a jobserver folder in TMPDIR, opened (read-only, no link followed) to tell by its "
         "flock whether a build still uses it"
     ),
-    ("running/builds/genstep.py", "subprocess.Popen(command"): (
+    ("build/genstep.py", "subprocess.Popen(command"): (
         "the generate step's wrapper, ninja's command: its own deadline, stopped by proc.stop"
     ),
 }

@@ -8,7 +8,7 @@ import pytest
 from rich.console import Console
 from rich.table import Table
 
-from wheelforge.interface.console import print_whole
+from wheelforge.cli.console import print_whole
 
 CELL = "162 passed, 0 failed, 0 skipped"
 
@@ -52,7 +52,7 @@ def test_columns_never_cuts_a_pipe(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_line_into_a_pipe_is_never_folded(capsys: pytest.CaptureFixture[str]) -> None:
     """The build summary's sentences, written to a file: one line each, whatever their length
     (rich folds at 80 columns where it sees no terminal: "... no\\nlibtorch C++ symbols")."""
-    from wheelforge.interface.console import output_console
+    from wheelforge.cli.console import output_console
 
     sentence = (
         "stable ABI ok: 62 shim functions, the newest from torch 2.10 (target 2.10), no "

@@ -1,4 +1,4 @@
-"""foundation/quicknoop.py on runs made up by the test: what is recorded, what a record holds
+"""cli/quicknoop.py on runs made up by the test: what is recorded, what a record holds
 for, and that anything it cannot vouch for is the full path's (tests/integration/
 test_quick_noop.py has the real builds)."""
 
@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from wheelforge.foundation import filetrace, quicknoop
+from wheelforge.cli import filetrace, quicknoop
+from wheelforge.foundation.cachehome import RECORDS
 
 ARGV = ["build", "--archs", "8.0"]
 
@@ -20,7 +21,7 @@ ARGV = ["build", "--archs", "8.0"]
 @pytest.fixture(autouse=True)
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    return tmp_path / "xdg" / "wheelforge" / quicknoop.RECORDS
+    return tmp_path / "xdg" / "wheelforge" / RECORDS
 
 
 @pytest.fixture
@@ -203,7 +204,7 @@ def test_the_record_names_this_runs_modules(
 def test_records_are_probe_results_for_the_cache_command() -> None:
     from wheelforge.toolchain.probecache import PROBES
 
-    assert quicknoop.RECORDS.parts[0] == PROBES
+    assert RECORDS.parts[0] == PROBES
 
 
 def test_the_newest_records_are_kept(

@@ -16,7 +16,7 @@ from packaging.version import Version
 from wheelforge.binaries.sizecheck import levers
 from wheelforge.configuration import releases
 from wheelforge.configuration.archs import Arch, ArchSet, parse_arch_list
-from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.planning import reproducible, variants
 from wheelforge.toolchain import provision

@@ -8,7 +8,7 @@ from rich.console import Console
 
 from wheelforge.binaries.facts import BinaryContents
 from wheelforge.binaries.fatbin import FatbinEntry
-from wheelforge.interface.render.inspect import print_inspect
+from wheelforge.cli.inspect_screen import print_inspect
 
 
 def _entry(kind: str, arch: str, version: str) -> FatbinEntry:

@@ -10,9 +10,9 @@ from rich.console import Console
 from wheelforge.binaries.facts import BinaryContents
 from wheelforge.binaries.sizecheck import check_size
 from wheelforge.binaries.verify import check_binary
+from wheelforge.build.results import BuildReport, VariantResult
+from wheelforge.cli.build_screen import print_build
 from wheelforge.configuration.archs import ArchSet, parse_arch_list
-from wheelforge.interface.render.build import print_build
-from wheelforge.running.builds.results import BuildReport, VariantResult
 
 
 def _summary(abi: str, built_against: str) -> str:

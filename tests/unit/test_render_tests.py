@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from wheelforge.documents.test_schema import torch_tests_document
 from wheelforge.foundation.document import to_document
-from wheelforge.interface.documents.test import torch_tests_document
-from wheelforge.running.test import Outcome
+from wheelforge.packaging.testwheels import Outcome
 
 
 def test_a_run_that_did_not_pass_says_why() -> None:

@@ -1,8 +1,8 @@
 """Renderers read results, they decide nothing (issue 34): inspect's table and its --json read
 a binary's loads-on from the result (BinaryContents.loads_on), check's table and --json read the
-verdicts and counts from running/check.CheckResult, the build's summary and report read
+verdicts and counts from binaries/checkwheels.CheckResult, the build's summary and report read
 VariantResult and BuildReport. So a renderer imports, from the layers that decide (binaries,
-planning, toolchain, running, packaging), only their data: classes, type aliases and constants,
+planning, toolchain, packaging, adoption, build), only their data: classes, type aliases and constants,
 never a function or a module (binaries.loadson.loads_on, the rule modules, floors, provision)."""
 
 from __future__ import annotations
@@ -14,23 +14,19 @@ from pathlib import Path
 
 import pytest
 
-INTERFACE = Path(__file__).parents[2] / "src" / "wheelforge" / "interface"
+PACKAGE = Path(__file__).parents[2] / "src" / "wheelforge"
 RENDERERS = sorted(
     [
-        *(INTERFACE / "render").glob("*.py"),
-        INTERFACE / "ci.py",
-        *(INTERFACE / "documents").glob("*.py"),
+        *(PACKAGE / "cli").glob("*_screen.py"),
+        PACKAGE / "cli" / "ci.py",
+        *(PACKAGE / "documents").glob("*.py"),
     ]
 )
-DECIDING = ("binaries", "planning", "toolchain", "running", "packaging")
+DECIDING = ("binaries", "planning", "toolchain", "packaging", "adoption", "build")
 # How a wheel member is named (x.whl!pkg/_C.abi3.so) is spelling, which the renderers share.
 SPELLING = {("wheelforge.binaries.elf", "member_path"), ("wheelforge.binaries.elf", "split_member")}
 # The list of documents (not a renderer): it names the build info's model module.
-LISTS = {
-    INTERFACE / "documents" / "schemas.py",
-    INTERFACE / "documents" / "__init__.py",
-    INTERFACE / "render" / "__init__.py",
-}
+LISTS = {PACKAGE / "documents" / "schemas.py", PACKAGE / "documents" / "__init__.py"}
 
 
 def _is_data(value: object, name: str) -> bool:
@@ -59,7 +55,7 @@ def _imports(path: Path) -> list[tuple[str, str, int]]:
 
 
 @pytest.mark.parametrize(
-    "path", [p for p in RENDERERS if p not in LISTS], ids=lambda p: str(p.relative_to(INTERFACE))
+    "path", [p for p in RENDERERS if p not in LISTS], ids=lambda p: str(p.relative_to(PACKAGE))
 )
 def test_a_renderer_imports_only_data_from_the_layers_that_decide(path: Path) -> None:
     wrong = []

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from wheelforge.binaries import fatbin, reprodiff
-from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.foundation.errors import VerificationError
 from wheelforge.planning import hostshare, ninjafile, reproducible
 from wheelforge.planning.plan import PlanInputs, VariantPlan
@@ -146,9 +146,9 @@ def test_verify_rebuilds_without_any_compile_cache(
     construction."""
     import dataclasses
 
+    from wheelforge.build import reproduce
     from wheelforge.configuration.settings import Launchers
     from wheelforge.planning.planner import make_plan
-    from wheelforge.running.builds import reproduce
     from wheelforge.toolchain.compilecache import CompileCache
 
     matrix = load_matrix(project())

@@ -121,7 +121,7 @@ def test_shn_xindex_is_read_from_section_0_or_is_corrupt() -> None:
 def test_inspect_says_corrupt_not_no_cuda_code(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from wheelforge.interface.cli import main
+    from wheelforge.cli.app import main
 
     path = tmp_path / "x.so"
     path.write_bytes(_with_shstrndx(FATBIN.read_bytes(), 0))
@@ -216,9 +216,9 @@ def test_the_pip_install_hint_pastes_as_one_argument() -> None:
     so pasted it installs that wheel and runs nothing else (issue 39)."""
     import shlex
 
+    from wheelforge.build.results import BuildReport, VariantResult
+    from wheelforge.cli.build_screen import next_step
     from wheelforge.configuration.archs import ArchSet, parse_arch_list
-    from wheelforge.interface.render.build import next_step
-    from wheelforge.running.builds.results import BuildReport, VariantResult
 
     wheel = Path(HOSTILE_FOLDER) / "demo-1.0-cp310-abi3-linux_x86_64.whl"
     variant = VariantResult(
@@ -241,7 +241,7 @@ def test_the_init_hint_pastes_as_one_argument(tmp_path: Path) -> None:
     import shlex
 
     from wheelforge.adoption.writer.matrixfile import InitResult
-    from wheelforge.interface.render.init import next_step
+    from wheelforge.cli.init_screen import next_step
 
     matrix = Path(HOSTILE_FOLDER) / "matrix.yaml"
     result = InitResult(path=matrix, text="", front_door="setup.py", hand=())
@@ -259,7 +259,7 @@ def test_a_killed_builds_jobserver_folder_is_swept(
     import tempfile
     import time
 
-    from wheelforge.running.builds import jobserver
+    from wheelforge.build import jobserver
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     killed = tmp_path / f"{jobserver.PREFIX}999999-abc"
@@ -286,10 +286,11 @@ def test_the_quick_noops_records_are_the_caches_own(tmp_path: Path) -> None:
     """The quick no-op's records (probes/quick-noop/<32 hex>.json) are probe results to
     `cache list` and `cache prune`: they were "not wheelforge's" and no prune removed them. A
     file of another name there is still not wheelforge's, and left alone."""
-    from wheelforge.foundation import quicknoop
-    from wheelforge.running import cache
+    from wheelforge.build import caches as cache
+    from wheelforge.cli import quicknoop
+    from wheelforge.foundation.cachehome import RECORDS
 
-    records = tmp_path / quicknoop.RECORDS
+    records = tmp_path / RECORDS
     records.mkdir(parents=True)
     record = records / f"{quicknoop._key(['build'])}.json"
     record.write_text("{}")
@@ -309,8 +310,8 @@ def test_the_quick_noops_records_are_the_caches_own(tmp_path: Path) -> None:
 def test_the_job_cost_history_and_dist_toolchains_are_entries(tmp_path: Path) -> None:
     """What wheelforge keeps at the cache's top (job-costs.json, sccache-dist's toolchains) is
     listed, each an entry, and pruned by name or with --all; it was left out of both."""
+    from wheelforge.build import caches as cache
     from wheelforge.planning import jobcosts
-    from wheelforge.running import cache
     from wheelforge.toolchain import compilecache
 
     history = tmp_path / jobcosts.HISTORY
@@ -331,8 +332,8 @@ def test_an_old_report_beside_the_sources_is_replaced(
     """--report naming an earlier report in a source folder is no input of the build: not
     refused (only sources, headers and package files are)."""
     from tests.unit.conftest import GOOD_MATRIX
-    from wheelforge.configuration.matrix.reader import load_matrix
-    from wheelforge.running.builds import preflight
+    from wheelforge.build import preflight
+    from wheelforge.configuration.matrix.load import load_matrix
 
     project("")  # type: ignore[operator]
     (tmp_path / "matrix.yaml").write_text(GOOD_MATRIX)

@@ -16,9 +16,9 @@ from wheelforge.binaries import abicheck, bounded, registry, verify
 from wheelforge.binaries.elf import ElfImage
 from wheelforge.binaries.facts import BinaryFacts
 from wheelforge.binaries.rule import Finding, Rule, RuleContext, Severity
-from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.cli.app import main
+from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.foundation.errors import VerificationError
-from wheelforge.interface.cli import main
 from wheelforge.toolchain import shims
 
 from .conftest import GOOD_MATRIX

@@ -1,4 +1,4 @@
-"""running/inspect.py: what ``inspect`` finds, as data (each binary's fatbin entries, each
+"""packaging/inspectwheels.py: what ``inspect`` finds, as data (each binary's fatbin entries, each
 variant wheel's check against its binaries), and its verdict, which only a variant wheel that
 disagrees with its binaries fails."""
 
@@ -12,7 +12,7 @@ import pytest
 
 from wheelforge.foundation.errors import VerificationError
 from wheelforge.packaging import wheel_variants as wv
-from wheelforge.running.inspect import require_agree, run_inspect
+from wheelforge.packaging.inspectwheels import require_agree, run_inspect
 
 LIBRARY = Path(__file__).resolve().parent.parent / "data" / "fatbin" / "sm80_sm90a_ptx90.so"
 PLAIN = "demo_ops-1.2.0-cp310-abi3-manylinux_2_28_x86_64.whl"

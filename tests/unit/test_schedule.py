@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.build import compiling, jobwatch, ninja
+from wheelforge.build.results import JobReport
+from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.configuration.settings import Flags, resolve
 from wheelforge.foundation import jobcost, resources
 from wheelforge.foundation.errors import ConfigError
@@ -26,8 +28,6 @@ from wheelforge.planning.parallelism import (
     schedule,
     simulate,
 )
-from wheelforge.running.builds import compiling, jobwatch, ninja
-from wheelforge.running.builds.results import JobReport
 from wheelforge.toolchain import compilecache
 
 from .fakes import plan_for, plan_inputs
@@ -368,8 +368,8 @@ def test_what_sccaches_server_compiled_is_unmeasured_not_its_clients_cost(
     """jobwatch sees the processes of ninja's job. Through ccache the compiler runs there; through
     sccache the client hands the compile to its server, so the job's tiny figures are not the
     compile's: unknown (None), left out of the history, and the summary says why."""
-    from wheelforge.interface.render import build as render
-    from wheelforge.running.builds.results import VariantResult
+    from wheelforge.build.results import VariantResult
+    from wheelforge.cli import build_screen as render
 
     matrix = load_matrix(project())
     exe = tmp_path / tool

@@ -18,15 +18,15 @@ from tests.unit.fakes import plan_for
 from wheelforge.binaries.abicheck import BinaryCheck
 from wheelforge.binaries.facts import BinaryContents
 from wheelforge.binaries.verify import check_binary
+from wheelforge.build import diagnose
+from wheelforge.build.results import AbiSummary, BuildReport, VariantResult
+from wheelforge.cli.app import main
+from wheelforge.cli.build_screen import abi_summary, print_build
 from wheelforge.configuration.archs import ArchSet, parse_arch_list
-from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.foundation import log
 from wheelforge.foundation.progress import JobProgress
-from wheelforge.interface.cli import main
-from wheelforge.interface.render.build import abi_summary, print_build
 from wheelforge.planning import hostshare
-from wheelforge.running.builds import diagnose
-from wheelforge.running.builds.results import AbiSummary, BuildReport, VariantResult
 from wheelforge.toolchain import envs, ninjafeed
 
 Project = Callable[..., Path]
@@ -269,8 +269,8 @@ def test_the_abi_line_is_in_plain_words() -> None:
 
 def test_a_binary_that_needs_only_the_first_limited_api_reads_any_python() -> None:
     """check's Python column said 3.2 (the limited API's first release) beside a cp310 wheel."""
-    from wheelforge.interface.render.check import check_table
-    from wheelforge.running.check import result_of
+    from wheelforge.binaries.checkwheels import result_of
+    from wheelforge.cli.check_screen import check_table
 
     def row(floor: tuple[int, int]) -> str:
         check = BinaryCheck(
@@ -287,9 +287,9 @@ def test_a_binary_that_needs_only_the_first_limited_api_reads_any_python() -> No
 
 
 def test_the_compile_line_tells_cache_hits_from_compiles(project: Project, tmp_path: Path) -> None:
-    from wheelforge.running.builds.compiling import Compiled
-    from wheelforge.running.builds.results import JobReport
-    from wheelforge.running.builds.variant import _compiled_words
+    from wheelforge.build.compiling import Compiled
+    from wheelforge.build.results import JobReport
+    from wheelforge.build.variant import _compiled_words
     from wheelforge.toolchain.compilecache import CacheStats
 
     plan = plan_for(load_matrix(project()), tmp_path)
@@ -347,7 +347,7 @@ def test_toolkit_list_shows_folders_and_the_install_command_whole_at_80_columns(
     import dataclasses
 
     from tests.unit import fakes
-    from wheelforge.interface.render.toolkit import print_toolkits
+    from wheelforge.cli.toolkit_screen import print_toolkits
     from wheelforge.toolchain import provision
 
     folder = Path("/opt/nvidia/hpc_sdk/Linux_x86_64/25.9/cuda/13.0")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests import REPO
-from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.packaging import sdist
 from wheelforge.planning import selection

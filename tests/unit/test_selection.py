@@ -12,14 +12,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.build import reuse
+from wheelforge.build import variant as build
+from wheelforge.build.compiling import Compiled
+from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.foundation.errors import BuildError, ConfigError
 from wheelforge.packaging import sdist, wheel
 from wheelforge.planning import selection
 from wheelforge.planning.selection import Member, ProjectFiles
-from wheelforge.running.builds import reuse
-from wheelforge.running.builds import variant as build
-from wheelforge.running.builds.compiling import Compiled
 
 from .conftest import GOOD_MATRIX
 from .fakes import built_contents, plan_for, plan_inputs, toolkit
@@ -255,8 +255,8 @@ def test_the_dry_run_shows_every_planned_member(project: Project, tmp_path: Path
 
     from rich.console import Console
 
-    from wheelforge.interface.render.build import print_dry_run
-    from wheelforge.running.builds.dryrun import PlannedVariant
+    from wheelforge.build.dryrun import PlannedVariant
+    from wheelforge.cli.build_screen import print_dry_run
 
     plan = plan_for(load_matrix(data_project(project, tmp_path)), tmp_path)
     planned = PlannedVariant(

@@ -53,7 +53,7 @@ def test_schema_pattern_accepts_what_parse_size_reads(text: str) -> None:
 
 def test_matrix_size_budget_errors_name_the_line(project) -> None:  # type: ignore[no-untyped-def]
     from tests.unit.conftest import GOOD_MATRIX
-    from wheelforge.configuration.matrix.reader import load_matrix
+    from wheelforge.configuration.matrix.load import load_matrix
 
     assert load_matrix(project(GOOD_MATRIX + "size-budget: 450MB\n")).size_budget == 450 * 1000**2
     assert load_matrix(project()).size_budget == 100 * 1024**2

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.build import freshness, ninja
+from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.configuration.settings import Flags, resolve
 from wheelforge.foundation.errors import ConfigError
-from wheelforge.running.builds import freshness, ninja
 from wheelforge.toolchain import compilecache, probecache
 
 from .conftest import GOOD_MATRIX
@@ -209,8 +209,8 @@ def test_provenance_is_read_back_while_the_freshness_stamp_is_unchanged(
 ) -> None:
     """A no-op starts no process for the wheel's SBOM and build info (ninja -t deps, c++
     --version): they are stored beside the stamp and reused while it is the same."""
+    from wheelforge.build import reuse
     from wheelforge.packaging import provenance
-    from wheelforge.running.builds import reuse
 
     plan = plan_for(load_matrix(project()), tmp_path)
     made: list[int] = []

@@ -11,12 +11,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.build import variant as build
+from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.foundation import fsutil
 from wheelforge.foundation.errors import ConfigError, VerificationError
 from wheelforge.packaging import stamp
-from wheelforge.running import test as running_test
-from wheelforge.running.builds import variant as build
+from wheelforge.packaging import testwheels as running_test
 from wheelforge.toolchain import envs
 
 from .conftest import GOOD_MATRIX

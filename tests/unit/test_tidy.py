@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from wheelforge.build import preflight
 from wheelforge.foundation import fsutil
-from wheelforge.running.builds import preflight
 
 
 def test_missing_top_is_the_outermost_folder_still_to_make(tmp_path: Path) -> None:

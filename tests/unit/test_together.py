@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.build import compiling, together
+from wheelforge.build.jobserver import TOKEN, Jobserver
+from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.foundation import log, proc, progress
 from wheelforge.foundation.errors import BuildError, Interrupted
 from wheelforge.planning.jobcosts import GIB
 from wheelforge.planning.parallelism import Schedule, variants_at_once
 from wheelforge.planning.plan import VariantPlan
-from wheelforge.running.builds import compiling, together
-from wheelforge.running.builds.jobserver import TOKEN, Jobserver
 from wheelforge.toolchain import compilecache
 
 from .fakes import plan_for

@@ -9,8 +9,9 @@ import pytest
 from packaging.version import Version
 
 from wheelforge.configuration.releases import DebianSource
-from wheelforge.toolchain import provision, toolkit
-from wheelforge.toolchain.toolkit import Toolkit
+from wheelforge.toolchain import provision
+from wheelforge.toolchain import toolkits as toolkit
+from wheelforge.toolchain.toolkits import Toolkit
 
 
 def test_the_12_4_recipe_pins_trixie_and_uses_the_system_gcc() -> None:
@@ -115,7 +116,7 @@ def test_site_packages_from_the_interpreter_path_alone(tmp_path: Path) -> None:
 def test_nvcc_options_are_read_from_its_help() -> None:
     """--split-compile and --jobserver as `nvcc --help` (13.0) lists them; --split-compile-extended
     alone is not --split-compile."""
-    from wheelforge.toolchain.toolkit import _OPTION_RE
+    from wheelforge.toolchain.toolkits import _OPTION_RE
 
     help_text = (
         "--split-compile <number>                            (-split-compile)\n"

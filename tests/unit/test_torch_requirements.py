@@ -13,8 +13,8 @@ import pytest
 from packaging.specifiers import SpecifierSet
 
 from wheelforge.binaries import abicheck, torchcuda
+from wheelforge.binaries.checkwheels import result_of
 from wheelforge.binaries.metadata import declared, pinned
-from wheelforge.running.check import result_of
 
 from .fakes import with_record
 

@@ -12,7 +12,7 @@ import pytest
 
 from tests.unit.fakes import make_wheel
 from wheelforge.binaries import abicheck, reader, registry
-from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.foundation.errors import ConfigError
 from wheelforge.planning import hostshare, ninjafile
 

@@ -15,10 +15,10 @@ from wheelforge.binaries import abicheck
 from wheelforge.binaries.abicheck import BinaryCheck
 from wheelforge.binaries.elf import open_elf_file
 from wheelforge.binaries.symbols import LibraryExports, library_exports, read_linkage
-from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.build import importcheck
+from wheelforge.cli.app import main
+from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.foundation.errors import VerificationError
-from wheelforge.interface.cli import main
-from wheelforge.running.builds import importcheck
 
 from .conftest import GOOD_MATRIX
 from .fakes import plan_for, with_record
@@ -148,7 +148,7 @@ def test_the_import_check_names_the_symbol_a_library_lacks(
     project: Callable[[str], Path], tmp_path: Path
 ) -> None:
     """What torch.ops.load_library raised (dlopen's words) becomes a hint naming the symbol,
-    demangled, and what to add (running/builds/importcheck.py)."""
+    demangled, and what to add (build/importcheck.py)."""
     text = GOOD_MATRIX.replace("name: demo_ops._C", "name: demo_ops._ops\n  kind: library")
     plan = plan_for(load_matrix(project(text)), tmp_path)
     [link] = plan.links

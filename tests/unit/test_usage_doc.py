@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 import pytest
 
-from wheelforge.interface.cli import cli
+from wheelforge.cli.app import cli
 
 USAGE = Path(__file__).resolve().parents[2] / "docs" / "usage.md"
 _HEADING_RE = re.compile(r"^(#+) (.*)$")

@@ -14,10 +14,11 @@ import pytest
 from filelock import FileLock
 from packaging.version import Version
 
+from wheelforge.build import caches as running_cache
+from wheelforge.build.caches import ENV, PROBE, REPAIR, TOOLKIT, UNFINISHED
 from wheelforge.foundation.errors import ConfigError
-from wheelforge.running import cache as running_cache
-from wheelforge.running.cache import ENV, PROBE, REPAIR, TOOLKIT, UNFINISHED
-from wheelforge.toolchain import envs, provision, toolkit
+from wheelforge.toolchain import envs, provision
+from wheelforge.toolchain import toolkits as toolkit
 from wheelforge.toolchain.choice import ToolkitChoice, ensure_toolkit
 
 NOW = time.time()
@@ -256,8 +257,8 @@ def test_a_build_using_an_env_or_a_toolkit_shares_their_locks_and_prune_skips_th
     skips what they use and takes the rest."""
     from types import SimpleNamespace
 
+    from wheelforge.build.prepare import using_cached
     from wheelforge.foundation import locks
-    from wheelforge.running.builds.prepare import using_cached
 
     env = cache / envs.ENVS / "torch-2.10.0-aaaaaaaaaa"
     folder = cache / toolkit.TOOLKITS / "cuda-13.0-pypi"

@@ -8,8 +8,8 @@ import pytest
 from packaging.version import Version
 
 from wheelforge.configuration.archs import ArchSet, parse_arch_list
+from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.configuration.matrix.model import Matrix, WheelVariantsConfig
-from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation.errors import ConfigError, EnvironmentProblem
 from wheelforge.planning import variants
 
@@ -177,7 +177,7 @@ def test_the_matrix_table_says_which_index_each_wheel_goes_to(project: Project) 
 
     from rich.console import Console
 
-    from wheelforge.interface.render.matrix import variants_table
+    from wheelforge.cli.matrix_screen import variants_table
     from wheelforge.planning.plan import wheel_version
 
     matrix = dataclasses.replace(load_matrix(project()), cuda=("12.4", "13.0"))

@@ -13,7 +13,7 @@ import pytest
 from elftools.elf import elffile
 
 from wheelforge.binaries import bounded, elf, registry, verify
-from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.foundation.errors import VerificationError
 from wheelforge.toolchain import shims
 
@@ -141,7 +141,7 @@ def test_stored_findings_are_a_document_and_tampering_verifies_again(
     import json
     import pickle
 
-    from wheelforge.running.builds import reuse
+    from wheelforge.build import reuse
 
     plan = plan_for(load_matrix(project()), tmp_path, archs="8.0 9.0a")
     built = make_wheel(tmp_path)

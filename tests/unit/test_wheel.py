@@ -6,7 +6,7 @@ from pathlib import Path
 
 from wheel.wheelfile import WheelFile
 
-from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.packaging import wheel
 
 from .conftest import GOOD_MATRIX

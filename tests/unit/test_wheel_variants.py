@@ -16,10 +16,10 @@ from variantlib.variant_dist_info import VariantDistInfo
 
 from wheelforge.binaries.facts import BinaryContents
 from wheelforge.binaries.fatbin import FatbinEntry
-from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.foundation.errors import ConfigError, VerificationError
+from wheelforge.packaging import testwheels as running_test
 from wheelforge.packaging import wheel_variants as wv
-from wheelforge.running import test as running_test
 
 from .conftest import GOOD_MATRIX
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from wheelforge.interface.documents.matrix import GithubJob
+from wheelforge.documents.variants_schema import GithubJob
 
 TOOLKITS = Path(__file__).resolve().parents[2] / "docs" / "toolkits.md"
 

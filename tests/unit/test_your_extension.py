@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
+from wheelforge.adoption import adopt as init
 from wheelforge.adoption.doors.setuppy import scan_setup_py
 from wheelforge.binaries import abicheck, initexport, verify
-from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.build import diagnose, importcheck
+from wheelforge.cli.app import main
+from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.configuration.settings import Flags, resolve
 from wheelforge.foundation.errors import ConfigError, VerificationError
-from wheelforge.interface.cli import main
-from wheelforge.running import init
-from wheelforge.running.builds import diagnose, importcheck
-from wheelforge.toolchain.toolkit import _dry_includes
+from wheelforge.toolchain.toolkits import _dry_includes
 
 from .conftest import GOOD_MATRIX
 from .fakes import built_contents, make_wheel, plan_for

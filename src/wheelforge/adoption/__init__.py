@@ -1,4 +1,5 @@
-"""``wheelforge init``: a project's own build adopted into a matrix.yaml, in four rooms.
+"""``wheelforge init``: a project's own build adopted into a matrix.yaml. The library entry is
+:func:`init_project` (adoption/adopt.py); the work is in four rooms.
 
 - doors/: the front doors, each reading how the project really builds into the one
   :class:`~wheelforge.adoption.record.captured.CapturedBuild`: setup.py run (setupcapture.py,
@@ -14,3 +15,16 @@
   load_matrix before it is written.
 
 Inside the package the rooms point one way: record < doors < writer; child stands alone."""
+
+from typing import TYPE_CHECKING
+
+from wheelforge.foundation import lazy
+
+if TYPE_CHECKING:
+    from wheelforge.adoption.adopt import InitRequest, init_project
+
+__all__ = ["InitRequest", "init_project"]
+__getattr__ = lazy.exports(
+    __name__,
+    {"init_project": "wheelforge.adoption.adopt", "InitRequest": "wheelforge.adoption.adopt"},
+)

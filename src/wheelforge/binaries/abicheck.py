@@ -20,6 +20,7 @@ from wheelforge.binaries.floors import python_floor, torch_floor
 from wheelforge.binaries.reader import read_binary, read_wheel
 from wheelforge.binaries.rule import (
     CheckTarget,
+    Finding,
     Rule,
     RuleContext,
     TorchSource,
@@ -33,7 +34,9 @@ from wheelforge.foundation import log, numbers
 from wheelforge.foundation.errors import (
     BinaryFormatError,
     ConfigError,
+    RuleBug,
     VerificationError,
+    WheelforgeError,
     first_and_rest,
 )
 from wheelforge.toolchain.shims import Version2, VersionsFile
@@ -130,8 +133,19 @@ def judge(
             kind=found.kind,
         )
         for rule in registry.for_role(rules, binary.role)
-        for found in rule.check(binary, context)
+        for found in _findings(rule, binary, context)
     )
+
+
+def _findings(rule: Rule, binary: BinaryFacts, context: RuleContext) -> tuple[Finding, ...]:
+    """*rule*'s findings in *binary*. A rule judges facts already read, so whatever its code
+    raises (other than an error of the hierarchy) is a bug in the rule, said as one."""
+    try:
+        return tuple(rule.check(binary, context))
+    except WheelforgeError:
+        raise
+    except Exception as exc:
+        raise RuleBug(rule.id, binary.name, exc) from exc
 
 
 def check_binary(

@@ -25,8 +25,8 @@ from wheelforge.binaries.facts import (
 )
 from wheelforge.binaries.fatbin import fatbin_entries
 from wheelforge.binaries.stream import stream_member
-from wheelforge.binaries.symbols import parse_errors, read_symbols
-from wheelforge.foundation.errors import BinaryFormatError
+from wheelforge.binaries.symbols import parser_raised, read_symbols
+from wheelforge.foundation.errors import BinaryFormatError, RuleBug, WheelforgeError
 
 T = TypeVar("T")
 
@@ -53,10 +53,7 @@ def read_binary(
         verdict = roles.infer(path, symbols, init)
         role, reason = verdict.role, verdict.reason
         own = reading.own_of(role)
-    try:
-        own_facts = tuple((rule_id, read(image)) for rule_id, read in own)
-    except parse_errors() as exc:
-        raise BinaryFormatError(image.name, None, f"not a readable ELF file: {exc}") from None
+    own_facts = tuple((rule_id, _own_fact(rule_id, read, image)) for rule_id, read in own)
     return BinaryFacts(
         name=image.name,
         member=image.member,
@@ -68,6 +65,19 @@ def read_binary(
         init_export=init,
         own_facts=own_facts,
     )
+
+
+def _own_fact(rule_id: str, read: Callable[[ElfImage], object], image: ElfImage) -> object:
+    """What the rule *rule_id* reads of *image* itself: the parser's errors say the file is
+    unreadable (BinaryFormatError), anything else the rule's code raises is a bug in the rule."""
+    try:
+        return read(image)
+    except WheelforgeError:
+        raise
+    except Exception as exc:
+        if parser_raised(exc):
+            raise BinaryFormatError(image.name, None, f"not a readable ELF file: {exc}") from None
+        raise RuleBug(rule_id, image.name, exc) from exc
 
 
 def read_member(

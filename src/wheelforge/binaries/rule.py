@@ -158,7 +158,8 @@ class Rule:
     check: Check
     # A fact of the ELF file that only this rule needs (a dynamic-section entry, a note), read
     # in the walk from the one parse of each binary it judges; check finds it with
-    # binary.own(id). Its pyelftools errors are reported as the file being unreadable.
+    # binary.own(id). The parser's errors (symbols.parser_raised) are reported as the file being
+    # unreadable; anything else it raises, as a bug in the rule (errors.RuleBug, exit 70).
     read: Callable[[ElfImage], object] | None = None
     # How several of its violations of one kind are said in one line (Finding.kind).
     summary: Summary | None = None

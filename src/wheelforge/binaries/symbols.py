@@ -6,6 +6,7 @@ builds an object per symbol: seconds on a large wheel), their headers by pyelfto
 
 from __future__ import annotations
 
+import os
 import re
 import struct
 from collections.abc import Iterable
@@ -178,6 +179,24 @@ def parse_errors() -> tuple[type[BaseException], ...]:
         struct.error,
         ConstructError,
     )
+
+
+def parser_raised(exc: BaseException) -> bool:
+    """Whether *exc* is the parser's on a corrupt file, not a bug of the code that called it:
+    one of pyelftools' or struct's own errors or an OSError, or any exception raised inside
+    pyelftools itself (it raises ValueError, KeyError, ... on bad input). A rule's own code
+    that raises is a bug in the rule (errors.RuleBug), never "not a readable ELF file"."""
+    from elftools.common.exceptions import ELFError
+    from elftools.construct import ConstructError
+
+    if isinstance(exc, (ELFError, ConstructError, struct.error, OSError, UnicodeDecodeError)):
+        return True
+    innermost = exc.__traceback__
+    while innermost is not None and innermost.tb_next is not None:
+        innermost = innermost.tb_next
+    if innermost is None:
+        return False
+    return f"{os.sep}elftools{os.sep}" in innermost.tb_frame.f_code.co_filename
 
 
 def read_symbols(image: ElfImage) -> SymbolFacts:

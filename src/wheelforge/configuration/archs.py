@@ -151,14 +151,14 @@ class ArchSpec:
     arch: Arch
     ptx: bool = False
 
-    def gencode_flags(self) -> list[str]:
-        flags = [f"-gencode=arch={self.arch.ptx},code={self.arch.sass}"]
-        if self.ptx:
-            flags.append(f"-gencode=arch={self.arch.ptx},code={self.arch.ptx}")
-        return flags
-
     def __str__(self) -> str:
         return f"{self.arch}+PTX" if self.ptx else str(self.arch)
+
+
+def gencode_flag(arch: str, code: str) -> str:
+    """One ``-gencode`` flag: *code* (``sm_90`` or ``compute_90``) from the virtual *arch*
+    (``compute_90``). The one place the spelling lives (ArchSet.gencode, nvcc's steps)."""
+    return f"-gencode=arch={arch},code={code}"
 
 
 @dataclass(frozen=True)
@@ -182,8 +182,14 @@ class ArchSet:
 
     def gencode(self) -> str:
         """The -gencode flags as one command-line string, as a plan, its compile steps and the
-        ninja file carry them: the one place they are formed from the arch set."""
-        return shlex.join(flag for spec in self.specs for flag in spec.gencode_flags())
+        ninja file carry them: the one place they are spelled. Per arch its SASS, and for a
+        +PTX one its PTX too (nvcc's --generate-code)."""
+        flags = []
+        for spec in self.specs:
+            flags.append(gencode_flag(spec.arch.ptx, spec.arch.sass))
+            if spec.ptx:
+                flags.append(gencode_flag(spec.arch.ptx, spec.arch.ptx))
+        return shlex.join(flags)
 
     def limit(self, allowed: Iterable[ArchSpec]) -> ArchSet:
         """What a source limited to *allowed* is compiled for in this arch set.

@@ -13,6 +13,7 @@ setuptools: the words before the compiler launch it) and CMake's ``CMAKE_CXX_COM
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shlex
 import shutil
@@ -25,11 +26,11 @@ from wheelforge.configuration import abi
 from wheelforge.configuration.archs import ArchSet, arch_list_id, parse_arch_list
 from wheelforge.configuration.bytesizes import parse_size
 from wheelforge.configuration.matrix.keys import COMPILE_CACHES, PYTHON_ABI_RE
+from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.configuration.matrix.model import Matrix, TestsConfig, WheelVariantsConfig
-from wheelforge.configuration.matrix.reader import load_matrix
 from wheelforge.foundation import fsutil, numbers
+from wheelforge.foundation.cachehome import default_cache
 from wheelforge.foundation.errors import ConfigError
-from wheelforge.foundation.quicknoop import default_cache
 from wheelforge.foundation.resources import MemoryLimit
 
 
@@ -290,7 +291,7 @@ def resolve(flags: Flags, env: Mapping[str, str] | None = None) -> BuildSettings
         override, arch_source = env["TORCH_CUDA_ARCH_LIST"], "TORCH_CUDA_ARCH_LIST"
     if override is not None:
         specs = parse_arch_list(override, source=arch_source)
-        matrix = matrix.with_arch_sets((ArchSet(arch_list_id(specs), specs),))
+        matrix = dataclasses.replace(matrix, arch_sets=(ArchSet(arch_list_id(specs), specs),))
     elif not matrix.arch_sets:
         raise ConfigError(
             f"{flags.matrix} names no archs: add arch-sets (e.g. 'arch-sets: \"8.0 9.0+PTX\"'), "

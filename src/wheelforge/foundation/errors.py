@@ -8,6 +8,7 @@ cibuildwheel's ``errors.py``); docs/usage.md lists them.
 
 from __future__ import annotations
 
+import traceback as tracebacks
 from collections.abc import Sequence
 
 from wheelforge.foundation.diagnostics import Diagnostic
@@ -18,6 +19,8 @@ class WheelforgeError(Exception):
 
     exit_code = 1
     kind = "error"  # the class's name in a build report: configuration, tool, verification, ...
+    # A Python traceback worth showing with -v (a bug of wheelforge's own code), else None.
+    traceback: str | None = None
 
     def __init__(
         self,
@@ -93,6 +96,22 @@ class BinaryFormatError(VerificationError):
         self.path = path
         self.offset = offset
         self.problem = problem
+
+
+class RuleBug(WheelforgeError):
+    """An ABI rule's own code raised: a bug in that rule, not a fault of the binary it judged
+    (exit 70, sysexits.h's EX_SOFTWARE). The message names the rule; -v shows the traceback."""
+
+    exit_code = 70
+    kind = "rule-bug"
+
+    def __init__(self, rule: str, binary: str, exc: BaseException) -> None:
+        super().__init__(
+            f"a bug in rule {rule}: {type(exc).__name__}: {exc} (while judging {binary}); "
+            "the rule is at fault, not the binary: please report it with the traceback -v shows"
+        )
+        self.rule = rule
+        self.traceback = "".join(tracebacks.format_exception(type(exc), exc, exc.__traceback__))
 
 
 class Interrupted(WheelforgeError):

@@ -8,7 +8,7 @@ cpu seconds, largest resident bytes]``, to the file ``$WHEELFORGE_JOB_COSTS`` na
 child holds the user and system time of the child and of every descendant it waited for, and
 the largest resident memory any of them reached: exact, however short the compile and however
 busy the machine, where a look at /proc every fraction of a second misses a compile that ends
-between two looks (running/builds/jobwatch.py, which still gives the sum of a job's processes at
+between two looks (build/jobwatch.py, which still gives the sum of a job's processes at
 one moment). Without ``$WHEELFORGE_JOB_COSTS`` (ninja run by hand) it only runs the command.
 
 It stays out of the command's way: the command's exit code is its own, a signal that killed
@@ -24,7 +24,7 @@ import signal
 import sys
 
 ENV = "WHEELFORGE_JOB_COSTS"
-FILE = ".job-costs"  # in the build folder, while ninja runs (running/builds/ninja.py)
+FILE = ".job-costs"  # in the build folder, while ninja runs (build/ninja.py)
 
 
 def command() -> tuple[str, ...]:

@@ -29,7 +29,7 @@ CiMode = Literal["github"]
 
 class Held:
     """What one variant built beside others printed, kept to be printed whole when it is done
-    (running/builds/together.py): its lines stay together, in the order it printed them."""
+    (build/together.py): its lines stay together, in the order it printed them."""
 
     def __init__(self) -> None:
         self.kept: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
@@ -278,7 +278,11 @@ def error(message: str, details: str | None = None, problems: Sequence[str] = ()
 
 
 def failed(exc: WheelforgeError) -> None:
-    """*exc* on the screen (error()) and, in GitHub Actions, as annotations."""
+    """*exc* on the screen (error()) and, in GitHub Actions, as annotations; with -v, the
+    traceback of an error that is a bug of wheelforge's (errors.RuleBug), first."""
+    if exc.traceback and _verbosity >= 1:
+        for line in exc.traceback.splitlines():
+            console.print(f"  {_shown(line)}", style="dim")
     error(exc.message, exc.details, exc.problems)
     annotate_error(exc)
 

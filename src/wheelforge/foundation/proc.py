@@ -2,7 +2,7 @@
 failure into a :class:`ToolError` that carries the tool's own output.
 
 Every tool runs in a session of its own (``setsid``), which wheelforge owns: when wheelforge is
-interrupted (an exception, SIGINT or SIGTERM turned into one by running/signals.py) while a tool
+interrupted (an exception, SIGINT or SIGTERM turned into one by cli/signals.py) while a tool
 runs, the whole session is stopped before the exception goes on, so no grandchild outlives it.
 A session, not a process group, because ninja puts each command it runs into a process group
 of its own (POSIX_SPAWN_SETPGROUP, ninja's subprocess-posix.cc): killing ninja's group would
@@ -58,7 +58,7 @@ _TEMP_OK: set[tuple[str, int, int]] = set()  # (folder, st_dev, st_ino) probed a
 
 class _Running:
     """The tools run() and stream() have running now, from any thread: stop_all() stops them
-    all at once (variants built side by side, running/builds/together.py), and until resume()
+    all at once (variants built side by side, build/together.py), and until resume()
     a tool about to start raises the reason instead."""
 
     def __init__(self) -> None:

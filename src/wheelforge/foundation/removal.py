@@ -27,7 +27,7 @@ from wheelforge.foundation.errors import EnvironmentProblem
 # reused by another process).
 STALE_AFTER_S = 86400
 # .<name>.<pid>-<random>.part (writers.part_prefix) and stage-<pid>-<random> (a variant's
-# staging folder, running/builds/variant.py); the names before the pid was in them are matched too.
+# staging folder, build/variant.py); the names before the pid was in them are matched too.
 _LEFTOVER_RES = (
     re.compile(r"^\..+\.(?P<pid>[0-9]+)-[^.]+\.part$"),
     re.compile(r"^stage-(?P<pid>[0-9]+)-[^.]+$"),

@@ -1,7 +1,7 @@
 """The reuse stamp: ``wheel.json`` in a variant's build folder names the wheel the last build of
 it published, the digest of the inputs it was made from, and the wheel's sha256. A build whose
-inputs match reuses that wheel (running/builds/variant.py); ``wheelforge test`` finds the built wheels
-through the stamps (running/test.py). This module is the stamp's only reader and writer."""
+inputs match reuses that wheel (build/variant.py); ``wheelforge test`` finds the built wheels
+through the stamps (packaging/testwheels.py). This module is the stamp's only reader and writer."""
 
 from __future__ import annotations
 

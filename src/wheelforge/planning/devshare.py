@@ -1,5 +1,5 @@
 """Each (source, arch) compiled once across a matrix's arch sets: a ``.cu`` source compiles as
-nvcc's own steps, each a ninja job (running/builds/nvccsplit.py), instead of one ``nvcc -c``:
+nvcc's own steps, each a ninja job (build/nvccsplit.py), instead of one ``nvcc -c``:
 
 - ``nvcc_host``: the host preprocessing, cudafe++ and host compile, for no arch set;
 - ``nvcc_device``: one per arch (``nvcc -cubin``; ``-ptx`` for +PTX);
@@ -17,7 +17,7 @@ does). Where they do not, or a ``.cu`` source names the macro, or the steps cann
 jobs (decide), each variant keeps one ``nvcc -c`` per source, and the plan says why (build
 --dry-run, the report's ``compile.device_share``). Headers are checked where they are read:
 the host step preprocesses again with another arch list and fails, naming the way out, where
-the text differs (CUB's dispatch follows the list: running/builds/nvccsplit.py)."""
+the text differs (CUB's dispatch follows the list: build/nvccsplit.py)."""
 
 from __future__ import annotations
 

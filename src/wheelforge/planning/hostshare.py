@@ -44,7 +44,7 @@ _OWN = ("nvcc", "fatbin")
 HOST_PREFIX = "host-"  # the shared folders' names: host-<key>
 _PROBE = "host"  # the folder the key is computed in: never created, the same depth as the others
 _KEY_LENGTH = 16
-# a shared folder's name, as a variant's build.ninja names it (running/builds/compiling.tidy_shared)
+# a shared folder's name, as a variant's build.ninja names it (build/compiling.tidy_shared)
 FOLDER_RE = re.compile(re.escape(HOST_PREFIX) + f"[0-9a-f]{{{_KEY_LENGTH}}}")
 
 

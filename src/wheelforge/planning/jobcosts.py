@@ -1,5 +1,5 @@
 """What each compile step costs: its wall time, CPU time and peak memory, measured by earlier
-builds of the same source with the same flags (running/builds/jobwatch.py measures them), or a
+builds of the same source with the same flags (build/jobwatch.py measures them), or a
 conservative estimate the first time. The schedule (planning/parallelism.py) reads them; the
 build report shows this build's.
 

@@ -1,6 +1,6 @@
 """The build.ninja of a variant, from its plan: every compile and link command, with the flags
 in the rules so ninja recompiles a source when its command line changes, not only when a file
-does. Running it is running/builds/ninja.py."""
+does. Running it is build/ninja.py."""
 
 from __future__ import annotations
 
@@ -20,11 +20,11 @@ from wheelforge.planning import devshare
 from wheelforge.planning.parallelism import HEAVY_POOL
 from wheelforge.planning.plan import CompileStep, VariantPlan
 
-# What runs a generate step (running/builds/genstep.py): it gives the step its deadline, checks
+# What runs a generate step (build/genstep.py): it gives the step its deadline, checks
 # that the declared outputs were written, and names the step in its one line on failure.
-GENSTEP = "wheelforge.running.builds.genstep"
+GENSTEP = "wheelforge.build.genstep"
 # What runs nvcc's steps as jobs (planning/devshare.py), and the verbs of their descriptions.
-NVCCSPLIT = "wheelforge.running.builds.nvccsplit"
+NVCCSPLIT = "wheelforge.build.nvccsplit"
 SPLIT_VERBS = {"nvcc_host": "HOST", "nvcc_device": "DEVICE", "fatbin": "FATBIN"}
 
 
@@ -148,7 +148,7 @@ def render(plan: VariantPlan) -> str:
 
 
 def _split_rules(w: Writer, plan: VariantPlan) -> None:
-    """The rules of nvcc's steps (planning/devshare.py, run by running/builds/nvccsplit.py),
+    """The rules of nvcc's steps (planning/devshare.py, run by build/nvccsplit.py),
     where the plan has them: each step a job of its own, its flags in the command."""
     rules = {s.rule for s in plan.compile.steps}
     split = f"$job_cost $out {shlex.quote(sys.executable)} -m {NVCCSPLIT}"

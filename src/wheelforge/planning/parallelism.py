@@ -2,7 +2,7 @@
 memory-heavy compiles from running out of memory. Decided when the plan is made
 (planning/planner.py) from the cores, the memory the build may use (foundation/resources.py or
 --memory-limit) and what each compile step costs (planning/jobcosts.py); nvcc gets the threads
-through its environment (running/builds/ninja.py run_env).
+through its environment (build/ninja.py run_env).
 
 ninja has no memory-aware scheduling of its own: a pool (a named limit on how many of its jobs
 run at once) is the lever it offers. The schedule sorts the steps in two: the light ones, any

@@ -20,7 +20,7 @@ from typing import Literal
 from packaging.version import Version
 
 from wheelforge.configuration.abi import AbiForTorch
-from wheelforge.configuration.archs import ArchSet
+from wheelforge.configuration.archs import ArchSet, gencode_flag
 from wheelforge.configuration.matrix.model import ExtensionConfig, Matrix, PackageConfig
 from wheelforge.configuration.settings import BuildSettings, Launchers
 from wheelforge.foundation.resources import MemoryLimit
@@ -124,7 +124,7 @@ class CompileStep:
         """Its own -gencode flags, for a source with arch limits or an nvcc_device step (its one
         code); else None: the plan's."""
         if self.code and self.arch_set is not None:
-            return f"-gencode=arch={self.arch_set.archs[0].ptx},code={self.code}"
+            return gencode_flag(self.arch_set.archs[0].ptx, self.code)
         return self.arch_set.gencode() if self.arch_set is not None else None
 
 
@@ -183,9 +183,9 @@ class CompilePlan:
     # every folder the compiles read from, and its path-free name (reproducible.prefix_maps)
     input_folders: tuple[tuple[Path, str], ...]
     jobs: int | None  # ninja -j; None: ninja's default
-    nvcc_threads: int  # nvcc --threads, given through NVCC_APPEND_FLAGS (running/builds/ninja.py)
+    nvcc_threads: int  # nvcc --threads, given through NVCC_APPEND_FLAGS (build/ninja.py)
     # nvcc --split-compile's partitions, in the nvcc flags (planner.split_partitions); 0: none.
-    # Its threads come from a jobserver ninja runs under (running/builds/ninja.py)
+    # Its threads come from a jobserver ninja runs under (build/ninja.py)
     split_compile: int = 0
     # how -j, the threads and the heavy pool were chosen (planning/parallelism.py), with the
     # memory they keep to and the compiles' expected time

@@ -7,6 +7,7 @@ build calls it again with torch's confirmed answer, the twin with its own inputs
 from __future__ import annotations
 
 import dataclasses
+import functools
 import shlex
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -47,7 +48,8 @@ from wheelforge.planning.plan import (
     wheel_version,
 )
 from wheelforge.planning.variants import Variant
-from wheelforge.toolchain import compilecache, headerlibs, toolkit, torchprobe
+from wheelforge.toolchain import compilecache, headerlibs, torchprobe
+from wheelforge.toolchain import toolkits as toolkit
 from wheelforge.toolchain.compilecache import CompileCache
 from wheelforge.toolchain.headerlibs import HeaderLibrary
 from wheelforge.toolchain.torchprobe import TorchEnv
@@ -363,12 +365,9 @@ def make_plan(
     that torch and *nvcc_host* the host compiler its toolkit accepts (plan_variant probes both).
     Its C++ and C compiles lie in a build folder the variants with the same ones share
     (planning/hostshare.py)."""
-
-    def planned_in(build_dir: Path) -> VariantPlan:
-        return _plan_in(
-            inputs, variant, torch, build_dir, weak_header=weak_header, nvcc_host=nvcc_host
-        )
-
+    planned_in = functools.partial(
+        _plan_in, inputs, variant, torch, weak_header=weak_header, nvcc_host=nvcc_host
+    )
     return hostshare.shared(inputs, planned_in, (inputs.settings.build_root / variant.id).resolve())
 
 
@@ -514,7 +513,7 @@ def _device_share(
 
 # nvcc --split-compile's partitions where the toolkit has the option and a jobserver to run
 # them on: each nvcc compile's optimizer and ptxas work is cut into this many pieces, and each
-# piece takes a jobserver token (running/builds/ninja.py), so a compile runs on as many threads
+# piece takes a jobserver token (build/ninja.py), so a compile runs on as many threads
 # as the build leaves idle: the last, longest compiles use the cores the others left. The
 # number changes the bytes nvcc writes, never the threads it runs on, so it is one constant,
 # not the machine's cores: the same inputs give the same wheel anywhere.

@@ -40,7 +40,7 @@ from packaging.version import Version
 
 from wheelforge.configuration import releases
 from wheelforge.toolchain.headerlibs import HeaderLibrary
-from wheelforge.toolchain.toolkit import Toolkit
+from wheelforge.toolchain.toolkits import Toolkit
 from wheelforge.toolchain.torchprobe import TorchEnv
 
 # Where each input folder appears inside the binaries. Stable, short and readable in an error

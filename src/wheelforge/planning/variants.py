@@ -21,7 +21,7 @@ from wheelforge.foundation import fsutil, numbers
 from wheelforge.foundation.errors import ConfigError, EnvironmentProblem
 from wheelforge.toolchain.choice import ToolkitChoice
 from wheelforge.toolchain.provision import RECIPES, recipe_for, unprovisionable
-from wheelforge.toolchain.toolkit import Toolkit
+from wheelforge.toolchain.toolkits import Toolkit
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -250,8 +250,4 @@ def null_variant(variants: Sequence[Variant], matrix: Matrix) -> Variant | None:
 
 
 def with_toolkit(variant: Variant, toolkit: Toolkit) -> Variant:
-    return with_choice(variant, ToolkitChoice(toolkit=toolkit, recipe=None))
-
-
-def with_choice(variant: Variant, choice: ToolkitChoice) -> Variant:
-    return dataclasses.replace(variant, choice=choice)
+    return dataclasses.replace(variant, choice=ToolkitChoice(toolkit=toolkit, recipe=None))

@@ -12,7 +12,7 @@ from wheelforge.foundation import log
 from wheelforge.foundation.errors import EnvironmentProblem
 from wheelforge.toolchain import provision
 from wheelforge.toolchain.provision import Recipe
-from wheelforge.toolchain.toolkit import Toolkit, load_provisioned, mark_used
+from wheelforge.toolchain.toolkits import Toolkit, load_provisioned, mark_used
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -41,7 +41,7 @@ from wheelforge.configuration.archs import Arch, sm_range
 from wheelforge.configuration.releases import DebianSource, PypiSource, Release, Source
 from wheelforge.foundation import fsutil, locks, log, proc, readers, removal, writers
 from wheelforge.foundation.errors import ConfigError, ToolError
-from wheelforge.toolchain.toolkit import (
+from wheelforge.toolchain.toolkits import (
     TOOLKIT_JSON,
     TOOLKITS,
     Toolkit,

@@ -3,7 +3,7 @@ answer the torch probe and run one import check each.
 
 Importing torch is the slowest thing a build does outside the compiler (3.5-4 s on the H200
 machine, ~1.5 s here), and a cold build did it twice, one after the other: the probe
-(torchprobe.py) before compiling, the import check (running/builds/importcheck.py) after packing.
+(torchprobe.py) before compiling, the import check (build/importcheck.py) after packing.
 Now one child does both. It imports torch (niced, so the compiles it overlaps come first),
 prints the probe's answer, then waits on its stdin for the wheel to import, the way a fresh
 ``python -c 'import torch; import pkg'`` would: the wheel's folder first on sys.path, its
@@ -15,7 +15,7 @@ crash while loading ends only that child.
 
 ``warm(python)`` starts one in the background when none is warm; ``reserve(python)`` when a
 variant is about to compile: one child for each import check to come, so with variants side by
-side (running/builds/together.py) each variant's child imports torch while the compiles run,
+side (build/together.py) each variant's child imports torch while the compiles run,
 not one after another in the import checks at the end; ``probe`` uses the first warm child
 (and keeps it warm), ``import_modules`` takes one (or starts it). A no-op build starts none. ``session()`` stops whatever was left unused when the build ends;
 a child also ends by itself when its stdin closes.

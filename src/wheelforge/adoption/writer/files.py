@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from wheelforge.adoption.writer.matrixfile import InitResult
-from wheelforge.configuration.matrix.reader import load_matrix
+from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.foundation import fsutil, readers, removal, writers
 from wheelforge.foundation.errors import ConfigError
 

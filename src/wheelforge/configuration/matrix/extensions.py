@@ -1,7 +1,7 @@
 """Reading the extensions: ``extension`` (one) or ``extensions`` (a list), never both, and each
 one's keys whose conversion is special (its name, sources and their arch limits, include
 folders, flags, size budget); the checks across the list (no two shared objects at one path, no
-module init for a library). The rest of matrix.yaml is read by matrix/reader.py, which builds
+module init for a library). The rest of matrix.yaml is read by configuration/matrix/load.py, which builds
 on this."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 the extensions and their sources, header libraries, generate steps, tests, wheel-variants), and
 the one description of its keys. Each
 field's metadata (matrix/keys.key) names its YAML key, its shape in YAML when that differs from
-the Python type, its default and a one-line doc; matrix/reader.py reads the file by these fields,
+the Python type, its default and a one-line doc; configuration/matrix/load.py reads the file by these fields,
 matrix/schema.py turns them into data/matrix.schema.json and the key tables of docs/matrix.md.
 Derived fields (``internal``) are not keys."""
 
@@ -813,9 +813,6 @@ class Matrix:
     @property
     def requires_python(self) -> str:
         return self.package.requires_python or f">=3.{self.python_abi[3:]}"
-
-    def with_arch_sets(self, arch_sets: tuple[ArchSet, ...]) -> Matrix:
-        return dataclasses.replace(self, arch_sets=arch_sets)
 
     def with_wheel_variants(self, wheel_variants: WheelVariantsConfig | None) -> Matrix:
         return dataclasses.replace(self, wheel_variants=wheel_variants)

@@ -47,7 +47,7 @@ class MissingReader(TypeError):
             f"matrix key '{schemagen.field_key(field)}' ({model.__name__}.{field.name}: "
             f"{_type_name(hint)}) has no reader: its type is none the readers derive (a string, "
             "a bool, a Literal of strings, a list of strings, a section) or its schema is "
-            "written by hand; give it an explicit reader in configuration/matrix/reader.py"
+            "written by hand; give it an explicit reader in configuration/matrix/load.py"
         )
 
 

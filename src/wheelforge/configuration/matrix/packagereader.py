@@ -1,6 +1,6 @@
 """Reading matrix.yaml's ``package`` section, with what pyproject.toml's ``[project]`` gives
 (read by matrix/pyproject.py): a key in both places that differs is an error naming both. The
-reader of the other sections (matrix/reader.py) builds on this one."""
+reader of the other sections (configuration/matrix/load.py) builds on this one."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 and the programs that write sources before compiling (``generate``), and the checks across
 keys they take part in: every ``{step}`` a source, an include folder, an input or a command
 names is a step, every glob of a step's outputs matches one, and a header library comes from
-one place. The rest of matrix.yaml is read by matrix/reader.py, which builds on this."""
+one place. The rest of matrix.yaml is read by configuration/matrix/load.py, which builds on this."""
 
 from __future__ import annotations
 
