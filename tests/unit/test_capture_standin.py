@@ -232,3 +232,28 @@ def test_another_failure_stays_setup_pys_and_names_what_it_was_raised_from(
     real = _failed({"type": "AttributeError", "message": "no torch.cuda.nccl"}, "torch.cuda.nccl")
     real = dataclasses.replace(real, torch=setuprun.TorchSeen(version="2.13.0", real=True))
     assert type(setupcapture._failure(tmp_path, real)) is ToolError
+
+
+def test_a_missing_build_requirement_names_every_one_to_install(tmp_path: Path) -> None:
+    """setup.py importing a distribution of [build-system] requires that --python lacks (vLLM
+    0.34: setuptools_rust, then setuptools_scm): one line naming the whole list, ready to
+    install, so the user does not find them one failure at a time."""
+    (tmp_path / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["cmake>=3.26.1", "setuptools-rust>=1.9.0", "torch == 2.14.0"]\n'
+    )
+    missing = {
+        "type": "ModuleNotFoundError",
+        "message": "No module named 'setuptools_rust'",
+        "traceback": "Traceback ...\nModuleNotFoundError: No module named 'setuptools_rust'\n",
+    }
+    made = setupcapture._failure(tmp_path, _failed(missing))
+    assert type(made) is ToolError and made.exit_code == 3
+    assert made.message.endswith(
+        "install them there: /opt/py/bin/python -m pip install 'cmake>=3.26.1' "
+        "'setuptools-rust>=1.9.0' 'torch == 2.14.0'"
+    )
+    # a module no build requirement provides keeps the general advice
+    other = {**missing, "traceback": "ModuleNotFoundError: No module named 'pandas'\n"}
+    assert "fix what it needs" in setupcapture._failure(tmp_path, _failed(other)).message
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    assert "fix what it needs" in setupcapture._failure(tmp_path, _failed(missing)).message

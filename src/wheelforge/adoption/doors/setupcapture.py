@@ -15,9 +15,13 @@ import dataclasses
 import json
 import os
 import re
+import shlex
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
 
 from wheelforge.adoption.child import SCRIPT as CHILD
 from wheelforge.adoption.doors import generators
@@ -26,8 +30,14 @@ from wheelforge.adoption.doors.setuprecord import read_record, shown_name, stand
 from wheelforge.adoption.record import childdocument, setuprun
 from wheelforge.adoption.record.captured import CapturedBuild
 from wheelforge.adoption.record.setuprun import SetupRun
+from wheelforge.configuration.matrix.pyproject import load_toml
 from wheelforge.foundation import fence, log, proc, writers
-from wheelforge.foundation.errors import EnvironmentProblem, ToolError, WheelforgeError
+from wheelforge.foundation.errors import (
+    ConfigError,
+    EnvironmentProblem,
+    ToolError,
+    WheelforgeError,
+)
 
 # A setup.py that neither ends nor fails within this is stopped (FlashAttention-3's, torch
 # imported, takes a few seconds; one that waits on the network would wait forever).
@@ -258,6 +268,12 @@ def _failure(root: Path, record: SetupRun) -> WheelforgeError:
             "its repository, the build Python, the toolkit and the system's folders); or read "
             "it without running it: 'wheelforge init --no-run'"
         )
+    elif (requires := _build_requires(root, text)) is not None:
+        fix = (
+            "setup.py runs with --python's packages, where pip's isolated build would first "
+            "install pyproject.toml's [build-system] requires; install them there: "
+            f"{context_python(record)} -m pip install {' '.join(map(shlex.quote, requires))}"
+        )
     else:
         fix = (
             "fix what it needs (an environment variable, a submodule, a package in --python), or "
@@ -277,6 +293,31 @@ def _failure(root: Path, record: SetupRun) -> WheelforgeError:
 
 
 _MISSING_RE = re.compile(r"No such file or directory: '([^']+)'")
+_NO_MODULE_RE = re.compile(r"No module named '([^'.]+)")
+
+
+def _build_requires(root: Path, text: str) -> list[str] | None:
+    """pyproject.toml's [build-system] requires, when setup.py failed on an import they
+    provide (setuptools_rust for setuptools-rust: a distribution is named with - or _): what
+    an isolated build would have installed, all of them, so one install fixes every import."""
+    missing = _NO_MODULE_RE.search(text)
+    try:
+        tables = load_toml(root / "pyproject.toml") or {}
+    except ConfigError:
+        return None
+    system = tables.get("build-system")
+    requires = system.get("requires") if isinstance(system, dict) else None
+    if missing is None or not isinstance(requires, list):
+        return None
+    names = set()
+    for given in requires:
+        try:
+            names.add(canonicalize_name(Requirement(str(given)).name))
+        except InvalidRequirement:
+            continue
+    if canonicalize_name(missing.group(1)) not in names:
+        return None
+    return [str(r) for r in requires]
 
 
 def _hidden_path(text: str, root: Path) -> str | None:
