@@ -105,6 +105,11 @@ def test_dry_run_says_why_not_without_the_cccl_defines(tmp_path: Path) -> None:
     root = one_kernel_project(tmp_path / "p")
     done = wheelforge("build", "--dry-run", cwd=root)
     assert done.code == 0, done.err
+    assert "nvcc's steps: off: one arch set: nothing for nvcc's steps to share" in done.out
+    matrix = root / "matrix.yaml"
+    matrix.write_text(matrix.read_text().replace("arch-sets: '8.0'\n", SETS))
+    done = wheelforge("build", "--dry-run", cwd=root)
+    assert done.code == 0, done.err
     assert (
         "nvcc's steps: off: tiny._C's nvcc-flags leave CCCL's arch-list namespaces on" in done.out
     )

@@ -20,8 +20,10 @@ from .fakes import plan_inputs, toolkit, torch_env
 
 Project = Callable[..., Path]
 CCCL = "  nvcc-flags: [" + ", ".join(devshare.CCCL_OFF) + "]\n"
-SHARED = GOOD_MATRIX.replace("  include-dirs: [csrc]\n", "  include-dirs: [csrc]\n" + CCCL)
 SETS = {"a": "8.0 9.0", "b": "9.0 10.0+PTX"}
+SHARED = GOOD_MATRIX.replace("  include-dirs: [csrc]\n", "  include-dirs: [csrc]\n" + CCCL).replace(
+    '  default: "8.0 9.0+PTX"\n', "".join(f'  {name}: "{archs}"\n' for name, archs in SETS.items())
+)
 
 
 def plan_of(inputs: PlanInputs, tmp: Path, name: str, archs: str) -> VariantPlan:
@@ -109,7 +111,7 @@ def test_the_edges_name_no_arch_where_arch_sets_share(project: Project, tmp_path
 def test_without_the_cccl_defines_each_variant_keeps_nvcc_c(
     project: Project, tmp_path: Path
 ) -> None:
-    a, _ = plans(project, tmp_path, GOOD_MATRIX)
+    a, _ = plans(project, tmp_path, SHARED.replace(CCCL, ""))
     share = a.compile.device_share
     assert not share.on and "-DTHRUST_DISABLE_ABI_NAMESPACE" in share.why
     assert [s.rule for s in a.compile.steps] == ["nvcc"]
@@ -141,3 +143,12 @@ def test_the_decision_reads_no_other_variant(project: Project, tmp_path: Path) -
     assert dataclasses.replace(alone.compile, schedule=a.compile.schedule) == a.compile
     assert host_of(alone).build_dir == host_of(a).build_dir
     assert ninjafile.render(alone) == ninjafile.render(a)
+
+
+def test_a_matrix_of_one_arch_set_keeps_nvcc_c(project: Project, tmp_path: Path) -> None:
+    """Nothing to share: the steps would only cost more (docs/performance.md)."""
+    one = SHARED.replace('  b: "9.0 10.0+PTX"\n', "")
+    inputs = plan_inputs(load_matrix(project(one)), tmp_path)
+    plan = plan_of(inputs, tmp_path, "a", "8.0 9.0")
+    assert not plan.compile.device_share.on
+    assert plan.compile.device_share.why == "one arch set: nothing for nvcc's steps to share"

@@ -79,6 +79,10 @@ def decide(
         )
     if relocatable is not None:
         return DeviceShare(on=False, why=f"{relocatable}: relocatable device code (nvcc -dlink)")
+    if len(matrix.arch_sets) < 2:
+        # the steps cost about a fifth more CPU than nvcc -c on one arch set (a process per
+        # step, the host side preprocessed twice for the arch-list check: docs/performance.md)
+        return DeviceShare(on=False, why="one arch set: nothing for nvcc's steps to share")
     for ext in matrix.extensions:
         missing = [d for d in CCCL_OFF if d not in ext.nvcc_flags]
         if missing:
