@@ -10,18 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.unit.test_layers import LAYERS
+
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "wheelforge"
-FEATURES = (
-    "configuration",
-    "toolchain",
-    "planning",
-    "binaries",
-    "packaging",
-    "adoption",
-    "build",
-    "documents",
-    "cli",
-)
+FEATURES = LAYERS[1:]  # every layer above foundation has a face
 
 
 @pytest.mark.parametrize("package", ["wheelforge", *(f"wheelforge.{p}" for p in FEATURES)])
