@@ -53,45 +53,21 @@ import sys
 import time
 from pathlib import Path
 
+from wheelforge.build.nvccsplit import (  # the fatbin wrapper and object the steps write
+    DATA,
+    WRAPPER,
+)
+from wheelforge.planning import devshare
+
 REPO = Path(__file__).resolve().parent.parent
 CUDA = Path(os.environ.get("CUDA_HOME", "/usr/local/cuda"))
 NVCC = str(CUDA / "bin/nvcc")
-CCCL_OFF = [
-    "-DTHRUST_DISABLE_ABI_NAMESPACE",
-    "-DTHRUST_IGNORE_ABI_NAMESPACE_ERROR",
-    "-DCUB_DISABLE_NAMESPACE_MAGIC",
-    "-DCUB_IGNORE_NAMESPACE_MAGIC_ERROR",
-]
+CCCL_OFF = list(devshare.CCCL_OFF)  # the planner's list
 # the host job's arch: any one, the same for every arch set (the -dU check proves it unread)
 HOST_ARCH = "80"
 MATRIX = {"a": ["80", "90"], "b": ["90", "100"], "c": ["80", "100"]}
 UNION = ["80", "90", "100"]
 # the wrapper nvcc's .fatbin.c defines, pointing at the data by symbol instead of holding it
-WRAPPER = """#ifndef __SKIP_INTERNAL_FATBINARY_HEADERS
-#include "fatbinary_section.h"
-#endif
-#define __CUDAFATBINSECTION  ".nvFatBinSegment"
-#define __CUDAFATBINDATASECTION  ".nv_fatbin"
-#ifdef __cplusplus
-extern "C" {
-#endif
-extern const unsigned long long SYMBOL[] __attribute__((visibility("hidden")));
-static const __fatBinC_Wrapper_t __fatDeviceText __attribute__ ((aligned (8))) __attribute__ ((section (__CUDAFATBINSECTION)))=
-	{ 0x466243b1, 1, SYMBOL, 0 };
-#ifdef __cplusplus
-}
-#endif
-"""
-DATA = """\t.section .nv_fatbin, "a"
-\t.align 8
-\t.globl SYMBOL
-\t.hidden SYMBOL
-\t.type SYMBOL, @object
-SYMBOL:
-\t.incbin "FATBIN"
-\t.size SYMBOL, .-SYMBOL
-\t.section .note.GNU-stack,"",@progbits
-"""
 
 
 class Clock:
