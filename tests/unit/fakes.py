@@ -222,3 +222,19 @@ def build_info(variant_id: str, arch_set: str) -> BuildInfo:
         extensions=(),
         inputs=buildinfo.InputsInfo(files=0, sha256="0" * 64, list="wheelforge-inputs.txt"),
     )
+
+
+# The package's layers (docs/architecture.md; test_layers.py enforces them).
+# Lowest first: a module may import from its own layer and the layers before it.
+LAYERS = (
+    "foundation",
+    "configuration",
+    "toolchain",
+    "planning",
+    "binaries",
+    "packaging",
+    "adoption",
+    "build",
+    "documents",
+    "cli",
+)

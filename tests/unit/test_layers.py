@@ -10,21 +10,9 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[2] / "src" / "wheelforge"
+from tests.unit.fakes import LAYERS
 
-# Lowest first: a module may import from its own layer and the layers before it.
-LAYERS = (
-    "foundation",
-    "configuration",
-    "toolchain",
-    "planning",
-    "binaries",
-    "packaging",
-    "adoption",
-    "build",
-    "documents",
-    "cli",
-)
+PACKAGE = Path(__file__).resolve().parents[2] / "src" / "wheelforge"
 
 
 def _module_name(path: Path) -> str:

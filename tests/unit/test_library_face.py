@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.test_layers import LAYERS
+from tests.unit.fakes import LAYERS
 
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "wheelforge"
 FEATURES = LAYERS[1:]  # every layer above foundation has a face
