@@ -7,19 +7,14 @@ aside."""
 
 from __future__ import annotations
 
-import email.parser
-import email.policy
-import os
 import shutil
 import subprocess
-import sys
 import textwrap
-from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from tests.integration.helpers import wheelforge
+from tests.integration.helpers import metadata_differences, setuptools_metadata, wheelforge
 from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.packaging.wheel import core_metadata
 
@@ -31,7 +26,6 @@ torch: ">=2.10"
 arch-sets:
   default: "8.0"
 """
-OWN = {"metadata-version", "dynamic"}  # wheelforge's own (and setuptools' own) bookkeeping
 
 
 def _tree(root: Path, files: dict[str, str]) -> Path:
@@ -45,27 +39,13 @@ def _tree(root: Path, files: dict[str, str]) -> Path:
 
 
 def _setuptools_metadata(root: Path, tmp: Path) -> str:
-    out = tmp / "md"
-    out.mkdir()
-    code = (
-        "import sys; from setuptools import build_meta as b; "
-        "print(b.prepare_metadata_for_build_wheel(sys.argv[1]))"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code, str(out)],
-        cwd=root,
-        env=_with_cuda_home(),
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return (out / done.stdout.strip().splitlines()[-1] / "METADATA").read_text()
+    return setuptools_metadata(root, tmp / "md", _with_cuda_home())
 
 
 def _with_cuda_home() -> dict[str, str]:
     """torch's CUDAExtension() needs a CUDA build of torch even when nothing is compiled: the
     fixtures' setup.py leave their extension out under NO_EXT (METADATA does not depend on it)."""
-    return {**os.environ, "NO_EXT": "1"}
+    return {"NO_EXT": "1"}
 
 
 def _ours(root: Path, matrix: str = MATRIX) -> str:
@@ -74,21 +54,12 @@ def _ours(root: Path, matrix: str = MATRIX) -> str:
     return core_metadata(package, ">=3.10", version=package.version, torch_requirement=None)
 
 
-def _fields(text: str) -> tuple[Counter[tuple[str, str]], str]:
-    msg = email.parser.Parser(policy=email.policy.compat32).parsestr(text)
-    headers = Counter(
-        (k.lower(), " ".join(v.split())) for k, v in msg.items() if k.lower() not in OWN
-    )
-    body = msg.get_payload()
-    return headers, body.strip() if isinstance(body, str) else ""
-
-
 def _same(theirs: str, ours: str) -> None:
-    their_headers, their_body = _fields(theirs)
-    our_headers, our_body = _fields(ours)
-    assert our_headers - their_headers == Counter(), "wheelforge writes what setuptools does not"
-    assert their_headers - our_headers == Counter(), "setuptools writes what wheelforge does not"
-    assert our_body == their_body
+    assert metadata_differences(theirs, ours) == {
+        "ours only": [],
+        "theirs only": [],
+        "body differs": False,
+    }
 
 
 SETUP_CFG = {
