@@ -14,11 +14,14 @@ and ``slow`` (minutes each: torch environments) leave that run and run in CI by 
 
 from __future__ import annotations
 
+import email.parser
+import email.policy
 import os
 import re
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,9 +37,11 @@ __all__ = [
     "TINY_PYPROJECT",
     "Run",
     "copy_kernels",
+    "metadata_differences",
     "needs_local_torch_wheel",
     "needs_nvcc",
     "only_wheel",
+    "setuptools_metadata",
     "tiny",
     "wheelforge",
 ]
@@ -219,3 +224,44 @@ def brought_up_to_date(err: str) -> tuple[int, int] | None:
     if m["cached"] is not None:
         return int(m["cached"]), int(m["all"])
     return int(m["compiled"]) + int(m["more"] or 0), int(m["total"])
+
+
+# ---------------------------------------------------------------------------------------------
+# METADATA against setuptools' own (tests/integration/test_dynamic_metadata.py and
+# test_real_adoption.py): its PEP 517 metadata hook run in a child, no compiler started.
+
+_OWN_HEADERS = {"metadata-version", "dynamic"}  # each tool's own bookkeeping
+
+
+def setuptools_metadata(root: Path, out: Path, env: dict[str, str] | None = None) -> str:
+    """The METADATA setuptools' prepare_metadata_for_build_wheel writes for *root*."""
+    out.mkdir(parents=True)
+    code = (
+        "import sys; from setuptools import build_meta as b; "
+        "print(b.prepare_metadata_for_build_wheel(sys.argv[1]))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(out)], cwd=root, env={**os.environ, **(env or {})},
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return (out / done.stdout.strip().splitlines()[-1] / "METADATA").read_text()
+
+
+def _fields(text: str) -> tuple[Counter[tuple[str, str]], str]:
+    msg = email.parser.Parser(policy=email.policy.compat32).parsestr(text)
+    headers = Counter(
+        (k.lower(), " ".join(v.split())) for k, v in msg.items() if k.lower() not in _OWN_HEADERS
+    )
+    body = msg.get_payload()
+    return headers, body.strip() if isinstance(body, str) else ""
+
+
+def metadata_differences(theirs: str, ours: str) -> dict[str, object]:
+    """Headers only one side writes (lower-case name, value), and whether the bodies differ."""
+    their_headers, their_body = _fields(theirs)
+    our_headers, our_body = _fields(ours)
+    return {
+        "ours only": sorted((our_headers - their_headers).elements()),
+        "theirs only": sorted((their_headers - our_headers).elements()),
+        "body differs": our_body != their_body,
+    }

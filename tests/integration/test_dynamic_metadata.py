@@ -7,19 +7,14 @@ aside."""
 
 from __future__ import annotations
 
-import email.parser
-import email.policy
-import os
 import shutil
 import subprocess
-import sys
 import textwrap
-from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from tests.integration.helpers import wheelforge
+from tests.integration.helpers import metadata_differences, setuptools_metadata, wheelforge
 from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.packaging.wheel import core_metadata
 
@@ -31,7 +26,6 @@ torch: ">=2.10"
 arch-sets:
   default: "8.0"
 """
-OWN = {"metadata-version", "dynamic"}  # wheelforge's own (and setuptools' own) bookkeeping
 
 
 def _tree(root: Path, files: dict[str, str]) -> Path:
@@ -45,27 +39,13 @@ def _tree(root: Path, files: dict[str, str]) -> Path:
 
 
 def _setuptools_metadata(root: Path, tmp: Path) -> str:
-    out = tmp / "md"
-    out.mkdir()
-    code = (
-        "import sys; from setuptools import build_meta as b; "
-        "print(b.prepare_metadata_for_build_wheel(sys.argv[1]))"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code, str(out)],
-        cwd=root,
-        env=_with_cuda_home(),
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return (out / done.stdout.strip().splitlines()[-1] / "METADATA").read_text()
+    return setuptools_metadata(root, tmp / "md", _with_cuda_home())
 
 
 def _with_cuda_home() -> dict[str, str]:
     """torch's CUDAExtension() needs a CUDA build of torch even when nothing is compiled: the
     fixtures' setup.py leave their extension out under NO_EXT (METADATA does not depend on it)."""
-    return {**os.environ, "NO_EXT": "1"}
+    return {"NO_EXT": "1"}
 
 
 def _ours(root: Path, matrix: str = MATRIX) -> str:
@@ -74,21 +54,12 @@ def _ours(root: Path, matrix: str = MATRIX) -> str:
     return core_metadata(package, ">=3.10", version=package.version, torch_requirement=None)
 
 
-def _fields(text: str) -> tuple[Counter[tuple[str, str]], str]:
-    msg = email.parser.Parser(policy=email.policy.compat32).parsestr(text)
-    headers = Counter(
-        (k.lower(), " ".join(v.split())) for k, v in msg.items() if k.lower() not in OWN
-    )
-    body = msg.get_payload()
-    return headers, body.strip() if isinstance(body, str) else ""
-
-
 def _same(theirs: str, ours: str) -> None:
-    their_headers, their_body = _fields(theirs)
-    our_headers, our_body = _fields(ours)
-    assert our_headers - their_headers == Counter(), "wheelforge writes what setuptools does not"
-    assert their_headers - our_headers == Counter(), "setuptools writes what wheelforge does not"
-    assert our_body == their_body
+    assert metadata_differences(theirs, ours) == {
+        "ours only": [],
+        "theirs only": [],
+        "body differs": False,
+    }
 
 
 SETUP_CFG = {
@@ -244,6 +215,10 @@ SETUP_PY_ONLY = {
             long_description=open("README.md").read(),
             long_description_content_type="text/markdown",
             license="MIT",
+            author="Jane Roe",
+            author_email="jane@example.org",
+            url="https://example.org/demo",
+            download_url="https://example.org/demo/0.3.0.tar.gz",
             python_requires=">=3.10",
             packages=["demo"],
             install_requires=["numpy>=1.24", "torch>=2.10"],
@@ -316,6 +291,8 @@ NATTEN_LIKE = {
 
         setup(
             version=get_version(),
+            author="Ali Hassani",  # [project] has no authors: setuptools warns, and keeps it
+            url="https://example.org/natten-like",  # no [project] field: setuptools keeps it
             ext_modules=[] if os.environ.get("NO_EXT") else [CUDAExtension("natten_like._C", ["csrc/ops.cu"])],
             cmdclass={"build_ext": BuildExtension},
         )
@@ -325,12 +302,15 @@ NATTEN_LIKE = {
 
 def test_a_version_setup_py_computes_reaches_init_and_build(tmp_path: Path) -> None:
     """NATTEN: [project] dynamic = ["version"], setup.py reads it from a file; init and the
-    matrix check stopped on 'Field "project.version" missing'."""
+    matrix check stopped on 'Field "project.version" missing'. Its setup(url=) is METADATA's
+    Home-page beside [project] (NATTEN 0.21.7's wheel has it; init left it out)."""
     root = _tree(tmp_path / "p", NATTEN_LIKE)
     run = wheelforge("init", "--archs", "8.0", "--torch", "2.13.0", cwd=root)
     assert run.code == 0, run.err + run.out
     package = load_matrix(root / "matrix.yaml").package
     assert package.version == "0.21.5"
+    assert package.home_page == "https://example.org/natten-like"
+    assert package.authors == ("Ali Hassani",)
     ours = core_metadata(package, ">=3.10", version=package.version, torch_requirement=None)
     _same(_setuptools_metadata(root, tmp_path), ours)
 
@@ -382,3 +362,64 @@ def test_setup_cfg_metadata_of_a_setup_py_project_reaches_the_wheel(tmp_path: Pa
     ours = core_metadata(package, ">=3.10", version=package.version, torch_requirement=None)
     _same(_setuptools_metadata(root, tmp_path), ours)
     assert "Classifier: Development Status :: 5 - Production/Stable" in ours
+
+
+VLLM_LIKE = {
+    "vllm_like/__init__.py": "",
+    "requirements/common.txt": "numpy>=1.24\nregex  # tokenizers\n",
+    "csrc/ops.cu": "#include <torch/extension.h>\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {}\n",
+    # An sdist: setuptools-scm reads the version from PKG-INFO where there is no git.
+    "PKG-INFO": "Metadata-Version: 2.4\nName: vllm-like\nVersion: 0.34.0\n",
+    "pyproject.toml": """\
+        [build-system]
+        requires = ["setuptools>=77", "setuptools-scm>=8", "torch"]
+        build-backend = "setuptools.build_meta"
+
+        [project]
+        name = "vllm-like"
+        authors = [{name = "The Team"}]
+        description = "version from setuptools-scm, requirements and extras from setup.py"
+        requires-python = ">=3.10"
+        dynamic = ["version", "dependencies", "optional-dependencies"]
+
+        [project.urls]
+        Homepage = "https://example.org/vllm-like"
+
+        [tool.setuptools_scm]
+
+        [tool.setuptools.packages.find]
+        include = ["vllm_like*"]
+        """,
+    "setup.py": """\
+        import os
+
+        from setuptools import setup
+        from torch.utils.cpp_extension import BuildExtension, CUDAExtension
+
+        setup(
+            install_requires=open("requirements/common.txt").read().splitlines(),
+            extras_require={"bench": ["pandas", "datasets"], "audio": ["librosa"]},
+            ext_modules=[] if os.environ.get("NO_EXT") else [CUDAExtension("vllm_like._C", ["csrc/ops.cu"])],
+            cmdclass={"build_ext": BuildExtension},
+        )
+        """,
+}
+
+
+def test_dependencies_and_extras_setup_py_gives_beside_a_static_project(tmp_path: Path) -> None:
+    """vLLM 0.34.0: [project] lists dependencies and optional-dependencies as dynamic and
+    setup.py gives them; the version is setuptools-scm's. init wrote no package section (the
+    version being known), and the wheel had no Requires-Dist and no extras."""
+    pytest.importorskip("setuptools_scm")
+    root = _tree(tmp_path / "p", VLLM_LIKE)
+    run = wheelforge("init", "--archs", "8.0", "--torch", "2.13.0", cwd=root)
+    assert run.code == 0, run.err + run.out
+    package = load_matrix(root / "matrix.yaml").package
+    assert package.version == "0.34.0"
+    assert package.optional_dependencies == (
+        ("bench", ("pandas", "datasets")),
+        ("audio", ("librosa",)),
+    )
+    ours = core_metadata(package, ">=3.10", version=package.version, torch_requirement=None)
+    _same(_setuptools_metadata(root, tmp_path), ours)
+    assert "Requires-Dist: regex" in ours

@@ -278,7 +278,11 @@ def test_init_leaves_out_what_pypi_refuses_and_says_so(tmp_path: Path) -> None:
     assert package.summary == "Demo ops: fast ones"
     assert package.classifiers == ("Programming Language :: Python :: 3",)
     assert package.urls == (("Docs", "https://example.org/docs"),)
-    assert package.authors == ("Ann <ann@example.org>",)
+    assert package.authors == ("Ann", "ann@example.org")  # Author, Author-email: setuptools'
+    assert package.home_page is None
     done = " ".join(result.done)  # type: ignore[attr-defined]
     assert "classifiers: left 'Topic :: Nonesuch' out: it is not a trove classifier" in done
-    assert "urls: left 'Homepage' out" in done and "summary: its line breaks made spaces" in done
+    assert (
+        "home-page: left 'git@github.com:example/demo.git' out" in done
+        and "summary: its line breaks made spaces" in done
+    )

@@ -111,13 +111,14 @@ def test_init_writes_the_build_pythons_torch_tests_and_a_final_newline(tmp_path:
     assert any("asks for 'torch>=2.7.0,<2.7.1'" in h for h in result.hand)
     (tmp_path / "matrix.yaml").write_text(result.text)
     matrix = load_matrix(tmp_path / "matrix.yaml")
-    assert matrix.package.authors == ("A. Author <a@example.com>",)
-    assert matrix.package.urls == (("Homepage", "https://example.com/demo"),)
+    assert matrix.package.authors == ("A. Author", "a@example.com")
+    assert matrix.package.home_page == "https://example.com/demo"
     metadata = core_metadata(
         matrix.package, matrix.requires_python, version="0.7.1", torch_requirement="torch==2.13.*"
     )
-    assert "Author-email: A. Author <a@example.com>" in metadata
-    assert "Project-URL: Homepage, https://example.com/demo" in metadata
+    # As setuptools writes setup(author=, author_email=, url=): apart, and url as Home-page.
+    assert "Author: A. Author\nAuthor-email: a@example.com\n" in metadata
+    assert "Home-page: https://example.com/demo" in metadata
     assert "Classifier: Programming Language :: Python :: 3" in metadata
 
 

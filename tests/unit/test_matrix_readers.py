@@ -41,6 +41,8 @@ EXAMPLES: dict[str, Any] = {
     "package.version": "1.2.0",
     "package.license": "MIT",
     "package.urls": {"Homepage": "https://example.org/demo"},
+    "package.home-page": "https://example.org/demo",
+    "package.download-url": "https://example.org/demo/1.2.0.tar.gz",
     "package.requires-python": ">=3.10",
     "package.optional-dependencies": {"test": ["pytest>=8"]},
     "package.readme": "csrc/ops.h",

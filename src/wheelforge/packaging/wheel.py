@@ -88,7 +88,8 @@ def core_metadata(
 
 
 def _matrix_metadata(pkg: PackageConfig) -> list[tuple[str, str]]:
-    """The headers of matrix.yaml's authors, urls, classifiers and keywords (core metadata 2.1).
+    """The headers of matrix.yaml's authors, urls (home-page, download-url), classifiers and
+    keywords (core metadata 2.1).
     Author and Author-email are single fields: several authors are one comma-separated list
     each, as PEP 621's tools write them."""
     out: list[tuple[str, str]] = []
@@ -98,6 +99,10 @@ def _matrix_metadata(pkg: PackageConfig) -> list[tuple[str, str]]:
         out.append(("Author", ", ".join(names)))
     if emails:
         out.append(("Author-email", ", ".join(emails)))
+    if pkg.home_page:
+        out.append(("Home-page", pkg.home_page))
+    if pkg.download_url:
+        out.append(("Download-URL", pkg.download_url))
     out += [("Project-URL", f"{label}, {url}") for label, url in pkg.urls]
     out += [("Classifier", c) for c in pkg.classifiers]
     if pkg.keywords:

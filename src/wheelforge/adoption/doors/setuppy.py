@@ -31,6 +31,7 @@ _SETUP_ARGS = (
     "author",
     "author_email",
     "url",
+    "download_url",
     "project_urls",
     "classifiers",
     "keywords",

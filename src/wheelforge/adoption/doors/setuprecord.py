@@ -280,6 +280,7 @@ class _Reading:
             author=args.author,
             author_email=args.author_email,
             url=args.url,
+            download_url=args.download_url,
             project_urls=args.project_urls,
             classifiers=args.classifiers,
             keywords=tuple(

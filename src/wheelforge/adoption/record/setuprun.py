@@ -183,6 +183,7 @@ class SetupArgs:
     author: str | None = None
     author_email: str | None = None
     url: str | None = None
+    download_url: str | None = None
     project_urls: tuple[tuple[str, str], ...] = ()
     classifiers: tuple[str, ...] = ()
     keywords: str | tuple[str, ...] = ()  # a string is split on commas by setuptools
@@ -228,6 +229,7 @@ class SetupArgs:
             author=_text(args.get("author")),
             author_email=_text(args.get("author_email")),
             url=_text(args.get("url")),
+            download_url=_text(args.get("download_url")),
             project_urls=tuple((str(k), str(v)) for k, v in urls.items())
             if isinstance(urls, dict)
             else (),

@@ -38,6 +38,12 @@ def package_section(
     root, meta = build.root, build.metadata
     project = read_project(root / "pyproject.toml")
     static = project is not None and project.version is not None
+
+    def given(field: str) -> bool:
+        """setup() gives the [project] *field*: there is no [project], or it lists the field as
+        dynamic and nothing static fills it (setuptools ignores setup()'s other fields)."""
+        return project is None or field in project.unresolved
+
     package: dict[str, object] = {}
     if not static:
         name = project.name if project else meta.name
@@ -50,34 +56,30 @@ def package_section(
                 f"package.version: {'not a PEP 440 version: ' + repr(meta.version) if meta.version else 'not found'}; write it here"
             )
         package["version"] = version or "0.0.0"
-        if meta.summary and not (project and project.summary):
-            package["summary"] = _one_line(meta.summary, done)
-        if (
-            meta.license
-            and not (project and _gives(project, "License"))
-            and "\n" not in meta.license
-        ):
-            package["license"] = meta.license
-        python = _requires_python(build, hand, done)
-        if python and not (project and project.requires_python):
-            package["requires-python"] = python
-        if meta.dependencies and not (project and project.dependencies):
-            package["dependencies"] = list(meta.dependencies)
-        if not project:
-            _metadata_keys(build, package, done)
-            # setup.cfg's [metadata]/[options], under setup()'s own arguments, as setuptools
-            # merges them (pytorch_sparse: its classifiers and readme are there).
-            _from_setup_cfg(setup_cfg_metadata(root), package, hand)
-        if meta.extras and not project:  # [project] (or setup.cfg) gives extras, or none
-            package["optional-dependencies"] = _extras(meta.extras, hand)
-        readme = _readme(build) if meta.readme_sha256 else None
-        if readme and not (project and project.description):
-            package["readme"] = readme
-        elif meta.readme_sha256 and not readme and not (project and project.description):
-            hand.append(
-                "long_description: not the text of a file of the project; give its file as "
-                "package.readme"
-            )
+    if meta.summary and given("description"):
+        package["summary"] = _one_line(meta.summary, done)
+    if meta.license and given("license") and "\n" not in meta.license:
+        package["license"] = meta.license
+    python = _requires_python(build, hand, done) if given("requires-python") else None
+    if python:
+        package["requires-python"] = python
+    if meta.dependencies and given("dependencies"):
+        package["dependencies"] = list(meta.dependencies)
+    _metadata_keys(build, project, package, done)
+    if project is None:
+        # setup.cfg's [metadata]/[options], under setup()'s own arguments, as setuptools
+        # merges them (pytorch_sparse: its classifiers and readme are there).
+        _from_setup_cfg(setup_cfg_metadata(root), package, hand)
+    if meta.extras and given("optional-dependencies"):  # vLLM's, with [project]
+        package["optional-dependencies"] = _extras(meta.extras, hand)
+    readme = _readme(build) if meta.readme_sha256 and given("readme") else None
+    if readme:
+        package["readme"] = readme
+    elif meta.readme_sha256 and given("readme"):
+        hand.append(
+            "long_description: not the text of a file of the project; give its file as "
+            "package.readme"
+        )
     if build.packages:
         package["packages"] = list(build.packages)
     if build.package_data:
@@ -115,10 +117,6 @@ def _is_torch(requirement: str) -> bool:
         return canonicalize_name(Requirement(requirement).name) == "torch"
     except InvalidRequirement:
         return False
-
-
-def _gives(project: ProjectMetadata, header: str) -> bool:
-    return any(k.lower() == header.lower() for k, _ in project.headers)
 
 
 def _extras(
@@ -171,35 +169,54 @@ def _one_line(summary: str, done: list[str]) -> str:
     return " ".join(summary.split())
 
 
-def _metadata_keys(build: CapturedBuild, package: dict[str, object], done: list[str]) -> None:
-    """setup()'s authors, URLs, classifiers and keywords; a value PyPI would refuse (a trove
+def _metadata_keys(
+    build: CapturedBuild,
+    project: ProjectMetadata | None,
+    package: dict[str, object],
+    done: list[str],
+) -> None:
+    """setup()'s authors, URLs, classifiers and keywords, where [project] leaves them to it, and
+    its url and download_url (Home-page, Download-URL: setuptools keeps them beside [project]),
+    as setuptools writes them: Author and Author-email apart. A value PyPI would refuse (a trove
     classifier it does not list, a URL that is no http(s) one, ...) is left out and said, so
     the matrix init writes is one the matrix reader takes."""
     meta = build.metadata
-    authors = [
-        f"{meta.author} <{meta.author_email}>"
-        if meta.author and meta.author_email
-        else meta.author or meta.author_email or ""
-    ]
-    if authors[0]:
+
+    def given(field: str) -> bool:
+        return project is None or field in project.unresolved
+
+    beside = {k for k, _ in project.headers} if project else set()
+    # setuptools resets [project]'s authors to none when setup() gives them undeclared, which
+    # leaves setup()'s author as it was (setuptools/config/_apply_pyprojecttoml.py's _people).
+    if given("authors") or not beside & {"Author", "Author-email"}:
+        authors = [a for a in (meta.author, meta.author_email) if a]
         kept = _kept("authors", authors, _author_problem, done)
         if kept:
             package["authors"] = kept
-    urls = dict(meta.project_urls)
-    if meta.url:
-        urls = {"Homepage": meta.url, **urls}
+    for key, header, url in (
+        ("home-page", "Home-page", meta.url),
+        ("download-url", "Download-URL", meta.download_url),
+    ):
+        if url and header not in beside:
+            if why := coremetadata.url_problem(header, url):
+                done.append(f"{key}: left {url!r} out: {why}")
+            else:
+                package[key] = url
+    urls = dict(meta.project_urls) if given("urls") else {}
     for label, url in list(urls.items()):
         if why := coremetadata.url_problem(label, url):
             done.append(f"urls: left {label!r} out: {why}")
             del urls[label]
     if urls:
         package["urls"] = urls
-    classifiers = _kept("classifiers", meta.classifiers, coremetadata.classifier_problem, done)
-    if classifiers:
-        package["classifiers"] = classifiers
-    keywords = _kept("keywords", meta.keywords, coremetadata.one_line, done)
-    if keywords:
-        package["keywords"] = keywords
+    if given("classifiers"):
+        classifiers = _kept("classifiers", meta.classifiers, coremetadata.classifier_problem, done)
+        if classifiers:
+            package["classifiers"] = classifiers
+    if given("keywords"):
+        keywords = _kept("keywords", meta.keywords, coremetadata.one_line, done)
+        if keywords:
+            package["keywords"] = keywords
 
 
 def _author_problem(author: str) -> str | None:

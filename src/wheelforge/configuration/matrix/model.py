@@ -92,6 +92,24 @@ class PackageConfig:
             words="mapping of labels to URLs",
         ),
     )
+    home_page: str | None = field(
+        default=None,
+        metadata=key(
+            "METADATA `Home-page`, as setup(url=...) gives it (setuptools keeps it beside pyproject.toml [project])",
+            name="home-page",
+            shape=str,
+            words="URL",
+        ),
+    )
+    download_url: str | None = field(
+        default=None,
+        metadata=key(
+            "METADATA `Download-URL`, as setup(download_url=...) gives it",
+            name="download-url",
+            shape=str,
+            words="URL",
+        ),
+    )
     classifiers: tuple[str, ...] = field(
         default=(), metadata=key("METADATA `Classifier` entries (trove classifiers)", shape=Strings)
     )

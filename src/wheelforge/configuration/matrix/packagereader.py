@@ -45,8 +45,13 @@ _HEADERS_OF = {
 README_TYPES = {".md": "text/markdown", ".rst": "text/x-rst", ".txt": "text/plain"}
 
 # Metadata matrix.yaml takes for a project without [project] (what setup() gave): with a
-# pyproject.toml [project], it belongs there.
+# pyproject.toml [project], it belongs there, unless [project] lists it as dynamic and setup()
+# gives it (vLLM's optional-dependencies).
 _ONLY_ONE_PLACE = ("authors", "urls", "classifiers", "keywords", "optional-dependencies")
+# setup()'s url and download_url: no [project] field, so setuptools keeps them beside [project]
+# (NATTEN's Home-page); only setup.cfg [metadata] may give them too. setup()'s author too, where
+# [project] has no authors: setuptools warns that it ignores it, and writes it all the same.
+_BESIDE_PROJECT = {"home-page": "Home-page", "download-url": "Download-URL"}
 
 
 class PackageReader(ModelReader):
@@ -70,6 +75,8 @@ class PackageReader(ModelReader):
             "dependencies": self.checked_list(self.dependency),
             "authors": self.checked_list(self.author),
             "urls": self.urls,
+            "home_page": self.url_of("Home-page"),
+            "download_url": self.url_of("Download-URL"),
             "classifiers": self.checked_list(self.classifier),
             "keywords": self.checked_list(self.keyword),
             "optional_dependencies": self.optional_dependencies,
@@ -190,9 +197,16 @@ class PackageReader(ModelReader):
                 ),
             )
         from_cfg = project.path.name == "setup.cfg"  # it gives some keys, setup.py the rest
+        for key, header in _BESIDE_PROJECT.items():
+            if key in read.items and any(k == header for k, _ in project.headers):
+                self.problems.add(
+                    read.items[key][1],
+                    f"package.{key}: {project.path} gives {header}; keep it there and remove it here",
+                )
         for key in _ONLY_ONE_PLACE:
             given = {k for k, _ in project.headers} & set(_HEADERS_OF[key])
-            if key in read.items and (given or not from_cfg):
+            from_setup = (key in project.unresolved or key == "authors") and not given
+            if key in read.items and (given or not (from_cfg or from_setup)):
                 source = "setup.cfg [metadata]" if from_cfg else "pyproject.toml [project]"
                 self.problems.add(
                     read.items[key][1],
@@ -289,6 +303,19 @@ class PackageReader(ModelReader):
             return value
         self.problems.add(node, f"{where}: {value!r} (METADATA's {header}) {why}")
         return None
+
+    def url_of(self, header: str) -> KeyReader:
+        """A reader of one http(s) URL, METADATA's *header* (home-page, download-url)."""
+
+        def read(node: yaml.Node, where: str) -> str | None:
+            value = self.scalar(node, where)
+            if value is None:
+                return None
+            return self._metadata_value(
+                node, value, where, header, coremetadata.url_problem(header, value)
+            )
+
+        return read
 
     def one_line(self, node: yaml.Node, where: str) -> str | None:
         """A value that becomes one METADATA header line (Summary): a line break in it would end

@@ -43,6 +43,8 @@ class ProjectMetadata:
     license_files: tuple[Path, ...] | None  # None: [project] has no license-files key
     # The dynamic fields filled from where the backend takes them, and where (dynamic.py).
     dynamic_sources: tuple[tuple[str, str], ...] = ()
+    # The dynamic fields nothing static gives: setup.py's setup() does (matrix.yaml keeps them).
+    unresolved: tuple[str, ...] = ()
 
 
 def load_toml(path: Path) -> dict[str, object] | None:
@@ -122,6 +124,7 @@ def read_project(path: Path) -> ProjectMetadata | None:
         description=body if isinstance(body, str) and body.strip() else None,
         metadata_version=str(parsed["Metadata-Version"] or "2.1"),
         dynamic_sources=tuple(filled.sources.items()),
+        unresolved=filled.unresolved,
         license_files=None
         if meta.license_files is None
         else _inside(path, "license-files", [root / p for p in meta.license_files]),
