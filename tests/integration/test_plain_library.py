@@ -4,7 +4,7 @@ exports kept, its link libraries kept, relocatable device code device-linked), a
 library exports what the project's own CMake build exports. The fixture links cuBLAS, which a
 toolkit may lack: then cuBLAS comes from PyPI (nvidia-cublas) into a copy of the toolkit, as a
 network step. The same on bitsandbytes itself, from a checkout named by
-$WHEELFORGE_BITSANDBYTES."""
+$WHEELFORGE_BITSANDBYTES, against its own wheel."""
 
 from __future__ import annotations
 
@@ -179,6 +179,12 @@ def needed(path: Path) -> list[str]:
         return [t.needed for t in dynamic.iter_tags() if t.entry.d_tag == "DT_NEEDED"]
 
 
+def section_size(path: Path, name: str) -> int:
+    with path.open("rb") as f:
+        section = ELFFile(f).get_section_by_name(name)
+        return 0 if section is None else int(section["sh_size"])
+
+
 def _environment(toolkit: Path) -> dict[str, str]:
     # cuBLAS where the import check's ctypes.CDLL finds it (a CUDA torch brings its own)
     return {
@@ -243,47 +249,106 @@ def test_a_ctypes_library_with_relocatable_device_code_is_adopted_as_it_is(
     assert "__cudaRegisterLinkedBinary kernels.cu" in exports(ours)  # device-linked
 
 
+def own_wheel(project: Path, toolkit: Path, out: Path, *cmake_args: str) -> Path:
+    """The project's own wheel: ``pip wheel`` through its build backend (isolated, from PyPI),
+    its CMake given *cmake_args* as CMAKE_ARGS, as its docs build it."""
+    env = {**os.environ, **_environment(toolkit)}
+    env["CMAKE_ARGS"] = " ".join([f"-DCMAKE_CUDA_COMPILER={toolkit / 'bin' / 'nvcc'}", *cmake_args])
+    env["CMAKE_BUILD_PARALLEL_LEVEL"] = "2"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", out, project],
+        check=True, env=env, capture_output=True,
+    )  # fmt: skip
+    return only_wheel(out)
+
+
+def members(wheel: Path) -> list[str]:
+    """A wheel's files outside its .dist-info."""
+    with zipfile.ZipFile(wheel) as zf:
+        return sorted(n for n in zf.namelist() if ".dist-info/" not in n and n[-1] != "/")
+
+
+def metadata(wheel: Path) -> dict[str, set[str]]:
+    """The METADATA headers that say what the wheel is and needs, each as the set of its values."""
+    with zipfile.ZipFile(wheel) as zf:
+        name = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
+        text = zf.read(name).decode()
+    fields = ("Name", "Version", "Requires-Python", "Requires-Dist", "Provides-Extra")
+    out: dict[str, set[str]] = {f: set() for f in fields}
+    for line in text.split("\n\n", 1)[0].splitlines():
+        key, _, value = line.partition(": ")
+        if key in out:
+            out[key].add(value)
+    return out
+
+
 @pytest.mark.network
 @pytest.mark.slow
 def test_bitsandbytes_is_adopted_as_its_ctypes_library(
     tmp_path: Path, cuda_with_cublas: Path
 ) -> None:
-    """bitsandbytes (scikit-build-core + CMake, libbitsandbytes_cuda<ver>.so loaded with
-    ctypes): init through the CMake door for one arch, build, and the wheel's library exports
-    what bitsandbytes' own CMake build of the same sources exports. Its releases since 0.43
-    publish no sdist, so the checkout comes from $WHEELFORGE_BITSANDBYTES (a git checkout of
-    github.com/bitsandbytes-foundation/bitsandbytes)."""
+    """bitsandbytes (scikit-build-core's setuptools plugin + CMake, libbitsandbytes_cuda<ver>.so
+    loaded with ctypes; its version dynamic, [tool.setuptools.dynamic] and setup.py): init for
+    one arch through the CMake door, and through setup.py, which hands over to it; the wheel
+    carries the files, the metadata and the library's exports of the project's own wheel
+    (``pip wheel``) for the same arch, and ``wheelforge check`` passes it. Its releases since
+    0.43 publish no sdist, so the checkout comes from $WHEELFORGE_BITSANDBYTES (a git checkout
+    of github.com/bitsandbytes-foundation/bitsandbytes)."""
     given = os.environ.get("WHEELFORGE_BITSANDBYTES")
     if not given or not (Path(given) / "CMakeLists.txt").is_file():
         pytest.skip("set WHEELFORGE_BITSANDBYTES to a bitsandbytes checkout")
     project = tmp_path / "bitsandbytes"
-    shutil.copytree(given, project, ignore=shutil.ignore_patterns(".git", "build"))
-    # Its version is dynamic (setup.py's): the version door is item 1 of issue 40, not this one.
-    pyproject = project / "pyproject.toml"
-    version = re.search(r'"version":\s*"([^"]+)"', (project / "setup.py").read_text())
-    assert version is not None
-    pyproject.write_text(
-        pyproject.read_text().replace('dynamic = ["version"]', f'version = "{version[1]}"')
-    )
+    shutil.copytree(given, project, ignore=shutil.ignore_patterns(".git", "build", "*.so"))
     own = tmp_path / "own"
     shutil.copytree(project, own)
     args = ("-DCOMPUTE_BACKEND=cuda", "-DCOMPUTE_CAPABILITY=80")
-    cmake_build(own, cuda_with_cublas, *args)
-    theirs = next((own / "bitsandbytes").glob("libbitsandbytes_cuda*.so"))
+    theirs_wheel = own_wheel(own, cuda_with_cublas, tmp_path / "own-wheel", *args)
+    [library] = [n for n in members(theirs_wheel) if n.endswith(".so")]
+    with zipfile.ZipFile(theirs_wheel) as zf:
+        theirs = Path(zf.extract(library, tmp_path / "theirs"))
 
     env = _environment(cuda_with_cublas)
     cmake_args = [f"--cmake-arg={a}" for a in args]
     run = wheelforge("init", "--from", "cmake", "--archs", "8.0", *cmake_args, cwd=project, env=env)
     assert run.code == 0, run.err
+    assert "nothing needs a hand" in run.out + run.err  # the version too: pyproject.toml gives it
     ext = yaml.safe_load((project / "matrix.yaml").read_text())["extension"]
     assert ext["name"] == f"bitsandbytes.{theirs.stem}"
     assert ext["kind"] == "plain"
+    assert "module-init" not in ext
     assert {"cublas", "cublasLt"} <= set(ext["libraries"])
+    assert "-rdc=true" in ext["nvcc-flags"]  # CUDA_SEPARABLE_COMPILATION
+
+    # plain init: setup.py builds no extension, and hands over to the CMake door
+    door = tmp_path / "through-setup-py"
+    shutil.copytree(given, door, ignore=shutil.ignore_patterns(".git", "build", "*.so"))
+    run = wheelforge("init", "--archs", "8.0", *cmake_args, cwd=door, env=env)
+    assert run.code == 0, run.err
+    assert "setup.py builds no extension" in run.err
+    assert yaml.safe_load((door / "matrix.yaml").read_text())["extension"] == ext
+
     build = wheelforge("build", cwd=project, env=env)
     assert build.code == 0, build.err
-    with zipfile.ZipFile(only_wheel(project / "dist")) as zf:
-        binaries = [n for n in zf.namelist() if n.endswith(".so")]
-        zf.extract(f"bitsandbytes/{theirs.name}", tmp_path / "unpacked")
-    assert binaries == [f"bitsandbytes/{theirs.name}"]
-    ours = tmp_path / "unpacked" / "bitsandbytes" / theirs.name
+    wheel = only_wheel(project / "dist")
+    assert members(wheel) == members(theirs_wheel)
+    ours_meta, theirs_meta = metadata(wheel), metadata(theirs_wheel)
+    # torch: the matrix's stable-ABI floor, not [project]'s torch>=2.4,<3 (the stable ABI has
+    # no torch below 2.9, and a plain library that calls none of torch has no ABI of torch's)
+    assert {r for r in theirs_meta["Requires-Dist"] if r.startswith("torch")} == {"torch<3,>=2.4"}
+    assert {r for r in ours_meta["Requires-Dist"] if r.startswith("torch")} == {"torch>=2.10"}
+    for both in (ours_meta, theirs_meta):
+        both["Requires-Dist"] = {r for r in both["Requires-Dist"] if not r.startswith("torch")}
+    assert ours_meta == theirs_meta
+    with zipfile.ZipFile(wheel) as zf:
+        ours = Path(zf.extract(library, tmp_path / "ours"))
     assert exports(ours) == exports(theirs)
+    assert "__cudaRegisterLinkedBinary kernels.cu" in exports(ours)  # device-linked
+    # the device-linked image packed as its flags ask (--compress-mode=size), as its own is
+    linked = section_size(ours, ".nv_fatbin")
+    assert 0.9 < linked / section_size(theirs, ".nv_fatbin") < 1.1
+    # its link libraries kept; the CUDA runtime linked statically, as wheelforge links it
+    # (its own CMake links libcudart.so.13)
+    assert {n for n in needed(theirs) if not n.startswith("libcudart")} <= set(needed(ours))
+    assert not any(n.startswith(("libcudart", "libtorch", "libc10")) for n in needed(ours))
+    check = wheelforge("check", wheel, cwd=tmp_path, env=env)
+    assert check.code == 0, check.out + check.err

@@ -515,3 +515,20 @@ def test_a_wheel_member_with_a_bad_crc(tmp_path: Path) -> None:
     wheel.write_bytes(bytes(raw))
     with pytest.raises(BinaryFormatError, match="cannot inflate"):
         inspect_paths([wheel])
+
+
+def test_a_device_linked_objects_relocatable_ptx_counts_for_the_arch_check() -> None:
+    """bitsandbytes (CUDA_SEPARABLE_COMPILATION, archs 80): nvlink puts SASS only into the
+    linked image; the PTX compute_80 it was asked for stays in __nv_relfatbin, which the driver
+    JIT-links. Its entries stay cuobjdump's; the arch check counts that PTX."""
+    from wheelforge.binaries.verify import check_binary
+    from wheelforge.configuration.archs import ArchSet, parse_arch_list
+
+    [linked] = inspect_paths([DATA / "rdc_linked_sm80.so"])
+    assert (linked.ptx_archs, linked.linked_ptx) == ((), ("compute_80",))
+    asked = ArchSet("default", parse_arch_list("8.0+PTX", source="test"))
+    assert check_binary(linked, asked).ok
+    [plain] = inspect_paths([DATA / "sm75_lz4.so"])
+    assert plain.linked_ptx == ()  # one .nv_fatbin: nothing beside it
+    [objects] = inspect_paths([DATA / "add_one_rdc_sm86.o"])
+    assert objects.linked_ptx == ()  # not device-linked: its __nv_relfatbin is its fatbin

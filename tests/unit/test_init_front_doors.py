@@ -14,7 +14,8 @@ import pytest
 import yaml
 
 from wheelforge.adoption import adopt as init
-from wheelforge.adoption.doors import buildtoml, cmake
+from wheelforge.adoption.child import capture_packagedata
+from wheelforge.adoption.doors import buildtoml, cmake, packagedata
 from wheelforge.adoption.doors.buildsteps import BuildSteps
 from wheelforge.adoption.doors.flags import sort_flags
 from wheelforge.adoption.record import childdocument
@@ -588,3 +589,69 @@ def test_archs_given_to_cmakes_configure_keep_the_projects_ptx_per_source(tmp_pa
     assert arch_set(dataclasses.replace(cmake_build, front_door="setup.py"), "8.0") == {
         "default": "8.0"
     }
+
+
+# -- setup.py beside a CMakeLists.txt (bitsandbytes, issue 40 item 2) ---------------------------
+
+
+def test_a_setup_py_that_builds_no_extension_hands_over_to_cmake(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """bitsandbytes: setup() gets no ext_modules (scikit-build-core's setuptools plugin runs
+    CMake); init keeps setup.py's packages and takes CMake's library."""
+    (tmp_path / "setup.py").write_text("from setuptools import setup\nsetup()\n")
+    metadata = ProjectMetadata(name="demo", version="1.2")
+    from_setup = CapturedBuild(
+        root=tmp_path, front_door="setup.py", extensions=(), metadata=metadata, packages=("demo",)
+    )
+    library = CapturedExtension(
+        name="demo.libdemo_cuda", kind="plain", where="CMake target demo",
+        sources=(CapturedSource(path="csrc/ops.cu"),),
+    )  # fmt: skip
+    from_cmake = CapturedBuild(root=tmp_path, front_door="CMake", extensions=(library,))
+    monkeypatch.setattr(init.setupcapture, "capture_setup", lambda root, context: from_setup)
+    monkeypatch.setattr(init.cmake, "capture_cmake", lambda root, context, **kw: from_cmake)
+    monkeypatch.setattr(init, "_toolkit", lambda env, cache: None)
+    request = init.InitRequest(root=tmp_path, python=Path(sys.executable), sandbox="off")
+
+    assert init.capture(request, "setup.py", {}) is from_setup  # no CMakeLists.txt: its own
+    (tmp_path / "CMakeLists.txt").write_text("project(demo)\n")
+    build = init.capture(request, "setup.py", {})
+    assert build.front_door == "setup.py + CMake"
+    assert (build.extensions, build.packages, build.metadata) == ((library,), ("demo",), metadata)
+
+
+def test_the_cmake_door_ships_the_package_data_of_tool_setuptools(tmp_path: Path) -> None:
+    """bitsandbytes' ``package-data = { "*" = ["libbitsandbytes*.*", "py.typed"] }``: the files
+    there now, in every package; a folder without __init__.py is no package."""
+    for name in ("pkg/__init__.py", "pkg/py.typed", "pkg/libpkg_cpu.so", "pkg/sub/__init__.py",
+                 "pkg/sub/py.typed", "pkg/sub/notes.txt", "pkg/data/py.typed"):  # fmt: skip
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("")
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.setuptools]\npackage-data = { "*" = ["libpkg*.*", "py.typed"], '
+        '"pkg.sub" = ["*.txt"] }\n'
+    )
+    globs = packagedata.pyproject_package_data(tmp_path, ["pkg"])
+    assert globs == ("libpkg_cpu.so", "py.typed", "sub/*")
+    assert packagedata.pyproject_package_data(tmp_path, ["nothere"]) == ()
+    (tmp_path / "pyproject.toml").write_text("[tool]\nsetuptools = 1\n")
+    assert packagedata.pyproject_package_data(tmp_path, ["pkg"]) == ()
+
+
+def test_pyproject_tomls_packages_win_over_setups_as_setuptools_applies_them(
+    tmp_path: Path,
+) -> None:
+    """bitsandbytes: setup.py's find_packages() finds tests/ too; pyproject.toml's
+    ``packages.find include = ["bitsandbytes*"]`` is what setuptools packs."""
+    for name in ("pkg/__init__.py", "tests/__init__.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("")
+    given = {"name": "pkg", "version": "1.0", "packages": ["pkg", "tests"]}
+    assert capture_packagedata.configured_packages(given, str(tmp_path)) == {}
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "pkg"\ndynamic = ["version"]\n\n'
+        '[tool.setuptools.packages.find]\ninclude = ["pkg*"]\n'
+    )
+    found = capture_packagedata.configured_packages(given, str(tmp_path))
+    assert found == {"packages": ["pkg"]}

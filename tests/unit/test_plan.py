@@ -360,6 +360,21 @@ def test_relocatable_device_code_gets_nvccs_device_link(project: Project, tmp_pa
     assert f"build {out}: dlink {plan.command_path(dlink.objects[0])}" in text
     link_line = next(ln for ln in text.splitlines() if ln.startswith("build _C.abi3.so: link"))
     assert link_line.endswith(f"{out} | gen/exports.map")
+    assert "--compress-mode" not in dlink.flags
+
+
+def test_the_device_link_packs_its_fatbin_as_the_nvcc_flags_ask(
+    project: Project, tmp_path: Path
+) -> None:
+    """bitsandbytes' --compress-mode=size: CMake gives the device link CMAKE_CUDA_FLAGS too;
+    without it the linked image is 14 times larger (2.7 MiB of SASS for 200 KiB)."""
+    flags = "[-rdc=true, --compress-mode=size, --use_fast_math, -Xfatbin=-compress-all]"
+    text = GOOD_MATRIX.replace(
+        "include-dirs: [csrc]", f"include-dirs: [csrc]\n  nvcc-flags: {flags}"
+    )
+    dlink = plan_for(load_matrix(project(text)), tmp_path).links[0].device_link
+    assert dlink is not None
+    assert shlex.split(dlink.flags)[-2:] == ["--compress-mode=size", "-Xfatbin=-compress-all"]
 
 
 @pytest.mark.parametrize(

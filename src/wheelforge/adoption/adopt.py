@@ -3,7 +3,9 @@ doors/), with what this machine knows (the toolkit a build would use, the build 
 its torch), written as matrix.yaml by the one writer.
 
 Which front door: ``--from`` names one; else a kernel-builder ``build.toml``, else ``setup.py``
-(run, or read with ``--no-run``), else a ``CMakeLists.txt``, else the sources."""
+(run, or read with ``--no-run``), else a ``CMakeLists.txt``, else the sources. A setup.py that
+builds its extensions with CMake (or builds none beside a CMakeLists.txt) hands over to the
+CMake door, keeping its own metadata and packages."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from wheelforge.adoption.doors import buildtoml, cmake, setupcapture, sourcescan
+from wheelforge.adoption.doors import buildtoml, cmake, packagedata, setupcapture, sourcescan
 from wheelforge.adoption.doors.staticsetup import read_setup
 from wheelforge.adoption.record.captured import CapturedBuild
 from wheelforge.adoption.writer import files
@@ -113,7 +115,7 @@ def capture(request: InitRequest, door: Door, env: Mapping[str, str]) -> Capture
             f"configuring {root / 'CMakeLists.txt'} (configure only: the project's CMake code "
             f"runs {fence.describe(kind)}, nothing is built or downloaded)"
         )
-        return cmake.capture_cmake(root, cmake_context)
+        return _with_package_data(cmake.capture_cmake(root, cmake_context))
     added = {}
     if request.archs and not env.get("TORCH_CUDA_ARCH_LIST"):
         added["TORCH_CUDA_ARCH_LIST"] = request.archs  # what torch would compile for
@@ -133,6 +135,14 @@ def capture(request: InitRequest, door: Door, env: Mapping[str, str]) -> Capture
         "--no-run' reads it without running it"
     )
     build = setupcapture.capture_setup(root, context)
+    if not build.extensions and (root / "CMakeLists.txt").is_file():
+        # setup() gets no extension and CMake builds the library beside it (bitsandbytes:
+        # scikit-build-core's setuptools plugin, cmake_source_dir="."): the CMake door.
+        log.info(
+            f"setup.py builds no extension and {root / 'CMakeLists.txt'} is there: configuring "
+            "it (configure only)"
+        )
+        return _with_cmake(build, cmake.capture_cmake(root, cmake_context))
     if not build.extensions or any(e.sources for e in build.extensions):
         return build
     modules = {str(e.name).rsplit(".", 1)[-1]: str(e.name) for e in build.extensions if e.name}
@@ -166,6 +176,17 @@ def _with_cuda_architectures(args: tuple[str, ...], archs: str | None) -> tuple[
     specs = parse_arch_list(archs, source="--archs")
     value = ";".join(str(s.arch).replace(".", "") + ("" if s.ptx else "-real") for s in specs)
     return (*args, f"-DCMAKE_CUDA_ARCHITECTURES={value}")
+
+
+def _with_package_data(build: CapturedBuild) -> CapturedBuild:
+    """The CMake door's build with the package data pyproject.toml's ``[tool.setuptools]``
+    ships from the extensions' packages (bitsandbytes' py.typed), as its own wheel has it."""
+    tops = {e.name.split(".", 1)[0] for e in build.extensions if e.name and "." in e.name}
+    globs = packagedata.pyproject_package_data(build.root, sorted(tops))
+    if not globs:
+        return build
+    done = f"package-data: {', '.join(globs)}, as pyproject.toml [tool.setuptools] package-data ships them"
+    return dataclasses.replace(build, package_data=globs, done=(*build.done, done))
 
 
 def _with_cmake(setup: CapturedBuild, built: CapturedBuild) -> CapturedBuild:

@@ -75,6 +75,9 @@ class BinaryContents:
     path: str
     size: int
     entries: tuple[FatbinEntry, ...]
+    # The PTX archs of a device-linked object's relocatable images (fatbin.linked_ptx_archs):
+    # PTX the driver JIT-links, where the linked image has SASS only.
+    linked_ptx: tuple[str, ...] = ()
 
     @functools.cached_property
     def by_arch(self) -> tuple[ArchSum, ...]:
@@ -191,6 +194,7 @@ class BinaryFacts:
     size: int
     role_reason: str = ""  # the evidence for the role (roles.py), "" when taken from the name
     fatbins: tuple[FatbinEntry, ...] | None = None
+    linked_ptx: tuple[str, ...] = ()  # read with fatbins (fatbin.linked_ptx_archs)
     symbols: SymbolFacts | None = None
     init_export: InitExport | None = None  # an extension module's PyInit_<leaf>
     own_facts: tuple[tuple[str, object], ...] = ()  # (rule id, what its Rule.read read)
@@ -201,7 +205,9 @@ class BinaryFacts:
         return self.member or self.name
 
     def contents(self) -> BinaryContents:
-        return BinaryContents(path=self.name, size=self.size, entries=self.fatbins or ())
+        return BinaryContents(
+            path=self.name, size=self.size, entries=self.fatbins or (), linked_ptx=self.linked_ptx
+        )
 
     def own(self, rule_id: str) -> object:
         """What the rule *rule_id* read of this file itself (its Rule.read)."""

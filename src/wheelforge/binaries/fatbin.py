@@ -117,7 +117,10 @@ def fatbin_entries(image: ElfImage) -> list[FatbinEntry]:
     bounds = _fatbin_section_bounds(image)
     if bounds is None:
         return []
-    start, size = bounds
+    return _section_entries(image, *bounds)
+
+
+def _section_entries(image: ElfImage, start: int, size: int) -> list[FatbinEntry]:
     if image.scan is not None:
         found: list[FatbinEntry] | None = image.scan.entries_for(start, size, image.name)
         if found is not None:
@@ -126,6 +129,23 @@ def fatbin_entries(image: ElfImage) -> list[FatbinEntry]:
         return parse_fatbin_section(image.read(start, size), path=image.name, file_offset=start)
     with image.view[start : start + size] as section:
         return parse_fatbin_section(section, path=image.name, file_offset=start)
+
+
+def linked_ptx_archs(image: ElfImage) -> tuple[str, ...]:
+    """The PTX archs of a device-linked shared object's relocatable images (``__nv_relfatbin``
+    beside its ``.nv_fatbin``), which fatbin_entries leaves out as cuobjdump does. nvlink puts
+    no PTX into the device-linked image (CMake's CUDA_SEPARABLE_COMPILATION, ``-rdc=true``):
+    the PTX an arch set asks for stays in the relocatable images, registered with the linked
+    one, for the driver to JIT-link where no SASS fits. () for any other file."""
+    names = {header.name: header for header in image.section_headers}
+    header = names.get(RELOCATABLE_SECTION)
+    if EXECUTABLE_SECTION not in names or header is None or header.type == SHT_NOBITS:
+        return ()
+    if header.offset + header.size > image.size:
+        return ()  # fatbin_entries refuses the .nv_fatbin of such a file; this adds nothing
+    entries = _section_entries(image, header.offset, header.size)
+    unique = {e.arch: (e.sm, e.variant) for e in entries if e.kind == "ptx"}
+    return tuple(sorted(unique, key=lambda arch: unique[arch]))
 
 
 def parse_fatbin_section(section: Buffer, *, path: str, file_offset: int) -> list[FatbinEntry]:

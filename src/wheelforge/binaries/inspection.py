@@ -16,7 +16,7 @@ from typing import Literal
 from wheelforge.binaries import bounded
 from wheelforge.binaries.elf import ELF_MAGIC, ElfImage, open_elf_file
 from wheelforge.binaries.facts import FATBINS, BinaryContents
-from wheelforge.binaries.fatbin import fatbin_entries
+from wheelforge.binaries.fatbin import fatbin_entries, linked_ptx_archs
 from wheelforge.foundation import readers
 from wheelforge.foundation.errors import BinaryFormatError
 
@@ -100,7 +100,12 @@ def contents_of(image: ElfImage) -> BinaryContents:
     """The fatbin entries of one ELF image (a file or a wheel member): what the walk
     (reader.read_binary) reads of it for FATBINS, without loading the walk's other readers
     (symbols, roles), which an ``inspect`` of shared objects never needs."""
-    return BinaryContents(path=image.name, size=image.size, entries=tuple(fatbin_entries(image)))
+    return BinaryContents(
+        path=image.name,
+        size=image.size,
+        entries=tuple(fatbin_entries(image)),
+        linked_ptx=linked_ptx_archs(image),
+    )
 
 
 def _inspect_elf_file(path: Path) -> BinaryContents:

@@ -23,7 +23,7 @@ from wheelforge.binaries.facts import (
     WheelFacts,
     role_of,
 )
-from wheelforge.binaries.fatbin import fatbin_entries
+from wheelforge.binaries.fatbin import fatbin_entries, linked_ptx_archs
 from wheelforge.binaries.stream import stream_member
 from wheelforge.binaries.symbols import parser_raised, read_symbols
 from wheelforge.foundation.errors import BinaryFormatError, RuleBug, WheelforgeError
@@ -44,6 +44,7 @@ def read_binary(
     is only the name's and the role is inferred (roles.py); *own* then follows that role."""
     path = image.member or image.name
     fatbins = tuple(fatbin_entries(image)) if "fatbins" in facts else None
+    linked_ptx = linked_ptx_archs(image) if "fatbins" in facts else ()
     symbols = read_symbols(image) if "symbols" in facts else None
     init = None
     if "init-export" in facts and (leaf := initexport.module_leaf(path)):
@@ -61,6 +62,7 @@ def read_binary(
         role_reason=reason,
         size=image.size,
         fatbins=fatbins,
+        linked_ptx=linked_ptx,
         symbols=symbols,
         init_export=init,
         own_facts=own_facts,

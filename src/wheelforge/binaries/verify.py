@@ -42,7 +42,7 @@ def check_binary(binary: BinaryContents, arch_set: ArchSet | None) -> ArchCheck:
     """*binary*'s fatbin entries against *arch_set*; None: no arch is expected of it (what it
     carries is listed as extra)."""
     sass = set(binary.sass_archs)
-    ptx = set(binary.ptx_archs)
+    ptx = set(binary.ptx_archs) | set(binary.linked_ptx)  # -rdc: PTX beside the linked image
     asked_sass = arch_set.sass if arch_set else ()
     asked_ptx = arch_set.ptx if arch_set else ()
     return ArchCheck(

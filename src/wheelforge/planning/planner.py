@@ -54,6 +54,15 @@ from wheelforge.toolchain.compilecache import CompileCache
 from wheelforge.toolchain.headerlibs import HeaderLibrary
 from wheelforge.toolchain.torchprobe import TorchEnv
 
+# nvcc flags that shape the fatbin nvcc packs, which its device link packs too (CMake passes
+# CMAKE_CUDA_FLAGS to the device link as to every compile): a flag and its value in one word.
+_FATBIN_FLAGS = ("--compress-mode", "-compress-mode", "--no-compress", "-no-compress", "-Xfatbin")
+
+
+def fatbin_flags(flags: Sequence[str]) -> list[str]:
+    """The flags of *flags* that shape the fatbin (compression), for nvcc -dlink."""
+    return [f for f in flags if f.split("=", 1)[0] in _FATBIN_FLAGS]
+
 
 def _module_init(ext: ExtensionConfig, gen: Path) -> GeneratedFile | None:
     """The generated ``PyInit_<leaf>`` of a module that does not define its own."""
@@ -428,9 +437,12 @@ def _plan_in(
             own.objects,
             compilesteps.own_flags(matrix, ext, generated_folder),
         )
-        # the device link's host stub compiles like the sources: the host compiler, -fPIC
+        # the device link's host stub compiles like the sources: the host compiler, -fPIC; its
+        # fatbin is packed as the project's nvcc flags ask (bitsandbytes' --compress-mode=size)
         dlink = own.device_link(
-            objects, steps.steps, shlex.join([f"-ccbin={nvcc_host}", "-Xcompiler=-fPIC"])
+            objects,
+            steps.steps,
+            shlex.join([f"-ccbin={nvcc_host}", "-Xcompiler=-fPIC", *fatbin_flags(ext.nvcc_flags)]),
         )
         ldflags = _link_flags(abi, variant, ext, torch, own.exports, device_link=dlink is not None)
         links.append(

@@ -73,15 +73,15 @@ def _build_py_data_files(given: dict[str, Any], scratch: str) -> list[Any]:
 
 
 def configured_packages(attrs: dict[str, Any], root: str) -> dict[str, Any]:
-    """``packages`` and ``package_dir`` from pyproject.toml's ``[tool.setuptools]`` or
-    setup.cfg's ``[options]`` when setup() names no packages nor modules (NATTEN's
-    ``packages.find where = ["src/"]``): what setuptools' wheel packs, so the matrix packs it
-    too. Empty when setup() names them or the config files do not."""
-    if any(attrs.get(k) for k in ("packages", "py_modules")):
-        return {}
-    dist = importlib.import_module("setuptools.dist").Distribution(
-        {k: attrs[k] for k in ("name", "version") if k in attrs}
-    )
+    """``packages`` and ``package_dir`` as setuptools ends up with them once it has read
+    pyproject.toml's ``[tool.setuptools]`` and setup.cfg's ``[options]`` over setup()'s own
+    arguments: pyproject.toml's win (bitsandbytes' ``packages.find include = ["bitsandbytes*"]``
+    over setup.py's ``find_packages()``, which finds its tests too), setup.cfg's fill what
+    setup() leaves out (NATTEN's ``packages.find where = ["src/"]``). Empty when that is what
+    setup() gave, or nothing."""
+    keys = ("name", "version", "packages", "package_dir", "py_modules")
+    given = {k: attrs[k] for k in keys if attrs.get(k)}
+    dist = importlib.import_module("setuptools.dist").Distribution(given)
     dist.script_name = "setup.py"
     dist.script_args = []
     cwd = os.getcwd()  # noqa: PTH109
@@ -93,7 +93,7 @@ def configured_packages(attrs: dict[str, Any], root: str) -> dict[str, Any]:
     finally:
         os.chdir(cwd)
     out: dict[str, Any] = {}
-    if dist.packages:
+    if dist.packages and list(dist.packages) != list(given.get("packages") or ()):
         out["packages"] = list(dist.packages)
         if dist.package_dir:
             out["package_dir"] = {k: v.rstrip("/") or "." for k, v in dist.package_dir.items()}

@@ -11,6 +11,7 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from wheelforge.configuration.matrix.pyproject import load_toml
 from wheelforge.foundation import fsutil
 
 # What the packer never ships, whatever the globs (packaging/wheel.py), nor counts here.
@@ -106,3 +107,30 @@ def _unpacked(rel: str, modules: Mapping[str, list[str]], packed: set[str]) -> l
     for sub in sorted(d for d in modules if d != rel and Path(d).parent.as_posix() == rel):
         out += _unpacked(sub, modules, packed)
     return out
+
+
+def pyproject_package_data(root: Path, tops: Iterable[str]) -> tuple[str, ...]:
+    """``package-data`` globs for what pyproject.toml's ``[tool.setuptools] package-data``
+    ships from the packages under the folders *tops* (relative to *root*), read without
+    setup.py (the CMake door): its ``"*"`` globs in every package, a package's own in it, as
+    setuptools' build_py matches them; the files there now, as the setup.py door lists them."""
+    tool = (load_toml(root / "pyproject.toml") or {}).get("tool")
+    setuptools = tool.get("setuptools") if isinstance(tool, dict) else None
+    spec = setuptools.get("package-data") if isinstance(setuptools, dict) else None
+    if not isinstance(spec, dict):
+        return ()
+    folders = {top.replace("/", "."): top for top in tops if (root / top / "__init__.py").is_file()}
+    files: list[str] = []
+    for top in folders.values():
+        for here, dirs, names in os.walk(root / top):
+            dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
+            if "__init__.py" not in names:
+                dirs[:] = []  # not a package: setuptools' find stops here
+                continue
+            package = Path(here).relative_to(root).as_posix().replace("/", ".")
+            for key in ("*", "", package):
+                for pattern in spec.get(key) or ():
+                    for found in sorted(glob.glob(os.path.join(here, str(pattern)))):  # noqa: PTH118, PTH207
+                        if os.path.isfile(found):  # noqa: PTH113
+                            files.append(Path(found).relative_to(root).as_posix())
+    return package_data_globs(str(root), folders, dict.fromkeys(files))[0]
