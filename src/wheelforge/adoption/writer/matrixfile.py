@@ -418,6 +418,8 @@ def _summary(build: CapturedBuild, abi: Abi) -> str:
 def render(build: CapturedBuild, choices: InitChoices) -> InitResult:
     """The matrix text for a captured build, and what needs a hand."""
     _refuse_missing(build)
+    if build.pure:
+        return _render_pure(build, choices)
     if not build.extensions:
         raise ConfigError(
             f"{build.root}: {build.front_door} builds no extension; write matrix.yaml from "
@@ -468,4 +470,31 @@ def render(build: CapturedBuild, choices: InitChoices) -> InitResult:
         refusals=build.refusals,
         generated=build.generated,
         summary=_summary(build, abi),
+    )
+
+
+def _render_pure(build: CapturedBuild, choices: InitChoices) -> InitResult:
+    """A build with nothing to compile: the package section, the torch it needs, the tests."""
+    writer = _Writer(build, choices)
+    torch = build.metadata.torch_requirement or "torch"
+    given = list(choices.torch)
+    text = "".join(
+        [
+            (f"# Written by 'wheelforge init' from {build.front_door}; see docs/matrix.md.\n"),
+            writer.package(),
+            "\n# No extension: nothing to compile; 'wheelforge build' packs one py3-none-any "
+            "wheel\n# that requires the torch below.\n",
+            buildparts.dump("torch", given[0] if len(given) == 1 else given or torch[5:]),
+            writer.tests(),
+        ]
+    )
+    return InitResult(
+        path=build.root / "matrix.yaml",
+        text=text if text.endswith("\n") else text + "\n",
+        front_door=build.front_door,
+        hand=tuple(dict.fromkeys(writer.hand)),
+        done=tuple(dict.fromkeys(writer.done)),
+        refusals=build.refusals,
+        generated=build.generated,
+        summary="no extension: a pure-Python wheel",
     )
