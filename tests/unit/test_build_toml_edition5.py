@@ -227,3 +227,12 @@ def test_torch_noarch_builds_one_py3_none_any_wheel(tmp_path: Path) -> None:
     assert "Root-Is-Purelib: true" in contents.wheel
     assert "Requires-Dist: torch>=2.8\n" in contents.metadata
     assert 'Requires-Dist: nvidia-cutlass-dsl; extra == "cuda"' in contents.metadata
+
+
+def test_torch_above_the_stable_abi_floor_is_said(tmp_path: Path) -> None:
+    build = buildtoml.read_build_toml(_project(tmp_path))
+    kept = render(build, InitChoices())
+    assert yaml.safe_load(kept.text)["torch"] == ">=2.11"
+    raised = render(build, InitChoices(torch=("2.13.0",)))
+    assert yaml.safe_load(raised.text)["torch"] == "2.13.0"
+    assert any("raises the project's stable-ABI floor (2.11)" in h for h in raised.hand)

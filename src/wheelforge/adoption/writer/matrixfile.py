@@ -199,6 +199,13 @@ class _Writer:
         asked = self.build.metadata.torch_requirement
         if abi.torch_target:
             if given:
+                lowest = min((v for v in map(_lowest, given) if v), default=None)
+                if ext.torch_target and lowest and lowest > Version(ext.torch_target):
+                    self.hand.append(
+                        f"torch: --torch {' '.join(given)} raises the project's stable-ABI floor "
+                        f"({ext.torch_target}): the wheel will require torch>={lowest.major}."
+                        f"{lowest.minor}; write torch: '>={ext.torch_target}' to keep it"
+                    )
                 return given[0] if len(given) == 1 else list(given)
             if ext.torch_target:
                 source = (
@@ -498,3 +505,11 @@ def _render_pure(build: CapturedBuild, choices: InitChoices) -> InitResult:
         generated=build.generated,
         summary="no extension: a pure-Python wheel",
     )
+
+
+def _lowest(text: str) -> Version | None:
+    """The lowest torch a --torch value names ('2.13.0', '>=2.10'), if it names one."""
+    try:
+        return Version(re.sub(r"^[>=~\s]+", "", text))
+    except ValueError:
+        return None
