@@ -1,7 +1,8 @@
 """kernel-builder's build.toml as it is now (edition 5, huggingface/kernels
 docs/source/builder/writing-kernels.md): stable-abi as a string or a table per backend, several
 [kernel.*] sections of several backends, pyext data files, python-depends, the metadata.json
-kernel-builder writes beside the package files, and [torch-noarch] named in one line."""
+kernel-builder writes beside the package files, and [torch-noarch] as the pure-Python wheel
+kernel-builder's noarch pyproject.toml makes."""
 
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ import yaml
 from wheelforge.adoption.doors import buildtoml
 from wheelforge.adoption.writer.matrixfile import InitChoices, render
 from wheelforge.configuration.matrix.load import load_matrix
-from wheelforge.foundation.errors import ConfigError
 
 # The shape of kernel-builder's own examples (relu-torch-stable-abi, extra-data): every backend
 # listed, a kernel per backend, the stable ABI per backend.
@@ -146,10 +146,93 @@ def test_init_writes_metadata_json_and_the_matrix_reads(tmp_path: Path) -> None:
     assert "metadata.json" in package.package_data and package.license == "Apache-2.0"
 
 
-def test_torch_noarch_is_one_line_saying_why(tmp_path: Path) -> None:
-    (tmp_path / "build.toml").write_text(
-        '[general]\nname = "gemm-triton"\nversion = 1\nedition = 5\nbackends = ["cuda"]\n\n'
-        '[torch-noarch]\npyext = ["json", "py"]\n'
-    )
-    with pytest.raises(ConfigError, match=r"\[torch-noarch\]: a kernel with nothing to compile"):
-        buildtoml.read_build_toml(tmp_path)
+NOARCH = """\
+[general]
+name = "gemm-triton"
+version = 1
+edition = 5
+license = "MIT"
+upstream = "https://github.com/example/gemm"
+backends = ["cuda", "rocm"]
+python-depends = ["tvm-ffi"]
+
+[general.cuda]
+python-depends = ["nvidia-cutlass-dsl"]
+
+[torch-noarch]
+pyext = ["json", "py"]
+cuda-capabilities = ["9.0", "10.0"]
+
+[kernel]
+"""
+
+
+def _noarch(root: Path) -> Path:
+    (root / "build.toml").write_text(NOARCH)
+    package = root / "torch-ext/gemm_triton"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("from ._ops import ops\n")
+    (package / "configs.json").write_text("{}\n")
+    (package / "py.typed").write_text("")
+    return root
+
+
+def test_torch_noarch_is_adopted_as_kernel_builders_pure_wheel(tmp_path: Path) -> None:
+    # kernel-builder's templates/torch/noarch/pyproject.toml: version 0.0.1, torch>=2.8,
+    # Python >=3.9, python-depends through kernels-data's table, a backend's as an extra
+    build = buildtoml.read_build_toml(_noarch(tmp_path))
+    assert build.pure and build.extensions == ()
+    written = yaml.safe_load(render(build, InitChoices()).text)
+    assert written["package"] == {
+        "name": "gemm-triton",
+        "version": "0.0.1",
+        "license": "MIT",
+        "requires-python": ">=3.9",
+        "home-page": "https://github.com/example/gemm",
+        "dependencies": ["apache-tvm-ffi"],
+        "optional-dependencies": {"cuda": ["nvidia-cutlass-dsl"]},
+        "packages": ["torch-ext/gemm_triton"],
+        "package-data": ["metadata.json", "**/*.json", "py.typed"],
+    }
+    assert written["torch"] == ">=2.8" and "extension" not in written
+    files = {g.path: g.text for g in build.generated}
+    assert 'f"_gemm_triton_{get_backend()}"' in files["torch-ext/gemm_triton/_ops.py"]
+    metadata = json.loads(files["torch-ext/gemm_triton/metadata.json"])
+    assert metadata["backend"] == {"type": "cuda", "archs": ["10.0", "9.0"]}
+    assert metadata["python-depends"] == ["apache-tvm-ffi", "nvidia-cutlass-dsl"]
+
+
+def test_torch_noarch_builds_one_py3_none_any_wheel(tmp_path: Path) -> None:
+    import sys
+    import zipfile
+
+    from wheelforge.adoption import adopt as init
+    from wheelforge.build import purewheel
+    from wheelforge.packaging import wheel
+
+    root = _noarch(tmp_path)
+    init.init_project(init.InitRequest(root=root, python=Path(sys.executable)))
+    matrix = load_matrix(root / "matrix.yaml")
+    contents = purewheel.contents(matrix)
+    assert contents.filename == "gemm_triton-0.0.1-py3-none-any.whl"
+    path = wheel.pack(contents, tmp_path / "dist")
+    names = set(zipfile.ZipFile(path).namelist())
+    assert {
+        "gemm_triton/__init__.py",
+        "gemm_triton/_ops.py",
+        "gemm_triton/configs.json",
+        "gemm_triton/metadata.json",
+        "gemm_triton/py.typed",
+    } <= names
+    assert "Root-Is-Purelib: true" in contents.wheel
+    assert "Requires-Dist: torch>=2.8\n" in contents.metadata
+    assert 'Requires-Dist: nvidia-cutlass-dsl; extra == "cuda"' in contents.metadata
+
+
+def test_torch_above_the_stable_abi_floor_is_said(tmp_path: Path) -> None:
+    build = buildtoml.read_build_toml(_project(tmp_path))
+    kept = render(build, InitChoices())
+    assert yaml.safe_load(kept.text)["torch"] == ">=2.11"
+    raised = render(build, InitChoices(torch=("2.13.0",)))
+    assert yaml.safe_load(raised.text)["torch"] == "2.13.0"
+    assert any("raises the project's stable-ABI floor (2.11)" in h for h in raised.hand)

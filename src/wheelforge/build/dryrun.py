@@ -43,6 +43,22 @@ class PlannedVariant:
 
 
 def dry_run(settings: BuildSettings) -> list[PlannedVariant]:
+    if not settings.matrix.extensions:  # build/purewheel.py: one wheel, nothing to compile
+        from wheelforge.build import purewheel
+
+        return [
+            PlannedVariant(
+                variant_id=purewheel.TAG,
+                arch_set=purewheel.NO_ARCH.name,
+                archs="",
+                toolkit="none",
+                torch=None,
+                commands=(),
+                note="pure Python: no extension, nothing to compile",
+                members=purewheel.members(settings.matrix),
+                project=settings.matrix.root,
+            )
+        ]
     chosen = selected(
         settings, toolkit.discover(cache=settings.cache_dir, pythons=(settings.python,))
     )

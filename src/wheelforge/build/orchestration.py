@@ -38,6 +38,10 @@ def run_build(settings: BuildSettings) -> BuildReport:
     """The build of *settings*' variants: the folders it writes probed and tidied, the variants
     resolved (toolkits on disk), then under the build folder's lock (and a warm torch) each
     planned, built and reported."""
+    if not settings.matrix.extensions:  # nothing to compile: one py3-none-any wheel
+        from wheelforge.build import purewheel
+
+        return purewheel.build(settings)
     start = time.perf_counter()
     with contextlib.ExitStack() as held:
         held.enter_context(preflight.tidy(folders(settings)))

@@ -117,7 +117,9 @@ def print_build(report: BuildReport, console: Console) -> None:
     for v in report.variants:
         for table in binary_tables(v):
             print_whole(table, console)
-        if any(c.applies for c in v.arch_checks):
+        if not v.arch_set.specs:  # a matrix without extensions (build/purewheel.py)
+            say("pure Python (py3-none-any): no extension, nothing compiled or checked")
+        elif any(c.applies for c in v.arch_checks):
             say(f"arch set {escape(v.arch_set.name)}: {v.arch_set}; CUDA {v.toolkit}")
         else:
             say(
@@ -130,7 +132,7 @@ def print_build(report: BuildReport, console: Console) -> None:
             say(f"{len(v.shared_objects)} shared objects:")
             for line in shared_object_lines(v):
                 say(line)
-        else:
+        elif v.arch_set.specs:
             say(
                 f"import check: {escape('; '.join(v.import_check))}"
                 if v.import_check
@@ -162,7 +164,9 @@ def print_build(report: BuildReport, console: Console) -> None:
     if report.no_compile_cache:
         say(f"compile cache: none ({escape(report.no_compile_cache)})")
     major, minor = report.target_version
-    if abi.of(report.abi).per_torch:
+    if all(not v.arch_set.specs for v in report.variants) and report.variants:
+        how = f"pure Python, for torch {major}.{minor} and newer"
+    elif abi.of(report.abi).per_torch:
         how = f"unstable ABI: each wheel pinned to the torch it was built against ({report.built_against})"
     else:
         how = f"stable-ABI target torch {major}.{minor}, built against torch {report.built_against}"

@@ -292,7 +292,7 @@ def resolve(flags: Flags, env: Mapping[str, str] | None = None) -> BuildSettings
     if override is not None:
         specs = parse_arch_list(override, source=arch_source)
         matrix = dataclasses.replace(matrix, arch_sets=(ArchSet(arch_list_id(specs), specs),))
-    elif not matrix.arch_sets:
+    elif not matrix.arch_sets and matrix.extensions:  # a pure-Python wheel has no archs
         raise ConfigError(
             f"{flags.matrix} names no archs: add arch-sets (e.g. 'arch-sets: \"8.0 9.0+PTX\"'), "
             "or pass --archs, or set TORCH_CUDA_ARCH_LIST"

@@ -151,11 +151,11 @@ def require_valid_metadata(plan: VariantPlan, matrix: Path) -> None:
         )
 
 
-def wheel_text(tag: str) -> str:
+def wheel_text(tag: str, *, purelib: bool = False) -> str:
     return (
         "Wheel-Version: 1.0\n"
         f"Generator: wheelforge {__version__}\n"
-        "Root-Is-Purelib: false\n"
+        f"Root-Is-Purelib: {'true' if purelib else 'false'}\n"
         f"Tag: {tag}\n"
     )
 

@@ -124,6 +124,12 @@ def outputs(matrix: Matrix) -> set[Path]:
     return {matrix.root / d for d in OUTPUT_DIRS}
 
 
+def _matches(rel: str, glob: str) -> bool:
+    """Whether the package file *rel* matches *glob*, ``**/`` standing for no folder too, as
+    in setuptools' package-data (glob.glob recursive): ``**/*.json`` takes ``configs.json``."""
+    return fnmatch(rel, glob) or (glob.startswith("**/") and fnmatch(rel, glob[3:]))
+
+
 def package_members(
     folder: Path,
     *,
@@ -145,8 +151,8 @@ def package_members(
             continue
         rel = path.relative_to(folder).as_posix()
         module = path.suffix in _MODULE_SUFFIXES
-        if (module or any(fnmatch(rel, g) for g in data)) and not any(
-            fnmatch(rel, g) for g in exclude
+        if (module or any(_matches(rel, g) for g in data)) and not any(
+            _matches(rel, g) for g in exclude
         ):
             yield Member(
                 path=_utf8(path.relative_to(base).as_posix(), path),

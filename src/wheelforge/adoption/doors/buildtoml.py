@@ -123,6 +123,59 @@ def add_op_namespace_prefix(op_name: str) -> str:
 '''
 
 
+# kernels-data's python_dependencies.json: a python-depends name as the PyPI requirement(s) it is
+# (general, and per backend); a name it does not list is written as it is.
+PYTHON_DEPENDS = {"einops": ("einops",), "helion": ("helion",), "tvm-ffi": ("apache-tvm-ffi",)}
+BACKEND_PYTHON_DEPENDS = {
+    "cuda": {"nvidia-cutlass-dsl": ("nvidia-cutlass-dsl",)},
+    "neuron": {"nki": ("nki",)},
+    "xpu": {"onednn": ("onednn-devel",)},
+}
+
+# kernel-builder's templates/torch/noarch/_ops.py: the op namespace of the backend torch is
+# built for, found when the package is imported (kernel-builder adds a build id after it).
+_NOARCH_OPS_PY = '''\
+# Written by 'wheelforge init': the module kernel-builder generates (templates/torch/noarch/_ops.py).
+import torch
+
+
+def get_backend() -> str:
+    """Detect the backend by inspecting torch."""
+    if torch.version.cuda is not None:
+        return "cuda"
+    elif torch.version.hip is not None:
+        return "rocm"
+    elif torch.backends.mps.is_available():
+        return "metal"
+    elif hasattr(torch.version, "xpu") and torch.version.xpu is not None:
+        return "xpu"
+    return "cpu"
+
+
+_OPS_NAME = f"_{name}_{{get_backend()}}"
+
+ops = getattr(torch.ops, _OPS_NAME)
+
+
+def add_op_namespace_prefix(op_name: str) -> str:
+    """Prefix op by namespace."""
+    return f"{{_OPS_NAME}}::{{op_name}}"
+'''
+# What kernel-builder's noarch pyproject.toml template writes (templates/torch/noarch/pyproject.toml).
+NOARCH_VERSION = "0.0.1"
+NOARCH_TORCH = ">=2.8"
+NOARCH_PYTHON = ">=3.9"
+
+
+def python_depends(general: Mapping[str, Any], backend: str | None = None) -> tuple[str, ...]:
+    """build.toml's python-depends (``[general]``, or ``[general.<backend>]``) as PyPI
+    requirements, through kernels-data's table."""
+    table = general.get(backend) if backend else general
+    names = _strings(table, "python-depends") if isinstance(table, dict) else []
+    known = BACKEND_PYTHON_DEPENDS.get(backend, {}) if backend else PYTHON_DEPENDS
+    return tuple(dict.fromkeys(p for n in names for p in known.get(n, (n,))))
+
+
 def is_kernel_builder(path: Path) -> bool:
     """Whether *path* is a kernel-builder build.toml (a [general] table naming backends)."""
     try:
@@ -130,7 +183,11 @@ def is_kernel_builder(path: Path) -> bool:
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return False
     general = data.get("general")
-    return isinstance(general, dict) and "name" in general and ("kernel" in data or "torch" in data)
+    return (
+        isinstance(general, dict)
+        and "name" in general
+        and ("kernel" in data or "torch" in data or "torch-noarch" in data)
+    )
 
 
 def _strings(table: Mapping[str, Any], key: str) -> list[str]:
@@ -333,9 +390,17 @@ def _pyext_globs(torch: Mapping[str, Any]) -> list[str]:
     return [f"**/*.{ext}" for ext in _strings(torch, "pyext") if ext not in ("py", "pyi")]
 
 
-def kernel_metadata(general: Mapping[str, Any], kernel_id: str, archs: tuple[ArchSpec, ...]) -> str:
+def _typed(package: Path) -> list[str]:
+    """``py.typed``, which setuptools (69+) packs with a package that has one (PEP 561)."""
+    return ["py.typed"] if (package / "py.typed").is_file() else []
+
+
+def kernel_metadata(
+    general: Mapping[str, Any], kernel_id: str, archs: tuple[ArchSpec, ...] | None
+) -> str:
     """The ``metadata.json`` kernel-builder writes beside the kernel's package files
-    (kernels-data's Metadata for the CUDA backend): what the kernels library and the Hub read."""
+    (kernels-data's Metadata for the CUDA backend): what the kernels library and the Hub read.
+    A torch-noarch kernel names archs only where build.toml lists them (cuda-capabilities)."""
     document: dict[str, Any] = {
         "name": str(general.get("name", "")),
         "id": kernel_id,
@@ -345,9 +410,11 @@ def kernel_metadata(general: Mapping[str, Any], kernel_id: str, archs: tuple[Arc
     for key in ("upstream", "source"):
         if general.get(key):
             document[key] = str(general[key])
-    document["python-depends"] = _strings(general, "python-depends")
+    document["python-depends"] = list(python_depends(general) + python_depends(general, "cuda"))
     document["kernel-depends"] = _strings(general, "kernel-depends")
-    document["backend"] = {"type": "cuda", "archs": sorted({str(a.arch) for a in archs})}
+    document["backend"] = {"type": "cuda"}
+    if archs is not None:
+        document["backend"]["archs"] = sorted({str(a.arch) for a in archs})
     return json.dumps(document, indent=2) + "\n"
 
 
@@ -365,12 +432,8 @@ def read_build_toml(root: Path) -> CapturedBuild:
         )
     torch = data.get("torch")
     if not isinstance(torch, dict):
-        if "torch-noarch" in data:
-            raise ConfigError(
-                f"{path}: [torch-noarch]: a kernel with nothing to compile (Python and data "
-                "files only); wheelforge builds wheels of compiled extensions: build this one "
-                "with kernel-builder, or as a pure-Python wheel (python -m build)"
-            )
+        if isinstance(data.get("torch-noarch"), dict):
+            return _noarch(root, general, data["torch-noarch"], python_name)
         raise ConfigError(f"{path}: no [torch] table; wheelforge builds compiled extensions")
     hand: list[str] = []
     parts = _Kernels(root, torch)
@@ -387,7 +450,7 @@ def read_build_toml(root: Path) -> CapturedBuild:
         f"kernel-builder generates at build time (the op namespace is {leaf})"
     )
     metadata_json = kernel_metadata(general, leaf, extension.archs)
-    package_data = ["metadata.json", *_pyext_globs(torch)]
+    package_data = ["metadata.json", *_pyext_globs(torch), *_typed(root / package)]
     tests = "tests" if (root / "tests").is_dir() else None
     if tests:
         hand.append(
@@ -403,7 +466,7 @@ def read_build_toml(root: Path) -> CapturedBuild:
             version="0.1.0",  # what kernel-builder's pyproject.toml template writes
             license=str(general["license"]) if general.get("license") else None,
             url=str(general["upstream"]) if general.get("upstream") else None,
-            dependencies=tuple(_strings(general, "python-depends")),
+            dependencies=python_depends(general),
         ),
         packages=(package,),
         package_data=tuple(package_data),
@@ -417,4 +480,70 @@ def read_build_toml(root: Path) -> CapturedBuild:
         missing=tuple(parts.missing),
         hand=tuple(hand),
         done=tuple(parts.done),
+    )
+
+
+def _noarch(
+    root: Path, general: Mapping[str, Any], noarch: Mapping[str, Any], python_name: str
+) -> CapturedBuild:
+    """A ``[torch-noarch]`` kernel (Python and data files only, JIT-compiled or plain torch):
+    the wheel kernel-builder's noarch pyproject.toml makes (py3-none-any, version 0.0.1,
+    torch>=2.8, backend python-depends as extras), with the _ops.py and metadata.json it
+    writes into the package."""
+    package = f"torch-ext/{python_name}"
+    hand: list[str] = []
+    done = [
+        "build.toml [torch-noarch]: nothing to compile; matrix.yaml has no extension, and "
+        "wheelforge build packs one py3-none-any wheel, as kernel-builder's noarch "
+        "pyproject.toml does",
+        f"wrote {package}/_ops.py and {package}/metadata.json, which kernel-builder generates "
+        f"at build time (the op namespace is _{python_name}_<backend>)",
+    ]
+    if not (root / package / "__init__.py").is_file():
+        hand.append(f"build.toml: the Python package {package} has no __init__.py")
+    caps = _strings(noarch, "cuda-capabilities")
+    archs = (
+        parse_arch_list(" ".join(caps), source="build.toml [torch-noarch] cuda-capabilities")
+        if caps
+        else None
+    )
+    extras = tuple(
+        (backend, deps)
+        for backend in sorted(BACKEND_PYTHON_DEPENDS.keys() | {"cpu", "metal", "rocm"})
+        if (deps := python_depends(general, backend))
+    )
+    data_globs = [f"**/*.{ext}" for ext in _strings(noarch, "pyext") if ext not in ("py", "pyi")]
+    tests = "tests" if (root / "tests").is_dir() else None
+    if tests:
+        hand.append(
+            "tests: kernel-builder's tests load the kernel with kernels.get_kernel(...) from the Hub "
+            "or LOCAL_KERNELS; to test the installed wheel, import the package instead"
+        )
+    return CapturedBuild(
+        root=root,
+        front_door="build.toml",
+        extensions=(),
+        pure=True,
+        metadata=ProjectMetadata(
+            name=str(general.get("name") or python_name),
+            version=NOARCH_VERSION,
+            license=str(general["license"]) if general.get("license") else None,
+            url=str(general["upstream"]) if general.get("upstream") else None,
+            requires_python=NOARCH_PYTHON,
+            dependencies=python_depends(general),
+            torch_requirement=f"torch{NOARCH_TORCH}",
+            extras=extras,
+        ),
+        packages=(package,),
+        package_data=("metadata.json", *data_globs, *_typed(root / package)),
+        tests=tests,
+        generated=(
+            GeneratedFile(path=f"{package}/_ops.py", text=_NOARCH_OPS_PY.format(name=python_name)),
+            GeneratedFile(
+                path=f"{package}/metadata.json",
+                text=kernel_metadata(general, f"_{python_name}_cuda", archs),
+            ),
+        ),
+        hand=tuple(hand),
+        done=tuple(done),
     )

@@ -131,6 +131,9 @@ class CapturedBuild:
     root: Path
     front_door: FrontDoor
     extensions: tuple[CapturedExtension, ...]
+    # Nothing to compile, and that is the project's own word (kernel-builder's [torch-noarch]):
+    # a matrix without extensions, one py3-none-any wheel.
+    pure: bool = False
     metadata: ProjectMetadata = field(default_factory=ProjectMetadata)
     packages: tuple[str, ...] = ()  # package folders, relative; empty: wheelforge discovers them
     package_data: tuple[str, ...] = ()  # globs relative to each package folder

@@ -199,6 +199,13 @@ class _Writer:
         asked = self.build.metadata.torch_requirement
         if abi.torch_target:
             if given:
+                lowest = min((v for v in map(_lowest, given) if v), default=None)
+                if ext.torch_target and lowest and lowest > Version(ext.torch_target):
+                    self.hand.append(
+                        f"torch: --torch {' '.join(given)} raises the project's stable-ABI floor "
+                        f"({ext.torch_target}): the wheel will require torch>={lowest.major}."
+                        f"{lowest.minor}; write torch: '>={ext.torch_target}' to keep it"
+                    )
                 return given[0] if len(given) == 1 else list(given)
             if ext.torch_target:
                 source = (
@@ -418,6 +425,8 @@ def _summary(build: CapturedBuild, abi: Abi) -> str:
 def render(build: CapturedBuild, choices: InitChoices) -> InitResult:
     """The matrix text for a captured build, and what needs a hand."""
     _refuse_missing(build)
+    if build.pure:
+        return _render_pure(build, choices)
     if not build.extensions:
         raise ConfigError(
             f"{build.root}: {build.front_door} builds no extension; write matrix.yaml from "
@@ -469,3 +478,38 @@ def render(build: CapturedBuild, choices: InitChoices) -> InitResult:
         generated=build.generated,
         summary=_summary(build, abi),
     )
+
+
+def _render_pure(build: CapturedBuild, choices: InitChoices) -> InitResult:
+    """A build with nothing to compile: the package section, the torch it needs, the tests."""
+    writer = _Writer(build, choices)
+    torch = build.metadata.torch_requirement or "torch"
+    given = list(choices.torch)
+    text = "".join(
+        [
+            (f"# Written by 'wheelforge init' from {build.front_door}; see docs/matrix.md.\n"),
+            writer.package(),
+            "\n# No extension: nothing to compile; 'wheelforge build' packs one py3-none-any "
+            "wheel\n# that requires the torch below.\n",
+            buildparts.dump("torch", given[0] if len(given) == 1 else given or torch[5:]),
+            writer.tests(),
+        ]
+    )
+    return InitResult(
+        path=build.root / "matrix.yaml",
+        text=text if text.endswith("\n") else text + "\n",
+        front_door=build.front_door,
+        hand=tuple(dict.fromkeys(writer.hand)),
+        done=tuple(dict.fromkeys(writer.done)),
+        refusals=build.refusals,
+        generated=build.generated,
+        summary="no extension: a pure-Python wheel",
+    )
+
+
+def _lowest(text: str) -> Version | None:
+    """The lowest torch a --torch value names ('2.13.0', '>=2.10'), if it names one."""
+    try:
+        return Version(re.sub(r"^[>=~\s]+", "", text))
+    except ValueError:
+        return None

@@ -247,7 +247,7 @@ def _requires_python(build: CapturedBuild, hand: list[str], done: list[str]) -> 
         hand.append(f"python_requires '{asked}' is not a version range; left out")
         return None
     floors = [Version(s.version) for s in spec if s.operator in (">=", ">", "~=", "==")]
-    if floors and max(floors) < OLDEST_PYTHON:
+    if floors and max(floors) < OLDEST_PYTHON and not build.pure:  # py3-none-any keeps it
         done.append(
             f"requires-python: left '{asked}' out: the wheels are for CPython 3.10 or newer "
             "(cp310-abi3 and up for the stable ABI, the build Python's for the unstable), as their tags say"

@@ -154,7 +154,7 @@ class ExtensionsReader(ModelReader):
                 out.append((read.items["files"][1], spec.pattern, spec.archs, spec.flags))
         return out
 
-    def extension_list(self, node: yaml.Node, read: Section) -> tuple[ExtensionConfig, ...]:
+    def extension_list(self, read: Section) -> tuple[ExtensionConfig, ...]:
         """``extension`` (one) or ``extensions`` (a list), never both: what goes into the
         model's ``extensions``. Two of them may not share a name nor land at one path."""
         one, many = read.values.get("extension"), read.values.get("extensions")
@@ -166,11 +166,7 @@ class ExtensionsReader(ModelReader):
             )
             return ()
         if "extension" not in read.items and "extensions" not in read.items:
-            self.problems.add(
-                node,
-                "the top level needs 'extensions' (a list of shared objects) or 'extension' (one)",
-            )
-            return ()
+            return ()  # a pure-Python wheel (py3-none-any): nothing to compile
         found: tuple[ExtensionConfig, ...] = (one,) if one is not None else (many or ())
         if "extensions" in read.items and not many and not self.problems.items:
             self.problems.add(

@@ -118,16 +118,22 @@ class MatrixReader(ExtensionsReader, StepsReader, PackageReader):
         except ValueError as exc:
             self.problems.add(node, f"{where}: {exc}")
             return None
-        if spec.lowest < OLDEST_STABLE_TARGET:
+        return spec
+
+    def check_stable_floor(self, extensions: tuple[ExtensionConfig, ...]) -> None:
+        """A wheel with a shared object needs a torch with the stable ABI; a pure-Python one
+        (no extension: a kernel-builder ``torch-noarch`` kernel) only names the torch it needs."""
+        if not extensions or self.torch_read is None:
+            return
+        node, spec = self.torch_read
+        if spec is not None and spec.lowest < OLDEST_STABLE_TARGET:
             self.problems.add(
                 node,
                 (
-                    f"{where}: the stable ABI needs torch >= {OLDEST_STABLE_TARGET}, but the lowest"
+                    f"torch: the stable ABI needs torch >= {OLDEST_STABLE_TARGET}, but the lowest"
                     f" version here is {spec.lowest}; raise it"
                 ),
             )
-            return None
-        return spec
 
     def arch_sets(self, node: yaml.Node, where: str) -> tuple[ArchSet, ...]:
         named: list[tuple[str, yaml.Node, str]]  # name, value node, where in messages
@@ -363,7 +369,8 @@ class MatrixReader(ExtensionsReader, StepsReader, PackageReader):
             self.problems.add(
                 node, "the top level needs 'package' (or a pyproject.toml with [project])"
             )
-        extensions = self.extension_list(node, read)
+        extensions = self.extension_list(read)
+        self.check_stable_floor(extensions)
         package = read.values.get("package")
         if package is not None and extensions and not package.packages:
             names = [e.name for e in extensions]
