@@ -14,7 +14,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
+
 from tests.integration.helpers import ONE_KERNEL, needs_nvcc, tiny, wheelforge
+from wheelforge.foundation import jobcost
 
 pytestmark = needs_nvcc
 
@@ -73,3 +76,44 @@ def test_every_job_has_cpu_time_and_peak_memory_beside_a_cpu_hog(tmp_path: Path)
         assert job["cpu_seconds"] >= 0, job
     # The summary's lines name no compile without its figures.
     assert "- CPU" not in run.err and "- CPU" not in run.out
+
+
+def _fake_nvcc(tmp_path: Path, *, fails_split: bool) -> Path:
+    """A stand-in nvcc: with --split-compile it prints nvcc 13.0's bitcode error and fails
+    (when *fails_split*) or fails with another error; without it, it writes its output."""
+    script = tmp_path / "nvcc"
+    message = "error: Failed to read bitcode" if fails_split else "error: no such kernel"
+    script.write_text(
+        "#!/bin/sh\n"
+        'for a in "$@"; do case "$a" in --split-compile=*)\n'
+        f'  echo "{message}" >&2; exit 1;; esac; done\n'
+        'echo compiled > "$2"\n'
+    )
+    script.chmod(0o755)
+    return script
+
+
+def test_a_split_compile_that_cannot_read_its_bitcode_compiles_again_without_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """nvcc 13.0 --split-compile fails on some sources with 'Failed to read bitcode' (vLLM
+    0.34.0's vocab_parallel_embedding_kernels.cu): the wrapper says so and compiles once more
+    without the option; its cost line counts both runs. Any other failure stays a failure."""
+    costs = tmp_path / "costs"
+    monkeypatch.setenv(jobcost.ENV, str(costs))
+    out = tmp_path / "a.o"
+    nvcc = _fake_nvcc(tmp_path, fails_split=True)
+    assert jobcost.main(["obj/a.o", str(nvcc), "-o", str(out), "--split-compile=16"]) == 0
+    assert out.read_text() == "compiled\n"
+    err = capfd.readouterr().err
+    assert "error: Failed to read bitcode" in err  # nvcc's own line still shown
+    assert "nvcc --split-compile=16 failed to read its own bitcode" in err
+    assert list(jobcost.parse(costs.read_text())) == ["obj/a.o"]
+
+    other = _fake_nvcc(tmp_path, fails_split=False)
+    assert (
+        jobcost.main(["obj/b.o", str(other), "-o", str(tmp_path / "b.o"), "--split-compile=16"])
+        == 1
+    )
+    assert "again without it" not in capfd.readouterr().err
+    assert not (tmp_path / "b.o").exists()

@@ -14,6 +14,13 @@ one moment). Without ``$WHEELFORGE_JOB_COSTS`` (ninja run by hand) it only runs 
 It stays out of the command's way: the command's exit code is its own, a signal that killed
 the command kills the wrapper the same way (ninja reports it as it would), and an interruption
 ninja sends the job's process group reaches the command directly while the wrapper waits.
+
+One exception: nvcc 13.0 with ``--split-compile`` fails on some sources with "Failed to read
+bitcode" where the same command without it compiles (vLLM 0.34.0's
+csrc/vocab_parallel_embedding_kernels.cu, every time). A command with ``--split-compile=N`` has
+its standard error passed through a pipe; when it fails with that line, the wrapper says so in
+one line and runs the command once more without the option. The failure is the source's, not
+the moment's, so the same source always takes the same path and the object stays reproducible.
 """
 
 from __future__ import annotations
@@ -24,6 +31,9 @@ import signal
 import sys
 
 ENV = "WHEELFORGE_JOB_COSTS"
+SPLIT = "--split-compile="
+# what nvcc 13.0 prints when its split compilation cannot read a partition back
+SPLIT_BUG = b"Failed to read bitcode"
 FILE = ".job-costs"  # in the build folder, while ninja runs (build/ninja.py)
 
 
@@ -49,26 +59,56 @@ def parse(text: str) -> dict[str, tuple[float, int]]:
     return found
 
 
+def _run(args: list[str], *, watch: bool) -> tuple[int, float, int, bool]:
+    """Run *args*; its wait status, CPU seconds and largest resident bytes, and whether its
+    standard error (piped through only when *watch*) held SPLIT_BUG."""
+    if not watch:
+        pid = os.posix_spawnp(args[0], args, os.environ)
+        _, status, usage = os.wait4(pid, 0)
+        return status, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024, False
+    read, write = os.pipe()
+    actions = [(os.POSIX_SPAWN_DUP2, write, 2), (os.POSIX_SPAWN_CLOSE, read)]
+    try:
+        pid = os.posix_spawnp(args[0], args, os.environ, file_actions=actions)
+    finally:
+        os.close(write)
+    seen, tail = False, b""
+    while chunk := os.read(read, 65536):  # a signal's interruption resumed (PEP 475)
+        os.write(2, chunk)
+        seen = seen or SPLIT_BUG in tail + chunk
+        tail = chunk[-len(SPLIT_BUG) :]
+    os.close(read)
+    _, status, usage = os.wait4(pid, 0)
+    return status, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024, seen
+
+
 def main(argv: list[str]) -> int:
     """Run ``argv[1:]`` and write what it cost under the output ``argv[0]``."""
     if len(argv) < 2:
         sys.stderr.write("usage: jobcost.py OUTPUT COMMAND [ARG...]\n")
         return 2
     output, args = argv[0], argv[1:]
-    try:
-        pid = os.posix_spawnp(args[0], args, os.environ)
-    except OSError as exc:
-        sys.stderr.write(f"{args[0]}: {exc.strerror}\n")
-        return 127
     # Caught (not ignored): an exec resets caught signals, so the command above and below kept
     # the defaults; here a signal only ends the wait early, which is resumed (PEP 475).
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
         signal.signal(sig, lambda *_: None)
-    _, status, usage = os.wait4(pid, 0)
+    split = [a for a in args if a.startswith(SPLIT)]
+    try:
+        status, cpu, largest, bug = _run(args, watch=bool(split))
+        if bug and os.WIFEXITED(status) and os.waitstatus_to_exitcode(status) != 0:
+            sys.stderr.write(
+                f"wheelforge: nvcc {split[0]} failed to read its own bitcode (an nvcc 13.0 "
+                f"fault); compiling {output} again without it\n"
+            )
+            again = [a for a in args if not a.startswith(SPLIT)]
+            status, more, largest_again, _ = _run(again, watch=False)
+            cpu, largest = cpu + more, max(largest, largest_again)
+    except OSError as exc:
+        sys.stderr.write(f"{args[0]}: {exc.strerror}\n")
+        return 127
     path = os.environ.get(ENV)
     if path:
-        cpu = round(usage.ru_utime + usage.ru_stime, 3)
-        line = json.dumps([output, cpu, usage.ru_maxrss * 1024]) + "\n"  # Linux: KiB
+        line = json.dumps([output, round(cpu, 3), largest]) + "\n"  # ru_maxrss: KiB on Linux
         try:
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
