@@ -312,7 +312,9 @@ def test_bitsandbytes_is_adopted_as_its_ctypes_library(
     run = wheelforge("init", "--from", "cmake", "--archs", "8.0", *cmake_args, cwd=project, env=env)
     assert run.code == 0, run.err
     assert "nothing needs a hand" in run.out + run.err  # the version too: pyproject.toml gives it
-    ext = yaml.safe_load((project / "matrix.yaml").read_text())["extension"]
+    written = yaml.safe_load((project / "matrix.yaml").read_text())
+    ext, ext_torch = written["extension"], written["torch"]
+    assert "no binary uses torch (every extension is kind: plain)" in run.out + run.err
     assert ext["name"] == f"bitsandbytes.{theirs.stem}"
     assert ext["kind"] == "plain"
     assert "module-init" not in ext
@@ -327,17 +329,18 @@ def test_bitsandbytes_is_adopted_as_its_ctypes_library(
     assert "setup.py builds no extension" in run.err
     assert yaml.safe_load((door / "matrix.yaml").read_text())["extension"] == ext
 
+    dry = wheelforge("build", "--dry-run", cwd=project, env=env)
+    assert dry.code == 0, dry.err
+    assert "requires: torch<3,>=2.4, the matrix's torch as written" in dry.out
     build = wheelforge("build", cwd=project, env=env)
     assert build.code == 0, build.err
     wheel = only_wheel(project / "dist")
     assert members(wheel) == members(theirs_wheel)
+    # torch too: its library uses none of torch (kind: plain), so the wheel requires the
+    # project's own torch<3,>=2.4, not a stable-ABI floor
+    assert ext_torch == "<3,>=2.4"
     ours_meta, theirs_meta = metadata(wheel), metadata(theirs_wheel)
-    # torch: the matrix's stable-ABI floor, not [project]'s torch>=2.4,<3 (the stable ABI has
-    # no torch below 2.9, and a plain library that calls none of torch has no ABI of torch's)
     assert {r for r in theirs_meta["Requires-Dist"] if r.startswith("torch")} == {"torch<3,>=2.4"}
-    assert {r for r in ours_meta["Requires-Dist"] if r.startswith("torch")} == {"torch>=2.10"}
-    for both in (ours_meta, theirs_meta):
-        both["Requires-Dist"] = {r for r in both["Requires-Dist"] if not r.startswith("torch")}
     assert ours_meta == theirs_meta
     with zipfile.ZipFile(wheel) as zf:
         ours = Path(zf.extract(library, tmp_path / "ours"))

@@ -118,16 +118,23 @@ class MatrixReader(ExtensionsReader, StepsReader, PackageReader):
         except ValueError as exc:
             self.problems.add(node, f"{where}: {exc}")
             return None
-        if spec.lowest < OLDEST_STABLE_TARGET:
-            self.problems.add(
-                node,
-                (
-                    f"{where}: the stable ABI needs torch >= {OLDEST_STABLE_TARGET}, but the lowest"
-                    f" version here is {spec.lowest}; raise it"
-                ),
-            )
-            return None
         return spec
+
+    def check_torch_floor(self, read: Section, extensions: tuple[ExtensionConfig, ...]) -> None:
+        """torch's stable ABI starts at 2.9: a matrix whose binaries use torch names none below
+        it. One whose binaries use none (every extension `kind: plain`, bitsandbytes') is not
+        tied to a torch ABI: its torch is the project's own range (Matrix.uses_torch)."""
+        torch = read.values.get("torch")
+        if not isinstance(torch, TorchSpec) or torch.lowest >= OLDEST_STABLE_TARGET:
+            return
+        if extensions and not any(e.links_torch for e in extensions):
+            return
+        self.problems.add(
+            read.items["torch"][1],
+            f"torch: the stable ABI needs torch >= {OLDEST_STABLE_TARGET}, but the lowest version "
+            f"here is {torch.lowest}; raise it (only a matrix whose extensions are all kind: "
+            "plain, using no torch, may name an older one)",
+        )
 
     def arch_sets(self, node: yaml.Node, where: str) -> tuple[ArchSet, ...]:
         named: list[tuple[str, yaml.Node, str]]  # name, value node, where in messages
@@ -387,6 +394,7 @@ class MatrixReader(ExtensionsReader, StepsReader, PackageReader):
                     ),
                 )
         self.check_torch_targets(read, extensions)
+        self.check_torch_floor(read, extensions)
         self.check_limited_apis(read, extensions)
         self.check_steps(read, extensions)
         self.check_header_libraries(read)
