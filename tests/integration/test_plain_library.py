@@ -249,6 +249,53 @@ def test_a_ctypes_library_with_relocatable_device_code_is_adopted_as_it_is(
     assert "__cudaRegisterLinkedBinary kernels.cu" in exports(ours)  # device-linked
 
 
+SETUP_VERSION = {
+    "CMakeLists.txt": """\
+cmake_minimum_required(VERSION 3.18)
+project(verdemo LANGUAGES CXX CUDA)
+add_library(verdemo SHARED csrc/ver.cu)
+set_target_properties(verdemo PROPERTIES
+  OUTPUT_NAME verdemo_cuda
+  LIBRARY_OUTPUT_DIRECTORY "${PROJECT_SOURCE_DIR}/verpkg")
+""",
+    "csrc/ver.cu": 'extern "C" int ver_answer(void) { return 42; }\n',
+    "verpkg/__init__.py": "",
+    # the version only setup() knows: computed, no attr for pyproject.toml to read
+    "setup.py": """\
+from setuptools import setup
+
+MAJOR, MINOR = 1, 4
+setup(version=f"{MAJOR}.{MINOR}.{MAJOR + MINOR}")
+""",
+    "pyproject.toml": """\
+[project]
+name = "verdemo"
+dynamic = ["version"]
+dependencies = ["torch>=2.4,<3", "numpy"]
+""",
+}
+
+
+def test_the_cmake_door_takes_the_version_setup_py_computes(tmp_path: Path) -> None:
+    """``init --from cmake`` beside a setup.py whose setup() computes the version: setup.py
+    runs in init's sandbox for its metadata, as the setup.py door runs it, so nothing falls
+    back to 0.0.0; the library uses no torch, so the project's own torch range is the
+    matrix's, and the matrix reads (a torch below the stable ABI's 2.9)."""
+    project = tmp_path / "verdemo"
+    for name, text in SETUP_VERSION.items():
+        (project / name).parent.mkdir(parents=True, exist_ok=True)
+        (project / name).write_text(text)
+    run = wheelforge("init", "--from", "cmake", "--archs", "8.0", cwd=project)
+    assert run.code == 0, run.err
+    assert "nothing needs a hand" in run.out + run.err
+    written = yaml.safe_load((project / "matrix.yaml").read_text())
+    assert written["package"]["version"] == "1.4.5"
+    assert written["extension"]["kind"] == "plain"
+    assert written["torch"] == "<3,>=2.4"
+    check = wheelforge("matrix", cwd=project)
+    assert check.code == 0, check.out + check.err
+
+
 def own_wheel(project: Path, toolkit: Path, out: Path, *cmake_args: str) -> Path:
     """The project's own wheel: ``pip wheel`` through its build backend (isolated, from PyPI),
     its CMake given *cmake_args* as CMAKE_ARGS, as its docs build it."""
