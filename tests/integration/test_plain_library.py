@@ -249,6 +249,53 @@ def test_a_ctypes_library_with_relocatable_device_code_is_adopted_as_it_is(
     assert "__cudaRegisterLinkedBinary kernels.cu" in exports(ours)  # device-linked
 
 
+SETUP_VERSION = {
+    "CMakeLists.txt": """\
+cmake_minimum_required(VERSION 3.18)
+project(verdemo LANGUAGES CXX CUDA)
+add_library(verdemo SHARED csrc/ver.cu)
+set_target_properties(verdemo PROPERTIES
+  OUTPUT_NAME verdemo_cuda
+  LIBRARY_OUTPUT_DIRECTORY "${PROJECT_SOURCE_DIR}/verpkg")
+""",
+    "csrc/ver.cu": 'extern "C" int ver_answer(void) { return 42; }\n',
+    "verpkg/__init__.py": "",
+    # the version only setup() knows: computed, no attr for pyproject.toml to read
+    "setup.py": """\
+from setuptools import setup
+
+MAJOR, MINOR = 1, 4
+setup(version=f"{MAJOR}.{MINOR}.{MAJOR + MINOR}")
+""",
+    "pyproject.toml": """\
+[project]
+name = "verdemo"
+dynamic = ["version"]
+dependencies = ["torch>=2.4,<3", "numpy"]
+""",
+}
+
+
+def test_the_cmake_door_takes_the_version_setup_py_computes(tmp_path: Path) -> None:
+    """``init --from cmake`` beside a setup.py whose setup() computes the version: setup.py
+    runs in init's sandbox for its metadata, as the setup.py door runs it, so nothing falls
+    back to 0.0.0; the library uses no torch, so the project's own torch range is the
+    matrix's, and the matrix reads (a torch below the stable ABI's 2.9)."""
+    project = tmp_path / "verdemo"
+    for name, text in SETUP_VERSION.items():
+        (project / name).parent.mkdir(parents=True, exist_ok=True)
+        (project / name).write_text(text)
+    run = wheelforge("init", "--from", "cmake", "--archs", "8.0", cwd=project)
+    assert run.code == 0, run.err
+    assert "nothing needs a hand" in run.out + run.err
+    written = yaml.safe_load((project / "matrix.yaml").read_text())
+    assert written["package"]["version"] == "1.4.5"
+    assert written["extension"]["kind"] == "plain"
+    assert written["torch"] == "<3,>=2.4"
+    check = wheelforge("matrix", cwd=project)
+    assert check.code == 0, check.out + check.err
+
+
 def own_wheel(project: Path, toolkit: Path, out: Path, *cmake_args: str) -> Path:
     """The project's own wheel: ``pip wheel`` through its build backend (isolated, from PyPI),
     its CMake given *cmake_args* as CMAKE_ARGS, as its docs build it."""
@@ -312,7 +359,9 @@ def test_bitsandbytes_is_adopted_as_its_ctypes_library(
     run = wheelforge("init", "--from", "cmake", "--archs", "8.0", *cmake_args, cwd=project, env=env)
     assert run.code == 0, run.err
     assert "nothing needs a hand" in run.out + run.err  # the version too: pyproject.toml gives it
-    ext = yaml.safe_load((project / "matrix.yaml").read_text())["extension"]
+    written = yaml.safe_load((project / "matrix.yaml").read_text())
+    ext, ext_torch = written["extension"], written["torch"]
+    assert "no binary uses torch (every extension is kind: plain)" in run.out + run.err
     assert ext["name"] == f"bitsandbytes.{theirs.stem}"
     assert ext["kind"] == "plain"
     assert "module-init" not in ext
@@ -327,17 +376,18 @@ def test_bitsandbytes_is_adopted_as_its_ctypes_library(
     assert "setup.py builds no extension" in run.err
     assert yaml.safe_load((door / "matrix.yaml").read_text())["extension"] == ext
 
+    dry = wheelforge("build", "--dry-run", cwd=project, env=env)
+    assert dry.code == 0, dry.err
+    assert "requires: torch<3,>=2.4, the matrix's torch as written" in dry.out
     build = wheelforge("build", cwd=project, env=env)
     assert build.code == 0, build.err
     wheel = only_wheel(project / "dist")
     assert members(wheel) == members(theirs_wheel)
+    # torch too: its library uses none of torch (kind: plain), so the wheel requires the
+    # project's own torch<3,>=2.4, not a stable-ABI floor
+    assert ext_torch == "<3,>=2.4"
     ours_meta, theirs_meta = metadata(wheel), metadata(theirs_wheel)
-    # torch: the matrix's stable-ABI floor, not [project]'s torch>=2.4,<3 (the stable ABI has
-    # no torch below 2.9, and a plain library that calls none of torch has no ABI of torch's)
     assert {r for r in theirs_meta["Requires-Dist"] if r.startswith("torch")} == {"torch<3,>=2.4"}
-    assert {r for r in ours_meta["Requires-Dist"] if r.startswith("torch")} == {"torch>=2.10"}
-    for both in (ours_meta, theirs_meta):
-        both["Requires-Dist"] = {r for r in both["Requires-Dist"] if not r.startswith("torch")}
     assert ours_meta == theirs_meta
     with zipfile.ZipFile(wheel) as zf:
         ours = Path(zf.extract(library, tmp_path / "ours"))

@@ -13,7 +13,7 @@ from packaging.version import Version
 from wheelforge.configuration import abi
 from wheelforge.configuration.matrix.load import load_matrix
 from wheelforge.configuration.matrix.model import Matrix
-from wheelforge.configuration.matrix.torchspec import parse_torch_spec
+from wheelforge.configuration.matrix.torchspec import TorchSpec, parse_torch_spec
 
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "wheelforge"
 OWNERS = {PACKAGE / "configuration" / "abi.py"}
@@ -113,6 +113,16 @@ def _matrix(tmp_path: Path, name: str) -> Matrix:
     return load_matrix(path)
 
 
+@dataclass(frozen=True)
+class _Facts:
+    """What an ABI reads of a matrix (abi.MatrixFacts)."""
+
+    torch: TorchSpec
+    python_abi: str = "cp310"
+    limited_api_macro: str = "0x030a0000"
+    uses_torch: bool = True
+
+
 def rel(path: Path) -> str:
     """How the compile commands would spell *path*: R/ and its last part."""
     return str(PurePosixPath("R") / path.name)
@@ -156,6 +166,24 @@ def test_what_each_flavour_decides_before_torch_is_probed() -> None:
     stable, unstable = abi.of("stable"), abi.of("unstable")
     assert stable.torches(spec) == (None,)
     assert unstable.torches(spec) == ("2.13.0", "2.14.1")
-    assert stable.requirement(spec) == "torch>=2.13" and unstable.requirement(spec) is None
+    uses = _Facts(torch=spec)
+    assert stable.requirement(uses) == "torch>=2.13" and unstable.requirement(uses) is None
     assert unstable.build_requirement(spec) == "torch==2.13.0"
     assert stable.build_requirement(spec) == "torch>=2.13"
+
+
+def test_a_wheel_whose_binaries_use_no_torch_requires_the_torch_as_written(
+    tmp_path: Path,
+) -> None:
+    """bitsandbytes: every extension kind: plain (ctypes, no libtorch), so the wheel requires the
+    project's own range (its pip wheel's torch<3,>=2.4), neither a stable-ABI floor nor a pin."""
+    spec = parse_torch_spec(">=2.4,<3")
+    free = _Facts(torch=spec, uses_torch=False)
+    assert abi.torch_free_requirement(free) == "torch<3,>=2.4"
+    assert abi.torch_free_requirement(_Facts(torch=spec)) is None
+    assert abi.STABLE.requirement(free) == abi.UNSTABLE.requirement(free) == "torch<3,>=2.4"
+    weak = tmp_path / "weak.h"
+    decided = abi.STABLE.for_torch(free, _Torch(), weak=weak, rel=rel)
+    assert decided.torch_requirement == "torch<3,>=2.4" and decided.torch_free
+    used = abi.STABLE.for_torch(_Facts(torch=spec), _Torch(), weak=weak, rel=rel)
+    assert used.torch_requirement == "torch>=2.4,<3" and not used.torch_free

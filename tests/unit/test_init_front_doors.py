@@ -621,6 +621,90 @@ def test_a_setup_py_that_builds_no_extension_hands_over_to_cmake(
     assert (build.extensions, build.packages, build.metadata) == ((library,), ("demo",), metadata)
 
 
+def test_the_cmake_door_takes_setup_pys_metadata(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--from cmake`` beside a setup.py whose setup() computes the version (no pyproject
+    attr to read it from): setup.py runs, in the sandbox, for its metadata; CMake's library
+    stays the extension. A setup.py that cannot run leaves it, said as needing a hand."""
+    (tmp_path / "setup.py").write_text("from setuptools import setup\nsetup()\n")
+    (tmp_path / "CMakeLists.txt").write_text("project(demo)\n")
+    metadata = ProjectMetadata(name="demo", version="1.2", torch_requirement="torch>=2.4,<3")
+    from_setup = CapturedBuild(
+        root=tmp_path, front_door="setup.py", extensions=(), metadata=metadata, packages=("demo",)
+    )
+    library = CapturedExtension(
+        name="demo.libdemo_cuda", kind="plain", where="CMake target demo", plain=True,
+        sources=(CapturedSource(path="csrc/ops.cu"),),
+    )  # fmt: skip
+    from_cmake = CapturedBuild(root=tmp_path, front_door="CMake", extensions=(library,))
+    monkeypatch.setattr(init.setupcapture, "capture_setup", lambda root, context: from_setup)
+    monkeypatch.setattr(init.cmake, "capture_cmake", lambda root, context, **kw: from_cmake)
+    monkeypatch.setattr(init, "_toolkit", lambda env, cache: None)
+    request = init.InitRequest(root=tmp_path, python=Path(sys.executable), sandbox="off")
+    build = init.capture(request, "cmake", {})
+    assert (build.front_door, build.extensions, build.metadata) == ("CMake", (library,), metadata)
+    (tmp_path / "csrc").mkdir()
+    (tmp_path / "csrc" / "ops.cu").write_text('extern "C" int demo(void) { return 1; }\n')
+    result = render(build, InitChoices())
+    written = yaml.safe_load(result.text)
+    assert written["package"]["version"] == "1.2" and result.hand == ()
+    # no binary uses torch: the project's own range, not a stable-ABI floor
+    assert written["torch"] == "<3,>=2.4"
+    assert any("the project's own (setup()'s install_requires)" in d for d in result.done)
+
+    def refused(root: Path) -> None:
+        raise ConfigError("setup.py: not Python")
+
+    monkeypatch.setattr(init.setupcapture, "check_parses", refused)
+    build = init.capture(request, "cmake", {})
+    assert build.metadata == ProjectMetadata() and build.extensions == (library,)
+    assert build.hand == ("setup.py: not run for its metadata (setup.py: not Python); "
+                          "pyproject.toml's, if any, is used",)  # fmt: skip
+
+
+def test_a_ctypes_librarys_wheel_requires_the_projects_own_torch(tmp_path: Path) -> None:
+    """bitsandbytes: its binaries use no torch (kind: plain), so init writes pyproject.toml's
+    own torch range, the matrix takes it below the stable ABI's 2.9, and the wheel requires it
+    as the project's own wheel does (torch<3,>=2.4)."""
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "demo"\nversion = "1.0"\ndependencies = ["torch>=2.4,<3", "numpy"]\n'
+    )
+    (tmp_path / "demo").mkdir()
+    (tmp_path / "demo" / "__init__.py").write_text("")
+    (tmp_path / "csrc").mkdir()
+    (tmp_path / "csrc" / "ops.cu").write_text('extern "C" int demo(void) { return 1; }\n')
+    library = CapturedExtension(
+        name="demo.libdemo_cuda", kind="plain", where="CMake target demo", plain=True,
+        sources=(CapturedSource(path="csrc/ops.cu"),),
+    )  # fmt: skip
+    build = CapturedBuild(root=tmp_path, front_door="CMake", extensions=(library,))
+    result = render(build, InitChoices(archs="8.0"))
+    assert yaml.safe_load(result.text)["torch"] == "<3,>=2.4"
+    assert "# No binary uses torch (every extension is kind: plain)" in result.text
+    said = next(d for d in result.done if d.startswith("torch:"))
+    assert "pyproject.toml [project] dependencies" in said and "no stable-ABI floor" in said
+    (tmp_path / "matrix.yaml").write_text(result.text)
+    matrix = load_matrix(tmp_path / "matrix.yaml")
+    assert not matrix.uses_torch
+    from wheelforge.configuration import abi
+
+    requirement = abi.of(matrix.abi).requirement(matrix)
+    assert requirement == "torch<3,>=2.4"
+    text = core_metadata(
+        matrix.package, matrix.requires_python, version="1.0", torch_requirement=requirement
+    )
+    assert [ln for ln in text.splitlines() if ln.startswith("Requires-Dist")] == [
+        "Requires-Dist: torch<3,>=2.4",
+        "Requires-Dist: numpy",
+    ]
+    # a project that names no torch: written as the default, said as needing a hand
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "demo"\nversion = "1.0"\n')
+    result = render(build, InitChoices(archs="8.0"))
+    assert yaml.safe_load(result.text)["torch"] == ">=2.10"
+    assert any("the project requires no torch" in h for h in result.hand)
+
+
 def test_the_cmake_door_ships_the_package_data_of_tool_setuptools(tmp_path: Path) -> None:
     """bitsandbytes' ``package-data = { "*" = ["libbitsandbytes*.*", "py.typed"] }``: the files
     there now, in every package; a folder without __init__.py is no package."""

@@ -342,6 +342,56 @@ def test_a_wheel_of_plain_libraries_only_is_tagged_py3_none(
     assert module.python_tag == module.abi.abi_tag == "cp310-abi3"
 
 
+def test_a_wheel_whose_binaries_use_no_torch_requires_the_projects_own_torch(
+    project: Project, tmp_path: Path
+) -> None:
+    """bitsandbytes (issue 40 item 2): every extension kind: plain, loaded with ctypes and
+    linking no torch: the matrix may name the project's own range below the stable ABI's 2.9,
+    and the wheel requires it as written (its own wheel's torch<3,>=2.4), with no floor."""
+    from wheelforge.packaging import wheel
+
+    plain = GOOD_MATRIX.replace(
+        "  name: demo_ops._C\n", "  name: demo_ops.libdemo\n  kind: plain\n"
+    ).replace('torch: ">=2.10"', "torch: '>=2.4,<3'")
+    matrix = load_matrix(project(plain))
+    assert not matrix.uses_torch
+    plan = plan_for(matrix, tmp_path)
+    assert plan.abi.torch_free and plan.abi.torch_requirement == "torch<3,>=2.4"
+    assert plan.links[0].torch_target is None  # no -DTORCH_TARGET_VERSION, no floor to check
+    assert "Requires-Dist: torch<3,>=2.4\n" in wheel.metadata_text(plan)
+    # an extension module uses torch: the stable ABI's floor holds
+    module = plain.replace("  kind: plain\n", "")
+    with pytest.raises(ConfigError, match="the stable ABI needs torch >= 2.9.*kind: plain"):
+        load_matrix(project(module))
+    used = plan_for(load_matrix(project(GOOD_MATRIX)), tmp_path / "module")
+    assert not used.abi.torch_free and used.abi.torch_requirement == "torch>=2.10"
+
+
+def test_the_dry_run_says_what_the_wheel_requires_of_torch_and_why() -> None:
+    import io
+
+    from rich.console import Console
+
+    from wheelforge.build.dryrun import PlannedVariant
+    from wheelforge.cli.build_screen import print_dry_run
+
+    def shown(**given: object) -> str:
+        planned = PlannedVariant(
+            variant_id="default-cu130", arch_set="default", archs="8.0", toolkit="CUDA 13.0",
+            torch="2.13.0", commands=(), note="", **given,  # type: ignore[arg-type]
+        )  # fmt: skip
+        console = Console(file=io.StringIO(), width=300)
+        print_dry_run([planned], console)
+        text: str = console.file.getvalue()  # type: ignore[attr-defined]
+        return next(ln for ln in text.splitlines() if ln.startswith("  requires: "))
+
+    free = shown(torch_requirement="torch<3,>=2.4", torch_free=True)
+    assert free.startswith("  requires: torch<3,>=2.4, the matrix's torch as written")
+    assert "no binary uses torch (every extension is kind: plain)" in free
+    assert shown(torch_requirement="torch>=2.10") == "  requires: torch>=2.10"
+    assert "pinned to the torch it builds against" in shown()
+
+
 def test_relocatable_device_code_gets_nvccs_device_link(project: Project, tmp_path: Path) -> None:
     text = GOOD_MATRIX.replace(
         "include-dirs: [csrc]", "include-dirs: [csrc]\n  nvcc-flags: [-rdc=true]"

@@ -5,7 +5,8 @@ its torch), written as matrix.yaml by the one writer.
 Which front door: ``--from`` names one; else a kernel-builder ``build.toml``, else ``setup.py``
 (run, or read with ``--no-run``), else a ``CMakeLists.txt``, else the sources. A setup.py that
 builds its extensions with CMake (or builds none beside a CMakeLists.txt) hands over to the
-CMake door, keeping its own metadata and packages."""
+CMake door, keeping its own metadata and packages; ``--from cmake`` beside a setup.py takes
+setup.py's metadata (run in the sandbox as its door runs it: a version setup() computes)."""
 
 from __future__ import annotations
 
@@ -110,12 +111,6 @@ def capture(request: InitRequest, door: Door, env: Mapping[str, str]) -> Capture
         ),
         sandbox=request.sandbox,
     )
-    if door == "cmake":
-        log.info(
-            f"configuring {root / 'CMakeLists.txt'} (configure only: the project's CMake code "
-            f"runs {fence.describe(kind)}, nothing is built or downloaded)"
-        )
-        return _with_package_data(cmake.capture_cmake(root, cmake_context))
     added = {}
     if request.archs and not env.get("TORCH_CUDA_ARCH_LIST"):
         added["TORCH_CUDA_ARCH_LIST"] = request.archs  # what torch would compile for
@@ -129,6 +124,15 @@ def capture(request: InitRequest, door: Door, env: Mapping[str, str]) -> Capture
         env=tuple(added.items()),
         sandbox=request.sandbox,
     )
+    if door == "cmake":
+        log.info(
+            f"configuring {root / 'CMakeLists.txt'} (configure only: the project's CMake code "
+            f"runs {fence.describe(kind)}, nothing is built or downloaded)"
+        )
+        built = _with_package_data(cmake.capture_cmake(root, cmake_context))
+        if not os.path.lexists(root / "setup.py"):
+            return built
+        return _with_setup_metadata(built, context, fenced=fence.describe(kind))
     log.info(
         f"running {root / 'setup.py'} with {request.python} to capture its build: this runs the "
         f"project's own code {fence.describe(kind)}, no compiler started; 'wheelforge init "
@@ -187,6 +191,31 @@ def _with_package_data(build: CapturedBuild) -> CapturedBuild:
         return build
     done = f"package-data: {', '.join(globs)}, as pyproject.toml [tool.setuptools] package-data ships them"
     return dataclasses.replace(build, package_data=globs, done=(*build.done, done))
+
+
+def _with_setup_metadata(
+    built: CapturedBuild, context: setupcapture.CaptureContext, *, fenced: str
+) -> CapturedBuild:
+    """The CMake door's build with setup.py's metadata (a version setup() computes, its
+    install_requires), setup.py run in the sandbox as its own door runs it; CMake's extensions
+    stay. A setup.py that cannot be run leaves the metadata to pyproject.toml, and says so."""
+    root = built.root
+    log.info(
+        f"running {root / 'setup.py'} with {context.python} for its metadata (version, "
+        f"install_requires): the project's own code runs {fenced}"
+    )
+    try:
+        setupcapture.check_parses(root)
+        setup = setupcapture.capture_setup(root, context)
+    except (ConfigError, ToolError, EnvironmentProblem) as exc:
+        note = (
+            f"setup.py: not run for its metadata ({exc.message}); pyproject.toml's, if any, is used"
+        )
+        return dataclasses.replace(built, hand=(*built.hand, note))
+    done = "package: the metadata setup.py's setup() gives (version, install_requires, ...)"
+    return dataclasses.replace(
+        built, metadata=setup.metadata, done=(*built.done, done), torch_seen=setup.torch_seen
+    )
 
 
 def _with_cmake(setup: CapturedBuild, built: CapturedBuild) -> CapturedBuild:

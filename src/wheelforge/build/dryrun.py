@@ -11,6 +11,7 @@ from pathlib import Path
 
 from wheelforge.build import ninja
 from wheelforge.build.prepare import selected
+from wheelforge.configuration import abi as abis
 from wheelforge.configuration.settings import BuildSettings
 from wheelforge.foundation import writers
 from wheelforge.packaging import wheel
@@ -40,6 +41,10 @@ class PlannedVariant:
     # whether its .cu sources compile as nvcc's steps shared between arch sets, and why
     # (planning/devshare.py); None where commands are missing
     device_share: DeviceShare | None = None
+    # the wheel's Requires-Dist on torch (None: the torch it builds against pins it, known once
+    # that torch is), and whether no binary uses torch (then it is the matrix's torch as written)
+    torch_requirement: str | None = None
+    torch_free: bool = False
 
 
 def dry_run(settings: BuildSettings) -> list[PlannedVariant]:
@@ -62,6 +67,8 @@ def dry_run(settings: BuildSettings) -> list[PlannedVariant]:
     chosen = selected(
         settings, toolkit.discover(cache=settings.cache_dir, pythons=(settings.python,))
     )
+    matrix = settings.matrix
+    requirement = abis.of(matrix.abi).requirement(matrix)
     planned = []
     inputs = None  # the build's one walk of the project, for every variant planned
     for v in chosen:
@@ -73,6 +80,8 @@ def dry_run(settings: BuildSettings) -> list[PlannedVariant]:
             torch=v.torch,
             commands=(),
             note="",
+            torch_requirement=requirement,
+            torch_free=not matrix.uses_torch,
         )
         note = ""
         if v.choice.toolkit is None:
@@ -94,6 +103,7 @@ def dry_run(settings: BuildSettings) -> list[PlannedVariant]:
             dataclasses.replace(
                 shown,
                 torch=plan.torch.label,
+                torch_requirement=plan.abi.torch_requirement,
                 commands=_commands(plan),
                 members=plan.wheel.members,
                 project=plan.project,

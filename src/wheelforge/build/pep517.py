@@ -251,7 +251,7 @@ def prepare_metadata(options: BackendOptions, metadata_directory: Path) -> str:
     compiling. An unstable-ABI wheel's torch pin is the build's: that case builds the wheel
     and takes its dist-info."""
     matrix = load_matrix(options.matrix)
-    requirement = abi.of(matrix.abi).requirement(matrix.torch)
+    requirement = abi.of(matrix.abi).requirement(matrix)
     if requirement is None:
         return _metadata_from_wheel(options, metadata_directory)
     pkg = matrix.package

@@ -236,6 +236,18 @@ def _text(line: str) -> str:
     return escape(printable(line))
 
 
+def _requires(p: PlannedVariant) -> str:
+    """The wheel's torch requirement and where it comes from, in words."""
+    if p.torch_free:
+        return (
+            f"{p.torch_requirement}, the matrix's torch as written (the project's own): no binary "
+            "uses torch (every extension is kind: plain), so the wheel has no torch floor or ABI"
+        )
+    if p.torch_requirement is None:
+        return "torch pinned to the torch it builds against"
+    return p.torch_requirement
+
+
 def print_dry_run(planned: Sequence[PlannedVariant], console: Console) -> None:
     """The plan: each variant's toolkit and archs, then the exact commands ninja would run."""
     for p in planned:
@@ -245,6 +257,7 @@ def print_dry_run(planned: Sequence[PlannedVariant], console: Console) -> None:
         )
         console.print(f"  toolkit: {_text(p.toolkit)}", soft_wrap=True)
         console.print(f"  torch: {p.torch or '-'}", soft_wrap=True)
+        console.print(f"  requires: {escape(_requires(p))}", soft_wrap=True)
         if p.note:
             console.print(f"  [yellow]{escape(p.note)}[/yellow]", soft_wrap=True)
         if p.device_share is not None:

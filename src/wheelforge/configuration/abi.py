@@ -13,6 +13,7 @@ folders, TORCH_EXTENSION_NAME) is the planner's."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +39,8 @@ class MatrixFacts(Protocol):
     def python_abi(self) -> str: ...  # cp310
     @property
     def limited_api_macro(self) -> str: ...
+    @property
+    def uses_torch(self) -> bool: ...  # whether any binary uses torch (Matrix.uses_torch)
 
 
 class TorchFacts(Protocol):
@@ -82,6 +85,9 @@ class AbiForTorch:
     abi_tag: str  # cp310-abi3, or cp311-cp311
     module_suffix: str  # .abi3.so, or CPython's extension suffix
     torch_requirement: str
+    # No binary of the wheel uses torch (every extension `kind: plain`): torch_requirement is
+    # the matrix's torch as written (the project's own), no floor or pin (torch_free_requirement)
+    torch_free: bool = False
     # The C++ standard the sources compile with (-std=c++17): the unstable ABI's is the one the
     # torch it compiles against passes in its cpp_extension (c++20 from torch 2.12)
     cxx_std: int = 17
@@ -131,10 +137,12 @@ class Abi:
         """The torch versions that multiply the variants (None: one variant for every torch)."""
         return tuple(str(v) for v in spec.versions) if self.per_torch else (None,)
 
-    def requirement(self, spec: TorchSpec) -> str | None:
+    def requirement(self, matrix: MatrixFacts) -> str | None:
         """The wheel's Requires-Dist on torch as known before a build; None when the build's
         torch decides it (an sdist marks it Dynamic)."""
-        return None if self.per_torch else spec.requirement
+        if (own := torch_free_requirement(matrix)) is not None:
+            return own
+        return None if self.per_torch else matrix.torch.requirement
 
     def build_requirement(self, spec: TorchSpec) -> str:
         """The torch a build environment without one installs (the PEP 517 backend)."""
@@ -147,7 +155,19 @@ class Abi:
     ) -> AbiForTorch:
         """What this ABI decides for a build of *matrix* against *torch*; *weak* is the
         weak-shims header's path (force-included where weak_shims), *rel* spells paths."""
-        return self._decide(self, matrix, torch, weak, rel)
+        decided = self._decide(self, matrix, torch, weak, rel)
+        if (own := torch_free_requirement(matrix)) is not None:
+            return dataclasses.replace(decided, torch_requirement=own, torch_free=True)
+        return decided
+
+
+def torch_free_requirement(matrix: MatrixFacts) -> str | None:
+    """The one place a wheel's torch requirement stops following its ABI: when none of its
+    binaries uses torch (every extension ``kind: plain``, loaded with ctypes: no torch header,
+    no libtorch link), it requires the torch the matrix names as written, the project's own
+    range (bitsandbytes: torch<3,>=2.4), not a stable-ABI floor or a pinned torch; None when a
+    binary uses torch."""
+    return None if matrix.uses_torch else matrix.torch.as_written
 
 
 def _stable(abi: Abi, matrix: MatrixFacts, torch: TorchFacts, weak: Path, rel: Rel) -> AbiForTorch:

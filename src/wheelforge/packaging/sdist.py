@@ -42,7 +42,7 @@ def write_sdist(matrix: Matrix, root: Path, dest_dir: Path) -> Path:
         matrix.package,
         matrix.requires_python,
         version=matrix.package.version,
-        torch_requirement=abi.of(matrix.abi).requirement(matrix.torch),
+        torch_requirement=abi.of(matrix.abi).requirement(matrix),
         metadata_version="2.2",
     ).encode()
     members = [(f"{base}/{name}", path) for name, path in selection.sdist_files(matrix, root)]

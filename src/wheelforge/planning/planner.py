@@ -126,7 +126,7 @@ def _compile_flags(
         # in place of python-abi's (stable), or added (unstable: vLLM's _C, USE_SABI 3)
         kept = tuple(d for d in defines if not d.startswith("-DPy_LIMITED_API="))
         defines = (*kept[:1], f"-DPy_LIMITED_API={limited}", *kept[1:])
-    if ext.kind == "plain":
+    if not ext.links_torch:
         # A plain library (ctypes/cffi) compiles as its own build compiles it: no torch defines,
         # headers or forced includes (its commands equal CMake's: tools/compile_commands_diff.py).
         abi = dataclasses.replace(abi, includes=(), system_includes=(), force_include=())
@@ -166,7 +166,7 @@ def _compile_flags(
         *(f"-Xcompiler={m}" for m in maps),
         *(reproducible.split_nvcc_maps(split_nvcc) if split_nvcc else ()),
         # The CUDA-only shim declarations (aoti_torch_get_current_cuda_stream, ...) sit behind USE_CUDA.
-        *(() if ext.kind == "plain" else ("-DUSE_CUDA",)),
+        *(("-DUSE_CUDA",) if ext.links_torch else ()),
         *defines,
         *own_includes,
         *abi.includes,
@@ -208,7 +208,7 @@ def _link_flags(
     # it needed would not be found by its loader.
     torch_libraries = (
         []
-        if ext.kind == "plain"
+        if not ext.links_torch
         else [
             *(f"-L{d}" for d in torch.library_dirs),
             # Keep libtorch even though no symbol comes from it directly: on a CUDA torch it
@@ -362,7 +362,7 @@ class _Extension:
             else self.build / filename,
             export_map=self.exports,
             wheel_path=ext.wheel_path(filename),
-            torch_target=target if abi.kind.torch_target else None,
+            torch_target=target if abi.kind.torch_target and ext.links_torch else None,
             device_link=device_link,
         )
 
@@ -620,7 +620,8 @@ def plan_all(
         key = buildtorch.torch_key(variant)
         if key not in probed:
             torch = probed[key] = buildtorch.build_torch(variant, settings, early=early)
-            if flavour.torch_target:  # the headers of the highest extension target at least
+            if flavour.torch_target and settings.matrix.uses_torch:
+                # the headers of the highest extension target at least
                 major, minor = settings.matrix.torch.floor
                 torchprobe.check_target(torch, Version(f"{major}.{minor}"))
     kept = buildtorch.pairs(chosen, probed) if flavour.per_torch else list(chosen)

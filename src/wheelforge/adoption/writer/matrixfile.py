@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
@@ -37,6 +38,8 @@ from wheelforge.adoption.writer.sourceglobs import sources_entries
 from wheelforge.configuration.abi import STABLE, UNSTABLE, Abi
 from wheelforge.configuration.archs import parse_arch_list
 from wheelforge.configuration.matrix.keys import SOURCE_SUFFIXES
+from wheelforge.configuration.matrix.pyproject import read_project
+from wheelforge.configuration.matrix.torchspec import parse_torch_spec
 from wheelforge.foundation import readers
 from wheelforge.foundation.errors import ConfigError
 
@@ -194,9 +197,59 @@ class _Writer:
     def abi(self, ext: CapturedExtension) -> Abi:
         return abi_of(self.build.root, ext)
 
+    def torch_free(self) -> bool:
+        """No binary uses torch: every extension is a plain library (ctypes/cffi), which compiles
+        and links none of torch (ExtensionConfig.links_torch)."""
+        return bool(self.build.extensions) and all(e.plain for e in self.build.extensions)
+
+    def own_torch(self) -> object:
+        """The torch of a wheel whose binaries use none: the project's own range, as setup()'s
+        install_requires or pyproject.toml's [project] dependencies name it (the wheel requires
+        it as written: configuration/abi.torch_free_requirement)."""
+        project = read_project(self.build.root / "pyproject.toml")
+        found = [
+            (text, source)
+            for text, source in (
+                (self.build.metadata.torch_requirement, "setup()'s install_requires"),
+                (
+                    project.torch_requirement if project else None,
+                    "pyproject.toml [project] dependencies",
+                ),
+            )
+            if text
+        ]
+        why = "no binary uses torch (every extension is kind: plain)"
+        if not found:
+            self.hand.append(
+                f"torch: {why} and the project requires no torch; wrote '{DEFAULT_STABLE_TORCH}', "
+                "which the wheel requires as written: write the range its Python needs"
+            )
+            return DEFAULT_STABLE_TORCH
+        text, source = found[0]
+        try:
+            requirement = Requirement(text)
+            spec = str(requirement.specifier)
+            parse_torch_spec(spec)
+        except (InvalidRequirement, ValueError):
+            requirement, spec = None, ""
+        if requirement is None or not spec or requirement.marker or requirement.extras:
+            self.hand.append(
+                f"torch: {why}; the project asks for '{text}' ({source}), which is not a range "
+                f"with a lower bound; wrote '{DEFAULT_STABLE_TORCH}', which the wheel requires as "
+                "written: write the project's range"
+            )
+            return DEFAULT_STABLE_TORCH
+        self.done.append(
+            f"torch: '{spec}', the project's own ({source}): {why}, so the wheel requires it as "
+            "written (Requires-Dist: torch" + spec + "), with no stable-ABI floor"
+        )
+        return spec
+
     def torch(self, abi: Abi, ext: CapturedExtension) -> object:
         given, build_torch = self.choices.torch, self.choices.build_torch
         asked = self.build.metadata.torch_requirement
+        if self.torch_free() and not given:
+            return self.own_torch()
         if abi.torch_target:
             if given:
                 lowest = min((v for v in map(_lowest, given) if v), default=None)
@@ -455,7 +508,13 @@ def render(build: CapturedBuild, choices: InitChoices) -> InitResult:
         "\n" + section,
     ]
     torch = writer.torch(abi, _targeted(writer, extensions, abi))
-    if abi.per_torch:
+    if writer.torch_free():
+        parts.append(
+            "\n# No binary uses torch (every extension is kind: plain): the wheel requires the "
+            "torch below as written, the project's own range, with no stable-ABI floor.\n"
+        )
+        parts.append(f"abi: {abi.name}\n" + buildparts.dump("torch", torch))
+    elif abi.per_torch:
         parts.append(
             "\n# torch/extension.h: one build per torch version below (a CUDA build of torch).\n"
         )

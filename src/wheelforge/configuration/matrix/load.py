@@ -120,20 +120,23 @@ class MatrixReader(ExtensionsReader, StepsReader, PackageReader):
             return None
         return spec
 
-    def check_stable_floor(self, extensions: tuple[ExtensionConfig, ...]) -> None:
-        """A wheel with a shared object needs a torch with the stable ABI; a pure-Python one
-        (no extension: a kernel-builder ``torch-noarch`` kernel) only names the torch it needs."""
-        if not extensions or self.torch_read is None:
+    def check_torch_floor(self, read: Section, extensions: tuple[ExtensionConfig, ...]) -> None:
+        """torch's stable ABI starts at 2.9: a matrix whose binaries use torch names none below
+        it. One whose binaries use none (every extension `kind: plain`, bitsandbytes') or that
+        has none (a pure-Python wheel: kernel-builder's torch-noarch) is not tied to a torch ABI:
+        its torch is the project's own range (Matrix.uses_torch)."""
+        torch = read.values.get("torch")
+        if not isinstance(torch, TorchSpec) or torch.lowest >= OLDEST_STABLE_TARGET:
             return
-        node, spec = self.torch_read
-        if spec is not None and spec.lowest < OLDEST_STABLE_TARGET:
-            self.problems.add(
-                node,
-                (
-                    f"torch: the stable ABI needs torch >= {OLDEST_STABLE_TARGET}, but the lowest"
-                    f" version here is {spec.lowest}; raise it"
-                ),
-            )
+        # no shared object (a kernel-builder torch-noarch kernel), or none that uses torch
+        if not any(e.links_torch for e in extensions):
+            return
+        self.problems.add(
+            read.items["torch"][1],
+            f"torch: the stable ABI needs torch >= {OLDEST_STABLE_TARGET}, but the lowest version "
+            f"here is {torch.lowest}; raise it (only a matrix whose extensions are all kind: "
+            "plain, using no torch, may name an older one)",
+        )
 
     def arch_sets(self, node: yaml.Node, where: str) -> tuple[ArchSet, ...]:
         named: list[tuple[str, yaml.Node, str]]  # name, value node, where in messages
@@ -370,7 +373,6 @@ class MatrixReader(ExtensionsReader, StepsReader, PackageReader):
                 node, "the top level needs 'package' (or a pyproject.toml with [project])"
             )
         extensions = self.extension_list(read)
-        self.check_stable_floor(extensions)
         package = read.values.get("package")
         if package is not None and extensions and not package.packages:
             names = [e.name for e in extensions]
@@ -394,6 +396,7 @@ class MatrixReader(ExtensionsReader, StepsReader, PackageReader):
                     ),
                 )
         self.check_torch_targets(read, extensions)
+        self.check_torch_floor(read, extensions)
         self.check_limited_apis(read, extensions)
         self.check_steps(read, extensions)
         self.check_header_libraries(read)

@@ -389,6 +389,13 @@ class ExtensionConfig:
         return self.kind == "module" and self.module_init
 
     @property
+    def links_torch(self) -> bool:
+        """Whether it compiles against torch and links libtorch: every kind but ``plain`` (a
+        ctypes/cffi library compiles as its own build does, with no torch header or library;
+        planning/planner.py)."""
+        return self.kind != "plain"
+
+    @property
     def package_path(self) -> str:
         """Folder of the module inside the wheel, e.g. ``wheelforge_kernels``; empty for a
         top-level module (``causal_conv1d_cuda``)."""
@@ -674,7 +681,8 @@ class Matrix:
             (
                 "the torch versions the wheel is for: a version, a range, or a list; the lowest is "
                 "the stable-ABI target; `installed` (unstable ABI): the build Python's own torch, "
-                "no pip"
+                "no pip; a wheel whose extensions are all `plain` (no torch used) requires it as "
+                "written, with no floor, and may name torch below 2.9"
             ),
             shape=Scalars,
             words="version, range, list or `installed`",
@@ -802,6 +810,13 @@ class Matrix:
     def step(self, name: str) -> GenerateStep | None:
         """The generate step called *name*."""
         return next((s for s in self.generate if s.name == name), None)
+
+    @property
+    def uses_torch(self) -> bool:
+        """Whether any binary of the wheel uses torch (ExtensionConfig.links_torch). A wheel
+        whose binaries use none is not tied to a torch ABI: it requires the torch its matrix
+        names as written, the project's own range, with no stable-ABI floor (configuration/abi.py)."""
+        return any(e.links_torch for e in self.extensions)
 
     @property
     def variant_wheels(self) -> bool:

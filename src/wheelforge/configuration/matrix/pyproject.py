@@ -37,6 +37,9 @@ class ProjectMetadata:
     summary: str | None
     requires_python: str | None
     dependencies: tuple[str, ...]  # Requires-Dist without extras markers, torch left out
+    # Its own Requires-Dist on torch (torch<3,>=2.4), left to the matrix's torch: what `init`
+    # writes there for a wheel whose binaries use no torch
+    torch_requirement: str | None = None
     headers: tuple[tuple[str, str], ...]  # the other core-metadata headers, in order
     description: str | None  # the readme's text
     metadata_version: str
@@ -99,13 +102,16 @@ def read_project(path: Path) -> ProjectMetadata | None:
     _check_headers(parsed.items(), path)
     headers: list[tuple[str, str]] = []
     dependencies: list[str] = []
+    torch_requirement = None
     for key, value in parsed.items():
         if key.lower() in _OWN_HEADERS:
             continue
         if key.lower() == "requires-dist":
             req = Requirement(value)
             if canonicalize_name(req.name) == "torch":
-                continue  # the matrix's torch decides (a stable-ABI floor, or one pinned torch)
+                # the matrix's torch decides (a stable-ABI floor, one pinned torch, or this)
+                torch_requirement = torch_requirement or value
+                continue
             if req.marker is None:
                 dependencies.append(value)
                 continue
@@ -120,6 +126,7 @@ def read_project(path: Path) -> ProjectMetadata | None:
         summary=meta.description,
         requires_python=str(meta.requires_python) if meta.requires_python else None,
         dependencies=tuple(dependencies),
+        torch_requirement=torch_requirement,
         headers=tuple(headers),
         description=body if isinstance(body, str) and body.strip() else None,
         metadata_version=str(parsed["Metadata-Version"] or "2.1"),

@@ -47,6 +47,13 @@ class TorchSpec:
         upper = [str(s) for s in self.specifier if s.operator in ("<", "<=", "!=")]
         return "torch" + ",".join([f">={major}.{minor}", *upper])
 
+    @property
+    def as_written(self) -> str:
+        """The wheel's Requires-Dist on torch when none of its binaries uses torch: the range as
+        written, in packaging's spelling (``'>=2.4,<3'`` -> ``torch<3,>=2.4``, as setuptools
+        writes a [project] dependency), with no floor of its own; ``torch`` for `installed`."""
+        return f"torch{self.specifier}"
+
 
 def target_macro(target: tuple[int, int]) -> str:
     """``TORCH_TARGET_VERSION`` of *target*: ``major << 56 | minor << 48``, as
