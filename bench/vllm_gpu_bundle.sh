@@ -39,8 +39,12 @@ m["header-libraries"] = [dict(h, path="../cutlass") for h in m["header-libraries
 yaml.safe_dump(m, open("matrix.yaml", "w"), sort_keys=False)
 PY
 rm -rf "$REPO/.vllm" && mkdir -p "$REPO/.vllm"
-tar -cJf "$REPO/.vllm/project.tar.xz" matrix.yaml pyproject.toml setup.py PKG-INFO LICENSE README.md requirements csrc vllm tests/__init__.py \
-    tests/conftest.py tests/utils.py tests/kernels $(ls tests/*.py | grep -v -e conftest -e utils -e __init__)
+tar -cJf "$REPO/.vllm/project.tar.xz" matrix.yaml pyproject.toml setup.py PKG-INFO LICENSE README.md \
+    requirements csrc vllm
+# vLLM's tests (its conftest imports tests.models and more), less their media and weights
+tar -cJf "$REPO/.vllm/tests.tar.xz" --exclude='*.png' --exclude='*.jpg' --exclude='*.wav' \
+    --exclude='*.mp4' --exclude='*.npy' --exclude='*.pt' --exclude='*.safetensors' --exclude='*.gguf' \
+    --exclude='*.bin' tests
 tar -cJf "$REPO/.vllm/cutlass.tar.xz" -C "$W/deps/cutlass" include tools/util/include
 cp "$W"/pydeps/*.whl "$REPO/.vllm/"
 grep -qx '/.vllm/' "$REPO/.git/info/exclude" || echo /.vllm/ >>"$REPO/.git/info/exclude"
