@@ -104,9 +104,10 @@ class PackageReader(ModelReader):
         for key in ("name", "version"):
             if read.values.get(key) is None and key not in read.items:
                 how = (
-                    f" ({project.path.name} lists it as dynamic, and neither "
-                    "[tool.setuptools.dynamic], setuptools-scm, a scikit-build-core or hatch "
-                    f"version provider nor setup.cfg gives it (setup.py does): write '{key}: ...' "
+                    f" ({project.path.name} lists it as dynamic, and setup.py's setup() gives "
+                    "it: it passes one, which setuptools takes before setup.cfg's and "
+                    "setuptools-scm's, or nothing static does ([tool.setuptools.dynamic], "
+                    f"setuptools-scm, a scikit-build-core or hatch provider): write '{key}: ...' "
                     "under package here; wheelforge init writes what setup.py gives)"
                     if project
                     else ""
