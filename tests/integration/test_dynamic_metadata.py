@@ -496,3 +496,42 @@ def test_setup_cfg_version_beside_setuptools_scm(tmp_path: Path, cfg: str, versi
     theirs = _setuptools_metadata(root, tmp_path)
     assert f"Version: {version}\n" in theirs
     _same(theirs, ours)
+
+
+MAINTAINED = {
+    "maintained/__init__.py": "",
+    "csrc/ops.cu": "#include <torch/extension.h>\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {}\n",
+    "setup.py": """\
+        import os
+
+        from setuptools import setup
+        from torch.utils.cpp_extension import BuildExtension, CUDAExtension
+
+        setup(
+            name="maintained",
+            version="1.2.0",
+            author="Jane Roe",
+            author_email="jane@example.org",
+            maintainer="Jane Roe",  # equal to the author: setuptools writes both all the same
+            maintainer_email="team@example.org",
+            packages=["maintained"],
+            python_requires=">=3.10",
+            ext_modules=[] if os.environ.get("NO_EXT") else [CUDAExtension("maintained._C", ["csrc/ops.cu"])],
+            cmdclass={"build_ext": BuildExtension},
+        )
+        """,
+}
+
+
+def test_setup_py_maintainer_reaches_the_wheel(tmp_path: Path) -> None:
+    """setup(maintainer=, maintainer_email=): METADATA's Maintainer and Maintainer-email, which
+    init left out."""
+    root = _tree(tmp_path / "p", MAINTAINED)
+    run = wheelforge("init", "--archs", "8.0", "--torch", "2.13.0", cwd=root)
+    assert run.code == 0, run.err + run.out
+    package = load_matrix(root / "matrix.yaml").package
+    assert package.maintainers == ("Jane Roe", "team@example.org")
+    ours = core_metadata(package, ">=3.10", version=package.version, torch_requirement=None)
+    theirs = _setuptools_metadata(root, tmp_path)
+    assert "Maintainer: Jane Roe\n" in theirs and "Maintainer-email: team@example.org\n" in theirs
+    _same(theirs, ours)
