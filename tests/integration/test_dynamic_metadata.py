@@ -423,3 +423,115 @@ def test_dependencies_and_extras_setup_py_gives_beside_a_static_project(tmp_path
     ours = core_metadata(package, ">=3.10", version=package.version, torch_requirement=None)
     _same(_setuptools_metadata(root, tmp_path), ours)
     assert "Requires-Dist: regex" in ours
+
+
+def _vllm_suffixed(files: dict[str, str]) -> dict[str, str]:
+    """vLLM 0.34.0's setup.py: setup(version=get_vllm_version()), setuptools-scm's version with
+    a +cu130 suffix (unless VLLM_SKIP_VERSION_SUFFIX=1), beside [tool.setuptools_scm]."""
+    setup = files["setup.py"].replace(
+        "        setup(\n",
+        "        from setuptools_scm import get_version\n\n"
+        "        def get_vllm_version():\n"
+        "            version = get_version()\n"
+        '            if not os.environ.get("VLLM_SKIP_VERSION_SUFFIX"):\n'
+        '                version += "+cu130"\n'
+        "            return version\n\n"
+        "        setup(\n            version=get_vllm_version(),\n",
+    )
+    return {**files, "setup.py": setup}
+
+
+def test_a_version_setup_py_passes_comes_before_setuptools_scm(tmp_path: Path) -> None:
+    """vLLM 0.34.0: setup(version=...) beside [tool.setuptools_scm]. setuptools-scm sets the
+    version only where setup() gives none, so setuptools' wheel is 0.34.0+cu130; wheelforge took
+    setuptools-scm's 0.34.0. init now writes setup()'s, and the matrix takes it."""
+    pytest.importorskip("setuptools_scm")
+    root = _tree(tmp_path / "p", _vllm_suffixed(VLLM_LIKE))
+    run = wheelforge("init", "--archs", "8.0", "--torch", "2.13.0", cwd=root)
+    assert run.code == 0, run.err + run.out
+    package = load_matrix(root / "matrix.yaml").package
+    assert package.version == "0.34.0+cu130"
+    ours = core_metadata(package, ">=3.10", version=package.version, torch_requirement=None)
+    theirs = _setuptools_metadata(root, tmp_path)
+    assert "Version: 0.34.0+cu130" in theirs
+    _same(theirs, ours)
+
+
+SCM_AND_SETUP_CFG = {
+    "demo/__init__.py": '__version__ = "7.0"\n',
+    "PKG-INFO": "Metadata-Version: 2.4\nName: demo-scm\nVersion: 5.0\n",
+    "setup.py": "from setuptools import setup\nsetup()\n",
+    "pyproject.toml": """\
+        [build-system]
+        requires = ["setuptools>=77", "setuptools-scm>=8"]
+        build-backend = "setuptools.build_meta"
+
+        [project]
+        name = "demo-scm"
+        requires-python = ">=3.10"
+        dynamic = ["version"]
+
+        [tool.setuptools_scm]
+
+        [tool.setuptools]
+        packages = ["demo"]
+        """,
+}
+
+
+@pytest.mark.parametrize(
+    ("cfg", "version"),
+    [
+        ("[metadata]\nversion = 3.0\n", "3.0"),  # setuptools-scm reads it and sets none
+        ("[metadata]\nversion = attr: demo.__version__\n", "5.0"),  # scm's, set first
+        ("[metadata]\nname = demo-scm\n", "5.0"),
+    ],
+)
+def test_setup_cfg_version_beside_setuptools_scm(tmp_path: Path, cfg: str, version: str) -> None:
+    """setuptools-scm sets the version only where setup.cfg [metadata] gives none (an attr: one
+    counting as none), as setuptools' own metadata hook shows."""
+    pytest.importorskip("setuptools_scm")
+    root = _tree(tmp_path / "p", {**SCM_AND_SETUP_CFG, "setup.cfg": cfg})
+    ours = _ours(root)
+    theirs = _setuptools_metadata(root, tmp_path)
+    assert f"Version: {version}\n" in theirs
+    _same(theirs, ours)
+
+
+MAINTAINED = {
+    "maintained/__init__.py": "",
+    "csrc/ops.cu": "#include <torch/extension.h>\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {}\n",
+    "setup.py": """\
+        import os
+
+        from setuptools import setup
+        from torch.utils.cpp_extension import BuildExtension, CUDAExtension
+
+        setup(
+            name="maintained",
+            version="1.2.0",
+            author="Jane Roe",
+            author_email="jane@example.org",
+            maintainer="Jane Roe",  # equal to the author: setuptools writes both all the same
+            maintainer_email="team@example.org",
+            packages=["maintained"],
+            python_requires=">=3.10",
+            ext_modules=[] if os.environ.get("NO_EXT") else [CUDAExtension("maintained._C", ["csrc/ops.cu"])],
+            cmdclass={"build_ext": BuildExtension},
+        )
+        """,
+}
+
+
+def test_setup_py_maintainer_reaches_the_wheel(tmp_path: Path) -> None:
+    """setup(maintainer=, maintainer_email=): METADATA's Maintainer and Maintainer-email, which
+    init left out."""
+    root = _tree(tmp_path / "p", MAINTAINED)
+    run = wheelforge("init", "--archs", "8.0", "--torch", "2.13.0", cwd=root)
+    assert run.code == 0, run.err + run.out
+    package = load_matrix(root / "matrix.yaml").package
+    assert package.maintainers == ("Jane Roe", "team@example.org")
+    ours = core_metadata(package, ">=3.10", version=package.version, torch_requirement=None)
+    theirs = _setuptools_metadata(root, tmp_path)
+    assert "Maintainer: Jane Roe\n" in theirs and "Maintainer-email: team@example.org\n" in theirs
+    _same(theirs, ours)

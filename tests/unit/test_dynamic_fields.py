@@ -155,3 +155,65 @@ def test_setup_cfg_gives_what_it_names_and_matrix_yaml_the_rest(tmp_path: Path) 
         load_matrix(tmp_path / "matrix.yaml")
     found = f"{err.value.message}\n{err.value.details}"
     assert "package.keywords: setup.cfg [metadata] gives the metadata" in found
+
+
+@pytest.mark.parametrize(
+    ("setup_py", "version"),
+    [
+        ("setup(version=get_vllm_version(), ext_modules=[])\n", None),
+        ("import setuptools\nsetuptools.setup(version='1.0+cu130')\n", None),
+        ("kw = {'version': v()}\nsetup(**kw)\n", None),
+        ("kw = dict(name='n')\nkw['version'] = v()\nsetup(**kw)\n", None),
+        ("setup(**dict(version=v()))\n", None),
+        ("setup(version=None)\n", "0.0.1"),  # none given: setuptools-scm's
+        ("setup(name='vllm-like')\n", "0.0.1"),
+    ],
+)
+def test_a_version_setup_py_passes_comes_before_setuptools_scm(
+    tmp_path: Path, setup_py: str, version: str | None
+) -> None:
+    """vLLM 0.34.0: setup(version=get_vllm_version()) beside [tool.setuptools_scm]: setuptools-scm
+    sets the version only where setup() gives none, so matrix.yaml keeps setup()'s."""
+    pytest.importorskip("setuptools_scm")
+    path = _write(
+        tmp_path,
+        {
+            "pyproject.toml": """\
+                [build-system]
+                requires = ["setuptools>=77", "setuptools-scm>=8"]
+                build-backend = "setuptools.build_meta"
+                [project]
+                name = "vllm-like"
+                dynamic = ["version"]
+                [tool.setuptools_scm]
+                fallback_version = "0.0.1"
+                """,
+            "setup.py": "from setuptools import setup\n" + setup_py,
+        },
+    )
+    meta = read_project(path)
+    assert meta is not None and meta.version == version
+    assert ("version" in meta.unresolved) is (version is None)
+
+
+def test_a_setup_py_version_under_another_backend_is_not_taken(tmp_path: Path) -> None:
+    """scikit-build-core runs no setup.py: its provider's version stands."""
+    path = _write(
+        tmp_path,
+        {
+            "pyproject.toml": """\
+                [build-system]
+                build-backend = "scikit_build_core.build"
+                [project]
+                name = "s"
+                dynamic = ["version"]
+                [tool.scikit-build.metadata.version]
+                provider = "scikit_build_core.metadata.regex"
+                input = "s/__init__.py"
+                """,
+            "s/__init__.py": '__version__ = "2.0"\n',
+            "setup.py": "from setuptools import setup\nsetup(version='9')\n",
+        },
+    )
+    meta = read_project(path)
+    assert meta is not None and meta.version == "2.0"

@@ -88,7 +88,7 @@ def core_metadata(
 
 
 def _matrix_metadata(pkg: PackageConfig) -> list[tuple[str, str]]:
-    """The headers of matrix.yaml's authors, urls (home-page, download-url), classifiers and
+    """The headers of matrix.yaml's authors, maintainers, urls (home-page, download-url), classifiers and
     keywords (core metadata 2.1).
     Author and Author-email are single fields: several authors are one comma-separated list
     each, as PEP 621's tools write them."""
@@ -99,6 +99,14 @@ def _matrix_metadata(pkg: PackageConfig) -> list[tuple[str, str]]:
         out.append(("Author", ", ".join(names)))
     if emails:
         out.append(("Author-email", ", ".join(emails)))
+    # after Author's, as setuptools writes them (setuptools/_core_metadata.py's write_pkg_file:
+    # each written as given, a maintainer equal to the author too)
+    names = [m for m in pkg.maintainers if "@" not in m]
+    emails = [m for m in pkg.maintainers if "@" in m]
+    if names:
+        out.append(("Maintainer", ", ".join(names)))
+    if emails:
+        out.append(("Maintainer-email", ", ".join(emails)))
     if pkg.home_page:
         out.append(("Home-page", pkg.home_page))
     if pkg.download_url:

@@ -30,6 +30,8 @@ _SETUP_ARGS = (
     "license",
     "author",
     "author_email",
+    "maintainer",
+    "maintainer_email",
     "url",
     "download_url",
     "project_urls",

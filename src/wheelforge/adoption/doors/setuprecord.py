@@ -279,6 +279,8 @@ class _Reading:
             torch_requirement=torch_req,
             author=args.author,
             author_email=args.author_email,
+            maintainer=args.maintainer,
+            maintainer_email=args.maintainer_email,
             url=args.url,
             download_url=args.download_url,
             project_urls=args.project_urls,

@@ -70,6 +70,8 @@ class ProjectMetadata:
     torch_requirement: str | None = None  # what the project asks of torch (install_requires)
     author: str | None = None
     author_email: str | None = None
+    maintainer: str | None = None  # setup(maintainer=): METADATA's Maintainer
+    maintainer_email: str | None = None
     url: str | None = None  # setup(url=): METADATA's Home-page
     download_url: str | None = None  # setup(download_url=): METADATA's Download-URL
     project_urls: tuple[tuple[str, str], ...] = ()

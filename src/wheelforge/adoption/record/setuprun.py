@@ -182,6 +182,8 @@ class SetupArgs:
     install_requires: tuple[str, ...] = ()
     author: str | None = None
     author_email: str | None = None
+    maintainer: str | None = None
+    maintainer_email: str | None = None
     url: str | None = None
     download_url: str | None = None
     project_urls: tuple[tuple[str, str], ...] = ()
@@ -228,6 +230,8 @@ class SetupArgs:
             install_requires=strings("install_requires"),
             author=_text(args.get("author")),
             author_email=_text(args.get("author_email")),
+            maintainer=_text(args.get("maintainer")),
+            maintainer_email=_text(args.get("maintainer_email")),
             url=_text(args.get("url")),
             download_url=_text(args.get("download_url")),
             project_urls=tuple((str(k), str(v)) for k, v in urls.items())

@@ -175,7 +175,7 @@ def _metadata_keys(
     package: dict[str, object],
     done: list[str],
 ) -> None:
-    """setup()'s authors, URLs, classifiers and keywords, where [project] leaves them to it, and
+    """setup()'s authors, maintainers, URLs, classifiers and keywords, where [project] leaves them to it, and
     its url and download_url (Home-page, Download-URL: setuptools keeps them beside [project]),
     as setuptools writes them: Author and Author-email apart. A value PyPI would refuse (a trove
     classifier it does not list, a URL that is no http(s) one, ...) is left out and said, so
@@ -193,6 +193,11 @@ def _metadata_keys(
         kept = _kept("authors", authors, _author_problem, done)
         if kept:
             package["authors"] = kept
+    if given("maintainers") or not beside & {"Maintainer", "Maintainer-email"}:
+        maintainers = [m for m in (meta.maintainer, meta.maintainer_email) if m]
+        kept = _kept("maintainers", maintainers, _author_problem, done)
+        if kept:
+            package["maintainers"] = kept
     for key, header, url in (
         ("home-page", "Home-page", meta.url),
         ("download-url", "Download-URL", meta.download_url),

@@ -10,8 +10,10 @@ wheel carries:
 - scikit-build-core's ``regex`` provider and hatch's ``path``: a version assignment in a file;
 - setup.cfg's ``[metadata]`` and ``[options]`` (setuptools reads them for a dynamic field).
 
-A field none of these gives (a version computed in setup.py) stays dynamic: matrix.yaml's
-package section gives it (``wheelforge init`` writes what setup.py gave).
+Under setuptools, setup()'s ``version=`` comes before setup.cfg's and setuptools-scm's (which
+sets one only where none is set): a version setup.py gives, and a field none of these gives,
+stays dynamic: matrix.yaml's package section gives it (``wheelforge init`` writes what setup.py
+gave; vLLM's carries a ``+cu130`` suffix setuptools-scm's lacks).
 """
 
 from __future__ import annotations
@@ -54,12 +56,18 @@ def fill(data: Mapping[str, Any], path: Path) -> Filled:
     if not dynamic:
         return Filled(project)
     tool = data.get("tool") or {}
-    requires = [str(r) for r in (data.get("build-system") or {}).get("requires") or ()]
+    system = data.get("build-system") or {}
+    requires = [str(r) for r in system.get("requires") or ()]
     root = path.parent
     cfg = _setup_cfg(root)
+    # setup.py runs under setuptools' backend (pip's default where build-system names none)
+    backend = str(system.get("build-backend") or "setuptools.build_meta")
+    setuptools = backend.startswith("setuptools.build_meta")
     sources: dict[str, str] = {}
     for name in dynamic:
-        found = _field(name, tool, requires, root, path, cfg)
+        if name == "version" and setuptools and _setup_py_version_first(tool, root):
+            continue  # setup.py's setup() gives it (matrix.yaml keeps it)
+        found = _field(name, tool, requires, root, path, cfg, setuptools=setuptools)
         if found is not None:
             value, where = found
             project[name] = value
@@ -79,10 +87,21 @@ def _field(  # noqa: PLR0917 - the one caller passes what it read
     root: Path,
     path: Path,
     cfg: configparser.ConfigParser | None,
+    *,
+    setuptools: bool = False,
 ) -> tuple[Any, str] | None:
     setuptools_dynamic = (tool.get("setuptools") or {}).get("dynamic") or {}
     if name in setuptools_dynamic:
         return _setuptools_dynamic(name, setuptools_dynamic[name], tool, root, path)
+    # setup.cfg's literal (or file:) version comes before setuptools-scm's, which reads it and
+    # sets none; an ``attr`` one counts as none (setuptools_scm/_integration/setup_cfg.py)
+    if (
+        name == "version"
+        and setuptools
+        and cfg is not None
+        and "attr" not in cfg.get("metadata", "version", fallback="attr")
+    ):
+        return _from_setup_cfg(name, cfg, tool, root)
     if name == "version":
         found = _version_provider(tool, requires, root, path)
         if found is not None:
@@ -90,6 +109,70 @@ def _field(  # noqa: PLR0917 - the one caller passes what it read
     if cfg is not None:
         return _from_setup_cfg(name, cfg, tool, root)
     return None
+
+
+# -- the version under setuptools ----------------------------------------------------------------
+
+
+def _setup_py_version_first(tool: Mapping[str, Any], root: Path) -> bool:
+    """setuptools takes setup()'s ``version=``: [tool.setuptools.dynamic] gives none (it is
+    applied after setup()'s keywords, over them), and setup.py passes one. setuptools-scm sets
+    the version only where none is set (its infer_version hook reads setup()'s and setup.cfg's
+    first: setuptools_scm/_integration/setuptools.py), and setuptools keeps setup()'s over
+    setup.cfg's."""
+    if "version" in ((tool.get("setuptools") or {}).get("dynamic") or {}):
+        return False
+    return _setup_py_gives_version(root / "setup.py")
+
+
+def _setup_py_gives_version(path: Path) -> bool:
+    """setup.py calls setup() with a ``version=`` (other than None), by its source: the keyword,
+    or a ``**`` mapping of a dict display or dict() call that has it, or is given it by
+    subscript (``kwargs["version"] = ...``)."""
+    try:
+        tree = ast.parse(readers.read_text(path, cap=readers.CONFIG_CAP))
+    except (OSError, SyntaxError, ValueError):
+        return False
+    given: set[str] = set()  # names bound to mappings with a version
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name) and _has_version(node.value):
+                    given.add(target.id)
+                if (
+                    isinstance(target, ast.Subscript)
+                    and isinstance(target.value, ast.Name)
+                    and isinstance(target.slice, ast.Constant)
+                    and target.slice.value == "version"
+                ):
+                    given.add(target.value.id)
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not _is_setup(node.func):
+            continue
+        for keyword in node.keywords:
+            if keyword.arg == "version":
+                if not (isinstance(keyword.value, ast.Constant) and keyword.value.value is None):
+                    return True
+            elif keyword.arg is None and (
+                _has_version(keyword.value)
+                or (isinstance(keyword.value, ast.Name) and keyword.value.id in given)
+            ):
+                return True
+    return False
+
+
+def _is_setup(func: ast.expr) -> bool:
+    return (isinstance(func, ast.Name) and func.id == "setup") or (
+        isinstance(func, ast.Attribute) and func.attr == "setup"
+    )
+
+
+def _has_version(value: ast.expr) -> bool:
+    if isinstance(value, ast.Dict):
+        return any(isinstance(k, ast.Constant) and k.value == "version" for k in value.keys)
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "dict":
+        return any(k.arg == "version" for k in value.keywords)
+    return False
 
 
 # -- [tool.setuptools.dynamic] ---------------------------------------------------------------

@@ -84,6 +84,16 @@ class PackageConfig:
             shape=Strings,
         ),
     )
+    maintainers: tuple[str, ...] = field(
+        default=(),
+        metadata=key(
+            (
+                "METADATA `Maintainer` (names) and `Maintainer-email` (addresses), as"
+                " setup(maintainer=, maintainer_email=) gives them"
+            ),
+            shape=Strings,
+        ),
+    )
     urls: tuple[tuple[str, str], ...] = field(
         default=(),
         metadata=key(

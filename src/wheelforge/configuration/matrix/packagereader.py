@@ -35,6 +35,7 @@ _FROM_PROJECT: dict[str, Callable[[str, str], bool]] = {
 # The core-metadata headers each of those keys becomes (setup.cfg gives some of them).
 _HEADERS_OF = {
     "authors": ("Author", "Author-email", "Author-Email"),
+    "maintainers": ("Maintainer", "Maintainer-email", "Maintainer-Email"),
     "urls": ("Home-page", "Project-URL"),
     "classifiers": ("Classifier",),
     "keywords": ("Keywords",),
@@ -47,10 +48,18 @@ README_TYPES = {".md": "text/markdown", ".rst": "text/x-rst", ".txt": "text/plai
 # Metadata matrix.yaml takes for a project without [project] (what setup() gave): with a
 # pyproject.toml [project], it belongs there, unless [project] lists it as dynamic and setup()
 # gives it (vLLM's optional-dependencies).
-_ONLY_ONE_PLACE = ("authors", "urls", "classifiers", "keywords", "optional-dependencies")
+_ONLY_ONE_PLACE = (
+    "authors",
+    "maintainers",
+    "urls",
+    "classifiers",
+    "keywords",
+    "optional-dependencies",
+)
 # setup()'s url and download_url: no [project] field, so setuptools keeps them beside [project]
 # (NATTEN's Home-page); only setup.cfg [metadata] may give them too. setup()'s author too, where
-# [project] has no authors: setuptools warns that it ignores it, and writes it all the same.
+# [project] has no authors (maintainers): setuptools warns that it ignores it, and writes it all
+# the same.
 _BESIDE_PROJECT = {"home-page": "Home-page", "download-url": "Download-URL"}
 
 
@@ -74,6 +83,7 @@ class PackageReader(ModelReader):
             "requires_python": self.requires_python,
             "dependencies": self.checked_list(self.dependency),
             "authors": self.checked_list(self.author),
+            "maintainers": self.checked_list(self.maintainer),
             "urls": self.urls,
             "home_page": self.url_of("Home-page"),
             "download_url": self.url_of("Download-URL"),
@@ -104,9 +114,10 @@ class PackageReader(ModelReader):
         for key in ("name", "version"):
             if read.values.get(key) is None and key not in read.items:
                 how = (
-                    f" ({project.path.name} lists it as dynamic, and neither "
-                    "[tool.setuptools.dynamic], setuptools-scm, a scikit-build-core or hatch "
-                    f"version provider nor setup.cfg gives it (setup.py does): write '{key}: ...' "
+                    f" ({project.path.name} lists it as dynamic, and setup.py's setup() gives "
+                    "it: it passes one, which setuptools takes before setup.cfg's and "
+                    "setuptools-scm's, or nothing static does ([tool.setuptools.dynamic], "
+                    f"setuptools-scm, a scikit-build-core or hatch provider): write '{key}: ...' "
                     "under package here; wheelforge init writes what setup.py gives)"
                     if project
                     else ""
@@ -205,7 +216,9 @@ class PackageReader(ModelReader):
                 )
         for key in _ONLY_ONE_PLACE:
             given = {k for k, _ in project.headers} & set(_HEADERS_OF[key])
-            from_setup = (key in project.unresolved or key == "authors") and not given
+            from_setup = (
+                key in project.unresolved or key in ("authors", "maintainers")
+            ) and not given
             if key in read.items and (given or not (from_cfg or from_setup)):
                 source = "setup.cfg [metadata]" if from_cfg else "pyproject.toml [project]"
                 self.problems.add(
@@ -287,6 +300,12 @@ class PackageReader(ModelReader):
         if why is None and "@" in value:
             why = coremetadata.email_problem(value)
         return self._metadata_value(node, value, where, "Author-email", why)
+
+    def maintainer(self, node: yaml.Node, value: str, where: str) -> str | None:
+        why = coremetadata.one_line(value)
+        if why is None and "@" in value:
+            why = coremetadata.email_problem(value)
+        return self._metadata_value(node, value, where, "Maintainer-email", why)
 
     def classifier(self, node: yaml.Node, value: str, where: str) -> str | None:
         why = coremetadata.classifier_problem(value)
