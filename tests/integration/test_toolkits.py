@@ -111,6 +111,26 @@ def test_source_limited_to_9_0a_gets_only_sm_90a(tmp_path: Path, cache: Path) ->
     assert "ok" in row and "extra" not in run.out and "missing" not in run.out
 
 
+def test_a_source_limited_below_the_set_runs_there_through_its_ptx(
+    tmp_path: Path, cache: Path
+) -> None:
+    """vLLM's Marlin kernels are limited to 8.0+PTX; in a 9.0a build (TORCH_CUDA_ARCH_LIST=9.0a,
+    the GPU machine's) CMake compiles them for 8.0+PTX, whose PTX the driver compiles for the
+    H100. They were left out: the extension then lacked them."""
+    root = tiny_project(
+        tmp_path, "[csrc/common.cu, {files: csrc/hopper.cu, archs: 8.0+PTX}]", "arch-sets: '8.0'\n"
+    )
+    run = wheelforge("build", "--cache-dir", cache, cwd=root, env={"TORCH_CUDA_ARCH_LIST": "9.0a"})
+    assert run.code == 0, run.err
+    [objects] = (root / "build" / "wheelforge").glob("*-cu*/obj/csrc")
+    inspected = json.loads(wheelforge("inspect", "--json", objects, cwd=root).out)
+    archs = {
+        Path(f["path"]).name: sorted({e["arch"] for e in f["fatbins"]}) for f in inspected["files"]
+    }
+    assert archs == {"common.cu.o": ["sm_90a"], "hopper.cu.o": ["compute_80", "sm_80"]}
+    assert "missing" not in run.out and "extra" not in run.out
+
+
 def test_a_source_with_no_arch_in_common_is_left_out(tmp_path: Path, cache: Path) -> None:
     root = tiny_project(
         tmp_path, "[csrc/common.cu, {files: csrc/hopper.cu, archs: 9.0a}]", "arch-sets: '8.0'\n"

@@ -124,6 +124,14 @@ def test_invalid_entries(text: str, fragment: str) -> None:
         ("7.5 8.0", "9.0a", ""),  # nothing in common: the source is left out
         ("8.0 9.0 10.0", "9.0 10.0a 12.0", "9.0 10.0a"),
         ("9.0a 10.0f", "9.0a 10.0f", "9.0a 10.0f"),
+        # an asked arch none of those runs on: the source's highest plain arch below it that
+        # runs there (vLLM's cuda_archs_loose_intersection)
+        ("9.0a", "8.0+PTX", "8.0+PTX"),  # Marlin in a 9.0a build: its PTX runs there
+        ("8.0 9.0", "8.0+PTX", "8.0+PTX"),  # the PTX kept for the 9.0 GPU
+        ("8.6", "8.0 9.0", "8.0"),  # sm_80 SASS runs on 8.6
+        ("9.0a", "8.0", ""),  # no PTX, another major: left out
+        ("9.0a", "9.0", "9.0"),  # sm_90 SASS runs on the 9.0a GPU
+        ("8.0 9.0+PTX", "7.5+PTX 8.0", "7.5+PTX 8.0"),  # 9.0 runs only 7.5's PTX
     ],
 )
 def test_limit_per_source(asked: str, allowed: str, expected: str) -> None:

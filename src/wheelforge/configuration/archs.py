@@ -196,21 +196,48 @@ class ArchSet:
 
         An allowed arch is kept when the set asks for it, or for its base (9.0a when the set has
         9.0: arch-specific code for a GPU the set targets, the rule vLLM applies to its Hopper
-        kernels). PTX is kept where both the source and the set ask for it."""
+        kernels). PTX is kept where both the source and the set ask for it. An arch the set asks
+        for that none of those runs on gets the source's highest plain arch below it that runs
+        there: one of the same major (its SASS runs on later GPUs of that major) or one with PTX
+        (the driver compiles it), kept with its PTX then. That is CMake's choice in vLLM
+        (cuda_archs_loose_intersection): a Marlin kernel limited to 8.0+PTX is compiled for
+        8.0+PTX in a 9.0a build, not left out of it."""
+        specs = tuple(allowed)
         asked = {s.arch: s.ptx for s in self.specs}
         kept: dict[Arch, bool] = {}
-        for spec in allowed:
+        for spec in specs:
             arch = spec.arch
             key = (
                 arch if arch in asked else arch.base if arch.suffix and arch.base in asked else None
             )
             if key is not None:
                 kept[arch] = kept.get(arch, False) or (spec.ptx and asked[key])
+        for target in self.specs:
+            if any(_runs_on(a, kept[a], target.arch) for a in kept):
+                continue
+            below = [s for s in specs if not s.arch.suffix and _runs_on(s.arch, s.ptx, target.arch)]
+            if below:
+                best = max(below, key=lambda s: Arch.sort_key(s.arch))
+                same_major = best.arch.major == target.arch.major
+                kept[best.arch] = kept.get(best.arch, False) or (
+                    best.ptx and (not same_major or target.ptx)
+                )
         ordered = sorted(kept, key=Arch.sort_key)
         return ArchSet(self.name, tuple(ArchSpec(a, kept[a]) for a in ordered))
 
     def __str__(self) -> str:
         return " ".join(str(s) for s in self.specs)
+
+
+def _runs_on(arch: Arch, ptx: bool, target: Arch) -> bool:
+    """Whether code built for *arch* (with its PTX when *ptx*) runs on a *target* GPU: the same
+    arch, an arch-specific one's base (9.0a code for a 9.0 target the set names), or a plain
+    arch at or below it, of its major (SASS runs on later GPUs of one major) or with PTX."""
+    if arch == target or (arch.suffix and arch.base == target):
+        return True
+    if arch.suffix or (arch.major, arch.minor) > (target.major, target.minor):
+        return False
+    return arch.major == target.major or ptx
 
 
 # Which suffixes exist from which major on, and what each is called in messages.
