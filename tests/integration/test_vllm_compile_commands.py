@@ -7,7 +7,7 @@ frontend folder, the toolkit's ``include/cccl``).
 Needs what a network step fetches, named by the environment (skipped without them):
 $WHEELFORGE_VLLM_SDIST (``pip download vllm==0.34.0 --no-deps --no-binary :all:``),
 $WHEELFORGE_VLLM_DEPS (a folder of CUTLASS and vLLM's other FetchContent sources, as
-bench/h200_vllm.sh names them), $WHEELFORGE_VLLM_PYTHON (a Python with a CUDA torch 2.14),
+bench/vllm_cpu.sh names them), $WHEELFORGE_VLLM_PYTHON (a Python with a CUDA torch 2.14),
 CMake >= 3.26 on the PATH and a C++ compiler vLLM takes ($CXX: GCC >= 13 or a clang), and
 $WHEELFORGE_VLLM_CMAKE_ARGS for what this machine's toolkit lacks (``-DCUDA_nvrtc_LIBRARY=...``,
 ``-DCUDA_cuda_driver_LIBRARY=`` a libcuda.so stand-in from ``tools/gallery.py driver-stub``).
