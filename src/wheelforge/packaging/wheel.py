@@ -93,20 +93,15 @@ def _matrix_metadata(pkg: PackageConfig) -> list[tuple[str, str]]:
     Author and Author-email are single fields: several authors are one comma-separated list
     each, as PEP 621's tools write them."""
     out: list[tuple[str, str]] = []
-    names = [a for a in pkg.authors if "@" not in a]
-    emails = [a for a in pkg.authors if "@" in a]
-    if names:
-        out.append(("Author", ", ".join(names)))
-    if emails:
-        out.append(("Author-email", ", ".join(emails)))
-    # after Author's, as setuptools writes them (setuptools/_core_metadata.py's write_pkg_file:
-    # each written as given, a maintainer equal to the author too)
-    names = [m for m in pkg.maintainers if "@" not in m]
-    emails = [m for m in pkg.maintainers if "@" in m]
-    if names:
-        out.append(("Maintainer", ", ".join(names)))
-    if emails:
-        out.append(("Maintainer-email", ", ".join(emails)))
+    # Maintainer's after Author's, as setuptools writes them (setuptools/_core_metadata.py's
+    # write_pkg_file: each written as given, a maintainer equal to the author too)
+    for field, people in (("Author", pkg.authors), ("Maintainer", pkg.maintainers)):
+        names = [a for a in people if "@" not in a]
+        emails = [a for a in people if "@" in a]
+        if names:
+            out.append((field, ", ".join(names)))
+        if emails:
+            out.append((f"{field}-email", ", ".join(emails)))
     if pkg.home_page:
         out.append(("Home-page", pkg.home_page))
     if pkg.download_url:

@@ -451,12 +451,7 @@ def read_build_toml(root: Path) -> CapturedBuild:
     )
     metadata_json = kernel_metadata(general, leaf, extension.archs)
     package_data = ["metadata.json", *_pyext_globs(torch), *_typed(root / package)]
-    tests = "tests" if (root / "tests").is_dir() else None
-    if tests:
-        hand.append(
-            "tests: kernel-builder's tests load the kernel with kernels.get_kernel(...) from the Hub "
-            "or LOCAL_KERNELS; to test the installed wheel, import the package instead"
-        )
+    tests = _tests(root, hand)
     return CapturedBuild(
         root=root,
         front_door="build.toml",
@@ -481,6 +476,17 @@ def read_build_toml(root: Path) -> CapturedBuild:
         hand=tuple(hand),
         done=tuple(parts.done),
     )
+
+
+def _tests(root: Path, hand: list[str]) -> str | None:
+    """A kernel's tests folder, with the line on how kernel-builder's tests load the kernel."""
+    if not (root / "tests").is_dir():
+        return None
+    hand.append(
+        "tests: kernel-builder's tests load the kernel with kernels.get_kernel(...) from the Hub "
+        "or LOCAL_KERNELS; to test the installed wheel, import the package instead"
+    )
+    return "tests"
 
 
 def _noarch(
@@ -513,12 +519,7 @@ def _noarch(
         if (deps := python_depends(general, backend))
     )
     data_globs = [f"**/*.{ext}" for ext in _strings(noarch, "pyext") if ext not in ("py", "pyi")]
-    tests = "tests" if (root / "tests").is_dir() else None
-    if tests:
-        hand.append(
-            "tests: kernel-builder's tests load the kernel with kernels.get_kernel(...) from the Hub "
-            "or LOCAL_KERNELS; to test the installed wheel, import the package instead"
-        )
+    tests = _tests(root, hand)
     return CapturedBuild(
         root=root,
         front_door="build.toml",
