@@ -324,6 +324,35 @@ def test_cmake_is_configured_only_and_its_compile_commands_read(tmp_path: Path) 
     assert load_matrix(tmp_path / "matrix.yaml").extension.name == "cmk._cmk"
 
 
+@pytest.mark.skipif(
+    shutil.which("nvcc") is None or shutil.which("cmake") is None, reason="needs nvcc and cmake"
+)
+def test_the_toolkits_headers_stay_out_when_cmake_arg_names_the_toolkit(tmp_path: Path) -> None:
+    """vLLM is configured with -DCUDA_TOOLKIT_ROOT_DIR and adds the toolkit's include folders to
+    its targets: init wrote ../../../../../usr/local/cuda-13.0/include into matrix.yaml, which
+    ties every variant to CUDA 13.0's headers (another release's nvcc refuses them)."""
+    nvcc = Path(shutil.which("nvcc") or "").resolve()
+    toolkit = nvcc.parent.parent
+    (tmp_path / "CMakeLists.txt").write_text(
+        CMAKE_PROJECT + "find_package(CUDAToolkit REQUIRED)\n"
+        "target_include_directories(core PRIVATE ${CUDAToolkit_INCLUDE_DIRS})\n"
+        "target_include_directories(_cmk PRIVATE ${CUDAToolkit_INCLUDE_DIRS})\n"
+    )
+    for name, text in {
+        "core/core.cu": "__global__ void k() {}\n",
+        "python/module.cpp": "// module\n",
+        "cmk/__init__.py": "from . import _cmk\n",
+    }.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    run = wheelforge(
+        "init", "--torch", "2.13.0", f"--cmake-arg=-DCUDAToolkit_ROOT={toolkit}", cwd=tmp_path
+    )
+    assert run.code == 0, run.err
+    ext = yaml.safe_load((tmp_path / "matrix.yaml").read_text())["extension"]
+    assert not any("include" in d for d in ext.get("include-dirs", [])), ext.get("include-dirs")
+
+
 def test_cmakes_downloads_are_refused_with_the_flag_that_replaces_them(tmp_path: Path) -> None:
     if shutil.which("cmake") is None:
         pytest.skip("needs cmake")

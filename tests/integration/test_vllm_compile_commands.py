@@ -40,6 +40,9 @@ REASONED = {
     ("flag", "", "-include gen/wheelforge_weak_shims.h"),
     ("include", "torch/csrc/api/include", ""),
     ("include", "torch/csrc/api/include", "include/cccl"),
+    # the toolkit CMake found: nvcc adds its own toolkit's headers (the variant's), and the
+    # matrix names no toolkit's folder (tests/integration/test_init_front_doors.py)
+    ("include", "{toolkit}/include torch/csrc/api/include", ""),
 }
 
 
@@ -61,6 +64,8 @@ def _short(row: tuple[str, ...]) -> tuple[str, str, str]:
             if w.endswith("torch/csrc/api/include")
             else "include/cccl"
             if w.endswith("include/cccl")
+            else "{toolkit}/include"
+            if (Path(w) / "cuda_runtime_api.h").is_file()
             else w
             for w in text.split()
         )

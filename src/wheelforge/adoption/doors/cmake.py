@@ -411,11 +411,24 @@ class _Reader:
         if (rel := self.rel(path)) is not None:
             return rel
         p = Path(path).resolve()
+        # the toolkit's own headers, also where --cmake-arg names the toolkit
+        # (-DCUDA_TOOLKIT_ROOT_DIR): a variant's toolkit brings its own, and another release's
+        # would not compile with its nvcc
+        if self.toolkit_headers(p):
+            return None
         # a folder CMake names that is not there adds nothing to a compile (a submodule the
         # given source lacks)
         if p.is_dir() and any(p.is_relative_to(g) for g in self.given if g != self.root):
             return Path(os.path.relpath(p, self.root)).as_posix()
         return None
+
+    def toolkit_headers(self, folder: Path) -> bool:
+        """Whether *folder* holds a CUDA toolkit's headers, or lies in such a folder
+        (include/cccl): under the nvcc CMake used, or beside cuda_runtime_api.h (pip's
+        nvidia/cu13/include too)."""
+        if any(folder.is_relative_to(t.resolve()) for t in self.toolkit):
+            return True
+        return any((d / "cuda_runtime_api.h").is_file() for d in (folder, *folder.parents[:2]))
 
     def sources(
         self, target: Mapping[str, Any], targets: Mapping[str, dict[str, Any]]
