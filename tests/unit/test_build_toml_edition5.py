@@ -227,6 +227,12 @@ def test_torch_noarch_builds_one_py3_none_any_wheel(tmp_path: Path) -> None:
     assert "Root-Is-Purelib: true" in contents.wheel
     assert "Requires-Dist: torch>=2.8\n" in contents.metadata
     assert 'Requires-Dist: nvidia-cutlass-dsl; extra == "cuda"' in contents.metadata
+    # --dry-run says the same requirement (it said "torch pinned to the torch it builds against")
+    from wheelforge.build.dryrun import dry_run
+    from wheelforge.configuration.settings import Flags, resolve
+
+    [planned] = dry_run(resolve(Flags(matrix=root / "matrix.yaml")))
+    assert (planned.torch_requirement, planned.torch_free) == ("torch>=2.8", True)
 
 
 def test_torch_above_the_stable_abi_floor_is_said(tmp_path: Path) -> None:

@@ -62,6 +62,9 @@ def dry_run(settings: BuildSettings) -> list[PlannedVariant]:
                 note="pure Python: no extension, nothing to compile",
                 members=purewheel.members(settings.matrix),
                 project=settings.matrix.root,
+                # as purewheel.contents writes it: no binary, so no torch floor or ABI
+                torch_requirement=settings.matrix.torch.requirement,
+                torch_free=True,
             )
         ]
     chosen = selected(

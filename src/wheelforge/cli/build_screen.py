@@ -241,7 +241,8 @@ def _requires(p: PlannedVariant) -> str:
     if p.torch_free:
         return (
             f"{p.torch_requirement}, the matrix's torch as written (the project's own): no binary "
-            "uses torch (every extension is kind: plain), so the wheel has no torch floor or ABI"
+            "uses torch (every extension is kind: plain, or there is none), so the wheel has no "
+            "torch floor or ABI"
         )
     if p.torch_requirement is None:
         return "torch pinned to the torch it builds against"
