@@ -103,9 +103,12 @@ def test_torch_sparse_adopted_by_init_gets_metadata_pypi_takes(tmp_path: Path) -
     assert dry.code == 0, dry.err
     # A newline in a URL is refused by the same dry run, before anything compiles.
     text = (root / "matrix.yaml").read_text()
-    (root / "matrix.yaml").write_text(
-        text.replace("Homepage: https://github.com/rusty1s/pytorch_sparse",
-                     'Homepage: "https://github.com/rusty1s/pytorch_sparse\\nX-Evil: 1"')
-    )  # fmt: skip
+    # setup(url=) is Home-page, as setuptools writes it (package.home-page)
+    evil = text.replace(
+        "home-page: https://github.com/rusty1s/pytorch_sparse",
+        'home-page: "https://github.com/rusty1s/pytorch_sparse\\nX-Evil: 1"',
+    )
+    assert evil != text
+    (root / "matrix.yaml").write_text(evil)
     bad = wheelforge("build", "--dry-run", cwd=root, env={"TORCH_CUDA_ARCH_LIST": "9.0"})
-    assert bad.code == 2 and "package.urls.Homepage" in bad.err and "one line" in bad.err, bad.err
+    assert bad.code == 2 and "package.home-page" in bad.err and "one line" in bad.err, bad.err
