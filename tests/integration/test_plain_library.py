@@ -361,10 +361,7 @@ def test_bitsandbytes_is_adopted_as_its_ctypes_library(
     assert "nothing needs a hand" in run.out + run.err  # the version too: pyproject.toml gives it
     written = yaml.safe_load((project / "matrix.yaml").read_text())
     ext, ext_torch = written["extension"], written["torch"]
-    assert (
-        "no binary uses torch (every extension is kind: plain, or there is none)"
-        in run.out + run.err
-    )
+    assert "no binary uses torch (every extension is kind: plain)" in run.out + run.err
     assert ext["name"] == f"bitsandbytes.{theirs.stem}"
     assert ext["kind"] == "plain"
     assert "module-init" not in ext
