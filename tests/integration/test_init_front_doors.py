@@ -298,18 +298,23 @@ target_compile_options(core PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-co
 """
 
 
-@pytest.mark.skipif(
-    shutil.which("nvcc") is None or shutil.which("cmake") is None, reason="needs nvcc and cmake"
-)
-def test_cmake_is_configured_only_and_its_compile_commands_read(tmp_path: Path) -> None:
+def _cmake_project(root: Path, more_cmake: str = "") -> None:
+    """CMAKE_PROJECT (and *more_cmake* after it) with its sources and package in *root*."""
     for name, text in {
-        "CMakeLists.txt": CMAKE_PROJECT,
+        "CMakeLists.txt": CMAKE_PROJECT + more_cmake,
         "core/core.cu": "__global__ void k() {}\n",
         "python/module.cpp": "// module\n",
         "cmk/__init__.py": "from . import _cmk\n",
     }.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+
+
+@pytest.mark.skipif(
+    shutil.which("nvcc") is None or shutil.which("cmake") is None, reason="needs nvcc and cmake"
+)
+def test_cmake_is_configured_only_and_its_compile_commands_read(tmp_path: Path) -> None:
+    _cmake_project(tmp_path)
     run = wheelforge("init", "--torch", "2.13.0", cwd=tmp_path)
     assert run.code == 0, run.err
     assert "configure only" in run.err
@@ -333,18 +338,12 @@ def test_the_toolkits_headers_stay_out_when_cmake_arg_names_the_toolkit(tmp_path
     ties every variant to CUDA 13.0's headers (another release's nvcc refuses them)."""
     nvcc = Path(shutil.which("nvcc") or "").resolve()
     toolkit = nvcc.parent.parent
-    (tmp_path / "CMakeLists.txt").write_text(
-        CMAKE_PROJECT + "find_package(CUDAToolkit REQUIRED)\n"
+    _cmake_project(
+        tmp_path,
+        "find_package(CUDAToolkit REQUIRED)\n"
         "target_include_directories(core PRIVATE ${CUDAToolkit_INCLUDE_DIRS})\n"
-        "target_include_directories(_cmk PRIVATE ${CUDAToolkit_INCLUDE_DIRS})\n"
+        "target_include_directories(_cmk PRIVATE ${CUDAToolkit_INCLUDE_DIRS})\n",
     )
-    for name, text in {
-        "core/core.cu": "__global__ void k() {}\n",
-        "python/module.cpp": "// module\n",
-        "cmk/__init__.py": "from . import _cmk\n",
-    }.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
     run = wheelforge(
         "init", "--torch", "2.13.0", f"--cmake-arg=-DCUDAToolkit_ROOT={toolkit}", cwd=tmp_path
     )

@@ -594,25 +594,34 @@ def test_archs_given_to_cmakes_configure_keep_the_projects_ptx_per_source(tmp_pa
 # -- setup.py beside a CMakeLists.txt (bitsandbytes, issue 40 item 2) ---------------------------
 
 
-def test_a_setup_py_that_builds_no_extension_hands_over_to_cmake(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """bitsandbytes: setup() gets no ext_modules (scikit-build-core's setuptools plugin runs
-    CMake); init keeps setup.py's packages and takes CMake's library."""
+def _setup_beside_cmake(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, metadata: ProjectMetadata, *, plain: bool
+) -> tuple[init.InitRequest, CapturedExtension]:
+    """A setup.py whose setup() gives *metadata*, package demo and no extension, and CMake's
+    library demo.libdemo_cuda, both captures stood in; init's request and that library."""
     (tmp_path / "setup.py").write_text("from setuptools import setup\nsetup()\n")
-    metadata = ProjectMetadata(name="demo", version="1.2")
     from_setup = CapturedBuild(
         root=tmp_path, front_door="setup.py", extensions=(), metadata=metadata, packages=("demo",)
     )
     library = CapturedExtension(
-        name="demo.libdemo_cuda", kind="plain", where="CMake target demo",
+        name="demo.libdemo_cuda", kind="plain", where="CMake target demo", plain=plain,
         sources=(CapturedSource(path="csrc/ops.cu"),),
     )  # fmt: skip
     from_cmake = CapturedBuild(root=tmp_path, front_door="CMake", extensions=(library,))
     monkeypatch.setattr(init.setupcapture, "capture_setup", lambda root, context: from_setup)
     monkeypatch.setattr(init.cmake, "capture_cmake", lambda root, context, **kw: from_cmake)
     monkeypatch.setattr(init, "_toolkit", lambda env, cache: None)
-    request = init.InitRequest(root=tmp_path, python=Path(sys.executable), sandbox="off")
+    return init.InitRequest(root=tmp_path, python=Path(sys.executable), sandbox="off"), library
+
+
+def test_a_setup_py_that_builds_no_extension_hands_over_to_cmake(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """bitsandbytes: setup() gets no ext_modules (scikit-build-core's setuptools plugin runs
+    CMake); init keeps setup.py's packages and takes CMake's library."""
+    metadata = ProjectMetadata(name="demo", version="1.2")
+    request, library = _setup_beside_cmake(tmp_path, monkeypatch, metadata, plain=False)
+    from_setup = init.setupcapture.capture_setup(tmp_path, None)
 
     assert init.capture(request, "setup.py", {}) is from_setup  # no CMakeLists.txt: its own
     (tmp_path / "CMakeLists.txt").write_text("project(demo)\n")
@@ -627,21 +636,9 @@ def test_the_cmake_door_takes_setup_pys_metadata(
     """``--from cmake`` beside a setup.py whose setup() computes the version (no pyproject
     attr to read it from): setup.py runs, in the sandbox, for its metadata; CMake's library
     stays the extension. A setup.py that cannot run leaves it, said as needing a hand."""
-    (tmp_path / "setup.py").write_text("from setuptools import setup\nsetup()\n")
     (tmp_path / "CMakeLists.txt").write_text("project(demo)\n")
     metadata = ProjectMetadata(name="demo", version="1.2", torch_requirement="torch>=2.4,<3")
-    from_setup = CapturedBuild(
-        root=tmp_path, front_door="setup.py", extensions=(), metadata=metadata, packages=("demo",)
-    )
-    library = CapturedExtension(
-        name="demo.libdemo_cuda", kind="plain", where="CMake target demo", plain=True,
-        sources=(CapturedSource(path="csrc/ops.cu"),),
-    )  # fmt: skip
-    from_cmake = CapturedBuild(root=tmp_path, front_door="CMake", extensions=(library,))
-    monkeypatch.setattr(init.setupcapture, "capture_setup", lambda root, context: from_setup)
-    monkeypatch.setattr(init.cmake, "capture_cmake", lambda root, context, **kw: from_cmake)
-    monkeypatch.setattr(init, "_toolkit", lambda env, cache: None)
-    request = init.InitRequest(root=tmp_path, python=Path(sys.executable), sandbox="off")
+    request, library = _setup_beside_cmake(tmp_path, monkeypatch, metadata, plain=True)
     build = init.capture(request, "cmake", {})
     assert (build.front_door, build.extensions, build.metadata) == ("CMake", (library,), metadata)
     (tmp_path / "csrc").mkdir()
