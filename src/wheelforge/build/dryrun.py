@@ -63,7 +63,7 @@ def dry_run(settings: BuildSettings) -> list[PlannedVariant]:
                 members=purewheel.members(settings.matrix),
                 project=settings.matrix.root,
                 # as purewheel.contents writes it: no binary, so no torch floor or ABI
-                torch_requirement=settings.matrix.torch.requirement,
+                torch_requirement=abis.of(settings.matrix.abi).requirement(settings.matrix),
                 torch_free=True,
             )
         ]

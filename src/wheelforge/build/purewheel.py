@@ -44,7 +44,8 @@ def contents(matrix: Matrix) -> wheel.WheelContents:
             pkg,
             matrix.requires_python,
             version=pkg.version,
-            torch_requirement=matrix.torch.requirement,
+            # no binary uses torch: the matrix's torch as written (abi.torch_free_requirement)
+            torch_requirement=abi.of(matrix.abi).requirement(matrix),
         ),
         wheel=wheel.wheel_text(TAG, purelib=True),
         dist_info=dist_info,
